@@ -1,0 +1,49 @@
+# abtui: the two commands are `make demo` and `make test`; both set everything up first.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
+	wireguard-go iputils-ping tmux procps kmod
+DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep
+
+.PHONY: setup demo test bench soak lint clean-venv lab-down
+
+setup: .deps-stamp $(VENV)/.installed
+
+# Debian packages, installed only when a program is missing (idempotent, seconds when done).
+.deps-stamp:
+	@missing=""; for p in $(DEB_PROGRAMS); do \
+	  PATH="$$PATH:/usr/sbin:/sbin" command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages (missing:$$missing)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $(DEB_PACKAGES) >/dev/null; fi
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
+	@mkdir -p /run/sshd
+	@touch $@
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/abtui demo
+
+test: setup
+	$(VENV)/bin/ruff check abtui tests
+	$(VENV)/bin/pytest -q
+
+bench: setup
+	$(PY) -m tests.bench
+
+soak: setup
+	ABTUI_SOAK_SECONDS=600 $(VENV)/bin/pytest -q -m lab tests/lab -k soak
+
+lint: setup
+	$(VENV)/bin/ruff check abtui tests
+	$(VENV)/bin/mypy abtui
+
+lab-down: setup
+	$(VENV)/bin/abtui lab down

@@ -1,0 +1,74 @@
+"""Command-line entry point.
+
+Each subcommand lives in its own module under `abtui.commands` and is imported only when it
+runs, so `abtui --help` and the first frame of the console stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+
+from abtui import __version__
+from abtui.errors import EXIT_BAD_INPUT, AbtuiError
+
+# subcommand -> (module under abtui.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tui": ("tui", "open the console (the default), optionally on PROFILE"),
+    "demo": ("demo", "bring the local lab up and open the console on it"),
+    "lab": ("lab", "manage the local network-namespace lab: up, down, status"),
+    "check": ("check", "preflight a profile: hosts, programs, knobs, tunnels"),
+    "run": ("run", "run a profile's plan headless and save the session"),
+    "recover": ("recover", "restore knobs, remove tunnels, end processes after a crash"),
+    "import": ("import_", "parse saved iperf3 / ping outputs (and make sessions of them)"),
+    "sessions": ("sessions", "list saved sessions"),
+    "export": ("export", "export a session as md, csv, json or plots"),
+    "compare": ("compare", "compare two sessions phase by phase"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="abtui",
+        description="Live, side-by-side A/B testing of kernels and network settings.",
+    )
+    parser.add_argument("--version", action="version", version=f"abtui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        if importlib.util.find_spec(f"abtui.commands.{module}") is None:
+            continue  # not built yet
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        mod = _command_module(module)
+        mod.add_arguments(sp)
+        sp.set_defaults(_module=module)
+    return parser
+
+
+def _command_module(module: str):  # type: ignore[no-untyped-def]
+    return importlib.import_module(f"abtui.commands.{module}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help",
+                                                                              "--version")):
+        args_list = ["tui", *args_list]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # argparse: 2 for bad arguments, 0 for --help
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(_command_module(args._module).run(args) or 0)
+    except AbtuiError as exc:
+        print(f"abtui: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("abtui: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""One module per `abtui` subcommand: add_arguments(parser) and run(args) -> exit code."""

@@ -1,0 +1,252 @@
+"""Plain data shared by every layer: hosts, pairs, knobs, intervals, summaries, events.
+
+No behaviour beyond small conveniences, and no imports from the rest of abtui, so any layer
+(parsers, engine, store, stats, reports, UI) can use these without pulling the others in.
+Units: bits per second and bytes as plain numbers, times in seconds, RTTs in milliseconds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    SENDER = "sender"
+    RECEIVER = "receiver"
+
+
+class Scope(StrEnum):
+    """Which hosts of the chosen pairs a knob applies to."""
+
+    SENDER = "sender"
+    RECEIVER = "receiver"
+    BOTH = "both"
+
+
+class KnobKind(StrEnum):
+    SYSCTL = "sysctl"
+    ETHTOOL_FEATURE = "ethtool-feature"
+    ETHTOOL_COALESCE = "ethtool-coalesce"
+    MTU = "mtu"
+    TUNNEL = "tunnel"
+    IPERF3 = "iperf3"
+
+
+class TunnelType(StrEnum):
+    NONE = "none"
+    WIREGUARD = "wireguard"
+    IPSEC = "ipsec"
+    VXLAN = "vxlan"
+    GRE = "gre"
+
+
+class LinkState(StrEnum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    LOST = "lost"
+    RECONNECTING = "reconnecting"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """Sender host, receiver host and the data-plane address the sender targets."""
+
+    label: str
+    sender: str
+    receiver: str
+    target: str
+    sender_device: str | None = None
+    receiver_device: str | None = None
+    # per-pair overrides of test options (same keys as TestOptions)
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def host(self, role: Role) -> str:
+        return self.sender if role is Role.SENDER else self.receiver
+
+    def device(self, role: Role) -> str | None:
+        return self.sender_device if role is Role.SENDER else self.receiver_device
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """A named setting with its values and where it applies.
+
+    `key` is the sysctl name, the ethtool feature or coalescing parameter, or the iperf3 option;
+    `device` overrides the pair's data device for ethtool/mtu knobs; `pairs` empty means all.
+    """
+
+    name: str
+    kind: KnobKind
+    values: tuple[str, ...]
+    key: str = ""
+    device: str | None = None
+    scope: Scope = Scope.BOTH
+    pairs: tuple[str, ...] = ()
+    binding: str | None = None
+    # per-OS alternative keys, e.g. {"freebsd": "dev.ix.2.enable_aim"}
+    os_keys: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TestOptions:
+    """iperf3 and ping options for runs; `duration` 0 means continuous."""
+
+    duration: float = 10.0
+    interval: float = 1.0
+    parallel: int = 1
+    reverse: bool = False
+    bidir: bool = False
+    udp: bool = False
+    bitrate: str | None = None
+    omit: int = 0
+    congestion: str | None = None
+    bind: str | None = None
+    port: int = 5201
+    ping: bool = True
+    ping_interval: float = 0.2
+    extra_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """A sysctl or command sampled on a host during a run, recorded as a series."""
+
+    name: str
+    role: Role
+    sysctl: str | None = None
+    command: str | None = None
+    interval: float = 1.0
+    pairs: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Plan:
+    """A matrix of knob values (× directions × tunnel types), repeated and optionally shuffled."""
+
+    matrix: tuple[str, ...] = ()
+    repetitions: int = 1
+    shuffle: bool = True
+    pause: float = 2.0
+    seed: int | None = None
+
+
+@dataclass(slots=True)
+class Profile:
+    """A testbed and a plan, as loaded from TOML (see abtui.profile)."""
+
+    name: str
+    pairs: list[Pair]
+    knobs: list[Knob] = field(default_factory=list)
+    test: TestOptions = field(default_factory=TestOptions)
+    watches: list[Watch] = field(default_factory=list)
+    plan: Plan = field(default_factory=Plan)
+    tunnels: tuple[str, ...] = ("none",)
+    base_pair: str | None = None
+    ssh_config: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_keys: bool = False
+    sudo: bool = False
+    source_path: str | None = None
+    source_text: str | None = None
+
+    def pair(self, label: str) -> Pair:
+        for p in self.pairs:
+            if p.label == label:
+                return p
+        raise KeyError(label)
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+
+@dataclass(slots=True)
+class HostFacts:
+    """What a host told us about itself on connect."""
+
+    alias: str
+    os: str = ""
+    hostname: str = ""
+    kernel_release: str = ""
+    kernel_version: str = ""
+    cpu_model: str = ""
+    cpu_count: int | None = None
+    iperf3_version: str = ""
+    ping_version: str = ""
+    nic_driver: str = ""
+    nic_firmware: str = ""
+    link_speed: str = ""
+
+
+@dataclass(slots=True)
+class Interval:
+    """One iperf3 interval: the aggregate of all streams (the [SUM] line when several)."""
+
+    start: float
+    end: float
+    bytes: int
+    bits_per_second: float
+    retransmits: int | None = None
+    cwnd_bytes: int | None = None
+    omitted: bool = False
+    # UDP
+    jitter_ms: float | None = None
+    lost_packets: int | None = None
+    packets: int | None = None
+    # which direction for --bidir ("tx"/"rx"), None otherwise
+    direction: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "bytes": self.bytes,
+            "bits_per_second": self.bits_per_second,
+            "retransmits": self.retransmits,
+            "cwnd_bytes": self.cwnd_bytes,
+            "omitted": self.omitted,
+        }
+
+
+@dataclass(slots=True)
+class IperfSummary:
+    """iperf3's end-of-test sender/receiver lines."""
+
+    protocol: str = "tcp"
+    sender_bits_per_second: float | None = None
+    receiver_bits_per_second: float | None = None
+    sender_bytes: int | None = None
+    receiver_bytes: int | None = None
+    retransmits: int | None = None
+    jitter_ms: float | None = None
+    lost_percent: float | None = None
+    duration: float | None = None
+
+
+@dataclass(slots=True)
+class PingReply:
+    seq: int
+    rtt_ms: float | None
+    timestamp: float | None = None
+
+
+@dataclass(slots=True)
+class PingSummary:
+    sent: int | None = None
+    received: int | None = None
+    loss_percent: float | None = None
+    rtt_min_ms: float | None = None
+    rtt_avg_ms: float | None = None
+    rtt_max_ms: float | None = None
+    rtt_stddev_ms: float | None = None
+
+
+def now() -> float:
+    """Wall-clock time used to stamp events (seconds since the epoch)."""
+    return time.time()

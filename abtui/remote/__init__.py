@@ -1,0 +1,1 @@
+"""SSH links to hosts (asyncssh) and the OS dialects that build their commands."""

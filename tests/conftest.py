@@ -1,0 +1,64 @@
+"""Shared fixtures. Lab tests (marked `lab`) need root; each run uses its own lab names so a
+user's lab (or another checkout's test run) never collides with it.
+
+ABTUI_TEST_LAB="name,ifprefix,mgmt" picks the test lab's names (default "tlab,abt,254").
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from abtui.lab import Lab
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+
+
+def test_lab_names(suffix: str = "") -> tuple[str, str, int]:
+    raw = os.environ.get("ABTUI_TEST_LAB", "tlab,abt,254")
+    name, ifprefix, mgmt = raw.split(",")
+    return name + suffix, ifprefix + suffix, int(mgmt) - (1 if suffix else 0)
+
+
+def make_test_lab(tmp: Path, suffix: str = "") -> Lab:
+    name, ifprefix, mgmt = test_lab_names(suffix)
+    return Lab(name=name, octet=19, ifprefix=ifprefix, mgmt=mgmt, state_dir=tmp / name)
+
+
+def _root_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "lab tests need root (network namespaces, sshd)"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = _root_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if "lab" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """A 2-pair lab shared by the lab tests of one run; taken down even when tests fail."""
+    the_lab = make_test_lab(tmp_path_factory.mktemp("lab"))
+    the_lab.down()  # leftovers of an earlier, killed run
+    the_lab.up(pairs=2)
+    try:
+        yield the_lab
+    finally:
+        the_lab.down()
+
+
+def ns_exec(lab_: Lab, alias: str, *cmd: str) -> str:
+    """Run a command inside a lab host's namespace directly (the tests' side channel)."""
+    return subprocess.run(["ip", "netns", "exec", f"abtui-{alias}", *cmd],
+                          capture_output=True, text=True, check=True).stdout

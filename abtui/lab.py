@@ -94,7 +94,15 @@ class Lab:
 
     @classmethod
     def default(cls) -> Lab:
-        return cls()
+        """The user's lab; ABTUI_LAB="name,ifprefix,mgmt" picks other names (tests do)."""
+        raw = os.environ.get("ABTUI_LAB")
+        if not raw:
+            return cls()
+        try:
+            name, ifprefix, mgmt = raw.split(",")
+            return cls(name=name, octet=19, ifprefix=ifprefix, mgmt=int(mgmt))
+        except ValueError as exc:
+            raise AbtuiError(f"ABTUI_LAB={raw!r}: expected name,ifprefix,mgmt ({exc})") from exc
 
     # ---- naming -------------------------------------------------------------------------
     @property

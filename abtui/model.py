@@ -250,3 +250,80 @@ class PingSummary:
 def now() -> float:
     """Wall-clock time used to stamp events (seconds since the epoch)."""
     return time.time()
+
+
+class EventKind(StrEnum):
+    """What happened. `Event.data` fields per kind (all JSON-serialisable):
+
+    - SESSION_START: {"profile_text", "profile_path", "abtui_version"}
+    - FACTS:        {"facts": asdict(HostFacts)}                          (host set)
+    - LINK:         {"state": LinkState, "message"}                       (host set)
+    - ORIGINAL:     {"knob", "key", "value"}  value before abtui first touched it (host set)
+    - KNOB:         {"knob", "value", "pairs": [labels], "hosts": [aliases]} a change applied
+    - KNOB_ERROR:   {"knob", "value", "message"}                          nothing was changed
+    - TUNNEL:       {"type", "target"}  the tunnel in use and iperf3's new target   (pair set)
+    - RUN_START:    {"run", "config": {knob: value}, "host_clock", "skew_ms", "options"} (pair)
+    - INTERVAL:     {"run", "phase", **Interval.to_json(), "straddles": bool}        (pair)
+    - PING:         {"run", "phase", "seq", "rtt_ms"}                               (pair)
+    - WATCH:        {"run", "name", "value"}                                  (pair, host)
+    - RUN_END:      {"run", "status": "ok"|"error"|"incomplete"|"stopped",
+                     "summary": asdict(IperfSummary) | None, "ping": asdict(PingSummary)|None,
+                     "message"}                                                       (pair)
+    - PHASE:        {"phase", "config": {knob: value}, "start", "end"}  a phase closed (pair)
+    - PROGRESS:     {"done", "total", "eta_s"}                                  plan mode
+    - SKEW:         {"skew_ms": float, "clocks": {pair: host_clock}}   a synchronized start
+    - ERROR:        {"message"}                                  (pair and/or host may be set)
+    - MARK:         {"text"}
+    - RESTORE:      {"knob", "value", "ok": bool, "message"}      restoring on exit (host set)
+    - SESSION_END:  {"reason"}
+    """
+
+    SESSION_START = "session_start"
+    FACTS = "facts"
+    LINK = "link"
+    ORIGINAL = "original"
+    KNOB = "knob"
+    KNOB_ERROR = "knob_error"
+    TUNNEL = "tunnel"
+    RUN_START = "run_start"
+    INTERVAL = "interval"
+    PING = "ping"
+    WATCH = "watch"
+    RUN_END = "run_end"
+    PHASE = "phase"
+    PROGRESS = "progress"
+    SKEW = "skew"
+    ERROR = "error"
+    MARK = "mark"
+    RESTORE = "restore"
+    SESSION_END = "session_end"
+
+
+@dataclass(slots=True)
+class Event:
+    """One thing that happened, stamped with the controller's wall clock.
+
+    The engine emits these; the session store journals them one JSON line each; the UI and
+    reports read them. See EventKind for each kind's `data`.
+    """
+
+    kind: EventKind
+    t: float = field(default_factory=now)
+    pair: str | None = None
+    host: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": str(self.kind), "t": self.t}
+        if self.pair is not None:
+            out["pair"] = self.pair
+        if self.host is not None:
+            out["host"] = self.host
+        if self.data:
+            out["data"] = self.data
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Event:
+        return cls(kind=EventKind(obj["kind"]), t=float(obj["t"]), pair=obj.get("pair"),
+                   host=obj.get("host"), data=dict(obj.get("data") or {}))

@@ -128,3 +128,31 @@ def test_lab_status_reports_broken_host(lab: Lab, tmp_path):
         assert other.status()["ok"]
     finally:
         other.down()
+
+
+def test_cli_up_status_down_cycle_leaves_the_machine_as_it_was(tmp_path):
+    netns0, links0, _ = _snapshot()
+    sshd0 = _sshd_pids()
+    env = dict(os.environ, ABTUI_LAB="clab,abc,234", ABTUI_LAB_DIR=str(tmp_path))
+
+    def abtui(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "abtui", *args], capture_output=True,
+                              text=True, env=env, timeout=120)
+
+    try:
+        up = abtui("lab", "up", "--pairs", "1")
+        assert up.returncode == 0, up.stderr
+        st = abtui("lab", "status", "--json")
+        assert st.returncode == 0, st.stderr
+        status = json.loads(st.stdout)
+        assert [h["alias"] for h in status["hosts"]] == ["clab-a-snd", "clab-a-rcv"]
+        assert all(h["ok"] for h in status["hosts"])
+        assert status["ssh_config"].startswith(str(tmp_path))
+        bad = abtui("lab", "up", "--pairs", "9")
+        assert bad.returncode == 2 and "--pairs" in bad.stderr
+    finally:
+        down = abtui("lab", "down")
+    assert down.returncode == 0, down.stderr
+    netns1, links1, _ = _snapshot()
+    assert (netns1, links1, _sshd_pids()) == (netns0, links0, sshd0)
+    assert abtui("lab", "status").returncode == 1

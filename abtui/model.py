@@ -89,6 +89,21 @@ class Knob:
     binding: str | None = None
     # per-OS alternative keys, e.g. {"freebsd": "dev.ix.2.enable_aim"}
     os_keys: dict[str, str] = field(default_factory=dict)
+    # per-OS alternative kinds, e.g. {"linux": KnobKind.ETHTOOL_COALESCE}
+    os_kinds: dict[str, KnobKind] = field(default_factory=dict)
+    # per-OS value translation: {"linux": {"0": "off", "1": "on", "2": "on"}}
+    os_values: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the value to set when a session starts (None: leave the host's own value)
+    initial: str | None = None
+
+    def for_os(self, os_name: str) -> tuple[KnobKind, str]:
+        """The kind and key this knob has on a host running `os_name` ("linux", "freebsd")."""
+        os_name = os_name.lower()
+        return self.os_kinds.get(os_name, self.kind), self.os_keys.get(os_name, self.key)
+
+    def value_for_os(self, os_name: str, value: str) -> str:
+        """`value` as written on a host running `os_name` (translated when the profile says)."""
+        return self.os_values.get(os_name.lower(), {}).get(value, value)
 
 
 @dataclass(slots=True)
@@ -108,6 +123,8 @@ class TestOptions:
     port: int = 5201
     ping: bool = True
     ping_interval: float = 0.2
+    # > 0: `ping -c N` on the idle link before iperf3 starts; 0: ping alongside iperf3
+    ping_count: int = 0
     extra_args: tuple[str, ...] = ()
 
 
@@ -132,6 +149,8 @@ class Plan:
     shuffle: bool = True
     pause: float = 2.0
     seed: int | None = None
+    # "tx" (sender → receiver), "rx" (iperf3 -R), "bidir": the matrix's "direction" dimension
+    directions: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -152,6 +171,7 @@ class Profile:
     sudo: bool = False
     source_path: str | None = None
     source_text: str | None = None
+    description: str = ""
 
     def pair(self, label: str) -> Pair:
         for p in self.pairs:

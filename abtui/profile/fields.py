@@ -1,0 +1,210 @@
+"""Checks for single profile values: each returns the model's value or raises Invalid.
+
+Profiles are untrusted text that ends up in commands on other people's hosts (always quoted,
+but still): every value is checked against what it may be, not against what it must not be.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from abtui.model import TunnelType
+
+
+class Invalid(ValueError):
+    """A value is wrong. str() is "what was wrong; what was expected"."""
+
+
+Conv = Callable[[Any], Any]
+
+SYSCTL_RE = re.compile(r"[A-Za-z0-9_.%/-]+")
+SYSCTL_GLOB_RE = re.compile(r"[A-Za-z0-9_.%/*-]+")
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,39}")
+LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}")
+DEVICE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,14}")
+ETHTOOL_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+HOST_RE = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.@:%\[\]-]{0,254}")
+HOSTNAME_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?")
+BITRATE_RE = re.compile(r"[0-9]+(\.[0-9]+)?[KMGTkmgt]?(/[0-9]+)?")
+CONGESTION_RE = re.compile(r"[A-Za-z0-9_-]{1,16}")
+
+
+def show(value: Any, limit: int = 40) -> str:
+    """A value as it may appear in a one-line message: JSON-quoted, ASCII, shortened."""
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
+def _wrong(value: Any, expected: str) -> Invalid:
+    return Invalid(f"got {type_name(value)} {show(value)}; expected {expected}")
+
+
+def has_control(text: str) -> bool:
+    """Control, format (bidi overrides) or line/paragraph separator characters."""
+    return any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text)
+
+
+def text(value: Any, max_len: int = 200) -> str:
+    """A one-line string with no control characters."""
+    if not isinstance(value, str):
+        raise _wrong(value, "a string")
+    if has_control(value):
+        raise Invalid(f"{show(value)} holds a control character; expected one line of text")
+    if len(value) > max_len:
+        raise Invalid(f"{len(value)} characters; expected at most {max_len}")
+    return value
+
+
+def matching(regex: re.Pattern[str], expected: str, max_len: int = 200) -> Conv:
+    def conv(value: Any) -> str:
+        value = text(value, max_len)
+        if not regex.fullmatch(value):
+            raise Invalid(f"{show(value)} is not allowed; expected {expected}")
+        return value
+    return conv
+
+
+def one_of(choices: tuple[str, ...]) -> Conv:
+    def conv(value: Any) -> str:
+        value = text(value)
+        if value not in choices:
+            raise Invalid(f"{show(value)} is not allowed; expected one of {', '.join(choices)}")
+        return value
+    return conv
+
+
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _wrong(value, "true or false")
+    return value
+
+
+def integer(lo: int, hi: int) -> Conv:
+    def conv(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _wrong(value, f"an integer from {lo} to {hi}")
+        if not lo <= value <= hi:
+            raise Invalid(f"{value} is out of range; expected an integer from {lo} to {hi}")
+        return value
+    return conv
+
+
+def number(lo: float, hi: float) -> Conv:
+    def conv(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _wrong(value, f"a number from {lo:g} to {hi:g}")
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise Invalid(f"{value} is out of range; expected a number from {lo:g} to {hi:g}")
+        return float(value)
+    return conv
+
+
+def str_list(item: Conv, *, unique: bool = True, non_empty: bool = False) -> Conv:
+    def conv(value: Any) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            raise _wrong(value, "an array")
+        if non_empty and not value:
+            raise Invalid("an empty array; expected at least one entry")
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(item(v))
+            except Invalid as exc:
+                raise Invalid(f"entry {i}: {exc}") from None
+        if unique and len(set(out)) != len(out):
+            dup = next(v for v in out if out.count(v) > 1)
+            raise Invalid(f"{show(dup)} is listed twice; expected each entry once")
+        return tuple(out)
+    return conv
+
+
+def knob_value(value: Any) -> str:
+    """A knob value: a string or a number, kept as the string written to the host."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _wrong(value, "a string or a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Invalid(f"{value} is not a finite number; expected a string or a number")
+    out = value if isinstance(value, str) else str(value)
+    if not out.strip():
+        raise Invalid("an empty value; expected a string or a number")
+    return text(out, 1024)
+
+
+def host(value: Any) -> str:
+    """An SSH destination: an ssh_config alias or user@host[:port]; never an ssh option."""
+    return matching(HOST_RE, "an ssh_config alias or user@host[:port]", 255)(value)
+
+
+def address(value: Any) -> str:
+    """An IP address or a DNS name."""
+    value = text(value, 255)
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    if not HOSTNAME_RE.fullmatch(value):
+        raise Invalid(f"{show(value)} is not allowed; expected an IP address or a host name")
+    return value
+
+
+def ip(value: Any) -> str:
+    value = text(value, 64)
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise Invalid(f"{show(value)} is not an IP address; expected one") from None
+
+
+def tunnel_type(value: Any) -> str:
+    return one_of(tuple(t.value for t in TunnelType))(value)
+
+
+def path_in(base: Path | None) -> Conv:
+    """A file path; `~` expanded, relative paths taken from the profile's own folder."""
+    def conv(value: Any) -> str:
+        value = text(value, 4096)
+        if not value:
+            raise Invalid("an empty path; expected a file path")
+        p = Path(value).expanduser()
+        if not p.is_absolute() and base is not None:
+            p = base / p
+        return str(p)
+    return conv
+
+
+# iperf3 options abtui itself sets or that would change what a run is; not for extra_args.
+_OWN_OPTIONS = ("-c", "--client", "-s", "--server", "-J", "--json", "--json-stream",
+                "--logfile", "-D", "--daemon", "-1", "--one-off", "-I", "--pidfile",
+                "-F", "--file", "--forceflush", "-p", "--port", "--timestamps")
+
+
+def extra_arg(value: Any) -> str:
+    value = text(value, 200)
+    if not value:
+        raise Invalid("an empty argument; expected an iperf3 option such as \"-w\"")
+    if value.split("=", 1)[0] in _OWN_OPTIONS:
+        raise Invalid(f"{show(value)} is set by abtui; expected another iperf3 option")
+    return value

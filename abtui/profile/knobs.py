@@ -1,0 +1,144 @@
+"""What a knob's key and values may be, per kind (and per OS variant of the knob)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from abtui.model import Knob, KnobKind, Scope, TunnelType
+from abtui.profile import fields as f
+from abtui.profile.schema import (
+    DIRECTION_DIMENSION,
+    KNOB_FIELDS,
+    KNOB_OS_FIELDS,
+    OS_NAMES,
+    RESERVED_KEYS,
+    KeyPath,
+    ProfileError,
+    read_table,
+    sub_table,
+)
+
+_ON_OFF = ("on", "off")
+_BOOL_WORDS = ("on", "off", "true", "false")
+_DIGITS = re.compile(r"[0-9]{1,9}")
+
+# iperf3 knobs change one TestOptions field: the value check per field.
+IPERF3_KEYS: dict[str, tuple[re.Pattern[str] | tuple[str, ...], str]] = {
+    "parallel": (re.compile(r"[1-9][0-9]?|1[01][0-9]|12[0-8]"), "a stream count from 1 to 128"),
+    "reverse": (_BOOL_WORDS, "on or off"),
+    "bidir": (_BOOL_WORDS, "on or off"),
+    "udp": (_BOOL_WORDS, "on or off"),
+    "bitrate": (f.BITRATE_RE, 'an iperf3 bitrate such as "1G"'),
+    "omit": (_DIGITS, "seconds to omit"),
+    "congestion": (f.CONGESTION_RE, "a congestion control name"),
+}
+
+
+def _values_ok(values: tuple[str, ...], ok: Any, expected: str, where: KeyPath) -> None:
+    for i, v in enumerate(values):
+        good = v in ok if isinstance(ok, tuple) else bool(ok.fullmatch(v))
+        if not good:
+            raise ProfileError((*where, "values"),
+                               f"entry {i}: {f.show(v)} is not allowed; expected {expected}")
+
+
+def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str, Any],
+               where: KeyPath) -> None:
+    """The key and the values a knob of `kind` may have."""
+    keyless = kind in (KnobKind.MTU, KnobKind.TUNNEL)
+    if keyless and key:
+        raise ProfileError((*where, "key"), f"a {kind} knob has no key; expected none")
+    if kind is KnobKind.SYSCTL:
+        if not f.SYSCTL_RE.fullmatch(key):
+            raise ProfileError((*where, "key"), f"{f.show(key)} is not a sysctl name; expected "
+                               "letters, digits and _ . % / -")
+    elif kind in (KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE):
+        if not f.ETHTOOL_KEY_RE.fullmatch(key):
+            raise ProfileError((*where, "key"), f"{f.show(key)} is not an ethtool setting; "
+                               'expected a name such as "gro" or "adaptive-rx"')
+        if kind is KnobKind.ETHTOOL_FEATURE:
+            _values_ok(values, _ON_OFF, "on or off", where)
+        else:
+            _values_ok(values, re.compile(r"on|off|[0-9]{1,9}"), "on, off or a number", where)
+    elif kind is KnobKind.MTU:
+        for i, v in enumerate(values):
+            if not (_DIGITS.fullmatch(v) and 68 <= int(v) <= 65535):
+                raise ProfileError((*where, "values"), f"entry {i}: {f.show(v)} is not an "
+                                   "MTU; expected a number from 68 to 65535")
+    elif kind is KnobKind.TUNNEL:
+        _values_ok(values, tuple(t.value for t in TunnelType),
+                   ", ".join(t.value for t in TunnelType), where)
+        if knob.get("scope", "both") != Scope.BOTH:
+            raise ProfileError((*where, "scope"), "a tunnel joins both hosts; expected \"both\"")
+    elif kind is KnobKind.IPERF3:
+        if key not in IPERF3_KEYS:
+            raise ProfileError((*where, "key"), f"{f.show(key)} is not an iperf3 knob; expected "
+                               f"one of {', '.join(IPERF3_KEYS)}")
+        _values_ok(values, *IPERF3_KEYS[key], where)
+    if knob.get("device") and kind not in (KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE,
+                                           KnobKind.MTU):
+        raise ProfileError((*where, "device"), f"a {kind} knob has no device; expected device "
+                           "only on ethtool and mtu knobs")
+
+
+def _binding(value: str | None, where: KeyPath) -> str | None:
+    if value is None:
+        return None
+    if len(value) != 1 or value.isspace() or value in RESERVED_KEYS:
+        reason = "is kept by the console" if value in RESERVED_KEYS else "is not a single key"
+        raise ProfileError((*where, "binding"), f"{f.show(value)} {reason}; expected one "
+                           f"character other than {' '.join(RESERVED_KEYS)}")
+    return value
+
+
+def _os_variants(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> dict[str, Any]:
+    """The `[knobs.os.linux]` / `[knobs.os.freebsd]` tables: kind, key, value translation."""
+    variants = sub_table(raw, "os", where)
+    out: dict[str, Any] = {"os_kinds": {}, "os_keys": {}, "os_values": {}}
+    for os_name, table in variants.items():
+        at = (*where, "os", os_name)
+        if os_name not in OS_NAMES:
+            raise ProfileError(at, f"unknown OS; expected one of {', '.join(OS_NAMES)}")
+        if not isinstance(table, dict):
+            raise ProfileError(at, f"got {f.type_name(table)}; expected a table")
+        var = read_table(table, KNOB_OS_FIELDS, at, extra=("values",))
+        mapping = sub_table(table, "values", at)
+        trans: dict[str, str] = {}
+        for k, v in mapping.items():
+            if k not in knob["values"]:
+                raise ProfileError((*at, "values", k), "not one of the knob's values; expected "
+                                   f"one of {', '.join(map(f.show, knob['values']))}")
+            try:
+                trans[k] = f.knob_value(v)
+            except f.Invalid as exc:
+                raise ProfileError((*at, "values", k), str(exc)) from None
+        kind = KnobKind(var["kind"] or knob["kind"])
+        if var["key"] is None and kind != knob["kind"] and kind not in (KnobKind.MTU,
+                                                                       KnobKind.TUNNEL):
+            raise ProfileError((*at, "key"), f"missing; a {kind} variant needs its own key")
+        key = knob["key"] if var["key"] is None else var["key"]
+        check_kind(kind, key, tuple(trans.get(v, v) for v in knob["values"]), knob, at)
+        if var["kind"] is not None:
+            out["os_kinds"][os_name] = kind
+        if var["key"] is not None:
+            out["os_keys"][os_name] = key
+        if trans:
+            out["os_values"][os_name] = trans
+    return out
+
+
+def build_knob(raw: dict[str, Any], where: KeyPath) -> Knob:
+    knob = read_table(raw, KNOB_FIELDS, where, extra=("os",))
+    if knob["name"] == DIRECTION_DIMENSION:
+        raise ProfileError((*where, "name"), f"{f.show(knob['name'])} is the plan's direction "
+                           "dimension; expected another name")
+    knob["kind"] = KnobKind(knob["kind"])
+    knob["scope"] = Scope(knob["scope"])
+    knob["binding"] = _binding(knob["binding"], where)
+    check_kind(knob["kind"], knob["key"], knob["values"], knob, where)
+    if knob["initial"] is not None and knob["initial"] not in knob["values"]:
+        raise ProfileError((*where, "initial"), f"{f.show(knob['initial'])} is not one of the "
+                           f"values; expected one of {', '.join(map(f.show, knob['values']))}")
+    knob.update(_os_variants(raw, knob, where))
+    return Knob(**knob)

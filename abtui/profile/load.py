@@ -1,0 +1,196 @@
+"""Read a profile: TOML syntax by tomllib, then every section checked against the schema.
+
+Any problem becomes one BadInput line, `FILE:LINE: FIELD: what was wrong; what was expected`;
+nothing else escapes, whatever the bytes (tests/unit/test_profile_fuzz.py).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from abtui.errors import BadInput
+from abtui.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.profile import fields as f
+from abtui.profile.knobs import build_knob
+from abtui.profile.locate import key_lines, line_of
+from abtui.profile.schema import (
+    DIRECTION_DIMENSION,
+    PAIR_FIELDS,
+    PLAN_FIELDS,
+    SECTIONS,
+    TEST_FIELDS,
+    WATCH_FIELDS,
+    KeyPath,
+    ProfileError,
+    check_keys,
+    dotted,
+    profile_fields,
+    read_table,
+    sub_table,
+    table_array,
+)
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
+
+
+def _safe(text: str) -> str:
+    """Keep a message on one line whatever it quotes."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else
+                   f"\\u{ord(c):04x}" for c in text)
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Load and check the profile at `path`; raises BadInput (exit 2) with one line."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise BadInput(_safe(f"{p}: cannot read the profile: {exc.strerror or exc}")) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise BadInput(_safe(f"{p}:{line}: TOML syntax: byte 0x{data[exc.start]:02x} is not "
+                             "UTF-8; expected UTF-8 text")) from None
+    return parse_profile(text, p)
+
+
+def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
+    """Check a profile's text; `path` names it in errors and anchors relative paths."""
+    where = str(path)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = _TOML_AT.search(msg)
+        line = int(m.group(1)) if m else text.count("\n") + 1
+        msg = _TOML_AT.sub(f" (column {m.group(2)})", msg) if m else _TOML_END.sub("", msg)
+        raise BadInput(_safe(f"{where}:{line}: TOML syntax: {msg}; expected valid TOML")) \
+            from None
+    except RecursionError:
+        raise BadInput(_safe(f"{where}:1: TOML syntax: nested too deeply; expected a "
+                             "profile")) from None
+    base = Path(path).parent if path != "<profile>" else None
+    try:
+        profile = _build(raw, base, Path(path).stem)
+    except ProfileError as exc:
+        try:
+            line = line_of(key_lines(text), exc.path)
+        except (RecursionError, ValueError, tomllib.TOMLDecodeError):
+            line = 1
+        raise BadInput(_safe(f"{where}:{line}: {dotted(exc.path)}: {exc.message}")) from None
+    profile.source_path = where if path != "<profile>" else None
+    profile.source_text = text
+    return profile
+
+
+def _unique(names: list[str], key: str, section: str) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ProfileError((section, i, key), f"{f.show(name)} is used twice; expected "
+                               f"each {key} once")
+        seen.add(name)
+
+
+def _known_pairs(labels: list[str], chosen: tuple[str, ...], where: KeyPath) -> None:
+    for label in chosen:
+        if label not in labels:
+            raise ProfileError(where, f"no pair is labelled {f.show(label)}; expected one of "
+                               f"{', '.join(labels)}")
+
+
+def _test_options(opts: dict[str, Any], where: KeyPath) -> None:
+    if opts.get("reverse") and opts.get("bidir"):
+        raise ProfileError((*where, "bidir"), "reverse and bidir are both on; expected one")
+
+
+def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
+    check_keys(raw, SECTIONS, ())
+    head = read_table(sub_table(raw, "profile", ()), profile_fields(base), ("profile",))
+    test = read_table(sub_table(raw, "test", ()), TEST_FIELDS, ("test",))
+    _test_options(test, ("test",))
+
+    pairs_raw = table_array(raw, "pairs", ())
+    if not pairs_raw:
+        raise ProfileError(("pairs",), "missing; expected at least one [[pairs]] table")
+    pairs = []
+    for i, t in enumerate(pairs_raw):
+        at: KeyPath = ("pairs", i)
+        pair = read_table(t, PAIR_FIELDS, at, extra=("test",))
+        overrides = read_table(sub_table(t, "test", at), TEST_FIELDS, (*at, "test"), fill=False)
+        _test_options({**test, **overrides}, (*at, "test"))
+        pairs.append(Pair(**pair, overrides=overrides))
+    labels = [p.label for p in pairs]
+    _unique(labels, "label", "pairs")
+
+    knobs = [build_knob(t, ("knobs", i)) for i, t in enumerate(table_array(raw, "knobs", ()))]
+    _unique([k.name for k in knobs], "name", "knobs")
+    _unique([k.binding or f"#{i}" for i, k in enumerate(knobs)], "binding", "knobs")
+    for i, k in enumerate(knobs):
+        _known_pairs(labels, k.pairs, ("knobs", i, "pairs"))
+
+    watches = []
+    for i, t in enumerate(table_array(raw, "watches", ())):
+        w = read_table(t, WATCH_FIELDS, ("watches", i))
+        if (w["sysctl"] is None) == (w["command"] is None):
+            raise ProfileError(("watches", i), "has both or neither of sysctl and command; "
+                               "expected exactly one")
+        _known_pairs(labels, w["pairs"], ("watches", i, "pairs"))
+        watches.append(Watch(**{**w, "role": Role(w["role"])}))
+    _unique([w.name for w in watches], "name", "watches")
+
+    plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
+                 [k.name for k in knobs])
+    tunnels = _tunnels(head["tunnels"], knobs)
+    if head["base_pair"] is not None:
+        _known_pairs(labels, (head["base_pair"],), ("profile", "base_pair"))
+    head.pop("version")
+    return Profile(**{**head, "name": head["name"] or stem, "tunnels": tunnels}, pairs=pairs,
+                   knobs=knobs, test=TestOptions(**test), watches=watches, plan=plan)
+
+
+def _plan(plan: dict[str, Any], knob_names: list[str]) -> Plan:
+    matrix = list(plan["matrix"])
+    for name in matrix:
+        if name not in [*knob_names, DIRECTION_DIMENSION]:
+            raise ProfileError(("plan", "matrix"), f"{f.show(name)} is not a knob; expected "
+                               f"knob names or {f.show(DIRECTION_DIMENSION)}")
+    if DIRECTION_DIMENSION in matrix and not plan["directions"]:
+        raise ProfileError(("plan", "directions"), "missing; the matrix has \"direction\", "
+                           'expected directions = ["tx", "rx"]')
+    if plan["directions"] and DIRECTION_DIMENSION not in matrix:
+        matrix.append(DIRECTION_DIMENSION)
+    return Plan(**{**plan, "matrix": tuple(matrix)})
+
+
+def _tunnels(listed: tuple[str, ...] | None, knobs: list[Any]) -> tuple[str, ...]:
+    """The tunnel types in use: `[profile] tunnels`, else those the tunnel knobs name."""
+    used: list[str] = []
+    for i, k in enumerate(knobs):
+        if k.kind is not KnobKind.TUNNEL:
+            continue
+        for v in k.values:
+            if listed is not None and v not in listed:
+                raise ProfileError(("knobs", i, "values"), f"{f.show(v)} is not in [profile] "
+                                   f"tunnels; expected one of {', '.join(listed)}")
+            if v not in used:
+                used.append(v)
+    return listed or tuple(used) or ("none",)
+
+
+def check_profile(path: str | Path) -> tuple[int, str]:
+    """For `abtui check`: (0, a summary line) when the profile loads, else (2, its error line).
+
+    Callers that prefer the CLI's own path just call load_profile: BadInput is an AbtuiError
+    with exit code 2."""
+    try:
+        prof = load_profile(path)
+    except BadInput as exc:
+        return exc.exit_code, str(exc)
+    return 0, (f"{path}: ok: profile {f.show(prof.name)}, {len(prof.pairs)} pairs, "
+               f"{len(prof.knobs)} knobs, {len(prof.watches)} watches")

@@ -1,0 +1,223 @@
+"""Save the live setup as a profile, editing an existing file in place to keep its comments.
+
+tomlkit keeps comments and layout; only values that changed are rewritten, pairs, knobs and
+watches are matched by label/name, and the result must load before it replaces the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from collections.abc import Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.items import AoT, Table
+
+from abtui.errors import BadInput
+from abtui.model import Knob, KnobKind, Profile
+from abtui.profile import fields as f
+from abtui.profile.load import _tunnels, parse_profile
+from abtui.profile.schema import (
+    KNOB_FIELDS,
+    PAIR_FIELDS,
+    PLAN_FIELDS,
+    TEST_FIELDS,
+    WATCH_FIELDS,
+    Field,
+    profile_fields,
+)
+
+_HEADER = "abtui profile (format: docs/profiles.md)"
+
+
+def _plain(value: Any) -> Any:
+    """A model value as TOML writes it."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _same(fld: Field, old: Any, new: Any) -> bool:
+    """Whether the old TOML value loads as the new model value (then it is left as written)."""
+    try:
+        return bool(fld.conv(old) == new)
+    except (f.Invalid, TypeError, ValueError):
+        return False
+
+
+def _merge(table: Any, fields: tuple[Field, ...], values: Mapping[str, Any]) -> None:
+    """Write into `table` the values that differ from what it holds; drop keys now default."""
+    for fld in fields:
+        if fld.name not in values:
+            continue
+        new = values[fld.name]
+        if fld.key in table:
+            old = table[fld.key]
+            if _same(fld, old.unwrap() if hasattr(old, "unwrap") else old, new):
+                continue
+            if new is None:
+                del table[fld.key]
+                continue
+        elif new is None or new == fld.default:
+            continue
+        table[fld.key] = _plain(new)
+
+
+def _new_table() -> Table:
+    t = tomlkit.table()
+    t.trivia.trail = "\n"
+    return t
+
+
+def _merge_section(doc: Any, key: str, fields: tuple[Field, ...],
+                   values: Mapping[str, Any]) -> None:
+    """Merge into [key]; a section that would be empty is not added."""
+    table = doc[key] if key in doc else _new_table()
+    _merge(table, fields, values)
+    if key not in doc and len(table):
+        doc[key] = table
+
+
+def _merge_array(doc: Any, key: str, ident: str, items: list[Any],
+                 write: Any) -> None:
+    """Match [[key]] tables by `ident`, update them, append new ones, remove the gone."""
+    if not items and key not in doc:
+        return
+    if key not in doc or not isinstance(doc[key], AoT):
+        doc[key] = tomlkit.aot()  # absent, or written inline: rewritten as tables
+    aot = doc[key]
+    wanted = {getattr(it, ident): it for it in items}
+    for i in reversed(range(len(aot))):
+        if aot[i].get(ident) not in wanted:
+            del aot[i]
+    have = {t.get(ident): t for t in aot}
+    for it in items:
+        name = getattr(it, ident)
+        if name in have:
+            write(have[name], it)
+        else:
+            t = _new_table()
+            write(t, it)
+            aot.append(t)
+
+
+def _write_knob(table: Any, knob: Knob) -> None:
+    _merge(table, KNOB_FIELDS, {**dataclasses.asdict(knob), "kind": knob.kind.value,
+                                "scope": knob.scope.value})
+    wanted: dict[str, dict[str, Any]] = {}
+    for os_name in sorted({*knob.os_kinds, *knob.os_keys, *knob.os_values}):
+        var: dict[str, Any] = {}
+        if os_name in knob.os_kinds:
+            var["kind"] = KnobKind(knob.os_kinds[os_name]).value
+        if os_name in knob.os_keys:
+            var["key"] = knob.os_keys[os_name]
+        if os_name in knob.os_values:
+            var["values"] = dict(knob.os_values[os_name])
+        wanted[os_name] = var
+    old = table.get("os")
+    old_plain = old.unwrap() if hasattr(old, "unwrap") else old
+    if old_plain != wanted and (old_plain or wanted):
+        if wanted:
+            table["os"] = wanted
+        else:
+            del table["os"]
+
+
+def _write_profile(doc: Any, profile: Profile, base: Path, stem: str) -> None:
+    written = doc.get("profile", {})
+    head = {
+        "name": profile.name,
+        "description": profile.description,
+        "base_pair": profile.base_pair,
+        "tunnels": profile.tunnels,
+        "ssh_config": profile.ssh_config,
+        "known_hosts": profile.known_hosts,
+        "accept_new_host_keys": profile.accept_new_host_keys,
+        "sudo": profile.sudo,
+    }
+    # what the loader derives when the key is absent stays absent
+    if "name" not in written and profile.name == stem:
+        head["name"] = None
+    if "tunnels" not in written and profile.tunnels == _tunnels(None, profile.knobs):
+        head["tunnels"] = None
+    _merge_section(doc, "profile", profile_fields(base), head)
+    _merge_section(doc, "test", TEST_FIELDS, dataclasses.asdict(profile.test))
+
+    def write_pair(table: Any, pair: Any) -> None:
+        _merge(table, PAIR_FIELDS, dataclasses.asdict(pair))
+        old = table.get("test")
+        old_plain = old.unwrap() if hasattr(old, "unwrap") else (old or {})
+        over = {k: v for k, v in pair.overrides.items()}
+        if any(not _same(fld, old_plain.get(fld.key), over[fld.key])
+               for fld in TEST_FIELDS if fld.key in over) or set(old_plain) != set(over):
+            if over:
+                table["test"] = _plain(over)
+            elif "test" in table:
+                del table["test"]
+
+    _merge_array(doc, "pairs", "label", profile.pairs, write_pair)
+    _merge_array(doc, "knobs", "name", profile.knobs, _write_knob)
+    _merge_array(doc, "watches", "name", profile.watches, lambda t, w: _merge(
+        t, WATCH_FIELDS, {**dataclasses.asdict(w), "role": w.role.value}))
+    plan = dataclasses.asdict(profile.plan)
+    if plan["directions"] and plan["matrix"][-1:] == ("direction",) and \
+            "direction" not in doc.get("plan", {}).get("matrix", []):
+        plan["matrix"] = plan["matrix"][:-1]  # the loader appends it when it is not written
+    _merge_section(doc, "plan", PLAN_FIELDS, plan)
+
+
+def save_profile(profile: Profile, path: str | Path, *,
+                 knob_values: Mapping[str, str] | None = None) -> Path:
+    """Write `profile` to `path`; `knob_values` (the live settings) become knobs' `initial`.
+
+    An existing file is edited in place (comments kept); the text must load before it
+    atomically replaces the file. Raises BadInput when a live value is not a knob's value or
+    the existing file is not a readable profile."""
+    p = Path(path)
+    knobs = list(profile.knobs)
+    for name, value in (knob_values or {}).items():
+        i = next((i for i, k in enumerate(knobs) if k.name == name), None)
+        if i is None or value not in knobs[i].values:
+            raise BadInput(f"{p}: knob {f.show(name)}: value {f.show(value)} is not one of its "
+                           "values; expected a value the profile lists")
+        knobs[i] = dataclasses.replace(knobs[i], initial=value)
+    profile = dataclasses.replace(profile, knobs=knobs)
+    if p.exists():
+        try:
+            doc = tomlkit.parse(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
+            raise BadInput(f"{p}: cannot edit the existing profile ({exc}); expected a TOML "
+                           "file or a new path") from None
+    else:
+        doc = tomlkit.document()
+        doc.add(tomlkit.comment(_HEADER))
+    _write_profile(doc, profile, p.parent, p.stem)
+    text = tomlkit.dumps(doc)
+    parse_profile(text, p)  # never write a profile that would not load
+    _atomic_write(p, text)
+    return p
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write beside the target, flush to disk, then rename over it: all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

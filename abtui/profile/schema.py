@@ -1,0 +1,188 @@
+"""The profile format: each section's keys, their checks and defaults, and the table reader.
+
+One list of `Field`s per section drives loading (check, convert, default), saving (what to
+write, what is a default) and the unknown-key check, so the three never disagree.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from abtui.model import KnobKind, Scope
+from abtui.profile import fields as f
+
+REQUIRED: Any = object()
+KeyPath = tuple[str | int, ...]
+
+# Keys the console keeps for itself; a knob's `binding` may not take them (docs/profiles.md).
+RESERVED_KEYS = ("q", "?", "space", "s", "m", "e", "p", "a", "b", "tab")
+OS_NAMES = ("linux", "freebsd")
+DIRECTIONS = ("tx", "rx", "bidir")
+DIRECTION_DIMENSION = "direction"
+
+
+class ProfileError(Exception):
+    """A problem at a key path; the loader turns it into `FILE:LINE: FIELD: message`."""
+
+    def __init__(self, path: KeyPath, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    key: str
+    conv: f.Conv
+    default: Any = None
+    attr: str = ""  # the model's attribute when it differs from the key
+
+    @property
+    def name(self) -> str:
+        return self.attr or self.key
+
+
+def dotted(path: KeyPath) -> str:
+    """("pairs", 1, "sender") -> "pairs[1].sender"; odd keys are shown JSON-quoted."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            name = part if f.ETHTOOL_KEY_RE.fullmatch(part) else f.show(part)
+            out += f".{name}" if out else name
+    return out or "(top)"
+
+
+def check_keys(raw: dict[str, Any], known: tuple[str, ...], where: KeyPath) -> None:
+    """Reject keys the format does not have, naming the closest known one."""
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean {f.show(close[0])}? " if close else ""
+            raise ProfileError((*where, key),
+                               f"unknown key; {hint}expected one of {', '.join(known)}")
+
+
+def read_table(raw: dict[str, Any], fields: tuple[Field, ...], where: KeyPath, *,
+               fill: bool = True, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Check and convert one table. `fill` adds defaults; a REQUIRED default must be there.
+
+    `extra` names keys the caller reads itself (sub-tables)."""
+    check_keys(raw, tuple(x.key for x in fields) + extra, where)
+    out: dict[str, Any] = {}
+    for fld in fields:
+        if fld.key in raw:
+            try:
+                out[fld.name] = fld.conv(raw[fld.key])
+            except f.Invalid as exc:
+                raise ProfileError((*where, fld.key), str(exc)) from None
+        elif fill:
+            if fld.default is REQUIRED:
+                raise ProfileError((*where, fld.key), "missing; this key is required")
+            out[fld.name] = fld.default
+    return out
+
+
+def sub_table(raw: dict[str, Any], key: str, where: KeyPath) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise ProfileError((*where, key), f"got {f.type_name(value)}; expected a table [{key}]")
+    return value
+
+
+def table_array(raw: dict[str, Any], key: str, where: KeyPath) -> list[dict[str, Any]]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ProfileError((*where, key),
+                           f"got {f.type_name(value)}; expected [[{key}]] tables")
+    return value
+
+
+def profile_fields(base: Path | None) -> tuple[Field, ...]:
+    path = f.path_in(base)
+    return (
+        Field("version", f.integer(1, 1), 1),
+        Field("name", f.text, None),
+        Field("description", f.text, ""),
+        Field("base_pair", f.matching(f.LABEL_RE, "a pair's label"), None),
+        Field("tunnels", f.str_list(f.tunnel_type, non_empty=True), None),
+        Field("ssh_config", path, None),
+        Field("known_hosts", path, None),
+        Field("accept_new_host_keys", f.boolean, False),
+        Field("sudo", f.boolean, False),
+    )
+
+
+TEST_FIELDS = (
+    Field("duration", f.number(0, 7 * 86400), 10.0),
+    Field("interval", f.number(0.1, 60), 1.0),
+    Field("parallel", f.integer(1, 128), 1),
+    Field("reverse", f.boolean, False),
+    Field("bidir", f.boolean, False),
+    Field("udp", f.boolean, False),
+    Field("bitrate", f.matching(f.BITRATE_RE, 'an iperf3 bitrate such as "1G" or "500M"'), None),
+    Field("omit", f.integer(0, 600), 0),
+    Field("congestion", f.matching(f.CONGESTION_RE, 'an algorithm name such as "bbr"'), None),
+    Field("bind", f.ip, None),
+    Field("port", f.integer(1, 65535), 5201),
+    Field("ping", f.boolean, True),
+    Field("ping_interval", f.number(0.01, 60), 0.2),
+    Field("ping_count", f.integer(0, 100_000), 0),
+    Field("extra_args", f.str_list(f.extra_arg, unique=False), ()),
+)
+
+_label = f.matching(f.LABEL_RE, "letters, digits, _ . + - (at most 32, starting with a "
+                                "letter or digit)")
+_name = f.matching(f.NAME_RE, "letters, digits, _ . - (at most 40, starting with a letter)")
+_device = f.matching(f.DEVICE_RE, "a network interface name (at most 15 characters)")
+
+PAIR_FIELDS = (
+    Field("label", _label, REQUIRED),
+    Field("sender", f.host, REQUIRED),
+    Field("receiver", f.host, REQUIRED),
+    Field("target", f.address, REQUIRED),
+    Field("sender_device", _device, None),
+    Field("receiver_device", _device, None),
+)
+
+KNOB_FIELDS = (
+    Field("name", _name, REQUIRED),
+    Field("kind", f.one_of(tuple(k.value for k in KnobKind)), KnobKind.SYSCTL.value),
+    Field("key", f.text, ""),
+    Field("device", _device, None),
+    Field("values", f.str_list(f.knob_value, non_empty=True), REQUIRED),
+    Field("scope", f.one_of(tuple(s.value for s in Scope)), Scope.BOTH.value),
+    Field("pairs", f.str_list(_label), ()),
+    Field("binding", f.text, None),
+    Field("initial", f.knob_value, None),
+)
+
+KNOB_OS_FIELDS = (
+    Field("kind", f.one_of(tuple(k.value for k in KnobKind)), None),
+    Field("key", f.text, None),
+)
+
+WATCH_FIELDS = (
+    Field("name", _name, REQUIRED),
+    Field("role", f.one_of(("sender", "receiver")), REQUIRED),
+    Field("sysctl", f.matching(f.SYSCTL_GLOB_RE, "a sysctl name; * matches any characters"),
+          None),
+    Field("command", lambda v: f.text(v, 1000), None),
+    Field("interval", f.number(0.1, 3600), 1.0),
+    Field("pairs", f.str_list(_label), ()),
+)
+
+PLAN_FIELDS = (
+    Field("matrix", f.str_list(f.text), ()),
+    Field("directions", f.str_list(f.one_of(DIRECTIONS)), ()),
+    Field("repetitions", f.integer(1, 1000), 1),
+    Field("shuffle", f.boolean, True),
+    Field("pause", f.number(0, 3600), 2.0),
+    Field("seed", f.integer(0, 2**63 - 1), None),
+)
+
+SECTIONS = ("profile", "test", "pairs", "knobs", "watches", "plan")

@@ -82,7 +82,7 @@ def read_table(raw: dict[str, Any], fields: tuple[Field, ...], where: KeyPath, *
                 raise ProfileError((*where, fld.key), str(exc)) from None
         elif fill:
             if fld.default is REQUIRED:
-                raise ProfileError((*where, fld.key), "missing; this key is required")
+                raise ProfileError((*where, fld.key), "missing; expected this required key")
             out[fld.name] = fld.default
     return out
 

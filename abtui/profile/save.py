@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
-from tomlkit.items import AoT, Table
+from tomlkit.items import AoT, Comment, Table, Whitespace
 
 from abtui.errors import BadInput
 from abtui.model import Knob, KnobKind, Profile
@@ -86,6 +86,22 @@ def _merge_section(doc: Any, key: str, fields: tuple[Field, ...],
         doc[key] = table
 
 
+def _detach_trailing(table: Any) -> list[Any]:
+    """Remove and return the comments and blank lines that end a table's body."""
+    body = table.value.body
+    n = len(body)
+    while n and body[n - 1][0] is None and isinstance(body[n - 1][1], Comment | Whitespace):
+        n -= 1
+    tail = [item for _, item in body[n:]]
+    del body[n:]
+    return tail
+
+
+def _reattach(table: Any, items: list[Any]) -> None:
+    for item in items:
+        table.value.body.append((None, item))
+
+
 def _merge_array(doc: Any, key: str, ident: str, items: list[Any],
                  write: Any) -> None:
     """Match [[key]] tables by `ident`, update them, append new ones, remove the gone."""
@@ -94,10 +110,15 @@ def _merge_array(doc: Any, key: str, ident: str, items: list[Any],
     if key not in doc or not isinstance(doc[key], AoT):
         doc[key] = tomlkit.aot()  # absent, or written inline: rewritten as tables
     aot = doc[key]
+    # comments after a table are about what follows it: keep them where they are
+    tail = _detach_trailing(aot[-1]) if len(aot) else []
     wanted = {getattr(it, ident): it for it in items}
     for i in reversed(range(len(aot))):
         if aot[i].get(ident) not in wanted:
+            moved = _detach_trailing(aot[i])
             del aot[i]
+            if i > 0:
+                _reattach(aot[i - 1], moved)
     have = {t.get(ident): t for t in aot}
     for it in items:
         name = getattr(it, ident)
@@ -107,11 +128,14 @@ def _merge_array(doc: Any, key: str, ident: str, items: list[Any],
             t = _new_table()
             write(t, it)
             aot.append(t)
+    if len(aot):
+        _reattach(aot[-1], tail)
+    elif tail:
+        doc.add(tomlkit.nl())  # no table left to carry the comments: keep the spacing
 
 
 def _write_knob(table: Any, knob: Knob) -> None:
-    _merge(table, KNOB_FIELDS, {**dataclasses.asdict(knob), "kind": knob.kind.value,
-                                "scope": knob.scope.value})
+    _merge(table, KNOB_FIELDS, dataclasses.asdict(knob))
     wanted: dict[str, dict[str, Any]] = {}
     for os_name in sorted({*knob.os_kinds, *knob.os_keys, *knob.os_values}):
         var: dict[str, Any] = {}
@@ -166,7 +190,7 @@ def _write_profile(doc: Any, profile: Profile, base: Path, stem: str) -> None:
     _merge_array(doc, "pairs", "label", profile.pairs, write_pair)
     _merge_array(doc, "knobs", "name", profile.knobs, _write_knob)
     _merge_array(doc, "watches", "name", profile.watches, lambda t, w: _merge(
-        t, WATCH_FIELDS, {**dataclasses.asdict(w), "role": w.role.value}))
+        t, WATCH_FIELDS, dataclasses.asdict(w)))
     plan = dataclasses.asdict(profile.plan)
     if plan["directions"] and plan["matrix"][-1:] == ("direction",) and \
             "direction" not in doc.get("plan", {}).get("matrix", []):

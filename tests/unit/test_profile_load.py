@@ -134,8 +134,8 @@ BROKEN = [
     ('[plan]', '[test]\nparallel = true\n[plan]', 23, "got a boolean true"),
     ('[plan]', '[test]\nduration = nan\n[plan]', 23, "test.duration: nan is out of range"),
     ('receiver = "b-rcv"\n', '', 10, "pairs[1].receiver: missing; expected this required key"),
-    ('binding = "w"', 'binding = "w"\nscope = "all"', 21, 'knobs[0].scope: "all" is not allowed;'
-                                                          ' expected one of sender, receiver, both'),
+    ('binding = "w"', 'binding = "w"\nscope = "all"', 21,
+     'knobs[0].scope: "all" is not allowed; expected one of sender, receiver, both'),
     ('binding = "w"', 'binding = "w"\nkind = "proc"', 21, "knobs[0].kind:"),
     ('label = "B"', 'label = "A"', 11, 'pairs[1].label: "A" is used twice'),
     ('binding = "w"', 'binding = "q"', 20, 'knobs[0].binding: "q" is kept by the console'),

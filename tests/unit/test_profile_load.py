@@ -219,3 +219,17 @@ def test_unreadable_and_non_utf8_files(tmp_path):
 def test_hostile_key_is_shown_quoted_on_one_line():
     msg = error_of(MINIMAL.replace("[plan]", '[plan]\n"a\\nb\\u202e;$(id)" = 1'))
     assert msg.startswith('t.toml:23: plan."a\\nb\\u202e;$(id)": unknown key'), msg
+
+
+def test_docs_describe_every_key_and_their_example_loads():
+    from abtui.profile import schema
+
+    doc = (PROFILES.parent / "docs" / "profiles.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
+    keys = {fld.key for fields in (schema.profile_fields(None), schema.TEST_FIELDS,
+                                   schema.PAIR_FIELDS, schema.KNOB_FIELDS,
+                                   schema.KNOB_OS_FIELDS, schema.WATCH_FIELDS,
+                                   schema.PLAN_FIELDS) for fld in fields}
+    assert keys <= documented, keys - documented
+    example = re.findall(r"```toml\n(.*?)```", doc, re.S)[-1]
+    assert parse_profile(example, "docs.toml").knob("gro").scope is Scope.RECEIVER

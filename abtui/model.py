@@ -134,6 +134,7 @@ class Watch:
 
     name: str
     role: Role
+    # may hold `*` wildcards: every sysctl name the host lists that matches is its own series
     sysctl: str | None = None
     command: str | None = None
     interval: float = 1.0

@@ -42,19 +42,15 @@ def show(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_TYPE_NAMES = ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
+               (str, "a string"), (list, "an array"), (dict, "a table"))
+
+
 def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
+    """What a TOML value is, in words (bool first: it is an int in Python)."""
+    for kind, name in _TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     return f"a {type(value).__name__}"
 
 

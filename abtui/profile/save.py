@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
-from tomlkit.items import AoT, Comment, Table, Whitespace
+from tomlkit.items import AoT, Comment, Whitespace
 
 from abtui.errors import BadInput
 from abtui.model import Knob, KnobKind, Profile
@@ -45,6 +45,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _unwrap(item: Any) -> Any:
+    """A tomlkit item as plain Python (dicts, lists, str, int, ...)."""
+    return item.unwrap() if hasattr(item, "unwrap") else item
+
+
 def _same(fld: Field, old: Any, new: Any) -> bool:
     """Whether the old TOML value loads as the new model value (then it is left as written)."""
     try:
@@ -60,8 +65,7 @@ def _merge(table: Any, fields: tuple[Field, ...], values: Mapping[str, Any]) -> 
             continue
         new = values[fld.name]
         if fld.key in table:
-            old = table[fld.key]
-            if _same(fld, old.unwrap() if hasattr(old, "unwrap") else old, new):
+            if _same(fld, _unwrap(table[fld.key]), new):
                 continue
             if new is None:
                 del table[fld.key]
@@ -71,18 +75,16 @@ def _merge(table: Any, fields: tuple[Field, ...], values: Mapping[str, Any]) -> 
         table[fld.key] = _plain(new)
 
 
-def _new_table() -> Table:
-    t = tomlkit.table()
-    t.trivia.trail = "\n"
-    return t
-
-
 def _merge_section(doc: Any, key: str, fields: tuple[Field, ...],
                    values: Mapping[str, Any]) -> None:
     """Merge into [key]; a section that would be empty is not added."""
-    table = doc[key] if key in doc else _new_table()
+    if key in doc:
+        _merge(doc[key], fields, values)
+        return
+    table = tomlkit.table()
     _merge(table, fields, values)
-    if key not in doc and len(table):
+    if len(table):
+        table.add(tomlkit.nl())  # a blank line before whatever follows
         doc[key] = table
 
 
@@ -125,10 +127,12 @@ def _merge_array(doc: Any, key: str, ident: str, items: list[Any],
         if name in have:
             write(have[name], it)
         else:
-            t = _new_table()
+            t = tomlkit.table()
             write(t, it)
             aot.append(t)
     if len(aot):
+        if not tail and getattr(items[-1], ident) not in have:
+            tail = [tomlkit.ws("\n")]  # a blank line before whatever follows the new table
         _reattach(aot[-1], tail)
     elif tail:
         doc.add(tomlkit.nl())  # no table left to carry the comments: keep the spacing
@@ -146,8 +150,7 @@ def _write_knob(table: Any, knob: Knob) -> None:
         if os_name in knob.os_values:
             var["values"] = dict(knob.os_values[os_name])
         wanted[os_name] = var
-    old = table.get("os")
-    old_plain = old.unwrap() if hasattr(old, "unwrap") else old
+    old_plain = _unwrap(table.get("os"))
     if old_plain != wanted and (old_plain or wanted):
         if wanted:
             table["os"] = wanted
@@ -177,9 +180,8 @@ def _write_profile(doc: Any, profile: Profile, base: Path, stem: str) -> None:
 
     def write_pair(table: Any, pair: Any) -> None:
         _merge(table, PAIR_FIELDS, dataclasses.asdict(pair))
-        old = table.get("test")
-        old_plain = old.unwrap() if hasattr(old, "unwrap") else (old or {})
-        over = {k: v for k, v in pair.overrides.items()}
+        old_plain = _unwrap(table.get("test")) or {}
+        over = dict(pair.overrides)
         if any(not _same(fld, old_plain.get(fld.key), over[fld.key])
                for fld in TEST_FIELDS if fld.key in over) or set(old_plain) != set(over):
             if over:

@@ -67,23 +67,24 @@ def parse_profile(text: str, path: str | Path = "<profile>") -> Profile:
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         m = _TOML_AT.search(msg)
-        line = int(m.group(1)) if m else text.count("\n") + 1
+        line = int(m.group(1)) if m else max(1, len(text.splitlines()))  # end of document
         msg = _TOML_AT.sub(f" (column {m.group(2)})", msg) if m else _TOML_END.sub("", msg)
         raise BadInput(_safe(f"{where}:{line}: TOML syntax: {msg}; expected valid TOML")) \
             from None
     except RecursionError:
         raise BadInput(_safe(f"{where}:1: TOML syntax: nested too deeply; expected a "
                              "profile")) from None
-    base = Path(path).parent if path != "<profile>" else None
+    named = path != "<profile>"
     try:
-        profile = _build(raw, base, Path(path).stem)
+        profile = _build(raw, Path(path).parent if named else None,
+                         Path(path).stem if named else "profile")
     except ProfileError as exc:
         try:
             line = line_of(key_lines(text), exc.path)
         except (RecursionError, ValueError, tomllib.TOMLDecodeError):
             line = 1
         raise BadInput(_safe(f"{where}:{line}: {dotted(exc.path)}: {exc.message}")) from None
-    profile.source_path = where if path != "<profile>" else None
+    profile.source_path = where if named else None
     profile.source_text = text
     return profile
 

@@ -116,6 +116,11 @@ def test_relative_paths_are_taken_from_the_profile_folder(tmp_path):
     assert load_profile(tmp_path / "p.toml").ssh_config == str(tmp_path / "ssh" / "config")
 
 
+def test_syntax_error_at_the_end_names_the_last_line():
+    assert error_of("[profile]\nname = [1,\n").startswith("t.toml:2: TOML syntax: ")
+    assert parse_profile(MINIMAL.replace('name = "t"', "")).name == "profile"
+
+
 def test_directions_add_the_direction_dimension():
     p = parse_profile(MINIMAL + 'directions = ["tx", "rx"]\n')
     assert p.plan.matrix == ("wmem", "direction")

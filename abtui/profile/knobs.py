@@ -35,6 +35,15 @@ IPERF3_KEYS: dict[str, tuple[re.Pattern[str] | tuple[str, ...], str]] = {
 }
 
 
+def iperf3_value(key: str, value: str) -> bool | int | str:
+    """An iperf3 knob's value as the TestOptions field it sets (a checked profile's values)."""
+    if IPERF3_KEYS[key][0] is _BOOL_WORDS:
+        return value in ("on", "true")
+    if key in ("parallel", "omit"):
+        return int(value)
+    return value
+
+
 def _values_ok(values: tuple[str, ...], ok: Any, expected: str, where: KeyPath) -> None:
     for i, v in enumerate(values):
         good = v in ok if isinstance(ok, tuple) else bool(ok.fullmatch(v))

@@ -238,3 +238,44 @@ def test_docs_describe_every_key_and_their_example_loads():
     assert keys <= documented, keys - documented
     example = re.findall(r"```toml\n(.*?)```", doc, re.S)[-1]
     assert parse_profile(example, "docs.toml").knob("gro").scope is Scope.RECEIVER
+
+
+def test_iperf3_knob_values_become_test_option_values():
+    from abtui.profile.knobs import iperf3_value
+
+    text = MINIMAL.replace('binding = "w"', 'binding = "w"\n\n[[knobs]]\nname = "dir"\n'
+                           'kind = "iperf3"\nkey = "reverse"\nvalues = ["off", "on"]\n\n'
+                           '[[knobs]]\nname = "streams"\nkind = "iperf3"\nkey = "parallel"\n'
+                           'values = [1, 8]\n')
+    p = parse_profile(text)
+    assert [iperf3_value("reverse", v) for v in p.knob("dir").values] == [False, True]
+    assert [iperf3_value("parallel", v) for v in p.knob("streams").values] == [1, 8]
+    assert iperf3_value("congestion", "bbr") == "bbr"
+    assert "expected a stream count" in error_of(text.replace("values = [1, 8]",
+                                                              "values = [1, 200]"))
+
+
+def test_cli_exits_2_with_one_line_for_a_broken_profile(tmp_path, monkeypatch, capsys):
+    """The CLI's AbtuiError path, driven by a command that loads a profile (as `check` will)."""
+    import importlib.machinery
+    import sys
+    import types
+
+    from abtui import cli
+
+    mod = types.ModuleType("abtui.commands.profiletest")
+    mod.__spec__ = importlib.machinery.ModuleSpec(mod.__name__, None)
+    mod.add_arguments = lambda parser: parser.add_argument("profile")
+    mod.run = lambda args: load_profile(args.profile) and 0
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setitem(cli.COMMANDS, "profiletest", ("profiletest", "load a profile"))
+    bad = tmp_path / "bad.toml"
+    bad.write_text(MINIMAL.replace('sender = "b-snd"', 'sendr = "b-snd"'))
+    assert cli.main(["profiletest", str(bad)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err == f'abtui: {bad}:12: pairs[1].sendr: unknown key; did you mean "sender"? ' \
+                  "expected one of label, sender, receiver, target, sender_device, " \
+                  "receiver_device, test\n"
+    good = tmp_path / "good.toml"
+    good.write_text(MINIMAL)
+    assert cli.main(["profiletest", str(good)]) == 0

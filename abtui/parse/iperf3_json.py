@@ -1,0 +1,250 @@
+"""iperf3's JSON: `--json-stream` events (3.17+) line by line, and whole `-J` documents.
+
+One parser takes both: a line that is a complete `{"event": ...}` object is a stream event;
+anything else is buffered and read as one `-J` document at `finish()`. The end-of-test summary
+comes from the iperf3 wrapper's `TestResult` where it can read the JSON (it insists on keys that
+servers and failed tests leave out), completed and corrected from the JSON itself.
+iperf3 3.11-3.13 put a failed test's message in `"error"` and still exit 0: that is `error` here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from abtui.model import Interval, IperfSummary
+from abtui.parse.iperf3_result import Iperf3Result
+
+
+class Iperf3JsonParser:
+    """Feed `--json-stream` lines (or the lines of a `-J` document); intervals come back live."""
+
+    def __init__(self) -> None:
+        self._intervals: list[Interval] = []
+        self._start: dict[str, Any] = {}
+        self._end: dict[str, Any] = {}
+        self._error: str | None = None
+        self._buffer: list[str] = []
+        self._events = 0
+        self._bad: str | None = None
+
+    def feed(self, line: str) -> list[Interval]:
+        try:
+            return self._feed(line)
+        except Exception as exc:  # never raise on input
+            self._bad = self._bad or f"{type(exc).__name__}: {line[:80]!r}"
+            return []
+
+    def _feed(self, line: str) -> list[Interval]:
+        s = line.strip()
+        if not s:
+            return []
+        if self._buffer or not (s[0] == "{" and s[-1] == "}" and '"event"' in s):
+            self._buffer.append(s)
+            return []
+        try:
+            obj = json.loads(s)
+        except ValueError:
+            self._buffer.append(s)
+            return []
+        if not isinstance(obj, dict) or "event" not in obj:
+            self._buffer.append(s)
+            return []
+        return self._event(obj)
+
+    def _event(self, obj: dict[str, Any]) -> list[Interval]:
+        self._events += 1
+        kind, data = obj.get("event"), obj.get("data")
+        if kind == "interval" and isinstance(data, dict):
+            ivs = intervals_of(data)
+            self._intervals.extend(ivs)
+            return ivs
+        if kind == "start" and isinstance(data, dict):
+            self._start = data
+        elif kind == "end" and isinstance(data, dict):
+            self._end = data
+        elif kind == "error" and self._error is None:
+            self._error = str(data)
+        return []
+
+    def finish(self) -> Iperf3Result:
+        doc_text: str | None = None
+        parse_error = None
+        fmt = "json-stream"
+        if self._buffer:
+            doc_text = "\n".join(self._buffer)
+            doc = _load(doc_text)
+            if isinstance(doc, dict) and ({"start", "intervals", "end", "error"} & doc.keys()):
+                fmt = "json"
+                self._start = _dict(doc.get("start"))
+                self._end = _dict(doc.get("end"))
+                if doc.get("error") is not None and self._error is None:
+                    self._error = str(doc["error"])
+                ivs = doc.get("intervals")
+                self._intervals = [iv for d in ivs if isinstance(d, dict)
+                                   for iv in intervals_of(d)] if isinstance(ivs, list) else []
+                self._buffer = []
+            elif not self._events:
+                parse_error = ("not iperf3 JSON output" if doc is not None
+                               else "not iperf3 JSON output (invalid JSON)")
+                doc_text = None
+        if not self._events and not self._buffer and fmt == "json-stream" and not parse_error:
+            parse_error = self._bad or "no iperf3 JSON found"
+        return self._result(fmt, doc_text if fmt == "json" else None, parse_error)
+
+    def _result(self, fmt: str, doc_text: str | None, parse_error: str | None) -> Iperf3Result:
+        test = _dict(self._start.get("test_start"))
+        res = Iperf3Result(intervals=list(self._intervals), error=self._error,
+                           parse_error=parse_error, format=fmt,
+                           timestamps=[None] * len(self._intervals))
+        res.role = ("client" if "connecting_to" in self._start else
+                    "server" if "accepted_connection" in self._start else None)
+        version = self._start.get("version")
+        if isinstance(version, str):
+            res.version = version.removeprefix("iperf ").strip() or None
+        res.streams = _int(test.get("num_streams"))
+        if "reverse" in test:
+            res.reverse = bool(test.get("reverse"))
+        res.bidir = bool(test.get("bidir")) or "sum_sent_bidir_reverse" in self._end or any(
+            iv.direction for iv in self._intervals)
+        res.summary, res.reverse_summary, wrapped = summaries(self._start, self._end, res.role,
+                                                              doc_text)
+        res.summary_source = "iperf3.TestResult" if wrapped else "json"
+        if not res.bidir:
+            res.reverse_summary = None
+        res.complete = bool(self._end.get("sum_sent") or self._end.get("sum")
+                            or self._end.get("sum_received"))
+        return res
+
+
+def intervals_of(data: dict[str, Any]) -> list[Interval]:
+    """The aggregate interval(s) of one JSON interval: "sum", and "sum_bidir_reverse" if any."""
+    bidir = isinstance(data.get("sum_bidir_reverse"), dict)
+    streams = data.get("streams")
+    streams = [s for s in streams if isinstance(s, dict)] if isinstance(streams, list) else []
+    out = []
+    for key, direction in (("sum", "tx"), ("sum_bidir_reverse", "rx")):
+        s = data.get(key)
+        if not isinstance(s, dict):
+            continue
+        mine = [st for st in streams if st.get("sender") == s.get("sender")] if bidir else streams
+        cwnd = _int(mine[0].get("snd_cwnd")) if len(mine) == 1 else None
+        start, end = _num(s.get("start")), _num(s.get("end"))
+        nbytes, bps = _int(s.get("bytes")), _num(s.get("bits_per_second"))
+        if start is None or end is None or nbytes is None or bps is None:
+            continue
+        out.append(Interval(start, end, nbytes, bps, _int(s.get("retransmits")), cwnd,
+                            bool(s.get("omitted", False)), _num(s.get("jitter_ms")),
+                            _int(s.get("lost_packets")), _int(s.get("packets")),
+                            direction if bidir else None))
+    return out
+
+
+def summaries(start: dict[str, Any], end: dict[str, Any], role: str | None,
+              doc_text: str | None = None) -> tuple[IperfSummary, IperfSummary | None, bool]:
+    """The forward summary (and the --bidir reverse one) from the JSON's "start" and "end",
+    and whether the iperf3 wrapper's TestResult could read it."""
+    test = _dict(start.get("test_start"))
+    proto = test.get("protocol")
+    udp_sum = _dict(end.get("sum"))
+    protocol = (proto.lower() if isinstance(proto, str) and proto
+                else "udp" if "jitter_ms" in udp_sum else "tcp")
+    forward = _summary(protocol, _dict(end.get("sum_sent")) or udp_sum,
+                       _dict(end.get("sum_received")) or (udp_sum if protocol == "udp" else {}),
+                       role)
+    wrapped = bool(end) and _from_wrapper(forward, protocol, start, end, doc_text)
+    reverse = None
+    if "sum_sent_bidir_reverse" in end or "sum_received_bidir_reverse" in end:
+        reverse = _summary(protocol, _dict(end.get("sum_sent_bidir_reverse")),
+                           _dict(end.get("sum_received_bidir_reverse")), role)
+    return forward, reverse, wrapped
+
+
+def _summary(protocol: str, sent: dict[str, Any], received: dict[str, Any],
+             role: str | None) -> IperfSummary:
+    s = IperfSummary(protocol=protocol)
+    if role == "server":
+        # a server fills the side it did not run with zeros
+        if _int(sent.get("bytes")) == 0 and (_int(received.get("bytes")) or 0) > 0:
+            sent = {}
+        elif _int(received.get("bytes")) == 0 and (_int(sent.get("bytes")) or 0) > 0:
+            received = {}
+    if sent:
+        s.sender_bits_per_second = _num(sent.get("bits_per_second"))
+        s.sender_bytes = _int(sent.get("bytes"))
+        s.retransmits = _int(sent.get("retransmits")) if protocol != "udp" else None
+        s.duration = _num(sent.get("seconds"))
+    if received:
+        s.receiver_bits_per_second = _num(received.get("bits_per_second"))
+        s.receiver_bytes = _int(received.get("bytes"))
+        if s.duration is None:
+            s.duration = _num(received.get("seconds"))
+        if protocol == "udp":
+            s.jitter_ms = _num(received.get("jitter_ms"))
+            s.lost_percent = _num(received.get("lost_percent"))
+    return s
+
+
+def _from_wrapper(s: IperfSummary, protocol: str, start: dict[str, Any], end: dict[str, Any],
+                  doc_text: str | None) -> bool:
+    """Take what the iperf3 wrapper's TestResult reads; keep ours where it cannot.
+
+    True when the wrapper read the result."""
+    try:
+        from iperf3.iperf3 import TestResult
+
+        text = doc_text or json.dumps({"start": start, "intervals": [], "end": end})
+        tr = TestResult(text)
+        if tr.error is not None:
+            return False
+        if protocol == "tcp":
+            if s.sender_bits_per_second is not None:
+                s.sender_bits_per_second = _num(tr.sent_bps)
+                s.sender_bytes = _int(tr.sent_bytes)
+                s.retransmits = _int(tr.retransmits)
+            if s.receiver_bits_per_second is not None:
+                s.receiver_bits_per_second = _num(tr.received_bps)
+                s.receiver_bytes = _int(tr.received_bytes)
+        elif protocol == "udp" and s.jitter_ms is not None:
+            s.jitter_ms = _num(tr.jitter_ms)
+            s.lost_percent = _num(tr.lost_percent)
+    except Exception:  # KeyError, TypeError...: the wrapper wants a complete client result
+        return False
+    return True
+
+
+def parse_iperf3_json(text: str) -> Iperf3Result:
+    """Parse a saved `-J` document or `--json-stream` log."""
+    p = Iperf3JsonParser()
+    for line in text.splitlines():
+        p.feed(line)
+    return p.finish()
+
+
+def _load(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v) if not isinstance(v, int) or abs(v) < 2**1023 else math.inf
+    return f if math.isfinite(f) else None
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    return None

@@ -1,0 +1,79 @@
+"""The result of one iperf3 test, whichever output format it was read from."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from abtui.model import Interval, IperfSummary
+
+
+@dataclass(slots=True)
+class Iperf3Result:
+    """Aggregate intervals, the end-of-test summary and what went wrong, if anything.
+
+    `intervals` hold the aggregate per interval (the [SUM] line with several streams); for
+    --bidir both directions are in it, told apart by `Interval.direction` ("tx" is the client's
+    sending direction, whichever side printed the log), and `reverse_summary` holds the "rx"
+    direction's summary. `timestamps` is aligned with `intervals`: the --timestamps prefix as
+    epoch seconds (read in this machine's time zone) or None. `error` is iperf3's own message
+    for a failed test; `parse_error` says the input was not (or not entirely) iperf3 output.
+    """
+
+    intervals: list[Interval] = field(default_factory=list)
+    summary: IperfSummary = field(default_factory=IperfSummary)
+    error: str | None = None
+    parse_error: str | None = None
+    timestamps: list[float | None] = field(default_factory=list)
+    reverse_summary: IperfSummary | None = None
+    stream_summaries: dict[str, IperfSummary] = field(default_factory=dict)
+    streams: int | None = None
+    bidir: bool = False
+    reverse: bool | None = None
+    role: str | None = None  # "client" or "server"
+    version: str | None = None
+    complete: bool = False  # the end-of-test summary was seen
+    format: str = "text"  # "text", "json" (-J) or "json-stream"
+    summary_source: str = "text"  # "text", "json", or "iperf3.TestResult" (the wrapper read it)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `abtui import --json` shape (DESIGN.md §3): null where the input had nothing."""
+        out: dict[str, Any] = {
+            "summary": summary_json(self.summary),
+            "intervals": [interval_json(i, self.bidir) for i in self.intervals],
+            "error": self.error or self.parse_error,
+        }
+        if self.bidir:
+            out["reverse_summary"] = (summary_json(self.reverse_summary)
+                                      if self.reverse_summary else None)
+        return out
+
+
+def summary_json(s: IperfSummary) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "protocol": s.protocol,
+        "sender_bits_per_second": finite(s.sender_bits_per_second),
+        "receiver_bits_per_second": finite(s.receiver_bits_per_second),
+        "retransmits": s.retransmits,
+    }
+    if s.protocol == "udp":
+        out["jitter_ms"] = finite(s.jitter_ms)
+        out["lost_percent"] = finite(s.lost_percent)
+    return out
+
+
+def interval_json(i: Interval, with_direction: bool = False) -> dict[str, Any]:
+    out = i.to_json()
+    out["bits_per_second"] = finite(i.bits_per_second)
+    if with_direction:
+        out["direction"] = i.direction
+    return out
+
+
+def finite(x: float | None) -> float | None:
+    """None for NaN and infinities, which JSON cannot carry and iperf3 prints as `-nan`."""
+    if x is None or not math.isfinite(x):
+        return None
+    return x

@@ -1,0 +1,370 @@
+"""iperf3's human-readable output (3.1 .. 3.18+), parsed line by line as it arrives.
+
+The aggregate of an interval is the stream line with one stream, the [SUM] line with several
+(`-P N`), and one of each per direction with `--bidir` ([TX-C]/[RX-C], or [RX-S]/[TX-S] on the
+server). The stream count comes from the "connected to" lines before the first header; a log
+cut before them is read as single-stream until a [SUM] line or a second stream id says
+otherwise. Bits are 1000-based, bytes 1024-based, as iperf3 prints them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from abtui.model import Interval, IperfSummary
+from abtui.parse.iperf3_result import Iperf3Result
+
+_BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+_NUM = r"\d{1,15}(?:\.\d{1,15})?"
+# One data line: interval or end-of-test summary, any protocol, any side. Groups:
+# 1 id, 2 TX/RX, 3 C/S, 4 start, 5 end, 6 transfer, 7 its unit, 8 rate, 9 its unit, 10 bits|Bytes,
+# 11 jitter, 12 lost, 13 total, 14 lost %, 15 Retr or datagrams, 16 cwnd, 17 its unit, 18 label.
+_LINE = re.compile(
+    r"\[\s*(\d{1,9}|SUM)\](?:\[([TR]X)-([CS])\])?"
+    rf"\s+({_NUM})-\s*({_NUM})\s+sec"
+    rf"\s+({_NUM})\s+([KMGT]?)Bytes"
+    rf"\s+({_NUM})\s+([KMGT]?)(bits|Bytes)/sec"
+    r"(?:"
+    rf"\s+({_NUM})\s+ms\s+(-?\d{{1,19}})/(-?\d{{1,19}})\s+\(([^)]{{0,24}})%\)"
+    rf"|\s+(\d{{1,19}})(?:\s+({_NUM})\s+([KMGT]?)Bytes)?"
+    r")?"
+    r"\s*(sender|receiver|\(omitted\))?\s*$"
+)
+# `--timestamps` with its default format "%c " under LC_ALL=C
+_CTIME = re.compile(r"((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|"
+                    r"Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}) ")
+_VERSION = re.compile(r"iperf (3\.\d+\S*)")
+_MAX_WARNINGS = 20
+
+
+@dataclass(slots=True)
+class _End:
+    """One end-of-test line (sender or receiver) before it becomes part of a summary."""
+
+    start: float
+    end: float
+    bytes: int
+    bits_per_second: float
+    count: int | None  # Retr (TCP)
+    jitter_ms: float | None
+    lost: int | None
+    total: int | None
+    lost_pct: float | None
+
+
+class Iperf3TextParser:
+    """Feed iperf3 text output line by line; each complete aggregate interval comes back once."""
+
+    def __init__(self) -> None:
+        self._intervals: list[Interval] = []
+        self._timestamps: list[float | None] = []
+        self._ends: dict[tuple[str, str | None, str], _End] = {}
+        self._error: str | None = None
+        self._warnings: list[str] = []
+        self._known = 0
+        self._lines = 0
+        self._protocol = "tcp"
+        self._role: str | None = None
+        self._reverse: bool | None = None
+        self._version: str | None = None
+        self._done = False
+        self._ts_text = ""
+        self._ts_value: float | None = None
+        self._new_test()
+
+    def _new_test(self) -> None:
+        self._n_conn = 0
+        self._bidir = False
+        self._multi: bool | None = None  # several streams per direction: aggregate = [SUM]
+        self._streams: int | None = None
+        self._first_id: dict[str | None, str] = {}
+        self._last: dict[tuple[str, str | None], tuple[str, str, bool]] = {}
+        self._cols = ""
+        self._seen_data = False
+        self._in_summary = False
+
+    # -- feeding -------------------------------------------------------------------------------
+
+    def feed(self, line: str) -> list[Interval]:
+        """Take one line (with or without its newline); return the intervals it completed."""
+        self._lines += 1
+        try:
+            return self._dispatch(line.rstrip(), None, True)
+        except Exception as exc:  # never raise on input: note the line and go on
+            self._warn(f"line {self._lines}: {type(exc).__name__}: {line[:80]!r}")
+            return []
+
+    def feed_text(self, text: str) -> list[Interval]:
+        out: list[Interval] = []
+        for line in text.splitlines():
+            out.extend(self.feed(line))
+        return out
+
+    def _dispatch(self, line: str, ts: float | None, top: bool) -> list[Interval]:
+        if not line:
+            return []
+        c = line[0]
+        if c != "[" and c != "-":
+            m = _CTIME.match(line)
+            if m is not None:
+                ts = self._timestamp(m.group(1))
+                line = line[m.end():]
+                if not line:
+                    return []
+                c = line[0]
+        if c == "[":
+            m = _LINE.match(line)
+            if m is not None:
+                return self._data(m, ts)
+            if line.startswith("[ ID]"):
+                self._header(line)
+            elif " connected to " in line:
+                self._known += 1
+                self._n_conn += 1
+            elif " sec " in line and "/sec" in line:
+                self._warn(f"line {self._lines}: not understood: {line[:80]!r}")
+            return []
+        if line.startswith("- - -"):
+            self._known += 1
+            return []
+        return self._other(line, ts, top)
+
+    def _other(self, line: str, ts: float | None, top: bool) -> list[Interval]:
+        if line.startswith("iperf3: "):
+            self._known += 1
+            msg = line[8:].strip()
+            if msg.startswith("error - "):
+                msg = msg[8:]
+            if self._error is None and msg:
+                self._error = msg
+        elif line.startswith("Connecting to host"):
+            self._start_test("client")
+        elif line.startswith(("Accepted connection from", "Server listening on")):
+            self._start_test("server")
+        elif line.startswith("Reverse mode"):
+            self._known += 1
+            self._reverse = True
+        elif line.startswith("iperf Done."):
+            self._known += 1
+            self._done = True
+        elif line.startswith("iperf 3"):
+            m = _VERSION.match(line)
+            if m:
+                self._known += 1
+                self._version = m.group(1)
+        elif top and "[" in line:
+            # a prefix we do not know: --timestamps=FORMAT, or -T title
+            i = line.find("[")
+            return self._dispatch(line[i:], ts, False)
+        return []
+
+    def _start_test(self, role: str) -> None:
+        self._known += 1
+        if self._seen_data:
+            self._warn(f"line {self._lines}: another test starts; intervals accumulate")
+            self._new_test()
+            self._ends.clear()
+        self._role = role
+
+    def _header(self, line: str) -> None:
+        self._known += 1
+        self._bidir = line.startswith("[ ID][Role]")
+        if "Jitter" in line:
+            self._cols = "udp"
+        elif "Total Datagrams" in line:
+            self._cols = "udp_sender"
+        elif "Retr" in line:
+            self._cols = "retr"
+        else:
+            self._cols = "plain"
+        if self._cols.startswith("udp"):
+            self._protocol = "udp"
+        if self._seen_data:
+            self._in_summary = True
+        elif self._n_conn:
+            per_direction = self._n_conn // 2 if self._bidir else self._n_conn
+            self._streams = max(per_direction, 1)
+            self._multi = per_direction > 1
+
+    def _data(self, m: re.Match[str], ts: float | None) -> list[Interval]:
+        self._known += 1
+        sid, role, side, start, end = m.group(1, 2, 3, 4, 5)
+        label = m.group(18)
+        direction = None
+        if role is not None:
+            self._bidir = True
+            # seen from the client: what the client sends is "tx", on either side's log
+            direction = "tx" if (role == "TX") == (side == "C") else "rx"
+        if label == "sender" or label == "receiver" or (self._in_summary and label is None):
+            self._end_line(m, sid, direction, label)
+            return []
+        self._seen_data = True
+        omitted = label is not None
+        key = (start, end, omitted)
+        skey = (sid, direction)
+        if self._last.get(skey) == key:
+            return []  # a dying test repeats its last interval
+        self._last[skey] = key
+        if sid == "SUM":
+            if self._multi is not True:
+                if self._multi is None:  # what we took for single-stream was not
+                    self._intervals.clear()
+                    self._timestamps.clear()
+                self._multi = True
+        elif self._multi is True:
+            return []
+        elif self._multi is None and self._first_id.setdefault(direction, sid) != sid:
+            self._multi = True
+            self._intervals.clear()
+            self._timestamps.clear()
+            return []
+        iv = self._interval(m, omitted, direction)
+        self._intervals.append(iv)
+        self._timestamps.append(ts)
+        return [iv]
+
+    def _interval(self, m: re.Match[str], omitted: bool, direction: str | None) -> Interval:
+        g = m.groups()
+        rate = _rate(g[7], g[8], g[9])
+        retr = cwnd = lost = packets = None
+        jitter = None
+        if g[10] is not None:
+            jitter = float(g[10])
+            lost = int(g[11])
+            packets = int(g[12])
+        elif g[14] is not None:
+            n = int(g[14])
+            if self._cols == "udp_sender":
+                packets = n
+            else:
+                retr = n
+            if g[15] is not None:
+                cwnd = round(float(g[15]) * _BYTES[g[16]])
+        return Interval(float(g[3]), float(g[4]), round(float(g[5]) * _BYTES[g[6]]), rate,
+                        retr, cwnd, omitted, jitter, lost, packets, direction)
+
+    def _end_line(self, m: re.Match[str], sid: str, direction: str | None,
+                  label: str | None) -> None:
+        g = m.groups()
+        rate = _rate(g[7], g[8], g[9])
+        end = _End(float(g[3]), float(g[4]), round(float(g[5]) * _BYTES[g[6]]), rate,
+                   None, None, None, None, None)
+        if g[10] is not None:
+            end.jitter_ms = float(g[10])
+            end.lost, end.total = int(g[11]), int(g[12])
+            end.lost_pct = _float(g[13])
+        elif g[14] is not None and self._cols == "retr":
+            end.count = int(g[14])
+        # iperf3 3.1 printed the UDP receiver report with no label
+        self._ends[(sid, direction, label or "receiver")] = end
+
+    # -- results -------------------------------------------------------------------------------
+
+    def finish(self) -> Iperf3Result:
+        """Everything read so far as one result (callable more than once)."""
+        res = Iperf3Result(intervals=list(self._intervals), timestamps=list(self._timestamps),
+                           error=self._error, streams=self._streams, bidir=self._bidir,
+                           reverse=self._reverse, role=self._role, version=self._version,
+                           format="text")
+        directions = sorted({d for (_, d, _) in self._ends}, key=lambda d: d or "")
+        for d in directions:
+            summary = self._summary(d)
+            if d == "rx":
+                res.reverse_summary = summary
+            elif summary is not None:
+                res.summary = summary
+        res.summary.protocol = self._protocol
+        if res.reverse_summary is not None:
+            res.reverse_summary.protocol = self._protocol
+        for (sid, d, _) in self._ends:
+            if sid != "SUM":
+                name = sid if d is None else f"{sid}/{d}"
+                s = self._summary_of(sid, d)
+                if s is not None:
+                    res.stream_summaries[name] = s
+        res.complete = self._done or bool(self._ends)
+        res.warnings = list(self._warnings)
+        if not self._known:
+            res.parse_error = (f"no iperf3 output found in {self._lines} lines"
+                               if self._lines else "empty input")
+        elif self._warnings and not res.intervals and not res.complete and not res.error:
+            res.parse_error = self._warnings[0]
+        return res
+
+    def _summary(self, direction: str | None) -> IperfSummary | None:
+        if any(k[0] == "SUM" and k[1] == direction for k in self._ends):
+            return self._summary_of("SUM", direction)
+        ids = {k[0] for k in self._ends if k[1] == direction}
+        if len(ids) == 1 and self._multi is not True:
+            return self._summary_of(ids.pop(), direction)
+        return None
+
+    def _summary_of(self, sid: str, direction: str | None) -> IperfSummary | None:
+        snd = self._ends.get((sid, direction, "sender"))
+        rcv = self._ends.get((sid, direction, "receiver"))
+        if snd is None and rcv is None:
+            return None
+        s = IperfSummary(protocol=self._protocol)
+        if snd is not None:
+            s.sender_bits_per_second = snd.bits_per_second
+            s.sender_bytes = snd.bytes
+            s.retransmits = snd.count
+            s.duration = snd.end - snd.start
+        if rcv is not None:
+            s.receiver_bits_per_second = rcv.bits_per_second
+            s.receiver_bytes = rcv.bytes
+            if s.duration is None:
+                s.duration = rcv.end - rcv.start
+            if rcv.jitter_ms is not None:
+                s.jitter_ms = rcv.jitter_ms
+                s.lost_percent = _lost_percent(rcv)
+        return s
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _timestamp(self, text: str) -> float | None:
+        if text != self._ts_text:
+            self._ts_text = text
+            try:
+                self._ts_value = time.mktime(time.strptime(text, "%a %b %d %H:%M:%S %Y"))
+            except (ValueError, OverflowError):
+                self._ts_value = None
+        return self._ts_value
+
+    def _warn(self, message: str) -> None:
+        if len(self._warnings) < _MAX_WARNINGS:
+            self._warnings.append(message)
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+
+def _rate(value: str, unit: str, kind: str) -> float:
+    """Bits per second, whole (iperf3 prints 3 significant digits; no float noise added)."""
+    return float(round(float(value) * (_BITS[unit] if kind == "bits" else _BYTES[unit] * 8)))
+
+
+def _lost_percent(end: _End) -> float | None:
+    """From the counts when there are any (iperf3 prints the percentage with 2 digits)."""
+    if end.total and end.lost is not None and end.total > 0:
+        return 100.0 * end.lost / end.total
+    return end.lost_pct
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_iperf3_text(text: str) -> Iperf3Result:
+    """Parse a whole saved log."""
+    p = Iperf3TextParser()
+    p.feed_text(text)
+    return p.finish()

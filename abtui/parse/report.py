@@ -1,0 +1,100 @@
+"""A few readable lines per imported file, for `abtui import` without `--json`."""
+
+from __future__ import annotations
+
+from statistics import fmean
+
+from abtui.model import IperfSummary
+from abtui.parse.importer import ImportResult
+from abtui.parse.iperf3_result import Iperf3Result
+from abtui.parse.ping import PingResult
+
+
+def rate(bps: float | None) -> str:
+    """Bits per second with iperf3's 1000-based prefixes."""
+    if bps is None:
+        return "-"
+    for div, unit in ((1e12, "Tbit/s"), (1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "Kbit/s")):
+        if abs(bps) >= div:
+            return f"{bps / div:.3g} {unit}"
+    return f"{bps:.3g} bit/s"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def describe(item: ImportResult) -> list[str]:
+    r = item.result
+    if isinstance(r, PingResult):
+        lines = [f"{item.source}: ping{' ' + r.target if r.target else ''}"]
+        lines.extend(_ping(r))
+    else:
+        lines = [f"{item.source}: iperf3 {item.format}{_traits(r)}"]
+        lines.extend(_iperf(r))
+    if item.error:
+        lines.append(f"  error: {item.error}")
+    return lines
+
+
+def _traits(r: Iperf3Result) -> str:
+    bits = [x for x in (r.role, r.summary.protocol, r.version and f"iperf {r.version}") if x]
+    if r.streams and r.streams > 1:
+        bits.append(f"{r.streams} streams")
+    if r.reverse:
+        bits.append("reverse")
+    if r.bidir:
+        bits.append("bidir")
+    return f" ({', '.join(bits)})" if bits else ""
+
+
+def _iperf(r: Iperf3Result) -> list[str]:
+    out = []
+    for direction, s in (("tx", r.summary), ("rx", r.reverse_summary)):
+        if s is None:
+            continue
+        ivs = [i for i in r.intervals if not i.omitted
+               and (not r.bidir or i.direction == direction)]
+        label = f"  [{direction}] " if r.bidir else "  "
+        if ivs:
+            out.append(f"{label}{len(ivs)} intervals {ivs[0].start:.2f}-{ivs[-1].end:.2f} s, "
+                       f"mean {rate(fmean(i.bits_per_second for i in ivs))}"
+                       + (f", {n} omitted" if (n := sum(i.omitted for i in r.intervals))
+                          else ""))
+        if _has_summary(s):
+            out.append(f"{label}sender {rate(s.sender_bits_per_second)}, receiver "
+                       f"{rate(s.receiver_bits_per_second)}" + _extras(s))
+        if not r.bidir:
+            break
+    return out
+
+
+def _has_summary(s: IperfSummary) -> bool:
+    return s.sender_bits_per_second is not None or s.receiver_bits_per_second is not None
+
+
+def _extras(s: IperfSummary) -> str:
+    parts = []
+    if s.retransmits is not None:
+        parts.append(f"retransmits {s.retransmits}")
+    if s.jitter_ms is not None:
+        parts.append(f"jitter {_ms(s.jitter_ms)} ms")
+    if s.lost_percent is not None:
+        parts.append(f"lost {s.lost_percent:.3g} %")
+    return "".join(f", {p}" for p in parts)
+
+
+def _ping(r: PingResult) -> list[str]:
+    s = r.summary
+    out = []
+    if s.sent is not None:
+        loss = "-" if s.loss_percent is None else f"{s.loss_percent:g} %"
+        out.append(f"  {s.sent} sent, {s.received} received, {loss} loss"
+                   + (f", {r.duplicates} duplicates" if r.duplicates else ""))
+    else:
+        answered = sum(x.rtt_ms is not None for x in r.replies)
+        out.append(f"  {len(r.replies)} replies read, {answered} answered (no statistics)")
+    if s.rtt_avg_ms is not None:
+        out.append(f"  rtt min/avg/max/stddev {_ms(s.rtt_min_ms)}/{_ms(s.rtt_avg_ms)}/"
+                   f"{_ms(s.rtt_max_ms)}/{_ms(s.rtt_stddev_ms)} ms")
+    return out

@@ -93,7 +93,16 @@ class Iperf3TextParser:
         """Take one line (with or without its newline); return the intervals it completed."""
         self._lines += 1
         try:
-            return self._dispatch(line.rstrip(), None, True)
+            line = line.rstrip()
+            if line[:1] == "[":  # the hot path: a data line with no prefix
+                if self._multi and line[1] != "S" and line[2] != "I" and line[-1] != "r":
+                    # one stream's interval when the aggregate is [SUM]: nothing to take
+                    self._known += 1
+                    return []
+                m = _LINE.match(line)
+                if m is not None:
+                    return self._data(m, None)
+            return self._dispatch(line, None, True)
         except Exception as exc:  # never raise on input: note the line and go on
             self._warn(f"line {self._lines}: {type(exc).__name__}: {line[:80]!r}")
             return []
@@ -157,8 +166,10 @@ class Iperf3TextParser:
                 self._known += 1
                 self._version = m.group(1)
         elif top and "[" in line:
-            # a prefix we do not know: --timestamps=FORMAT, or -T title
+            # another prefix: --timestamps=FORMAT (epoch seconds are read), or -T title
             i = line.find("[")
+            if ts is None:
+                ts = _number(line[:i].strip().rstrip(":"))
             return self._dispatch(line[i:], ts, False)
         return []
 
@@ -354,6 +365,13 @@ def _lost_percent(end: _End) -> float | None:
     if end.total and end.lost is not None and end.total > 0:
         return 100.0 * end.lost / end.total
     return end.lost_pct
+
+
+def _number(text: str) -> float | None:
+    """An epoch-seconds prefix (`--timestamps='%s '`), or None."""
+    if not text or len(text) > 20 or not text.replace(".", "", 1).isdigit():
+        return None
+    return float(text)
 
 
 def _float(text: str) -> float | None:

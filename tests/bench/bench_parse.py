@@ -1,0 +1,62 @@
+"""`parse_lines_per_s`: iperf3 text lines parsed per second (budget ≥ 200 000).
+
+The log is generated in iperf3 3.12's exact `-P 2` layout (two stream lines, the [SUM] line and
+a separator per interval, then the summary), 250 000+ lines, fed line by line as the engine
+does. Median of 5 runs; the intervals found are checked so a parser that skips work fails.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from abtui.parse.iperf3_text import Iperf3TextParser
+
+INTERVALS = 62_500  # 4 lines each
+
+
+def generate_log(intervals: int = INTERVALS) -> list[str]:
+    lines = ["Connecting to host 198.18.1.2, port 5201",
+             "[  5] local 198.18.1.1 port 40001 connected to 198.18.1.2 port 5201",
+             "[  7] local 198.18.1.1 port 40002 connected to 198.18.1.2 port 5201",
+             "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd"]
+    for k in range(intervals):
+        t0, t1 = f"{k:6.2f}", f"{k + 1:<6.2f}"
+        a, b = 500 + k % 97, 480 + k % 89
+        lines.append(f"[  5] {t0}-{t1} sec   {a} MBytes  {a * 8.389 / 1000:.2f} Gbits/sec"
+                     f"  {k % 7:3d}   1023 KBytes       ")
+        lines.append(f"[  7] {t0}-{t1} sec   {b} MBytes  {b * 8.389 / 1000:.2f} Gbits/sec"
+                     f"  {k % 5:3d}    895 KBytes       ")
+        lines.append(f"[SUM] {t0}-{t1} sec  {(a + b) / 1024:.2f} GBytes"
+                     f"  {(a + b) * 8.389 / 1000:.1f} Gbits/sec  {k % 7 + k % 5:3d}             ")
+        lines.append("- - - - - - - - - - - - - - - - - - - - - - - - -")
+    lines += ["[ ID] Interval           Transfer     Bitrate         Retr",
+              f"[SUM]   0.00-{intervals:<6.2f} sec  1.00 TBytes  9.00 Gbits/sec  100"
+              "             sender",
+              "", "iperf Done."]
+    return lines
+
+
+def _once(lines: list[str]) -> float:
+    parser = Iperf3TextParser()
+    feed = parser.feed
+    t0 = time.perf_counter()
+    for line in lines:
+        feed(line)
+    elapsed = time.perf_counter() - t0
+    result = parser.finish()
+    if len(result.intervals) != INTERVALS or result.summary.sender_bits_per_second != 9e9:
+        raise AssertionError(f"parsed {len(result.intervals)} intervals, want {INTERVALS}")
+    return len(lines) / elapsed
+
+
+def parse_lines_per_s() -> dict:
+    lines = generate_log()
+    runs = [_once(lines) for _ in range(5)]
+    return {"name": "parse_lines_per_s", "value": round(statistics.median(runs)),
+            "unit": "lines/s", "budget": ">= 200000",
+            "note": f"iperf3 -P 2 text, {len(lines)} lines fed one by one, median of 5 "
+                    f"(min {min(runs):.0f}, max {max(runs):.0f})"}
+
+
+RECORDS = [parse_lines_per_s]

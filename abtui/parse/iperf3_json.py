@@ -27,6 +27,7 @@ class Iperf3JsonParser:
         self._error: str | None = None
         self._buffer: list[str] = []
         self._events = 0
+        self._noise = 0
         self._bad: str | None = None
 
     def feed(self, line: str) -> list[Interval]:
@@ -40,18 +41,21 @@ class Iperf3JsonParser:
         s = line.strip()
         if not s:
             return []
-        if self._buffer or not (s[0] == "{" and s[-1] == "}" and '"event"' in s):
+        if self._buffer:  # inside a -J document
             self._buffer.append(s)
             return []
-        try:
-            obj = json.loads(s)
-        except ValueError:
-            self._buffer.append(s)
-            return []
-        if not isinstance(obj, dict) or "event" not in obj:
-            self._buffer.append(s)
-            return []
-        return self._event(obj)
+        if s[0] == "{" and s[-1] == "}" and '"event"' in s:
+            try:
+                obj = json.loads(s)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict) and "event" in obj:
+                return self._event(obj)
+        if s[0] == "{" and not self._events:
+            self._buffer.append(s)  # a -J document starts
+        else:
+            self._noise += 1  # a warning line, or a broken event: skip it, keep the stream
+        return []
 
     def _event(self, obj: dict[str, Any]) -> list[Interval]:
         self._events += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from abtui.model import Interval, IperfSummary
 from abtui.parse.iperf3_result import Iperf3Result
@@ -19,18 +20,20 @@ from abtui.parse.iperf3_result import Iperf3Result
 _BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
-_NUM = r"\d{1,15}(?:\.\d{1,15})?"
+# unbounded digits are faster to match; absurd numbers fail in float()/round(), which feed()
+# turns into a warning
+_NUM = r"\d+(?:\.\d+)?"
 # One data line: interval or end-of-test summary, any protocol, any side. Groups:
 # 1 id, 2 TX/RX, 3 C/S, 4 start, 5 end, 6 transfer, 7 its unit, 8 rate, 9 its unit, 10 bits|Bytes,
 # 11 jitter, 12 lost, 13 total, 14 lost %, 15 Retr or datagrams, 16 cwnd, 17 its unit, 18 label.
 _LINE = re.compile(
-    r"\[\s*(\d{1,9}|SUM)\](?:\[([TR]X)-([CS])\])?"
+    r"\[\s*(\d+|SUM)\](?:\[([TR]X)-([CS])\])?"
     rf"\s+({_NUM})-\s*({_NUM})\s+sec"
     rf"\s+({_NUM})\s+([KMGT]?)Bytes"
     rf"\s+({_NUM})\s+([KMGT]?)(bits|Bytes)/sec"
     r"(?:"
-    rf"\s+({_NUM})\s+ms\s+(-?\d{{1,19}})/(-?\d{{1,19}})\s+\(([^)]{{0,24}})%\)"
-    rf"|\s+(\d{{1,19}})(?:\s+({_NUM})\s+([KMGT]?)Bytes)?"
+    rf"\s+({_NUM})\s+ms\s+(-?\d+)/(-?\d+)\s+\(([^)]{{0,24}})%\)"
+    rf"|\s+(\d+)(?:\s+({_NUM})\s+([KMGT]?)Bytes)?"
     r")?"
     r"\s*(sender|receiver|\(omitted\))?\s*$"
 )
@@ -203,15 +206,16 @@ class Iperf3TextParser:
 
     def _data(self, m: re.Match[str], ts: float | None) -> list[Interval]:
         self._known += 1
-        sid, role, side, start, end = m.group(1, 2, 3, 4, 5)
-        label = m.group(18)
+        g = m.groups()
+        sid, role, side, start, end = g[:5]
+        label = g[17]
         direction = None
         if role is not None:
             self._bidir = True
             # seen from the client: what the client sends is "tx", on either side's log
             direction = "tx" if (role == "TX") == (side == "C") else "rx"
         if label == "sender" or label == "receiver" or (self._in_summary and label is None):
-            self._end_line(m, sid, direction, label)
+            self._end_line(g, sid, direction, label)
             return []
         self._seen_data = True
         omitted = label is not None
@@ -233,13 +237,12 @@ class Iperf3TextParser:
             self._intervals.clear()
             self._timestamps.clear()
             return []
-        iv = self._interval(m, omitted, direction)
+        iv = self._interval(g, omitted, direction)
         self._intervals.append(iv)
         self._timestamps.append(ts)
         return [iv]
 
-    def _interval(self, m: re.Match[str], omitted: bool, direction: str | None) -> Interval:
-        g = m.groups()
+    def _interval(self, g: tuple[Any, ...], omitted: bool, direction: str | None) -> Interval:
         rate = _rate(g[7], g[8], g[9])
         retr = cwnd = lost = packets = None
         jitter = None
@@ -258,9 +261,8 @@ class Iperf3TextParser:
         return Interval(float(g[3]), float(g[4]), round(float(g[5]) * _BYTES[g[6]]), rate,
                         retr, cwnd, omitted, jitter, lost, packets, direction)
 
-    def _end_line(self, m: re.Match[str], sid: str, direction: str | None,
+    def _end_line(self, g: tuple[Any, ...], sid: str, direction: str | None,
                   label: str | None) -> None:
-        g = m.groups()
         rate = _rate(g[7], g[8], g[9])
         end = _End(float(g[3]), float(g[4]), round(float(g[5]) * _BYTES[g[6]]), rate,
                    None, None, None, None, None)

@@ -22,7 +22,8 @@ _NO_REPLY = re.compile(r"(?:Request timeout for icmp_seq|no answer yet for icmp_
                        r"(\d{1,12})")
 _UNREACHABLE = re.compile(r"^From .*?\bicmp_seq=(\d{1,12})\b")
 _STATS = re.compile(r"(\d{1,12}) packets transmitted, (\d{1,12}) (?:packets )?received"
-                    r"(?:, \+(\d{1,12}) duplicates)?(?:, \+(\d{1,12}) errors)?"
+                    r"(?:, \+(\d{1,12}) duplicates)?(?:, \+\d{1,12} corrupted)?"
+                    r"(?:, \+(\d{1,12}) errors)?"
                     rf"(?:, ({_NUM})% packet loss)?")
 _RTT = re.compile(rf"(?:rtt|round-trip) min/avg/max(?:/(?:mdev|stddev))? = ({_NUM})/({_NUM})/"
                   rf"({_NUM})(?:/({_NUM}))? ms")

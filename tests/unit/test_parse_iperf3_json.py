@@ -113,3 +113,12 @@ def test_not_json() -> None:
     assert parse_iperf3_json("{ nope").parse_error == "not iperf3 JSON output (invalid JSON)"
     assert parse_iperf3_json('{"a": 1}').parse_error == "not iperf3 JSON output"
     assert parse_iperf3_json("").parse_error == "no iperf3 JSON found"
+
+
+def test_json_stream_survives_stray_lines() -> None:
+    lines = (V318 / "tcp.jsonl").read_text().splitlines()
+    noisy = ["warning: report interval too small", lines[0], '{"event": broken', *lines[1:]]
+    p = Iperf3JsonParser()
+    assert [len(p.feed(line)) for line in noisy] == [0, 0, 0, 1, 1, 1, 0]
+    r = p.finish()
+    assert r.parse_error is None and r.complete and len(r.intervals) == 3

@@ -88,3 +88,10 @@ def test_feed_returns_each_reply_on_its_line() -> None:
 
 def test_garbage() -> None:
     assert parse_ping("abc\n").parse_error == "no ping output found in 1 lines"
+
+
+def test_iputils_statistics_with_every_counter() -> None:
+    r = parse_ping("5 packets transmitted, 4 received, +1 duplicates, +1 corrupted, +2 errors, "
+                   "20% packet loss, time 4006ms\n")
+    assert (r.summary.sent, r.summary.received, r.summary.loss_percent) == (5, 4, 20.0)
+    assert (r.duplicates, r.errors) == (1, 2)

@@ -73,53 +73,56 @@ class Iperf3JsonParser:
         return []
 
     def finish(self) -> Iperf3Result:
-        doc_text: str | None = None
-        parse_error = None
-        fmt = "json-stream"
+        """Everything read so far as one result (callable more than once)."""
         if self._buffer:
-            doc_text = "\n".join(self._buffer)
-            doc = _load(doc_text)
-            if isinstance(doc, dict) and ({"start", "intervals", "end", "error"} & doc.keys()):
-                fmt = "json"
-                self._start = _dict(doc.get("start"))
-                self._end = _dict(doc.get("end"))
-                if doc.get("error") is not None and self._error is None:
-                    self._error = str(doc["error"])
-                ivs = doc.get("intervals")
-                self._intervals = [iv for d in ivs if isinstance(d, dict)
-                                   for iv in intervals_of(d)] if isinstance(ivs, list) else []
-                self._buffer = []
-            elif not self._events:
-                parse_error = ("not iperf3 JSON output" if doc is not None
-                               else "not iperf3 JSON output (invalid JSON)")
-                doc_text = None
-        if not self._events and not self._buffer and fmt == "json-stream" and not parse_error:
-            parse_error = self._bad or "no iperf3 JSON found"
-        return self._result(fmt, doc_text if fmt == "json" else None, parse_error)
+            return self._document("\n".join(self._buffer))
+        parse_error = None if self._events else (self._bad or "no iperf3 JSON found")
+        return _result_of("json-stream", self._start, self._end, self._error,
+                            self._intervals, None, parse_error)
 
-    def _result(self, fmt: str, doc_text: str | None, parse_error: str | None) -> Iperf3Result:
-        test = _dict(self._start.get("test_start"))
-        res = Iperf3Result(intervals=list(self._intervals), error=self._error,
-                           parse_error=parse_error, format=fmt,
-                           timestamps=[None] * len(self._intervals))
-        res.role = ("client" if "connecting_to" in self._start else
-                    "server" if "accepted_connection" in self._start else None)
-        version = self._start.get("version")
-        if isinstance(version, str):
-            res.version = version.removeprefix("iperf ").strip() or None
-        res.streams = _int(test.get("num_streams"))
-        if "reverse" in test:
-            res.reverse = bool(test.get("reverse"))
-        res.bidir = bool(test.get("bidir")) or "sum_sent_bidir_reverse" in self._end or any(
-            iv.direction for iv in self._intervals)
-        res.summary, res.reverse_summary, wrapped = summaries(self._start, self._end, res.role,
-                                                              doc_text)
-        res.summary_source = "iperf3.TestResult" if wrapped else "json"
-        if not res.bidir:
-            res.reverse_summary = None
-        res.complete = bool(self._end.get("sum_sent") or self._end.get("sum")
-                            or self._end.get("sum_received"))
-        return res
+    @property
+    def error(self) -> str | None:
+        """iperf3's error message as soon as one has been read (json-stream)."""
+        return self._error
+
+    def _document(self, text: str) -> Iperf3Result:
+        doc = _load(text)
+        if not (isinstance(doc, dict) and {"start", "intervals", "end", "error"} & doc.keys()):
+            why = "not iperf3 JSON output" + ("" if doc is not None else " (invalid JSON)")
+            return _result_of("json", {}, {}, None, [], None, why)
+        ivs = doc.get("intervals")
+        intervals = [iv for d in ivs if isinstance(d, dict)
+                     for iv in intervals_of(d)] if isinstance(ivs, list) else []
+        error = str(doc["error"]) if doc.get("error") is not None else None
+        return _result_of("json", _dict(doc.get("start")), _dict(doc.get("end")), error,
+                            intervals, text, None)
+
+
+def _result_of(fmt: str, start: dict[str, Any], end: dict[str, Any], error: str | None,
+            intervals: list[Interval], doc_text: str | None,
+            parse_error: str | None) -> Iperf3Result:
+    test = _dict(start.get("test_start"))
+    res = Iperf3Result(intervals=list(intervals), error=error,
+                       parse_error=parse_error, format=fmt,
+                       timestamps=[None] * len(intervals))
+    res.role = ("client" if "connecting_to" in start else
+                "server" if "accepted_connection" in start else None)
+    version = start.get("version")
+    if isinstance(version, str):
+        res.version = version.removeprefix("iperf ").strip() or None
+    res.streams = _int(test.get("num_streams"))
+    if "reverse" in test:
+        res.reverse = bool(test.get("reverse"))
+    res.bidir = bool(test.get("bidir")) or "sum_sent_bidir_reverse" in end or any(
+        iv.direction for iv in intervals)
+    res.summary, res.reverse_summary, wrapped = summaries(start, end, res.role,
+                                                          doc_text)
+    res.summary_source = "iperf3.TestResult" if wrapped else "json"
+    if not res.bidir:
+        res.reverse_summary = None
+    res.complete = bool(end.get("sum_sent") or end.get("sum")
+                        or end.get("sum_received"))
+    return res
 
 
 def intervals_of(data: dict[str, Any]) -> list[Interval]:

@@ -5,6 +5,10 @@ The aggregate of an interval is the stream line with one stream, the [SUM] line 
 server). The stream count comes from the "connected to" lines before the first header; a log
 cut before them is read as single-stream until a [SUM] line or a second stream id says
 otherwise. Bits are 1000-based, bytes 1024-based, as iperf3 prints them.
+
+Live use: iperf3 3.12's `--forceflush` does not flush after a [SUM] line, so over a pipe the
+aggregate of a `-P N` interval arrives one interval late; run iperf3 under `stdbuf -oL` (or on a
+pty) and every line arrives when printed.
 """
 
 from __future__ import annotations
@@ -355,6 +359,16 @@ class Iperf3TextParser:
     @property
     def warnings(self) -> list[str]:
         return list(self._warnings)
+
+    @property
+    def error(self) -> str | None:
+        """iperf3's error message as soon as its line has been fed."""
+        return self._error
+
+    @property
+    def last_timestamp(self) -> float | None:
+        """The --timestamps value of the last interval returned (None without prefixes)."""
+        return self._timestamps[-1] if self._timestamps else None
 
 
 def _rate(value: str, unit: str, kind: str) -> float:

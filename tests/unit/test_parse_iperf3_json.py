@@ -122,3 +122,16 @@ def test_json_stream_survives_stray_lines() -> None:
     assert [len(p.feed(line)) for line in noisy] == [0, 0, 0, 1, 1, 1, 0]
     r = p.finish()
     assert r.parse_error is None and r.complete and len(r.intervals) == 3
+
+
+def test_finish_twice_and_live_error() -> None:
+    for text in ((V312 / "json-tcp.client.txt").read_text(),
+                 (V318 / "tcp-p2.jsonl").read_text()):
+        p = Iperf3JsonParser()
+        for line in text.splitlines():
+            p.feed(line)
+        first = p.finish()
+        assert first == p.finish() and first.parse_error is None
+    p = Iperf3JsonParser()
+    p.feed((V318 / "refused.jsonl").read_text().splitlines()[0])
+    assert p.error is not None and "Connection refused" in p.error

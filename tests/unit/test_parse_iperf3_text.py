@@ -266,3 +266,27 @@ def test_garbage_gives_a_parse_error() -> None:
     r = parse_iperf3_text("hello\nworld\n")
     assert r.parse_error == "no iperf3 output found in 2 lines" and r.intervals == []
     assert parse_iperf3_text("").parse_error == "empty input"
+
+
+def test_a_server_log_of_several_tests() -> None:
+    text = (V312 / "tcp.server.txt").read_text() + (V312 / "udp.server.txt").read_text()
+    r = parse_iperf3_text(text)
+    # the intervals of both tests, the summary of the last one
+    assert len(r.intervals) == 4 + 2
+    assert r.summary.protocol == "udp" and r.summary.jitter_ms == 0.014
+    assert any("another test" in w for w in r.warnings)
+
+
+def test_live_properties_and_finish_twice() -> None:
+    p = Iperf3TextParser()
+    for line in (V312 / "killed.client.txt").read_text().splitlines()[:-1]:
+        p.feed(line)
+    assert p.error is None
+    p.feed("iperf3: error - unable to write to stream socket: Connection reset by peer")
+    assert p.error == "unable to write to stream socket: Connection reset by peer"
+    assert p.finish() == p.finish()
+    t = Iperf3TextParser()
+    for line in (V312 / "timestamps.client.txt").read_text().splitlines()[:4]:
+        t.feed(line)
+    assert t.last_timestamp == time.mktime(time.strptime("Mon Nov 30 08:50:38 2026",
+                                                         "%a %b %d %H:%M:%S %Y"))

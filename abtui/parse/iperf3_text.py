@@ -79,6 +79,7 @@ class Iperf3TextParser:
         self._reverse: bool | None = None
         self._version: str | None = None
         self._done = False
+        self._server_output = False
         self._ts_text = ""
         self._ts_value: float | None = None
         self._new_test()
@@ -101,8 +102,10 @@ class Iperf3TextParser:
         self._lines += 1
         try:
             line = line.rstrip()
+            if self._server_output:  # the server's log, echoed by --get-server-output
+                return [] if "iperf Done." not in line else self._dispatch(line, None, True)
             if line[:1] == "[":  # the hot path: a data line with no prefix
-                if self._multi and line[1] != "S" and line[2] != "I" and line[-1] != "r":
+                if self._multi and line[1:2] != "S" and line[2:3] != "I" and line[-1] != "r":
                     # one stream's interval when the aggregate is [SUM]: nothing to take
                     self._known += 1
                     return []
@@ -164,6 +167,9 @@ class Iperf3TextParser:
         elif line.startswith("Reverse mode"):
             self._known += 1
             self._reverse = True
+        elif line.startswith("Server output:"):
+            self._known += 1
+            self._server_output = True
         elif line.startswith("iperf Done."):
             self._known += 1
             self._done = True

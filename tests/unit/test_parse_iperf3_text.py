@@ -290,3 +290,10 @@ def test_live_properties_and_finish_twice() -> None:
         t.feed(line)
     assert t.last_timestamp == time.mktime(time.strptime("Mon Nov 30 08:50:38 2026",
                                                          "%a %b %d %H:%M:%S %Y"))
+
+
+def test_get_server_output_is_not_read_as_the_clients() -> None:
+    r = parse(V312 / "server-output.client.txt")
+    assert len(r.intervals) == 2 and r.complete
+    assert r.summary.receiver_bits_per_second == 13.6e9 and r.summary.retransmits == 23
+    assert r.summary.receiver_bytes == round(3.16 * 1024**3)

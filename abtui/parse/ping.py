@@ -27,7 +27,7 @@ _STATS = re.compile(r"(\d{1,12}) packets transmitted, (\d{1,12}) (?:packets )?re
                     rf"(?:, ({_NUM})% packet loss)?")
 _RTT = re.compile(rf"(?:rtt|round-trip) min/avg/max(?:/(?:mdev|stddev))? = ({_NUM})/({_NUM})/"
                   rf"({_NUM})(?:/({_NUM}))? ms")
-_HEADER = re.compile(r"PING (\S+)")
+_HEADER = re.compile(r"PING ([^\s(]+)")
 
 
 @dataclass(slots=True)

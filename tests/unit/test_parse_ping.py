@@ -95,3 +95,12 @@ def test_iputils_statistics_with_every_counter() -> None:
                    "20% packet loss, time 4006ms\n")
     assert (r.summary.sent, r.summary.received, r.summary.loss_percent) == (5, 4, 20.0)
     assert (r.duplicates, r.errors) == (1, 2)
+
+
+def test_hostnames_and_ipv6_sources() -> None:
+    r = parse_ping("PING ::1(::1) 56 data bytes\n"
+                   "64 bytes from ::1: icmp_seq=1 ttl=64 time=0.046 ms\n"
+                   "64 bytes from localhost (127.0.0.1): icmp_seq=2 ttl=64 time=1.20 ms\n"
+                   "64 bytes from h: icmp_seq=3 ttl=64 time=1234 ms\n")
+    assert [(x.seq, x.rtt_ms) for x in r.replies] == [(1, 0.046), (2, 1.2), (3, 1234.0)]
+    assert r.target == "::1" and not r.complete

@@ -53,14 +53,14 @@ def _iperf(r: Iperf3Result) -> list[str]:
     for direction, s in (("tx", r.summary), ("rx", r.reverse_summary)):
         if s is None:
             continue
-        ivs = [i for i in r.intervals if not i.omitted
-               and (not r.bidir or i.direction == direction)]
+        mine = [i for i in r.intervals if not r.bidir or i.direction == direction]
+        ivs = [i for i in mine if not i.omitted]
+        omitted = len(mine) - len(ivs)
         label = f"  [{direction}] " if r.bidir else "  "
         if ivs:
             out.append(f"{label}{len(ivs)} intervals {ivs[0].start:.2f}-{ivs[-1].end:.2f} s, "
                        f"mean {rate(fmean(i.bits_per_second for i in ivs))}"
-                       + (f", {n} omitted" if (n := sum(i.omitted for i in r.intervals))
-                          else ""))
+                       + (f", {omitted} omitted" if omitted else ""))
         if _has_summary(s):
             out.append(f"{label}sender {rate(s.sender_bits_per_second)}, receiver "
                        f"{rate(s.receiver_bits_per_second)}" + _extras(s))

@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "preflight a profile: hosts, programs, knobs, tunnels"),
     "run": ("run", "run a profile's plan headless and save the session"),
     "recover": ("recover", "restore knobs, remove tunnels, end processes after a crash"),
-    "import": ("import_", "parse saved iperf3 / ping outputs (and make sessions of them)"),
+    "import": ("import_", "parse saved iperf3 and ping outputs"),
     "sessions": ("sessions", "list saved sessions"),
     "export": ("export", "export a session as md, csv, json or plots"),
     "compare": ("compare", "compare two sessions phase by phase"),

@@ -18,19 +18,27 @@ from tests.conftest import make_test_lab
 pytestmark = pytest.mark.lab
 
 
-def _snapshot() -> tuple[set[str], set[str], set[int]]:
+_OTHER_LAB_LINK = re.compile(r"^[a-z0-9]+-(mgmt|[a-h][sr])$")
+
+
+def _snapshot(lab: Lab) -> tuple[set[str], set[str], set[int]]:
+    """Namespaces, root links and PIDs, leaving out other abtui labs that may come and go
+    meanwhile (another checkout's test run)."""
     netns = {line.split()[0] for line in
              subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
              .splitlines() if line.strip()}
     links = set(re.findall(r"^\d+: ([^:@]+)", subprocess.run(
         ["ip", "-o", "link", "show"], capture_output=True, text=True).stdout, re.M))
+    netns = {n for n in netns if not n.startswith("abtui-") or n.startswith(lab.netns_prefix)}
+    links = {n for n in links if not _OTHER_LAB_LINK.match(n) or n.startswith(f"{lab.ifprefix}-")}
     pids = {int(p) for p in os.listdir("/proc") if p.isdigit()}
     return netns, links, pids
 
 
-def _sshd_pids() -> set[int]:
-    """Live sshd processes (a zombie waiting for init to reap it is not running)."""
-    out = subprocess.run(["pgrep", "-x", "sshd"], capture_output=True, text=True).stdout
+def _sshd_pids(lab: Lab) -> set[int]:
+    """Live sshd processes of this lab (a zombie waiting for init to reap it is not running)."""
+    out = subprocess.run(["pgrep", "-x", "-f", f".*{lab.state_dir}.*"], capture_output=True,
+                         text=True).stdout
     live = set()
     for pid in out.split():
         try:
@@ -43,14 +51,15 @@ def _sshd_pids() -> set[int]:
 
 
 def test_up_reach_iperf_down_leaves_nothing(tmp_path):
-    netns0, links0, _ = _snapshot()
-    sshd0 = _sshd_pids()
     lab = make_test_lab(tmp_path, suffix="x")
+    netns0, links0, _ = _snapshot(lab)
+    sshd0 = _sshd_pids(lab)
     try:
         hosts = lab.up(pairs=2)
         assert len(hosts) == 4
         status = lab.status()
         assert status["ok"] and len(status["hosts"]) == 4
+        assert len(_sshd_pids(lab)) == 4  # one sshd per host, found by its config path
         # every host answers over asyncssh, host key verified, with its own hostname
         results = asyncio.run(probe_hosts([h.alias for h in hosts], str(lab.ssh_config)))
         for h in hosts:
@@ -87,10 +96,10 @@ def test_up_reach_iperf_down_leaves_nothing(tmp_path):
         assert lab.status()["ok"]
     finally:
         lab.down()
-    netns1, links1, _ = _snapshot()
+    netns1, links1, _ = _snapshot(lab)
     assert netns1 == netns0
     assert links1 == links0
-    assert _sshd_pids() == sshd0
+    assert _sshd_pids(lab) == sshd0 == set()
     assert not lab.state_dir.exists()
 
 
@@ -131,9 +140,10 @@ def test_lab_status_reports_broken_host(lab: Lab, tmp_path):
 
 
 def test_cli_up_status_down_cycle_leaves_the_machine_as_it_was(tmp_path):
-    netns0, links0, _ = _snapshot()
-    sshd0 = _sshd_pids()
     env = dict(os.environ, ABTUI_LAB="clab,abc,234", ABTUI_LAB_DIR=str(tmp_path))
+    clab = Lab(name="clab", octet=19, ifprefix="abc", mgmt=234, state_dir=tmp_path / "clab")
+    netns0, links0, _ = _snapshot(clab)
+    sshd0 = _sshd_pids(clab)
 
     def abtui(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "abtui", *args], capture_output=True,
@@ -153,6 +163,6 @@ def test_cli_up_status_down_cycle_leaves_the_machine_as_it_was(tmp_path):
     finally:
         down = abtui("lab", "down")
     assert down.returncode == 0, down.stderr
-    netns1, links1, _ = _snapshot()
-    assert (netns1, links1, _sshd_pids()) == (netns0, links0, sshd0)
+    netns1, links1, _ = _snapshot(clab)
+    assert (netns1, links1, _sshd_pids(clab)) == (netns0, links0, sshd0)
     assert abtui("lab", "status").returncode == 1

@@ -288,8 +288,12 @@ class Session:
         series[1].append(value)
 
     def _finish(self) -> None:
-        if not self.pair_hosts and self.profile_text:
-            self.pair_hosts = _pairs_from_profile(self.profile_text)
+        if self.profile_text and (not self.pair_hosts or not self.profile_name):
+            doc = _toml(self.profile_text)
+            self.pair_hosts = self.pair_hosts or _pairs_from_profile(doc)
+            name = doc.get("profile", {}).get("name") if isinstance(doc.get("profile"),
+                                                                    dict) else None
+            self.profile_name = self.profile_name or (name if isinstance(name, str) else "")
         for label in self.pair_hosts:
             self._add_pair(label)
 
@@ -297,7 +301,7 @@ class Session:
 
     @property
     def start_t(self) -> float | None:
-        return self.created if self.created is not None else self.first_t
+        return self.first_t if self.first_t is not None else self.created
 
     @property
     def duration(self) -> float:
@@ -316,12 +320,15 @@ class Session:
         return self.pair_hosts.get(pair, {})
 
 
-def _pairs_from_profile(text: str) -> dict[str, dict[str, str]]:
-    """Best effort: the pairs table of the profile copy, when the engine did not list them."""
+def _toml(text: str) -> dict[str, Any]:
     try:
-        doc = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         return {}
+
+
+def _pairs_from_profile(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Best effort: the pairs table of the profile copy, when the engine did not list them."""
     out: dict[str, dict[str, str]] = {}
     pairs = doc.get("pairs")
     for p in pairs if isinstance(pairs, list) else []:

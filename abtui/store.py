@@ -94,6 +94,7 @@ class SessionWriter:
         self.compact = compact
         self.events = 0
         self.final_path: Path | None = None
+        self._first_t: float | None = None
         self._last_t: float | None = None
         self._pairs: list[str] = list(pairs)
         self._header: dict[str, Any] = {
@@ -123,6 +124,8 @@ class SessionWriter:
         self._write_line(event.to_json())
         self.events += 1
         self._last_t = event.t
+        if self._first_t is None:
+            self._first_t = event.t
         if event.pair is not None and event.pair not in self._pairs:
             self._pairs.append(event.pair)
         self._dirty = True
@@ -138,7 +141,9 @@ class SessionWriter:
             self._sync()
         os.close(self._fd)
         self._fd = -1
-        facts = {"end": self._last_t if self._last_t is not None else self._header["created"],
+        created = self._header["created"]
+        facts = {"start": created if self._first_t is None else self._first_t,
+                 "end": self._last_t if self._last_t is not None else created,
                  "events": self.events, "pairs": self._pairs}
         self.final_path = compact(self.path, facts) if self.compact else self.path
         return self.final_path
@@ -183,15 +188,17 @@ def compact(path: Path, facts: dict[str, Any] | None = None) -> Path:
 
 def _scan(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     events = 0
-    last_t = header.get("created")
+    first_t = last_t = header.get("created")
     pairs: list[str] = list(header.get("pairs") or [])
     for _lineno, obj in _records(path):
         events += 1
+        if events == 1:
+            first_t = obj.get("t", first_t)
         last_t = obj.get("t", last_t)
         pair = obj.get("pair")
         if pair is not None and pair not in pairs:
             pairs.append(pair)
-    return {"end": last_t, "events": events, "pairs": pairs}
+    return {"start": first_t, "end": last_t, "events": events, "pairs": pairs}
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -304,6 +311,18 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
 def load_events(path: str | os.PathLike[str]) -> list[Event]:
     """All events in a list (small sessions, tests); use iter_events or Session for big ones."""
     return list(iter_events(path))
+
+
+def head_time(path: Path) -> float | None:
+    """The time of a plain journal's first event (line 2), reading only the file's start."""
+    with open(path, "rb") as f:
+        f.readline()
+        try:
+            obj = json.loads(f.readline())
+        except ValueError:
+            return None
+    return float(obj["t"]) if isinstance(obj, dict) and isinstance(obj.get("t"), int | float) \
+        else None
 
 
 def tail_time(path: Path) -> float | None:

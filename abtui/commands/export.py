@@ -1,0 +1,65 @@
+"""`abtui export SESSION --format md|csv|json|plot [--out FILE]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from abtui.commands.sessions import add_sessions_dir
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", metavar="SESSION", help="a session file, or a session name")
+    parser.add_argument("--format", choices=("md", "csv", "json", "plot"), default="md")
+    parser.add_argument("--out", metavar="FILE",
+                        help="write here instead of stdout (plot: .txt or .html)")
+    parser.add_argument("--base-pair", metavar="LABEL",
+                        help="pair the deltas are taken against (default: the profile's "
+                             "base_pair, else the first)")
+    parser.add_argument("--base-config", metavar="CONFIG",
+                        help="configuration other configurations are compared with, as "
+                             "printed, e.g. 'tcp_wmem=4096 16384 65536' (default: the first)")
+    add_sessions_dir(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from abtui import store
+    from abtui.errors import BadInput
+    from abtui.session import Session
+
+    session = Session.load(store.find_session(args.session, args.sessions_dir))
+    if args.base_pair and args.base_pair not in session.pairs:
+        raise BadInput(f"--base-pair {args.base_pair!r}: the session's pairs are "
+                       f"{', '.join(session.pairs) or 'none'}")
+    out = Path(args.out) if args.out else None
+    if args.format == "plot":
+        from abtui.plots import save_chart, throughput_chart
+
+        if out is not None:
+            save_chart(session, out)
+        else:
+            print(throughput_chart(session, color=sys.stdout.isatty()) or "(no intervals)")
+        return 0
+    if args.format == "md":
+        from abtui.report import markdown
+
+        text = markdown(session, base=args.base_pair, base_config=args.base_config)
+    elif args.format == "json":
+        from abtui.exports import to_json
+
+        text = json.dumps(to_json(session), indent=1, allow_nan=False) + "\n"
+    else:
+        import io
+
+        from abtui.exports import write_csv
+
+        buf = io.StringIO()
+        write_csv(session, buf)
+        text = buf.getvalue()
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+    return 0

@@ -1,0 +1,78 @@
+"""Two sessions side by side: phases matched by pair label and configuration, with deltas
+(right vs left) and the Mann-Whitney verdict on run-level values. A configuration recorded
+on one side only is listed with the other side empty, never dropped. When the sessions share
+no pair label (e.g. `stock` then `patched`) and each has one pair, those pairs are matched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abtui import stats
+from abtui.plots import rate_unit
+from abtui.report import fmt_compare, fmt_mean_sd, md_table
+from abtui.session import Session
+
+
+def _pair_map(left: Session, right: Session) -> list[tuple[str, str]]:
+    shared = [p for p in left.pairs if p in right.pairs]
+    if shared:
+        return [(p, p) for p in shared] + [(p, "") for p in left.pairs if p not in shared] + [
+            ("", p) for p in right.pairs if p not in shared]
+    if len(left.pairs) == 1 and len(right.pairs) == 1:
+        return [(left.pairs[0], right.pairs[0])]
+    return [(p, "") for p in left.pairs] + [("", p) for p in right.pairs]
+
+
+def rows(left: Session, right: Session) -> list[dict[str, Any]]:
+    """One row per (pair, configuration) found on either side."""
+    lt, rt = stats.cells(left), stats.cells(right)
+    out = []
+    for lp, rp in _pair_map(left, right):
+        configs = [c for c in lt if lp in lt[c]] + [
+            c for c in rt if rp in rt[c] and not (c in lt and lp in lt[c])]
+        for config in configs:
+            lc, rc = lt.get(config, {}).get(lp), rt.get(config, {}).get(rp)
+            row: dict[str, Any] = {
+                "pair": lp if lp == rp or not rp else (rp if not lp else f"{lp} → {rp}"),
+                "config": config, "left": lc, "right": rc,
+                "only": "left" if rc is None else "right" if lc is None else None}
+            if lc is not None and rc is not None:
+                d, v = stats.compare_cells(lc, rc)
+                row.update(delta=d, verdict=v)
+            out.append(row)
+    return out
+
+
+def markdown(left: Session, right: Session) -> str:
+    table = rows(left, right)
+    peak = max((c.throughput.max or 0.0 for r in table for c in (r["left"], r["right"]) if c),
+               default=0.0)
+    div, unit = rate_unit(peak)
+    body = []
+    for r in table:
+        change = fmt_compare(r["left"], r["right"]) if r["only"] is None else (
+            f"only in {left.name if r['only'] == 'left' else right.name}")
+        body.append([r["pair"], r["config"],
+                     fmt_mean_sd(r["left"].throughput, div) if r["left"] else "—",
+                     fmt_mean_sd(r["right"].throughput, div) if r["right"] else "—", change])
+    head = [f"# compare {left.name} → {right.name}", "",
+            f"throughput in {unit}, mean ± stdev over intervals; Δ: {right.name} vs {left.name}, "
+            "change of the mean with its 95 % confidence interval, then the Mann-Whitney "
+            "verdict on run-level values (α = 0.05).", ""]
+    return "\n".join([*head, md_table(["pair", "configuration", left.name, right.name, "Δ"],
+                                      body)]) + "\n"
+
+
+def to_json(left: Session, right: Session) -> dict[str, Any]:
+    out = []
+    for r in rows(left, right):
+        d, v = r.get("delta"), r.get("verdict")
+        out.append({
+            "pair": r["pair"], "config": r["config"], "only": r["only"],
+            "left": r["left"].to_json() if r["left"] else None,
+            "right": r["right"].to_json() if r["right"] else None,
+            "delta_pct": d.pct if d else None,
+            "ci_pct": [d.low, d.high] if d and d.low is not None else None,
+            "verdict": v.to_json() if v else None,
+        })
+    return {"left": left.name, "right": right.name, "rows": out}

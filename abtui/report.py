@@ -1,0 +1,232 @@
+"""The Markdown report of a session, ready to paste into a mailing-list reply or a review:
+hosts, test options, the phase table (configuration | A | B | Δ), deltas against a base
+configuration, latency, runs, the throughput chart, and what went wrong."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from abtui import stats
+from abtui.plots import rate_unit, throughput_chart
+from abtui.session import Session
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fmt_time(t: float | None) -> str:
+    if t is None:
+        return "?"
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def fmt_duration(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2) -> str:
+    if not s.n or s.mean is None:
+        return "—"
+    text = f"{s.mean / div:.{digits}f}"
+    if s.stdev is not None:
+        text += f" ± {s.stdev / div:.{digits}f}"
+    return text + (" ⚠" if s.noisy else "")
+
+
+def fmt_compare(base: stats.Cell | None, other: stats.Cell | None) -> str:
+    """`+6.2% [+4.1, +8.3] (p=0.008 n=5+5)`, `... ~ (p=0.40 n=5+5)`, `... ? (n=1+1: ...)`."""
+    if base is None or other is None:
+        return "—"
+    d, v = stats.compare_cells(base, other)
+    if d is None:
+        return "—"
+    return f"{d} {v.text[v.text.index('('):] if v.significant else v.text}"
+
+
+def base_pair(session: Session, wanted: str | None = None) -> str | None:
+    if wanted:
+        return wanted
+    from_profile = _profile_base_pair(session.profile_text)
+    if from_profile in session.pairs:
+        return from_profile
+    return session.pairs[0] if session.pairs else None
+
+
+def _profile_base_pair(text: str) -> str | None:
+    import tomllib
+
+    try:
+        value = tomllib.loads(text).get("profile", {}).get("base_pair")
+    except (tomllib.TOMLDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def markdown(session: Session, base: str | None = None, base_config: str | None = None,
+             chart: bool = True) -> str:
+    """The whole report. `base`: the pair deltas are taken against (profile's base_pair,
+    else the first); `base_config`: the configuration for the per-pair delta table."""
+    table = stats.cells(session)
+    bp = base_pair(session, base)
+    out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session), ""]
+    out += ["## Hosts", "", _hosts(session), ""]
+    options = _options(session)
+    if options:
+        out += ["## Test options", "", options, ""]
+    out += ["## Throughput per configuration", "", _throughput(session, table, bp), ""]
+    if len(table) > 1:
+        out += [*_vs_config(session, table, base_config), ""]
+    out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
+    if session.runs:
+        out += ["## Runs", "", _runs(session), ""]
+    if chart:
+        text = throughput_chart(session)
+        if text:
+            out += ["## Throughput over time", "", "```text", text.rstrip(), "```", ""]
+    notes = _notes(session, table)
+    if notes:
+        out += ["## Notes", "", *notes, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _overview(session: Session) -> list[str]:
+    lines = [f"- profile: {session.profile_name or '?'}"
+             + (f" (`{session.profile_path}`)" if session.profile_path else ""),
+             f"- started: {fmt_time(session.start_t)}, duration {fmt_duration(session.duration)}"
+             + (f", ended: {session.end_reason}" if session.end_reason else ", cut short"),
+             "- pairs: " + ", ".join(_pair_text(session, p) for p in session.pairs)]
+    if session.skews_ms:
+        lines.append(f"- start skew between pairs: max {max(session.skews_ms):.2f} ms "
+                     f"over {len(session.skews_ms)} synchronized start(s)")
+    return lines
+
+
+def _pair_text(session: Session, pair: str) -> str:
+    h = session.hosts_of(pair)
+    if not h:
+        return pair
+    return f"{pair} ({h.get('sender', '?')} → {h.get('receiver', '?')}" + (
+        f", {h['target']})" if h.get("target") else ")")
+
+
+def _hosts(session: Session) -> str:
+    rows = []
+    for pair in session.pairs:
+        h = session.hosts_of(pair)
+        for role in ("sender", "receiver"):
+            alias = h.get(role)
+            if alias is None:
+                continue
+            f = session.facts.get(alias, {})
+            rows.append([pair, role, alias, f.get("os", ""), f.get("kernel_release", ""),
+                         f.get("nic_driver", ""), f.get("nic_firmware", "")])
+    if not rows:  # no pair table: list every host we have facts for
+        rows = [["", "", alias, f.get("os", ""), f.get("kernel_release", ""),
+                 f.get("nic_driver", ""), f.get("nic_firmware", "")]
+                for alias, f in session.facts.items()]
+    if not rows:
+        return "(no host facts recorded)"
+    return md_table(["pair", "role", "host", "OS", "kernel", "NIC driver", "NIC firmware"],
+                    rows)
+
+
+def _options(session: Session) -> str:
+    rows = []
+    for pair in session.pairs:
+        runs = [r for r in session.runs_of(pair) if r.options]
+        if runs:
+            opts: dict[str, Any] = runs[0].options or {}
+            rows.append([pair, " ".join(f"{k}={v}" for k, v in opts.items())])
+    return md_table(["pair", "options"], rows) if rows else ""
+
+
+def _rate_div(table: dict[str, dict[str, stats.Cell]]) -> tuple[float, str]:
+    peak = max((c.throughput.max or 0.0 for row in table.values() for c in row.values()),
+               default=0.0)
+    return rate_unit(peak)
+
+
+def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
+                bp: str | None) -> str:
+    div, unit = _rate_div(table)
+    others = [p for p in session.pairs if p != bp]
+    header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
+              *[f"Δ {p} vs {bp}" for p in others]]
+    rows = []
+    for config, row in table.items():
+        cells = [fmt_mean_sd(row[p].throughput, div) if p in row else "—"
+                 for p in session.pairs]
+        deltas = [fmt_compare(row.get(bp or ""), row.get(p)) for p in others]
+        rows.append([config, *cells, *deltas])
+    note = ("mean ± stdev over intervals; Δ: change of the mean with its 95 % confidence "
+            "interval, then the Mann-Whitney verdict on run-level values (~: no significant "
+            "difference; ?: too few runs to tell). ⚠: too noisy to conclude (coefficient of "
+            f"variation > {stats.NOISE_CV:.0%}).")
+    return md_table(header, rows) + "\n\n" + note
+
+
+def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
+               base_config: str | None) -> list[str]:
+    base = base_config if base_config in table else next(iter(table))
+    rows = []
+    for config, row in table.items():
+        if config == base:
+            continue
+        rows.append([config, *[fmt_compare(table[base].get(p), row.get(p))
+                               for p in session.pairs]])
+    return [f"## Δ vs configuration `{base}`", "",
+            md_table(["configuration", *session.pairs], rows)]
+
+
+def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
+    rows = []
+    for config, row in table.items():
+        for pair in session.pairs:
+            c = row.get(pair)
+            if c is None or not c.rtt.n:
+                continue
+            r = c.rtt
+            rows.append([config, pair, f"{r.min:.3f}", f"{r.mean:.3f}", f"{r.max:.3f}",
+                         f"{r.stdev:.3f}" if r.stdev is not None else "—", str(r.n)])
+    if not rows:
+        return "(no ping replies recorded)"
+    return md_table(["configuration", "pair", "min", "avg", "max", "stddev", "replies"], rows)
+
+
+def _runs(session: Session) -> str:
+    rows = []
+    for r in session.runs:
+        s = r.summary or {}
+        snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
+        dur = fmt_duration(r.end - r.start) if r.end and r.start else "—"
+        rows.append([r.pair, str(r.id), stats.config_key(r.config), r.status, dur,
+                     f"{snd / 1e9:.3f}" if snd else "—", f"{rcv / 1e9:.3f}" if rcv else "—",
+                     str(s.get("retransmits", "—") if s.get("retransmits") is not None
+                         else "—"), r.message])
+    return md_table(["pair", "run", "configuration", "status", "duration", "sender Gbit/s",
+                     "receiver Gbit/s", "retransmits", "message"], rows)
+
+
+def _notes(session: Session, table: dict[str, dict[str, stats.Cell]]) -> list[str]:
+    t0 = session.start_t or 0.0
+    notes = []
+    for config, row in table.items():
+        for pair, c in row.items():
+            if c.throughput.noisy:
+                notes.append(f"- ⚠ {pair} under `{config}`: throughput varies "
+                             f"{c.throughput.cv:.0%} (> {stats.NOISE_CV:.0%}): too noisy to "
+                             "conclude")
+    notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} on "
+              f"{', '.join(e.get('pairs') or []) or 'all pairs'}" for e in session.knob_changes]
+    notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} refused: "
+              f"{e.get('message', '')}" for e in session.knob_errors]
+    notes += [f"- +{e['t'] - t0:.1f} s mark: {e.get('text', '')}" for e in session.marks]
+    notes += [f"- +{e['t'] - t0:.1f} s error"
+              + (f" ({e['pair'] or e['host']})" if e.get("pair") or e.get("host") else "")
+              + f": {e.get('message', '')}" for e in session.errors]
+    return notes

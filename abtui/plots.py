@@ -80,10 +80,10 @@ def phase_boundaries(session: Session) -> list[float]:
 def save_chart(session: Session, path: Path, width: int = 100, height: int = 22) -> None:
     """Write the chart to a .txt (plain) or .html file (plotext's HTML export)."""
     if path.suffix.lower() in (".html", ".htm"):
-        import plotext as plt
-
         import contextlib
         import io
+
+        import plotext as plt
 
         throughput_chart(session, width, height, color=True)
         with contextlib.redirect_stdout(io.StringIO()):  # plotext announces the file

@@ -1,0 +1,146 @@
+"""Sessions made of saved logs, so results published elsewhere compare with new ones.
+
+Input: the parse results of `abtui import --json` (DESIGN.md §3: `{"source", "kind":
+"iperf3"|"ping", "summary", "intervals"|"replies", "error"?}`), each given a pair label and a
+configuration on the command line. Each (pair, configuration) becomes one run and one phase;
+an iperf3 log and a ping log with the same pair and configuration share them. Imported logs
+carry no wall clock, so times are laid out back to back from `t0`, per pair.
+
+Proposed CLI (wired by `abtui import`):
+    abtui import --session OUT --pair before:a.txt --pair after@tunnel=wireguard:b.txt \\
+                 [--config mtu=1420 ...]
+`--pair LABEL[@k=v,k=v]:FILE` (repeatable), `--config K=V` (repeatable, applies to all files;
+a file's own `@k=v` wins).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from abtui.errors import BadInput
+from abtui.model import Event, EventKind
+from abtui.store import SessionWriter
+
+
+@dataclass(slots=True)
+class ImportItem:
+    """One parsed file (an `abtui import --json` result) with where it belongs."""
+
+    pair: str
+    result: dict[str, Any]
+    config: dict[str, str] = field(default_factory=dict)
+
+
+def parse_config(spec: str, where: str = "--config") -> dict[str, str]:
+    """`k=v,k=v` → {k: v}; BadInput naming the option when malformed."""
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"{where} {spec!r}: expected KNOB=VALUE[,KNOB=VALUE...]")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_pair_spec(spec: str) -> tuple[str, dict[str, str], str]:
+    """`LABEL[@k=v,...]:FILE` → (label, config, file); the file part may contain ':'."""
+    head, sep, path = spec.partition(":")
+    label, _, cfg = head.partition("@")
+    if not sep or not label.strip() or not path:
+        raise BadInput(f"--pair {spec!r}: expected LABEL[@KNOB=VALUE,...]:FILE")
+    return label.strip(), parse_config(cfg, f"--pair {spec!r}") if cfg else {}, path
+
+
+def write_session(path: str | os.PathLike[str], items: Sequence[ImportItem],
+                  profile: str = "imported", t0: float | None = None) -> Path:
+    """Write (and compact) a session holding the imported results; returns its file."""
+    if not items:
+        raise BadInput("nothing to import: give at least one --pair LABEL:FILE")
+    pairs = list(dict.fromkeys(it.pair for it in items))
+    start = time.time() if t0 is None else t0
+    with SessionWriter(path, profile=profile, pairs=pairs) as writer:
+        writer.write(Event(EventKind.SESSION_START, start, data={
+            "profile_text": "", "profile_path": "", "abtui_version": _version(),
+            "imported": [{"pair": it.pair, "config": it.config,
+                          "source": it.result.get("source")} for it in items]}))
+        events = _events(items, start)
+        for event in events:
+            writer.write(event)
+        writer.write(Event(EventKind.SESSION_END, events[-1].t if events else start,
+                           data={"reason": "imported"}))
+    return writer.final_path or Path(path)
+
+
+def _version() -> str:
+    from abtui import __version__
+
+    return __version__
+
+
+def _events(items: Sequence[ImportItem], t0: float) -> list[Event]:
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[ImportItem]] = {}
+    for it in items:
+        groups.setdefault((it.pair, tuple(sorted(it.config.items()))), []).append(it)
+    clock = dict.fromkeys((it.pair for it in items), t0)
+    out: list[Event] = []
+    for run, ((pair, cfg), members) in enumerate(groups.items(), start=1):
+        config = dict(cfg)
+        begin = clock[pair]
+        out.append(Event(EventKind.RUN_START, begin, pair=pair, data={
+            "run": run, "config": config, "host_clock": None, "skew_ms": None,
+            "options": {"sources": [m.result.get("source") for m in members]}}))
+        end = begin
+        summary = ping = None
+        errors = []
+        for m in members:
+            r = m.result
+            if r.get("error"):
+                errors.append(f"{r.get('source')}: {r['error']}")
+            if r.get("kind") == "ping":
+                ping = r.get("summary")
+                end = max(end, _pings(out, r, pair, run, begin))
+            else:
+                summary = r.get("summary")
+                end = max(end, _intervals(out, r, pair, run, begin))
+        out.append(Event(EventKind.PHASE, end, pair=pair, data={
+            "phase": run, "config": config, "start": begin, "end": end}))
+        out.append(Event(EventKind.RUN_END, end, pair=pair, data={
+            "run": run, "status": "error" if errors else "ok", "summary": summary,
+            "ping": ping, "message": "; ".join(errors)}))
+        clock[pair] = end + 1.0
+    out.sort(key=lambda e: e.t)  # stable: pairs interleave in time, each pair's order kept
+    return out
+
+
+_INTERVAL_KEYS = ("start", "end", "bytes", "bits_per_second", "retransmits", "cwnd_bytes",
+                  "omitted")
+
+
+def _intervals(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: float
+               ) -> float:
+    end = begin
+    for iv in r.get("intervals") or []:
+        if not isinstance(iv, dict) or not isinstance(iv.get("end"), int | float):
+            continue
+        end = begin + float(iv["end"])
+        data = {"run": run, "phase": run, **{k: iv.get(k) for k in _INTERVAL_KEYS},
+                "straddles": False}
+        out.append(Event(EventKind.INTERVAL, end, pair=pair, data=data))
+    return end
+
+
+def _pings(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: float) -> float:
+    """Replies are spread at 1 s (ping's default) from the run's start."""
+    end = begin
+    for i, rep in enumerate(r.get("replies") or []):
+        if not isinstance(rep, dict):
+            continue
+        end = begin + i + 1.0
+        out.append(Event(EventKind.PING, end, pair=pair, data={
+            "run": run, "phase": run, "seq": rep.get("seq"), "rtt_ms": rep.get("rtt_ms")}))
+    return end

@@ -1,0 +1,156 @@
+"""The session journal: crash safety, torn and damaged records, compaction, naming."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from abtui import store
+from abtui.errors import BadInput
+from abtui.model import Event, EventKind
+from abtui.session import Session
+from tests import synth
+
+ROOT = Path(__file__).resolve().parents[2]
+
+WRITER = """
+import sys
+from abtui.model import Event, EventKind
+from abtui.store import SessionWriter
+w = SessionWriter(sys.argv[1], profile="kill", pairs=["A", "B"])
+w.write(Event(EventKind.SESSION_START, 1.0, data={"profile_text": ""}))
+w.write(Event(EventKind.KNOB, 1.0, data={"knob": "cc", "value": "bbr", "pairs": ["A", "B"]}))
+n = 0
+while True:
+    n += 1
+    for pair in ("A", "B"):
+        w.write(Event(EventKind.INTERVAL, 1.0 + n, pair=pair, data={
+            "run": 1, "phase": 0, "start": n - 1.0, "end": float(n), "bytes": 1,
+            "bits_per_second": 1e9 + n, "retransmits": 0, "cwnd_bytes": 1,
+            "omitted": False, "straddles": False}))
+    if n % 200 == 0:
+        print(n, flush=True)
+"""
+
+
+def test_sigkill_mid_write_keeps_every_complete_record(tmp_path: Path) -> None:
+    path = tmp_path / "kill.abtui.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    try:
+        reported = 0
+        assert proc.stdout is not None
+        while reported < 2000:
+            reported = int(proc.stdout.readline())
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert path.exists() and not path.with_name(path.name + ".gz").exists()
+    session = Session.load(path)
+    n = len(session.intervals["A"])
+    assert n >= reported  # every interval reported written is there
+    assert len(session.intervals["B"]) in (n, n - 1)  # at most the one in flight is missing
+    assert list(session.intervals["A"]["bps"][:3]) == [1e9 + 1, 1e9 + 2, 1e9 + 3]
+    assert session.phases[0].config == {"cc": "bbr"}
+
+
+def _live(tmp_path: Path, events: int = 5) -> Path:
+    w = store.SessionWriter(tmp_path / "s.abtui.jsonl", profile="p", compact=False)
+    for i in range(events):
+        w.write(Event(EventKind.MARK, 10.0 + i, data={"text": f"m{i}"}))
+    return w.close()
+
+
+def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
+    path = _live(tmp_path)
+    with open(path, "ab") as f:
+        f.write(b'{"kind":"mark","t":99.0,"data":{"te')
+    events = store.load_events(path)
+    assert [e.data["text"] for e in events] == ["m0", "m1", "m2", "m3", "m4"]
+
+
+def test_damaged_middle_line_names_file_and_line(tmp_path: Path) -> None:
+    path = _live(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = b'{"kind":"mark","t":1'
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(BadInput, match=rf"{path}:4: damaged session record"):
+        store.load_events(path)
+
+
+def test_close_compacts_atomically_with_a_complete_header(tmp_path: Path) -> None:
+    live = tmp_path / "x.abtui.jsonl"
+    with store.SessionWriter(live, profile="synth", pairs=["A"]) as w:
+        for ev in synth.continuous([{"k": "1"}, {"k": "2"}], {"A": [1e9, 2e9]}, seconds=3,
+                                   pairs=("A",)):
+            w.write(ev)
+    final = tmp_path / "x.abtui.jsonl.gz"
+    assert w.final_path == final and final.exists() and not live.exists()
+    assert not list(tmp_path.glob("*.tmp"))
+    header = json.loads(gzip.open(final).readline())
+    assert header["format"] == "abtui-session" and header["version"] == store.VERSION
+    assert header["events"] == w.events and header["pairs"] == ["A"]
+    assert header["start"] == synth.T0 and header["end"] > synth.T0
+    assert len(store.load_events(final)) == w.events
+
+
+def test_compact_recovers_a_crashed_journal(tmp_path: Path) -> None:
+    path = _live(tmp_path, events=3)
+    final = store.compact(path)
+    assert store.read_header(final)["events"] == 3 and not path.exists()
+
+
+def test_not_a_session_and_newer_version_are_one_line_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.abtui.jsonl"
+    bad.write_text("hello\n")
+    with pytest.raises(BadInput, match="bad.abtui.jsonl:1: not an abtui session"):
+        store.load_events(bad)
+    bad.write_text(json.dumps({"format": "abtui-session", "version": 99}) + "\n")
+    with pytest.raises(BadInput, match="version 99 is newer"):
+        store.load_events(bad)
+    with pytest.raises(BadInput, match="no such session file"):
+        store.load_events(tmp_path / "missing")
+
+
+def test_unknown_kind_is_skipped_with_a_warning(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = _live(tmp_path, events=1)
+    with open(path, "a") as f:
+        f.write('{"kind":"hologram","t":1}\n{"kind":"mark","t":2,"data":{"text":"z"}}\n')
+    assert [e.data["text"] for e in store.load_events(path)] == ["m0", "z"]
+    assert "unknown event kind 'hologram'" in capsys.readouterr().err
+
+
+def test_names_and_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(store.ENV_DIR, str(tmp_path / "env"))
+    assert store.sessions_dir() == tmp_path / "env"
+    assert store.sessions_dir(tmp_path / "opt") == tmp_path / "opt"
+    assert store.session_name("my lab/1", 0) == "my_lab_1-19700101T000000Z"
+    first = store.new_session_path("p", when=0)
+    first.parent.mkdir(parents=True)
+    first.with_name(first.name + ".gz").write_text("")
+    assert store.new_session_path("p", when=0).name == "p-19700101T000000Z-2.abtui.jsonl"
+    monkeypatch.delenv(store.ENV_DIR)
+    assert store.sessions_dir().parts[-2:] == ("abtui", "sessions")
+
+
+def test_fsync_policy_syncs_knobs_at_once_and_intervals_at_most_per_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(store.os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    w = store.SessionWriter(tmp_path / "f.abtui.jsonl", fsync_interval=3600, compact=False)
+    base = len(synced)
+    for i in range(100):
+        w.write(Event(EventKind.INTERVAL, float(i), pair="A", data={"run": 1, "phase": 0}))
+    assert len(synced) == base  # bulk records: flushed to the kernel, not fsync'ed each
+    w.write(Event(EventKind.KNOB, 100.0, data={"knob": "k", "value": "1"}))
+    assert len(synced) == base + 1
+    w.close()

@@ -141,8 +141,12 @@ def _options(session: Session) -> str:
         runs = [r for r in session.runs_of(pair) if r.options]
         if runs:
             opts: dict[str, Any] = runs[0].options or {}
-            rows.append([pair, " ".join(f"{k}={v}" for k, v in opts.items())])
+            rows.append([pair, " ".join(f"{k}={_opt(v)}" for k, v in opts.items())])
     return md_table(["pair", "options"], rows) if rows else ""
+
+
+def _opt(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
 def _rate_div(table: dict[str, dict[str, stats.Cell]]) -> tuple[float, str]:

@@ -95,7 +95,8 @@ def test_close_compacts_atomically_with_a_complete_header(tmp_path: Path) -> Non
     final = tmp_path / "x.abtui.jsonl.gz"
     assert w.final_path == final and final.exists() and not live.exists()
     assert not list(tmp_path.glob("*.tmp"))
-    header = json.loads(gzip.open(final).readline())
+    with gzip.open(final) as f:
+        header = json.loads(f.readline())
     assert header["format"] == "abtui-session" and header["version"] == store.VERSION
     assert header["events"] == w.events and header["pairs"] == ["A"]
     assert header["start"] == synth.T0 and header["end"] > synth.T0
@@ -111,7 +112,7 @@ def test_compact_recovers_a_crashed_journal(tmp_path: Path) -> None:
 def test_not_a_session_and_newer_version_are_one_line_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.abtui.jsonl"
     bad.write_text("hello\n")
-    with pytest.raises(BadInput, match="bad.abtui.jsonl:1: not an abtui session"):
+    with pytest.raises(BadInput, match=r"bad\.abtui\.jsonl:1: not an abtui session"):
         store.load_events(bad)
     bad.write_text(json.dumps({"format": "abtui-session", "version": 99}) + "\n")
     with pytest.raises(BadInput, match="version 99 is newer"):

@@ -1,0 +1,204 @@
+"""Statistics, the Markdown/CSV/JSON exports, compare, import, and the CLI around them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from abtui import compare, exports, importing, report, stats
+from abtui.cli import main
+from abtui.errors import BadInput
+from abtui.session import Session
+from abtui.store import SessionWriter
+from tests import synth
+
+WMEM = [{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}]
+RATES = {"A": [10e9, 5e9, 10e9], "B": [11e9, 5.5e9, 11e9]}
+
+
+def _write(path: Path, events) -> Path:  # type: ignore[no-untyped-def]
+    with SessionWriter(path, profile="synth") as w:
+        for ev in events:
+            w.write(ev)
+    assert w.final_path is not None
+    return w.final_path
+
+
+@pytest.fixture
+def continuous(tmp_path: Path) -> Path:
+    return _write(tmp_path / "cont.abtui.jsonl",
+                  synth.continuous(WMEM, RATES, seconds=10, ping_interval=0.5))
+
+
+# ---- statistics ----------------------------------------------------------------------------
+
+def test_verdicts_match_hand_computed_cases() -> None:
+    same = stats.verdict([5.0] * 5, [5.0] * 5)
+    assert same.text == "~ (p=1.00 n=5+5)" and not same.significant
+    # fully separated 5+5: exact two-sided p = 2 / C(10, 5) = 2/252
+    apart = stats.verdict([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+    assert round(apart.p, 4) == 0.0079 and apart.significant
+    assert apart.text == "+166.7% (p=0.008 n=5+5)"  # mean 3 → 8
+    overlap = stats.verdict([1, 2, 3, 4, 5], [1.5, 2.5, 3.5, 4.5, 5.5])
+    assert overlap.text == "~ (p=0.69 n=5+5)"
+    assert stats.verdict([1.0], [2.0]).text == "? (n=1+1: too few runs)"
+    assert stats.verdict([1, 2, 3], [4, 5, 6]).text == "? (n=3+3: too few runs)"  # min p 0.1
+    assert stats.verdict([1, 2, 3], [4, 5, 6, 7, 8]).significant  # 3+5: min p 0.036
+
+
+def test_summary_delta_and_noise() -> None:
+    s = stats.summarize([1.0, 2.0, 3.0, 4.0, float("nan")])
+    assert (s.n, s.mean, s.median, s.min, s.max) == (4, 2.5, 2.5, 1.0, 4.0)
+    assert s.stdev == pytest.approx(1.2909944)
+    assert s.noisy and not stats.summarize([100, 101, 99]).noisy
+    d = stats.delta([10, 10.2, 9.8], [11, 11.2, 10.8])
+    assert d is not None and d.pct == pytest.approx(10.0)
+    # Welch, equal variances 0.04 and n=3: half width = t(0.975, 4) * sqrt(0.04*2/3) / 10 * 100
+    assert d.high - d.pct == pytest.approx(2.776445 * (0.08 / 3) ** 0.5 * 10, rel=1e-4)
+    assert stats.delta([], [1.0]) is None and stats.delta([1.0], [2.0]).low is None
+
+
+def test_phases_exclude_straddling_intervals(continuous: Path) -> None:
+    s = Session.load(continuous)
+    assert [p.label for p in s.phases_of("A")] == ["wmem=default", "wmem=64k", "wmem=default"]
+    a = stats.phase_stats(s, s.phases_of("A")[1])["throughput"]
+    assert a.n == 10 and a.min > 4.9e9 and a.max < 5.1e9  # the half-rate straddlers are out
+    assert len(s.intervals["A"]) == 32  # 30 in phases + 2 straddling
+    cell = stats.cells(s)["wmem=default"]["A"]
+    assert len(cell.samples) == 2 and cell.throughput.n == 20
+    assert stats.cells(s)["wmem=64k"]["B"].rtt.n == 20
+
+
+# ---- exports -------------------------------------------------------------------------------
+
+def test_markdown_reads_like_a_review_table(continuous: Path) -> None:
+    md = report.markdown(Session.load(continuous))
+    assert "| configuration | A (Gbit/s) | B (Gbit/s) | Δ B vs A |" in md
+    row = next(line for line in md.splitlines() if line.startswith("| wmem=64k | 5.00"))
+    assert "| 5.49 ± 0.03 | +10.0% [" in row and "? (n=1+1: too few runs)" in row
+    assert "| A | sender | lab-a-snd | Linux | 6.1.0 | veth |" in md
+    assert "| wmem=64k | A | 0.04" in md  # latency table
+    assert "## Δ vs configuration `wmem=default`" in md and "-50." in md
+    assert "```text" in md and "phase boundaries" in md
+    assert "duration=0 interval=1.0 parallel=1" in md
+
+
+def test_csv_has_one_row_per_interval(continuous: Path) -> None:
+    buf = io.StringIO()
+    n = exports.write_csv(Session.load(continuous), buf)
+    rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    assert n == len(rows) == 64
+    assert set(rows[0]) >= {"session", "pair", "phase", "configuration", "start", "end",
+                            "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms"}
+    straddlers = [r for r in rows if r["straddles"] == "True"]
+    assert len(straddlers) == 4 and all(r["configuration"] == "" for r in straddlers)
+    first = rows[0]
+    assert (first["pair"], first["configuration"], first["retransmits"]) == (
+        "A", "wmem=default", "2")
+    assert 0.04 < float(first["rtt_ms"]) < 0.07
+
+
+def test_json_has_design_fields_and_the_whole_session(continuous: Path) -> None:
+    doc = json.loads(json.dumps(exports.to_json(Session.load(continuous)), allow_nan=False))
+    assert doc["pairs"] == ["A", "B"]
+    ph = doc["phases"][2]
+    assert ph["pair"] == "A" and ph["config"] == {"wmem": "64k"} and len(ph["intervals"]) == 10
+    assert ph["summary"]["sender_bits_per_second"] == pytest.approx(5e9, rel=0.01)
+    assert len(doc["straddling_intervals"]) == 4 and doc["marks"][0]["text"] == "done"
+    assert doc["hosts"]["lab-b-snd"]["kernel_release"] == "6.1.1"
+    assert doc["knob_changes"][0]["value"] == "64k" and doc["session"]["profile"] == "synth"
+
+
+# ---- compare -------------------------------------------------------------------------------
+
+def _plan(tmp: Path, name: str, configs, a_rates) -> Path:  # type: ignore[no-untyped-def]
+    b_rates = [[1e9] * len(r) for r in a_rates]
+    return _write(tmp / f"{name}.abtui.jsonl", synth.plan(configs, {"A": a_rates, "B": b_rates}))
+
+
+def test_compare_matches_configurations_and_lists_one_sided(tmp_path: Path) -> None:
+    left = Session.load(_plan(tmp_path, "left", [{"cc": "reno"}, {"cc": "bbr"}],
+                              [[1.00e9, 1.01e9, 1.02e9, 1.03e9, 1.04e9], [2e9] * 5]))
+    right = Session.load(_plan(tmp_path, "right", [{"cc": "reno"}, {"cc": "cubic"}],
+                               [[1.10e9, 1.11e9, 1.12e9, 1.13e9, 1.14e9], [3e9] * 5]))
+    doc = compare.to_json(left, right)
+    by = {(r["pair"], r["config"]): r for r in doc["rows"]}
+    reno = by[("A", "cc=reno")]
+    assert reno["delta_pct"] == pytest.approx((1.12 - 1.02) / 1.02 * 100)
+    assert reno["verdict"]["significant"] and round(reno["verdict"]["p"], 4) == 0.0079
+    assert by[("B", "cc=reno")]["verdict"]["text"] == "~ (p=1.00 n=5+5)"
+    assert by[("A", "cc=bbr")]["only"] == "left" and by[("A", "cc=cubic")]["only"] == "right"
+    md = compare.markdown(left, right)
+    assert "| A | cc=reno | 1.02 ± 0.01 | 1.12 ± 0.01 | +9.8% [" in md
+    assert "(p=0.008 n=5+5)" in md and "only in left" in md and "only in right" in md
+
+
+# ---- import --------------------------------------------------------------------------------
+
+def _iperf(source: str, bps: float, n: int = 4) -> dict:  # type: ignore[type-arg]
+    return {"source": source, "kind": "iperf3",
+            "summary": {"protocol": "tcp", "sender_bits_per_second": bps,
+                        "receiver_bits_per_second": bps, "retransmits": 0},
+            "intervals": [{"start": i, "end": i + 1.0, "bytes": int(bps / 8),
+                           "bits_per_second": bps, "retransmits": 0, "cwnd_bytes": None,
+                           "omitted": False} for i in range(n)]}
+
+
+def test_import_writes_a_session_per_pair_and_config(tmp_path: Path) -> None:
+    assert importing.parse_pair_spec("after@tunnel=wireguard,mtu=1420:logs/b:1.txt") == (
+        "after", {"tunnel": "wireguard", "mtu": "1420"}, "logs/b:1.txt")
+    with pytest.raises(BadInput, match="--pair 'nofile'"):
+        importing.parse_pair_spec("nofile")
+    ping = {"source": "p.txt", "kind": "ping", "summary": {"rtt_avg_ms": 0.5},
+            "replies": [{"seq": 1, "rtt_ms": 0.4}, {"seq": 2, "rtt_ms": 0.6}]}
+    items = [importing.ImportItem("before", _iperf("a.txt", 1e9), {"tunnel": "wireguard"}),
+             importing.ImportItem("before", ping, {"tunnel": "wireguard"}),
+             importing.ImportItem("after", _iperf("b.txt", 1.5e9), {"tunnel": "wireguard"}),
+             importing.ImportItem("after", {"source": "c.txt", "kind": "iperf3",
+                                            "error": "unable to connect"}, {"tunnel": "none"})]
+    path = importing.write_session(tmp_path / "imp.abtui.jsonl", items, t0=1000.0)
+    s = Session.load(path)
+    assert s.pairs == ["before", "after"]
+    table = stats.cells(s)
+    assert table["tunnel=wireguard"]["after"].throughput.mean == 1.5e9
+    assert table["tunnel=wireguard"]["before"].rtt.mean == pytest.approx(0.5)
+    assert [r.status for r in s.runs] == ["ok", "ok", "error"]
+    assert "unable to connect" in s.runs[2].message
+    md = report.markdown(s, base="before")
+    assert "| tunnel=wireguard | 1.00 ± 0.00 | 1.50 ± 0.00 | +50.0%" in md
+    assert "| before | sources=a.txt,p.txt |" in md
+
+
+# ---- CLI -----------------------------------------------------------------------------------
+
+def test_cli_export_compare_sessions(continuous: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(continuous), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == ["A", "B"]
+    out = tmp_path / "r.csv"
+    assert main(["export", str(continuous), "--format", "csv", "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 65
+    html = tmp_path / "chart.html"
+    assert main(["export", str(continuous), "--format", "plot", "--out", str(html)]) == 0
+    assert "<body>" in html.read_text() and capsys.readouterr().out == ""
+    assert main(["compare", str(continuous), str(continuous)]) == 0
+    assert "| A | wmem=64k | 5.00 ± 0.03 | 5.00 ± 0.03 | +0.0%" in capsys.readouterr().out
+    assert main(["sessions", "--sessions-dir", str(continuous.parent), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["sessions"]
+    assert listed[0]["profile"] == "synth" and listed[0]["pairs"] == ["A", "B"]
+    assert listed[0]["duration"] == pytest.approx(32.0)
+
+
+@pytest.mark.parametrize("argv", [["export", "/nonexistent/s.gz"],
+                                  ["compare", "/nonexistent/a", "/nonexistent/b"],
+                                  ["export", "x", "--format", "pdf"]])
+def test_cli_bad_input_exits_2_with_one_line(argv: list[str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 or "usage:" in err
+    assert "Traceback" not in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import json
 import math
 from collections.abc import Iterator
 from typing import IO, Any
@@ -85,6 +86,24 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "retransmits_per_s": st["retransmits_per_s"].to_json(),
         "noisy": st["throughput"].noisy,
     }
+
+
+def dumps(doc: Any) -> str:
+    """Strict JSON text: a NaN or infinity anywhere (a foreign record) becomes null."""
+    try:
+        return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(_finite(doc), indent=1, allow_nan=False, default=str) + "\n"
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def to_json(session: Session) -> dict[str, Any]:

@@ -276,7 +276,10 @@ def now() -> float:
 class EventKind(StrEnum):
     """What happened. `Event.data` fields per kind (all JSON-serialisable):
 
-    - SESSION_START: {"profile_text", "profile_path", "abtui_version"}
+    - SESSION_START: {"profile_text", "profile_path", "abtui_version"}; optional "pairs":
+                    [{"label", "sender", "receiver", "target"}] (reports name each pair's hosts;
+                    without it they read the profile copy), "imported": [{"pair", "config",
+                    "source"}] for sessions made by `abtui import`
     - FACTS:        {"facts": asdict(HostFacts)}                          (host set)
     - LINK:         {"state": LinkState, "message"}                       (host set)
     - ORIGINAL:     {"knob", "key", "value"}  value before abtui first touched it (host set)

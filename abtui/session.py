@@ -70,8 +70,16 @@ class Columns:
         self.cols: dict[str, array[Any]] = {n: array(t) for n, t in types.items()}
 
     def append(self, *values: Any) -> None:
-        for name, value in zip(self.names, values, strict=True):
-            self.cols[name].append(value)
+        """Append one row, all columns or none (a value that does not fit rolls it back)."""
+        done = []
+        try:
+            for name, value in zip(self.names, values, strict=True):
+                self.cols[name].append(value)
+                done.append(name)
+        except (TypeError, ValueError, OverflowError):
+            for name in done:
+                self.cols[name].pop()
+            raise
 
     def __len__(self) -> int:
         return len(self.cols[self.names[0]])
@@ -88,6 +96,11 @@ def _interval_columns() -> Columns:
 
 def _ping_columns() -> Columns:
     return Columns(t="d", seq="q", rtt="d", phase="i", run="i")
+
+
+def _obj(value: Any) -> dict[str, Any] | None:
+    """A dict field as recorded, or None when a foreign record put something else there."""
+    return dict(value) if isinstance(value, dict) else None
 
 
 def _num(value: Any) -> float:
@@ -168,8 +181,14 @@ class Session:
         if ev.pair is not None:
             self._add_pair(ev.pair)
         handler = _HANDLERS.get(ev.kind)
-        if handler is not None:
+        if handler is None:
+            return
+        try:
             handler(self, ev, ev.data)
+        except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as exc:
+            # a hand-edited or foreign record: noted with the errors, never a traceback
+            self.errors.append({"t": ev.t, "pair": ev.pair, "host": ev.host,
+                                "message": f"malformed {kind} record ignored ({exc})"})
 
     def _add_pair(self, label: str) -> None:
         if label not in self.pairs:
@@ -210,12 +229,12 @@ class Session:
     def _on_run_start(self, ev: Event, d: dict[str, Any]) -> None:
         if ev.pair is None:
             return
-        self._config[ev.pair] = dict(d.get("config") or {})
+        self._config[ev.pair] = _obj(d.get("config")) or {}
         run = self.runs[self._run(ev.pair, d.get("run"))]
         run.config = dict(self._config[ev.pair])
         run.start = ev.t
         run.skew_ms = d.get("skew_ms")
-        run.options = d.get("options")
+        run.options = _obj(d.get("options"))
 
     def _on_run_end(self, ev: Event, d: dict[str, Any]) -> None:
         if ev.pair is None:
@@ -223,8 +242,8 @@ class Session:
         run = self.runs[self._run(ev.pair, d.get("run"))]
         run.end = ev.t
         run.status = d.get("status") or "ok"
-        run.summary = d.get("summary")
-        run.ping = d.get("ping")
+        run.summary = _obj(d.get("summary"))
+        run.ping = _obj(d.get("ping"))
         run.message = d.get("message") or ""
 
     def _on_interval(self, ev: Event, d: dict[str, Any]) -> None:
@@ -262,7 +281,7 @@ class Session:
         if ev.pair is None:
             return
         ph = self.phases[self._phase(ev.pair, d.get("phase"), d.get("start"))]
-        if d.get("config") is not None:
+        if isinstance(d.get("config"), dict):
             ph.config = dict(d["config"])
         if d.get("start") is not None:
             ph.start = d["start"]
@@ -270,10 +289,11 @@ class Session:
         ph.closed = True
 
     def _on_knob(self, ev: Event, d: dict[str, Any]) -> None:
-        self.knob_changes.append({"t": ev.t, **d})
-        targets = d.get("pairs") or ([ev.pair] if ev.pair else list(self._config))
+        pairs = [str(p) for p in d.get("pairs") or []] if isinstance(d.get("pairs"), list) else []
+        self.knob_changes.append({"t": ev.t, **d, "pairs": pairs})
+        targets = pairs or ([ev.pair] if ev.pair else list(self._config))
         for pair in targets:
-            self._config.setdefault(pair, {})[d.get("knob")] = d.get("value")
+            self._config.setdefault(pair, {})[str(d.get("knob"))] = d.get("value")
 
     def _on_watch(self, ev: Event, d: dict[str, Any]) -> None:
         key = (ev.pair, ev.host, str(d.get("name")))
@@ -345,7 +365,7 @@ def _simple(target: str):  # type: ignore[no-untyped-def]
 
 def _on_facts(self: Session, ev: Event, d: dict[str, Any]) -> None:
     if ev.host is not None:
-        self.facts[ev.host] = dict(d.get("facts") or {})
+        self.facts[ev.host] = _obj(d.get("facts")) or {}
 
 
 def _on_original(self: Session, ev: Event, d: dict[str, Any]) -> None:

@@ -263,7 +263,8 @@ def _parse(path: Path, lineno: int, line: bytes) -> tuple[int, dict[str, Any]]:
     try:
         obj = json.loads(line)
     except ValueError as exc:
-        raise BadInput(f"{path}:{lineno}: damaged session record ({exc.msg}); to keep the "
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        raise BadInput(f"{path}:{lineno}: damaged session record ({why}); to keep the "
                        f"records before it, cut the file before line {lineno}") from None
     if not isinstance(obj, dict) or "kind" not in obj or "t" not in obj:
         raise BadInput(f"{path}:{lineno}: not an event record (no \"kind\" and \"t\")")
@@ -295,17 +296,20 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
     p = Path(path)
     read_header(p)
     unknown: set[str] = set()
+    known = {str(k) for k in EventKind}
     for lineno, obj in _records(p):
-        try:
-            yield Event.from_json(obj)
-        except ValueError:
-            kind = str(obj.get("kind"))
-            if kind not in unknown:
-                unknown.add(kind)
+        kind = obj.get("kind")
+        if kind not in known:
+            if str(kind) not in unknown:
+                unknown.add(str(kind))
                 print(f"abtui: {p}:{lineno}: skipping unknown event kind {kind!r}",
                       file=sys.stderr)
-        except (TypeError, KeyError):
-            raise BadInput(f"{p}:{lineno}: malformed event record") from None
+            continue
+        try:
+            yield Event.from_json(obj)
+        except (TypeError, ValueError, KeyError):
+            raise BadInput(f"{p}:{lineno}: malformed {kind} record (\"t\" must be a "
+                           "number, \"data\" an object)") from None
 
 
 def load_events(path: str | os.PathLike[str]) -> list[Event]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -25,7 +24,9 @@ def run(args: argparse.Namespace) -> int:
     left = Session.load(store.find_session(args.left, args.sessions_dir))
     right = Session.load(store.find_session(args.right, args.sessions_dir))
     if args.format == "json":
-        text = json.dumps(compare.to_json(left, right), indent=1, allow_nan=False) + "\n"
+        from abtui.exports import dumps
+
+        text = dumps(compare.to_json(left, right))
     else:
         text = compare.markdown(left, right)
     if args.out:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -47,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
 
         text = markdown(session, base=args.base_pair, base_config=args.base_config)
     elif args.format == "json":
-        from abtui.exports import to_json
+        from abtui.exports import dumps, to_json
 
-        text = json.dumps(to_json(session), indent=1, allow_nan=False) + "\n"
+        text = dumps(to_json(session))
     else:
         import io
 

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from abtui import store
 from abtui.errors import BadInput
@@ -84,6 +86,10 @@ def test_damaged_middle_line_names_file_and_line(tmp_path: Path) -> None:
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(BadInput, match=rf"{path}:4: damaged session record"):
         store.load_events(path)
+    lines[3] = b"\xff\xfe garbage"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(BadInput, match=r":4: damaged session record \(not UTF-8\)"):
+        store.load_events(path)
 
 
 def test_close_compacts_atomically_with_a_complete_header(tmp_path: Path) -> None:
@@ -155,3 +161,33 @@ def test_fsync_policy_syncs_knobs_at_once_and_intervals_at_most_per_interval(
     w.write(Event(EventKind.KNOB, 100.0, data={"knob": "k", "value": "1"}))
     assert len(synced) == base + 1
     w.close()
+
+
+def test_malformed_records_never_raise_a_traceback(tmp_path: Path) -> None:
+    path = _live(tmp_path, events=1)
+    with open(path, "a") as f:
+        f.write('{"kind":"mark","t":"soon"}\n')
+    with pytest.raises(BadInput, match=r":3: malformed mark record"):
+        store.load_events(path)
+
+
+@given(st.lists(st.fixed_dictionaries({
+    "kind": st.sampled_from([str(k) for k in EventKind]),
+    "pair": st.sampled_from(["A", "B", None]),
+    "data": st.dictionaries(st.sampled_from(
+        ["run", "phase", "config", "start", "end", "bits_per_second", "rtt_ms", "seq", "knob",
+         "value", "pairs", "facts", "straddles", "summary", "name", "skew_ms"]),
+        st.one_of(st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=3),
+                  st.lists(st.text(max_size=2), max_size=2),
+                  st.dictionaries(st.text(max_size=2), st.text(max_size=2), max_size=2)))}),
+    max_size=30))
+@settings(max_examples=150, deadline=None)
+def test_session_takes_arbitrary_event_data(records: list[dict]) -> None:  # type: ignore[type-arg]
+    from abtui import exports, report
+
+    events = [Event.from_json({**r, "t": 1.0 + i}) for i, r in enumerate(records)]
+    session = Session.from_events(events)
+    for cols in (*session.intervals.values(), *session.pings.values()):
+        assert len({len(c) for c in cols.cols.values()}) == 1  # columns stay aligned
+    report.markdown(session, chart=False)
+    json.loads(exports.dumps(exports.to_json(session)))

@@ -6,25 +6,27 @@ configuration on the command line. Each (pair, configuration) becomes one run an
 an iperf3 log and a ping log with the same pair and configuration share them. Imported logs
 carry no wall clock, so times are laid out back to back from `t0`, per pair.
 
-Proposed CLI (wired by `abtui import`):
+CLI (for `abtui import`: call add_arguments(parser), and run(args, parse_file) when
+`args.session` is set):
     abtui import --session OUT --pair before:a.txt --pair after@tunnel=wireguard:b.txt \\
-                 [--config mtu=1420 ...]
+                 [--config mtu=1420 ...] [--profile-name NAME]
 `--pair LABEL[@k=v,k=v]:FILE` (repeatable), `--config K=V` (repeatable, applies to all files;
-a file's own `@k=v` wins).
+a file's own `@k=v` wins). OUT is a path, or a bare name put in the sessions folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from abtui.errors import BadInput
 from abtui.model import Event, EventKind
-from abtui.store import SessionWriter
+from abtui.store import LIVE_SUFFIX, SessionWriter, sessions_dir
 
 
 @dataclass(slots=True)
@@ -144,3 +146,52 @@ def _pings(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: floa
         out.append(Event(EventKind.PING, end, pair=pair, data={
             "run": run, "phase": run, "seq": rep.get("seq"), "rtt_ms": rep.get("rtt_ms")}))
     return end
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The session-writing options of `abtui import`."""
+    parser.add_argument("--session", metavar="OUT",
+                        help="write a session of the given files (a path, or a name in the "
+                             "sessions folder); needs --pair")
+    parser.add_argument("--pair", action="append", default=[], metavar="LABEL[@K=V,...]:FILE",
+                        help="a saved log, the pair it belongs to and (optionally) its "
+                             "configuration; repeatable")
+    parser.add_argument("--config", action="append", default=[], metavar="K=V",
+                        help="a knob value for every --pair file (their own @K=V wins)")
+    parser.add_argument("--profile-name", default="imported", metavar="NAME",
+                        help="the profile name recorded in the session (default: imported)")
+
+
+def session_path(out: str, directory: str | os.PathLike[str] | None = None) -> Path:
+    """OUT as given when it has a folder part, else OUT.abtui.jsonl in the sessions folder."""
+    p = Path(out).expanduser()
+    if p.parent != Path("."):
+        return p if p.name.endswith(LIVE_SUFFIX) else p.with_name(p.name + LIVE_SUFFIX)
+    name = out.removesuffix(LIVE_SUFFIX).removesuffix(".abtui.jsonl.gz")
+    return sessions_dir(directory) / f"{name}{LIVE_SUFFIX}"
+
+
+def items_from_args(args: argparse.Namespace, parse_file: Callable[[Path], dict[str, Any]]
+                    ) -> list[ImportItem]:
+    """--pair/--config into ImportItems; `parse_file(path)` gives one `--json` result."""
+    common: dict[str, str] = {}
+    for spec in args.config:
+        common.update(parse_config(spec))
+    items = []
+    for spec in args.pair:
+        label, config, file = parse_pair_spec(spec)
+        path = Path(file)
+        if not path.is_file():
+            raise BadInput(f"--pair {spec!r}: no such file {file}")
+        items.append(ImportItem(label, parse_file(path), {**common, **config}))
+    return items
+
+
+def run(args: argparse.Namespace, parse_file: Callable[[Path], dict[str, Any]]) -> int:
+    """`abtui import --session OUT --pair ...`: write the session, print where."""
+    out = session_path(args.session, getattr(args, "sessions_dir", None))
+    if out.exists() or out.with_name(out.name + ".gz").exists():
+        raise BadInput(f"--session {args.session}: {out} exists already")
+    final = write_session(out, items_from_args(args, parse_file), profile=args.profile_name)
+    print(final)
+    return 0

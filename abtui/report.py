@@ -29,13 +29,13 @@ def fmt_duration(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2) -> str:
+def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True) -> str:
     if not s.n or s.mean is None:
         return "—"
     text = f"{s.mean / div:.{digits}f}"
     if s.stdev is not None:
         text += f" ± {s.stdev / div:.{digits}f}"
-    return text + (" ⚠" if s.noisy else "")
+    return text + (" ⚠" if warn and s.noisy else "")
 
 
 def fmt_compare(base: stats.Cell | None, other: stats.Cell | None) -> str:
@@ -208,12 +208,18 @@ def _runs(session: Session) -> str:
         s = r.summary or {}
         snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
         dur = fmt_duration(r.end - r.start) if r.end and r.start else "—"
+        tp = stats.run_stats(session, r)["throughput"]
         rows.append([r.pair, str(r.id), stats.config_key(r.config), r.status, dur,
-                     f"{snd / 1e9:.3f}" if snd else "—", f"{rcv / 1e9:.3f}" if rcv else "—",
-                     str(s.get("retransmits", "—") if s.get("retransmits") is not None
-                         else "—"), r.message])
-    return md_table(["pair", "run", "configuration", "status", "duration", "sender Gbit/s",
-                     "receiver Gbit/s", "retransmits", "message"], rows)
+                     fmt_mean_sd(tp, 1e9, 3, warn=False), str(tp.n), _gbit(snd), _gbit(rcv),
+                     "—" if s.get("retransmits") is None else str(s["retransmits"]),
+                     r.message])
+    return md_table(["pair", "run", "configuration", "status", "duration",
+                     "intervals Gbit/s", "n", "sender Gbit/s", "receiver Gbit/s",
+                     "retransmits", "message"], rows)
+
+
+def _gbit(bps: Any) -> str:
+    return f"{bps / 1e9:.3f}" if isinstance(bps, int | float) and bps else "—"
 
 
 def _notes(session: Session, table: dict[str, dict[str, stats.Cell]]) -> list[str]:

@@ -202,3 +202,28 @@ def test_cli_bad_input_exits_2_with_one_line(argv: list[str],
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 or "usage:" in err
     assert "Traceback" not in err
+
+
+def test_import_cli_helpers_write_a_named_session(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    importing.add_arguments(parser)
+    parser.add_argument("--sessions-dir")
+    (tmp_path / "a.txt").write_text("x")
+    (tmp_path / "b.txt").write_text("y")
+    argv = ["--session", "nic", "--sessions-dir", str(tmp_path), "--config", "tunnel=none",
+            "--pair", f"before:{tmp_path}/a.txt", "--pair", f"after@tunnel=gre:{tmp_path}/b.txt"]
+    rates = {"a.txt": 1e9, "b.txt": 2e9}
+    args = parser.parse_args(argv)
+    assert importing.run(args, lambda p: _iperf(p.name, rates[p.name])) == 0
+    written = Path(capsys.readouterr().out.strip())
+    assert written == tmp_path / "nic.abtui.jsonl.gz"
+    s = Session.load(written)
+    assert [r.config for r in s.runs] == [{"tunnel": "none"}, {"tunnel": "gre"}]
+    with pytest.raises(BadInput, match="exists already"):
+        importing.run(args, lambda p: _iperf(p.name, 1e9))
+    args = parser.parse_args(["--session", "other", "--pair", "x:/nonexistent.txt"])
+    with pytest.raises(BadInput, match=r"no such file /nonexistent\.txt"):
+        importing.run(args, lambda p: {})

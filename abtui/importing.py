@@ -2,9 +2,10 @@
 
 Input: the parse results of `abtui import --json` (DESIGN.md §3: `{"source", "kind":
 "iperf3"|"ping", "summary", "intervals"|"replies", "error"?}`), each given a pair label and a
-configuration on the command line. Each (pair, configuration) becomes one run and one phase;
-an iperf3 log and a ping log with the same pair and configuration share them. Imported logs
-carry no wall clock, so times are laid out back to back from `t0`, per pair.
+configuration on the command line. Each file becomes one run and one phase, so repeated runs
+of one configuration stay separate samples for the significance test (statistics group phases
+by configuration). Imported logs carry no wall clock, so times are laid out back to back from
+`t0`, per pair.
 
 CLI (for `abtui import`: call add_arguments(parser), and run(args, parse_file) when
 `args.session` is set):
@@ -85,38 +86,31 @@ def _version() -> str:
 
 
 def _events(items: Sequence[ImportItem], t0: float) -> list[Event]:
-    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[ImportItem]] = {}
-    for it in items:
-        groups.setdefault((it.pair, tuple(sorted(it.config.items()))), []).append(it)
     clock = dict.fromkeys((it.pair for it in items), t0)
     out: list[Event] = []
-    for run, ((pair, cfg), members) in enumerate(groups.items(), start=1):
-        config = dict(cfg)
+    for run, it in enumerate(items, start=1):
+        pair, config, r = it.pair, dict(it.config), it.result
         begin = clock[pair]
         out.append(Event(EventKind.RUN_START, begin, pair=pair, data={
             "run": run, "config": config, "host_clock": None, "skew_ms": None,
-            "options": {"sources": [m.result.get("source") for m in members]}}))
-        end = begin
-        summary = ping = None
-        errors = []
-        for m in members:
-            r = m.result
-            if r.get("error"):
-                errors.append(f"{r.get('source')}: {r['error']}")
-            if r.get("kind") == "ping":
-                ping = r.get("summary")
-                end = max(end, _pings(out, r, pair, run, begin))
-            else:
-                summary = r.get("summary")
-                end = max(end, _intervals(out, r, pair, run, begin))
+            "options": {"source": r.get("source")}}))
+        if r.get("kind") == "ping":
+            end, summary, ping = _pings(out, r, pair, run, begin), None, _obj(r.get("summary"))
+        else:
+            end, summary, ping = _intervals(out, r, pair, run, begin), _obj(r.get("summary")), None
         out.append(Event(EventKind.PHASE, end, pair=pair, data={
             "phase": run, "config": config, "start": begin, "end": end}))
+        error = r.get("error")
         out.append(Event(EventKind.RUN_END, end, pair=pair, data={
-            "run": run, "status": "error" if errors else "ok", "summary": summary,
-            "ping": ping, "message": "; ".join(errors)}))
+            "run": run, "status": "error" if error else "ok", "summary": summary,
+            "ping": ping, "message": f"{r.get('source')}: {error}" if error else ""}))
         clock[pair] = end + 1.0
     out.sort(key=lambda e: e.t)  # stable: pairs interleave in time, each pair's order kept
     return out
+
+
+def _obj(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 _INTERVAL_KEYS = ("start", "end", "bytes", "bits_per_second", "retransmits", "cwnd_bytes",

@@ -203,23 +203,30 @@ def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
 
 
 def _runs(session: Session) -> str:
-    rows = []
+    rows, peak = [], 0.0
     for r in session.runs:
+        tp = stats.run_stats(session, r)["throughput"]
         s = r.summary or {}
         snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
-        dur = fmt_duration(r.end - r.start) if r.end and r.start else "—"
-        tp = stats.run_stats(session, r)["throughput"]
-        rows.append([r.pair, str(r.id), stats.config_key(r.config), r.status, dur,
-                     fmt_mean_sd(tp, 1e9, 3, warn=False), str(tp.n), _gbit(snd), _gbit(rcv),
-                     "—" if s.get("retransmits") is None else str(s["retransmits"]),
-                     r.message])
+        peak = max([peak, tp.max or 0.0, *(x for x in (snd, rcv) if _is_num(x))])
+        rows.append((r, tp, snd, rcv, s.get("retransmits")))
+    div, unit = rate_unit(peak)
+    body = [[r.pair, str(r.id), stats.config_key(r.config), r.status,
+             fmt_duration(r.end - r.start) if r.end and r.start else "—",
+             fmt_mean_sd(tp, div, warn=False), str(tp.n), _rate(snd, div), _rate(rcv, div),
+             "—" if retr is None else str(retr), r.message]
+            for r, tp, snd, rcv, retr in rows]
     return md_table(["pair", "run", "configuration", "status", "duration",
-                     "intervals Gbit/s", "n", "sender Gbit/s", "receiver Gbit/s",
-                     "retransmits", "message"], rows)
+                     f"intervals ({unit})", "n", f"sender ({unit})", f"receiver ({unit})",
+                     "retransmits", "message"], body)
 
 
-def _gbit(bps: Any) -> str:
-    return f"{bps / 1e9:.3f}" if isinstance(bps, int | float) and bps else "—"
+def _is_num(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _rate(bps: Any, div: float) -> str:
+    return f"{bps / div:.2f}" if _is_num(bps) else "—"
 
 
 def _notes(session: Session, table: dict[str, dict[str, stats.Cell]]) -> list[str]:

@@ -166,11 +166,13 @@ def test_import_writes_a_session_per_pair_and_config(tmp_path: Path) -> None:
     table = stats.cells(s)
     assert table["tunnel=wireguard"]["after"].throughput.mean == 1.5e9
     assert table["tunnel=wireguard"]["before"].rtt.mean == pytest.approx(0.5)
-    assert [r.status for r in s.runs] == ["ok", "ok", "error"]
-    assert "unable to connect" in s.runs[2].message
+    assert [r.status for r in s.runs] == ["ok", "ok", "ok", "error"]
+    assert s.runs[3].message == "c.txt: unable to connect"
+    assert next(r for r in s.runs if r.options == {"source": "p.txt"}).ping == {
+        "rtt_avg_ms": 0.5}
     md = report.markdown(s, base="before")
     assert "| tunnel=wireguard | 1.00 ± 0.00 | 1.50 ± 0.00 | +50.0%" in md
-    assert "| before | sources=a.txt,p.txt |" in md
+    assert "| before | source=a.txt |" in md
 
 
 # ---- CLI -----------------------------------------------------------------------------------

@@ -68,17 +68,17 @@ class Columns:
     def __init__(self, **types: str) -> None:
         self.names = tuple(types)
         self.cols: dict[str, array[Any]] = {n: array(t) for n, t in types.items()}
+        self._arrays = tuple(self.cols.values())
 
     def append(self, *values: Any) -> None:
         """Append one row, all columns or none (a value that does not fit rolls it back)."""
-        done = []
+        n = len(self._arrays[0])
         try:
-            for name, value in zip(self.names, values, strict=True):
-                self.cols[name].append(value)
-                done.append(name)
+            for arr, value in zip(self._arrays, values, strict=True):
+                arr.append(value)
         except (TypeError, ValueError, OverflowError):
-            for name in done:
-                self.cols[name].pop()
+            for arr in self._arrays:
+                del arr[n:]
             raise
 
     def __len__(self) -> int:

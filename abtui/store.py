@@ -259,9 +259,12 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     yield _parse(path, num, line)
 
 
+_decode = json.JSONDecoder().decode
+
+
 def _parse(path: Path, lineno: int, line: bytes) -> tuple[int, dict[str, Any]]:
     try:
-        obj = json.loads(line)
+        obj = _decode(line.decode())
     except ValueError as exc:
         why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
         raise BadInput(f"{path}:{lineno}: damaged session record ({why}); to keep the "

@@ -176,7 +176,12 @@ def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
 
 def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
                base_config: str | None) -> list[str]:
-    base = base_config if base_config in table else next(iter(table))
+    if base_config is not None and base_config not in table:
+        from abtui.errors import BadInput
+
+        raise BadInput(f"--base-config {base_config!r}: the session's configurations are "
+                       + "; ".join(table))
+    base = base_config if base_config is not None else next(iter(table))
     rows = []
     for config, row in table.items():
         if config == base:

@@ -101,7 +101,11 @@ class SessionWriter:
             "format": FORMAT, "version": VERSION, "name": name_of(self.path),
             "profile": profile, "created": time.time(), "pairs": list(pairs),
         }
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
+                               0o644)
+        except FileExistsError:
+            raise BadInput(f"{self.path}: a session file exists there already") from None
         self._last_sync = time.monotonic()
         self._dirty = False
         self._write_line(self._header)

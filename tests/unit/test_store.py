@@ -111,6 +111,8 @@ def test_close_compacts_atomically_with_a_complete_header(tmp_path: Path) -> Non
 
 def test_compact_recovers_a_crashed_journal(tmp_path: Path) -> None:
     path = _live(tmp_path, events=3)
+    with pytest.raises(BadInput, match="a session file exists there already"):
+        store.SessionWriter(path)
     final = store.compact(path)
     assert store.read_header(final)["events"] == 3 and not path.exists()
 

@@ -4,8 +4,8 @@ Input: the parse results of `abtui import --json` (DESIGN.md §3: `{"source", "k
 "iperf3"|"ping", "summary", "intervals"|"replies", "error"?}`), each given a pair label and a
 configuration on the command line. Each file becomes one run and one phase, so repeated runs
 of one configuration stay separate samples for the significance test (statistics group phases
-by configuration). Imported logs carry no wall clock, so times are laid out back to back from
-`t0`, per pair.
+by configuration). A --bidir log gives two pairs: PAIR (tx) and PAIR-rx. Imported logs carry
+no wall clock, so times are laid out back to back from `t0`, per pair.
 
 CLI (for `abtui import`: call add_arguments(parser), and run(args, parse_file) when
 `args.session` is set):
@@ -64,7 +64,7 @@ def write_session(path: str | os.PathLike[str], items: Sequence[ImportItem],
     """Write (and compact) a session holding the imported results; returns its file."""
     if not items:
         raise BadInput("nothing to import: give at least one --pair LABEL:FILE")
-    pairs = list(dict.fromkeys(it.pair for it in items))
+    pairs = list(dict.fromkeys(it.pair for it in _split_bidir(items)))
     start = time.time() if t0 is None else t0
     with SessionWriter(path, profile=profile, pairs=pairs) as writer:
         writer.write(Event(EventKind.SESSION_START, start, data={
@@ -85,7 +85,26 @@ def _version() -> str:
     return __version__
 
 
+def _split_bidir(items: Sequence[ImportItem]) -> list[ImportItem]:
+    """A --bidir log becomes two: its tx intervals on the pair, its rx ones on `PAIR-rx`
+    (TX and RX differ, and mixing them in one phase would average two different things)."""
+    out = []
+    for it in items:
+        raw = it.result.get("intervals")
+        ivs = [iv for iv in raw if isinstance(iv, dict)] if isinstance(raw, list) else []
+        if not any(iv.get("direction") == "rx" for iv in ivs):
+            out.append(it)
+            continue
+        for direction, label, summary in (("tx", it.pair, "summary"),
+                                          ("rx", f"{it.pair}-rx", "reverse_summary")):
+            part = {**it.result, "summary": it.result.get(summary),
+                    "intervals": [iv for iv in ivs if iv.get("direction") == direction]}
+            out.append(ImportItem(label, part, it.config))
+    return out
+
+
 def _events(items: Sequence[ImportItem], t0: float) -> list[Event]:
+    items = _split_bidir(items)
     clock = dict.fromkeys((it.pair for it in items), t0)
     out: list[Event] = []
     for run, it in enumerate(items, start=1):

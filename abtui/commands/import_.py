@@ -13,15 +13,30 @@ from abtui.errors import EXIT_FAILED, EXIT_OK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE",
+    from abtui import importing
+    from abtui.commands.sessions import add_sessions_dir
+
+    parser.add_argument("files", nargs="*", metavar="FILE",
                         help="saved iperf3 or ping output ('-' reads stdin)")
     parser.add_argument("--json", action="store_true",
                         help='print one JSON document {"results": [...]} on stdout')
+    importing.add_arguments(parser)
+    add_sessions_dir(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from abtui.errors import BadInput
     from abtui.parse.importer import import_text, read_source
 
+    if args.session:
+        from abtui import importing
+
+        return importing.run(
+            args, lambda p: import_text(read_source(str(p)), str(p)).to_json())
+    if args.pair:
+        raise BadInput("--pair needs --session OUT (the session to write)")
+    if not args.files:
+        raise BadInput("abtui import: give at least one FILE (or --session OUT --pair ...)")
     texts = [(path, read_source(path)) for path in args.files]
     results = [import_text(text, path) for path, text in texts]
     if args.json:

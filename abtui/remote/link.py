@@ -17,6 +17,7 @@ import shlex
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncssh
@@ -50,12 +51,38 @@ class _Client(asyncssh.SSHClient):
     def connection_lost(self, exc: Exception | None) -> None:
         self._link._on_connection_lost(exc)
 
+    def validate_host_public_key(self, host: str, addr: str, port: int,
+                                 key: asyncssh.SSHKey) -> bool:
+        """Called only for a key known_hosts does not list: tell unknown from changed."""
+        return self._link._judge_host_key(host, addr, port, key)
 
-def describe_connect_error(alias: str, exc: BaseException) -> str:
+
+def _known_hosts_entry(files: list[str], host: str, addr: str,
+                       port: int) -> tuple[str, int] | None:
+    """The first known_hosts file and line that lists `host` (under any key), or None."""
+    for path in files:
+        try:
+            lines = Path(path).expanduser().read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for number, line in enumerate(lines, 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                entry = asyncssh.import_known_hosts(line + "\n")
+            except (ValueError, asyncssh.Error):
+                continue
+            if any(entry.match(host, addr, port if port != 22 else None)[:2]):
+                return str(Path(path).expanduser()), number
+    return None
+
+
+def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") -> str:
     """One line that says what went wrong connecting to `alias` and what to do."""
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-        return (f"host key of {alias} is not trusted ({exc.reason}): check it, then add it to "
-                "known_hosts (e.g. `ssh-keyscan`), or set accept_new_host_keys in the profile")
+        return hostkey or (
+            f"host key of {alias} is not trusted ({exc.reason}): check it, then add it to "
+            "known_hosts (e.g. `ssh-keyscan`), or set accept_new_host_keys in the profile")
     if isinstance(exc, asyncssh.PermissionDenied):
         return f"{alias} refused our keys ({exc.reason}): check User/IdentityFile or ssh-agent"
     if isinstance(exc, asyncssh.DisconnectError):
@@ -73,8 +100,13 @@ class HostLink:
     def __init__(self, alias: str, *, ssh_config: str | None = None,
                  known_hosts: str | None = None, sudo: bool = False,
                  connect_timeout: float = 10.0, on_state: StateCallback | None = None,
-                 reconnect: bool = True) -> None:
+                 reconnect: bool = True, accept_new_host_keys: bool = False) -> None:
         self.alias = alias
+        self.accept_new_host_keys = accept_new_host_keys
+        # what the last host-key check found (a one-line message), and keys we recorded
+        self.hostkey_problem = ""
+        self.accepted_new_key = False
+        self.uid: int | None = None
         self.ssh_config = ssh_config
         self.known_hosts = known_hosts
         self.sudo = sudo
@@ -103,6 +135,45 @@ class HostLink:
             opts["known_hosts"] = self.known_hosts
         return opts
 
+    def known_hosts_files(self) -> list[str]:
+        """The known_hosts files this link checks (explicit, else from ssh_config, else ~)."""
+        if self.known_hosts:
+            return [self.known_hosts]
+        try:
+            opts = asyncssh.SSHClientConnectionOptions(
+                config=[self.ssh_config] if self.ssh_config else (), host=self.alias)
+            files = opts.known_hosts
+        except (OSError, ValueError, asyncssh.Error):
+            files = ()
+        if isinstance(files, str):
+            return [files]
+        if isinstance(files, list | tuple) and files:
+            return [str(f) for f in files if isinstance(f, str | Path)]
+        return [str(Path("~/.ssh/known_hosts").expanduser())]
+
+    def _judge_host_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        """Refuse a changed key always; accept (and record) an unknown one only if allowed."""
+        files = self.known_hosts_files()
+        entry = _known_hosts_entry(files, host, addr, port)
+        if entry is not None:
+            self.hostkey_problem = (
+                f"host key of {self.alias} has CHANGED: {entry[0]} line {entry[1]} holds "
+                f"another key for {host}. If the host was reinstalled, remove that line "
+                f"(ssh-keygen -R {host} -f {entry[0]}) and connect again; otherwise someone "
+                "may be intercepting the connection. Refused.")
+            return False
+        if not self.accept_new_host_keys:
+            self.hostkey_problem = (
+                f"host key of {self.alias} is unknown (not in {', '.join(files)}): verify it, "
+                f"add it (ssh-keyscan), or set accept_new_host_keys = true in the profile")
+            return False
+        target = Path(next((f for f in files if f != "/dev/null"),
+                           "~/.ssh/known_hosts")).expanduser()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a") as fh:
+            fh.write(f"{host} {key.export_public_key().decode().strip()}\n")
+        self.accepted_new_key = True
+        return True
     def _set_state(self, state: LinkState, message: str = "") -> None:
         if state is self.state:
             return
@@ -117,27 +188,41 @@ class HostLink:
         try:
             await self._open()
         except (TimeoutError, OSError, asyncssh.Error) as exc:
-            self._set_state(LinkState.LOST, describe_connect_error(self.alias, exc))
-            raise RemoteError(self.alias, describe_connect_error(self.alias, exc).removeprefix(
-                f"{self.alias}: ")) from exc
+            message = describe_connect_error(self.alias, exc, self.hostkey_problem)
+            self._set_state(LinkState.LOST, message)
+            raise RemoteError(self.alias, message.removeprefix(f"{self.alias}: ")) from exc
+        except RemoteError as exc:
+            self._set_state(LinkState.LOST, str(exc))
+            raise
         self._set_state(LinkState.CONNECTED)
 
+    def _shell_command(self) -> str:
+        """The control shell: bash where present (its `read` takes procfs files whole)."""
+        shell = "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc; exec sh"
+        return f"{'sudo -n ' if self.sudo else ''}sh -c {shlex.quote(shell)}"
+
     async def _open(self) -> None:
+        self.hostkey_problem = ""
         conn = await asyncio.wait_for(asyncssh.connect(self.alias, **self._options()),
                                       self.connect_timeout)
         try:
-            shell_cmd = "sudo -n sh" if self.sudo else "sh"
-            shell = await conn.create_process(shell_cmd, encoding="utf-8", errors="replace")
+            if self.sudo:
+                probe = await conn.run("sudo -n true", check=False,
+                                       timeout=self.connect_timeout)
+                if probe.exit_status != 0:
+                    why = str(probe.stderr or probe.stdout or "").strip().splitlines()
+                    raise RemoteError(self.alias, "sudo -n refused (it wants a password, or "
+                                      "this user may not use sudo): "
+                                      f"{why[-1] if why else probe.exit_status}")
+            shell = await conn.create_process(self._shell_command(), encoding="utf-8",
+                                              errors="replace")
         except BaseException:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
         self._connected.set()
-        if self.sudo:
-            probe = await self.run("id -u", timeout=self.connect_timeout)
-            if not probe.ok or probe.stdout.strip() != "0":
-                raise RemoteError(self.alias, "sudo -n refused (a password is required?): "
-                                  f"{probe.stderr.strip() or probe.stdout.strip()}")
+        uid = await self.run("id -u", timeout=self.connect_timeout)
+        self.uid = int(uid.stdout.strip()) if uid.ok and uid.stdout.strip().isdigit() else None
 
     def _on_connection_lost(self, exc: Exception | None) -> None:
         self._connected.clear()
@@ -160,7 +245,8 @@ class HostLink:
             try:
                 await self._open()
             except (TimeoutError, OSError, asyncssh.Error, RemoteError) as exc:
-                self._set_state(LinkState.LOST, describe_connect_error(self.alias, exc))
+                self._set_state(LinkState.LOST, describe_connect_error(
+                    self.alias, exc, self.hostkey_problem))
                 attempt += 1
                 continue
             self._set_state(LinkState.CONNECTED, "reconnected")
@@ -238,7 +324,7 @@ class HostLink:
         if conn is None:
             return
         with contextlib.suppress(asyncssh.Error, OSError):
-            self._shell = await conn.create_process("sudo -n sh" if self.sudo else "sh",
+            self._shell = await conn.create_process(self._shell_command(),
                                                     encoding="utf-8", errors="replace")
 
     async def check(self, command: str, timeout: float = 10.0) -> str:

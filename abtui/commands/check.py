@@ -1,0 +1,148 @@
+"""`abtui check PROFILE`: preflight every host of a profile, one line per finding.
+
+Reachable (OS, kernel), iperf3 and ping present, every knob readable and writable (the current
+value is written back unchanged, which proves writability without changing anything), tunnel
+types available on both hosts of each pair. Exit 0 when all is well, 1 otherwise, 2 for a bad
+profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+
+Report = Callable[[bool, str], None]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("profile", help="the profile (TOML) to check")
+
+
+def run(args: argparse.Namespace) -> int:
+    from abtui.commands._profile import load_profile
+
+    profile = load_profile(args.profile)
+    ok = asyncio.run(check_profile(profile, _print))
+    return 0 if ok else 1
+
+
+def _print(ok: bool, line: str) -> None:
+    print(f"{'ok  ' if ok else 'FAIL'} {line}", flush=True)
+
+
+async def check_profile(profile, report: Report) -> bool:  # type: ignore[no-untyped-def]
+    """Run every check, calling report(ok, line) per finding; True when all passed."""
+    from abtui.remote.hosts import open_hosts
+
+    results: list[bool] = []
+
+    def say(ok: bool, line: str) -> None:
+        results.append(ok)
+        report(ok, line)
+
+    hosts = await open_hosts(profile, reconnect=False)
+    try:
+        for alias in hosts.links:
+            if alias in hosts.errors:
+                say(False, f"{alias}: unreachable: {hosts.errors[alias]}")
+                continue
+            _report_host(say, alias, hosts)
+        await _check_knobs(say, profile, hosts)
+        await _check_tunnels(say, profile, hosts)
+    finally:
+        await hosts.close()
+    return all(results)
+
+
+def _report_host(say: Report, alias: str, hosts) -> None:  # type: ignore[no-untyped-def]
+    f = hosts.facts[alias]
+    link = hosts.links[alias]
+    who = "root" if link.uid == 0 else f"uid {link.uid}"
+    new_key = ", host key was new and is now recorded" if link.accepted_new_key else ""
+    say(True, f"{alias}: reachable, {f.os} {f.kernel_release} ({f.hostname}), as {who}"
+        f"{' via sudo' if link.sudo else ''}{new_key}")
+    say(bool(f.iperf3_version), f"{alias}: "
+        + (f.iperf3_version or "iperf3 is missing: install it (e.g. the iperf3 package)"))
+    say(bool(f.ping_version), f"{alias}: "
+        + (f"ping present ({f.ping_version})" if f.ping_version else
+           "ping is missing: install it (iputils-ping on Debian)"))
+
+
+async def _check_knobs(say: Report, profile, hosts) -> None:  # type: ignore[no-untyped-def]
+    from abtui.errors import AbtuiError
+    from abtui.knobs import HOST_KINDS, KnobManager, iperf3_args, resolve_targets
+
+    manager = KnobManager(hosts.links, hosts.dialects)
+    for knob in profile.knobs:
+        if knob.kind.value == "iperf3":
+            try:
+                for value in knob.values:
+                    iperf3_args(knob, value)
+                say(True, f"knob {knob.name}: iperf3 option {knob.key}, no host change")
+            except AbtuiError as exc:
+                say(False, f"knob {knob.name}: {exc}")
+            continue
+        if knob.kind not in HOST_KINDS:
+            continue  # tunnels: see _check_tunnels
+        targets = [t for t in resolve_targets(profile.pairs, knob) if t.host in hosts.dialects]
+        found = await asyncio.gather(*(_check_setting(manager, knob, t) for t in targets))
+        for t, (ok, line) in zip(targets, found, strict=True):
+            say(ok, f"{t.host}: knob {knob.name}{f' on {t.device}' if t.device else ''}: "
+                + line)
+
+
+async def _check_setting(manager, knob, target) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+    from abtui.controller import KnobRefused
+    from abtui.errors import AbtuiError
+
+    try:
+        setting = manager.setting(knob, target)
+        current = await manager.read(target.host, setting)
+    except (AbtuiError, KnobRefused) as exc:
+        return False, f"not readable: {getattr(exc, 'reason', exc)}"
+    dialect = manager.dialects[target.host]
+    bad = []
+    for value in knob.values:
+        try:
+            dialect.normalize(setting, value)
+        except AbtuiError as exc:
+            bad.append(str(exc))
+    try:
+        await manager.write(target.host, setting, current)
+    except AbtuiError as exc:
+        return False, f"= {current!r}, not writable: {getattr(exc, 'reason', exc)}"
+    if bad:
+        return False, f"= {current!r}, writable, but {'; '.join(bad)}"
+    shown = " ".join(current.split())
+    return True, f"{setting.key} = {shown!r}, readable and writable"
+
+
+async def _check_tunnels(say: Report, profile, hosts) -> None:  # type: ignore[no-untyped-def]
+    from abtui.tunnels import TunnelManager
+
+    wanted = {v for k in profile.knobs if k.kind.value == "tunnel" for v in k.values}
+    wanted.update(t for t in profile.tunnels if t != "none")
+    manager = TunnelManager(hosts.links, hosts.dialects, profile.pairs)
+    aliases = [a for a in hosts.links if a in hosts.dialects]
+    probes = dict(zip(aliases, await asyncio.gather(*(manager.probe(a) for a in aliases),
+                                                    return_exceptions=True), strict=True))
+    for p in profile.pairs:
+        ends = [probes.get(p.sender), probes.get(p.receiver)]
+        if any(e is None or isinstance(e, BaseException) for e in ends):
+            say(False, f"pair {p.label}: tunnel types unknown (a host did not answer)")
+            continue
+        usable, missing = [], []
+        for t in ends[0]:  # type: ignore[union-attr]
+            states = [e[t] for e in ends]  # type: ignore[index]
+            no = next((s for s in states if s.startswith("no")), None)
+            if no is None:
+                kinds = sorted({s for s in states if s != "yes"})
+                usable.append(f"{t} ({'/'.join(kinds)})" if kinds else t)
+            else:
+                missing.append(f"{t} ({no.removeprefix('no:').strip()})")
+        not_ok = [m for m in missing if m.split()[0] in wanted]
+        say(not not_ok, f"pair {p.label}: tunnels available: {', '.join(usable)}"
+            + (f"; not available: {'; '.join(missing)}" if missing else ""))
+    if not profile.pairs:
+        say(False, "no pairs in the profile")

@@ -1,0 +1,278 @@
+"""Knobs: apply a value on every target host at once, verify it, all or nothing, and set back.
+
+A flip reads the current value on every target (recording the original of a setting the first
+time it is touched, in the undo journal and as an ORIGINAL event, before anything changes),
+writes the new value with a command that also reads it back, and when any host refuses or
+reads back something else, sets the others back to what they had. `restore_all()` puts every
+original back (on exit, on Ctrl-C); `abtui recover` does the same from the undo journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from abtui.controller import KnobRefused
+from abtui.errors import BadInput, RemoteError
+from abtui.model import Event, EventKind, Knob, KnobKind, Pair, Role, Scope
+from abtui.remote.dialects import (
+    PERMISSION,
+    READ_ONLY,
+    Dialect,
+    Setting,
+    reason_line,
+    same_value,
+    validate_text,
+)
+from abtui.remote.link import HostLink
+from abtui.undo import HostRecord, UndoJournal
+
+HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.MTU)
+IPERF3_OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*")
+
+Emit = Callable[[Event], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One host (and its data device) a knob applies to, and the pair it belongs to."""
+
+    host: str
+    device: str | None
+    pair: str
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    """What a flip did: values read back per host, new iperf3 targets (tunnels), or options."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    targets: dict[str, str] = field(default_factory=dict)
+    iperf3_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    host: str
+    setting: Setting
+    value: str
+    ok: bool
+    message: str
+
+
+def resolve_targets(pairs: Sequence[Pair], knob: Knob,
+                    chosen: Sequence[str] | None = None) -> list[Target]:
+    """The hosts a knob touches: its scope on the chosen pairs (None: the knob's own, or all).
+
+    A host shared by several pairs (with the same device) appears once."""
+    labels = list(chosen) if chosen is not None else list(knob.pairs)
+    known = {p.label for p in pairs}
+    for label in labels:
+        if label not in known:
+            raise BadInput(f"knob {knob.name}: no pair {label!r} (pairs: {', '.join(known)})")
+    roles = {Scope.SENDER: (Role.SENDER,), Scope.RECEIVER: (Role.RECEIVER,),
+             Scope.BOTH: (Role.SENDER, Role.RECEIVER)}[knob.scope]
+    out: list[Target] = []
+    seen: set[tuple[str, str | None]] = set()
+    for p in pairs:
+        if labels and p.label not in labels:
+            continue
+        for role in roles:
+            host = p.host(role)
+            device = None if knob.kind is KnobKind.SYSCTL else knob.device or p.device(role)
+            if (host, device) not in seen:
+                seen.add((host, device))
+                out.append(Target(host, device, p.label))
+    return out
+
+
+def iperf3_args(knob: Knob, value: str) -> tuple[str, ...]:
+    """An iperf3 option knob's arguments (no host change): ("-P", "4"), ("-R",) for on/off."""
+    if not IPERF3_OPTION.fullmatch(knob.key):
+        raise BadInput(f"knob {knob.name}: iperf3 option {knob.key!r} is not an option name")
+    v = validate_text(knob.name, value).strip()
+    if v.lower() in ("off", "false", "no", ""):
+        return ()
+    if v.lower() in ("on", "true", "yes"):
+        return (knob.key,)
+    return (knob.key, v)
+
+
+class KnobManager:
+    """Applies knobs to hosts over their links; remembers originals and sets them back."""
+
+    def __init__(self, links: Mapping[str, HostLink], dialects: Mapping[str, Dialect], *,
+                 journal: UndoJournal | None = None, emit: Emit | None = None,
+                 tunnels: object | None = None) -> None:
+        self.links = links
+        self.dialects = dialects
+        self.journal = journal
+        self.emit = emit
+        self.tunnels = tunnels  # abtui.tunnels.TunnelManager, for tunnel knobs
+        # setting identity -> (original value, knob name), in the order first touched
+        self.originals: dict[tuple[str, Setting], tuple[str, str]] = {}
+        self._lock = asyncio.Lock()
+
+    def setting(self, knob: Knob, target: Target) -> Setting:
+        """The knob as a setting of this host's OS (os_keys picks a per-OS key)."""
+        dialect = self._dialect(target.host)
+        key = knob.os_keys.get(dialect.name, knob.key)
+        try:
+            return dialect.check_setting(Setting(knob.kind, key, target.device))
+        except BadInput as exc:
+            raise KnobRefused(f"{target.host}: knob {knob.name}: {exc}") from exc
+
+    def _dialect(self, host: str) -> Dialect:
+        try:
+            return self.dialects[host]
+        except KeyError:
+            raise KnobRefused(f"{host}: OS not known yet (not connected?)") from None
+
+    def _link(self, host: str) -> HostLink:
+        try:
+            return self.links[host]
+        except KeyError:
+            raise KnobRefused(f"{host}: no link to this host") from None
+
+    def _why(self, host: str, stderr: str, status: int) -> str:
+        why = reason_line(stderr, status)
+        uid = getattr(self.links.get(host), "uid", None)
+        if uid not in (None, 0) and why.startswith((READ_ONLY, PERMISSION)):
+            why += f" (connected as uid {uid}: connect as root or set sudo = true)"
+        return why
+
+    async def read(self, host: str, s: Setting) -> str:
+        """The setting's current value on `host`; RemoteError (naming the host) otherwise."""
+        dialect = self._dialect(host)
+        result = await self._link(host).run(dialect.read_command(s))
+        value = dialect.parse_value(s, result.stdout) if result.ok else None
+        if value is None:
+            why = self._why(host, result.stderr, result.exit_status) if not result.ok \
+                else f"unexpected reply {result.stdout[-80:]!r}"
+            raise RemoteError(host, f"cannot read {s.label()}: {why}")
+        return value
+
+    async def write(self, host: str, s: Setting, value: str) -> str:
+        """Write and read back in one round trip; RemoteError unless it reads back `value`."""
+        dialect = self._dialect(host)
+        want = dialect.normalize(s, value)
+        result = await self._link(host).run(dialect.write_command(s, want))
+        if not result.ok:
+            raise RemoteError(host, f"{s.label()}={want!r} refused: "
+                              f"{self._why(host, result.stderr, result.exit_status)}")
+        got = dialect.parse_value(s, result.stdout)
+        if not same_value(got, want):
+            raise RemoteError(host, f"{s.label()}={want!r} not applied: reads back {got!r}")
+        return got or want
+
+    def _record_original(self, knob: Knob, host: str, s: Setting, value: str) -> None:
+        ident = (host, s)
+        if ident in self.originals:
+            return
+        if self.journal is not None:
+            link = self.links.get(host)
+            if link is not None:
+                self.journal.host(HostRecord(host, link.ssh_config, link.known_hosts,
+                                             link.sudo))
+            self.journal.original(host, str(s.kind), s.key, s.device, value, knob.name)
+        self.originals[ident] = (value, knob.name)
+        if self.emit is not None:
+            self.emit(Event(EventKind.ORIGINAL, host=host,
+                            data={"knob": knob.name, "key": s.key, "value": value,
+                                  "device": s.device, "kind": str(s.kind)}))
+
+    async def apply(self, knob: Knob, value: str, targets: Sequence[Target]) -> ApplyResult:
+        """Set `value` on every target, concurrently; all or nothing (KnobRefused names the
+        host and why, after the others were set back)."""
+        if knob.kind is KnobKind.IPERF3:
+            try:
+                return ApplyResult(iperf3_args=iperf3_args(knob, value))
+            except BadInput as exc:
+                raise KnobRefused(str(exc)) from exc
+        if knob.kind is KnobKind.TUNNEL:
+            return await self._apply_tunnel(value, targets)
+        async with self._lock:
+            return await self._apply_settings(knob, value, targets)
+
+    async def _apply_settings(self, knob: Knob, value: str,
+                              targets: Sequence[Target]) -> ApplyResult:
+        settings = [(t.host, self.setting(knob, t)) for t in targets]
+        for host, s in settings:
+            try:
+                self._dialect(host).normalize(s, value)
+            except BadInput as exc:
+                raise KnobRefused(f"{host}: knob {knob.name}: {INVALID}: {exc}") from exc
+        before = await asyncio.gather(*(self.read(h, s) for h, s in settings),
+                                      return_exceptions=True)
+        for (host, _s), old in zip(settings, before, strict=True):
+            if isinstance(old, BaseException):
+                raise KnobRefused(_message(knob, value, host, old, "nothing was changed"))
+        for (host, s), old in zip(settings, before, strict=True):
+            self._record_original(knob, host, s, str(old))
+        written = await asyncio.gather(*(self.write(h, s, value) for h, s in settings),
+                                       return_exceptions=True)
+        failed = [(h, w) for (h, _s), w in zip(settings, written, strict=True)
+                  if isinstance(w, BaseException)]
+        if not failed:
+            return ApplyResult(values={h: str(w) for (h, _s), w in
+                                       zip(settings, written, strict=True)})
+        back = [(h, s, str(old)) for (h, s), old, w in zip(settings, before, written, strict=True)
+                if not isinstance(w, BaseException)]
+        undo = await asyncio.gather(*(self.write(h, s, old) for h, s, old in back),
+                                    return_exceptions=True)
+        stuck = [h for (h, _s, _o), u in zip(back, undo, strict=True)
+                 if isinstance(u, BaseException)]
+        note = f"set back on {len(back) - len(stuck)} other host(s)" if back else \
+            "nothing was changed"
+        if stuck:
+            note += f"; could NOT set back {', '.join(stuck)}"
+        host, exc = failed[0]
+        raise KnobRefused(_message(knob, value, host, exc, note))
+
+    async def _apply_tunnel(self, value: str, targets: Sequence[Target]) -> ApplyResult:
+        if self.tunnels is None:
+            raise KnobRefused("tunnel knobs need a tunnel manager")
+        pairs = list(dict.fromkeys(t.pair for t in targets))
+        try:
+            out = await self.tunnels.switch_pairs(pairs, value)  # type: ignore[attr-defined]
+        except (RemoteError, BadInput) as exc:
+            raise KnobRefused(str(exc)) from exc
+        return ApplyResult(targets=dict(out))
+
+    async def read_all(self, knob: Knob, targets: Sequence[Target]) -> dict[str, str | Exception]:
+        """Current values (or the error) per host, concurrently; changes nothing."""
+        settings = [(t.host, self.setting(knob, t)) for t in targets]
+        got = await asyncio.gather(*(self.read(h, s) for h, s in settings),
+                                   return_exceptions=True)
+        return {h: (g if isinstance(g, Exception) else str(g))
+                for (h, _s), g in zip(settings, got, strict=True)}  # type: ignore[misc]
+
+    async def restore_all(self) -> list[Restored]:
+        """Put every original back, concurrently per host; emits RESTORE per setting."""
+        async with self._lock:
+            items = list(self.originals.items())
+            done = await asyncio.gather(*(self.write(h, s, v) for (h, s), (v, _k) in items),
+                                        return_exceptions=True)
+            out = []
+            for ((host, s), (value, knob)), res in zip(items, done, strict=True):
+                ok = not isinstance(res, BaseException)
+                msg = "" if ok else str(res)
+                out.append(Restored(host, s, value, ok, msg))
+                if ok:
+                    self.originals.pop((host, s), None)
+                    if self.journal is not None:
+                        self.journal.restored(host, str(s.kind), s.key, s.device)
+                if self.emit is not None:
+                    self.emit(Event(EventKind.RESTORE, host=host, data={
+                        "knob": knob, "value": value, "ok": ok, "message": msg}))
+            return out
+
+
+INVALID = "invalid value"
+
+
+def _message(knob: Knob, value: str, host: str, exc: BaseException, note: str) -> str:
+    why = exc.reason if isinstance(exc, RemoteError) else str(exc)
+    return f"{host}: knob {knob.name}={value!r} refused: {why} ({note})"

@@ -1,0 +1,412 @@
+"""OS dialects: how Linux and FreeBSD spell reading and writing a setting, and their replies.
+
+Every command is built here, from validated keys and values, each quoted with shlex.quote, so
+untrusted text (a profile, a knob value) never reaches a shell as code. A write command also
+reads the setting back, so one round trip both changes and verifies it. Parsers never raise:
+they return None when a reply is not what they expect.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from shlex import quote
+from typing import ClassVar
+
+from abtui.errors import BadInput
+from abtui.model import KnobKind
+
+SYSCTL_KEY = re.compile(r"[A-Za-z0-9_.%/-]+")
+DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}")
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+MAX_VALUE = 1024
+
+# Exit statuses our own scripts use to say why a write was refused.
+EXIT_UNKNOWN, EXIT_READ_ONLY, EXIT_WRITE = 3, 4, 5
+
+UNKNOWN_KEY = "unknown key"
+READ_ONLY = "read-only"
+PERMISSION = "permission denied"
+INVALID_VALUE = "invalid value"
+UNSUPPORTED = "not supported by the device"
+NO_DEVICE = "no such device"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One thing on a host that has a value: a sysctl, a NIC feature or parameter, an MTU."""
+
+    kind: KnobKind
+    key: str
+    device: str | None = None
+
+    def label(self) -> str:
+        return f"{self.key} on {self.device}" if self.device else self.key
+
+
+# ---- validation -------------------------------------------------------------------------
+def validate_sysctl_key(key: str) -> str:
+    """A sysctl name: [A-Za-z0-9_.%/-]+, no option-like start, no empty or dot-only parts."""
+    if not isinstance(key, str) or not SYSCTL_KEY.fullmatch(key) or key[0] in "-./" \
+            or any(part in ("", ".", "..") for part in key.replace("/", ".").split(".")) \
+            or any(part in ("", ".", "..") for part in key.split(".")):
+        raise BadInput(f"sysctl key {key!r} is not valid: expected names like "
+                       "net.ipv4.tcp_wmem ([A-Za-z0-9_.%/-], not starting with - . or /)")
+    return key
+
+
+def validate_device(device: str | None) -> str:
+    if not device or not DEVICE.fullmatch(device):
+        raise BadInput(f"device {device!r} is not a valid interface name")
+    return device
+
+
+def validate_name(what: str, name: str) -> str:
+    if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 64:
+        raise BadInput(f"{what} {name!r} is not valid (letters, digits, _ and -)")
+    return name
+
+
+def validate_text(what: str, value: str) -> str:
+    """A free-form value (a sysctl's): printable, one line, at most MAX_VALUE characters."""
+    if not isinstance(value, str) or len(value) > MAX_VALUE or \
+            any(not ch.isprintable() and ch != "\t" for ch in value):
+        raise BadInput(f"{what}: value {value!r} is not valid (one printable line, "
+                       f"at most {MAX_VALUE} characters)")
+    return value
+
+
+def on_off(value: str) -> str:
+    """on/off (also 1/0, true/false, yes/no) spelled on/off."""
+    v = str(value).strip().lower()
+    if v in ("on", "1", "true", "yes"):
+        return "on"
+    if v in ("off", "0", "false", "no"):
+        return "off"
+    raise BadInput(f"value {value!r} is not valid: expected on or off")
+
+
+def unsigned(value: str, what: str = "value", low: int = 0, high: int = 2**32 - 1) -> str:
+    v = str(value).strip()
+    if not v.isdigit() or not low <= int(v) <= high:
+        raise BadInput(f"{what} {value!r} is not valid: expected an integer {low}..{high}")
+    return str(int(v))
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    """Values compare equal when their whitespace-separated words do (tcp_wmem uses tabs)."""
+    return a is not None and b is not None and a.split() == b.split()
+
+
+def classify_error(stderr: str, status: int) -> str:
+    """Why a host refused a write, from our scripts' exit status or the tool's message."""
+    text = stderr.lower()
+    if status == EXIT_UNKNOWN or "unknown oid" in text or "no such file" in text or \
+            "cannot stat" in text or "bit name not found" in text or \
+            "nonexistent" in text or "invalid feature" in text:
+        return UNKNOWN_KEY
+    if status == EXIT_READ_ONLY or "read only" in text or "read-only" in text or \
+            "could not change any device features" in text or "[requested" in text:
+        return READ_ONLY
+    if "operation not permitted" in text or "permission denied" in text:
+        return PERMISSION
+    if "not supported" in text:
+        return UNSUPPORTED
+    if "no such device" in text or "does not exist" in text or "cannot find device" in text:
+        return NO_DEVICE
+    if "invalid" in text or "out of range" in text or "numerical result" in text:
+        return INVALID_VALUE
+    return "failed"
+
+
+def reason_line(stderr: str, status: int) -> str:
+    """`<why>: <the tool's last line>`, one line."""
+    last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+    why = classify_error(stderr, status)
+    return f"{why}: {last}" if last else f"{why} (exit {status})"
+
+
+# ---- the dialects -----------------------------------------------------------------------
+class Dialect:
+    """How one OS reads and writes settings. Subclasses fill in the per-kind commands."""
+
+    name = "posix"
+
+    def check_setting(self, s: Setting) -> Setting:
+        """Validate a setting's key (and device) for this OS; raise BadInput otherwise."""
+        if s.kind is KnobKind.SYSCTL:
+            validate_sysctl_key(s.key)
+        else:
+            validate_device(s.device)
+            if s.kind is not KnobKind.MTU:
+                validate_name("key", s.key)
+        return s
+
+    def normalize(self, s: Setting, value: str) -> str:
+        """The value as this OS writes it; raise BadInput when it is not valid for the kind."""
+        if s.kind is KnobKind.SYSCTL:
+            return validate_text(s.key, value)
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            return on_off(value)
+        if s.kind is KnobKind.MTU:
+            return unsigned(value, "MTU", 68, 65535)
+        raise BadInput(f"{s.kind} settings are not host settings")
+
+    def read_command(self, s: Setting) -> str:
+        raise NotImplementedError
+
+    def write_command(self, s: Setting, value: str) -> str:
+        raise NotImplementedError
+
+    def parse_value(self, s: Setting, out: str) -> str | None:
+        raise NotImplementedError
+
+
+class Linux(Dialect):
+    """Linux: /proc/sys with shell builtins (no fork under bash), ethtool, iproute2."""
+
+    name = "linux"
+
+    # ethtool -K takes these short names; ethtool -k prints the long ones
+    FEATURES: ClassVar[dict[str, str]] = {
+        "tso": "tcp-segmentation-offload", "gso": "generic-segmentation-offload",
+        "gro": "generic-receive-offload", "lro": "large-receive-offload",
+        "rx": "rx-checksumming", "tx": "tx-checksumming", "sg": "scatter-gather",
+        "rxvlan": "rx-vlan-offload", "txvlan": "tx-vlan-offload",
+        "ntuple": "ntuple-filters", "rxhash": "receive-hashing",
+        "rx-gro-hw": "rx-gro-hw", "rx-gro-list": "rx-gro-list",
+    }
+
+    def __init__(self, fast_sysctl: bool = True) -> None:
+        self.fast_sysctl = fast_sysctl
+
+    @staticmethod
+    def proc_path(key: str) -> str:
+        """net.ipv4.conf.eth0/1.rp_filter -> /proc/sys/net/ipv4/conf/eth0.1/rp_filter"""
+        return "/proc/sys/" + key.translate(str.maketrans("./", "/."))
+
+    @staticmethod
+    def _read_file(path_var: str = '"$f"') -> str:
+        # bash's read builtin reads procfs whole (seekable file); dash reads a byte at a time,
+        # which integer sysctls answer with EOF after one byte: dash falls back to cat.
+        return (f'if [ -n "${{BASH_VERSION:-}}" ]; then IFS= read -r v < {path_var} || '
+                f'[ -n "$v" ]; else v=$(cat {path_var}); fi && printf \'%s\\n\' "$v"')
+
+    def normalize(self, s: Setting, value: str) -> str:
+        if s.kind is KnobKind.ETHTOOL_COALESCE:
+            if s.key.startswith("adaptive-"):
+                v = str(value).strip()
+                return "on" if v.isdigit() and int(v) > 0 else on_off(value)
+            return unsigned(value, s.key)
+        return super().normalize(s, value)
+
+    def read_command(self, s: Setting) -> str:
+        self.check_setting(s)
+        if s.kind is KnobKind.SYSCTL:
+            if not self.fast_sysctl:
+                return f"sysctl -n {quote(s.key)}"
+            return (f"f={quote(self.proc_path(s.key))}; [ -e \"$f\" ] || "
+                    f"{{ echo {quote('unknown key ' + s.key)} >&2; exit {EXIT_UNKNOWN}; }}; "
+                    + self._read_file())
+        dev = quote(s.device or "")
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            return f"ethtool -k {dev}"
+        if s.kind is KnobKind.ETHTOOL_COALESCE:
+            return f"ethtool -c {dev}"
+        if s.kind is KnobKind.MTU:
+            return f"f={quote('/sys/class/net/' + (s.device or '') + '/mtu')}; " \
+                + self._read_file()
+        raise BadInput(f"{s.kind} is not a host setting")
+
+    def write_command(self, s: Setting, value: str) -> str:
+        self.check_setting(s)
+        v = quote(self.normalize(s, value))
+        dev = quote(s.device or "")
+        if s.kind is KnobKind.SYSCTL:
+            if not self.fast_sysctl:
+                return (f"sysctl -w {quote(s.key + '=' + self.normalize(s, value))} >/dev/null "
+                        f"&& sysctl -n {quote(s.key)}")
+            return (f"f={quote(self.proc_path(s.key))}; [ -e \"$f\" ] || "
+                    f"{{ echo {quote('unknown key ' + s.key)} >&2; exit {EXIT_UNKNOWN}; }}; "
+                    f"[ -w \"$f\" ] || {{ echo {quote(s.key + ' is read only')} >&2; "
+                    f"exit {EXIT_READ_ONLY}; }}; printf '%s\\n' {v} > \"$f\" || "
+                    f"exit {EXIT_WRITE}; " + self._read_file())
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            return f"ethtool -K {dev} {quote(s.key)} {v} && ethtool -k {dev}"
+        if s.kind is KnobKind.ETHTOOL_COALESCE:
+            # ethtool -C exits 80 when nothing changed (the value was already set)
+            return (f"ethtool -C {dev} {quote(s.key)} {v}; rc=$?; "
+                    f"[ $rc -eq 0 ] || [ $rc -eq 80 ] || exit $rc; ethtool -c {dev}")
+        if s.kind is KnobKind.MTU:
+            return f"ip link set dev {dev} mtu {v} && " + self.read_command(s)
+        raise BadInput(f"{s.kind} is not a host setting")
+
+    def parse_value(self, s: Setting, out: str) -> str | None:
+        if s.kind in (KnobKind.SYSCTL, KnobKind.MTU):
+            lines = out.splitlines()
+            return lines[-1].strip() if lines else None
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            return parse_ethtool_feature(out, self.FEATURES.get(s.key, s.key))
+        if s.kind is KnobKind.ETHTOOL_COALESCE:
+            return parse_ethtool_coalesce(out, s.key)
+        return None
+
+
+class FreeBSD(Dialect):
+    """FreeBSD: sysctl(8) (`k=v` answers `k: old -> new`), ifconfig(8) capabilities."""
+
+    name = "freebsd"
+
+    # ifconfig's argument -> the flag `options=` shows when it is on
+    CAPABILITIES: ClassVar[dict[str, str]] = {
+        "tso": "TSO4", "tso4": "TSO4", "tso6": "TSO6", "lro": "LRO",
+        "rxcsum": "RXCSUM", "txcsum": "TXCSUM", "rxcsum6": "RXCSUM_IPV6",
+        "txcsum6": "TXCSUM_IPV6", "vlanhwtag": "VLAN_HWTAGGING", "vlanhwtso": "VLAN_HWTSO",
+        "vlanhwcsum": "VLAN_HWCSUM", "vlanmtu": "VLAN_MTU", "wol": "WOL_MAGIC",
+        "rxtls": "RXTLS4", "txtls": "TXTLS4",
+    }
+    # Linux ethtool names of the same features
+    FROM_LINUX: ClassVar[dict[str, str]] = {"rx": "rxcsum", "tx": "txcsum", "rxvlan": "vlanhwtag"}
+
+    def capability(self, key: str) -> str:
+        cap = self.FROM_LINUX.get(key, key)
+        if cap not in self.CAPABILITIES:
+            raise BadInput(f"{key!r} is not a FreeBSD interface capability abtui knows "
+                           f"({', '.join(sorted(self.CAPABILITIES))})")
+        return cap
+
+    @staticmethod
+    def _coalesce_is_sysctl(s: Setting) -> bool:
+        return "." in s.key
+
+    def check_setting(self, s: Setting) -> Setting:
+        if s.kind is KnobKind.ETHTOOL_COALESCE:
+            if not self._coalesce_is_sysctl(s):
+                raise BadInput(f"FreeBSD has no ethtool coalescing ({s.key}): give the knob "
+                               "os_keys.freebsd = \"dev.<driver>.<unit>.enable_aim\" (a sysctl)")
+            validate_sysctl_key(s.key)
+            return s
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            validate_device(s.device)
+            self.capability(s.key)
+            return s
+        return super().check_setting(s)
+
+    def normalize(self, s: Setting, value: str) -> str:
+        if s.kind is KnobKind.ETHTOOL_COALESCE:  # enable_aim and friends: integers
+            v = str(value).strip().lower()
+            if v in ("on", "off", "true", "false", "yes", "no"):
+                return "1" if on_off(v) == "on" else "0"
+            return unsigned(value, s.key)
+        return super().normalize(s, value)
+
+    def read_command(self, s: Setting) -> str:
+        self.check_setting(s)
+        if s.kind is KnobKind.SYSCTL or s.kind is KnobKind.ETHTOOL_COALESCE:
+            return f"sysctl -n {quote(s.key)}"
+        if s.kind in (KnobKind.ETHTOOL_FEATURE, KnobKind.MTU):
+            return f"ifconfig {quote(s.device or '')}"
+        raise BadInput(f"{s.kind} is not a host setting")
+
+    def write_command(self, s: Setting, value: str) -> str:
+        self.check_setting(s)
+        v = self.normalize(s, value)
+        dev = quote(s.device or "")
+        if s.kind is KnobKind.SYSCTL or s.kind is KnobKind.ETHTOOL_COALESCE:
+            return f"sysctl {quote(s.key + '=' + v)}"
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            cap = self.capability(s.key)
+            return f"ifconfig {dev} {quote(cap if v == 'on' else '-' + cap)} && ifconfig {dev}"
+        if s.kind is KnobKind.MTU:
+            return f"ifconfig {dev} mtu {quote(v)} && ifconfig {dev}"
+        raise BadInput(f"{s.kind} is not a host setting")
+
+    def parse_value(self, s: Setting, out: str) -> str | None:
+        if s.kind is KnobKind.SYSCTL or s.kind is KnobKind.ETHTOOL_COALESCE:
+            change = parse_sysctl_change(out)
+            if change is not None:
+                return change[2]
+            lines = out.splitlines()
+            return lines[-1].strip() if lines else None
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            options = parse_ifconfig_options(out)
+            if options is None:
+                return None
+            return "on" if self.CAPABILITIES[self.FROM_LINUX.get(s.key, s.key)] in options \
+                else "off"
+        if s.kind is KnobKind.MTU:
+            m = re.search(r"\bmtu (\d+)", out)
+            return m.group(1) if m else None
+        return None
+
+
+# ---- parsers ----------------------------------------------------------------------------
+def parse_sysctl_change(out: str) -> tuple[str, str, str] | None:
+    """FreeBSD `sysctl k=v`: `k: old -> new` -> (k, old, new); None when absent."""
+    for line in reversed(out.splitlines()):
+        m = re.match(r"^\s*([^:\s]+):\s?(.*?)\s+->\s+(.*?)\s*$", line)
+        if m:
+            return m.group(1), m.group(2), m.group(3)
+    return None
+
+
+def parse_ifconfig_options(out: str) -> set[str] | None:
+    """FreeBSD ifconfig `options=8051b<RXCSUM,TXCSUM,TSO4,LRO>` -> its flags."""
+    m = re.search(r"^\s*options=[0-9a-fA-F]*<([^>]*)>", out, re.MULTILINE)
+    if m is None:
+        return set() if re.search(r"^\s*options=", out, re.MULTILINE) else None
+    return {f.strip() for f in m.group(1).split(",") if f.strip()}
+
+
+def parse_ethtool_feature(out: str, long_name: str) -> str | None:
+    """`ethtool -k`: the last `<name>: on|off [fixed]` line for the feature."""
+    value = None
+    for line in out.splitlines():
+        name, sep, rest = line.strip().partition(":")
+        if sep and name == long_name and rest.split():
+            word = rest.split()[0]
+            if word in ("on", "off"):
+                value = word
+    return value
+
+
+def parse_ethtool_coalesce(out: str, key: str) -> str | None:
+    """`ethtool -c`: `Adaptive RX: on  TX: off` for adaptive-rx/-tx, `rx-usecs: 3` otherwise."""
+    if key in ("adaptive-rx", "adaptive-tx"):
+        m = re.search(r"Adaptive RX:\s*(\S+)\s+TX:\s*(\S+)", out)
+        if m is None:
+            return None
+        return m.group(1) if key == "adaptive-rx" else m.group(2)
+    for line in out.splitlines():
+        name, sep, rest = line.partition(":")
+        if sep and name.strip() == key and rest.strip():
+            return rest.strip()
+    return None
+
+
+def parse_freebsd_pciconf(out: str, device: str) -> dict[str, str]:
+    """`pciconf -lv`: the block of `device@pci...` -> {"vendor", "device", "class"}."""
+    info: dict[str, str] = {}
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith(f"{device}@"):
+            continue
+        for sub in lines[i + 1:]:
+            if not sub.startswith((" ", "\t")):
+                break
+            name, sep, rest = sub.strip().partition("=")
+            if sep:
+                info[name.strip()] = rest.strip().strip("'")
+        break
+    return info
+
+
+DIALECTS: dict[str, type[Dialect]] = {"Linux": Linux, "FreeBSD": FreeBSD}
+
+
+def dialect_for(uname_s: str) -> Dialect:
+    """The dialect for `uname -s`; raises BadInput for an OS abtui does not speak."""
+    cls = DIALECTS.get(uname_s.strip())
+    if cls is None:
+        raise BadInput(f"unsupported OS {uname_s.strip()!r}: abtui speaks Linux and FreeBSD")
+    return cls()

@@ -1,0 +1,92 @@
+"""Host facts on connect, in one control-shell round trip: OS, kernel, CPU, tools, data NIC.
+
+One POSIX-sh script runs on every host and branches on `uname -s` itself, so Linux and FreeBSD
+hosts both answer in a single round trip with `key=value` lines that `parse_facts` reads.
+"""
+
+from __future__ import annotations
+
+from shlex import quote
+
+from abtui.model import HostFacts
+from abtui.remote.dialects import parse_freebsd_pciconf, validate_device
+from abtui.remote.link import HostLink
+
+_SCRIPT = r"""
+os=$(uname -s); echo "os=$os"
+echo "hostname=$(hostname 2>/dev/null || uname -n)"
+echo "kernel_release=$(uname -r)"
+echo "kernel_version=$(uname -v)"
+dev=__DEV__
+case $os in
+Linux)
+  echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+  echo "cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)"
+  if [ -n "$dev" ]; then
+    ethtool -i "$dev" 2>/dev/null |
+      sed -n 's/^driver: /nic_driver=/p; s/^firmware-version: /nic_firmware=/p'
+    echo "link_speed=$(cat "/sys/class/net/$dev/speed" 2>/dev/null)"
+  fi ;;
+FreeBSD)
+  echo "cpu_model=$(sysctl -n hw.model)"
+  echo "cpu_count=$(sysctl -n hw.ncpu)"
+  if [ -n "$dev" ]; then
+    drv=${dev%%[0-9]*}; unit=${dev#"$drv"}
+    echo "nic_driver=$drv"
+    echo "nic_desc=$(sysctl -n "dev.$drv.$unit.%desc" 2>/dev/null)"
+    echo "nic_firmware=$(sysctl -n "dev.$drv.$unit.fw_version" 2>/dev/null)"
+    media=$(ifconfig "$dev" 2>/dev/null | sed -n 's/^[[:space:]]*media: //p' | head -n 1)
+    echo "link_speed=$media"
+    pciconf -lv 2>/dev/null | sed 's/^/pciconf:/'
+  fi ;;
+esac
+echo "iperf3_version=$(iperf3 --version 2>/dev/null | head -n 1)"
+if command -v ping >/dev/null 2>&1; then
+  v=$(ping -V 2>/dev/null | head -n 1); echo "ping_version=${v:-present}"
+else echo "ping_version="; fi
+"""
+
+
+def facts_command(device: str | None = None) -> str:
+    """The facts script for `sh`; the data device (validated) is the only thing put in."""
+    dev = quote(validate_device(device)) if device else "''"
+    return _SCRIPT.replace("__DEV__", dev)
+
+
+def parse_facts(alias: str, out: str, device: str | None = None) -> HostFacts:
+    """The script's `key=value` lines -> HostFacts. Never raises; unknown keys are ignored."""
+    values: dict[str, str] = {}
+    pciconf: list[str] = []
+    for line in out.splitlines():
+        if line.startswith("pciconf:"):
+            pciconf.append(line[len("pciconf:"):])
+            continue
+        key, sep, value = line.partition("=")
+        if sep and key.isidentifier():
+            values.setdefault(key, value.strip())
+    facts = HostFacts(alias=alias)
+    for name in ("os", "hostname", "kernel_release", "kernel_version", "cpu_model",
+                 "iperf3_version", "ping_version", "nic_driver", "nic_firmware"):
+        setattr(facts, name, values.get(name, ""))
+    count = values.get("cpu_count", "")
+    facts.cpu_count = int(count) if count.isdigit() else None
+    speed = values.get("link_speed", "")
+    if speed.lstrip("-").isdigit():
+        facts.link_speed = f"{int(speed)} Mb/s" if int(speed) > 0 else ""
+    else:
+        facts.link_speed = speed
+    if device and pciconf:
+        info = parse_freebsd_pciconf("\n".join(pciconf), device)
+        desc = " ".join(v for v in (info.get("vendor"), info.get("device")) if v)
+        if desc:
+            facts.nic_driver = f"{facts.nic_driver} ({desc})" if facts.nic_driver else desc
+    elif values.get("nic_desc") and facts.nic_driver:
+        facts.nic_driver = f"{facts.nic_driver} ({values['nic_desc']})"
+    return facts
+
+
+async def gather_facts(link: HostLink, device: str | None = None,
+                       timeout: float = 15.0) -> HostFacts:
+    """Ask the host about itself in one round trip."""
+    out = await link.check(facts_command(device), timeout=timeout)
+    return parse_facts(link.alias, out, device)

@@ -1,0 +1,80 @@
+"""A profile's hosts, opened together: links, OS dialects and facts, concurrently.
+
+What the engine, `abtui check` and the benches share to get from a profile to working links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from abtui.errors import AbtuiError, RemoteError
+from abtui.model import HostFacts, Pair, Profile
+from abtui.remote.dialects import Dialect, dialect_for
+from abtui.remote.facts import gather_facts
+from abtui.remote.link import HostLink, StateCallback, connect_all
+
+
+def profile_hosts(pairs: Sequence[Pair]) -> list[str]:
+    """Every host alias of the pairs, once, in order."""
+    return list(dict.fromkeys(a for p in pairs for a in (p.sender, p.receiver)))
+
+
+def host_device(pairs: Sequence[Pair], alias: str) -> str | None:
+    """The data device of `alias` in the first pair that names one."""
+    for p in pairs:
+        for host, dev in ((p.sender, p.sender_device), (p.receiver, p.receiver_device)):
+            if host == alias and dev:
+                return dev
+    return None
+
+
+@dataclass(slots=True)
+class Hosts:
+    links: dict[str, HostLink] = field(default_factory=dict)
+    dialects: dict[str, Dialect] = field(default_factory=dict)
+    facts: dict[str, HostFacts] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(link.close() for link in self.links.values()),
+                             return_exceptions=True)
+
+
+def make_links(profile: Profile, on_state: StateCallback | None = None,
+               reconnect: bool = True) -> dict[str, HostLink]:
+    return {alias: HostLink(alias, ssh_config=profile.ssh_config,
+                            known_hosts=profile.known_hosts, sudo=profile.sudo,
+                            on_state=on_state, reconnect=reconnect,
+                            accept_new_host_keys=profile.accept_new_host_keys)
+            for alias in profile_hosts(profile.pairs)}
+
+
+async def open_hosts(profile: Profile, on_state: StateCallback | None = None,
+                     reconnect: bool = True) -> Hosts:
+    """Connect to every host concurrently, then learn each one's OS and facts (one round
+    trip each). A host that fails is in `errors` (one line), the others work."""
+    hosts = Hosts(links=make_links(profile, on_state, reconnect))
+    failed = await connect_all(list(hosts.links.values()))
+    for alias, exc in failed.items():
+        if exc is not None:
+            hosts.errors[alias] = str(exc).removeprefix(f"{alias}: ")
+    alive = [a for a in hosts.links if a not in hosts.errors]
+    got = await asyncio.gather(*(gather_facts(hosts.links[a], host_device(profile.pairs, a))
+                                 for a in alive), return_exceptions=True)
+    for alias, facts in zip(alive, got, strict=True):
+        if isinstance(facts, BaseException):
+            hosts.errors[alias] = facts.reason if isinstance(facts, RemoteError) else str(facts)
+            continue
+        hosts.facts[alias] = facts
+        try:
+            hosts.dialects[alias] = dialect_for(facts.os)
+        except AbtuiError as exc:
+            hosts.errors[alias] = str(exc)
+    return hosts
+
+
+async def detect_dialect(link: HostLink) -> Dialect:
+    """The dialect of a connected host, from `uname -s`."""
+    return dialect_for(await link.check("uname -s"))

@@ -160,11 +160,12 @@ class KnobManager:
         want = dialect.normalize(s, value)
         result = await self._link(host).run(dialect.write_command(s, want))
         if not result.ok:
-            raise RemoteError(host, f"{s.label()}={want!r} refused: "
+            raise RemoteError(host, f"{s.label()}: "
                               f"{self._why(host, result.stderr, result.exit_status)}")
         got = dialect.parse_value(s, result.stdout)
         if not same_value(got, want):
-            raise RemoteError(host, f"{s.label()}={want!r} not applied: reads back {got!r}")
+            raise RemoteError(host, f"{s.label()}: not applied, reads back {got!r} "
+                              f"after writing {want!r}")
         return got or want
 
     def _record_original(self, knob: Knob, host: str, s: Setting, value: str) -> None:

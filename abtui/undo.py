@@ -60,15 +60,13 @@ class UndoJournal:
         os.chmod(self.directory, 0o700)
         self.path = self.directory / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        self._fh = os.fdopen(fd, "ab")
         self._hosts: set[str] = set()
         self._originals: set[tuple[str, str, str, str | None]] = set()
         self._write({"op": "start", "pid": os.getpid(), "t": time.time()})
 
     def _write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        _write_line(self._fh, record)
 
     def host(self, rec: HostRecord) -> None:
         """How to reach a host again (written once per host, before anything is changed)."""
@@ -119,6 +117,24 @@ class UndoJournal:
         """Stop writing but keep the file (something is left to recover)."""
         with contextlib.suppress(OSError):
             self._fh.close()
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    """Append one record to a journal (recover notes what it set back), fsync'ed. A line a
+    crash cut short is ended first, so the new record stays readable."""
+    with path.open("a+b") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell():
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                fh.write(b"\n")
+        _write_line(fh, record)
+
+
+def _write_line(fh: Any, record: dict[str, Any]) -> None:
+    fh.write((json.dumps(record, separators=(",", ":")) + "\n").encode())
+    fh.flush()
+    os.fsync(fh.fileno())
 
 
 def read_journal(path: Path) -> Pending:

@@ -1,0 +1,196 @@
+"""Dialects: commands built from validated, quoted input; FreeBSD replies parsed."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from abtui.errors import BadInput
+from abtui.model import KnobKind
+from abtui.remote.dialects import (
+    READ_ONLY,
+    UNKNOWN_KEY,
+    FreeBSD,
+    Linux,
+    Setting,
+    classify_error,
+    dialect_for,
+    parse_ethtool_coalesce,
+    parse_ethtool_feature,
+    parse_freebsd_pciconf,
+    parse_ifconfig_options,
+    parse_sysctl_change,
+    same_value,
+    validate_sysctl_key,
+)
+
+SYSCTL = KnobKind.SYSCTL
+FEATURE = KnobKind.ETHTOOL_FEATURE
+COALESCE = KnobKind.ETHTOOL_COALESCE
+
+IFCONFIG_IX = """\
+ix2: flags=1008843<UP,BROADCAST,RUNNING,SIMPLEX,MULTICAST,LOWER_UP> metric 0 mtu 9000
+\toptions=4e538bb<RXCSUM,TXCSUM,VLAN_MTU,VLAN_HWTAGGING,JUMBO_MTU,VLAN_HWCSUM,TSO4,LRO,WOL_UCAST>
+\tether 00:1b:21:aa:bb:cc
+\tinet 10.0.0.1 netmask 0xffffff00 broadcast 10.0.0.255
+\tmedia: Ethernet autoselect (10Gbase-SR <full-duplex,rxpause,txpause>)
+\tstatus: active
+"""
+
+PCICONF = """\
+ix0@pci0:3:0:0:\tclass=0x020000 rev=0x01 hdr=0x00 vendor=0x8086 device=0x10fb subvendor=0x8086
+    vendor     = 'Intel Corporation'
+    device     = '82599ES 10-Gigabit SFI/SFP+ Network Connection'
+    class      = network
+    subclass   = ethernet
+ix2@pci0:4:0:0:\tclass=0x020000 rev=0x01 hdr=0x00 vendor=0x8086 device=0x1528
+    vendor     = 'Intel Corporation'
+    device     = 'Ethernet Controller X540-AT2'
+    class      = network
+em0@pci0:0:25:0:\tclass=0x020000
+    vendor     = 'Intel Corporation'
+"""
+
+
+def test_dialect_detected_from_uname():
+    assert dialect_for("Linux\n").name == "linux"
+    assert dialect_for("FreeBSD").name == "freebsd"
+    with pytest.raises(BadInput, match="Darwin"):
+        dialect_for("Darwin")
+
+
+def test_freebsd_sysctl_commands_and_the_old_to_new_reply():
+    d = FreeBSD()
+    s = Setting(SYSCTL, "dev.ix.2.enable_aim")
+    assert d.read_command(s) == "sysctl -n dev.ix.2.enable_aim"
+    assert d.write_command(s, "2") == "sysctl dev.ix.2.enable_aim=2"
+    assert parse_sysctl_change("dev.ix.2.enable_aim: 0 -> 2\n") == \
+        ("dev.ix.2.enable_aim", "0", "2")
+    assert d.parse_value(s, "dev.ix.2.enable_aim: 1 -> 2\n") == "2"
+    assert d.parse_value(s, "1\n") == "1"  # a read
+    # a string value with spaces and an empty old value
+    assert parse_sysctl_change("kern.hostname:  -> box one") == ("kern.hostname", "", "box one")
+    assert parse_sysctl_change("garbage") is None
+    assert parse_sysctl_change("") is None
+
+
+def test_freebsd_coalescing_is_the_drivers_sysctl():
+    d = FreeBSD()
+    s = Setting(COALESCE, "dev.ix.2.enable_aim", "ix2")
+    assert d.write_command(s, "on") == "sysctl dev.ix.2.enable_aim=1"
+    assert d.write_command(s, "off") == "sysctl dev.ix.2.enable_aim=0"
+    assert d.write_command(s, "2") == "sysctl dev.ix.2.enable_aim=2"
+    with pytest.raises(BadInput, match="os_keys.freebsd"):
+        d.read_command(Setting(COALESCE, "adaptive-rx", "ix2"))
+
+
+def test_freebsd_ifconfig_capabilities():
+    d = FreeBSD()
+    tso = Setting(FEATURE, "tso", "ix2")
+    assert d.read_command(tso) == "ifconfig ix2"
+    assert d.write_command(tso, "off") == "ifconfig ix2 -tso && ifconfig ix2"
+    assert d.write_command(tso, "on") == "ifconfig ix2 tso && ifconfig ix2"
+    assert d.write_command(Setting(FEATURE, "rx", "ix2"), "off") == \
+        "ifconfig ix2 -rxcsum && ifconfig ix2"
+    assert parse_ifconfig_options(IFCONFIG_IX) >= {"TSO4", "LRO", "RXCSUM"}
+    assert d.parse_value(tso, IFCONFIG_IX) == "on"
+    assert d.parse_value(Setting(FEATURE, "txcsum6", "ix2"), IFCONFIG_IX) == "off"
+    assert d.parse_value(tso, "no options here") is None
+    assert d.parse_value(Setting(KnobKind.MTU, "mtu", "ix2"), IFCONFIG_IX) == "9000"
+    assert d.write_command(Setting(KnobKind.MTU, "mtu", "ix2"), "1500") == \
+        "ifconfig ix2 mtu 1500 && ifconfig ix2"
+    with pytest.raises(BadInput, match="capability"):
+        d.write_command(Setting(FEATURE, "gro", "ix2"), "on")
+
+
+def test_freebsd_pciconf_block_of_the_device():
+    assert parse_freebsd_pciconf(PCICONF, "ix2") == {
+        "vendor": "Intel Corporation", "device": "Ethernet Controller X540-AT2",
+        "class": "network"}
+    assert parse_freebsd_pciconf(PCICONF, "ix9") == {}
+    assert parse_freebsd_pciconf("", "ix2") == {}
+
+
+@pytest.mark.parametrize(("stderr", "why"), [
+    ("sysctl: unknown oid 'dev.ix.9.enable_aim'", UNKNOWN_KEY),
+    ("sysctl: oid 'kern.ostype' is read only", READ_ONLY),
+    ("sysctl: dev.ix.2.enable_aim=x: Operation not permitted", "permission denied"),
+    ("sysctl: invalid integer 'abc'", "invalid value"),
+    ("netlink error: bit name not found (offset 56)", UNKNOWN_KEY),
+    ("Actual changes:\nrx-lro: off [requested on]\nCould not change any device features",
+     READ_ONLY),
+    ("netlink error: Operation not supported", "not supported by the device"),
+    ("bash: printf: write error: Invalid argument", "invalid value"),
+])
+def test_refusals_are_classified(stderr, why):
+    assert classify_error(stderr, 1) == why
+
+
+def test_linux_sysctl_through_proc_and_classic():
+    fast, slow = Linux(), Linux(fast_sysctl=False)
+    s = Setting(SYSCTL, "net.ipv4.conf.eth0/1.rp_filter")
+    assert Linux.proc_path(s.key) == "/proc/sys/net/ipv4/conf/eth0.1/rp_filter"
+    assert "/proc/sys/net/ipv4/conf/eth0.1/rp_filter" in fast.read_command(s)
+    assert slow.read_command(s) == "sysctl -n net.ipv4.conf.eth0/1.rp_filter"
+    assert slow.write_command(s, "2") == ("sysctl -w net.ipv4.conf.eth0/1.rp_filter=2 "
+                                          ">/dev/null && sysctl -n net.ipv4.conf.eth0/1.rp_filter")
+    assert fast.parse_value(s, "4096\t16384\t65536\n") == "4096\t16384\t65536"
+    assert same_value("4096\t16384\t65536", "4096 16384 65536")
+    assert not same_value("1", None)
+
+
+def test_linux_ethtool_parsers():
+    out = ("Features for data0:\ntcp-segmentation-offload: on\n\ttx-tcp-segmentation: on\n"
+           "large-receive-offload: off [fixed]\n")
+    assert parse_ethtool_feature(out, "tcp-segmentation-offload") == "on"
+    assert parse_ethtool_feature(out, "large-receive-offload") == "off"
+    assert parse_ethtool_feature(out, "nope") is None
+    co = "Coalesce parameters for eth0:\nAdaptive RX: on  TX: off\nrx-usecs: 50\nrx-frames: n/a\n"
+    assert parse_ethtool_coalesce(co, "adaptive-rx") == "on"
+    assert parse_ethtool_coalesce(co, "adaptive-tx") == "off"
+    assert parse_ethtool_coalesce(co, "rx-usecs") == "50"
+    assert parse_ethtool_coalesce("", "adaptive-rx") is None
+    d = Linux()
+    assert d.write_command(Setting(COALESCE, "adaptive-rx", "eth0"), "1").startswith(
+        "ethtool -C eth0 adaptive-rx on;")
+    assert d.write_command(Setting(FEATURE, "tso", "data0"), "off") == \
+        "ethtool -K data0 tso off && ethtool -k data0"
+
+
+@pytest.mark.parametrize("key", [
+    "", "-a", "--help", ".net", "net..ipv4", "net/../../etc", "a;b", "a b", "a$(x)", "a`x`",
+    "net.ipv4\n.x", "net.'x'", "a/./b", "/etc/passwd", "a.", "a./.b"])
+def test_bad_sysctl_keys_are_rejected(key):
+    with pytest.raises(BadInput):
+        validate_sysctl_key(key)
+
+
+def test_good_sysctl_keys_pass():
+    for key in ("net.ipv4.tcp_wmem", "dev.ix.2.%desc", "net.ipv4.conf.eth0/1.rp_filter",
+                "kern.ipc.maxsockbuf", "net.core.rmem-max"):
+        assert validate_sysctl_key(key) == key
+
+
+HOSTILE = ["; touch /tmp/PWNED", "$(touch /tmp/PWNED)", "`touch /tmp/PWNED`", "a\nb",
+           "'; touch /tmp/PWNED; '", '"$(id)"', "--help", "-w", "x|y", "a&&b", "\\", "\x00"]
+
+
+@pytest.mark.parametrize("dialect", [Linux(), Linux(fast_sysctl=False), FreeBSD()])
+@pytest.mark.parametrize("value", HOSTILE)
+def test_hostile_values_are_rejected_or_stay_one_word(dialect, value):
+    """Every builder: a hostile value is refused, or is a single literal shell word."""
+    for s in (Setting(SYSCTL, "net.ipv4.tcp_wmem"), Setting(FEATURE, "tso", "data0"),
+              Setting(KnobKind.MTU, "mtu", "data0")):
+        try:
+            cmd = dialect.write_command(s, value)
+        except BadInput:
+            continue
+        assert value in shlex.split(cmd) or f"{s.key}={value}" in shlex.split(cmd)
+
+
+@pytest.mark.parametrize("device", ["-eth0", "eth0; reboot", "$(x)", "a" * 16, "", "e th"])
+def test_hostile_devices_are_rejected(device):
+    for dialect in (Linux(), FreeBSD()):
+        with pytest.raises(BadInput):
+            dialect.read_command(Setting(FEATURE, "tso", device))

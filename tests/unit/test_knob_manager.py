@@ -1,0 +1,111 @@
+"""KnobManager's all-or-nothing logic and targets, with fake hosts (the lab tests use real
+ones): originals journalled before the first change, a refusal sets the others back."""
+
+from __future__ import annotations
+
+import pytest
+
+from abtui.controller import KnobRefused
+from abtui.errors import BadInput
+from abtui.knobs import KnobManager, iperf3_args, resolve_targets
+from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.remote.dialects import Dialect
+from abtui.remote.link import CommandResult
+from abtui.undo import UndoJournal, read_journal
+
+PAIRS = [Pair("A", "a-snd", "a-rcv", "198.19.1.2", "data0", "data0"),
+         Pair("B", "b-snd", "b-rcv", "198.19.2.2", "eth1", "eth2"),
+         Pair("C", "a-snd", "c-rcv", "198.19.3.2", "data0", "data0")]
+
+
+class FakeDialect(Dialect):
+    name = "linux"
+
+    def read_command(self, s):
+        return f"read {s.key}"
+
+    def write_command(self, s, value):
+        return f"write {s.key} {value}"
+
+    def parse_value(self, s, out):
+        return out.strip() or None
+
+
+class FakeLink:
+    def __init__(self, alias, log, refuse=False):
+        self.alias, self.log, self.refuse = alias, log, refuse
+        self.values = {"net.x": "1"}
+        self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
+
+    async def run(self, command, timeout=10.0):
+        self.log.append((self.alias, command))
+        verb, key, *rest = command.split()
+        if verb == "write":
+            if self.refuse and rest[0] != self.values[key]:
+                return CommandResult(1, "", "printf: write error: Invalid argument\n")
+            self.values[key] = rest[0]
+        return CommandResult(0, self.values[key] + "\n", "")
+
+
+def _manager(tmp_path, refuse=()):
+    log, events = [], []
+    hosts = ["a-snd", "a-rcv", "b-snd", "b-rcv"]
+    links = {h: FakeLink(h, log, h in refuse) for h in hosts}
+    journal = UndoJournal(tmp_path)
+    m = KnobManager(links, {h: FakeDialect() for h in hosts}, journal=journal,
+                    emit=events.append)
+    return m, links, log, events, journal
+
+
+KNOB = Knob("x", KnobKind.SYSCTL, ("1", "2"), key="net.x")
+
+
+async def test_flip_on_all_hosts_records_originals_first(tmp_path):
+    m, links, log, events, journal = _manager(tmp_path)
+    targets = resolve_targets(PAIRS[:2], KNOB)
+    result = await m.apply(KNOB, "2", targets)
+    assert result.values == dict.fromkeys(links, "2")
+    assert all(link.values["net.x"] == "2" for link in links.values())
+    first_write = next(i for i, (_h, c) in enumerate(log) if c.startswith("write"))
+    assert all(c.startswith("read") for _h, c in log[:first_write])
+    assert [e.kind for e in events] == [EventKind.ORIGINAL] * 4
+    assert read_journal(journal.path).originals[("a-snd", "sysctl", "net.x", None)] == "1"
+    await m.apply(KNOB, "1", targets)
+    assert len(events) == 4  # originals only once
+    restored = await m.restore_all()
+    assert all(r.ok for r in restored) and read_journal(journal.path).empty
+
+
+async def test_one_refusal_sets_the_others_back(tmp_path):
+    m, links, _log, events, _j = _manager(tmp_path, refuse={"b-rcv"})
+    with pytest.raises(KnobRefused, match=r"^b-rcv: knob x='2' refused: net.x: invalid value.*"
+                                          r"set back on 3 other host"):
+        await m.apply(KNOB, "2", resolve_targets(PAIRS[:2], KNOB))
+    assert all(link.values["net.x"] == "1" for link in links.values())
+
+
+async def test_invalid_value_is_refused_before_anything_runs(tmp_path):
+    m, _links, log, _e, _j = _manager(tmp_path)
+    with pytest.raises(KnobRefused, match="invalid value"):
+        await m.apply(KNOB, "a\nb", resolve_targets(PAIRS[:2], KNOB))
+    assert log == []
+
+
+def test_targets_follow_scope_pairs_and_devices():
+    snd = Knob("t", KnobKind.ETHTOOL_FEATURE, ("on", "off"), key="tso", scope=Scope.SENDER)
+    assert [(t.host, t.device) for t in resolve_targets(PAIRS, snd)] == \
+        [("a-snd", "data0"), ("b-snd", "eth1")]  # a-snd shared by A and C: once
+    rcv = Knob("t", KnobKind.MTU, ("1500",), scope=Scope.RECEIVER, pairs=("B",))
+    assert [(t.host, t.device) for t in resolve_targets(PAIRS, rcv)] == [("b-rcv", "eth2")]
+    assert [t.host for t in resolve_targets(PAIRS, rcv, ["A", "C"])] == ["a-rcv", "c-rcv"]
+    with pytest.raises(BadInput, match="no pair 'Z'"):
+        resolve_targets(PAIRS, rcv, ["Z"])
+
+
+def test_iperf3_options_change_no_host():
+    par = Knob("P", KnobKind.IPERF3, ("1", "4"), key="-P")
+    assert iperf3_args(par, "4") == ("-P", "4")
+    rev = Knob("R", KnobKind.IPERF3, ("on", "off"), key="-R")
+    assert iperf3_args(rev, "on") == ("-R",) and iperf3_args(rev, "off") == ()
+    with pytest.raises(BadInput):
+        iperf3_args(Knob("bad", KnobKind.IPERF3, (), key="; rm"), "1")

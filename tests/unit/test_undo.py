@@ -1,0 +1,58 @@
+"""The undo journal: fsync'ed records, replay of what is still to undo, damaged files."""
+
+from __future__ import annotations
+
+import os
+
+from abtui.undo import HostRecord, UndoJournal, append_record, pending_recovery, read_journal
+
+
+def test_journal_tracks_what_is_left_to_undo(tmp_path):
+    j = UndoJournal(tmp_path)
+    j.host(HostRecord("h1", "/cfg", "/kh", True))
+    j.host(HostRecord("h1", "/cfg", "/kh", True))  # once only
+    assert j.original("h1", "sysctl", "net.x", None, "1", "k")
+    assert not j.original("h1", "sysctl", "net.x", None, "2", "k")  # first value wins
+    j.original("h1", "ethtool-feature", "tso", "data0", "on", "t")
+    j.tunnel_up("h1", {"type": "vxlan", "ifname": "abv1sabcd"})
+    j.record_pgid("h1", 4242, "iperf3")
+    j.record_pgid("h1", 4343, "ping")
+    j.forget_pgid("h1", 4343)
+    j.restored("h1", "ethtool-feature", "tso", "data0")
+    j.close()
+    p = read_journal(j.path)
+    assert p.pid == os.getpid()
+    assert p.hosts["h1"] == HostRecord("h1", "/cfg", "/kh", True)
+    assert p.originals == {("h1", "sysctl", "net.x", None): "1"}
+    assert list(p.tunnels) == [("h1", "abv1sabcd")]
+    assert p.pgids == {("h1", 4242): "iperf3"}
+    assert (os.stat(j.path).st_mode & 0o777) == 0o600
+    # our own (live) process's journal is offered for recovery: its pid is ours
+    assert [x.path for x in pending_recovery(tmp_path)] == [j.path]
+
+
+def test_pending_skips_live_writers_and_drops_empty_journals(tmp_path):
+    live = tmp_path / "live.jsonl"
+    live.write_text('{"op":"start","pid":1}\n{"op":"original","host":"h","kind":"sysctl",'
+                    '"key":"a.b","device":null,"value":"1"}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"op":"start","pid":999999999}\n')
+    dead = tmp_path / "dead.jsonl"
+    dead.write_text('{"op":"start","pid":999999998}\n'
+                    '{"op":"original","host":"h","kind":"sysctl","key":"a.b","device":null,'
+                    '"value":"1"}\nnot json at all\n[1,2]\n{"op":"original","host":')
+    found = pending_recovery(tmp_path)
+    assert [p.path for p in found] == [dead]  # pid 1 is alive; the empty one is removed
+    assert not empty.exists()
+    append_record(dead, {"op": "restored", "host": "h", "kind": "sysctl", "key": "a.b",
+                         "device": None})
+    assert read_journal(dead).empty
+
+
+def test_finish_removes_the_journal(tmp_path):
+    j = UndoJournal(tmp_path)
+    j.original("h", "sysctl", "a.b", None, "1")
+    j.finish()
+    assert not j.path.exists()
+    assert pending_recovery(tmp_path) == []
+    assert read_journal(tmp_path / "missing.jsonl").empty

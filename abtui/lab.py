@@ -285,6 +285,9 @@ class Lab:
             "MaxStartups 64:30:128",
             "ClientAliveInterval 5",
             "AcceptEnv LANG LC_*",
+            # bash sources ~/.bashrc for sshd sessions only at shell level 1: keep the build
+            # machine's root dotfiles (pyenv init and its rehash lock) out of lab sessions
+            "SetEnv SHLVL=1",
             "LogLevel ERROR",
             "",
         ]))

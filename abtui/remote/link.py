@@ -47,9 +47,13 @@ class CommandResult:
 class _Client(asyncssh.SSHClient):
     def __init__(self, link: HostLink) -> None:
         self._link = link
+        self._conn: asyncssh.SSHClientConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        self._conn = conn
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._link._on_connection_lost(exc)
+        self._link._on_connection_lost(self._conn, exc)
 
     def validate_host_public_key(self, host: str, addr: str, port: int,
                                  key: asyncssh.SSHKey) -> bool:
@@ -220,11 +224,14 @@ class HostLink:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
-        self._connected.set()
         uid = await self.run("id -u", timeout=self.connect_timeout)
         self.uid = int(uid.stdout.strip()) if uid.ok and uid.stdout.strip().isdigit() else None
+        self._connected.set()
 
-    def _on_connection_lost(self, exc: Exception | None) -> None:
+    def _on_connection_lost(self, conn: asyncssh.SSHClientConnection | None,
+                            exc: Exception | None) -> None:
+        if conn is None or conn is not self._conn:
+            return  # an attempt that failed (its caller reports why), or an old connection
         self._connected.clear()
         self._shell = None
         self._conn = None

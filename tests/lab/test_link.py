@@ -72,6 +72,73 @@ async def test_unknown_host_key_is_refused_with_a_clear_message(lab: Lab, tmp_pa
     empty.write_text("")
     link = HostLink(lab.hosts(1)[0].alias, ssh_config=str(lab.ssh_config),
                     known_hosts=str(empty), reconnect=False)
-    with pytest.raises(RemoteError, match=r"host key of .* is not trusted"):
+    with pytest.raises(RemoteError, match=r"host key of .* is unknown \(not in .*known_hosts\)"):
         await link.connect()
     assert link.state is LinkState.LOST
+
+
+async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab: Lab):
+    """sshd killed: lost -> reconnecting -> connected. Its host key regenerated: refused,
+    naming the host and the known_hosts line, until known_hosts is updated."""
+    import contextlib
+    import os
+    import signal
+    import subprocess
+
+    host = lab.hosts(2)[3]
+    states: list[tuple[LinkState, str]] = []
+    link = HostLink(host.alias, ssh_config=str(lab.ssh_config),
+                    on_state=lambda _l, s, m: states.append((s, m)))
+    await link.connect()
+
+    def kill_sshd() -> None:
+        """This host's sshd (from the lab's pidfile) and its session processes, by PID only:
+        namespaces share the PID space, so nothing is looked up by name."""
+        listener = lab._sshd_pid(host)
+        assert listener is not None
+        sessions = subprocess.run(["ps", "-o", "pid=", "--ppid", str(listener)],
+                                  capture_output=True, text=True).stdout.split()
+        for pid in [listener, *map(int, sessions)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        lab._sshd_pidfile(host).unlink(missing_ok=True)
+
+    try:
+        kill_sshd()
+        for _ in range(50):
+            if any(s is LinkState.RECONNECTING for s, _m in states):
+                break
+            await asyncio.sleep(0.1)
+        lab._start_sshd(host)
+        assert await link.wait_connected(timeout=15)
+        kinds = [s for s, _m in states]
+        assert kinds[:2] == [LinkState.CONNECTING, LinkState.CONNECTED]
+        assert kinds[2] is LinkState.LOST and LinkState.RECONNECTING in kinds[3:]
+        assert kinds[-1] is LinkState.CONNECTED
+        assert (await link.check("hostname")).strip() == host.alias
+
+        # a new host key: the running link is refused on reconnect, a new one on connect
+        states.clear()
+        key = lab.state_dir / f"host_{host.alias}"
+        key.unlink()
+        key.with_suffix(".pub").unlink()
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
+                       check=True)
+        kill_sshd()
+        lab._start_sshd(host)
+        fresh = HostLink(host.alias, ssh_config=str(lab.ssh_config), reconnect=False,
+                         accept_new_host_keys=True)  # never applies to a CHANGED key
+        with pytest.raises(RemoteError, match=rf"^{host.alias}: host key of {host.alias} has "
+                           rf"CHANGED: {lab.known_hosts} line 4 holds another key"):
+            await fresh.connect()
+        for _ in range(100):
+            if any("CHANGED" in m for _s, m in states):
+                break
+            await asyncio.sleep(0.1)
+        assert link.state is not LinkState.CONNECTED
+        assert any(s is LinkState.LOST and "CHANGED" in m for s, m in states), states
+    finally:
+        lab._write_client_files(lab.hosts(2))  # trust the new key: the lab works again
+        lab._start_sshd(host)
+    assert await link.wait_connected(timeout=15)
+    await link.close()

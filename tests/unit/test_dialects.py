@@ -81,7 +81,7 @@ def test_freebsd_coalescing_is_the_drivers_sysctl():
     assert d.write_command(s, "on") == "sysctl dev.ix.2.enable_aim=1"
     assert d.write_command(s, "off") == "sysctl dev.ix.2.enable_aim=0"
     assert d.write_command(s, "2") == "sysctl dev.ix.2.enable_aim=2"
-    with pytest.raises(BadInput, match="os_keys.freebsd"):
+    with pytest.raises(BadInput, match=r"os_keys\.freebsd"):
         d.read_command(Setting(COALESCE, "adaptive-rx", "ix2"))
 
 

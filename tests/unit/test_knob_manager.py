@@ -77,7 +77,7 @@ async def test_flip_on_all_hosts_records_originals_first(tmp_path):
 
 
 async def test_one_refusal_sets_the_others_back(tmp_path):
-    m, links, _log, events, _j = _manager(tmp_path, refuse={"b-rcv"})
+    m, links, _log, _events, _j = _manager(tmp_path, refuse={"b-rcv"})
     with pytest.raises(KnobRefused, match=r"^b-rcv: knob x='2' refused: net.x: invalid value.*"
                                           r"set back on 3 other host"):
         await m.apply(KNOB, "2", resolve_targets(PAIRS[:2], KNOB))

@@ -54,6 +54,17 @@ class ApplyResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Swap:
+    """One host's part of a flip: the value before, and the error if it was not applied
+    (`changed`: it was written but reads back something else)."""
+
+    old: str | None
+    error: RemoteError | None
+    value: str = ""
+    changed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Restored:
     host: str
     setting: Setting
@@ -146,7 +157,7 @@ class KnobManager:
     async def read(self, host: str, s: Setting) -> str:
         """The setting's current value on `host`; RemoteError (naming the host) otherwise."""
         dialect = self._dialect(host)
-        result = await self._link(host).run(dialect.read_command(s))
+        result = await self._link(host).run(dialect.read_command(s), isolate=False)
         value = dialect.parse_value(s, result.stdout) if result.ok else None
         if value is None:
             why = self._why(host, result.stderr, result.exit_status) if not result.ok \
@@ -158,15 +169,35 @@ class KnobManager:
         """Write and read back in one round trip; RemoteError unless it reads back `value`."""
         dialect = self._dialect(host)
         want = dialect.normalize(s, value)
-        result = await self._link(host).run(dialect.write_command(s, want))
+        result = await self._link(host).run(dialect.write_command(s, want), isolate=False)
         if not result.ok:
             raise RemoteError(host, f"{s.label()}: "
                               f"{self._why(host, result.stderr, result.exit_status)}")
-        got = dialect.parse_value(s, result.stdout)
+        return self._verified(host, s, want, dialect.parse_value(s, result.stdout))
+
+    def _verified(self, host: str, s: Setting, want: str, got: str | None) -> str:
         if not same_value(got, want):
             raise RemoteError(host, f"{s.label()}: not applied, reads back {got!r} "
                               f"after writing {want!r}")
         return got or want
+
+    async def swap(self, host: str, s: Setting, value: str) -> Swap:
+        """Read the current value, write `value` and read it back: one round trip."""
+        dialect = self._dialect(host)
+        want = dialect.normalize(s, value)
+        try:
+            result = await self._link(host).run(dialect.swap_command(s, want), isolate=False)
+        except RemoteError as exc:
+            return Swap(None, exc)
+        old, got = dialect.parse_swap(s, result.stdout)
+        if not result.ok:
+            why = self._why(host, result.stderr, result.exit_status)
+            return Swap(old, RemoteError(host, f"{s.label()}: {why}" if old is not None else
+                                         f"cannot read {s.label()}: {why}"))
+        try:
+            return Swap(old, None, self._verified(host, s, want, got))
+        except RemoteError as exc:
+            return Swap(old, exc, changed=True)
 
     def _record_original(self, knob: Knob, host: str, s: Setting, value: str) -> None:
         ident = (host, s)
@@ -205,22 +236,22 @@ class KnobManager:
                 self._dialect(host).normalize(s, value)
             except BadInput as exc:
                 raise KnobRefused(f"{host}: knob {knob.name}: {INVALID}: {exc}") from exc
-        before = await asyncio.gather(*(self.read(h, s) for h, s in settings),
+        first = [(h, s) for h, s in settings if (h, s) not in self.originals]
+        before = await asyncio.gather(*(self.read(h, s) for h, s in first),
                                       return_exceptions=True)
-        for (host, _s), old in zip(settings, before, strict=True):
+        for (host, _s), old in zip(first, before, strict=True):
             if isinstance(old, BaseException):
                 raise KnobRefused(_message(knob, value, host, old, "nothing was changed"))
-        for (host, s), old in zip(settings, before, strict=True):
+        for (host, s), old in zip(first, before, strict=True):
             self._record_original(knob, host, s, str(old))
-        written = await asyncio.gather(*(self.write(h, s, value) for h, s in settings),
-                                       return_exceptions=True)
-        failed = [(h, w) for (h, _s), w in zip(settings, written, strict=True)
-                  if isinstance(w, BaseException)]
+        swaps = await asyncio.gather(*(self.swap(h, s, value) for h, s in settings))
+        failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
+                  if sw.error is not None]
         if not failed:
-            return ApplyResult(values={h: str(w) for (h, _s), w in
-                                       zip(settings, written, strict=True)})
-        back = [(h, s, str(old)) for (h, s), old, w in zip(settings, before, written, strict=True)
-                if not isinstance(w, BaseException)]
+            return ApplyResult(values={h: sw.value for (h, _s), sw in
+                                       zip(settings, swaps, strict=True)})
+        back = [(h, s, sw.old) for (h, s), sw in zip(settings, swaps, strict=True)
+                if sw.old is not None and (sw.error is None or sw.changed)]
         undo = await asyncio.gather(*(self.write(h, s, old) for h, s, old in back),
                                     return_exceptions=True)
         stuck = [h for (h, _s, _o), u in zip(back, undo, strict=True)

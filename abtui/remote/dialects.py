@@ -23,6 +23,7 @@ MAX_VALUE = 1024
 
 # Exit statuses our own scripts use to say why a write was refused.
 EXIT_UNKNOWN, EXIT_READ_ONLY, EXIT_WRITE = 3, 4, 5
+SWAP_MARK = "__ABTUI_SWAP__"
 
 UNKNOWN_KEY = "unknown key"
 READ_ONLY = "read-only"
@@ -126,6 +127,11 @@ def reason_line(stderr: str, status: int) -> str:
     return f"{why}: {last}" if last else f"{why} (exit {status})"
 
 
+def as_function(body: str) -> str:
+    """A command as a shell function defined and called at once (see Dialect.read_command)."""
+    return f"abtui_do() {{\n{body}\n}}; abtui_do"
+
+
 # ---- the dialects -----------------------------------------------------------------------
 class Dialect:
     """How one OS reads and writes settings. Subclasses fill in the per-kind commands."""
@@ -152,10 +158,35 @@ class Dialect:
             return unsigned(value, "MTU", 68, 65535)
         raise BadInput(f"{s.kind} settings are not host settings")
 
+    # Commands are shell functions (defined and called in one go): `return` ends them without
+    # ending the control shell, so links can run them without a subshell (no fork).
     def read_command(self, s: Setting) -> str:
-        raise NotImplementedError
+        """Prints the setting's current value (in the OS's own format)."""
+        return as_function(self.read_body(self.check_setting(s)))
 
     def write_command(self, s: Setting, value: str) -> str:
+        """Writes `value`, then prints the value read back."""
+        return as_function(self.write_body(self.check_setting(s), value))
+
+    def swap_command(self, s: Setting, value: str) -> str:
+        """Prints the current value, SWAP_MARK, then writes and prints the value read back:
+        one round trip gives both what to set back and the verification."""
+        self.check_setting(s)
+        return as_function(f"{{ {self.read_body(s)}\n}} || return $?; echo {SWAP_MARK}; "
+                           + self.write_body(s, value))
+
+    def parse_swap(self, s: Setting, out: str) -> tuple[str | None, str | None]:
+        """(value before, value read back) from a swap's output; None where absent."""
+        before, sep, after = out.partition(f"{SWAP_MARK}\n")
+        if not sep:
+            before, sep, after = out.partition(SWAP_MARK)
+        return (self.parse_value(s, before) if before else None,
+                self.parse_value(s, after) if sep and after else None)
+
+    def read_body(self, s: Setting) -> str:
+        raise NotImplementedError
+
+    def write_body(self, s: Setting, value: str) -> str:
         raise NotImplementedError
 
     def parse_value(self, s: Setting, out: str) -> str | None:
@@ -200,13 +231,12 @@ class Linux(Dialect):
             return unsigned(value, s.key)
         return super().normalize(s, value)
 
-    def read_command(self, s: Setting) -> str:
-        self.check_setting(s)
+    def read_body(self, s: Setting) -> str:
         if s.kind is KnobKind.SYSCTL:
             if not self.fast_sysctl:
                 return f"sysctl -n {quote(s.key)}"
             return (f"f={quote(self.proc_path(s.key))}; [ -e \"$f\" ] || "
-                    f"{{ echo {quote('unknown key ' + s.key)} >&2; exit {EXIT_UNKNOWN}; }}; "
+                    f"{{ echo {quote('unknown key ' + s.key)} >&2; return {EXIT_UNKNOWN}; }}; "
                     + self._read_file())
         dev = quote(s.device or "")
         if s.kind is KnobKind.ETHTOOL_FEATURE:
@@ -218,8 +248,7 @@ class Linux(Dialect):
                 + self._read_file()
         raise BadInput(f"{s.kind} is not a host setting")
 
-    def write_command(self, s: Setting, value: str) -> str:
-        self.check_setting(s)
+    def write_body(self, s: Setting, value: str) -> str:
         v = quote(self.normalize(s, value))
         dev = quote(s.device or "")
         if s.kind is KnobKind.SYSCTL:
@@ -227,18 +256,18 @@ class Linux(Dialect):
                 return (f"sysctl -w {quote(s.key + '=' + self.normalize(s, value))} >/dev/null "
                         f"&& sysctl -n {quote(s.key)}")
             return (f"f={quote(self.proc_path(s.key))}; [ -e \"$f\" ] || "
-                    f"{{ echo {quote('unknown key ' + s.key)} >&2; exit {EXIT_UNKNOWN}; }}; "
+                    f"{{ echo {quote('unknown key ' + s.key)} >&2; return {EXIT_UNKNOWN}; }}; "
                     f"[ -w \"$f\" ] || {{ echo {quote(s.key + ' is read only')} >&2; "
-                    f"exit {EXIT_READ_ONLY}; }}; printf '%s\\n' {v} > \"$f\" || "
-                    f"exit {EXIT_WRITE}; " + self._read_file())
+                    f"return {EXIT_READ_ONLY}; }}; printf '%s\\n' {v} > \"$f\" || "
+                    f"return {EXIT_WRITE}; " + self._read_file())
         if s.kind is KnobKind.ETHTOOL_FEATURE:
             return f"ethtool -K {dev} {quote(s.key)} {v} && ethtool -k {dev}"
         if s.kind is KnobKind.ETHTOOL_COALESCE:
             # ethtool -C exits 80 when nothing changed (the value was already set)
             return (f"ethtool -C {dev} {quote(s.key)} {v}; rc=$?; "
-                    f"[ $rc -eq 0 ] || [ $rc -eq 80 ] || exit $rc; ethtool -c {dev}")
+                    f"[ $rc -eq 0 ] || [ $rc -eq 80 ] || return $rc; ethtool -c {dev}")
         if s.kind is KnobKind.MTU:
-            return f"ip link set dev {dev} mtu {v} && " + self.read_command(s)
+            return f"ip link set dev {dev} mtu {v} || return $?; " + self.read_body(s)
         raise BadInput(f"{s.kind} is not a host setting")
 
     def parse_value(self, s: Setting, out: str) -> str | None:
@@ -300,16 +329,14 @@ class FreeBSD(Dialect):
             return unsigned(value, s.key)
         return super().normalize(s, value)
 
-    def read_command(self, s: Setting) -> str:
-        self.check_setting(s)
+    def read_body(self, s: Setting) -> str:
         if s.kind is KnobKind.SYSCTL or s.kind is KnobKind.ETHTOOL_COALESCE:
             return f"sysctl -n {quote(s.key)}"
         if s.kind in (KnobKind.ETHTOOL_FEATURE, KnobKind.MTU):
             return f"ifconfig {quote(s.device or '')}"
         raise BadInput(f"{s.kind} is not a host setting")
 
-    def write_command(self, s: Setting, value: str) -> str:
-        self.check_setting(s)
+    def write_body(self, s: Setting, value: str) -> str:
         v = self.normalize(s, value)
         dev = quote(s.device or "")
         if s.kind is KnobKind.SYSCTL or s.kind is KnobKind.ETHTOOL_COALESCE:

@@ -25,6 +25,12 @@ from abtui.remote.dialects import (
     validate_sysctl_key,
 )
 
+def _unwrap(command: str) -> str:
+    """A dialect command is a shell function defined and called at once: its body."""
+    assert command.startswith("abtui_do() {\n") and command.endswith("\n}; abtui_do")
+    return command.removeprefix("abtui_do() {\n").removesuffix("\n}; abtui_do")
+
+
 SYSCTL = KnobKind.SYSCTL
 FEATURE = KnobKind.ETHTOOL_FEATURE
 COALESCE = KnobKind.ETHTOOL_COALESCE
@@ -63,8 +69,8 @@ def test_dialect_detected_from_uname():
 def test_freebsd_sysctl_commands_and_the_old_to_new_reply():
     d = FreeBSD()
     s = Setting(SYSCTL, "dev.ix.2.enable_aim")
-    assert d.read_command(s) == "sysctl -n dev.ix.2.enable_aim"
-    assert d.write_command(s, "2") == "sysctl dev.ix.2.enable_aim=2"
+    assert _unwrap(d.read_command(s)) == "sysctl -n dev.ix.2.enable_aim"
+    assert _unwrap(d.write_command(s, "2")) == "sysctl dev.ix.2.enable_aim=2"
     assert parse_sysctl_change("dev.ix.2.enable_aim: 0 -> 2\n") == \
         ("dev.ix.2.enable_aim", "0", "2")
     assert d.parse_value(s, "dev.ix.2.enable_aim: 1 -> 2\n") == "2"
@@ -78,30 +84,30 @@ def test_freebsd_sysctl_commands_and_the_old_to_new_reply():
 def test_freebsd_coalescing_is_the_drivers_sysctl():
     d = FreeBSD()
     s = Setting(COALESCE, "dev.ix.2.enable_aim", "ix2")
-    assert d.write_command(s, "on") == "sysctl dev.ix.2.enable_aim=1"
-    assert d.write_command(s, "off") == "sysctl dev.ix.2.enable_aim=0"
-    assert d.write_command(s, "2") == "sysctl dev.ix.2.enable_aim=2"
+    assert _unwrap(d.write_command(s, "on")) == "sysctl dev.ix.2.enable_aim=1"
+    assert _unwrap(d.write_command(s, "off")) == "sysctl dev.ix.2.enable_aim=0"
+    assert _unwrap(d.write_command(s, "2")) == "sysctl dev.ix.2.enable_aim=2"
     with pytest.raises(BadInput, match=r"os_keys\.freebsd"):
-        d.read_command(Setting(COALESCE, "adaptive-rx", "ix2"))
+        _unwrap(d.read_command(Setting(COALESCE, "adaptive-rx", "ix2")))
 
 
 def test_freebsd_ifconfig_capabilities():
     d = FreeBSD()
     tso = Setting(FEATURE, "tso", "ix2")
-    assert d.read_command(tso) == "ifconfig ix2"
-    assert d.write_command(tso, "off") == "ifconfig ix2 -tso && ifconfig ix2"
-    assert d.write_command(tso, "on") == "ifconfig ix2 tso && ifconfig ix2"
-    assert d.write_command(Setting(FEATURE, "rx", "ix2"), "off") == \
+    assert _unwrap(d.read_command(tso)) == "ifconfig ix2"
+    assert _unwrap(d.write_command(tso, "off")) == "ifconfig ix2 -tso && ifconfig ix2"
+    assert _unwrap(d.write_command(tso, "on")) == "ifconfig ix2 tso && ifconfig ix2"
+    assert _unwrap(d.write_command(Setting(FEATURE, "rx", "ix2"), "off")) == \
         "ifconfig ix2 -rxcsum && ifconfig ix2"
     assert parse_ifconfig_options(IFCONFIG_IX) >= {"TSO4", "LRO", "RXCSUM"}
     assert d.parse_value(tso, IFCONFIG_IX) == "on"
     assert d.parse_value(Setting(FEATURE, "txcsum6", "ix2"), IFCONFIG_IX) == "off"
     assert d.parse_value(tso, "no options here") is None
     assert d.parse_value(Setting(KnobKind.MTU, "mtu", "ix2"), IFCONFIG_IX) == "9000"
-    assert d.write_command(Setting(KnobKind.MTU, "mtu", "ix2"), "1500") == \
+    assert _unwrap(d.write_command(Setting(KnobKind.MTU, "mtu", "ix2"), "1500")) == \
         "ifconfig ix2 mtu 1500 && ifconfig ix2"
     with pytest.raises(BadInput, match="capability"):
-        d.write_command(Setting(FEATURE, "gro", "ix2"), "on")
+        _unwrap(d.write_command(Setting(FEATURE, "gro", "ix2"), "on"))
 
 
 def test_freebsd_pciconf_block_of_the_device():
@@ -131,13 +137,24 @@ def test_linux_sysctl_through_proc_and_classic():
     fast, slow = Linux(), Linux(fast_sysctl=False)
     s = Setting(SYSCTL, "net.ipv4.conf.eth0/1.rp_filter")
     assert Linux.proc_path(s.key) == "/proc/sys/net/ipv4/conf/eth0.1/rp_filter"
-    assert "/proc/sys/net/ipv4/conf/eth0.1/rp_filter" in fast.read_command(s)
-    assert slow.read_command(s) == "sysctl -n net.ipv4.conf.eth0/1.rp_filter"
-    assert slow.write_command(s, "2") == ("sysctl -w net.ipv4.conf.eth0/1.rp_filter=2 "
+    assert "/proc/sys/net/ipv4/conf/eth0.1/rp_filter" in _unwrap(fast.read_command(s))
+    assert _unwrap(slow.read_command(s)) == "sysctl -n net.ipv4.conf.eth0/1.rp_filter"
+    assert _unwrap(slow.write_command(s, "2")) == ("sysctl -w net.ipv4.conf.eth0/1.rp_filter=2 "
                                           ">/dev/null && sysctl -n net.ipv4.conf.eth0/1.rp_filter")
     assert fast.parse_value(s, "4096\t16384\t65536\n") == "4096\t16384\t65536"
     assert same_value("4096\t16384\t65536", "4096 16384 65536")
     assert not same_value("1", None)
+
+
+def test_swap_reads_then_writes_in_one_command():
+    d = FreeBSD()
+    s = Setting(SYSCTL, "dev.ix.2.enable_aim")
+    assert _unwrap(d.swap_command(s, "1")) == (
+        "{ sysctl -n dev.ix.2.enable_aim\n} || return $?; echo __ABTUI_SWAP__; "
+        "sysctl dev.ix.2.enable_aim=1")
+    assert d.parse_swap(s, "0\n__ABTUI_SWAP__\ndev.ix.2.enable_aim: 0 -> 1\n") == ("0", "1")
+    assert d.parse_swap(s, "0\n") == ("0", None)
+    assert d.parse_swap(s, "") == (None, None)
 
 
 def test_linux_ethtool_parsers():
@@ -152,9 +169,9 @@ def test_linux_ethtool_parsers():
     assert parse_ethtool_coalesce(co, "rx-usecs") == "50"
     assert parse_ethtool_coalesce("", "adaptive-rx") is None
     d = Linux()
-    assert d.write_command(Setting(COALESCE, "adaptive-rx", "eth0"), "1").startswith(
+    assert _unwrap(d.write_command(Setting(COALESCE, "adaptive-rx", "eth0"), "1")).startswith(
         "ethtool -C eth0 adaptive-rx on;")
-    assert d.write_command(Setting(FEATURE, "tso", "data0"), "off") == \
+    assert _unwrap(d.write_command(Setting(FEATURE, "tso", "data0"), "off")) == \
         "ethtool -K data0 tso off && ethtool -k data0"
 
 

@@ -9,7 +9,7 @@ from abtui.controller import KnobRefused
 from abtui.errors import BadInput
 from abtui.knobs import KnobManager, iperf3_args, resolve_targets
 from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
-from abtui.remote.dialects import Dialect
+from abtui.remote.dialects import SWAP_MARK, Dialect
 from abtui.remote.link import CommandResult
 from abtui.undo import UndoJournal, read_journal
 
@@ -27,6 +27,9 @@ class FakeDialect(Dialect):
     def write_command(self, s, value):
         return f"write {s.key} {value}"
 
+    def swap_command(self, s, value):
+        return f"swap {s.key} {value}"
+
     def parse_value(self, s, out):
         return out.strip() or None
 
@@ -37,9 +40,17 @@ class FakeLink:
         self.values = {"net.x": "1"}
         self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
 
-    async def run(self, command, timeout=10.0):
+    async def run(self, command, timeout=10.0, isolate=True):
         self.log.append((self.alias, command))
+        return self._do(command)
+
+    def _do(self, command):
         verb, key, *rest = command.split()
+        if verb == "swap":
+            old = self.values[key]
+            result = self._do(f"write {key} {rest[0]}")
+            return CommandResult(result.exit_status, f"{old}\n{SWAP_MARK}\n{result.stdout}",
+                                 result.stderr)
         if verb == "write":
             if self.refuse and rest[0] != self.values[key]:
                 return CommandResult(1, "", "printf: write error: Invalid argument\n")
@@ -66,11 +77,13 @@ async def test_flip_on_all_hosts_records_originals_first(tmp_path):
     result = await m.apply(KNOB, "2", targets)
     assert result.values == dict.fromkeys(links, "2")
     assert all(link.values["net.x"] == "2" for link in links.values())
-    first_write = next(i for i, (_h, c) in enumerate(log) if c.startswith("write"))
+    first_write = next(i for i, (_h, c) in enumerate(log) if c.startswith("swap"))
     assert all(c.startswith("read") for _h, c in log[:first_write])
+    log.clear()
+    await m.apply(KNOB, "1", targets)
+    assert [c.split()[0] for _h, c in log] == ["swap"] * 4  # one round trip per host
     assert [e.kind for e in events] == [EventKind.ORIGINAL] * 4
     assert read_journal(journal.path).originals[("a-snd", "sysctl", "net.x", None)] == "1"
-    await m.apply(KNOB, "1", targets)
     assert len(events) == 4  # originals only once
     restored = await m.restore_all()
     assert all(r.ok for r in restored) and read_journal(journal.path).empty

@@ -25,6 +25,7 @@ from abtui.remote.dialects import (
     validate_sysctl_key,
 )
 
+
 def _unwrap(command: str) -> str:
     """A dialect command is a shell function defined and called at once: its body."""
     assert command.startswith("abtui_do() {\n") and command.endswith("\n}; abtui_do")

@@ -1,0 +1,52 @@
+"""`abtui check` on the lab: all well (exit 0), a broken knob (exit 1), a bad profile (2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from abtui.lab import Lab
+
+pytestmark = pytest.mark.lab
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _check(profile: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "abtui", "check", str(profile)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_check_reports_every_host_knob_and_tunnel(lab: Lab, tmp_path):
+    before = {h.alias: subprocess.run(["ip", "netns", "exec", h.netns, "sysctl", "-n",
+                                       "net.ipv4.tcp_wmem"], capture_output=True,
+                                      text=True).stdout for h in lab.hosts(2)}
+    ok = _check(lab.profile_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    lines = ok.stdout.splitlines()
+    assert all(ln.startswith("ok   ") for ln in lines)
+    for h in lab.hosts(2):
+        assert any(ln.startswith(f"ok   {h.alias}: reachable, Linux ") for ln in lines)
+        assert any(ln.startswith(f"ok   {h.alias}: iperf 3.") for ln in lines)
+        assert any(ln.startswith(f"ok   {h.alias}: ping present") for ln in lines)
+    senders = [h.alias for h in lab.hosts(2) if h.role == "sender"]
+    for alias in senders:
+        assert any(ln.startswith(f"ok   {alias}: knob tso on data0: tso = 'on', readable and "
+                                 "writable") for ln in lines)
+    assert sum("tunnels available: none, wireguard" in ln for ln in lines) == 2
+    after = {h.alias: subprocess.run(["ip", "netns", "exec", h.netns, "sysctl", "-n",
+                                      "net.ipv4.tcp_wmem"], capture_output=True,
+                                     text=True).stdout for h in lab.hosts(2)}
+    assert after == before  # checking changes nothing
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text(lab.profile_path.read_text().replace(
+        'key = "net.ipv4.tcp_wmem"', 'key = "net.ipv4.no_such_knob"').replace(
+        'values = ["none", "wireguard", "vxlan"]', 'values = ["none", "gre"]'))
+    bad = _check(broken)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert f"FAIL {senders[0]}: knob tcp_wmem: not readable: cannot read " \
+           "net.ipv4.no_such_knob: unknown key" in bad.stdout
+    assert "FAIL pair A: tunnels available" in bad.stdout and "gre (the kernel" in bad.stdout

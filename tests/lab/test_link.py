@@ -142,3 +142,19 @@ async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab:
         lab._start_sshd(host)
     assert await link.wait_connected(timeout=15)
     await link.close()
+
+
+async def test_sudo_refusal_is_reported_as_such(lab: Lab):
+    """sudo = true on a host where `sudo -n` cannot run (here: no sudo at all)."""
+    import shutil
+
+    alias = lab.hosts(1)[0].alias
+    if shutil.which("sudo") is not None:
+        pytest.skip("sudo is installed here and root may use it: no refusal to observe")
+    states = []
+    link = HostLink(alias, ssh_config=str(lab.ssh_config), sudo=True, reconnect=False,
+                    on_state=lambda _l, s, m: states.append((s, m)))
+    with pytest.raises(RemoteError, match=rf"^{alias}: sudo -n refused \(it wants a password, "
+                                          r"or this user may not use sudo\): .*sudo.*not found"):
+        await link.connect()
+    assert states[-1][0] is LinkState.LOST and "sudo -n refused" in states[-1][1]

@@ -180,15 +180,10 @@ def _apply(p: Pending, rec: dict[str, Any]) -> None:
 
 
 def _alive(pid: int | None) -> bool:
-    if pid is None or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Is the journal's writer still running (this process included)?"""
+    from abtui.lab import _pid_alive
+
+    return pid is not None and _pid_alive(pid)
 
 
 def pending_recovery(directory: Path | None = None) -> list[Pending]:

@@ -14,6 +14,7 @@ from abtui.commands._profile import load_profile
 from abtui.knobs import KnobManager, resolve_targets
 from abtui.model import Knob, KnobKind
 from abtui.remote.hosts import open_hosts
+from abtui.restore import set_back
 from abtui.tunnels import TunnelManager
 from abtui.undo import UndoJournal
 
@@ -35,14 +36,9 @@ async def main(profile_path: str, key: str, value: str) -> None:
         print(f"READY {proc.pgid}", flush=True)
         await asyncio.sleep(600)
     finally:
-        await knobs.restore_all()
-        await tunnels.down_all()
-        if proc is not None:
-            await proc.terminate()
-            journal.forget_pgid(snd.alias, proc.pgid or 0)
-        journal.finish()
+        failures = await set_back(knobs, tunnels, journal, [proc] if proc else [])
         await hosts.close()
-        print("RESTORED", flush=True)
+        print("RESTORED" if not failures else f"FAILED {failures}", flush=True)
 
 
 if __name__ == "__main__":

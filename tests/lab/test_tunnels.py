@@ -9,7 +9,9 @@ import pytest
 
 from abtui.commands._profile import load_profile
 from abtui.errors import AbtuiError
+from abtui.knobs import KnobManager, resolve_targets
 from abtui.lab import Lab
+from abtui.model import Knob, KnobKind
 from abtui.remote.hosts import open_hosts
 from abtui.tunnels import TunnelManager
 from tests.conftest import ns_exec
@@ -53,8 +55,14 @@ async def test_wireguard_and_vxlan_carry_iperf3_and_leave_nothing(lab: Lab):
     manager = TunnelManager(hosts.links, hosts.dialects, profile.pairs, emit=events.append)
     a = profile.pairs[0]
     try:
+        knobs = KnobManager(hosts.links, hosts.dialects, tunnels=manager)
+        knob = Knob("tunnel", KnobKind.TUNNEL, ("none", "wireguard", "vxlan"))
         for kind, letter in (("wireguard", "w"), ("vxlan", "v")):
-            targets = await manager.switch_pairs(["A", "B"], kind)
+            if kind == "vxlan":  # a tunnel knob, as the console flips it
+                targets = (await knobs.apply(knob, kind, resolve_targets(profile.pairs, knob))
+                           ).targets
+            else:
+                targets = await manager.switch_pairs(["A", "B"], kind)
             assert targets == {"A": "198.18.101.2", "B": "198.18.102.2"}
             traces = _traces(lab, manager.tag)
             # the old tunnel is gone before the new one is up: only this type's links remain

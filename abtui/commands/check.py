@@ -20,10 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.commands._profile import load_profile
+    from abtui.profile import load_profile
 
     profile = load_profile(args.profile)
-    ok = asyncio.run(check_profile(profile, _print))
+    ok = asyncio.run(preflight(profile, _print))
     return 0 if ok else 1
 
 
@@ -31,7 +31,7 @@ def _print(ok: bool, line: str) -> None:
     print(f"{'ok  ' if ok else 'FAIL'} {line}", flush=True)
 
 
-async def check_profile(profile, report: Report) -> bool:  # type: ignore[no-untyped-def]
+async def preflight(profile, report: Report) -> bool:  # type: ignore[no-untyped-def]
     """Run every check, calling report(ok, line) per finding; True when all passed."""
     from abtui.remote.hosts import open_hosts
 

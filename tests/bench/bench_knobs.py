@@ -10,10 +10,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from abtui.commands._profile import load_profile
 from abtui.knobs import KnobManager, resolve_targets
 from abtui.lab import Lab
 from abtui.model import Knob, KnobKind
+from abtui.profile import load_profile
 from abtui.remote.dialects import Linux
 from abtui.remote.hosts import open_hosts
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from abtui.commands._profile import load_profile
 from abtui.knobs import KnobManager, resolve_targets
 from abtui.model import Knob, KnobKind
+from abtui.profile import load_profile
 from abtui.remote.hosts import open_hosts
 from abtui.restore import set_back
 from abtui.tunnels import TunnelManager

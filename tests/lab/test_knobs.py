@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from abtui.commands._profile import load_profile
 from abtui.controller import KnobRefused
 from abtui.knobs import KnobManager, resolve_targets
 from abtui.lab import Lab
 from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.profile import load_profile
 from abtui.remote.hosts import open_hosts
 from abtui.undo import UndoJournal, read_journal
 from tests.conftest import ns_exec

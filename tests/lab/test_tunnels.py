@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from abtui.commands._profile import load_profile
 from abtui.errors import AbtuiError
 from abtui.knobs import KnobManager, resolve_targets
 from abtui.lab import Lab
 from abtui.model import Knob, KnobKind
+from abtui.profile import load_profile
 from abtui.remote.hosts import open_hosts
 from abtui.tunnels import TunnelManager
 from tests.conftest import ns_exec

@@ -13,6 +13,7 @@ import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from abtui.controller import KnobRefused
 from abtui.errors import BadInput, RemoteError
@@ -28,6 +29,9 @@ from abtui.remote.dialects import (
 )
 from abtui.remote.link import HostLink
 from abtui.undo import HostRecord, UndoJournal
+
+if TYPE_CHECKING:
+    from abtui.tunnels import TunnelManager
 
 HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.MTU)
 IPERF3_OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*")
@@ -116,12 +120,12 @@ class KnobManager:
 
     def __init__(self, links: Mapping[str, HostLink], dialects: Mapping[str, Dialect], *,
                  journal: UndoJournal | None = None, emit: Emit | None = None,
-                 tunnels: object | None = None) -> None:
+                 tunnels: TunnelManager | None = None) -> None:
         self.links = links
         self.dialects = dialects
         self.journal = journal
         self.emit = emit
-        self.tunnels = tunnels  # abtui.tunnels.TunnelManager, for tunnel knobs
+        self.tunnels = tunnels  # for tunnel knobs
         # setting identity -> (original value, knob name), in the order first touched
         self.originals: dict[tuple[str, Setting], tuple[str, str]] = {}
         self._lock = asyncio.Lock()
@@ -260,26 +264,18 @@ class KnobManager:
             "nothing was changed"
         if stuck:
             note += f"; could NOT set back {', '.join(stuck)}"
-        host, exc = failed[0]
-        raise KnobRefused(_message(knob, value, host, exc, note))
+        host, error = failed[0]
+        raise KnobRefused(_message(knob, value, host, error, note))
 
     async def _apply_tunnel(self, value: str, targets: Sequence[Target]) -> ApplyResult:
         if self.tunnels is None:
             raise KnobRefused("tunnel knobs need a tunnel manager")
         pairs = list(dict.fromkeys(t.pair for t in targets))
         try:
-            out = await self.tunnels.switch_pairs(pairs, value)  # type: ignore[attr-defined]
+            out = await self.tunnels.switch_pairs(pairs, value)
         except (RemoteError, BadInput) as exc:
             raise KnobRefused(str(exc)) from exc
         return ApplyResult(targets=dict(out))
-
-    async def read_all(self, knob: Knob, targets: Sequence[Target]) -> dict[str, str | Exception]:
-        """Current values (or the error) per host, concurrently; changes nothing."""
-        settings = [(t.host, self.setting(knob, t)) for t in targets]
-        got = await asyncio.gather(*(self.read(h, s) for h, s in settings),
-                                   return_exceptions=True)
-        return {h: (g if isinstance(g, Exception) else str(g))
-                for (h, _s), g in zip(settings, got, strict=True)}  # type: ignore[misc]
 
     async def restore_all(self) -> list[Restored]:
         """Put every original back, concurrently per host; emits RESTORE per setting."""

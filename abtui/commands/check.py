@@ -11,6 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from abtui.knobs import KnobManager, Target
+    from abtui.model import Knob, Profile
+    from abtui.remote.hosts import Hosts
 
 Report = Callable[[bool, str], None]
 
@@ -31,7 +37,7 @@ def _print(ok: bool, line: str) -> None:
     print(f"{'ok  ' if ok else 'FAIL'} {line}", flush=True)
 
 
-async def preflight(profile, report: Report) -> bool:  # type: ignore[no-untyped-def]
+async def preflight(profile: Profile, report: Report) -> bool:
     """Run every check, calling report(ok, line) per finding; True when all passed."""
     from abtui.remote.hosts import open_hosts
 
@@ -55,7 +61,7 @@ async def preflight(profile, report: Report) -> bool:  # type: ignore[no-untyped
     return all(results)
 
 
-def _report_host(say: Report, alias: str, hosts) -> None:  # type: ignore[no-untyped-def]
+def _report_host(say: Report, alias: str, hosts: Hosts) -> None:
     f = hosts.facts[alias]
     link = hosts.links[alias]
     who = "root" if link.uid == 0 else f"uid {link.uid}"
@@ -69,7 +75,7 @@ def _report_host(say: Report, alias: str, hosts) -> None:  # type: ignore[no-unt
            "ping is missing: install it (iputils-ping on Debian)"))
 
 
-async def _check_knobs(say: Report, profile, hosts) -> None:  # type: ignore[no-untyped-def]
+async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
     from abtui.errors import AbtuiError
     from abtui.knobs import HOST_KINDS, KnobManager, iperf3_args, resolve_targets
 
@@ -92,7 +98,8 @@ async def _check_knobs(say: Report, profile, hosts) -> None:  # type: ignore[no-
                 + line)
 
 
-async def _check_setting(manager, knob, target) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+async def _check_setting(manager: KnobManager, knob: Knob,
+                         target: Target) -> tuple[bool, str]:
     from abtui.controller import KnobRefused
     from abtui.errors import AbtuiError
 
@@ -118,7 +125,7 @@ async def _check_setting(manager, knob, target) -> tuple[bool, str]:  # type: ig
     return True, f"{setting.key} = {shown!r}, readable and writable"
 
 
-async def _check_tunnels(say: Report, profile, hosts) -> None:  # type: ignore[no-untyped-def]
+async def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:
     from abtui.tunnels import TunnelManager
 
     wanted = {v for k in profile.knobs if k.kind.value == "tunnel" for v in k.values}
@@ -129,12 +136,13 @@ async def _check_tunnels(say: Report, profile, hosts) -> None:  # type: ignore[n
                                                     return_exceptions=True), strict=True))
     for p in profile.pairs:
         ends = [probes.get(p.sender), probes.get(p.receiver)]
-        if any(e is None or isinstance(e, BaseException) for e in ends):
+        answers = [e for e in ends if isinstance(e, dict)]
+        if len(answers) != 2:
             say(False, f"pair {p.label}: tunnel types unknown (a host did not answer)")
             continue
         usable, missing = [], []
-        for t in ends[0]:  # type: ignore[union-attr]
-            states = [e[t] for e in ends]  # type: ignore[index]
+        for t in answers[0]:
+            states = [e.get(t, "no: not reported") for e in answers]
             no = next((s for s in states if s.startswith("no")), None)
             if no is None:
                 kinds = sorted({s for s in states if s != "yes"})

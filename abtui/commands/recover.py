@@ -11,6 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from abtui.remote.dialects import Dialect
+    from abtui.remote.link import HostLink
+    from abtui.undo import Pending
 
 Say = Callable[[bool, str], None]
 
@@ -40,7 +46,7 @@ def _print(ok: bool, line: str) -> None:
     print(f"{'ok  ' if ok else 'FAIL'} {line}", flush=True)
 
 
-def describe(p) -> list[str]:  # type: ignore[no-untyped-def]
+def describe(p: Pending) -> list[str]:
     """What a pending journal would set back, one line each."""
     out = [f"{h}: restore {key}{f' on {dev}' if dev else ''} = {v!r}"
            for (h, _k, key, dev), v in p.originals.items()]
@@ -50,12 +56,12 @@ def describe(p) -> list[str]:  # type: ignore[no-untyped-def]
     return out
 
 
-async def recover_all(pending, say: Say) -> bool:  # type: ignore[no-untyped-def]
+async def recover_all(pending: list[Pending], say: Say) -> bool:
     results = [await recover_one(p, say) for p in pending]
     return all(results)
 
 
-async def recover_one(p, say: Say) -> bool:  # type: ignore[no-untyped-def]
+async def recover_one(p: Pending, say: Say) -> bool:
     """Set back one journal's changes; True when all of them were."""
     from abtui.knobs import KnobManager
     from abtui.model import KnobKind
@@ -97,13 +103,13 @@ async def recover_one(p, say: Say) -> bool:  # type: ignore[no-untyped-def]
             append_record(p.path, {"op": "restored", "host": host, "kind": kind, "key": key,
                                    "device": dev})
             say(True, f"{host}: restored {s.label()} = {value!r}")
-        for (host, name), rec in p.tunnels.items():
+        for (host, name), tunnel in p.tunnels.items():
             if host not in dialects:
                 continue
-            result = await links[host].run(down_command(rec))
+            result = await links[host].run(down_command(tunnel))
             if result.ok:
                 append_record(p.path, {"op": "tunnel_down", "host": host, "ifname": name})
-            say(result.ok, f"{host}: removed tunnel {name} ({rec.get('type')})" if result.ok
+            say(result.ok, f"{host}: removed tunnel {name} ({tunnel.get('type')})" if result.ok
                 else f"{host}: could not remove tunnel {name}: {result.stderr.strip()}")
             ok = ok and result.ok
         for (host, pgid), what in p.pgids.items():
@@ -128,7 +134,7 @@ async def recover_one(p, say: Say) -> bool:  # type: ignore[no-untyped-def]
     return ok
 
 
-async def _group_runs(link, pgid: int, what: str) -> bool:  # type: ignore[no-untyped-def]
+async def _group_runs(link: HostLink, pgid: int, what: str) -> bool:
     """Does process group `pgid` still run `what`? (A reused number is left alone.)"""
     from shlex import quote
 
@@ -139,7 +145,7 @@ async def _group_runs(link, pgid: int, what: str) -> bool:  # type: ignore[no-un
     return result.ok
 
 
-async def _open(link):  # type: ignore[no-untyped-def]
+async def _open(link: HostLink) -> Dialect | str:
     """The host's dialect once connected, or the one-line reason it is not."""
     from abtui.errors import AbtuiError
     from abtui.remote.hosts import detect_dialect

@@ -302,9 +302,11 @@ class HostLink:
                       f"printf '\\n{mark} %d\\n' \"$?\"; printf '\\n{mark}\\n' >&2\n")
             try:
                 shell.stdin.write(framed)
-                out, err = await asyncio.wait_for(asyncio.gather(
-                    shell.stdout.readuntil(f"\n{mark} "), shell.stderr.readuntil(f"\n{mark}\n")),
-                    timeout)
+                both = asyncio.gather(shell.stdout.readuntil(f"\n{mark} "),
+                                      shell.stderr.readuntil(f"\n{mark}\n"))
+                # on a timeout or a dropped link, the error is ours to report, not the loop's
+                both.add_done_callback(lambda f: f.cancelled() or f.exception())
+                out, err = await asyncio.wait_for(both, timeout)
                 status_line = await asyncio.wait_for(shell.stdout.readline(), timeout)
             except TimeoutError as exc:
                 self._reset_shell()

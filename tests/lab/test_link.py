@@ -75,6 +75,19 @@ async def test_unknown_host_key_is_refused_with_a_clear_message(lab: Lab, tmp_pa
     with pytest.raises(RemoteError, match=r"host key of .* is unknown \(not in .*known_hosts\)"):
         await link.connect()
     assert link.state is LinkState.LOST
+    # accepted explicitly: recorded, and then known without the option
+    accepting = HostLink(link.alias, ssh_config=str(lab.ssh_config), known_hosts=str(empty),
+                         reconnect=False, accept_new_host_keys=True)
+    await accepting.connect()
+    assert accepting.accepted_new_key
+    await accepting.close()
+    recorded = empty.read_text().split()
+    assert recorded[0] == link.alias and recorded[1] == "ssh-ed25519"
+    again = HostLink(link.alias, ssh_config=str(lab.ssh_config), known_hosts=str(empty),
+                     reconnect=False)
+    await again.connect()
+    assert not again.accepted_new_key and (await again.check("hostname")).strip() == link.alias
+    await again.close()
 
 
 async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab: Lab):

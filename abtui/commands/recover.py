@@ -140,7 +140,7 @@ async def _group_runs(link: HostLink, pgid: int, what: str) -> bool:
 
     prog = what.split()[0].rsplit("/", 1)[-1] if what.strip() else ""
     test = f"$1=={int(pgid)}" + (" && $2==w" if prog else "")
-    result = await link.run(f"ps -eo pgid=,comm= | awk -v w={quote(prog)} "
+    result = await link.run(f"ps -A -o pgid= -o comm= | awk -v w={quote(prog)} "
                             f"'{test} {{f=1}} END {{exit !f}}'")
     return result.ok
 

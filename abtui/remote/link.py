@@ -5,7 +5,9 @@ a random sentinel, so each costs about a millisecond instead of a new SSH channe
 Long commands (iperf3, ping, watches) get a channel of their own and stream stdout line by
 line; each reports its process group first, so cancelling ends it and its children for certain.
 A dropped connection is noticed by keepalives and re-opened with backoff; state changes are
-reported to a callback.
+reported to a callback. Host keys are checked against known_hosts (~/.ssh/config and ssh-agent
+apply, as asyncssh loads them by default): an unknown key is refused unless the profile accepts
+new keys (then it is recorded), a changed key always, naming the known_hosts line.
 """
 
 from __future__ import annotations

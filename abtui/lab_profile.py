@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from importlib import resources
 from typing import Protocol
 
@@ -12,10 +13,12 @@ TCP_WMEM_VALUES = ("4096 16384 4194304", "4096 16384 65536")
 
 
 class _Host(Protocol):
-    alias: str
-    pair: str
-    role: str
-    data_address: str
+    @property
+    def alias(self) -> str: ...
+    @property
+    def pair(self) -> str: ...
+    @property
+    def data_address(self) -> str: ...
 
 
 def _toml_str(value: str) -> str:
@@ -23,7 +26,7 @@ def _toml_str(value: str) -> str:
 
 
 def render_lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str,
-                       hosts: list[_Host], pairs: int, congestion: list[str]) -> str:
+                       hosts: Sequence[_Host], pairs: int, congestion: list[str]) -> str:
     """The lab's profile text: pairs from the lab's hosts, knobs the lab's kernel supports."""
     template = resources.files("abtui").joinpath("templates/lab.toml.in").read_text()
     pair_blocks = []

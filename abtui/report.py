@@ -213,7 +213,8 @@ def _runs(session: Session) -> str:
         tp = stats.run_stats(session, r)["throughput"]
         s = r.summary or {}
         snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
-        peak = max([peak, tp.max or 0.0, *(x for x in (snd, rcv) if _is_num(x))])
+        rates = [float(x) for x in (snd, rcv) if x is not None and _is_num(x)]
+        peak = max([peak, tp.max or 0.0, *rates])
         rows.append((r, tp, snd, rcv, s.get("retransmits")))
     div, unit = rate_unit(peak)
     body = [[r.pair, str(r.id), stats.config_key(r.config), r.status,

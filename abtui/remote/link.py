@@ -371,14 +371,14 @@ class HostLink:
     async def kill_group(self, pgid: int, grace: float = 2.0) -> None:
         """End a process group we started: TERM, then KILL what is left after `grace`."""
         kill = "sudo -n kill" if self.sudo and not self._shell else "kill"
-        await self.run(f"{kill} -TERM -- -{int(pgid)} 2>/dev/null; true")
+        await self.run(f"{kill} -TERM -{int(pgid)} 2>/dev/null; true")
         deadline = asyncio.get_running_loop().time() + grace
         while asyncio.get_running_loop().time() < deadline:
-            alive = await self.run(f"kill -0 -- -{int(pgid)} 2>/dev/null")
+            alive = await self.run(f"kill -0 -{int(pgid)} 2>/dev/null")
             if not alive.ok:
                 return
             await asyncio.sleep(0.05)
-        await self.run(f"{kill} -KILL -- -{int(pgid)} 2>/dev/null; true")
+        await self.run(f"{kill} -KILL -{int(pgid)} 2>/dev/null; true")
 
 
 class RemoteProcess:

@@ -1,0 +1,480 @@
+"""The engine: drives every pair of a profile on real hosts and streams what happens as Events.
+
+It implements abtui.controller.Controller. Runs of all pairs are prepared ahead and released
+together (runs.PairRun); the host clocks at release give the start skew. In continuous mode
+each pair's iperf3 is restarted as soon as a run ends, and knob changes open new phases
+(phases.PairPhases); in plan mode the profile's matrix is run step by step (plan.expand).
+Parsers, knob changes and the session store come in through abtui.seams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from abtui import __version__
+from abtui.controller import KnobRefused, Mode
+from abtui.errors import AbtuiError, RemoteError
+from abtui.iperf_cmd import JSON_STREAM_SINCE, options_for, parse_iperf_version, run_seconds
+from abtui.model import (
+    Event,
+    EventKind,
+    HostFacts,
+    Knob,
+    KnobKind,
+    LinkState,
+    Pair,
+    Profile,
+    Scope,
+    TestOptions,
+    now,
+)
+from abtui.phases import PairPhases
+from abtui.plan import DIRECTION, TUNNEL, PlanStep, expand
+from abtui.remote.link import HostLink, connect_all
+from abtui.runs import PairRun, RunFailed, RunHooks, RunSpec
+from abtui.seams import (
+    Emit,
+    KnobApplier,
+    NoKnobs,
+    ParserFactory,
+    PingParserFactory,
+    default_parser_factory,
+    default_ping_parser_factory,
+)
+
+# Builds the knob layer once links exist: (links by alias, emit) -> applier.
+KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
+PLAN_DEFAULT_DURATION = 10.0
+BUSY_RETRIES = 3
+RECONNECT_WAIT_S = 30.0
+# A pause between the last pair armed and the release, so no host is still busy arming.
+SETTLE_S = 0.05
+
+
+class Engine:
+    """The Controller on real hosts; see the module docstring."""
+
+    def __init__(self, profile: Profile, *, parser_factory: ParserFactory | None = None,
+                 ping_parser_factory: PingParserFactory | None = None,
+                 knob_applier: KnobApplierFactory | None = None,
+                 session_path: Path | None = None, iperf3_program: str = "iperf3",
+                 chunk_seconds: int | None = None,
+                 raw_sink: Callable[[str, str], None] | None = None) -> None:
+        self.profile = profile
+        self.session_path = session_path
+        self.parser_factory = parser_factory or default_parser_factory()
+        self.ping_parser_factory = ping_parser_factory
+        if ping_parser_factory is None and any(self._options(p).ping for p in profile.pairs):
+            self.ping_parser_factory = default_ping_parser_factory()
+        self._applier_factory = knob_applier
+        self.applier: KnobApplier = NoKnobs()
+        self.iperf3_program = iperf3_program
+        self.chunk_seconds = chunk_seconds
+        self.raw_sink = raw_sink
+        self.links: dict[str, HostLink] = {}
+        self.iperf_versions: dict[str, tuple[int, int] | None] = {}
+        self.has_bash: dict[str, bool] = {}
+        self.phases = {p.label: PairPhases(p.label) for p in profile.pairs}
+        self.targets = {p.label: p.target for p in profile.pairs}
+        self.live_options: dict[str, dict[str, Any]] = {p.label: {} for p in profile.pairs}
+        self.skews: list[float] = []
+        self.failed_runs = 0
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._runs: dict[str, PairRun] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._orphans: list[tuple[HostLink, int]] = []
+        self._run_counter = 0
+        self._stopping = False
+        self._mode: Mode | None = None
+        self._started = False
+
+    # ---- events -------------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[Event], None]) -> None:
+        self._subscribers.append(callback)
+
+    def emit(self, event: Event) -> None:
+        if event.kind is EventKind.RUN_END and event.data.get("status") in ("error",
+                                                                            "incomplete"):
+            self.failed_runs += 1
+        for callback in self._subscribers:
+            callback(event)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # ---- connecting ---------------------------------------------------------------------
+    async def connect(self) -> None:
+        self.emit(Event(EventKind.SESSION_START, data={
+            "profile_text": self.profile.source_text, "profile_path": self.profile.source_path,
+            "abtui_version": __version__}))
+        aliases = list(dict.fromkeys(a for p in self.profile.pairs for a in (p.sender,
+                                                                              p.receiver)))
+        for alias in aliases:
+            self.links[alias] = HostLink(
+                alias, ssh_config=self.profile.ssh_config, known_hosts=self.profile.known_hosts,
+                sudo=self.profile.sudo, on_state=self._on_link_state)
+        await connect_all(list(self.links.values()))
+        await asyncio.gather(*(self._detect(link) for link in self.links.values()
+                               if link.state is LinkState.CONNECTED))
+        if self._applier_factory is not None:
+            self.applier = self._applier_factory(self.links, self.emit)
+
+    def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
+        self.emit(Event(EventKind.LINK, host=link.alias,
+                        data={"state": str(state), "message": message}))
+        if state is LinkState.CONNECTED and any(o[0] is link for o in self._orphans):
+            self._spawn(self._end_orphans(link))
+
+    async def _detect(self, link: HostLink) -> None:
+        """iperf3's version on a host, once: it decides text or --json-stream output."""
+        result = await link.run(f"{self.iperf3_program} --version 2>&1")
+        version = parse_iperf_version(result.stdout) if result.ok else None
+        self.iperf_versions[link.alias] = version
+        self.has_bash[link.alias] = (await link.run("command -v bash >/dev/null")).ok
+        facts = HostFacts(alias=link.alias, iperf3_version=result.stdout.splitlines()[0]
+                          if result.ok and result.stdout else "")
+        self.emit(Event(EventKind.FACTS, host=link.alias, data={"facts": asdict(facts)}))
+        if version is None:
+            self.emit(Event(EventKind.ERROR, host=link.alias, data={
+                "message": f"{link.alias}: iperf3 is not installed (`{self.iperf3_program}` not "
+                           "found): install the iperf3 package"}))
+
+    # ---- runs ---------------------------------------------------------------------------
+    def _options(self, pair: Pair) -> TestOptions:
+        return options_for(self.profile.test, pair, self.live_options.get(pair.label))
+
+    def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
+        pair = self.profile.pair(label)
+        opts = self._options(pair)
+        self._run_counter += 1
+        run_id = f"{label}-{self._run_counter}"
+        for alias in (pair.sender, pair.receiver):
+            link = self.links.get(alias)
+            if link is None or link.state is not LinkState.CONNECTED:
+                raise RunFailed(f"{alias} is not connected"
+                                f"{' (' + str(link.state) + ')' if link else ''}", run_id)
+            if self.iperf_versions.get(alias) is None:
+                raise RunFailed(f"{alias}: iperf3 is not installed: install the iperf3 package",
+                                run_id)
+        sender_version = self.iperf_versions.get(pair.sender) or (0, 0)
+        spec = RunSpec(
+            run_id=run_id, pair=pair, options=opts, target=self.targets[label],
+            seconds=seconds, port=port or opts.port, config=dict(self.phases[label].config),
+            json_stream=sender_version >= JSON_STREAM_SINCE, program=self.iperf3_program,
+            bash=self.has_bash.get(pair.sender, False),
+            watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs])
+        hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
+                         phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
+                         raw_sink=self.raw_sink, orphan=self._add_orphan)
+        return PairRun(spec, self.links[pair.sender], self.links[pair.receiver], hooks)
+
+    def _phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
+        return self.phases[label].classify(received, duration)
+
+    def _fail_run(self, label: str, run_id: str, message: str) -> None:
+        self.emit(Event(EventKind.ERROR, pair=label, data={"message": message}))
+        self.emit(Event(EventKind.RUN_END, pair=label, data={
+            "run": run_id, "status": "error", "summary": None, "ping": None,
+            "message": message}))
+
+    async def _start_group(self, labels: Sequence[str], seconds: int,
+                           ports: Mapping[str, int] | None = None) -> list[PairRun]:
+        """Prepare every pair's run, release them all at once, record clocks and skew."""
+        runs: list[PairRun] = []
+        for label in labels:
+            try:
+                runs.append(self._new_run(label, seconds, (ports or {}).get(label)))
+            except RunFailed as exc:
+                self._fail_run(label, exc.run_id, exc.message)
+        outcomes = await asyncio.gather(*(r.prepare() for r in runs), return_exceptions=True)
+        ready = []
+        for run, outcome in zip(runs, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                self._fail_run(run.label, run.spec.run_id, str(outcome))
+            else:
+                ready.append(run)
+        if len(ready) > 1:
+            await asyncio.sleep(SETTLE_S)
+        for run in ready:  # one loop iteration: the newlines leave together
+            run.release()
+        clocks = await asyncio.gather(*(r.read_clock() for r in ready))
+        for run in ready:  # pings need no tight start: kept off the clients' way
+            run.release_ping()
+        known = [c for c in clocks if c is not None]
+        first = min(known) if known else None
+        for run, clock in zip(ready, clocks, strict=True):
+            self._runs[run.label] = run
+            self.emit(Event(EventKind.RUN_START, pair=run.label, data={
+                "run": run.spec.run_id, "config": dict(self.phases[run.label].config),
+                "host_clock": clock,
+                "skew_ms": None if clock is None or first is None else (clock - first) * 1e3,
+                "options": _jsonable(asdict(run.spec.options)), "target": run.spec.target,
+                "port": run.spec.port}))
+        if len(known) > 1 and first is not None:
+            skew = (max(known) - first) * 1e3
+            self.skews.append(skew)
+            self.emit(Event(EventKind.SKEW, data={
+                "skew_ms": skew, "clocks": {r.label: c for r, c in zip(ready, clocks,
+                                                                         strict=True)}}))
+        return ready
+
+    async def _stream(self, run: PairRun) -> PairRun:
+        """Stream a run to its end; a busy server is retried on another port, alone."""
+        for _ in range(BUSY_RETRIES):
+            await run.stream()
+            if run.retry_port is None or self._stopping:
+                break
+            again = await self._start_group([run.label], run.spec.seconds,
+                                            {run.label: run.retry_port})
+            if not again:
+                break
+            run = again[0]
+        self._runs.pop(run.label, None)
+        return run
+
+    def _seconds(self, plan: bool) -> int:
+        if plan:
+            return run_seconds(self.profile.test, self.profile.test.duration or
+                               PLAN_DEFAULT_DURATION)
+        return self.chunk_seconds or run_seconds(self.profile.test)
+
+    # ---- continuous ---------------------------------------------------------------------
+    async def start(self, mode: Mode = "continuous") -> None:
+        if self._started:
+            raise AbtuiError("already measuring: stop first")
+        self._started, self._stopping, self._mode = True, False, mode
+        t = now()
+        for phases in self.phases.values():
+            phases.start = t
+        if mode == "plan":
+            self._spawn(self._plan_loop())
+            return
+        labels = [p.label for p in self.profile.pairs]
+        for run in await self._start_group(labels, self._seconds(plan=False)):
+            self._spawn(self._follow(run))
+
+    async def _follow(self, run: PairRun) -> None:
+        """One pair in continuous mode: restart its run whenever one ends, until stopped."""
+        label = run.label
+        while True:
+            run = await self._stream(run)
+            if self._stopping:
+                return
+            if run.status == "incomplete" and not await self._links_back(run):
+                return
+            if run.status == "error":
+                return
+            again = await self._start_group([label], self._seconds(plan=False))
+            if not again:
+                return
+            run = again[0]
+
+    async def _links_back(self, run: PairRun) -> bool:
+        ok = await asyncio.gather(run.sender.wait_connected(RECONNECT_WAIT_S),
+                                  run.receiver.wait_connected(RECONNECT_WAIT_S))
+        return all(ok) and not self._stopping
+
+    async def wait(self) -> None:
+        """Until every run has ended (plan finished, or stopped)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        await asyncio.gather(*(run.stop() for run in list(self._runs.values())),
+                             return_exceptions=True)
+        await self.wait()
+        if self._started:
+            t = now()
+            for phases in self.phases.values():
+                self.emit(phases.close(t))
+        self._started = False
+
+    # ---- knobs --------------------------------------------------------------------------
+    def _knob(self, name: str) -> Knob:
+        try:
+            return self.profile.knob(name)
+        except KeyError:
+            if name == TUNNEL:  # the profile's tunnel types, without a knob of that name
+                return Knob(name=TUNNEL, kind=KnobKind.TUNNEL, values=self.profile.tunnels)
+            raise KnobRefused(f"no knob named {name!r} in the profile") from None
+
+    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
+        k = self._knob(knob)
+        labels = list(pairs) if pairs else (list(k.pairs) or list(self.phases))
+        unknown = [label for label in labels if label not in self.phases]
+        if unknown:
+            raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
+        begin = now()
+        for label in labels:
+            self.phases[label].begin_change(begin)
+        try:
+            if k.kind is KnobKind.IPERF3:
+                self._set_iperf3_option(k, value, labels)
+                targets: Mapping[str, str] = {}
+            else:
+                targets = await self.applier.apply(k, value, [self.profile.pair(x)
+                                                              for x in labels])
+        except (KnobRefused, AbtuiError) as exc:
+            for label in labels:
+                self.phases[label].abort_change()
+            self.emit(Event(EventKind.KNOB_ERROR, data={"knob": knob, "value": value,
+                                                       "message": str(exc)}))
+            raise exc if isinstance(exc, KnobRefused) else KnobRefused(str(exc)) from exc
+        end = now()
+        self.emit(Event(EventKind.KNOB, t=end, data={
+            "knob": knob, "value": value, "pairs": labels, "hosts": self._hosts(k, labels)}))
+        for label in labels:
+            self.emit(self.phases[label].commit_change(begin, end, {knob: value}))
+        for label, target in targets.items():
+            self.targets[label] = target
+            self.emit(Event(EventKind.TUNNEL, pair=label, data={"type": value,
+                                                                "target": target}))
+        if k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3) and self._mode == "continuous":
+            await self._restart_pairs(labels)
+
+    def _hosts(self, knob: Knob, labels: Sequence[str]) -> list[str]:
+        hosts: list[str] = []
+        for label in labels:
+            pair = self.profile.pair(label)
+            if knob.scope in (Scope.SENDER, Scope.BOTH):
+                hosts.append(pair.sender)
+            if knob.scope in (Scope.RECEIVER, Scope.BOTH):
+                hosts.append(pair.receiver)
+        return list(dict.fromkeys(hosts))
+
+    def _set_iperf3_option(self, knob: Knob, value: str, labels: Sequence[str]) -> None:
+        """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...)."""
+        fields = {f.name: f for f in dataclasses.fields(TestOptions)}
+        key = knob.key or knob.name
+        if key not in fields or key in ("port", "extra_args"):
+            raise KnobRefused(f"knob {knob.name}: {key!r} is not an iperf3 test option")
+        current = getattr(self.profile.test, key)
+        try:
+            converted = _convert(value, current)
+        except ValueError:
+            raise KnobRefused(f"knob {knob.name}: {value!r} is not a valid {key}") from None
+        for label in labels:
+            trial = {**self.live_options[label], key: converted}
+            try:
+                options_for(self.profile.test, self.profile.pair(label), trial)
+            except AbtuiError as exc:
+                raise KnobRefused(str(exc)) from exc
+        for label in labels:
+            self.live_options[label][key] = converted
+
+    async def _restart_pairs(self, labels: Sequence[str]) -> None:
+        """End the pairs' current runs; their follow loops start new ones right away."""
+        running = [self._runs[label] for label in labels if label in self._runs]
+        await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
+
+    # ---- plan ---------------------------------------------------------------------------
+    async def _plan_loop(self) -> None:
+        seed = random.SystemRandom().randrange(2**31)
+        steps = expand(self.profile, seed)
+        if self.profile.plan.shuffle:
+            used = self.profile.plan.seed if self.profile.plan.seed is not None else seed
+            self.emit(Event(EventKind.MARK, data={"text": f"plan order: shuffled, seed {used}"}))
+        labels = [p.label for p in self.profile.pairs]
+        started = time.monotonic()
+        self.emit(Event(EventKind.PROGRESS, data={"done": 0, "total": len(steps),
+                                                   "eta_s": None}))
+        for done, step in enumerate(steps, 1):
+            if self._stopping:
+                return
+            if await self._apply_step(step):
+                runs = await self._start_group(labels, self._seconds(plan=True))
+                await asyncio.gather(*(self._stream(r) for r in runs))
+            elapsed = time.monotonic() - started
+            eta = elapsed / done * (len(steps) - done)
+            self.emit(Event(EventKind.PROGRESS, data={"done": done, "total": len(steps),
+                                                       "eta_s": round(eta, 1)}))
+            if done < len(steps) and not self._stopping:
+                await asyncio.sleep(self.profile.plan.pause)
+
+    async def _apply_step(self, step: PlanStep) -> bool:
+        """Put every pair in the step's configuration; False (and an error) when refused."""
+        for name, value in step.config.items():
+            if name == DIRECTION and name not in {k.name for k in self.profile.knobs}:
+                self._set_direction(value)
+                continue
+            k = self._knob(name)
+            labels = list(k.pairs) or list(self.phases)
+            if all(self.phases[x].config.get(name) == value for x in labels):
+                continue
+            try:
+                await self.set_knob(name, value, labels)
+            except KnobRefused as exc:
+                self.emit(Event(EventKind.ERROR, data={
+                    "message": f"plan step {step.index + 1} ({_describe(step.config)}) "
+                               f"skipped: {exc}"}))
+                self.failed_runs += 1
+                return False
+        return True
+
+    def _set_direction(self, value: str) -> None:
+        t = now()
+        for label, phases in self.phases.items():
+            self.live_options[label]["reverse"] = value == "reverse"
+            if phases.config.get(DIRECTION) != value:
+                self.emit(phases.commit_change(t, t, {DIRECTION: value}))
+
+    # ---- the rest -----------------------------------------------------------------------
+    async def mark(self, text: str) -> None:
+        self.emit(Event(EventKind.MARK, data={"text": text}))
+
+    def _add_orphan(self, link: HostLink, pgid: int) -> None:
+        self._orphans.append((link, pgid))
+
+    async def _end_orphans(self, link: HostLink) -> None:
+        mine = [o for o in self._orphans if o[0] is link]
+        self._orphans = [o for o in self._orphans if o[0] is not link]
+        for _, pgid in mine:
+            with contextlib.suppress(RemoteError):
+                await link.kill_group(pgid)
+
+    async def shutdown(self, reason: str = "shutdown") -> None:
+        await self.stop()
+        try:
+            await self.applier.restore()
+        finally:
+            for link in {o[0] for o in self._orphans}:
+                if link.state is LinkState.CONNECTED:
+                    await self._end_orphans(link)
+            await asyncio.gather(*(link.close() for link in self.links.values()),
+                                 return_exceptions=True)
+            self.emit(Event(EventKind.SESSION_END, data={"reason": reason}))
+
+
+def _convert(value: str, like: Any) -> Any:
+    if isinstance(like, bool):
+        low = value.strip().lower()
+        if low in ("1", "true", "on", "yes"):
+            return True
+        if low in ("0", "false", "off", "no"):
+            return False
+        raise ValueError(value)
+    if isinstance(like, int):
+        return int(value)
+    if isinstance(like, float):
+        return float(value)
+    return value or None
+
+
+def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
+
+
+def _describe(config: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items()) or "no knobs"

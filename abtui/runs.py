@@ -1,0 +1,404 @@
+"""One run: iperf3 (and ping, and watches) on one pair under one configuration.
+
+A run is prepared (server listening on a free port, client and ping started but armed), then
+released by the engine together with the other pairs', then streamed: every interval iperf3
+prints becomes an INTERVAL event, every ping reply a PING event, every watch sample a WATCH
+event, and the run ends with RUN_END. Whatever happens, every process it started is ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from abtui.errors import RemoteError
+from abtui.iperf_cmd import (
+    ARMED_MARK,
+    armed,
+    client_argv,
+    parse_clock,
+    ping_argv,
+    plain,
+    sample_command,
+    server_argv,
+)
+from abtui.model import Event, EventKind, Interval, LinkState, Pair, TestOptions, Watch
+from abtui.remote.link import HostLink, RemoteProcess
+from abtui.seams import (
+    Emit,
+    ParserFactory,
+    PingParserFactory,
+    iperf_error_of,
+    iperf_summary_of,
+    ping_summary_of,
+)
+
+PORT_TRIES = 8
+SERVER_START_TIMEOUT = 5.0
+# Time allowed for the connection set-up before the first interval is due.
+CONNECT_ALLOWANCE = 3.0
+STALL_INTERVALS = 3
+
+PhaseFor = Callable[[str, float, float], tuple[int, bool]]
+
+
+class RunFailed(Exception):
+    """A run could not start; str() is the one-line message for the user."""
+
+    def __init__(self, message: str, run_id: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.run_id = run_id
+
+
+@dataclass(slots=True)
+class RunSpec:
+    run_id: str
+    pair: Pair
+    options: TestOptions
+    target: str
+    seconds: int
+    port: int
+    config: dict[str, str] = field(default_factory=dict)
+    json_stream: bool = False
+    program: str = "iperf3"
+    bash: bool = False  # the sender has bash: a fork-free clock at release
+    watches: list[Watch] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RunHooks:
+    emit: Emit
+    parser_factory: ParserFactory
+    phase_for: PhaseFor
+    ping_parser_factory: PingParserFactory | None = None
+    # every raw line of iperf3's client output, as received: (run id, line)
+    raw_sink: Callable[[str, str], None] | None = None
+    # a process left on a host whose link dropped: ended once the link is back
+    orphan: Callable[[HostLink, int], None] | None = None
+
+
+def classify_iperf_error(message: str, spec: RunSpec, receiver: str) -> tuple[str, bool]:
+    """A clear message for iperf3's error, and whether to retry on another port."""
+    low = message.lower()
+    where = f"{spec.target} port {spec.port}"
+    if "busy" in low:
+        return f"the iperf3 server at {where} is busy running another test", True
+    if "connection refused" in low:
+        return (f"connection refused by {where}: no iperf3 server listens there (is the pair's "
+                f"target an address of {receiver}?)"), False
+    if "no route to host" in low or "network is unreachable" in low or "timed out" in low:
+        return f"cannot reach {where} from the sender: {message}", False
+    return f"iperf3: {message}", False
+
+
+class _Lines:
+    """A streamed process's stdout drained into a queue by a task of its own.
+
+    Waiting on the queue with a timeout never disturbs the SSH channel's reader."""
+
+    def __init__(self, proc: RemoteProcess) -> None:
+        self.proc = proc
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.task = asyncio.get_running_loop().create_task(self._pump())
+
+    async def _pump(self) -> None:
+        try:
+            async for line in self.proc.lines():
+                self.queue.put_nowait(line)
+        finally:
+            self.queue.put_nowait(None)
+
+    async def get(self, timeout: float | None) -> str | None:
+        return await asyncio.wait_for(self.queue.get(), timeout)
+
+
+class PairRun:
+    """iperf3 server, client, ping and watches for one pair; see the module docstring."""
+
+    def __init__(self, spec: RunSpec, sender: HostLink, receiver: HostLink,
+                 hooks: RunHooks) -> None:
+        self.spec = spec
+        self.sender = sender
+        self.receiver = receiver
+        self.hooks = hooks
+        self.host_clock: float | None = None
+        self.status = "error"
+        self.message = ""
+        self.retry_port: int | None = None
+        self.intervals: list[Interval] = []
+        self._server: RemoteProcess | None = None
+        self._server_lines: _Lines | None = None
+        self._client: RemoteProcess | None = None
+        self._client_lines: _Lines | None = None
+        self._ping: RemoteProcess | None = None
+        self._ping_task: asyncio.Task[Any] | None = None
+        self._watch_tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._stalled = False
+
+    @property
+    def label(self) -> str:
+        return self.spec.pair.label
+
+    def _event(self, kind: EventKind, host: str | None = None, **data: Any) -> None:
+        self.hooks.emit(Event(kind, pair=self.label, host=host, data=data))
+
+    # ---- preparing ----------------------------------------------------------------------
+    async def prepare(self) -> None:
+        """Server listening, client and ping armed; raises RunFailed with one clear line."""
+        try:
+            await self._start_server()
+            opts = self.spec.options
+            argv = client_argv(opts, self.spec.target, self.spec.port, self.spec.seconds,
+                               self.spec.json_stream, self.spec.program)
+            client = armed(argv, self.spec.bash) + " 2>&1"
+            self._client = await self.sender.stream(client)
+            self._client_lines = _Lines(self._client)
+            await self._await_armed(self._client_lines)
+            if opts.ping and self.hooks.ping_parser_factory is not None:
+                self._ping = await self.sender.stream(armed(ping_argv(opts, self.spec.target)))
+        except RemoteError as exc:
+            await self.cleanup()
+            raise RunFailed(str(exc)) from exc
+        except RunFailed:
+            await self.cleanup()
+            raise
+
+    async def _start_server(self) -> None:
+        port = self.spec.port
+        for _ in range(PORT_TRIES):
+            proc = await self.receiver.stream(plain(server_argv(port, self.spec.program)) +
+                                              " 2>&1")
+            lines = _Lines(proc)
+            outcome = await self._server_outcome(lines)
+            if outcome is None:
+                self._server, self._server_lines, self.spec.port = proc, lines, port
+                return
+            await proc.terminate()
+            if "address already in use" not in outcome.lower():
+                raise RunFailed(f"{self.receiver.alias}: the iperf3 server did not start: "
+                                f"{outcome}")
+            port += 1
+        raise RunFailed(f"{self.receiver.alias}: no free port for the iperf3 server in "
+                        f"{self.spec.port}-{port - 1}")
+
+    async def _await_armed(self, lines: _Lines) -> None:
+        try:
+            line = await lines.get(SERVER_START_TIMEOUT)
+        except TimeoutError:
+            line = None
+        if line != ARMED_MARK:
+            raise RunFailed(f"{self.sender.alias}: the iperf3 client could not be started: "
+                            f"{line or self._client.stderr if self._client else ''}")
+
+    @staticmethod
+    async def _server_outcome(lines: _Lines) -> str | None:
+        """None when the server listens, else what it said before it gave up."""
+        said: list[str] = []
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            try:
+                line = await lines.get(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return "it did not report listening in time"
+            if line is None:
+                return said[-1] if said else "it exited without a word"
+            if "server listening on" in line.lower():
+                return None
+            if line.strip("- "):
+                said.append(line.strip().removeprefix("iperf3: error - "))
+
+    # ---- releasing ----------------------------------------------------------------------
+    def release(self) -> None:
+        """Let the armed client go: called for every pair in one loop iteration."""
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.write("\n")
+
+    def release_ping(self) -> None:
+        if self._ping is not None:
+            with contextlib.suppress(Exception):
+                self._ping.write("\n")
+
+    async def read_clock(self, timeout: float = 5.0) -> float | None:
+        """The host's clock at release, printed by the armed command before exec."""
+        assert self._client_lines is not None
+        try:
+            line = await self._client_lines.get(timeout)
+        except TimeoutError:
+            return None
+        if line is None:
+            self._client_lines.queue.put_nowait(None)
+            return None
+        self.host_clock = parse_clock(line)
+        if self.host_clock is None:  # not a clock: keep the line for the parser
+            self._client_lines.queue.put_nowait(line)
+        return self.host_clock
+
+    # ---- streaming ----------------------------------------------------------------------
+    async def stream(self) -> str:
+        """Intervals until iperf3 ends; returns the status put in RUN_END."""
+        assert self._client_lines is not None
+        parser = self.hooks.parser_factory("json-stream" if self.spec.json_stream else "text")
+        if self._ping is not None:
+            self._ping_task = asyncio.get_running_loop().create_task(self._ping_loop())
+        self._start_watches()
+        opts = self.spec.options
+        stall_s = STALL_INTERVALS * opts.interval
+        deadline = time.monotonic() + stall_s + opts.omit + CONNECT_ALLOWANCE
+        try:
+            while True:
+                try:
+                    line = await self._client_lines.get(max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    if self._stopping:
+                        continue
+                    self._stalled = True
+                    break
+                if line is None:
+                    break
+                if self.hooks.raw_sink is not None:
+                    self.hooks.raw_sink(self.spec.run_id, line)
+                got = parser.feed(line)
+                for interval in got:
+                    self._emit_interval(interval)
+                if got:
+                    deadline = time.monotonic() + stall_s
+        finally:
+            if self._stalled:
+                await self._end_client()
+            rc = await self._client.wait(timeout=5.0) if self._client else None
+        result = parser.finish()
+        self.status, self.message = self._judge(rc, iperf_error_of(result))
+        ping = await self._finish_ping()
+        await self.cleanup()
+        summary = iperf_summary_of(result)
+        self._event(EventKind.RUN_END, run=self.spec.run_id, status=self.status,
+                    summary=asdict(summary) if summary and self.status != "error" else None,
+                    ping=asdict(ping) if ping else None, message=self.message)
+        return self.status
+
+    def _emit_interval(self, interval: Interval) -> None:
+        self.intervals.append(interval)
+        phase, straddles = self.hooks.phase_for(self.label, time.time(),
+                                                interval.end - interval.start)
+        data = {"run": self.spec.run_id, "phase": phase, **interval.to_json(),
+                "straddles": straddles}
+        for key in ("jitter_ms", "lost_packets", "packets", "direction"):
+            value = getattr(interval, key)
+            if value is not None:
+                data[key] = value
+        self.hooks.emit(Event(EventKind.INTERVAL, pair=self.label, data=data))
+
+    def _judge(self, rc: int | None, error: str | None) -> tuple[str, str]:
+        lost = [link.alias for link in (self.sender, self.receiver)
+                if link.state is not LinkState.CONNECTED]
+        n = len(self.intervals)
+        if self._stopping:
+            return "stopped", ""
+        if lost:
+            return "incomplete", (f"link to {', '.join(lost)} lost mid-run; {n} interval(s) "
+                                  "received are kept")
+        if self._stalled:
+            msg = (f"no interval from iperf3 for {STALL_INTERVALS} intervals "
+                   f"({STALL_INTERVALS * self.spec.options.interval:g} s): the stream stalled")
+            self._event(EventKind.ERROR, message=msg)
+            return "error", msg
+        if error:
+            msg, busy = classify_iperf_error(error, self.spec, self.receiver.alias)
+            if busy:
+                self.retry_port = self.spec.port + 1
+                msg += f"; retrying on port {self.retry_port}"
+            self._event(EventKind.ERROR, message=msg)
+            return "error", msg
+        if rc != 0:
+            msg = f"iperf3 ended with {'a signal' if rc is None else f'status {rc}'}"
+            self._event(EventKind.ERROR, message=msg)
+            return "error", msg
+        return "ok", ""
+
+    async def _end_client(self) -> None:
+        if self._client is not None:
+            await self._client.terminate()
+
+    # ---- ping and watches ---------------------------------------------------------------
+    async def _ping_loop(self) -> Any:
+        assert self._ping is not None and self.hooks.ping_parser_factory is not None
+        parser = self.hooks.ping_parser_factory()
+        async for line in self._ping.lines():
+            if line == ARMED_MARK or parse_clock(line) is not None:
+                continue
+            for reply in parser.feed(line):
+                phase, _ = self.hooks.phase_for(self.label, time.time(), 0.0)
+                self._event(EventKind.PING, run=self.spec.run_id, phase=phase, seq=reply.seq,
+                            rtt_ms=reply.rtt_ms)
+        return parser.finish()
+
+    async def _finish_ping(self) -> Any:
+        if self._ping is None or self._ping_task is None:
+            return None
+        if self._ping.pgid is not None and self.sender.state is LinkState.CONNECTED:
+            # INT makes ping print its summary; read it before the channel closes
+            with contextlib.suppress(RemoteError):
+                await self.sender.run(f"kill -INT -{int(self._ping.pgid)} 2>/dev/null; true")
+        try:
+            result = await asyncio.wait_for(self._ping_task, 3.0)
+        except (TimeoutError, Exception):
+            return None
+        return ping_summary_of(result)
+
+    def _start_watches(self) -> None:
+        loop = asyncio.get_running_loop()
+        for watch in self.spec.watches:
+            link = self.sender if watch.role.value == "sender" else self.receiver
+            self._watch_tasks.append(loop.create_task(self._watch_loop(watch, link)))
+
+    async def _watch_loop(self, watch: Watch, link: HostLink) -> None:
+        command = sample_command(watch.sysctl, watch.command)
+        complained = False
+        while True:
+            await asyncio.sleep(watch.interval)
+            try:
+                out = (await link.check(command, timeout=max(2.0, watch.interval))).strip()
+            except RemoteError as exc:
+                if not complained:
+                    self._event(EventKind.ERROR, host=link.alias,
+                                message=f"watch {watch.name}: {exc.reason}")
+                    complained = True
+                continue
+            value: float | str
+            try:
+                value = float(out)
+            except ValueError:
+                value = out
+            self._event(EventKind.WATCH, host=link.alias, run=self.spec.run_id,
+                        name=watch.name, value=value)
+
+    # ---- ending -------------------------------------------------------------------------
+    async def stop(self) -> None:
+        """End the run early (the user stopped): its RUN_END says "stopped"."""
+        self._stopping = True
+        await self._end_client()
+
+    async def cleanup(self) -> None:
+        """End every process and task this run started, whatever state it is in."""
+        for task in self._watch_tasks:
+            task.cancel()
+        procs = [p for p in (self._client, self._ping, self._server) if p is not None]
+        await asyncio.gather(*(self._end(p) for p in procs), return_exceptions=True)
+        for lines in (self._client_lines, self._server_lines):
+            if lines is not None:
+                lines.task.cancel()
+        if self._ping_task is not None and not self._ping_task.done():
+            self._ping_task.cancel()
+
+    async def _end(self, proc: RemoteProcess) -> None:
+        if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None and \
+                self.hooks.orphan is not None:
+            self.hooks.orphan(proc.link, proc.pgid)
+        await proc.terminate()

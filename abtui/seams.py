@@ -1,0 +1,129 @@
+"""What the engine needs from the parsers, the knob layer and the session store.
+
+The engine depends on these small protocols, not on the modules that implement them, so each
+side can be built and tested on its own; the `default_*` functions are the one place that binds
+them to the real modules (abtui.parse, abtui.knobs, abtui.store).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from abtui.errors import MissingPrerequisite
+from abtui.model import Event, Interval, IperfSummary, Knob, Pair, PingReply, PingSummary
+
+OutputFormat = Literal["text", "json-stream"]
+Emit = Callable[[Event], None]
+
+
+class IperfParser(Protocol):
+    """Incremental iperf3 client-output parser: lines in, finished intervals out."""
+
+    def feed(self, line: str) -> list[Interval]: ...
+
+    def finish(self) -> Any:
+        """The result: `.summary` (IperfSummary or None) and `.error` (iperf3's message)."""
+
+
+class PingParser(Protocol):
+    def feed(self, line: str) -> list[PingReply]: ...
+
+    def finish(self) -> Any:
+        """The result: `.summary` (PingSummary or None), or a PingSummary itself."""
+
+
+ParserFactory = Callable[[OutputFormat], IperfParser]
+PingParserFactory = Callable[[], PingParser]
+
+
+class KnobApplier(Protocol):
+    """Applies knob values on the hosts of some pairs, all or nothing, and restores them.
+
+    `apply` raises abtui.controller.KnobRefused (nothing changed anywhere) and returns, for a
+    tunnel knob, each affected pair's new iperf3 target ({} for other knobs). Originals are
+    recorded (ORIGINAL events) before the first change; `restore` puts every one back (RESTORE).
+    """
+
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]: ...
+
+    async def restore(self) -> None: ...
+
+
+def iperf_summary_of(result: Any) -> IperfSummary | None:
+    summary = getattr(result, "summary", None)
+    return summary if isinstance(summary, IperfSummary) else None
+
+
+def iperf_error_of(result: Any) -> str | None:
+    error = getattr(result, "error", None)
+    return str(error) if error else None
+
+
+def ping_summary_of(result: Any) -> PingSummary | None:
+    if isinstance(result, PingSummary):
+        return result
+    summary = getattr(result, "summary", None)
+    return summary if isinstance(summary, PingSummary) else None
+
+
+def default_parser_factory() -> ParserFactory:
+    """iperf3 parsers from abtui.parse (text for ≤ 3.16, --json-stream for 3.17+)."""
+    try:
+        from abtui import parse  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise MissingPrerequisite("abtui.parse is not installed: iperf3 output cannot be "
+                                  "read") from exc
+
+    def make(fmt: OutputFormat) -> IperfParser:
+        if fmt == "json-stream":
+            return parse.JsonStreamParser()  # type: ignore[no-any-return]
+        return parse.Iperf3TextParser()  # type: ignore[no-any-return]
+
+    return make
+
+
+def default_ping_parser_factory() -> PingParserFactory:
+    try:
+        from abtui import parse  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise MissingPrerequisite("abtui.parse is not installed: ping output cannot be "
+                                  "read") from exc
+    return parse.PingParser  # type: ignore[no-any-return]
+
+
+class NoKnobs:
+    """The applier when none is given: every change is refused with the reason."""
+
+    def __init__(self, reason: str = "knob changes are not available (abtui.knobs missing)"):
+        self.reason = reason
+
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
+        from abtui.controller import KnobRefused
+
+        raise KnobRefused(self.reason)
+
+    async def restore(self) -> None:
+        return None
+
+
+class JsonLinesWriter:
+    """Session file writer until abtui.store lands: one Event.to_json per line, flushed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = path.open("a", encoding="utf-8")
+
+    def write(self, event: Event) -> None:
+        self._fh.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def open_session_writer(path: Path) -> JsonLinesWriter:
+    """The session writer the headless run uses (abtui.store's SessionWriter once on main)."""
+    return JsonLinesWriter(path)

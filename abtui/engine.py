@@ -71,6 +71,7 @@ class Engine:
         self.profile = profile
         self.session_path = session_path
         self.parser_factory = parser_factory or default_parser_factory()
+        self.live_options: dict[str, dict[str, Any]] = {p.label: {} for p in profile.pairs}
         self.ping_parser_factory = ping_parser_factory
         if ping_parser_factory is None and any(self._options(p).ping for p in profile.pairs):
             self.ping_parser_factory = default_ping_parser_factory()
@@ -84,7 +85,6 @@ class Engine:
         self.has_bash: dict[str, bool] = {}
         self.phases = {p.label: PairPhases(p.label) for p in profile.pairs}
         self.targets = {p.label: p.target for p in profile.pairs}
-        self.live_options: dict[str, dict[str, Any]] = {p.label: {} for p in profile.pairs}
         self.skews: list[float] = []
         self.failed_runs = 0
         self._subscribers: list[Callable[[Event], None]] = []
@@ -164,6 +164,7 @@ class Engine:
             if link is None or link.state is not LinkState.CONNECTED:
                 raise RunFailed(f"{alias} is not connected"
                                 f"{' (' + str(link.state) + ')' if link else ''}", run_id)
+        for alias in (pair.sender, pair.receiver):
             if self.iperf_versions.get(alias) is None:
                 raise RunFailed(f"{alias}: iperf3 is not installed: install the iperf3 package",
                                 run_id)

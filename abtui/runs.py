@@ -152,16 +152,7 @@ class PairRun:
     async def prepare(self) -> None:
         """Server listening, client and ping armed; raises RunFailed with one clear line."""
         try:
-            await self._start_server()
-            opts = self.spec.options
-            argv = client_argv(opts, self.spec.target, self.spec.port, self.spec.seconds,
-                               self.spec.json_stream, self.spec.program)
-            client = armed(argv, self.spec.bash) + " 2>&1"
-            self._client = await self.sender.stream(client)
-            self._client_lines = _Lines(self._client)
-            await self._await_armed(self._client_lines)
-            if opts.ping and self.hooks.ping_parser_factory is not None:
-                self._ping = await self.sender.stream(armed(ping_argv(opts, self.spec.target)))
+            await asyncio.gather(self._arm_iperf3(), self._arm_ping())
         except RemoteError as exc:
             await self.cleanup()
             raise RunFailed(str(exc)) from exc
@@ -187,6 +178,19 @@ class PairRun:
         raise RunFailed(f"{self.receiver.alias}: no free port for the iperf3 server in "
                         f"{self.spec.port}-{port - 1}")
 
+    async def _arm_iperf3(self) -> None:
+        await self._start_server()
+        argv = client_argv(self.spec.options, self.spec.target, self.spec.port,
+                           self.spec.seconds, self.spec.json_stream, self.spec.program)
+        self._client = await self.sender.stream(armed(argv, self.spec.bash) + " 2>&1")
+        self._client_lines = _Lines(self._client)
+        await self._await_armed(self._client_lines)
+
+    async def _arm_ping(self) -> None:
+        opts = self.spec.options
+        if opts.ping and self.hooks.ping_parser_factory is not None:
+            self._ping = await self.sender.stream(armed(ping_argv(opts, self.spec.target)))
+
     async def _await_armed(self, lines: _Lines) -> None:
         try:
             line = await lines.get(SERVER_START_TIMEOUT)
@@ -207,11 +211,13 @@ class PairRun:
             except TimeoutError:
                 return "it did not report listening in time"
             if line is None:
-                return said[-1] if said else "it exited without a word"
+                errors = [x for x in said if x.startswith("iperf3: error - ")]
+                return (errors or said or ["it exited without a word"])[0].removeprefix(
+                    "iperf3: error - ")
             if "server listening on" in line.lower():
                 return None
             if line.strip("- "):
-                said.append(line.strip().removeprefix("iperf3: error - "))
+                said.append(line.strip())
 
     # ---- releasing ----------------------------------------------------------------------
     def release(self) -> None:

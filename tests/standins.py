@@ -44,9 +44,11 @@ class StandInResult:
 
 @dataclass
 class StandInTextParser:
-    """iperf3 3.12 client text: one Interval per interval (the [SUM] line when streams > 1)."""
+    """iperf3 3.12 client text: one Interval per interval (the [SUM] line when streams > 1).
 
-    streams: int = 1
+    The number of streams and UDP are read from iperf3's header lines."""
+
+    streams: int = 0
     udp: bool = False
     summary: IperfSummary = field(default_factory=IperfSummary)
     error: str | None = None
@@ -56,6 +58,10 @@ class StandInTextParser:
         if line.startswith("iperf3: error - "):
             self.error = line.removeprefix("iperf3: error - ").strip()
             return []
+        if "connected to" in line:
+            self.streams += 1
+        if line.startswith("[ ID]") and "Datagrams" in line:
+            self.udp = True
         m = LINE.match(line)
         if not m or (self.streams > 1) != (m["id"] == "SUM"):
             return []
@@ -142,7 +148,8 @@ class SysctlStandInApplier:
                 done.append((alias, before))
         except RemoteError as exc:
             for alias, before in done:
-                await self.links[alias].check(f"sysctl -w {shlex.quote(knob.key + '=' + before)} >/dev/null")
+                await self.links[alias].check(
+                    f"sysctl -w {shlex.quote(knob.key + '=' + before)} >/dev/null")
             raise KnobRefused(str(exc)) from exc
         return {}
 
@@ -150,7 +157,8 @@ class SysctlStandInApplier:
         for (alias, key), value in self.originals.items():
             ok = True
             try:
-                await self.links[alias].check(f"sysctl -w {shlex.quote(key + '=' + value)} >/dev/null")
+                await self.links[alias].check(
+                    f"sysctl -w {shlex.quote(key + '=' + value)} >/dev/null")
             except RemoteError:
                 ok = False
             self.emit(Event(EventKind.RESTORE, host=alias,

@@ -1,0 +1,80 @@
+"""`abtui run --headless`: the engine with no console; progress on stderr, events to a file.
+
+Whatever ends the run (the plan done, the duration up, an error, Ctrl-C), the engine is shut
+down: knobs restored, every remote process ended, links closed, the session file complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from abtui.engine import Engine, KnobApplierFactory
+from abtui.errors import EXIT_FAILED, EXIT_OK
+from abtui.model import Event, EventKind, Profile
+from abtui.seams import ParserFactory, PingParserFactory, open_session_writer
+
+
+def describe(event: Event) -> str | None:
+    """The progress line for an event, None for events not worth a line."""
+    d = event.data
+    who = f"{event.pair}: " if event.pair else (f"{event.host}: " if event.host else "")
+    if event.kind is EventKind.PROGRESS:
+        eta = d.get("eta_s")
+        left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
+        return f"plan: {d.get('done')}/{d.get('total')} steps done{left}"
+    if event.kind is EventKind.RUN_END:
+        summary = d.get("summary") or {}
+        rate = summary.get("receiver_bits_per_second") or summary.get("sender_bits_per_second")
+        got = f", {rate / 1e9:.3f} Gbit/s" if isinstance(rate, int | float) else ""
+        why = f": {d['message']}" if d.get("message") else ""
+        return f"{who}run {d.get('run')} {d.get('status')}{got}{why}"
+    if event.kind in (EventKind.ERROR, EventKind.KNOB_ERROR):
+        return f"{who}error: {d.get('message')}"
+    if event.kind is EventKind.LINK and d.get("state") in ("lost", "connected"):
+        return f"{who}link {d.get('state')}{': ' + d['message'] if d.get('message') else ''}"
+    if event.kind is EventKind.KNOB:
+        return f"{d.get('knob')} = {d.get('value')} on {', '.join(d.get('pairs') or [])}"
+    if event.kind is EventKind.RESTORE and not d.get("ok"):
+        return f"{who}could not restore {d.get('knob')}: {d.get('message')}"
+    return None
+
+
+async def run_headless(profile: Profile, out: Path, duration: float | None = None, *,
+                       parser_factory: ParserFactory | None = None,
+                       ping_parser_factory: PingParserFactory | None = None,
+                       knob_applier: KnobApplierFactory | None = None,
+                       progress: TextIO | None = None, **engine_options: object) -> int:
+    """Run the plan (or `duration` seconds continuously); 0 when every run went well."""
+    stream = progress or sys.stderr
+
+    def show(event: Event) -> None:
+        line = describe(event)
+        if line:
+            print(f"abtui: {line}", file=stream, flush=True)
+
+    engine = Engine(profile, parser_factory=parser_factory,
+                    ping_parser_factory=ping_parser_factory, knob_applier=knob_applier,
+                    session_path=out, **engine_options)  # type: ignore[arg-type]
+    writer = open_session_writer(out)
+    engine.subscribe(writer.write)
+    engine.subscribe(show)
+    reason = "done"
+    try:
+        await engine.connect()
+        if duration is not None:
+            await engine.start("continuous")
+            await asyncio.sleep(duration)
+        else:
+            await engine.start("plan")
+            await engine.wait()
+    except asyncio.CancelledError:
+        reason = "interrupted"
+        raise
+    finally:
+        await engine.shutdown(reason)
+        writer.close()
+        print(f"abtui: session written to {out}", file=stream, flush=True)
+    return EXIT_FAILED if engine.failed_runs else EXIT_OK

@@ -1,0 +1,385 @@
+"""The engine on real lab hosts: real sshd, iperf3 3.12 and ping in network namespaces.
+
+Each test checks, after it ran (failed or not), that no iperf3 or ping is left on any lab host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from abtui.engine import Engine
+from abtui.headless import run_headless
+from abtui.lab import Lab
+from abtui.model import (
+    Event,
+    EventKind,
+    Knob,
+    KnobKind,
+    Pair,
+    Plan,
+    Profile,
+    Scope,
+)
+from abtui.model import (
+    TestOptions as Options,
+)
+from tests.conftest import ns_exec
+from tests.standins import StandInPingParser, StandInTextParser, SysctlStandInApplier
+
+pytestmark = pytest.mark.lab
+
+WMEM = ("4096 16384 4194304", "4096 16384 65536")
+# An iperf3 3.12 interval or summary line: its rate as iperf3 printed it.
+RATE = re.compile(r"^\[\s*(\d+|SUM)\]\s+([\d.]+)-\s*([\d.]+)\s+sec\s+.*?([\d.]+) (\w?)bits/sec")
+UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def lab_profile(lab: Lab, **test: object) -> Profile:
+    hosts = lab.hosts(2)
+    pairs = [Pair(label=hosts[i].pair, sender=hosts[i].alias, receiver=hosts[i + 1].alias,
+                  target=hosts[i + 1].data_address) for i in (0, 2)]
+    options = {"duration": 0, "interval": 0.5, "ping": False, **test}
+    return Profile(name="enginetest", pairs=pairs, test=Options(**options),  # type: ignore[arg-type]
+                   ssh_config=str(lab.ssh_config), plan=Plan(shuffle=False, pause=0.1),
+                   knobs=[Knob(name="tcp_wmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_wmem",
+                               values=WMEM, scope=Scope.SENDER)])
+
+
+def stray_pids(lab: Lab) -> dict[str, list[tuple[int, str]]]:
+    """iperf3 and ping processes in the lab's namespaces (PID namespaces are shared, so
+    only the namespaces' own PIDs are looked at)."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for h in lab.hosts(2):
+        pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True,
+                              text=True).stdout.split()
+        for pid in pids:
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm in ("iperf3", "ping"):
+                out.setdefault(h.alias, []).append((int(pid), comm))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_strays(lab: Lab) -> Iterator[None]:
+    """After each test, failed ones included: nothing of ours is left on any host."""
+    yield
+    left = stray_pids(lab)
+    for entries in left.values():  # clean up for the next test, then fail this one
+        for pid, _ in entries:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes left on lab hosts: {left}"
+
+
+class Recorder:
+    """Events and the raw iperf3 lines the engine received, per run."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.raw: dict[str, list[str]] = defaultdict(list)
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def sink(self, run: str, line: str) -> None:
+        self.raw[run].append(line)
+
+    def of(self, kind: EventKind, pair: str | None = None) -> list[Event]:
+        return [e for e in self.events if e.kind is kind and (pair is None or e.pair == pair)]
+
+    def intervals(self, run: str) -> list[dict]:
+        return [e.data for e in self.of(EventKind.INTERVAL) if e.data["run"] == run]
+
+    def run_end(self, run: str) -> dict:
+        (end,) = [e.data for e in self.of(EventKind.RUN_END) if e.data["run"] == run]
+        return end
+
+
+def make_engine(profile: Profile, rec: Recorder, **kw: object) -> Engine:
+    """An engine with the test stand-ins for the parsers and the knob layer."""
+    engine = Engine(profile, parser_factory=lambda _fmt: StandInTextParser(),
+                    ping_parser_factory=StandInPingParser, raw_sink=rec.sink,
+                    knob_applier=SysctlStandInApplier, **kw)  # type: ignore[arg-type]
+    engine.subscribe(rec)
+    return engine
+
+
+def printed(lines: list[str]) -> tuple[list[tuple[float, float, float]], dict[str, float]]:
+    """What iperf3 printed, read independently of any parser: the per-interval rates (the
+    [SUM] lines when there are several streams) and the sender/receiver summary rates."""
+    several = any(line.startswith("[SUM]") for line in lines)
+    intervals, summary = [], {}
+    for line in lines:
+        m = RATE.match(line)
+        if not m or several != (m[1] == "SUM"):
+            continue
+        rate = float(m[4]) * UNIT[m[5]]
+        if line.rstrip().endswith(("sender", "receiver")):
+            summary[line.rstrip().rsplit(None, 1)[1]] = rate
+        else:
+            intervals.append((float(m[2]), float(m[3]), rate))
+    return intervals, summary
+
+
+def assert_matches_printed(rec: Recorder, run: str) -> None:
+    lines, summary = printed(rec.raw[run])
+    got = [(d["start"], d["end"], d["bits_per_second"]) for d in rec.intervals(run)]
+    assert got == pytest.approx(lines), run
+    assert lines, f"{run}: iperf3 printed no interval"
+    end = rec.run_end(run)
+    if summary:
+        assert end["summary"]["sender_bits_per_second"] == pytest.approx(summary["sender"])
+        assert end["summary"]["receiver_bits_per_second"] == pytest.approx(summary["receiver"])
+
+
+async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
+    rec = Recorder()
+    engine = make_engine(lab_profile(lab, ping=True), rec, chunk_seconds=2)
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        await asyncio.sleep(3.2)  # the 2 s chunk ends and is restarted
+    finally:
+        await engine.shutdown()
+    starts = rec.of(EventKind.RUN_START)
+    first = {e.pair: e.data for e in starts[:2]}
+    assert set(first) == {"A", "B"}
+    assert all(isinstance(d["host_clock"], float) for d in first.values())
+    (skew,) = [e.data for e in rec.of(EventKind.SKEW)][:1]
+    assert set(skew["clocks"]) == {"A", "B"} and 0 <= skew["skew_ms"] < 1000
+    assert skew["skew_ms"] == pytest.approx(
+        abs(skew["clocks"]["A"] - skew["clocks"]["B"]) * 1e3)
+    assert engine.skews[0] == skew["skew_ms"]
+    for pair in ("A", "B"):
+        runs = [e.data["run"] for e in starts if e.pair == pair]
+        assert len(runs) >= 2, f"pair {pair}: the first chunk was not followed by another"
+        ended = rec.run_end(runs[0])
+        assert ended["status"] == "ok", ended
+        assert ended["summary"] is not None
+        assert_matches_printed(rec, runs[0])  # with its sender/receiver summary
+        assert len(rec.intervals(runs[0])) == 4  # 2 s at 0.5 s
+        assert rec.run_end(runs[-1])["status"] == "stopped"
+        assert rec.of(EventKind.PING, pair), f"pair {pair}: no ping replies"
+    assert rec.events[-1].kind is EventKind.SESSION_END
+
+
+async def test_plan_reverse_parallel_and_udp(lab: Lab):
+    profile = lab_profile(lab, duration=1)
+    profile.pairs[0] = Pair(**{**_pair_dict(profile.pairs[0]), "overrides": {"reverse": True}})
+    profile.pairs[1] = Pair(**{**_pair_dict(profile.pairs[1]), "overrides": {"parallel": 2}})
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    try:
+        await engine.connect()
+        await engine.start("plan")
+        await engine.wait()
+    finally:
+        await engine.shutdown()
+    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    assert starts["A"]["options"]["reverse"] is True
+    assert starts["B"]["options"]["parallel"] == 2
+    assert any("-R" in line or "Reverse mode" in line for line in rec.raw[starts["A"]["run"]])
+    assert any(line.startswith("[SUM]") for line in rec.raw[starts["B"]["run"]])
+    for pair in ("A", "B"):
+        run = starts[pair]["run"]
+        assert rec.run_end(run)["status"] == "ok"
+        assert_matches_printed(rec, run)
+    progress = [e.data for e in rec.of(EventKind.PROGRESS)]
+    assert progress[0]["done"] == 0 and progress[-1]["done"] == progress[-1]["total"] == 1
+
+    udp = lab_profile(lab, duration=1, udp=True, bitrate="20M")
+    rec = Recorder()
+    engine = make_engine(udp, rec)
+    try:
+        await engine.connect()
+        await engine.start("plan")
+        await engine.wait()
+    finally:
+        await engine.shutdown()
+    for start in rec.of(EventKind.RUN_START):
+        run = start.data["run"]
+        assert rec.run_end(run)["status"] == "ok"
+        assert_matches_printed(rec, run)
+        assert all(d["packets"] > 0 for d in rec.intervals(run))
+        # 20 Mbit/s asked: the intervals carry about that
+        rates = [d["bits_per_second"] for d in rec.intervals(run)]
+        assert all(15e6 < r < 25e6 for r in rates), rates
+
+
+def _pair_dict(pair: Pair) -> dict:
+    return {f: getattr(pair, f) for f in Pair.__slots__}  # type: ignore[attr-defined]
+
+
+async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
+    snd = [h.alias for h in lab.hosts(2) if h.role == "sender"]
+    original = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
+    rec = Recorder()
+    engine = make_engine(lab_profile(lab), rec)
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        await asyncio.sleep(1.3)
+        await engine.set_knob("tcp_wmem", WMEM[1])
+        during = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
+        await asyncio.sleep(1.3)
+    finally:
+        await engine.shutdown()
+    assert during == {a: WMEM[1].split() for a in snd}
+    after = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
+    assert after == original
+    (knob,) = rec.of(EventKind.KNOB)
+    assert knob.data["pairs"] == ["A", "B"] and knob.data["hosts"] == snd
+    assert len(rec.of(EventKind.RESTORE)) == 2
+    for pair in ("A", "B"):
+        phases = [e.data for e in rec.of(EventKind.PHASE, pair)]
+        assert [p["phase"] for p in phases] == [0, 1]
+        assert phases[0]["config"] == {} and phases[1]["config"] == {"tcp_wmem": WMEM[1]}
+        ivs = [e for e in rec.of(EventKind.INTERVAL, pair)]
+        clean = [e for e in ivs if not e.data["straddles"]]
+        assert {e.data["phase"] for e in clean} == {0, 1}
+        # an interval counted in a phase was measured wholly inside it
+        for e in clean:
+            span = (e.t - (e.data["end"] - e.data["start"]), e.t)
+            phase = phases[e.data["phase"]]
+            assert phase["start"] - 0.05 <= span[0] and span[1] <= phase["end"] + 0.1, e
+        # one run went on through the change: the knob does not restart iperf3
+        assert len({e.data["run"] for e in ivs}) == 1
+
+
+async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab):
+    """A refused connection on A; on B the profile's port is taken, so another is used."""
+    profile = lab_profile(lab, duration=1)
+    snd_a = lab.hosts(2)[0]
+    profile.pairs[0] = Pair(**{**_pair_dict(profile.pairs[0]), "target": snd_a.data_address})
+    rcv_b = lab.hosts(2)[3]
+    squatter = subprocess.Popen(["ip", "netns", "exec", rcv_b.netns, "iperf3", "-s", "-p",
+                                 "5201"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rec = Recorder()
+    try:
+        await asyncio.sleep(0.3)
+        engine = make_engine(profile, rec)
+        try:
+            await engine.connect()
+            await engine.start("plan")
+            await engine.wait()
+        finally:
+            await engine.shutdown()
+    finally:
+        squatter.terminate()
+        squatter.wait()
+    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    end_a = rec.run_end(starts["A"]["run"])
+    assert end_a["status"] == "error" and "connection refused" in end_a["message"]
+    assert any("connection refused" in e.data["message"] for e in rec.of(EventKind.ERROR, "A"))
+    assert starts["B"]["port"] == 5202
+    assert rec.run_end(starts["B"]["run"])["status"] == "ok"
+    assert engine.failed_runs == 1
+
+
+async def test_missing_iperf3_and_unreachable_host_are_clear_errors(lab: Lab, tmp_path):
+    config = tmp_path / "ssh_config"
+    config.write_text(lab.ssh_config.read_text() + "\nHost nowhere-rcv\n"
+                      f"    HostName {lab.bridge_address}\n    Port 1\n    User root\n")
+    profile = lab_profile(lab, duration=1)
+    profile.ssh_config = str(config)
+    profile.pairs[1] = Pair(**{**_pair_dict(profile.pairs[1]), "receiver": "nowhere-rcv"})
+    rec = Recorder()
+    engine = make_engine(profile, rec, iperf3_program="iperf3-not-installed")
+    try:
+        await engine.connect()
+        await engine.start("plan")
+        await engine.wait()
+    finally:
+        await engine.shutdown()
+    ends = {e.pair: e.data for e in rec.of(EventKind.RUN_END)}
+    assert "iperf3 is not installed" in ends["A"]["message"]
+    assert "nowhere-rcv is not connected" in ends["B"]["message"]
+    lost = [e.data for e in rec.of(EventKind.LINK) if e.host == "nowhere-rcv"]
+    assert any(d["state"] == "lost" and "cannot reach nowhere-rcv" in d["message"]
+               for d in lost)
+    assert engine.failed_runs == 2
+
+
+async def test_a_stalled_stream_is_flagged_and_ended(lab: Lab):
+    rec = Recorder()
+    engine = make_engine(lab_profile(lab, duration=3), rec)
+    snd_a = lab.hosts(2)[0]
+    try:
+        await engine.connect()
+        await engine.start("plan")
+        while not rec.of(EventKind.INTERVAL, "A"):
+            await asyncio.sleep(0.05)
+        (pid,) = [p for p, comm in stray_pids(lab).get(snd_a.alias, []) if comm == "iperf3"]
+        os.kill(pid, signal.SIGSTOP)  # the client we started freezes: no more intervals
+        await engine.wait()
+    finally:
+        await engine.shutdown()
+    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    end_a = rec.run_end(starts["A"]["run"])
+    assert end_a["status"] == "error" and "stalled" in end_a["message"]
+    assert any("stalled" in e.data["message"] for e in rec.of(EventKind.ERROR, "A"))
+    assert rec.run_end(starts["B"]["run"])["status"] == "ok"
+
+
+async def test_a_link_lost_mid_run_keeps_the_intervals(lab: Lab):
+    rec = Recorder()
+    engine = make_engine(lab_profile(lab, duration=3), rec)
+    snd_a = lab.hosts(2)[0]
+    try:
+        await engine.connect()
+        await engine.start("plan")
+        while len(rec.of(EventKind.INTERVAL, "A")) < 2:
+            await asyncio.sleep(0.05)
+        daemon = int((lab.state_dir / f"sshd-{snd_a.alias}.pid").read_text().split()[0])
+        for pid in subprocess.run(["ip", "netns", "pids", snd_a.netns], capture_output=True,
+                                  text=True).stdout.split():
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            if comm == "sshd" and int(pid) != daemon:  # our session's sshd, not the daemon
+                os.kill(int(pid), signal.SIGKILL)
+        await engine.wait()
+        kept = len(rec.of(EventKind.INTERVAL, "A"))
+        assert await engine.links[snd_a.alias].wait_connected(15)
+    finally:
+        await engine.shutdown()
+    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    end_a = rec.run_end(starts["A"]["run"])
+    assert end_a["status"] == "incomplete" and "lost mid-run" in end_a["message"]
+    assert kept >= 2
+    assert rec.run_end(starts["B"]["run"])["status"] == "ok"
+    await asyncio.sleep(0.6)  # the orphaned iperf3 dies writing to the dropped channel
+
+
+async def test_headless_continuous_writes_the_session(lab: Lab, tmp_path):
+    out = tmp_path / "session.jsonl"
+    lines: list[str] = []
+
+    class Progress:
+        def write(self, s: str) -> None:
+            lines.append(s)
+
+        def flush(self) -> None:
+            pass
+
+    rc = await run_headless(lab_profile(lab), out, duration=1.5,
+                            parser_factory=lambda _f: StandInTextParser(),
+                            knob_applier=SysctlStandInApplier, progress=Progress())
+    assert rc == 0
+    import json
+
+    kinds = [json.loads(line)["kind"] for line in out.read_text().splitlines()]
+    assert kinds[0] == "session_start" and kinds[-1] == "session_end"
+    assert kinds.count("run_start") == 2 and "interval" in kinds and "skew" in kinds
+    assert "session written to" in "".join(lines)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import random
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
@@ -37,7 +37,7 @@ from abtui.model import (
     now,
 )
 from abtui.phases import PairPhases
-from abtui.plan import DIRECTION, TUNNEL, PlanStep, expand
+from abtui.plan import DIRECTION, DIRECTION_OPTIONS, TUNNEL, PlanStep, expand
 from abtui.remote.link import HostLink, connect_all
 from abtui.runs import PairRun, RunFailed, RunHooks, RunSpec
 from abtui.seams import (
@@ -83,6 +83,7 @@ class Engine:
         self.links: dict[str, HostLink] = {}
         self.iperf_versions: dict[str, tuple[int, int] | None] = {}
         self.has_bash: dict[str, bool] = {}
+        self.has_stdbuf: dict[str, bool] = {}
         self.phases = {p.label: PairPhases(p.label) for p in profile.pairs}
         self.targets = {p.label: p.target for p in profile.pairs}
         self.skews: list[float] = []
@@ -129,6 +130,21 @@ class Engine:
                                if link.state is LinkState.CONNECTED))
         if self._applier_factory is not None:
             self.applier = self._applier_factory(self.links, self.emit)
+        await self._apply_initial()
+
+    async def _apply_initial(self) -> None:
+        """Knobs with an `initial` value are set before anything runs: the first phase's
+        configuration (a refusal is reported and the host's own value stays)."""
+        for knob in self.profile.knobs:
+            if knob.initial is None:
+                continue
+            labels = list(knob.pairs) or list(self.phases)
+            try:
+                await self._apply(knob, knob.initial, labels)
+            except KnobRefused:
+                continue
+            for label in labels:
+                self.phases[label].config[knob.name] = knob.initial
 
     def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
         self.emit(Event(EventKind.LINK, host=link.alias,
@@ -137,13 +153,19 @@ class Engine:
             self._spawn(self._end_orphans(link))
 
     async def _detect(self, link: HostLink) -> None:
-        """iperf3's version on a host, once: it decides text or --json-stream output."""
-        result = await link.run(f"{self.iperf3_program} --version 2>&1")
-        version = parse_iperf_version(result.stdout) if result.ok else None
+        """What a host has, asked once: iperf3's version (text or --json-stream output), bash
+        (a fork-free clock at release) and stdbuf (every iperf3 line flushed as printed)."""
+        result = await link.run(
+            f"{shlex.quote(self.iperf3_program)} --version 2>&1 | head -n 1; "
+            "command -v bash >/dev/null && echo __abtui_bash; "
+            "command -v stdbuf >/dev/null && echo __abtui_stdbuf; true")
+        lines = result.stdout.splitlines()
+        first = lines[0] if lines else ""
+        version = parse_iperf_version(first)
         self.iperf_versions[link.alias] = version
-        self.has_bash[link.alias] = (await link.run("command -v bash >/dev/null")).ok
-        facts = HostFacts(alias=link.alias, iperf3_version=result.stdout.splitlines()[0]
-                          if result.ok and result.stdout else "")
+        self.has_bash[link.alias] = "__abtui_bash" in lines
+        self.has_stdbuf[link.alias] = "__abtui_stdbuf" in lines
+        facts = HostFacts(alias=link.alias, iperf3_version=first if version else "")
         self.emit(Event(EventKind.FACTS, host=link.alias, data={"facts": asdict(facts)}))
         if version is None:
             self.emit(Event(EventKind.ERROR, host=link.alias, data={
@@ -174,6 +196,7 @@ class Engine:
             seconds=seconds, port=port or opts.port, config=dict(self.phases[label].config),
             json_stream=sender_version >= JSON_STREAM_SINCE, program=self.iperf3_program,
             bash=self.has_bash.get(pair.sender, False),
+            stdbuf=self.has_stdbuf.get(pair.sender, False),
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs])
         hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
                          phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
@@ -321,6 +344,22 @@ class Engine:
         for label in labels:
             self.phases[label].begin_change(begin)
         try:
+            targets = await self._apply(k, value, labels)
+        except KnobRefused:
+            for label in labels:
+                self.phases[label].abort_change()
+            raise
+        end = now()
+        for label in labels:
+            self.emit(self.phases[label].commit_change(begin, end, {knob: value}))
+        if k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3) and self._mode == "continuous":
+            await self._restart_pairs(labels)
+        elif targets and self._mode == "continuous":
+            await self._restart_pairs(list(targets))
+
+    async def _apply(self, k: Knob, value: str, labels: Sequence[str]) -> Mapping[str, str]:
+        """Apply on the hosts (or the test options); KNOB or KNOB_ERROR, TUNNEL per pair."""
+        try:
             if k.kind is KnobKind.IPERF3:
                 self._set_iperf3_option(k, value, labels)
                 targets: Mapping[str, str] = {}
@@ -328,22 +367,17 @@ class Engine:
                 targets = await self.applier.apply(k, value, [self.profile.pair(x)
                                                               for x in labels])
         except (KnobRefused, AbtuiError) as exc:
-            for label in labels:
-                self.phases[label].abort_change()
-            self.emit(Event(EventKind.KNOB_ERROR, data={"knob": knob, "value": value,
+            self.emit(Event(EventKind.KNOB_ERROR, data={"knob": k.name, "value": value,
                                                        "message": str(exc)}))
             raise exc if isinstance(exc, KnobRefused) else KnobRefused(str(exc)) from exc
-        end = now()
-        self.emit(Event(EventKind.KNOB, t=end, data={
-            "knob": knob, "value": value, "pairs": labels, "hosts": self._hosts(k, labels)}))
-        for label in labels:
-            self.emit(self.phases[label].commit_change(begin, end, {knob: value}))
+        self.emit(Event(EventKind.KNOB, data={
+            "knob": k.name, "value": value, "pairs": list(labels),
+            "hosts": self._hosts(k, labels)}))
         for label, target in targets.items():
             self.targets[label] = target
             self.emit(Event(EventKind.TUNNEL, pair=label, data={"type": value,
                                                                 "target": target}))
-        if k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3) and self._mode == "continuous":
-            await self._restart_pairs(labels)
+        return targets
 
     def _hosts(self, knob: Knob, labels: Sequence[str]) -> list[str]:
         hosts: list[str] = []
@@ -357,13 +391,14 @@ class Engine:
 
     def _set_iperf3_option(self, knob: Knob, value: str, labels: Sequence[str]) -> None:
         """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...)."""
-        fields = {f.name: f for f in dataclasses.fields(TestOptions)}
+        from abtui.profile.knobs import IPERF3_KEYS, iperf3_value
+
         key = knob.key or knob.name
-        if key not in fields or key in ("port", "extra_args"):
-            raise KnobRefused(f"knob {knob.name}: {key!r} is not an iperf3 test option")
-        current = getattr(self.profile.test, key)
+        if key not in IPERF3_KEYS:
+            raise KnobRefused(f"knob {knob.name}: {key!r} is not an iperf3 option abtui sets "
+                              f"(one of {', '.join(IPERF3_KEYS)})")
         try:
-            converted = _convert(value, current)
+            converted = iperf3_value(key, value)
         except ValueError:
             raise KnobRefused(f"knob {knob.name}: {value!r} is not a valid {key}") from None
         for label in labels:
@@ -427,7 +462,7 @@ class Engine:
     def _set_direction(self, value: str) -> None:
         t = now()
         for label, phases in self.phases.items():
-            self.live_options[label]["reverse"] = value == "reverse"
+            self.live_options[label].update(DIRECTION_OPTIONS[value])
             if phases.config.get(DIRECTION) != value:
                 self.emit(phases.commit_change(t, t, {DIRECTION: value}))
 
@@ -456,21 +491,6 @@ class Engine:
             await asyncio.gather(*(link.close() for link in self.links.values()),
                                  return_exceptions=True)
             self.emit(Event(EventKind.SESSION_END, data={"reason": reason}))
-
-
-def _convert(value: str, like: Any) -> Any:
-    if isinstance(like, bool):
-        low = value.strip().lower()
-        if low in ("1", "true", "on", "yes"):
-            return True
-        if low in ("0", "false", "off", "no"):
-            return False
-        raise ValueError(value)
-    if isinstance(like, int):
-        return int(value)
-    if isinstance(like, float):
-        return float(value)
-    return value or None
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:

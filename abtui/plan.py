@@ -1,9 +1,9 @@
 """A profile's plan, expanded: every configuration of the matrix, repeated, in run order.
 
-The matrix names knobs (each contributes its values), `direction` (forward and reverse) and
-`tunnel` (the profile's tunnel types, when no knob of that name exists). Configurations are
-shuffled with a seeded generator unless the plan says not to, so a session can be replayed in
-the same order.
+The matrix names knobs (each contributes its values), `direction` (the plan's directions: tx,
+rx = iperf3 -R, bidir) and `tunnel` (the profile's tunnel types, when no knob of that name
+exists). Configurations are shuffled with a seeded generator unless the plan says not to, so a
+session can be replayed in the same order.
 """
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ from abtui.errors import BadInput
 from abtui.model import Profile
 
 DIRECTION = "direction"
-DIRECTIONS = ("forward", "reverse")
+DIRECTIONS = ("tx", "rx")
 TUNNEL = "tunnel"
+# what each direction sets in the test options
+DIRECTION_OPTIONS = {"tx": {"reverse": False, "bidir": False},
+                     "rx": {"reverse": True, "bidir": False},
+                     "bidir": {"reverse": False, "bidir": True}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +36,18 @@ class PlanStep:
 def dimensions(profile: Profile) -> list[tuple[str, tuple[str, ...]]]:
     dims: list[tuple[str, tuple[str, ...]]] = []
     knob_names = {k.name for k in profile.knobs}
-    for name in profile.plan.matrix:
+    matrix = list(profile.plan.matrix)
+    if profile.plan.directions and DIRECTION not in matrix:
+        matrix.append(DIRECTION)
+    for name in matrix:
         if name in knob_names:
             values = profile.knob(name).values
         elif name == DIRECTION:
-            values = DIRECTIONS
+            values = tuple(profile.plan.directions) or DIRECTIONS
+            bad = [v for v in values if v not in DIRECTION_OPTIONS]
+            if bad:
+                raise BadInput(f"plan.directions: {bad[0]!r} is not one of "
+                               f"{', '.join(DIRECTION_OPTIONS)}")
         elif name == TUNNEL:
             values = tuple(profile.tunnels)
         else:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -26,7 +28,17 @@ from abtui.iperf_cmd import (
     sample_command,
     server_argv,
 )
-from abtui.model import Event, EventKind, Interval, LinkState, Pair, TestOptions, Watch
+from abtui.model import (
+    Event,
+    EventKind,
+    Interval,
+    LinkState,
+    Pair,
+    PingReply,
+    PingSummary,
+    TestOptions,
+    Watch,
+)
 from abtui.remote.link import HostLink, RemoteProcess
 from abtui.seams import (
     Emit,
@@ -67,6 +79,8 @@ class RunSpec:
     json_stream: bool = False
     program: str = "iperf3"
     bash: bool = False  # the sender has bash: a fork-free clock at release
+    # the sender has stdbuf: iperf3 3.12's --forceflush leaves [SUM] lines in stdio's buffer
+    stdbuf: bool = False
     watches: list[Watch] = field(default_factory=list)
 
 
@@ -138,6 +152,8 @@ class PairRun:
         self._ping: RemoteProcess | None = None
         self._ping_task: asyncio.Task[Any] | None = None
         self._watch_tasks: list[asyncio.Task[None]] = []
+        self._idle_replies: list[PingReply] = []
+        self._idle_summary: PingSummary | None = None
         self._stopping = False
         self._stalled = False
 
@@ -182,14 +198,35 @@ class PairRun:
         await self._start_server()
         argv = client_argv(self.spec.options, self.spec.target, self.spec.port,
                            self.spec.seconds, self.spec.json_stream, self.spec.program)
+        if self.spec.stdbuf:
+            argv = ["stdbuf", "-oL", *argv]
         self._client = await self.sender.stream(armed(argv, self.spec.bash) + " 2>&1")
         self._client_lines = _Lines(self._client)
         await self._await_armed(self._client_lines)
 
     async def _arm_ping(self) -> None:
         opts = self.spec.options
-        if opts.ping and self.hooks.ping_parser_factory is not None:
+        if not opts.ping or self.hooks.ping_parser_factory is None:
+            return
+        if opts.ping_count > 0:  # on the idle link, before iperf3 starts
+            await self._idle_ping()
+        else:
             self._ping = await self.sender.stream(armed(ping_argv(opts, self.spec.target)))
+
+    async def _idle_ping(self) -> None:
+        assert self.hooks.ping_parser_factory is not None
+        opts = self.spec.options
+        argv = ping_argv(opts, self.spec.target)
+        argv[1:1] = ["-c", str(opts.ping_count)]
+        proc = await self.sender.stream(plain(argv))
+        parser = self.hooks.ping_parser_factory()
+        try:
+            async for line in proc.lines():
+                self._idle_replies.extend(parser.feed(line))
+            await proc.wait(timeout=5.0)
+        finally:
+            await proc.terminate()
+        self._idle_summary = ping_summary_of(parser.finish())
 
     async def _await_armed(self, lines: _Lines) -> None:
         try:
@@ -253,6 +290,9 @@ class PairRun:
         parser = self.hooks.parser_factory("json-stream" if self.spec.json_stream else "text")
         if self._ping is not None:
             self._ping_task = asyncio.get_running_loop().create_task(self._ping_loop())
+        for reply in self._idle_replies:
+            self._event(EventKind.PING, run=self.spec.run_id, phase=self.hooks.phase_for(
+                self.label, time.time(), 0.0)[0], seq=reply.seq, rtt_ms=reply.rtt_ms)
         self._start_watches()
         opts = self.spec.options
         stall_s = STALL_INTERVALS * opts.interval
@@ -347,7 +387,7 @@ class PairRun:
 
     async def _finish_ping(self) -> Any:
         if self._ping is None or self._ping_task is None:
-            return None
+            return self._idle_summary
         if self._ping.pgid is not None and self.sender.state is LinkState.CONNECTED:
             # INT makes ping print its summary; read it before the channel closes
             with contextlib.suppress(RemoteError):
@@ -365,25 +405,39 @@ class PairRun:
             self._watch_tasks.append(loop.create_task(self._watch_loop(watch, link)))
 
     async def _watch_loop(self, watch: Watch, link: HostLink) -> None:
-        command = sample_command(watch.sysctl, watch.command)
+        """Sample a watch every `interval` s; a sysctl with `*` is one series per match."""
         complained = False
+        names: list[str] | None = None
         while True:
             await asyncio.sleep(watch.interval)
             try:
-                out = (await link.check(command, timeout=max(2.0, watch.interval))).strip()
+                if watch.sysctl and "*" in watch.sysctl:
+                    if names is None:
+                        names = await self._sysctl_names(link, watch.sysctl)
+                    if not names:
+                        raise RemoteError(link.alias, f"no sysctl matches {watch.sysctl}")
+                    out = await link.check(f"sysctl -n {shlex.join(names)}",
+                                           timeout=max(2.0, watch.interval))
+                    samples = list(zip((f"{watch.name}:{n}" for n in names),
+                                       out.splitlines(), strict=False))
+                else:
+                    out = await link.check(sample_command(watch.sysctl, watch.command),
+                                           timeout=max(2.0, watch.interval))
+                    samples = [(watch.name, out.strip())]
             except RemoteError as exc:
                 if not complained:
                     self._event(EventKind.ERROR, host=link.alias,
                                 message=f"watch {watch.name}: {exc.reason}")
                     complained = True
                 continue
-            value: float | str
-            try:
-                value = float(out)
-            except ValueError:
-                value = out
-            self._event(EventKind.WATCH, host=link.alias, run=self.spec.run_id,
-                        name=watch.name, value=value)
+            for name, text in samples:
+                self._event(EventKind.WATCH, host=link.alias, run=self.spec.run_id, name=name,
+                            value=_number(text.strip()))
+
+    @staticmethod
+    async def _sysctl_names(link: HostLink, pattern: str) -> list[str]:
+        listed = await link.check("sysctl -aN 2>/dev/null || sysctl -N -a 2>/dev/null; true")
+        return sorted(n for n in listed.split() if fnmatch.fnmatchcase(n, pattern))
 
     # ---- ending -------------------------------------------------------------------------
     async def stop(self) -> None:
@@ -408,3 +462,10 @@ class PairRun:
                 self.hooks.orphan is not None:
             self.hooks.orphan(proc.link, proc.pgid)
         await proc.terminate()
+
+
+def _number(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text

@@ -53,8 +53,13 @@ class KnobApplier(Protocol):
 
 
 def iperf_summary_of(result: Any) -> IperfSummary | None:
+    """The end-of-test summary, None when iperf3 did not get to print one."""
     summary = getattr(result, "summary", None)
-    return summary if isinstance(summary, IperfSummary) else None
+    if not isinstance(summary, IperfSummary):
+        return None
+    if summary.sender_bits_per_second is None and summary.receiver_bits_per_second is None:
+        return None
+    return summary
 
 
 def iperf_error_of(result: Any) -> str | None:
@@ -79,7 +84,7 @@ def default_parser_factory() -> ParserFactory:
 
     def make(fmt: OutputFormat) -> IperfParser:
         if fmt == "json-stream":
-            return parse.JsonStreamParser()  # type: ignore[no-any-return]
+            return parse.Iperf3JsonParser()  # type: ignore[no-any-return]
         return parse.Iperf3TextParser()  # type: ignore[no-any-return]
 
     return make

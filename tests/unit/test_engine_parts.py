@@ -1,0 +1,167 @@
+"""The engine's pure parts: commands, plan expansion, phases, error wording, the run command."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from abtui.cli import main
+from abtui.errors import BadInput
+from abtui.headless import describe
+from abtui.iperf_cmd import (
+    ARMED_MARK,
+    CONTINUOUS_CHUNK_S,
+    armed,
+    client_argv,
+    options_for,
+    parse_clock,
+    parse_iperf_version,
+    run_seconds,
+    sample_command,
+)
+from abtui.model import Event, EventKind, Knob, KnobKind, Pair, Plan, Profile
+from abtui.model import TestOptions as Options
+from abtui.phases import PairPhases
+from abtui.plan import expand
+from abtui.runs import RunSpec, classify_iperf_error
+
+PAIR = Pair(label="A", sender="s", receiver="r", target="198.18.1.2")
+
+
+def profile(**plan: object) -> Profile:
+    return Profile(name="p", pairs=[PAIR], knobs=[
+        Knob(name="aim", kind=KnobKind.SYSCTL, key="dev.ix.2.enable_aim", values=("0", "1", "2")),
+        Knob(name="gro", kind=KnobKind.ETHTOOL_FEATURE, key="gro", values=("on", "off"))],
+        plan=Plan(**plan))  # type: ignore[arg-type]
+
+
+def test_client_command_carries_every_option_and_quotes_hostile_values():
+    opts = Options(duration=5, interval=0.1, parallel=2, reverse=True, udp=True,
+                   bitrate="100M", omit=1, congestion="bbr", bind="198.18.1.1",
+                   extra_args=("--tos", "0x10"))
+    argv = client_argv(opts, "198.18.1.2; rm -rf /", 5202, 5)
+    assert argv[:9] == ["iperf3", "-c", "198.18.1.2; rm -rf /", "-p", "5202", "-t", "5", "-i",
+                        "0.1"]
+    for flags in (["--forceflush"], ["-P", "2"], ["-R"], ["-u", "-b", "100M"], ["-O", "1"],
+                  ["-C", "bbr"], ["-B", "198.18.1.1"], ["--tos", "0x10"]):
+        assert any(argv[i:i + len(flags)] == flags for i in range(len(argv))), flags
+    cmd = armed(argv)
+    # the hostile target is one quoted word: the shell sees exactly our argv
+    assert shlex.split(cmd.split(" exec ", 1)[1]) == argv
+    assert cmd.startswith(f"echo {ARMED_MARK} && read ")
+    assert "--json-stream" in client_argv(Options(), "t", 1, 1, json_stream=True)
+    bash = armed(["iperf3", "-c", "x'y"], bash=True)
+    inner = shlex.split(bash)[-1]
+    assert shlex.split(bash)[:5] == ["exec", "bash", "--norc", "--noprofile", "-c"]
+    assert "EPOCHREALTIME" in inner and inner.endswith("exec iperf3 -c 'x'\"'\"'y'")
+
+
+def test_durations_versions_clocks_and_watch_commands():
+    assert run_seconds(Options(duration=0)) == CONTINUOUS_CHUNK_S
+    assert run_seconds(Options(duration=1.2)) == 2
+    assert parse_iperf_version("iperf 3.17.1 (cJSON 1.7.15)") == (3, 17)
+    assert parse_iperf_version("sh: iperf3: not found") is None
+    assert parse_clock("1796028898.635498520") == pytest.approx(1796028898.6354985)
+    assert parse_clock("1796028898,6354") == pytest.approx(1796028898.6354)
+    assert parse_clock("PING x") is None and parse_clock("nan") is None
+    assert sample_command("net.core.rmem_max", None) == "sysctl -n net.core.rmem_max"
+    assert sample_command(None, "cat /proc/x; id") == "sh -c 'cat /proc/x; id'"
+
+
+def test_pair_overrides_and_bad_options_are_one_line_errors():
+    pair = Pair(label="B", sender="s", receiver="r", target="t", overrides={"parallel": 4})
+    assert options_for(Options(), pair).parallel == 4
+    assert options_for(Options(), pair, {"parallel": 2}).parallel == 2
+    with pytest.raises(BadInput, match="pair B: unknown test option"):
+        options_for(Options(), Pair("B", "s", "r", "t", overrides={"paralel": 2}))
+    with pytest.raises(BadInput, match=r"pair A: interval 0\.05 s is below 0\.1 s"):
+        options_for(Options(interval=0.05), PAIR)
+    with pytest.raises(BadInput, match="reverse and bidir"):
+        options_for(Options(reverse=True, bidir=True), PAIR)
+
+
+def test_plan_matrix_repetitions_and_seeded_shuffle():
+    steps = expand(profile(matrix=("aim", "gro"), repetitions=2, shuffle=False))
+    assert len(steps) == 12
+    assert [s.config for s in steps[:3]] == [{"aim": "0", "gro": "on"}] * 2 + [
+        {"aim": "0", "gro": "off"}]
+    assert [s.repetition for s in steps[:2]] == [1, 2]
+    a = expand(profile(matrix=("aim", "gro"), repetitions=2, seed=7))
+    b = expand(profile(matrix=("aim", "gro"), repetitions=2, seed=7))
+    assert [s.config for s in a] == [s.config for s in b] != [s.config for s in steps]
+    assert sorted(map(str, (s.config for s in a))) == sorted(map(str, (s.config for s in steps)))
+    assert [s.config for s in expand(profile(matrix=("aim",)), seed=3)] == \
+        [s.config for s in expand(profile(matrix=("aim",)), seed=3)]
+    assert expand(profile())[0].config == {}
+
+
+def test_plan_directions_and_unknown_names():
+    steps = expand(profile(matrix=("gro",), directions=("tx", "rx"), shuffle=False))
+    assert [s.config for s in steps] == [
+        {"gro": "on", "direction": "tx"}, {"gro": "on", "direction": "rx"},
+        {"gro": "off", "direction": "tx"}, {"gro": "off", "direction": "rx"}]
+    with pytest.raises(BadInput, match=r"plan\.matrix: 'nope' is neither a knob"):
+        expand(profile(matrix=("nope",)))
+    with pytest.raises(BadInput, match=r"plan\.repetitions"):
+        expand(profile(repetitions=0))
+
+
+def test_phases_straddling_intervals_count_in_neither():
+    ph = PairPhases("A", start=100.0)
+    assert ph.classify(100.5, 0.5) == (0, False)
+    ph.begin_change(101.0)
+    # arrives while the knob is being applied: it straddles
+    assert ph.classify(101.02, 0.5) == (0, True)
+    closed = ph.commit_change(101.0, 101.01, {"aim": "1"})
+    assert closed.kind is EventKind.PHASE
+    assert closed.data == {"phase": 0, "config": {}, "start": 100.0, "end": 101.0}
+    assert ph.phase == 1 and ph.config == {"aim": "1"} and ph.start == 101.01
+    # measured before the change but arrived after it: straddles, stamped with the new phase
+    assert ph.classify(101.3, 0.5) == (1, True)
+    # wholly after the change
+    assert ph.classify(101.7, 0.5) == (1, False)
+    # one that ended before the change and arrived late-ish is still the old phase
+    assert ph.classify(100.99, 0.5) == (0, False)
+    ph.begin_change(102.0)
+    ph.abort_change()  # refused: nothing changes
+    assert ph.classify(102.2, 0.1) == (1, False)
+    assert ph.close(103.0).data == {"phase": 1, "config": {"aim": "1"}, "start": 101.01,
+                                    "end": 103.0}
+
+
+def test_iperf3_errors_become_clear_messages():
+    spec = RunSpec(run_id="A-1", pair=PAIR, options=Options(), target="198.18.1.2", seconds=1,
+                   port=5201)
+    msg, retry = classify_iperf_error("the server is busy running a test. try again later",
+                                      spec, "r")
+    assert retry and "198.18.1.2 port 5201 is busy" in msg
+    msg, retry = classify_iperf_error("unable to connect to server: Connection refused", spec,
+                                      "r")
+    assert not retry and msg.startswith("connection refused by 198.18.1.2 port 5201")
+    msg, _ = classify_iperf_error("unable to connect to server: No route to host", spec, "r")
+    assert msg.startswith("cannot reach 198.18.1.2 port 5201")
+
+
+def test_progress_lines():
+    assert describe(Event(EventKind.PROGRESS, data={"done": 3, "total": 12, "eta_s": 40.2})) \
+        == "plan: 3/12 steps done, about 40 s left"
+    line = describe(Event(EventKind.RUN_END, pair="A", data={
+        "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
+        "message": ""}))
+    assert line == "A: run A-1 ok, 9.410 Gbit/s"
+    assert describe(Event(EventKind.INTERVAL, pair="A")) is None
+
+
+def test_run_command_bad_input_exits_2(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "missing.toml"), "--headless"]) == 2
+    assert "missing.toml: no such profile file" in capsys.readouterr().err
+    prof = tmp_path / "p.toml"
+    prof.write_text("[profile]\nname = 'x'\n")
+    assert main(["run", str(prof)]) == 2
+    assert "needs --headless" in capsys.readouterr().err
+    assert main(["run", str(prof), "--headless", "--duration", "0"]) == 2
+    assert "--duration 0" in capsys.readouterr().err
+    assert main(["run", str(prof), "--headless"]) == 2  # a profile with no pairs
+    err = capsys.readouterr().err
+    assert err.startswith("abtui: ") and "p.toml" in err and len(err.strip().splitlines()) == 1

@@ -230,6 +230,9 @@ class Engine:
                 ready.append(run)
         if len(ready) > 1:
             await asyncio.sleep(SETTLE_S)
+        if self._stopping:  # stopped while these were being prepared: never released
+            await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)
+            return []
         for run in ready:  # one loop iteration: the newlines leave together
             run.release()
         clocks = await asyncio.gather(*(r.read_clock() for r in ready))
@@ -251,6 +254,8 @@ class Engine:
             self.emit(Event(EventKind.SKEW, data={
                 "skew_ms": skew, "clocks": {r.label: c for r, c in zip(ready, clocks,
                                                                          strict=True)}}))
+        if self._stopping:  # stopped while they were being released
+            await asyncio.gather(*(r.stop() for r in ready), return_exceptions=True)
         return ready
 
     async def _stream(self, run: PairRun) -> PairRun:

@@ -1,117 +1,26 @@
-"""TEST-ONLY stand-ins for modules built in parallel (abtui.parse, abtui.knobs).
+"""TEST-ONLY stand-in for a module built in parallel (abtui.knobs).
 
-They implement just enough of the seams in abtui.seams for the engine's tests: a text parser
-for iperf3 3.12 client output (TCP, -R, -P N, UDP), a ping reply reader, and a sysctl-only knob
-applier. Replace with the real modules as soon as those are on main.
+A sysctl-only knob applier that implements abtui.seams.KnobApplier just enough for the
+engine's tests. Replace with the real knob layer as soon as it is on main.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from abtui.controller import KnobRefused
 from abtui.errors import RemoteError
 from abtui.model import (
     Event,
     EventKind,
-    Interval,
-    IperfSummary,
     Knob,
     KnobKind,
     Pair,
-    PingReply,
-    PingSummary,
     Scope,
 )
 from abtui.remote.link import HostLink
 from abtui.seams import Emit
-
-UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-LINE = re.compile(r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<a>[\d.]+)-\s*(?P<b>[\d.]+)\s+sec\s+"
-                  r"(?P<bytes>[\d.]+)\s+(?P<bu>\w?)Bytes\s+(?P<bps>[\d.]+)\s+(?P<ru>\w?)bits/sec"
-                  r"(?P<rest>.*)$")
-
-
-@dataclass
-class StandInResult:
-    summary: IperfSummary | None = None
-    error: str | None = None
-
-
-@dataclass
-class StandInTextParser:
-    """iperf3 3.12 client text: one Interval per interval (the [SUM] line when streams > 1).
-
-    The number of streams and UDP are read from iperf3's header lines."""
-
-    streams: int = 0
-    udp: bool = False
-    summary: IperfSummary = field(default_factory=IperfSummary)
-    error: str | None = None
-    seen: set[tuple[str, float]] = field(default_factory=set)
-
-    def feed(self, line: str) -> list[Interval]:
-        if line.startswith("iperf3: error - "):
-            self.error = line.removeprefix("iperf3: error - ").strip()
-            return []
-        if "connected to" in line:
-            self.streams += 1
-        if line.startswith("[ ID]") and "Datagrams" in line:
-            self.udp = True
-        m = LINE.match(line)
-        if not m or (self.streams > 1) != (m["id"] == "SUM"):
-            return []
-        rest = m["rest"].split()
-        nbytes = int(float(m["bytes"]) * BYTE_UNITS[m["bu"]])
-        bps = float(m["bps"]) * UNITS[m["ru"]]
-        if "sender" in rest or "receiver" in rest:
-            role = "sender" if "sender" in rest else "receiver"
-            setattr(self.summary, f"{role}_bits_per_second", bps)
-            setattr(self.summary, f"{role}_bytes", nbytes)
-            self.summary.protocol = "udp" if self.udp else "tcp"
-            if role == "sender" and rest[0].isdigit() and not self.udp:
-                self.summary.retransmits = int(rest[0])
-            return []
-        key = (m["id"], float(m["a"]))
-        if key in self.seen:  # the last interval repeated when a test dies
-            return []
-        self.seen.add(key)
-        iv = Interval(start=float(m["a"]), end=float(m["b"]), bytes=nbytes, bits_per_second=bps,
-                      omitted="(omitted)" in line)
-        if not self.udp and rest and rest[0].isdigit():
-            iv.retransmits = int(rest[0])
-        if self.udp and rest and rest[0].isdigit():
-            iv.packets = int(rest[0])
-        return [iv]
-
-    def finish(self) -> StandInResult:
-        has = self.summary.sender_bits_per_second is not None
-        return StandInResult(self.summary if has else None, self.error)
-
-
-PING = re.compile(r"icmp_seq=(\d+).*time=([\d.]+) ms")
-PING_SUM = re.compile(r"(\d+) packets transmitted, (\d+) received")
-
-
-class StandInPingParser:
-    def __init__(self) -> None:
-        self.summary = PingSummary()
-
-    def feed(self, line: str) -> list[PingReply]:
-        m = PING.search(line)
-        if m:
-            return [PingReply(int(m[1]), float(m[2]))]
-        s = PING_SUM.search(line)
-        if s:
-            self.summary.sent, self.summary.received = int(s[1]), int(s[2])
-        return []
-
-    def finish(self) -> PingSummary:
-        return self.summary
 
 
 class SysctlStandInApplier:

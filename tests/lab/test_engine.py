@@ -34,7 +34,7 @@ from abtui.model import (
     TestOptions as Options,
 )
 from tests.conftest import ns_exec
-from tests.standins import StandInPingParser, StandInTextParser, SysctlStandInApplier
+from tests.standins import SysctlStandInApplier
 
 pytestmark = pytest.mark.lab
 
@@ -109,10 +109,9 @@ class Recorder:
 
 
 def make_engine(profile: Profile, rec: Recorder, **kw: object) -> Engine:
-    """An engine with the test stand-ins for the parsers and the knob layer."""
-    engine = Engine(profile, parser_factory=lambda _fmt: StandInTextParser(),
-                    ping_parser_factory=StandInPingParser, raw_sink=rec.sink,
-                    knob_applier=SysctlStandInApplier, **kw)  # type: ignore[arg-type]
+    """An engine with the real parsers and the test stand-in for the knob layer."""
+    engine = Engine(profile, raw_sink=rec.sink, knob_applier=SysctlStandInApplier,
+                    **kw)  # type: ignore[arg-type]
     engine.subscribe(rec)
     return engine
 
@@ -134,6 +133,14 @@ def printed(lines: list[str]) -> tuple[list[tuple[float, float, float]], dict[st
     return intervals, summary
 
 
+async def until(condition, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
 def assert_matches_printed(rec: Recorder, run: str) -> None:
     lines, summary = printed(rec.raw[run])
     got = [(d["start"], d["end"], d["bits_per_second"]) for d in rec.intervals(run)]
@@ -151,7 +158,8 @@ async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
     try:
         await engine.connect()
         await engine.start("continuous")
-        await asyncio.sleep(3.2)  # the 2 s chunk ends and is restarted
+        # the 2 s chunk ends and is restarted: wait for the second run of each pair
+        await until(lambda: {e.pair for e in rec.of(EventKind.RUN_START)[2:]} == {"A", "B"})
     finally:
         await engine.shutdown()
     starts = rec.of(EventKind.RUN_START)
@@ -320,8 +328,7 @@ async def test_a_stalled_stream_is_flagged_and_ended(lab: Lab):
     try:
         await engine.connect()
         await engine.start("plan")
-        while not rec.of(EventKind.INTERVAL, "A"):
-            await asyncio.sleep(0.05)
+        await until(lambda: rec.of(EventKind.INTERVAL, "A"))
         (pid,) = [p for p, comm in stray_pids(lab).get(snd_a.alias, []) if comm == "iperf3"]
         os.kill(pid, signal.SIGSTOP)  # the client we started freezes: no more intervals
         await engine.wait()
@@ -341,8 +348,7 @@ async def test_a_link_lost_mid_run_keeps_the_intervals(lab: Lab):
     try:
         await engine.connect()
         await engine.start("plan")
-        while len(rec.of(EventKind.INTERVAL, "A")) < 2:
-            await asyncio.sleep(0.05)
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 2)
         daemon = int((lab.state_dir / f"sshd-{snd_a.alias}.pid").read_text().split()[0])
         for pid in subprocess.run(["ip", "netns", "pids", snd_a.netns], capture_output=True,
                                   text=True).stdout.split():
@@ -374,7 +380,6 @@ async def test_headless_continuous_writes_the_session(lab: Lab, tmp_path):
             pass
 
     rc = await run_headless(lab_profile(lab), out, duration=1.5,
-                            parser_factory=lambda _f: StandInTextParser(),
                             knob_applier=SysctlStandInApplier, progress=Progress())
     assert rc == 0
     import json

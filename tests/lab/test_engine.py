@@ -388,3 +388,33 @@ async def test_headless_continuous_writes_the_session(lab: Lab, tmp_path):
     assert kinds[0] == "session_start" and kinds[-1] == "session_end"
     assert kinds.count("run_start") == 2 and "interval" in kinds and "skew" in kinds
     assert "session written to" in "".join(lines)
+
+
+def test_headless_cli_ctrl_c_ends_everything(lab: Lab, tmp_path):
+    """`abtui run` on the lab's own profile, interrupted: every run stopped, the session
+    file complete, nothing left on the hosts (checked by the no_strays fixture)."""
+    import json
+    import sys
+    import time
+
+    out = tmp_path / "s.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(lab.profile_path),
+                             "--headless", "--duration", "60", "--out", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (
+                not out.exists() or out.read_text().count('"interval"') < 2):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    assert events[-1] == {**events[-1], "kind": "session_end", "data": {"reason": "interrupted"}}
+    assert sorted(e["data"]["status"] for e in events if e["kind"] == "run_end") == \
+        ["stopped", "stopped"]
+    assert "session written to" in err and err.rstrip().endswith("abtui: interrupted")

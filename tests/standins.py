@@ -24,12 +24,16 @@ from abtui.seams import Emit
 
 
 class SysctlStandInApplier:
-    """Sysctl knobs only, through the links' control shells; restores originals at the end."""
+    """Sysctl knobs only, through the links' control shells; restores originals at the end.
+
+    A tunnel knob "brings up" nothing: it returns the target the test put in `tunnel_targets`
+    ({(pair, value): address}), which is all the engine needs to see."""
 
     def __init__(self, links: Mapping[str, HostLink], emit: Emit) -> None:
         self.links = links
         self.emit = emit
         self.originals: dict[tuple[str, str], str] = {}
+        self.tunnel_targets: dict[tuple[str, str], str] = {}
 
     def _hosts(self, knob: Knob, pairs: Sequence[Pair]) -> list[str]:
         out = []
@@ -41,6 +45,8 @@ class SysctlStandInApplier:
         return list(dict.fromkeys(out))
 
     async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
+        if knob.kind is KnobKind.TUNNEL:
+            return {p.label: self.tunnel_targets.get((p.label, value), p.target) for p in pairs}
         if knob.kind is not KnobKind.SYSCTL:
             raise KnobRefused(f"stand-in applier: {knob.kind} knobs are not supported")
         done: list[tuple[str, str]] = []

@@ -418,3 +418,34 @@ def test_headless_cli_ctrl_c_ends_everything(lab: Lab, tmp_path):
     assert sorted(e["data"]["status"] for e in events if e["kind"] == "run_end") == \
         ["stopped", "stopped"]
     assert "session written to" in err and err.rstrip().endswith("abtui: interrupted")
+
+
+async def test_a_tunnel_change_restarts_the_pair_against_the_new_target(lab: Lab):
+    rcv_a = lab.hosts(2)[1]
+    ns_exec(lab, rcv_a.alias, "ip", "addr", "add", "198.19.1.3/24", "dev", "data0")
+    profile = lab_profile(lab)
+    profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL, values=("none", "vxlan")))
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    try:
+        await engine.connect()
+        engine.applier.tunnel_targets[("A", "vxlan")] = "198.19.1.3"  # type: ignore[attr-defined]
+        await engine.start("continuous")
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 1)
+        await engine.set_knob("tunnel", "vxlan", ["A"])
+        await until(lambda: any(e.data["target"] == "198.19.1.3"
+                                for e in rec.of(EventKind.RUN_START, "A")))
+        await until(lambda: rec.of(EventKind.INTERVAL, "A")[-1].data["run"] != "A-1")
+    finally:
+        await engine.shutdown()
+        ns_exec(lab, rcv_a.alias, "ip", "addr", "del", "198.19.1.3/24", "dev", "data0")
+    (tunnel,) = rec.of(EventKind.TUNNEL)
+    assert tunnel.pair == "A" and tunnel.data == {"type": "vxlan", "target": "198.19.1.3"}
+    a_runs = [e.data for e in rec.of(EventKind.RUN_START, "A")]
+    assert [r["target"] for r in a_runs[:2]] == ["198.19.1.2", "198.19.1.3"]
+    assert a_runs[1]["config"] == {"tunnel": "vxlan"}
+    assert rec.run_end(a_runs[0]["run"])["status"] == "stopped"
+    new = [d for d in rec.intervals(a_runs[1]["run"])]
+    assert new and all(d["phase"] == 1 for d in new)
+    # pair B was not touched: one run all along
+    assert len(rec.of(EventKind.RUN_START, "B")) == 1

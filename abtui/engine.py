@@ -26,7 +26,6 @@ from abtui.iperf_cmd import JSON_STREAM_SINCE, options_for, parse_iperf_version,
 from abtui.model import (
     Event,
     EventKind,
-    HostFacts,
     Knob,
     KnobKind,
     LinkState,
@@ -38,10 +37,13 @@ from abtui.model import (
 )
 from abtui.phases import PairPhases
 from abtui.plan import DIRECTION, DIRECTION_OPTIONS, TUNNEL, PlanStep, expand
-from abtui.remote.link import HostLink, connect_all
+from abtui.remote.dialects import Dialect
+from abtui.remote.hosts import open_hosts
+from abtui.remote.link import HostLink
 from abtui.runs import PairRun, RunFailed, RunHooks, RunSpec
 from abtui.seams import (
     Emit,
+    HostKnobs,
     KnobApplier,
     NoKnobs,
     ParserFactory,
@@ -49,6 +51,7 @@ from abtui.seams import (
     default_parser_factory,
     default_ping_parser_factory,
 )
+from abtui.undo import UndoJournal
 
 # Builds the knob layer once links exist: (links by alias, emit) -> applier.
 KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
@@ -67,7 +70,8 @@ class Engine:
                  knob_applier: KnobApplierFactory | None = None,
                  session_path: Path | None = None, iperf3_program: str = "iperf3",
                  chunk_seconds: int | None = None,
-                 raw_sink: Callable[[str, str], None] | None = None) -> None:
+                 raw_sink: Callable[[str, str], None] | None = None,
+                 journal: UndoJournal | None = None, use_journal: bool = True) -> None:
         self.profile = profile
         self.session_path = session_path
         self.parser_factory = parser_factory or default_parser_factory()
@@ -81,6 +85,10 @@ class Engine:
         self.chunk_seconds = chunk_seconds
         self.raw_sink = raw_sink
         self.links: dict[str, HostLink] = {}
+        self.dialects: dict[str, Dialect] = {}
+        # originals, tunnels and process groups, for `abtui recover` after a crash
+        self.journal = journal
+        self._use_journal = use_journal
         self.iperf_versions: dict[str, tuple[int, int] | None] = {}
         self.has_bash: dict[str, bool] = {}
         self.has_stdbuf: dict[str, bool] = {}
@@ -119,17 +127,21 @@ class Engine:
         self.emit(Event(EventKind.SESSION_START, data={
             "profile_text": self.profile.source_text, "profile_path": self.profile.source_path,
             "abtui_version": __version__}))
-        aliases = list(dict.fromkeys(a for p in self.profile.pairs for a in (p.sender,
-                                                                              p.receiver)))
-        for alias in aliases:
-            self.links[alias] = HostLink(
-                alias, ssh_config=self.profile.ssh_config, known_hosts=self.profile.known_hosts,
-                sudo=self.profile.sudo, on_state=self._on_link_state)
-        await connect_all(list(self.links.values()))
+        hosts = await open_hosts(self.profile, on_state=self._on_link_state)
+        self.links, self.dialects = hosts.links, hosts.dialects
+        for alias, facts in hosts.facts.items():
+            self.emit(Event(EventKind.FACTS, host=alias, data={"facts": asdict(facts)}))
+        for alias, message in hosts.errors.items():
+            self.emit(Event(EventKind.ERROR, host=alias, data={"message": f"{alias}: {message}"}))
         await asyncio.gather(*(self._detect(link) for link in self.links.values()
                                if link.state is LinkState.CONNECTED))
+        if self.journal is None and self._use_journal:
+            self.journal = UndoJournal()
         if self._applier_factory is not None:
             self.applier = self._applier_factory(self.links, self.emit)
+        else:
+            self.applier = HostKnobs(self.profile, self.links, self.dialects, self.emit,
+                                     self.journal)
         await self._apply_initial()
 
     async def _apply_initial(self) -> None:
@@ -165,8 +177,6 @@ class Engine:
         self.iperf_versions[link.alias] = version
         self.has_bash[link.alias] = "__abtui_bash" in lines
         self.has_stdbuf[link.alias] = "__abtui_stdbuf" in lines
-        facts = HostFacts(alias=link.alias, iperf3_version=first if version else "")
-        self.emit(Event(EventKind.FACTS, host=link.alias, data={"facts": asdict(facts)}))
         if version is None:
             self.emit(Event(EventKind.ERROR, host=link.alias, data={
                 "message": f"{link.alias}: iperf3 is not installed (`{self.iperf3_program}` not "
@@ -200,7 +210,9 @@ class Engine:
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs])
         hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
                          phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
-                         raw_sink=self.raw_sink, orphan=self._add_orphan)
+                         raw_sink=self.raw_sink, orphan=self._add_orphan,
+                         started=self.journal.record_pgid if self.journal else None,
+                         ended=self.journal.forget_pgid if self.journal else None)
         return PairRun(spec, self.links[pair.sender], self.links[pair.receiver], hooks)
 
     def _phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
@@ -484,6 +496,8 @@ class Engine:
         for _, pgid in mine:
             with contextlib.suppress(RemoteError):
                 await link.kill_group(pgid)
+                if self.journal is not None:
+                    self.journal.forget_pgid(link.alias, pgid)
 
     async def shutdown(self, reason: str = "shutdown") -> None:
         await self.stop()
@@ -495,6 +509,11 @@ class Engine:
                     await self._end_orphans(link)
             await asyncio.gather(*(link.close() for link in self.links.values()),
                                  return_exceptions=True)
+            if self.journal is not None:  # kept when something is left for `abtui recover`
+                if self._orphans or getattr(self.applier, "pending", False):
+                    self.journal.close()
+                else:
+                    self.journal.finish()
             self.emit(Event(EventKind.SESSION_END, data={"reason": reason}))
 
 

@@ -15,6 +15,7 @@ from abtui.engine import Engine, KnobApplierFactory
 from abtui.errors import EXIT_FAILED, EXIT_OK
 from abtui.model import Event, EventKind, Profile
 from abtui.seams import ParserFactory, PingParserFactory, open_session_writer
+from abtui.store import new_session_path
 
 
 def describe(event: Event) -> str | None:
@@ -42,12 +43,15 @@ def describe(event: Event) -> str | None:
     return None
 
 
-async def run_headless(profile: Profile, out: Path, duration: float | None = None, *,
+async def run_headless(profile: Profile, out: Path | None, duration: float | None = None, *,
                        parser_factory: ParserFactory | None = None,
                        ping_parser_factory: PingParserFactory | None = None,
                        knob_applier: KnobApplierFactory | None = None,
                        progress: TextIO | None = None, **engine_options: object) -> int:
-    """Run the plan (or `duration` seconds continuously); 0 when every run went well."""
+    """Run the plan (or `duration` seconds continuously); 0 when every run went well.
+
+    The session goes to `out` as a plain journal, or (None) to a new session in the sessions
+    folder, compacted when it ends."""
     stream = progress or sys.stderr
 
     def show(event: Event) -> None:
@@ -55,10 +59,11 @@ async def run_headless(profile: Profile, out: Path, duration: float | None = Non
         if line:
             print(f"abtui: {line}", file=stream, flush=True)
 
+    path = out or new_session_path(profile.name)
     engine = Engine(profile, parser_factory=parser_factory,
                     ping_parser_factory=ping_parser_factory, knob_applier=knob_applier,
-                    session_path=out, **engine_options)  # type: ignore[arg-type]
-    writer = open_session_writer(out)
+                    session_path=path, **engine_options)  # type: ignore[arg-type]
+    writer = open_session_writer(path, profile, compact=out is None)
     engine.subscribe(writer.write)
     engine.subscribe(show)
     reason = "done"
@@ -75,6 +80,6 @@ async def run_headless(profile: Profile, out: Path, duration: float | None = Non
         raise
     finally:
         await engine.shutdown(reason)
-        writer.close()
-        print(f"abtui: session written to {out}", file=stream, flush=True)
+        final = writer.close()
+        print(f"abtui: session written to {final}", file=stream, flush=True)
     return EXIT_FAILED if engine.failed_runs else EXIT_OK

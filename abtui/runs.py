@@ -94,6 +94,9 @@ class RunHooks:
     raw_sink: Callable[[str, str], None] | None = None
     # a process left on a host whose link dropped: ended once the link is back
     orphan: Callable[[HostLink, int], None] | None = None
+    # process groups started and ended, for the undo journal: (host, pgid, what)
+    started: Callable[[str, int, str], None] | None = None
+    ended: Callable[[str, int], None] | None = None
 
 
 def classify_iperf_error(message: str, spec: RunSpec, receiver: str) -> tuple[str, bool]:
@@ -179,14 +182,14 @@ class PairRun:
     async def _start_server(self) -> None:
         port = self.spec.port
         for _ in range(PORT_TRIES):
-            proc = await self.receiver.stream(plain(server_argv(port, self.spec.program)) +
-                                              " 2>&1")
+            proc = await self._stream(self.receiver, plain(server_argv(
+                port, self.spec.program)) + " 2>&1", "iperf3 server")
             lines = _Lines(proc)
             outcome = await self._server_outcome(lines)
             if outcome is None:
                 self._server, self._server_lines, self.spec.port = proc, lines, port
                 return
-            await proc.terminate()
+            await self._end(proc)
             if "address already in use" not in outcome.lower():
                 raise RunFailed(f"{self.receiver.alias}: the iperf3 server did not start: "
                                 f"{outcome}")
@@ -200,7 +203,8 @@ class PairRun:
                            self.spec.seconds, self.spec.json_stream, self.spec.program)
         if self.spec.stdbuf:
             argv = ["stdbuf", "-oL", *argv]
-        self._client = await self.sender.stream(armed(argv, self.spec.bash) + " 2>&1")
+        self._client = await self._stream(self.sender, armed(argv, self.spec.bash) + " 2>&1",
+                                          "iperf3 client")
         self._client_lines = _Lines(self._client)
         await self._await_armed(self._client_lines)
 
@@ -211,21 +215,22 @@ class PairRun:
         if opts.ping_count > 0:  # on the idle link, before iperf3 starts
             await self._idle_ping()
         else:
-            self._ping = await self.sender.stream(armed(ping_argv(opts, self.spec.target)))
+            self._ping = await self._stream(self.sender, armed(ping_argv(opts, self.spec.target)),
+                                            "ping")
 
     async def _idle_ping(self) -> None:
         assert self.hooks.ping_parser_factory is not None
         opts = self.spec.options
         argv = ping_argv(opts, self.spec.target)
         argv[1:1] = ["-c", str(opts.ping_count)]
-        proc = await self.sender.stream(plain(argv))
+        proc = await self._stream(self.sender, plain(argv), "ping")
         parser = self.hooks.ping_parser_factory()
         try:
             async for line in proc.lines():
                 self._idle_replies.extend(parser.feed(line))
             await proc.wait(timeout=5.0)
         finally:
-            await proc.terminate()
+            await self._end(proc)
         self._idle_summary = ping_summary_of(parser.finish())
 
     async def _await_armed(self, lines: _Lines) -> None:
@@ -457,11 +462,21 @@ class PairRun:
         if self._ping_task is not None and not self._ping_task.done():
             self._ping_task.cancel()
 
+    async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess:
+        proc = await link.stream(command)
+        if proc.pgid is not None and self.hooks.started is not None:
+            self.hooks.started(link.alias, proc.pgid, what)
+        return proc
+
     async def _end(self, proc: RemoteProcess) -> None:
-        if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None and \
-                self.hooks.orphan is not None:
-            self.hooks.orphan(proc.link, proc.pgid)
+        if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
+            if self.hooks.orphan is not None:  # ended once the link is back
+                self.hooks.orphan(proc.link, proc.pgid)
+            await proc.terminate()
+            return
         await proc.terminate()
+        if proc.pgid is not None and self.hooks.ended is not None:
+            self.hooks.ended(proc.link.alias, proc.pgid)
 
 
 def _number(text: str) -> float | str:

@@ -7,13 +7,27 @@ them to the real modules (abtui.parse, abtui.knobs, abtui.store).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from abtui.errors import MissingPrerequisite
-from abtui.model import Event, Interval, IperfSummary, Knob, Pair, PingReply, PingSummary
+from abtui.model import (
+    Event,
+    Interval,
+    IperfSummary,
+    Knob,
+    Pair,
+    PingReply,
+    PingSummary,
+    Profile,
+)
+from abtui.remote.dialects import Dialect
+from abtui.remote.link import HostLink
+from abtui.undo import UndoJournal
+
+if TYPE_CHECKING:
+    from abtui.store import SessionWriter
 
 OutputFormat = Literal["text", "json-stream"]
 Emit = Callable[[Event], None]
@@ -114,21 +128,42 @@ class NoKnobs:
         return None
 
 
-class JsonLinesWriter:
-    """Session file writer until abtui.store lands: one Event.to_json per line, flushed."""
+class HostKnobs:
+    """The knob layer on real hosts (abtui.knobs, abtui.tunnels) behind KnobApplier."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh = path.open("a", encoding="utf-8")
+    def __init__(self, profile: Profile, links: Mapping[str, HostLink],
+                 dialects: Mapping[str, Dialect], emit: Emit,
+                 journal: UndoJournal | None = None) -> None:
+        from abtui.knobs import KnobManager
+        from abtui.tunnels import TunnelManager
 
-    def write(self, event: Event) -> None:
-        self._fh.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
-        self._fh.flush()
+        self.profile = profile
+        # the engine emits TUNNEL itself, per pair, with the new target
+        self.tunnels = TunnelManager(links, dialects, profile.pairs, journal=journal)
+        self.manager = KnobManager(links, dialects, journal=journal, emit=emit,
+                                   tunnels=self.tunnels)
 
-    def close(self) -> None:
-        self._fh.close()
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
+        from abtui.knobs import resolve_targets
+
+        targets = resolve_targets(self.profile.pairs, knob, [p.label for p in pairs])
+        return (await self.manager.apply(knob, value, targets)).targets
+
+    @property
+    def pending(self) -> bool:
+        """Something could not be set back (the undo journal must stay)."""
+        return bool(self.manager.originals) or bool(self.tunnels.active)
+
+    async def restore(self) -> None:
+        try:
+            await self.manager.restore_all()
+        finally:
+            await self.tunnels.down_all()
 
 
-def open_session_writer(path: Path) -> JsonLinesWriter:
-    """The session writer the headless run uses (abtui.store's SessionWriter once on main)."""
-    return JsonLinesWriter(path)
+def open_session_writer(path: Path, profile: Profile, compact: bool) -> SessionWriter:
+    """The session file of a headless run (abtui.store: a header, then one event a line)."""
+    from abtui.store import SessionWriter
+
+    return SessionWriter(path, profile=profile.name, pairs=[p.label for p in profile.pairs],
+                         compact=compact)

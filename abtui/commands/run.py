@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import time
 from pathlib import Path
 
-from abtui.errors import BadInput, MissingPrerequisite
+from abtui.errors import BadInput
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, metavar="S",
                         help="instead of the plan, measure continuously for S seconds")
     parser.add_argument("--out", metavar="FILE",
-                        help="the session file (default: abtui-<profile>-<time>.jsonl here)")
+                        help="the session file (default: a new session in the sessions folder, "
+                             "see `abtui sessions`)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,22 +28,14 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.profile)
     if not path.is_file():
         raise BadInput(f"{path}: no such profile file")
-    profile = _load(path)
-    out = Path(args.out) if args.out else Path(
-        f"abtui-{profile.name or path.stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
-    if out.exists():
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists():
         raise BadInput(f"--out {out}: the file exists; give another name")
-    if not out.parent.is_dir():
+    if out is not None and not out.parent.is_dir():
         raise BadInput(f"--out {out}: no such directory {out.parent}")
+    from abtui.profile import load_profile
+
+    profile = load_profile(path)
     from abtui.headless import run_headless
 
     return asyncio.run(run_headless(profile, out, args.duration))
-
-
-def _load(path: Path):  # type: ignore[no-untyped-def]
-    try:
-        from abtui.profile import load_profile  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise MissingPrerequisite("profiles cannot be read yet (abtui.profile is missing)") \
-            from exc
-    return load_profile(path)

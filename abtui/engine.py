@@ -509,8 +509,11 @@ class Engine:
                     await self._end_orphans(link)
             await asyncio.gather(*(link.close() for link in self.links.values()),
                                  return_exceptions=True)
+            pending = getattr(self.applier, "failures", [])
+            for line in pending:
+                self.emit(Event(EventKind.ERROR, data={"message": line}))
             if self.journal is not None:  # kept when something is left for `abtui recover`
-                if self._orphans or getattr(self.applier, "pending", False):
+                if self._orphans or pending:
                     self.journal.close()
                 else:
                     self.journal.finish()

@@ -142,6 +142,7 @@ class HostKnobs:
         self.tunnels = TunnelManager(links, dialects, profile.pairs, journal=journal)
         self.manager = KnobManager(links, dialects, journal=journal, emit=emit,
                                    tunnels=self.tunnels)
+        self.failures: list[str] = []
 
     async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
         from abtui.knobs import resolve_targets
@@ -149,16 +150,11 @@ class HostKnobs:
         targets = resolve_targets(self.profile.pairs, knob, [p.label for p in pairs])
         return (await self.manager.apply(knob, value, targets)).targets
 
-    @property
-    def pending(self) -> bool:
-        """Something could not be set back (the undo journal must stay)."""
-        return bool(self.manager.originals) or bool(self.tunnels.active)
-
     async def restore(self) -> None:
-        try:
-            await self.manager.restore_all()
-        finally:
-            await self.tunnels.down_all()
+        """Tunnels removed, knobs restored (RESTORE events); the journal is the engine's."""
+        from abtui.restore import set_back
+
+        self.failures = await set_back(self.manager, self.tunnels)
 
 
 def open_session_writer(path: Path, profile: Profile, compact: bool) -> SessionWriter:

@@ -247,9 +247,14 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
         await asyncio.sleep(1.3)
         await engine.set_knob("tcp_wmem", WMEM[1])
         during = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
+        journal = engine.journal.path.read_text()  # type: ignore[union-attr]
         await asyncio.sleep(1.3)
     finally:
         await engine.shutdown()
+    # what `abtui recover` would need was journaled; all set back, so the journal is gone
+    assert '"op":"original"' in journal.replace(" ", "")
+    assert journal.replace(" ", "").count('"op":"pgid"') >= 4  # servers and clients
+    assert not engine.journal.path.exists()  # type: ignore[union-attr]
     assert during == {a: WMEM[1].split() for a in snd}
     after = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
     assert after == original

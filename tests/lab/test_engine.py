@@ -438,3 +438,22 @@ async def test_a_tunnel_change_restarts_the_pair_against_the_new_target(lab: Lab
     assert len(rec.of(EventKind.RUN_START, "B")) == 1  # B was not touched
     for h in lab.hosts(1):  # the tunnel is gone
         assert "vxlan" not in ns_exec(lab, h.alias, "ip", "-d", "link", "show")
+
+
+async def test_plan_walks_the_knob_matrix_with_progress(lab: Lab):
+    profile = lab_profile(lab, duration=1)
+    profile.plan = Plan(matrix=("tcp_wmem",), repetitions=1, shuffle=True, seed=1, pause=0.1)
+    rec, engine = await run_plan(profile)
+    knobs = [e.data["value"] for e in rec.of(EventKind.KNOB)]
+    assert sorted(knobs) == sorted(WMEM)  # each value set once, in the seeded order
+    progress = [(e.data["done"], e.data["total"]) for e in rec.of(EventKind.PROGRESS)]
+    assert progress == [(0, 2), (1, 2), (2, 2)]
+    assert rec.of(EventKind.PROGRESS)[-1].data["eta_s"] == 0
+    for pair in ("A", "B"):
+        starts = [e.data for e in rec.of(EventKind.RUN_START, pair)]
+        assert [s["config"]["tcp_wmem"] for s in starts] == knobs
+        assert all(rec.run_end(s["run"])["status"] == "ok" for s in starts)
+    assert len(engine.skews) == 2  # every step started both pairs together
+    assert any("seed 1" in e.data["text"] for e in rec.of(EventKind.MARK))
+    assert len(rec.of(EventKind.RESTORE)) == 2 and all(
+        e.data["ok"] for e in rec.of(EventKind.RESTORE))

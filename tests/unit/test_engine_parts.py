@@ -165,3 +165,57 @@ def test_run_command_bad_input_exits_2(tmp_path, capsys):
     assert main(["run", str(prof), "--headless"]) == 2  # a profile with no pairs
     err = capsys.readouterr().err
     assert err.startswith("abtui: ") and "p.toml" in err and len(err.strip().splitlines()) == 1
+
+
+class FakeKnobs:
+    """A knob layer that refuses one value and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str, list[str]]] = []
+
+    async def apply(self, knob, value, pairs):  # type: ignore[no-untyped-def]
+        from abtui.controller import KnobRefused
+
+        if value == "bad":
+            raise KnobRefused(f"r: knob {knob.name}={value!r} refused: invalid value")
+        self.asked.append((knob.name, value, [p.label for p in pairs]))
+        return {}
+
+    async def restore(self) -> None:
+        return None
+
+
+async def test_engine_knob_changes_phases_and_refusals_without_hosts():
+    from abtui.controller import KnobRefused
+    from abtui.engine import Engine
+
+    prof = profile()
+    prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
+    prof.knobs.append(Knob(name="streams", kind=KnobKind.IPERF3, key="parallel",
+                           values=("1", "4")))
+    engine = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,
+                    use_journal=False)  # type: ignore[arg-type,return-value]
+    engine.applier = FakeKnobs()
+    events: list[Event] = []
+    engine.subscribe(events.append)
+    await engine.set_knob("aim", "1", ["A"])
+    assert engine.applier.asked == [("aim", "1", ["A"])]
+    assert [(e.kind, e.pair) for e in events] == [(EventKind.KNOB, None),
+                                                   (EventKind.PHASE, "A")]
+    assert engine.phases["A"].config == {"aim": "1"} and engine.phases["B"].config == {}
+    events.clear()
+    with pytest.raises(KnobRefused, match="invalid value"):
+        await engine.set_knob("aim", "bad")
+    assert [e.kind for e in events] == [EventKind.KNOB_ERROR]
+    assert engine.phases["A"].phase == 1 and engine.phases["B"].phase == 0
+    assert engine.phases["A"].pending is None  # the refused change left no window open
+    with pytest.raises(KnobRefused, match="no knob named 'nope'"):
+        await engine.set_knob("nope", "1")
+    with pytest.raises(KnobRefused, match="no pair named C"):
+        await engine.set_knob("aim", "1", ["C"])
+    # an iperf3 knob changes the pair's test options, no host is asked
+    await engine.set_knob("streams", "4", ["B"])
+    assert engine.live_options["B"] == {"parallel": 4}
+    assert engine._options(prof.pair("B")).parallel == 4
+    assert engine._options(prof.pair("A")).parallel == 1
+    assert len(engine.applier.asked) == 1

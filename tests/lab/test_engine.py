@@ -29,7 +29,9 @@ from abtui.model import (
     Pair,
     Plan,
     Profile,
+    Role,
     Scope,
+    Watch,
 )
 from abtui.model import (
     TestOptions as Options,
@@ -173,7 +175,12 @@ def assert_matches_printed(rec: Recorder, run: str) -> None:
 
 async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
     rec = Recorder()
-    engine = make_engine(lab_profile(lab, ping=True), rec, chunk_seconds=2)
+    profile = lab_profile(lab, ping=True)
+    profile.watches = [Watch(name="mem", role=Role.SENDER, sysctl="net.ipv4.tcp_*mem",
+                             interval=0.4),
+                       Watch(name="fin", role=Role.RECEIVER, sysctl="net.ipv4.tcp_fin_timeout",
+                             interval=0.4, pairs=("B",))]
+    engine = make_engine(profile, rec, chunk_seconds=2)
     try:
         await engine.connect()
         await engine.start("continuous")
@@ -201,6 +208,15 @@ async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
         assert rec.run_end(runs[-1])["status"] == "stopped"
         assert rec.of(EventKind.PING, pair), f"pair {pair}: no ping replies"
     assert rec.events[-1].kind is EventKind.SESSION_END
+    # a glob is one series per sysctl the host lists (tcp_mem is not per namespace)
+    watched = {(e.pair, e.host, e.data["name"]) for e in rec.of(EventKind.WATCH)}
+    hosts = lab.hosts(2)
+    assert watched == {(pair, host, f"mem:net.ipv4.tcp_{m}")
+                       for pair, host in (("A", hosts[0].alias), ("B", hosts[2].alias))
+                       for m in ("rmem", "wmem")} | {("B", hosts[3].alias, "fin")}
+    fin = [e.data["value"] for e in rec.of(EventKind.WATCH) if e.data["name"] == "fin"]
+    assert fin and all(v == float(ns_exec(lab, hosts[3].alias, "sysctl", "-n",
+                                          "net.ipv4.tcp_fin_timeout")) for v in fin)
 
 
 async def test_plan_reverse_parallel_and_udp(lab: Lab):

@@ -60,6 +60,8 @@ BUSY_RETRIES = 3
 RECONNECT_WAIT_S = 30.0
 # A pause between the last pair armed and the release, so no host is still busy arming.
 SETTLE_S = 0.05
+# A continuous run's successor is prepared this long before it ends.
+PREARM_S = 3.0
 
 
 class Engine:
@@ -227,6 +229,11 @@ class Engine:
     async def _start_group(self, labels: Sequence[str], seconds: int,
                            ports: Mapping[str, int] | None = None) -> list[PairRun]:
         """Prepare every pair's run, release them all at once, record clocks and skew."""
+        return await self._release(await self._prepare(labels, seconds, ports))
+
+    async def _prepare(self, labels: Sequence[str], seconds: int,
+                       ports: Mapping[str, int] | None = None) -> list[PairRun]:
+        """Every pair's server listening and client armed; a pair that fails says why."""
         runs: list[PairRun] = []
         for label in labels:
             try:
@@ -240,6 +247,10 @@ class Engine:
                 self._fail_run(run.label, run.spec.run_id, str(outcome))
             else:
                 ready.append(run)
+        return ready
+
+    async def _release(self, ready: list[PairRun]) -> list[PairRun]:
+        """Release prepared runs together; RUN_START each, SKEW for the group."""
         if len(ready) > 1:
             await asyncio.sleep(SETTLE_S)
         if self._stopping:  # stopped while these were being prepared: never released
@@ -306,20 +317,39 @@ class Engine:
             self._spawn(self._follow(run))
 
     async def _follow(self, run: PairRun) -> None:
-        """One pair in continuous mode: restart its run whenever one ends, until stopped."""
+        """One pair in continuous mode: restart its run whenever one ends, until stopped.
+
+        The next run is prepared while the current one goes on (PREARM_S before its end),
+        so a chunk that ends is followed by the next one without a set-up gap."""
         label = run.label
         while True:
+            ahead = self._spawn(self._prearm(run))
             run = await self._stream(run)
-            if self._stopping:
+            spare = await ahead
+            done = self._stopping or run.status == "error" or (
+                run.status == "incomplete" and not await self._links_back(run))
+            if spare is not None and (done or run.status != "ok"):
+                await spare.cleanup()  # not for a run that failed, or one that must change
+                spare = None
+            if done:
                 return
-            if run.status == "incomplete" and not await self._links_back(run):
-                return
-            if run.status == "error":
-                return
-            again = await self._start_group([label], self._seconds(plan=False))
+            again = await (self._release([spare]) if spare is not None else
+                           self._start_group([label], self._seconds(plan=False)))
             if not again:
                 return
             run = again[0]
+
+    async def _prearm(self, run: PairRun) -> PairRun | None:
+        """The pair's next run, prepared shortly before `run` ends (None if it ends first)."""
+        lead = max(0.0, run.spec.seconds - PREARM_S)
+        try:
+            await asyncio.wait_for(run.finished.wait(), lead)
+            return None
+        except TimeoutError:
+            pass
+        prepared = await self._prepare([run.label], self._seconds(plan=False))
+        await run.finished.wait()
+        return prepared[0] if prepared else None
 
     async def _links_back(self, run: PairRun) -> bool:
         ok = await asyncio.gather(run.sender.wait_connected(RECONNECT_WAIT_S),

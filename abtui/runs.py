@@ -159,6 +159,7 @@ class PairRun:
         self._idle_summary: PingSummary | None = None
         self._stopping = False
         self._stalled = False
+        self.finished = asyncio.Event()  # set once the run is over (RUN_END is out)
 
     @property
     def label(self) -> str:
@@ -291,6 +292,12 @@ class PairRun:
     # ---- streaming ----------------------------------------------------------------------
     async def stream(self) -> str:
         """Intervals until iperf3 ends; returns the status put in RUN_END."""
+        try:
+            return await self._stream_lines()
+        finally:
+            self.finished.set()
+
+    async def _stream_lines(self) -> str:
         assert self._client_lines is not None
         parser = self.hooks.parser_factory("json-stream" if self.spec.json_stream else "text")
         if self._ping is not None:

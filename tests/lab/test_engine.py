@@ -206,6 +206,10 @@ async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
         assert_matches_printed(rec, runs[0])  # with its sender/receiver summary
         assert len(rec.intervals(runs[0])) == 4  # 2 s at 0.5 s
         assert rec.run_end(runs[-1])["status"] == "stopped"
+        # the next chunk was prepared ahead: it starts right after the first one ended
+        end_t = next(e.t for e in rec.of(EventKind.RUN_END, pair) if e.data["run"] == runs[0])
+        start_t = next(e.t for e in starts if e.data["run"] == runs[1])
+        assert 0 <= start_t - end_t < 0.3, start_t - end_t
         assert rec.of(EventKind.PING, pair), f"pair {pair}: no ping replies"
     assert rec.events[-1].kind is EventKind.SESSION_END
     # a glob is one series per sysctl the host lists (tcp_mem is not per namespace)

@@ -219,3 +219,16 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     assert engine._options(prof.pair("B")).parallel == 4
     assert engine._options(prof.pair("A")).parallel == 1
     assert len(engine.applier.asked) == 1
+
+
+def test_the_engine_never_imports_the_ui():
+    """The domain stays free of Textual (and of scipy, slow to import): checked in a fresh
+    interpreter, as DESIGN.md §3 asks."""
+    import subprocess
+    import sys
+
+    code = ("import sys, abtui.engine, abtui.headless, abtui.commands.run; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'scipy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

@@ -134,7 +134,8 @@ class Engine:
         for alias, facts in hosts.facts.items():
             self.emit(Event(EventKind.FACTS, host=alias, data={"facts": asdict(facts)}))
         for alias, message in hosts.errors.items():
-            self.emit(Event(EventKind.ERROR, host=alias, data={"message": f"{alias}: {message}"}))
+            text = message if alias in message else f"{alias}: {message}"
+            self.emit(Event(EventKind.ERROR, host=alias, data={"message": text}))
         await asyncio.gather(*(self._detect(link) for link in self.links.values()
                                if link.state is LinkState.CONNECTED))
         if self.journal is None and self._use_journal:
@@ -265,6 +266,7 @@ class Engine:
         first = min(known) if known else None
         for run, clock in zip(ready, clocks, strict=True):
             self._runs[run.label] = run
+            self.phases[run.label].measured = True
             self.emit(Event(EventKind.RUN_START, pair=run.label, data={
                 "run": run.spec.run_id, "config": dict(self.phases[run.label].config),
                 "host_clock": clock,
@@ -369,7 +371,9 @@ class Engine:
         if self._started:
             t = now()
             for phases in self.phases.values():
-                self.emit(phases.close(t))
+                closed = phases.close(t)
+                if closed is not None:
+                    self.emit(closed)
         self._started = False
 
     # ---- knobs --------------------------------------------------------------------------
@@ -398,7 +402,10 @@ class Engine:
             raise
         end = now()
         for label in labels:
-            self.emit(self.phases[label].commit_change(begin, end, {knob: value}))
+            closed = self.phases[label].commit_change(begin, end, {knob: value})
+            if closed is not None:
+                self.emit(closed)
+            self.phases[label].measured = label in self._runs  # a run goes on into it
         if k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3) and self._mode == "continuous":
             await self._restart_pairs(labels)
         elif targets and self._mode == "continuous":
@@ -511,7 +518,9 @@ class Engine:
         for label, phases in self.phases.items():
             self.live_options[label].update(DIRECTION_OPTIONS[value])
             if phases.config.get(DIRECTION) != value:
-                self.emit(phases.commit_change(t, t, {DIRECTION: value}))
+                closed = phases.commit_change(t, t, {DIRECTION: value})
+                if closed is not None:
+                    self.emit(closed)
 
     # ---- the rest -----------------------------------------------------------------------
     async def mark(self, text: str) -> None:

@@ -33,6 +33,7 @@ class PairPhases:
     start: float = 0.0
     changes: list[_Change] = field(default_factory=list)
     pending: float | None = None  # a change being applied since this time
+    measured: bool = False  # a run went on in the current phase
 
     def begin_change(self, t: float) -> None:
         self.pending = t
@@ -40,8 +41,16 @@ class PairPhases:
     def abort_change(self) -> None:
         self.pending = None
 
-    def commit_change(self, begin: float, end: float, updates: dict[str, str]) -> Event:
-        """Close the current phase and open the next; returns the PHASE event of the old one."""
+    def commit_change(self, begin: float, end: float,
+                      updates: dict[str, str]) -> Event | None:
+        """Close the current phase and open the next; returns the PHASE event of the old one.
+
+        A phase in which nothing was measured is not closed: the change becomes part of it."""
+        if not self.measured:
+            self.config = {**self.config, **updates}
+            self.pending = None
+            return None
+        self.measured = False
         closed = Event(EventKind.PHASE, t=end, pair=self.pair, data={
             "phase": self.phase, "config": dict(self.config), "start": self.start,
             "end": begin})
@@ -53,10 +62,17 @@ class PairPhases:
         self.pending = None
         return closed
 
-    def close(self, t: float) -> Event:
-        """The PHASE event for the phase in force (at stop or shutdown)."""
-        return Event(EventKind.PHASE, t=t, pair=self.pair, data={
+    def close(self, t: float) -> Event | None:
+        """At stop: the PHASE event for the phase in force (None when nothing was measured in
+        it); a later start opens the next phase with the same configuration."""
+        if not self.measured:
+            return None
+        closed = Event(EventKind.PHASE, t=t, pair=self.pair, data={
             "phase": self.phase, "config": dict(self.config), "start": self.start, "end": t})
+        self.phase += 1
+        self.start = t
+        self.measured = False
+        return closed
 
     def classify(self, received: float, duration: float) -> tuple[int, bool]:
         """(phase, straddles) for an interval of `duration` s that arrived at `received`."""

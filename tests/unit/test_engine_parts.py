@@ -109,12 +109,16 @@ def test_plan_directions_and_unknown_names():
 
 def test_phases_straddling_intervals_count_in_neither():
     ph = PairPhases("A", start=100.0)
+    # a change before anything was measured is part of the first phase
+    assert ph.commit_change(99.0, 99.1, {"gro": "off"}) is None and ph.close(99.5) is None
+    assert (ph.phase, ph.config) == (0, {"gro": "off"})
+    ph.config, ph.measured = {}, True
     assert ph.classify(100.5, 0.5) == (0, False)
     ph.begin_change(101.0)
     # arrives while the knob is being applied: it straddles
     assert ph.classify(101.02, 0.5) == (0, True)
     closed = ph.commit_change(101.0, 101.01, {"aim": "1"})
-    assert closed.kind is EventKind.PHASE
+    assert closed is not None and closed.kind is EventKind.PHASE
     assert closed.data == {"phase": 0, "config": {}, "start": 100.0, "end": 101.0}
     assert ph.phase == 1 and ph.config == {"aim": "1"} and ph.start == 101.01
     # measured before the change but arrived after it: straddles, stamped with the new phase
@@ -126,8 +130,11 @@ def test_phases_straddling_intervals_count_in_neither():
     ph.begin_change(102.0)
     ph.abort_change()  # refused: nothing changes
     assert ph.classify(102.2, 0.1) == (1, False)
-    assert ph.close(103.0).data == {"phase": 1, "config": {"aim": "1"}, "start": 101.01,
-                                    "end": 103.0}
+    ph.measured = True
+    closed = ph.close(103.0)
+    assert closed is not None and closed.data == {"phase": 1, "config": {"aim": "1"},
+                                                  "start": 101.01, "end": 103.0}
+    assert (ph.phase, ph.start, ph.measured) == (2, 103.0, False)  # a later start: phase 2
 
 
 def test_iperf3_errors_become_clear_messages():
@@ -198,10 +205,16 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     engine.applier = FakeKnobs()
     events: list[Event] = []
     engine.subscribe(events.append)
+    await engine.set_knob("aim", "0", ["A"])  # before anything ran: the first phase's
+    assert [e.kind for e in events] == [EventKind.KNOB]
+    assert engine.phases["A"].phase == 0
+    engine.phases["A"].measured = True  # as if a run had started
+    events.clear()
     await engine.set_knob("aim", "1", ["A"])
-    assert engine.applier.asked == [("aim", "1", ["A"])]
+    assert engine.applier.asked == [("aim", "0", ["A"]), ("aim", "1", ["A"])]
     assert [(e.kind, e.pair) for e in events] == [(EventKind.KNOB, None),
                                                    (EventKind.PHASE, "A")]
+    assert events[1].data["config"] == {"aim": "0"}
     assert engine.phases["A"].config == {"aim": "1"} and engine.phases["B"].config == {}
     events.clear()
     with pytest.raises(KnobRefused, match="invalid value"):
@@ -218,7 +231,7 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     assert engine.live_options["B"] == {"parallel": 4}
     assert engine._options(prof.pair("B")).parallel == 4
     assert engine._options(prof.pair("A")).parallel == 1
-    assert len(engine.applier.asked) == 1
+    assert len(engine.applier.asked) == 2
 
 
 def test_the_engine_never_imports_the_ui():

@@ -20,7 +20,7 @@ import pytest
 
 from abtui.engine import Engine
 from abtui.headless import run_headless
-from abtui.lab import Lab
+from abtui.lab import Lab, _pid_alive
 from abtui.model import (
     Event,
     EventKind,
@@ -477,3 +477,24 @@ async def test_plan_walks_the_knob_matrix_with_progress(lab: Lab):
     assert any("seed 1" in e.data["text"] for e in rec.of(EventKind.MARK))
     assert len(rec.of(EventKind.RESTORE)) == 2 and all(
         e.data["ok"] for e in rec.of(EventKind.RESTORE))
+
+
+async def test_terminate_ends_a_silent_process_group(lab: Lab):
+    """A process that never writes (an idle iperf3 server, say) is ended by its process
+    group alone, while its channel is still open (so no broken pipe or hang-up helps)."""
+    from abtui.remote.link import HostLink
+
+    link = HostLink(lab.hosts(1)[1].alias, ssh_config=str(lab.ssh_config))
+    await link.connect()
+    try:
+        proc = await link.stream("sleep 60 & sleep 60")
+        assert proc.pgid is not None
+        members = subprocess.run(["pgrep", "-g", str(proc.pgid)], capture_output=True,
+                                 text=True).stdout.split()
+        assert len(members) >= 2  # the shell and both sleeps
+        # by the group alone, the channel still open (as for an orphan after a reconnect)
+        await link.kill_group(proc.pgid, grace=1.0)
+        assert not [pid for pid in members if _pid_alive(int(pid))]
+        await proc.terminate()
+    finally:
+        await link.close()

@@ -7,9 +7,12 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Protocol
 
-# Two tcp_wmem settings that differ visibly in lab throughput: the kernel default, and a 64 KiB
-# maximum that roughly halves it (DESIGN.md §4).
+# tcp_wmem on the senders: the kernel default and a 64 KiB maximum. On real links this caps the
+# window; on the lab's veth (RTT of microseconds) it barely moves throughput (measured).
 TCP_WMEM_VALUES = ("4096 16384 4194304", "4096 16384 65536")
+# tcp_rmem on the receivers: the kernel default, and a 64 KiB maximum that roughly halves lab
+# throughput (measured on the lab: ~14 -> ~8 Gbit/s), so a flip shows at once.
+TCP_RMEM_VALUES = ("4096 131072 6291456", "4096 16384 65536")
 
 
 class _Host(Protocol):
@@ -48,5 +51,6 @@ def render_lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str,
         known_hosts=_toml_str(known_hosts),
         pairs="\n\n".join(pair_blocks),
         tcp_wmem_values=", ".join(_toml_str(v) for v in TCP_WMEM_VALUES),
+        tcp_rmem_values=", ".join(_toml_str(v) for v in TCP_RMEM_VALUES),
         cc_values=", ".join(_toml_str(v) for v in cc_values),
     )

@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from abtui.lab import Lab
-from abtui.lab_profile import TCP_WMEM_VALUES, render_lab_profile
+from abtui.lab_profile import TCP_RMEM_VALUES, TCP_WMEM_VALUES, render_lab_profile
 
 
 def test_hosts_names_and_addresses(tmp_path):
@@ -45,8 +45,10 @@ def test_rendered_profile_is_valid_toml_with_required_knobs(tmp_path):
     assert [p["label"] for p in doc["pairs"]] == ["A", "B", "C"]
     assert doc["pairs"][2]["target"] == "198.18.3.2"
     knobs = {k["name"]: k for k in doc["knobs"]}
-    assert set(knobs) >= {"tcp_wmem", "tso", "cc", "tunnel"}
+    assert set(knobs) >= {"tcp_wmem", "tcp_rmem", "tso", "cc", "tunnel"}
     assert tuple(knobs["tcp_wmem"]["values"]) == TCP_WMEM_VALUES
+    assert tuple(knobs["tcp_rmem"]["values"]) == TCP_RMEM_VALUES
+    assert knobs["tcp_rmem"]["scope"] == "receiver"
     assert knobs["cc"]["values"] == ["reno", "bbr"]
     assert knobs["tso"]["kind"] == "ethtool-feature"
     assert "none" in knobs["tunnel"]["values"]

@@ -68,8 +68,8 @@ def test_lab_template_output_loads(tmp_path):
     p = parse_profile(text, lab.profile_path)
     assert [(x.label, x.sender, x.target) for x in p.pairs] == [
         ("A", "lab-a-snd", "198.18.1.2"), ("B", "lab-b-snd", "198.18.2.2")]
-    assert {k.name: k.binding for k in p.knobs} == {"tcp_wmem": "w", "tso": "t", "cc": "c",
-                                                   "tunnel": "u"}
+    assert {k.name: k.binding for k in p.knobs} == {"tcp_wmem": "w", "tcp_rmem": "r",
+                                                   "tso": "t", "cc": "c", "tunnel": "u"}
     assert p.knob("cc").values == ("reno", "bbr") and p.test.duration == 0
     assert p.ssh_config == str(lab.ssh_config) and p.base_pair == "A"
     assert p.tunnels == ("none", "wireguard", "vxlan")

@@ -406,7 +406,8 @@ class Engine:
             if closed is not None:
                 self.emit(closed)
             self.phases[label].measured = label in self._runs  # a run goes on into it
-        if k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3) and self._mode == "continuous":
+        if (k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)) \
+                and self._mode == "continuous":
             await self._restart_pairs(labels)
         elif targets and self._mode == "continuous":
             await self._restart_pairs(list(targets))

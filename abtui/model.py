@@ -95,6 +95,9 @@ class Knob:
     os_values: dict[str, dict[str, str]] = field(default_factory=dict)
     # the value to set when a session starts (None: leave the host's own value)
     initial: str | None = None
+    # the setting only affects new connections (socket buffers, congestion control): a live
+    # flip restarts the affected pairs' runs so the new phase measures it
+    restart: bool = False
 
     def for_os(self, os_name: str) -> tuple[KnobKind, str]:
         """The kind and key this knob has on a host running `os_name` ("linux", "freebsd")."""

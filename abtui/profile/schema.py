@@ -159,6 +159,7 @@ KNOB_FIELDS = (
     Field("pairs", f.str_list(_label), ()),
     Field("binding", f.text, None),
     Field("initial", f.knob_value, None),
+    Field("restart", f.boolean, False),
 )
 
 KNOB_OS_FIELDS = (

@@ -96,11 +96,16 @@ def resolve_targets(pairs: Sequence[Pair], knob: Knob,
             continue
         for role in roles:
             host = p.host(role)
-            device = None if knob.kind is KnobKind.SYSCTL else knob.device or p.device(role)
+            device = None if _sysctl_only(knob) else knob.device or p.device(role)
             if (host, device) not in seen:
                 seen.add((host, device))
                 out.append(Target(host, device, p.label))
     return out
+
+
+def _sysctl_only(knob: Knob) -> bool:
+    """A knob that is a sysctl on every OS needs no device (one target per host)."""
+    return all(k is KnobKind.SYSCTL for k in (knob.kind, *knob.os_kinds.values()))
 
 
 def iperf3_args(knob: Knob, value: str) -> tuple[str, ...]:
@@ -131,11 +136,12 @@ class KnobManager:
         self._lock = asyncio.Lock()
 
     def setting(self, knob: Knob, target: Target) -> Setting:
-        """The knob as a setting of this host's OS (os_keys picks a per-OS key)."""
+        """The knob as a setting of this host's OS ([knobs.os.<os>] picks its kind and key)."""
         dialect = self._dialect(target.host)
-        key = knob.os_keys.get(dialect.name, knob.key)
+        kind, key = knob.for_os(dialect.name)
+        device = None if kind is KnobKind.SYSCTL else target.device
         try:
-            return dialect.check_setting(Setting(knob.kind, key, target.device))
+            return dialect.check_setting(Setting(kind, key, device))
         except BadInput as exc:
             raise KnobRefused(f"{target.host}: knob {knob.name}: {exc}") from exc
 
@@ -235,9 +241,11 @@ class KnobManager:
     async def _apply_settings(self, knob: Knob, value: str,
                               targets: Sequence[Target]) -> ApplyResult:
         settings = [(t.host, self.setting(knob, t)) for t in targets]
+        # the value as each host's OS writes it ([knobs.os.<os>] values)
+        wanted = {h: knob.value_for_os(self._dialect(h).name, value) for h, _s in settings}
         for host, s in settings:
             try:
-                self._dialect(host).normalize(s, value)
+                self._dialect(host).normalize(s, wanted[host])
             except BadInput as exc:
                 raise KnobRefused(f"{host}: knob {knob.name}: {INVALID}: {exc}") from exc
         first = [(h, s) for h, s in settings if (h, s) not in self.originals]
@@ -248,7 +256,7 @@ class KnobManager:
                 raise KnobRefused(_message(knob, value, host, old, "nothing was changed"))
         for (host, s), old in zip(first, before, strict=True):
             self._record_original(knob, host, s, str(old))
-        swaps = await asyncio.gather(*(self.swap(h, s, value) for h, s in settings))
+        swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
         failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
                   if sw.error is not None]
         if not failed:

@@ -122,3 +122,35 @@ def test_iperf3_options_change_no_host():
     assert iperf3_args(rev, "on") == ("-R",) and iperf3_args(rev, "off") == ()
     with pytest.raises(BadInput):
         iperf3_args(Knob("bad", KnobKind.IPERF3, (), key="; rm"), "1")
+
+
+class AnyDialect(FakeDialect):
+    """Takes every setting as it is: the OS-specific checks are the dialects' own tests."""
+
+    def check_setting(self, s):
+        return s
+
+
+class FreeBSDDialect(AnyDialect):
+    name = "freebsd"
+
+
+async def test_each_host_gets_its_os_kind_key_and_value(tmp_path):
+    """[knobs.os.linux]: the Linux host writes the translated value under its own key and
+    device (an ethtool setting), the FreeBSD host the sysctl as given."""
+    log: list[tuple[str, str]] = []
+    links = {h: FakeLink(h, log) for h in ("a-snd", "b-snd")}
+    links["a-snd"].values = {"dev.ix.2.enable_aim": "1"}
+    links["b-snd"].values = {"adaptive-rx": "on"}
+    m = KnobManager(links, {"a-snd": FreeBSDDialect(), "b-snd": AnyDialect()})
+    aim = Knob("enable_aim", KnobKind.SYSCTL, ("0", "1", "2"), key="dev.ix.2.enable_aim",
+               scope=Scope.SENDER, os_kinds={"linux": KnobKind.ETHTOOL_COALESCE},
+               os_keys={"linux": "adaptive-rx"},
+               os_values={"linux": {"0": "off", "1": "on", "2": "on"}})
+    targets = resolve_targets(PAIRS[:2], aim)
+    assert [(t.host, t.device) for t in targets] == [("a-snd", "data0"), ("b-snd", "eth1")]
+    assert m.setting(aim, targets[0]).device is None  # a sysctl on FreeBSD: no device
+    assert m.setting(aim, targets[1]).kind is KnobKind.ETHTOOL_COALESCE
+    await m.apply(aim, "0", targets)
+    assert links["a-snd"].values == {"dev.ix.2.enable_aim": "0"}
+    assert links["b-snd"].values == {"adaptive-rx": "off"}

@@ -130,6 +130,9 @@ class AnyDialect(FakeDialect):
     def check_setting(self, s):
         return s
 
+    def normalize(self, s, value):
+        return value
+
 
 class FreeBSDDialect(AnyDialect):
     name = "freebsd"

@@ -73,8 +73,11 @@ class Engine:
                  session_path: Path | None = None, iperf3_program: str = "iperf3",
                  chunk_seconds: int | None = None,
                  raw_sink: Callable[[str, str], None] | None = None,
-                 journal: UndoJournal | None = None, use_journal: bool = True) -> None:
+                 journal: UndoJournal | None = None, use_journal: bool = True,
+                 start_data: Mapping[str, Any] | None = None) -> None:
         self.profile = profile
+        # more SESSION_START data, e.g. the lab mapping's pairs and translations
+        self.start_data = dict(start_data or {})
         self.session_path = session_path
         self.parser_factory = parser_factory or default_parser_factory()
         self.live_options: dict[str, dict[str, Any]] = {p.label: {} for p in profile.pairs}
@@ -128,7 +131,7 @@ class Engine:
     async def connect(self) -> None:
         self.emit(Event(EventKind.SESSION_START, data={
             "profile_text": self.profile.source_text, "profile_path": self.profile.source_path,
-            "abtui_version": __version__}))
+            "abtui_version": __version__, **self.start_data}))
         hosts = await open_hosts(self.profile, on_state=self._on_link_state)
         self.links, self.dialects = hosts.links, hosts.dialects
         for alias, facts in hosts.facts.items():

@@ -282,7 +282,9 @@ class EventKind(StrEnum):
     - SESSION_START: {"profile_text", "profile_path", "abtui_version"}; optional "pairs":
                     [{"label", "sender", "receiver", "target"}] (reports name each pair's hosts;
                     without it they read the profile copy), "imported": [{"pair", "config",
-                    "source"}] for sessions made by `abtui import`
+                    "source"}] for sessions made by `abtui import`, "translations":
+                    [{"subject", "original", "lab", "why"}] for `abtui run --lab`: what the
+                    lab ran instead of what the profile names
     - FACTS:        {"facts": asdict(HostFacts)}                          (host set)
     - LINK:         {"state": LinkState, "message"}                       (host set)
     - ORIGINAL:     {"knob", "key", "value"}  value before abtui first touched it (host set)

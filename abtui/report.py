@@ -74,6 +74,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     table = stats.cells(session)
     bp = base_pair(session, base)
     out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session), ""]
+    from abtui.procedure_report import sections
+
+    out += sections(session, base)  # the profile's [report] layout, and lab translations
     out += ["## Hosts", "", _hosts(session), ""]
     options = _options(session)
     if options:

@@ -140,6 +140,8 @@ class Session:
         self.errors: list[dict[str, Any]] = []
         self.links: list[dict[str, Any]] = []
         self.restores: list[dict[str, Any]] = []
+        # `abtui run --lab`: what the lab ran instead of what the profile names
+        self.translations: list[dict[str, Any]] = []
         self.skews_ms: list[float] = []
         self.end_reason: str | None = None
         self.kinds_seen: dict[str, int] = {}
@@ -201,6 +203,8 @@ class Session:
         self.profile_text = d.get("profile_text") or ""
         self.profile_path = d.get("profile_path") or ""
         self.abtui_version = d.get("abtui_version") or ""
+        self.translations = [dict(t) for t in d.get("translations") or []
+                             if isinstance(t, dict)]
         for p in d.get("pairs") or []:
             if isinstance(p, dict) and p.get("label"):
                 self._add_pair(str(p["label"]))

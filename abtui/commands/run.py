@@ -1,12 +1,18 @@
-"""`abtui run PROFILE --headless [--duration S] [--out FILE]`: measure with no console."""
+"""`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE]`: measure with
+no console; `--lab` runs the profile on the local lab's hosts (abtui.labmap)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from abtui.errors import BadInput
+
+if TYPE_CHECKING:
+    from abtui.model import Profile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,6 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE",
                         help="the session file (default: a new session in the sessions folder, "
                              "see `abtui sessions`)")
+    parser.add_argument("--lab", action="store_true",
+                        help="run on the local lab (brought up when it is not): pairs mapped "
+                             "onto lab hosts, what the lab lacks translated (each translation "
+                             "printed and recorded)")
+    parser.add_argument("--quick", action="store_true",
+                        help="short runs: iperf3 -t 2 -i 0.5, ping -c 3, one repetition")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +48,37 @@ def run(args: argparse.Namespace) -> int:
     from abtui.profile import load_profile
 
     profile = load_profile(path)
+    start_data: dict[str, object] = {}
+    if args.lab or args.quick:
+        profile, start_data = _translate(profile, lab=args.lab, quick=args.quick)
     from abtui.headless import run_headless
 
-    return asyncio.run(run_headless(profile, out, args.duration))
+    return asyncio.run(run_headless(profile, out, args.duration, start_data=start_data))
+
+
+def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:
+    """The profile as --lab / --quick run it; each translation printed on stderr."""
+    from abtui import labmap
+
+    def say(line: str) -> None:
+        print(f"abtui: {line}", file=sys.stderr, flush=True)
+
+    translations = []
+    if quick:
+        profile, shortened = labmap.quick(profile)
+        translations += [shortened] if shortened else []
+    if lab:
+        from abtui.lab import Lab
+
+        the_lab = Lab.default()
+        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say)
+        mapping = labmap.map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
+                                     known_hosts=str(the_lab.known_hosts),
+                                     facts=labmap.lab_facts(hosts[1]))
+        profile = mapping.profile
+        translations = mapping.translations + translations
+    mapping = labmap.LabMapping(profile, translations)
+    for t in translations:
+        say(t.line())
+    data = mapping.start_data()
+    return profile, data if lab else {"translations": data["translations"]}

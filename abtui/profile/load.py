@@ -20,6 +20,7 @@ from abtui.profile.schema import (
     DIRECTION_DIMENSION,
     PAIR_FIELDS,
     PLAN_FIELDS,
+    REPORT_FIELDS,
     SECTIONS,
     TEST_FIELDS,
     WATCH_FIELDS,
@@ -145,6 +146,8 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
         watches.append(Watch(**{**w, "role": Role(w["role"])}))
     _unique([w.name for w in watches], "name", "watches")
 
+    if "report" in raw:  # read by the report from the profile copy; checked here
+        read_table(sub_table(raw, "report", ()), REPORT_FIELDS, ("report",))
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
                  [k.name for k in knobs])
     tunnels = _tunnels(head["tunnels"], knobs)

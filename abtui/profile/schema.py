@@ -186,4 +186,11 @@ PLAN_FIELDS = (
     Field("seed", f.integer(0, 2**63 - 1), None),
 )
 
-SECTIONS = ("profile", "test", "pairs", "knobs", "watches", "plan")
+# [report] layout: the table a procedure's community expects, before the generic report
+# (abtui.procedure_report): a knob sweep per pair, BEFORE/AFTER speedups, builds vs the first
+REPORT_LAYOUTS = ("sweep", "before-after", "builds")
+REPORT_FIELDS = (
+    Field("layout", f.one_of(REPORT_LAYOUTS), REQUIRED),
+)
+
+SECTIONS = ("profile", "test", "pairs", "knobs", "watches", "plan", "report")

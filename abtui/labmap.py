@@ -142,6 +142,9 @@ def _knob(k: Knob, facts: LabFacts, out: list[Translation]) -> Knob:
             lab, why = _tunnel(v, facts)
             if lab != v:
                 out.append(Translation(f"knob {k.name}", v, lab, why))
+            elif v == "wireguard":
+                out.append(Translation(f"knob {k.name}", v, "wireguard through wireguard-go",
+                                       "this kernel has no wireguard module: userspace"))
             values.append(lab)
         initial = _tunnel(k.initial, facts)[0] if k.initial is not None else None
         return dataclasses.replace(k, values=tuple(dict.fromkeys(values)), initial=initial)

@@ -194,7 +194,10 @@ def _before_after(session: Session, doc: dict[str, Any], base: str | None) -> li
     others = [p for p in session.pairs if p != bp]
     div, unit = _unit(session)
     groups = {p: _groups(session, p, keys) for p in session.pairs}
-    combos = list(dict.fromkeys(c for g in groups.values() for c in g))
+    order = ("tx", "rx", "bidir")
+    combos = sorted(dict.fromkeys(c for g in groups.values() for c in g),
+                    key=lambda c: (_natural(c[:-1]), order.index(c[-1]) if c[-1] in order
+                                   else len(order)))
     rows = []
     for combo in combos:
         base_rates = _rates(session, groups.get(bp or "", {}).get(combo, []))

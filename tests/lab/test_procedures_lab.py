@@ -1,0 +1,106 @@
+"""The three procedures' profiles run headless on a lab of their own (`abtui run --lab
+--quick`, the real CLI): every translation is printed, and `abtui export --format md` has the
+table each community expects, with measured numbers in it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_test_lab
+
+pytestmark = pytest.mark.lab
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+NUMBER = r"\d+\.\d\d"
+
+
+@pytest.fixture(scope="module")
+def lab_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """ABTUI_LAB naming a lab of this module's own; `--lab` brings it up, we take it down."""
+    tmp = tmp_path_factory.mktemp("procs")
+    lab = make_test_lab(tmp, "p")
+    lab.down()
+    env = {**os.environ, "ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
+           "ABTUI_LAB_DIR": str(lab.state_dir.parent)}
+    try:
+        yield env
+    finally:
+        lab.down()
+
+
+def _abtui(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "abtui", *args], env=env, text=True,
+                          capture_output=True, timeout=60)
+
+
+def _run(env: dict[str, str], tmp_path: Path, name: str) -> tuple[str, str]:
+    out = tmp_path / f"{name}.jsonl"
+    run = _abtui(env, "run", str(PROFILES / f"{name}.toml"), "--headless", "--lab", "--quick",
+                 "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    report = _abtui(env, "export", str(out), "--format", "md")
+    assert report.returncode == 0, report.stderr
+    return run.stderr, report.stdout
+
+
+def _table(md: str, heading: str) -> list[list[str]]:
+    """The rows of the Markdown table under `heading` (header row first)."""
+    part = md.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line in part.splitlines() if line.startswith("|") and "---" not in line]
+
+
+def test_ix_enable_aim(lab_env, tmp_path):
+    stderr, md = _run(lab_env, tmp_path, "ix-enable-aim")
+    assert re.search(r"lab: knob enable_aim: dev\.ix\.2\.enable_aim .*→ net\.ipv4\.tcp_rmem "
+                     r"on the receivers", stderr)
+    assert "lab: watch interrupt_rate: sysctl dev.ix.2.queue*.interrupt_rate →" in stderr
+    assert "lab: durations: iperf3 -t 10 -i 2, ping -c 10" in stderr
+    rows = _table(md, "Throughput per pair and enable_aim")
+    assert rows[0][:2] == ["pair", "enable_aim"] and rows[0][3] == \
+        "Δ vs stock at the same enable_aim"
+    body = {(r[0], r[1]): r for r in rows[1:]}
+    assert set(body) == {(p, v) for p in ("stock", "patched", "linux-ref") for v in "012"}
+    for (pair, _v), r in body.items():
+        assert re.fullmatch(NUMBER, r[2]), r
+        assert r[3] == "(base)" if pair == "stock" else re.fullmatch(r"[+-]\d+\.\d%", r[3])
+    lat = _table(md, "Latency per pair and enable_aim (ping RTT, ms)")
+    assert lat[0] == ["pair", "enable_aim", "min", "avg", "max", "stddev", "replies"]
+    assert len(lat) == 10 and all(r[6] == "3" and float(r[2]) > 0 for r in lat[1:])
+    watches = _table(md, "Watches per pair and enable_aim")
+    queues = {(r[0], r[1]) for r in watches[1:] if r[3] == "data0.rx_pps" and float(r[4]) > 0}
+    assert queues == set(body)  # a packet rate for every pair and value
+    assert "## Lab translations" in md and "ethtool-coalesce adaptive-rx" in md
+
+
+def test_softirq_crypto(lab_env, tmp_path):
+    stderr, md = _run(lab_env, tmp_path, "softirq-crypto")
+    assert "lab: knob tunnel: ipsec → vxlan (this kernel has no ESP/xfrm crypto)" in stderr
+    assert "lab: knob tunnel: wireguard → wireguard through wireguard-go" in stderr
+    rows = _table(md, "Throughput per tunnel and direction")
+    assert rows[0] == ["tunnel", "direction", "BEFORE (Gbit/s)", "AFTER (Gbit/s)",
+                       "speedup AFTER vs BEFORE"]
+    assert {(r[0], r[1]) for r in rows[1:]} == {
+        (t, d) for t in ("ipsec (lab: vxlan)", "wireguard") for d in ("TX", "RX (-R)")}
+    for r in rows[1:]:
+        assert re.fullmatch(NUMBER, r[2]) and re.fullmatch(NUMBER, r[3]), r
+        assert re.fullmatch(r"[+-]\d+\.\d%", r[4]), r
+    assert "| knob tunnel | ipsec | vxlan |" in md
+
+
+def test_wireguard_gro(lab_env, tmp_path):
+    stderr, md = _run(lab_env, tmp_path, "wireguard-gro")
+    assert "lab: kernels: baseline, gro-v1, gro-v2 → all on this machine's kernel" in stderr
+    rows = _table(md, "Throughput per build")
+    assert rows[0][0] == "build" and rows[0][2] == "Δ vs baseline"
+    assert [r[0] for r in rows[1:]] == ["baseline", "gro-v1", "gro-v2"]
+    assert all(re.fullmatch(NUMBER, r[1]) and float(r[1]) > 0 for r in rows[1:])
+    assert rows[1][2] == "(first)"
+    assert all(re.fullmatch(r"[+-]\d+\.\d%", r[2]) for r in rows[2:])
+    assert "-P 2" in md or "parallel=2" in md  # the runs were -P 2 -R: the [SUM] figure

@@ -1,0 +1,121 @@
+"""The procedure report layouts on synthetic sessions, and the lab mapping's translations
+(pure: fake lab hosts and facts; the lab tests run the real thing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from abtui.lab import Lab
+from abtui.labmap import STANDIN_KEY, LabFacts, map_profile, quick
+from abtui.model import Event, EventKind, KnobKind, Scope
+from abtui.procedure_report import sections
+from abtui.profile import load_profile
+from abtui.session import Session
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+T0 = 1_780_000_000.0
+
+
+def _session(profile: str, runs: list[tuple[str, dict[str, str], float]],
+             watches: bool = False, translations: list[dict[str, str]] | None = None
+             ) -> Session:
+    """One run per (pair, config, receiver bits/s), with 3 pings and a watch sample each."""
+    text = (PROFILES / f"{profile}.toml").read_text()
+    events = [Event(EventKind.SESSION_START, T0, data={
+        "profile_text": text, "translations": translations or []})]
+    t = T0
+    for i, (pair, config, bps) in enumerate(runs, 1):
+        events.append(Event(EventKind.RUN_START, t, pair=pair, data={"run": i, "config": config}))
+        for seq in range(3):
+            events.append(Event(EventKind.PING, t + 0.1, pair=pair, data={
+                "run": i, "phase": i, "seq": seq, "rtt_ms": 0.1 * (seq + 1)}))
+        if watches:
+            events.append(Event(EventKind.WATCH, t + 0.5, pair=pair, host="h", data={
+                "run": i, "name": "interrupt_rate:dev.ix.2.queue0.interrupt_rate",
+                "value": bps / 1e6}))
+        events.append(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
+            "run": i, "phase": i, "start": 0, "end": 1, "bytes": 1, "bits_per_second": bps}))
+        events.append(Event(EventKind.RUN_END, t + 1, pair=pair, data={
+            "run": i, "status": "ok", "summary": {"receiver_bits_per_second": bps}}))
+        t += 2
+    return Session.from_events(events)
+
+
+def _rows(lines: list[str], heading: str) -> list[list[str]]:
+    md = "\n".join(lines)
+    part = md.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line in part.splitlines() if line.startswith("|") and "---" not in line]
+
+
+def test_sweep_delta_vs_stock_latency_and_queues():
+    runs = [(p, {"enable_aim": v}, rate) for v, base in (("0", 9e9), ("1", 8e9))
+            for p, rate in (("stock", base), ("patched", base * 1.062))]
+    lines = sections(_session("ix-enable-aim", runs, watches=True), None)
+    rows = _rows(lines, "Throughput per pair and enable_aim")
+    assert rows[0] == ["pair", "enable_aim", "throughput (Gbit/s)",
+                       "Δ vs stock at the same enable_aim"]
+    assert rows[1:] == [["stock", "0", "9.00", "(base)"], ["patched", "0", "9.56", "+6.2%"],
+                        ["linux-ref", "0", "—", "—"],  # a pair that did not run: no figure
+                        ["stock", "1", "8.00", "(base)"], ["patched", "1", "8.50", "+6.2%"],
+                        ["linux-ref", "1", "—", "—"]]
+    lat = _rows(lines, "Latency per pair and enable_aim (ping RTT, ms)")
+    assert lat[1] == ["stock", "0", "0.100", "0.200", "0.300", "0.100", "3"]
+    queues = _rows(lines, "Watches per pair and enable_aim")
+    assert ["stock", "0", "interrupt_rate", "dev.ix.2.queue0.interrupt_rate", "9000", "9000",
+            "9000", "1"] in queues
+
+
+def test_before_after_speedup_per_tunnel_and_direction():
+    runs = [(p, {"tunnel": t, "direction": d}, rate)
+            for t in ("vxlan", "wireguard") for d in ("rx", "tx")
+            for p, rate in (("BEFORE", 1e9), ("AFTER", 1.44e9 if d == "tx" else 1e9))]
+    translation = {"subject": "knob tunnel", "original": "ipsec", "lab": "vxlan", "why": "x"}
+    lines = sections(_session("softirq-crypto", runs, translations=[translation]), None)
+    rows = _rows(lines, "Throughput per tunnel and direction")
+    assert rows[0] == ["tunnel", "direction", "BEFORE (Gbit/s)", "AFTER (Gbit/s)",
+                       "speedup AFTER vs BEFORE"]
+    assert rows[1:] == [["ipsec (lab: vxlan)", "TX", "1.00", "1.44", "+44.0%"],
+                        ["ipsec (lab: vxlan)", "RX (-R)", "1.00", "1.00", "+0.0%"],
+                        ["wireguard", "TX", "1.00", "1.44", "+44.0%"],
+                        ["wireguard", "RX (-R)", "1.00", "1.00", "+0.0%"]]
+    assert _rows(lines, "Lab translations")[1] == ["knob tunnel", "ipsec", "vxlan", "x"]
+
+
+def test_builds_delta_vs_the_first_with_repetitions():
+    runs = [("gro-v2", {}, 1.2e9), ("baseline", {}, 1.0e9), ("gro-v1", {}, 0.9e9),
+            ("baseline", {}, 1.0e9), ("gro-v2", {}, 1.2e9), ("gro-v1", {}, 0.9e9)]
+    rows = _rows(sections(_session("wireguard-gro", runs), None), "Throughput per build")
+    assert rows[1:] == [["baseline", "1.00 ± 0.00 (n=2)", "(first)"],
+                        ["gro-v2", "1.20 ± 0.00 (n=2)", "+20.0%"],
+                        ["gro-v1", "0.90 ± 0.00 (n=2)", "-10.0%"]]
+
+
+def test_no_layout_no_sections():
+    s = Session.from_events([Event(EventKind.SESSION_START, T0, data={
+        "profile_text": "[profile]\nname = 'x'\n"})])
+    assert sections(s, None) == []
+
+
+def test_lab_mapping_translates_what_the_lab_lacks(tmp_path):
+    hosts = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path).hosts(3)
+    facts = LabFacts(frozenset({"net.ipv4.tcp_rmem"}), ("none", "vxlan"), "6.1.0")
+    ix = map_profile(load_profile(PROFILES / "ix-enable-aim.toml"), hosts, ssh_config="c",
+                     known_hosts="k", facts=facts)
+    aim = ix.profile.knob("enable_aim")
+    assert (aim.kind, aim.key, aim.scope, aim.restart) == (KnobKind.SYSCTL, STANDIN_KEY,
+                                                           Scope.RECEIVER, True)
+    assert aim.values == ("0", "1", "2") and aim.value_for_os("linux", "0").endswith("65536")
+    assert [p.sender for p in ix.profile.pairs] == ["unit-a-snd", "unit-b-snd", "unit-c-snd"]
+    assert all(w.command and w.name.endswith(":data0.rx_pps") for w in ix.profile.watches)
+    lines = [t.line() for t in ix.translations]
+    assert sum(line.startswith("lab: watch ") for line in lines) == 2
+    crypto = map_profile(load_profile(PROFILES / "softirq-crypto.toml"), hosts,
+                         ssh_config="c", known_hosts="k", facts=facts)
+    assert crypto.profile.knob("tunnel").values == ("vxlan",)  # no wireguard-go: vxlan too
+    assert "lab: knob tunnel: ipsec → vxlan (this kernel has no ESP/xfrm crypto)" in [
+        t.line() for t in crypto.translations]
+    assert crypto.start_data()["pairs"][0]["sender"] == "unit-a-snd"
+    short, note = quick(load_profile(PROFILES / "softirq-crypto.toml"))
+    assert (short.test.duration, short.test.interval, short.test.omit) == (2.0, 0.5, 0)
+    assert short.plan.repetitions == 1 and note is not None and "-O 2" in note.original

@@ -160,4 +160,5 @@ def to_json(session: Session) -> dict[str, Any]:
                      "value": [_clean(x) for x in v[1]]} for k, v in session.watches.items()],
         "marks": session.marks, "errors": session.errors, "links": session.links,
         "restores": session.restores, "skews_ms": session.skews_ms,
+        "translations": session.translations,
     }

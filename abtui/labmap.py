@@ -246,7 +246,8 @@ def ensure_lab(lab: Lab, pairs: int, say: Any) -> list[LabHost]:
     have = lab.pair_count()
     if have < pairs or not lab.status()["ok"]:
         n = max(pairs, have)
-        say(f"lab: bringing up lab {lab.name!r} with {n} pairs (take it down with "
+        again = f" (it had {have}: rebuilt)" if have and have != n else ""
+        say(f"lab: bringing up lab {lab.name!r} with {n} pairs{again} (take it down with "
             "`abtui lab down`)")
         return lab.up(n)
     return lab.hosts(have)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from abtui.exports import to_json
 from abtui.lab import Lab
 from abtui.labmap import STANDIN_KEY, LabFacts, map_profile, quick
 from abtui.model import Event, EventKind, KnobKind, Scope
@@ -71,7 +72,9 @@ def test_before_after_speedup_per_tunnel_and_direction():
             for t in ("vxlan", "wireguard") for d in ("rx", "tx")
             for p, rate in (("BEFORE", 1e9), ("AFTER", 1.44e9 if d == "tx" else 1e9))]
     translation = {"subject": "knob tunnel", "original": "ipsec", "lab": "vxlan", "why": "x"}
-    lines = sections(_session("softirq-crypto", runs, translations=[translation]), None)
+    session = _session("softirq-crypto", runs, translations=[translation])
+    assert to_json(session)["translations"] == [translation]
+    lines = sections(session, None)
     rows = _rows(lines, "Throughput per tunnel and direction")
     assert rows[0] == ["tunnel", "direction", "BEFORE (Gbit/s)", "AFTER (Gbit/s)",
                        "speedup AFTER vs BEFORE"]

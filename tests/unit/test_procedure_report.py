@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from abtui.errors import BadInput
 from abtui.exports import to_json
 from abtui.lab import Lab
-from abtui.labmap import STANDIN_KEY, LabFacts, map_profile, quick
+from abtui.labmap import STANDIN_KEY, LabFacts, ensure_lab, map_profile, quick
 from abtui.model import Event, EventKind, KnobKind, Scope
 from abtui.procedure_report import sections
 from abtui.profile import load_profile
@@ -122,3 +125,12 @@ def test_lab_mapping_translates_what_the_lab_lacks(tmp_path):
     short, note = quick(load_profile(PROFILES / "softirq-crypto.toml"))
     assert (short.test.duration, short.test.interval, short.test.omit) == (2.0, 0.5, 0)
     assert short.plan.repetitions == 1 and note is not None and "-O 2" in note.original
+
+
+def test_lab_mapping_refuses_more_pairs_than_the_lab_has(tmp_path):
+    lab = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path)
+    with pytest.raises(BadInput, match="has 3 pairs; the lab has 2"):
+        map_profile(load_profile(PROFILES / "wireguard-gro.toml"), lab.hosts(2),
+                    ssh_config="c", known_hosts="k", facts=LabFacts())
+    with pytest.raises(BadInput, match="the lab has at most 8"):
+        ensure_lab(lab, 9, print)  # refused before the lab is touched

@@ -48,7 +48,8 @@ async def test_tcp_rmem_flip_changes_throughput_in_its_own_phase(lab: Lab):
         assert len(phases) == 2, phases
         before, after = (phase_stats(session, ph)["throughput"] for ph in phases)
         assert before.n >= 3 and after.n >= 3
-        # a 64 KiB receive buffer roughly halves lab throughput; demand a clear drop
-        assert after.mean < 0.8 * before.mean, (pair, before, after)
+        # a 16 KiB receive buffer cuts lab throughput several times over (~14 -> ~2 Gbit/s
+        # measured alone); demand a clear drop even on a busy machine
+        assert after.mean < 0.6 * before.mean, (pair, before, after)
         rtt = phase_stats(session, phases[0])["rtt"]
         assert rtt.n > 0 and 0 < rtt.mean < 50

@@ -1,0 +1,438 @@
+"""The abtui console: a pane per pair, the knob bar, the phase table and the event log.
+
+Events from the controller are queued as they arrive and folded into the screen on a timer
+(FLUSH_HZ), so a fast stream costs a bounded number of refreshes. Every controller call runs
+in a worker; a failure is shown in its pane and the log, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Horizontal
+from textual.widgets import DataTable, Footer, Header, RichLog, Static
+
+from abtui.controller import Controller, KnobRefused
+from abtui.model import Event, KnobKind
+from abtui.ui.commands import ConsoleCommands
+from abtui.ui.screens import (
+    CompareScreen,
+    HelpScreen,
+    PathPrompt,
+    QuitScreen,
+    TextPrompt,
+    TunnelSwitcher,
+)
+from abtui.ui.state import ConsoleState, PhaseRow, config_key
+from abtui.ui.widgets import PairPane
+
+FLUSH_HZ = 20
+PANE_WIDTH = 40  # columns a pane wants: two fit in 80
+AUTO_KEYS = "1234567890abdfghijknopqsxyz"
+
+
+class AbtuiApp(App[int]):
+    """The console on any abtui.controller.Controller (the engine, or a replay)."""
+
+    CSS_PATH = "abtui.tcss"
+    TITLE = "abtui"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        Binding("tab", "cycle_scope", "Scope", id="scope", priority=True),
+        Binding("space", "start_stop", "Start/stop", id="start_stop"),
+        Binding("r", "restart", "Restart", id="restart"),
+        Binding("m", "mark", "Mark", id="mark"),
+        Binding("ctrl+s", "save", "Save", id="save"),
+        Binding("e", "export", "Export", id="export"),
+        Binding("v", "compare", "Compare", id="compare"),
+        Binding("ctrl+t", "tunnel", "Tunnel", id="tunnel"),
+        Binding("l", "toggle_log", "Log", id="log"),
+        Binding("question_mark", "help", "Help", id="help", key_display="?"),
+    ]
+    RESERVED: ClassVar[set[str]] = {"r", "m", "e", "v", "l", "space", "tab", "question_mark"}
+
+    def __init__(self, controller: Controller, *, title: str | None = None,
+                 subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
+                 history: int = 120, bench_file: str | None = None,
+                 save_dir: str | Path = ".") -> None:
+        super().__init__()
+        self.controller = controller
+        self.profile = controller.profile
+        self.state = ConsoleState(self.profile, history=history)
+        self.title = title or f"abtui — {self.profile.name}"
+        self.sub_title = subtitle
+        self.autostart = autostart
+        self.flush_hz = flush_hz
+        self.save_dir = Path(save_dir)
+        self.scopes = ["all", *self.state.pairs]
+        self.scope_index = 0
+        self.knob_keys = self._assign_keys()
+        self._pending: list[tuple[Event, float]] = []
+        self.events: list[Event] = []  # everything received (what save writes)
+        self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in self.state.pairs}
+        self._t0: float | None = None
+        self._quit_screen: QuitScreen | None = None
+        self._shutdown_tried = False
+        self._log_auto = True  # the log shows when there is room, until toggled
+        self._bench_file = bench_file or os.environ.get("ABTUI_BENCH_FILE")
+        self.latencies: list[float] = []
+        self.shown_intervals = 0
+        self._first_frame: float | None = None
+        for key, knob in self.knob_keys.items():
+            binding = Binding(key, f"knob('{knob}')", knob, id=f"knob.{knob}")
+            self._bindings.key_to_bindings.setdefault(key, []).append(binding)
+        controller.subscribe(self._on_event)
+
+    # ---- keys ---------------------------------------------------------------------------
+    def _assign_keys(self) -> dict[str, str]:
+        """Every knob a key: its profile binding when free, else the next free one."""
+        taken = set(self.RESERVED)
+        out: dict[str, str] = {}
+        pool = iter(k for k in AUTO_KEYS if k not in taken)
+        for knob in self.profile.knobs:
+            key = knob.binding
+            if not key or key in taken or len(key) != 1 or key not in string.printable:
+                key = next((k for k in pool if k not in taken), None)
+            if key is None:
+                continue  # more knobs than keys: the palette still lists them
+            taken.add(key)
+            out[key] = knob.name
+        return out
+
+    def palette_actions(self) -> list[tuple[str, str, str]]:
+        acts = [(f"{b.description}", b.action, f"key {b.key_display or b.key}")
+                for b in self.BINDINGS if isinstance(b, Binding)]
+        acts.append(("Stop measuring", "stop", "stop all pairs"))
+        acts.append(("Start measuring", "start", "start all pairs together"))
+        for key, knob in self.knob_keys.items():
+            acts.append((f"Knob: cycle {knob}", f"knob('{knob}')", f"key {key}"))
+        for scope in self.scopes:
+            acts.append((f"Scope: {scope}", f"set_scope('{scope}')", "where knobs apply"))
+        return acts
+
+    # ---- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="⇄")
+        with Grid(id="panes"):
+            for ps in self.state.pairs.values():
+                yield PairPane(ps)
+        yield Static(id="knobbar")
+        with Horizontal(id="bottom"):
+            table: DataTable[str] = DataTable(id="phases", cursor_type="row", zebra_stripes=True)
+            yield table
+            yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#phases", DataTable)
+        table.add_column("configuration", key="config")
+        for label in self.state.pairs:
+            title = f"{label} (base)" if label == self.state.base else f"{label} Δ"
+            table.add_column(title, key=label)
+        self._layout_panes(self.size.width)
+        self._update_knobbar()
+        self.set_interval(1 / self.flush_hz, self._flush)
+        self.call_after_refresh(self._first_frame_shown)
+        if self.autostart:
+            self.run_controller("start", "continuous")
+
+    def _first_frame_shown(self) -> None:
+        self._first_frame = time.time()
+        if self._bench_file:
+            with open(self._bench_file, "a") as f:
+                f.write(json.dumps({"first_frame": self._first_frame}) + "\n")
+
+    def on_resize(self, event: Any) -> None:
+        self._layout_panes(event.size.width)
+
+    def _layout_panes(self, width: int) -> None:
+        n = max(len(self.state.pairs), 1)
+        cols = max(1, min(n, width // PANE_WIDTH))
+        self.query_one("#panes", Grid).styles.grid_size_columns = cols
+        if self._log_auto:
+            self.query_one("#log", RichLog).display = width >= 100
+
+    # ---- events ---------------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        """Called by the controller for every event: queue it; the timer shows it."""
+        self._pending.append((event, time.perf_counter()))
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        log = self.query_one("#log", RichLog)
+        stamps = []
+        for event, stamp in batch:
+            self.events.append(event)
+            if self._t0 is None:
+                self._t0 = event.t
+            line = self.state.apply(event)
+            if line is not None:
+                log.write(f"{event.t - self._t0:+8.1f}s  {line}")
+            if event.kind == "interval" and event.pair in self.series:
+                bps = event.data.get("bits_per_second")
+                if isinstance(bps, int | float):
+                    self.series[event.pair].append((event.t - self._t0, float(bps)))
+                stamps.append(stamp)
+        self._apply_dirty()
+        if stamps:
+            self.call_after_refresh(self._shown, stamps)
+
+    def _shown(self, stamps: list[float]) -> None:
+        now = time.perf_counter()
+        self.shown_intervals += len(stamps)
+        if self._bench_file:
+            self.latencies.extend(now - s for s in stamps)
+
+    def _apply_dirty(self) -> None:
+        dirty = self.state.take_dirty()
+        if not dirty:
+            return
+        scale = self.state.scale()
+        for pane in self.query(PairPane):
+            # a shared scale: every pane redraws when the ceiling moves
+            pane.refresh_from_state(scale)
+        if dirty.phases:
+            self._update_phase_table()
+        if dirty.knobs or dirty.status:
+            self._update_knobbar()
+        if self._quit_screen is not None:
+            self._quit_screen.show(self.state.restoring)
+
+    def row_label(self, row: PhaseRow) -> str:
+        defaults = {k.name: k.values[0] for k in self.profile.knobs if k.values}
+        changed = [f"{k}={v}" for k, v in row.config.items() if defaults.get(k) != v]
+        return " ".join(changed) or "initial"
+
+    def phase_rows(self) -> list[tuple[str, list[str]]]:
+        return [(self.row_label(r), self.state.phase_cells(r))
+                for r in self.state.phases.values()]
+
+    def _update_phase_table(self) -> None:
+        table = self.query_one("#phases", DataTable)
+        labels = list(self.state.pairs)
+        for key, row in self.state.phases.items():
+            rkey = repr(key)
+            cells = self.state.phase_cells(row)
+            if rkey not in table.rows:
+                table.add_row(self.row_label(row), *cells, key=rkey)
+                continue
+            for label, cell in zip(labels, cells, strict=True):
+                table.update_cell(rkey, label, cell, update_width=True)
+
+    def _update_knobbar(self) -> None:
+        scope = self.scopes[self.scope_index]
+        chips = [f"[@click=app.cycle_scope][b reverse] {'A+B' if scope == 'all' and len(self.scopes) == 3 else scope} [/][/]"]  # noqa: E501
+        first = self._scope_pairs()[0] if self.state.pairs else None
+        for key, knob in self.knob_keys.items():
+            value = self.state.pairs[first].config.get(knob, "?") if first else "?"
+            chips.append(f"[@click=app.knob('{knob}')][b $accent]{key}[/] {knob}={value}[/]")
+        run = "running" if self.state.running else "stopped"
+        if self.state.progress:
+            p = self.state.progress
+            run += f" {p.get('done')}/{p.get('total')} eta {p.get('eta_s', 0):.0f}s"
+        chips.append(f"[dim]{run}[/]")
+        self.query_one("#knobbar", Static).update("  ".join(chips))
+
+    # ---- scope and knobs ------------------------------------------------------------------
+    def _scope_pairs(self) -> list[str]:
+        scope = self.scopes[self.scope_index]
+        return list(self.state.pairs) if scope == "all" else [scope]
+
+    def action_cycle_scope(self) -> None:
+        self.scope_index = (self.scope_index + 1) % len(self.scopes)
+        self._update_knobbar()
+
+    def action_set_scope(self, scope: str) -> None:
+        if scope in self.scopes:
+            self.scope_index = self.scopes.index(scope)
+            self._update_knobbar()
+
+    def on_click(self, event: Any) -> None:
+        pane = next((w for w in event.widget.ancestors_with_self
+                     if isinstance(w, PairPane)), None) if event.widget else None
+        if pane is not None:
+            self.action_set_scope(pane.state.label)
+
+    def action_knob(self, name: str) -> None:
+        try:
+            knob = self.profile.knob(name)
+        except KeyError:
+            return
+        pairs = self._scope_pairs()
+        current = self.state.pairs[pairs[0]].config.get(name, knob.values[0])
+        idx = knob.values.index(current) if current in knob.values else -1
+        value = knob.values[(idx + 1) % len(knob.values)]
+        self.apply_knob(name, value, pairs)
+
+    @work(group="knobs", exit_on_error=False)
+    async def apply_knob(self, name: str, value: str, pairs: list[str]) -> None:
+        self._log(f"setting {name}={value} on {', '.join(pairs)}…")
+        try:
+            await self.controller.set_knob(name, value, pairs)
+        except KnobRefused as exc:
+            self._fail(f"{name}={value} refused: {exc}", pairs)
+        except Exception as exc:  # a host error must never take the console down
+            self._fail(f"{name}={value} failed: {type(exc).__name__}: {exc}", pairs)
+        else:
+            for label in pairs:
+                self.state.pairs[label].error = ""
+
+    def _log(self, line: str) -> None:
+        t = self.events[-1].t - self._t0 if self.events and self._t0 is not None else 0.0
+        self.query_one("#log", RichLog).write(f"{t:+8.1f}s  {line}")
+
+    def _fail(self, message: str, pairs: list[str] | None = None) -> None:
+        for label in pairs or []:
+            if label in self.state.pairs:
+                self.state.pairs[label].error = message
+                self.state.dirty.pairs.add(label)
+        self._log(message)
+        self.notify(message, severity="error", timeout=6)
+        self._apply_dirty()
+
+    # ---- controller calls in workers ------------------------------------------------------
+    @work(group="controller", exit_on_error=False)
+    async def run_controller(self, method: str, *args: Any) -> None:
+        try:
+            if method == "start":
+                await self.controller.connect()
+            await getattr(self.controller, method)(*args)
+        except Exception as exc:
+            self._fail(f"{method} failed: {type(exc).__name__}: {exc}")
+
+    def action_start_stop(self) -> None:
+        self.run_controller("stop" if self.state.running else "start", "continuous")
+
+    def action_start(self) -> None:
+        self.run_controller("start", "continuous")
+
+    def action_stop(self) -> None:
+        self.run_controller("stop")
+
+    @work(group="controller", exit_on_error=False)
+    async def action_restart(self) -> None:
+        try:
+            await self.controller.stop()
+            await self.controller.start("continuous")
+        except Exception as exc:
+            self._fail(f"restart failed: {type(exc).__name__}: {exc}")
+
+    def action_mark(self) -> None:
+        def done(text: object) -> None:
+            if isinstance(text, str) and text:
+                self.run_controller("mark", text)
+
+        self.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
+
+    def action_toggle_log(self) -> None:
+        log = self.query_one("#log", RichLog)
+        log.display = not log.display
+        self._log_auto = False
+
+    def action_help(self) -> None:
+        keys = [(b.key_display or b.key, b.description) for b in self.BINDINGS
+                if isinstance(b, Binding)]
+        keys += [(k, f"knob {n}: next value") for k, n in self.knob_keys.items()]
+        keys += [("ctrl+p", "command palette (every action, themes)")]
+        self.push_screen(HelpScreen(keys))
+
+    def action_tunnel(self) -> None:
+        knob = next((k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL), None)
+        if knob is None:
+            self.notify("this profile has no tunnel knob", severity="warning")
+            return
+        supported = [t for t in knob.values if t in self.profile.tunnels] or list(knob.values)
+        pairs = self._scope_pairs()
+        current = self.state.pairs[pairs[0]].tunnel
+
+        def chosen(value: object) -> None:
+            if isinstance(value, str):
+                self.apply_knob(knob.name, value, pairs)
+
+        self.push_screen(TunnelSwitcher(supported, current, ", ".join(pairs)), chosen)
+
+    def action_export(self) -> None:
+        from abtui.ui.export import FORMATS, export
+
+        def chosen(result: object) -> None:
+            if not isinstance(result, tuple):
+                return
+            path, fmt = result
+            try:
+                written = export(self.state, path, fmt)
+            except (OSError, ValueError) as exc:
+                self._fail(f"export failed: {exc}")
+                return
+            self._log(f"exported {fmt} to {written}")
+            self.notify(f"exported to {written}")
+
+        default = str(self.save_dir / f"abtui-{self.profile.name}.md")
+        self.push_screen(PathPrompt("Export the phase table", default, FORMATS), chosen)
+
+    def action_save(self) -> None:
+        from abtui.replay import save_events
+
+        def chosen(result: object) -> None:
+            if not isinstance(result, tuple):
+                return
+            try:
+                written = save_events(self.events, result[0])
+            except OSError as exc:
+                self._fail(f"save failed: {exc}")
+                return
+            self._log(f"saved {len(self.events)} events to {written}")
+            self.notify(f"saved to {written}")
+
+        # HOOK for the integrator: with abtui.store the engine journals the session itself;
+        # save then copies/finishes controller.session_path instead of writing events here.
+        default = str(self.controller.session_path or
+                      self.save_dir / f"abtui-{self.profile.name}.jsonl")
+        self.push_screen(PathPrompt("Save the session (events, JSON lines)", default), chosen)
+
+    def action_compare(self) -> None:
+        self.push_screen(CompareScreen(self.state, self.series, self.phase_rows()))
+
+    # ---- leaving --------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        if self._shutdown_tried:
+            self._write_bench()
+            self.exit(1)
+            return
+        self._shutdown_tried = True
+        self._quit_screen = QuitScreen()
+        self.push_screen(self._quit_screen)
+        self._restore_and_exit()
+
+    @work(group="shutdown", exit_on_error=False)
+    async def _restore_and_exit(self) -> None:
+        code = 0
+        try:
+            await self.controller.shutdown()
+        except Exception as exc:
+            code = 1
+            self._fail(f"restoring failed: {type(exc).__name__}: {exc}")
+        self._flush()
+        self._write_bench()
+        self.exit(code)
+
+    def _write_bench(self) -> None:
+        if not self._bench_file:
+            return
+        with open(self._bench_file, "a") as f:
+            f.write(json.dumps({"received": self.state.intervals_seen,
+                                "shown": self.shown_intervals,
+                                "latencies": self.latencies}) + "\n")
+
+    def phase_config_keys(self) -> list[tuple[tuple[str, str], ...]]:
+        return [config_key(r.config) for r in self.state.phases.values()]

@@ -99,7 +99,8 @@ def open_console(controller: Any, title: str, subtitle: str = "") -> int:
     from abtui.ui.app import AbtuiApp
 
     app = AbtuiApp(controller, title=title, subtitle=subtitle)
-    return int(app.run() or 0)
+    app.run()
+    return int(app.return_code or 0)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import json
 import os
 import string
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -78,6 +79,7 @@ class AbtuiApp(App[int]):
         self.knob_keys = self._assign_keys()
         self._pending: list[tuple[Event, float]] = []
         self.events: list[Event] = []  # everything received (what save writes)
+        self.log_lines: deque[str] = deque(maxlen=2000)  # the event log's text
         self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in self.state.pairs}
         self._t0: float | None = None
         self._quit_screen: QuitScreen | None = None
@@ -178,7 +180,7 @@ class AbtuiApp(App[int]):
                 self._t0 = event.t
             line = self.state.apply(event)
             if line is not None:
-                log.write(f"{event.t - self._t0:+8.1f}s  {line}")
+                self._write_log(log, f"{event.t - self._t0:+8.1f}s  {line}")
             if event.kind == "interval" and event.pair in self.series:
                 bps = event.data.get("bits_per_second")
                 if isinstance(bps, int | float):
@@ -230,9 +232,10 @@ class AbtuiApp(App[int]):
             for label, cell in zip(labels, cells, strict=True):
                 table.update_cell(rkey, label, cell, update_width=True)
 
-    def _update_knobbar(self) -> None:
+    def _knobbar_markup(self) -> str:
         scope = self.scopes[self.scope_index]
-        chips = [f"[@click=app.cycle_scope][b reverse] {'A+B' if scope == 'all' and len(self.scopes) == 3 else scope} [/][/]"]  # noqa: E501
+        shown = "A+B" if scope == "all" and len(self.scopes) == 3 else scope
+        chips = [f"[@click=app.cycle_scope][b reverse] {shown} [/][/]"]
         first = self._scope_pairs()[0] if self.state.pairs else None
         for key, knob in self.knob_keys.items():
             value = self.state.pairs[first].config.get(knob, "?") if first else "?"
@@ -242,7 +245,10 @@ class AbtuiApp(App[int]):
             p = self.state.progress
             run += f" {p.get('done')}/{p.get('total')} eta {p.get('eta_s', 0):.0f}s"
         chips.append(f"[dim]{run}[/]")
-        self.query_one("#knobbar", Static).update("  ".join(chips))
+        return "  ".join(chips)
+
+    def _update_knobbar(self) -> None:
+        self.query_one("#knobbar", Static).update(self._knobbar_markup())
 
     # ---- scope and knobs ------------------------------------------------------------------
     def _scope_pairs(self) -> list[str]:
@@ -290,7 +296,11 @@ class AbtuiApp(App[int]):
 
     def _log(self, line: str) -> None:
         t = self.events[-1].t - self._t0 if self.events and self._t0 is not None else 0.0
-        self.query_one("#log", RichLog).write(f"{t:+8.1f}s  {line}")
+        self._write_log(self.query_one("#log", RichLog), f"{t:+8.1f}s  {line}")
+
+    def _write_log(self, log: RichLog, text: str) -> None:
+        self.log_lines.append(text)
+        log.write(text)
 
     def _fail(self, message: str, pairs: list[str] | None = None) -> None:
         for label in pairs or []:
@@ -407,7 +417,7 @@ class AbtuiApp(App[int]):
     async def action_quit(self) -> None:
         if self._shutdown_tried:
             self._write_bench()
-            self.exit(1)
+            self.exit(1, return_code=1)
             return
         self._shutdown_tried = True
         self._quit_screen = QuitScreen()
@@ -424,7 +434,7 @@ class AbtuiApp(App[int]):
             self._fail(f"restoring failed: {type(exc).__name__}: {exc}")
         self._flush()
         self._write_bench()
-        self.exit(code)
+        self.exit(code, return_code=code)
 
     def _write_bench(self) -> None:
         if not self._bench_file:

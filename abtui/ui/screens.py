@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
     Button,
@@ -16,7 +16,6 @@ from textual.widgets import (
     Footer,
     Input,
     Label,
-    Markdown,
     OptionList,
     RadioButton,
     RadioSet,
@@ -43,13 +42,14 @@ class HelpScreen(_Modal):
         self.keys = keys
 
     def compose(self) -> ComposeResult:
-        rows = "\n".join(f"| `{k}` | {d} |" for k, d in self.keys)
-        text = ("# abtui console\n\nPanes: one per pair, on one shared scale. Knob keys apply "
-                "to the scope shown in the knob bar (tab cycles A, B, both). Highlighted "
-                "columns in a sparkline mark a knob change.\n\n| key | action |\n|---|---|\n"
-                + rows + "\n\nPress escape to close.")
-        with Vertical(classes="dialog wide"):
-            yield Markdown(text)
+        rows = "\n".join(f"[b $accent]{k:>10}[/]  {d}" for k, d in self.keys)
+        with VerticalScroll(classes="dialog wide"):
+            yield Label("abtui console: keys", classes="dialog-title")
+            yield Static("A pane per pair, all on one scale. Knob keys apply to the scope in "
+                         "the knob bar (tab cycles it; click a pane to pick its pair). "
+                         "Highlighted sparkline columns mark a knob change.", classes="dim")
+            yield Static(rows)
+            yield Label("escape closes", classes="dim")
 
 
 class TextPrompt(_Modal):
@@ -92,11 +92,16 @@ class PathPrompt(_Modal):
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
+        self.query_one("#path", Input).focus()
         self._show_where()
 
     def _fmt(self) -> str | None:
+        """The path's suffix when it names a format, else the format picked."""
         if not self.formats:
             return None
+        suffix = Path(self.query_one("#path", Input).value.strip()).suffix.lstrip(".")
+        if suffix in self.formats:
+            return suffix
         rs = self.query_one(RadioSet)
         return self.formats[rs.pressed_index if rs.pressed_index >= 0 else 0]
 
@@ -115,10 +120,10 @@ class PathPrompt(_Modal):
         self._show_where()
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
-        fmt = self._fmt()
+        fmt = self.formats[event.index]
         inp = self.query_one("#path", Input)
         p = Path(inp.value)
-        if fmt and p.suffix.lstrip(".") in self.formats:
+        if p.suffix.lstrip(".") in self.formats:
             inp.value = str(p.with_suffix("." + fmt))
         self._show_where()
 

@@ -37,6 +37,7 @@ from abtui.ui.widgets import PairPane
 
 FLUSH_HZ = 20
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
+CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
 AUTO_KEYS = "1234567890abdfghijknopqsxyz"
 
 
@@ -135,11 +136,7 @@ class AbtuiApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#phases", DataTable)
-        table.add_column("configuration", key="config")
-        for label in self.state.pairs:
-            title = f"{label} (base)" if label == self.state.base else f"{label} Δ"
-            table.add_column(title, key=label)
+        self._rebuild_phase_table(self.query_one("#phases", DataTable))
         self._layout_panes(self.size.width)
         self._update_knobbar()
         self.set_interval(1 / self.flush_hz, self._flush)
@@ -223,14 +220,28 @@ class AbtuiApp(App[int]):
     def _update_phase_table(self) -> None:
         table = self.query_one("#phases", DataTable)
         labels = list(self.state.pairs)
+        if len(table.rows) != len(self.state.phases):
+            self._rebuild_phase_table(table)
+            return
         for key, row in self.state.phases.items():
-            rkey = repr(key)
-            cells = self.state.phase_cells(row)
-            if rkey not in table.rows:
-                table.add_row(self.row_label(row), *cells, key=rkey)
-                continue
-            for label, cell in zip(labels, cells, strict=True):
-                table.update_cell(rkey, label, cell, update_width=True)
+            for label, cell in zip(labels, self.state.phase_cells(row), strict=True):
+                table.update_cell(repr(key), label, cell)
+
+    def _rebuild_phase_table(self, table: DataTable[str]) -> None:
+        """A new configuration: lay the table out again, every width explicit (no jitter)."""
+        rows = [(repr(k), self.row_label(r), self.state.phase_cells(r))
+                for k, r in self.state.phases.items()]
+        width = min(max([len("configuration"), *(len(lb) for _, lb, _ in rows)]), 40)
+        cursor = table.cursor_row
+        table.clear(columns=True)
+        table.add_column("configuration", key="config", width=width)
+        for label in self.state.pairs:
+            title = f"{label} (base)" if label == self.state.base else f"{label} Δ"
+            table.add_column(title, key=label, width=CELL_WIDTH)
+        for key, label, cells in rows:
+            table.add_row(label, *cells, key=key)
+        if rows:
+            table.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
 
     def _knobbar_markup(self) -> str:
         scope = self.scopes[self.scope_index]

@@ -38,7 +38,7 @@ def make_app(pairs: int = 2, intervals: int = 20, events: list[Event] | None = N
     return AbtuiApp(ctl, title="abtui — test — REPLAY")
 
 
-async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 5.0) -> None:
+async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:
     steps = int(timeout / 0.02)
     for _ in range(steps):
         if cond():

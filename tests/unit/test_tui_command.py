@@ -1,0 +1,60 @@
+"""`abtui tui` without an engine, and bad inputs: one clear line, right exit code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from abtui.commands.tui import load_profile
+from abtui.lab_profile import render_lab_profile
+
+
+def abtui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "abtui", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+class _H:
+    def __init__(self, alias: str, pair: str, role: str, addr: str) -> None:
+        self.alias, self.pair, self.role, self.data_address = alias, pair, role, addr
+
+
+def lab_profile_text() -> str:
+    hosts = [_H("lab-a-snd", "A", "sender", "198.18.1.1"), _H("lab-a-rcv", "A", "receiver",
+             "198.18.1.2"), _H("lab-b-snd", "B", "sender", "198.18.2.1"),
+             _H("lab-b-rcv", "B", "receiver", "198.18.2.2")]
+    return render_lab_profile(lab_name="lab", ssh_config="/x/ssh_config",
+                              known_hosts="/x/known_hosts", hosts=hosts, pairs=2,
+                              congestion=["reno", "bbr"])
+
+
+def test_lab_profile_loads(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lab.toml"
+    path.write_text(lab_profile_text())
+    prof = load_profile(path)
+    assert [p.label for p in prof.pairs] == ["A", "B"]
+    assert {k.name: k.binding for k in prof.knobs} == {"tcp_wmem": "w", "tso": "t", "cc": "c",
+                                                       "tunnel": "u"}
+    assert prof.base_pair == "A"
+    assert "wireguard" in prof.tunnels
+
+
+def test_profile_without_engine_is_one_clear_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lab.toml"
+    path.write_text(lab_profile_text())
+    r = abtui("tui", str(path))
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "add --replay" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_inputs_are_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[pairs]]\nlabel = 'A'\n")
+    for args, words in [(("tui", str(tmp_path / "none.toml")), "cannot read"),
+                        (("tui", str(bad), "--replay"), "bad profile"),
+                        (("tui", "--replay", str(bad)), "not an abtui event line"),
+                        (("tui", "--replay", "--pairs", "9"), "--pairs must be between")]:
+        r = abtui(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert words in r.stderr and r.stderr.count("\n") == 1, r.stderr

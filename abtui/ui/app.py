@@ -37,6 +37,7 @@ from abtui.ui.widgets import PairPane
 
 FLUSH_HZ = 20
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
+TABLE_HZ = 2  # phase table repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
 AUTO_KEYS = "1234567890abdfghijknopqsxyz"
 
@@ -79,6 +80,13 @@ class AbtuiApp(App[int]):
         self.scope_index = 0
         self.knob_keys = self._assign_keys()
         self._pending: list[tuple[Event, float]] = []
+        self._grid: Grid | None = None  # the main screen's widgets, set on mount
+        self._panes: list[PairPane] = []
+        self._scale: tuple[float, float] = (0.0, 0.0)
+        self._flush_scheduled = False
+        self._table_at = 0.0
+        self._table_stale = False
+        self._last_flush = 0.0
         self.events: list[Event] = []  # everything received (what save writes)
         self.log_lines: deque[str] = deque(maxlen=2000)  # the event log's text
         self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in self.state.pairs}
@@ -90,6 +98,7 @@ class AbtuiApp(App[int]):
         self.latencies: list[float] = []
         self.shown_intervals = 0
         self._first_frame: float | None = None
+        self._first_interval_at: float | None = None
         for key, knob in self.knob_keys.items():
             binding = Binding(key, f"knob('{knob}')", knob, id=f"knob.{knob}")
             self._bindings.key_to_bindings.setdefault(key, []).append(binding)
@@ -136,10 +145,14 @@ class AbtuiApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._rebuild_phase_table(self.query_one("#phases", DataTable))
+        self._log_widget = self.query_one("#log", RichLog)
+        self._table = self.query_one("#phases", DataTable)
+        self._knobbar = self.query_one("#knobbar", Static)
+        self._panes = list(self.query(PairPane))
+        self._grid = self.query_one("#panes", Grid)
+        self._rebuild_phase_table(self._table)
         self._layout_panes(self.size.width)
         self._update_knobbar()
-        self.set_interval(1 / self.flush_hz, self._flush)
         self.call_after_refresh(self._first_frame_shown)
         if self.autostart:
             self.run_controller("start", "continuous")
@@ -151,25 +164,39 @@ class AbtuiApp(App[int]):
                 f.write(json.dumps({"first_frame": self._first_frame}) + "\n")
 
     def on_resize(self, event: Any) -> None:
-        self._layout_panes(event.size.width)
+        if self._grid is not None:  # resizes can come before mount
+            self._layout_panes(event.size.width)
 
     def _layout_panes(self, width: int) -> None:
         n = max(len(self.state.pairs), 1)
         cols = max(1, min(n, width // PANE_WIDTH))
-        self.query_one("#panes", Grid).styles.grid_size_columns = cols
+        assert self._grid is not None
+        self._grid.styles.grid_size_columns = cols
         if self._log_auto:
-            self.query_one("#log", RichLog).display = width >= 100
+            self._log_widget.display = width >= 100
 
     # ---- events ---------------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
-        """Called by the controller for every event: queue it; the timer shows it."""
-        self._pending.append((event, time.perf_counter()))
+        """Called by the controller for every event: queue it, and have it shown as soon as
+        the refresh budget allows (at most `flush_hz` flushes a second, none when idle)."""
+        now = time.perf_counter()
+        self._pending.append((event, now))
+        if self._flush_scheduled:
+            return
+        self._flush_scheduled = True
+        delay = self._last_flush + 1 / self.flush_hz - now
+        if delay > 0:
+            self.set_timer(delay, self._flush)
+        else:
+            self.call_later(self._flush)  # after the rest of this burst is queued
 
     def _flush(self) -> None:
-        if not self._pending:
-            return
+        self._flush_scheduled = False
+        self._last_flush = time.perf_counter()
+        if not self._pending or not self._log_widget.is_attached:
+            return  # nothing new, or the console is being taken down
         batch, self._pending = self._pending, []
-        log = self.query_one("#log", RichLog)
+        log = self._log_widget
         stamps = []
         for event, stamp in batch:
             self.events.append(event)
@@ -192,21 +219,38 @@ class AbtuiApp(App[int]):
         self.shown_intervals += len(stamps)
         if self._bench_file:
             self.latencies.extend(now - s for s in stamps)
+            if self._first_interval_at is None:
+                self._first_interval_at = time.time()
 
     def _apply_dirty(self) -> None:
         dirty = self.state.take_dirty()
         if not dirty:
             return
         scale = self.state.scale()
-        for pane in self.query(PairPane):
-            # a shared scale: every pane redraws when the ceiling moves
-            pane.refresh_from_state(scale)
-        if dirty.phases:
-            self._update_phase_table()
+        for pane in self._panes:
+            # a shared scale: every pane redraws when the ceiling moves, else only changed ones
+            if scale != self._scale or pane.state.label in dirty.pairs:
+                pane.refresh_from_state(scale)
+        self._scale = scale
+        now = time.perf_counter()
+        if dirty.phases or self._table_stale:
+            # the table's means move slowly: at most TABLE_HZ repaints (a new row: at once)
+            if len(self._table.rows) != len(self.state.phases) or \
+                    now - self._table_at >= 1 / TABLE_HZ:
+                self._update_phase_table()
+                self._table_at, self._table_stale = now, False
+            elif not self._table_stale:
+                self._table_stale = True
+                self.set_timer(1 / TABLE_HZ, self._refresh_stale_table)
         if dirty.knobs or dirty.status:
             self._update_knobbar()
         if self._quit_screen is not None:
             self._quit_screen.show(self.state.restoring)
+
+    def _refresh_stale_table(self) -> None:
+        if self._table_stale:
+            self._update_phase_table()
+            self._table_at, self._table_stale = time.perf_counter(), False
 
     def row_label(self, row: PhaseRow) -> str:
         defaults = {k.name: k.values[0] for k in self.profile.knobs if k.values}
@@ -218,7 +262,7 @@ class AbtuiApp(App[int]):
                 for r in self.state.phases.values()]
 
     def _update_phase_table(self) -> None:
-        table = self.query_one("#phases", DataTable)
+        table = self._table
         labels = list(self.state.pairs)
         if len(table.rows) != len(self.state.phases):
             self._rebuild_phase_table(table)
@@ -259,7 +303,7 @@ class AbtuiApp(App[int]):
         return "  ".join(chips)
 
     def _update_knobbar(self) -> None:
-        self.query_one("#knobbar", Static).update(self._knobbar_markup())
+        self._knobbar.update(self._knobbar_markup(), layout=False)
 
     # ---- scope and knobs ------------------------------------------------------------------
     def _scope_pairs(self) -> list[str]:
@@ -307,7 +351,7 @@ class AbtuiApp(App[int]):
 
     def _log(self, line: str) -> None:
         t = self.events[-1].t - self._t0 if self.events and self._t0 is not None else 0.0
-        self._write_log(self.query_one("#log", RichLog), f"{t:+8.1f}s  {line}")
+        self._write_log(self._log_widget, f"{t:+8.1f}s  {line}")
 
     def _write_log(self, log: RichLog, text: str) -> None:
         self.log_lines.append(text)
@@ -357,7 +401,7 @@ class AbtuiApp(App[int]):
         self.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
 
     def action_toggle_log(self) -> None:
-        log = self.query_one("#log", RichLog)
+        log = self._log_widget
         log.display = not log.display
         self._log_auto = False
 
@@ -453,6 +497,8 @@ class AbtuiApp(App[int]):
         with open(self._bench_file, "a") as f:
             f.write(json.dumps({"received": self.state.intervals_seen,
                                 "shown": self.shown_intervals,
+                                "first_interval_at": self._first_interval_at,
+                                "exit_at": time.time(),
                                 "latencies": self.latencies}) + "\n")
 
     def phase_config_keys(self) -> list[tuple[tuple[str, str], ...]]:

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.containers import Vertical
+from textual.content import Content
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widgets import Sparkline, Static
@@ -17,6 +19,7 @@ from abtui.model import LinkState
 from abtui.ui.state import PairState
 
 BARS = " ▁▂▃▄▅▆▇█"
+DIM = "dim"
 
 
 def human_bits(bps: float) -> str:
@@ -47,30 +50,66 @@ class ScaledSparkline(Sparkline):
     ceiling: reactive[float] = reactive(1.0)
     markers: reactive[Sequence[bool]] = reactive(list)
 
+    _cache_key: tuple[int, int] | None = None
+    _cache: tuple[Strip, ...] = ()
+
+    def _invalidate(self) -> None:
+        self._cache_key = None
+
+    watch_data = watch_markers = watch_ceiling = _invalidate
+
+    _palette: tuple[Style, Style, Style, Style] | None = None
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._palette = None  # a theme change recolours the bars
+        self._invalidate()
+
+    def _styles(self) -> tuple[Style, Style, Style, Style]:
+        """Base, low, high and marker styles; computing them walks the DOM, so keep them."""
+        if self._palette is None:
+            base = self.rich_style
+            self._palette = (
+                base, base + self.get_component_rich_style("sparkline--min-color"),
+                base + self.get_component_rich_style("sparkline--max-color"),
+                base + self.get_component_rich_style("sparkline--marker"))
+        return self._palette
+
     def render_line(self, y: int) -> Strip:  # type: ignore[override]
         width, height = self.size.width, self.size.height
+        if self._cache_key != (width, height):
+            self._cache_key = (width, height)
+            self._cache = tuple(self._render_all(width, height))
+        return self._cache[y] if y < len(self._cache) else Strip.blank(width, self._styles()[0])
+
+    def _render_all(self, width: int, height: int) -> list[Strip]:
+        """Every row at once, runs of one style as one segment (cheap to compose)."""
         data = list(self.data or [])[-width:] if width else []
         marks = list(self.markers)[-len(data):] if data else []
         marks = [False] * (len(data) - len(marks)) + marks
         ceiling = self.ceiling or 1.0
-        base = self.rich_style
-        lo = self.get_component_rich_style("sparkline--min-color")
-        hi = self.get_component_rich_style("sparkline--max-color")
-        mark_style = self.get_component_rich_style("sparkline--marker")
+        base, low, high, mark = self._styles()
         levels = 8 * height
-        row_from_bottom = height - 1 - y
-        segments = [Segment(" " * (width - len(data)), base)]
-        for value, marked in zip(data, marks, strict=True):
-            filled = max(1, round(min(value / ceiling, 1.0) * levels)) if value > 0 else 0
-            part = min(max(filled - 8 * row_from_bottom, 0), 8)
-            char = BARS[part]
-            if marked:
-                style = base + mark_style
-                char = char if part else "┆"
-            else:
-                style = base + (hi if value >= 0.66 * ceiling else lo)
-            segments.append(Segment(char, style))
-        return Strip(segments, width)
+        filled = [max(1, round(min(v / ceiling, 1.0) * levels)) if v > 0 else 0 for v in data]
+        styles = [mark if m else high if v >= 0.66 * ceiling else low
+                  for v, m in zip(data, marks, strict=True)]
+        strips = []
+        for y in range(height):
+            floor = 8 * (height - 1 - y)
+            segments = [Segment(" " * (width - len(data)), base)]
+            run, run_style = [], None
+            for f, style, m in zip(filled, styles, marks, strict=True):
+                part = min(max(f - floor, 0), 8)
+                char = BARS[part] if part or not m else "┆"
+                if style is not run_style and run:
+                    segments.append(Segment("".join(run), run_style))
+                    run = []
+                run_style = style
+                run.append(char)
+            if run:
+                segments.append(Segment("".join(run), run_style))
+            strips.append(Strip(segments, width))
+        return strips
 
 
 LINK_TEXT = {
@@ -88,6 +127,8 @@ class PairPane(Vertical):
     def __init__(self, state: PairState, **kwargs: object) -> None:
         super().__init__(id=f"pane-{state.label}", classes="pane", **kwargs)  # type: ignore[arg-type]
         self.state = state
+        self._texts: dict[str, str] = {}
+        self._w: dict[str, Static | ScaledSparkline] = {}
         self.border_title = f"{state.label}  {state.sender} → {state.receiver}"
 
     def compose(self):  # type: ignore[no-untyped-def]
@@ -101,40 +142,54 @@ class PairPane(Vertical):
         yield Static(id="error", classes="error")
 
     def on_mount(self) -> None:
+        self._w = {w.id: w for w in self.query("Static, ScaledSparkline") if w.id}
         self.refresh_from_state((1.0, 1.0))
+
+    def _set(self, name: str, *parts: str | tuple[str, str]) -> None:
+        """Update a one-line Static when its text changed, without a layout pass; parts are
+        text or (text, style), assembled without parsing markup (this runs per interval)."""
+        key = "".join(p if isinstance(p, str) else p[0] for p in parts)
+        if self._texts.get(name) != key:
+            self._texts[name] = key
+            self._w[name].update(Content.assemble(*parts), layout=False)  # type: ignore[union-attr]
 
     def refresh_from_state(self, scale: tuple[float, float]) -> None:
         s = self.state
         link = s.link
         self.set_class(link == LinkState.LOST, "-lost")
         self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting")
-        self.border_subtitle = LINK_TEXT.get(LinkState(link), link)
+        subtitle = LINK_TEXT.get(LinkState(link), link)
+        if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
+            self._texts["subtitle"] = subtitle
+            self.border_subtitle = subtitle
         kernels = sorted({k for k in s.kernels.values() if k})
-        self.query_one("#head", Static).update(
-            f"[dim]kernel[/] {' / '.join(kernels) or '?'}  [dim]tunnel[/] {s.tunnel}")
-        knobs = "  ".join(f"{k}=[b]{v}[/]" for k, v in s.config.items() if k != "tunnel")
-        self.query_one("#config", Static).update(knobs)
+        self._set("head", ("kernel ", DIM), " / ".join(kernels) or "?", ("  tunnel ", DIM),
+                  s.tunnel)
+        knobs: list[str | tuple[str, str]] = []
+        for k, v in s.config.items():
+            if k != "tunnel":
+                knobs += [f"{k}=", (v, "bold"), "  "]
+        self._set("config", *knobs)
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
-        self.query_one("#bps-label", Static).update(
-            f"[b]{human_bits(now)}[/] Gbit/s  [dim]mean[/] {human_bits(p.mean)} "
-            f"[dim]min[/] {human_bits(p.lo)} [dim]max[/] {human_bits(p.hi)}")
-        bps = self.query_one("#bps", ScaledSparkline)
+        self._set("bps-label", (human_bits(now), "bold"), " Gbit/s  ", ("mean ", DIM),
+                  human_bits(p.mean), (" min ", DIM), human_bits(p.lo), (" max ", DIM),
+                  human_bits(p.hi))
+        bps: ScaledSparkline = self._w["bps"]  # type: ignore[assignment]
         bps.ceiling = scale[0]
         bps.markers = list(s.markers)
         bps.data = list(s.bps)
         r = s.rtt_phase
-        rnow = f"{s.rtt[-1]:.3f}" if s.rtt else "–"
-        self.query_one("#rtt-label", Static).update(
-            f"[dim]RTT[/] [b]{rnow}[/] ms  [dim]mean[/] {r.mean:.3f} [dim]max[/] "
-            f"{r.hi if r.n else math.nan:.3f}")
-        rtt = self.query_one("#rtt", ScaledSparkline)
+        self._set("rtt-label", ("RTT ", DIM), (f"{s.rtt[-1]:.3f}" if s.rtt else "–", "bold"),
+                  " ms  ", ("mean ", DIM), f"{r.mean:.3f}", (" max ", DIM),
+                  f"{r.hi if r.n else math.nan:.3f}")
+        rtt: ScaledSparkline = self._w["rtt"]  # type: ignore[assignment]
         rtt.ceiling = scale[1]
         rtt.data = list(s.rtt)
         retr = "–" if s.retransmits is None else str(s.retransmits)
-        self.query_one("#tcp", Static).update(
-            f"[dim]retr[/] {retr} [dim](Σ {s.retransmits_total})[/]  "
-            f"[dim]cwnd[/] {human_bytes(s.cwnd)}  [dim]n[/] {s.intervals}")
-        err = self.query_one("#error", Static)
-        err.update(f"[b]⚠[/] {s.error}" if s.error else "")
-        err.display = bool(s.error)
+        self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
+                  ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))
+        self._set("error", *((("⚠ ", "bold"), s.error) if s.error else ()))
+        err = self._w["error"]
+        if err.display != bool(s.error):
+            err.display = bool(s.error)

@@ -53,4 +53,5 @@ async def replayed(pilot: Pilot, intervals: int) -> None:
     app: AbtuiApp = pilot.app  # type: ignore[assignment]
     n = intervals * len(app.state.pairs)
     await until(pilot, lambda: app.state.intervals_seen >= n and not app._pending
-                and not app.controller.running)  # type: ignore[attr-defined]
+                and not app.controller.running  # type: ignore[attr-defined]
+                and not app._table_stale)

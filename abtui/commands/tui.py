@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,10 @@ def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[An
 
 
 def open_console(controller: Any, title: str, subtitle: str = "") -> int:
+    # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
+    # late an interval shows (DESIGN.md §5: 50 ms p99). The console bounds its own refreshes
+    # (20 flushes a second at most), so a shorter period costs no CPU when nothing changes.
+    os.environ.setdefault("TEXTUAL_FPS", "120")
     from abtui.ui.app import AbtuiApp
 
     app = AbtuiApp(controller, title=title, subtitle=subtitle)

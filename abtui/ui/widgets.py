@@ -28,6 +28,10 @@ def human_bits(bps: float) -> str:
     return f"{bps / 1e9:.2f}"
 
 
+def ms(value: float) -> str:
+    return "–" if math.isnan(value) or math.isinf(value) else f"{value:.3f}"
+
+
 def human_bytes(n: int | None) -> str:
     if n is None:
         return "–"
@@ -180,9 +184,8 @@ class PairPane(Vertical):
         bps.markers = list(s.markers)
         bps.data = list(s.bps)
         r = s.rtt_phase
-        self._set("rtt-label", ("RTT ", DIM), (f"{s.rtt[-1]:.3f}" if s.rtt else "–", "bold"),
-                  " ms  ", ("mean ", DIM), f"{r.mean:.3f}", (" max ", DIM),
-                  f"{r.hi if r.n else math.nan:.3f}")
+        self._set("rtt-label", ("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
+                  " ms  ", ("mean ", DIM), ms(r.mean), (" max ", DIM), ms(r.hi))
         rtt: ScaledSparkline = self._w["rtt"]  # type: ignore[assignment]
         rtt.ceiling = scale[1]
         rtt.data = list(s.rtt)

@@ -58,3 +58,16 @@ def test_bad_inputs_are_one_line(tmp_path) -> None:  # type: ignore[no-untyped-d
         r = abtui(*args)
         assert r.returncode == 2, (args, r.stderr)
         assert words in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_demo_leaving_decides_from_flags_and_never_asks_without_a_terminal(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import argparse
+    import io
+
+    from abtui.commands.demo import _take_down
+
+    assert _take_down(argparse.Namespace(down=True, keep_lab=False)) is True
+    assert _take_down(argparse.Namespace(down=False, keep_lab=True)) is False
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a tty: no question asked
+    assert _take_down(argparse.Namespace(down=False, keep_lab=False)) is False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import random
@@ -27,6 +28,7 @@ from abtui.model import (
     KnobKind,
     LinkState,
     Pair,
+    Plan,
     Profile,
     Scope,
     TestOptions,
@@ -63,7 +65,8 @@ def synthetic_profile(pairs: int = 2, interval: float = 1.0, name: str = "synthe
     ]
     return Profile(name=name, pairs=plist, knobs=knobs,
                    test=TestOptions(duration=0, interval=interval),
-                   tunnels=("none", "wireguard", "vxlan"), base_pair=plist[0].label)
+                   tunnels=("none", "wireguard", "vxlan"), base_pair=plist[0].label,
+                   plan=Plan(matrix=("tcp_wmem", "tso"), shuffle=False))
 
 
 def _stable(text: str) -> int:
@@ -303,7 +306,10 @@ class ReplayController:
                 "run": self._run, "config": dict(self.configs[pair.label]),
                 "host_clock": self._vt, "skew_ms": 0.0,
                 "options": {"interval": self._synth.interval, "mode": mode}}))
-        self._task = asyncio.create_task(self._live())
+        if mode == "plan":
+            self._task = asyncio.create_task(self._plan(self.plan_steps()))
+        else:
+            self._task = asyncio.create_task(self._ticks(self.limit))
 
     async def _replay(self, events: list[Event]) -> None:
         sent = 0
@@ -319,21 +325,53 @@ class ReplayController:
             if self.limit is not None and sent >= self.limit:
                 break
 
-    async def _live(self) -> None:
+    async def _ticks(self, count: int | None) -> None:
+        """`count` intervals (None: until stopped) on an absolute schedule (no drift)."""
         dt = self._synth.interval
         k = 0
         loop = asyncio.get_running_loop()
         t_start = loop.time()
-        while self.limit is None or k < self.limit:
+        while count is None or k < count:
             k += 1
             if math.isfinite(self.speed) and self.speed > 0:
-                # sleep to an absolute schedule so ticks do not drift under load
                 await asyncio.sleep(max(0.0, t_start + k * dt / self.speed - loop.time()))
             else:
                 await asyncio.sleep(0)
             self._vt += dt
             for e in self._synth.tick(self._vt, self._run, self.phase, self.configs):
                 self._emit(e)
+
+    def plan_steps(self) -> list[dict[str, str]]:
+        """The plan's matrix of knob values × repetitions, shuffled when the plan says so."""
+        plan = self.profile.plan
+        names = {k.name for k in self.profile.knobs}
+        knobs = [self.profile.knob(n) for n in plan.matrix if n in names]
+        combos = list(itertools.product(*(k.values for k in knobs))) * max(plan.repetitions, 1)
+        if plan.shuffle:
+            random.Random(plan.seed if plan.seed is not None else 0).shuffle(combos)
+        return [dict(zip((k.name for k in knobs), c, strict=True)) for c in combos]
+
+    async def _plan(self, steps: list[dict[str, str]]) -> None:
+        """Each step: apply its values on every pair, measure, report PROGRESS; then end."""
+        dt = self._synth.interval
+        per_step = round(self.profile.test.duration / dt) if self.profile.test.duration > 0 \
+            else 5
+        labels = list(self.configs)
+        total = len(steps)
+        self._emit(Event(EventKind.PROGRESS, self._vt, data={
+            "done": 0, "total": total, "eta_s": total * per_step * dt}))
+        for i, config in enumerate(steps):
+            for name, value in config.items():
+                if any(self.configs[lb].get(name) != value for lb in labels):
+                    self._apply(name, value, labels)
+            await self._ticks(per_step)
+            self._emit(Event(EventKind.PROGRESS, self._vt, data={
+                "done": i + 1, "total": total, "eta_s": (total - i - 1) * per_step * dt}))
+        for label in labels:
+            self._close_phase(label)
+            self._emit(Event(EventKind.RUN_END, self._vt, pair=label, data={
+                "run": self._run, "status": "ok", "summary": None, "ping": None,
+                "message": ""}))
 
     async def stop(self) -> None:
         if not self.running:
@@ -374,6 +412,11 @@ class ReplayController:
             self._emit(Event(EventKind.KNOB_ERROR, self._vt, data={
                 "knob": knob, "value": value, "message": message}))
             raise KnobRefused(message)
+        self._apply(knob, value, labels)
+
+    def _apply(self, knob: str, value: str, labels: list[str]) -> None:
+        """Set a knob on pairs: phases close, KNOB (and TUNNEL) emitted; no refusals here."""
+        k = self.profile.knob(knob)
         hosts = []
         for label in labels:
             pair = self.profile.pair(label)

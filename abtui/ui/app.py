@@ -20,7 +20,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal
-from textual.widgets import DataTable, Footer, Header, RichLog, Static
+from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
 from abtui.controller import Controller, KnobRefused
 from abtui.model import Event, KnobKind
@@ -40,7 +40,7 @@ FLUSH_HZ = 20
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 TABLE_HZ = 2  # phase table repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
-AUTO_KEYS = "1234567890abdfghijknopqsxyz"
+AUTO_KEYS = "1234567890abdfghijknoqsxyz"
 
 
 class AbtuiApp(App[int]):
@@ -54,6 +54,7 @@ class AbtuiApp(App[int]):
         Binding("tab", "cycle_scope", "Scope", id="scope", priority=True),
         Binding("space", "start_stop", "Start/stop", id="start_stop"),
         Binding("r", "restart", "Restart", id="restart"),
+        Binding("p", "plan", "Plan", id="plan"),
         Binding("m", "mark", "Mark", id="mark"),
         Binding("ctrl+s", "save", "Save", id="save"),
         Binding("e", "export", "Export", id="export"),
@@ -62,7 +63,8 @@ class AbtuiApp(App[int]):
         Binding("l", "toggle_log", "Log", id="log"),
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
     ]
-    RESERVED: ClassVar[set[str]] = {"r", "m", "e", "v", "l", "space", "tab", "question_mark"}
+    RESERVED: ClassVar[set[str]] = {"r", "p", "m", "e", "v", "l", "space", "tab",
+                                    "question_mark"}
 
     def __init__(self, controller: Controller, *, title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
@@ -139,6 +141,7 @@ class AbtuiApp(App[int]):
             for ps in self.state.pairs.values():
                 yield PairPane(ps)
         yield Static(id="knobbar")
+        yield ProgressBar(id="plan-progress", show_eta=False)
         with Horizontal(id="bottom"):
             table: DataTable[str] = DataTable(id="phases", cursor_type="row", zebra_stripes=True)
             yield table
@@ -249,6 +252,11 @@ class AbtuiApp(App[int]):
                 self.set_timer(1 / TABLE_HZ, self._refresh_stale_table)
         if dirty.knobs or dirty.status:
             self._update_knobbar()
+        if dirty.status and self.state.progress:
+            p = self.state.progress
+            bar = self.query_one("#plan-progress", ProgressBar)
+            bar.display = True
+            bar.update(total=max(int(p.get("total") or 0), 1), progress=int(p.get("done") or 0))
         if self._quit_screen is not None:
             self._quit_screen.show(self.state.restoring)
 
@@ -303,7 +311,7 @@ class AbtuiApp(App[int]):
         run = "running" if self.state.running else "stopped"
         if self.state.progress:
             p = self.state.progress
-            run += f" {p.get('done')}/{p.get('total')} eta {p.get('eta_s', 0):.0f}s"
+            run += f" plan {p.get('done')}/{p.get('total')}, {p.get('eta_s', 0):.0f} s left"
         chips.append(f"[dim]{run}[/]")
         return "  ".join(chips)
 
@@ -389,6 +397,15 @@ class AbtuiApp(App[int]):
 
     def action_stop(self) -> None:
         self.run_controller("stop")
+
+    @work(group="controller", exit_on_error=False)
+    async def action_plan(self) -> None:
+        """Run the profile's plan: every value of its matrix, with progress and time left."""
+        try:
+            await self.controller.stop()
+            await self.controller.start("plan")
+        except Exception as exc:
+            self._fail(f"plan failed: {type(exc).__name__}: {exc}")
 
     @work(group="controller", exit_on_error=False)
     async def action_restart(self) -> None:

@@ -3,9 +3,11 @@ export, save, help, palette, quitting."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from textual.command import CommandPalette
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, ProgressBar
 
 from abtui.model import Event, EventKind, LinkState
 from abtui.replay import T0, load_events, synthetic_events, synthetic_profile
@@ -185,6 +187,20 @@ async def test_help_palette_compare_and_tunnel_switcher_open() -> None:
         await pilot.press("down", "enter")
         await until(pilot, lambda: app.state.pairs["B"].tunnel == "wireguard")
         assert "tunnel wireguard" in str(app.query_one("#pane-B #head").render())
+
+
+async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
+    ctl = SpyController(synthetic_profile(2), speed=math.inf)
+    app = AbtuiApp(ctl, autostart=False)
+    async with app.run_test() as pilot:
+        await pilot.press("p")
+        await until(pilot, lambda: (app.state.progress or {}).get("done") == 4
+                    and not ctl.running and not app._table_stale)
+        bar = app.query_one("#plan-progress", ProgressBar)
+        assert bar.display and bar.total == 4 and bar.progress == 4
+        assert "plan 4/4, 0 s left" in app._knobbar_markup()
+        assert app.query_one("#phases", DataTable).row_count == 4
+        assert all(r.per_pair["A"].n == 5 for r in app.state.phases.values())
 
 
 async def test_palette_lists_every_binding_and_knob() -> None:

@@ -132,3 +132,23 @@ def test_events_file_round_trip_and_bad_files(tmp_path) -> None:  # type: ignore
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(BadInput, match="no events"):
         load_events(tmp_path / "empty.jsonl")
+
+
+async def test_plan_mode_walks_the_matrix_with_progress() -> None:
+    ctl = ReplayController(synthetic_profile(2), speed=math.inf)
+    assert ctl.plan_steps() == [
+        {"tcp_wmem": w, "tso": t} for w in ("4096 16384 4194304", "4096 16384 65536")
+        for t in ("on", "off")]
+    got: list[Event] = []
+    ctl.subscribe(got.append)
+    await ctl.start("plan")
+    await ctl._task  # type: ignore[misc]
+    progress = [(e.data["done"], e.data["total"], e.data["eta_s"]) for e in got
+                if e.kind is EventKind.PROGRESS]
+    assert progress == [(0, 4, 20.0), (1, 4, 15.0), (2, 4, 10.0), (3, 4, 5.0), (4, 4, 0.0)]
+    knobs = [(e.data["knob"], e.data["value"]) for e in got if e.kind is EventKind.KNOB]
+    assert knobs == [("tso", "off"), ("tcp_wmem", "4096 16384 65536"), ("tso", "on"),
+                     ("tso", "off")]
+    assert sum(e.kind is EventKind.INTERVAL for e in got) == 4 * 5 * 2
+    ends = [e for e in got if e.kind is EventKind.RUN_END]
+    assert [e.data["status"] for e in ends] == ["ok", "ok"] and not ctl.running

@@ -240,3 +240,16 @@ async def test_second_ctrl_q_forces_out_when_restoring_hangs() -> None:
         await pilot.press("ctrl+q")
         await until(pilot, lambda: not app.is_running)
     assert app.return_code == 1
+
+
+def test_every_knob_gets_a_key_profile_bindings_first() -> None:
+    from dataclasses import replace
+
+    profile = synthetic_profile(2)
+    knobs = profile.knobs
+    profile.knobs = [replace(knobs[0], binding="r"),  # taken by restart: reassigned
+                     replace(knobs[1], binding=None), knobs[2], knobs[3]]
+    app = AbtuiApp(SpyController(profile))
+    assert app.knob_keys == {"1": "tcp_wmem", "2": "tso", "c": "cc", "u": "tunnel"}
+    bound = {b.id: key for key, bs in app._bindings.key_to_bindings.items() for b in bs}
+    assert bound["knob.tcp_wmem"] == "1" and bound["knob.cc"] == "c"

@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
-from abtui.controller import Controller, KnobRefused
+from abtui.controller import Controller, KnobRefused, Mode
 from abtui.model import Event, KnobKind
 from abtui.ui.commands import ConsoleCommands
 from abtui.ui.screens import (
@@ -398,22 +398,20 @@ class AbtuiApp(App[int]):
     def action_stop(self) -> None:
         self.run_controller("stop")
 
-    @work(group="controller", exit_on_error=False)
-    async def action_plan(self) -> None:
+    def action_plan(self) -> None:
         """Run the profile's plan: every value of its matrix, with progress and time left."""
-        try:
-            await self.controller.stop()
-            await self.controller.start("plan")
-        except Exception as exc:
-            self._fail(f"plan failed: {type(exc).__name__}: {exc}")
+        self.restart_in("plan")
+
+    def action_restart(self) -> None:
+        self.restart_in("continuous")
 
     @work(group="controller", exit_on_error=False)
-    async def action_restart(self) -> None:
+    async def restart_in(self, mode: Mode) -> None:
         try:
             await self.controller.stop()
-            await self.controller.start("continuous")
+            await self.controller.start(mode)
         except Exception as exc:
-            self._fail(f"restart failed: {type(exc).__name__}: {exc}")
+            self._fail(f"{mode} start failed: {type(exc).__name__}: {exc}")
 
     def action_mark(self) -> None:
         def done(text: object) -> None:

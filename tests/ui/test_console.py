@@ -132,37 +132,34 @@ async def test_refused_knob_shows_in_pane_and_log_never_a_traceback() -> None:
         assert app.is_running
 
 
-async def test_export_writes_the_chosen_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("key,name,check", [
+    ("e", "out/table.csv", "csv"),  # a path typed by the user, in a folder to be made
+    ("ctrl+s", None, "events"),  # the default path offered
+])
+async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name: str | None,
+                                                        check: str) -> None:  # type: ignore[no-untyped-def]
     app = make_app(intervals=10)
     app.save_dir = tmp_path
     async with app.run_test() as pilot:
         await replayed(pilot, 10)
-        await pilot.press("e")
+        await pilot.press(key)
         assert isinstance(app.screen, PathPrompt)
-        target = tmp_path / "out" / "table.csv"
-        app.screen.query_one("#path", Input).value = str(target)
-        await pilot.pause()
-        assert str(target) in str(app.screen.query_one("#where").render())
+        target = tmp_path / (name or "abtui-synthetic.jsonl")
+        if name:
+            app.screen.query_one("#path", Input).value = str(target)
+            await pilot.pause()
+        assert f"will write {target}" in str(app.screen.query_one("#where").render())
         await pilot.press("enter")
         await until(pilot, target.exists)
-        lines = target.read_text().splitlines()
-        assert lines[0].startswith("pair,tcp_wmem,tso,cc,tunnel,intervals,mean_gbit_s")
-        assert len(lines) == 1 + 4  # two configurations × two pairs
-        assert f"exported csv to {target}" in log_text(app)
-
-
-async def test_save_writes_events_that_load_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    app = make_app(intervals=5)
-    app.save_dir = tmp_path
-    async with app.run_test() as pilot:
-        await replayed(pilot, 5)
-        await pilot.press("ctrl+s")
-        await pilot.press("enter")
-        path = tmp_path / "abtui-synthetic.jsonl"
-        await until(pilot, path.exists)
-        events = load_events(path)
-        assert len(events) == len(app.events)
-        assert sum(e.kind is EventKind.INTERVAL for e in events) == 10
+        if check == "csv":
+            lines = target.read_text().splitlines()
+            assert lines[0].startswith("pair,tcp_wmem,tso,cc,tunnel,intervals,mean_gbit_s")
+            assert len(lines) == 1 + 4  # two configurations × two pairs
+            assert f"exported csv to {target}" in log_text(app)
+        else:
+            events = load_events(target)
+            assert len(events) == len(app.events)
+            assert sum(e.kind is EventKind.INTERVAL for e in events) == 20
 
 
 async def test_help_palette_compare_and_tunnel_switcher_open() -> None:

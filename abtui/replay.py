@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import math
 import random
 import zlib
@@ -173,33 +172,6 @@ def synthetic_events(profile: Profile | None = None, *, pairs: int = 2, interval
                 "hosts": [p.sender for p in profile.pairs]}))
         out.extend(synth.tick(t, 0, phase, configs))
     return out
-
-
-def load_events(path: str | Path) -> list[Event]:
-    """Events from a JSON-lines journal (one Event.to_json per line); one clear line if bad."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise BadInput(f"{p}: cannot read ({exc.strerror})") from exc
-    events = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            events.append(Event.from_json(json.loads(line)))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise BadInput(f"{p}:{n}: not an abtui event line ({exc})") from exc
-    if not events:
-        raise BadInput(f"{p}: no events in this file")
-    return events
-
-
-def save_events(events: Iterable[Event], path: str | Path) -> Path:
-    """Write events as JSON lines (what load_events reads back)."""
-    p = Path(path)
-    p.write_text("".join(json.dumps(e.to_json()) + "\n" for e in events))
-    return p
 
 
 def profile_from_events(events: Sequence[Event], name: str = "replay") -> Profile:

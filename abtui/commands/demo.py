@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
         return print_reached(state)
     import importlib.util
 
-    from abtui.commands.tui import load_profile, open_console
+    from abtui.commands.tui import open_console
+    from abtui.profile import load_profile
     from abtui.replay import ReplayController
 
     profile = load_profile(state.profile_path)

@@ -33,13 +33,14 @@ from abtui.ui.screens import (
     TextPrompt,
     TunnelSwitcher,
 )
-from abtui.ui.state import ConsoleState, PhaseRow, config_key
+from abtui.ui.state import LOADED, ConsoleState, PhaseRow, config_key
 from abtui.ui.widgets import PairPane
 
 FLUSH_HZ = 20
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 TABLE_HZ = 2  # phase table repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
+EXPORT_FORMATS = ("md", "csv", "json")
 AUTO_KEYS = "1234567890abdfghijknoqsxyz"
 
 
@@ -69,7 +70,7 @@ class AbtuiApp(App[int]):
     def __init__(self, controller: Controller, *, title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
                  history: int = 120, bench_file: str | None = None,
-                 save_dir: str | Path = ".") -> None:
+                 save_dir: str | Path = ".", sessions_dir: str | Path | None = None) -> None:
         super().__init__()
         self.controller = controller
         self.profile = controller.profile
@@ -78,7 +79,8 @@ class AbtuiApp(App[int]):
         self.sub_title = subtitle
         self.autostart = autostart
         self.flush_hz = flush_hz
-        self.save_dir = Path(save_dir)
+        self.save_dir = Path(save_dir)  # where exports are offered
+        self.sessions_dir = sessions_dir  # where saves are offered (None: abtui's folder)
         self.scopes = ["all", *self.state.pairs]
         self.scope_index = 0
         self.knob_keys = self._assign_keys()
@@ -89,6 +91,7 @@ class AbtuiApp(App[int]):
         self._flush_scheduled = False
         self._table_at = 0.0
         self._table_stale = False
+        self._scipy_asked = False
         self._last_flush = 0.0
         self.events: list[Event] = []  # everything received (what save writes)
         self.log_lines: deque[str] = deque(maxlen=2000)  # the event log's text
@@ -166,6 +169,7 @@ class AbtuiApp(App[int]):
         # full passes, which otherwise stall a busy console for 100+ ms
         gc.freeze()
         self._first_frame = time.time()
+        self._load_in_background("abtui.stats", "stats")
         if self._bench_file:
             with open(self._bench_file, "a") as f:
                 f.write(json.dumps({"first_frame": self._first_frame}) + "\n")
@@ -260,6 +264,19 @@ class AbtuiApp(App[int]):
         if self._quit_screen is not None:
             self._quit_screen.show(self.state.restoring)
 
+    @work(thread=True, exit_on_error=False, group="imports")
+    def _load_in_background(self, module: str, key: str) -> None:
+        """Import what the phase table's significance needs without stalling the screen."""
+        import importlib
+
+        loaded = importlib.import_module(module)
+        self.call_from_thread(self._loaded, key, loaded)
+
+    def _loaded(self, key: str, module: object) -> None:
+        LOADED[key] = module if key == "stats" else True
+        self._table_stale = True
+        self._refresh_stale_table()
+
     def _refresh_stale_table(self) -> None:
         if self._table_stale:
             self._update_phase_table()
@@ -275,6 +292,9 @@ class AbtuiApp(App[int]):
                 for r in self.state.phases.values()]
 
     def _update_phase_table(self) -> None:
+        if LOADED.pop("want_scipy", False) and not self._scipy_asked:
+            self._scipy_asked = True
+            self._load_in_background("scipy.stats", "scipy")
         table = self._table
         labels = list(self.state.pairs)
         if len(table.rows) != len(self.state.phases):
@@ -448,42 +468,57 @@ class AbtuiApp(App[int]):
         self.push_screen(TunnelSwitcher(supported, current, ", ".join(pairs)), chosen)
 
     def action_export(self) -> None:
-        from abtui.ui.export import FORMATS, export
-
         def chosen(result: object) -> None:
-            if not isinstance(result, tuple):
-                return
-            path, fmt = result
-            try:
-                written = export(self.state, path, fmt)
-            except (OSError, ValueError) as exc:
-                self._fail(f"export failed: {exc}")
-                return
-            self._log(f"exported {fmt} to {written}")
-            self.notify(f"exported to {written}")
+            if isinstance(result, tuple):
+                self._write_file("export", result[0], result[1], list(self.events))
 
         default = str(self.save_dir / f"abtui-{self.profile.name}.md")
-        self.push_screen(PathPrompt("Export the phase table", default, FORMATS), chosen)
+        self.push_screen(PathPrompt("Export the session (the report abtui export writes)",
+                                    default, EXPORT_FORMATS), chosen)
 
     def action_save(self) -> None:
-        from abtui.replay import save_events
+        from abtui import store
 
         def chosen(result: object) -> None:
-            if not isinstance(result, tuple):
-                return
-            try:
-                written = save_events(self.events, result[0])
-            except OSError as exc:
-                self._fail(f"save failed: {exc}")
-                return
-            self._log(f"saved {len(self.events)} events to {written}")
-            self.notify(f"saved to {written}")
+            if isinstance(result, tuple):
+                self._write_file("save", result[0], None, list(self.events))
 
-        # HOOK for the integrator: with abtui.store the engine journals the session itself;
-        # save then copies/finishes controller.session_path instead of writing events here.
-        default = str(self.controller.session_path or
-                      self.save_dir / f"abtui-{self.profile.name}.jsonl")
-        self.push_screen(PathPrompt("Save the session (events, JSON lines)", default), chosen)
+        # With the engine the session is journalled as it runs (controller.session_path);
+        # a replay's is written here, in the same format, on demand.
+        default = self.controller.session_path or store.new_session_path(self.profile.name,
+                                                                         self.sessions_dir)
+        self.push_screen(PathPrompt("Save the session", str(default)), chosen)
+
+    @work(thread=True, exit_on_error=False, group="files")
+    def _write_file(self, what: str, path: Path, fmt: str | None, events: list[Event]) -> None:
+        """Save (a session journal) or export (md/csv/json, as `abtui export`), off the loop."""
+        from abtui.errors import AbtuiError
+
+        try:
+            if what == "save":
+                from abtui.store import SessionWriter
+
+                writer = SessionWriter(path, profile=self.profile.name,
+                                       pairs=list(self.state.pairs))
+                for event in events:
+                    writer.write(event)
+                line = f"saved {len(events)} events to {writer.close()}"
+            else:
+                from abtui.exports import render
+                from abtui.session import Session
+
+                session = Session.from_events(events, name=self.profile.name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(render(session, fmt or "md", base=self.state.base))
+                line = f"exported {fmt} to {path}"
+        except (OSError, ValueError, AbtuiError) as exc:
+            self.call_from_thread(self._fail, f"{what} failed: {exc}")
+            return
+        self.call_from_thread(self._done, line)
+
+    def _done(self, line: str) -> None:
+        self._log(line)
+        self.notify(line)
 
     def action_compare(self) -> None:
         self.push_screen(CompareScreen(self.state, self.series, self.phase_rows()))

@@ -59,6 +59,7 @@ class PairState:
     pending_marker: bool = False
     phase: Running = field(default_factory=Running)
     rtt_phase: Running = field(default_factory=Running)
+    segment: Running | None = None  # the current stretch, in its phase row
     links: dict[str, str] = field(default_factory=dict)  # host -> LinkState
     kernels: dict[str, str] = field(default_factory=dict)  # host -> release
     tunnel: str = "none"
@@ -83,7 +84,8 @@ class PairState:
 @dataclass(slots=True)
 class PhaseRow:
     config: dict[str, str]
-    per_pair: dict[str, Running] = field(default_factory=dict)
+    per_pair: dict[str, Running] = field(default_factory=dict)  # every interval
+    segments: dict[str, list[Running]] = field(default_factory=dict)  # one per stretch
 
 
 @dataclass(slots=True)
@@ -99,20 +101,28 @@ class Dirty:
         return bool(self.pairs) or self.phases or self.knobs or self.status
 
 
-def significance(a: Running, b: Running) -> str:
-    """A mark for the difference between two phases' means.
+# Filled by the console from a background thread (abtui.stats needs numpy, its test scipy:
+# ~1.5 s of imports that must not delay the first frame or stall the screen):
+# "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
+LOADED: dict[str, Any] = {}
 
-    PLACEHOLDER for the integrator: replace with abtui.stats (Welch's t-test from scipy.stats,
-    imported lazily) once it is on main. Here: Welch's t with a normal approximation,
-    '*' at |t| > 1.96, '**' at |t| > 2.58, '' below 5 samples a side, '~' not significant.
-    """
-    if a.n < 5 or b.n < 5:
+
+def significance(base: list[Running], other: list[Running]) -> str:
+    """abtui.stats' verdict on run-level values (one mean per segment: a stretch of one run
+    under this configuration; intervals within a run are not independent): '*' significant,
+    '~' not, '' while there are too few segments to ever reach significance, '…' while scipy
+    is still loading (statistics are never imported on the way to the first frame)."""
+    stats = LOADED.get("stats")
+    if stats is None:
+        return ""  # loads right after the first frame
+    a = [r.mean for r in base if r.n]
+    b = [r.mean for r in other if r.n]
+    if stats.min_p(len(a), len(b)) > stats.ALPHA:
         return ""
-    se = math.sqrt(a.var / a.n + b.var / b.n)
-    if se == 0 or math.isnan(se):
-        return "**" if a.mean != b.mean else "~"
-    t = abs(a.mean - b.mean) / se
-    return "**" if t > 2.58 else "*" if t > 1.96 else "~"
+    if not LOADED.get("scipy"):
+        LOADED["want_scipy"] = True
+        return "…"
+    return "*" if stats.verdict(a, b).significant else "~"
 
 
 class ConsoleState:
@@ -149,6 +159,13 @@ class ConsoleState:
             row = self.phases[key] = PhaseRow(dict(config))
             self.dirty.phases = True
         return row
+
+    def _new_phase(self, ps: PairState) -> None:
+        """The pair enters its (new) configuration: fresh phase numbers, a new segment."""
+        ps.phase = Running()
+        ps.rtt_phase = Running()
+        ps.segment = Running()
+        self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
 
     def _pairs_of(self, event: Event) -> list[str]:
         if event.pair is not None:
@@ -192,9 +209,7 @@ class ConsoleState:
                 ps.config.update({str(k): str(v) for k, v in (d.get("config") or {}).items()})
                 ps.status = "running"
                 ps.error = ""
-                ps.phase = Running()
-                ps.rtt_phase = Running()
-                self._phase_row(ps.config)
+                self._new_phase(ps)
             self.running = True
             self.dirty.status = self.dirty.knobs = True
             return f"pair {event.pair}: run {d.get('run')} started"
@@ -265,6 +280,10 @@ class ConsoleState:
                 ps.links[h] = str(LinkState.CONNECTED)
         row = self._phase_row(ps.config)
         row.per_pair.setdefault(ps.label, Running()).add(float(bps))
+        if ps.segment is None:
+            self._new_phase(ps)
+        assert ps.segment is not None
+        ps.segment.add(float(bps))
         self.dirty.phases = True
 
     def _knob(self, d: dict[str, Any]) -> str:
@@ -278,11 +297,9 @@ class ConsoleState:
             ps = self.pairs[lb]
             ps.config[name] = value
             ps.pending_marker = True
-            ps.phase = Running()
-            ps.rtt_phase = Running()
             if is_tunnel:
                 ps.tunnel = value
-            self._phase_row(ps.config)
+            self._new_phase(ps)
         self.dirty.pairs.update(labels)
         self.dirty.knobs = True
         return f"knob {name}={value} on {', '.join(labels) or 'no pair'}"
@@ -310,6 +327,8 @@ class ConsoleState:
             text = f"{r.mean / 1e9:.2f} n{r.n}"
             if label != self.base and base is not None and base.n:
                 delta = (r.mean / base.mean - 1) * 100 if base.mean else math.nan
-                text += f" {delta:+.1f}%{significance(r, base)}"
+                mark = significance(row.segments.get(self.base, []),
+                                    row.segments.get(label, []))
+                text += f" {delta:+.1f}%{mark}"
             cells.append(text)
         return cells

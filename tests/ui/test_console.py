@@ -3,14 +3,17 @@ export, save, help, palette, quitting."""
 
 from __future__ import annotations
 
+import csv
 import math
+from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, ProgressBar
 
 from abtui.model import Event, EventKind, LinkState
-from abtui.replay import T0, load_events, synthetic_events, synthetic_profile
+from abtui.replay import T0, synthetic_events, synthetic_profile
+from abtui.store import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, HelpScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
@@ -134,30 +137,36 @@ async def test_refused_knob_shows_in_pane_and_log_never_a_traceback() -> None:
 
 @pytest.mark.parametrize("key,name,check", [
     ("e", "out/table.csv", "csv"),  # a path typed by the user, in a folder to be made
-    ("ctrl+s", None, "events"),  # the default path offered
+    ("ctrl+s", None, "session"),  # the default path offered: a new session in the folder
 ])
 async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name: str | None,
                                                         check: str) -> None:  # type: ignore[no-untyped-def]
     app = make_app(intervals=10)
-    app.save_dir = tmp_path
+    app.save_dir = app.sessions_dir = tmp_path
     async with app.run_test() as pilot:
         await replayed(pilot, 10)
         await pilot.press(key)
         assert isinstance(app.screen, PathPrompt)
-        target = tmp_path / (name or "abtui-synthetic.jsonl")
         if name:
-            app.screen.query_one("#path", Input).value = str(target)
+            app.screen.query_one("#path", Input).value = str(tmp_path / name)
             await pilot.pause()
-        assert f"will write {target}" in str(app.screen.query_one("#where").render())
+        where = str(app.screen.query_one("#where").render())
+        target = Path(where.removeprefix("will write "))
+        assert target.parent.is_relative_to(tmp_path)
         await pilot.press("enter")
-        await until(pilot, target.exists)
         if check == "csv":
-            lines = target.read_text().splitlines()
-            assert lines[0].startswith("pair,tcp_wmem,tso,cc,tunnel,intervals,mean_gbit_s")
-            assert len(lines) == 1 + 4  # two configurations × two pairs
-            assert f"exported csv to {target}" in log_text(app)
+            await until(pilot, target.exists)
+            rows = list(csv.DictReader(target.read_text().splitlines()))
+            assert len(rows) == 20  # a row per interval, as `abtui export --format csv` writes
+            assert {r["pair"] for r in rows} == {"A", "B"}
+            assert {r["configuration"] for r in rows if r["pair"] == "B"} == {
+                "cc=reno, tcp_wmem=4096 16384 4194304, tso=on, tunnel=none",
+                "cc=reno, tcp_wmem=4096 16384 65536, tso=on, tunnel=none"}
+            await until(pilot, lambda: f"exported csv to {target}" in log_text(app))
         else:
-            events = load_events(target)
+            done = target.with_name(target.name + ".gz")  # compacted when finished
+            await until(pilot, done.exists)
+            events = load_events(done)
             assert len(events) == len(app.events)
             assert sum(e.kind is EventKind.INTERVAL for e in events) == 20
 

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-
 from abtui.model import Event, EventKind, LinkState
 from abtui.replay import synthetic_events, synthetic_profile
-from abtui.ui.export import render
 from abtui.ui.state import ConsoleState, Running, significance
 
 
@@ -58,28 +53,43 @@ def test_garbage_events_never_raise() -> None:
     assert state.pairs["B"].intervals == 1
 
 
-def test_significance_placeholder() -> None:
-    a, b, c = Running(), Running(), Running()
-    for i in range(10):
-        a.add(100 + i % 3)
-        b.add(110 + i % 3)
-        c.add(100 + (i + 1) % 3)
-    assert significance(a, b) == "**"
-    assert significance(a, c) == "~"
-    short = Running()
-    short.add(1)
-    assert significance(a, short) == ""
+def test_significance_uses_abtui_stats_on_segments() -> None:
+    import abtui.stats
+    from abtui.ui import state as st
+
+    def segs(*means: float) -> list[Running]:
+        out = []
+        for m in means:
+            r = Running()
+            for d in (-1, 0, 1):
+                r.add(m + d)
+            out.append(r)
+        return out
+
+    st.LOADED.clear()
+    try:
+        assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == ""  # loading
+        st.LOADED["stats"] = abtui.stats
+        assert significance(segs(100, 101, 102), segs(110, 111, 112)) == ""  # 3+3: never
+        assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == "…"
+        assert st.LOADED.pop("want_scipy") is True
+        st.LOADED["scipy"] = True
+        assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == "*"
+        assert significance(segs(100, 111, 102, 113), segs(110, 101, 112, 103)) == "~"
+    finally:
+        st.LOADED.clear()
 
 
-def test_export_formats() -> None:
-    state = folded()
-    doc = json.loads(render(state, "json"))
-    assert doc["pairs"] == ["A", "B"]
-    assert len(doc["phases"]) == 4
-    first = doc["phases"][0]
-    assert first["pair"] == "A" and first["intervals"] == 10
-    assert first["summary"]["sender_bits_per_second"] > 1e9
-    rows = list(csv.reader(io.StringIO(render(state, "csv"))))
-    assert rows[0][:2] == ["pair", "tcp_wmem"] and len(rows) == 5
-    md = render(state, "md").splitlines()
-    assert md[0].startswith("| pair |") and len(md) == 6
+def test_flipping_back_and_forth_makes_segments() -> None:
+    profile = synthetic_profile(2)
+    state = ConsoleState(profile)
+    for e in synthetic_events(profile, intervals=4):
+        state.apply(e)
+    for value in ("4096 16384 4194304", "4096 16384 65536") * 2:
+        state.apply(Event(EventKind.KNOB, data={"knob": "tcp_wmem", "value": value,
+                                                "pairs": ["A", "B"]}))
+        for lb in "AB":
+            state.apply(Event(EventKind.INTERVAL, pair=lb, data={"bits_per_second": 2e9}))
+    rows = list(state.phases.values())
+    assert [len(r.segments["A"]) for r in rows] == [3, 3]
+    assert [s.n for s in rows[0].segments["A"]] == [2, 1, 1]

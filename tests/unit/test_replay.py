@@ -13,9 +13,7 @@ from abtui.errors import BadInput
 from abtui.model import Event, EventKind
 from abtui.replay import (
     ReplayController,
-    load_events,
     profile_from_events,
-    save_events,
     synthetic_events,
     synthetic_profile,
 )
@@ -115,40 +113,27 @@ async def test_replay_keeps_its_timing_scaled_by_speed() -> None:
     assert sum(e.kind is EventKind.INTERVAL for e in got) == 8
 
 
-def test_events_file_round_trip_and_bad_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_a_saved_session_replays_through_the_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from abtui import store
+
     events = synthetic_events(intervals=3)
-    path = save_events(events, tmp_path / "s.jsonl")
-    back = load_events(path)
+    with store.SessionWriter(tmp_path / "s.abtui.jsonl", profile="synthetic",
+                             pairs=["A", "B"]) as writer:
+        for e in events:
+            writer.write(e)
+    back = store.load_events(writer.final_path or tmp_path / "s.abtui.jsonl.gz")
     assert [e.to_json() for e in back] == [e.to_json() for e in events]
     prof = profile_from_events(back)
     assert [p.label for p in prof.pairs] == ["A", "B"]
     assert "tcp_wmem" in [k.name for k in prof.knobs]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"kind": "interval", "t": 1}\nnot json\n')
-    with pytest.raises(BadInput, match=r"bad.jsonl:2: not an abtui event line"):
-        load_events(bad)
-    with pytest.raises(BadInput, match="cannot read"):
-        load_events(tmp_path / "missing.jsonl")
-    (tmp_path / "empty.jsonl").write_text("\n")
-    with pytest.raises(BadInput, match="no events"):
-        load_events(tmp_path / "empty.jsonl")
-
-
-async def test_plan_mode_walks_the_matrix_with_progress() -> None:
-    ctl = ReplayController(synthetic_profile(2), speed=math.inf)
-    assert ctl.plan_steps() == [
-        {"tcp_wmem": w, "tso": t} for w in ("4096 16384 4194304", "4096 16384 65536")
-        for t in ("on", "off")]
+    ctl = ReplayController(prof, back, speed=math.inf)
     got: list[Event] = []
     ctl.subscribe(got.append)
-    await ctl.start("plan")
+    await ctl.start()
     await ctl._task  # type: ignore[misc]
-    progress = [(e.data["done"], e.data["total"], e.data["eta_s"]) for e in got
-                if e.kind is EventKind.PROGRESS]
-    assert progress == [(0, 4, 20.0), (1, 4, 15.0), (2, 4, 10.0), (3, 4, 5.0), (4, 4, 0.0)]
-    knobs = [(e.data["knob"], e.data["value"]) for e in got if e.kind is EventKind.KNOB]
-    assert knobs == [("tso", "off"), ("tcp_wmem", "4096 16384 65536"), ("tso", "on"),
-                     ("tso", "off")]
-    assert sum(e.kind is EventKind.INTERVAL for e in got) == 4 * 5 * 2
-    ends = [e for e in got if e.kind is EventKind.RUN_END]
-    assert [e.data["status"] for e in ends] == ["ok", "ok"] and not ctl.running
+    assert [e.to_json() for e in got] == [e.to_json() for e in back]
+
+
+def test_profile_from_events_needs_pairs() -> None:
+    with pytest.raises(BadInput, match="no pair events"):
+        profile_from_events([Event(EventKind.MARK, 1.0, data={"text": "x"})])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from abtui.commands.tui import load_profile
 from abtui.lab_profile import render_lab_profile
+from abtui.profile import load_profile
 
 
 def abtui(*args: str) -> subprocess.CompletedProcess[str]:
@@ -52,8 +52,9 @@ def test_bad_inputs_are_one_line(tmp_path) -> None:  # type: ignore[no-untyped-d
     bad = tmp_path / "bad.toml"
     bad.write_text("[[pairs]]\nlabel = 'A'\n")
     for args, words in [(("tui", str(tmp_path / "none.toml")), "cannot read"),
-                        (("tui", str(bad), "--replay"), "bad profile"),
-                        (("tui", "--replay", str(bad)), "not an abtui event line"),
+                        (("tui", str(bad), "--replay"), "bad.toml:"),
+                        (("tui", "--replay", str(bad)), "bad.toml:1:"),
+                        (("tui", "--replay", "nosuchsession"), "no such session"),
                         (("tui", "--replay", "--pairs", "9"), "--pairs must be between")]:
         r = abtui(*args)
         assert r.returncode == 2, (args, r.stderr)

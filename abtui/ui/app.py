@@ -27,6 +27,7 @@ from abtui.model import Event, KnobKind
 from abtui.ui.commands import ConsoleCommands
 from abtui.ui.screens import (
     CompareScreen,
+    Comparison,
     HelpScreen,
     PathPrompt,
     QuitScreen,
@@ -131,6 +132,7 @@ class AbtuiApp(App[int]):
                 for b in self.BINDINGS if isinstance(b, Binding)]
         acts.append(("Stop measuring", "stop", "stop all pairs"))
         acts.append(("Start measuring", "start", "start all pairs together"))
+        acts.append(("Compare with a saved session…", "compare_saved", "abtui compare's table"))
         for key, knob in self.knob_keys.items():
             acts.append((f"Knob: cycle {knob}", f"knob('{knob}')", f"key {key}"))
         for scope in self.scopes:
@@ -521,7 +523,57 @@ class AbtuiApp(App[int]):
         self.notify(line)
 
     def action_compare(self) -> None:
-        self.push_screen(CompareScreen(self.state, self.series, self.phase_rows()))
+        """This session: the phase table, pairs over time, per-configuration bars."""
+        rows = self.phase_rows()
+        bars = {label: [r.per_pair[label].mean / 1e9 if label in r.per_pair else 0.0
+                        for r in self.state.phases.values()] for label in self.state.pairs}
+        self.push_screen(CompareScreen(Comparison(
+            f"Compare: {self.profile.name}, phase by phase",
+            ["configuration", *self.state.pairs], [[label, *cells] for label, cells in rows],
+            {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in self.series.items()},
+            [str(i + 1) for i in range(len(rows))], bars)))
+
+    def action_compare_saved(self) -> None:
+        """This session against a saved one (`abtui compare`'s table), picked by path."""
+        def chosen(result: object) -> None:
+            if isinstance(result, tuple):
+                self._load_comparison(result[0], list(self.events))
+
+        self.push_screen(PathPrompt("Compare with a saved session (file)", ""), chosen)
+
+    @work(thread=True, exit_on_error=False, group="files")
+    def _load_comparison(self, path: Path, events: list[Event]) -> None:
+        from abtui import compare
+        from abtui.errors import AbtuiError
+        from abtui.exports import interval_rows
+        from abtui.report import fmt_compare, fmt_mean_sd
+        from abtui.session import Session
+
+        try:
+            saved = Session.load(path)
+        except (OSError, AbtuiError) as exc:
+            self.call_from_thread(self._fail, f"compare failed: {exc}")
+            return
+        now = Session.from_events(events, name="this session")
+        table = compare.rows(saved, now)
+        lines = {}
+        for side, session in (("saved", saved), ("now", now)):
+            for pair in session.pairs:
+                lines[f"{side} {pair}"] = [(r["time"], (r["bits_per_second"] or 0) / 1e9)
+                                           for r in interval_rows(session, pair)]
+        rows = [[r["pair"], r["config"],
+                 fmt_mean_sd(r["left"].throughput, 1e9) if r["left"] else "—",
+                 fmt_mean_sd(r["right"].throughput, 1e9) if r["right"] else "—",
+                 fmt_compare(r["left"], r["right"])] for r in table]
+        mean = [(r["left"].throughput.mean if r["left"] else 0.0,
+                 r["right"].throughput.mean if r["right"] else 0.0) for r in table]
+        comparison = Comparison(
+            f"Compare: {saved.name} → this session (Gbit/s)",
+            ["pair", "configuration", saved.name, "this session", "Δ"], rows, lines,
+            [str(i + 1) for i in range(len(rows))],
+            {"saved": [(a or 0.0) / 1e9 for a, _ in mean],
+             "now": [(b or 0.0) / 1e9 for _, b in mean]})
+        self.call_from_thread(self.push_screen, CompareScreen(comparison))
 
     # ---- leaving --------------------------------------------------------------------------
     async def action_quit(self) -> None:

@@ -3,6 +3,7 @@ the tunnel switcher, quitting with restore progress, and the compare screen."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,8 +23,6 @@ from textual.widgets import (
     Static,
 )
 
-from abtui.ui.state import ConsoleState
-
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
 
 
@@ -38,7 +37,7 @@ class HelpScreen(_Modal):
     """Every key of the console, knobs included (generated from the live bindings)."""
 
     def __init__(self, keys: list[tuple[str, str]]) -> None:
-        super().__init__(id="help")
+        super().__init__()
         self.keys = keys
 
     def compose(self) -> ComposeResult:
@@ -73,7 +72,7 @@ class PathPrompt(_Modal):
     """A path (and for export a format): confirms the absolute path before writing."""
 
     def __init__(self, title: str, default: str, formats: tuple[str, ...] = ()) -> None:
-        super().__init__(id="path-prompt")
+        super().__init__()
         self.title_text = title
         self.default = default
         self.formats = formats
@@ -138,7 +137,7 @@ class TunnelSwitcher(_Modal):
     """Only the tunnel types the hosts support (the profile's tunnel knob values)."""
 
     def __init__(self, types: list[str], current: str, scope: str) -> None:
-        super().__init__(id="tunnels")
+        super().__init__()
         self.types = types
         self.current = current
         self.scope = scope
@@ -166,25 +165,32 @@ class QuitScreen(ModalScreen[None]):
         self.query_one("#restore-lines", Static).update("\n".join(lines[-12:]) or "…")
 
 
+@dataclass(slots=True)
+class Comparison:
+    """What the compare screen shows, whatever it compares (this session, or two sessions)."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    lines: dict[str, list[tuple[float, float]]]  # label -> (seconds, Gbit/s)
+    bar_names: list[str] = field(default_factory=list)  # one per table row
+    bars: dict[str, list[float]] = field(default_factory=dict)  # label -> Gbit/s per row
+
+
 class CompareScreen(Screen[None]):
-    """The phase table with plotext charts: pairs over time on one axis, per-phase bars."""
+    """The table with plotext charts: pairs over time on one axis, per-row bars."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,v", "app.pop_screen", "Back", id="compare.back")]
 
-    def __init__(self, state: ConsoleState, series: dict[str, list[tuple[float, float]]],
-                 rows: list[tuple[str, list[str]]], other: str | None = None) -> None:
+    def __init__(self, comparison: Comparison) -> None:
         super().__init__(id="compare")
-        self.state = state
-        self.series = series
-        self.rows = rows
-        self.other = other
+        self.comparison = comparison
 
     def compose(self) -> ComposeResult:
         from textual_plotext import PlotextPlot
 
-        yield Static(f"Compare: {self.state.profile.name}"
-                     + (f" vs {self.other}" if self.other else ""), classes="dialog-title")
+        yield Static(self.comparison.title, classes="dialog-title")
         table: DataTable[str] = DataTable(id="compare-table", cursor_type="row")
         yield table
         with Horizontal(id="charts"):
@@ -195,26 +201,19 @@ class CompareScreen(Screen[None]):
     def on_mount(self) -> None:
         from textual_plotext import PlotextPlot
 
+        c = self.comparison
         table = self.query_one("#compare-table", DataTable)
-        table.add_columns("configuration", *self.state.pairs)
-        for label, cells in self.rows:
-            table.add_row(label, *cells)
+        table.add_columns(*c.columns)
+        for row in c.rows:
+            table.add_row(*row)
         over = self.query_one("#over-time", PlotextPlot).plt
         over.title("Gbit/s over time")
-        for label, pts in self.series.items():
+        for label, pts in c.lines.items():
             if pts:
-                over.plot([t for t, _ in pts], [v / 1e9 for _, v in pts], label=label)
+                over.plot([t for t, _ in pts], [v for _, v in pts], label=label)
         over.xlabel("s")
         bars = self.query_one("#per-phase", PlotextPlot).plt
-        bars.title("mean Gbit/s per phase")
-        names = [f"{i + 1}" for i in range(len(self.rows))]
-        groups = []
-        for label in self.state.pairs:
-            vals = []
-            for row in self.state.phases.values():
-                r = row.per_pair.get(label)
-                vals.append(r.mean / 1e9 if r and r.n else 0.0)
-            groups.append(vals)
-        if names and groups:
-            bars.multiple_bar(names, groups, labels=list(self.state.pairs))
-        bars.xlabel("phase (row)")
+        bars.title("mean Gbit/s per row")
+        if c.bar_names and c.bars:
+            bars.multiple_bar(c.bar_names, list(c.bars.values()), labels=list(c.bars))
+        bars.xlabel("row")

@@ -21,30 +21,22 @@ def config_key(config: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 @dataclass(slots=True)
 class Running:
-    """Count, mean, min, max (and sum of squares) of one phase's throughput."""
+    """Count, mean, min and max of a stream of numbers (a phase's, a segment's)."""
 
     n: int = 0
     total: float = 0.0
-    sq: float = 0.0
     lo: float = math.inf
     hi: float = -math.inf
 
     def add(self, x: float) -> None:
         self.n += 1
         self.total += x
-        self.sq += x * x
         self.lo = min(self.lo, x)
         self.hi = max(self.hi, x)
 
     @property
     def mean(self) -> float:
         return self.total / self.n if self.n else math.nan
-
-    @property
-    def var(self) -> float:
-        if self.n < 2:
-            return math.nan
-        return max(self.sq - self.total * self.total / self.n, 0.0) / (self.n - 1)
 
 
 @dataclass(slots=True)

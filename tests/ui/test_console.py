@@ -209,6 +209,37 @@ async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
         assert all(r.per_pair["A"].n == 5 for r in app.state.phases.values())
 
 
+async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from abtui import store
+
+    profile = synthetic_profile(2)
+    path = tmp_path / "before.abtui.jsonl"
+    with store.SessionWriter(path, profile="synthetic", pairs=["A", "B"], compact=False) as w:
+        for e in synthetic_events(profile, intervals=10, seed=11):
+            w.write(e)
+    app = make_app(intervals=10)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await replayed(pilot, 10)
+        await app.run_action("compare_saved")
+        await pilot.pause()
+        app.screen.query_one("#path", Input).value = str(path)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        c = app.screen.comparison
+        assert c.columns == ["pair", "configuration", "before", "this session", "Δ"]
+        assert [(r[0], r[1].split(", ")[1]) for r in c.rows] == [
+            ("A", "tcp_wmem=4096 16384 4194304"), ("A", "tcp_wmem=4096 16384 65536"),
+            ("B", "tcp_wmem=4096 16384 4194304"), ("B", "tcp_wmem=4096 16384 65536")]
+        assert all("%" in r[4] for r in c.rows)  # a delta for each matched configuration
+        assert set(c.lines) == {"saved A", "saved B", "now A", "now B"}
+        await pilot.press("escape")
+        await app.run_action("compare_saved")
+        await pilot.pause()
+        app.screen.query_one("#path", Input).value = str(tmp_path / "missing")
+        await pilot.press("enter")
+        await until(pilot, lambda: "compare failed" in log_text(app))
+
+
 async def test_palette_lists_every_binding_and_knob() -> None:
     app = make_app(intervals=1)
     async with app.run_test() as pilot:

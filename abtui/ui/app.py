@@ -199,11 +199,11 @@ class AbtuiApp(App[int]):
         self._flush_scheduled = True
         delay = self._last_flush + 1 / self.flush_hz - now
         if delay > 0:
-            self.set_timer(delay, self._flush)
+            self.set_timer(delay, self._flush_events)
         else:
-            self.call_later(self._flush)  # after the rest of this burst is queued
+            self.call_later(self._flush_events)  # after the rest of this burst is queued
 
-    def _flush(self) -> None:
+    def _flush_events(self) -> None:
         self._flush_scheduled = False
         self._last_flush = time.perf_counter()
         if not self._pending or not self._log_widget.is_attached:
@@ -373,7 +373,7 @@ class AbtuiApp(App[int]):
 
     @work(group="knobs", exit_on_error=False)
     async def apply_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        self._log(f"setting {name}={value} on {', '.join(pairs)}…")
+        self._log_line(f"setting {name}={value} on {', '.join(pairs)}…")
         try:
             await self.controller.set_knob(name, value, pairs)
         except KnobRefused as exc:
@@ -384,7 +384,7 @@ class AbtuiApp(App[int]):
             for label in pairs:
                 self.state.pairs[label].error = ""
 
-    def _log(self, line: str) -> None:
+    def _log_line(self, line: str) -> None:
         t = self.events[-1].t - self._t0 if self.events and self._t0 is not None else 0.0
         self._write_log(self._log_widget, f"{t:+8.1f}s  {line}")
 
@@ -397,7 +397,7 @@ class AbtuiApp(App[int]):
             if label in self.state.pairs:
                 self.state.pairs[label].error = message
                 self.state.dirty.pairs.add(label)
-        self._log(message)
+        self._log_line(message)
         self.notify(message, severity="error", timeout=6)
         self._apply_dirty()
 
@@ -519,7 +519,7 @@ class AbtuiApp(App[int]):
         self.call_from_thread(self._done, line)
 
     def _done(self, line: str) -> None:
-        self._log(line)
+        self._log_line(line)
         self.notify(line)
 
     def action_compare(self) -> None:
@@ -594,7 +594,7 @@ class AbtuiApp(App[int]):
         except Exception as exc:
             code = 1
             self._fail(f"restoring failed: {type(exc).__name__}: {exc}")
-        self._flush()
+        self._flush_events()
         self._write_bench()
         self.exit(code, return_code=code)
 

@@ -215,5 +215,6 @@ class CompareScreen(Screen[None]):
         bars = self.query_one("#per-phase", PlotextPlot).plt
         bars.title("mean Gbit/s per row")
         if c.bar_names and c.bars:
-            bars.multiple_bar(c.bar_names, list(c.bars.values()), labels=list(c.bars))
+            bars.multiple_bar(c.bar_names, list(c.bars.values()),  # type: ignore[call-arg]
+                              labels=list(c.bars))  # plotext's keyword; its stub says label
         bars.xlabel("row")

@@ -101,7 +101,8 @@ class ScaledSparkline(Sparkline):
         for y in range(height):
             floor = 8 * (height - 1 - y)
             segments = [Segment(" " * (width - len(data)), base)]
-            run, run_style = [], None
+            run: list[str] = []
+            run_style: Style | None = None
             for f, style, m in zip(filled, styles, marks, strict=True):
                 part = min(max(f - floor, 0), 8)
                 char = BARS[part] if part or not m else "┆"
@@ -146,7 +147,8 @@ class PairPane(Vertical):
         yield Static(id="error", classes="error")
 
     def on_mount(self) -> None:
-        self._w = {w.id: w for w in self.query("Static, ScaledSparkline") if w.id}
+        self._w = {w.id: w for w in self.query(Static) if w.id}
+        self._w.update((w.id, w) for w in self.query(ScaledSparkline) if w.id)
         self.refresh_from_state((1.0, 1.0))
 
     def _set(self, name: str, *parts: str | tuple[str, str]) -> None:

@@ -146,7 +146,7 @@ class AbtuiApp(App[int]):
             for ps in self.state.pairs.values():
                 yield PairPane(ps)
         yield Static(id="knobbar")
-        yield ProgressBar(id="plan-progress", show_eta=False)
+        yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
         with Horizontal(id="bottom"):
             table: DataTable[str] = DataTable(id="phases", cursor_type="row", zebra_stripes=True)
             yield table

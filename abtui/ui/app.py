@@ -40,9 +40,36 @@ from abtui.ui.widgets import PairPane
 FLUSH_HZ = 20
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 TABLE_HZ = 2  # phase table repaints a second, at most
+TEXT_HZ = 5  # panes' numbers repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
 EXPORT_FORMATS = ("md", "csv", "json")
 AUTO_KEYS = "1234567890abdfghijknoqsxyz"
+
+
+class Throttle:
+    """Run `action` at most `hz` times a second; a call inside the window runs it once at the
+    window's end, so the last values always show."""
+
+    def __init__(self, app: App[Any], hz: float, action: Any) -> None:
+        self.app, self.period, self.action = app, 1 / hz, action
+        self.at = -1e9
+        self.pending = False
+
+    def __call__(self, force: bool = False) -> None:
+        now = time.perf_counter()
+        if force or now - self.at >= self.period:
+            self._run(now)
+        elif not self.pending:
+            self.pending = True
+            self.app.set_timer(self.at + self.period - now, self._late)
+
+    def _late(self) -> None:
+        if self.pending:
+            self._run(time.perf_counter())
+
+    def _run(self, now: float) -> None:
+        self.at, self.pending = now, False
+        self.action()
 
 
 class AbtuiApp(App[int]):
@@ -90,8 +117,11 @@ class AbtuiApp(App[int]):
         self._panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
         self._flush_scheduled = False
-        self._table_at = 0.0
-        self._table_stale = False
+        # the phase table's means and the panes' numbers move slowly: repaint them at most
+        # TABLE_HZ / TEXT_HZ times a second (sparklines show every interval at once)
+        self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
+        self.text_throttle = Throttle(self, TEXT_HZ, self._refresh_text)
+        self._text_due: set[str] = set()
         self._scipy_asked = False
         self._last_flush = 0.0
         self.events: list[Event] = []  # everything received (what save writes)
@@ -244,18 +274,12 @@ class AbtuiApp(App[int]):
         for pane in self._panes:
             # a shared scale: every pane redraws when the ceiling moves, else only changed ones
             if scale != self._scale or pane.state.label in dirty.pairs:
-                pane.refresh_from_state(scale)
+                pane.refresh_charts(scale)
         self._scale = scale
-        now = time.perf_counter()
-        if dirty.phases or self._table_stale:
-            # the table's means move slowly: at most TABLE_HZ repaints (a new row: at once)
-            if len(self._table.rows) != len(self.state.phases) or \
-                    now - self._table_at >= 1 / TABLE_HZ:
-                self._update_phase_table()
-                self._table_at, self._table_stale = now, False
-            elif not self._table_stale:
-                self._table_stale = True
-                self.set_timer(1 / TABLE_HZ, self._refresh_stale_table)
+        self._text_due.update(dirty.pairs)
+        self.text_throttle(force=dirty.knobs)  # a knob's new value shows at once
+        if dirty.phases:
+            self.table_throttle(force=len(self._table.rows) != len(self.state.phases))
         if dirty.knobs or dirty.status:
             self._update_knobbar()
         if dirty.status and self.state.progress:
@@ -276,13 +300,13 @@ class AbtuiApp(App[int]):
 
     def _loaded(self, key: str, module: object) -> None:
         LOADED[key] = module if key == "stats" else True
-        self._table_stale = True
-        self._refresh_stale_table()
+        self.table_throttle(force=True)
 
-    def _refresh_stale_table(self) -> None:
-        if self._table_stale:
-            self._update_phase_table()
-            self._table_at, self._table_stale = time.perf_counter(), False
+    def _refresh_text(self) -> None:
+        due, self._text_due = self._text_due, set()
+        for pane in self._panes:
+            if pane.state.label in due:
+                pane.refresh_text()
 
     def row_label(self, row: PhaseRow) -> str:
         defaults = {k.name: k.values[0] for k in self.profile.knobs if k.values}

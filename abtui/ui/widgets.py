@@ -160,6 +160,11 @@ class PairPane(Vertical):
             self._w[name].update(Content.assemble(*parts), layout=False)  # type: ignore[union-attr]
 
     def refresh_from_state(self, scale: tuple[float, float]) -> None:
+        self.refresh_charts(scale)
+        self.refresh_text()
+
+    def refresh_charts(self, scale: tuple[float, float]) -> None:
+        """Sparklines and link state: every interval, at once."""
         s = self.state
         link = s.link
         self.set_class(link == LinkState.LOST, "-lost")
@@ -168,6 +173,18 @@ class PairPane(Vertical):
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
             self._texts["subtitle"] = subtitle
             self.border_subtitle = subtitle
+        bps: ScaledSparkline = self._w["bps"]  # type: ignore[assignment]
+        bps.ceiling = scale[0]
+        bps.markers = list(s.markers)
+        bps.data = list(s.bps)
+        rtt: ScaledSparkline = self._w["rtt"]  # type: ignore[assignment]
+        rtt.ceiling = scale[1]
+        rtt.data = list(s.rtt)
+
+    def refresh_text(self) -> None:
+        """The numbers (the console throttles these: digits changing 10 times a second are
+        unreadable, and each text line costs a repaint)."""
+        s = self.state
         kernels = sorted({k for k in s.kernels.values() if k})
         self._set("head", ("kernel ", DIM), " / ".join(kernels) or "?", ("  tunnel ", DIM),
                   s.tunnel)
@@ -181,16 +198,9 @@ class PairPane(Vertical):
         self._set("bps-label", (human_bits(now), "bold"), " Gbit/s  ", ("mean ", DIM),
                   human_bits(p.mean), (" min ", DIM), human_bits(p.lo), (" max ", DIM),
                   human_bits(p.hi))
-        bps: ScaledSparkline = self._w["bps"]  # type: ignore[assignment]
-        bps.ceiling = scale[0]
-        bps.markers = list(s.markers)
-        bps.data = list(s.bps)
         r = s.rtt_phase
         self._set("rtt-label", ("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
                   " ms  ", ("mean ", DIM), ms(r.mean), (" max ", DIM), ms(r.hi))
-        rtt: ScaledSparkline = self._w["rtt"]  # type: ignore[assignment]
-        rtt.ceiling = scale[1]
-        rtt.data = list(s.rtt)
         retr = "–" if s.retransmits is None else str(s.retransmits)
         self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
                   ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))

@@ -54,4 +54,5 @@ async def replayed(pilot: Pilot, intervals: int) -> None:
     n = intervals * len(app.state.pairs)
     await until(pilot, lambda: app.state.intervals_seen >= n and not app._pending
                 and not app.controller.running  # type: ignore[attr-defined]
-                and not app._table_stale)
+                and not app.table_throttle.pending
+                and not app.text_throttle.pending)

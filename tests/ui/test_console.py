@@ -201,7 +201,8 @@ async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
     async with app.run_test() as pilot:
         await pilot.press("p")
         await until(pilot, lambda: (app.state.progress or {}).get("done") == 4
-                    and not ctl.running and not app._table_stale)
+                    and not ctl.running and not app.table_throttle.pending
+                and not app.text_throttle.pending)
         bar = app.query_one("#plan-progress", ProgressBar)
         assert bar.display and bar.total == 4 and bar.progress == 4
         assert "plan 4/4, 0 s left" in app._knobbar_markup()

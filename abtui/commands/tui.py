@@ -17,7 +17,7 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("profile", nargs="?", help="profile TOML (with --replay: its pairs and "
                         "knobs drive a synthetic session)")
-    parser.add_argument("--replay", nargs="?", const="synthetic", metavar="FILE",
+    parser.add_argument("--replay", nargs="?", const="synthetic", metavar="SESSION",
                         help="replay instead of driving hosts: a synthetic session (no FILE) "
                         "or a saved session (file or name)")
     parser.add_argument("--pairs", type=int, default=2,

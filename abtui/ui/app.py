@@ -114,6 +114,7 @@ class AbtuiApp(App[int]):
         self.knob_keys = self._assign_keys()
         self._pending: list[tuple[Event, float]] = []
         self._grid: Grid | None = None  # the main screen's widgets, set on mount
+        self._log_widget: RichLog | None = None
         self._panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
         self._flush_scheduled = False
@@ -193,6 +194,7 @@ class AbtuiApp(App[int]):
         self._layout_panes(self.size.width)
         self._update_knobbar()
         self.call_after_refresh(self._first_frame_shown)
+        self._flush_events()  # anything the controller said before the screen existed
         if self.autostart:
             self.run_controller("start", "continuous")
 
@@ -215,7 +217,7 @@ class AbtuiApp(App[int]):
         cols = max(1, min(n, width // PANE_WIDTH))
         assert self._grid is not None
         self._grid.styles.grid_size_columns = cols
-        if self._log_auto:
+        if self._log_auto and self._log_widget is not None:
             self._log_widget.display = width >= 100
 
     # ---- events ---------------------------------------------------------------------------
@@ -236,10 +238,10 @@ class AbtuiApp(App[int]):
     def _flush_events(self) -> None:
         self._flush_scheduled = False
         self._last_flush = time.perf_counter()
-        if not self._pending or not self._log_widget.is_attached:
-            return  # nothing new, or the console is being taken down
-        batch, self._pending = self._pending, []
         log = self._log_widget
+        if not self._pending or log is None or not log.is_attached:
+            return  # nothing new, not mounted yet, or the console is being taken down
+        batch, self._pending = self._pending, []
         stamps = []
         for event, stamp in batch:
             self.events.append(event)
@@ -346,6 +348,10 @@ class AbtuiApp(App[int]):
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Once leaving has begun, only ctrl+q (to force out) still acts."""
+        return not (self._shutdown_tried and action != "quit")
+
     def _knobbar_markup(self) -> str:
         scope = self.scopes[self.scope_index]
         shown = "A+B" if scope == "all" and len(self.scopes) == 3 else scope
@@ -410,7 +416,8 @@ class AbtuiApp(App[int]):
 
     def _log_line(self, line: str) -> None:
         t = self.events[-1].t - self._t0 if self.events and self._t0 is not None else 0.0
-        self._write_log(self._log_widget, f"{t:+8.1f}s  {line}")
+        if self._log_widget is not None:
+            self._write_log(self._log_widget, f"{t:+8.1f}s  {line}")
 
     def _write_log(self, log: RichLog, text: str) -> None:
         self.log_lines.append(text)
@@ -468,6 +475,7 @@ class AbtuiApp(App[int]):
 
     def action_toggle_log(self) -> None:
         log = self._log_widget
+        assert log is not None
         log.display = not log.display
         self._log_auto = False
 

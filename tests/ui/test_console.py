@@ -291,3 +291,18 @@ def test_every_knob_gets_a_key_profile_bindings_first() -> None:
     assert app.knob_keys == {"1": "tcp_wmem", "2": "tso", "c": "cc", "u": "tunnel"}
     bound = {b.id: key for key, bs in app._bindings.key_to_bindings.items() for b in bs}
     assert bound["knob.tcp_wmem"] == "1" and bound["knob.cc"] == "c"
+
+
+async def test_keys_do_nothing_once_leaving_has_begun() -> None:
+    app = make_app(intervals=2, step_delay=30.0)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 2)
+        app.controller._changed.add(("tso", "a-snd"))  # restoring takes a while
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.1)
+        await pilot.press("w", "space", "p")
+        await pilot.pause(0.2)
+        assert not [c for c in app.controller.calls if c[0] == "set_knob"]
+        assert not app.controller.running
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: not app.is_running)

@@ -131,7 +131,6 @@ class AbtuiApp(App[int]):
         self._t0: float | None = None
         self._quit_screen: QuitScreen | None = None
         self._shutdown_tried = False
-        self._log_auto = True  # the log shows when there is room, until toggled
         self._bench_file = bench_file or os.environ.get("ABTUI_BENCH_FILE")
         self.latencies: list[tuple[float, float]] = []  # (shown at, seconds since arrival)
         self.shown_intervals = 0
@@ -217,8 +216,8 @@ class AbtuiApp(App[int]):
         cols = max(1, min(n, width // PANE_WIDTH))
         assert self._grid is not None
         self._grid.styles.grid_size_columns = cols
-        if self._log_auto and self._log_widget is not None:
-            self._log_widget.display = width >= 100
+        # narrow: the log goes under the table instead of beside it
+        self.query_one("#bottom").set_class(width < 100, "-narrow")
 
     # ---- events ---------------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
@@ -477,7 +476,6 @@ class AbtuiApp(App[int]):
         log = self._log_widget
         assert log is not None
         log.display = not log.display
-        self._log_auto = False
 
     def action_help(self) -> None:
         keys = [(b.key_display or b.key, b.description) for b in self.BINDINGS

@@ -14,6 +14,9 @@ pytestmark = pytest.mark.ui
 
 async def _settled(pilot) -> None:  # type: ignore[no-untyped-def]
     await replayed(pilot, 24)
+    # the log follows its end lazily (after its next layout): pin it there, then settle
+    pilot.app.query_one("#log").scroll_end(animate=False, immediate=True)
+    await pilot.pause(0.1)
 
 
 def test_main_screen_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]

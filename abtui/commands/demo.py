@@ -38,21 +38,11 @@ def run(args: argparse.Namespace) -> int:
     state.up(pairs=args.pairs)
     if args.no_ui:
         return print_reached(state)
-    import importlib.util
-
-    from abtui.commands.tui import open_console
+    from abtui.commands.tui import open_on_hosts
     from abtui.profile import load_profile
-    from abtui.replay import ReplayController
 
     profile = load_profile(state.profile_path)
-    if importlib.util.find_spec("abtui.engine") is None:
-        # INTEGRATOR: once abtui.engine exists, drive the lab's hosts with it here.
-        controller = ReplayController(profile)
-        title = f"abtui demo — lab {state.name} — REPLAY (engine not built yet)"
-    else:  # pragma: no cover - until the engine lands
-        controller = ReplayController(profile)
-        title = f"abtui demo — lab {state.name} — REPLAY (engine not wired yet)"
-    code = open_console(controller, title)
+    code = open_on_hosts(profile, f"abtui demo — lab {state.name}")
     if _take_down(args):
         state.down()
         print("lab down", file=sys.stderr)

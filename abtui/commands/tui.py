@@ -7,7 +7,6 @@ On real hosts the console drives the engine; with `--replay` it drives a ReplayC
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import os
 from pathlib import Path
@@ -79,16 +78,28 @@ def open_console(controller: Any, title: str, subtitle: str = "") -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.errors import MissingPrerequisite
     from abtui.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None
     if args.replay is None and profile is not None:
-        if importlib.util.find_spec("abtui.engine") is None:
-            raise MissingPrerequisite(
-                f"{args.profile}: driving real hosts needs the engine, which is not built yet; "
-                "add --replay to open this profile on a synthetic replay")
-        # INTEGRATOR: build the engine's controller here (abtui.engine), then open_console.
-        raise MissingPrerequisite("the engine exists but the console is not wired to it yet")
+        return open_on_hosts(profile, f"abtui — {profile.name}")
     controller, label = replay_controller(args, profile)
     return open_console(controller, f"abtui — {controller.profile.name} — {label}")
+
+
+def open_on_hosts(profile: Any, title: str) -> int:
+    """The console driving the engine on the profile's hosts, journalling the session."""
+    import sys
+
+    from abtui.engine import Engine
+    from abtui.seams import open_session_writer
+    from abtui.store import new_session_path
+
+    path = new_session_path(profile.name)
+    engine = Engine(profile, session_path=path)
+    writer = open_session_writer(path, profile, compact=True)
+    engine.subscribe(writer.write)
+    try:
+        return open_console(engine, title, subtitle=f"session {path.name}")
+    finally:
+        print(f"abtui: session written to {writer.close()}", file=sys.stderr)

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Sta
 
 from abtui.controller import Controller, KnobRefused, Mode
 from abtui.model import Event, KnobKind
+from abtui.profile import RESERVED_KEYS
 from abtui.ui.commands import ConsoleCommands
 from abtui.ui.screens import (
     CompareScreen,
@@ -43,7 +44,7 @@ TABLE_HZ = 2  # phase table repaints a second, at most
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
 EXPORT_FORMATS = ("md", "csv", "json")
-AUTO_KEYS = "1234567890abdfghijknoqsxyz"
+AUTO_KEYS = "1234567890" + string.ascii_lowercase  # free ones, in this order
 
 
 class Throttle:
@@ -81,19 +82,23 @@ class AbtuiApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         Binding("tab", "cycle_scope", "Scope", id="scope", priority=True),
+        Binding("a", "set_scope('A')", "Scope A", id="scope_a", show=False),
+        Binding("b", "set_scope('B')", "Scope B", id="scope_b", show=False),
         Binding("space", "start_stop", "Start/stop", id="start_stop"),
-        Binding("r", "restart", "Restart", id="restart"),
+        Binding("ctrl+r", "restart", "Restart", id="restart"),
         Binding("p", "plan", "Plan", id="plan"),
         Binding("m", "mark", "Mark", id="mark"),
-        Binding("ctrl+s", "save", "Save", id="save"),
+        Binding("s", "save", "Save", id="save"),
         Binding("e", "export", "Export", id="export"),
-        Binding("v", "compare", "Compare", id="compare"),
+        Binding("ctrl+o", "compare", "Compare", id="compare"),
         Binding("ctrl+t", "tunnel", "Tunnel", id="tunnel"),
-        Binding("l", "toggle_log", "Log", id="log"),
+        Binding("ctrl+l", "toggle_log", "Log", id="log"),
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
     ]
-    RESERVED: ClassVar[set[str]] = {"r", "p", "m", "e", "v", "l", "space", "tab",
-                                    "question_mark"}
+    # Plain keys the console keeps for itself (profiles may not bind these: abtui.profile);
+    # every other action is on a ctrl key, so knobs may take any other letter.
+    RESERVED: ClassVar[frozenset[str]] = frozenset(
+        {"question_mark" if k == "?" else k for k in RESERVED_KEYS})
 
     def __init__(self, controller: Controller, *, title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,

@@ -181,7 +181,7 @@ class CompareScreen(Screen[None]):
     """The table with plotext charts: pairs over time on one axis, per-row bars."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,v", "app.pop_screen", "Back", id="compare.back")]
+        Binding("escape,ctrl+o", "app.pop_screen", "Back", id="compare.back")]
 
     def __init__(self, comparison: Comparison) -> None:
         super().__init__(id="compare")

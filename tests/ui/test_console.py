@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, ProgressBar
 
@@ -137,7 +138,7 @@ async def test_refused_knob_shows_in_pane_and_log_never_a_traceback() -> None:
 
 @pytest.mark.parametrize("key,name,check", [
     ("e", "out/table.csv", "csv"),  # a path typed by the user, in a folder to be made
-    ("ctrl+s", None, "session"),  # the default path offered: a new session in the folder
+    ("s", None, "session"),  # the default path offered: a new session in the folder
 ])
 async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name: str | None,
                                                         check: str) -> None:  # type: ignore[no-untyped-def]
@@ -285,7 +286,7 @@ def test_every_knob_gets_a_key_profile_bindings_first() -> None:
 
     profile = synthetic_profile(2)
     knobs = profile.knobs
-    profile.knobs = [replace(knobs[0], binding="r"),  # taken by restart: reassigned
+    profile.knobs = [replace(knobs[0], binding="m"),  # the console's mark: reassigned
                      replace(knobs[1], binding=None), knobs[2], knobs[3]]
     app = AbtuiApp(SpyController(profile))
     assert app.knob_keys == {"1": "tcp_wmem", "2": "tso", "c": "cc", "u": "tunnel"}
@@ -306,3 +307,14 @@ async def test_keys_do_nothing_once_leaving_has_begun() -> None:
         assert not app.controller.running
         await pilot.press("ctrl+q")
         await until(pilot, lambda: not app.is_running)
+
+
+def test_console_keys_are_the_ones_profiles_may_not_bind() -> None:
+    """Plain keys the console acts on are exactly abtui.profile's RESERVED_KEYS (a profile
+    binding any other letter to a knob keeps it)."""
+    from abtui.profile import RESERVED_KEYS
+
+    plain = {b.key for b in AbtuiApp.BINDINGS if isinstance(b, Binding) and
+             "ctrl+" not in b.key}
+    reserved = {"question_mark" if k == "?" else k for k in RESERVED_KEYS}
+    assert plain <= reserved

@@ -1,9 +1,6 @@
-"""End to end in a real terminal: the console under tmux, driven by keys, read by capture-pane.
-
-Today it runs on a synthetic replay. INTEGRATOR: once the engine lands, run `abtui demo
---down` on a test lab here instead (ABTUI_LAB from test_lab_names), and after ctrl+q assert
-every lab knob is back to its original value and no tunnel is left (DESIGN.md §6).
-"""
+"""End to end in a real terminal: the console under tmux, driven by keys, read by capture-pane:
+on a synthetic replay (fast, no root), and `abtui demo` on a real lab (root): a knob flipped by
+a key press on the hosts, the phase table changing, ctrl+q restoring every knob."""
 
 from __future__ import annotations
 
@@ -87,3 +84,48 @@ def test_console_in_a_real_terminal(term: Term, tmp_path: Path) -> None:
         time.sleep(0.2)
     assert rc.exists(), term.screen()
     assert rc.read_text().strip() == "0"
+
+
+def _ns(alias: str, *cmd: str) -> str:
+    return subprocess.run(["ip", "netns", "exec", f"abtui-{alias}", *cmd], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.mark.lab
+def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path) -> None:
+    from abtui.lab import Lab
+    from tests.conftest import test_lab_names
+
+    name, ifprefix, mgmt = test_lab_names("d")
+    lab = Lab(name=name, octet=19, ifprefix=ifprefix, mgmt=mgmt, state_dir=tmp_path / name)
+    lab.down()  # leftovers of a killed run
+    rc = tmp_path / "rc"
+    env = (f"ABTUI_LAB={name},{ifprefix},{mgmt} ABTUI_LAB_DIR={tmp_path} "
+           f"ABTUI_SESSIONS_DIR={tmp_path / 'sessions'}")
+    cmd = (f"cd {ROOT} && {env} {sys.executable} -m abtui demo --keep-lab; echo $? > {rc}; "
+           "sleep 120")
+    receivers = [f"{name}-a-rcv", f"{name}-b-rcv"]
+    try:
+        term.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "36", cmd)
+        term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 3, 90)
+        original = {h: _ns(h, "sysctl", "-n", "net.ipv4.tcp_rmem") for h in receivers}
+        links_before = {h: _ns(h, "ip", "-o", "link", "show") for h in receivers}
+        assert all(v.split()[2] != "65536" for v in original.values())  # not yet flipped
+        term.keys("r")  # the lab profile binds tcp_rmem to r
+        screen = term.wait("a phase row for the flipped tcp_rmem", lambda s: re.search(
+            r"^ tcp_rmem=4096 16384 65536\s+\d+\.\d\d n\d+", s, re.M) is not None, 30)
+        assert "tcp_rmem=4096 16384 65536" in screen
+        flipped = {h: _ns(h, "sysctl", "-n", "net.ipv4.tcp_rmem") for h in receivers}
+        assert all(v.split() == ["4096", "16384", "65536"] for v in flipped.values()), flipped
+        term.keys("C-q")
+        deadline = time.monotonic() + 60
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rc.exists(), term.screen()
+        assert rc.read_text().strip() == "0"
+        assert {h: _ns(h, "sysctl", "-n", "net.ipv4.tcp_rmem") for h in receivers} == original
+        assert {h: _ns(h, "ip", "-o", "link", "show") for h in receivers} == links_before
+        assert list((tmp_path / "sessions").glob("*.abtui.jsonl.gz"))  # the session, finished
+    finally:
+        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        lab.down()

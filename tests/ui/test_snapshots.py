@@ -29,5 +29,5 @@ def test_main_screen_160x48(snap_compare) -> None:  # type: ignore[no-untyped-de
 
 
 def test_compare_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    assert snap_compare(make_app(intervals=24), terminal_size=(120, 36), press=["v"],
+    assert snap_compare(make_app(intervals=24), terminal_size=(120, 36), press=["ctrl+o"],
                         run_before=_settled)

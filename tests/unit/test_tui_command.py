@@ -33,19 +33,29 @@ def test_lab_profile_loads(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path.write_text(lab_profile_text())
     prof = load_profile(path)
     assert [p.label for p in prof.pairs] == ["A", "B"]
-    assert {k.name: k.binding for k in prof.knobs} == {"tcp_wmem": "w", "tso": "t", "cc": "c",
-                                                       "tunnel": "u"}
+    assert {k.name: k.binding for k in prof.knobs} == {
+        "tcp_wmem": "w", "tcp_rmem": "r", "tso": "t", "cc": "c", "tunnel": "u"}
     assert prof.base_pair == "A"
     assert "wireguard" in prof.tunnels
 
 
-def test_profile_without_engine_is_one_clear_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_profile_opens_on_its_hosts_and_replay_on_a_replay(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import abtui.commands.tui as tui
+    from abtui.cli import build_parser
+    from abtui.replay import ReplayController
+
     path = tmp_path / "lab.toml"
     path.write_text(lab_profile_text())
-    r = abtui("tui", str(path))
-    assert r.returncode == 2
-    assert r.stderr.count("\n") == 1 and "add --replay" in r.stderr
-    assert "Traceback" not in r.stderr
+    opened: list[tuple[str, object]] = []
+    monkeypatch.setattr(tui, "open_on_hosts", lambda p, t: opened.append(("hosts", p)) or 0)
+    monkeypatch.setattr(tui, "open_console", lambda c, t, subtitle="": opened.append((t, c)) or 0)
+    parser = build_parser()
+    assert tui.run(parser.parse_args(["tui", str(path)])) == 0
+    assert opened[-1][0] == "hosts" and opened[-1][1].name == "lab"  # type: ignore[attr-defined]
+    assert tui.run(parser.parse_args(["tui", str(path), "--replay"])) == 0
+    title, ctl = opened[-1]
+    assert isinstance(ctl, ReplayController) and "REPLAY (synthetic)" in title
+    assert [p.label for p in ctl.profile.pairs] == ["A", "B"]
 
 
 def test_bad_inputs_are_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -246,6 +246,9 @@ class ConsoleState:
             return f"session ended ({d.get('reason')})"
         if kind is EventKind.SKEW:
             return f"start skew {d.get('skew_ms', 0):.2f} ms"
+        if kind is EventKind.SESSION_START:
+            where = d.get("profile_path") or self.profile.name
+            return f"session started ({where}, abtui {d.get('abtui_version', '?')})"
         if kind is EventKind.ORIGINAL:
             return f"{event.host}: {d.get('knob')} was {d.get('value')}"
         if kind is EventKind.PHASE:

@@ -162,3 +162,22 @@ def to_json(session: Session) -> dict[str, Any]:
         "restores": session.restores, "skews_ms": session.skews_ms,
         "translations": session.translations,
     }
+
+
+def render(session: Session, fmt: str, base: str | None = None,
+           base_config: str | None = None) -> str:
+    """The session as `md` (the review report), `csv` (a row per interval) or `json` text;
+    what `abtui export` prints and the console's export writes."""
+    if fmt == "md":
+        from abtui.report import markdown
+
+        return markdown(session, base=base, base_config=base_config)
+    if fmt == "json":
+        return dumps(to_json(session))
+    if fmt == "csv":
+        import io
+
+        buf = io.StringIO()
+        write_csv(session, buf)
+        return buf.getvalue()
+    raise ValueError(f"unknown format {fmt!r}: md, csv or json")

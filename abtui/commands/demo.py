@@ -1,14 +1,33 @@
-"""`abtui demo`: bring the local lab up and show it (the console replaces the listing)."""
+"""`abtui demo`: bring the local lab up and open the console on it; on leaving, offer to take
+the lab down (`--keep-lab` / `--down` decide without asking)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pairs", type=int, default=2, help="host pairs in the lab (default 2)")
     parser.add_argument("--no-ui", action="store_true",
                         help="only list the lab's hosts as reached over SSH, then exit")
+    leave = parser.add_mutually_exclusive_group()
+    leave.add_argument("--keep-lab", action="store_true",
+                       help="leave the lab up after the console closes (no question)")
+    leave.add_argument("--down", action="store_true",
+                       help="take the lab down after the console closes (no question)")
+
+
+def _take_down(args: argparse.Namespace) -> bool:
+    if args.down or args.keep_lab:
+        return bool(args.down)
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input("Take the lab down? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,4 +36,16 @@ def run(args: argparse.Namespace) -> int:
 
     state = lab.Lab.default()
     state.up(pairs=args.pairs)
-    return print_reached(state)
+    if args.no_ui:
+        return print_reached(state)
+    from abtui.commands.tui import open_on_hosts
+    from abtui.profile import load_profile
+
+    profile = load_profile(state.profile_path)
+    code = open_on_hosts(profile, f"abtui demo — lab {state.name}")
+    if _take_down(args):
+        state.down()
+        print("lab down", file=sys.stderr)
+    else:
+        print(f"lab {state.name} left up (`abtui lab down` removes it)", file=sys.stderr)
+    return code

@@ -41,22 +41,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(throughput_chart(session, color=sys.stdout.isatty()) or "(no intervals)")
         return 0
-    if args.format == "md":
-        from abtui.report import markdown
+    from abtui.exports import render
 
-        text = markdown(session, base=args.base_pair, base_config=args.base_config)
-    elif args.format == "json":
-        from abtui.exports import dumps, to_json
-
-        text = dumps(to_json(session))
-    else:
-        import io
-
-        from abtui.exports import write_csv
-
-        buf = io.StringIO()
-        write_csv(session, buf)
-        text = buf.getvalue()
+    text = render(session, args.format, base=args.base_pair, base_config=args.base_config)
     if out is None:
         sys.stdout.write(text)
     else:

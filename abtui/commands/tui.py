@@ -1,0 +1,105 @@
+"""`abtui` / `abtui tui [PROFILE]`: open the console.
+
+On real hosts the console drives the engine; with `--replay` it drives a ReplayController
+(a synthetic session, or a saved events file), labelled as a replay in the title.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("profile", nargs="?", help="profile TOML (with --replay: its pairs and "
+                        "knobs drive a synthetic session)")
+    parser.add_argument("--replay", nargs="?", const="synthetic", metavar="SESSION",
+                        help="replay instead of driving hosts: a synthetic session (no FILE) "
+                        "or a saved session (file or name)")
+    parser.add_argument("--pairs", type=int, default=2,
+                        help="synthetic replay without a profile: pairs (1 to 8, default 2)")
+    parser.add_argument("--interval", type=float, default=1.0,
+                        help="synthetic replay: seconds between intervals (default 1)")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="replay speed: 1 real time, 10 ten times faster, 0 all at once")
+    parser.add_argument("--seed", type=int, default=0, help="synthetic replay seed")
+    parser.add_argument("--refuse", action="append", default=[], metavar="KNOB[=VALUE]",
+                        help="replay: refuse this knob change (to see how errors show)")
+
+
+def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[Any, str]:
+    """The controller for --replay, and what the title calls it."""
+    from abtui.replay import ReplayController, synthetic_profile
+
+    speed = math.inf if args.speed <= 0 else args.speed
+    if args.replay and args.replay != "synthetic":
+        from abtui import store
+
+        path = store.find_session(args.replay)
+        events = store.load_events(path)
+        profile = profile or _recorded_profile(events, path)
+        return (ReplayController(profile, events, speed=speed, refuse=args.refuse),
+                f"REPLAY of {path.name}")
+    profile = profile or synthetic_profile(args.pairs, args.interval)
+    return (ReplayController(profile, speed=speed, seed=args.seed, refuse=args.refuse),
+            "REPLAY (synthetic)")
+
+
+def _recorded_profile(events: list[Any], path: Path) -> Any:
+    """The profile a session recorded (its SESSION_START), else one inferred from its events."""
+    from abtui.errors import BadInput
+    from abtui.model import EventKind
+    from abtui.profile import parse_profile
+    from abtui.replay import profile_from_events
+
+    start = next((e for e in events if e.kind is EventKind.SESSION_START), None)
+    text = start.data.get("profile_text") if start else None
+    if text:
+        try:
+            return parse_profile(str(text), f"{path} (its profile)")
+        except BadInput:
+            pass  # a profile this abtui no longer accepts: show what the events say
+    return profile_from_events(events, name=path.name.split(".")[0])
+
+
+def open_console(controller: Any, title: str, subtitle: str = "") -> int:
+    # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
+    # late an interval shows (DESIGN.md §5: 50 ms p99). The console bounds its own refreshes
+    # (20 flushes a second at most), so a shorter period costs no CPU when nothing changes.
+    os.environ.setdefault("TEXTUAL_FPS", "120")
+    from abtui.ui.app import AbtuiApp
+
+    app = AbtuiApp(controller, title=title, subtitle=subtitle)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from abtui.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile else None
+    if args.replay is None and profile is not None:
+        return open_on_hosts(profile, f"abtui — {profile.name}")
+    controller, label = replay_controller(args, profile)
+    return open_console(controller, f"abtui — {controller.profile.name} — {label}")
+
+
+def open_on_hosts(profile: Any, title: str) -> int:
+    """The console driving the engine on the profile's hosts, journalling the session."""
+    import sys
+
+    from abtui.engine import Engine
+    from abtui.seams import open_session_writer
+    from abtui.store import new_session_path
+
+    path = new_session_path(profile.name)
+    engine = Engine(profile, session_path=path)
+    writer = open_session_writer(path, profile, compact=True)
+    engine.subscribe(writer.write)
+    try:
+        return open_console(engine, title, subtitle=f"session {path.name}")
+    finally:
+        print(f"abtui: session written to {writer.close()}", file=sys.stderr)

@@ -1,0 +1,329 @@
+"""What the console shows, folded from events: per-pair series and numbers, link states, the
+phase table. Plain Python (no Textual) so it is fast to test and cheap to update per event;
+the widgets read it when the app flushes a batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from abtui.model import Event, EventKind, KnobKind, LinkState, Profile
+
+HISTORY = 120  # intervals kept per sparkline
+
+
+def config_key(config: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(config.items()))
+
+
+@dataclass(slots=True)
+class Running:
+    """Count, mean, min and max of a stream of numbers (a phase's, a segment's)."""
+
+    n: int = 0
+    total: float = 0.0
+    lo: float = math.inf
+    hi: float = -math.inf
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        self.total += x
+        self.lo = min(self.lo, x)
+        self.hi = max(self.hi, x)
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.n if self.n else math.nan
+
+
+@dataclass(slots=True)
+class PairState:
+    label: str
+    sender: str
+    receiver: str
+    config: dict[str, str]
+    bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    rtt: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    markers: deque[bool] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    pending_marker: bool = False
+    phase: Running = field(default_factory=Running)
+    rtt_phase: Running = field(default_factory=Running)
+    segment: Running | None = None  # the current stretch, in its phase row
+    links: dict[str, str] = field(default_factory=dict)  # host -> LinkState
+    kernels: dict[str, str] = field(default_factory=dict)  # host -> release
+    tunnel: str = "none"
+    retransmits: int | None = None
+    retransmits_total: int = 0
+    cwnd: int | None = None
+    intervals: int = 0
+    error: str = ""
+    status: str = "idle"
+
+    @property
+    def link(self) -> str:
+        """The worst link state of the pair's hosts (what the pane shows)."""
+        states = [self.links.get(h, LinkState.CONNECTING) for h in (self.sender, self.receiver)]
+        for s in (LinkState.LOST, LinkState.RECONNECTING, LinkState.CLOSED,
+                  LinkState.CONNECTING):
+            if s in states:
+                return str(s)
+        return str(LinkState.CONNECTED)
+
+
+@dataclass(slots=True)
+class PhaseRow:
+    config: dict[str, str]
+    per_pair: dict[str, Running] = field(default_factory=dict)  # every interval
+    segments: dict[str, list[Running]] = field(default_factory=dict)  # one per stretch
+
+
+@dataclass(slots=True)
+class Dirty:
+    """What changed since the last flush: which panes, the phase table, the knob bar."""
+
+    pairs: set[str] = field(default_factory=set)
+    phases: bool = False
+    knobs: bool = False
+    status: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.pairs) or self.phases or self.knobs or self.status
+
+
+# Filled by the console from a background thread (abtui.stats needs numpy, its test scipy:
+# ~1.5 s of imports that must not delay the first frame or stall the screen):
+# "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
+LOADED: dict[str, Any] = {}
+
+
+def significance(base: list[Running], other: list[Running]) -> str:
+    """abtui.stats' verdict on run-level values (one mean per segment: a stretch of one run
+    under this configuration; intervals within a run are not independent): '*' significant,
+    '~' not, '' while there are too few segments to ever reach significance, '…' while scipy
+    is still loading (statistics are never imported on the way to the first frame)."""
+    stats = LOADED.get("stats")
+    if stats is None:
+        return ""  # loads right after the first frame
+    a = [r.mean for r in base if r.n]
+    b = [r.mean for r in other if r.n]
+    if stats.min_p(len(a), len(b)) > stats.ALPHA:
+        return ""
+    if not LOADED.get("scipy"):
+        LOADED["want_scipy"] = True
+        return "…"
+    return "*" if stats.verdict(a, b).significant else "~"
+
+
+class ConsoleState:
+    """Folds controller events into what the panes, the table and the log show."""
+
+    def __init__(self, profile: Profile, history: int = HISTORY) -> None:
+        self.profile = profile
+        self.base = profile.base_pair or (profile.pairs[0].label if profile.pairs else "")
+        defaults = {k.name: k.values[0] for k in profile.knobs if k.values}
+        self.pairs: dict[str, PairState] = {}
+        for p in profile.pairs:
+            ps = PairState(p.label, p.sender, p.receiver, dict(defaults))
+            ps.bps = deque(maxlen=history)
+            ps.rtt = deque(maxlen=history)
+            ps.markers = deque(maxlen=history)
+            self.pairs[p.label] = ps
+        self.host_pairs: dict[str, list[str]] = {}
+        for p in profile.pairs:
+            for h in (p.sender, p.receiver):
+                self.host_pairs.setdefault(h, []).append(p.label)
+        self.phases: dict[tuple[tuple[str, str], ...], PhaseRow] = {}
+        self.dirty = Dirty()
+        self.running = False
+        self.progress: dict[str, Any] | None = None
+        self.restoring: list[str] = []
+        self.ended = False
+        self.intervals_seen = 0
+
+    # ---- folding ----------------------------------------------------------------------------
+    def _phase_row(self, config: dict[str, str]) -> PhaseRow:
+        key = config_key(config)
+        row = self.phases.get(key)
+        if row is None:
+            row = self.phases[key] = PhaseRow(dict(config))
+            self.dirty.phases = True
+        return row
+
+    def _new_phase(self, ps: PairState) -> None:
+        """The pair enters its (new) configuration: fresh phase numbers, a new segment."""
+        ps.phase = Running()
+        ps.rtt_phase = Running()
+        ps.segment = Running()
+        self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
+
+    def _pairs_of(self, event: Event) -> list[str]:
+        if event.pair is not None:
+            return [event.pair] if event.pair in self.pairs else []
+        if event.host is not None:
+            return self.host_pairs.get(event.host, [])
+        return []
+
+    def apply(self, event: Event) -> str | None:
+        """Fold one event in; returns a line for the event log, or None for routine ones."""
+        kind = event.kind
+        d = event.data
+        labels = self._pairs_of(event)
+        self.dirty.pairs.update(labels)
+        if kind is EventKind.INTERVAL:
+            self.intervals_seen += 1
+            for lb in labels:
+                self._interval(self.pairs[lb], d)
+            return None
+        if kind is EventKind.PING:
+            rtt = d.get("rtt_ms")
+            for lb in labels:
+                if isinstance(rtt, int | float):
+                    self.pairs[lb].rtt.append(float(rtt))
+                    self.pairs[lb].rtt_phase.add(float(rtt))
+            return None
+        if kind is EventKind.LINK:
+            state = str(d.get("state", ""))
+            for lb in labels:
+                self.pairs[lb].links[str(event.host)] = state
+            msg = f": {d['message']}" if d.get("message") else ""
+            return f"{event.host}: link {state}{msg}"
+        if kind is EventKind.FACTS:
+            facts = d.get("facts") or {}
+            for lb in labels:
+                self.pairs[lb].kernels[str(event.host)] = str(facts.get("kernel_release", ""))
+            return f"{event.host}: {facts.get('os', '')} {facts.get('kernel_release', '')}"
+        if kind is EventKind.RUN_START:
+            for lb in labels:
+                ps = self.pairs[lb]
+                ps.config.update({str(k): str(v) for k, v in (d.get("config") or {}).items()})
+                ps.status = "running"
+                ps.error = ""
+                self._new_phase(ps)
+            self.running = True
+            self.dirty.status = self.dirty.knobs = True
+            return f"pair {event.pair}: run {d.get('run')} started"
+        if kind is EventKind.RUN_END:
+            for lb in labels:
+                self.pairs[lb].status = str(d.get("status", "ended"))
+                if d.get("status") == "error":
+                    self.pairs[lb].error = str(d.get("message", ""))
+            self.running = any(p.status == "running" for p in self.pairs.values())
+            self.dirty.status = True
+            return f"pair {event.pair}: run ended ({d.get('status')})"
+        if kind is EventKind.KNOB:
+            return self._knob(d)
+        if kind is EventKind.TUNNEL:
+            for lb in labels:
+                self.pairs[lb].tunnel = str(d.get("type", ""))
+            return f"pair {event.pair}: tunnel {d.get('type')}"
+        if kind is EventKind.KNOB_ERROR:
+            return f"knob {d.get('knob')}={d.get('value')} refused: {d.get('message')}"
+        if kind is EventKind.ERROR:
+            for lb in labels:
+                self.pairs[lb].error = str(d.get("message", ""))
+            where = event.pair or event.host or "abtui"
+            return f"error {where}: {d.get('message')}"
+        if kind is EventKind.MARK:
+            for ps in self.pairs.values():
+                ps.pending_marker = True
+            return f"mark: {d.get('text')}"
+        if kind is EventKind.PROGRESS:
+            self.progress = dict(d)
+            self.dirty.status = True
+            return None
+        if kind is EventKind.RESTORE:
+            ok = "restored" if d.get("ok") else f"NOT restored ({d.get('message')})"
+            line = f"{event.host}: {d.get('knob')}={d.get('value')} {ok}"
+            self.restoring.append(line)
+            self.dirty.status = True
+            return line
+        if kind is EventKind.SESSION_END:
+            self.ended = True
+            self.dirty.status = True
+            return f"session ended ({d.get('reason')})"
+        if kind is EventKind.SKEW:
+            return f"start skew {d.get('skew_ms', 0):.2f} ms"
+        if kind is EventKind.SESSION_START:
+            where = d.get("profile_path") or self.profile.name
+            return f"session started ({where}, abtui {d.get('abtui_version', '?')})"
+        if kind is EventKind.ORIGINAL:
+            return f"{event.host}: {d.get('knob')} was {d.get('value')}"
+        if kind is EventKind.PHASE:
+            return None
+        return f"{kind}: {d}" if kind is not EventKind.WATCH else None
+
+    def _interval(self, ps: PairState, d: dict[str, Any]) -> None:
+        bps = d.get("bits_per_second")
+        if not isinstance(bps, int | float) or d.get("omitted"):
+            return
+        ps.intervals += 1
+        ps.bps.append(float(bps))
+        ps.markers.append(ps.pending_marker)
+        ps.pending_marker = False
+        ps.phase.add(float(bps))
+        retr = d.get("retransmits")
+        ps.retransmits = retr if isinstance(retr, int) else None
+        ps.retransmits_total += retr if isinstance(retr, int) else 0
+        cwnd = d.get("cwnd_bytes")
+        ps.cwnd = cwnd if isinstance(cwnd, int) else None
+        if ps.link != LinkState.CONNECTED and ps.links:
+            # data flowing means the link is back, whatever the last LINK event said
+            for h in ps.links:
+                ps.links[h] = str(LinkState.CONNECTED)
+        row = self._phase_row(ps.config)
+        row.per_pair.setdefault(ps.label, Running()).add(float(bps))
+        if ps.segment is None:
+            self._new_phase(ps)
+        assert ps.segment is not None
+        ps.segment.add(float(bps))
+        self.dirty.phases = True
+
+    def _knob(self, d: dict[str, Any]) -> str:
+        name, value = str(d.get("knob")), str(d.get("value"))
+        labels = [lb for lb in d.get("pairs") or [] if lb in self.pairs]
+        try:
+            is_tunnel = self.profile.knob(name).kind is KnobKind.TUNNEL
+        except KeyError:
+            is_tunnel = name == "tunnel"
+        for lb in labels:
+            ps = self.pairs[lb]
+            ps.config[name] = value
+            ps.pending_marker = True
+            if is_tunnel:
+                ps.tunnel = value
+            self._new_phase(ps)
+        self.dirty.pairs.update(labels)
+        self.dirty.knobs = True
+        return f"knob {name}={value} on {', '.join(labels) or 'no pair'}"
+
+    # ---- reading ----------------------------------------------------------------------------
+    def take_dirty(self) -> Dirty:
+        d, self.dirty = self.dirty, Dirty()
+        return d
+
+    def scale(self) -> tuple[float, float]:
+        """The shared maxima (throughput, RTT) of every pane's visible history."""
+        bmax = max((max(p.bps) for p in self.pairs.values() if p.bps), default=1.0)
+        rmax = max((max(p.rtt) for p in self.pairs.values() if p.rtt), default=1.0)
+        return bmax, rmax
+
+    def phase_cells(self, row: PhaseRow) -> list[str]:
+        """One cell per pair: mean Gbit/s, Δ vs the base pair and the significance mark."""
+        base = row.per_pair.get(self.base)
+        cells = []
+        for label in self.pairs:
+            r = row.per_pair.get(label)
+            if r is None or not r.n:
+                cells.append("·")
+                continue
+            text = f"{r.mean / 1e9:.2f} n{r.n}"
+            if label != self.base and base is not None and base.n:
+                delta = (r.mean / base.mean - 1) * 100 if base.mean else math.nan
+                mark = significance(row.segments.get(self.base, []),
+                                    row.segments.get(label, []))
+                text += f" {delta:+.1f}%{mark}"
+            cells.append(text)
+        return cells

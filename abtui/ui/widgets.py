@@ -1,0 +1,210 @@
+"""The console's widgets: a sparkline on a shared scale with knob markers, a pane per pair,
+the knob bar and the status line."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.containers import Vertical
+from textual.content import Content
+from textual.reactive import reactive
+from textual.strip import Strip
+from textual.widgets import Sparkline, Static
+
+from abtui.model import LinkState
+from abtui.ui.state import PairState
+
+BARS = " ▁▂▃▄▅▆▇█"
+DIM = "dim"
+
+
+def human_bits(bps: float) -> str:
+    if math.isnan(bps) or math.isinf(bps):
+        return "–"
+    return f"{bps / 1e9:.2f}"
+
+
+def ms(value: float) -> str:
+    return "–" if math.isnan(value) or math.isinf(value) else f"{value:.3f}"
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "–"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n / 1024:.0f} KiB"
+
+
+class ScaledSparkline(Sparkline):
+    """A Sparkline whose scale is 0..`ceiling` (shared by every pane so heights compare), with
+    the columns where a knob changed drawn in the marker colour.
+
+    As with Sparkline, assign a new list to `data` (and to `markers`) to update it."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*Sparkline.COMPONENT_CLASSES, "sparkline--marker"}
+    DEFAULT_CSS = """
+    ScaledSparkline > .sparkline--marker { color: $warning; background: $warning 30%; }
+    """
+
+    ceiling: reactive[float] = reactive(1.0)
+    markers: reactive[Sequence[bool]] = reactive(list)
+
+    _cache_key: tuple[int, int] | None = None
+    _cache: tuple[Strip, ...] = ()
+
+    def _invalidate(self) -> None:
+        self._cache_key = None
+
+    watch_data = watch_markers = watch_ceiling = _invalidate
+
+    _palette: tuple[Style, Style, Style, Style] | None = None
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._palette = None  # a theme change recolours the bars
+        self._invalidate()
+
+    def _styles(self) -> tuple[Style, Style, Style, Style]:
+        """Base, low, high and marker styles; computing them walks the DOM, so keep them."""
+        if self._palette is None:
+            base = self.rich_style
+            self._palette = (
+                base, base + self.get_component_rich_style("sparkline--min-color"),
+                base + self.get_component_rich_style("sparkline--max-color"),
+                base + self.get_component_rich_style("sparkline--marker"))
+        return self._palette
+
+    def render_line(self, y: int) -> Strip:  # type: ignore[override]
+        width, height = self.size.width, self.size.height
+        if self._cache_key != (width, height):
+            self._cache_key = (width, height)
+            self._cache = tuple(self._render_all(width, height))
+        return self._cache[y] if y < len(self._cache) else Strip.blank(width, self._styles()[0])
+
+    def _render_all(self, width: int, height: int) -> list[Strip]:
+        """Every row at once, runs of one style as one segment (cheap to compose)."""
+        data = list(self.data or [])[-width:] if width else []
+        marks = list(self.markers)[-len(data):] if data else []
+        marks = [False] * (len(data) - len(marks)) + marks
+        ceiling = self.ceiling or 1.0
+        base, low, high, mark = self._styles()
+        levels = 8 * height
+        filled = [max(1, round(min(v / ceiling, 1.0) * levels)) if v > 0 else 0 for v in data]
+        styles = [mark if m else high if v >= 0.66 * ceiling else low
+                  for v, m in zip(data, marks, strict=True)]
+        strips = []
+        for y in range(height):
+            floor = 8 * (height - 1 - y)
+            segments = [Segment(" " * (width - len(data)), base)]
+            run: list[str] = []
+            run_style: Style | None = None
+            for f, style, m in zip(filled, styles, marks, strict=True):
+                part = min(max(f - floor, 0), 8)
+                char = BARS[part] if part or not m else "┆"
+                if style is not run_style and run:
+                    segments.append(Segment("".join(run), run_style))
+                    run = []
+                run_style = style
+                run.append(char)
+            if run:
+                segments.append(Segment("".join(run), run_style))
+            strips.append(Strip(segments, width))
+        return strips
+
+
+LINK_TEXT = {
+    LinkState.CONNECTED: "[b $success]● connected[/]",
+    LinkState.CONNECTING: "[b $warning]◌ connecting[/]",
+    LinkState.RECONNECTING: "[b $warning]◌ reconnecting[/]",
+    LinkState.LOST: "[b reverse $error] ✖ LOST [/]",
+    LinkState.CLOSED: "[dim]○ closed[/]",
+}
+
+
+class PairPane(Vertical):
+    """One pair: who, kernel, knobs, tunnel; throughput and RTT sparklines; numbers; link."""
+
+    def __init__(self, state: PairState, **kwargs: object) -> None:
+        super().__init__(id=f"pane-{state.label}", classes="pane", **kwargs)  # type: ignore[arg-type]
+        self.state = state
+        self._texts: dict[str, str] = {}
+        self._w: dict[str, Static | ScaledSparkline] = {}
+        self.border_title = f"{state.label}  {state.sender} → {state.receiver}"
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(id="head", classes="head", markup=True)
+        yield Static(id="config", classes="config")
+        yield Static(id="bps-label", classes="metric")
+        yield ScaledSparkline(id="bps", classes="spark")
+        yield Static(id="rtt-label", classes="metric")
+        yield ScaledSparkline(id="rtt", classes="spark rtt")
+        yield Static(id="tcp", classes="metric")
+        yield Static(id="error", classes="error")
+
+    def on_mount(self) -> None:
+        self._w = {w.id: w for w in self.query(Static) if w.id}
+        self._w.update((w.id, w) for w in self.query(ScaledSparkline) if w.id)
+        self.refresh_from_state((1.0, 1.0))
+
+    def _set(self, name: str, *parts: str | tuple[str, str]) -> None:
+        """Update a one-line Static when its text changed, without a layout pass; parts are
+        text or (text, style), assembled without parsing markup (this runs per interval)."""
+        key = "".join(p if isinstance(p, str) else p[0] for p in parts)
+        if self._texts.get(name) != key:
+            self._texts[name] = key
+            self._w[name].update(Content.assemble(*parts), layout=False)  # type: ignore[union-attr]
+
+    def refresh_from_state(self, scale: tuple[float, float]) -> None:
+        self.refresh_charts(scale)
+        self.refresh_text()
+
+    def refresh_charts(self, scale: tuple[float, float]) -> None:
+        """Sparklines and link state: every interval, at once."""
+        s = self.state
+        link = s.link
+        self.set_class(link == LinkState.LOST, "-lost")
+        self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting")
+        subtitle = LINK_TEXT.get(LinkState(link), link)
+        if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
+            self._texts["subtitle"] = subtitle
+            self.border_subtitle = subtitle
+        bps: ScaledSparkline = self._w["bps"]  # type: ignore[assignment]
+        bps.ceiling = scale[0]
+        bps.markers = list(s.markers)
+        bps.data = list(s.bps)
+        rtt: ScaledSparkline = self._w["rtt"]  # type: ignore[assignment]
+        rtt.ceiling = scale[1]
+        rtt.data = list(s.rtt)
+
+    def refresh_text(self) -> None:
+        """The numbers (the console throttles these: digits changing 10 times a second are
+        unreadable, and each text line costs a repaint)."""
+        s = self.state
+        kernels = sorted({k for k in s.kernels.values() if k})
+        self._set("head", ("kernel ", DIM), " / ".join(kernels) or "?", ("  tunnel ", DIM),
+                  s.tunnel)
+        knobs: list[str | tuple[str, str]] = []
+        for k, v in s.config.items():
+            if k != "tunnel":
+                knobs += [f"{k}=", (v, "bold"), "  "]
+        self._set("config", *knobs)
+        p = s.phase
+        now = s.bps[-1] if s.bps else math.nan
+        self._set("bps-label", (human_bits(now), "bold"), " Gbit/s  ", ("mean ", DIM),
+                  human_bits(p.mean), (" min ", DIM), human_bits(p.lo), (" max ", DIM),
+                  human_bits(p.hi))
+        r = s.rtt_phase
+        self._set("rtt-label", ("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
+                  " ms  ", ("mean ", DIM), ms(r.mean), (" max ", DIM), ms(r.hi))
+        retr = "–" if s.retransmits is None else str(s.retransmits)
+        self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
+                  ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))
+        self._set("error", *((("⚠ ", "bold"), s.error) if s.error else ()))
+        err = self._w["error"]
+        if err.display != bool(s.error):
+            err.display = bool(s.error)

@@ -1,0 +1,58 @@
+"""Helpers for the console's tests: an app on a fixed, deterministic replay, and a way to wait
+until what it replayed is on screen (no clocks: the replay's timestamps are fixed)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+
+from abtui.model import Event
+from abtui.replay import ReplayController, synthetic_events, synthetic_profile
+from abtui.ui.app import AbtuiApp
+
+
+class SpyController(ReplayController):
+    """A ReplayController that also records the console's calls."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.calls: list[tuple] = []
+
+    async def set_knob(self, knob, value, pairs=None):  # type: ignore[no-untyped-def]
+        self.calls.append(("set_knob", knob, value, list(pairs or [])))
+        await super().set_knob(knob, value, pairs)
+
+    async def shutdown(self) -> None:
+        self.calls.append(("shutdown",))
+        await super().shutdown()
+
+
+def make_app(pairs: int = 2, intervals: int = 20, events: list[Event] | None = None,
+             **kwargs) -> AbtuiApp:  # type: ignore[no-untyped-def]
+    profile = synthetic_profile(pairs)
+    if events is None:
+        events = synthetic_events(profile, intervals=intervals, seed=7)
+    ctl = SpyController(profile, events, speed=math.inf, **kwargs)
+    return AbtuiApp(ctl, title="abtui — test — REPLAY")
+
+
+async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    steps = int(timeout / 0.02)
+    for _ in range(steps):
+        if cond():
+            break
+        await pilot.pause(0.02)
+    assert cond(), "condition not reached in time"
+    await pilot.pause(0.1)  # one more flush and refresh
+
+
+async def replayed(pilot: Pilot, intervals: int) -> None:
+    """Wait until every interval of the recording is folded in and the controller is idle."""
+    app: AbtuiApp = pilot.app  # type: ignore[assignment]
+    n = intervals * len(app.state.pairs)
+    await until(pilot, lambda: app.state.intervals_seen >= n and not app._pending
+                and not app.controller.running  # type: ignore[attr-defined]
+                and not app.table_throttle.pending
+                and not app.text_throttle.pending)

@@ -1,0 +1,95 @@
+"""The console's state folding and the export fallback (no Textual involved)."""
+
+from __future__ import annotations
+
+from abtui.model import Event, EventKind, LinkState
+from abtui.replay import synthetic_events, synthetic_profile
+from abtui.ui.state import ConsoleState, Running, significance
+
+
+def folded(intervals: int = 20, seed: int = 0) -> ConsoleState:
+    profile = synthetic_profile(2)
+    state = ConsoleState(profile)
+    for e in synthetic_events(profile, intervals=intervals, seed=seed):
+        state.apply(e)
+    return state
+
+
+def test_phases_deltas_and_markers() -> None:
+    state = folded()
+    assert len(state.phases) == 2
+    rows = list(state.phases.values())
+    assert rows[1].config["tcp_wmem"] == "4096 16384 65536"
+    assert rows[0].per_pair["A"].n == 10 and rows[1].per_pair["B"].n == 10
+    cells = state.phase_cells(rows[0])
+    assert cells[0].endswith("n10") and "%" in cells[1]
+    assert list(state.pairs["A"].markers).count(True) == 1
+    assert list(state.pairs["A"].markers).index(True) == 10
+    bmax, _ = state.scale()
+    assert bmax == max(max(p.bps) for p in state.pairs.values())
+
+
+def test_link_state_worst_host_wins_and_data_brings_it_back() -> None:
+    state = folded(intervals=2)
+    b = state.pairs["B"]
+    assert b.link == LinkState.CONNECTED
+    state.apply(Event(EventKind.LINK, host="b-rcv", data={"state": "lost", "message": "x"}))
+    assert b.link == LinkState.LOST and state.pairs["A"].link == LinkState.CONNECTED
+    state.apply(Event(EventKind.LINK, host="b-rcv", data={"state": "reconnecting"}))
+    assert b.link == LinkState.RECONNECTING
+    state.apply(Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": 1e9}))
+    assert b.link == LinkState.CONNECTED
+
+
+def test_garbage_events_never_raise() -> None:
+    state = folded(intervals=1)
+    for e in [Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": "x"}),
+              Event(EventKind.INTERVAL, pair="Z", data={}),
+              Event(EventKind.PING, pair="A", data={"rtt_ms": None}),
+              Event(EventKind.KNOB, data={"knob": "nope", "value": 1, "pairs": ["Q"]}),
+              Event(EventKind.FACTS, host="unknown", data={}),
+              Event(EventKind.PROGRESS, data={"done": 1, "total": 3, "eta_s": 4})]:
+        state.apply(e)
+    assert state.pairs["B"].intervals == 1
+
+
+def test_significance_uses_abtui_stats_on_segments() -> None:
+    import abtui.stats
+    from abtui.ui import state as st
+
+    def segs(*means: float) -> list[Running]:
+        out = []
+        for m in means:
+            r = Running()
+            for d in (-1, 0, 1):
+                r.add(m + d)
+            out.append(r)
+        return out
+
+    st.LOADED.clear()
+    try:
+        assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == ""  # loading
+        st.LOADED["stats"] = abtui.stats
+        assert significance(segs(100, 101, 102), segs(110, 111, 112)) == ""  # 3+3: never
+        assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == "…"
+        assert st.LOADED.pop("want_scipy") is True
+        st.LOADED["scipy"] = True
+        assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == "*"
+        assert significance(segs(100, 111, 102, 113), segs(110, 101, 112, 103)) == "~"
+    finally:
+        st.LOADED.clear()
+
+
+def test_flipping_back_and_forth_makes_segments() -> None:
+    profile = synthetic_profile(2)
+    state = ConsoleState(profile)
+    for e in synthetic_events(profile, intervals=4):
+        state.apply(e)
+    for value in ("4096 16384 4194304", "4096 16384 65536") * 2:
+        state.apply(Event(EventKind.KNOB, data={"knob": "tcp_wmem", "value": value,
+                                                "pairs": ["A", "B"]}))
+        for lb in "AB":
+            state.apply(Event(EventKind.INTERVAL, pair=lb, data={"bits_per_second": 2e9}))
+    rows = list(state.phases.values())
+    assert [len(r.segments["A"]) for r in rows] == [3, 3]
+    assert [s.n for s in rows[0].segments["A"]] == [2, 1, 1]

@@ -1,0 +1,84 @@
+"""`abtui tui` without an engine, and bad inputs: one clear line, right exit code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from abtui.lab_profile import render_lab_profile
+from abtui.profile import load_profile
+
+
+def abtui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "abtui", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+class _H:
+    def __init__(self, alias: str, pair: str, role: str, addr: str) -> None:
+        self.alias, self.pair, self.role, self.data_address = alias, pair, role, addr
+
+
+def lab_profile_text() -> str:
+    hosts = [_H("lab-a-snd", "A", "sender", "198.18.1.1"), _H("lab-a-rcv", "A", "receiver",
+             "198.18.1.2"), _H("lab-b-snd", "B", "sender", "198.18.2.1"),
+             _H("lab-b-rcv", "B", "receiver", "198.18.2.2")]
+    return render_lab_profile(lab_name="lab", ssh_config="/x/ssh_config",
+                              known_hosts="/x/known_hosts", hosts=hosts, pairs=2,
+                              congestion=["reno", "bbr"])
+
+
+def test_lab_profile_loads(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lab.toml"
+    path.write_text(lab_profile_text())
+    prof = load_profile(path)
+    assert [p.label for p in prof.pairs] == ["A", "B"]
+    assert {k.name: k.binding for k in prof.knobs} == {
+        "tcp_wmem": "w", "tcp_rmem": "r", "tso": "t", "cc": "c", "tunnel": "u"}
+    assert prof.base_pair == "A"
+    assert "wireguard" in prof.tunnels
+
+
+def test_a_profile_opens_on_its_hosts_and_replay_on_a_replay(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import abtui.commands.tui as tui
+    from abtui.cli import build_parser
+    from abtui.replay import ReplayController
+
+    path = tmp_path / "lab.toml"
+    path.write_text(lab_profile_text())
+    opened: list[tuple[str, object]] = []
+    monkeypatch.setattr(tui, "open_on_hosts", lambda p, t: opened.append(("hosts", p)) or 0)
+    monkeypatch.setattr(tui, "open_console", lambda c, t, subtitle="": opened.append((t, c)) or 0)
+    parser = build_parser()
+    assert tui.run(parser.parse_args(["tui", str(path)])) == 0
+    assert opened[-1][0] == "hosts" and opened[-1][1].name == "lab"  # type: ignore[attr-defined]
+    assert tui.run(parser.parse_args(["tui", str(path), "--replay"])) == 0
+    title, ctl = opened[-1]
+    assert isinstance(ctl, ReplayController) and "REPLAY (synthetic)" in title
+    assert [p.label for p in ctl.profile.pairs] == ["A", "B"]
+
+
+def test_bad_inputs_are_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[pairs]]\nlabel = 'A'\n")
+    for args, words in [(("tui", str(tmp_path / "none.toml")), "cannot read"),
+                        (("tui", str(bad), "--replay"), "bad.toml:"),
+                        (("tui", "--replay", str(bad)), "bad.toml:1:"),
+                        (("tui", "--replay", "nosuchsession"), "no such session"),
+                        (("tui", "--replay", "--pairs", "9"), "--pairs must be between")]:
+        r = abtui(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert words in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_demo_leaving_decides_from_flags_and_never_asks_without_a_terminal(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import argparse
+    import io
+
+    from abtui.commands.demo import _take_down
+
+    assert _take_down(argparse.Namespace(down=True, keep_lab=False)) is True
+    assert _take_down(argparse.Namespace(down=False, keep_lab=True)) is False
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a tty: no question asked
+    assert _take_down(argparse.Namespace(down=False, keep_lab=False)) is False

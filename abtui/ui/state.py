@@ -273,6 +273,11 @@ class ConsoleState:
             # data flowing means the link is back, whatever the last LINK event said
             for h in ps.links:
                 ps.links[h] = str(LinkState.CONNECTED)
+        if d.get("straddles"):
+            # measured across a knob change: shown, but counted in neither phase (as in
+            # abtui.session), so the table agrees with the exported report
+            self.dirty.pairs.add(ps.label)
+            return
         row = self._phase_row(ps.config)
         row.per_pair.setdefault(ps.label, Running()).add(float(bps))
         if ps.segment is None:

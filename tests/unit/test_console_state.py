@@ -93,3 +93,21 @@ def test_flipping_back_and_forth_makes_segments() -> None:
     rows = list(state.phases.values())
     assert [len(r.segments["A"]) for r in rows] == [3, 3]
     assert [s.n for s in rows[0].segments["A"]] == [2, 1, 1]
+
+
+def test_straddling_intervals_are_shown_but_counted_in_no_phase() -> None:
+    profile = synthetic_profile(1)
+    state = ConsoleState(profile)
+    label = profile.pairs[0].label
+
+    def interval(bps: float, straddles: bool = False) -> Event:
+        return Event(EventKind.INTERVAL, pair=label, data={
+            "run": "A-1", "phase": 0, "start": 0.0, "end": 1.0, "bytes": 1,
+            "bits_per_second": bps, "straddles": straddles})
+
+    for _ in range(3):
+        state.apply(interval(8e9))
+    state.apply(interval(5e9, straddles=True))  # half old setting, half new
+    rows = list(state.phases.values())
+    assert rows[0].per_pair[label].n == 3 and rows[0].per_pair[label].mean == 8e9
+    assert list(state.pairs[label].bps)[-1] == 5e9  # still drawn in the sparkline

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 import shlex
 import time
@@ -58,6 +59,9 @@ KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
 PLAN_DEFAULT_DURATION = 10.0
 BUSY_RETRIES = 3
 RECONNECT_WAIT_S = 30.0
+# Continuous mode: a pair whose run failed after measuring (a stall, a link down) is started
+# again after these pauses (the last one repeated) until it measures or is stopped.
+RETRY_BACKOFF_S = (0.5, 1.0, 2.0, 3.0)
 # A pause between the last pair armed and the release, so no host is still busy arming.
 SETTLE_S = 0.05
 # A continuous run's successor is prepared this long before it ends.
@@ -107,6 +111,7 @@ class Engine:
         self._orphans: list[tuple[HostLink, int]] = []
         self._run_counter = 0
         self._stopping = False
+        self._stopped = asyncio.Event()
         self._mode: Mode | None = None
         self._started = False
 
@@ -169,6 +174,10 @@ class Engine:
                         data={"state": str(state), "message": message}))
         if state is LinkState.CONNECTED and any(o[0] is link for o in self._orphans):
             self._spawn(self._end_orphans(link))
+        if state is LinkState.LOST:  # a pair's run cannot go on half-watched: end it now
+            for run in list(self._runs.values()):
+                if link in (run.sender, run.receiver):
+                    self._spawn(run.interrupt(link.alias))
 
     async def _detect(self, link: HostLink) -> None:
         """What a host has, asked once: iperf3's version (text or --json-stream output), bash
@@ -311,6 +320,7 @@ class Engine:
         if self._started:
             raise AbtuiError("already measuring: stop first")
         self._started, self._stopping, self._mode = True, False, mode
+        self._stopped.clear()
         t = now()
         for phases in self.phases.values():
             phases.start = t
@@ -325,24 +335,46 @@ class Engine:
         """One pair in continuous mode: restart its run whenever one ends, until stopped.
 
         The next run is prepared while the current one goes on (PREARM_S before its end),
-        so a chunk that ends is followed by the next one without a set-up gap."""
+        so a chunk that ends is followed by the next one without a set-up gap. A run that
+        failed after the pair had measured (a stall, a link down) is started again with a
+        growing pause (RETRY_BACKOFF_S) until it measures again; one that never measured
+        (iperf3 missing, a wrong target) ends the pair's loop."""
         label = run.label
+        measured = False
         while True:
             ahead = self._spawn(self._prearm(run))
             run = await self._stream(run)
+            measured = measured or run.interval_count > 0
             spare = await ahead
-            done = self._stopping or run.status == "error" or (
+            done = self._stopping or (run.status == "error" and not measured) or (
                 run.status == "incomplete" and not await self._links_back(run))
             if spare is not None and (done or run.status != "ok"):
                 await spare.cleanup()  # not for a run that failed, or one that must change
                 spare = None
             if done:
                 return
-            again = await (self._release([spare]) if spare is not None else
-                           self._start_group([label], self._seconds(plan=False)))
+            if spare is not None:
+                again = await self._release([spare])
+            elif run.status == "error":
+                again = await self._retry(label)
+            else:
+                again = await self._start_group([label], self._seconds(plan=False))
             if not again:
                 return
             run = again[0]
+
+    async def _retry(self, label: str) -> list[PairRun]:
+        """Start the pair again after a failure, pausing longer each time, until stopped."""
+        for attempt in itertools.count():
+            delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), delay)
+            if self._stopping:
+                return []
+            again = await self._start_group([label], self._seconds(plan=False))
+            if again:
+                return again
+        raise AssertionError("unreachable")
 
     async def _prearm(self, run: PairRun) -> PairRun | None:
         """The pair's next run, prepared shortly before `run` ends (None if it ends first)."""
@@ -368,6 +400,7 @@ class Engine:
 
     async def stop(self) -> None:
         self._stopping = True
+        self._stopped.set()
         await asyncio.gather(*(run.stop() for run in list(self._runs.values())),
                              return_exceptions=True)
         await self.wait()

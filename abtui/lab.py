@@ -250,6 +250,24 @@ class Lab:
             _run(["ip", "-n", h.netns, "addr", "add", f"{h.data_address}/24", "dev", "data0"])
             _run(["ip", "-n", h.netns, "link", "set", "data0", "up"])
 
+    def start_sshd(self, alias: str) -> None:
+        """Start a host's sshd again if it is not running (after a crash, or a fault test
+        that killed it) and wait until it answers."""
+        h = self._host(alias)
+        if h is None:
+            raise LabError(f"{alias}: no such host in lab {self.name}")
+        self._start_sshd(h)
+        self._wait_ssh(h)
+
+    def sshd_pid(self, alias: str) -> int | None:
+        """The PID of a host's sshd daemon (from its pidfile), None when it is not running."""
+        h = self._host(alias)
+        return None if h is None else self._sshd_pid(h)
+
+    def _host(self, alias: str) -> LabHost | None:
+        return next((x for x in self.hosts(self.pair_count() or MAX_PAIRS) if x.alias == alias),
+                    None)
+
     def _sshd_pidfile(self, h: LabHost) -> Path:
         return self.state_dir / f"sshd-{h.alias}.pid"
 
@@ -258,11 +276,7 @@ class Lab:
             pid = int(self._sshd_pidfile(h).read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return None
-        return pid
+        return pid if _pid_alive(pid) else None  # a killed sshd may linger as a zombie
 
     def _start_sshd(self, h: LabHost) -> None:
         if self._sshd_pid(h) is not None:

@@ -147,7 +147,9 @@ class PairRun:
         self.status = "error"
         self.message = ""
         self.retry_port: int | None = None
-        self.intervals: list[Interval] = []
+        # a count, not a list: a long run's intervals live in the session file, not here
+        self.interval_count = 0
+        self._interrupted: set[str] = set()  # hosts whose link was lost during the run
         self._server: RemoteProcess | None = None
         self._server_lines: _Lines | None = None
         self._client: RemoteProcess | None = None
@@ -159,6 +161,7 @@ class PairRun:
         self._idle_summary: PingSummary | None = None
         self._stopping = False
         self._stalled = False
+        self._empty_streak = 0  # intervals in a row that carried no data
         self.finished = asyncio.Event()  # set once the run is over (RUN_END is out)
 
     @property
@@ -325,8 +328,14 @@ class PairRun:
                 got = parser.feed(line)
                 for interval in got:
                     self._emit_interval(interval)
+                    # iperf3 goes on printing empty intervals when no data moves (a link down)
+                    empty = interval.bytes == 0 and not interval.omitted
+                    self._empty_streak = self._empty_streak + 1 if empty else 0
                 if got:
                     deadline = time.monotonic() + stall_s
+                if self._empty_streak >= STALL_INTERVALS and not self._stopping:
+                    self._stalled = True
+                    break
         finally:
             if self._stalled:
                 await self._end_client()
@@ -342,7 +351,7 @@ class PairRun:
         return self.status
 
     def _emit_interval(self, interval: Interval) -> None:
-        self.intervals.append(interval)
+        self.interval_count += 1
         phase, straddles = self.hooks.phase_for(self.label, time.time(),
                                                 interval.end - interval.start)
         data = {"run": self.spec.run_id, "phase": phase, **interval.to_json(),
@@ -355,15 +364,16 @@ class PairRun:
 
     def _judge(self, rc: int | None, error: str | None) -> tuple[str, str]:
         lost = [link.alias for link in (self.sender, self.receiver)
-                if link.state is not LinkState.CONNECTED]
-        n = len(self.intervals)
-        if self._stopping:
+                if link.state is not LinkState.CONNECTED or link.alias in self._interrupted]
+        n = self.interval_count
+        if self._stopping and not self._interrupted:
             return "stopped", ""
         if lost:
             return "incomplete", (f"link to {', '.join(lost)} lost mid-run; {n} interval(s) "
                                   "received are kept")
         if self._stalled:
-            msg = (f"no interval from iperf3 for {STALL_INTERVALS} intervals "
+            what = "no data moved" if self._empty_streak else "no interval from iperf3"
+            msg = (f"{what} for {STALL_INTERVALS} intervals "
                    f"({STALL_INTERVALS * self.spec.options.interval:g} s): the stream stalled")
             self._event(EventKind.ERROR, message=msg)
             return "error", msg
@@ -454,6 +464,13 @@ class PairRun:
     # ---- ending -------------------------------------------------------------------------
     async def stop(self) -> None:
         """End the run early (the user stopped): its RUN_END says "stopped"."""
+        self._stopping = True
+        await self._end_client()
+
+    async def interrupt(self, alias: str) -> None:
+        """End the run because the link to `alias` was lost: its RUN_END says "incomplete"
+        (what it measured is kept; the next run starts afresh, never stitched to it)."""
+        self._interrupted.add(alias)
         self._stopping = True
         await self._end_client()
 

@@ -62,3 +62,7 @@ def ns_exec(lab_: Lab, alias: str, *cmd: str) -> str:
     """Run a command inside a lab host's namespace directly (the tests' side channel)."""
     return subprocess.run(["ip", "netns", "exec", f"abtui-{alias}", *cmd],
                           capture_output=True, text=True, check=True).stdout
+
+
+# the reliability table (tests/reliability.py): its fixture and the hook that writes it
+from tests.reliability import pytest_sessionfinish, reliability  # noqa: E402, F401

@@ -1,0 +1,205 @@
+"""Fault scenarios of issue 7 on the lab, with real processes: a receiver's sshd killed, a data
+link set down, the controller SIGKILLed, a changed host key refused by `abtui run`, and the
+soak. Each records its row of the reliability table (tests/reliability.py) once it passed.
+
+Processes are killed by PID only (the sshd pidfile in lab.state_dir, `ip netns pids`): PID
+namespaces are shared with other labs on the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from abtui.engine import Engine
+from abtui.lab import Lab
+from abtui.model import Event, EventKind
+from abtui.seams import open_session_writer
+from abtui.store import load_events
+from tests.lab.test_engine import (  # noqa: F401  (no_strays: nothing left on any host)
+    Recorder,
+    lab_profile,
+    make_engine,
+    no_strays,
+    until,
+)
+from tests.reliability import Reliability
+
+pytestmark = pytest.mark.lab
+INTERVAL = 0.5
+
+
+def sshd_sessions(lab: Lab, alias: str) -> list[int]:
+    """The PIDs of the sshd processes serving sessions on a lab host (not the daemon)."""
+    netns = f"abtui-{alias}"
+    daemon = lab.sshd_pid(alias)
+    out = []
+    for pid in subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
+                              text=True).stdout.split():
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "sshd" and int(pid) != daemon:
+            out.append(int(pid))
+    return out
+
+
+def kill_sshd(lab: Lab, alias: str) -> None:
+    """SIGKILL a host's sshd daemon and its session processes, by PID."""
+    daemon = lab.sshd_pid(alias)
+    assert daemon is not None, f"{alias}: sshd is not running"
+    victims = [daemon, *sshd_sessions(lab, alias)]
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+
+
+def max_gap(events: list[Event]) -> float:
+    """The longest wait between two intervals that arrived (controller clock)."""
+    times = [e.t for e in events]
+    return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+
+
+async def run_with(lab: Lab, tmp_path: Path, fault) -> tuple[Recorder, Path]:  # type: ignore[no-untyped-def]
+    """Both pairs continuous, written to a session file; `fault(rec)` meanwhile."""
+    profile = lab_profile(lab, interval=INTERVAL)
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    path = tmp_path / "session.jsonl"
+    writer = open_session_writer(path, profile, compact=False)
+    engine.subscribe(writer.write)
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        try:
+            await fault(rec, engine)
+        except AssertionError:
+            for e in rec.events:
+                if e.kind not in (EventKind.INTERVAL, EventKind.WATCH):
+                    print(round(e.t % 1000, 2), e.kind, e.pair, e.host, e.data)
+            raise
+    finally:
+        await engine.shutdown()
+        writer.close()
+    return rec, path
+
+
+def assert_contiguous(intervals: list[dict]) -> None:
+    """One run's intervals follow each other with no hole: each starts where the last ended."""
+    pairs = [(a["end"], b["start"]) for a, b in itertools.pairwise(intervals)]
+    holes = [(end, start) for end, start in pairs if abs(end - start) > 0.01]
+    assert intervals and intervals[0]["start"] == 0.0 and not holes, holes
+
+
+def links_of(rec: Recorder, alias: str) -> list[str]:
+    return [e.data["state"] for e in rec.of(EventKind.LINK) if e.host == alias]
+
+
+def is_subsequence(wanted: list[str], seen: list[str]) -> bool:
+    it = iter(seen)
+    return all(w in it for w in wanted)
+
+
+async def test_sshd_killed_on_a_receiver(lab: Lab, tmp_path: Path, reliability: Reliability):
+    """Pair B's receiver loses its sshd mid-run: B goes lost → reconnecting → connected once
+    sshd is back, measures again in a new run; the interrupted run is incomplete (its
+    intervals kept in the session, never stitched to the next); A never stops."""
+    rcv = lab.hosts(2)[3].alias
+    marks: dict[str, float] = {}
+
+    async def fault(rec: Recorder, engine: Engine) -> None:
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "B")) >= 3)
+        kill_sshd(lab, rcv)
+        marks["kill"] = time.time()
+        await until(lambda: "lost" in links_of(rec, rcv), timeout=10)
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(lab.start_sshd, rcv)
+        marks["back"] = time.time()
+        await until(lambda: len({e.data["run"] for e in rec.of(EventKind.INTERVAL, "B")}) >= 2,
+                    timeout=20)
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "B")) >= 2, timeout=5)
+        marks["measuring"] = time.time()
+        await asyncio.sleep(1.0)
+
+    rec, path = await run_with(lab, tmp_path, fault)
+    assert is_subsequence(["lost", "reconnecting", "connected"], links_of(rec, rcv)), \
+        links_of(rec, rcv)
+    runs_b = [e.data["run"] for e in rec.of(EventKind.RUN_START, "B")]
+    assert len(runs_b) >= 2, runs_b
+    first = rec.run_end(runs_b[0])
+    assert first["status"] == "incomplete" and f"link to {rcv} lost mid-run" in first["message"]
+    before = rec.intervals(runs_b[0])
+    assert len(before) >= 3
+    # never stitched: the new run counts from its own start, after the old one ended
+    after = rec.intervals(runs_b[-1])
+    assert after and after[0]["start"] == 0.0
+    end_t = next(e.t for e in rec.of(EventKind.RUN_END, "B") if e.data["run"] == runs_b[0])
+    assert all(e.t <= end_t for e in rec.of(EventKind.INTERVAL, "B")
+               if e.data["run"] == runs_b[0])
+    # what arrived before the drop is in the session file, as received
+    saved = [e.data for e in load_events(path)
+             if e.kind is EventKind.INTERVAL and e.data["run"] == runs_b[0]]
+    assert [(d["start"], d["end"], d["bytes"]) for d in saved] == \
+        [(d["start"], d["end"], d["bytes"]) for d in before]
+    # pair A went on: one run, no interval missing
+    a = rec.of(EventKind.INTERVAL, "A")
+    assert len({e.data["run"] for e in a}) == 1
+    gap = max_gap(a)
+    assert gap <= 2 * INTERVAL, f"pair A waited {gap:.2f} s between intervals"
+    assert_contiguous([e.data for e in a])
+    reliability.row(
+        "1", "sshd killed on one receiver",
+        "lost→reconnecting→connected; new run measures; old run incomplete, kept in the "
+        "session, not stitched; other pair's intervals contiguous",
+        intervals_kept=len(before), other_pair_max_gap_s=gap,
+        recovery_s=marks["measuring"] - marks["back"])
+
+
+async def test_data_link_down_stalls_and_recovers(lab: Lab, tmp_path: Path,
+                                                  reliability: Reliability):
+    """Pair A's data link goes down: the stall is an ERROR; once it is up, A measures again
+    in a new run; B is untouched."""
+    snd = lab.hosts(2)[0]
+    marks: dict[str, float] = {}
+
+    def link(state: str) -> None:
+        subprocess.run(["ip", "-n", snd.netns, "link", "set", "data0", state], check=True)
+
+    async def fault(rec: Recorder, engine: Engine) -> None:
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 2)
+        link("down")
+        try:
+            marks["down"] = time.time()
+            await until(lambda: rec.of(EventKind.ERROR, "A"), timeout=10)
+            marks["detected"] = time.time()
+        finally:
+            link("up")
+        marks["up"] = time.time()
+        first = rec.of(EventKind.RUN_START, "A")[0].data["run"]
+        await until(lambda: any(e.data["run"] != first and e.data["bytes"] > 0
+                                for e in rec.of(EventKind.INTERVAL, "A")), timeout=20)
+        marks["measuring"] = time.time()
+        await asyncio.sleep(0.5)
+
+    rec, _ = await run_with(lab, tmp_path, fault)
+    errors = [e.data["message"] for e in rec.of(EventKind.ERROR, "A")]
+    assert any("stalled" in m for m in errors), errors
+    runs_a = [e.data["run"] for e in rec.of(EventKind.RUN_START, "A")]
+    assert len(runs_a) >= 2 and rec.run_end(runs_a[0])["status"] == "error"
+    b = rec.of(EventKind.INTERVAL, "B")
+    assert len({e.data["run"] for e in b}) == 1 and not rec.of(EventKind.ERROR, "B")
+    assert_contiguous([e.data for e in b])
+    gap = max_gap(b)
+    assert gap <= 2 * INTERVAL, f"pair B waited {gap:.2f} s between intervals"
+    reliability.row(
+        "2", "data link of one pair down",
+        "stall shown as an ERROR; link up → new run measures; other pair untouched",
+        detected_after_s=marks["detected"] - marks["down"],
+        recovery_s=marks["measuring"] - marks["up"], other_pair_max_gap_s=gap)

@@ -52,7 +52,7 @@ from abtui.seams import (
     default_parser_factory,
     default_ping_parser_factory,
 )
-from abtui.undo import UndoJournal
+from abtui.undo import HostRecord, UndoJournal
 
 # Builds the knob layer once links exist: (links by alias, emit) -> applier.
 KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
@@ -148,6 +148,10 @@ class Engine:
                                if link.state is LinkState.CONNECTED))
         if self.journal is None and self._use_journal:
             self.journal = UndoJournal()
+        if self.journal is not None:  # how `abtui recover` reaches every host it may touch
+            for link in self.links.values():
+                self.journal.host(HostRecord(link.alias, link.ssh_config, link.known_hosts,
+                                             link.sudo))
         if self._applier_factory is not None:
             self.applier = self._applier_factory(self.links, self.emit)
         else:

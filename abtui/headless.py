@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from abtui.controller import KnobRefused
 from abtui.engine import Engine, KnobApplierFactory
 from abtui.errors import EXIT_FAILED, EXIT_OK
 from abtui.model import Event, EventKind, Profile
@@ -47,8 +49,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                        parser_factory: ParserFactory | None = None,
                        ping_parser_factory: PingParserFactory | None = None,
                        knob_applier: KnobApplierFactory | None = None,
-                       progress: TextIO | None = None, **engine_options: object) -> int:
+                       progress: TextIO | None = None,
+                       settings: Sequence[tuple[str, str]] = (),
+                       **engine_options: object) -> int:
     """Run the plan (or `duration` seconds continuously); 0 when every run went well.
+
+    `settings` (knob, value) are applied before anything runs (`abtui run --set`); a refusal
+    ends the run before it starts, with everything set back.
 
     The session goes to `out` as a plain journal, or (None) to a new session in the sessions
     folder, compacted when it ends."""
@@ -69,6 +76,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     reason = "done"
     try:
         await engine.connect()
+        for knob, value in settings:
+            try:
+                await engine.set_knob(knob, value)
+            except KnobRefused as exc:
+                print(f"abtui: --set {knob}={value} refused, not started: {exc}", file=stream,
+                      flush=True)
+                return EXIT_FAILED
         if duration is not None:
             await engine.start("continuous")
             await asyncio.sleep(duration)

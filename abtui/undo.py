@@ -202,3 +202,16 @@ def pending_recovery(directory: Path | None = None) -> list[Pending]:
             continue
         out.append(p)
     return out
+
+
+def recovery_notice(directory: Path | None = None) -> str | None:
+    """One line offering `abtui recover` when an earlier abtui left changes on hosts."""
+    try:
+        pending = pending_recovery(directory)
+    except OSError:
+        return None
+    if not pending:
+        return None
+    hosts = sorted({k[0] for p in pending for k in (*p.originals, *p.tunnels, *p.pgids)})
+    return (f"an earlier abtui (killed, or its hosts unreachable) left changes on "
+            f"{', '.join(hosts) or 'hosts'}: run `abtui recover` to set them back")

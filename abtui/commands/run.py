@@ -30,9 +30,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "printed and recorded)")
     parser.add_argument("--quick", action="store_true",
                         help="short runs: iperf3 -t 2 -i 0.5, ping -c 3, one repetition")
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                        dest="settings",
+                        help="set a knob of the profile before measuring (repeatable); every "
+                             "value is restored when the run ends")
+
+
+def parse_setting(text: str, knobs: list[str]) -> tuple[str, str]:
+    """`KNOB=VALUE` of --set, the knob one of the profile's."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise BadInput(f"--set {text}: write KNOB=VALUE")
+    if name not in knobs:
+        raise BadInput(f"--set {text}: the profile has no knob {name!r} "
+                       f"(it has: {', '.join(knobs) or 'none'})")
+    return name, value
 
 
 def run(args: argparse.Namespace) -> int:
+    from abtui.undo import recovery_notice
+
+    notice = recovery_notice()
+    if notice:
+        print(f"abtui: {notice}", file=sys.stderr, flush=True)
     if not args.headless:
         raise BadInput("abtui run needs --headless (the console is `abtui tui PROFILE`)")
     if args.duration is not None and not args.duration > 0:
@@ -48,12 +68,14 @@ def run(args: argparse.Namespace) -> int:
     from abtui.profile import load_profile
 
     profile = load_profile(path)
+    settings = [parse_setting(s, [k.name for k in profile.knobs]) for s in args.settings]
     start_data: dict[str, object] = {}
     if args.lab or args.quick:
         profile, start_data = _translate(profile, lab=args.lab, quick=args.quick)
     from abtui.headless import run_headless
 
-    return asyncio.run(run_headless(profile, out, args.duration, start_data=start_data))
+    return asyncio.run(run_headless(profile, out, args.duration, start_data=start_data,
+                                    settings=settings))
 
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:

@@ -13,6 +13,7 @@ import itertools
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,13 +22,16 @@ import pytest
 from abtui.engine import Engine
 from abtui.lab import Lab
 from abtui.model import Event, EventKind
+from abtui.profile import load_profile
 from abtui.seams import open_session_writer
 from abtui.store import load_events
+from tests.conftest import ns_exec
 from tests.lab.test_engine import (  # noqa: F401  (no_strays: nothing left on any host)
     Recorder,
     lab_profile,
     make_engine,
     no_strays,
+    stray_pids,
     until,
 )
 from tests.reliability import Reliability
@@ -203,3 +207,103 @@ async def test_data_link_down_stalls_and_recovers(lab: Lab, tmp_path: Path,
         "stall shown as an ERROR; link up → new run measures; other pair untouched",
         detected_after_s=marks["detected"] - marks["down"],
         recovery_s=marks["measuring"] - marks["up"], other_pair_max_gap_s=gap)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+RMEM_SMALL = "4096 16384 65536"
+
+
+def _abtui(tmp_path: Path, *args: str, **kw: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "abtui", *args], cwd=ROOT, env=env,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            **kw)  # type: ignore[call-overload]
+
+
+def _rmem(lab: Lab) -> dict[str, str]:
+    return {h.alias: " ".join(ns_exec(lab, h.alias, "sysctl", "-n", "net.ipv4.tcp_rmem").split())
+            for h in lab.hosts(2) if h.role == "receiver"}
+
+
+def _vxlans(lab: Lab) -> dict[str, str]:
+    out = {}
+    for h in lab.hosts(2):
+        links = ns_exec(lab, h.alias, "ip", "-o", "-d", "link", "show", "type", "vxlan")
+        if links.strip():
+            out[h.alias] = links.split(":")[1].strip()
+    return out
+
+
+def _interval_events(path: Path) -> list[Event]:
+    return [e for e in load_events(path) if e.kind is EventKind.INTERVAL]
+
+
+def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
+        lab: Lab, tmp_path: Path, reliability: Reliability):
+    """`abtui run --headless --duration 60` with tcp_rmem changed and a vxlan tunnel up, killed
+    with SIGKILL: the session holds every interval up to the kill (contiguous, at most the
+    one in flight missing), the next start offers recovery, and `abtui recover` restores
+    tcp_rmem, removes the tunnels and ends every iperf3 and ping left on the hosts."""
+    before = _rmem(lab)
+    assert all(v != RMEM_SMALL for v in before.values())
+    out = tmp_path / "s.jsonl"
+    proc = _abtui(tmp_path, "run", str(lab.profile_path), "--headless", "--duration", "60",
+                  "--out", str(out), "--set", f"tcp_rmem={RMEM_SMALL}", "--set",
+                  "tunnel=vxlan")
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+                not out.exists() or len(_interval_events(out)) < 8):
+            time.sleep(0.2)
+        assert out.exists() and len(_interval_events(out)) >= 8, proc.stderr
+        during, tunnels = _rmem(lab), _vxlans(lab)
+        stray = stray_pids(lab)
+        proc.kill()
+        killed = time.time()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert during == dict.fromkeys(before, RMEM_SMALL)
+    assert len(tunnels) == 4, tunnels  # both hosts of both pairs
+    assert {c for procs in stray.values() for _, c in procs} == {"iperf3", "ping"}
+    events = load_events(out)
+    interval = 1.0  # the lab profile's
+    kept = {}
+    for pair in ("A", "B"):
+        ivs = [e for e in events if e.kind is EventKind.INTERVAL and e.pair == pair]
+        (run,) = {e.data["run"] for e in ivs}
+        start = next(e for e in events if e.kind is EventKind.RUN_START
+                     and e.data["run"] == run)
+        assert start.data["config"] == {"tcp_rmem": RMEM_SMALL, "tunnel": "vxlan"}
+        assert start.data["target"] != next(p for p in load_profile(lab.profile_path).pairs
+                                            if p.label == pair).target
+        assert_contiguous([e.data for e in ivs])
+        # up to the kill: no more missing than the interval in flight (and its delivery)
+        in_flight = killed - (start.t + ivs[-1].data["end"])
+        assert in_flight < 2 * interval, f"pair {pair}: {in_flight:.2f} s lost before the kill"
+        kept[pair] = len(ivs)
+    # the next start offers recovery
+    offered = _abtui(tmp_path, "run", str(lab.profile_path), "--headless", "--duration", "0")
+    _, err = offered.communicate(timeout=30)
+    assert offered.returncode == 2
+    assert "left changes on" in err and "abtui recover" in err, err
+    t0 = time.monotonic()
+    rec = _abtui(tmp_path, "recover")
+    said, err = rec.communicate(timeout=60)
+    recovered_s = time.monotonic() - t0
+    assert rec.returncode == 0, said + err
+    assert sum("restored net.ipv4.tcp_rmem" in line for line in said.splitlines()) == 2, said
+    assert sum("removed tunnel" in line for line in said.splitlines()) == 4, said
+    assert _rmem(lab) == before
+    assert _vxlans(lab) == {}
+    assert stray_pids(lab) == {}
+    again = _abtui(tmp_path, "recover")
+    said, _ = again.communicate(timeout=30)
+    assert (again.returncode, said.strip()) == (0, "nothing to recover")
+    reliability.row(
+        "3", "controller SIGKILLed mid-run (knob changed, vxlan up)",
+        "session intervals contiguous up to the kill; next start offers recovery; "
+        "`abtui recover` restores tcp_rmem, removes 4 tunnel ends, ends iperf3/ping",
+        intervals_kept=sum(kept.values()), recover_s=recovered_s)

@@ -139,6 +139,14 @@ class Engine:
             "abtui_version": __version__, **self.start_data}))
         hosts = await open_hosts(self.profile, on_state=self._on_link_state)
         self.links, self.dialects = hosts.links, hosts.dialects
+        doubted = [f"{a}: {hosts.errors.get(a) or link.hostkey_problem}"
+                   for a, link in hosts.links.items() if link.hostkey_problem]
+        if doubted:  # a host that may not be the one meant: touch no host at all
+            await asyncio.gather(*(link.close() for link in self.links.values()),
+                                 return_exceptions=True)
+            self.links = {}
+            raise AbtuiError("; ".join(doubted) + "; nothing was changed on any host "
+                             "(update known_hosts if the new key is expected)")
         for alias, facts in hosts.facts.items():
             self.emit(Event(EventKind.FACTS, host=alias, data={"facts": asdict(facts)}))
         for alias, message in hosts.errors.items():

@@ -121,12 +121,16 @@ class _Lines:
     def __init__(self, proc: RemoteProcess) -> None:
         self.proc = proc
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        # False once nobody reads the lines any more (a listening server's reports): they are
+        # still drained, so the channel never blocks, but not queued, so memory stays flat
+        self.keep = True
         self.task = asyncio.get_running_loop().create_task(self._pump())
 
     async def _pump(self) -> None:
         try:
             async for line in self.proc.lines():
-                self.queue.put_nowait(line)
+                if self.keep:
+                    self.queue.put_nowait(line)
         finally:
             self.queue.put_nowait(None)
 
@@ -261,6 +265,7 @@ class PairRun:
                 return (errors or said or ["it exited without a word"])[0].removeprefix(
                     "iperf3: error - ")
             if "server listening on" in line.lower():
+                lines.keep = False  # what it prints from now on is not read
                 return None
             if line.strip("- "):
                 said.append(line.strip())

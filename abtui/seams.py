@@ -97,9 +97,10 @@ def default_parser_factory() -> ParserFactory:
                                   "read") from exc
 
     def make(fmt: OutputFormat) -> IperfParser:
+        # live: each interval goes on as an event, none is kept here (a long run's memory)
         if fmt == "json-stream":
-            return parse.Iperf3JsonParser()  # type: ignore[no-any-return]
-        return parse.Iperf3TextParser()  # type: ignore[no-any-return]
+            return parse.Iperf3JsonParser(keep_intervals=False)  # type: ignore[no-any-return]
+        return parse.Iperf3TextParser(keep_intervals=False)  # type: ignore[no-any-return]
 
     return make
 

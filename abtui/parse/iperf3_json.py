@@ -20,7 +20,8 @@ from abtui.parse.iperf3_result import Iperf3Result
 class Iperf3JsonParser:
     """Feed `--json-stream` lines (or the lines of a `-J` document); intervals come back live."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_intervals: bool = True) -> None:
+        self._keep = keep_intervals  # False: a live reader; see Iperf3TextParser
         self._intervals: list[Interval] = []
         self._start: dict[str, Any] = {}
         self._end: dict[str, Any] = {}
@@ -62,7 +63,8 @@ class Iperf3JsonParser:
         kind, data = obj.get("event"), obj.get("data")
         if kind == "interval" and isinstance(data, dict):
             ivs = intervals_of(data)
-            self._intervals.extend(ivs)
+            if self._keep:
+                self._intervals.extend(ivs)
             return ivs
         if kind == "start" and isinstance(data, dict):
             self._start = data

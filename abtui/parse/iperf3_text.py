@@ -66,7 +66,11 @@ class _End:
 class Iperf3TextParser:
     """Feed iperf3 text output line by line; each complete aggregate interval comes back once."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_intervals: bool = True) -> None:
+        # a live reader (the engine) passes False: the intervals it is handed go to the session
+        # file, and finish() then carries the summary without them (memory stays flat)
+        self._keep = keep_intervals
+        self._emitted = 0
         self._intervals: list[Interval] = []
         self._timestamps: list[float | None] = []
         self._ends: dict[tuple[str, str | None, str], _End] = {}
@@ -248,8 +252,10 @@ class Iperf3TextParser:
             self._timestamps.clear()
             return []
         iv = self._interval(g, omitted, direction)
-        self._intervals.append(iv)
-        self._timestamps.append(ts)
+        self._emitted += 1
+        if self._keep:
+            self._intervals.append(iv)
+            self._timestamps.append(ts)
         return [iv]
 
     def _interval(self, g: tuple[Any, ...], omitted: bool, direction: str | None) -> Interval:
@@ -314,7 +320,7 @@ class Iperf3TextParser:
         if not self._known:
             res.parse_error = (f"no iperf3 output found in {self._lines} lines"
                                if self._lines else "empty input")
-        elif self._warnings and not res.intervals and not res.complete and not res.error:
+        elif self._warnings and not self._emitted and not res.complete and not res.error:
             res.parse_error = self._warnings[0]
         return res
 

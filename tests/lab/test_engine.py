@@ -39,6 +39,7 @@ from abtui.model import (
 from abtui.store import load_events
 from abtui.undo import UndoJournal
 from tests.conftest import ns_exec
+from tests.reliability import Reliability
 
 pytestmark = pytest.mark.lab
 
@@ -297,8 +298,9 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
         assert len({e.data["run"] for e in ivs}) == 1
 
 
-async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab):
-    """A refused connection on A; on B the profile's port is taken, so another is used."""
+async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab, reliability: Reliability):
+    """A refused connection on A; on B the profile's port is taken, so another is used (and
+    the iperf3 holding it is left alone)."""
     profile = lab_profile(lab, duration=1)
     snd_a = lab.hosts(2)[0]
     profile.pairs[0] = Pair(**{**_pair_dict(profile.pairs[0]), "target": snd_a.data_address})
@@ -308,6 +310,7 @@ async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab):
     try:
         await asyncio.sleep(0.3)
         rec, engine = await run_plan(profile)
+        squatter_alive = squatter.poll() is None
     finally:
         squatter.terminate()
         squatter.wait()
@@ -317,7 +320,14 @@ async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab):
     assert any("connection refused" in e.data["message"] for e in rec.of(EventKind.ERROR, "A"))
     assert starts["B"]["port"] == 5202
     assert rec.run_end(starts["B"]["run"])["status"] == "ok"
+    assert_matches_printed(rec, starts["B"]["run"])
+    assert squatter_alive, "the iperf3 that held the port was ended"
     assert engine.failed_runs == 1
+    reliability.row(
+        "4", "the iperf3 port busy on a receiver",
+        "another port is used (5202), that run is ok and matches what iperf3 printed; the "
+        "iperf3 holding the port is untouched; the other pair's own failure stays its own",
+        port_used=starts["B"]["port"], intervals=len(rec.intervals(starts["B"]["run"])))
 
 
 async def test_missing_iperf3_and_unreachable_host_are_clear_errors(lab: Lab, tmp_path):

@@ -381,6 +381,10 @@ def _rss_kib() -> int:
     return int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmRSS:")))
 
 
+SOAK_SECONDS = float(os.environ.get("ABTUI_SOAK_SECONDS", "40"))
+
+
+@pytest.mark.timeout(int(SOAK_SECONDS) + 120)
 async def test_soak_two_pairs_with_a_knob_flipped_every_10_s(lab: Lab, tmp_path: Path,
                                                             reliability: Reliability):
     """2 pairs continuous at 0.5 s, tcp_wmem flipped every 10 s, for ABTUI_SOAK_SECONDS
@@ -388,7 +392,7 @@ async def test_soak_two_pairs_with_a_knob_flipped_every_10_s(lab: Lab, tmp_path:
     controller's memory flat once warmed up (traced Python memory and RSS)."""
     import tracemalloc
 
-    seconds = float(os.environ.get("ABTUI_SOAK_SECONDS", "40"))
+    seconds = SOAK_SECONDS
     profile = lab_profile(lab, interval=INTERVAL)
     soak = Soak()
     # no Recorder (it keeps every event and raw line): counted here, kept in the file

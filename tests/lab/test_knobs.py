@@ -4,6 +4,7 @@ originals restored on exit, on Ctrl-C and by `abtui recover` after SIGKILL."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from abtui.profile import load_profile
 from abtui.remote.hosts import open_hosts
 from abtui.undo import UndoJournal, read_journal
 from tests.conftest import ns_exec
+from tests.reliability import Reliability
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +61,8 @@ async def test_flip_on_four_hosts_is_read_back_and_restored(lab: Lab, tmp_path):
     assert [e.data["ok"] for e in events if e.kind is EventKind.RESTORE] == [True] * 4
 
 
-async def test_a_host_that_refuses_leaves_all_four_as_they_were(lab: Lab):
+async def test_a_host_that_refuses_leaves_all_four_as_they_were(lab: Lab,
+                                                                reliability: Reliability):
     """rx-checksumming is fixed on `lo` (b-rcv's device here) but not on the veths."""
     profile = load_profile(lab.profile_path)
     a, b = profile.pairs[:2]
@@ -80,7 +83,12 @@ async def test_a_host_that_refuses_leaves_all_four_as_they_were(lab: Lab):
         message = str(refused.value)
         assert message.startswith(f"{b.receiver}: knob rxcsum='off' refused: rx on lo: read-only")
         assert "set back on 3 other host(s)" in message
+        assert "\n" not in message and "Traceback" not in message
         assert states() == ["on"] * 4
+        reliability.row(
+            "5", "a host refuses a knob (read-only feature)",
+            "all or nothing: the 3 hosts that took it are set back; one line naming the host, "
+            "knob, value and reason", message=f"`{message}`")
     finally:
         await manager.restore_all()
         await hosts.close()
@@ -142,3 +150,28 @@ def test_originals_come_back_after_ctrl_c_and_after_sigkill_with_recover(lab: La
     assert {a: _sysctl(lab, a) for a in _aliases(lab)} == before
     assert _leftovers(lab, pgid) == ("", "")
     assert not list((tmp_path / "state" / "abtui" / "undo").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize(("key", "value", "why"), [
+    (SYN, "300", "Invalid argument"),  # outside the kernel's 1..127
+    ("net.ipv4.tcp_congestion_control", "cubic", "not permitted"),  # not allowed in a netns
+])
+async def test_a_value_the_kernel_refuses_changes_no_host(lab: Lab, key: str, value: str,
+                                                          why: str):
+    """An invalid value, and one the host does not permit: refused with one line naming the
+    host, the knob and the kernel's reason; no host is left changed."""
+    profile = load_profile(lab.profile_path)
+    hosts = await open_hosts(profile)
+    before = {a: _sysctl(lab, a, key) for a in _aliases(lab)}
+    manager = KnobManager(hosts.links, hosts.dialects)
+    knob = Knob("k", KnobKind.SYSCTL, (value,), key=key, scope=Scope.BOTH)
+    try:
+        with pytest.raises(KnobRefused) as refused:
+            await manager.apply(knob, value, resolve_targets(profile.pairs, knob))
+    finally:
+        await manager.restore_all()
+        await hosts.close()
+    message = str(refused.value)
+    assert re.match(rf"^{lab.name}-\w-\w{{3}}: knob k='{value}' refused: {key}", message), message
+    assert why.lower() in message.lower() and "\n" not in message
+    assert {a: _sysctl(lab, a, key) for a in _aliases(lab)} == before

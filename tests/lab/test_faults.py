@@ -21,6 +21,7 @@ import pytest
 
 from abtui.engine import Engine
 from abtui.lab import Lab
+from abtui.lab_profile import TCP_RMEM_VALUES
 from abtui.model import Event, EventKind
 from abtui.profile import load_profile
 from abtui.seams import open_session_writer
@@ -211,7 +212,7 @@ async def test_data_link_down_stalls_and_recovers(lab: Lab, tmp_path: Path,
 
 
 ROOT = Path(__file__).resolve().parents[2]
-RMEM_SMALL = "4096 16384 65536"
+RMEM_SMALL = TCP_RMEM_VALUES[1]  # one of the lab profile's values
 
 
 def _abtui(tmp_path: Path, *args: str, **kw: object) -> subprocess.Popen[str]:

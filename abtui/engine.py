@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import random
 import shlex
 import time
@@ -377,7 +376,8 @@ class Engine:
 
     async def _retry(self, label: str) -> list[PairRun]:
         """Start the pair again after a failure, pausing longer each time, until stopped."""
-        for attempt in itertools.count():
+        attempt = 0
+        while True:
             delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), delay)
@@ -386,7 +386,7 @@ class Engine:
             again = await self._start_group([label], self._seconds(plan=False))
             if again:
                 return again
-        raise AssertionError("unreachable")
+            attempt += 1
 
     async def _prearm(self, run: PairRun) -> PairRun | None:
         """The pair's next run, prepared shortly before `run` ends (None if it ends first)."""

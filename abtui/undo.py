@@ -212,6 +212,7 @@ def recovery_notice(directory: Path | None = None) -> str | None:
         return None
     if not pending:
         return None
-    hosts = sorted({k[0] for p in pending for k in (*p.originals, *p.tunnels, *p.pgids)})
+    hosts = sorted({str(k[0]) for p in pending
+                    for k in (*p.originals, *p.tunnels, *p.pgids)})
     return (f"an earlier abtui (killed, or its hosts unreachable) left changes on "
             f"{', '.join(hosts) or 'hosts'}: run `abtui recover` to set them back")

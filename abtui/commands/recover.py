@@ -112,26 +112,35 @@ async def recover_one(p: Pending, say: Say) -> bool:
             say(result.ok, f"{host}: removed tunnel {name} ({tunnel.get('type')})" if result.ok
                 else f"{host}: could not remove tunnel {name}: {result.stderr.strip()}")
             ok = ok and result.ok
-        for (host, pgid), what in p.pgids.items():
-            if host not in dialects:
-                continue
-            if not await _group_runs(links[host], pgid, what):
-                append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
-                say(True, f"{host}: process group {pgid} ({what or 'abtui'}) had already ended")
-                continue
-            await links[host].kill_group(pgid)
-            alive = await links[host].run(f"kill -0 -- -{int(pgid)} 2>/dev/null")
-            if not alive.ok:
-                append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
-            say(not alive.ok, f"{host}: ended process group {pgid} ({what or 'abtui'})"
-                if not alive.ok else f"{host}: process group {pgid} is still running")
-            ok = ok and not alive.ok
+        # all groups at once: each may take its grace period to end
+        ended = await asyncio.gather(*(
+            _end_group(p, links[host], pgid, what, say)
+            for (host, pgid), what in p.pgids.items() if host in dialects))
+        ok = ok and all(ended)
     finally:
         await asyncio.gather(*(link.close() for link in links.values()),
                              return_exceptions=True)
     if ok:
         p.path.unlink(missing_ok=True)
     return ok
+
+
+async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, say: Say) -> bool:
+    """End one process group abtui started; True when it is gone."""
+    from abtui.undo import append_record
+
+    host = link.alias
+    if not await _group_runs(link, pgid, what):
+        append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
+        say(True, f"{host}: process group {pgid} ({what or 'abtui'}) had already ended")
+        return True
+    await link.kill_group(pgid)
+    alive = await link.run(f"kill -0 -- -{int(pgid)} 2>/dev/null")
+    if not alive.ok:
+        append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
+    say(not alive.ok, f"{host}: ended process group {pgid} ({what or 'abtui'})"
+        if not alive.ok else f"{host}: process group {pgid} is still running")
+    return not alive.ok
 
 
 async def _group_runs(link: HostLink, pgid: int, what: str) -> bool:

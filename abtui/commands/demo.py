@@ -31,14 +31,7 @@ def _take_down(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from abtui import lab
-    from abtui.undo import recovery_notice
-
-    notice = recovery_notice()
-    if notice:  # before the lab and the console: the user sees it first
-        print(f"abtui: {notice}", file=sys.stderr, flush=True)
     from abtui.commands.lab import print_reached
 
     state = lab.Lab.default()

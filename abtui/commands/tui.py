@@ -94,12 +94,18 @@ def open_on_hosts(profile: Any, title: str) -> int:
     from abtui.engine import Engine
     from abtui.seams import open_session_writer
     from abtui.store import new_session_path
+    from abtui.undo import recovery_notice
 
+    notice = recovery_notice()
+    if notice:  # said before the console takes the screen, and kept in its subtitle
+        print(f"abtui: {notice}", file=sys.stderr, flush=True)
     path = new_session_path(profile.name)
     engine = Engine(profile, session_path=path)
     writer = open_session_writer(path, profile, compact=True)
     engine.subscribe(writer.write)
     try:
-        return open_console(engine, title, subtitle=f"session {path.name}")
+        subtitle = f"session {path.name}" + (" — earlier changes left on hosts: run "
+                                             "`abtui recover`" if notice else "")
+        return open_console(engine, title, subtitle=subtitle)
     finally:
         print(f"abtui: session written to {writer.close()}", file=sys.stderr)

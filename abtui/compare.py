@@ -63,12 +63,24 @@ def markdown(left: Session, right: Session) -> str:
                                       body)]) + "\n"
 
 
+def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
+    """Each configuration's label -> its {knob: value}, as the sessions' phases recorded it."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in sessions:
+        for pair in s.pairs:
+            for ph in s.phases_of(pair):
+                out.setdefault(stats.config_key(ph.config), dict(ph.config))
+    return out
+
+
 def to_json(left: Session, right: Session) -> dict[str, Any]:
+    values = _config_values(left, right)
     out = []
     for r in rows(left, right):
         d, v = r.get("delta"), r.get("verdict")
         out.append({
-            "pair": r["pair"], "config": r["config"], "only": r["only"],
+            "pair": r["pair"], "config": values.get(r["config"], {}),
+            "config_label": r["config"], "only": r["only"],
             "left": r["left"].to_json() if r["left"] else None,
             "right": r["right"].to_json() if r["right"] else None,
             "delta_pct": d.pct if d else None,

@@ -184,7 +184,11 @@ def path_in(base: Path | None) -> Conv:
         value = text(value, 4096)
         if not value:
             raise Invalid("an empty path; expected a file path")
-        p = Path(value).expanduser()
+        try:
+            p = Path(value).expanduser()
+        except RuntimeError:  # `~name` of a user this machine does not have
+            raise Invalid(f"{show(value)} names an unknown user's home; expected a file "
+                          "path") from None
         if not p.is_absolute() and base is not None:
             p = base / p
         return str(p)

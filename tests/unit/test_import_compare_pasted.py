@@ -56,7 +56,8 @@ def test_pasted_before_after_logs_compare_with_the_right_speedup(tmp_path: Path)
     rows = json.loads(cmp.stdout)["rows"]
     assert len(rows) == 1
     row = rows[0]
-    assert row["pair"] == "wg" and row["config"] == "tunnel=wireguard"
+    assert row["pair"] == "wg" and row["config"] == {"tunnel": "wireguard"}
+    assert row["config_label"] == "tunnel=wireguard"
     assert abs(row["delta_pct"] - 44.0) < 0.5
     md = _abtui("compare", "--sessions-dir", str(sessions), "before", "after", cwd=tmp_path)
     assert md.returncode == 0 and "+44" in md.stdout

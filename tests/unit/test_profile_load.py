@@ -279,3 +279,14 @@ def test_cli_exits_2_with_one_line_for_a_broken_profile(tmp_path, monkeypatch, c
     good = tmp_path / "good.toml"
     good.write_text(MINIMAL)
     assert cli.main(["profiletest", str(good)]) == 0
+
+
+def test_path_of_an_unknown_users_home_is_one_line(tmp_path):
+    from abtui.errors import BadInput
+    from abtui.profile import parse_profile
+
+    text = (tmp_path / "p.toml")
+    body = ('[profile]\nname = "x"\nssh_config = "~nosuchuser_abtui/.ssh/config"\n\n'
+            '[[pairs]]\nlabel = "A"\nsender = "s"\nreceiver = "r"\ntarget = "198.18.1.2"\n')
+    with pytest.raises(BadInput, match=r":3: .*ssh_config.*unknown user"):
+        parse_profile(body, text)

@@ -126,7 +126,7 @@ def test_compare_matches_configurations_and_lists_one_sided(tmp_path: Path) -> N
     right = Session.load(_plan(tmp_path, "right", [{"cc": "reno"}, {"cc": "cubic"}],
                                [[1.10e9, 1.11e9, 1.12e9, 1.13e9, 1.14e9], [3e9] * 5]))
     doc = compare.to_json(left, right)
-    by = {(r["pair"], r["config"]): r for r in doc["rows"]}
+    by = {(r["pair"], r["config_label"]): r for r in doc["rows"]}
     reno = by[("A", "cc=reno")]
     assert reno["delta_pct"] == pytest.approx((1.12 - 1.02) / 1.02 * 100)
     assert reno["verdict"]["significant"] and round(reno["verdict"]["p"], 4) == 0.0079

@@ -31,7 +31,6 @@ from abtui.model import (
     LinkState,
     Pair,
     Profile,
-    Scope,
     TestOptions,
     now,
 )
@@ -483,14 +482,8 @@ class Engine:
         return targets
 
     def _hosts(self, knob: Knob, labels: Sequence[str]) -> list[str]:
-        hosts: list[str] = []
-        for label in labels:
-            pair = self.profile.pair(label)
-            if knob.scope in (Scope.SENDER, Scope.BOTH):
-                hosts.append(pair.sender)
-            if knob.scope in (Scope.RECEIVER, Scope.BOTH):
-                hosts.append(pair.receiver)
-        return list(dict.fromkeys(hosts))
+        return list(dict.fromkeys(self.profile.pair(label).host(role)
+                                  for label in labels for role in knob.scope.roles))
 
     def _set_iperf3_option(self, knob: Knob, value: str, labels: Sequence[str]) -> None:
         """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...)."""

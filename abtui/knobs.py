@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from abtui.controller import KnobRefused
 from abtui.errors import BadInput, RemoteError
-from abtui.model import Event, EventKind, Knob, KnobKind, Pair, Role, Scope
+from abtui.model import Event, EventKind, Knob, KnobKind, Pair
 from abtui.remote.dialects import (
     PERMISSION,
     READ_ONLY,
@@ -87,14 +87,12 @@ def resolve_targets(pairs: Sequence[Pair], knob: Knob,
     for label in labels:
         if label not in known:
             raise BadInput(f"knob {knob.name}: no pair {label!r} (pairs: {', '.join(known)})")
-    roles = {Scope.SENDER: (Role.SENDER,), Scope.RECEIVER: (Role.RECEIVER,),
-             Scope.BOTH: (Role.SENDER, Role.RECEIVER)}[knob.scope]
     out: list[Target] = []
     seen: set[tuple[str, str | None]] = set()
     for p in pairs:
         if labels and p.label not in labels:
             continue
-        for role in roles:
+        for role in knob.scope.roles:
             host = p.host(role)
             device = None if _sysctl_only(knob) else knob.device or p.device(role)
             if (host, device) not in seen:

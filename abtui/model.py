@@ -25,6 +25,15 @@ class Scope(StrEnum):
     RECEIVER = "receiver"
     BOTH = "both"
 
+    @property
+    def roles(self) -> tuple[Role, ...]:
+        """The roles in a pair this scope touches, sender first."""
+        if self is Scope.SENDER:
+            return (Role.SENDER,)
+        if self is Scope.RECEIVER:
+            return (Role.RECEIVER,)
+        return (Role.SENDER, Role.RECEIVER)
+
 
 class KnobKind(StrEnum):
     SYSCTL = "sysctl"

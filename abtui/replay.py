@@ -392,8 +392,7 @@ class ReplayController:
         hosts = []
         for label in labels:
             pair = self.profile.pair(label)
-            roles = {Scope.SENDER: [pair.sender], Scope.RECEIVER: [pair.receiver]}.get(
-                k.scope, [pair.sender, pair.receiver])
+            roles = [pair.host(role) for role in k.scope.roles]
             hosts.extend(roles)
             self._changed.update((knob, h) for h in roles)
             if self.running:

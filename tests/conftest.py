@@ -6,7 +6,9 @@ ABTUI_TEST_LAB="name,ifprefix,mgmt" picks the test lab's names (default "tlab,ab
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +58,32 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield the_lab
     finally:
         the_lab.down()
+
+
+def sshd_sessions(lab: Lab, alias: str) -> list[int]:
+    """The PIDs of the sshd processes serving sessions on a lab host (not the daemon)."""
+    netns = f"abtui-{alias}"
+    daemon = lab.sshd_pid(alias)
+    out = []
+    for pid in subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
+                              text=True).stdout.split():
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "sshd" and int(pid) != daemon:
+            out.append(int(pid))
+    return out
+
+
+def kill_sshd(lab: Lab, alias: str) -> None:
+    """SIGKILL a host's sshd daemon and its session processes, by PID."""
+    daemon = lab.sshd_pid(alias)
+    assert daemon is not None, f"{alias}: sshd is not running"
+    victims = [daemon, *sshd_sessions(lab, alias)]
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):  # a session may end meanwhile
+            os.kill(pid, signal.SIGKILL)
 
 
 def ns_exec(lab_: Lab, alias: str, *cmd: str) -> str:

@@ -12,7 +12,6 @@ import asyncio
 import itertools
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from abtui.profile import load_profile
 from abtui.seams import open_session_writer
 from abtui.store import load_events
 from abtui.undo import UndoJournal
-from tests.conftest import ns_exec
+from tests.conftest import kill_sshd, ns_exec
 from tests.lab.test_engine import (  # noqa: F401  (no_strays: nothing left on any host)
     Recorder,
     lab_profile,
@@ -41,31 +40,6 @@ from tests.reliability import Reliability
 
 pytestmark = pytest.mark.lab
 INTERVAL = 0.5
-
-
-def sshd_sessions(lab: Lab, alias: str) -> list[int]:
-    """The PIDs of the sshd processes serving sessions on a lab host (not the daemon)."""
-    netns = f"abtui-{alias}"
-    daemon = lab.sshd_pid(alias)
-    out = []
-    for pid in subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
-                              text=True).stdout.split():
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if comm == "sshd" and int(pid) != daemon:
-            out.append(int(pid))
-    return out
-
-
-def kill_sshd(lab: Lab, alias: str) -> None:
-    """SIGKILL a host's sshd daemon and its session processes, by PID."""
-    daemon = lab.sshd_pid(alias)
-    assert daemon is not None, f"{alias}: sshd is not running"
-    victims = [daemon, *sshd_sessions(lab, alias)]
-    for pid in victims:
-        os.kill(pid, signal.SIGKILL)
 
 
 def max_gap(events: list[Event]) -> float:

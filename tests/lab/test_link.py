@@ -10,7 +10,7 @@ from abtui.errors import RemoteError
 from abtui.lab import Lab
 from abtui.model import LinkState
 from abtui.remote.link import HostLink, connect_all
-from tests.conftest import ns_exec
+from tests.conftest import kill_sshd, ns_exec
 
 pytestmark = pytest.mark.lab
 
@@ -93,9 +93,6 @@ async def test_unknown_host_key_is_refused_with_a_clear_message(lab: Lab, tmp_pa
 async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab: Lab):
     """sshd killed: lost -> reconnecting -> connected. Its host key regenerated: refused,
     naming the host and the known_hosts line, until known_hosts is updated."""
-    import contextlib
-    import os
-    import signal
     import subprocess
 
     host = lab.hosts(2)[3]
@@ -104,25 +101,13 @@ async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab:
                     on_state=lambda _l, s, m: states.append((s, m)))
     await link.connect()
 
-    def kill_sshd() -> None:
-        """This host's sshd (from the lab's pidfile) and its session processes, by PID only:
-        namespaces share the PID space, so nothing is looked up by name."""
-        listener = lab._sshd_pid(host)
-        assert listener is not None
-        sessions = subprocess.run(["ps", "-o", "pid=", "--ppid", str(listener)],
-                                  capture_output=True, text=True).stdout.split()
-        for pid in [listener, *map(int, sessions)]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        lab._sshd_pidfile(host).unlink(missing_ok=True)
-
     try:
-        kill_sshd()
+        kill_sshd(lab, host.alias)
         for _ in range(50):
             if any(s is LinkState.RECONNECTING for s, _m in states):
                 break
             await asyncio.sleep(0.1)
-        lab._start_sshd(host)
+        lab.start_sshd(host.alias)
         assert await link.wait_connected(timeout=15)
         kinds = [s for s, _m in states]
         assert kinds[:2] == [LinkState.CONNECTING, LinkState.CONNECTED]
@@ -137,8 +122,8 @@ async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab:
         key.with_suffix(".pub").unlink()
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
                        check=True)
-        kill_sshd()
-        lab._start_sshd(host)
+        kill_sshd(lab, host.alias)
+        lab.start_sshd(host.alias)
         fresh = HostLink(host.alias, ssh_config=str(lab.ssh_config), reconnect=False,
                          accept_new_host_keys=True)  # never applies to a CHANGED key
         with pytest.raises(RemoteError, match=rf"^{host.alias}: host key of {host.alias} has "
@@ -152,7 +137,7 @@ async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab:
         assert any(s is LinkState.LOST and "CHANGED" in m for s, m in states), states
     finally:
         lab._write_client_files(lab.hosts(2))  # trust the new key: the lab works again
-        lab._start_sshd(host)
+        lab.start_sshd(host.alias)
     assert await link.wait_connected(timeout=15)
     await link.close()
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from abtui.lab import Lab
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,13 +51,15 @@ def run(args: argparse.Namespace) -> int:
     return 0 if status["ok"] else 1
 
 
-def print_reached(lab) -> int:  # type: ignore[no-untyped-def]
+def print_reached(lab: Lab) -> int:
     """Reach every lab host over SSH (asyncssh, host keys verified) and print who answered."""
     import asyncio
 
     from abtui.remote.probe import probe_hosts
 
-    aliases = [h["alias"] for h in lab.status()["hosts"]]
+    # the lab's record names its hosts; status() would probe every sshd once more first
+    pairs = lab.pair_count()
+    aliases = [h.alias for h in lab.hosts(pairs)] if pairs else []
     results = asyncio.run(probe_hosts(aliases, ssh_config=str(lab.ssh_config)))
     failed = 0
     for alias, (ok, text) in results.items():

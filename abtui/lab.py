@@ -256,6 +256,16 @@ class Lab:
         h = self._host(alias)
         if h is None:
             raise LabError(f"{alias}: no such host in lab {self.name}")
+        running = self._sshd_pid(h)
+        if running is not None and not ssh_banner(h.mgmt_address)[0]:
+            # just killed and not yet reaped by the kernel: wait for it to go, or the
+            # "already running" check below would skip the start
+            deadline = time.monotonic() + 5.0
+            while _pid_alive(running) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if _pid_alive(running):
+                raise LabError(f"sshd on {alias} (PID {running}) runs but does not answer "
+                               f"on {h.mgmt_address}:22")
         self._start_sshd(h)
         self._wait_ssh(h)
 

@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,6 +85,11 @@ def kill_sshd(lab: Lab, alias: str) -> None:
     for pid in victims:
         with contextlib.suppress(ProcessLookupError):  # a session may end meanwhile
             os.kill(pid, signal.SIGKILL)
+    # SIGKILL is delivered asynchronously: return only once the daemon is really gone
+    deadline = time.monotonic() + 5.0
+    while lab.sshd_pid(alias) is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert lab.sshd_pid(alias) is None, f"{alias}: sshd PID {daemon} survived SIGKILL"
 
 
 def ns_exec(lab_: Lab, alias: str, *cmd: str) -> str:

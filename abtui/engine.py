@@ -24,6 +24,7 @@ from abtui.controller import KnobRefused, Mode
 from abtui.errors import AbtuiError, RemoteError
 from abtui.iperf_cmd import JSON_STREAM_SINCE, options_for, parse_iperf_version, run_seconds
 from abtui.model import (
+    DEFAULT_IPERF3,
     Event,
     EventKind,
     Knob,
@@ -66,13 +67,19 @@ SETTLE_S = 0.05
 PREARM_S = 3.0
 
 
+def _install_hint(program: str) -> str:
+    if program == DEFAULT_IPERF3:
+        return "install the iperf3 package"
+    return "install iperf3 there, or correct the profile's [test] iperf3 option"
+
+
 class Engine:
     """The Controller on real hosts; see the module docstring."""
 
     def __init__(self, profile: Profile, *, parser_factory: ParserFactory | None = None,
                  ping_parser_factory: PingParserFactory | None = None,
                  knob_applier: KnobApplierFactory | None = None,
-                 session_path: Path | None = None, iperf3_program: str = "iperf3",
+                 session_path: Path | None = None,
                  chunk_seconds: int | None = None,
                  raw_sink: Callable[[str, str], None] | None = None,
                  journal: UndoJournal | None = None, use_journal: bool = True,
@@ -88,7 +95,6 @@ class Engine:
             self.ping_parser_factory = default_ping_parser_factory()
         self._applier_factory = knob_applier
         self.applier: KnobApplier = NoKnobs()
-        self.iperf3_program = iperf3_program
         self.chunk_seconds = chunk_seconds
         self.raw_sink = raw_sink
         self.links: dict[str, HostLink] = {}
@@ -96,7 +102,8 @@ class Engine:
         # originals, tunnels and process groups, for `abtui recover` after a crash
         self.journal = journal
         self._use_journal = use_journal
-        self.iperf_versions: dict[str, tuple[int, int] | None] = {}
+        # (host, iperf3 program) -> its version, None when it is not there
+        self.iperf_versions: dict[tuple[str, str], tuple[int, int] | None] = {}
         self.has_bash: dict[str, bool] = {}
         self.has_stdbuf: dict[str, bool] = {}
         self.phases = {p.label: PairPhases(p.label) for p in profile.pairs}
@@ -150,8 +157,12 @@ class Engine:
         for alias, message in hosts.errors.items():
             text = message if alias in message else f"{alias}: {message}"
             self.emit(Event(EventKind.ERROR, host=alias, data={"message": text}))
-        await asyncio.gather(*(self._detect(link) for link in self.links.values()
-                               if link.state is LinkState.CONNECTED))
+        programs = {(alias, self._options(pair).iperf3) for pair in self.profile.pairs
+                    for alias in (pair.sender, pair.receiver)}
+        await asyncio.gather(*(self._detect(self.links[alias], program)
+                               for alias, program in sorted(programs)
+                               if alias in self.links
+                               and self.links[alias].state is LinkState.CONNECTED))
         if self.journal is None and self._use_journal:
             self.journal = UndoJournal()
         if self.journal is not None:  # how `abtui recover` reaches every host it may touch
@@ -189,23 +200,23 @@ class Engine:
                 if link in (run.sender, run.receiver):
                     self._spawn(run.interrupt(link.alias))
 
-    async def _detect(self, link: HostLink) -> None:
+    async def _detect(self, link: HostLink, program: str) -> None:
         """What a host has, asked once: iperf3's version (text or --json-stream output), bash
         (a fork-free clock at release) and stdbuf (every iperf3 line flushed as printed)."""
         result = await link.run(
-            f"{shlex.quote(self.iperf3_program)} --version 2>&1 | head -n 1; "
+            f"{shlex.quote(program)} --version 2>&1 | head -n 1; "
             "command -v bash >/dev/null && echo __abtui_bash; "
             "command -v stdbuf >/dev/null && echo __abtui_stdbuf; true")
         lines = result.stdout.splitlines()
         first = lines[0] if lines else ""
         version = parse_iperf_version(first)
-        self.iperf_versions[link.alias] = version
+        self.iperf_versions[(link.alias, program)] = version
         self.has_bash[link.alias] = "__abtui_bash" in lines
         self.has_stdbuf[link.alias] = "__abtui_stdbuf" in lines
         if version is None:
             self.emit(Event(EventKind.ERROR, host=link.alias, data={
-                "message": f"{link.alias}: iperf3 is not installed (`{self.iperf3_program}` not "
-                           "found): install the iperf3 package"}))
+                "message": f"{link.alias}: iperf3 is not installed (`{program}` not "
+                           f"found): {_install_hint(program)}"}))
 
     # ---- runs ---------------------------------------------------------------------------
     def _options(self, pair: Pair) -> TestOptions:
@@ -222,14 +233,14 @@ class Engine:
                 raise RunFailed(f"{alias} is not connected"
                                 f"{' (' + str(link.state) + ')' if link else ''}", run_id)
         for alias in (pair.sender, pair.receiver):
-            if self.iperf_versions.get(alias) is None:
-                raise RunFailed(f"{alias}: iperf3 is not installed: install the iperf3 package",
-                                run_id)
-        sender_version = self.iperf_versions.get(pair.sender) or (0, 0)
+            if self.iperf_versions.get((alias, opts.iperf3)) is None:
+                raise RunFailed(f"{alias}: iperf3 is not installed (`{opts.iperf3}` not "
+                                f"found): {_install_hint(opts.iperf3)}", run_id)
+        sender_version = self.iperf_versions.get((pair.sender, opts.iperf3)) or (0, 0)
         spec = RunSpec(
             run_id=run_id, pair=pair, options=opts, target=self.targets[label],
             seconds=seconds, port=port or opts.port, config=dict(self.phases[label].config),
-            json_stream=sender_version >= JSON_STREAM_SINCE, program=self.iperf3_program,
+            json_stream=sender_version >= JSON_STREAM_SINCE, program=opts.iperf3,
             bash=self.has_bash.get(pair.sender, False),
             stdbuf=self.has_stdbuf.get(pair.sender, False),
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs])

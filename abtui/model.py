@@ -118,6 +118,9 @@ class Knob:
         return self.os_values.get(os_name.lower(), {}).get(value, value)
 
 
+DEFAULT_IPERF3 = "iperf3"
+
+
 @dataclass(slots=True)
 class TestOptions:
     """iperf3 and ping options for runs; `duration` 0 means continuous."""
@@ -138,6 +141,8 @@ class TestOptions:
     # > 0: `ping -c N` on the idle link before iperf3 starts; 0: ping alongside iperf3
     ping_count: int = 0
     extra_args: tuple[str, ...] = ()
+    # the iperf3 program on the hosts: a name looked up in PATH, or an absolute path
+    iperf3: str = DEFAULT_IPERF3
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ HOST_RE = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.@:%\[\]-]{0,254}")
 HOSTNAME_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?")
 BITRATE_RE = re.compile(r"[0-9]+(\.[0-9]+)?[KMGTkmgt]?(/[0-9]+)?")
 CONGESTION_RE = re.compile(r"[A-Za-z0-9_-]{1,16}")
+PROGRAM_RE = re.compile(r"/?[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*")
 
 
 def show(value: Any, limit: int = 40) -> str:

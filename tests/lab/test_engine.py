@@ -337,7 +337,8 @@ async def test_missing_iperf3_and_unreachable_host_are_clear_errors(lab: Lab, tm
     profile = lab_profile(lab, duration=1)
     profile.ssh_config = str(config)
     profile.pairs[1] = Pair(**{**_pair_dict(profile.pairs[1]), "receiver": "nowhere-rcv"})
-    rec, engine = await run_plan(profile, iperf3_program="iperf3-not-installed")
+    profile.test.iperf3 = "iperf3-not-installed"
+    rec, engine = await run_plan(profile)
     ends = {e.pair: e.data for e in rec.of(EventKind.RUN_END)}
     assert "iperf3 is not installed" in ends["A"]["message"]
     assert "nowhere-rcv is not connected" in ends["B"]["message"]

@@ -230,7 +230,7 @@ def test_docs_describe_every_key_and_their_example_loads():
     from abtui.profile import schema
 
     doc = (PROFILES.parent / "docs" / "profiles.md").read_text()
-    documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, re.M))
+    documented = set(re.findall(r"^\| `([a-z0-9_]+)` \|", doc, re.M))
     keys = {fld.key for fields in (schema.profile_fields(None), schema.TEST_FIELDS,
                                    schema.PAIR_FIELDS, schema.KNOB_FIELDS,
                                    schema.KNOB_OS_FIELDS, schema.WATCH_FIELDS,
@@ -290,3 +290,19 @@ def test_path_of_an_unknown_users_home_is_one_line(tmp_path):
             '[[pairs]]\nlabel = "A"\nsender = "s"\nreceiver = "r"\ntarget = "198.18.1.2"\n')
     with pytest.raises(BadInput, match=r":3: .*ssh_config.*unknown user"):
         parse_profile(body, text)
+
+
+def test_the_iperf3_program_is_a_name_or_path_per_profile_and_pair():
+    from abtui.iperf_cmd import client_argv, options_for
+
+    text = MINIMAL.replace('target = "198.18.2.2"\n',
+                           'target = "198.18.2.2"\n[pairs.test]\n'
+                           'iperf3 = "/opt/iperf3-3.18/bin/iperf3"\n')
+    profile = parse_profile(text, "t.toml")
+    assert profile.test.iperf3 == "iperf3"
+    opts = options_for(profile.test, profile.pair("B"))
+    assert opts.iperf3 == "/opt/iperf3-3.18/bin/iperf3"
+    assert client_argv(opts, "198.18.2.2", 5201, 10, program=opts.iperf3)[0] == opts.iperf3
+    msg = error_of(text.replace("/opt/iperf3-3.18/bin/iperf3", "iperf3; reboot"))
+    assert msg.startswith("t.toml:16: pairs[1].test.iperf3:"), msg
+    assert "a program name or an absolute path" in msg

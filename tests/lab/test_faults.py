@@ -23,6 +23,7 @@ from abtui.engine import Engine
 from abtui.lab import Lab
 from abtui.lab_profile import TCP_RMEM_VALUES
 from abtui.model import Event, EventKind
+from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.profile import load_profile
 from abtui.seams import open_session_writer
 from abtui.store import load_events
@@ -217,16 +218,65 @@ def _interval_events(path: Path) -> list[Event]:
     return [e for e in load_events(path) if e.kind is EventKind.INTERVAL]
 
 
+# The iperf3 the hosts run in the SIGKILL scenario: the real one, with what the client prints
+# also kept on the host (tee writes to the SSH channel first, then to the file, so a line the
+# controller may have seen is always in the file). The test's record of what iperf3 printed.
+HOST_TEE = """#!/bin/bash
+case " $* " in *" -c "*) ;; *) exec iperf3 "$@" ;; esac
+set -o pipefail
+iperf3 "$@" 2>&1 | tee -a "{logs}/$(hostname).log"
+"""
+
+
+def _tee_profile(lab: Lab, tmp_path: Path) -> tuple[Path, Path]:
+    """The lab profile with [test] iperf3 pointing at HOST_TEE; and the folder of host logs."""
+    logs = tmp_path / "host-logs"
+    logs.mkdir()
+    wrapper = tmp_path / "iperf3-tee"
+    wrapper.write_text(HOST_TEE.format(logs=logs))
+    wrapper.chmod(0o755)
+    text = lab.profile_path.read_text()
+    assert text.count("[test]\n") == 1
+    profile = tmp_path / "lab-tee.toml"
+    profile.write_text(text.replace("[test]\n", f'[test]\niperf3 = "{wrapper}"\n'))
+    return profile, logs
+
+
+def _host_intervals(log: Path) -> list[tuple[float, float, int, float]]:
+    """The intervals in what iperf3 printed on a host (its own log, parsed afresh)."""
+    parser = Iperf3TextParser()
+    got = [iv for line in log.read_text().splitlines() for iv in parser.feed(line)]
+    return [(iv.start, iv.end, iv.bytes, iv.bits_per_second) for iv in got if not iv.omitted]
+
+
+def _our_processes(lab: Lab) -> list[tuple[str, int, str]]:
+    """iperf3, ping and the tee wrapper's processes still in the lab's namespaces."""
+    left = []
+    for h in lab.hosts(2):
+        pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True,
+                              text=True).stdout.split()
+        for pid in pids:
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm in ("iperf3", "ping", "tee", "iperf3-tee"):
+                left.append((h.alias, int(pid), comm))
+    return left
+
+
 def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
         lab: Lab, tmp_path: Path, reliability: Reliability):
     """`abtui run --headless --duration 60` with tcp_rmem changed and a vxlan tunnel up, killed
-    with SIGKILL: the session holds every interval up to the kill (contiguous, at most the
-    one in flight missing), the next start offers recovery, and `abtui recover` restores
-    tcp_rmem, removes the tunnels and ends every iperf3 and ping left on the hosts."""
+    with SIGKILL: the session holds every interval iperf3 printed on the senders up to the
+    kill (compared with the hosts' own copy of iperf3's output; at most the one in flight
+    missing), the next start offers recovery, and `abtui recover` restores tcp_rmem, removes
+    the tunnels and ends every iperf3 and ping left on the hosts."""
     before = _rmem(lab)
     assert all(v != RMEM_SMALL for v in before.values())
+    profile_path, logs = _tee_profile(lab, tmp_path)
     out = tmp_path / "s.jsonl"
-    proc = _abtui(tmp_path, "run", str(lab.profile_path), "--headless", "--duration", "60",
+    proc = _abtui(tmp_path, "run", str(profile_path), "--headless", "--duration", "60",
                   "--out", str(out), "--set", f"tcp_rmem={RMEM_SMALL}", "--set",
                   "tunnel=vxlan")
     try:
@@ -247,9 +297,10 @@ def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
     assert during == dict.fromkeys(before, RMEM_SMALL)
     assert len(tunnels) == 4, tunnels  # both hosts of both pairs
     assert {c for procs in stray.values() for _, c in procs} == {"iperf3", "ping"}
+    time.sleep(1.5)  # what the hosts print meanwhile is not the journal's to hold
     events = load_events(out)
     interval = 1.0  # the lab profile's
-    kept = {}
+    kept, printed = {}, {}
     for pair in ("A", "B"):
         ivs = [e for e in events if e.kind is EventKind.INTERVAL and e.pair == pair]
         (run,) = {e.data["run"] for e in ivs}
@@ -259,10 +310,19 @@ def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
         assert start.data["target"] != next(p for p in load_profile(lab.profile_path).pairs
                                             if p.label == pair).target
         assert_contiguous([e.data for e in ivs])
-        # up to the kill: no more missing than the interval in flight (and its delivery)
+        # the journal holds exactly what iperf3 printed on the sender, in order...
+        sender = next(p for p in load_profile(lab.profile_path).pairs if p.label == pair).sender
+        on_host = _host_intervals(logs / f"{sender}.log")
+        journal = [(e.data["start"], e.data["end"], e.data["bytes"],
+                    e.data["bits_per_second"]) for e in ivs]
+        assert journal == on_host[:len(journal)], (journal, on_host)
+        # ...up to the kill: what the host printed before it, less the interval in flight
+        printed_before = [iv for iv in on_host if start.t + iv[1] < killed]
+        missing = printed_before[len(journal):]
+        assert len(missing) <= 1, f"pair {pair}: {missing} printed on {sender} but not kept"
         in_flight = killed - (start.t + ivs[-1].data["end"])
         assert in_flight < 2 * interval, f"pair {pair}: {in_flight:.2f} s lost before the kill"
-        kept[pair] = len(ivs)
+        kept[pair], printed[pair] = len(ivs), len(printed_before)
     # the next start offers recovery
     offered = _abtui(tmp_path, "run", str(lab.profile_path), "--headless", "--duration", "0")
     _, err = offered.communicate(timeout=30)
@@ -277,15 +337,17 @@ def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
     assert sum("removed tunnel" in line for line in said.splitlines()) == 4, said
     assert _rmem(lab) == before
     assert _vxlans(lab) == {}
-    assert stray_pids(lab) == {}
+    assert _our_processes(lab) == []
     again = _abtui(tmp_path, "recover")
     said, _ = again.communicate(timeout=30)
     assert (again.returncode, said.strip()) == (0, "nothing to recover")
     reliability.row(
         "3", "controller SIGKILLed mid-run (knob changed, vxlan up)",
-        "session intervals contiguous up to the kill; next start offers recovery; "
-        "`abtui recover` restores tcp_rmem, removes 4 tunnel ends, ends iperf3/ping",
-        intervals_kept=sum(kept.values()), recover_s=recovered_s)
+        "the session holds every interval iperf3 printed on the senders before the kill "
+        "(compared with the hosts' own copy; at most the one in flight missing); next start "
+        "offers recovery; `abtui recover` restores tcp_rmem, removes 4 tunnel ends, ends "
+        "iperf3/ping", intervals_kept=sum(kept.values()),
+        printed_on_hosts_before_kill=sum(printed.values()), recover_s=recovered_s)
 
 
 def test_changed_host_key_refuses_the_run_and_touches_no_host(lab: Lab, tmp_path: Path,

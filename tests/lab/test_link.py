@@ -156,3 +156,29 @@ async def test_sudo_refusal_is_reported_as_such(lab: Lab):
                                           r"or this user may not use sudo\): .*sudo.*not found"):
         await link.connect()
     assert states[-1][0] is LinkState.LOST and "sudo -n refused" in states[-1][1]
+
+
+async def test_ssh_config_proxyjump_and_port_are_honoured(lab: Lab, tmp_path):
+    """A host reached only through another (ProxyJump in ssh_config, as to a lab behind a
+    bastion): the link opens through the jump host, and its commands run on the target."""
+    snd, _, _, rcv = lab.hosts(2)
+    config = tmp_path / "ssh_config"
+    config.write_text(lab.ssh_config.read_text() + "\n".join([
+        "", "Host behind-bastion",
+        f"    HostName {rcv.mgmt_address}",
+        "    Port 22",
+        "    User root",
+        f"    IdentityFile {lab.client_key}",
+        "    IdentitiesOnly yes",
+        f"    UserKnownHostsFile {lab.known_hosts}",
+        f"    HostKeyAlias {rcv.alias}",
+        f"    ProxyJump {snd.alias}", ""]))
+    link = HostLink("behind-bastion", ssh_config=str(config))
+    await link.connect()
+    try:
+        assert (await link.check("hostname")).strip() == rcv.alias
+        # sshd on the target saw the jump host as its client, not the controller
+        client_ip = (await link.check("echo $SSH_CONNECTION")).split()[0]
+        assert client_ip == snd.mgmt_address, client_ip
+    finally:
+        await link.close()

@@ -127,6 +127,7 @@ async def recover_one(p: Pending, say: Say) -> bool:
 
 async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, say: Say) -> bool:
     """End one process group abtui started; True when it is gone."""
+    from abtui.remote.link import group_alive_command
     from abtui.undo import append_record
 
     host = link.alias
@@ -135,7 +136,7 @@ async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, say: Say)
         say(True, f"{host}: process group {pgid} ({what or 'abtui'}) had already ended")
         return True
     await link.kill_group(pgid)
-    alive = await link.run(f"kill -0 -- -{int(pgid)} 2>/dev/null")
+    alive = await link.run(group_alive_command(pgid))
     if not alive.ok:
         append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
     say(not alive.ok, f"{host}: ended process group {pgid} ({what or 'abtui'})"

@@ -374,11 +374,21 @@ class HostLink:
         await self.run(f"{kill} -TERM -{int(pgid)} 2>/dev/null; true")
         deadline = asyncio.get_running_loop().time() + grace
         while asyncio.get_running_loop().time() < deadline:
-            alive = await self.run(f"kill -0 -{int(pgid)} 2>/dev/null")
+            alive = await self.run(group_alive_command(pgid))
             if not alive.ok:
                 return
             await asyncio.sleep(0.05)
         await self.run(f"{kill} -KILL -{int(pgid)} 2>/dev/null; true")
+
+
+def group_alive_command(pgid: int) -> str:
+    """A shell test that succeeds while process group `pgid` has a member that is not a
+    zombie. `kill -0` counts zombies: children orphaned by the kill wait for init to reap
+    them (a second and more on some hosts), which made every stop wait out its grace."""
+    g = int(pgid)
+    return (f"if out=$(ps -A -o pgid= -o stat= 2>/dev/null) && [ -n \"$out\" ]; then "
+            f"printf '%s\\n' \"$out\" | awk '$1=={g} && $2 !~ /^Z/ {{f=1}} END {{exit !f}}'; "
+            f"else kill -0 -{g} 2>/dev/null; fi")
 
 
 class RemoteProcess:

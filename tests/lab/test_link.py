@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 
 import pytest
 
@@ -180,5 +181,93 @@ async def test_ssh_config_proxyjump_and_port_are_honoured(lab: Lab, tmp_path):
         # sshd on the target saw the jump host as its client, not the controller
         client_ip = (await link.check("echo $SSH_CONNECTION")).split()[0]
         assert client_ip == snd.mgmt_address, client_ip
+    finally:
+        await link.close()
+
+
+async def test_a_key_held_only_by_ssh_agent_logs_in(lab: Lab, tmp_path, monkeypatch):
+    """No IdentityFile, no key on disk where asyncssh looks: the agent (SSH_AUTH_SOCK) has it."""
+    import os
+    import signal
+    import subprocess
+
+    host = lab.hosts(1)[1]
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if sock.exists():
+                break
+            await asyncio.sleep(0.05)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh keys to fall back on
+        config = tmp_path / "ssh_config"
+        config.write_text("\n".join([
+            "Host agent-only",
+            f"    HostName {host.mgmt_address}",
+            "    User root",
+            f"    UserKnownHostsFile {lab.known_hosts}",
+            f"    HostKeyAlias {host.alias}", ""]))
+        # the agent still empty: refused, so the login below is the agent's doing
+        with pytest.raises(RemoteError, match="agent-only"):
+            await HostLink("agent-only", ssh_config=str(config)).connect()
+        subprocess.run(["ssh-add", "-q", str(lab.client_key)], check=True, capture_output=True)
+        link = HostLink("agent-only", ssh_config=str(config))
+        await link.connect()
+        try:
+            assert (await link.check("hostname")).strip() == host.alias
+        finally:
+            await link.close()
+    finally:
+        os.kill(agent.pid, signal.SIGTERM)
+        agent.wait(timeout=5)
+
+
+def _pids_running(lab: Lab, alias: str, cmdline: str) -> list[str]:
+    """PIDs in a lab host's network namespace whose command line is exactly `cmdline`."""
+    import subprocess
+    from pathlib import Path
+
+    netns = f"abtui-{alias}"
+    pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
+                          text=True).stdout.split()
+    found = []
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b" ".join(argv).decode(errors="replace") == cmdline and state != "Z":
+            found.append(pid)
+    return found
+
+
+@pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo is not installed")
+async def test_sudo_runs_commands_and_streams_and_ends_them(lab: Lab):
+    """`sudo -n` for real (Debian's sudoers: env_reset, secure_path, use_pty): the control
+    shell and streamed commands run under sudo, and ending a stream leaves nothing, even
+    though use_pty puts the command in a session of its own."""
+    host = lab.hosts(1)[0]
+    link = HostLink(host.alias, ssh_config=str(lab.ssh_config), sudo=True)
+    await link.connect()
+    try:
+        assert (await link.check("echo $SUDO_USER $(id -u)")).split() == ["root", "0"]
+        assert (await link.check("sysctl -n net.ipv4.ip_forward")).strip() in ("0", "1")
+        proc = await link.stream("echo $SUDO_COMMAND; sleep 307.25 | cat")
+        first = await anext(aiter(proc.lines()))
+        assert first.endswith("sh -c echo $SUDO_COMMAND; sleep 307.25 | cat"), first
+        for _ in range(50):
+            if _pids_running(lab, host.alias, "sleep 307.25"):
+                break
+            await asyncio.sleep(0.05)
+        assert _pids_running(lab, host.alias, "sleep 307.25")
+        await proc.terminate()
+        for _ in range(60):
+            if not _pids_running(lab, host.alias, "sleep 307.25"):
+                break
+            await asyncio.sleep(0.05)
+        assert _pids_running(lab, host.alias, "sleep 307.25") == []
     finally:
         await link.close()

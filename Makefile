@@ -3,8 +3,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
-	wireguard-go iputils-ping tmux procps kmod
-DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep
+	wireguard-go iputils-ping tmux procps kmod sudo
+DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo
 
 .PHONY: setup demo test bench soak lint clean-venv lab-down
 

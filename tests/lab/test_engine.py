@@ -60,9 +60,10 @@ def lab_profile(lab: Lab, **test: object) -> Profile:
                                values=WMEM, scope=Scope.SENDER)])
 
 
-def stray_pids(lab: Lab) -> dict[str, list[tuple[int, str]]]:
-    """iperf3 and ping processes in the lab's namespaces (PID namespaces are shared, so
-    only the namespaces' own PIDs are looked at)."""
+def stray_pids(lab: Lab, comms: tuple[str, ...] = ("iperf3", "ping")
+               ) -> dict[str, list[tuple[int, str]]]:
+    """iperf3 and ping (or `comms`) processes in the lab's namespaces (PID namespaces are
+    shared, so only the namespaces' own PIDs are looked at)."""
     out: dict[str, list[tuple[int, str]]] = {}
     for h in lab.hosts(2):
         pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True,
@@ -72,7 +73,7 @@ def stray_pids(lab: Lab) -> dict[str, list[tuple[int, str]]]:
                 comm = Path(f"/proc/{pid}/comm").read_text().strip()
             except OSError:
                 continue
-            if comm in ("iperf3", "ping"):
+            if comm in comms:
                 out.setdefault(h.alias, []).append((int(pid), comm))
     return out
 

@@ -249,22 +249,6 @@ def _host_intervals(log: Path) -> list[tuple[float, float, int, float]]:
     return [(iv.start, iv.end, iv.bytes, iv.bits_per_second) for iv in got if not iv.omitted]
 
 
-def _our_processes(lab: Lab) -> list[tuple[str, int, str]]:
-    """iperf3, ping and the tee wrapper's processes still in the lab's namespaces."""
-    left = []
-    for h in lab.hosts(2):
-        pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True,
-                              text=True).stdout.split()
-        for pid in pids:
-            try:
-                comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            except OSError:
-                continue
-            if comm in ("iperf3", "ping", "tee", "iperf3-tee"):
-                left.append((h.alias, int(pid), comm))
-    return left
-
-
 def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
         lab: Lab, tmp_path: Path, reliability: Reliability):
     """`abtui run --headless --duration 60` with tcp_rmem changed and a vxlan tunnel up, killed
@@ -337,7 +321,7 @@ def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
     assert sum("removed tunnel" in line for line in said.splitlines()) == 4, said
     assert _rmem(lab) == before
     assert _vxlans(lab) == {}
-    assert _our_processes(lab) == []
+    assert stray_pids(lab, ("iperf3", "ping", "tee", "iperf3-tee")) == {}
     again = _abtui(tmp_path, "recover")
     said, _ = again.communicate(timeout=30)
     assert (again.returncode, said.strip()) == (0, "nothing to recover")

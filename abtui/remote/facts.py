@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from shlex import quote
 
-from abtui.model import HostFacts
+from abtui.errors import BadInput
+from abtui.model import DEFAULT_IPERF3, HostFacts
+from abtui.profile.fields import PROGRAM_RE
 from abtui.remote.dialects import parse_freebsd_pciconf, validate_device
 from abtui.remote.link import HostLink
 
@@ -40,17 +42,20 @@ FreeBSD)
     pciconf -lv 2>/dev/null | sed 's/^/pciconf:/'
   fi ;;
 esac
-echo "iperf3_version=$(iperf3 --version 2>/dev/null | head -n 1)"
+echo "iperf3_version=$(__IPERF3__ --version 2>/dev/null | head -n 1)"
 if command -v ping >/dev/null 2>&1; then
   v=$(ping -V 2>/dev/null | head -n 1); echo "ping_version=${v:-present}"
 else echo "ping_version="; fi
 """
 
 
-def facts_command(device: str | None = None) -> str:
-    """The facts script for `sh`; the data device (validated) is the only thing put in."""
+def facts_command(device: str | None = None, iperf3: str = DEFAULT_IPERF3) -> str:
+    """The facts script for `sh`; the data device and the iperf3 program the runs use (both
+    validated) are the only things put in."""
     dev = quote(validate_device(device)) if device else "''"
-    return _SCRIPT.replace("__DEV__", dev)
+    if not PROGRAM_RE.fullmatch(iperf3):
+        raise BadInput(f"iperf3 program {iperf3!r} is not a program name or path")
+    return _SCRIPT.replace("__DEV__", dev).replace("__IPERF3__", quote(iperf3))
 
 
 def parse_facts(alias: str, out: str, device: str | None = None) -> HostFacts:
@@ -85,8 +90,8 @@ def parse_facts(alias: str, out: str, device: str | None = None) -> HostFacts:
     return facts
 
 
-async def gather_facts(link: HostLink, device: str | None = None,
+async def gather_facts(link: HostLink, device: str | None = None, iperf3: str = DEFAULT_IPERF3,
                        timeout: float = 15.0) -> HostFacts:
     """Ask the host about itself in one round trip."""
-    out = await link.check(facts_command(device), timeout=timeout)
+    out = await link.check(facts_command(device, iperf3), timeout=timeout)
     return parse_facts(link.alias, out, device)

@@ -30,6 +30,14 @@ def host_device(pairs: Sequence[Pair], alias: str) -> str | None:
     return None
 
 
+def host_iperf3(profile: Profile, alias: str) -> str:
+    """The iperf3 program `alias` runs (its first pair's `[test] iperf3`): facts report it."""
+    for p in profile.pairs:
+        if alias in (p.sender, p.receiver):
+            return str(p.overrides.get("iperf3", profile.test.iperf3))
+    return profile.test.iperf3
+
+
 @dataclass(slots=True)
 class Hosts:
     links: dict[str, HostLink] = field(default_factory=dict)
@@ -61,7 +69,8 @@ async def open_hosts(profile: Profile, on_state: StateCallback | None = None,
         if exc is not None:
             hosts.errors[alias] = str(exc).removeprefix(f"{alias}: ")
     alive = [a for a in hosts.links if a not in hosts.errors]
-    got = await asyncio.gather(*(gather_facts(hosts.links[a], host_device(profile.pairs, a))
+    got = await asyncio.gather(*(gather_facts(hosts.links[a], host_device(profile.pairs, a),
+                                              host_iperf3(profile, a))
                                  for a in alive), return_exceptions=True)
     for alias, facts in zip(alive, got, strict=True):
         if isinstance(facts, BaseException):

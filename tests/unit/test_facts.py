@@ -62,3 +62,17 @@ def test_device_is_validated_before_it_reaches_the_script():
     assert "dev=data0\n" in facts_command("data0")
     with pytest.raises(BadInput):
         facts_command("eth0; reboot")
+
+
+def test_facts_report_the_iperf3_program_the_runs_use(tmp_path):
+    """The script, run by the local sh, asks the profile's program for its version."""
+    import subprocess
+
+    fake = tmp_path / "iperf3-own-build"
+    fake.write_text("#!/bin/sh\necho 'iperf 3.18 (cJSON 1.7.15)'\n")
+    fake.chmod(0o755)
+    out = subprocess.run(["sh", "-c", facts_command(None, str(fake))], capture_output=True,
+                         text=True).stdout
+    assert parse_facts("h", out).iperf3_version == "iperf 3.18 (cJSON 1.7.15)"
+    with pytest.raises(BadInput):
+        facts_command(None, "iperf3; reboot")

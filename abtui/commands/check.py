@@ -39,7 +39,7 @@ def _print(ok: bool, line: str) -> None:
 
 async def preflight(profile: Profile, report: Report) -> bool:
     """Run every check, calling report(ok, line) per finding; True when all passed."""
-    from abtui.remote.hosts import open_hosts
+    from abtui.remote.hosts import host_iperf3, open_hosts
 
     results: list[bool] = []
 
@@ -53,7 +53,7 @@ async def preflight(profile: Profile, report: Report) -> bool:
             if alias in hosts.errors:
                 say(False, f"{alias}: unreachable: {hosts.errors[alias]}")
                 continue
-            _report_host(say, alias, hosts)
+            _report_host(say, alias, hosts, host_iperf3(profile, alias))
         await _check_knobs(say, profile, hosts)
         await _check_tunnels(say, profile, hosts)
     finally:
@@ -61,15 +61,23 @@ async def preflight(profile: Profile, report: Report) -> bool:
     return all(results)
 
 
-def _report_host(say: Report, alias: str, hosts: Hosts) -> None:
+def _report_host(say: Report, alias: str, hosts: Hosts, iperf3: str) -> None:
+    from abtui.model import DEFAULT_IPERF3
+
     f = hosts.facts[alias]
     link = hosts.links[alias]
     who = "root" if link.uid == 0 else f"uid {link.uid}"
     new_key = ", host key was new and is now recorded" if link.accepted_new_key else ""
     say(True, f"{alias}: reachable, {f.os} {f.kernel_release} ({f.hostname}), as {who}"
         f"{' via sudo' if link.sudo else ''}{new_key}")
-    say(bool(f.iperf3_version), f"{alias}: "
-        + (f.iperf3_version or "iperf3 is missing: install it (e.g. the iperf3 package)"))
+    own = iperf3 != DEFAULT_IPERF3
+    if f.iperf3_version:
+        say(True, f"{alias}: {f.iperf3_version}" + (f" ({iperf3})" if own else ""))
+    elif own:
+        say(False, f"{alias}: iperf3 `{iperf3}` is missing: install it there, or correct the "
+                   "profile's [test] iperf3")
+    else:
+        say(False, f"{alias}: iperf3 is missing: install it (e.g. the iperf3 package)")
     say(bool(f.ping_version), f"{alias}: "
         + (f"ping present ({f.ping_version})" if f.ping_version else
            "ping is missing: install it (iputils-ping on Debian)"))

@@ -43,6 +43,7 @@ def test_check_reports_every_host_knob_and_tunnel(lab: Lab, tmp_path):
 
     broken = tmp_path / "broken.toml"
     broken.write_text(lab.profile_path.read_text().replace(
+        "[test]\n", '[test]\niperf3 = "/opt/no-such-build/iperf3"\n').replace(
         'key = "net.ipv4.tcp_wmem"', 'key = "net.ipv4.no_such_knob"').replace(
         'values = ["none", "wireguard", "vxlan"]', 'values = ["none", "gre"]'))
     bad = _check(broken)
@@ -50,3 +51,6 @@ def test_check_reports_every_host_knob_and_tunnel(lab: Lab, tmp_path):
     assert f"FAIL {senders[0]}: knob tcp_wmem: not readable: cannot read " \
            "net.ipv4.no_such_knob: unknown key" in bad.stdout
     assert "FAIL pair A: tunnels available" in bad.stdout and "gre (the kernel" in bad.stdout
+    for h in lab.hosts(2):
+        assert f"FAIL {h.alias}: iperf3 `/opt/no-such-build/iperf3` is missing: install it " \
+               "there, or correct the profile's [test] iperf3" in bad.stdout

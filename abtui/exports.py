@@ -16,7 +16,8 @@ from abtui import stats
 from abtui.session import NO_PHASE, Session, config_key
 
 CSV_FIELDS = ("session", "pair", "phase", "configuration", "run", "time", "start", "end",
-              "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms", "omitted", "straddles")
+              "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms", "omitted", "straddles",
+              "direction")
 
 
 def _clean(x: float) -> float | None:
@@ -52,6 +53,8 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
             "retransmits": _int(cols["retransmits"][i]), "cwnd_bytes": _int(cols["cwnd"][i]),
             "rtt_ms": round(sum(rtts) / len(rtts), 6) if rtts else None,
             "omitted": bool(cols["omitted"][i]), "straddles": phase is None,
+            # --bidir: "rx" for the receiver -> sender direction, else None
+            "direction": "rx" if cols["rx"][i] else None,
         }
 
 
@@ -85,6 +88,7 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "rtt_ms": st["rtt"].to_json(),
         "retransmits_per_s": st["retransmits_per_s"].to_json(),
         "noisy": st["throughput"].noisy,
+        **({"throughput_rx": st["throughput_rx"].to_json()} if st["throughput_rx"].n else {}),
     }
 
 
@@ -117,7 +121,8 @@ def to_json(session: Session) -> dict[str, Any]:
             target = unphased if ph == NO_PHASE else rows_by_phase.setdefault(ph, [])
             target.append({k: row[k] for k in ("pair", "run", "time", "start", "end",
                                                 "bits_per_second", "retransmits",
-                                                "cwnd_bytes", "rtt_ms", "omitted")})
+                                                "cwnd_bytes", "rtt_ms", "omitted",
+                                                "direction")})
     pings_by_phase: dict[int, list[dict[str, Any]]] = {}
     for pair in session.pairs:
         p = session.pings[pair]
@@ -149,7 +154,9 @@ def to_json(session: Session) -> dict[str, Any]:
         "phases": phases,
         "straddling_intervals": unphased,
         "runs": [{"pair": r.pair, "run": r.id, "config": r.config, "start": r.start,
-                  "end": r.end, "status": r.status, "summary": r.summary, "ping": r.ping,
+                  "end": r.end, "status": r.status, "summary": r.summary,
+                  **({"reverse_summary": r.reverse_summary} if r.reverse_summary else {}),
+                  "ping": r.ping,
                   "message": r.message, "skew_ms": r.skew_ms, "options": r.options,
                   "stats": {m: s.to_json() for m, s in stats.run_stats(session, r).items()}}
                  for r in session.runs],

@@ -306,12 +306,14 @@ class EventKind(StrEnum):
     - KNOB_ERROR:   {"knob", "value", "message"}                          nothing was changed
     - TUNNEL:       {"type", "target"}  the tunnel in use and iperf3's new target   (pair set)
     - RUN_START:    {"run", "config": {knob: value}, "host_clock", "skew_ms", "options"} (pair)
-    - INTERVAL:     {"run", "phase", **Interval.to_json(), "straddles": bool}        (pair)
+    - INTERVAL:     {"run", "phase", **Interval.to_json(), "straddles": bool,
+                     "direction"?: "tx"|"rx" (--bidir: rx is receiver -> sender)}   (pair)
     - PING:         {"run", "phase", "seq", "rtt_ms"}                               (pair)
     - WATCH:        {"run", "name", "value"}                                  (pair, host)
     - RUN_END:      {"run", "status": "ok"|"error"|"incomplete"|"stopped",
                      "summary": asdict(IperfSummary) | None, "ping": asdict(PingSummary)|None,
-                     "message"}                                                       (pair)
+                     "message", "reverse_summary"?: asdict(IperfSummary) (--bidir's
+                     receiver -> sender direction)}                                   (pair)
     - PHASE:        {"phase", "config": {knob: value}, "start", "end"}  a phase closed (pair)
     - PROGRESS:     {"done", "total", "eta_s"}                                  plan mode
     - SKEW:         {"skew_ms": float, "clocks": {pair: host_clock}}   a synchronized start

@@ -82,6 +82,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     if options:
         out += ["## Test options", "", options, ""]
     out += ["## Throughput per configuration", "", _throughput(session, table, bp), ""]
+    if any(c.throughput_rx.n for row in table.values() for c in row.values()):
+        out += ["## Other direction (--bidir: receiver → sender)", "",
+                _throughput_rx(session, table, bp), ""]
     if len(table) > 1:
         out += [*_vs_config(session, table, base_config), ""]
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
@@ -175,6 +178,31 @@ def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
             "difference; ?: too few runs to tell). ⚠: too noisy to conclude (coefficient of "
             f"variation > {stats.NOISE_CV:.0%}).")
     return md_table(header, rows) + "\n\n" + note
+
+
+def _throughput_rx(session: Session, table: dict[str, dict[str, stats.Cell]],
+                   bp: str | None) -> str:
+    """--bidir runs measure both ways at once: the table above is the pair's own direction,
+    this one the way back, never averaged with it."""
+    peak = max((c.throughput_rx.max or 0.0 for row in table.values() for c in row.values()),
+               default=0.0)
+    div, unit = rate_unit(peak)
+    others = [p for p in session.pairs if p != bp]
+    rows = []
+    for config, row in table.items():
+        cells = [fmt_mean_sd(row[p].throughput_rx, div) if p in row else "—"
+                 for p in session.pairs]
+        base = row.get(bp or "")
+        deltas = []
+        for p in others:
+            d = (stats.delta_of(base.throughput_rx, row[p].throughput_rx)
+                 if base is not None and p in row else None)
+            deltas.append("—" if d is None else str(d))
+        rows.append([config, *cells, *deltas])
+    header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
+              *[f"Δ {p} vs {bp}" for p in others]]
+    return md_table(header, rows) + "\n\nmean ± stdev over intervals; Δ with its 95 % " \
+        "confidence interval (intervals, not runs: no significance test)."
 
 
 def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],

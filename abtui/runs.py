@@ -350,9 +350,11 @@ class PairRun:
         ping = await self._finish_ping()
         await self.cleanup()
         summary = iperf_summary_of(result)
+        reverse = iperf_summary_of(result, reverse=True) if self.status != "error" else None
+        extra: dict[str, Any] = {"reverse_summary": asdict(reverse)} if reverse else {}
         self._event(EventKind.RUN_END, run=self.spec.run_id, status=self.status,
                     summary=asdict(summary) if summary and self.status != "error" else None,
-                    ping=asdict(ping) if ping else None, message=self.message)
+                    ping=asdict(ping) if ping else None, message=self.message, **extra)
         return self.status
 
     def _emit_interval(self, interval: Interval) -> None:

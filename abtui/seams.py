@@ -66,9 +66,10 @@ class KnobApplier(Protocol):
     async def restore(self) -> None: ...
 
 
-def iperf_summary_of(result: Any) -> IperfSummary | None:
-    """The end-of-test summary, None when iperf3 did not get to print one."""
-    summary = getattr(result, "summary", None)
+def iperf_summary_of(result: Any, reverse: bool = False) -> IperfSummary | None:
+    """The end-of-test summary (with `reverse`, --bidir's other direction), None when iperf3
+    did not get to print one."""
+    summary = getattr(result, "reverse_summary" if reverse else "summary", None)
     if not isinstance(summary, IperfSummary):
         return None
     if summary.sender_bits_per_second is None and summary.receiver_bits_per_second is None:

@@ -41,6 +41,8 @@ class Run:
     end: float | None = None
     status: str = "incomplete"  # until a RUN_END says otherwise
     summary: dict[str, Any] | None = None
+    # --bidir: iperf3's summary of the other direction (receiver -> sender)
+    reverse_summary: dict[str, Any] | None = None
     ping: dict[str, Any] | None = None
     message: str = ""
     skew_ms: float | None = None
@@ -89,9 +91,11 @@ class Columns:
 
 
 def _interval_columns() -> Columns:
-    # t: event time; start/end: iperf3's own, relative to its run; NaN where unknown
+    # t: event time; start/end: iperf3's own, relative to its run; NaN where unknown;
+    # rx: 1 for --bidir's other direction (receiver -> sender), kept out of the pair's
+    # throughput so a bidirectional run's two directions are never averaged together
     return Columns(t="d", start="d", end="d", bytes="d", bps="d", retransmits="d", cwnd="d",
-                   omitted="b", phase="i", run="i")
+                   omitted="b", phase="i", run="i", rx="b")
 
 
 def _ping_columns() -> Columns:
@@ -247,6 +251,7 @@ class Session:
         run.end = ev.t
         run.status = d.get("status") or "ok"
         run.summary = _obj(d.get("summary"))
+        run.reverse_summary = _obj(d.get("reverse_summary"))
         run.ping = _obj(d.get("ping"))
         run.message = d.get("message") or ""
 
@@ -268,7 +273,8 @@ class Session:
         self.intervals[pair].append(
             ev.t, _num(d.get("start")), _num(d.get("end")), _num(d.get("bytes")),
             _num(d.get("bits_per_second")), _num(d.get("retransmits")),
-            _num(d.get("cwnd_bytes")), 1 if d.get("omitted") else 0, phase, run)
+            _num(d.get("cwnd_bytes")), 1 if d.get("omitted") else 0, phase, run,
+            1 if d.get("direction") == "rx" else 0)
 
     def _on_ping(self, ev: Event, d: dict[str, Any]) -> None:
         pair = ev.pair

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +28,7 @@ CONFIDENCE = 0.95
 # conclude from: 10 % is several times what a quiet link shows (≈1-3 % between intervals).
 NOISE_CV = 0.10
 
-METRICS = ("throughput", "rtt", "retransmits_per_s")
+METRICS = ("throughput", "rtt", "retransmits_per_s", "throughput_rx")
 UNITS = {"throughput": "bits/s", "rtt": "ms", "retransmits_per_s": "1/s"}
 
 
@@ -74,7 +74,9 @@ def _interval_metric(session: Session, pair: str, mask: NDArray[np.bool_], metri
                      ) -> NDArray[np.float64]:
     cols = session.intervals[pair]
     keep = mask & (np.frombuffer(cols["omitted"], dtype=np.int8) == 0)
-    if metric == "throughput":
+    # the pair's direction (sender -> receiver), or --bidir's other one for throughput_rx
+    keep &= np.frombuffer(cols["rx"], dtype=np.int8) == (1 if metric == "throughput_rx" else 0)
+    if metric in ("throughput", "throughput_rx"):
         return np.frombuffer(cols["bps"], dtype=np.float64)[keep]
     span = (np.frombuffer(cols["end"], dtype=np.float64)
             - np.frombuffer(cols["start"], dtype=np.float64))[keep]
@@ -92,7 +94,8 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
     """A metric's samples on one pair, restricted to phases and/or runs (by index).
 
     throughput and retransmits_per_s come from intervals (omitted ones and those that
-    straddle a knob change left out), rtt from pings (lost ones left out)."""
+    straddle a knob change left out), rtt from pings (lost ones left out); throughput_rx is
+    --bidir's other direction, which throughput never includes."""
     source = session.pings[pair] if metric == "rtt" else session.intervals[pair]
     if not len(source):
         return np.empty(0)
@@ -246,12 +249,17 @@ class Cell:
     rtt: Summary
     retransmits_per_s: Summary
     samples: list[float]
+    # --bidir's other direction (receiver -> sender); n == 0 for one-way runs
+    throughput_rx: Summary = field(default_factory=lambda: Summary(0))
 
     def to_json(self) -> dict[str, Any]:
-        return {"pair": self.pair, "config": self.config, "phases": self.phases,
-                "throughput": self.throughput.to_json(), "rtt_ms": self.rtt.to_json(),
-                "retransmits_per_s": self.retransmits_per_s.to_json(),
-                "run_samples": self.samples, "noisy": self.throughput.noisy}
+        out = {"pair": self.pair, "config": self.config, "phases": self.phases,
+               "throughput": self.throughput.to_json(), "rtt_ms": self.rtt.to_json(),
+               "retransmits_per_s": self.retransmits_per_s.to_json(),
+               "run_samples": self.samples, "noisy": self.throughput.noisy}
+        if self.throughput_rx.n:
+            out["throughput_rx"] = self.throughput_rx.to_json()
+        return out
 
 
 def cell(session: Session, pair: str, config: str, phases: list[Phase]) -> Cell:
@@ -260,7 +268,8 @@ def cell(session: Session, pair: str, config: str, phases: list[Phase]) -> Cell:
                 summarize(values(session, pair, "throughput", phases=ix)),
                 summarize(values(session, pair, "rtt", phases=ix)),
                 summarize(values(session, pair, "retransmits_per_s", phases=ix)),
-                segment_means(session, pair, ix))
+                segment_means(session, pair, ix),
+                summarize(values(session, pair, "throughput_rx", phases=ix)))
 
 
 def cells(session: Session) -> dict[str, dict[str, Cell]]:

@@ -58,6 +58,7 @@ class PairState:
     retransmits: int | None = None
     retransmits_total: int = 0
     cwnd: int | None = None
+    rx_bps: float | None = None  # --bidir: the latest receiver -> sender interval
     intervals: int = 0
     error: str = ""
     status: str = "idle"
@@ -258,6 +259,9 @@ class ConsoleState:
     def _interval(self, ps: PairState, d: dict[str, Any]) -> None:
         bps = d.get("bits_per_second")
         if not isinstance(bps, int | float) or d.get("omitted"):
+            return
+        if d.get("direction") == "rx":  # --bidir's way back: shown, never mixed into the
+            ps.rx_bps = float(bps)       # pair's own series (as in abtui.stats)
             return
         ps.intervals += 1
         ps.bps.append(float(bps))

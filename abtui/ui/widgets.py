@@ -195,9 +195,11 @@ class PairPane(Vertical):
         self._set("config", *knobs)
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
+        back: list[str | tuple[str, str]] = [] if s.rx_bps is None else [
+            ("  ⇄ rx ", DIM), human_bits(s.rx_bps)]
         self._set("bps-label", (human_bits(now), "bold"), " Gbit/s  ", ("mean ", DIM),
                   human_bits(p.mean), (" min ", DIM), human_bits(p.lo), (" max ", DIM),
-                  human_bits(p.hi))
+                  human_bits(p.hi), *back)
         r = s.rtt_phase
         self._set("rtt-label", ("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
                   " ms  ", ("mean ", DIM), ms(r.mean), (" max ", DIM), ms(r.hi))

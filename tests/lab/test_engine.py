@@ -510,3 +510,35 @@ async def test_terminate_ends_a_silent_process_group(lab: Lab):
         await proc.terminate()
     finally:
         await link.close()
+
+
+BIDIR_RATE = re.compile(r"^\[\s*(\d+|SUM)\]\[(TX|RX)-C\]\s+([\d.]+)-\s*([\d.]+)\s+sec\s+.*?"
+                        r"([\d.]+) (\w?)bits/sec")
+
+
+async def test_bidir_gives_both_directions_as_printed(lab: Lab):
+    """--bidir (iperf3 ≥ 3.7): every interval carries its direction, tx and rx both come,
+    each direction's rates are the [TX-C] / [RX-C] lines iperf3 printed, and the run's
+    summary and reverse_summary are iperf3's own end lines of each direction."""
+    profile = lab_profile(lab, duration=2)
+    profile.pairs = [Pair(**{**_pair_dict(profile.pairs[0]), "overrides": {"bidir": True}})]
+    rec, _ = await run_plan(profile)
+    (start,) = [e.data for e in rec.of(EventKind.RUN_START)]
+    run = start["run"]
+    assert start["options"]["bidir"] is True
+    end = rec.run_end(run)
+    assert end["status"] == "ok", end
+    matches = [m for m in map(BIDIR_RATE.match, rec.raw[run]) if m]
+    ends = {(m[2], m.string.rstrip().rsplit(None, 1)[1]): float(m[5]) * UNIT[m[6]]
+            for m in matches if m.string.rstrip().endswith(("sender", "receiver"))}
+    for direction in ("TX", "RX"):
+        want = [(float(m[3]), float(m[4]), float(m[5]) * UNIT[m[6]]) for m in matches
+                if m[2] == direction and not m.string.rstrip().endswith(("sender", "receiver"))]
+        got = [(d["start"], d["end"], d["bits_per_second"]) for d in rec.intervals(run)
+               if d.get("direction") == direction.lower()]
+        assert want, f"iperf3 printed no [{direction}-C] interval"
+        assert [x for t in got for x in t] == pytest.approx([x for t in want for x in t])
+    for key, direction in (("summary", "TX"), ("reverse_summary", "RX")):
+        assert end[key]["sender_bits_per_second"] == pytest.approx(ends[(direction, "sender")])
+        assert end[key]["receiver_bits_per_second"] == pytest.approx(
+            ends[(direction, "receiver")])

@@ -1,0 +1,86 @@
+"""--bidir: a run measures both ways at once. The pair's throughput is its own direction
+(sender → receiver, [TX-C]); the way back ([RX-C]) is kept beside it, never averaged in."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from abtui import exports, report, stats
+from abtui.model import Event, EventKind
+from abtui.parse import parse_iperf3_text
+from abtui.session import Session
+from abtui.ui.state import ConsoleState
+from tests import synth
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "iperf3-3.12" / "bidir.client.txt"
+
+
+def _events() -> list[Event]:
+    """One bidir run of pair A, as the engine emits it, from what iperf3 3.12 printed."""
+    result = parse_iperf3_text(FIXTURE.read_text())
+    t = synth.T0
+    events = [Event(EventKind.SESSION_START, t, data={"profile_text": synth.PROFILE}),
+              Event(EventKind.RUN_START, t, pair="A", data={"run": "A-1", "config": {}})]
+    for iv in result.intervals:
+        data = {"run": "A-1", "phase": 0, **iv.to_json(), "straddles": False,
+                "direction": iv.direction}
+        events.append(Event(EventKind.INTERVAL, t + iv.end, pair="A", data=data))
+    assert result.reverse_summary is not None
+    events.append(Event(EventKind.RUN_END, t + 2.1, pair="A", data={
+        "run": "A-1", "status": "ok", "message": "", "ping": None,
+        "summary": asdict(result.summary), "reverse_summary": asdict(result.reverse_summary)}))
+    return events
+
+
+def test_each_direction_has_its_own_statistics():
+    session = Session.from_events(_events())
+    (row,) = stats.cells(session).values()
+    (cell,) = row.values()
+    # [TX-C] 5.35 and 5.15 Gbit/s; [RX-C] 4.83 and 4.90: never one mean of all four
+    assert cell.throughput.n == 2 and cell.throughput.mean == pytest.approx(5.25e9)
+    assert cell.throughput_rx.n == 2 and cell.throughput_rx.mean == pytest.approx(4.865e9)
+    assert cell.retransmits_per_s.n == 2  # the TX stream's retransmits only
+    (run,) = session.runs
+    assert run.summary["sender_bits_per_second"] == pytest.approx(5.25e9)
+    assert run.reverse_summary["receiver_bits_per_second"] == pytest.approx(4.85e9)
+    md = report.markdown(session, chart=False)
+    assert "## Other direction (--bidir: receiver → sender)" in md
+    assert "| (defaults) | 4.87 ± 0.05 | — | — |" in md
+    rows = list(csv.DictReader(io.StringIO(_csv(session))))
+    assert [r["direction"] for r in rows] == ["", "rx", "", "rx"]
+    doc = exports.to_json(session)
+    (phase,) = doc["phases"]
+    assert phase["summary"]["throughput"]["mean"] == pytest.approx(5.25e9)
+    assert phase["summary"]["throughput_rx"]["mean"] == pytest.approx(4.865e9)
+    assert doc["runs"][0]["reverse_summary"]["sender_bits_per_second"] == pytest.approx(4.89e9)
+
+
+def test_one_way_runs_carry_no_rx_fields():
+    session = Session.from_events(synth.plan([{"k": "1"}], {"A": [[5e9]], "B": [[6e9]]},
+                                             seconds=3))
+    doc = exports.to_json(session)
+    assert all("throughput_rx" not in p["summary"] for p in doc["phases"])
+    assert all("reverse_summary" not in r for r in doc["runs"])
+    assert "Other direction" not in report.markdown(session, chart=False)
+
+
+def test_the_console_shows_the_way_back_beside_the_pair_s_own_series():
+    from abtui.profile import parse_profile
+
+    state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
+    for ev in _events():
+        state.apply(ev)
+    pane = state.pairs["A"]
+    assert list(pane.bps) == pytest.approx([5.35e9, 5.15e9])
+    assert pane.rx_bps == pytest.approx(4.90e9)
+
+
+def _csv(session: Session) -> str:
+    out = io.StringIO()
+    exports.write_csv(session, out)
+    return out.getvalue()

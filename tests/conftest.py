@@ -22,6 +22,28 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """No test reads or writes the user's own abtui state and data (undo journals, saved
+    sessions): a run gets folders of its own, inherited by every abtui it starts."""
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="abtui-test-home-"))
+    config.stash[_HOME] = home
+    for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_DATA_HOME", "data")):
+        os.environ[var] = str(home / sub)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    home = config.stash.get(_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+_HOME = pytest.StashKey[Path]()
+
+
 def test_lab_names(suffix: str = "") -> tuple[str, str, int]:
     raw = os.environ.get("ABTUI_TEST_LAB", "tlab,abt,254")
     name, ifprefix, mgmt = raw.split(",")

@@ -67,7 +67,7 @@ async def recover_one(p: Pending, say: Say) -> bool:
     from abtui.model import KnobKind
     from abtui.remote.dialects import Setting
     from abtui.remote.link import HostLink
-    from abtui.tunnels import down_command
+    from abtui.tunnel_commands import down_command
     from abtui.undo import append_record
 
     involved = {h for h, *_ in p.originals} | {h for h, _ in p.tunnels} | \

@@ -16,7 +16,7 @@ from abtui.model import Knob, KnobKind
 from abtui.remote.dialects import FreeBSD, Linux, Setting
 from abtui.remote.facts import facts_command
 from abtui.remote.link import HostLink
-from abtui.tunnels import down_command, verify_command
+from abtui.tunnel_commands import down_command, verify_command
 
 pytestmark = pytest.mark.lab
 

@@ -9,7 +9,7 @@ import pytest
 
 from abtui.errors import BadInput, RemoteError
 from abtui.model import TunnelType
-from abtui.tunnels import (
+from abtui.tunnel_commands import (
     End,
     available,
     down_command,
@@ -103,3 +103,108 @@ def test_route_source_and_probe_replies():
     assert available(probe) == ["none", "wireguard", "vxlan"]
     assert probe["gre"].startswith("no:")
     assert parse_probe("")["wireguard"].startswith("no")
+
+
+# ---- FreeBSD -------------------------------------------------------------------------------
+# No FreeBSD host here: the commands are checked for what they say, that they parse as POSIX
+# sh, and (with stand-in ifconfig/setkey/wg/route recording their arguments and stdin) that the
+# shell hands each program exactly the arguments meant.
+
+def _bsd(kind: TunnelType, **kw) -> End:
+    return _end(kind, os="freebsd", **kw)
+
+
+def _run_with_stubs(tmp_path, command: str) -> list[str]:
+    """Run `command` under sh with recording stand-ins first in PATH; what they were given."""
+    import subprocess
+
+    log = tmp_path / "calls"
+    for prog, reply in (("ifconfig", 'case "$2" in create) echo "${1}0";; esac; '
+                                      'if [ "$1 $2" = "ix0 inet" ]; then '
+                                      'echo "	inet 198.19.1.1 netmask 0xffffff00"; fi; true'),
+                        ("setkey", "cat >> \"$LOG.stdin\""),
+                        ("wg", 'case "$1" in genkey) echo SECRETKEY;; pubkey) echo ' + "x" * 42
+                         + 'A=;; esac'),
+                        ("route", 'echo "   interface: ix0"')):
+        stub = tmp_path / prog
+        stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "{prog} $*" >> "$LOG"\n{reply}\n')
+        stub.chmod(0o755)
+    out = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
+                         env={"PATH": f"{tmp_path}:/usr/bin:/bin", "LOG": str(log)})
+    assert out.returncode == 0, out.stderr
+    calls = log.read_text().splitlines() if log.exists() else []
+    stdin = tmp_path / "calls.stdin"
+    return calls + (stdin.read_text().splitlines() if stdin.exists() else []) + \
+        out.stdout.splitlines()
+
+
+def test_freebsd_vxlan_and_gre_are_cloned_renamed_and_addressed(tmp_path):
+    calls = _run_with_stubs(tmp_path, up_command(_bsd(TunnelType.VXLAN)))
+    assert calls == [
+        "ifconfig vxlan create vxlanid 4201 vxlanlocal 198.19.1.1 vxlanremote 198.19.1.2 "
+        "vxlanport 4789",
+        "ifconfig vxlan0 name abv1sbeef",
+        "ifconfig abv1sbeef inet 198.18.101.1/24 up"]
+    (tmp_path / "calls").unlink()
+    calls = _run_with_stubs(tmp_path, up_command(_bsd(TunnelType.GRE)))
+    assert calls == ["ifconfig gre create", "ifconfig gre0 name abg1sbeef",
+                     "ifconfig abg1sbeef tunnel 198.19.1.1 198.19.1.2",
+                     "ifconfig abg1sbeef inet 198.18.101.1 198.18.101.2 "
+                     "netmask 255.255.255.255 up"]
+    assert down_command(_bsd(TunnelType.GRE).record()) == \
+        "ifconfig abg1sbeef destroy 2>/dev/null; true"
+    with pytest.raises(BadInput):
+        down_command({"type": "gre", "ifname": "ix0", "os": "freebsd"})
+
+
+def test_freebsd_wireguard_prints_the_public_key_and_keeps_the_private_one(tmp_path):
+    calls = _run_with_stubs(tmp_path, up_command(_bsd(TunnelType.WIREGUARD)))
+    assert calls[:4] == ["ifconfig wg create", "ifconfig wg0 name abw1sbeef", "wg genkey",
+                         "wg set abw1sbeef listen-port 51821 private-key /dev/stdin"]
+    assert "ifconfig abw1sbeef inet 198.18.101.1/24 mtu 1420 up" in calls
+    assert calls[-1] == "x" * 42 + "A="  # the public key is what it prints last
+    assert not any("SECRETKEY" in c for c in calls)  # never an argument: stdin only
+
+
+def test_freebsd_ipsec_goes_through_setkey_stdin_and_comes_down_fully(tmp_path):
+    e = _bsd(TunnelType.IPSEC)
+    up = up_command(e)
+    assert KEY not in up.split("|")[-1]  # setkey's own command line carries no key
+    calls = _run_with_stubs(tmp_path, up)
+    assert calls == [
+        "setkey -c",
+        f"add 198.19.1.1 198.19.1.2 esp 0x00001234 -m transport -E aes-gcm-16 0x{KEY};",
+        f"add 198.19.1.2 198.19.1.1 esp 0x00005678 -m transport -E aes-gcm-16 0x{'b' * 40};",
+        "spdadd 198.19.1.1/32 198.19.1.2/32 any -P out ipsec esp/transport//require;",
+        "spdadd 198.19.1.2/32 198.19.1.1/32 any -P in ipsec esp/transport//require;"]
+    (tmp_path / "calls").unlink()
+    (tmp_path / "calls.stdin").unlink()
+    assert e.record()["os"] == "freebsd" and KEY not in str(e.record())
+    calls = _run_with_stubs(tmp_path, down_command(e.record()))
+    assert calls == ["setkey -c", "delete 198.19.1.1 198.19.1.2 esp 0x00001234;",
+                     "delete 198.19.1.2 198.19.1.1 esp 0x00005678;",
+                     "spddelete 198.19.1.1/32 198.19.1.2/32 any -P out;",
+                     "spddelete 198.19.1.2/32 198.19.1.1/32 any -P in;"]
+
+
+def test_freebsd_route_source_verify_and_probe(tmp_path):
+    from abtui.tunnel_commands import PROBE_FREEBSD, probe_command, source_command
+
+    out = _run_with_stubs(tmp_path, source_command("198.19.1.2", "freebsd"))
+    assert out[:2] == ["route -n get 198.19.1.2", "ifconfig ix0 inet"]
+    assert parse_route_source("\n".join(out)) == "198.19.1.1"
+    assert "ping -c 1 -t 1 198.18.101.2" in verify_command("198.18.101.2", os="freebsd")
+    assert "ping -c 1 -W 1 198.18.101.2" in verify_command("198.18.101.2")
+    assert probe_command("freebsd") is PROBE_FREEBSD
+    with pytest.raises(BadInput, match="linux and freebsd hosts, not darwin"):
+        probe_command("darwin")
+    import subprocess
+
+    for script in (PROBE_FREEBSD, up_command(_bsd(TunnelType.WIREGUARD)),
+                   down_command(_bsd(TunnelType.IPSEC).record())):
+        assert subprocess.run(["sh", "-n", "-c", script]).returncode == 0
+
+
+def test_journal_records_without_os_are_linux_ones():
+    assert down_command({"type": "vxlan", "ifname": "abv1sbeef"}) == \
+        "ip link del dev abv1sbeef 2>/dev/null; true"

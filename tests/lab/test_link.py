@@ -144,20 +144,54 @@ async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab:
     await link.close()
 
 
-async def test_sudo_refusal_is_reported_as_such(lab: Lab):
-    """sudo = true on a host where `sudo -n` cannot run (here: no sudo at all)."""
+async def test_sudo_refusal_is_reported_as_such(lab: Lab, tmp_path):
+    """sudo = true on a host where `sudo -n` refuses: without sudo at all, or (when sudo is
+    installed) behind a second sshd of that host whose mount namespace has a sudoers that
+    lets nobody in. Refused with one line, the link lost, nothing run."""
+    import os
     import shutil
+    import signal
+    import subprocess
 
-    alias = lab.hosts(1)[0].alias
+    from abtui.lab import SSHD, ssh_banner
+
+    host = lab.hosts(1)[0]
+    alias, config, sshd = host.alias, lab.ssh_config, None
+    why = r"sudo.*not found"
     if shutil.which("sudo") is not None:
-        pytest.skip("sudo is installed here and root may use it: no refusal to observe")
-    states = []
-    link = HostLink(alias, ssh_config=str(lab.ssh_config), sudo=True, reconnect=False,
-                    on_state=lambda _l, s, m: states.append((s, m)))
-    with pytest.raises(RemoteError, match=rf"^{alias}: sudo -n refused \(it wants a password, "
-                                          r"or this user may not use sudo\): .*sudo.*not found"):
-        await link.connect()
-    assert states[-1][0] is LinkState.LOST and "sudo -n refused" in states[-1][1]
+        nobody = tmp_path / "sudoers"
+        nobody.write_text("Defaults env_reset\n")  # no rule: root may not use sudo either
+        nobody.chmod(0o440)
+        cfg = tmp_path / "sshd_config"
+        cfg.write_text((lab.state_dir / f"sshd_config-{alias}").read_text()
+                       .replace("Port 22\n", "Port 2222\n")
+                       .replace(f"PidFile {lab.state_dir}", f"PidFile {tmp_path}"))
+        sshd = subprocess.Popen(
+            ["ip", "netns", "exec", host.netns, "unshare", "--mount", "--uts", "sh", "-c",
+             'mount --bind "$0" /etc/sudoers && hostname "$1" && exec "$2" -D -f "$3"',
+             str(nobody), alias, SSHD, str(cfg)])
+        for _ in range(100):
+            if ssh_banner(host.mgmt_address, 2222)[0]:
+                break
+            await asyncio.sleep(0.05)
+        config = tmp_path / "ssh_config"
+        config.write_text(lab.ssh_config.read_text().replace(
+            f"Host {alias}\n", f"Host {alias}-nosudo\n", 1).replace(
+            "Port 22\n", "Port 2222\n", 1))
+        alias, why = f"{alias}-nosudo", r"root is not in the sudoers file"
+    try:
+        states = []
+        link = HostLink(alias, ssh_config=str(config), sudo=True, reconnect=False,
+                        on_state=lambda _l, s, m: states.append((s, m)))
+        with pytest.raises(RemoteError, match=rf"^{alias}: sudo -n refused \(it wants a "
+                                              rf"password, or this user may not use sudo\): "
+                                              rf".*{why}"):
+            await link.connect()
+        assert states[-1][0] is LinkState.LOST and "sudo -n refused" in states[-1][1]
+    finally:
+        if sshd is not None:
+            os.kill(sshd.pid, signal.SIGTERM)
+            sshd.wait(timeout=10)
 
 
 async def test_ssh_config_proxyjump_and_port_are_honoured(lab: Lab, tmp_path):

@@ -208,3 +208,57 @@ def test_freebsd_route_source_verify_and_probe(tmp_path):
 def test_journal_records_without_os_are_linux_ones():
     assert down_command({"type": "vxlan", "ifname": "abv1sbeef"}) == \
         "ip link del dev abv1sbeef 2>/dev/null; true"
+
+
+# ---- the manager with a FreeBSD sender and a Linux receiver ----------------------------------
+
+class _ScriptedLink:
+    """Answers the tunnel manager's commands as a host would; records them."""
+
+    def __init__(self, alias: str, os: str, log: list[tuple[str, str]]) -> None:
+        self.alias, self.os, self.log = alias, os, log
+
+    async def run(self, command: str, timeout: float = 10.0):  # type: ignore[no-untyped-def]
+        from abtui.remote.link import CommandResult
+
+        self.log.append((self.alias, command))
+        if "route" in command:
+            out = "src 198.19.1.1" if self.os == "freebsd" else "198.19.1.1 dev x src 198.19.1.2"
+        elif "wg pubkey" in command:
+            out = ("x" if self.os == "freebsd" else "y") * 42 + "A="
+        else:
+            out = ""
+        return CommandResult(0, out + "\n", "")
+
+    async def check(self, command: str, timeout: float = 10.0) -> str:
+        return (await self.run(command, timeout)).stdout
+
+
+async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
+    from abtui.model import Pair
+    from abtui.remote.dialects import FreeBSD, Linux
+    from abtui.tunnels import TunnelManager
+    from abtui.undo import UndoJournal
+
+    log: list[tuple[str, str]] = []
+    links = {"bsd": _ScriptedLink("bsd", "freebsd", log),
+             "lin": _ScriptedLink("lin", "linux", log)}
+    journal = UndoJournal(tmp_path)
+    manager = TunnelManager(links, {"bsd": FreeBSD(), "lin": Linux()},  # type: ignore[arg-type]
+                            [Pair("A", "bsd", "lin", "198.19.1.2")], journal=journal,
+                            tag="beef")
+    target = await manager.switch("A", "wireguard")
+    assert target == "198.18.101.2"
+    said = {host: [c for h, c in log if h == host] for host in links}
+    assert said["bsd"][0].startswith("i=$(route -n get 198.19.1.2")
+    assert said["bsd"][1].startswith("n=$(ifconfig wg create) && ifconfig \"$n\" name abw1sbeef")
+    assert said["lin"][0].startswith("{ ip link add name abw1rbeef type wireguard")
+    assert "ping -c 1 -t 1 198.18.101.2" in said["bsd"][-1]  # FreeBSD's ping verifies
+    await manager.switch("A", "none")
+    assert "ifconfig abw1sbeef destroy 2>/dev/null; true" in [c for h, c in log if h == "bsd"]
+    assert "ip link del dev abw1rbeef 2>/dev/null; true" in [c for h, c in log if h == "lin"]
+    import json
+
+    records = [r for r in map(json.loads, journal.path.read_text().splitlines())
+               if r.get("op") == "tunnel"]
+    assert [(r["host"], r["os"]) for r in records] == [("bsd", "freebsd"), ("lin", "linux")]

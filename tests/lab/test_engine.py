@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import signal
@@ -542,3 +543,43 @@ async def test_bidir_gives_both_directions_as_printed(lab: Lab):
         assert end[key]["sender_bits_per_second"] == pytest.approx(ends[(direction, "sender")])
         assert end[key]["receiver_bits_per_second"] == pytest.approx(
             ends[(direction, "receiver")])
+
+
+# iperf3 3.18 as a sender host would have it, for the one path this machine's 3.12 cannot
+# take live: `--version` says 3.18, a client (-c) writes its argv down and prints a recorded
+# 3.18 `--json-stream` run one line a second, as it streamed; the server is the real iperf3.
+RECORDED_318 = """#!/bin/sh
+case "$1" in --version) echo "iperf 3.18 (cJSON 1.7.15)"; exit 0 ;; esac
+case " $* " in *" -c "*) ;; *) exec iperf3 "$@" ;; esac
+printf '%s\\n' "$*" > {argv}
+while IFS= read -r line; do printf '%s\\n' "$line"; sleep 0.3; done < {recording}
+"""
+
+
+async def test_a_3_17_plus_sender_is_run_with_json_stream(lab: Lab, tmp_path: Path):
+    """Version detection picks --json-stream for a sender whose iperf3 is 3.18, and its
+    streamed JSON reaches the session as intervals and a summary, over real SSH; what is
+    asserted is read from the recording itself, not through abtui's parser."""
+    recording = Path(__file__).parents[1] / "fixtures" / "iperf3-3.18" / "tcp.jsonl"
+    program = tmp_path / "iperf3-318"
+    program.write_text(RECORDED_318.format(argv=tmp_path / "argv", recording=recording))
+    program.chmod(0o755)
+    profile = lab_profile(lab, duration=3)
+    profile.test.iperf3 = str(program)
+    profile.pairs = profile.pairs[:1]
+    rec, _ = await run_plan(profile)
+    argv = (tmp_path / "argv").read_text().split()
+    assert "--json-stream" in argv and "--forceflush" not in argv
+    (start,) = [e.data for e in rec.of(EventKind.RUN_START)]
+    end = rec.run_end(start["run"])
+    assert end["status"] == "ok", end
+    streamed = [json.loads(line) for line in recording.read_text().splitlines()]
+    want = [e["data"]["sum"] for e in streamed if e["event"] == "interval"]
+    got = rec.intervals(start["run"])
+    assert [(d["start"], d["end"], d["bits_per_second"]) for d in got] == pytest.approx(
+        [(s["start"], s["end"], s["bits_per_second"]) for s in want])
+    (final,) = [e["data"] for e in streamed if e["event"] == "end"]
+    assert end["summary"]["sender_bits_per_second"] == pytest.approx(
+        final["sum_sent"]["bits_per_second"])
+    assert end["summary"]["receiver_bits_per_second"] == pytest.approx(
+        final["sum_received"]["bits_per_second"])

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from abtui.errors import BadInput
-from abtui.model import Knob, KnobKind, Profile, Scope, Watch
+from abtui.model import DEFAULT_IPERF3, Knob, KnobKind, Profile, Scope, Watch
 
 if TYPE_CHECKING:
     from abtui.lab import Lab, LabHost
@@ -105,7 +105,7 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
         pairs.append(dataclasses.replace(
             p, sender=snd.alias, receiver=rcv.alias, target=rcv.data_address,
             sender_device=LAB_DEVICE, receiver_device=LAB_DEVICE,
-            overrides={k: v for k, v in p.overrides.items() if k != "bind"}))
+            overrides={k: v for k, v in p.overrides.items() if k not in ("bind", "iperf3")}))
         out.append(Translation(f"pair {p.label}", f"{p.sender} → {p.receiver} ({p.target})",
                                f"{snd.alias} → {rcv.alias} ({rcv.data_address})",
                                "a pair of lab hosts"))
@@ -121,6 +121,12 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
     if test.bind:
         out.append(Translation("iperf3 -B", test.bind, "(any)", "not a lab address"))
         test = dataclasses.replace(test, bind=None)
+    programs = sorted({str(p.overrides.get("iperf3", test.iperf3)) for p in profile.pairs}
+                      - {DEFAULT_IPERF3})
+    if programs:
+        out.append(Translation("iperf3 program", ", ".join(programs), DEFAULT_IPERF3,
+                               "a build on the profile's hosts: the lab runs this machine's"))
+        test = dataclasses.replace(test, iperf3=DEFAULT_IPERF3)
     tunnels = tuple(dict.fromkeys(_tunnel(t, facts)[0] for t in profile.tunnels))
     mapped = dataclasses.replace(
         profile, pairs=pairs, knobs=knobs, watches=watches, test=test, tunnels=tunnels,

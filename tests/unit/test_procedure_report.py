@@ -134,3 +134,19 @@ def test_lab_mapping_refuses_more_pairs_than_the_lab_has(tmp_path):
                     ssh_config="c", known_hosts="k", facts=LabFacts())
     with pytest.raises(BadInput, match="the lab has at most 8"):
         ensure_lab(lab, 9, print)  # refused before the lab is touched
+
+
+def test_lab_mapping_runs_the_lab_s_own_iperf3(tmp_path):
+    import dataclasses
+
+    hosts = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path).hosts(3)
+    profile = load_profile(PROFILES / "wireguard-gro.toml")
+    profile.test.iperf3 = "/usr/local/bin/iperf3"
+    profile.pairs[2] = dataclasses.replace(
+        profile.pairs[2], overrides={**profile.pairs[2].overrides, "iperf3": "/opt/x/iperf3"})
+    mapped = map_profile(profile, hosts, ssh_config="c", known_hosts="k", facts=LabFacts())
+    assert mapped.profile.test.iperf3 == "iperf3"
+    assert all("iperf3" not in p.overrides for p in mapped.profile.pairs)
+    assert ("lab: iperf3 program: /opt/x/iperf3, /usr/local/bin/iperf3 → iperf3 (a build on "
+            "the profile's hosts: the lab runs this machine's)") in [
+        t.line() for t in mapped.translations]

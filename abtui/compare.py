@@ -59,8 +59,27 @@ def markdown(left: Session, right: Session) -> str:
             f"throughput in {unit}, mean ± stdev over intervals; Δ: {right.name} vs {left.name}, "
             "change of the mean with its 95 % confidence interval, then the Mann-Whitney "
             "verdict on run-level values (α = 0.05).", ""]
-    return "\n".join([*head, md_table(["pair", "configuration", left.name, right.name, "Δ"],
-                                      body)]) + "\n"
+    out = [*head, md_table(["pair", "configuration", left.name, right.name, "Δ"], body)]
+    if any(c.throughput_rx.n for r in table for c in (r["left"], r["right"]) if c):
+        out += ["", *_other_direction(left, right, table)]
+    return "\n".join(out) + "\n"
+
+
+def _other_direction(left: Session, right: Session, table: list[dict[str, Any]]) -> list[str]:
+    """--bidir's way back (receiver → sender), compared apart from the pairs' own direction."""
+    peak = max((c.throughput_rx.max or 0.0 for r in table for c in (r["left"], r["right"])
+                if c), default=0.0)
+    div, unit = rate_unit(peak)
+    body = []
+    for r in table:
+        lc, rc = r["left"], r["right"]
+        d = stats.delta_of(lc.throughput_rx, rc.throughput_rx) if lc and rc else None
+        body.append([r["pair"], r["config"],
+                     fmt_mean_sd(lc.throughput_rx, div) if lc else "—",
+                     fmt_mean_sd(rc.throughput_rx, div) if rc else "—",
+                     "—" if d is None else str(d)])
+    return [f"## Other direction (--bidir: receiver → sender), {unit}", "",
+            md_table(["pair", "configuration", left.name, right.name, "Δ"], body)]
 
 
 def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:

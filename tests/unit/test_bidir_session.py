@@ -84,3 +84,21 @@ def _csv(session: Session) -> str:
     out = io.StringIO()
     exports.write_csv(session, out)
     return out.getvalue()
+
+
+def test_compare_puts_the_way_back_in_a_table_of_its_own():
+    from abtui import compare
+
+    left = Session.from_events(_events(), name="before")
+    faster = [Event(e.kind, e.t, pair=e.pair, host=e.host, data={
+        **e.data, "bits_per_second": e.data["bits_per_second"] * 1.1})
+        if e.kind is EventKind.INTERVAL and e.data.get("direction") == "rx" else e
+        for e in _events()]
+    right = Session.from_events(faster, name="after")
+    md = compare.markdown(left, right)
+    head, back = md.split("## Other direction (--bidir: receiver → sender), Gbit/s")
+    assert "| A | (defaults) | 5.25 ± 0.14 | 5.25 ± 0.14 |" in head  # own direction unchanged
+    assert "| A | (defaults) | 4.87 ± 0.05 | 5.35 ± 0.05 | +10.0%" in back
+    assert "Other direction" not in compare.markdown(
+        Session.from_events(synth.plan([{"k": "1"}], {"A": [[5e9]], "B": [[6e9]]}, seconds=3)),
+        Session.from_events(synth.plan([{"k": "1"}], {"A": [[5e9]], "B": [[6e9]]}, seconds=3)))

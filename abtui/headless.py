@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -45,6 +45,52 @@ def describe(event: Event) -> str | None:
     return None
 
 
+class Tally:
+    """Each pair's throughput since the last progress line of a continuous run (its own
+    direction: --bidir's way back is not mixed in, as in abtui.stats)."""
+
+    def __init__(self) -> None:
+        self.rates: dict[str, list[float]] = {}
+
+    def __call__(self, event: Event) -> None:
+        d = event.data
+        bps = d.get("bits_per_second")
+        if (event.kind is EventKind.INTERVAL and event.pair and isinstance(bps, int | float)
+                and not d.get("omitted") and d.get("direction") != "rx"):
+            self.rates.setdefault(event.pair, []).append(float(bps))
+
+    def line(self, elapsed: float, duration: float, pairs: Sequence[str]) -> str:
+        """`+20/60 s: A 12.01 Gbit/s (5 intervals), B no intervals`, then start afresh."""
+        parts = []
+        for pair in pairs:
+            got = self.rates.get(pair, [])
+            parts.append(f"{pair} {sum(got) / len(got) / 1e9:.2f} Gbit/s ({len(got)} "
+                         f"interval{'s' if len(got) != 1 else ''})" if got
+                         else f"{pair} no intervals")
+        self.rates.clear()
+        return f"+{elapsed:.0f}/{duration:.0f} s: " + ", ".join(parts)
+
+
+def tick_seconds(duration: float) -> float | None:
+    """How often a continuous run says how it goes: about ten lines a run, 5 s at least, a
+    minute at most; none for runs too short to need one."""
+    if duration < 10:
+        return None
+    return min(60.0, max(5.0, round(duration / 10)))
+
+
+async def _continuous(duration: float, tally: Tally, pairs: Sequence[str],
+                      say: Callable[[str], None]) -> None:
+    tick = tick_seconds(duration)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while (left := duration - (loop.time() - start)) > 0:
+        await asyncio.sleep(min(left, tick or left))
+        elapsed = loop.time() - start
+        if tick is not None and duration - elapsed > tick / 2:
+            say(tally.line(elapsed, duration, pairs))
+
+
 async def run_headless(profile: Profile, out: Path | None, duration: float | None = None, *,
                        parser_factory: ParserFactory | None = None,
                        ping_parser_factory: PingParserFactory | None = None,
@@ -61,10 +107,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     folder, compacted when it ends."""
     stream = progress or sys.stderr
 
+    def say(line: str) -> None:
+        print(f"abtui: {line}", file=stream, flush=True)
+
     def show(event: Event) -> None:
         line = describe(event)
         if line:
-            print(f"abtui: {line}", file=stream, flush=True)
+            say(line)
 
     path = out or new_session_path(profile.name)
     engine = Engine(profile, parser_factory=parser_factory,
@@ -84,8 +133,10 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                       flush=True)
                 return EXIT_FAILED
         if duration is not None:
+            tally = Tally()
+            engine.subscribe(tally)
             await engine.start("continuous")
-            await asyncio.sleep(duration)
+            await _continuous(duration, tally, [p.label for p in profile.pairs], say)
         else:
             await engine.start("plan")
             await engine.wait()

@@ -245,3 +245,17 @@ def test_the_engine_never_imports_the_ui():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_continuous_progress_lines_say_each_pair_s_rate_since_the_last():
+    from abtui.headless import Tally, tick_seconds
+
+    tally = Tally()
+    for pair, bps, extra in (("A", 10e9, {}), ("A", 12e9, {}), ("A", 1e9, {"omitted": True}),
+                             ("A", 3e9, {"direction": "rx"}), ("B", 9e9, {})):
+        tally(Event(EventKind.INTERVAL, pair=pair, data={"bits_per_second": bps, **extra}))
+    tally(Event(EventKind.PING, pair="B", data={"rtt_ms": 0.1}))
+    assert tally.line(20.2, 60, ["A", "B", "C"]) == \
+        "+20/60 s: A 11.00 Gbit/s (2 intervals), B 9.00 Gbit/s (1 interval), C no intervals"
+    assert tally.line(40, 60, ["A"]) == "+40/60 s: A no intervals"  # afresh after each line
+    assert [tick_seconds(d) for d in (5, 16, 60, 600, 86400)] == [None, 5, 6, 60, 60]

@@ -262,3 +262,15 @@ async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
     records = [r for r in map(json.loads, journal.path.read_text().splitlines())
                if r.get("op") == "tunnel"]
     assert [(r["host"], r["os"]) for r in records] == [("bsd", "freebsd"), ("lin", "linux")]
+
+
+def test_freebsd_probe_creates_and_destroys_each_cloner_and_reports_ipsec(tmp_path):
+    from abtui.tunnel_commands import PROBE_FREEBSD
+
+    out = _run_with_stubs(tmp_path, PROBE_FREEBSD)  # sysctl is this machine's: no IPsec tree
+    calls = [c for c in out if c.startswith("ifconfig")]
+    assert calls == ["ifconfig wg create", "ifconfig wg0 destroy", "ifconfig vxlan create",
+                     "ifconfig vxlan0 destroy", "ifconfig gre create", "ifconfig gre0 destroy"]
+    probe = parse_probe("\n".join(out))
+    assert available(probe) == ["none", "wireguard", "vxlan", "gre"]
+    assert probe["ipsec"].startswith("no: the kernel has no IPsec")

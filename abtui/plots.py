@@ -46,8 +46,10 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
             continue
         x = np.frombuffer(cols["t"], dtype=np.float64) - t0
         y = np.frombuffer(cols["bps"], dtype=np.float64)
-        keep = np.isfinite(y)
-        series.append((pair, *_downsample(x[keep], y[keep], width * 2)))
+        back = np.frombuffer(cols["rx"], dtype=np.int8) == 1  # --bidir's way back: its own line
+        for label, keep in ((pair, np.isfinite(y) & ~back), (f"{pair} rx", np.isfinite(y) & back)):
+            if keep.any():
+                series.append((label, *_downsample(x[keep], y[keep], width * 2)))
     if not series:
         return ""
     div, unit = rate_unit(max(float(s[2].max()) for s in series if s[2].size))

@@ -102,3 +102,13 @@ def test_compare_puts_the_way_back_in_a_table_of_its_own():
     assert "Other direction" not in compare.markdown(
         Session.from_events(synth.plan([{"k": "1"}], {"A": [[5e9]], "B": [[6e9]]}, seconds=3)),
         Session.from_events(synth.plan([{"k": "1"}], {"A": [[5e9]], "B": [[6e9]]}, seconds=3)))
+
+
+def test_the_chart_draws_the_way_back_as_a_line_of_its_own():
+    from abtui.plots import throughput_chart
+
+    chart = throughput_chart(Session.from_events(_events()))
+    assert "A rx" in chart and "A" in chart.replace("A rx", "")
+    one_way = throughput_chart(Session.from_events(
+        synth.plan([{"k": "1"}], {"A": [[5e9]], "B": [[6e9]]}, seconds=3)))
+    assert "rx" not in one_way

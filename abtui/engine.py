@@ -38,7 +38,7 @@ from abtui.model import (
 from abtui.phases import PairPhases
 from abtui.plan import DIRECTION, DIRECTION_OPTIONS, TUNNEL, PlanStep, expand
 from abtui.remote.dialects import Dialect
-from abtui.remote.hosts import open_hosts
+from abtui.remote.hosts import open_hosts, probe_tunnels
 from abtui.remote.link import HostLink
 from abtui.runs import PairRun, RunFailed, RunHooks, RunSpec
 from abtui.seams import (
@@ -152,6 +152,7 @@ class Engine:
             self.links = {}
             raise AbtuiError("; ".join(doubted) + "; nothing was changed on any host "
                              "(update known_hosts if the new key is expected)")
+        await probe_tunnels(self.profile, hosts)
         for alias, facts in hosts.facts.items():
             self.emit(Event(EventKind.FACTS, host=alias, data={"facts": asdict(facts)}))
         for alias, message in hosts.errors.items():

@@ -220,6 +220,9 @@ class HostFacts:
     nic_driver: str = ""
     nic_firmware: str = ""
     link_speed: str = ""
+    # tunnel type -> "yes" | "kernel" | "userspace" | "no: why"; empty when not asked (the
+    # profile uses no tunnel) or the host could not say
+    tunnels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from abtui.errors import BadInput, RemoteError
-from abtui.model import Event, EventKind, Pair, TunnelType
+from abtui.model import Event, EventKind, Knob, KnobKind, Pair, TunnelType
 from abtui.remote.dialects import Dialect
 from abtui.remote.link import HostLink
 from abtui.tunnel_commands import (
@@ -38,6 +38,20 @@ from abtui.tunnel_commands import (
 from abtui.undo import UndoJournal
 
 Emit = Callable[[Event], None]
+
+
+async def probe_host(link: HostLink, dialect: Dialect | None) -> dict[str, str]:
+    """Which tunnel types this host can make (and why not), in one round trip."""
+    if dialect is None or dialect.name not in TUNNEL_OSES:
+        return {t.value: ("yes" if t is TunnelType.NONE else
+                          "no: abtui makes tunnels on Linux and FreeBSD hosts only")
+                for t in TunnelType}
+    return parse_probe(await link.check(probe_command(dialect.name)))
+
+
+def uses_tunnels(knobs: Sequence[Knob], tunnels: Sequence[str]) -> bool:
+    """Does a profile switch tunnels (a tunnel knob, or a tunnel type besides none)?"""
+    return any(k.kind is KnobKind.TUNNEL for k in knobs) or any(t != "none" for t in tunnels)
 
 
 # ---- the manager ------------------------------------------------------------------------
@@ -71,12 +85,7 @@ class TunnelManager:
 
     async def probe(self, host: str) -> dict[str, str]:
         """Which tunnel types this host can make (and why not)."""
-        dialect = self.dialects.get(host)
-        if dialect is None or dialect.name not in TUNNEL_OSES:
-            return {t.value: ("yes" if t is TunnelType.NONE else
-                              "no: abtui makes tunnels on Linux and FreeBSD hosts only")
-                    for t in TunnelType}
-        return parse_probe(await self.links[host].check(probe_command(dialect.name)))
+        return await probe_host(self.links[host], self.dialects.get(host))
 
     def target(self, label: str) -> str:
         act = self.active.get(label)

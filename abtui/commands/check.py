@@ -39,7 +39,7 @@ def _print(ok: bool, line: str) -> None:
 
 async def preflight(profile: Profile, report: Report) -> bool:
     """Run every check, calling report(ok, line) per finding; True when all passed."""
-    from abtui.remote.hosts import host_iperf3, open_hosts
+    from abtui.remote.hosts import host_iperf3, open_hosts, probe_tunnels
 
     results: list[bool] = []
 
@@ -55,7 +55,8 @@ async def preflight(profile: Profile, report: Report) -> bool:
                 continue
             _report_host(say, alias, hosts, host_iperf3(profile, alias))
         await _check_knobs(say, profile, hosts)
-        await _check_tunnels(say, profile, hosts)
+        await probe_tunnels(profile, hosts)
+        _check_tunnels(say, profile, hosts)
     finally:
         await hosts.close()
     return all(results)
@@ -133,15 +134,16 @@ async def _check_setting(manager: KnobManager, knob: Knob,
     return True, f"{setting.key} = {shown!r}, readable and writable"
 
 
-async def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:
-    from abtui.tunnels import TunnelManager
+def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:
+    """What each pair's hosts said they can make (asked on connect when the profile switches
+    tunnels, in their facts)."""
+    from abtui.tunnels import uses_tunnels
 
+    if not uses_tunnels(profile.knobs, profile.tunnels):
+        return
     wanted = {v for k in profile.knobs if k.kind.value == "tunnel" for v in k.values}
     wanted.update(t for t in profile.tunnels if t != "none")
-    manager = TunnelManager(hosts.links, hosts.dialects, profile.pairs)
-    aliases = [a for a in hosts.links if a in hosts.dialects]
-    probes = dict(zip(aliases, await asyncio.gather(*(manager.probe(a) for a in aliases),
-                                                    return_exceptions=True), strict=True))
+    probes = {a: f.tunnels for a, f in hosts.facts.items() if f.tunnels}
     for p in profile.pairs:
         ends = [probes.get(p.sender), probes.get(p.receiver)]
         answers = [e for e in ends if isinstance(e, dict)]

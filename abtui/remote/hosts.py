@@ -84,6 +84,23 @@ async def open_hosts(profile: Profile, on_state: StateCallback | None = None,
     return hosts
 
 
+async def probe_tunnels(profile: Profile, hosts: Hosts) -> None:
+    """Where the profile switches tunnels, each host says which types it can make: the facts
+    carry it, `abtui check` reports it, the console's switcher offers only those. (The probe
+    makes and removes a scratch interface: callers run it only once every host key is
+    trusted.)"""
+    from abtui.tunnels import probe_host, uses_tunnels
+
+    if not uses_tunnels(profile.knobs, profile.tunnels):
+        return
+    aliases = list(hosts.dialects)
+    got = await asyncio.gather(*(probe_host(hosts.links[a], hosts.dialects[a])
+                                 for a in aliases), return_exceptions=True)
+    for alias, probe in zip(aliases, got, strict=True):
+        if isinstance(probe, dict):  # a host that cannot say stays unknown (empty)
+            hosts.facts[alias].tunnels = probe
+
+
 async def detect_dialect(link: HostLink) -> Dialect:
     """The dialect of a connected host, from `uname -s`."""
     return dialect_for(await link.check("uname -s"))

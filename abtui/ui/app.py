@@ -494,15 +494,15 @@ class AbtuiApp(App[int]):
         if knob is None:
             self.notify("this profile has no tunnel knob", severity="warning")
             return
-        supported = [t for t in knob.values if t in self.profile.tunnels] or list(knob.values)
         pairs = self._scope_pairs()
+        choices = self.state.tunnel_choices(list(knob.values), pairs)
         current = self.state.pairs[pairs[0]].tunnel
 
         def chosen(value: object) -> None:
             if isinstance(value, str):
                 self.apply_knob(knob.name, value, pairs)
 
-        self.push_screen(TunnelSwitcher(supported, current, ", ".join(pairs)), chosen)
+        self.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)
 
     def action_export(self) -> None:
         def chosen(result: object) -> None:

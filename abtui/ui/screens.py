@@ -22,6 +22,7 @@ from textual.widgets import (
     RadioSet,
     Static,
 )
+from textual.widgets.option_list import Option
 
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
 
@@ -134,21 +135,24 @@ class PathPrompt(_Modal):
 
 
 class TunnelSwitcher(_Modal):
-    """Only the tunnel types the hosts support (the profile's tunnel knob values)."""
+    """The profile's tunnel types; those a host of the scope cannot make are shown disabled,
+    with the host's reason, and cannot be picked."""
 
-    def __init__(self, types: list[str], current: str, scope: str) -> None:
+    def __init__(self, choices: list[tuple[str, str]], current: str, scope: str) -> None:
         super().__init__()
-        self.types = types
+        self.choices = choices
+        self.types = [t for t, why in choices if not why]
         self.current = current
         self.scope = scope
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(f"Tunnel for {self.scope} (now {self.current})", classes="dialog-title")
-            yield OptionList(*self.types, id="tunnel-list")
+            yield OptionList(*(Option(f"{t}  — {why}" if why else t, id=t, disabled=bool(why))
+                               for t, why in self.choices), id="tunnel-list")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.types[event.option_index])
+        self.dismiss(event.option.id)
 
 
 class QuitScreen(ModalScreen[None]):

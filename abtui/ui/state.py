@@ -143,6 +143,8 @@ class ConsoleState:
         self.restoring: list[str] = []
         self.ended = False
         self.intervals_seen = 0
+        # host -> tunnel type -> "yes"/"kernel"/"userspace"/"no: why", as its facts said
+        self.host_tunnels: dict[str, dict[str, str]] = {}
 
     # ---- folding ----------------------------------------------------------------------------
     def _phase_row(self, config: dict[str, str]) -> PhaseRow:
@@ -195,6 +197,9 @@ class ConsoleState:
             facts = d.get("facts") or {}
             for lb in labels:
                 self.pairs[lb].kernels[str(event.host)] = str(facts.get("kernel_release", ""))
+            tunnels = facts.get("tunnels")
+            if isinstance(tunnels, dict) and tunnels:
+                self.host_tunnels[str(event.host)] = {str(k): str(v) for k, v in tunnels.items()}
             return f"{event.host}: {facts.get('os', '')} {facts.get('kernel_release', '')}"
         if kind is EventKind.RUN_START:
             for lb in labels:
@@ -255,6 +260,21 @@ class ConsoleState:
         if kind is EventKind.PHASE:
             return None
         return f"{kind}: {d}" if kind is not EventKind.WATCH else None
+
+    def tunnel_choices(self, types: list[str], pairs: list[str]) -> list[tuple[str, str]]:
+        """Each tunnel type with why it cannot be had on these pairs ("" when it can): the
+        first host that said no. A host that did not say is taken to support it."""
+        out = []
+        for t in types:
+            why = ""
+            for lb in pairs:
+                ps = self.pairs[lb]
+                for host in (ps.sender, ps.receiver):
+                    said = self.host_tunnels.get(host, {}).get(t, "yes")
+                    if not why and said.startswith("no"):
+                        why = f"{host}: {said.removeprefix('no').lstrip(': ')}"
+            out.append((t, why))
+        return out
 
     def _interval(self, ps: PairState, d: dict[str, Any]) -> None:
         bps = d.get("bits_per_second")

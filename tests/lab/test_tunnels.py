@@ -100,3 +100,27 @@ async def test_types_this_kernel_lacks_are_reported_not_offered(lab: Lab):
     finally:
         await manager.down_all()
         await hosts.close()
+
+
+async def test_engine_facts_say_which_tunnels_each_host_can_make(lab: Lab, tmp_path):
+    """With a tunnel knob in the profile, connect asks every host (once its key is trusted)
+    which types it can make; the FACTS events carry it for the console's switcher."""
+    from abtui.engine import Engine
+    from abtui.model import EventKind
+    from abtui.undo import UndoJournal
+
+    facts = {}
+    engine = Engine(load_profile(lab.profile_path), journal=UndoJournal(tmp_path))
+    engine.subscribe(lambda e: facts.update({e.host: e.data["facts"]})
+                     if e.kind is EventKind.FACTS else None)
+    try:
+        await engine.connect()
+    finally:
+        await engine.shutdown()
+    assert set(facts) == {h.alias for h in lab.hosts(2)}
+    for alias, f in facts.items():
+        t = f["tunnels"]
+        assert t["none"] == "yes" and t["vxlan"] == "yes", (alias, t)
+        assert t["wireguard"] in ("kernel", "userspace"), (alias, t)
+        assert all(t[k] == "yes" or t[k].startswith("no: ") for k in ("gre", "ipsec")), t
+    assert _traces(lab, "abprb") == []  # the probe's scratch links are gone

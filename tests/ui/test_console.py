@@ -196,6 +196,36 @@ async def test_help_palette_compare_and_tunnel_switcher_open() -> None:
         assert "tunnel wireguard" in str(app.query_one("#pane-B #head").render())
 
 
+async def test_the_tunnel_switcher_disables_what_a_host_cannot_make() -> None:
+    """A host's facts say which tunnel types it can make: one that a host of the scope
+    cannot is shown with that host's reason, and cannot be picked."""
+    from textual.widgets import OptionList
+
+    app = make_app(intervals=6)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 6)
+        b_rcv = app.state.pairs["B"].receiver
+        app._on_event(Event(EventKind.FACTS, T0, host=b_rcv, data={"facts": {
+            "alias": b_rcv, "kernel_release": "6.1.0-19-amd64", "tunnels": {
+                "none": "yes", "wireguard": "userspace",
+                "vxlan": "no: the kernel has no vxlan support"}}}))
+        await pilot.pause(0.2)
+        await pilot.press("tab")  # scope: from A+B to A
+        await pilot.press("ctrl+t")
+        assert isinstance(app.screen, TunnelSwitcher)
+        assert app.screen.types == ["none", "wireguard", "vxlan"]  # A's hosts said nothing
+        await pilot.press("escape")
+        await pilot.press("tab")  # scope B
+        await pilot.press("ctrl+t")
+        assert isinstance(app.screen, TunnelSwitcher)
+        assert app.screen.types == ["none", "wireguard"]
+        options = app.screen.query_one("#tunnel-list", OptionList)
+        vxlan = options.get_option("vxlan")
+        assert vxlan.disabled
+        assert str(vxlan.prompt) == f"vxlan  — {b_rcv}: the kernel has no vxlan support"
+        await pilot.press("escape")
+
+
 async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
     ctl = SpyController(synthetic_profile(2), speed=math.inf)
     app = AbtuiApp(ctl, autostart=False)

@@ -158,7 +158,8 @@ def to_json(session: Session) -> dict[str, Any]:
                   **({"reverse_summary": r.reverse_summary} if r.reverse_summary else {}),
                   "ping": r.ping,
                   "message": r.message, "skew_ms": r.skew_ms, "options": r.options,
-                  "stats": {m: s.to_json() for m, s in stats.run_stats(session, r).items()}}
+                  "stats": {m: s.to_json() for m, s in stats.run_stats(session, r).items()
+                            if s.n or m != "throughput_rx"}}
                  for r in session.runs],
         "configurations": [c.to_json() for row in table.values() for c in row.values()],
         "originals": session.originals, "knob_changes": session.knob_changes,

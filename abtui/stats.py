@@ -29,7 +29,8 @@ CONFIDENCE = 0.95
 NOISE_CV = 0.10
 
 METRICS = ("throughput", "rtt", "retransmits_per_s", "throughput_rx")
-UNITS = {"throughput": "bits/s", "rtt": "ms", "retransmits_per_s": "1/s"}
+UNITS = {"throughput": "bits/s", "rtt": "ms", "retransmits_per_s": "1/s",
+         "throughput_rx": "bits/s"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ def test_each_direction_has_its_own_statistics():
     assert phase["summary"]["throughput"]["mean"] == pytest.approx(5.25e9)
     assert phase["summary"]["throughput_rx"]["mean"] == pytest.approx(4.865e9)
     assert doc["runs"][0]["reverse_summary"]["sender_bits_per_second"] == pytest.approx(4.89e9)
+    assert doc["runs"][0]["stats"]["throughput_rx"]["n"] == 2
 
 
 def test_one_way_runs_carry_no_rx_fields():
@@ -65,7 +66,8 @@ def test_one_way_runs_carry_no_rx_fields():
                                              seconds=3))
     doc = exports.to_json(session)
     assert all("throughput_rx" not in p["summary"] for p in doc["phases"])
-    assert all("reverse_summary" not in r for r in doc["runs"])
+    assert all("reverse_summary" not in r and "throughput_rx" not in r["stats"]
+               for r in doc["runs"])
     assert "Other direction" not in report.markdown(session, chart=False)
 
 

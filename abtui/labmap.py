@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from abtui.errors import BadInput
+from abtui.iperf_cmd import options_for
 from abtui.model import DEFAULT_IPERF3, Knob, KnobKind, Profile, Scope, Watch
 
 if TYPE_CHECKING:
@@ -121,8 +122,7 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
     if test.bind:
         out.append(Translation("iperf3 -B", test.bind, "(any)", "not a lab address"))
         test = dataclasses.replace(test, bind=None)
-    programs = sorted({str(p.overrides.get("iperf3", test.iperf3)) for p in profile.pairs}
-                      - {DEFAULT_IPERF3})
+    programs = sorted({options_for(test, p).iperf3 for p in profile.pairs} - {DEFAULT_IPERF3})
     if programs:
         out.append(Translation("iperf3 program", ", ".join(programs), DEFAULT_IPERF3,
                                "a build on the profile's hosts: the lab runs this machine's"))

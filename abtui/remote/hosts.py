@@ -32,9 +32,11 @@ def host_device(pairs: Sequence[Pair], alias: str) -> str | None:
 
 def host_iperf3(profile: Profile, alias: str) -> str:
     """The iperf3 program `alias` runs (its first pair's `[test] iperf3`): facts report it."""
+    from abtui.iperf_cmd import options_for
+
     for p in profile.pairs:
         if alias in (p.sender, p.receiver):
-            return str(p.overrides.get("iperf3", profile.test.iperf3))
+            return options_for(profile.test, p).iperf3
     return profile.test.iperf3
 
 

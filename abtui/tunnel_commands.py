@@ -296,15 +296,19 @@ then ip xfrm state delete src 198.18.0.1 dst 198.18.0.2 proto esp spi $spi; echo
 else echo "ipsec=no: the kernel has no ESP with AES-GCM (ip xfrm refused it)"; fi
 """
 
-# FreeBSD: a cloner that creates is there (ifconfig loads its module when it can); IPsec is
-# there when the kernel has its sysctl tree (options IPSEC or ipsec.ko) and setkey exists.
+# FreeBSD: asked without changing anything. A cloner `ifconfig -C` lists is there ("yes");
+# one whose module is on disk but not loaded is "module" (ifconfig loads it when the tunnel is
+# made); IPsec is there when the kernel has its sysctl tree and setkey exists.
 PROBE_FREEBSD = r"""
-clone() { n=$(ifconfig "$1" create 2>/dev/null) && ifconfig "$n" destroy; }
+cloners=" $(ifconfig -C 2>/dev/null) "
+has() {
+  case "$cloners" in *" $1 "*) echo "$2=yes"; return ;; esac
+  if [ -f "/boot/kernel/if_$1.ko" ]; then echo "$2=module"; else echo "$2=no: $3"; fi
+}
 if ! command -v wg >/dev/null 2>&1; then echo "wireguard=no: wg (wireguard-tools) is missing"
-elif clone wg; then echo wireguard=kernel
-else echo "wireguard=no: the kernel has no if_wg (FreeBSD 13.2 or later)"; fi
-if clone vxlan; then echo vxlan=yes; else echo "vxlan=no: the kernel has no if_vxlan"; fi
-if clone gre; then echo gre=yes; else echo "gre=no: the kernel has no if_gre"; fi
+else has wg wireguard "the kernel has no if_wg (FreeBSD 13.2 or later)"; fi
+has vxlan vxlan "the kernel has no if_vxlan"
+has gre gre "the kernel has no if_gre"
 if ! command -v setkey >/dev/null 2>&1; then echo "ipsec=no: setkey is missing"
 elif sysctl -n net.inet.ipsec.def_policy >/dev/null 2>&1; then echo ipsec=yes
 else echo "ipsec=no: the kernel has no IPsec (kldload ipsec, or options IPSEC)"; fi

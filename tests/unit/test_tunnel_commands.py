@@ -121,7 +121,9 @@ def _run_with_stubs(tmp_path, command: str) -> list[str]:
     log = tmp_path / "calls"
     for prog, reply in (("ifconfig", 'case "$2" in create) echo "${1}0";; esac; '
                                       'if [ "$1 $2" = "ix0 inet" ]; then '
-                                      'echo "	inet 198.19.1.1 netmask 0xffffff00"; fi; true'),
+                                      'echo "	inet 198.19.1.1 netmask 0xffffff00"; fi; '
+                                      'if [ "$1" = -C ]; then echo "bridge lo vxlan wg"; fi; '
+                                      'true'),
                         ("setkey", "cat >> \"$LOG.stdin\""),
                         ("wg", 'case "$1" in genkey) echo SECRETKEY;; pubkey) echo ' + "x" * 42
                          + 'A=;; esac'),
@@ -264,13 +266,13 @@ async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
     assert [(r["host"], r["os"]) for r in records] == [("bsd", "freebsd"), ("lin", "linux")]
 
 
-def test_freebsd_probe_creates_and_destroys_each_cloner_and_reports_ipsec(tmp_path):
+def test_freebsd_probe_changes_nothing_and_reports_each_type(tmp_path):
     from abtui.tunnel_commands import PROBE_FREEBSD
 
     out = _run_with_stubs(tmp_path, PROBE_FREEBSD)  # sysctl is this machine's: no IPsec tree
-    calls = [c for c in out if c.startswith("ifconfig")]
-    assert calls == ["ifconfig wg create", "ifconfig wg0 destroy", "ifconfig vxlan create",
-                     "ifconfig vxlan0 destroy", "ifconfig gre create", "ifconfig gre0 destroy"]
+    assert [c for c in out if c.startswith("ifconfig")] == ["ifconfig -C"]  # nothing created
     probe = parse_probe("\n".join(out))
-    assert available(probe) == ["none", "wireguard", "vxlan", "gre"]
+    assert available(probe) == ["none", "wireguard", "vxlan"]
+    assert probe["wireguard"] == probe["vxlan"] == "yes"
+    assert probe["gre"] == "no: the kernel has no if_gre"
     assert probe["ipsec"].startswith("no: the kernel has no IPsec")

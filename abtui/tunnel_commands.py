@@ -277,23 +277,48 @@ def parse_route_source(out: str) -> str | None:
         return None
 
 
+# Linux: asked without loading anything. A kernel module that is loaded or built in is there;
+# one that modprobe would load on first use is "module". Only where the kernel has no module
+# tree (nothing can be loaded: custom and VM kernels, the lab) is each type tried on a scratch
+# link or SA, removed at once.
 PROBE_LINUX = r"""
 t=abprb$$; spi=$(printf '0x%08x' $(( $$ + 0x10000 )))
+sysmod=/sys/module; mods=/lib/modules/$(uname -r)
+kmod() {  # 0: loaded or built in, 2: loads on use, 1: absent, 3: no module tree to ask
+  [ -d "$sysmod/$1" ] && return 0
+  [ -d "$mods" ] || return 3
+  grep -q "/$1.ko" "$mods/modules.builtin" 2>/dev/null && return 0
+  modprobe -n -q "$1" 2>/dev/null && return 2
+  return 1
+}
+# say TYPE MODULE WHY-NOT TRY-COMMAND UNDO-COMMAND
+say() {
+  kmod "$2"; r=$?
+  if [ $r = 0 ]; then echo "$1=yes"
+  elif [ $r = 2 ]; then echo "$1=module"
+  elif [ $r = 3 ] && eval "$4" 2>/dev/null; then eval "$5"; echo "$1=yes"
+  else echo "$1=no: $3"; fi
+}
 if ! command -v wg >/dev/null 2>&1; then echo "wireguard=no: wg (wireguard-tools) is missing"
-elif ip link add name $t type wireguard 2>/dev/null; then ip link del dev $t; echo wireguard=kernel
-elif command -v wireguard-go >/dev/null 2>&1 && [ -c /dev/net/tun ]; then echo wireguard=userspace
-else echo "wireguard=no: no wireguard kernel module and no wireguard-go"; fi
-if ip link add name $t type vxlan id 9 dstport 4789 2>/dev/null
-then ip link del dev $t; echo vxlan=yes
-else echo "vxlan=no: the kernel has no vxlan support"; fi
-if ip link add name $t type gre local 198.18.0.1 remote 198.18.0.2 2>/dev/null
-then ip link del dev $t; echo gre=yes
-else echo "gre=no: the kernel has no gre support"; fi
+else
+  w=$(say wireguard wireguard x "ip link add name $t type wireguard" "ip link del dev $t")
+  case $w in
+  *=yes) echo wireguard=kernel ;;
+  *=module) echo "$w" ;;
+  *) if command -v wireguard-go >/dev/null 2>&1 && [ -c /dev/net/tun ]
+     then echo wireguard=userspace
+     else echo "wireguard=no: no wireguard kernel module and no wireguard-go"; fi ;;
+  esac
+fi
+say vxlan vxlan "the kernel has no vxlan support" \
+  "ip link add name $t type vxlan id 9 dstport 4789" "ip link del dev $t"
+say gre ip_gre "the kernel has no gre support" \
+  "ip link add name $t type gre local 198.18.0.1 remote 198.18.0.2" "ip link del dev $t"
 k=0x0102030405060708091011121314151617181920
-if ip xfrm state add src 198.18.0.1 dst 198.18.0.2 proto esp spi $spi reqid 1 mode transport \
-    aead 'rfc4106(gcm(aes))' $k 128 2>/dev/null
-then ip xfrm state delete src 198.18.0.1 dst 198.18.0.2 proto esp spi $spi; echo ipsec=yes
-else echo "ipsec=no: the kernel has no ESP with AES-GCM (ip xfrm refused it)"; fi
+sa="src 198.18.0.1 dst 198.18.0.2 proto esp spi $spi"
+say ipsec esp4 "the kernel has no ESP with AES-GCM (ip xfrm refused it)" \
+  "ip xfrm state add $sa reqid 1 mode transport aead 'rfc4106(gcm(aes))' $k 128" \
+  "ip xfrm state delete $sa"
 """
 
 # FreeBSD: asked without changing anything. A cloner `ifconfig -C` lists is there ("yes");

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -276,3 +277,34 @@ def test_freebsd_probe_changes_nothing_and_reports_each_type(tmp_path):
     assert probe["wireguard"] == probe["vxlan"] == "yes"
     assert probe["gre"] == "no: the kernel has no if_gre"
     assert probe["ipsec"].startswith("no: the kernel has no IPsec")
+
+
+def test_linux_probe_asks_the_module_tree_and_creates_nothing_where_there_is_one(tmp_path):
+    """With a module tree, nothing is tried: loaded or built-in modules are `yes`, those
+    modprobe would load are `module`, others absent. (Without one, as in the lab, the lab
+    tests see each type tried on a scratch link.)"""
+    import subprocess
+
+    from abtui.tunnel_commands import PROBE_LINUX
+
+    sysmod, mods, bin_ = tmp_path / "sys", tmp_path / "mods", tmp_path / "bin"
+    for d in (sysmod / "vxlan", mods, bin_):
+        d.mkdir(parents=True)
+    (mods / "modules.builtin").write_text("kernel/net/ipv4/esp4.ko\n")
+    log = tmp_path / "calls"
+    for prog, body in (("ip", "exit 1"), ("wg", "exit 0"), ("wireguard-go", "exit 0"),
+                       ("modprobe", '[ "$3" = ip_gre ]')):
+        (bin_ / prog).write_text(f'#!/bin/sh\necho "{prog} $*" >> {log}\n{body}\n')
+        (bin_ / prog).chmod(0o755)
+    script = PROBE_LINUX.replace("sysmod=/sys/module; mods=/lib/modules/$(uname -r)",
+                                 f"sysmod={sysmod}; mods={mods}")
+    assert script != PROBE_LINUX
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                         env={"PATH": f"{bin_}:/usr/bin:/bin"}).stdout
+    probe = parse_probe(out)
+    assert probe["vxlan"] == "yes" and probe["ipsec"] == "yes" and probe["gre"] == "module"
+    assert probe["wireguard"] == ("userspace" if Path("/dev/net/tun").exists() else
+                                  "no: no wireguard kernel module and no wireguard-go")
+    calls = log.read_text().splitlines()
+    assert not any(c.startswith("ip ") for c in calls), calls  # nothing made, nothing loaded
+    assert "modprobe -n -q ip_gre" in calls and "modprobe -n -q wireguard" in calls

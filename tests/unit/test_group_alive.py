@@ -45,3 +45,19 @@ def test_a_group_of_zombies_is_not_alive_but_a_running_member_is():
             os.kill(leader.pid, signal.SIGKILL)
         leader.wait()
     assert not _alive(leader.pid)
+
+
+def test_without_ps_the_check_falls_back_to_kill_0():
+    """A host with no usable ps (a minimal image): kill -0 decides, so a live group is never
+    taken for ended."""
+    leader = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        no_ps = {"PATH": "/nonexistent"}
+        sh = "/bin/sh"
+        alive = subprocess.run([sh, "-c", group_alive_command(leader.pid)], env=no_ps)
+        assert alive.returncode == 0
+    finally:
+        os.kill(leader.pid, signal.SIGKILL)
+        leader.wait()
+    gone = subprocess.run([sh, "-c", group_alive_command(leader.pid)], env=no_ps)
+    assert gone.returncode != 0

@@ -60,6 +60,12 @@ class LinkState(StrEnum):
     CLOSED = "closed"
 
 
+def tunnel_refusal(said: str) -> str | None:
+    """Why a host cannot make a tunnel type, from what it said of it (`HostFacts.tunnels`:
+    "yes", "kernel", "userspace", "module" or "no: why"); None when it can."""
+    return said.removeprefix("no").lstrip(": ") if said.startswith("no") else None
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
     """Sender host, receiver host and the data-plane address the sender targets."""
@@ -220,8 +226,8 @@ class HostFacts:
     nic_driver: str = ""
     nic_firmware: str = ""
     link_speed: str = ""
-    # tunnel type -> "yes" | "kernel" | "userspace" | "no: why"; empty when not asked (the
-    # profile uses no tunnel) or the host could not say
+    # tunnel type -> "yes" | "kernel" | "userspace" | "module" | "no: why" (tunnel_refusal
+    # reads it); empty when not asked (the profile uses no tunnel) or the host could not say
     tunnels: dict[str, str] = field(default_factory=dict)
 
 

@@ -21,14 +21,13 @@ from shlex import quote
 from typing import Any
 
 from abtui.errors import BadInput, RemoteError
-from abtui.model import TunnelType
+from abtui.model import TunnelType, tunnel_refusal
 
 WG_PORT_BASE = 51820
 VXLAN_VNI_BASE = 4200
 VXLAN_PORT = 4789
 AEAD = "rfc4106(gcm(aes))"
 WG_KEY = re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw480]=")
-ROLES = ("s", "r")  # sender, receiver
 OURS = re.compile(r"ab[a-z0-9]{1,13}")  # abtui's tunnel interfaces, and only those
 TUNNEL_OSES = ("linux", "freebsd")
 
@@ -358,4 +357,4 @@ def parse_probe(out: str) -> dict[str, str]:
 
 
 def available(probe: Mapping[str, str]) -> list[str]:
-    return [t for t, v in probe.items() if not v.startswith("no")]
+    return [t for t, v in probe.items() if tunnel_refusal(v) is None]

@@ -83,10 +83,6 @@ class TunnelManager:
                 return i, p
         raise BadInput(f"no pair {label!r}")
 
-    async def probe(self, host: str) -> dict[str, str]:
-        """Which tunnel types this host can make (and why not)."""
-        return await probe_host(self.links[host], self.dialects.get(host))
-
     def target(self, label: str) -> str:
         act = self.active.get(label)
         return act.target if act else self._pair(label)[1].target

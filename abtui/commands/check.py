@@ -143,22 +143,23 @@ def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:
         return
     wanted = {v for k in profile.knobs if k.kind.value == "tunnel" for v in k.values}
     wanted.update(t for t in profile.tunnels if t != "none")
+    from abtui.model import tunnel_refusal
+
     probes = {a: f.tunnels for a, f in hosts.facts.items() if f.tunnels}
     for p in profile.pairs:
-        ends = [probes.get(p.sender), probes.get(p.receiver)]
-        answers = [e for e in ends if isinstance(e, dict)]
+        answers = [probes[h] for h in (p.sender, p.receiver) if h in probes]
         if len(answers) != 2:
             say(False, f"pair {p.label}: tunnel types unknown (a host did not answer)")
             continue
         usable, missing = [], []
         for t in answers[0]:
             states = [e.get(t, "no: not reported") for e in answers]
-            no = next((s for s in states if s.startswith("no")), None)
-            if no is None:
+            why = next((r for r in map(tunnel_refusal, states) if r is not None), None)
+            if why is None:
                 kinds = sorted({s for s in states if s != "yes"})
                 usable.append(f"{t} ({'/'.join(kinds)})" if kinds else t)
             else:
-                missing.append(f"{t} ({no.removeprefix('no:').strip()})")
+                missing.append(f"{t} ({why})")
         not_ok = [m for m in missing if m.split()[0] in wanted]
         say(not not_ok, f"pair {p.label}: tunnels available: {', '.join(usable)}"
             + (f"; not available: {'; '.join(missing)}" if missing else ""))

@@ -10,7 +10,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.model import Event, EventKind, KnobKind, LinkState, Profile
+from abtui.model import Event, EventKind, KnobKind, LinkState, Profile, tunnel_refusal
 
 HISTORY = 120  # intervals kept per sparkline
 
@@ -270,9 +270,9 @@ class ConsoleState:
             for lb in pairs:
                 ps = self.pairs[lb]
                 for host in (ps.sender, ps.receiver):
-                    said = self.host_tunnels.get(host, {}).get(t, "yes")
-                    if not why and said.startswith("no"):
-                        why = f"{host}: {said.removeprefix('no').lstrip(': ')}"
+                    refusal = tunnel_refusal(self.host_tunnels.get(host, {}).get(t, "yes"))
+                    if not why and refusal is not None:
+                        why = f"{host}: {refusal}"
             out.append((t, why))
         return out
 

@@ -13,7 +13,7 @@ from abtui.lab import Lab
 from abtui.model import Knob, KnobKind
 from abtui.profile import load_profile
 from abtui.remote.hosts import open_hosts
-from abtui.tunnels import TunnelManager
+from abtui.tunnels import TunnelManager, probe_host
 from tests.conftest import ns_exec
 
 pytestmark = pytest.mark.lab
@@ -85,7 +85,8 @@ async def test_types_this_kernel_lacks_are_reported_not_offered(lab: Lab):
     hosts = await open_hosts(profile)
     manager = TunnelManager(hosts.links, hosts.dialects, profile.pairs)
     try:
-        probe = await manager.probe(profile.pairs[0].sender)
+        sender = profile.pairs[0].sender
+        probe = await probe_host(hosts.links[sender], hosts.dialects[sender])
         assert probe["none"] == "yes" and probe["vxlan"] == "yes"
         assert probe["wireguard"] in ("kernel", "userspace")
         missing = {t: v for t, v in probe.items() if v.startswith("no")}

@@ -100,6 +100,16 @@ def _wg_endpoint(e: End) -> str:
     return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
+def _wg_keys(e: End) -> str:
+    """A fresh private key for this end, made and kept on its host (wg(8), as on both OSes)."""
+    return (f"k=$(wg genkey) && printf '%s\\n' \"$k\" | wg set {quote(e.ifname)} "
+            f"listen-port {WG_PORT_BASE + e.index} private-key /dev/stdin")
+
+
+# what a WireGuard end's up command prints last: its public key, for the peer
+_WG_PUBKEY = "printf '%s\\n' \"$k\" | wg pubkey"
+
+
 def _os(value: Any) -> str:
     os = str(value or "linux").lower()
     if os not in TUNNEL_OSES:
@@ -118,13 +128,9 @@ def _linux_up(e: End) -> str:
     dev = quote(e.ifname)
     local, remote = quote(valid_ip(e.local)), quote(valid_ip(e.remote))
     if e.type is TunnelType.WIREGUARD:
-        port = WG_PORT_BASE + e.index
         return (f"{{ ip link add name {dev} type wireguard 2>/dev/null || "
-                f"wireguard-go {dev} >/dev/null 2>&1; }} && "
-                f"k=$(wg genkey) && printf '%s\\n' \"$k\" | "
-                f"wg set {dev} listen-port {port} private-key /dev/stdin && "
-                f"ip link set dev {dev} mtu 1420 && {_linux_addr_up(e)} && "
-                "printf '%s\\n' \"$k\" | wg pubkey")
+                f"wireguard-go {dev} >/dev/null 2>&1; }} && {_wg_keys(e)} && "
+                f"ip link set dev {dev} mtu 1420 && {_linux_addr_up(e)} && {_WG_PUBKEY}")
     if e.type is TunnelType.VXLAN:
         return (f"ip link add name {dev} type vxlan id {VXLAN_VNI_BASE + e.index} "
                 f"local {local} remote {remote} dstport {VXLAN_PORT} && {_linux_addr_up(e)}")
@@ -180,10 +186,8 @@ def _freebsd_up(e: End) -> str:
     local, remote = quote(valid_ip(e.local)), quote(valid_ip(e.remote))
     addr = quote(valid_ip(e.address) + "/24")
     if e.type is TunnelType.WIREGUARD:
-        port = WG_PORT_BASE + e.index
-        return (f"{_bsd_clone('wg', e)} && k=$(wg genkey) && printf '%s\\n' \"$k\" | "
-                f"wg set {dev} listen-port {port} private-key /dev/stdin && "
-                f"ifconfig {dev} inet {addr} mtu 1420 up && printf '%s\\n' \"$k\" | wg pubkey")
+        return (f"{_bsd_clone('wg', e)} && {_wg_keys(e)} && "
+                f"ifconfig {dev} inet {addr} mtu 1420 up && {_WG_PUBKEY}")
     if e.type is TunnelType.VXLAN:
         clone = _bsd_clone("vxlan", e, "vxlanid", str(VXLAN_VNI_BASE + e.index),
                            "vxlanlocal", local, "vxlanremote", remote,

@@ -9,7 +9,7 @@ from typing import Any
 
 from abtui import stats
 from abtui.plots import rate_unit
-from abtui.report import fmt_compare, fmt_mean_sd, md_table
+from abtui.report import fmt_compare, fmt_compare_rx, fmt_mean_sd, md_table
 from abtui.session import Session
 
 
@@ -73,11 +73,9 @@ def _other_direction(left: Session, right: Session, table: list[dict[str, Any]])
     body = []
     for r in table:
         lc, rc = r["left"], r["right"]
-        d = stats.delta_of(lc.throughput_rx, rc.throughput_rx) if lc and rc else None
         body.append([r["pair"], r["config"],
                      fmt_mean_sd(lc.throughput_rx, div) if lc else "—",
-                     fmt_mean_sd(rc.throughput_rx, div) if rc else "—",
-                     "—" if d is None else str(d)])
+                     fmt_mean_sd(rc.throughput_rx, div) if rc else "—", fmt_compare_rx(lc, rc)])
     return [f"## Other direction (--bidir: receiver → sender), {unit}", "",
             md_table(["pair", "configuration", left.name, right.name, "Δ"], body)]
 

@@ -48,6 +48,13 @@ def fmt_compare(base: stats.Cell | None, other: stats.Cell | None) -> str:
     return f"{d} {v.text[v.text.index('('):] if v.significant else v.text}"
 
 
+def fmt_compare_rx(base: stats.Cell | None, other: stats.Cell | None) -> str:
+    """--bidir's way back: the change of its mean with a 95 % interval over intervals (its
+    runs carry no samples of their own, so no significance test)."""
+    d = stats.delta_of(base.throughput_rx, other.throughput_rx) if base and other else None
+    return "—" if d is None else str(d)
+
+
 def base_pair(session: Session, wanted: str | None = None) -> str | None:
     if wanted:
         return wanted
@@ -192,12 +199,7 @@ def _throughput_rx(session: Session, table: dict[str, dict[str, stats.Cell]],
     for config, row in table.items():
         cells = [fmt_mean_sd(row[p].throughput_rx, div) if p in row else "—"
                  for p in session.pairs]
-        base = row.get(bp or "")
-        deltas = []
-        for p in others:
-            d = (stats.delta_of(base.throughput_rx, row[p].throughput_rx)
-                 if base is not None and p in row else None)
-            deltas.append("—" if d is None else str(d))
+        deltas = [fmt_compare_rx(row.get(bp or ""), row.get(p)) for p in others]
         rows.append([config, *cells, *deltas])
     header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
               *[f"Δ {p} vs {bp}" for p in others]]

@@ -15,7 +15,7 @@ from typing import TextIO
 from abtui.controller import KnobRefused
 from abtui.engine import Engine, KnobApplierFactory
 from abtui.errors import EXIT_FAILED, EXIT_OK
-from abtui.model import Event, EventKind, Profile
+from abtui.model import Event, EventKind, Profile, interval_rate
 from abtui.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.store import new_session_path
 
@@ -53,11 +53,9 @@ class Tally:
         self.rates: dict[str, list[float]] = {}
 
     def __call__(self, event: Event) -> None:
-        d = event.data
-        bps = d.get("bits_per_second")
-        if (event.kind is EventKind.INTERVAL and event.pair and isinstance(bps, int | float)
-                and not d.get("omitted") and d.get("direction") != "rx"):
-            self.rates.setdefault(event.pair, []).append(float(bps))
+        rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
+        if event.pair and rate is not None and not rate[1]:
+            self.rates.setdefault(event.pair, []).append(rate[0])
 
     def line(self, elapsed: float, duration: float, pairs: Sequence[str]) -> str:
         """`+20/60 s: A 12.01 Gbit/s (5 intervals), B no intervals`, then start afresh."""

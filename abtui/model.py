@@ -60,6 +60,16 @@ class LinkState(StrEnum):
     CLOSED = "closed"
 
 
+def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:
+    """An INTERVAL event's bits per second, and whether it is --bidir's way back (receiver
+    -> sender, kept apart from the pair's own throughput); None when it counts in no
+    throughput (omitted, or no rate). abtui.stats reads its columns by the same rule."""
+    bps = data.get("bits_per_second")
+    if not isinstance(bps, int | float) or data.get("omitted"):
+        return None
+    return float(bps), data.get("direction") == "rx"
+
+
 def tunnel_refusal(said: str) -> str | None:
     """Why a host cannot make a tunnel type, from what it said of it (`HostFacts.tunnels`:
     "yes", "kernel", "userspace", "module" or "no: why"); None when it can."""

@@ -10,7 +10,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.model import Event, EventKind, KnobKind, LinkState, Profile, tunnel_refusal
+from abtui.model import (
+    Event,
+    EventKind,
+    KnobKind,
+    LinkState,
+    Profile,
+    interval_rate,
+    tunnel_refusal,
+)
 
 HISTORY = 120  # intervals kept per sparkline
 
@@ -277,17 +285,18 @@ class ConsoleState:
         return out
 
     def _interval(self, ps: PairState, d: dict[str, Any]) -> None:
-        bps = d.get("bits_per_second")
-        if not isinstance(bps, int | float) or d.get("omitted"):
+        rate = interval_rate(d)
+        if rate is None:
             return
-        if d.get("direction") == "rx":  # --bidir's way back: shown, never mixed into the
-            ps.rx_bps = float(bps)       # pair's own series (as in abtui.stats)
+        bps, way_back = rate
+        if way_back:  # --bidir's way back: shown, never mixed into the pair's own series
+            ps.rx_bps = bps
             return
         ps.intervals += 1
-        ps.bps.append(float(bps))
+        ps.bps.append(bps)
         ps.markers.append(ps.pending_marker)
         ps.pending_marker = False
-        ps.phase.add(float(bps))
+        ps.phase.add(bps)
         retr = d.get("retransmits")
         ps.retransmits = retr if isinstance(retr, int) else None
         ps.retransmits_total += retr if isinstance(retr, int) else 0
@@ -303,11 +312,11 @@ class ConsoleState:
             self.dirty.pairs.add(ps.label)
             return
         row = self._phase_row(ps.config)
-        row.per_pair.setdefault(ps.label, Running()).add(float(bps))
+        row.per_pair.setdefault(ps.label, Running()).add(bps)
         if ps.segment is None:
             self._new_phase(ps)
         assert ps.segment is not None
-        ps.segment.add(float(bps))
+        ps.segment.add(bps)
         self.dirty.phases = True
 
     def _knob(self, d: dict[str, Any]) -> str:

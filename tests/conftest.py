@@ -85,18 +85,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 def sshd_sessions(lab: Lab, alias: str) -> list[int]:
     """The PIDs of the sshd processes serving sessions on a lab host (not the daemon)."""
-    netns = f"abtui-{alias}"
     daemon = lab.sshd_pid(alias)
-    out = []
-    for pid in subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
-                              text=True).stdout.split():
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if comm == "sshd" and int(pid) != daemon:
-            out.append(int(pid))
-    return out
+    return [pid for pid, comm, _cmdline, _state in netns_processes(f"abtui-{alias}")
+            if comm == "sshd" and pid != daemon]
 
 
 def kill_sshd(lab: Lab, alias: str) -> None:
@@ -112,6 +103,23 @@ def kill_sshd(lab: Lab, alias: str) -> None:
     while lab.sshd_pid(alias) is not None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert lab.sshd_pid(alias) is None, f"{alias}: sshd PID {daemon} survived SIGKILL"
+
+
+def netns_processes(netns: str) -> Iterator[tuple[int, str, str, str]]:
+    """(pid, comm, command line, state) of the processes in a network namespace. PID
+    namespaces are shared with the rest of the machine: only the namespace's own PIDs are
+    looked at, never a process by its name alone."""
+    pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
+                          text=True).stdout.split()
+    for pid in pids:
+        proc = Path("/proc") / pid
+        try:
+            comm = (proc / "comm").read_text().strip()
+            argv = (proc / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # ended meanwhile
+            continue
+        yield int(pid), comm, b" ".join(argv).decode(errors="replace"), state
 
 
 def ns_exec(lab_: Lab, alias: str, *cmd: str) -> str:

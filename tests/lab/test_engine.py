@@ -39,7 +39,7 @@ from abtui.model import (
 )
 from abtui.store import load_events
 from abtui.undo import UndoJournal
-from tests.conftest import ns_exec
+from tests.conftest import netns_processes, ns_exec, sshd_sessions
 from tests.reliability import Reliability
 
 pytestmark = pytest.mark.lab
@@ -67,15 +67,9 @@ def stray_pids(lab: Lab, comms: tuple[str, ...] = ("iperf3", "ping")
     shared, so only the namespaces' own PIDs are looked at)."""
     out: dict[str, list[tuple[int, str]]] = {}
     for h in lab.hosts(2):
-        pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True,
-                              text=True).stdout.split()
-        for pid in pids:
-            try:
-                comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            except OSError:
-                continue
+        for pid, comm, _cmdline, _state in netns_processes(h.netns):
             if comm in comms:
-                out.setdefault(h.alias, []).append((int(pid), comm))
+                out.setdefault(h.alias, []).append((pid, comm))
     return out
 
 
@@ -372,12 +366,8 @@ async def test_a_link_lost_mid_run_keeps_the_intervals(lab: Lab):
 
     async def drop(rec: Recorder, engine: Engine) -> None:
         await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 2)
-        daemon = int((lab.state_dir / f"sshd-{snd_a.alias}.pid").read_text().split()[0])
-        for pid in subprocess.run(["ip", "netns", "pids", snd_a.netns], capture_output=True,
-                                  text=True).stdout.split():
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            if comm == "sshd" and int(pid) != daemon:  # our session's sshd, not the daemon
-                os.kill(int(pid), signal.SIGKILL)
+        for pid in sshd_sessions(lab, snd_a.alias):  # our session's sshd, not the daemon
+            os.kill(pid, signal.SIGKILL)
         await engine.wait()
         reconnected.append(await engine.links[snd_a.alias].wait_connected(15))
 

@@ -11,7 +11,7 @@ from abtui.errors import RemoteError
 from abtui.lab import Lab
 from abtui.model import LinkState
 from abtui.remote.link import HostLink, connect_all
-from tests.conftest import kill_sshd, ns_exec
+from tests.conftest import kill_sshd, netns_processes, ns_exec
 
 pytestmark = pytest.mark.lab
 
@@ -259,24 +259,11 @@ async def test_a_key_held_only_by_ssh_agent_logs_in(lab: Lab, tmp_path, monkeypa
         agent.wait(timeout=5)
 
 
-def _pids_running(lab: Lab, alias: str, cmdline: str) -> list[str]:
-    """PIDs in a lab host's network namespace whose command line is exactly `cmdline`."""
-    import subprocess
-    from pathlib import Path
-
-    netns = f"abtui-{alias}"
-    pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
-                          text=True).stdout.split()
-    found = []
-    for pid in pids:
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if b" ".join(argv).decode(errors="replace") == cmdline and state != "Z":
-            found.append(pid)
-    return found
+def _pids_running(lab: Lab, alias: str, cmdline: str) -> list[int]:
+    """PIDs in a lab host's network namespace whose command line is exactly `cmdline`
+    (zombies left out: they have ended)."""
+    return [pid for pid, _comm, cmd, state in netns_processes(f"abtui-{alias}")
+            if cmd == cmdline and state != "Z"]
 
 
 @pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo is not installed")

@@ -4,6 +4,7 @@ configuration, latency, runs, the throughput chart, and what went wrong."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -162,49 +163,43 @@ def _opt(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
-def _rate_div(table: dict[str, dict[str, stats.Cell]]) -> tuple[float, str]:
-    peak = max((c.throughput.max or 0.0 for row in table.values() for c in row.values()),
+def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str | None,
+                metric: str, compare: Callable[[stats.Cell | None, stats.Cell | None], str],
+                note: str) -> str:
+    """A configuration per row, a column per pair (`metric`'s mean ± stdev), then each other
+    pair's delta vs the base pair."""
+    peak = max((getattr(c, metric).max or 0.0 for row in table.values() for c in row.values()),
                default=0.0)
-    return rate_unit(peak)
-
-
-def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
-                bp: str | None) -> str:
-    div, unit = _rate_div(table)
+    div, unit = rate_unit(peak)
     others = [p for p in session.pairs if p != bp]
     header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
               *[f"Δ {p} vs {bp}" for p in others]]
     rows = []
     for config, row in table.items():
-        cells = [fmt_mean_sd(row[p].throughput, div) if p in row else "—"
+        cells = [fmt_mean_sd(getattr(row[p], metric), div) if p in row else "—"
                  for p in session.pairs]
-        deltas = [fmt_compare(row.get(bp or ""), row.get(p)) for p in others]
+        deltas = [compare(row.get(bp or ""), row.get(p)) for p in others]
         rows.append([config, *cells, *deltas])
-    note = ("mean ± stdev over intervals; Δ: change of the mean with its 95 % confidence "
-            "interval, then the Mann-Whitney verdict on run-level values (~: no significant "
-            "difference; ?: too few runs to tell). ⚠: too noisy to conclude (coefficient of "
-            f"variation > {stats.NOISE_CV:.0%}).")
     return md_table(header, rows) + "\n\n" + note
+
+
+def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
+                bp: str | None) -> str:
+    return _pair_table(
+        session, table, bp, "throughput", fmt_compare,
+        "mean ± stdev over intervals; Δ: change of the mean with its 95 % confidence "
+        "interval, then the Mann-Whitney verdict on run-level values (~: no significant "
+        "difference; ?: too few runs to tell). ⚠: too noisy to conclude (coefficient of "
+        f"variation > {stats.NOISE_CV:.0%}).")
 
 
 def _throughput_rx(session: Session, table: dict[str, dict[str, stats.Cell]],
                    bp: str | None) -> str:
     """--bidir runs measure both ways at once: the table above is the pair's own direction,
     this one the way back, never averaged with it."""
-    peak = max((c.throughput_rx.max or 0.0 for row in table.values() for c in row.values()),
-               default=0.0)
-    div, unit = rate_unit(peak)
-    others = [p for p in session.pairs if p != bp]
-    rows = []
-    for config, row in table.items():
-        cells = [fmt_mean_sd(row[p].throughput_rx, div) if p in row else "—"
-                 for p in session.pairs]
-        deltas = [fmt_compare_rx(row.get(bp or ""), row.get(p)) for p in others]
-        rows.append([config, *cells, *deltas])
-    header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
-              *[f"Δ {p} vs {bp}" for p in others]]
-    return md_table(header, rows) + "\n\nmean ± stdev over intervals; Δ with its 95 % " \
-        "confidence interval (intervals, not runs: no significance test)."
+    return _pair_table(session, table, bp, "throughput_rx", fmt_compare_rx,
+                       "mean ± stdev over intervals; Δ with its 95 % confidence interval "
+                       "(intervals, not runs: no significance test).")
 
 
 def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],

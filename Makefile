@@ -25,7 +25,7 @@ setup: .deps-stamp $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,vm]'
 	@touch $@
 
 demo: setup

@@ -33,7 +33,8 @@ from abtui.undo import HostRecord, UndoJournal
 if TYPE_CHECKING:
     from abtui.tunnels import TunnelManager
 
-HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.MTU)
+HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.MTU,
+              KnobKind.NETEM)
 IPERF3_OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*")
 
 Emit = Callable[[Event], None]

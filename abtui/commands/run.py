@@ -93,10 +93,12 @@ def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, di
         from abtui.lab import Lab
 
         the_lab = Lab.default()
-        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say)
+        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say,
+                                  kernels=labmap.lab_kernels_for(profile))
+        facts = labmap.lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
+                                 ssh_config=str(the_lab.ssh_config))
         mapping = labmap.map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
-                                     known_hosts=str(the_lab.known_hosts),
-                                     facts=labmap.lab_facts(hosts[1]))
+                                     known_hosts=str(the_lab.known_hosts), facts=facts)
         profile = mapping.profile
         translations = mapping.translations + translations
     mapping = labmap.LabMapping(profile, translations)

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -177,3 +178,22 @@ def _checked(args: list[str], name: str) -> None:
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BadInput(f"--kernel {name}: `{' '.join(args)}` failed: {proc.stderr.strip()}")
+
+
+def main(argv: list[str]) -> int:
+    """`python -m abtui.kernels SPEC...`: resolve (fetching packages into the cache) and print
+    each kernel; exit 2 with one line when one cannot be had."""
+    from abtui.errors import AbtuiError
+
+    try:
+        for spec in argv:
+            k = resolve(spec)
+            print(f"{k.spec}: {k.release} ({k.image})")
+    except AbtuiError as exc:
+        print(f"abtui: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

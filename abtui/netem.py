@@ -45,7 +45,7 @@ def parse(text: str, *, lenient: bool = False) -> dict[str, float] | None:
     """netem's words -> {"delay", "jitter" (µs), "loss" (%), "rate" (bit/s), "limit"}; None for
     `none`. `lenient` (tc's output) skips words it does not know; a profile's may not."""
     words = text.split()
-    if words in ([], [NONE]):
+    if words == [NONE] or (lenient and not words):
         return None
     out: dict[str, float] = {}
     i = 0

@@ -40,6 +40,9 @@ MAX_PAIRS = 8
 # a few times that
 VM_BOOT_TIMEOUT = 300.0
 VM_CONGESTION = ("reno", "cubic", "bbr")
+# a guest's sshd re-executes itself for each connection, from the 9p root filesystem: under TCG
+# and load its banner takes seconds
+VM_BANNER_TIMEOUT = 8.0
 SSHD = "/usr/sbin/sshd"
 REQUIRED_PROGRAMS = {
     "ip": "iproute2",
@@ -445,7 +448,7 @@ class Lab:
         while waiting:
             for alias, h in list(waiting.items()):
                 g, t0 = started[alias]
-                if ssh_banner(h.mgmt_address, timeout=0.5)[0]:
+                if ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]:
                     boot[alias] = round(time.monotonic() - t0, 1)
                     del waiting[alias]
                     continue
@@ -582,7 +585,8 @@ class Lab:
             entry = asdict(h)
             if h.vm:
                 qemu = _pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
-                ok = qemu is not None and _pid_alive(qemu) and ssh_banner(h.mgmt_address)[0]
+                ok = qemu is not None and _pid_alive(qemu) and \
+                    ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
                 entry.update({"release": kernels.get(h.pair, {}).get("release", ""),
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias)})
             else:

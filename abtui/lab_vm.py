@@ -139,10 +139,11 @@ def guest_script(g: Guest) -> str:
         "mkdir -p /run/sshd",
         "sed 's/^root:[^:]*:/root:*:/' /etc/shadow > /run/abtui-shadow && "
         "mount --bind /run/abtui-shadow /etc/shadow",
-        # load what tunnels and netem use in the background, and make the ESP cipher once
-        # (its self-tests take seconds under TCG): the first switch is then as quick as the next
-        f"( modprobe -a {' '.join(WARM_MODULES)}; {WARM_SA} && {WARM_SA_DEL} ) "
-        ">/dev/null 2>&1 &",
+        # load what tunnels and netem use, and make the ESP cipher once (its self-tests take
+        # seconds under TCG), before sshd answers: a guest that answers is ready, and the
+        # first tunnel switch is as quick as the next
+        f"modprobe -a {' '.join(WARM_MODULES)}",
+        f"{WARM_SA} && {WARM_SA_DEL}",
         'echo "abtui guest ready: $(uname -r) $(hostname)"',
         f"exec /usr/sbin/sshd -D -E {g.share / 'sshd.log'} -f {g.sshd_config}",
         "",

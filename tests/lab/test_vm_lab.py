@@ -34,7 +34,8 @@ from abtui.profile import load_profile
 from abtui.remote.hosts import open_hosts
 from tests.conftest import make_test_lab
 
-pytestmark = pytest.mark.lab
+# booting four TCG guests (in the first test's setup) and a procedure's runs take minutes
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(1200)]
 ROOT = Path(__file__).resolve().parents[2]
 # Two real builds (6.1.170 and 6.1.192): pair A boots the first, pair B the second.
 KERNELS = os.environ.get("ABTUI_TEST_KERNELS",
@@ -156,6 +157,7 @@ def test_vm_hosts_are_lab_hosts(vm_lab: Lab):
     async def each() -> dict[str, str]:
         hosts = await open_hosts(load_profile(vm_lab.profile_path))  # known_hosts verified
         try:
+            assert hosts.errors == {}
             outs = await asyncio.gather(*(hosts.links[a].check("uname -r; hostname")
                                           for a in hosts.links))
             return dict(zip(hosts.links, outs, strict=True))

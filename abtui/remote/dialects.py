@@ -43,7 +43,8 @@ class Setting:
     device: str | None = None
 
     def label(self) -> str:
-        return f"{self.key} on {self.device}" if self.device else self.key
+        name = self.key or str(self.kind)  # a keyless kind (mtu, netem) by its kind
+        return f"{name} on {self.device}" if self.device else name
 
 
 # ---- validation -------------------------------------------------------------------------

@@ -203,3 +203,53 @@ def test_netem_on_a_lab_without_it_is_translated_and_says_why(tmp_path):
     vm = map_profile(profile, hosts, ssh_config="c", known_hosts="k",
                      facts=LabFacts(netem=True, builds=("a", "b")))
     assert vm.profile.knob("wan").kind is KnobKind.NETEM
+
+
+class _FakeLab:
+    """What ensure_lab asks of a lab, and what it did."""
+
+    name = "unit"
+
+    def __init__(self, pairs: int, kernels: dict[str, str]) -> None:
+        self.pairs, self.kernels, self.ups = pairs, kernels, []
+
+    def pair_count(self) -> int:
+        return self.pairs
+
+    def kernel_specs(self) -> dict[str, str]:
+        return dict(self.kernels)
+
+    def status(self) -> dict:
+        return {"ok": True}
+
+    def up(self, n, kernels):
+        self.ups.append((n, kernels))
+        return []
+
+    def hosts(self, n):
+        return [n]
+
+
+def test_run_lab_keeps_a_vm_lab_with_the_builds_and_rebuilds_one_without():
+    from abtui.labmap import ensure_lab
+
+    said = []
+    same = _FakeLab(2, {"A": "x", "B": "y"})
+    assert ensure_lab(same, 2, said.append, kernels={"A": "x", "B": "y"}) == [2]
+    assert ensure_lab(same, 2, said.append) == [2]  # no [lab]: the lab that is up
+    assert same.ups == [] and said == []
+    other = _FakeLab(2, {"A": "x", "B": "old"})
+    ensure_lab(other, 2, said.append, kernels={"A": "x", "B": "y"})
+    assert other.ups == [(2, {"A": "x", "B": "y"})]
+    assert said == ["lab: bringing up lab 'unit' with 2 pairs, pair A on VM hosts booting x, "
+                    "pair B on VM hosts booting y (take it down with `abtui lab down`)"]
+    grown = _FakeLab(1, {"A": "x"})
+    ensure_lab(grown, 2, said.append)  # more pairs: its VM pair stays a VM pair
+    assert grown.ups == [(2, {"A": "x"})]
+
+
+def test_a_keyless_setting_is_named_by_its_kind():
+    from abtui.remote.dialects import Setting
+
+    assert Setting(KnobKind.NETEM, "", "data0").label() == "netem on data0"
+    assert Setting(KnobKind.MTU, "", "eth0").label() == "mtu on eth0"

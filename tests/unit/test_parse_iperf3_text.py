@@ -297,3 +297,29 @@ def test_get_server_output_is_not_read_as_the_clients() -> None:
     assert len(r.intervals) == 2 and r.complete
     assert r.summary.receiver_bits_per_second == 13.6e9 and r.summary.retransmits == 23
     assert r.summary.receiver_bytes == round(3.16 * 1024**3)
+
+
+@pytest.mark.parametrize(("case", "unheard"), [
+    ("stopped-tcp", "receiver"), ("stopped-reverse", "sender"), ("stopped-udp", "receiver"),
+    ("stopped-udp-reverse", "sender")])
+def test_a_stopped_client_s_summary_leaves_the_other_side_unknown(case: str,
+                                                                  unheard: str) -> None:
+    """SIGTERM (abtui stopping a run, Ctrl-C): iperf3 prints "interrupt - ..." and a summary
+    whose other-side line says 0 — it never heard those figures: None, not 0."""
+    text = (V312 / f"{case}.client.txt").read_text()
+    zero = [line for line in text.splitlines() if line.rstrip().endswith(unheard)]
+    assert len(zero) == 1 and " 0.00 bits/sec" in zero[0]  # what iperf3 printed
+    r = parse(V312 / f"{case}.client.txt")
+    assert r.error is not None and r.error.startswith("interrupt - ")
+    s = r.summary
+    assert getattr(s, f"{unheard}_bits_per_second") is None
+    assert getattr(s, f"{unheard}_bytes") is None
+    heard = "sender" if unheard == "receiver" else "receiver"
+    assert getattr(s, f"{heard}_bits_per_second") > 0
+    if unheard == "receiver":
+        assert s.jitter_ms is None and s.lost_percent is None
+        assert (s.retransmits is not None) == (s.protocol == "tcp")  # the sender's own
+    # the server of the same test printed its own side only, and it is kept
+    srv = parse(V312 / f"{case}.server.txt").summary
+    assert getattr(srv, f"{heard}_bits_per_second") is None
+    assert getattr(srv, f"{unheard}_bits_per_second") > 0

@@ -242,7 +242,7 @@ async def test_plan_reverse_parallel_and_udp(lab: Lab):
     for start in rec.of(EventKind.RUN_START):
         run = start.data["run"]
         assert rec.run_end(run)["status"] == "ok"
-        assert_matches_printed(rec, run)
+        # the intervals are the server's lines (what arrived): tests/lab/test_udp.py
         assert all(d["packets"] > 0 for d in rec.intervals(run))
         # 20 Mbit/s asked: the intervals carry about that
         rates = [d["bits_per_second"] for d in rec.intervals(run)]

@@ -17,7 +17,7 @@ from abtui.model import EventKind, Pair
 from abtui.report import markdown
 from abtui.runs import SERVER_SUFFIX, STUB_FRACTION
 from abtui.session import Session
-from tests.lab.test_engine import Recorder, lab_profile, no_strays, run_plan
+from tests.lab.test_engine import Recorder, lab_profile, make_engine, no_strays, run_plan, until
 
 __all__ = ["no_strays"]  # the autouse fixture: nothing left on the lab hosts after each test
 
@@ -109,3 +109,29 @@ async def test_udp_reverse_reads_the_client_s_own_lines(lab: Lab) -> None:
         assert not rec.raw.get(run + SERVER_SUFFIX)
         arrived = received(rec.raw[run])
         assert len(arrived) >= 2 and events_of(rec, run) == arrived
+
+
+@pytest.mark.parametrize("udp", [False, True], ids=["tcp", "udp"])
+async def test_a_stopped_run_s_unheard_figures_are_unknown_not_0(lab: Lab, udp: bool) -> None:
+    """A continuous run stopped by the user: iperf3 never hears the receiver's figures, so
+    the journal says null (the report "—"), never 0; what was measured is kept."""
+    profile = lab_profile(lab, interval=INTERVAL, udp=udp, bitrate="20G" if udp else None)
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        await until(lambda: len(rec.of(EventKind.INTERVAL)) >= 4)
+    finally:
+        await engine.shutdown()
+    ends = [e.data for e in rec.of(EventKind.RUN_END)]
+    assert len(ends) == 2 and all(d["status"] == "stopped" for d in ends), ends
+    for end in ends:
+        summary = end["summary"]
+        assert summary["sender_bits_per_second"] > 0
+        assert summary["receiver_bits_per_second"] is None, summary
+        assert summary["receiver_bytes"] is None
+        assert rec.intervals(end["run"])
+    runs = table(markdown(Session.from_events(rec.events), chart=False), "Runs")
+    (col,) = [i for i, h in enumerate(runs[0]) if h.startswith("receiver")]
+    assert [r[col] for r in runs[1]] == ["—", "—"]

@@ -70,6 +70,18 @@ def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:
     return float(bps), data.get("direction") == "rx"
 
 
+def summary_rate(summary: dict[str, Any] | None) -> float | None:
+    """A run's throughput by iperf3's end-of-test summary (RUN_END's "summary"): the
+    receiver's figure; the sender's only for TCP when the receiver's is unknown (a stopped
+    run), since a UDP sender's figure is the rate it offered, not what arrived."""
+    s = summary or {}
+    sides = ["receiver"] if s.get("protocol") == "udp" else ["receiver", "sender"]
+    for v in (s.get(f"{side}_bits_per_second") for side in sides):
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
 def interval_loss(data: dict[str, Any]) -> tuple[float | None, float | None]:
     """A UDP INTERVAL event's loss (percent of the datagrams due, lost / total as iperf3
     prints them) and jitter (ms), each None where the interval has none (TCP, no datagram

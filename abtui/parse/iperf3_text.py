@@ -268,7 +268,7 @@ class Iperf3TextParser:
             packets = int(g[12])
         elif g[14] is not None:
             n = int(g[14])
-            if self._cols == "udp_sender":
+            if self._cols.startswith("udp"):  # datagrams sent (with --bidir, under "Jitter")
                 packets = n
             else:
                 retr = n

@@ -28,6 +28,7 @@ def parse(path: Path):  # type: ignore[no-untyped-def]
 CLIENT_CASES = {
     "tcp": 3, "tcp-i05": 4, "reverse": 2, "p2": 2, "p2-reverse": 2, "udp": 2, "udp-p2": 2,
     "udp-fast": 2, "bidir": 2, "omit": 2, "timestamps": 2, "bidir-p2-omit": 2, "udp-reverse": 2,
+    "udp-bidir": 2,
 }
 
 
@@ -323,3 +324,15 @@ def test_a_stopped_client_s_summary_leaves_the_other_side_unknown(case: str,
     srv = parse(V312 / f"{case}.server.txt").summary
     assert getattr(srv, f"{heard}_bits_per_second") is None
     assert getattr(srv, f"{unheard}_bits_per_second") > 0
+
+
+def test_udp_bidir_sending_lines_count_datagrams_not_retransmits() -> None:
+    """--bidir UDP prints one "Jitter Lost/Total Datagrams" header for both directions; the
+    sending direction's lines have only the datagram count under it."""
+    for side, sending in (("client", "tx"), ("server", "rx")):
+        r = parse(V312 / f"udp-bidir.{side}.txt")
+        sent = [i for i in r.intervals if i.direction == sending]
+        got = [i for i in r.intervals if i.direction != sending]
+        assert [i.packets for i in sent] == [39, 38]
+        assert all(i.retransmits is None and i.jitter_ms is None for i in sent)
+        assert all(i.jitter_ms is not None and i.lost_packets == 0 for i in got)

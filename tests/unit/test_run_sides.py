@@ -254,3 +254,40 @@ def test_udp_loss_and_jitter_reach_the_console_the_exports_and_the_report() -> N
     runs = report.split("## Runs", 1)[1].split("\n## ", 1)[0]
     assert f"| {100 * 25887 / 144317:.2f} | 0.122 |" in runs
 
+
+
+def test_udp_bidir_takes_each_direction_from_its_receiver() -> None:
+    """--bidir UDP: the pair's own direction arrives at the server ([RX-S] lines), the way back
+    at the client ([RX-C] lines); neither sender's lines are read as throughput."""
+    events = asyncio.run(replay("udp-bidir", udp=True, bitrate="10M", bidir=True))
+    got = [(e.data["direction"], e.data["start"], e.data["jitter_ms"]) for e in events
+           if e.kind is EventKind.INTERVAL]
+    expected = []
+    for side, role, direction in (("server", "RX-S", "tx"), ("client", "RX-C", "rx")):
+        for line in (V312 / f"udp-bidir.{side}.txt").read_text().splitlines():
+            m = re.match(rf"\[\s*\d+\]\[{role}\]\s+([\d.]+)-.* ([\d.]+) ms\s+\d+/\d+ \(", line)
+            if m and not line.rstrip().endswith(("sender", "receiver")):
+                expected.append((direction, float(m[1]), float(m[2])))
+    assert len(expected) == 4 and sorted(got) == sorted(expected)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in FIXTURES.glob("iperf3-*/*udp*")
+                                        if p.suffix != ".rc"), ids=lambda p: p.name)
+def test_measured_takes_the_receiving_side_of_every_recorded_udp_log(path: Path) -> None:
+    """In every recorded UDP log (3.1.3 and 3.12 text, -J, 3.18 --json-stream), the intervals
+    `measured` takes are those of the receiving side: a receiver's lines print jitter and
+    lost/total datagrams, a sender's only what it sent."""
+    from abtui.parse import parse_iperf3_json, parse_iperf3_text
+    from abtui.runs import measured
+
+    text = path.read_text()
+    r = parse_iperf3_json(text) if "json" in path.name else parse_iperf3_text(text)
+    assert r.intervals
+    opts = Options(udp=True, interval=1.0)
+    for iv in r.intervals:
+        # the receiving side of this interval's direction: the client with -R and for
+        # --bidir's way back, else the server
+        client_receives = "reverse" in path.name or iv.direction == "rx"
+        receiver = (r.role == "client") == client_receives
+        stub = iv.end - iv.start < 0.1
+        assert measured(iv, opts) == (receiver and not stub), (path.name, iv)

@@ -283,6 +283,38 @@ class KnobManager:
             raise KnobRefused(str(exc)) from exc
         return ApplyResult(targets=dict(out))
 
+    async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
+        """Each pair's value of a host knob now, per role of its scope, as the profile writes
+        values (a host value that one of the knob's values gives on that OS reads as it; any
+        other as the host says it). A host that cannot say is left out, so is a pair's role."""
+        wanted = [(p.label, role, Target(p.host(role), None if _sysctl_only(knob)
+                                         else knob.device or p.device(role), p.label))
+                  for p in pairs for role in knob.scope.roles]
+        reads: dict[tuple[str, str | None], asyncio.Future[str]] = {}
+        for _label, _role, t in wanted:
+            if (t.host, t.device) not in reads:
+                reads[(t.host, t.device)] = asyncio.ensure_future(self._read_as_profile(knob, t))
+        await asyncio.gather(*reads.values(), return_exceptions=True)
+        out: dict[str, dict[str, str]] = {}
+        for label, role, t in wanted:
+            fut = reads[(t.host, t.device)]
+            if fut.exception() is None:
+                out.setdefault(label, {})[str(role)] = fut.result()
+        return out
+
+    async def _read_as_profile(self, knob: Knob, target: Target) -> str:
+        s = self.setting(knob, target)
+        raw = await self.read(target.host, s)
+        dialect = self._dialect(target.host)
+        matches = []
+        for v in knob.values:
+            try:
+                if same_value(raw, dialect.normalize(s, knob.value_for_os(dialect.name, v))):
+                    matches.append(v)
+            except BadInput:
+                continue
+        return matches[0] if len(matches) == 1 else " ".join(raw.split())
+
     async def restore_all(self) -> list[Restored]:
         """Put every original back, concurrently per host; emits RESTORE per setting."""
         async with self._lock:

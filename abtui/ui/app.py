@@ -359,9 +359,9 @@ class AbtuiApp(App[int]):
         scope = self.scopes[self.scope_index]
         shown = "A+B" if scope == "all" and len(self.scopes) == 3 else scope
         chips = [f"[@click=app.cycle_scope][b reverse] {shown} [/][/]"]
-        first = self._scope_pairs()[0] if self.state.pairs else None
+        scope_pairs = self._scope_pairs()
         for key, knob in self.knob_keys.items():
-            value = self.state.pairs[first].config.get(knob, "?") if first else "?"
+            value = self.state.knob_value(knob, scope_pairs)
             chips.append(f"[@click=app.knob('{knob}')][b $accent]{key}[/] {knob}={value}[/]")
         run = "running" if self.state.running else "stopped"
         if self.state.progress:

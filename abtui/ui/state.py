@@ -298,6 +298,14 @@ class ConsoleState:
         except KeyError:
             return name == "tunnel"
 
+    def knob_value(self, name: str, pairs: list[str]) -> str:
+        """A knob's value on the pairs of a scope as the hosts have it: one value when they
+        agree, else each pair's (`A:reno B:bbr`); `?` where the hosts have not said."""
+        values = {lb: self.pairs[lb].config.get(name, "?") for lb in pairs if lb in self.pairs}
+        if len(set(values.values())) <= 1:
+            return next(iter(values.values()), "?")
+        return " ".join(f"{lb}:{v}" for lb, v in values.items())
+
     def row_label(self, row: PhaseRow) -> str:
         """The phase table's name for a row (abtui.configuration: what export prints)."""
         return config_label(row.config, self.baseline)

@@ -99,3 +99,12 @@ def test_a_straddling_interval_counts_in_no_phase_not_even_the_panes() -> None:
     assert ps.phase.n == 2 and ps.phase.hi == 3.8e9
     assert ps.phase.mean == pytest.approx(3.75e9)
     assert ps.bps[0] == 13.5e9  # shown in the sparkline all the same
+
+
+def test_the_knob_bar_shows_each_pairs_value_when_they_differ() -> None:
+    state = ConsoleState(synthetic_profile(2))
+    assert state.knob_value("cc", ["A", "B"]) == "?"
+    for pair, cc in (("A", "reno"), ("B", "bbr")):
+        state.apply(Event(EventKind.CONFIG, pair=pair, data={"config": {"cc": cc}}))
+    assert state.knob_value("cc", ["A", "B"]) == "A:reno B:bbr"
+    assert state.knob_value("cc", ["B"]) == "bbr"

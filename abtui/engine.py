@@ -551,16 +551,12 @@ class Engine:
 
     def _set_iperf3_option(self, knob: Knob, value: str, labels: Sequence[str]) -> None:
         """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...)."""
-        from abtui.profile.knobs import IPERF3_KEYS, iperf3_value
+        from abtui.profile.knobs import iperf3_setting
 
-        key = knob.key or knob.name
-        if key not in IPERF3_KEYS:
-            raise KnobRefused(f"knob {knob.name}: {key!r} is not an iperf3 option abtui sets "
-                              f"(one of {', '.join(IPERF3_KEYS)})")
         try:
-            converted = iperf3_value(key, value)
-        except ValueError:
-            raise KnobRefused(f"knob {knob.name}: {value!r} is not a valid {key}") from None
+            key, converted = iperf3_setting(knob, value)
+        except AbtuiError as exc:
+            raise KnobRefused(str(exc)) from None
         for label in labels:
             trial = {**self.live_options[label], key: converted}
             try:

@@ -456,7 +456,7 @@ async def test_a_tunnel_change_restarts_the_pair_against_the_new_target(lab: Lab
     assert target != profile.pairs[0].target
     a_runs = [e.data for e in rec.of(EventKind.RUN_START, "A")]
     assert [r["target"] for r in a_runs[:2]] == [profile.pairs[0].target, target]
-    assert a_runs[1]["config"] == {"tunnel": "vxlan"}
+    assert a_runs[1]["config"] == {"tcp_wmem": WMEM[0], "tunnel": "vxlan"}  # as read, + the flip
     assert rec.run_end(a_runs[0]["run"])["status"] == "stopped"
     new = rec.intervals(a_runs[1]["run"])
     assert new and all(d["phase"] == 1 for d in new)

@@ -205,10 +205,10 @@ class HostLink:
             await self._open()
         except (TimeoutError, OSError, asyncssh.Error) as exc:
             message = describe_connect_error(self.alias, exc, self.hostkey_problem)
-            self._set_state(LinkState.LOST, message)
+            self._set_state(LinkState.FAILED, message)
             raise RemoteError(self.alias, message.removeprefix(f"{self.alias}: ")) from exc
         except RemoteError as exc:
-            self._set_state(LinkState.LOST, str(exc))
+            self._set_state(LinkState.FAILED, str(exc))
             raise
         self._set_state(LinkState.CONNECTED)
 

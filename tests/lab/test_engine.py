@@ -339,9 +339,9 @@ async def test_missing_iperf3_and_unreachable_host_are_clear_errors(lab: Lab, tm
     ends = {e.pair: e.data for e in rec.of(EventKind.RUN_END)}
     assert "iperf3 is not installed" in ends["A"]["message"]
     assert "nowhere-rcv is not connected" in ends["B"]["message"]
-    lost = [e.data for e in rec.of(EventKind.LINK) if e.host == "nowhere-rcv"]
-    assert any(d["state"] == "lost" and "cannot reach nowhere-rcv" in d["message"]
-               for d in lost)
+    failed = [e.data for e in rec.of(EventKind.LINK) if e.host == "nowhere-rcv"]
+    assert any(d["state"] == "failed" and "cannot reach nowhere-rcv" in d["message"]
+               for d in failed)
     assert engine.failed_runs == 2
 
 

@@ -76,7 +76,7 @@ async def test_unknown_host_key_is_refused_with_a_clear_message(lab: Lab, tmp_pa
                     known_hosts=str(empty), reconnect=False)
     with pytest.raises(RemoteError, match=r"host key of .* is unknown \(not in .*known_hosts\)"):
         await link.connect()
-    assert link.state is LinkState.LOST
+    assert link.state is LinkState.FAILED  # never connected: not "lost"
     # accepted explicitly: recorded, and then known without the option
     accepting = HostLink(link.alias, ssh_config=str(lab.ssh_config), known_hosts=str(empty),
                          reconnect=False, accept_new_host_keys=True)
@@ -187,7 +187,7 @@ async def test_sudo_refusal_is_reported_as_such(lab: Lab, tmp_path):
                                               rf"password, or this user may not use sudo\): "
                                               rf".*{why}"):
             await link.connect()
-        assert states[-1][0] is LinkState.LOST and "sudo -n refused" in states[-1][1]
+        assert states[-1][0] is LinkState.FAILED and "sudo -n refused" in states[-1][1]
     finally:
         if sshd is not None:
             os.kill(sshd.pid, signal.SIGTERM)

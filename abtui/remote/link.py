@@ -98,6 +98,8 @@ def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") ->
         return f"{alias} disconnected: {exc.reason}"
     if isinstance(exc, TimeoutError):
         return f"{alias} did not answer in time (unreachable?)"
+    if isinstance(exc, OSError) and exc.filename:  # the ssh_config or a key file
+        return f"{alias}: cannot read {exc.filename}: {exc.strerror or exc}"
     if isinstance(exc, OSError):
         return f"cannot reach {alias}: {exc.strerror or exc}"
     return f"{alias}: {exc}"

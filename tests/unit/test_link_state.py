@@ -43,3 +43,12 @@ def test_the_pane_of_a_host_that_never_connected_says_so():
     assert state.pairs["A"].link == LinkState.FAILED
     assert "could not connect" in LINK_TEXT[LinkState.FAILED]
     assert "LOST" not in LINK_TEXT[LinkState.FAILED]
+
+
+async def test_a_missing_ssh_config_is_named(tmp_path):
+    """The ssh_config of a lab taken down: the file is named, not "cannot reach: No such
+    file or directory"."""
+    gone = tmp_path / "lab" / "ssh_config"
+    link = HostLink("gone-snd", ssh_config=str(gone), reconnect=False)
+    with pytest.raises(RemoteError, match=rf"^gone-snd: cannot read {gone}: No such file"):
+        await link.connect()

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,15 +58,8 @@ class Pending:
         """The hosts with something left to undo, sorted."""
         return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids)})
 
-    def of_host(self, host: str) -> list[str]:
-        """What is left to undo on `host`, counted: ["2 settings", "1 tunnel"]."""
-        counts = ((sum(k[0] == host for k in self.originals), "setting"),
-                  (sum(k[0] == host for k in self.tunnels), "tunnel"),
-                  (sum(k[0] == host for k in self.pgids), "process group"))
-        return [f"{n} {what}{'s' if n != 1 else ''}" for n, what in counts if n]
-
     def forget(self, host: str) -> None:
-        """Drop every entry of `host` (see `forget_host`)."""
+        """Drop every entry of `host` here (forget_host writes it to the file)."""
         self.originals = {k: v for k, v in self.originals.items() if k[0] != host}
         self.tunnels = {k: v for k, v in self.tunnels.items() if k[0] != host}
         self.pgids = {k: v for k, v in self.pgids.items() if k[0] != host}
@@ -158,10 +152,23 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
         _write_line(fh, record)
 
 
-def forget_host(path: Path, host: str) -> None:
-    """Drop every entry of `host` from a dead writer's journal, setting nothing back: for a
+def left_on(pending: Iterable[Pending], host: str) -> str:
+    """What the journals still hold for `host`, counted: "2 settings, 1 tunnel" ("": none)."""
+    counts = {"setting": 0, "tunnel": 0, "process group": 0}
+    for p in pending:
+        counts["setting"] += sum(k[0] == host for k in p.originals)
+        counts["tunnel"] += sum(k[0] == host for k in p.tunnels)
+        counts["process group"] += sum(k[0] == host for k in p.pgids)
+    return ", ".join(f"{n} {what}{'s' if n != 1 else ''}" for what, n in counts.items() if n)
+
+
+def forget_host(pending: Iterable[Pending], host: str) -> None:
+    """Drop every entry of `host` from dead writers' journals, setting nothing back: for a
     host that is gone for good (`abtui recover --forget`)."""
-    append_record(path, {"op": "forget", "host": host})
+    for p in pending:
+        if host in p.involved:
+            append_record(p.path, {"op": "forget", "host": host})
+            p.forget(host)
 
 
 def _write_line(fh: Any, record: dict[str, Any]) -> None:

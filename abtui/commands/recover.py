@@ -74,7 +74,9 @@ def _print(ok: bool, line: str) -> None:
 
 def describe(p: Pending, forget: list[str] | tuple[str, ...] = ()) -> list[str]:
     """What a pending journal would set back, one line each; a forgotten host's in one."""
-    out = [f"{h}: forget {', '.join(p.of_host(h))} (the host is not contacted)"
+    from abtui.undo import left_on
+
+    out = [f"{h}: forget {left_on([p], h)} (the host is not contacted)"
            for h in p.involved if h in forget]
     out += [f"{h}: restore {key}{f' on {dev}' if dev else ''} = {v!r}"
             for (h, _k, key, dev), v in p.originals.items() if h not in forget]
@@ -99,16 +101,12 @@ async def recover_all(pending: list[Pending], say: Say, *, forget: list[str] | t
     """Set back every journal's changes, newest journal first (an older journal holds the
     older, truer original of a setting both touched), reaching each host once. True when
     nothing is left."""
-    from abtui.undo import forget_host, read_journal
+    from abtui.undo import forget_host, left_on, read_journal
 
     journals = sorted(pending, key=lambda p: p.path.name, reverse=True)
-    for p in journals:
-        for host in forget:
-            if p.of_host(host):
-                say(True, f"{host}: forgot {', '.join(p.of_host(host))} "
-                    "(the host was not contacted)")
-                forget_host(p.path, host)
-                p.forget(host)
+    for host in dict.fromkeys(forget):
+        say(True, f"{host}: forgot {left_on(journals, host)} (the host was not contacted)")
+        forget_host(journals, host)
     involved = sorted({h for p in journals for h in p.involved})
     links = _links(journals, involved)
     left = _Left()
@@ -145,7 +143,7 @@ async def _reach(links: dict[str, HostLink], journals: list[Pending], left: _Lef
                  forget_unreachable: bool) -> dict[str, Dialect]:
     """Connect to every host at once; each one's dialect. A host that cannot be reached is
     reported (or, with --forget-unreachable, forgotten)."""
-    from abtui.undo import forget_host
+    from abtui.undo import forget_host, left_on
 
     dialects = {}
     reached = await asyncio.gather(*(_open(link) for link in links.values()))
@@ -153,15 +151,12 @@ async def _reach(links: dict[str, HostLink], journals: list[Pending], left: _Lef
         if not isinstance(got, str):
             dialects[alias] = got
             continue
-        entries = [w for p in journals for w in p.of_host(alias)]
+        entries = left_on(journals, alias)
         if forget_unreachable:
-            for p in journals:
-                if p.of_host(alias):
-                    forget_host(p.path, alias)
-                    p.forget(alias)
-            say(True, f"{alias}: cannot reconnect ({got}); forgot {', '.join(entries)}")
+            forget_host(journals, alias)
+            say(True, f"{alias}: cannot reconnect ({got}); forgot {entries}")
         else:
-            left.add(alias, f"cannot reconnect ({got}): {', '.join(entries)} left")
+            left.add(alias, f"cannot reconnect ({got}): {entries} left")
     return dialects
 
 

@@ -61,7 +61,7 @@ def test_finish_removes_the_journal(tmp_path):
 def test_unchanged_and_forgotten_entries_are_not_left_to_undo(tmp_path):
     """`unchanged`: a refused write left the original in place; `forget`: a host that is
     gone (abtui recover --forget) has nothing left, whatever it had."""
-    from abtui.undo import forget_host
+    from abtui.undo import forget_host, left_on
 
     j = UndoJournal(tmp_path)
     j.original("h1", "sysctl", "net.core.rmem_max", None, "212992", "rmemmax")
@@ -74,7 +74,8 @@ def test_unchanged_and_forgotten_entries_are_not_left_to_undo(tmp_path):
     j.close()
     p = read_journal(j.path)
     assert p.involved == ["h1", "h2"]
-    assert p.of_host("h2") == ["1 setting", "1 tunnel", "1 process group"]
-    forget_host(j.path, "h2")
+    assert left_on([p, p], "h2") == "2 settings, 2 tunnels, 2 process groups"
+    forget_host([p], "h2")
+    assert p.involved == ["h1"] and left_on([p], "h2") == ""
     p = read_journal(j.path)
-    assert p.involved == ["h1"] and p.of_host("h2") == []
+    assert p.involved == ["h1"] and left_on([p], "h1") == "1 setting"

@@ -107,8 +107,11 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     def say(line: str) -> None:
         print(f"abtui: {line}", file=stream, flush=True)
 
+    setting = False  # while --set values are applied: a refusal is said once, below
+
     def show(event: Event) -> None:
-        line = describe(event)
+        line = describe(event) if not (setting and event.kind is EventKind.KNOB_ERROR) \
+            else None
         if line:
             say(line)
 
@@ -122,13 +125,14 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     reason = "done"
     try:
         await engine.connect()
+        setting = True
         for knob, value in settings:
             try:
                 await engine.set_knob(knob, value)
             except KnobRefused as exc:
-                print(f"abtui: --set {knob}={value} refused, not started: {exc}", file=stream,
-                      flush=True)
+                say(f"--set {knob}={value} refused, not started: {exc}")
                 return EXIT_FAILED
+        setting = False
         if duration is not None:
             tally = Tally()
             engine.subscribe(tally)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abtui.errors import AbtuiError, BadInput, MissingPrerequisite
+from abtui.pids import pid_alive
 
 if TYPE_CHECKING:
     from abtui.kernels import Kernel
@@ -334,9 +335,9 @@ class Lab:
             # just killed and not yet reaped by the kernel: wait for it to go, or the
             # "already running" check below would skip the start
             deadline = time.monotonic() + 5.0
-            while _pid_alive(running) and time.monotonic() < deadline:
+            while pid_alive(running) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            if _pid_alive(running):
+            if pid_alive(running):
                 raise LabError(f"sshd on {alias} (PID {running}) runs but does not answer "
                                f"on {h.mgmt_address}:22")
         self._start_sshd(h)
@@ -357,7 +358,7 @@ class Lab:
     def _sshd_pid(self, h: LabHost) -> int | None:
         pid = _pidfile_pid(self._sshd_pidfile(h))
         # a killed sshd may linger as a zombie
-        return pid if pid is not None and _pid_alive(pid) else None
+        return pid if pid is not None and pid_alive(pid) else None
 
     def _start_sshd(self, h: LabHost) -> None:
         if self._sshd_pid(h) is not None:
@@ -429,7 +430,7 @@ class Lab:
                 _run(["ip", "link", "add", "name", bridge, "type", "bridge"])
                 _run(["ip", "link", "set", bridge, "up"])
             alive = lab_vm.qemu_pid(g)
-            if alive is not None and _pid_alive(alive):
+            if alive is not None and pid_alive(alive):
                 continue
             for tap, master in ((g.mgmt_tap, self.bridge), (g.data_tap, bridge)):
                 _run(["ip", "link", "del", tap], check=False)
@@ -460,7 +461,7 @@ class Lab:
                     del waiting[alias]
                     continue
                 vng = _pidfile_pid(self.state_dir / f"vng-{alias}.pid")
-                if vng is None or not _pid_alive(vng):
+                if vng is None or not pid_alive(vng):
                     raise LabError(f"VM host {alias} ({g.kernel.spec}) stopped while booting: "
                                    f"{lab_vm.log_tail(g)}")
             if waiting and time.monotonic() > deadline:
@@ -552,7 +553,7 @@ class Lab:
         pids = set()
         for path in [*self.state_dir.glob("vm-*.pid"), *self.state_dir.glob("vng-*.pid")]:
             pid = _pidfile_pid(path)
-            if pid is not None and _pid_alive(pid):
+            if pid is not None and pid_alive(pid):
                 pids.add(pid)
         ours = f"{self.state_dir}/vm-"
         for proc in Path("/proc").iterdir():
@@ -592,7 +593,7 @@ class Lab:
             entry = asdict(h)
             if h.vm:
                 qemu = _pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
-                ok = qemu is not None and _pid_alive(qemu) and \
+                ok = qemu is not None and pid_alive(qemu) and \
                     ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
                 entry.update({"release": kernels.get(h.pair, {}).get("release", ""),
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias)})
@@ -638,7 +639,7 @@ def _terminate(pids: Iterable[int], grace: float = 2.0) -> None:
     deadline = time.monotonic() + grace
     while alive and time.monotonic() < deadline:
         for pid in list(alive):
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 alive.discard(pid)
         time.sleep(0.02)
     for pid in alive:
@@ -651,17 +652,3 @@ def _pidfile_pid(path: Path) -> int | None:
         return int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purpose
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False

@@ -330,6 +330,9 @@ class Lab:
         h = self._host(alias)
         if h is None:
             raise LabError(f"{alias}: no such host in lab {self.name}")
+        if h.vm:
+            raise LabError(f"{alias} is a VM host: its sshd runs in the guest (`abtui lab up` "
+                           "again boots a guest that stopped)")
         running = self._sshd_pid(h)
         if running is not None and not ssh_banner(h.mgmt_address)[0]:
             # just killed and not yet reaped by the kernel: wait for it to go, or the

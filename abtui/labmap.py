@@ -50,6 +50,10 @@ QUICK_DURATION = 2.0
 QUICK_INTERVAL = 0.5
 QUICK_PING_COUNT = 3
 QUICK_PAUSE = 0.5
+# on VM hosts (emulated, seconds late under load): whole-second intervals, so the engine's
+# stall watch (three intervals without one) does not take a slow guest for a dead stream
+QUICK_VM_DURATION = 3.0
+QUICK_VM_INTERVAL = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,18 +235,21 @@ def _watch(w: Watch, facts: LabFacts, devices: Collection[str],
                                command=STANDIN_WATCH)
 
 
-def quick(profile: Profile) -> tuple[Profile, Translation | None]:
-    """Short runs for the lab: iperf3 -t 2 -i 0.5, ping -c 3, one repetition, short pauses."""
+def quick(profile: Profile, vm: bool = False) -> tuple[Profile, Translation | None]:
+    """Short runs for the lab: iperf3 -t 2 -i 0.5, ping -c 3, one repetition, short pauses
+    (`vm`: the lab's VM hosts run it, -t 3 -i 1)."""
     t, plan = profile.test, profile.plan
+    duration, interval = (QUICK_VM_DURATION, QUICK_VM_INTERVAL) if vm else \
+        (QUICK_DURATION, QUICK_INTERVAL)
     test = dataclasses.replace(
-        t, duration=QUICK_DURATION if not 0 < t.duration <= QUICK_DURATION else t.duration,
-        interval=min(t.interval, QUICK_INTERVAL), omit=0,
+        t, duration=duration if not 0 < t.duration <= duration else t.duration,
+        interval=min(t.interval, interval), omit=0,
         ping_count=min(t.ping_count, QUICK_PING_COUNT))
     short = {"duration", "interval", "omit", "ping_count"}
     pairs = [dataclasses.replace(p, overrides={k: v for k, v in p.overrides.items()
                                                if k not in short}) for p in profile.pairs]
     new_plan = dataclasses.replace(plan, repetitions=1, pause=min(plan.pause, QUICK_PAUSE))
-    watches = [dataclasses.replace(w, interval=min(w.interval, QUICK_INTERVAL))
+    watches = [dataclasses.replace(w, interval=min(w.interval, interval))
                for w in profile.watches]
     before, after = _describe(t, plan), _describe(test, new_plan)
     mapped = dataclasses.replace(profile, test=test, plan=new_plan, pairs=pairs,

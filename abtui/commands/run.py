@@ -85,16 +85,17 @@ def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, di
     def say(line: str) -> None:
         print(f"abtui: {line}", file=sys.stderr, flush=True)
 
-    translations = []
-    if quick:
-        profile, shortened = labmap.quick(profile)
-        translations += [shortened] if shortened else []
-    if lab:
-        from abtui.lab import Lab
+    from abtui.lab import Lab
 
-        the_lab = Lab.default()
-        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say,
-                                  kernels=labmap.lab_kernels_for(profile))
+    translations = []
+    the_lab = Lab.default() if lab else None
+    kernels = labmap.lab_kernels_for(profile) if lab else {}
+    if quick:
+        vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
+        profile, shortened = labmap.quick(profile, vm=vm)
+        translations += [shortened] if shortened else []
+    if the_lab is not None:
+        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels)
         facts = labmap.lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
                                  ssh_config=str(the_lab.ssh_config))
         mapping = labmap.map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),

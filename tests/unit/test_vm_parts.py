@@ -253,3 +253,14 @@ def test_a_keyless_setting_is_named_by_its_kind():
 
     assert Setting(KnobKind.NETEM, "", "data0").label() == "netem on data0"
     assert Setting(KnobKind.MTU, "", "eth0").label() == "mtu on eth0"
+
+
+def test_quick_runs_on_vm_hosts_have_whole_second_intervals():
+    from abtui.labmap import quick
+
+    profile = load_profile(PROFILES / "softirq-crypto.toml")
+    ns, _ = quick(profile)
+    vm, note = quick(profile, vm=True)
+    assert (ns.test.duration, ns.test.interval) == (2.0, 0.5)
+    assert (vm.test.duration, vm.test.interval) == (3.0, 1.0)
+    assert note is not None and "iperf3 -t 3 -i 1" in note.lab

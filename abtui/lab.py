@@ -44,6 +44,7 @@ VM_CONGESTION = ("reno", "cubic", "bbr")
 # a guest's sshd re-executes itself for each connection, from the 9p root filesystem: under TCG
 # and load its banner takes seconds
 VM_BANNER_TIMEOUT = 8.0
+VM_CONNECT_TIMEOUT = 60
 VM_SSHD_OPTIONS = ("KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",)
 SSHD = "/usr/sbin/sshd"
 REQUIRED_PROGRAMS = {
@@ -510,6 +511,8 @@ class Lab:
                 "    StrictHostKeyChecking yes",
                 "    ServerAliveInterval 5",
                 "    ServerAliveCountMax 3",
+                # an emulated guest under load takes seconds per login (abtui's links read it)
+                *([f"    ConnectTimeout {VM_CONNECT_TIMEOUT}"] if h.vm else []),
                 "",
             ]))
         self.ssh_config.write_text("\n".join(blocks))

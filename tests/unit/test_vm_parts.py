@@ -264,3 +264,19 @@ def test_quick_runs_on_vm_hosts_have_whole_second_intervals():
     assert (ns.test.duration, ns.test.interval) == (2.0, 0.5)
     assert (vm.test.duration, vm.test.interval) == (3.0, 1.0)
     assert note is not None and "iperf3 -t 3 -i 1" in note.lab
+
+
+def test_a_vm_host_s_ssh_config_gives_its_links_more_time_to_connect(tmp_path):
+    from abtui.remote.link import DEFAULT_CONNECT_TIMEOUT, HostLink
+
+    lab = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path)
+    hosts = lab.hosts(2, {"B": "k"})
+    for h in hosts:
+        (tmp_path / f"host_{h.alias}.pub").write_text("ssh-ed25519 AAAAC3Nza x\n")
+    lab._write_client_files(hosts)
+    config = str(lab.ssh_config)
+    assert HostLink("unit-a-snd", ssh_config=config).connect_timeout == DEFAULT_CONNECT_TIMEOUT
+    assert HostLink("unit-b-rcv", ssh_config=config).connect_timeout == 60
+    assert HostLink("unit-b-rcv", ssh_config=config, connect_timeout=3).connect_timeout == 3
+    assert HostLink("x", ssh_config=str(tmp_path / "missing")).connect_timeout == \
+        DEFAULT_CONNECT_TIMEOUT

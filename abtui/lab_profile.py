@@ -65,6 +65,10 @@ def render_lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str,
         tcp_wmem_values=", ".join(_toml_str(v) for v in TCP_WMEM_VALUES),
         tcp_rmem_values=", ".join(_toml_str(v) for v in TCP_RMEM_VALUES),
         cc_values=", ".join(_toml_str(v) for v in cc_values),
+        # a guest sizes its defaults by its memory and build: set both pairs alike from the
+        # start, or no configuration of one pair would match the other's
+        tcp_wmem_initial=f"initial = {_toml_str(TCP_WMEM_VALUES[0])}\n" if all_vm else "",
+        tcp_rmem_initial=f"initial = {_toml_str(TCP_RMEM_VALUES[0])}\n" if all_vm else "",
         tunnel_comment=_TUNNEL_COMMENT[all_vm],
         tunnel_values=", ".join(_toml_str(v) for v in
                                 (VM_TUNNELS if all_vm else NAMESPACE_TUNNELS)),

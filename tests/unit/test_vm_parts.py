@@ -160,8 +160,11 @@ def test_vm_lab_profile_offers_every_tunnel_type(tmp_path):
                               pairs=1, congestion=["reno", "cubic"], all_vm=True)
     path = tmp_path / "lab.toml"
     path.write_text(text)
-    assert load_profile(path).knob("tunnel").values == ("none", "wireguard", "vxlan", "ipsec",
-                                                        "gre")
+    profile = load_profile(path)
+    assert profile.knob("tunnel").values == ("none", "wireguard", "vxlan", "ipsec", "gre")
+    # both pairs start from the same socket buffers (a guest's defaults follow its memory)
+    assert profile.knob("tcp_wmem").initial == profile.knob("tcp_wmem").values[0]
+    assert profile.knob("tcp_rmem").initial == profile.knob("tcp_rmem").values[0]
 
 
 def test_a_profile_names_its_builds_and_the_vm_lab_runs_them(tmp_path):

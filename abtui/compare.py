@@ -1,5 +1,6 @@
-"""Two sessions side by side: phases matched by pair label and configuration, with deltas
-(right vs left) and the Mann-Whitney verdict on run-level values. A configuration recorded
+"""Two sessions side by side: phases matched by pair label and configuration, each cell the
+one figure every table prints (abtui.throughput), with deltas (right vs left) and their
+intervals and verdicts from run-level values. A configuration recorded
 on one side only is listed with the other side empty, never dropped. When the sessions share
 no pair label (e.g. `stock` then `patched`) and each has one pair, those pairs are matched."""
 
@@ -8,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui import stats
-from abtui.plots import rate_unit
-from abtui.report import fmt_compare, fmt_compare_rx, fmt_mean_sd, md_table
+from abtui.report import fmt_cell, fmt_delta, legend, md_table, no_interval_note, rate_unit_of
 from abtui.session import Session
 
 
@@ -45,39 +45,37 @@ def rows(left: Session, right: Session) -> list[dict[str, Any]]:
 
 def markdown(left: Session, right: Session) -> str:
     table = rows(left, right)
-    peak = max((c.throughput.max or 0.0 for r in table for c in (r["left"], r["right"]) if c),
-               default=0.0)
-    div, unit = rate_unit(peak)
-    body = []
-    for r in table:
-        change = fmt_compare(r["left"], r["right"]) if r["only"] is None else (
-            f"only in {left.name if r['only'] == 'left' else right.name}")
-        body.append([r["pair"], r["config"],
-                     fmt_mean_sd(r["left"].throughput, div) if r["left"] else "—",
-                     fmt_mean_sd(r["right"].throughput, div) if r["right"] else "—", change])
+    seen: list[stats.Delta | None] = []
+    body, unit = _table(left, right, table, False, seen)
     head = [f"# compare {left.name} → {right.name}", "",
-            f"throughput in {unit}, mean ± stdev over intervals; Δ: {right.name} vs {left.name}, "
-            "change of the mean with its 95 % confidence interval, then the Mann-Whitney "
-            "verdict on run-level values (α = 0.05).", ""]
-    out = [*head, md_table(["pair", "configuration", left.name, right.name, "Δ"], body)]
-    if any(c.throughput_rx.n for r in table for c in (r["left"], r["right"]) if c):
-        out += ["", *_other_direction(left, right, table)]
+            f"throughput in {unit}. " + legend(left.name), ""]
+    out = [*head, body]
+    if any(c.samples_rx for r in table for c in (r["left"], r["right"]) if c):
+        back, unit = _table(left, right, table, True, seen)
+        out += ["", f"## Other direction (--bidir: receiver → sender), {unit}", "", back]
+    notes = no_interval_note(seen)
+    if notes:
+        out += ["", *notes]
     return "\n".join(out) + "\n"
 
 
-def _other_direction(left: Session, right: Session, table: list[dict[str, Any]]) -> list[str]:
-    """--bidir's way back (receiver → sender), compared apart from the pairs' own direction."""
-    peak = max((c.throughput_rx.max or 0.0 for r in table for c in (r["left"], r["right"])
-                if c), default=0.0)
-    div, unit = rate_unit(peak)
+def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
+           seen: list[stats.Delta | None]) -> tuple[str, str]:
+    """The pair's own direction, or (`rx`) --bidir's way back compared apart from it; and
+    the unit its figures are in."""
+    div, unit = rate_unit_of((c for r in table for c in (r["left"], r["right"]) if c), rx)
     body = []
     for r in table:
         lc, rc = r["left"], r["right"]
-        body.append([r["pair"], r["config"],
-                     fmt_mean_sd(lc.throughput_rx, div) if lc else "—",
-                     fmt_mean_sd(rc.throughput_rx, div) if rc else "—", fmt_compare_rx(lc, rc)])
-    return [f"## Other direction (--bidir: receiver → sender), {unit}", "",
-            md_table(["pair", "configuration", left.name, right.name, "Δ"], body)]
+        if r["only"] is not None:
+            change = f"only in {left.name if r['only'] == 'left' else right.name}"
+        else:
+            d, v = stats.compare_cells(lc, rc, rx=rx)
+            seen.append(d)
+            change = fmt_delta(d, v)
+        body.append([r["pair"], r["config"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
+                     change])
+    return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit
 
 
 def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
@@ -102,6 +100,7 @@ def to_json(left: Session, right: Session) -> dict[str, Any]:
             "right": r["right"].to_json() if r["right"] else None,
             "delta_pct": d.pct if d else None,
             "ci_pct": [d.low, d.high] if d and d.low is not None else None,
+            "ci_missing": d.why if d and d.low is None else None,
             "verdict": v.to_json() if v else None,
         })
     return {"left": left.name, "right": right.name, "rows": out}

@@ -71,24 +71,33 @@ def write_csv(session: Session, out: IO[str]) -> int:
 
 
 def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
+    """A phase's figures: `bits_per_second` is its throughput as every table defines it (the
+    mean of its run-level values, abtui.throughput); `throughput` summarizes those values,
+    `intervals` the counted intervals' rates (`noisy`: they vary more than stats.NOISE_CV);
+    sender/receiver are iperf3's own summary when the phase is exactly one finished run."""
     ph = session.phases[phase_ix]
     st = stats.phase_stats(session, ph)
+    rate = stats.phase_rate(session, ph)
+    phase_col = np.frombuffer(session.intervals[ph.pair]["phase"], dtype=np.int32)
     runs = {int(r) for r in np.frombuffer(session.intervals[ph.pair]["run"], dtype=np.int32)[
-        np.frombuffer(session.intervals[ph.pair]["phase"], dtype=np.int32) == phase_ix]}
+        phase_col == phase_ix]}
     # a phase that is exactly one finished run (plan mode) also has iperf3's own summary
     own = session.runs[runs.pop()].summary if len(runs) == 1 else None
     retr = np.frombuffer(session.intervals[ph.pair]["retransmits"], dtype=np.float64)[
-        np.frombuffer(session.intervals[ph.pair]["phase"], dtype=np.int32) == phase_ix]
+        phase_col == phase_ix]
+    rx = stats.phase_rate(session, ph, "throughput_rx")
     return {
-        "sender_bits_per_second": (own or {}).get("sender_bits_per_second")
-        or st["throughput"].mean,
+        "bits_per_second": rate.mean,
+        "sender_bits_per_second": (own or {}).get("sender_bits_per_second") or rate.mean,
         "receiver_bits_per_second": (own or {}).get("receiver_bits_per_second"),
         "retransmits": int(np.nansum(retr)) if retr.size and np.isfinite(retr).any() else None,
-        "throughput": st["throughput"].to_json(),
+        "throughput": rate.to_json(),
+        "intervals": st["throughput"].to_json(),
         "rtt_ms": st["rtt"].to_json(),
         "retransmits_per_s": st["retransmits_per_s"].to_json(),
         "noisy": st["throughput"].noisy,
-        **({"throughput_rx": st["throughput_rx"].to_json()} if st["throughput_rx"].n else {}),
+        **({"bits_per_second_rx": rx.mean, "throughput_rx": rx.to_json(),
+            "intervals_rx": st["throughput_rx"].to_json()} if st["throughput_rx"].n else {}),
     }
 
 
@@ -154,7 +163,8 @@ def to_json(session: Session) -> dict[str, Any]:
         "phases": phases,
         "straddling_intervals": unphased,
         "runs": [{"pair": r.pair, "run": r.id, "config": r.config, "start": r.start,
-                  "end": r.end, "status": r.status, "summary": r.summary,
+                  "end": r.end, "status": r.status, "bits_per_second": stats.run_rate(session, r),
+                  "summary": r.summary,
                   **({"reverse_summary": r.reverse_summary} if r.reverse_summary else {}),
                   "ping": r.ping,
                   "message": r.message, "skew_ms": r.skew_ms, "options": r.options,

@@ -18,10 +18,40 @@ from abtui.errors import EXIT_FAILED, EXIT_OK
 from abtui.model import Event, EventKind, Profile, interval_rate
 from abtui.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.store import new_session_path
+from abtui.throughput import Segment, span_of
 
 
-def describe(event: Event) -> str | None:
-    """The progress line for an event, None for events not worth a line."""
+def counted(event: Event) -> tuple[float, float] | None:
+    """An INTERVAL event's (bits/s, seconds) when it counts in its pair's throughput (its own
+    direction, not omitted: model.interval_rate), else None."""
+    rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
+    if event.pair is None or rate is None or rate[1]:
+        return None
+    return rate[0], span_of(event.data.get("start"), event.data.get("end"))
+
+
+class RunRates:
+    """Each run's own figure as its intervals arrive (abtui.throughput: the bits of its
+    counted intervals ÷ their seconds), for the line that says it ended."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple[str | None, object], Segment] = {}
+
+    def __call__(self, event: Event) -> float | None:
+        """Take an event in; for a RUN_END, the run's figure (None without intervals)."""
+        key = (event.pair, event.data.get("run"))
+        got = counted(event)
+        if got is not None:
+            self.runs.setdefault(key, Segment()).add(*got)
+        if event.kind is EventKind.RUN_END:
+            seg = self.runs.pop(key, None)
+            return seg.rate if seg is not None else None
+        return None
+
+
+def describe(event: Event, rate: float | None = None) -> str | None:
+    """The progress line for an event, None for events not worth a line; a RUN_END's line
+    carries `rate`, the run's figure (RunRates)."""
     d = event.data
     who = f"{event.pair}: " if event.pair else (f"{event.host}: " if event.host else "")
     if event.kind is EventKind.PROGRESS:
@@ -29,9 +59,7 @@ def describe(event: Event) -> str | None:
         left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
         return f"plan: {d.get('done')}/{d.get('total')} steps done{left}"
     if event.kind is EventKind.RUN_END:
-        summary = d.get("summary") or {}
-        rate = summary.get("receiver_bits_per_second") or summary.get("sender_bits_per_second")
-        got = f", {rate / 1e9:.3f} Gbit/s" if isinstance(rate, int | float) else ""
+        got = f", {rate / 1e9:.3f} Gbit/s" if rate is not None else ""
         why = f": {d['message']}" if d.get("message") else ""
         return f"{who}run {d.get('run')} {d.get('status')}{got}{why}"
     if event.kind in (EventKind.ERROR, EventKind.KNOB_ERROR):
@@ -46,25 +74,27 @@ def describe(event: Event) -> str | None:
 
 
 class Tally:
-    """Each pair's throughput since the last progress line of a continuous run (its own
-    direction: --bidir's way back is not mixed in, as in abtui.stats)."""
+    """Each pair's throughput since the last progress line of a continuous run, by the one
+    rule (abtui.throughput: bits ÷ seconds of its counted intervals; --bidir's way back is
+    not mixed in)."""
 
     def __init__(self) -> None:
-        self.rates: dict[str, list[float]] = {}
+        self.rates: dict[str, Segment] = {}
 
     def __call__(self, event: Event) -> None:
-        rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
-        if event.pair and rate is not None and not rate[1]:
-            self.rates.setdefault(event.pair, []).append(rate[0])
+        got = counted(event)
+        if got is not None and event.pair:
+            self.rates.setdefault(event.pair, Segment()).add(*got)
 
     def line(self, elapsed: float, duration: float, pairs: Sequence[str]) -> str:
         """`+20/60 s: A 12.01 Gbit/s (5 intervals), B no intervals`, then start afresh."""
         parts = []
         for pair in pairs:
-            got = self.rates.get(pair, [])
-            parts.append(f"{pair} {sum(got) / len(got) / 1e9:.2f} Gbit/s ({len(got)} "
-                         f"interval{'s' if len(got) != 1 else ''})" if got
-                         else f"{pair} no intervals")
+            seg = self.rates.get(pair)
+            rate = seg.rate if seg is not None else None
+            parts.append(f"{pair} {rate / 1e9:.2f} Gbit/s ({seg.n} "
+                         f"interval{'s' if seg.n != 1 else ''})"
+                         if seg is not None and rate is not None else f"{pair} no intervals")
         self.rates.clear()
         return f"+{elapsed:.0f}/{duration:.0f} s: " + ", ".join(parts)
 
@@ -108,8 +138,10 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     def say(line: str) -> None:
         print(f"abtui: {line}", file=stream, flush=True)
 
+    run_rates = RunRates()
+
     def show(event: Event) -> None:
-        line = describe(event)
+        line = describe(event, run_rates(event))
         if line:
             say(line)
 

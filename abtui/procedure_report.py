@@ -7,9 +7,10 @@
   pairs' throughput and the speedup in percent.
 - `builds` (WireGuard GRO): throughput per build (pair), Δ vs the first.
 
-Throughput is iperf3's own end-of-run figure (the receiver's line, the `[SUM]` one with
-several streams) averaged over the runs of a cell; a run without one counts its intervals'
-mean. What the lab ran instead of the profile's settings (`abtui run --lab`) is listed too.
+A cell is a pair's phases whose configuration has the cell's values; its figure, Δ, interval
+and verdict are the generic table's (abtui.stats.cell, abtui.report.fmt_cell/fmt_compare):
+the mean of its run-level values, never a second definition. What the lab ran instead of the
+profile's settings (`abtui run --lab`) is listed too.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from typing import Any
 import numpy as np
 
 from abtui import stats
-from abtui.plots import rate_unit
-from abtui.report import md_table
-from abtui.session import Run, Session
+from abtui.report import fmt_cell, fmt_delta, legend, md_table, rate_unit_of
+from abtui.session import Phase, Run, Session
 
 DIRECTION = "direction"
 
@@ -40,13 +40,15 @@ def layout_of(session: Session) -> tuple[str | None, dict[str, Any]]:
     return (layout if isinstance(layout, str) else None), doc
 
 
-def sections(session: Session, base: str | None) -> list[str]:
-    """Markdown lines of the procedure's sections (none without a layout), translations."""
+def sections(session: Session, base: str | None,
+             seen: list[stats.Delta | None] | None = None) -> list[str]:
+    """Markdown lines of the procedure's sections (none without a layout), translations.
+    Every Δ printed is appended to `seen` (the report's notes explain a missing interval)."""
     layout, doc = layout_of(session)
     out: list[str] = []
     builder = _LAYOUTS.get(layout or "")
     if builder is not None:
-        out += builder(session, doc, base)
+        out += builder(_Cells(session, seen if seen is not None else []), doc, base)
     if session.translations:
         out += ["## Lab translations", "",
                 md_table(["what", "profile", "lab", "why"],
@@ -58,44 +60,41 @@ def sections(session: Session, base: str | None) -> list[str]:
 
 # ---- values ----------------------------------------------------------------------------
 
-def run_rate(session: Session, run: Run) -> float | None:
-    """iperf3's figure for a run (receiver, else sender), else its intervals' mean."""
-    s = run.summary or {}
-    for key in ("receiver_bits_per_second", "sender_bits_per_second"):
-        v = s.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
-            return float(v)
-    mean = stats.run_stats(session, run)["throughput"].mean
-    return mean if mean else None
+class _Cells:
+    """A session's cells grouped by some of their knobs' values, and the Δ printed so far."""
+
+    def __init__(self, session: Session, seen: list[stats.Delta | None]) -> None:
+        self.session = session
+        self.seen = seen
+
+    def group(self, pair: str, keys: Sequence[str]) -> dict[tuple[str, ...], stats.Cell]:
+        """The pair's phases grouped by their values of `keys` (`—` where unset), as cells."""
+        phases: dict[tuple[str, ...], list[Phase]] = {}
+        for ph in self.session.phases_of(pair):
+            phases.setdefault(tuple(str(ph.config.get(k, "—")) for k in keys), []).append(ph)
+        return {key: stats.cell(self.session, pair, ", ".join(key), group)
+                for key, group in phases.items()}
+
+    def delta(self, base: stats.Cell | None, other: stats.Cell | None) -> str:
+        """fmt_compare, with the Δ noted for the report's notes."""
+        if base is None or other is None:
+            return "—"
+        d, v = stats.compare_cells(base, other)
+        self.seen.append(d)
+        return fmt_delta(d, v)
+
+    def unit(self, groups: dict[str, dict[tuple[str, ...], stats.Cell]]) -> tuple[float, str]:
+        return rate_unit_of(c for g in groups.values() for c in g.values())
 
 
-def _groups(session: Session, pair: str, keys: Sequence[str]) -> dict[tuple[str, ...],
-                                                                       list[Run]]:
+def _run_groups(session: Session, pair: str, keys: Sequence[str]
+                ) -> dict[tuple[str, ...], list[Run]]:
+    """Runs by their configuration's values of `keys` (for the watches' time windows)."""
     out: dict[tuple[str, ...], list[Run]] = {}
     for r in session.runs_of(pair):
         if r.status in ("ok", "stopped"):
             out.setdefault(tuple(str(r.config.get(k, "—")) for k in keys), []).append(r)
     return out
-
-
-def _rates(session: Session, runs: Sequence[Run]) -> list[float]:
-    return [v for v in (run_rate(session, r) for r in runs) if v is not None]
-
-
-def _fmt(rates: Sequence[float], div: float) -> str:
-    if not rates:
-        return "—"
-    s = stats.summarize(rates)
-    text = f"{s.mean / div:.2f}" if s.mean is not None else "—"
-    return text + (f" ± {s.stdev / div:.2f}" if s.stdev is not None else "") + (
-        f" (n={s.n})" if s.n > 1 else "")
-
-
-def _pct(base: Sequence[float], other: Sequence[float]) -> str:
-    if not base or not other:
-        return "—"
-    b, o = float(np.mean(base)), float(np.mean(other))
-    return f"{(o - b) / b * 100:+.1f}%" if b else "—"
 
 
 def _natural(key: tuple[str, ...]) -> tuple[Any, ...]:
@@ -107,11 +106,6 @@ def _natural(key: tuple[str, ...]) -> tuple[Any, ...]:
         except ValueError:
             out.append((1, 0.0, v))
     return tuple(out)
-
-
-def _unit(session: Session) -> tuple[float, str]:
-    peak = max((v for r in session.runs for v in [run_rate(session, r)] if v), default=0.0)
-    return rate_unit(peak)
 
 
 def _base(session: Session, doc: dict[str, Any], base: str | None) -> str | None:
@@ -129,35 +123,33 @@ def _shown(session: Session, knob: str, value: str) -> str:
 
 # ---- layouts ---------------------------------------------------------------------------
 
-def _sweep(session: Session, doc: dict[str, Any], base: str | None) -> list[str]:
+def _sweep(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
+    session = cells.session
     matrix = (doc.get("plan") or {}).get("matrix") or []
     knob = next((m for m in matrix if m != DIRECTION), None) or "configuration"
     bp = _base(session, doc, base)
-    div, unit = _unit(session)
-    groups = {p: _groups(session, p, [knob]) for p in session.pairs}
+    groups = {p: cells.group(p, [knob]) for p in session.pairs}
+    div, unit = cells.unit(groups)
     values = sorted(dict.fromkeys(v for g in groups.values() for v in g), key=_natural)
     rows, lat = [], []
     for value in values:
-        base_rates = _rates(session, groups.get(bp or "", {}).get(value, []))
+        base_cell = groups.get(bp or "", {}).get(value)
         for pair in session.pairs:
-            runs = groups[pair].get(value, [])
-            rates = _rates(session, runs)
-            rows.append([pair, value[0], _fmt(rates, div),
-                         "(base)" if pair == bp else _pct(base_rates, rates)])
-            rtt = stats.values(session, pair, "rtt", runs=[r.index for r in runs])
-            if rtt.size:
-                s = stats.summarize(rtt)
+            c = groups[pair].get(value)
+            rows.append([pair, value[0], fmt_cell(c, div),
+                         "(base)" if pair == bp else cells.delta(base_cell, c)])
+            if c is not None and c.rtt.n:
+                s = c.rtt
                 lat.append([pair, value[0], f"{s.min:.3f}", f"{s.mean:.3f}", f"{s.max:.3f}",
                             f"{s.stdev:.3f}" if s.stdev is not None else "—", str(s.n)])
     out = [f"## Throughput per pair and {knob}", "",
            md_table(["pair", knob, f"throughput ({unit})", f"Δ vs {bp} at the same {knob}"],
-                    rows), "",
-           f"iperf3's end-of-run figure (receiver), mean ± stdev over runs; Δ: change of the "
-           f"mean vs {bp}.", ""]
+                    rows), "", legend(f"{bp} at the same {knob}"), ""]
     out += [f"## Latency per pair and {knob} (ping RTT, ms)", "",
             md_table(["pair", knob, "min", "avg", "max", "stddev", "replies"], lat)
             if lat else "(no ping replies recorded)", ""]
-    out += [f"## Watches per pair and {knob}", "", _watch_table(session, groups, knob), ""]
+    runs = {p: _run_groups(session, p, [knob]) for p in session.pairs}
+    out += [f"## Watches per pair and {knob}", "", _watch_table(session, runs, knob), ""]
     return out
 
 
@@ -187,49 +179,50 @@ def _watch_table(session: Session, groups: dict[str, dict[tuple[str, ...], list[
                     rows)
 
 
-def _before_after(session: Session, doc: dict[str, Any], base: str | None) -> list[str]:
+def _before_after(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
+    session = cells.session
     matrix = [m for m in (doc.get("plan") or {}).get("matrix") or [] if m != DIRECTION]
     keys = [*matrix, DIRECTION]
     bp = _base(session, doc, base)
     others = [p for p in session.pairs if p != bp]
-    div, unit = _unit(session)
-    groups = {p: _groups(session, p, keys) for p in session.pairs}
+    groups = {p: cells.group(p, keys) for p in session.pairs}
+    div, unit = cells.unit(groups)
     order = ("tx", "rx", "bidir")
     combos = sorted(dict.fromkeys(c for g in groups.values() for c in g),
                     key=lambda c: (_natural(c[:-1]), order.index(c[-1]) if c[-1] in order
                                    else len(order)))
     rows = []
     for combo in combos:
-        base_rates = _rates(session, groups.get(bp or "", {}).get(combo, []))
+        base_cell = groups.get(bp or "", {}).get(combo)
         label = [_shown(session, k, v) for k, v in zip(matrix, combo, strict=False)]
         direction = {"tx": "TX", "rx": "RX (-R)", "bidir": "bidir"}.get(combo[-1], combo[-1])
-        cells = [_fmt(base_rates, div)]
+        row = [fmt_cell(base_cell, div)]
         for p in others:
-            rates = _rates(session, groups[p].get(combo, []))
-            cells += [_fmt(rates, div), _pct(base_rates, rates)]
-        rows.append([*label, direction, *cells])
+            c = groups[p].get(combo)
+            row += [fmt_cell(c, div), cells.delta(base_cell, c)]
+        rows.append([*label, direction, *row])
     header = [*matrix, "direction", f"{bp} ({unit})"]
     for p in others:
         header += [f"{p} ({unit})", f"speedup {p} vs {bp}"]
     return ["## Throughput per " + " and ".join([*matrix, "direction"]), "",
-            md_table(header, rows), "",
-            "iperf3's end-of-run figure (receiver), mean ± stdev over runs; speedup: change "
-            f"of the mean vs {bp}.", ""]
+            md_table(header, rows), "", legend(bp or "the base pair").replace(
+                "Δ: change", "speedup: change"), ""]
 
 
-def _builds(session: Session, doc: dict[str, Any], base: str | None) -> list[str]:
-    div, unit = _unit(session)
+def _builds(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
+    session = cells.session
     first = _base(session, doc, base)
     order = [first, *[p for p in session.pairs if p != first]] if first else []
-    all_rates = {p: _rates(session, [r for r in session.runs_of(p)
-                                     if r.status in ("ok", "stopped")]) for p in order}
-    rows = [[p, _fmt(all_rates[p], div),
-             "(first)" if p == first else _pct(all_rates[first or ""], all_rates[p])]
+    groups = {p: cells.group(p, []) for p in order}
+    div, unit = cells.unit(groups)
+    base_cell = groups.get(first or "", {}).get(())
+    rows = [[p, fmt_cell(groups[p].get(()), div),
+             "(first)" if p == first else cells.delta(base_cell, groups[p].get(()))]
             for p in order]
     return ["## Throughput per build", "",
             md_table(["build", f"throughput ({unit})", f"Δ vs {first}"], rows), "",
-            "iperf3's end-of-run figure (receiver; the [SUM] line with parallel streams), "
-            "mean ± stdev over runs.", ""]
+            legend(first or "the first build") + " With parallel streams (-P), each "
+            "interval is their [SUM].", ""]
 
 
 _LAYOUTS = {"sweep": _sweep, "before-after": _before_after, "builds": _builds}

@@ -4,7 +4,7 @@ configuration, latency, runs, the throughput chart, and what went wrong."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,7 @@ def fmt_duration(seconds: float) -> str:
 
 
 def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True) -> str:
+    """`mean ± stdev` (interval-level summaries: the runs table); ⚠ when noisy."""
     if not s.n or s.mean is None:
         return "—"
     text = f"{s.mean / div:.{digits}f}"
@@ -39,21 +40,54 @@ def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True
     return text + (" ⚠" if warn and s.noisy else "")
 
 
-def fmt_compare(base: stats.Cell | None, other: stats.Cell | None) -> str:
-    """`+6.2% [+4.1, +8.3] (p=0.008 n=5+5)`, `... ~ (p=0.40 n=5+5)`, `... ? (n=1+1: ...)`."""
-    if base is None or other is None:
+def fmt_rate(s: stats.Summary, div: float, noisy: bool = False) -> str:
+    """A cell's one figure: the mean of its run-level values, `± stdev (n=runs)` when there
+    are several, ⚠ when its intervals are too noisy; `—` when it has none."""
+    if not s.n or s.mean is None:
         return "—"
-    d, v = stats.compare_cells(base, other)
+    text = f"{s.mean / div:.2f}"
+    if s.stdev is not None:
+        text += f" ± {s.stdev / div:.2f} (n={s.n})"
+    return text + (" ⚠" if noisy else "")
+
+
+def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False) -> str:
+    """fmt_rate of a cell's throughput (its way back with `rx`)."""
+    if c is None:
+        return "—"
+    if rx:
+        return fmt_rate(c.throughput_rx, div, c.intervals_rx.noisy)
+    return fmt_rate(c.throughput, div, c.noisy)
+
+
+def fmt_delta(d: stats.Delta | None, v: stats.Verdict) -> str:
+    """`+6.2% [+4.1, +8.3] (p=0.008 n=5+5)`, `+0.4% [-2.0, +2.9] ~ (p=0.40 n=5+5)`,
+    `+10.0% ? (n=1+1: too few runs)` (no interval with fewer than 2 runs on a side)."""
     if d is None:
         return "—"
     return f"{d} {v.text[v.text.index('('):] if v.significant else v.text}"
 
 
-def fmt_compare_rx(base: stats.Cell | None, other: stats.Cell | None) -> str:
-    """--bidir's way back: the change of its mean with a 95 % interval over intervals (its
-    runs carry no samples of their own, so no significance test)."""
-    d = stats.delta_of(base.throughput_rx, other.throughput_rx) if base and other else None
-    return "—" if d is None else str(d)
+def fmt_compare(base: stats.Cell | None, other: stats.Cell | None, rx: bool = False) -> str:
+    """fmt_delta of two cells' run-level values (--bidir's way back with `rx`)."""
+    if base is None or other is None:
+        return "—"
+    return fmt_delta(*stats.compare_cells(base, other, rx=rx))
+
+
+def rate_unit_of(cells: Iterable[stats.Cell], rx: bool = False) -> tuple[float, str]:
+    """The unit every figure of a table is shown in, from the largest run-level value."""
+    peak = max((v for c in cells for v in (c.samples_rx if rx else c.samples)), default=0.0)
+    return rate_unit(peak)
+
+
+def no_interval_note(deltas: Iterable[stats.Delta | None]) -> list[str]:
+    """The note a report carries when one of its Δ is printed without an interval."""
+    if not any(d is not None and d.why.startswith(stats.FEW_RUNS) for d in deltas):
+        return []
+    return ["- A Δ without [low, high]: fewer than 2 runs on a side, so no confidence "
+            "interval. The intervals of one run are not independent samples (TCP state "
+            "carries over), so an interval made from them would be far too narrow."]
 
 
 def base_pair(session: Session, wanted: str | None = None) -> str | None:
@@ -81,20 +115,21 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     else the first); `base_config`: the configuration for the per-pair delta table."""
     table = stats.cells(session)
     bp = base_pair(session, base)
+    seen: list[stats.Delta | None] = []  # every Δ printed, for the notes
     out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session), ""]
     from abtui.procedure_report import sections
 
-    out += sections(session, base)  # the profile's [report] layout, and lab translations
+    out += sections(session, base, seen)  # the profile's [report] layout, lab translations
     out += ["## Hosts", "", _hosts(session), ""]
     options = _options(session)
     if options:
         out += ["## Test options", "", options, ""]
-    out += ["## Throughput per configuration", "", _throughput(session, table, bp), ""]
-    if any(c.throughput_rx.n for row in table.values() for c in row.values()):
+    out += ["## Throughput per configuration", "", _throughput(session, table, bp, seen), ""]
+    if any(c.samples_rx for row in table.values() for c in row.values()):
         out += ["## Other direction (--bidir: receiver → sender)", "",
-                _throughput_rx(session, table, bp), ""]
+                _throughput_rx(session, table, bp, seen), ""]
     if len(table) > 1:
-        out += [*_vs_config(session, table, base_config), ""]
+        out += [*_vs_config(session, table, base_config, seen), ""]
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
     if session.runs:
         out += ["## Runs", "", _runs(session), ""]
@@ -102,7 +137,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
         text = throughput_chart(session)
         if text:
             out += ["## Throughput over time", "", "```text", text.rstrip(), "```", ""]
-    notes = _notes(session, table)
+    notes = _notes(session, table, seen)
     if notes:
         out += ["## Notes", "", *notes, ""]
     return "\n".join(out).rstrip() + "\n"
@@ -163,47 +198,60 @@ def _opt(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
+def legend(base: str) -> str:
+    """What a throughput table's figures are (README: "How the numbers are made")."""
+    return ("Each figure: the mean of the cell's run-level values (one per run within a "
+            "phase: the bits of its counted intervals ÷ their seconds), ± their stdev and the "
+            "number of runs when there are several. Δ: change of the mean vs "
+            f"{base} with its 95 % confidence interval (from run-level values only), then "
+            "the rank-sum test's verdict with its exact p (~: no significant difference; ?: "
+            "too few runs to ever tell). ⚠: the cell's intervals, all its phases together, "
+            f"vary by more than {stats.NOISE_CV * 100:.0f} % (stdev ÷ mean): too noisy to "
+            "conclude.")
+
+
 def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str | None,
-                metric: str, compare: Callable[[stats.Cell | None, stats.Cell | None], str],
-                note: str) -> str:
-    """A configuration per row, a column per pair (`metric`'s mean ± stdev), then each other
-    pair's delta vs the base pair."""
-    peak = max((getattr(c, metric).max or 0.0 for row in table.values() for c in row.values()),
-               default=0.0)
-    div, unit = rate_unit(peak)
+                rx: bool, seen: list[stats.Delta | None]) -> str:
+    """A configuration per row, a column per pair (its one figure), then each other pair's
+    delta vs the base pair (--bidir's way back with `rx`)."""
+    div, unit = rate_unit_of((c for row in table.values() for c in row.values()), rx)
     others = [p for p in session.pairs if p != bp]
     header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
               *[f"Δ {p} vs {bp}" for p in others]]
     rows = []
     for config, row in table.items():
-        cells = [fmt_mean_sd(getattr(row[p], metric), div) if p in row else "—"
-                 for p in session.pairs]
-        deltas = [compare(row.get(bp or ""), row.get(p)) for p in others]
+        cells = [fmt_cell(row.get(p), div, rx) for p in session.pairs]
+        deltas = [_compare(row.get(bp or ""), row.get(p), seen, rx) for p in others]
         rows.append([config, *cells, *deltas])
+    note = ("Figures, Δ and verdicts as above, for the way back (its own run-level values)."
+            if rx else legend(bp or "the base pair"))
     return md_table(header, rows) + "\n\n" + note
 
 
+def _compare(base: stats.Cell | None, other: stats.Cell | None,
+             seen: list[stats.Delta | None], rx: bool = False) -> str:
+    """fmt_compare, noting the Δ in `seen`."""
+    if base is None or other is None:
+        return "—"
+    d, v = stats.compare_cells(base, other, rx=rx)
+    seen.append(d)
+    return fmt_delta(d, v)
+
+
 def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
-                bp: str | None) -> str:
-    return _pair_table(
-        session, table, bp, "throughput", fmt_compare,
-        "mean ± stdev over intervals; Δ: change of the mean with its 95 % confidence "
-        "interval, then the Mann-Whitney verdict on run-level values (~: no significant "
-        "difference; ?: too few runs to tell). ⚠: too noisy to conclude (coefficient of "
-        f"variation > {stats.NOISE_CV:.0%}).")
+                bp: str | None, seen: list[stats.Delta | None]) -> str:
+    return _pair_table(session, table, bp, False, seen)
 
 
 def _throughput_rx(session: Session, table: dict[str, dict[str, stats.Cell]],
-                   bp: str | None) -> str:
+                   bp: str | None, seen: list[stats.Delta | None]) -> str:
     """--bidir runs measure both ways at once: the table above is the pair's own direction,
     this one the way back, never averaged with it."""
-    return _pair_table(session, table, bp, "throughput_rx", fmt_compare_rx,
-                       "mean ± stdev over intervals; Δ with its 95 % confidence interval "
-                       "(intervals, not runs: no significance test).")
+    return _pair_table(session, table, bp, True, seen)
 
 
 def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
-               base_config: str | None) -> list[str]:
+               base_config: str | None, seen: list[stats.Delta | None]) -> list[str]:
     if base_config is not None and base_config not in table:
         from abtui.errors import BadInput
 
@@ -214,7 +262,7 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
     for config, row in table.items():
         if config == base:
             continue
-        rows.append([config, *[fmt_compare(table[base].get(p), row.get(p))
+        rows.append([config, *[_compare(table[base].get(p), row.get(p), seen)
                                for p in session.pairs]])
     return [f"## Δ vs configuration `{base}`", "",
             md_table(["configuration", *session.pairs], rows)]
@@ -239,20 +287,23 @@ def _runs(session: Session) -> str:
     rows, peak = [], 0.0
     for r in session.runs:
         tp = stats.run_stats(session, r)["throughput"]
+        rate = stats.run_rate(session, r)
         s = r.summary or {}
         snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
-        rates = [float(x) for x in (snd, rcv) if x is not None and _is_num(x)]
-        peak = max([peak, tp.max or 0.0, *rates])
-        rows.append((r, tp, snd, rcv, s.get("retransmits")))
+        rates = [float(x) for x in (snd, rcv, rate) if x is not None and _is_num(x)]
+        peak = max([peak, *rates])
+        rows.append((r, tp, rate, snd, rcv, s.get("retransmits")))
     div, unit = rate_unit(peak)
     body = [[r.pair, str(r.id), stats.config_key(r.config), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
-             fmt_mean_sd(tp, div, warn=False), str(tp.n), _rate(snd, div), _rate(rcv, div),
+             _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
              "—" if retr is None else str(retr), r.message]
-            for r, tp, snd, rcv, retr in rows]
+            for r, tp, rate, snd, rcv, retr in rows]
     return md_table(["pair", "run", "configuration", "status", "duration",
-                     f"intervals ({unit})", "n", f"sender ({unit})", f"receiver ({unit})",
-                     "retransmits", "message"], body)
+                     f"throughput ({unit})", "intervals", f"sender ({unit})",
+                     f"receiver ({unit})", "retransmits", "message"], body) + (
+        "\n\nthroughput: the run's own figure (the bits of its counted intervals ÷ their "
+        "seconds); sender, receiver: iperf3's own summary lines.")
 
 
 def _is_num(x: Any) -> bool:
@@ -263,14 +314,15 @@ def _rate(bps: Any, div: float) -> str:
     return f"{bps / div:.2f}" if _is_num(bps) else "—"
 
 
-def _notes(session: Session, table: dict[str, dict[str, stats.Cell]]) -> list[str]:
+def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],
+           seen: list[stats.Delta | None]) -> list[str]:
     t0 = session.start_t or 0.0
-    notes = []
+    notes = no_interval_note(seen)
     for config, row in table.items():
         for pair, c in row.items():
-            if c.throughput.noisy:
-                notes.append(f"- ⚠ {pair} under `{config}`: throughput varies "
-                             f"{c.throughput.cv:.0%} (> {stats.NOISE_CV:.0%}): too noisy to "
+            if c.noisy:
+                notes.append(f"- ⚠ {pair} under `{config}`: its intervals' throughput varies "
+                             f"{c.intervals.cv:.0%} (> {stats.NOISE_CV:.0%}): too noisy to "
                              "conclude")
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} on "
               f"{', '.join(e.get('pairs') or []) or 'all pairs'}" for e in session.knob_changes]

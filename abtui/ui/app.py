@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Sta
 from abtui.controller import Controller, KnobRefused, Mode
 from abtui.model import Event, KnobKind
 from abtui.profile import RESERVED_KEYS
+from abtui.throughput import configuration_rate
 from abtui.ui.commands import ConsoleCommands
 from abtui.ui.screens import (
     CompareScreen,
@@ -560,7 +561,7 @@ class AbtuiApp(App[int]):
     def action_compare(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars."""
         rows = self.phase_rows()
-        bars = {label: [r.per_pair[label].mean / 1e9 if label in r.per_pair else 0.0
+        bars = {label: [(configuration_rate(r.segments.get(label, [])) or 0.0) / 1e9
                         for r in self.state.phases.values()] for label in self.state.pairs}
         self.push_screen(CompareScreen(Comparison(
             f"Compare: {self.profile.name}, phase by phase",
@@ -581,7 +582,7 @@ class AbtuiApp(App[int]):
         from abtui import compare
         from abtui.errors import AbtuiError
         from abtui.exports import interval_rows
-        from abtui.report import fmt_compare, fmt_mean_sd
+        from abtui.report import fmt_cell, fmt_compare
         from abtui.session import Session
 
         try:
@@ -597,8 +598,7 @@ class AbtuiApp(App[int]):
                 lines[f"{side} {pair}"] = [(r["time"], (r["bits_per_second"] or 0) / 1e9)
                                            for r in interval_rows(session, pair)]
         rows = [[r["pair"], r["config"],
-                 fmt_mean_sd(r["left"].throughput, 1e9) if r["left"] else "—",
-                 fmt_mean_sd(r["right"].throughput, 1e9) if r["right"] else "—",
+                 fmt_cell(r["left"], 1e9), fmt_cell(r["right"], 1e9),
                  fmt_compare(r["left"], r["right"])] for r in table]
         mean = [(r["left"].throughput.mean if r["left"] else 0.0,
                  r["right"].throughput.mean if r["right"] else 0.0) for r in table]

@@ -153,10 +153,11 @@ def test_iperf3_errors_become_clear_messages():
 def test_progress_lines():
     assert describe(Event(EventKind.PROGRESS, data={"done": 3, "total": 12, "eta_s": 40.2})) \
         == "plan: 3/12 steps done, about 40 s left"
-    line = describe(Event(EventKind.RUN_END, pair="A", data={
+    end = Event(EventKind.RUN_END, pair="A", data={
         "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
-        "message": ""}))
-    assert line == "A: run A-1 ok, 9.410 Gbit/s"
+        "message": ""})
+    assert describe(end, 9.41e9) == "A: run A-1 ok, 9.410 Gbit/s"
+    assert describe(end) == "A: run A-1 ok"  # no intervals: no figure
     assert describe(Event(EventKind.INTERVAL, pair="A")) is None
 
 

@@ -91,10 +91,13 @@ def test_compare_of_lab_sessions_gives_the_right_deltas(measured, tmp_path: Path
         means = {}
         for name, setting in (("left", "low"), ("right", "high")):
             runs = [r for p, r in measured[setting] if p == pair]
-            # run-level samples are the means of each run's intervals, as iperf3 reported them
-            samples = [sum(i["bits_per_second"] for i in r["intervals"]) / len(r["intervals"])
-                       for r in runs]
+            # run-level samples: each run's bits ÷ seconds over its intervals, as iperf3
+            # reported them: iperf3's own sender summary
+            samples = [sum(i["bits_per_second"] * (i["end"] - i["start"]) for i in r["intervals"])
+                       / sum(i["end"] - i["start"] for i in r["intervals"]) for r in runs]
             assert row[name]["run_samples"] == pytest.approx(samples)
+            assert samples == pytest.approx(
+                [r["summary"]["sender_bits_per_second"] for r in runs], rel=1e-3)
             means[name] = sum(samples) / len(samples)
         expected = (means["right"] - means["left"]) / means["left"] * 100
         assert row["delta_pct"] == pytest.approx(expected, rel=1e-3)

@@ -161,8 +161,9 @@ def run_values(session: Session, pair: str, phases: Sequence[int],
 
 
 def run_rate(session: Session, run: Run) -> float | None:
-    """A run's own figure (bits ÷ seconds of all its counted intervals; iperf3's summary to
-    its printed precision), None when it delivered none."""
+    """A run's own figure: bits ÷ seconds of its intervals in the pair's direction, omitted
+    ones left out and straddling ones kept (as iperf3's summary counts them); None when it
+    delivered none."""
     segs = segments(session, run.pair, runs=[run.index], by_phase=False)
     return segs[0].rate if segs else None
 

@@ -7,8 +7,8 @@ console's phase table, headless progress, the reports' tables, compare and the J
   mode: a whole run; continuous mode: a stretch with no knob change). Counted: in the pair's own
   direction, not omitted (`model.interval_rate`), not straddling a knob change. Its value is
   the bits it carried over the seconds it lasted, Σ rate × span ÷ Σ span: for a whole run
-  that is iperf3's own summary figure (to its printed precision), and a short last interval
-  weighs only as long as it lasted.
+  that is iperf3's own summary figure (within the rounding of the interval lines it printed),
+  and a short last interval weighs only as long as it lasted.
 - A configuration's throughput on a pair is the mean of its run-level values (each run weighs
   the same, however long).
 

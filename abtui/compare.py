@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui import stats
-from abtui.report import fmt_cell, fmt_delta, legend, md_table, no_interval_note, rate_unit_of
+from abtui.report import fmt_cell, fmt_compare, legend, md_table, no_interval_note, rate_unit_of
 from abtui.session import Session
 
 
@@ -67,12 +67,8 @@ def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
     body = []
     for r in table:
         lc, rc = r["left"], r["right"]
-        if r["only"] is not None:
-            change = f"only in {left.name if r['only'] == 'left' else right.name}"
-        else:
-            d, v = stats.compare_cells(lc, rc, rx=rx)
-            seen.append(d)
-            change = fmt_delta(d, v)
+        change = fmt_compare(lc, rc, rx, seen) if r["only"] is None else (
+            f"only in {left.name if r['only'] == 'left' else right.name}")
         body.append([r["pair"], r["config"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
                      change])
     return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from abtui import stats
-from abtui.report import fmt_cell, fmt_delta, legend, md_table, rate_unit_of
+from abtui.report import fmt_cell, fmt_compare, legend, md_table, rate_unit_of
 from abtui.session import Phase, Run, Session
 
 DIRECTION = "direction"
@@ -77,11 +77,7 @@ class _Cells:
 
     def delta(self, base: stats.Cell | None, other: stats.Cell | None) -> str:
         """fmt_compare, with the Δ noted for the report's notes."""
-        if base is None or other is None:
-            return "—"
-        d, v = stats.compare_cells(base, other)
-        self.seen.append(d)
-        return fmt_delta(d, v)
+        return fmt_compare(base, other, seen=self.seen)
 
     def unit(self, groups: dict[str, dict[tuple[str, ...], stats.Cell]]) -> tuple[float, str]:
         return rate_unit_of(c for g in groups.values() for c in g.values())

@@ -30,16 +30,6 @@ def fmt_duration(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True) -> str:
-    """`mean ± stdev` (interval-level summaries: the runs table); ⚠ when noisy."""
-    if not s.n or s.mean is None:
-        return "—"
-    text = f"{s.mean / div:.{digits}f}"
-    if s.stdev is not None:
-        text += f" ± {s.stdev / div:.{digits}f}"
-    return text + (" ⚠" if warn and s.noisy else "")
-
-
 def fmt_rate(s: stats.Summary, div: float, noisy: bool = False) -> str:
     """A cell's one figure: the mean of its run-level values, `± stdev (n=runs)` when there
     are several, ⚠ when its intervals are too noisy; `—` when it has none."""
@@ -68,11 +58,16 @@ def fmt_delta(d: stats.Delta | None, v: stats.Verdict) -> str:
     return f"{d} {v.text[v.text.index('('):] if v.significant else v.text}"
 
 
-def fmt_compare(base: stats.Cell | None, other: stats.Cell | None, rx: bool = False) -> str:
-    """fmt_delta of two cells' run-level values (--bidir's way back with `rx`)."""
+def fmt_compare(base: stats.Cell | None, other: stats.Cell | None, rx: bool = False,
+                seen: list[stats.Delta | None] | None = None) -> str:
+    """fmt_delta of two cells' run-level values (--bidir's way back with `rx`); the Δ is
+    appended to `seen` (a report's notes say why one has no interval)."""
     if base is None or other is None:
         return "—"
-    return fmt_delta(*stats.compare_cells(base, other, rx=rx))
+    d, v = stats.compare_cells(base, other, rx=rx)
+    if seen is not None:
+        seen.append(d)
+    return fmt_delta(d, v)
 
 
 def rate_unit_of(cells: Iterable[stats.Cell], rx: bool = False) -> tuple[float, str]:
@@ -221,21 +216,11 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     rows = []
     for config, row in table.items():
         cells = [fmt_cell(row.get(p), div, rx) for p in session.pairs]
-        deltas = [_compare(row.get(bp or ""), row.get(p), seen, rx) for p in others]
+        deltas = [fmt_compare(row.get(bp or ""), row.get(p), rx, seen) for p in others]
         rows.append([config, *cells, *deltas])
     note = ("Figures, Δ and verdicts as above, for the way back (its own run-level values)."
             if rx else legend(bp or "the base pair"))
     return md_table(header, rows) + "\n\n" + note
-
-
-def _compare(base: stats.Cell | None, other: stats.Cell | None,
-             seen: list[stats.Delta | None], rx: bool = False) -> str:
-    """fmt_compare, noting the Δ in `seen`."""
-    if base is None or other is None:
-        return "—"
-    d, v = stats.compare_cells(base, other, rx=rx)
-    seen.append(d)
-    return fmt_delta(d, v)
 
 
 def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
@@ -262,7 +247,7 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
     for config, row in table.items():
         if config == base:
             continue
-        rows.append([config, *[_compare(table[base].get(p), row.get(p), seen)
+        rows.append([config, *[fmt_compare(table[base].get(p), row.get(p), seen=seen)
                                for p in session.pairs]])
     return [f"## Δ vs configuration `{base}`", "",
             md_table(["configuration", *session.pairs], rows)]

@@ -143,7 +143,8 @@ def to_json(session: Session) -> dict[str, Any]:
     for ph in session.phases:
         phases.append({
             "pair": ph.pair, "phase": ph.id, "config": ph.config,
-            "configuration": config_key(ph.config), "start": ph.start, "end": ph.end,
+            "configuration": config_key(ph.config),
+            "label": session.config_label(ph.config), "start": ph.start, "end": ph.end,
             "closed": ph.closed, "intervals": rows_by_phase.get(ph.index, []),
             "pings": pings_by_phase.get(ph.index, []),
             "summary": _phase_summary(session, ph.index),

@@ -321,6 +321,8 @@ class EventKind(StrEnum):
     - FACTS:        {"facts": asdict(HostFacts)}                          (host set)
     - LINK:         {"state": LinkState, "message"}                       (host set)
     - ORIGINAL:     {"knob", "key", "value"}  value before abtui first touched it (host set)
+    - CONFIG:       {"config": {knob: value}}  every knob's value as read from the hosts on
+                    connect: the pair's first configuration (pair set)
     - KNOB:         {"knob", "value", "pairs": [labels], "hosts": [aliases]} a change applied
     - KNOB_ERROR:   {"knob", "value", "message"}                          nothing was changed
     - TUNNEL:       {"type", "target"}  the tunnel in use and iperf3's new target   (pair set)
@@ -346,6 +348,7 @@ class EventKind(StrEnum):
     FACTS = "facts"
     LINK = "link"
     ORIGINAL = "original"
+    CONFIG = "config"
     KNOB = "knob"
     KNOB_ERROR = "knob_error"
     TUNNEL = "tunnel"

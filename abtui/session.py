@@ -18,17 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from abtui.configuration import config_id, config_label
 from abtui.model import Event, EventKind
 
 NO_PHASE = -1
 NAN = math.nan
 
-
-def config_key(config: dict[str, Any]) -> str:
-    """A configuration as one stable label: `knob=value, knob=value` sorted by knob name."""
-    if not config:
-        return "(defaults)"
-    return ", ".join(f"{k}={config[k]}" for k in sorted(config))
+# A configuration's identity (the one rule lives in abtui.configuration)
+config_key = config_id
 
 
 @dataclass(slots=True)
@@ -61,6 +58,7 @@ class Phase:
 
     @property
     def label(self) -> str:
+        """The configuration's identity (config_key); tables print Session.config_label."""
         return config_key(self.config)
 
 
@@ -152,6 +150,8 @@ class Session:
         self._run_ix: dict[tuple[str, Any], int] = {}
         self._phase_ix: dict[tuple[str, Any], int] = {}
         self._config: dict[str, dict[str, Any]] = {}
+        # each pair's configuration as read from its hosts on connect (CONFIG events)
+        self.initial_configs: dict[str, dict[str, Any]] = {}
 
     # ---- building ----------------------------------------------------------------------
 
@@ -298,6 +298,13 @@ class Session:
         ph.end = d.get("end", ev.t)
         ph.closed = True
 
+    def _on_config(self, ev: Event, d: dict[str, Any]) -> None:
+        if ev.pair is None:
+            return
+        config = _obj(d.get("config")) or {}
+        self._config[ev.pair] = dict(config)
+        self.initial_configs.setdefault(ev.pair, dict(config))
+
     def _on_knob(self, ev: Event, d: dict[str, Any]) -> None:
         pairs = [str(p) for p in d.get("pairs") or []] if isinstance(d.get("pairs"), list) else []
         self.knob_changes.append({"t": ev.t, **d, "pairs": pairs})
@@ -338,6 +345,18 @@ class Session:
         if self.start_t is None or self.last_t is None:
             return 0.0
         return max(0.0, self.last_t - self.start_t)
+
+    def baseline(self, base: str | None = None) -> dict[str, Any] | None:
+        """The configuration labels are relative to: the base pair's as read on connect
+        (else the first pair's); None for sessions recorded before abtui read it."""
+        for pair in ([base] if base else []) + self.pairs:
+            if pair in self.initial_configs:
+                return self.initial_configs[pair]
+        return None
+
+    def config_label(self, config: dict[str, Any], base: str | None = None) -> str:
+        """How tables name a configuration (abtui.configuration.config_label)."""
+        return config_label(config, self.baseline(base))
 
     def phases_of(self, pair: str) -> list[Phase]:
         return [p for p in self.phases if p.pair == pair]
@@ -395,6 +414,7 @@ _HANDLERS = {
     EventKind.SESSION_START: Session._on_start,
     EventKind.FACTS: _on_facts,
     EventKind.ORIGINAL: _on_original,
+    EventKind.CONFIG: Session._on_config,
     EventKind.KNOB: Session._on_knob,
     EventKind.KNOB_ERROR: _simple("knob_errors"),
     EventKind.TUNNEL: _simple("tunnels"),

@@ -281,7 +281,9 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
     for pair in ("A", "B"):
         phases = [e.data for e in rec.of(EventKind.PHASE, pair)]
         assert [p["phase"] for p in phases] == [0, 1]
-        assert phases[0]["config"] == {} and phases[1]["config"] == {"tcp_wmem": WMEM[1]}
+        # the first phase has what the hosts had (read on connect), the second the flip
+        assert phases[0]["config"] == {"tcp_wmem": " ".join(original[snd[0]])}
+        assert phases[1]["config"] == {"tcp_wmem": WMEM[1]}
         ivs = [e for e in rec.of(EventKind.INTERVAL, pair)]
         clean = [e for e in ivs if not e.data["straddles"]]
         assert {e.data["phase"] for e in clean} == {0, 1}

@@ -7,8 +7,9 @@ import pytest
 
 from abtui.controller import KnobRefused
 from abtui.errors import BadInput
-from abtui.knobs import KnobManager, iperf3_args, resolve_targets
+from abtui.knobs import KnobManager, resolve_targets
 from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.profile.knobs import iperf3_setting
 from abtui.remote.dialects import SWAP_MARK, Dialect
 from abtui.remote.link import CommandResult
 from abtui.undo import UndoJournal, read_journal
@@ -115,13 +116,17 @@ def test_targets_follow_scope_pairs_and_devices():
         resolve_targets(PAIRS, rcv, ["Z"])
 
 
-def test_iperf3_options_change_no_host():
-    par = Knob("P", KnobKind.IPERF3, ("1", "4"), key="-P")
-    assert iperf3_args(par, "4") == ("-P", "4")
-    rev = Knob("R", KnobKind.IPERF3, ("on", "off"), key="-R")
-    assert iperf3_args(rev, "on") == ("-R",) and iperf3_args(rev, "off") == ()
-    with pytest.raises(BadInput):
-        iperf3_args(Knob("bad", KnobKind.IPERF3, (), key="; rm"), "1")
+def test_iperf3_knobs_name_a_test_option_as_the_loader_does():
+    """One rule for loader, check and engine: the key names a TestOptions field."""
+    par = Knob("streams", KnobKind.IPERF3, ("1", "4"), key="parallel")
+    assert iperf3_setting(par, "4") == ("parallel", 4)
+    rev = Knob("R", KnobKind.IPERF3, ("on", "off"), key="reverse")
+    assert iperf3_setting(rev, "on") == ("reverse", True)
+    assert iperf3_setting(rev, "off") == ("reverse", False)
+    with pytest.raises(BadInput, match="not an iperf3 option"):
+        iperf3_setting(Knob("bad", KnobKind.IPERF3, (), key="-P"), "1")
+    with pytest.raises(BadInput, match="not a valid parallel"):
+        iperf3_setting(par, "; rm")
 
 
 class AnyDialect(FakeDialect):

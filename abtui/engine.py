@@ -294,6 +294,7 @@ class Engine:
             json_stream=sender_version >= JSON_STREAM_SINCE, program=opts.iperf3,
             bash=self.has_bash.get(pair.sender, False),
             stdbuf=self.has_stdbuf.get(pair.sender, False),
+            receiver_stdbuf=self.has_stdbuf.get(pair.receiver, False),
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs])
         hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
                          phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,

@@ -13,11 +13,12 @@ from typing import IO, Any
 import numpy as np
 
 from abtui import stats
+from abtui.model import interval_loss
 from abtui.session import NO_PHASE, Session, config_key
 
 CSV_FIELDS = ("session", "pair", "phase", "configuration", "run", "time", "start", "end",
               "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms", "omitted", "straddles",
-              "direction")
+              "direction", "jitter_ms", "lost_packets", "packets", "lost_percent")
 
 
 def _clean(x: float) -> float | None:
@@ -44,6 +45,8 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
         ph = cols["phase"][i]
         phase = session.phases[ph] if ph != NO_PHASE else None
         run = session.runs[cols["run"][i]]
+        udp = {"jitter_ms": _clean(cols["jitter"][i]), "lost_packets": _int(cols["lost"][i]),
+               "packets": _int(cols["packets"][i])}
         yield {
             "session": session.name, "pair": pair,
             "phase": phase.id if phase else None,
@@ -55,6 +58,8 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
             "omitted": bool(cols["omitted"][i]), "straddles": phase is None,
             # --bidir: "rx" for the receiver -> sender direction, else None
             "direction": "rx" if cols["rx"][i] else None,
+            # UDP (the receiving side's line), else None
+            **udp, "lost_percent": interval_loss(udp)[0],
         }
 
 
@@ -86,6 +91,7 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
     retr = np.frombuffer(session.intervals[ph.pair]["retransmits"], dtype=np.float64)[
         phase_col == phase_ix]
     rx = stats.phase_rate(session, ph, "throughput_rx")
+    udp = stats.udp_quality(session, ph.pair, phases=[phase_ix])
     return {
         "bits_per_second": rate.mean,
         "sender_bits_per_second": (own or {}).get("sender_bits_per_second") or rate.mean,
@@ -98,6 +104,8 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "noisy": st["throughput"].noisy,
         **({"bits_per_second_rx": rx.mean, "throughput_rx": rx.to_json(),
             "intervals_rx": st["throughput_rx"].to_json()} if st["throughput_rx"].n else {}),
+        # UDP: datagrams lost and jitter over the phase's intervals
+        **({"udp": udp.to_json()} if udp else {}),
     }
 
 
@@ -131,7 +139,8 @@ def to_json(session: Session) -> dict[str, Any]:
             target.append({k: row[k] for k in ("pair", "run", "time", "start", "end",
                                                 "bits_per_second", "retransmits",
                                                 "cwnd_bytes", "rtt_ms", "omitted",
-                                                "direction")})
+                                                "direction", "jitter_ms", "lost_packets",
+                                                "packets", "lost_percent")})
     pings_by_phase: dict[int, list[dict[str, Any]]] = {}
     for pair in session.pairs:
         p = session.pings[pair]

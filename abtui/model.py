@@ -70,6 +70,16 @@ def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:
     return float(bps), data.get("direction") == "rx"
 
 
+def interval_loss(data: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A UDP INTERVAL event's loss (percent of the datagrams due, lost / total as iperf3
+    prints them) and jitter (ms), each None where the interval has none (TCP, no datagram
+    due)."""
+    lost, total, jitter = data.get("lost_packets"), data.get("packets"), data.get("jitter_ms")
+    loss = (100.0 * lost / total if isinstance(lost, int) and isinstance(total, int)
+            and total > 0 else None)
+    return loss, float(jitter) if isinstance(jitter, int | float) else None
+
+
 def tunnel_refusal(said: str) -> str | None:
     """Why a host cannot make a tunnel type, from what it said of it (`HostFacts.tunnels`:
     "yes", "kernel", "userspace", "module" or "no: why"); None when it can."""
@@ -328,7 +338,9 @@ class EventKind(StrEnum):
     - TUNNEL:       {"type", "target"}  the tunnel in use and iperf3's new target   (pair set)
     - RUN_START:    {"run", "config": {knob: value}, "host_clock", "skew_ms", "options"} (pair)
     - INTERVAL:     {"run", "phase", **Interval.to_json(), "straddles": bool,
-                     "direction"?: "tx"|"rx" (--bidir: rx is receiver -> sender)}   (pair)
+                     "direction"?: "tx"|"rx" (--bidir: rx is receiver -> sender),
+                     UDP: "jitter_ms", "lost_packets", "packets" (the receiving side's
+                     line: "packets" is the datagrams due, lost ones included)}   (pair)
     - PING:         {"run", "phase", "seq", "rtt_ms"}                               (pair)
     - WATCH:        {"run", "name", "value"}                                  (pair, host)
     - RUN_END:      {"run", "status": "ok"|"error"|"incomplete"|"stopped",

@@ -30,6 +30,16 @@ def fmt_duration(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True) -> str:
+    """`mean ± stdev` of per-interval values (UDP jitter); ⚠ when noisy."""
+    if not s.n or s.mean is None:
+        return "—"
+    text = f"{s.mean / div:.{digits}f}"
+    if s.stdev is not None:
+        text += f" ± {s.stdev / div:.{digits}f}"
+    return text + (" ⚠" if warn and s.noisy else "")
+
+
 def fmt_rate(s: stats.Summary, div: float, noisy: bool = False) -> str:
     """A cell's one figure: the mean of its run-level values, `± stdev (n=runs)` when there
     are several, ⚠ when its intervals are too noisy; `—` when it has none."""
@@ -119,10 +129,14 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     options = _options(session)
     if options:
         out += ["## Test options", "", options, ""]
-    out += ["## Throughput per configuration", "", _throughput(session, table, bp, seen), ""]
+    out += ["## Throughput per configuration", "", _throughput(session, table, bp, seen), "",
+            SIDES, ""]
     if any(c.samples_rx for row in table.values() for c in row.values()):
         out += ["## Other direction (--bidir: receiver → sender)", "",
                 _throughput_rx(session, table, bp, seen), ""]
+    udp = _udp(session, table)
+    if udp:
+        out += ["## UDP loss and jitter", "", udp, ""]
     if len(table) > 1:
         out += [*_vs_config(session, table, base_config, seen), ""]
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
@@ -228,6 +242,34 @@ def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
     return _pair_table(session, table, bp, False, seen)
 
 
+# Which side's interval lines a pair's throughput is made of, per protocol (abtui.runs).
+SIDES = ("Intervals are iperf3's own lines: for TCP the client's (the sender's; the "
+         "receiver's with -R), for UDP the receiving side's (what arrived, not the rate "
+         "offered).")
+
+
+def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
+    """Per configuration and pair: datagrams lost (Σ lost / Σ due, as iperf3 sums them) and
+    the jitter per interval, for the pairs that ran UDP."""
+    rows = []
+    for config, row in table.items():
+        for pair, c in row.items():
+            q = stats.udp_quality(session, pair, phases=c.phases)
+            if q is None:
+                continue
+            rows.append([config, pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
+                         fmt_mean_sd(q.jitter, 1.0, digits=3, warn=False)])
+    if not rows:
+        return ""
+    return md_table(["configuration", "pair", "lost %", "lost/datagrams", "jitter (ms)"],
+                    rows) + ("\n\nthe receiving side's interval lines; jitter: mean ± stdev "
+                             "over intervals.")
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
 def _throughput_rx(session: Session, table: dict[str, dict[str, stats.Cell]],
                    bp: str | None, seen: list[stats.Delta | None]) -> str:
     """--bidir runs measure both ways at once: the table above is the pair's own direction,
@@ -279,16 +321,26 @@ def _runs(session: Session) -> str:
         peak = max([peak, *rates])
         rows.append((r, tp, rate, snd, rcv, s.get("retransmits")))
     div, unit = rate_unit(peak)
+    # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
+    udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
     body = [[r.pair, str(r.id), stats.config_key(r.config), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
              _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
-             "—" if retr is None else str(retr), r.message]
+             "—" if retr is None else str(retr),
+             *(_udp_summary(r.summary) if udp else []), r.message]
             for r, tp, rate, snd, rcv, retr in rows]
     return md_table(["pair", "run", "configuration", "status", "duration",
                      f"throughput ({unit})", "intervals", f"sender ({unit})",
-                     f"receiver ({unit})", "retransmits", "message"], body) + (
+                     f"receiver ({unit})", "retransmits",
+                     *(["lost %", "jitter (ms)"] if udp else []), "message"], body) + (
         "\n\nthroughput: the run's own figure (the bits of its counted intervals ÷ their "
         "seconds); sender, receiver: iperf3's own summary lines.")
+
+
+def _udp_summary(s: dict[str, Any] | None) -> list[str]:
+    lost, jitter = (s or {}).get("lost_percent"), (s or {}).get("jitter_ms")
+    return [_pct(lost) if _is_num(lost) else "—",
+            f"{jitter:.3f}" if _is_num(jitter) else "—"]
 
 
 def _is_num(x: Any) -> bool:

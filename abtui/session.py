@@ -91,9 +91,11 @@ class Columns:
 def _interval_columns() -> Columns:
     # t: event time; start/end: iperf3's own, relative to its run; NaN where unknown;
     # rx: 1 for --bidir's other direction (receiver -> sender), kept out of the pair's
-    # throughput so a bidirectional run's two directions are never averaged together
+    # throughput so a bidirectional run's two directions are never averaged together;
+    # UDP: jitter (ms), lost datagrams and datagrams due (lost included), NaN for TCP
     return Columns(t="d", start="d", end="d", bytes="d", bps="d", retransmits="d", cwnd="d",
-                   omitted="b", phase="i", run="i", rx="b")
+                   omitted="b", phase="i", run="i", rx="b", jitter="d", lost="d",
+                   packets="d")
 
 
 def _ping_columns() -> Columns:
@@ -274,7 +276,8 @@ class Session:
             ev.t, _num(d.get("start")), _num(d.get("end")), _num(d.get("bytes")),
             _num(d.get("bits_per_second")), _num(d.get("retransmits")),
             _num(d.get("cwnd_bytes")), 1 if d.get("omitted") else 0, phase, run,
-            1 if d.get("direction") == "rx" else 0)
+            1 if d.get("direction") == "rx" else 0, _num(d.get("jitter_ms")),
+            _num(d.get("lost_packets")), _num(d.get("packets")))
 
     def _on_ping(self, ev: Event, d: dict[str, Any]) -> None:
         pair = ev.pair

@@ -39,6 +39,8 @@ EXACT_MAX = 100
 METRICS = ("throughput", "rtt", "retransmits_per_s", "throughput_rx")
 UNITS = {"throughput": "bits/s", "rtt": "ms", "retransmits_per_s": "1/s",
          "throughput_rx": "bits/s"}
+# UDP interval series (NaN on TCP intervals): metric -> session interval column
+UDP_COLUMNS = {"jitter_ms": "jitter", "lost": "lost", "packets": "packets"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +113,8 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
 
     throughput and retransmits_per_s come from intervals (omitted ones and those that
     straddle a knob change left out), rtt from pings (lost ones left out); throughput_rx is
-    --bidir's other direction, which throughput never includes."""
+    --bidir's other direction, which throughput never includes; jitter_ms, lost and packets
+    are UDP's per-interval series (NaN on TCP intervals)."""
     source = session.pings[pair] if metric == "rtt" else session.intervals[pair]
     if not len(source):
         return np.empty(0)
@@ -122,6 +125,8 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
     keep = _counted(session, pair, mask, metric)
     if metric in ("throughput", "throughput_rx"):
         return _column(source, "bps", np.float64)[keep]
+    if metric in UDP_COLUMNS:
+        return _column(source, UDP_COLUMNS[metric], np.float64)[keep]
     span = (_column(source, "end", np.float64) - _column(source, "start", np.float64))[keep]
     retr = _column(source, "retransmits", np.float64)[keep]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -166,6 +171,36 @@ def run_rate(session: Session, run: Run) -> float | None:
     delivered none."""
     segs = segments(session, run.pair, runs=[run.index], by_phase=False)
     return segs[0].rate if segs else None
+
+
+@dataclass(frozen=True, slots=True)
+class UdpQuality:
+    """UDP datagrams lost and jitter over some intervals of a pair's own direction."""
+
+    lost: int
+    packets: int  # datagrams due, lost ones included
+    jitter: Summary  # one value per interval, ms
+
+    @property
+    def lost_percent(self) -> float | None:
+        """iperf3's way: lost over due, summed over the intervals (not a mean of ratios)."""
+        return 100.0 * self.lost / self.packets if self.packets > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lost_packets": self.lost, "packets": self.packets,
+                "lost_percent": self.lost_percent, "jitter_ms": self.jitter.to_json()}
+
+
+def udp_quality(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+                runs: Sequence[int] | None = None) -> UdpQuality | None:
+    """Loss and jitter of a pair's UDP intervals in these phases/runs; None without any."""
+    lost = values(session, pair, "lost", phases=phases, runs=runs)
+    due = values(session, pair, "packets", phases=phases, runs=runs)
+    ok = np.isfinite(lost) & np.isfinite(due)
+    if not ok.any():
+        return None
+    return UdpQuality(int(lost[ok].sum()), int(due[ok].sum()),
+                      summarize(values(session, pair, "jitter_ms", phases=phases, runs=runs)))
 
 
 def phase_stats(session: Session, phase: Phase) -> dict[str, Summary]:

@@ -17,6 +17,7 @@ from abtui.model import (
     KnobKind,
     LinkState,
     Profile,
+    interval_loss,
     interval_rate,
     tunnel_refusal,
 )
@@ -69,6 +70,9 @@ class PairState:
     retransmits_total: int = 0
     cwnd: int | None = None
     rx_bps: float | None = None  # --bidir: the latest receiver -> sender interval
+    # UDP: the latest interval's datagrams lost (%) and jitter (ms); None for TCP
+    loss_pct: float | None = None
+    jitter_ms: float | None = None
     intervals: int = 0
     error: str = ""
     status: str = "idle"
@@ -343,6 +347,7 @@ class ConsoleState:
         ps.retransmits_total += retr if isinstance(retr, int) else 0
         cwnd = d.get("cwnd_bytes")
         ps.cwnd = cwnd if isinstance(cwnd, int) else None
+        ps.loss_pct, ps.jitter_ms = interval_loss(d)
         if ps.link != LinkState.CONNECTED and ps.links:
             # data flowing means the link is back, whatever the last LINK event said
             for h in ps.links:

@@ -204,8 +204,13 @@ class PairPane(Vertical):
         self._set("rtt-label", ("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
                   " ms  ", ("mean ", DIM), ms(r.mean), (" max ", DIM), ms(r.hi))
         retr = "–" if s.retransmits is None else str(s.retransmits)
-        self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
-                  ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))
+        if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
+            jitter = "–" if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
+            self._set("tcp", ("lost ", DIM), f"{s.loss_pct:.2f}%", ("  jitter ", DIM), jitter,
+                      " ms", ("  n ", DIM), str(s.intervals))
+        else:
+            self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
+                      ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))
         self._set("error", *((("⚠ ", "bold"), s.error) if s.error else ()))
         err = self._w["error"]
         if err.display != bool(s.error):

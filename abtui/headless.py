@@ -139,9 +139,12 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
         print(f"abtui: {line}", file=stream, flush=True)
 
     run_rates = RunRates()
+    setting = False  # while --set values are applied: a refusal is said once, below
 
     def show(event: Event) -> None:
-        line = describe(event, run_rates(event))
+        rate = run_rates(event)
+        line = describe(event, rate) if not (setting and event.kind is EventKind.KNOB_ERROR) \
+            else None
         if line:
             say(line)
 
@@ -155,13 +158,14 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     reason = "done"
     try:
         await engine.connect()
+        setting = True
         for knob, value in settings:
             try:
                 await engine.set_knob(knob, value)
             except KnobRefused as exc:
-                print(f"abtui: --set {knob}={value} refused, not started: {exc}", file=stream,
-                      flush=True)
+                say(f"--set {knob}={value} refused, not started: {exc}")
                 return EXIT_FAILED
+        setting = False
         if duration is not None:
             tally = Tally()
             engine.subscribe(tally)

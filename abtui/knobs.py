@@ -252,8 +252,25 @@ class KnobManager:
             "nothing was changed"
         if stuck:
             note += f"; could NOT set back {', '.join(stuck)}"
+        await self._drop_unchanged(first)
         host, error = failed[0]
         raise KnobRefused(_message(knob, value, host, error, note))
+
+    async def _drop_unchanged(self, touched: Sequence[tuple[str, Setting]]) -> None:
+        """After a refused flip: the originals it recorded first, for settings that hold them
+        still (refused before any change, or set back), are forgotten, so nothing tries to
+        restore them (a read-only sysctl could never be) and no undo entry is left. What
+        cannot be read, or reads otherwise, stays to be restored."""
+        now = await asyncio.gather(*(self.read(h, s) for h, s in touched),
+                                   return_exceptions=True)
+        for (host, s), value in zip(touched, now, strict=True):
+            original = self.originals.get((host, s))
+            if original is None or isinstance(value, BaseException) or \
+                    not same_value(value, original[0]):
+                continue
+            del self.originals[(host, s)]
+            if self.journal is not None:
+                self.journal.unchanged(host, str(s.kind), s.key, s.device)
 
     async def _apply_tunnel(self, value: str, targets: Sequence[Target]) -> ApplyResult:
         if self.tunnels is None:

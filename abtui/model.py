@@ -55,7 +55,8 @@ class TunnelType(StrEnum):
 class LinkState(StrEnum):
     CONNECTING = "connecting"
     CONNECTED = "connected"
-    LOST = "lost"
+    FAILED = "failed"  # never connected: the first connect failed (the message says why)
+    LOST = "lost"  # was connected, then dropped
     RECONNECTING = "reconnecting"
     CLOSED = "closed"
 

@@ -81,7 +81,7 @@ class PairState:
     def link(self) -> str:
         """The worst link state of the pair's hosts (what the pane shows)."""
         states = [self.links.get(h, LinkState.CONNECTING) for h in (self.sender, self.receiver)]
-        for s in (LinkState.LOST, LinkState.RECONNECTING, LinkState.CLOSED,
+        for s in (LinkState.FAILED, LinkState.LOST, LinkState.RECONNECTING, LinkState.CLOSED,
                   LinkState.CONNECTING):
             if s in states:
                 return str(s)

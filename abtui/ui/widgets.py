@@ -122,6 +122,7 @@ LINK_TEXT = {
     LinkState.CONNECTING: "[b $warning]◌ connecting[/]",
     LinkState.RECONNECTING: "[b $warning]◌ reconnecting[/]",
     LinkState.LOST: "[b reverse $error] ✖ LOST [/]",
+    LinkState.FAILED: "[b reverse $error] ✖ could not connect [/]",
     LinkState.CLOSED: "[dim]○ closed[/]",
 }
 
@@ -167,7 +168,7 @@ class PairPane(Vertical):
         """Sparklines and link state: every interval, at once."""
         s = self.state
         link = s.link
-        self.set_class(link == LinkState.LOST, "-lost")
+        self.set_class(link in (LinkState.LOST, LinkState.FAILED), "-lost")
         self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting")
         subtitle = LINK_TEXT.get(LinkState(link), link)
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane

@@ -21,7 +21,7 @@ import pytest
 
 from abtui.engine import Engine
 from abtui.headless import run_headless
-from abtui.lab import Lab, _pid_alive
+from abtui.lab import Lab
 from abtui.model import (
     Event,
     EventKind,
@@ -37,6 +37,7 @@ from abtui.model import (
 from abtui.model import (
     TestOptions as Options,
 )
+from abtui.pids import pid_alive
 from abtui.store import load_events
 from abtui.undo import UndoJournal
 from tests.conftest import netns_processes, ns_exec, sshd_sessions
@@ -340,9 +341,9 @@ async def test_missing_iperf3_and_unreachable_host_are_clear_errors(lab: Lab, tm
     ends = {e.pair: e.data for e in rec.of(EventKind.RUN_END)}
     assert "iperf3 is not installed" in ends["A"]["message"]
     assert "nowhere-rcv is not connected" in ends["B"]["message"]
-    lost = [e.data for e in rec.of(EventKind.LINK) if e.host == "nowhere-rcv"]
-    assert any(d["state"] == "lost" and "cannot reach nowhere-rcv" in d["message"]
-               for d in lost)
+    failed = [e.data for e in rec.of(EventKind.LINK) if e.host == "nowhere-rcv"]
+    assert any(d["state"] == "failed" and "cannot reach nowhere-rcv" in d["message"]
+               for d in failed)
     assert engine.failed_runs == 2
 
 
@@ -499,7 +500,7 @@ async def test_terminate_ends_a_silent_process_group(lab: Lab):
         assert len(members) >= 2  # the shell and both sleeps
         # by the group alone, the channel still open (as for an orphan after a reconnect)
         await link.kill_group(proc.pgid, grace=1.0)
-        assert not [pid for pid in members if _pid_alive(int(pid))]
+        assert not [pid for pid in members if pid_alive(int(pid))]
         await proc.terminate()
     finally:
         await link.close()

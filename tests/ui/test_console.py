@@ -68,7 +68,7 @@ async def test_knob_key_calls_set_knob_and_adds_a_phase_row() -> None:
         assert pane_b.state.pending_marker
         # scope: tab selects A only; the next knob press touches A alone
         await pilot.press("tab")
-        assert "[b reverse] A " in app._knobbar_markup()
+        assert app.knobbar().plain.startswith(" A  ")
         await pilot.press("c")
         await until(pilot, lambda: app.state.pairs["A"].config["cc"] == "bbr")
         assert app.controller.calls[-1] == ("set_knob", "cc", "bbr", ["A"])
@@ -236,7 +236,7 @@ async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
                 and not app.text_throttle.pending)
         bar = app.query_one("#plan-progress", ProgressBar)
         assert bar.display and bar.total == 4 and bar.progress == 4
-        assert "plan 4/4, 0 s left" in app._knobbar_markup()
+        assert "plan 4/4, 0 s left" in app.knobbar().plain
         assert app.query_one("#phases", DataTable).row_count == 4
         assert all(r.per_pair["A"].n == 5 for r in app.state.phases.values())
 

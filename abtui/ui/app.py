@@ -40,6 +40,7 @@ from abtui.ui.screens import (
     HelpScreen,
     PathPrompt,
     QuitScreen,
+    SessionPicker,
     TextPrompt,
     TunnelSwitcher,
 )
@@ -53,6 +54,7 @@ SHORT_ROWS = 30  # a screen this short and narrow shows the table without the lo
 TABLE_HZ = 2  # phase table repaints a second, at most
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
+LABEL_MIN = 24  # the configuration column's least width, when labels are that long
 EXPORT_FORMATS = ("md", "csv", "json")
 AUTO_KEYS = "1234567890" + string.ascii_lowercase  # free ones, in this order
 CONTROL_WAIT_S = 10.0  # leaving waits this long for a controller call under way
@@ -94,7 +96,8 @@ class AbtuiApp(App[int]):
     def __init__(self, controller: Controller, *, title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
                  history: int = 120, bench_file: str | None = None,
-                 save_dir: str | Path = ".", sessions_dir: str | Path | None = None) -> None:
+                 save_dir: str | Path | None = None,
+                 sessions_dir: str | Path | None = None) -> None:
         super().__init__()
         self.controller = controller
         self.profile = controller.profile
@@ -103,8 +106,8 @@ class AbtuiApp(App[int]):
         self.sub_title = subtitle
         self.autostart = autostart
         self.flush_hz = flush_hz
-        self.save_dir = Path(save_dir)  # where exports are offered
-        self.sessions_dir = sessions_dir  # where saves are offered (None: abtui's folder)
+        self.save_dir = save_dir  # where saves and exports are offered (None: the sessions')
+        self.sessions_dir = sessions_dir  # where sessions are (None: abtui's folder)
         self.scopes = ["all", *self.state.pairs]
         self.scope_index = 0
         self.knob_keys = self._assign_keys()
@@ -127,6 +130,11 @@ class AbtuiApp(App[int]):
         self._t0: float | None = None
         self._quit_screen: QuitScreen | None = None
         self._shutdown_tried = False
+        # how leaving went, for abtui.ui.guard: "done" or "failed" once the controller's
+        # shutdown has returned or raised; forced_out after a second ctrl+q
+        self.restore_outcome = ""
+        self.forced_out = False
+        self.stop_reason = ""  # a signal's name, when one ended the console
         self._bench_file = bench_file or os.environ.get("ABTUI_BENCH_FILE")
         self.latencies: list[tuple[float, float]] = []  # (shown at, seconds since arrival)
         self.shown_intervals = 0
@@ -348,12 +356,13 @@ class AbtuiApp(App[int]):
 
     def _label_width(self, labels: list[str]) -> int:
         """The configuration column: as wide as its longest label, within what the pairs'
-        columns leave of the table's share of the screen."""
+        columns leave of the table's share of the screen, but never below LABEL_MIN (with
+        many pairs on a narrow screen the table scrolls sideways instead)."""
         width = self.size.width
         table = width if width < 100 else width * 3 // 5  # abtui.tcss: 3fr of 5, or all
         room = table - len(self.state.pairs) * (CELL_WIDTH + 2) - 3  # cell padding, bar
         longest = max([len("configuration"), *(len(lb) for lb in labels)])
-        return max(min(longest, room), len("configuration"))
+        return min(longest, max(room, LABEL_MIN))
 
     def _rebuild_phase_table(self, table: DataTable[Text]) -> None:
         """A new configuration: lay the table out again, every width explicit (no jitter).
@@ -423,13 +432,22 @@ class AbtuiApp(App[int]):
         return list(self.state.pairs) if scope == "all" else [scope]
 
     def action_cycle_scope(self) -> None:
-        self.scope_index = (self.scope_index + 1) % len(self.scopes)
-        self._update_knobbar()
+        self._scope_to((self.scope_index + 1) % len(self.scopes))
 
     def action_set_scope(self, scope: str) -> None:
         if scope in self.scopes:
-            self.scope_index = self.scopes.index(scope)
-            self._update_knobbar()
+            self._scope_to(self.scopes.index(scope))
+
+    def _scope_to(self, index: int) -> None:
+        """Knobs now apply to this scope: its panes are outlined, and a single pair's pane
+        is scrolled into sight (tab reaches every pane, however many scroll off)."""
+        self.scope_index = index
+        self._update_knobbar()
+        scoped = set(self._scope_pairs())
+        for pane in self._panes:
+            pane.set_class(pane.state.label in scoped and len(scoped) == 1, "-scoped")
+            if pane.state.label in scoped and len(scoped) == 1:
+                pane.scroll_visible(animate=False)
 
     def on_click(self, event: Any) -> None:
         pane = next((w for w in event.widget.ancestors_with_self
@@ -467,6 +485,9 @@ class AbtuiApp(App[int]):
             self._write_log(self._log_widget, f"{t:+8.1f}s  {line}")
 
     def _write_log(self, log: RichLog, text: str) -> None:
+        """One line of the event log: what hosts said in it is shown as text, control
+        characters spelled out (the log widget does not read markup)."""
+        text = visible(text)
         self.log_lines.append(text)
         log.write(text)
 
@@ -476,7 +497,7 @@ class AbtuiApp(App[int]):
                 self.state.pairs[label].error = message
                 self.state.dirty.pairs.add(label)
         self._log_line(message)
-        self.notify(message, severity="error", timeout=6)
+        self.notify(visible(message), severity="error", timeout=6, markup=False)
         self._apply_dirty()
 
     # ---- controller calls in workers ------------------------------------------------------
@@ -537,6 +558,23 @@ class AbtuiApp(App[int]):
         assert log is not None
         log.display = self._log_shown = not log.display
 
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot: an SVG of the screen, in the sessions folder (Textual's
+        default, ~/Downloads, may not exist), and where it went said in the log."""
+        from abtui import store
+
+        folder = Path(path) if path else self._folder()
+        name = filename or f"{store.session_name(self.profile.name)}.svg"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            written = self.save_screenshot(name, str(folder), time_format)
+        except OSError as exc:
+            self._fail(f"screenshot failed: {exc}")
+            return None
+        self._done(f"screenshot saved to {written}")
+        return None
+
     def action_help(self) -> None:
         keys = [(b.key_display or b.key, b.description) for b in self.BINDINGS
                 if isinstance(b, Binding)]
@@ -559,12 +597,29 @@ class AbtuiApp(App[int]):
 
         self.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)
 
+    def _folder(self) -> Path:
+        """Where the console offers to write: the sessions folder (or `save_dir`)."""
+        from abtui import store
+
+        return Path(self.save_dir) if self.save_dir else store.sessions_dir(self.sessions_dir)
+
+    def _session_name(self) -> str:
+        from abtui import store
+
+        path = self.controller.session_path
+        return store.name_of(path) if path else store.session_name(self.profile.name)
+
+    def _events_now(self) -> list[Event]:
+        """Everything received so far, the events still queued for the screen included."""
+        self.flusher(force=True)
+        return list(self.events)
+
     def action_export(self) -> None:
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                self._write_file("export", result[0], result[1], list(self.events))
+                self._write_file("export", result[0], result[1], self._events_now())
 
-        default = str(self.save_dir / f"abtui-{self.profile.name}.md")
+        default = str(self._folder() / f"{self._session_name()}.md")
         self.push_screen(PathPrompt("Export the session (the report abtui export writes)",
                                     default, EXPORT_FORMATS), chosen)
 
@@ -573,13 +628,18 @@ class AbtuiApp(App[int]):
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                self._write_file("save", result[0], None, list(self.events))
+                self._write_file("save", result[0], None, self._events_now())
 
-        # With the engine the session is journalled as it runs (controller.session_path);
-        # a replay's is written here, in the same format, on demand.
-        default = self.controller.session_path or store.new_session_path(self.profile.name,
-                                                                         self.sessions_dir)
-        self.push_screen(PathPrompt("Save the session", str(default)), chosen)
+        # With the engine the session is journalled as it runs (controller.session_path):
+        # `s` saves a copy of what the console has received, under another name.
+        live = self.controller.session_path
+        note = (f"This session is being written to {live} as it runs (finished there when "
+                "you quit); this saves a copy of it so far.") if live else ""
+        default = store.new_session_path(self.profile.name, self._folder() if self.save_dir
+                                         else self.sessions_dir)
+        self.push_screen(PathPrompt("Save the session", str(store.finished_path(default)),
+                                    note=note, resolve=store.finished_path, replace=False),
+                         chosen)
 
     @work(thread=True, exit_on_error=False, group="files")
     def _write_file(self, what: str, path: Path, fmt: str | None, events: list[Event]) -> None:
@@ -588,10 +648,11 @@ class AbtuiApp(App[int]):
 
         try:
             if what == "save":
-                from abtui.store import SessionWriter
+                from abtui.store import LIVE_SUFFIX, SessionWriter, name_of
 
-                writer = SessionWriter(path, profile=self.profile.name,
-                                       pairs=list(self.state.pairs))
+                # journalled beside its final name, which close() gives it (path)
+                writer = SessionWriter(path.with_name(name_of(path) + LIVE_SUFFIX),
+                                       profile=self.profile.name, pairs=list(self.state.pairs))
                 for event in events:
                     writer.write(event)
                 line = f"saved {len(events)} events to {writer.close()}"
@@ -610,7 +671,7 @@ class AbtuiApp(App[int]):
 
     def _done(self, line: str) -> None:
         self._log_line(line)
-        self.notify(line)
+        self.notify(visible(line), markup=False)
 
     def action_compare(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars."""
@@ -624,12 +685,20 @@ class AbtuiApp(App[int]):
             [str(i + 1) for i in range(len(rows))], bars)))
 
     def action_compare_saved(self) -> None:
-        """This session against a saved one (`abtui compare`'s table), picked by path."""
-        def chosen(result: object) -> None:
-            if isinstance(result, tuple):
-                self._load_comparison(result[0], list(self.events))
+        """This session against a saved one (`abtui compare`'s table): picked from the
+        sessions folder, or typed as a file or a name."""
+        from abtui import store
 
-        self.push_screen(PathPrompt("Compare with a saved session (file)", ""), chosen)
+        def chosen(result: object) -> None:
+            if isinstance(result, Path):
+                self._load_comparison(result, self._events_now())
+
+        live = self.controller.session_path
+        mine = {live, store.finished_path(live)} if live else set()
+        saved = [p for p in reversed(store.list_sessions(self.sessions_dir)) if p not in mine]
+        self.push_screen(SessionPicker(
+            "Compare with a saved session", saved,
+            lambda ref: store.find_session(ref, self.sessions_dir)), chosen)
 
     @work(thread=True, exit_on_error=False, group="files")
     def _load_comparison(self, path: Path, events: list[Event]) -> None:
@@ -666,8 +735,14 @@ class AbtuiApp(App[int]):
         self.call_from_thread(self.push_screen, CompareScreen(comparison))
 
     # ---- leaving --------------------------------------------------------------------------
+    @property
+    def leaving(self) -> bool:
+        """ctrl+q (or a signal) has started restoring the hosts."""
+        return self._shutdown_tried
+
     async def action_quit(self) -> None:
         if self._shutdown_tried:
+            self.forced_out = True
             self._write_bench()
             self.exit(1, return_code=1)
             return
@@ -683,8 +758,10 @@ class AbtuiApp(App[int]):
             with contextlib.suppress(TimeoutError):  # a start or stop under way ends first
                 await asyncio.wait_for(self._control_lock.acquire(), CONTROL_WAIT_S)
             await self.controller.shutdown()
+            self.restore_outcome = "done"
         except Exception as exc:
             code = 1
+            self.restore_outcome = "failed"
             self._fail(f"restoring failed: {type(exc).__name__}: {exc}")
         self.flusher(force=True)
         self._write_bench()

@@ -165,9 +165,9 @@ async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name
                 "cc=reno, tcp_wmem=4096 16384 65536, tso=on, tunnel=none"}
             await until(pilot, lambda: f"exported csv to {target}" in log_text(app))
         else:
-            done = target.with_name(target.name + ".gz")  # compacted when finished
-            await until(pilot, done.exists)
-            events = load_events(done)
+            assert target.name.endswith(".abtui.jsonl.gz")  # the name it has once finished
+            await until(pilot, target.exists)
+            events = load_events(target)
             assert len(events) == len(app.events)
             assert sum(e.kind is EventKind.INTERVAL for e in events) == 20
 
@@ -254,7 +254,8 @@ async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[n
         await replayed(pilot, 10)
         await app.run_action("compare_saved")
         await pilot.pause()
-        app.screen.query_one("#path", Input).value = str(path)
+        app.screen.query_one("#session", Input).value = str(path)
+        app.screen.query_one("#session", Input).focus()
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CompareScreen))
         c = app.screen.comparison
@@ -267,9 +268,11 @@ async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[n
         await pilot.press("escape")
         await app.run_action("compare_saved")
         await pilot.pause()
-        app.screen.query_one("#path", Input).value = str(tmp_path / "missing")
+        app.screen.query_one("#session", Input).value = str(tmp_path / "missing")
+        app.screen.query_one("#session", Input).focus()
         await pilot.press("enter")
-        await until(pilot, lambda: "compare failed" in log_text(app))
+        await pilot.pause()
+        assert "no such session" in str(app.screen.query_one("#why").render())
 
 
 async def test_palette_lists_every_binding_and_knob() -> None:

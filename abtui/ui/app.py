@@ -240,7 +240,7 @@ class AbtuiApp(App[int]):
                 if pane.is_mounted:
                     pane.refresh_text()
         if self._label_cols and self._label_cols != self._label_width(
-                [self.row_label(r) for r in self.state.phases.values()]):
+                [visible(self.row_label(r)) for r in self.state.phases.values()]):
             self._rebuild_phase_table(self._table)
         # narrow: the log goes under the table instead of beside it; short too: it hides
         narrow, short = width < 100, height < SHORT_ROWS
@@ -367,7 +367,7 @@ class AbtuiApp(App[int]):
     def _rebuild_phase_table(self, table: DataTable[Text]) -> None:
         """A new configuration: lay the table out again, every width explicit (no jitter).
         A label longer than its column ends in "…"; every cell is text, never markup."""
-        rows = [(repr(k), self.row_label(r), self.state.phase_cells(r))
+        rows = [(repr(k), visible(self.row_label(r)), self.state.phase_cells(r))
                 for k, r in self.state.phases.items()]
         width = self._label_width([lb for _, lb, _ in rows])
         self._label_cols = width
@@ -378,8 +378,7 @@ class AbtuiApp(App[int]):
             title = (f"{label} Gbit/s (base)" if label == self.state.base
                      else f"{label} Gbit/s Δ%")
             table.add_column(Text(visible(title)), key=label, width=CELL_WIDTH)
-        for key, label, cells in rows:
-            shown = visible(label)
+        for key, shown, cells in rows:
             if len(shown) > width:
                 shown = shown[:width - 1] + "…"
             table.add_row(Text(shown), *(Text(c) for c in cells), key=key)

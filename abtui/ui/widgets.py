@@ -120,7 +120,7 @@ class ScaledSparkline(Sparkline):
         return strips
 
 
-LINK_TEXT = {
+LINK_TEXT: dict[str, str] = {
     LinkState.CONNECTED: "[b $success]● connected[/]",
     LinkState.CONNECTING: "[b $warning]◌ connecting[/]",
     LinkState.RECONNECTING: "[b $warning]◌ reconnecting[/]",
@@ -206,7 +206,7 @@ class PairPane(Vertical):
         link = s.link
         self.set_class(link == LinkState.LOST, "-lost")
         self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting")
-        subtitle = LINK_TEXT.get(LinkState(link), link)
+        subtitle = LINK_TEXT.get(link, link)  # (PairState.link is always one of them)
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
             self._texts["subtitle"] = subtitle
             self.border_subtitle = subtitle

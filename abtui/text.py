@@ -11,9 +11,11 @@ from __future__ import annotations
 
 def visible(text: str) -> str:
     """`text` with every non-printable character (controls, format characters, line
-    separators) written as a \\xNN / \\uNNNN escape; printable text is returned as is."""
+    separators) written as a \\xNN / \\uNNNN escape, except a tab, shown as one space (Linux
+    separates a sysctl's numbers with tabs); printable text is returned as is."""
     if text.isprintable():
         return text
+    text = text.replace("\t", " ")
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else
                    f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
                    for c in text)

@@ -306,11 +306,8 @@ class AbtuiApp(App[int]):
             self._layout(self.size.width, self.size.height)
         elif dirty.status:
             self._update_knobbar()
-        if dirty.status and self.state.progress:
-            p = self.state.progress
-            bar = self.query_one("#plan-progress", ProgressBar)
-            bar.display = True
-            bar.update(total=max(int(p.get("total") or 0), 1), progress=int(p.get("done") or 0))
+        if dirty.status:
+            self._show_plan_progress()
         if self._quit_screen is not None:
             self._quit_screen.show(self.state.restoring)
 
@@ -364,6 +361,11 @@ class AbtuiApp(App[int]):
         longest = max([len("configuration"), *(len(lb) for lb in labels)])
         return min(longest, max(room, LABEL_MIN))
 
+    def pair_title(self, label: str) -> str:
+        """A pair's column in the phase tables: what its cells hold (mean Gbit/s, and for
+        the others the Δ % vs the base pair)."""
+        return f"{label} Gbit/s (base)" if label == self.state.base else f"{label} Gbit/s Δ%"
+
     def _rebuild_phase_table(self, table: DataTable[Text]) -> None:
         """A new configuration: lay the table out again, every width explicit (no jitter).
         A label longer than its column ends in "…"; every cell is text, never markup."""
@@ -375,9 +377,7 @@ class AbtuiApp(App[int]):
         table.clear(columns=True)
         table.add_column("configuration", key="config", width=width)
         for label in self.state.pairs:
-            title = (f"{label} Gbit/s (base)" if label == self.state.base
-                     else f"{label} Gbit/s Δ%")
-            table.add_column(Text(visible(title)), key=label, width=CELL_WIDTH)
+            table.add_column(Text(visible(self.pair_title(label))), key=label, width=CELL_WIDTH)
         for key, shown, cells in rows:
             if len(shown) > width:
                 shown = shown[:width - 1] + "…"
@@ -410,7 +410,7 @@ class AbtuiApp(App[int]):
             chips.append(Content.from_markup(markup, key=visible(key), knob=visible(knob),
                                              value=visible(str(value))))
         run = "running" if self.state.running else "stopped"
-        p = self.state.progress
+        p = self.plan_progress()
         if p:
             run += f" plan {p.get('done')}/{p.get('total')}"
             eta = p.get("eta_s")
@@ -512,6 +512,9 @@ class AbtuiApp(App[int]):
                         self._connected = True
                     await self.controller.stop()
                     self._mode = args[0] if args else "continuous"
+                    self.state.progress = None  # the last plan's, if any
+                    self._show_plan_progress()
+                    self._update_knobbar()
                     await self.controller.start(self._mode)
                     return
                 if method == "stop":
@@ -520,10 +523,21 @@ class AbtuiApp(App[int]):
             except Exception as exc:
                 self._fail(f"{method} failed: {type(exc).__name__}: {exc}")
 
+    def plan_progress(self) -> dict[str, Any] | None:
+        """The plan's last PROGRESS while the plan is what the console last started."""
+        return self.state.progress if self._mode == "plan" else None
+
+    def _show_plan_progress(self) -> None:
+        p = self.plan_progress()
+        bar = self.query_one("#plan-progress", ProgressBar)
+        bar.display = p is not None
+        if p is not None:
+            bar.update(total=max(int(p.get("total") or 0), 1), progress=int(p.get("done") or 0))
+
     def measuring(self) -> bool:
         """Runs going on, or a plan between its steps."""
-        p = self.state.progress
-        return self.state.running or (self._mode == "plan" and p is not None
+        p = self.plan_progress()
+        return self.state.running or (p is not None
                                       and (p.get("done") or 0) < (p.get("total") or 0))
 
     def action_start_stop(self) -> None:
@@ -679,7 +693,8 @@ class AbtuiApp(App[int]):
                         for r in self.state.phases.values()] for label in self.state.pairs}
         self.push_screen(CompareScreen(Comparison(
             f"Compare: {self.profile.name}, phase by phase",
-            ["configuration", *self.state.pairs], [[label, *cells] for label, cells in rows],
+            ["configuration", *map(self.pair_title, self.state.pairs)],
+            [[label, *cells] for label, cells in rows],
             {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in self.series.items()},
             [str(i + 1) for i in range(len(rows))], bars)))
 

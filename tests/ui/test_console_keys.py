@@ -28,6 +28,7 @@ async def test_plan_progress_without_an_estimate_yet_shows() -> None:
     app = make_app(intervals=2)
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
+        app._mode = "plan"  # as after `p`
         app._on_event(Event(EventKind.PROGRESS, T0 + 5, data={"done": 0, "total": 4,
                                                               "eta_s": None}))
         await until(pilot, lambda: app.state.progress is not None)
@@ -150,3 +151,22 @@ async def test_pane_numbers_follow_when_their_repaint_falls_due_in_a_tiny_delay(
         throttle()
         await until(pilot, lambda: bool(ran), timeout=2)
         assert not throttle.pending
+
+
+async def test_after_a_plan_space_measures_continuously_without_the_plans_progress() -> None:
+    from textual.widgets import ProgressBar
+
+    ctl = SpyController(synthetic_profile(2), speed=200.0)
+    app = AbtuiApp(ctl, autostart=False)
+    async with app.run_test() as pilot:
+        await pilot.press("p")
+        await until(pilot, lambda: (app.state.progress or {}).get("done") == 4
+                    and not ctl.running)
+        assert "plan 4/4" in app.knobbar().plain
+        await pilot.press("space")  # the plan is over: space starts measuring again
+        await until(pilot, lambda: app._mode == "continuous" and app.state.running)
+        assert "plan" not in app.knobbar().plain
+        assert not app.query_one("#plan-progress", ProgressBar).display
+        assert "failed" not in log_text(app)
+        await pilot.press("space")
+        await until(pilot, lambda: not ctl.running)

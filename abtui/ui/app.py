@@ -51,7 +51,7 @@ from abtui.ui.widgets import PairPane, pack_chips
 FLUSH_HZ = 20
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
-SHORT_ROWS = 30  # a screen this short and narrow shows the table without the log
+SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
 TABLE_HZ = 2  # phase table repaints a second, at most
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
@@ -142,7 +142,6 @@ class AbtuiApp(App[int]):
         self._first_frame: float | None = None
         self._knobbar_lines = 1
         self._label_cols = 0  # the phase table's configuration column, as laid out
-        self._log_shown: bool | None = None  # None: the layout decides (ctrl+l: the user)
         self._control_lock = asyncio.Lock()
         self._connected = False  # the controller's connect() has returned
         self._mode: Mode | None = None  # what the console last started
@@ -223,8 +222,8 @@ class AbtuiApp(App[int]):
 
     def _layout(self, width: int, height: int) -> None:
         """Panes PANE_WIDTH columns each; when the screen is too short for them and the
-        phase table, panes drop their sparklines (and, narrow, the log hides until ctrl+l),
-        so every pane, knob and table row stays in sight."""
+        phase table, panes drop their sparklines (and, narrow, the table takes most of the
+        room below them, the log the rest), so every pane, knob and table row stays in reach."""
         n = max(len(self.state.pairs), 1)
         cols = max(1, min(n, width // PANE_WIDTH))
         assert self._grid is not None
@@ -243,12 +242,10 @@ class AbtuiApp(App[int]):
         if self._label_cols and self._label_cols != self._label_width(
                 [visible(self.row_label(r)) for r in self.state.phases.values()]):
             self._rebuild_phase_table(self._table)
-        # narrow: the log goes under the table instead of beside it; short too: it hides
+        # narrow: the log goes under the table instead of beside it
         narrow, short = width < 100, height < SHORT_ROWS
         self.query_one("#bottom").set_class(narrow, "-narrow").set_class(
             narrow and short, "-short")
-        if self._log_widget is not None and self._log_shown is None:
-            self._log_widget.display = not (narrow and short)
 
     # ---- events ---------------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
@@ -570,7 +567,7 @@ class AbtuiApp(App[int]):
     def action_toggle_log(self) -> None:
         log = self._log_widget
         assert log is not None
-        log.display = self._log_shown = not log.display
+        log.display = not log.display
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:

@@ -92,7 +92,7 @@ class AbtuiApp(App[int]):
     MAIN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"cycle_scope", "set_scope", "start_stop", "start", "stop", "restart", "plan", "mark",
          "save", "export", "compare", "compare_saved", "tunnel", "toggle_log", "knob",
-         "help", "scroll_panes"})
+         "help"})
 
     def __init__(self, controller: Controller, *, title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
@@ -140,7 +140,7 @@ class AbtuiApp(App[int]):
         self.latencies: list[tuple[float, float]] = []  # (shown at, seconds since arrival)
         self.shown_intervals = 0
         self._first_frame: float | None = None
-        self._knobbar_lines = 1
+        self._knobbar_lines = 0
         self._label_cols = 0  # the phase table's configuration column, as laid out
         self._control_lock = asyncio.Lock()
         self._connected = False  # the controller's connect() has returned
@@ -418,7 +418,9 @@ class AbtuiApp(App[int]):
     def _update_knobbar(self, width: int | None = None) -> None:
         content = self.knobbar(width)
         lines = content.plain.count("\n") + 1
-        self._knobbar.update(content, layout=lines != self._knobbar_lines)
+        if lines != self._knobbar_lines:  # an explicit height: a layout pass, for sure
+            self._knobbar.styles.height = lines
+        self._knobbar.update(content, layout=False)
         self._knobbar_lines = lines
 
     # ---- scope and knobs ------------------------------------------------------------------

@@ -139,6 +139,7 @@ class PairPane(Vertical):
         self._texts: dict[str, str] = {}
         self._chips: dict[str, list[Content]] = {}  # each text line's chips
         self._lines: dict[str, int] = {}  # and how many lines they take
+        self._width = 0  # the text width they were packed into
         self._w: dict[str, Static | ScaledSparkline] = {}
         self.border_title = Content(  # type: ignore[assignment]
             visible(f"{state.label}  {state.sender} → {state.receiver}"))
@@ -171,12 +172,20 @@ class PairPane(Vertical):
                 for c in chips]
             self._show(name)
 
-    def _show(self, name: str) -> None:
+    def _show(self, name: str, width_changed: bool = False) -> None:
+        """Pack a line's chips into the pane's width. Its height only grows while the width
+        stays (a shorter text is padded): numbers changing length (9.99 → 10.00) near the
+        edge would otherwise make the pane jump, and each jump costs a layout pass."""
         content = pack_chips(self._chips[name], self.content_region.width or PANE_INNER)
         lines = content.plain.count("\n") + 1
-        relayout = lines != self._lines.get(name)
-        self._lines[name] = lines
-        self._w[name].update(content, layout=relayout)  # type: ignore[union-attr]
+        had = 0 if width_changed else self._lines.get(name, 0)
+        if lines < had:
+            content = content + "\n" * (had - lines)
+        widget = self._w[name]
+        if lines > had:  # an explicit height: the layout pass it needs surely happens
+            widget.styles.height = lines
+        self._lines[name] = max(lines, had)
+        widget.update(content, layout=False)  # type: ignore[union-attr]
 
     def _config_chips(self, compact: bool) -> list[list[Part]]:
         """`knob=value` per knob (the tunnel's is in the head line, unless compact)."""
@@ -194,8 +203,11 @@ class PairPane(Vertical):
         return rows + (0 if compact else 3) + (1 if self.state.error else 0)
 
     def on_resize(self) -> None:
-        for name in self._chips:
-            self._show(name)
+        width = self.content_region.width
+        if width != self._width:
+            self._width = width
+            for name in self._chips:
+                self._show(name, width_changed=True)
 
     def refresh_from_state(self, scale: tuple[float, float]) -> None:
         self.refresh_charts(scale)

@@ -199,12 +199,16 @@ def _options(session: Session) -> str:
         runs = [r for r in session.runs_of(pair) if r.options]
         if runs:
             opts: dict[str, Any] = runs[0].options or {}
-            rows.append([pair, " ".join(f"{k}={_opt(v)}" for k, v in opts.items())])
+            rows.append([pair, " ".join(f"{k}={_opt(v)}" for k, v in opts.items()
+                                        if v is not None)])  # None: not set
     return md_table(["pair", "options"], rows) if rows else ""
 
 
 def _opt(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+    """An option's value as a profile spells it (true/false, a,b for lists)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return ",".join(map(_opt, value)) if isinstance(value, list | tuple) else str(value)
 
 
 def legend(base: str) -> str:

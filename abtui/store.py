@@ -72,10 +72,16 @@ def new_session_path(profile_name: str, directory: str | os.PathLike[str] | None
 def name_of(path: Path) -> str:
     """The session's name: its file name without the journal suffixes."""
     name = path.name
-    for suffix in (FINISHED_SUFFIX, LIVE_SUFFIX, ".gz", ".jsonl"):
+    for suffix in (FINISHED_SUFFIX, LIVE_SUFFIX, ".jsonl.gz", ".gz", ".jsonl"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def finished_path(path: Path) -> Path:
+    """Where a session journalled at `path` is once finished: NAME.abtui.jsonl.gz beside it
+    (whatever suffix `path` has)."""
+    return path.with_name(name_of(path) + FINISHED_SUFFIX)
 
 
 class SessionWriter:
@@ -89,6 +95,8 @@ class SessionWriter:
                  pairs: Sequence[str] = (), fsync_interval: float = 1.0,
                  compact: bool = True) -> None:
         self.path = Path(path)
+        if compact and finished_path(self.path).exists():
+            raise BadInput(f"{finished_path(self.path)}: a session file exists there already")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
         self.compact = compact
@@ -170,7 +178,7 @@ def compact(path: Path, facts: dict[str, Any] | None = None) -> Path:
     The header gains "end" (last record's time), "events" and the full "pairs" list; `facts`
     gives them when the writer knows them, else one pass over the journal finds them. Atomic:
     a crash leaves either the journal or the finished file. A torn last line is dropped."""
-    target = path.with_name(name_of(path) + FINISHED_SUFFIX)
+    target = finished_path(path)
     tmp = target.with_name(target.name + ".tmp")
     header = read_header(path)
     header.update(facts if facts is not None else _scan(path, header))
@@ -357,6 +365,8 @@ def find_session(ref: str, directory: str | os.PathLike[str] | None = None) -> P
     p = Path(ref).expanduser()
     if p.is_file():
         return p
+    if p.name.endswith(".jsonl") and finished_path(p).is_file():
+        return finished_path(p)  # a journal's path, once the journal was finished
     folder = sessions_dir(directory)
     for cand in (folder / ref, folder / f"{ref}{FINISHED_SUFFIX}", folder / f"{ref}{LIVE_SUFFIX}"):
         if cand.is_file():

@@ -65,16 +65,21 @@ def _recorded_profile(events: list[Any], path: Path) -> Any:
     return profile_from_events(events, name=path.name.split(".")[0])
 
 
-def open_console(controller: Any, title: str, subtitle: str = "") -> int:
+def open_console(controller: Any, title: str, subtitle: str = "", *,
+                 on_hosts: bool = False) -> int:
+    """The console until it ends; however it ends, the hosts are restored (abtui.ui.guard),
+    and on hosts a line says when `abtui recover` has something left to do."""
     # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
-    # late an interval shows (DESIGN.md §5: 50 ms p99). The console bounds its own refreshes
-    # (20 flushes a second at most), so a shorter period costs no CPU when nothing changes.
+    # late an interval shows (50 ms p99 is the console's budget). The console bounds its own
+    # refreshes (20 flushes a second at most), so a shorter period costs no CPU when idle.
     os.environ.setdefault("TEXTUAL_FPS", "120")
+    import asyncio
+
     from abtui.ui.app import AbtuiApp
+    from abtui.ui.guard import run_console
 
     app = AbtuiApp(controller, title=title, subtitle=subtitle)
-    app.run()
-    return int(app.return_code or 0)
+    return asyncio.run(run_console(app, recover_hint=on_hosts))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,6 +111,6 @@ def open_on_hosts(profile: Any, title: str) -> int:
     try:
         subtitle = f"session {path.name}" + (" — earlier changes left on hosts: run "
                                              "`abtui recover`" if notice else "")
-        return open_console(engine, title, subtitle=subtitle)
+        return open_console(engine, title, subtitle=subtitle, on_hosts=True)
     finally:
         print(f"abtui: session written to {writer.close()}", file=sys.stderr)

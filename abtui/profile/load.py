@@ -33,15 +33,10 @@ from abtui.profile.schema import (
     sub_table,
     table_array,
 )
+from abtui.text import visible as _safe  # a message stays on one line, whatever it quotes
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
-
-
-def _safe(text: str) -> str:
-    """Keep a message on one line whatever it quotes."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else
-                   f"\\u{ord(c):04x}" for c in text)
 
 
 def load_profile(path: str | Path) -> Profile:

@@ -7,72 +7,60 @@ in a worker; a failure is shown in its pane and the log, never as a traceback.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import json
+import math
 import os
+import re
 import string
 import time
 from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal
+from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
 from abtui.configuration import cycle
 from abtui.controller import Controller, KnobRefused, Mode
 from abtui.model import Event, KnobKind
 from abtui.profile import RESERVED_KEYS
+from abtui.text import visible
 from abtui.throughput import configuration_rate
 from abtui.ui.commands import ConsoleCommands
+from abtui.ui.pacing import Throttle
 from abtui.ui.screens import (
     CompareScreen,
     Comparison,
     HelpScreen,
     PathPrompt,
     QuitScreen,
+    SessionPicker,
     TextPrompt,
     TunnelSwitcher,
 )
 from abtui.ui.state import LOADED, ConsoleState, PhaseRow, config_key
-from abtui.ui.widgets import PairPane
+from abtui.ui.widgets import PairPane, pack_chips
 
 FLUSH_HZ = 20
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
+BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
+SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
 TABLE_HZ = 2  # phase table repaints a second, at most
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
+LABEL_MIN = 24  # the configuration column's least width, when labels are that long
 EXPORT_FORMATS = ("md", "csv", "json")
 AUTO_KEYS = "1234567890" + string.ascii_lowercase  # free ones, in this order
-
-
-class Throttle:
-    """Run `action` at most `hz` times a second; a call inside the window runs it once at the
-    window's end, so the last values always show."""
-
-    def __init__(self, app: App[Any], hz: float, action: Any) -> None:
-        self.app, self.period, self.action = app, 1 / hz, action
-        self.at = -1e9
-        self.pending = False
-
-    def __call__(self, force: bool = False) -> None:
-        now = time.perf_counter()
-        if force or now - self.at >= self.period:
-            self._run(now)
-        elif not self.pending:
-            self.pending = True
-            self.app.set_timer(self.at + self.period - now, self._late)
-
-    def _late(self) -> None:
-        if self.pending:
-            self._run(time.perf_counter())
-
-    def _run(self, now: float) -> None:
-        self.at, self.pending = now, False
-        self.action()
+CONTROL_WAIT_S = 10.0  # leaving waits this long for a controller call under way
+KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # safe inside a click action
 
 
 class AbtuiApp(App[int]):
@@ -101,11 +89,17 @@ class AbtuiApp(App[int]):
     # every other action is on a ctrl key, so knobs may take any other letter.
     RESERVED: ClassVar[frozenset[str]] = frozenset(
         {"question_mark" if k == "?" else k for k in RESERVED_KEYS})
+    # what acts on the main screen (its scope, knobs, runs): nothing behind another screen
+    MAIN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"cycle_scope", "set_scope", "start_stop", "start", "stop", "restart", "plan", "mark",
+         "save", "export", "compare", "compare_saved", "tunnel", "toggle_log", "knob",
+         "help"})
 
     def __init__(self, controller: Controller, *, title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
                  history: int = 120, bench_file: str | None = None,
-                 save_dir: str | Path = ".", sessions_dir: str | Path | None = None) -> None:
+                 save_dir: str | Path | None = None,
+                 sessions_dir: str | Path | None = None) -> None:
         super().__init__()
         self.controller = controller
         self.profile = controller.profile
@@ -114,8 +108,8 @@ class AbtuiApp(App[int]):
         self.sub_title = subtitle
         self.autostart = autostart
         self.flush_hz = flush_hz
-        self.save_dir = Path(save_dir)  # where exports are offered
-        self.sessions_dir = sessions_dir  # where saves are offered (None: abtui's folder)
+        self.save_dir = save_dir  # where saves and exports are offered (None: the sessions')
+        self.sessions_dir = sessions_dir  # where sessions are (None: abtui's folder)
         self.scopes = ["all", *self.state.pairs]
         self.scope_index = 0
         self.knob_keys = self._assign_keys()
@@ -124,24 +118,34 @@ class AbtuiApp(App[int]):
         self._log_widget: RichLog | None = None
         self._panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
-        self._flush_scheduled = False
+        # events are folded in at most flush_hz times a second, a burst in one flush
+        self.flusher = Throttle(self, flush_hz, self._flush_events, defer=True)
         # the phase table's means and the panes' numbers move slowly: repaint them at most
         # TABLE_HZ / TEXT_HZ times a second (sparklines show every interval at once)
         self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
         self.text_throttle = Throttle(self, TEXT_HZ, self._refresh_text)
         self._text_due: set[str] = set()
         self._scipy_asked = False
-        self._last_flush = 0.0
         self.events: list[Event] = []  # everything received (what save writes)
         self.log_lines: deque[str] = deque(maxlen=2000)  # the event log's text
         self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in self.state.pairs}
         self._t0: float | None = None
         self._quit_screen: QuitScreen | None = None
         self._shutdown_tried = False
+        # how leaving went, for abtui.ui.guard: "done" or "failed" once the controller's
+        # shutdown has returned or raised; forced_out after a second ctrl+q
+        self.restore_outcome = ""
+        self.forced_out = False
+        self.stop_reason = ""  # a signal's name, when one ended the console
         self._bench_file = bench_file or os.environ.get("ABTUI_BENCH_FILE")
         self.latencies: list[tuple[float, float]] = []  # (shown at, seconds since arrival)
         self.shown_intervals = 0
         self._first_frame: float | None = None
+        self._knobbar_lines = 0
+        self._label_cols = 0  # the phase table's configuration column, as laid out
+        self._control_lock = asyncio.Lock()
+        self._connected = False  # the controller's connect() has returned
+        self._mode: Mode | None = None  # what the console last started
         self._first_interval_at: float | None = None
         for key, knob in self.knob_keys.items():
             binding = Binding(key, f"knob('{knob}')", knob, id=f"knob.{knob}")
@@ -185,7 +189,7 @@ class AbtuiApp(App[int]):
         yield Static(id="knobbar")
         yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
         with Horizontal(id="bottom"):
-            table: DataTable[str] = DataTable(id="phases", cursor_type="row", zebra_stripes=True)
+            table: DataTable[Text] = DataTable(id="phases", cursor_type="row", zebra_stripes=True)
             yield table
             yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
         yield Footer()
@@ -197,10 +201,9 @@ class AbtuiApp(App[int]):
         self._panes = list(self.query(PairPane))
         self._grid = self.query_one("#panes", Grid)
         self._rebuild_phase_table(self._table)
-        self._layout_panes(self.size.width)
-        self._update_knobbar()
+        self._layout(self.size.width, self.size.height)
         self.call_after_refresh(self._first_frame_shown)
-        self._flush_events()  # anything the controller said before the screen existed
+        self.flusher(force=True)  # anything the controller said before the screen existed
         if self.autostart:
             self.run_controller("start", "continuous")
 
@@ -216,34 +219,44 @@ class AbtuiApp(App[int]):
 
     def on_resize(self, event: Any) -> None:
         if self._grid is not None:  # resizes can come before mount
-            self._layout_panes(event.size.width)
+            self._layout(event.size.width, event.size.height)
 
-    def _layout_panes(self, width: int) -> None:
+    def _layout(self, width: int, height: int) -> None:
+        """Panes PANE_WIDTH columns each; when the screen is too short for them and the
+        phase table, panes drop their sparklines (and, narrow, the table takes most of the
+        room below them, the log the rest), so every pane, knob and table row stays in reach."""
         n = max(len(self.state.pairs), 1)
         cols = max(1, min(n, width // PANE_WIDTH))
         assert self._grid is not None
         self._grid.styles.grid_size_columns = cols
+        self._update_knobbar(width)
+        rows = -(-n // cols)
+        pane_w = (width - (cols - 1)) // cols
+        room = height - 2 - self._knobbar_lines - BOTTOM_ROWS  # header, footer
+        full = max((p.height_for(pane_w, False) for p in self._panes), default=0)
+        compact = rows * full > room
+        for pane in self._panes:
+            if pane.has_class("-compact") != compact:
+                pane.set_class(compact, "-compact")
+                if pane.is_mounted:
+                    pane.refresh_text()
+        if self._label_cols and self._label_cols != self._label_width(
+                [visible(self.row_label(r)) for r in self.state.phases.values()]):
+            self._rebuild_phase_table(self._table)
         # narrow: the log goes under the table instead of beside it
-        self.query_one("#bottom").set_class(width < 100, "-narrow")
+        narrow, short = width < 100, height < SHORT_ROWS
+        self.query_one("#bottom").set_class(narrow, "-narrow").set_class(
+            narrow and short, "-short")
 
     # ---- events ---------------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
         """Called by the controller for every event: queue it, and have it shown as soon as
         the refresh budget allows (at most `flush_hz` flushes a second, none when idle)."""
-        now = time.perf_counter()
-        self._pending.append((event, now))
-        if self._flush_scheduled:
-            return
-        self._flush_scheduled = True
-        delay = self._last_flush + 1 / self.flush_hz - now
-        if delay > 0:
-            self.set_timer(delay, self._flush_events)
-        else:
-            self.call_later(self._flush_events)  # after the rest of this burst is queued
+        self._pending.append((event, time.perf_counter()))
+        if self.is_running:  # else on_mount flushes (or the console has closed)
+            self.flusher()
 
     def _flush_events(self) -> None:
-        self._flush_scheduled = False
-        self._last_flush = time.perf_counter()
         log = self._log_widget
         if not self._pending or log is None or not log.is_attached:
             return  # nothing new, not mounted yet, or the console is being taken down
@@ -288,13 +301,12 @@ class AbtuiApp(App[int]):
         self.text_throttle(force=dirty.knobs)  # a knob's new value shows at once
         if dirty.phases:
             self.table_throttle(force=len(self._table.rows) != len(self.state.phases))
-        if dirty.knobs or dirty.status:
+        if dirty.knobs:  # a value's length may change how the knob bar and panes wrap
+            self._layout(self.size.width, self.size.height)
+        elif dirty.status:
             self._update_knobbar()
-        if dirty.status and self.state.progress:
-            p = self.state.progress
-            bar = self.query_one("#plan-progress", ProgressBar)
-            bar.display = True
-            bar.update(total=max(int(p.get("total") or 0), 1), progress=int(p.get("done") or 0))
+        if dirty.status:
+            self._show_plan_progress()
         if self._quit_screen is not None:
             self._quit_screen.show(self.state.restoring)
 
@@ -334,45 +346,83 @@ class AbtuiApp(App[int]):
             return
         for key, row in self.state.phases.items():
             for label, cell in zip(labels, self.state.phase_cells(row), strict=True):
-                table.update_cell(repr(key), label, cell)
+                table.update_cell(repr(key), label, Text(cell))
 
-    def _rebuild_phase_table(self, table: DataTable[str]) -> None:
-        """A new configuration: lay the table out again, every width explicit (no jitter)."""
-        rows = [(repr(k), self.row_label(r), self.state.phase_cells(r))
+    def _label_width(self, labels: list[str]) -> int:
+        """The configuration column: as wide as its longest label, within what the pairs'
+        columns leave of the table's share of the screen, but never below LABEL_MIN (with
+        many pairs on a narrow screen the table scrolls sideways instead)."""
+        width = self.size.width
+        table = width if width < 100 else width * 3 // 5  # abtui.tcss: 3fr of 5, or all
+        room = table - len(self.state.pairs) * (CELL_WIDTH + 2) - 3  # cell padding, bar
+        longest = max([len("configuration"), *(len(lb) for lb in labels)])
+        return min(longest, max(room, LABEL_MIN))
+
+    def pair_title(self, label: str) -> str:
+        """A pair's column in the phase tables: what its cells hold (mean Gbit/s, and for
+        the others the Δ % vs the base pair)."""
+        return f"{label} Gbit/s (base)" if label == self.state.base else f"{label} Gbit/s Δ%"
+
+    def _rebuild_phase_table(self, table: DataTable[Text]) -> None:
+        """A new configuration: lay the table out again, every width explicit (no jitter).
+        A label longer than its column ends in "…"; every cell is text, never markup."""
+        rows = [(repr(k), visible(self.row_label(r)), self.state.phase_cells(r))
                 for k, r in self.state.phases.items()]
-        width = min(max([len("configuration"), *(len(lb) for _, lb, _ in rows)]), 40)
+        width = self._label_width([lb for _, lb, _ in rows])
+        self._label_cols = width
         cursor = table.cursor_row
         table.clear(columns=True)
         table.add_column("configuration", key="config", width=width)
         for label in self.state.pairs:
-            title = f"{label} (base)" if label == self.state.base else f"{label} Δ"
-            table.add_column(title, key=label, width=CELL_WIDTH)
-        for key, label, cells in rows:
-            table.add_row(label, *cells, key=key)
+            table.add_column(Text(visible(self.pair_title(label))), key=label, width=CELL_WIDTH)
+        for key, shown, cells in rows:
+            if len(shown) > width:
+                shown = shown[:width - 1] + "…"
+            table.add_row(Text(shown), *(Text(c) for c in cells), key=key)
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Once leaving has begun, only ctrl+q (to force out) still acts."""
-        return not (self._shutdown_tried and action != "quit")
+        """Once leaving has begun, only ctrl+q (to force out) still acts; while a dialog or
+        the compare screen is up, the main screen's keys are its own (tab moves the focus
+        in a dialog, letters type), never the scope's or a knob's behind it."""
+        if self._shutdown_tried:
+            return action == "quit"
+        return action not in self.MAIN_ACTIONS or len(self.screen_stack) == 1
 
-    def _knobbar_markup(self) -> str:
+    def knobbar(self, width: int | None = None) -> Content:
+        """The scope, each knob's key and value, and the run status, packed into lines as
+        wide as the screen (or `width` columns): a chip is never split between lines unless
+        it alone is wider. Values are what hosts and events said: text, never markup."""
         scope = self.scopes[self.scope_index]
         shown = "A+B" if scope == "all" and len(self.scopes) == 3 else scope
-        chips = [f"[@click=app.cycle_scope][b reverse] {shown} [/][/]"]
+        chips = [Content.from_markup("[@click=app.cycle_scope][b reverse] $scope [/][/]",
+                                     scope=visible(shown))]
         scope_pairs = self._scope_pairs()
         for key, knob in self.knob_keys.items():
             value = self.state.knob_value(knob, scope_pairs)
-            chips.append(f"[@click=app.knob('{knob}')][b $accent]{key}[/] {knob}={value}[/]")
+            markup = "[b $accent]$key[/] $knob=$value"
+            if KNOB_NAME.fullmatch(knob):
+                markup = f"[@click=app.knob('{knob}')]{markup}[/]"
+            chips.append(Content.from_markup(markup, key=visible(key), knob=visible(knob),
+                                             value=visible(str(value))))
         run = "running" if self.state.running else "stopped"
-        if self.state.progress:
-            p = self.state.progress
-            run += f" plan {p.get('done')}/{p.get('total')}, {p.get('eta_s', 0):.0f} s left"
-        chips.append(f"[dim]{run}[/]")
-        return "  ".join(chips)
+        p = self.plan_progress()
+        if p:
+            run += f" plan {p.get('done')}/{p.get('total')}"
+            eta = p.get("eta_s")
+            if isinstance(eta, int | float) and math.isfinite(eta):
+                run += f", {eta:.0f} s left"
+        chips.append(Content.styled(run, "dim"))
+        return pack_chips(chips, (width or self.size.width) - 2)  # less the padding
 
-    def _update_knobbar(self) -> None:
-        self._knobbar.update(self._knobbar_markup(), layout=False)
+    def _update_knobbar(self, width: int | None = None) -> None:
+        content = self.knobbar(width)
+        lines = content.plain.count("\n") + 1
+        if lines != self._knobbar_lines:  # an explicit height: a layout pass, for sure
+            self._knobbar.styles.height = lines
+        self._knobbar.update(content, layout=False)
+        self._knobbar_lines = lines
 
     # ---- scope and knobs ------------------------------------------------------------------
     def _scope_pairs(self) -> list[str]:
@@ -380,13 +430,22 @@ class AbtuiApp(App[int]):
         return list(self.state.pairs) if scope == "all" else [scope]
 
     def action_cycle_scope(self) -> None:
-        self.scope_index = (self.scope_index + 1) % len(self.scopes)
-        self._update_knobbar()
+        self._scope_to((self.scope_index + 1) % len(self.scopes))
 
     def action_set_scope(self, scope: str) -> None:
         if scope in self.scopes:
-            self.scope_index = self.scopes.index(scope)
-            self._update_knobbar()
+            self._scope_to(self.scopes.index(scope))
+
+    def _scope_to(self, index: int) -> None:
+        """Knobs now apply to this scope: its panes are outlined, and a single pair's pane
+        is scrolled into sight (tab reaches every pane, however many scroll off)."""
+        self.scope_index = index
+        self._update_knobbar()
+        scoped = set(self._scope_pairs())
+        for pane in self._panes:
+            pane.set_class(pane.state.label in scoped and len(scoped) == 1, "-scoped")
+            if pane.state.label in scoped and len(scoped) == 1:
+                pane.scroll_visible(animate=False)
 
     def on_click(self, event: Any) -> None:
         pane = next((w for w in event.widget.ancestors_with_self
@@ -426,6 +485,9 @@ class AbtuiApp(App[int]):
             self._write_log(self._log_widget, f"{t:+8.1f}s  {line}")
 
     def _write_log(self, log: RichLog, text: str) -> None:
+        """One line of the event log: what hosts said in it is shown as text, control
+        characters spelled out (the log widget does not read markup)."""
+        text = visible(text)
         self.log_lines.append(text)
         log.write(text)
 
@@ -435,21 +497,55 @@ class AbtuiApp(App[int]):
                 self.state.pairs[label].error = message
                 self.state.dirty.pairs.add(label)
         self._log_line(message)
-        self.notify(message, severity="error", timeout=6)
+        self.notify(visible(message), severity="error", timeout=6, markup=False)
         self._apply_dirty()
 
     # ---- controller calls in workers ------------------------------------------------------
     @work(group="controller", exit_on_error=False)
     async def run_controller(self, method: str, *args: Any) -> None:
-        try:
-            if method == "start":
-                await self.controller.connect()
-            await getattr(self.controller, method)(*args)
-        except Exception as exc:
-            self._fail(f"{method} failed: {type(exc).__name__}: {exc}")
+        """One controller call at a time, in the order asked (a second key waits for the
+        first). "start" connects once, ends whatever runs, then starts in the mode given."""
+        async with self._control_lock:
+            try:
+                if method == "start":
+                    if not self._connected:
+                        await self.controller.connect()
+                        self._connected = True
+                    await self.controller.stop()
+                    self._mode = args[0] if args else "continuous"
+                    self.state.progress = None  # the last plan's, if any
+                    self._show_plan_progress()
+                    self._update_knobbar()
+                    await self.controller.start(self._mode)
+                    return
+                if method == "stop":
+                    self._mode = None
+                await getattr(self.controller, method)(*args)
+            except Exception as exc:
+                self._fail(f"{method} failed: {type(exc).__name__}: {exc}")
+
+    def plan_progress(self) -> dict[str, Any] | None:
+        """The plan's last PROGRESS while the plan is what the console last started."""
+        return self.state.progress if self._mode == "plan" else None
+
+    def _show_plan_progress(self) -> None:
+        p = self.plan_progress()
+        bar = self.query_one("#plan-progress", ProgressBar)
+        bar.display = p is not None
+        if p is not None:
+            bar.update(total=max(int(p.get("total") or 0), 1), progress=int(p.get("done") or 0))
+
+    def measuring(self) -> bool:
+        """Runs going on, or a plan between its steps."""
+        p = self.plan_progress()
+        return self.state.running or (p is not None
+                                      and (p.get("done") or 0) < (p.get("total") or 0))
 
     def action_start_stop(self) -> None:
-        self.run_controller("stop" if self.state.running else "start", "continuous")
+        if self.measuring():
+            self.run_controller("stop")
+        else:
+            self.run_controller("start", "continuous")
 
     def action_start(self) -> None:
         self.run_controller("start", "continuous")
@@ -459,18 +555,10 @@ class AbtuiApp(App[int]):
 
     def action_plan(self) -> None:
         """Run the profile's plan: every value of its matrix, with progress and time left."""
-        self.restart_in("plan")
+        self.run_controller("start", "plan")
 
     def action_restart(self) -> None:
-        self.restart_in("continuous")
-
-    @work(group="controller", exit_on_error=False)
-    async def restart_in(self, mode: Mode) -> None:
-        try:
-            await self.controller.stop()
-            await self.controller.start(mode)
-        except Exception as exc:
-            self._fail(f"{mode} start failed: {type(exc).__name__}: {exc}")
+        self.run_controller("start", "continuous")
 
     def action_mark(self) -> None:
         def done(text: object) -> None:
@@ -483,6 +571,23 @@ class AbtuiApp(App[int]):
         log = self._log_widget
         assert log is not None
         log.display = not log.display
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot: an SVG of the screen, in the sessions folder (Textual's
+        default, ~/Downloads, may not exist), and where it went said in the log."""
+        from abtui import store
+
+        folder = Path(path) if path else self._folder()
+        name = filename or f"{store.session_name(self.profile.name)}.svg"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            written = self.save_screenshot(name, str(folder), time_format)
+        except OSError as exc:
+            self._fail(f"screenshot failed: {exc}")
+            return None
+        self._done(f"screenshot saved to {written}")
+        return None
 
     def action_help(self) -> None:
         keys = [(b.key_display or b.key, b.description) for b in self.BINDINGS
@@ -506,12 +611,29 @@ class AbtuiApp(App[int]):
 
         self.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)
 
+    def _folder(self) -> Path:
+        """Where the console offers to write: the sessions folder (or `save_dir`)."""
+        from abtui import store
+
+        return Path(self.save_dir) if self.save_dir else store.sessions_dir(self.sessions_dir)
+
+    def _session_name(self) -> str:
+        from abtui import store
+
+        path = self.controller.session_path
+        return store.name_of(path) if path else store.session_name(self.profile.name)
+
+    def _events_now(self) -> list[Event]:
+        """Everything received so far, the events still queued for the screen included."""
+        self.flusher(force=True)
+        return list(self.events)
+
     def action_export(self) -> None:
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                self._write_file("export", result[0], result[1], list(self.events))
+                self._write_file("export", result[0], result[1], self._events_now())
 
-        default = str(self.save_dir / f"abtui-{self.profile.name}.md")
+        default = str(self._folder() / f"{self._session_name()}.md")
         self.push_screen(PathPrompt("Export the session (the report abtui export writes)",
                                     default, EXPORT_FORMATS), chosen)
 
@@ -520,13 +642,18 @@ class AbtuiApp(App[int]):
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                self._write_file("save", result[0], None, list(self.events))
+                self._write_file("save", result[0], None, self._events_now())
 
-        # With the engine the session is journalled as it runs (controller.session_path);
-        # a replay's is written here, in the same format, on demand.
-        default = self.controller.session_path or store.new_session_path(self.profile.name,
-                                                                         self.sessions_dir)
-        self.push_screen(PathPrompt("Save the session", str(default)), chosen)
+        # With the engine the session is journalled as it runs (controller.session_path):
+        # `s` saves a copy of what the console has received, under another name.
+        live = self.controller.session_path
+        note = (f"This session is being written to {live} as it runs (finished there when "
+                "you quit); this saves a copy of it so far.") if live else ""
+        default = store.new_session_path(self.profile.name, self._folder() if self.save_dir
+                                         else self.sessions_dir)
+        self.push_screen(PathPrompt("Save the session", str(store.finished_path(default)),
+                                    note=note, resolve=store.finished_path, replace=False),
+                         chosen)
 
     @work(thread=True, exit_on_error=False, group="files")
     def _write_file(self, what: str, path: Path, fmt: str | None, events: list[Event]) -> None:
@@ -535,10 +662,11 @@ class AbtuiApp(App[int]):
 
         try:
             if what == "save":
-                from abtui.store import SessionWriter
+                from abtui.store import LIVE_SUFFIX, SessionWriter, name_of
 
-                writer = SessionWriter(path, profile=self.profile.name,
-                                       pairs=list(self.state.pairs))
+                # journalled beside its final name, which close() gives it (path)
+                writer = SessionWriter(path.with_name(name_of(path) + LIVE_SUFFIX),
+                                       profile=self.profile.name, pairs=list(self.state.pairs))
                 for event in events:
                     writer.write(event)
                 line = f"saved {len(events)} events to {writer.close()}"
@@ -557,7 +685,7 @@ class AbtuiApp(App[int]):
 
     def _done(self, line: str) -> None:
         self._log_line(line)
-        self.notify(line)
+        self.notify(visible(line), markup=False)
 
     def action_compare(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars."""
@@ -566,17 +694,26 @@ class AbtuiApp(App[int]):
                         for r in self.state.phases.values()] for label in self.state.pairs}
         self.push_screen(CompareScreen(Comparison(
             f"Compare: {self.profile.name}, phase by phase",
-            ["configuration", *self.state.pairs], [[label, *cells] for label, cells in rows],
+            ["configuration", *map(self.pair_title, self.state.pairs)],
+            [[label, *cells] for label, cells in rows],
             {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in self.series.items()},
             [str(i + 1) for i in range(len(rows))], bars)))
 
     def action_compare_saved(self) -> None:
-        """This session against a saved one (`abtui compare`'s table), picked by path."""
-        def chosen(result: object) -> None:
-            if isinstance(result, tuple):
-                self._load_comparison(result[0], list(self.events))
+        """This session against a saved one (`abtui compare`'s table): picked from the
+        sessions folder, or typed as a file or a name."""
+        from abtui import store
 
-        self.push_screen(PathPrompt("Compare with a saved session (file)", ""), chosen)
+        def chosen(result: object) -> None:
+            if isinstance(result, Path):
+                self._load_comparison(result, self._events_now())
+
+        live = self.controller.session_path
+        mine = {live, store.finished_path(live)} if live else set()
+        saved = [p for p in reversed(store.list_sessions(self.sessions_dir)) if p not in mine]
+        self.push_screen(SessionPicker(
+            "Compare with a saved session", saved,
+            lambda ref: store.find_session(ref, self.sessions_dir)), chosen)
 
     @work(thread=True, exit_on_error=False, group="files")
     def _load_comparison(self, path: Path, events: list[Event]) -> None:
@@ -612,8 +749,14 @@ class AbtuiApp(App[int]):
         self.call_from_thread(self.push_screen, CompareScreen(comparison))
 
     # ---- leaving --------------------------------------------------------------------------
+    @property
+    def leaving(self) -> bool:
+        """ctrl+q (or a signal) has started restoring the hosts."""
+        return self._shutdown_tried
+
     async def action_quit(self) -> None:
         if self._shutdown_tried:
+            self.forced_out = True
             self._write_bench()
             self.exit(1, return_code=1)
             return
@@ -626,11 +769,15 @@ class AbtuiApp(App[int]):
     async def _restore_and_exit(self) -> None:
         code = 0
         try:
+            with contextlib.suppress(TimeoutError):  # a start or stop under way ends first
+                await asyncio.wait_for(self._control_lock.acquire(), CONTROL_WAIT_S)
             await self.controller.shutdown()
+            self.restore_outcome = "done"
         except Exception as exc:
             code = 1
+            self.restore_outcome = "failed"
             self._fail(f"restoring failed: {type(exc).__name__}: {exc}")
-        self._flush_events()
+        self.flusher(force=True)
         self._write_bench()
         self.exit(code, return_code=code)
 

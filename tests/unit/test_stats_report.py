@@ -244,3 +244,14 @@ def test_import_cli_helpers_write_a_named_session(tmp_path: Path,
     args = parser.parse_args(["--session", "other", "--pair", "x:/nonexistent.txt"])
     with pytest.raises(BadInput, match=r"no such file /nonexistent\.txt"):
         importing.run(args, lambda p: {})
+
+
+def test_test_options_read_as_a_profile_writes_them(continuous: Path) -> None:
+    session = Session.load(continuous)
+    for run in session.runs:
+        run.options = {"parallel": 2, "reverse": False, "zerocopy": True, "bitrate": None,
+                       "omit": [1, 2]}
+    md = report.markdown(session)
+    line = next(ln for ln in md.splitlines() if "parallel=2" in ln)
+    assert "parallel=2 reverse=false zerocopy=true omit=1,2" in line
+    assert "None" not in md and "False" not in md

@@ -193,3 +193,19 @@ def test_session_takes_arbitrary_event_data(records: list[dict]) -> None:  # typ
         assert len({len(c) for c in cols.cols.values()}) == 1  # columns stay aligned
     report.markdown(session, chart=False)
     json.loads(exports.dumps(exports.to_json(session)))
+
+
+def test_a_journal_path_finds_the_finished_session(tmp_path: Path) -> None:
+    """A session written to X.abtui.jsonl (or X.jsonl) ends as X.abtui.jsonl.gz; the path
+    it was written to still finds it, and a finished session is never overwritten."""
+    for typed in ("run.abtui.jsonl", "other.jsonl"):
+        path = tmp_path / typed
+        with store.SessionWriter(path, profile="p") as w:
+            w.write(Event(EventKind.MARK, 1.0, data={"text": "x"}))
+        final = store.finished_path(path)
+        assert final.name == typed.split(".")[0] + ".abtui.jsonl.gz"
+        assert w.final_path == final and final.is_file() and not path.exists()
+        assert store.find_session(str(path)) == final
+        with pytest.raises(BadInput, match="exists there already"):
+            store.SessionWriter(path, profile="p")
+    assert store.name_of(tmp_path / "x.jsonl.gz") == "x"

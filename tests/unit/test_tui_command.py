@@ -82,3 +82,11 @@ def test_demo_leaving_decides_from_flags_and_never_asks_without_a_terminal(
     assert _take_down(argparse.Namespace(down=False, keep_lab=True)) is False
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a tty: no question asked
     assert _take_down(argparse.Namespace(down=False, keep_lab=False)) is False
+
+
+def test_the_demo_title_names_the_lab_once() -> None:
+    from abtui.commands.demo import demo_title
+
+    assert demo_title("lab") == "abtui demo — lab"
+    assert demo_title("h5labu") == "abtui demo — h5labu"
+    assert demo_title("bench") == "abtui demo — lab bench"

@@ -13,6 +13,7 @@ import contextlib
 import fnmatch
 import shlex
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -121,6 +122,8 @@ class _Lines:
     def __init__(self, proc: RemoteProcess) -> None:
         self.proc = proc
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._arrivals: deque[float] = deque()  # perf_counter() of each queued line
+        self.arrived: float | None = None  # ... of the line `get` returned last
         # False once nobody reads the lines any more (a listening server's reports): they are
         # still drained, so the channel never blocks, but not queued, so memory stays flat
         self.keep = True
@@ -130,12 +133,16 @@ class _Lines:
         try:
             async for line in self.proc.lines():
                 if self.keep:
+                    self._arrivals.append(time.perf_counter())
                     self.queue.put_nowait(line)
         finally:
+            self._arrivals.append(time.perf_counter())
             self.queue.put_nowait(None)
 
     async def get(self, timeout: float | None) -> str | None:
-        return await asyncio.wait_for(self.queue.get(), timeout)
+        line = await asyncio.wait_for(self.queue.get(), timeout)
+        self.arrived = self._arrivals.popleft()
+        return line
 
 
 class PairRun:
@@ -332,7 +339,7 @@ class PairRun:
                     self.hooks.raw_sink(self.spec.run_id, line)
                 got = parser.feed(line)
                 for interval in got:
-                    self._emit_interval(interval)
+                    self._emit_interval(interval, self._client_lines.arrived)
                     # iperf3 goes on printing empty intervals when no data moves (a link down)
                     empty = interval.bytes == 0 and not interval.omitted
                     self._empty_streak = self._empty_streak + 1 if empty else 0
@@ -357,7 +364,7 @@ class PairRun:
                     ping=asdict(ping) if ping else None, message=self.message, **extra)
         return self.status
 
-    def _emit_interval(self, interval: Interval) -> None:
+    def _emit_interval(self, interval: Interval, arrived: float | None = None) -> None:
         self.interval_count += 1
         phase, straddles = self.hooks.phase_for(self.label, time.time(),
                                                 interval.end - interval.start)
@@ -367,7 +374,7 @@ class PairRun:
             value = getattr(interval, key)
             if value is not None:
                 data[key] = value
-        self.hooks.emit(Event(EventKind.INTERVAL, pair=self.label, data=data))
+        self.hooks.emit(Event(EventKind.INTERVAL, pair=self.label, data=data, arrived=arrived))
 
     def _judge(self, rc: int | None, error: str | None) -> tuple[str, str]:
         lost = [link.alias for link in (self.sender, self.receiver)

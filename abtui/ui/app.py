@@ -1,7 +1,9 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
-Events from the controller are queued as they arrive and folded into the screen on a timer
-(FLUSH_HZ), so a fast stream costs a bounded number of refreshes. Every controller call runs
+Events from the controller are queued as they arrive and folded into the screen in flushes: an
+interval at once while the refresh budget allows (FLUSH_HZ a second, bursts of FLUSH_BURST),
+ping replies and watch samples with the next flush or within LAZY_S, so a fast stream costs a
+bounded number of refreshes. Every controller call runs
 in a worker; a failure is shown in its pane and the log, never as a traceback.
 """
 
@@ -20,10 +22,11 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
 from abtui.controller import Controller, KnobRefused, Mode
-from abtui.model import Event, KnobKind
+from abtui.model import Event, EventKind, KnobKind
 from abtui.profile import RESERVED_KEYS
 from abtui.ui.commands import ConsoleCommands
 from abtui.ui.screens import (
@@ -38,7 +41,10 @@ from abtui.ui.screens import (
 from abtui.ui.state import LOADED, ConsoleState, PhaseRow, config_key
 from abtui.ui.widgets import PairPane
 
-FLUSH_HZ = 20
+FLUSH_HZ = 5  # flushes a second at most when events never pause (see _flush_wait)
+FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
+LAZY_S = 0.5  # ping replies and watch samples wait this long at most to be shown
+LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH})
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 TABLE_HZ = 2  # phase table repaints a second, at most
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
@@ -122,14 +128,15 @@ class AbtuiApp(App[int]):
         self._log_widget: RichLog | None = None
         self._panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
-        self._flush_scheduled = False
+        self._flush_due: float | None = None  # when the next flush is scheduled, if one is
+        self._flush_timer: Timer | None = None
+        self._tokens, self._filled = float(FLUSH_BURST), 0.0  # see _flush_wait
         # the phase table's means and the panes' numbers move slowly: repaint them at most
         # TABLE_HZ / TEXT_HZ times a second (sparklines show every interval at once)
         self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
         self.text_throttle = Throttle(self, TEXT_HZ, self._refresh_text)
         self._text_due: set[str] = set()
         self._scipy_asked = False
-        self._last_flush = 0.0
         self.events: list[Event] = []  # everything received (what save writes)
         self.log_lines: deque[str] = deque(maxlen=2000)  # the event log's text
         self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in self.state.pairs}
@@ -229,19 +236,40 @@ class AbtuiApp(App[int]):
         """Called by the controller for every event: queue it, and have it shown as soon as
         the refresh budget allows (at most `flush_hz` flushes a second, none when idle)."""
         now = time.perf_counter()
-        self._pending.append((event, now))
-        if self._flush_scheduled:
-            return
-        self._flush_scheduled = True
-        delay = self._last_flush + 1 / self.flush_hz - now
-        if delay > 0:
-            self.set_timer(delay, self._flush_events)
+        # an interval is timed from its line's arrival on the SSH channel when the engine
+        # stamped it (a replay's events are not: from here)
+        self._pending.append((event, now if event.arrived is None else event.arrived))
+        wait = self._flush_wait(now)
+        if event.kind in LAZY_KINDS:
+            wait = max(wait, LAZY_S)
+        due = now + wait
+        if self._flush_due is not None and self._flush_due <= due:
+            return  # a flush soon enough is on its way
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+        self._flush_due = due
+        if wait > 0:
+            self._flush_timer = self.set_timer(wait, self._flush_events)
         else:
+            self._flush_timer = None
             self.call_later(self._flush_events)  # after the rest of this burst is queued
 
+    def _flush_wait(self, now: float) -> float:
+        """Seconds until the refresh budget allows a flush: a token bucket of FLUSH_BURST
+        flushes refilled at `flush_hz` a second (a lone interval never waits; a stream that
+        never pauses gets `flush_hz` flushes a second)."""
+        tokens = min(FLUSH_BURST, self._tokens + (now - self._filled) * self.flush_hz)
+        return 0.0 if tokens >= 1 else (1 - tokens) / self.flush_hz
+
     def _flush_events(self) -> None:
-        self._flush_scheduled = False
-        self._last_flush = time.perf_counter()
+        now = time.perf_counter()
+        self._tokens = max(0.0, min(FLUSH_BURST, self._tokens + (now - self._filled)
+                                    * self.flush_hz) - 1)
+        self._filled = now
+        self._flush_due = None
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
         log = self._log_widget
         if not self._pending or log is None or not log.is_attached:
             return  # nothing new, not mounted yet, or the console is being taken down

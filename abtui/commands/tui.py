@@ -67,8 +67,9 @@ def _recorded_profile(events: list[Any], path: Path) -> Any:
 
 def open_console(controller: Any, title: str, subtitle: str = "") -> int:
     # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
-    # late an interval shows (DESIGN.md §5: 50 ms p99). The console bounds its own refreshes
-    # (20 flushes a second at most), so a shorter period costs no CPU when nothing changes.
+    # late an interval shows (the budget: 50 ms p99, docs/performance.md). The console bounds
+    # its own refreshes (abtui.ui.app: FLUSH_HZ), so a shorter period costs no CPU when
+    # nothing changes.
     os.environ.setdefault("TEXTUAL_FPS", "120")
     from abtui.ui.app import AbtuiApp
 

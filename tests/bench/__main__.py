@@ -50,6 +50,7 @@ def run(funcs: list[j.Bench], everything: bool) -> list[dict[str, Any]]:
         t0 = time.monotonic()
         for rec in j.measure(func):
             rec["seconds"] = round(time.monotonic() - t0, 2)
+            rec["load"] = round(os.getloadavg()[0], 1)  # the machine's, when it was measured
             records.append(rec)
     if everything:
         made = {r["name"] for r in records}
@@ -59,11 +60,13 @@ def run(funcs: list[j.Bench], everything: bool) -> list[dict[str, Any]]:
 
 
 def table(records: list[dict[str, Any]]) -> str:
-    lines = [f"{'record':<32} {'value':>12} {'unit':<8} {'budget':<11} {'status':<7} note"]
+    lines = [f"{'record':<32} {'value':>12} {'unit':<8} {'budget':<11} {'status':<7} "
+             f"{'load':>5} note"]
     for r in records:
         value = "—" if r.get("value") is None else r["value"]
         lines.append(f"{r['name']:<32} {value!s:>12} {r['unit']:<8} "
-                     f"{r['budget'] or '—'!s:<11} {r['status']:<7} {r['note']}")
+                     f"{r['budget'] or '—'!s:<11} {r['status']:<7} {r.get('load', ''):>5} "
+                     f"{r['note']}")
     counts = {s: sum(r["status"] == s for r in records) for s in ("ok", "FAIL", "error",
                                                                     "skipped", "—")}
     lines.append(", ".join(f"{n} {s if s != '—' else 'without budget'}"

@@ -38,7 +38,7 @@ from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 
 STARTS = 20
-ROUNDS = 5  # per stream count (1 and 2): 10 pairs of runs
+ROUNDS = 8  # per stream count (1 and 2): 16 pairs of runs
 SECONDS = 3
 BARE_PORT = 5301
 

@@ -183,15 +183,21 @@ def compare_run(printed: Printed, session: Session, pair: str, run_index: int
 
 # ---- the two arms --------------------------------------------------------------------------
 def _bare_run(lab: Lab, options: TestOptions) -> Printed:
-    """iperf3 by hand in the lab's namespaces, with the options abtui would give it."""
+    """iperf3 by hand in the lab's namespaces, with the options abtui would give it.
+
+    Each in a session of its own, as sshd starts them through abtui: with the kernel's
+    autogroup scheduling a session shares one CPU share, so a server and client left in the
+    bench's session would get half of what they get through abtui on a busy machine."""
     snd, rcv = lab.hosts(1)
     server = subprocess.Popen(["ip", "netns", "exec", rcv.netns, *server_argv(BARE_PORT)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
     try:
         time.sleep(0.3)
         argv = client_argv(options, rcv.data_address, BARE_PORT, SECONDS)
         out = subprocess.run(["ip", "netns", "exec", snd.netns, "env", "LC_ALL=C", *argv],
-                             capture_output=True, text=True, check=True, timeout=60)
+                             capture_output=True, text=True, check=True, timeout=60,
+                             start_new_session=True)
     finally:
         server.terminate()
         server.wait()

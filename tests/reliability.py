@@ -156,11 +156,10 @@ def write_table(scenarios: dict[str, Scenario], command: str, path: Path = TABLE
     path.write_text(
         "# Reliability\n\n"
         f"Written by the test run of {when}:\n`{command}`\n\n"
-        "From the fault scenarios in tests/lab/test_faults.py and the tests that cover them\n"
-        "elsewhere (`make test` runs\n"
-        "them all, the soak for 40 s; `make soak` runs the soak for 600 s). Every row is that\n"
-        "run's outcome: pass with the figures measured, fail with the error, or skipped with\n"
-        "the reason (a scenario the run did not select says so).\n\n"
+        "The fault scenarios are in tests/lab/test_faults.py and the tests that cover them\n"
+        "elsewhere (`make test` runs them all, the soak for 40 s; `make soak` runs the soak for\n"
+        "600 s). Every row is that run's outcome: pass with the figures measured, fail with the\n"
+        "error, or skipped with the reason (a scenario the run did not select says so).\n\n"
         + HEADER + "\n".join(lines) + "\n")
 
 

@@ -72,11 +72,11 @@ def _mux_flips(lab: Lab) -> list[float]:
     flip one `ssh` per host over its master, the 4 in parallel, write then read back."""
     aliases = [h.alias for h in lab.hosts(2)]
     base = ["ssh", "-F", str(lab.ssh_config), "-o", f"ControlPath={lab.state_dir}/cm-%C"]
-    for alias in aliases:
-        subprocess.run([*base, "-o", "ControlMaster=yes", "-o", "ControlPersist=600", "-N",
-                        "-f", alias], check=True, capture_output=True, timeout=30)
     times = []
     try:
+        for alias in aliases:
+            subprocess.run([*base, "-o", "ControlMaster=yes", "-o", "ControlPersist=600", "-N",
+                            "-f", alias], check=True, capture_output=True, timeout=30)
         for i in range(MUX_FLIPS + 1):  # the first one warms up
             value = ("5", "6")[i % 2]
             t0 = time.perf_counter()

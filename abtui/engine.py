@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from abtui import __version__
+from abtui.configuration import pair_value
 from abtui.controller import KnobRefused, Mode
 from abtui.errors import AbtuiError, RemoteError
 from abtui.iperf_cmd import JSON_STREAM_SINCE, options_for, parse_iperf_version, run_seconds
@@ -139,6 +140,10 @@ class Engine:
 
     # ---- connecting ---------------------------------------------------------------------
     async def connect(self) -> None:
+        """Open the links once: a later call (the console's start after a stop) keeps them,
+        and with them the knob layer that knows every original value to restore."""
+        if self.links:
+            return
         self.emit(Event(EventKind.SESSION_START, data={
             "profile_text": self.profile.source_text, "profile_path": self.profile.source_path,
             "abtui_version": __version__, **self.start_data}))
@@ -175,7 +180,52 @@ class Engine:
         else:
             self.applier = HostKnobs(self.profile, self.links, self.dialects, self.emit,
                                      self.journal)
+        await self._read_current()
         await self._apply_initial()
+
+    async def _read_current(self) -> None:
+        """Every knob's value on every pair, read from the hosts: the first phase's
+        configuration, emitted as CONFIG per pair (what the console shows and cycles from).
+        A knob that no host of a pair could say is left out of that pair's configuration."""
+        knobs = list(self.profile.knobs)
+        if set(self.profile.tunnels) - {"none"} and \
+                not any(k.kind is KnobKind.TUNNEL for k in knobs):
+            knobs.append(self._knob(TUNNEL))
+        found = await asyncio.gather(*(self._current(k) for k in knobs),
+                                     return_exceptions=True)
+        for label, phases in self.phases.items():
+            config = {k.name: values[label] for k, values in zip(knobs, found, strict=True)
+                      if isinstance(values, dict) and label in values}
+            phases.config = config
+            self.emit(Event(EventKind.CONFIG, pair=label, data={"config": dict(config)}))
+
+    async def _current(self, knob: Knob) -> dict[str, str]:
+        """One knob's value now, per pair it applies to."""
+        labels = [x for x in self.phases if not knob.pairs or x in knob.pairs]
+        if knob.kind is KnobKind.TUNNEL:
+            return dict.fromkeys(labels, "none")  # abtui makes every tunnel it measures
+        if knob.kind is KnobKind.IPERF3:
+            return {x: self._iperf3_current(knob, x) for x in labels}
+        read = getattr(self.applier, "current", None)
+        if read is None:
+            return {}
+        by_role = await read(knob, [self.profile.pair(x) for x in labels])
+        return {x: pair_value(roles) for x, roles in by_role.items()}
+
+    def _iperf3_current(self, knob: Knob, label: str) -> str:
+        """An iperf3 knob's value in the pair's test options, as the profile writes it."""
+        from abtui.profile.knobs import IPERF3_KEYS, iperf3_value
+
+        key = knob.key or knob.name
+        value = getattr(self._options(self.profile.pair(label)), key, None)
+        if key in IPERF3_KEYS:
+            for v in knob.values:
+                with contextlib.suppress(ValueError, KeyError):
+                    if iperf3_value(key, v) == value:
+                        return v
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return "default" if value is None else str(value)
 
     async def _apply_initial(self) -> None:
         """Knobs with an `initial` value are set before anything runs: the first phase's
@@ -244,6 +294,7 @@ class Engine:
             json_stream=sender_version >= JSON_STREAM_SINCE, program=opts.iperf3,
             bash=self.has_bash.get(pair.sender, False),
             stdbuf=self.has_stdbuf.get(pair.sender, False),
+            receiver_stdbuf=self.has_stdbuf.get(pair.receiver, False),
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs])
         hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
                          phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
@@ -450,6 +501,8 @@ class Engine:
         unknown = [label for label in labels if label not in self.phases]
         if unknown:
             raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
+        if all(self.phases[label].config.get(k.name) == value for label in labels):
+            return  # the hosts have it already: not a change, not a new phase
         begin = now()
         for label in labels:
             self.phases[label].begin_change(begin)
@@ -499,16 +552,12 @@ class Engine:
 
     def _set_iperf3_option(self, knob: Knob, value: str, labels: Sequence[str]) -> None:
         """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...)."""
-        from abtui.profile.knobs import IPERF3_KEYS, iperf3_value
+        from abtui.profile.knobs import iperf3_setting
 
-        key = knob.key or knob.name
-        if key not in IPERF3_KEYS:
-            raise KnobRefused(f"knob {knob.name}: {key!r} is not an iperf3 option abtui sets "
-                              f"(one of {', '.join(IPERF3_KEYS)})")
         try:
-            converted = iperf3_value(key, value)
-        except ValueError:
-            raise KnobRefused(f"knob {knob.name}: {value!r} is not a valid {key}") from None
+            key, converted = iperf3_setting(knob, value)
+        except AbtuiError as exc:
+            raise KnobRefused(str(exc)) from None
         for label in labels:
             trial = {**self.live_options[label], key: converted}
             try:

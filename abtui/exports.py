@@ -13,11 +13,12 @@ from typing import IO, Any
 import numpy as np
 
 from abtui import stats
+from abtui.model import interval_loss
 from abtui.session import NO_PHASE, Session, config_key
 
 CSV_FIELDS = ("session", "pair", "phase", "configuration", "run", "time", "start", "end",
               "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms", "omitted", "straddles",
-              "direction")
+              "direction", "jitter_ms", "lost_packets", "packets", "lost_percent")
 
 
 def _clean(x: float) -> float | None:
@@ -44,6 +45,8 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
         ph = cols["phase"][i]
         phase = session.phases[ph] if ph != NO_PHASE else None
         run = session.runs[cols["run"][i]]
+        udp = {"jitter_ms": _clean(cols["jitter"][i]), "lost_packets": _int(cols["lost"][i]),
+               "packets": _int(cols["packets"][i])}
         yield {
             "session": session.name, "pair": pair,
             "phase": phase.id if phase else None,
@@ -55,6 +58,8 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
             "omitted": bool(cols["omitted"][i]), "straddles": phase is None,
             # --bidir: "rx" for the receiver -> sender direction, else None
             "direction": "rx" if cols["rx"][i] else None,
+            # UDP (the receiving side's line), else None
+            **udp, "lost_percent": interval_loss(udp)[0],
         }
 
 
@@ -79,6 +84,7 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
     own = session.runs[runs.pop()].summary if len(runs) == 1 else None
     retr = np.frombuffer(session.intervals[ph.pair]["retransmits"], dtype=np.float64)[
         np.frombuffer(session.intervals[ph.pair]["phase"], dtype=np.int32) == phase_ix]
+    udp = stats.udp_quality(session, ph.pair, phases=[phase_ix])
     return {
         "sender_bits_per_second": (own or {}).get("sender_bits_per_second")
         or st["throughput"].mean,
@@ -89,6 +95,8 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "retransmits_per_s": st["retransmits_per_s"].to_json(),
         "noisy": st["throughput"].noisy,
         **({"throughput_rx": st["throughput_rx"].to_json()} if st["throughput_rx"].n else {}),
+        # UDP: datagrams lost and jitter over the phase's intervals
+        **({"udp": udp.to_json()} if udp else {}),
     }
 
 
@@ -122,7 +130,8 @@ def to_json(session: Session) -> dict[str, Any]:
             target.append({k: row[k] for k in ("pair", "run", "time", "start", "end",
                                                 "bits_per_second", "retransmits",
                                                 "cwnd_bytes", "rtt_ms", "omitted",
-                                                "direction")})
+                                                "direction", "jitter_ms", "lost_packets",
+                                                "packets", "lost_percent")})
     pings_by_phase: dict[int, list[dict[str, Any]]] = {}
     for pair in session.pairs:
         p = session.pings[pair]
@@ -134,7 +143,8 @@ def to_json(session: Session) -> dict[str, Any]:
     for ph in session.phases:
         phases.append({
             "pair": ph.pair, "phase": ph.id, "config": ph.config,
-            "configuration": config_key(ph.config), "start": ph.start, "end": ph.end,
+            "configuration": config_key(ph.config),
+            "label": session.config_label(ph.config), "start": ph.start, "end": ph.end,
             "closed": ph.closed, "intervals": rows_by_phase.get(ph.index, []),
             "pings": pings_by_phase.get(ph.index, []),
             "summary": _phase_summary(session, ph.index),

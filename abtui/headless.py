@@ -15,7 +15,7 @@ from typing import TextIO
 from abtui.controller import KnobRefused
 from abtui.engine import Engine, KnobApplierFactory
 from abtui.errors import EXIT_FAILED, EXIT_OK
-from abtui.model import Event, EventKind, Profile, interval_rate
+from abtui.model import Event, EventKind, Profile, interval_rate, summary_rate
 from abtui.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.store import new_session_path
 
@@ -29,9 +29,8 @@ def describe(event: Event) -> str | None:
         left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
         return f"plan: {d.get('done')}/{d.get('total')} steps done{left}"
     if event.kind is EventKind.RUN_END:
-        summary = d.get("summary") or {}
-        rate = summary.get("receiver_bits_per_second") or summary.get("sender_bits_per_second")
-        got = f", {rate / 1e9:.3f} Gbit/s" if isinstance(rate, int | float) else ""
+        rate = summary_rate(d.get("summary"))
+        got = f", {rate / 1e9:.3f} Gbit/s" if rate is not None else ""
         why = f": {d['message']}" if d.get("message") else ""
         return f"{who}run {d.get('run')} {d.get('status')}{got}{why}"
     if event.kind in (EventKind.ERROR, EventKind.KNOB_ERROR):
@@ -108,8 +107,11 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     def say(line: str) -> None:
         print(f"abtui: {line}", file=stream, flush=True)
 
+    setting = False  # while --set values are applied: a refusal is said once, below
+
     def show(event: Event) -> None:
-        line = describe(event)
+        line = describe(event) if not (setting and event.kind is EventKind.KNOB_ERROR) \
+            else None
         if line:
             say(line)
 
@@ -123,13 +125,14 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     reason = "done"
     try:
         await engine.connect()
+        setting = True
         for knob, value in settings:
             try:
                 await engine.set_knob(knob, value)
             except KnobRefused as exc:
-                print(f"abtui: --set {knob}={value} refused, not started: {exc}", file=stream,
-                      flush=True)
+                say(f"--set {knob}={value} refused, not started: {exc}")
                 return EXIT_FAILED
+        setting = False
         if duration is not None:
             tally = Tally()
             engine.subscribe(tally)

@@ -10,7 +10,6 @@ original back (on exit, on Ctrl-C); `abtui recover` does the same from the undo 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,7 +24,6 @@ from abtui.remote.dialects import (
     Setting,
     reason_line,
     same_value,
-    validate_text,
 )
 from abtui.remote.link import HostLink
 from abtui.undo import HostRecord, UndoJournal
@@ -34,7 +32,6 @@ if TYPE_CHECKING:
     from abtui.tunnels import TunnelManager
 
 HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.MTU)
-IPERF3_OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*")
 
 Emit = Callable[[Event], None]
 
@@ -54,7 +51,6 @@ class ApplyResult:
 
     values: dict[str, str] = field(default_factory=dict)
     targets: dict[str, str] = field(default_factory=dict)
-    iperf3_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,18 +100,6 @@ def resolve_targets(pairs: Sequence[Pair], knob: Knob,
 def _sysctl_only(knob: Knob) -> bool:
     """A knob that is a sysctl on every OS needs no device (one target per host)."""
     return all(k is KnobKind.SYSCTL for k in (knob.kind, *knob.os_kinds.values()))
-
-
-def iperf3_args(knob: Knob, value: str) -> tuple[str, ...]:
-    """An iperf3 option knob's arguments (no host change): ("-P", "4"), ("-R",) for on/off."""
-    if not IPERF3_OPTION.fullmatch(knob.key):
-        raise BadInput(f"knob {knob.name}: iperf3 option {knob.key!r} is not an option name")
-    v = validate_text(knob.name, value).strip()
-    if v.lower() in ("off", "false", "no", ""):
-        return ()
-    if v.lower() in ("on", "true", "yes"):
-        return (knob.key,)
-    return (knob.key, v)
 
 
 class KnobManager:
@@ -227,10 +211,8 @@ class KnobManager:
         """Set `value` on every target, concurrently; all or nothing (KnobRefused names the
         host and why, after the others were set back)."""
         if knob.kind is KnobKind.IPERF3:
-            try:
-                return ApplyResult(iperf3_args=iperf3_args(knob, value))
-            except BadInput as exc:
-                raise KnobRefused(str(exc)) from exc
+            raise KnobRefused(f"knob {knob.name}: iperf3 options change no host (the engine "
+                              "sets them on the next run)")
         if knob.kind is KnobKind.TUNNEL:
             return await self._apply_tunnel(value, targets)
         async with self._lock:
@@ -270,8 +252,25 @@ class KnobManager:
             "nothing was changed"
         if stuck:
             note += f"; could NOT set back {', '.join(stuck)}"
+        await self._drop_unchanged(first)
         host, error = failed[0]
         raise KnobRefused(_message(knob, value, host, error, note))
+
+    async def _drop_unchanged(self, touched: Sequence[tuple[str, Setting]]) -> None:
+        """After a refused flip: the originals it recorded first, for settings that hold them
+        still (refused before any change, or set back), are forgotten, so nothing tries to
+        restore them (a read-only sysctl could never be) and no undo entry is left. What
+        cannot be read, or reads otherwise, stays to be restored."""
+        now = await asyncio.gather(*(self.read(h, s) for h, s in touched),
+                                   return_exceptions=True)
+        for (host, s), value in zip(touched, now, strict=True):
+            original = self.originals.get((host, s))
+            if original is None or isinstance(value, BaseException) or \
+                    not same_value(value, original[0]):
+                continue
+            del self.originals[(host, s)]
+            if self.journal is not None:
+                self.journal.unchanged(host, str(s.kind), s.key, s.device)
 
     async def _apply_tunnel(self, value: str, targets: Sequence[Target]) -> ApplyResult:
         if self.tunnels is None:
@@ -282,6 +281,38 @@ class KnobManager:
         except (RemoteError, BadInput) as exc:
             raise KnobRefused(str(exc)) from exc
         return ApplyResult(targets=dict(out))
+
+    async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
+        """Each pair's value of a host knob now, per role of its scope, as the profile writes
+        values (a host value that one of the knob's values gives on that OS reads as it; any
+        other as the host says it). A host that cannot say is left out, so is a pair's role."""
+        wanted = [(p.label, role, Target(p.host(role), None if _sysctl_only(knob)
+                                         else knob.device or p.device(role), p.label))
+                  for p in pairs for role in knob.scope.roles]
+        reads: dict[tuple[str, str | None], asyncio.Future[str]] = {}
+        for _label, _role, t in wanted:
+            if (t.host, t.device) not in reads:
+                reads[(t.host, t.device)] = asyncio.ensure_future(self._read_as_profile(knob, t))
+        await asyncio.gather(*reads.values(), return_exceptions=True)
+        out: dict[str, dict[str, str]] = {}
+        for label, role, t in wanted:
+            fut = reads[(t.host, t.device)]
+            if fut.exception() is None:
+                out.setdefault(label, {})[str(role)] = fut.result()
+        return out
+
+    async def _read_as_profile(self, knob: Knob, target: Target) -> str:
+        s = self.setting(knob, target)
+        raw = await self.read(target.host, s)
+        dialect = self._dialect(target.host)
+        matches = []
+        for v in knob.values:
+            try:
+                if same_value(raw, dialect.normalize(s, knob.value_for_os(dialect.name, v))):
+                    matches.append(v)
+            except BadInput:
+                continue
+        return matches[0] if len(matches) == 1 else " ".join(raw.split())
 
     async def restore_all(self) -> list[Restored]:
         """Put every original back, concurrently per host; emits RESTORE per setting."""

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from abtui.errors import AbtuiError, MissingPrerequisite
+from abtui.pids import pid_alive
 
 MAX_PAIRS = 8
 SSHD = "/usr/sbin/sshd"
@@ -261,9 +262,9 @@ class Lab:
             # just killed and not yet reaped by the kernel: wait for it to go, or the
             # "already running" check below would skip the start
             deadline = time.monotonic() + 5.0
-            while _pid_alive(running) and time.monotonic() < deadline:
+            while pid_alive(running) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            if _pid_alive(running):
+            if pid_alive(running):
                 raise LabError(f"sshd on {alias} (PID {running}) runs but does not answer "
                                f"on {h.mgmt_address}:22")
         self._start_sshd(h)
@@ -286,7 +287,7 @@ class Lab:
             pid = int(self._sshd_pidfile(h).read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        return pid if _pid_alive(pid) else None  # a killed sshd may linger as a zombie
+        return pid if pid_alive(pid) else None  # a killed sshd may linger as a zombie
 
     def _start_sshd(self, h: LabHost) -> None:
         if self._sshd_pid(h) is not None:
@@ -445,23 +446,9 @@ def _terminate(pids: Iterable[int], grace: float = 2.0) -> None:
     deadline = time.monotonic() + grace
     while alive and time.monotonic() < deadline:
         for pid in list(alive):
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 alive.discard(pid)
         time.sleep(0.02)
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purpose
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False

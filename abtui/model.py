@@ -55,7 +55,8 @@ class TunnelType(StrEnum):
 class LinkState(StrEnum):
     CONNECTING = "connecting"
     CONNECTED = "connected"
-    LOST = "lost"
+    FAILED = "failed"  # never connected: the first connect failed (the message says why)
+    LOST = "lost"  # was connected, then dropped
     RECONNECTING = "reconnecting"
     CLOSED = "closed"
 
@@ -68,6 +69,28 @@ def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:
     if not isinstance(bps, int | float) or data.get("omitted"):
         return None
     return float(bps), data.get("direction") == "rx"
+
+
+def summary_rate(summary: dict[str, Any] | None) -> float | None:
+    """A run's throughput by iperf3's end-of-test summary (RUN_END's "summary"): the
+    receiver's figure; the sender's only for TCP when the receiver's is unknown (a stopped
+    run), since a UDP sender's figure is the rate it offered, not what arrived."""
+    s = summary or {}
+    sides = ["receiver"] if s.get("protocol") == "udp" else ["receiver", "sender"]
+    for v in (s.get(f"{side}_bits_per_second") for side in sides):
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+def interval_loss(data: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A UDP INTERVAL event's loss (percent of the datagrams due, lost / total as iperf3
+    prints them) and jitter (ms), each None where the interval has none (TCP, no datagram
+    due)."""
+    lost, total, jitter = data.get("lost_packets"), data.get("packets"), data.get("jitter_ms")
+    loss = (100.0 * lost / total if isinstance(lost, int) and isinstance(total, int)
+            and total > 0 else None)
+    return loss, float(jitter) if isinstance(jitter, int | float) else None
 
 
 def tunnel_refusal(said: str) -> str | None:
@@ -321,12 +344,16 @@ class EventKind(StrEnum):
     - FACTS:        {"facts": asdict(HostFacts)}                          (host set)
     - LINK:         {"state": LinkState, "message"}                       (host set)
     - ORIGINAL:     {"knob", "key", "value"}  value before abtui first touched it (host set)
+    - CONFIG:       {"config": {knob: value}}  every knob's value as read from the hosts on
+                    connect: the pair's first configuration (pair set)
     - KNOB:         {"knob", "value", "pairs": [labels], "hosts": [aliases]} a change applied
     - KNOB_ERROR:   {"knob", "value", "message"}                          nothing was changed
     - TUNNEL:       {"type", "target"}  the tunnel in use and iperf3's new target   (pair set)
     - RUN_START:    {"run", "config": {knob: value}, "host_clock", "skew_ms", "options"} (pair)
     - INTERVAL:     {"run", "phase", **Interval.to_json(), "straddles": bool,
-                     "direction"?: "tx"|"rx" (--bidir: rx is receiver -> sender)}   (pair)
+                     "direction"?: "tx"|"rx" (--bidir: rx is receiver -> sender),
+                     UDP: "jitter_ms", "lost_packets", "packets" (the receiving side's
+                     line: "packets" is the datagrams due, lost ones included)}   (pair)
     - PING:         {"run", "phase", "seq", "rtt_ms"}                               (pair)
     - WATCH:        {"run", "name", "value"}                                  (pair, host)
     - RUN_END:      {"run", "status": "ok"|"error"|"incomplete"|"stopped",
@@ -346,6 +373,7 @@ class EventKind(StrEnum):
     FACTS = "facts"
     LINK = "link"
     ORIGINAL = "original"
+    CONFIG = "config"
     KNOB = "knob"
     KNOB_ERROR = "knob_error"
     TUNNEL = "tunnel"

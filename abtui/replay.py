@@ -116,6 +116,9 @@ class Synth:
             for pair in self.profile.pairs:
                 out.append(Event(EventKind.ORIGINAL, t, host=pair.sender, data={
                     "knob": knob.name, "key": knob.key, "value": knob.values[0]}))
+        for pair in self.profile.pairs:  # the hosts "have" each knob's first value
+            out.append(Event(EventKind.CONFIG, t, pair=pair.label, data={
+                "config": {k.name: k.values[0] for k in self.profile.knobs}}))
         return out
 
     def tick(self, t: float, run: int, phase: dict[str, int],

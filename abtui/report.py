@@ -89,10 +89,14 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     options = _options(session)
     if options:
         out += ["## Test options", "", options, ""]
-    out += ["## Throughput per configuration", "", _throughput(session, table, bp), ""]
+    out += ["## Throughput per configuration", "", _throughput(session, table, bp), "",
+            SIDES, ""]
     if any(c.throughput_rx.n for row in table.values() for c in row.values()):
         out += ["## Other direction (--bidir: receiver → sender)", "",
                 _throughput_rx(session, table, bp), ""]
+    udp = _udp(session, table)
+    if udp:
+        out += ["## UDP loss and jitter", "", udp, ""]
     if len(table) > 1:
         out += [*_vs_config(session, table, base_config), ""]
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
@@ -193,6 +197,34 @@ def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
         f"variation > {stats.NOISE_CV:.0%}).")
 
 
+# Which side's interval lines a pair's throughput is made of, per protocol (abtui.runs).
+SIDES = ("Intervals are iperf3's own lines: for TCP the client's (the sender's; the "
+         "receiver's with -R), for UDP the receiving side's (what arrived, not the rate "
+         "offered).")
+
+
+def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
+    """Per configuration and pair: datagrams lost (Σ lost / Σ due, as iperf3 sums them) and
+    the jitter per interval, for the pairs that ran UDP."""
+    rows = []
+    for config, row in table.items():
+        for pair, c in row.items():
+            q = stats.udp_quality(session, pair, phases=c.phases)
+            if q is None:
+                continue
+            rows.append([config, pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
+                         fmt_mean_sd(q.jitter, 1.0, digits=3, warn=False)])
+    if not rows:
+        return ""
+    return md_table(["configuration", "pair", "lost %", "lost/datagrams", "jitter (ms)"],
+                    rows) + ("\n\nthe receiving side's interval lines; jitter: mean ± stdev "
+                             "over intervals.")
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
 def _throughput_rx(session: Session, table: dict[str, dict[str, stats.Cell]],
                    bp: str | None) -> str:
     """--bidir runs measure both ways at once: the table above is the pair's own direction,
@@ -245,14 +277,24 @@ def _runs(session: Session) -> str:
         peak = max([peak, tp.max or 0.0, *rates])
         rows.append((r, tp, snd, rcv, s.get("retransmits")))
     div, unit = rate_unit(peak)
+    # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
+    udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
     body = [[r.pair, str(r.id), stats.config_key(r.config), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
              fmt_mean_sd(tp, div, warn=False), str(tp.n), _rate(snd, div), _rate(rcv, div),
-             "—" if retr is None else str(retr), r.message]
+             "—" if retr is None else str(retr),
+             *(_udp_summary(r.summary) if udp else []), r.message]
             for r, tp, snd, rcv, retr in rows]
     return md_table(["pair", "run", "configuration", "status", "duration",
                      f"intervals ({unit})", "n", f"sender ({unit})", f"receiver ({unit})",
-                     "retransmits", "message"], body)
+                     "retransmits", *(["lost %", "jitter (ms)"] if udp else []), "message"],
+                    body)
+
+
+def _udp_summary(s: dict[str, Any] | None) -> list[str]:
+    lost, jitter = (s or {}).get("lost_percent"), (s or {}).get("jitter_ms")
+    return [_pct(lost) if _is_num(lost) else "—",
+            f"{jitter:.3f}" if _is_num(jitter) else "—"]
 
 
 def _is_num(x: Any) -> bool:

@@ -4,6 +4,11 @@ A run is prepared (server listening on a free port, client and ping started but 
 released by the engine together with the other pairs', then streamed: every interval iperf3
 prints becomes an INTERVAL event, every ping reply a PING event, every watch sample a WATCH
 event, and the run ends with RUN_END. Whatever happens, every process it started is ended.
+
+Which side's intervals: TCP takes the client's lines (iperf3's convention: the sender's, the
+receiver's with -R). UDP takes the receiving side's, because a UDP sender prints the rate it
+offered, not what arrived: the server's lines when the client sends (forward, and --bidir's
+forward direction), the client's own with -R (and --bidir's way back). See `measured`.
 """
 
 from __future__ import annotations
@@ -55,6 +60,13 @@ SERVER_START_TIMEOUT = 5.0
 # Time allowed for the connection set-up before the first interval is due.
 CONNECT_ALLOWANCE = 3.0
 STALL_INTERVALS = 3
+# How long the server may take, once the client is done, to print its last intervals and exit.
+SERVER_END_TIMEOUT = 3.0
+# An interval shorter than this share of the interval setting is the stub a server prints as
+# the test ends (`2.00-2.00 sec`): its rate is no measurement of its own.
+STUB_FRACTION = 0.1
+# The raw sink's run key for the server's lines: "<run id>/server".
+SERVER_SUFFIX = "/server"
 
 PhaseFor = Callable[[str, float, float], tuple[int, bool]]
 
@@ -82,6 +94,8 @@ class RunSpec:
     bash: bool = False  # the sender has bash: a fork-free clock at release
     # the sender has stdbuf: iperf3 3.12's --forceflush leaves [SUM] lines in stdio's buffer
     stdbuf: bool = False
+    # the receiver has stdbuf (its server's lines are read for UDP)
+    receiver_stdbuf: bool = False
     watches: list[Watch] = field(default_factory=list)
 
 
@@ -91,13 +105,28 @@ class RunHooks:
     parser_factory: ParserFactory
     phase_for: PhaseFor
     ping_parser_factory: PingParserFactory | None = None
-    # every raw line of iperf3's client output, as received: (run id, line)
+    # every raw line of iperf3's client output, as received: (run id, line); the server's
+    # lines, when the run reads them (UDP sent by the client), under run id + SERVER_SUFFIX
     raw_sink: Callable[[str, str], None] | None = None
     # a process left on a host whose link dropped: ended once the link is back
     orphan: Callable[[HostLink, int], None] | None = None
     # process groups started and ended, for the undo journal: (host, pgid, what)
     started: Callable[[str, int, str], None] | None = None
     ended: Callable[[str, int], None] | None = None
+
+
+def measured(interval: Interval, opts: TestOptions) -> bool:
+    """Whether an interval iperf3 printed (on either side) is a measurement of the pair: UDP
+    intervals only from the receiving side (those carry jitter and loss; the sending side's
+    are the rate offered), and no end-of-test stub (see STUB_FRACTION)."""
+    if opts.udp and interval.jitter_ms is None:
+        return False
+    return interval.end - interval.start >= STUB_FRACTION * opts.interval
+
+
+def reads_server(opts: TestOptions) -> bool:
+    """UDP the client sends (forward, --bidir): what arrived is in the server's lines."""
+    return opts.udp and not opts.reverse
 
 
 def classify_iperf_error(message: str, spec: RunSpec, receiver: str) -> tuple[str, bool]:
@@ -163,6 +192,7 @@ class PairRun:
         self._interrupted: set[str] = set()  # hosts whose link was lost during the run
         self._server: RemoteProcess | None = None
         self._server_lines: _Lines | None = None
+        self._server_task: asyncio.Task[None] | None = None
         self._client: RemoteProcess | None = None
         self._client_lines: _Lines | None = None
         self._ping: RemoteProcess | None = None
@@ -196,11 +226,14 @@ class PairRun:
 
     async def _start_server(self) -> None:
         port = self.spec.port
+        keep = reads_server(self.spec.options)
         for _ in range(PORT_TRIES):
-            proc = await self._stream(self.receiver, plain(server_argv(
-                port, self.spec.program)) + " 2>&1", "iperf3 server")
+            argv = server_argv(port, self.spec.program)
+            if keep and self.spec.receiver_stdbuf:
+                argv = ["stdbuf", "-oL", *argv]
+            proc = await self._stream(self.receiver, plain(argv) + " 2>&1", "iperf3 server")
             lines = _Lines(proc)
-            outcome = await self._server_outcome(lines)
+            outcome = await self._server_outcome(lines, keep)
             if outcome is None:
                 self._server, self._server_lines, self.spec.port = proc, lines, port
                 return
@@ -258,8 +291,9 @@ class PairRun:
                             f"{line or self._client.stderr if self._client else ''}")
 
     @staticmethod
-    async def _server_outcome(lines: _Lines) -> str | None:
-        """None when the server listens, else what it said before it gave up."""
+    async def _server_outcome(lines: _Lines, keep: bool = False) -> str | None:
+        """None when the server listens, else what it said before it gave up; with `keep`
+        what it prints next stays queued for the run to read."""
         said: list[str] = []
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
@@ -272,7 +306,7 @@ class PairRun:
                 return (errors or said or ["it exited without a word"])[0].removeprefix(
                     "iperf3: error - ")
             if "server listening on" in line.lower():
-                lines.keep = False  # what it prints from now on is not read
+                lines.keep = keep  # unless kept, what it prints from now on is not read
                 return None
             if line.strip("- "):
                 said.append(line.strip())
@@ -317,6 +351,8 @@ class PairRun:
         parser = self.hooks.parser_factory("json-stream" if self.spec.json_stream else "text")
         if self._ping is not None:
             self._ping_task = asyncio.get_running_loop().create_task(self._ping_loop())
+        if self._server_lines is not None and self._server_lines.keep:
+            self._server_task = asyncio.get_running_loop().create_task(self._server_loop())
         for reply in self._idle_replies:
             self._event(EventKind.PING, run=self.spec.run_id, phase=self.hooks.phase_for(
                 self.label, time.time(), 0.0)[0], seq=reply.seq, rtt_ms=reply.rtt_ms)
@@ -339,10 +375,7 @@ class PairRun:
                     self.hooks.raw_sink(self.spec.run_id, line)
                 got = parser.feed(line)
                 for interval in got:
-                    self._emit_interval(interval, self._client_lines.arrived)
-                    # iperf3 goes on printing empty intervals when no data moves (a link down)
-                    empty = interval.bytes == 0 and not interval.omitted
-                    self._empty_streak = self._empty_streak + 1 if empty else 0
+                    self._take(interval, self._client_lines.arrived)
                 if got:
                     deadline = time.monotonic() + stall_s
                 if self._empty_streak >= STALL_INTERVALS and not self._stopping:
@@ -352,6 +385,7 @@ class PairRun:
             if self._stalled:
                 await self._end_client()
             rc = await self._client.wait(timeout=5.0) if self._client else None
+        await self._finish_server()
         result = parser.finish()
         self.status, self.message = self._judge(rc, iperf_error_of(result))
         ping = await self._finish_ping()
@@ -363,6 +397,34 @@ class PairRun:
                     summary=asdict(summary) if summary and self.status != "error" else None,
                     ping=asdict(ping) if ping else None, message=self.message, **extra)
         return self.status
+
+    def _take(self, interval: Interval, arrived: float | None) -> None:
+        """An interval iperf3 printed (its line came at `arrived`, perf_counter): an event
+        when it measures the pair (see `measured`)."""
+        if not measured(interval, self.spec.options):
+            return
+        self._emit_interval(interval, arrived)
+        # iperf3 goes on printing empty intervals when no data moves (a link down)
+        empty = interval.bytes == 0 and not interval.omitted
+        self._empty_streak = self._empty_streak + 1 if empty else 0
+
+    async def _server_loop(self) -> None:
+        """The server's lines (UDP the client sends): what arrived, interval by interval."""
+        assert self._server_lines is not None
+        parser = self.hooks.parser_factory("text")  # the server is always run in text mode
+        while (line := await self._server_lines.get(None)) is not None:
+            if self.hooks.raw_sink is not None:
+                self.hooks.raw_sink(self.spec.run_id + SERVER_SUFFIX, line)
+            for interval in parser.feed(line):
+                self._take(interval, self._server_lines.arrived)
+
+    async def _finish_server(self) -> None:
+        """Let the server print its last intervals (it exits after its one test); a server
+        that does not (a link lost, a stall) is given up on and ended by cleanup."""
+        if self._server_task is None:
+            return
+        await asyncio.wait({self._server_task}, timeout=SERVER_END_TIMEOUT)
+        self._server_task.cancel()
 
     def _emit_interval(self, interval: Interval, arrived: float | None = None) -> None:
         self.interval_count += 1
@@ -497,8 +559,9 @@ class PairRun:
         for lines in (self._client_lines, self._server_lines):
             if lines is not None:
                 lines.task.cancel()
-        if self._ping_task is not None and not self._ping_task.done():
-            self._ping_task.cancel()
+        for reader in (self._ping_task, self._server_task):
+            if reader is not None and not reader.done():
+                reader.cancel()
 
     async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess:
         proc = await link.stream(command)

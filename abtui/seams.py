@@ -152,6 +152,10 @@ class HostKnobs:
         targets = resolve_targets(self.profile.pairs, knob, [p.label for p in pairs])
         return (await self.manager.apply(knob, value, targets)).targets
 
+    async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
+        """Each pair's value of a host knob now, per role (abtui.knobs.KnobManager.current)."""
+        return await self.manager.current(knob, pairs)
+
     async def restore(self) -> None:
         """Tunnels removed, knobs restored (RESTORE events); the journal is the engine's."""
         from abtui.restore import set_back

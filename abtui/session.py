@@ -18,17 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from abtui.configuration import config_id, config_label
 from abtui.model import Event, EventKind
 
 NO_PHASE = -1
 NAN = math.nan
 
-
-def config_key(config: dict[str, Any]) -> str:
-    """A configuration as one stable label: `knob=value, knob=value` sorted by knob name."""
-    if not config:
-        return "(defaults)"
-    return ", ".join(f"{k}={config[k]}" for k in sorted(config))
+# A configuration's identity (the one rule lives in abtui.configuration)
+config_key = config_id
 
 
 @dataclass(slots=True)
@@ -61,6 +58,7 @@ class Phase:
 
     @property
     def label(self) -> str:
+        """The configuration's identity (config_key); tables print Session.config_label."""
         return config_key(self.config)
 
 
@@ -93,9 +91,11 @@ class Columns:
 def _interval_columns() -> Columns:
     # t: event time; start/end: iperf3's own, relative to its run; NaN where unknown;
     # rx: 1 for --bidir's other direction (receiver -> sender), kept out of the pair's
-    # throughput so a bidirectional run's two directions are never averaged together
+    # throughput so a bidirectional run's two directions are never averaged together;
+    # UDP: jitter (ms), lost datagrams and datagrams due (lost included), NaN for TCP
     return Columns(t="d", start="d", end="d", bytes="d", bps="d", retransmits="d", cwnd="d",
-                   omitted="b", phase="i", run="i", rx="b")
+                   omitted="b", phase="i", run="i", rx="b", jitter="d", lost="d",
+                   packets="d")
 
 
 def _ping_columns() -> Columns:
@@ -152,6 +152,8 @@ class Session:
         self._run_ix: dict[tuple[str, Any], int] = {}
         self._phase_ix: dict[tuple[str, Any], int] = {}
         self._config: dict[str, dict[str, Any]] = {}
+        # each pair's configuration as read from its hosts on connect (CONFIG events)
+        self.initial_configs: dict[str, dict[str, Any]] = {}
 
     # ---- building ----------------------------------------------------------------------
 
@@ -274,7 +276,8 @@ class Session:
             ev.t, _num(d.get("start")), _num(d.get("end")), _num(d.get("bytes")),
             _num(d.get("bits_per_second")), _num(d.get("retransmits")),
             _num(d.get("cwnd_bytes")), 1 if d.get("omitted") else 0, phase, run,
-            1 if d.get("direction") == "rx" else 0)
+            1 if d.get("direction") == "rx" else 0, _num(d.get("jitter_ms")),
+            _num(d.get("lost_packets")), _num(d.get("packets")))
 
     def _on_ping(self, ev: Event, d: dict[str, Any]) -> None:
         pair = ev.pair
@@ -297,6 +300,13 @@ class Session:
             ph.start = d["start"]
         ph.end = d.get("end", ev.t)
         ph.closed = True
+
+    def _on_config(self, ev: Event, d: dict[str, Any]) -> None:
+        if ev.pair is None:
+            return
+        config = _obj(d.get("config")) or {}
+        self._config[ev.pair] = dict(config)
+        self.initial_configs.setdefault(ev.pair, dict(config))
 
     def _on_knob(self, ev: Event, d: dict[str, Any]) -> None:
         pairs = [str(p) for p in d.get("pairs") or []] if isinstance(d.get("pairs"), list) else []
@@ -338,6 +348,18 @@ class Session:
         if self.start_t is None or self.last_t is None:
             return 0.0
         return max(0.0, self.last_t - self.start_t)
+
+    def baseline(self, base: str | None = None) -> dict[str, Any] | None:
+        """The configuration labels are relative to: the base pair's as read on connect
+        (else the first pair's); None for sessions recorded before abtui read it."""
+        for pair in ([base] if base else []) + self.pairs:
+            if pair in self.initial_configs:
+                return self.initial_configs[pair]
+        return None
+
+    def config_label(self, config: dict[str, Any], base: str | None = None) -> str:
+        """How tables name a configuration (abtui.configuration.config_label)."""
+        return config_label(config, self.baseline(base))
 
     def phases_of(self, pair: str) -> list[Phase]:
         return [p for p in self.phases if p.pair == pair]
@@ -395,6 +417,7 @@ _HANDLERS = {
     EventKind.SESSION_START: Session._on_start,
     EventKind.FACTS: _on_facts,
     EventKind.ORIGINAL: _on_original,
+    EventKind.CONFIG: Session._on_config,
     EventKind.KNOB: Session._on_knob,
     EventKind.KNOB_ERROR: _simple("knob_errors"),
     EventKind.TUNNEL: _simple("tunnels"),

@@ -31,6 +31,8 @@ NOISE_CV = 0.10
 METRICS = ("throughput", "rtt", "retransmits_per_s", "throughput_rx")
 UNITS = {"throughput": "bits/s", "rtt": "ms", "retransmits_per_s": "1/s",
          "throughput_rx": "bits/s"}
+# UDP interval series (NaN on TCP intervals): metric -> session interval column
+UDP_COLUMNS = {"jitter_ms": "jitter", "lost": "lost", "packets": "packets"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ def _interval_metric(session: Session, pair: str, mask: NDArray[np.bool_], metri
     keep &= np.frombuffer(cols["rx"], dtype=np.int8) == (1 if metric == "throughput_rx" else 0)
     if metric in ("throughput", "throughput_rx"):
         return np.frombuffer(cols["bps"], dtype=np.float64)[keep]
+    if metric in UDP_COLUMNS:
+        return np.frombuffer(cols[UDP_COLUMNS[metric]], dtype=np.float64)[keep]
     span = (np.frombuffer(cols["end"], dtype=np.float64)
             - np.frombuffer(cols["start"], dtype=np.float64))[keep]
     retr = np.frombuffer(cols["retransmits"], dtype=np.float64)[keep]
@@ -96,7 +100,8 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
 
     throughput and retransmits_per_s come from intervals (omitted ones and those that
     straddle a knob change left out), rtt from pings (lost ones left out); throughput_rx is
-    --bidir's other direction, which throughput never includes."""
+    --bidir's other direction, which throughput never includes; jitter_ms, lost and packets
+    are UDP's per-interval series (NaN on TCP intervals)."""
     source = session.pings[pair] if metric == "rtt" else session.intervals[pair]
     if not len(source):
         return np.empty(0)
@@ -110,6 +115,36 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
         rtt = _column(source, "rtt", np.float64)[mask]
         return rtt[np.isfinite(rtt)]
     return _interval_metric(session, pair, mask, metric)
+
+
+@dataclass(frozen=True, slots=True)
+class UdpQuality:
+    """UDP datagrams lost and jitter over some intervals of a pair's own direction."""
+
+    lost: int
+    packets: int  # datagrams due, lost ones included
+    jitter: Summary  # one value per interval, ms
+
+    @property
+    def lost_percent(self) -> float | None:
+        """iperf3's way: lost over due, summed over the intervals (not a mean of ratios)."""
+        return 100.0 * self.lost / self.packets if self.packets > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lost_packets": self.lost, "packets": self.packets,
+                "lost_percent": self.lost_percent, "jitter_ms": self.jitter.to_json()}
+
+
+def udp_quality(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+                runs: Sequence[int] | None = None) -> UdpQuality | None:
+    """Loss and jitter of a pair's UDP intervals in these phases/runs; None without any."""
+    lost = values(session, pair, "lost", phases=phases, runs=runs)
+    due = values(session, pair, "packets", phases=phases, runs=runs)
+    ok = np.isfinite(lost) & np.isfinite(due)
+    if not ok.any():
+        return None
+    return UdpQuality(int(lost[ok].sum()), int(due[ok].sum()),
+                      summarize(values(session, pair, "jitter_ms", phases=phases, runs=runs)))
 
 
 def phase_stats(session: Session, phase: Phase) -> dict[str, Summary]:

@@ -13,11 +13,14 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_state_dir
+
+from abtui.pids import pid_alive
 
 
 def undo_dir() -> Path:
@@ -49,6 +52,17 @@ class Pending:
     @property
     def empty(self) -> bool:
         return not (self.originals or self.tunnels or self.pgids)
+
+    @property
+    def involved(self) -> list[str]:
+        """The hosts with something left to undo, sorted."""
+        return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids)})
+
+    def forget(self, host: str) -> None:
+        """Drop every entry of `host` here (forget_host writes it to the file)."""
+        self.originals = {k: v for k, v in self.originals.items() if k[0] != host}
+        self.tunnels = {k: v for k, v in self.tunnels.items() if k[0] != host}
+        self.pgids = {k: v for k, v in self.pgids.items() if k[0] != host}
 
 
 class UndoJournal:
@@ -92,6 +106,13 @@ class UndoJournal:
         self._write({"op": "restored", "host": host, "kind": kind, "key": key,
                      "device": device})
 
+    def unchanged(self, host: str, kind: str, key: str, device: str | None) -> None:
+        """A recorded setting was never changed after all (its write was refused): nothing
+        to set back, so neither the exit nor `abtui recover` tries."""
+        self._originals.discard((host, kind, key, device))
+        self._write({"op": "unchanged", "host": host, "kind": kind, "key": key,
+                     "device": device})
+
     def tunnel_up(self, host: str, record: dict[str, Any]) -> None:
         self._write({"op": "tunnel", "host": host, **record})
 
@@ -131,6 +152,25 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
         _write_line(fh, record)
 
 
+def left_on(pending: Iterable[Pending], host: str) -> str:
+    """What the journals still hold for `host`, counted: "2 settings, 1 tunnel" ("": none)."""
+    counts = {"setting": 0, "tunnel": 0, "process group": 0}
+    for p in pending:
+        counts["setting"] += sum(k[0] == host for k in p.originals)
+        counts["tunnel"] += sum(k[0] == host for k in p.tunnels)
+        counts["process group"] += sum(k[0] == host for k in p.pgids)
+    return ", ".join(f"{n} {what}{'s' if n != 1 else ''}" for what, n in counts.items() if n)
+
+
+def forget_host(pending: Iterable[Pending], host: str) -> None:
+    """Drop every entry of `host` from dead writers' journals, setting nothing back: for a
+    host that is gone for good (`abtui recover --forget`)."""
+    for p in pending:
+        if host in p.involved:
+            append_record(p.path, {"op": "forget", "host": host})
+            p.forget(host)
+
+
 def _write_line(fh: Any, record: dict[str, Any]) -> None:
     fh.write((json.dumps(record, separators=(",", ":")) + "\n").encode())
     fh.flush()
@@ -166,7 +206,7 @@ def _apply(p: Pending, rec: dict[str, Any]) -> None:
     elif op == "original":
         ident = (str(rec["host"]), str(rec["kind"]), str(rec["key"]), rec.get("device"))
         p.originals.setdefault(ident, str(rec["value"]))
-    elif op == "restored":
+    elif op in ("restored", "unchanged"):
         p.originals.pop((str(rec["host"]), str(rec["kind"]), str(rec["key"]),
                          rec.get("device")), None)
     elif op == "tunnel":
@@ -177,13 +217,13 @@ def _apply(p: Pending, rec: dict[str, Any]) -> None:
         p.pgids[(str(rec["host"]), int(rec["pgid"]))] = str(rec.get("what", ""))
     elif op == "pgid_gone":
         p.pgids.pop((str(rec["host"]), int(rec["pgid"])), None)
+    elif op == "forget":
+        p.forget(str(rec["host"]))
 
 
 def _alive(pid: int | None) -> bool:
     """Is the journal's writer still running (this process included)?"""
-    from abtui.lab import _pid_alive
-
-    return pid is not None and _pid_alive(pid)
+    return pid is not None and pid_alive(pid)
 
 
 def pending_recovery(directory: Path | None = None) -> list[Pending]:
@@ -212,7 +252,6 @@ def recovery_notice(directory: Path | None = None) -> str | None:
         return None
     if not pending:
         return None
-    hosts = sorted({str(k[0]) for p in pending
-                    for k in (*p.originals, *p.tunnels, *p.pgids)})
+    hosts = sorted({h for p in pending for h in p.involved})
     return (f"an earlier abtui (killed, or its hosts unreachable) left changes on "
             f"{', '.join(hosts) or 'hosts'}: run `abtui recover` to set them back")

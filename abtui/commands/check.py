@@ -86,15 +86,16 @@ def _report_host(say: Report, alias: str, hosts: Hosts, iperf3: str) -> None:
 
 async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
     from abtui.errors import AbtuiError
-    from abtui.knobs import HOST_KINDS, KnobManager, iperf3_args, resolve_targets
+    from abtui.knobs import HOST_KINDS, KnobManager, resolve_targets
+    from abtui.profile.knobs import iperf3_setting
 
     manager = KnobManager(hosts.links, hosts.dialects)
     for knob in profile.knobs:
         if knob.kind.value == "iperf3":
             try:
                 for value in knob.values:
-                    iperf3_args(knob, value)
-                say(True, f"knob {knob.name}: iperf3 option {knob.key}, no host change")
+                    key, _ = iperf3_setting(knob, value)
+                say(True, f"knob {knob.name}: iperf3 option {key}, no host change")
             except AbtuiError as exc:
                 say(False, f"knob {knob.name}: {exc}")
             continue

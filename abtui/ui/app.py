@@ -25,6 +25,7 @@ from textual.containers import Grid, Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
+from abtui.configuration import cycle
 from abtui.controller import Controller, KnobRefused, Mode
 from abtui.model import Event, EventKind, KnobKind
 from abtui.profile import RESERVED_KEYS
@@ -343,9 +344,7 @@ class AbtuiApp(App[int]):
                 pane.refresh_text()
 
     def row_label(self, row: PhaseRow) -> str:
-        defaults = {k.name: k.values[0] for k in self.profile.knobs if k.values}
-        changed = [f"{k}={v}" for k, v in row.config.items() if defaults.get(k) != v]
-        return " ".join(changed) or "initial"
+        return self.state.row_label(row)
 
     def phase_rows(self) -> list[tuple[str, list[str]]]:
         return [(self.row_label(r), self.state.phase_cells(r))
@@ -388,9 +387,9 @@ class AbtuiApp(App[int]):
         scope = self.scopes[self.scope_index]
         shown = "A+B" if scope == "all" and len(self.scopes) == 3 else scope
         chips = [f"[@click=app.cycle_scope][b reverse] {shown} [/][/]"]
-        first = self._scope_pairs()[0] if self.state.pairs else None
+        scope_pairs = self._scope_pairs()
         for key, knob in self.knob_keys.items():
-            value = self.state.pairs[first].config.get(knob, "?") if first else "?"
+            value = self.state.knob_value(knob, scope_pairs)
             chips.append(f"[@click=app.knob('{knob}')][b $accent]{key}[/] {knob}={value}[/]")
         run = "running" if self.state.running else "stopped"
         if self.state.progress:
@@ -428,13 +427,15 @@ class AbtuiApp(App[int]):
         except KeyError:
             return
         pairs = self._scope_pairs()
-        current = self.state.pairs[pairs[0]].config.get(name, knob.values[0])
-        idx = knob.values.index(current) if current in knob.values else -1
-        value = knob.values[(idx + 1) % len(knob.values)]
+        ps = self.state.pairs[pairs[0]]
+        value = cycle(knob.values, ps.config.get(name), ps.original.get(name))
         self.apply_knob(name, value, pairs)
 
     @work(group="knobs", exit_on_error=False)
     async def apply_knob(self, name: str, value: str, pairs: list[str]) -> None:
+        if all(self.state.pairs[lb].config.get(name) == value for lb in pairs):
+            self._log_line(f"{name} is {value} already on {', '.join(pairs)}")
+            return
         self._log_line(f"setting {name}={value} on {', '.join(pairs)}…")
         try:
             await self.controller.set_knob(name, value, pairs)
@@ -671,5 +672,5 @@ class AbtuiApp(App[int]):
                                 "exit_at": time.time(),
                                 "latencies": self.latencies}) + "\n")
 
-    def phase_config_keys(self) -> list[tuple[tuple[str, str], ...]]:
+    def phase_config_keys(self) -> list[str]:
         return [config_key(r.config) for r in self.state.phases.values()]

@@ -122,6 +122,7 @@ LINK_TEXT = {
     LinkState.CONNECTING: "[b $warning]◌ connecting[/]",
     LinkState.RECONNECTING: "[b $warning]◌ reconnecting[/]",
     LinkState.LOST: "[b reverse $error] ✖ LOST [/]",
+    LinkState.FAILED: "[b reverse $error] ✖ could not connect [/]",
     LinkState.CLOSED: "[dim]○ closed[/]",
 }
 
@@ -167,7 +168,7 @@ class PairPane(Vertical):
         """Sparklines and link state: every interval, at once."""
         s = self.state
         link = s.link
-        self.set_class(link == LinkState.LOST, "-lost")
+        self.set_class(link in (LinkState.LOST, LinkState.FAILED), "-lost")
         self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting")
         subtitle = LINK_TEXT.get(LinkState(link), link)
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
@@ -204,8 +205,13 @@ class PairPane(Vertical):
         self._set("rtt-label", ("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
                   " ms  ", ("mean ", DIM), ms(r.mean), (" max ", DIM), ms(r.hi))
         retr = "–" if s.retransmits is None else str(s.retransmits)
-        self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
-                  ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))
+        if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
+            jitter = "–" if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
+            self._set("tcp", ("lost ", DIM), f"{s.loss_pct:.2f}%", ("  jitter ", DIM), jitter,
+                      " ms", ("  n ", DIM), str(s.intervals))
+        else:
+            self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
+                      ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))
         self._set("error", *((("⚠ ", "bold"), s.error) if s.error else ()))
         err = self._w["error"]
         if err.display != bool(s.error):

@@ -60,7 +60,7 @@ async def test_knob_key_calls_set_knob_and_adds_a_phase_row() -> None:
         await until(pilot, lambda: table.row_count == rows_before + 1)
         assert app.controller.calls[-1] == ("set_knob", "tso", "off", ["A", "B"])
         labels = [str(table.get_cell_at((i, 0))) for i in range(table.row_count)]
-        assert labels[-1] == "tcp_wmem=4096 16384 65536 tso=off"
+        assert labels[-1] == "tcp_wmem=4096 16384 65536, tso=off"  # as export names it
         pane_b = app.query_one("#pane-B", PairPane)
         assert "tso=off" in str(pane_b.query_one("#config").render())
         assert "tso=off" in str(app.query_one("#knobbar").render())

@@ -157,6 +157,13 @@ def test_progress_lines():
         "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
         "message": ""}))
     assert line == "A: run A-1 ok, 9.410 Gbit/s"
+    # stopped: the receiver's figure is unknown; TCP says what was sent, UDP (whose sender
+    # figure is the rate offered) nothing
+    for protocol, said in (("tcp", ", 9.410 Gbit/s"), ("udp", "")):
+        assert describe(Event(EventKind.RUN_END, pair="A", data={
+            "run": "A-2", "status": "stopped", "message": "", "summary": {
+                "protocol": protocol, "sender_bits_per_second": 9.41e9,
+                "receiver_bits_per_second": None}})) == f"A: run A-2 stopped{said}"
     assert describe(Event(EventKind.INTERVAL, pair="A")) is None
 
 

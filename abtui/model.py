@@ -392,6 +392,9 @@ class Event:
     pair: str | None = None
     host: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    # perf_counter() when the host's line that made this event arrived: lets the console time
+    # an interval from the SSH channel to the screen (benches); never journaled
+    arrived: float | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": str(self.kind), "t": self.t}

@@ -18,6 +18,7 @@ import contextlib
 import fnmatch
 import shlex
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -150,6 +151,8 @@ class _Lines:
     def __init__(self, proc: RemoteProcess) -> None:
         self.proc = proc
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._arrivals: deque[float] = deque()  # perf_counter() of each queued line
+        self.arrived: float | None = None  # ... of the line `get` returned last
         # False once nobody reads the lines any more (a listening server's reports): they are
         # still drained, so the channel never blocks, but not queued, so memory stays flat
         self.keep = True
@@ -159,12 +162,16 @@ class _Lines:
         try:
             async for line in self.proc.lines():
                 if self.keep:
+                    self._arrivals.append(time.perf_counter())
                     self.queue.put_nowait(line)
         finally:
+            self._arrivals.append(time.perf_counter())
             self.queue.put_nowait(None)
 
     async def get(self, timeout: float | None) -> str | None:
-        return await asyncio.wait_for(self.queue.get(), timeout)
+        line = await asyncio.wait_for(self.queue.get(), timeout)
+        self.arrived = self._arrivals.popleft()
+        return line
 
 
 class PairRun:
@@ -368,7 +375,7 @@ class PairRun:
                     self.hooks.raw_sink(self.spec.run_id, line)
                 got = parser.feed(line)
                 for interval in got:
-                    self._take(interval)
+                    self._take(interval, self._client_lines.arrived)
                 if got:
                     deadline = time.monotonic() + stall_s
                 if self._empty_streak >= STALL_INTERVALS and not self._stopping:
@@ -391,11 +398,12 @@ class PairRun:
                     ping=asdict(ping) if ping else None, message=self.message, **extra)
         return self.status
 
-    def _take(self, interval: Interval) -> None:
-        """An interval iperf3 printed: an event when it measures the pair (see `measured`)."""
+    def _take(self, interval: Interval, arrived: float | None) -> None:
+        """An interval iperf3 printed (its line came at `arrived`, perf_counter): an event
+        when it measures the pair (see `measured`)."""
         if not measured(interval, self.spec.options):
             return
-        self._emit_interval(interval)
+        self._emit_interval(interval, arrived)
         # iperf3 goes on printing empty intervals when no data moves (a link down)
         empty = interval.bytes == 0 and not interval.omitted
         self._empty_streak = self._empty_streak + 1 if empty else 0
@@ -408,7 +416,7 @@ class PairRun:
             if self.hooks.raw_sink is not None:
                 self.hooks.raw_sink(self.spec.run_id + SERVER_SUFFIX, line)
             for interval in parser.feed(line):
-                self._take(interval)
+                self._take(interval, self._server_lines.arrived)
 
     async def _finish_server(self) -> None:
         """Let the server print its last intervals (it exits after its one test); a server
@@ -418,7 +426,7 @@ class PairRun:
         await asyncio.wait({self._server_task}, timeout=SERVER_END_TIMEOUT)
         self._server_task.cancel()
 
-    def _emit_interval(self, interval: Interval) -> None:
+    def _emit_interval(self, interval: Interval, arrived: float | None = None) -> None:
         self.interval_count += 1
         phase, straddles = self.hooks.phase_for(self.label, time.time(),
                                                 interval.end - interval.start)
@@ -428,7 +436,7 @@ class PairRun:
             value = getattr(interval, key)
             if value is not None:
                 data[key] = value
-        self.hooks.emit(Event(EventKind.INTERVAL, pair=self.label, data=data))
+        self.hooks.emit(Event(EventKind.INTERVAL, pair=self.label, data=data, arrived=arrived))
 
     def _judge(self, rc: int | None, error: str | None) -> tuple[str, str]:
         lost = [link.alias for link in (self.sender, self.receiver)

@@ -70,8 +70,9 @@ def open_console(controller: Any, title: str, subtitle: str = "", *,
     """The console until it ends; however it ends, the hosts are restored (abtui.ui.guard),
     and on hosts a line says when `abtui recover` has something left to do."""
     # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
-    # late an interval shows (50 ms p99 is the console's budget). The console bounds its own
-    # refreshes (20 flushes a second at most), so a shorter period costs no CPU when idle.
+    # late an interval shows (the budget: 50 ms p99, docs/performance.md). The console bounds
+    # its own refreshes (abtui.ui.app: FLUSH_HZ), so a shorter period costs no CPU when
+    # nothing changes.
     os.environ.setdefault("TEXTUAL_FPS", "120")
     import asyncio
 

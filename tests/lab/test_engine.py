@@ -297,6 +297,10 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
         assert len({e.data["run"] for e in ivs}) == 1
 
 
+@pytest.mark.reliability(
+    "4", "the iperf3 port busy on a receiver",
+    "another port is used (5202), that run is ok and matches what iperf3 printed; the iperf3 "
+    "holding the port is untouched; the other pair's own failure stays its own")
 async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab, reliability: Reliability):
     """A refused connection on A; on B the profile's port is taken, so another is used (and
     the iperf3 holding it is left alone)."""
@@ -323,9 +327,6 @@ async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab, reliability: 
     assert squatter_alive, "the iperf3 that held the port was ended"
     assert engine.failed_runs == 1
     reliability.row(
-        "4", "the iperf3 port busy on a receiver",
-        "another port is used (5202), that run is ok and matches what iperf3 printed; the "
-        "iperf3 holding the port is untouched; the other pair's own failure stays its own",
         port_used=starts["B"]["port"], intervals=len(rec.intervals(starts["B"]["run"])))
 
 

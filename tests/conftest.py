@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.lab import Lab
+from abtui.lab.netns import Lab
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"

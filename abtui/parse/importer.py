@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abtui.errors import BadInput
+from abtui.core.errors import BadInput
 from abtui.parse.iperf3_json import parse_iperf3_json
 from abtui.parse.iperf3_result import Iperf3Result
 from abtui.parse.iperf3_text import parse_iperf3_text

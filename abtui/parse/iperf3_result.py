@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.model import Interval, IperfSummary
+from abtui.core.model import Interval, IperfSummary
 
 
 @dataclass(slots=True)

@@ -30,12 +30,12 @@ from textual.containers import Grid, Horizontal
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
-from abtui.configuration import cycle
-from abtui.controller import Controller, KnobRefused, Mode
-from abtui.model import Event, EventKind, KnobKind
+from abtui.core.configuration import cycle
+from abtui.core.controller import Controller, KnobRefused, Mode
+from abtui.core.model import Event, EventKind, KnobKind
+from abtui.core.text import visible
 from abtui.profile import RESERVED_KEYS
-from abtui.text import visible
-from abtui.throughput import configuration_rate
+from abtui.reports.throughput import configuration_rate
 from abtui.ui.commands import ConsoleCommands
 from abtui.ui.pacing import STALE_S, Throttle
 from abtui.ui.screens import (
@@ -69,7 +69,7 @@ KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # safe inside a click action
 
 
 class AbtuiApp(App[int]):
-    """The console on any abtui.controller.Controller (the engine, or a replay)."""
+    """The console on any abtui.core.controller.Controller (the engine, or a replay)."""
 
     CSS_PATH = "abtui.tcss"
     TITLE = "abtui"
@@ -218,7 +218,7 @@ class AbtuiApp(App[int]):
         # full passes, which otherwise stall a busy console for 100+ ms
         gc.freeze()
         self._first_frame = time.time()
-        self._load_in_background("abtui.stats", "stats")
+        self._load_in_background("abtui.reports.stats", "stats")
         if self._bench_file:
             with open(self._bench_file, "a") as f:
                 f.write(json.dumps({"first_frame": self._first_frame}) + "\n")
@@ -619,7 +619,7 @@ class AbtuiApp(App[int]):
                            time_format: str | None = None) -> str | None:
         """The palette's Screenshot: an SVG of the screen, in the sessions folder (Textual's
         default, ~/Downloads, may not exist), and where it went said in the log."""
-        from abtui import store
+        from abtui.sessions import store
 
         folder = Path(path) if path else self._folder()
         name = filename or f"{store.session_name(self.profile.name)}.svg"
@@ -656,12 +656,12 @@ class AbtuiApp(App[int]):
 
     def _folder(self) -> Path:
         """Where the console offers to write: the sessions folder (or `save_dir`)."""
-        from abtui import store
+        from abtui.sessions import store
 
         return Path(self.save_dir) if self.save_dir else store.sessions_dir(self.sessions_dir)
 
     def _session_name(self) -> str:
-        from abtui import store
+        from abtui.sessions import store
 
         path = self.controller.session_path
         return store.name_of(path) if path else store.session_name(self.profile.name)
@@ -681,7 +681,7 @@ class AbtuiApp(App[int]):
                                     default, EXPORT_FORMATS), chosen)
 
     def action_save(self) -> None:
-        from abtui import store
+        from abtui.sessions import store
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
@@ -701,11 +701,11 @@ class AbtuiApp(App[int]):
     @work(thread=True, exit_on_error=False, group="files")
     def _write_file(self, what: str, path: Path, fmt: str | None, events: list[Event]) -> None:
         """Save (a session journal) or export (md/csv/json, as `abtui export`), off the loop."""
-        from abtui.errors import AbtuiError
+        from abtui.core.errors import AbtuiError
 
         try:
             if what == "save":
-                from abtui.store import LIVE_SUFFIX, SessionWriter, name_of
+                from abtui.sessions.store import LIVE_SUFFIX, SessionWriter, name_of
 
                 # journalled beside its final name, which close() gives it (path)
                 writer = SessionWriter(path.with_name(name_of(path) + LIVE_SUFFIX),
@@ -714,8 +714,8 @@ class AbtuiApp(App[int]):
                     writer.write(event)
                 line = f"saved {len(events)} events to {writer.close()}"
             else:
-                from abtui.exports import render
-                from abtui.session import Session
+                from abtui.reports.exports import render
+                from abtui.sessions.session import Session
 
                 session = Session.from_events(events, name=self.profile.name)
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -745,7 +745,7 @@ class AbtuiApp(App[int]):
     def action_compare_saved(self) -> None:
         """This session against a saved one (`abtui compare`'s table): picked from the
         sessions folder, or typed as a file or a name."""
-        from abtui import store
+        from abtui.sessions import store
 
         def chosen(result: object) -> None:
             if isinstance(result, Path):
@@ -760,11 +760,11 @@ class AbtuiApp(App[int]):
 
     @work(thread=True, exit_on_error=False, group="files")
     def _load_comparison(self, path: Path, events: list[Event]) -> None:
-        from abtui import compare
-        from abtui.errors import AbtuiError
-        from abtui.exports import interval_rows
-        from abtui.report import fmt_cell, fmt_compare
-        from abtui.session import Session
+        from abtui.core.errors import AbtuiError
+        from abtui.reports import compare
+        from abtui.reports.exports import interval_rows
+        from abtui.reports.report import fmt_cell, fmt_compare
+        from abtui.sessions.session import Session
 
         try:
             saved = Session.load(path)

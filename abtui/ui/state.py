@@ -10,8 +10,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.configuration import config_id, config_label
-from abtui.model import (
+from abtui.core.configuration import config_id, config_label
+from abtui.core.model import (
     Event,
     EventKind,
     KnobKind,
@@ -21,12 +21,12 @@ from abtui.model import (
     interval_rate,
     tunnel_refusal,
 )
-from abtui.throughput import Segment, change_pct, configuration_rate, run_values, span_of
+from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values, span_of
 
 HISTORY = 120  # intervals kept per sparkline
 
 
-config_key = config_id  # a phase row's identity: the one rule of abtui.configuration
+config_key = config_id  # a phase row's identity: the one rule of abtui.core.configuration
 
 
 @dataclass(slots=True)
@@ -108,18 +108,18 @@ class Dirty:
         return bool(self.pairs) or self.phases or self.knobs or self.status
 
 
-# Filled by the console from a background thread (abtui.stats needs numpy, its test scipy:
+# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test scipy:
 # ~1.5 s of imports that must not delay the first frame or stall the screen):
 # "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
 LOADED: dict[str, Any] = {}
 
 
 def significance(base: list[Segment], other: list[Segment]) -> str:
-    """abtui.stats' verdict on run-level values (abtui.throughput: one per segment, a stretch
-    of one run under this configuration; intervals within a run are not independent): '*'
-    significant, '~' not, '' while there are too few segments to ever reach significance,
-    '…' while scipy is still loading for a test too large to enumerate (statistics are never
-    imported on the way to the first frame)."""
+    """abtui.reports.stats' verdict on run-level values (abtui.reports.throughput: one per
+    segment, a stretch of one run under this configuration; intervals within a run are not
+    independent): '*' significant, '~' not, '' while there are too few segments to ever reach
+    significance, '…' while scipy is still loading for a test too large to enumerate
+    (statistics are never imported on the way to the first frame)."""
     stats = LOADED.get("stats")
     if stats is None:
         return ""  # loads right after the first frame
@@ -312,7 +312,7 @@ class ConsoleState:
         return " ".join(f"{lb}:{v}" for lb, v in values.items())
 
     def row_label(self, row: PhaseRow) -> str:
-        """The phase table's name for a row (abtui.configuration: what export prints)."""
+        """The phase table's name for a row (abtui.core.configuration: what export prints)."""
         return config_label(row.config, self.baseline)
 
     def tunnel_choices(self, types: list[str], pairs: list[str]) -> list[tuple[str, str]]:
@@ -354,7 +354,7 @@ class ConsoleState:
                 ps.links[h] = str(LinkState.CONNECTED)
         if d.get("straddles"):
             # measured across a knob change: shown, but counted in neither phase (as in
-            # abtui.session), so the table agrees with the exported report
+            # abtui.sessions.session), so the table agrees with the exported report
             self.dirty.pairs.add(ps.label)
             return
         ps.phase.add(bps)
@@ -394,7 +394,7 @@ class ConsoleState:
 
     def phase_cells(self, row: PhaseRow) -> list[str]:
         """One cell per pair: the configuration's throughput in Gbit/s as every table defines
-        it (abtui.throughput: the mean of its run-level values), their number, then the Δ vs
+        it (abtui.reports.throughput: the mean of its run-level values), their number, then the Δ vs
         the base pair and the significance mark."""
         base = configuration_rate(row.segments.get(self.base, []))
         cells = []

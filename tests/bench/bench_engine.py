@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from abtui.engine import Engine
-from abtui.iperf_cmd import client_argv, server_argv
-from abtui.lab import Lab
-from abtui.model import Pair, Plan, Profile, TestOptions
-from abtui.session import Session
-from abtui.store import SessionWriter
-from abtui.undo import UndoJournal
+from abtui.core.model import Pair, Plan, Profile, TestOptions
+from abtui.hosts.undo import UndoJournal
+from abtui.lab.netns import Lab
+from abtui.measure.engine import Engine
+from abtui.remote.iperf_cmd import client_argv, server_argv
+from abtui.sessions.session import Session
+from abtui.sessions.store import SessionWriter
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 

@@ -10,12 +10,12 @@ import statistics
 import subprocess
 import time
 
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.lab import Lab
-from abtui.model import Knob, KnobKind
+from abtui.core.model import Knob, KnobKind
+from abtui.hosts.connect import open_hosts
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
 from abtui.remote.dialects import Linux
-from abtui.remote.hosts import open_hosts
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 

@@ -21,8 +21,8 @@ HOURS = float(os.environ.get("ABTUI_BENCH_SESSION_HOURS", "24"))
 CHILD = """
 import json, resource, sys, time
 from tests import synth
-from abtui.store import SessionWriter
-from abtui.session import Session
+from abtui.sessions.store import SessionWriter
+from abtui.sessions.session import Session
 hours, path = float(sys.argv[1]), sys.argv[2]
 phases = [{"tcp_wmem": "default" if h % 2 == 0 else "64k"} for h in range(max(1, round(hours)))]
 secs = round(hours * 3600 / len(phases))
@@ -67,8 +67,8 @@ def session_24h() -> list[dict]:  # type: ignore[type-arg]
 @measures("session_write_us_per_event")
 def session_fsync_cost() -> list[dict]:  # type: ignore[type-arg]
     """µs per interval event: the default policy (fsync ≤ 1/s) vs fsync on every record."""
-    from abtui.model import Event, EventKind
-    from abtui.store import SessionWriter
+    from abtui.core.model import Event, EventKind
+    from abtui.sessions.store import SessionWriter
 
     data = {"run": 1, "phase": 0, "start": 0.0, "end": 1.0, "bytes": 1250000000,
             "bits_per_second": 1e10, "retransmits": 0, "cwnd_bytes": 1000000,

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from abtui.lab import Lab
+from abtui.lab.netns import Lab
 from abtui.ui.app import FLUSH_HZ
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from abtui.lab import Lab
+from abtui.lab.netns import Lab
 
 T = TypeVar("T")
 DEFAULT = "blab,abb,230"

@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui.engine import Engine
-from abtui.lab import Lab
-from abtui.lab_profile import TCP_RMEM_VALUES
-from abtui.model import Event, EventKind
+from abtui.core.model import Event, EventKind
+from abtui.hosts.undo import UndoJournal
+from abtui.lab.netns import Lab
+from abtui.lab.profile import TCP_RMEM_VALUES
+from abtui.measure.engine import Engine
+from abtui.measure.seams import open_session_writer
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.profile import load_profile
-from abtui.seams import open_session_writer
-from abtui.store import load_events
-from abtui.undo import UndoJournal
+from abtui.sessions.store import load_events
 from tests.conftest import kill_sshd, ns_exec
 from tests.lab.test_engine import (  # noqa: F401  (no_strays: nothing left on any host)
     Recorder,

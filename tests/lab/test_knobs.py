@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.lab import Lab
-from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.controller import KnobRefused
+from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.hosts.connect import open_hosts
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.hosts.undo import UndoJournal, read_journal
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.hosts import open_hosts
-from abtui.undo import UndoJournal, read_journal
 from tests.conftest import ns_exec
 from tests.reliability import Reliability
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from abtui import compare, importing, report
-from abtui.lab import Lab
-from abtui.session import Session
+from abtui.lab.netns import Lab
+from abtui.reports import compare, report
+from abtui.sessions import importing
+from abtui.sessions.session import Session
 
 pytestmark = pytest.mark.lab
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from abtui.model import Event, EventKind
+from abtui.core.model import Event, EventKind
+from abtui.measure.seams import iperf_summary_of
 from abtui.parse.iperf3_text import Iperf3TextParser
-from abtui.seams import iperf_summary_of
-from abtui.session import Session
+from abtui.sessions.session import Session
 from tests.bench import __main__ as runner
 from tests.bench import judge as j
 from tests.bench.bench_engine import compare_run, read_printed

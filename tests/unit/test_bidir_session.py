@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from abtui import exports, report, stats
-from abtui.model import Event, EventKind
+from abtui.core.model import Event, EventKind
 from abtui.parse import parse_iperf3_text
-from abtui.session import Session
+from abtui.reports import exports, report, stats
+from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 from tests import synth
 
@@ -94,7 +94,7 @@ def _csv(session: Session) -> str:
 
 
 def test_compare_puts_the_way_back_in_a_table_of_its_own():
-    from abtui import compare
+    from abtui.reports import compare
 
     left = Session.from_events(_events(), name="before")
     faster = [Event(e.kind, e.t, pair=e.pair, host=e.host, data={
@@ -112,7 +112,7 @@ def test_compare_puts_the_way_back_in_a_table_of_its_own():
 
 
 def test_the_chart_draws_the_way_back_as_a_line_of_its_own():
-    from abtui.plots import throughput_chart
+    from abtui.reports.plots import throughput_chart
 
     chart = throughput_chart(Session.from_events(_events()))
     assert "A rx" in chart and "A" in chart.replace("A rx", "")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from abtui.model import Event, EventKind, LinkState
-from abtui.replay import synthetic_events, synthetic_profile
-from abtui.throughput import Segment
+from abtui.core.model import Event, EventKind, LinkState
+from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.reports.throughput import Segment
 from abtui.ui.state import ConsoleState, significance
 
 
@@ -55,7 +55,7 @@ def test_garbage_events_never_raise() -> None:
 
 
 def test_significance_uses_abtui_stats_on_segments() -> None:
-    import abtui.stats
+    import abtui.reports.stats
     from abtui.ui import state as st
 
     def segs(*means: float) -> list[Segment]:
@@ -70,7 +70,7 @@ def test_significance_uses_abtui_stats_on_segments() -> None:
     st.LOADED.clear()
     try:
         assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == ""  # loading
-        st.LOADED["stats"] = abtui.stats
+        st.LOADED["stats"] = abtui.reports.stats
         assert significance(segs(100, 101, 102), segs(110, 111, 112)) == ""  # 3+3: never
         # the exact test needs no scipy: no waiting for it
         assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == "*"

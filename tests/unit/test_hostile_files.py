@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abtui.cli import main
-from abtui.errors import AbtuiError
-from abtui.store import load_events
+from abtui.core.errors import AbtuiError
+from abtui.sessions.store import load_events
 from tests.reliability import Reliability
 from tests.unit.test_profile_fuzz import nothing_runs
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from abtui import importing, report, stats
 from abtui.parse.importer import import_text
-from abtui.session import Session
+from abtui.reports import report, stats
+from abtui.sessions import importing
+from abtui.sessions.session import Session
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 

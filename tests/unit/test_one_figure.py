@@ -1,6 +1,6 @@
 """Numbers you can trust: an exact p with ties, intervals from runs only, and one figure per
 cell — the same in the console's phase table, every report table, compare, the JSON export
-and headless progress (abtui.throughput is the one definition)."""
+and headless progress (abtui.reports.throughput is the one definition)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abtui import compare, exports, report, stats
-from abtui.model import Event, EventKind
+from abtui.core.model import Event, EventKind
 from abtui.profile import parse_profile
-from abtui.session import Session
+from abtui.reports import compare, exports, report, stats
+from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 from tests import synth
 
@@ -188,7 +188,7 @@ def state_order(state: ConsoleState) -> list[str]:
 def test_a_run_s_figure_is_its_bits_over_its_seconds_everywhere() -> None:
     """The runs table, the JSON export and headless progress say the same per run: the
     counted intervals' bits ÷ their seconds (iperf3's own summary, to its precision)."""
-    from abtui.headless import RunRates, describe
+    from abtui.measure.headless import RunRates, describe
 
     events = _aim_session_events()
     session = Session.from_events(events)

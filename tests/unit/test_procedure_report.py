@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui.errors import BadInput
-from abtui.exports import to_json
-from abtui.lab import Lab
-from abtui.labmap import STANDIN_KEY, LabFacts, ensure_lab, map_profile, quick
-from abtui.model import Event, EventKind, KnobKind, Scope
-from abtui.procedure_report import sections
+from abtui.core.errors import BadInput
+from abtui.core.model import Event, EventKind, KnobKind, Scope
+from abtui.lab.mapping import STANDIN_KEY, LabFacts, ensure_lab, map_profile, quick
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.report import markdown
-from abtui.session import Session
+from abtui.reports.exports import to_json
+from abtui.reports.procedure import sections
+from abtui.reports.report import markdown
+from abtui.sessions.session import Session
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 T0 = 1_780_000_000.0

@@ -7,8 +7,8 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from abtui.model import Event, EventKind
-from abtui.runs import _Lines
+from abtui.core.model import Event, EventKind
+from abtui.measure.runs import _Lines
 
 
 class _Proc:

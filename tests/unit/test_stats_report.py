@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from abtui import compare, exports, importing, report, stats
 from abtui.cli import main
-from abtui.errors import BadInput
-from abtui.session import Session
-from abtui.store import SessionWriter
+from abtui.core.errors import BadInput
+from abtui.reports import compare, exports, report, stats
+from abtui.sessions import importing
+from abtui.sessions.session import Session
+from abtui.sessions.store import SessionWriter
 from tests import synth
 
 WMEM = [{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}]

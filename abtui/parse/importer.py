@@ -41,7 +41,7 @@ class ImportResult:
         return self.result.error or self.result.parse_error
 
     def to_json(self) -> dict[str, Any]:
-        """One entry of `abtui import --json`'s "results" (DESIGN.md §3)."""
+        """One entry of `abtui import --json`'s "results" (docs/contracts.md)."""
         return {"source": self.source, "kind": self.kind, "format": self.format,
                 **self.result.to_json()}
 

@@ -1,4 +1,4 @@
-"""Machine-readable exports of a session: CSV (one row per interval) and JSON (DESIGN.md §3's
+"""Machine-readable exports of a session: CSV (one row per interval) and JSON (docs/contracts.md's
 `{"pairs", "phases": [{"pair", "config", "intervals", "summary"}]}` plus the whole session)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Sessions made of saved logs, so results published elsewhere compare with new ones.
 
-Input: the parse results of `abtui import --json` (DESIGN.md §3: `{"source", "kind":
+Input: the parse results of `abtui import --json` (docs/contracts.md: `{"source", "kind":
 "iperf3"|"ping", "summary", "intervals"|"replies", "error"?}`), each given a pair label and a
 configuration on the command line. Each file becomes one run and one phase, so repeated runs
 of one configuration stay separate samples for the significance test (statistics group phases

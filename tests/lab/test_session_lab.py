@@ -32,7 +32,7 @@ def _ns(netns: str, *cmd: str, **kw: Any) -> subprocess.CompletedProcess[str]:
 
 
 def _as_result(source: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """iperf3 -J → the `abtui import --json` result shape (DESIGN.md §3), for the test only."""
+    """iperf3 -J → the `abtui import --json` result shape (docs/contracts.md), for the test only."""
     ivs = [{k: iv["sum"].get(k) for k in ("start", "end", "bytes", "bits_per_second",
                                           "retransmits", "omitted")} | {"cwnd_bytes": None}
            for iv in doc["intervals"]]

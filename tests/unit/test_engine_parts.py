@@ -237,7 +237,7 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
 
 def test_the_engine_never_imports_the_ui():
     """The domain stays free of Textual (and of scipy, slow to import): checked in a fresh
-    interpreter, as DESIGN.md §3 asks."""
+    interpreter, as docs/architecture.md says."""
     import subprocess
     import sys
 

@@ -37,8 +37,8 @@ def demo_title(lab_name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui import lab
     from abtui.commands.lab import print_reached
+    from abtui.lab import netns as lab
 
     state = lab.Lab.default()
     state.up(pairs=args.pairs)

@@ -11,8 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from abtui.errors import BadInput
-from abtui.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.text import visible as _safe  # a message stays on one line, whatever it quotes
 from abtui.profile import fields as f
 from abtui.profile.knobs import build_knob
 from abtui.profile.locate import key_lines, line_of
@@ -33,7 +34,6 @@ from abtui.profile.schema import (
     sub_table,
     table_array,
 )
-from abtui.text import visible as _safe  # a message stays on one line, whatever it quotes
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")

@@ -1,7 +1,9 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
-Events from the controller are queued as they arrive and folded into the screen on a timer
-(FLUSH_HZ), so a fast stream costs a bounded number of refreshes. Every controller call runs
+Events from the controller are queued as they arrive and folded into the screen in flushes: an
+interval at once while the refresh budget allows (FLUSH_HZ a second, bursts of FLUSH_BURST),
+ping replies and watch samples with the next flush or within LAZY_S, so a fast stream costs a
+bounded number of refreshes. Every controller call runs
 in a worker; a failure is shown in its pane and the log, never as a traceback.
 """
 
@@ -28,13 +30,14 @@ from textual.containers import Grid, Horizontal
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
-from abtui.configuration import cycle
-from abtui.controller import Controller, KnobRefused, Mode
-from abtui.model import Event, KnobKind
+from abtui.core.configuration import cycle
+from abtui.core.controller import Controller, KnobRefused, Mode
+from abtui.core.model import Event, EventKind, KnobKind
+from abtui.core.text import visible
 from abtui.profile import RESERVED_KEYS
-from abtui.text import visible
+from abtui.reports.throughput import configuration_rate
 from abtui.ui.commands import ConsoleCommands
-from abtui.ui.pacing import Throttle
+from abtui.ui.pacing import STALE_S, Throttle
 from abtui.ui.screens import (
     CompareScreen,
     Comparison,
@@ -48,7 +51,10 @@ from abtui.ui.screens import (
 from abtui.ui.state import LOADED, ConsoleState, PhaseRow, config_key
 from abtui.ui.widgets import PairPane, pack_chips
 
-FLUSH_HZ = 20
+FLUSH_HZ = 5  # flushes a second at most when events never pause (see _flush_wait)
+FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
+LAZY_S = 0.5  # ping replies and watch samples wait this long at most to be shown
+LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH})
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
 SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
@@ -63,7 +69,7 @@ KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # safe inside a click action
 
 
 class AbtuiApp(App[int]):
-    """The console on any abtui.controller.Controller (the engine, or a replay)."""
+    """The console on any abtui.core.controller.Controller (the engine, or a replay)."""
 
     CSS_PATH = "abtui.tcss"
     TITLE = "abtui"
@@ -117,8 +123,9 @@ class AbtuiApp(App[int]):
         self._log_widget: RichLog | None = None
         self._panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
-        # events are folded in at most flush_hz times a second, a burst in one flush
-        self.flusher = Throttle(self, flush_hz, self._flush_events, defer=True)
+        self._flush_due: float | None = None  # when the next flush is scheduled, if one is
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._tokens, self._filled = float(FLUSH_BURST), 0.0  # see _flush_wait
         # the phase table's means and the panes' numbers move slowly: repaint them at most
         # TABLE_HZ / TEXT_HZ times a second (sparklines show every interval at once)
         self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
@@ -202,7 +209,7 @@ class AbtuiApp(App[int]):
         self._rebuild_phase_table(self._table)
         self._layout(self.size.width, self.size.height)
         self.call_after_refresh(self._first_frame_shown)
-        self.flusher(force=True)  # anything the controller said before the screen existed
+        self._flush_events()  # anything the controller said before the screen existed
         if self.autostart:
             self.run_controller("start", "continuous")
 
@@ -211,7 +218,7 @@ class AbtuiApp(App[int]):
         # full passes, which otherwise stall a busy console for 100+ ms
         gc.freeze()
         self._first_frame = time.time()
-        self._load_in_background("abtui.stats", "stats")
+        self._load_in_background("abtui.reports.stats", "stats")
         if self._bench_file:
             with open(self._bench_file, "a") as f:
                 f.write(json.dumps({"first_frame": self._first_frame}) + "\n")
@@ -251,11 +258,48 @@ class AbtuiApp(App[int]):
     def _on_event(self, event: Event) -> None:
         """Called by the controller for every event: queue it, and have it shown as soon as
         the refresh budget allows (at most `flush_hz` flushes a second, none when idle)."""
-        self._pending.append((event, time.perf_counter()))
-        if self.is_running:  # else on_mount flushes (or the console has closed)
-            self.flusher()
+        now = time.perf_counter()
+        # an interval is timed from its line's arrival on the SSH channel when the engine
+        # stamped it (a replay's events are not: from here)
+        self._pending.append((event, now if event.arrived is None else event.arrived))
+        if not self.is_running:
+            return  # on_mount flushes (or the console has closed)
+        wait = self._flush_wait(now)
+        if event.kind in LAZY_KINDS:
+            wait = max(wait, LAZY_S)
+        due = now + wait
+        if self._flush_due is not None and self._flush_due <= due \
+                and now - self._flush_due < STALE_S:
+            return  # a flush soon enough is on its way (and not lost: see abtui.ui.pacing)
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+        self._flush_due = due
+        if wait > 0:  # asyncio's timer, never Textual's one-shot set_timer (abtui.ui.pacing)
+            self._flush_handle = asyncio.get_running_loop().call_later(wait, self._post_flush)
+        else:
+            self._flush_handle = None
+            self.call_later(self._flush_events)  # after the rest of this burst is queued
+
+    def _post_flush(self) -> None:
+        self._flush_handle = None
+        self.call_later(self._flush_events)
+
+    def _flush_wait(self, now: float) -> float:
+        """Seconds until the refresh budget allows a flush: a token bucket of FLUSH_BURST
+        flushes refilled at `flush_hz` a second (a lone interval never waits; a stream that
+        never pauses gets `flush_hz` flushes a second)."""
+        tokens = min(FLUSH_BURST, self._tokens + (now - self._filled) * self.flush_hz)
+        return 0.0 if tokens >= 1 else (1 - tokens) / self.flush_hz
 
     def _flush_events(self) -> None:
+        now = time.perf_counter()
+        self._tokens = max(0.0, min(FLUSH_BURST, self._tokens + (now - self._filled)
+                                    * self.flush_hz) - 1)
+        self._filled = now
+        self._flush_due = None
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         log = self._log_widget
         if not self._pending or log is None or not log.is_attached:
             return  # nothing new, not mounted yet, or the console is being taken down
@@ -575,7 +619,7 @@ class AbtuiApp(App[int]):
                            time_format: str | None = None) -> str | None:
         """The palette's Screenshot: an SVG of the screen, in the sessions folder (Textual's
         default, ~/Downloads, may not exist), and where it went said in the log."""
-        from abtui import store
+        from abtui.sessions import store
 
         folder = Path(path) if path else self._folder()
         name = filename or f"{store.session_name(self.profile.name)}.svg"
@@ -612,19 +656,19 @@ class AbtuiApp(App[int]):
 
     def _folder(self) -> Path:
         """Where the console offers to write: the sessions folder (or `save_dir`)."""
-        from abtui import store
+        from abtui.sessions import store
 
         return Path(self.save_dir) if self.save_dir else store.sessions_dir(self.sessions_dir)
 
     def _session_name(self) -> str:
-        from abtui import store
+        from abtui.sessions import store
 
         path = self.controller.session_path
         return store.name_of(path) if path else store.session_name(self.profile.name)
 
     def _events_now(self) -> list[Event]:
         """Everything received so far, the events still queued for the screen included."""
-        self.flusher(force=True)
+        self._flush_events()
         return list(self.events)
 
     def action_export(self) -> None:
@@ -637,7 +681,7 @@ class AbtuiApp(App[int]):
                                     default, EXPORT_FORMATS), chosen)
 
     def action_save(self) -> None:
-        from abtui import store
+        from abtui.sessions import store
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
@@ -657,11 +701,11 @@ class AbtuiApp(App[int]):
     @work(thread=True, exit_on_error=False, group="files")
     def _write_file(self, what: str, path: Path, fmt: str | None, events: list[Event]) -> None:
         """Save (a session journal) or export (md/csv/json, as `abtui export`), off the loop."""
-        from abtui.errors import AbtuiError
+        from abtui.core.errors import AbtuiError
 
         try:
             if what == "save":
-                from abtui.store import LIVE_SUFFIX, SessionWriter, name_of
+                from abtui.sessions.store import LIVE_SUFFIX, SessionWriter, name_of
 
                 # journalled beside its final name, which close() gives it (path)
                 writer = SessionWriter(path.with_name(name_of(path) + LIVE_SUFFIX),
@@ -670,8 +714,8 @@ class AbtuiApp(App[int]):
                     writer.write(event)
                 line = f"saved {len(events)} events to {writer.close()}"
             else:
-                from abtui.exports import render
-                from abtui.session import Session
+                from abtui.reports.exports import render
+                from abtui.sessions.session import Session
 
                 session = Session.from_events(events, name=self.profile.name)
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -689,7 +733,7 @@ class AbtuiApp(App[int]):
     def action_compare(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars."""
         rows = self.phase_rows()
-        bars = {label: [r.per_pair[label].mean / 1e9 if label in r.per_pair else 0.0
+        bars = {label: [(configuration_rate(r.segments.get(label, [])) or 0.0) / 1e9
                         for r in self.state.phases.values()] for label in self.state.pairs}
         self.push_screen(CompareScreen(Comparison(
             f"Compare: {self.profile.name}, phase by phase",
@@ -701,7 +745,7 @@ class AbtuiApp(App[int]):
     def action_compare_saved(self) -> None:
         """This session against a saved one (`abtui compare`'s table): picked from the
         sessions folder, or typed as a file or a name."""
-        from abtui import store
+        from abtui.sessions import store
 
         def chosen(result: object) -> None:
             if isinstance(result, Path):
@@ -716,11 +760,11 @@ class AbtuiApp(App[int]):
 
     @work(thread=True, exit_on_error=False, group="files")
     def _load_comparison(self, path: Path, events: list[Event]) -> None:
-        from abtui import compare
-        from abtui.errors import AbtuiError
-        from abtui.exports import interval_rows
-        from abtui.report import fmt_compare, fmt_mean_sd
-        from abtui.session import Session
+        from abtui.core.errors import AbtuiError
+        from abtui.reports import compare
+        from abtui.reports.exports import interval_rows
+        from abtui.reports.report import fmt_cell, fmt_compare
+        from abtui.sessions.session import Session
 
         try:
             saved = Session.load(path)
@@ -735,8 +779,7 @@ class AbtuiApp(App[int]):
                 lines[f"{side} {pair}"] = [(r["time"], (r["bits_per_second"] or 0) / 1e9)
                                            for r in interval_rows(session, pair)]
         rows = [[r["pair"], r["config"],
-                 fmt_mean_sd(r["left"].throughput, 1e9) if r["left"] else "—",
-                 fmt_mean_sd(r["right"].throughput, 1e9) if r["right"] else "—",
+                 fmt_cell(r["left"], 1e9), fmt_cell(r["right"], 1e9),
                  fmt_compare(r["left"], r["right"])] for r in table]
         mean = [(r["left"].throughput.mean if r["left"] else 0.0,
                  r["right"].throughput.mean if r["right"] else 0.0) for r in table]
@@ -777,7 +820,7 @@ class AbtuiApp(App[int]):
             code = 1
             self.restore_outcome = "failed"
             self._fail(f"restoring failed: {type(exc).__name__}: {exc}")
-        self.flusher(force=True)
+        self._flush_events()
         self._write_bench()
         self.exit(code, return_code=code)
 

@@ -18,8 +18,8 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from abtui.model import Event, EventKind
-from abtui.text import visible
+from abtui.core.model import Event, EventKind
+from abtui.core.text import visible
 from abtui.ui.app import AbtuiApp
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)

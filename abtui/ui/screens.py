@@ -28,8 +28,8 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from abtui.errors import BadInput
-from abtui.text import visible
+from abtui.core.errors import BadInput
+from abtui.core.text import visible
 
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
 

@@ -15,8 +15,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widgets import Sparkline, Static
 
-from abtui.model import LinkState
-from abtui.text import visible
+from abtui.core.model import LinkState
+from abtui.core.text import visible
 from abtui.ui.state import PairState
 
 BARS = " ▁▂▃▄▅▆▇█"

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from abtui.engine import Engine
-from abtui.lab import Lab
+from abtui.hosts.undo import UndoJournal, pending_recovery
+from abtui.lab.netns import Lab
+from abtui.measure.engine import Engine
 from abtui.profile import load_profile, parse_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import run_console
-from abtui.undo import UndoJournal, pending_recovery
 from tests.conftest import netns_processes, ns_exec
 from tests.ui.conftest import until
 

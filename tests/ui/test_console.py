@@ -12,9 +12,9 @@ from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, ProgressBar
 
-from abtui.model import Event, EventKind, LinkState
-from abtui.replay import T0, synthetic_events, synthetic_profile
-from abtui.store import load_events
+from abtui.core.model import Event, EventKind, LinkState
+from abtui.measure.replay import T0, synthetic_events, synthetic_profile
+from abtui.sessions.store import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, HelpScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
@@ -242,7 +242,7 @@ async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
 
 
 async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from abtui import store
+    from abtui.sessions import store
 
     profile = synthetic_profile(2)
     path = tmp_path / "before.abtui.jsonl"

@@ -10,8 +10,8 @@ import types
 import pytest
 from textual.widgets import Input
 
-from abtui.model import Event, EventKind
-from abtui.replay import T0, synthetic_profile
+from abtui.core.model import Event, EventKind
+from abtui.measure.replay import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher
 from tests.ui.conftest import SpyController, make_app, replayed, until

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
-from abtui.model import Event, EventKind
-from abtui.replay import T0
-from abtui.text import visible
+from abtui.core.model import Event, EventKind
+from abtui.core.text import visible
+from abtui.measure.replay import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher
 from tests.ui.conftest import make_app, replayed, until
 

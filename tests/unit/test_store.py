@@ -14,18 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abtui import store
-from abtui.errors import BadInput
-from abtui.model import Event, EventKind
-from abtui.session import Session
+from abtui.core.errors import BadInput
+from abtui.core.model import Event, EventKind
+from abtui.sessions import store
+from abtui.sessions.session import Session
 from tests import synth
 
 ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from abtui.model import Event, EventKind
-from abtui.store import SessionWriter
+from abtui.core.model import Event, EventKind
+from abtui.sessions.store import SessionWriter
 w = SessionWriter(sys.argv[1], profile="kill", pairs=["A", "B"])
 w.write(Event(EventKind.SESSION_START, 1.0, data={"profile_text": ""}))
 w.write(Event(EventKind.KNOB, 1.0, data={"knob": "cc", "value": "bbr", "pairs": ["A", "B"]}))
@@ -185,7 +185,7 @@ def test_malformed_records_never_raise_a_traceback(tmp_path: Path) -> None:
     max_size=30))
 @settings(max_examples=150, deadline=None)
 def test_session_takes_arbitrary_event_data(records: list[dict]) -> None:  # type: ignore[type-arg]
-    from abtui import exports, report
+    from abtui.reports import exports, report
 
     events = [Event.from_json({**r, "t": 1.0 + i}) for i, r in enumerate(records)]
     session = Session.from_events(events)

@@ -43,6 +43,7 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
         elif app.is_running and (len(seen) > 1 or not app.leaving):
             app.stop_reason = app.stop_reason or signal.Signals(signum).name
             app.call_later(app.action_quit)  # as ctrl+q; a second one forces out
+
     def on_hangup(signum: int, _frame: object) -> None:
         _terminal_gone(app)  # at once, in the main thread: before Textual writes again
         loop.call_soon_threadsafe(on_signal, signum)

@@ -35,8 +35,8 @@ $(VENV)/.installed: pyproject.toml
 # apt's package lists may be missing or stale on a fresh machine: updated once, then retried.
 # Where they still cannot be had, the VM tests skip, saying so.
 kernels: setup
-	@$(PY) -m abtui.kernels $(TEST_KERNELS) >/dev/null 2>&1 || { apt-get update -qq && \
-	  $(PY) -m abtui.kernels $(TEST_KERNELS) >/dev/null; } || \
+	@$(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null 2>&1 || { apt-get update -qq && \
+	  $(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null; } || \
 	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
 
 demo: setup
@@ -44,6 +44,7 @@ demo: setup
 
 test: setup kernels
 	$(VENV)/bin/ruff check abtui tests
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
 
 bench: setup
@@ -54,6 +55,7 @@ soak: setup
 
 lint: setup
 	$(VENV)/bin/ruff check abtui tests
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy abtui
 
 lab-down: setup

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from abtui.lab import Lab
+    from abtui.lab.netns import Lab
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.errors import BadInput
-    from abtui.lab import MAX_PAIRS, Lab
+    from abtui.core.errors import BadInput
+    from abtui.lab.netns import MAX_PAIRS, Lab
 
     lab = Lab.default()
     if args.lab_command == "up":
@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
 def parse_kernels(specs: list[str], pairs: int) -> dict[str, str]:
     """`--kernel SPEC` (every pair) and `--kernel A=SPEC` (one pair) -> pair letter -> SPEC;
     a pair's own SPEC wins over the one for every pair."""
-    from abtui.errors import BadInput
-    from abtui.lab import check_kernel_pairs
+    from abtui.core.errors import BadInput
+    from abtui.lab.netns import check_kernel_pairs
 
     every: str | None = None
     per_pair: dict[str, str] = {}

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from abtui.errors import EXIT_FAILED, EXIT_OK, AbtuiError, BadInput
+from abtui.core.errors import EXIT_FAILED, EXIT_OK, AbtuiError, BadInput
 
 if TYPE_CHECKING:
-    from abtui.knobs import KnobManager
+    from abtui.hosts.knobs import KnobManager
+    from abtui.hosts.undo import Pending
     from abtui.remote.dialects import Dialect
     from abtui.remote.link import HostLink
-    from abtui.undo import Pending
 
 Say = Callable[[bool, str], None]
 
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.undo import pending_recovery
+    from abtui.hosts.undo import pending_recovery
 
     pending = pending_recovery()
     if not pending:
@@ -74,7 +74,7 @@ def _print(ok: bool, line: str) -> None:
 
 def describe(p: Pending, forget: list[str] | tuple[str, ...] = ()) -> list[str]:
     """What a pending journal would set back, one line each; a forgotten host's in one."""
-    from abtui.undo import left_on
+    from abtui.hosts.undo import left_on
 
     out = [f"{h}: forget {left_on([p], h)} (the host is not contacted)"
            for h in p.involved if h in forget]
@@ -101,7 +101,7 @@ async def recover_all(pending: list[Pending], say: Say, *, forget: list[str] | t
     """Set back every journal's changes, newest journal first (an older journal holds the
     older, truer original of a setting both touched), reaching each host once. True when
     nothing is left."""
-    from abtui.undo import forget_host, left_on, read_journal
+    from abtui.hosts.undo import forget_host, left_on, read_journal
 
     journals = sorted(pending, key=lambda p: p.path.name, reverse=True)
     for host in dict.fromkeys(forget):
@@ -143,7 +143,7 @@ async def _reach(links: dict[str, HostLink], journals: list[Pending], left: _Lef
                  forget_unreachable: bool) -> dict[str, Dialect]:
     """Connect to every host at once; each one's dialect. A host that cannot be reached is
     reported (or, with --forget-unreachable, forgotten)."""
-    from abtui.undo import forget_host, left_on
+    from abtui.hosts.undo import forget_host, left_on
 
     dialects = {}
     reached = await asyncio.gather(*(_open(link) for link in links.values()))
@@ -163,9 +163,9 @@ async def _reach(links: dict[str, HostLink], journals: list[Pending], left: _Lef
 async def _recover_journal(p: Pending, links: dict[str, HostLink],
                            dialects: dict[str, Dialect], left: _Left, say: Say) -> None:
     """Set back one journal's changes on the hosts that were reached."""
-    from abtui.knobs import KnobManager
-    from abtui.tunnel_commands import down_command
-    from abtui.undo import append_record
+    from abtui.hosts.knobs import KnobManager
+    from abtui.hosts.tunnel_commands import down_command
+    from abtui.hosts.undo import append_record
 
     manager = KnobManager(links, dialects)
     for (host, kind, key, dev), value in p.originals.items():
@@ -194,9 +194,9 @@ async def _restore(p: Pending, manager: KnobManager, ident: tuple[str, str, str,
                    value: str, left: _Left, say: Say) -> None:
     """Write one original back. A write that is refused while the host holds the original
     anyway (a read-only setting abtui never changed) counts as done."""
-    from abtui.model import KnobKind
+    from abtui.core.model import KnobKind
+    from abtui.hosts.undo import append_record
     from abtui.remote.dialects import Setting, same_value
-    from abtui.undo import append_record
 
     host, kind, key, dev = ident
     s = Setting(KnobKind(kind), key, dev)
@@ -221,8 +221,8 @@ async def _restore(p: Pending, manager: KnobManager, ident: tuple[str, str, str,
 async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, left: _Left,
                      say: Say) -> None:
     """End one process group abtui started."""
+    from abtui.hosts.undo import append_record
     from abtui.remote.link import group_alive_command
-    from abtui.undo import append_record
 
     host, name = link.alias, f"process group {pgid} ({what or 'abtui'})"
     try:
@@ -255,7 +255,7 @@ async def _group_runs(link: HostLink, pgid: int, what: str) -> bool:
 
 async def _open(link: HostLink) -> Dialect | str:
     """The host's dialect once connected, or the one-line reason it is not."""
-    from abtui.remote.hosts import detect_dialect
+    from abtui.hosts.connect import detect_dialect
 
     try:
         await link.connect()

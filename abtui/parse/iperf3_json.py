@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from abtui.model import Interval, IperfSummary
+from abtui.core.model import Interval, IperfSummary
 from abtui.parse.iperf3_result import Iperf3Result, forget_unheard
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.model import Interval, IperfSummary
+from abtui.core.model import Interval, IperfSummary
 
 
 @dataclass(slots=True)
@@ -39,7 +39,7 @@ class Iperf3Result:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """The `abtui import --json` shape (DESIGN.md §3): null where the input had nothing."""
+        """The `abtui import --json` shape (docs/contracts.md): null where the input had nothing."""
         out: dict[str, Any] = {
             "summary": summary_json(self.summary),
             "intervals": [interval_json(i, self.bidir) for i in self.intervals],

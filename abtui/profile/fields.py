@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from abtui.model import TunnelType
-from abtui.remote.destination import parse_destination
+from abtui.core.destination import parse_destination
+from abtui.core.model import TunnelType
 
 
 class Invalid(ValueError):
@@ -152,7 +152,7 @@ def knob_value(value: Any) -> str:
 
 def host(value: Any) -> str:
     """An SSH destination: an ssh_config alias or user@host[:port]; never an ssh option. The
-    links take it apart by the same rule (abtui.remote.destination)."""
+    links take it apart by the same rule (abtui.core.destination)."""
     value = text(value, 255)
     try:
         parse_destination(value)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from abtui import netem
-from abtui.errors import BadInput
-from abtui.model import Knob, KnobKind, Scope, TunnelType
+from abtui.core import netem
+from abtui.core.errors import BadInput
+from abtui.core.model import Knob, KnobKind, Scope, TunnelType
 from abtui.profile import fields as f
 from abtui.profile.schema import (
     DIRECTION_DIMENSION,

@@ -11,8 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from abtui.errors import BadInput
-from abtui.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.text import visible as _safe  # a message stays on one line, whatever it quotes
 from abtui.profile import fields as f
 from abtui.profile.knobs import build_knob
 from abtui.profile.locate import key_lines, line_of
@@ -37,12 +38,6 @@ from abtui.profile.schema import (
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
-
-
-def _safe(text: str) -> str:
-    """Keep a message on one line whatever it quotes."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else
-                   f"\\u{ord(c):04x}" for c in text)
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -149,7 +144,7 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
 
     if "report" in raw:  # read by the report from the profile copy; checked here
         read_table(sub_table(raw, "report", ()), REPORT_FIELDS, ("report",))
-    if "lab" in raw:  # read by abtui.labmap from the profile copy; checked here
+    if "lab" in raw:  # read by abtui.lab.mapping from the profile copy; checked here
         lab_kernels(raw, labels)
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
                  [k.name for k in knobs])

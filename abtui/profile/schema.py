@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abtui.model import KnobKind, Scope
+from abtui.core.model import KnobKind, Scope
 from abtui.profile import fields as f
 
 REQUIRED: Any = object()
@@ -189,7 +189,7 @@ PLAN_FIELDS = (
 )
 
 # [report] layout: the table a procedure's community expects, before the generic report
-# (abtui.procedure_report): a knob sweep per pair, BEFORE/AFTER speedups, builds vs the first
+# (abtui.reports.procedure): a knob sweep per pair, BEFORE/AFTER speedups, builds vs the first
 REPORT_LAYOUTS = ("sweep", "before-after", "builds")
 REPORT_FIELDS = (
     Field("layout", f.one_of(REPORT_LAYOUTS), REQUIRED),
@@ -197,7 +197,7 @@ REPORT_FIELDS = (
 
 # [lab]: the kernels `abtui run --lab` boots on VM hosts, one for every pair (`kernel`) or per
 # pair label (`kernels = { stock = SPEC, patched = SPEC }`); SPEC as `abtui lab up --kernel`
-# takes it. Read by abtui.labmap from the profile copy; checked here.
+# takes it. Read by abtui.lab.mapping from the profile copy; checked here.
 LAB_FIELDS = (
     Field("kernel", lambda v: f.text(v, 1000), None),
 )

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from shlex import quote
 from typing import ClassVar
 
-from abtui import netem
-from abtui.errors import BadInput
-from abtui.model import KnobKind
+from abtui.core import netem
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind
 
 SYSCTL_KEY = re.compile(r"[A-Za-z0-9_.%/-]+")
 DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}")

@@ -6,7 +6,7 @@ Long commands (iperf3, ping, watches) get a channel of their own and stream stdo
 line; each reports its process group first, so cancelling ends it and its children for certain.
 A dropped connection is noticed by keepalives and re-opened with backoff; state changes are
 reported to a callback. A destination written `user@host:port` connects as that user to that
-port (abtui.remote.destination), with the ssh_config `Host` block of `host` still applied.
+port (abtui.core.destination), with the ssh_config `Host` block of `host` still applied.
 Host keys are checked against known_hosts (~/.ssh/config and ssh-agent apply, as asyncssh loads
 them by default): an unknown key is refused unless the profile accepts new keys (then it is
 recorded), a changed key always, naming the known_hosts line.
@@ -26,9 +26,9 @@ from typing import Any
 
 import asyncssh
 
-from abtui.errors import RemoteError
-from abtui.model import LinkState
-from abtui.remote.destination import Destination, parse_destination
+from abtui.core.destination import Destination, parse_destination
+from abtui.core.errors import RemoteError
+from abtui.core.model import LinkState
 
 KEEPALIVE_INTERVAL = 2.0
 KEEPALIVE_COUNT_MAX = 3

@@ -8,7 +8,7 @@ import asyncio
 async def _probe(alias: str, ssh_config: str | None, timeout: float) -> tuple[bool, str]:
     import asyncssh
 
-    from abtui.remote.destination import parse_destination
+    from abtui.core.destination import parse_destination
 
     try:
         host, extra = parse_destination(alias).connect_args()

@@ -10,8 +10,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.configuration import config_id, config_label
-from abtui.model import (
+from abtui.core.configuration import config_id, config_label
+from abtui.core.model import (
     Event,
     EventKind,
     KnobKind,
@@ -21,11 +21,12 @@ from abtui.model import (
     interval_rate,
     tunnel_refusal,
 )
+from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values, span_of
 
 HISTORY = 120  # intervals kept per sparkline
 
 
-config_key = config_id  # a phase row's identity: the one rule of abtui.configuration
+config_key = config_id  # a phase row's identity: the one rule of abtui.core.configuration
 
 
 @dataclass(slots=True)
@@ -61,7 +62,7 @@ class PairState:
     pending_marker: bool = False
     phase: Running = field(default_factory=Running)
     rtt_phase: Running = field(default_factory=Running)
-    segment: Running | None = None  # the current stretch, in its phase row
+    segment: Segment | None = None  # the current stretch, in its phase row
     links: dict[str, str] = field(default_factory=dict)  # host -> LinkState
     kernels: dict[str, str] = field(default_factory=dict)  # host -> release
     tunnel: str = "none"
@@ -91,7 +92,7 @@ class PairState:
 class PhaseRow:
     config: dict[str, str]
     per_pair: dict[str, Running] = field(default_factory=dict)  # every interval
-    segments: dict[str, list[Running]] = field(default_factory=dict)  # one per stretch
+    segments: dict[str, list[Segment]] = field(default_factory=dict)  # one per stretch
 
 
 @dataclass(slots=True)
@@ -107,25 +108,25 @@ class Dirty:
         return bool(self.pairs) or self.phases or self.knobs or self.status
 
 
-# Filled by the console from a background thread (abtui.stats needs numpy, its test scipy:
+# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test scipy:
 # ~1.5 s of imports that must not delay the first frame or stall the screen):
 # "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
 LOADED: dict[str, Any] = {}
 
 
-def significance(base: list[Running], other: list[Running]) -> str:
-    """abtui.stats' verdict on run-level values (one mean per segment: a stretch of one run
-    under this configuration; intervals within a run are not independent): '*' significant,
-    '~' not, '' while there are too few segments to ever reach significance, '…' while scipy
-    is still loading (statistics are never imported on the way to the first frame)."""
+def significance(base: list[Segment], other: list[Segment]) -> str:
+    """abtui.reports.stats' verdict on run-level values (abtui.reports.throughput: one per
+    segment, a stretch of one run under this configuration; intervals within a run are not
+    independent): '*' significant, '~' not, '' while there are too few segments to ever reach
+    significance, '…' while scipy is still loading for a test too large to enumerate
+    (statistics are never imported on the way to the first frame)."""
     stats = LOADED.get("stats")
     if stats is None:
         return ""  # loads right after the first frame
-    a = [r.mean for r in base if r.n]
-    b = [r.mean for r in other if r.n]
+    a, b = run_values(base), run_values(other)
     if stats.min_p(len(a), len(b)) > stats.ALPHA:
         return ""
-    if not LOADED.get("scipy"):
+    if len(a) + len(b) > stats.EXACT_MAX and not LOADED.get("scipy"):
         LOADED["want_scipy"] = True
         return "…"
     return "*" if stats.verdict(a, b).significant else "~"
@@ -174,7 +175,7 @@ class ConsoleState:
         """The pair enters its (new) configuration: fresh phase numbers, a new segment."""
         ps.phase = Running()
         ps.rtt_phase = Running()
-        ps.segment = Running()
+        ps.segment = Segment()
         self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
 
     def _pairs_of(self, event: Event) -> list[str]:
@@ -311,7 +312,7 @@ class ConsoleState:
         return " ".join(f"{lb}:{v}" for lb, v in values.items())
 
     def row_label(self, row: PhaseRow) -> str:
-        """The phase table's name for a row (abtui.configuration: what export prints)."""
+        """The phase table's name for a row (abtui.core.configuration: what export prints)."""
         return config_label(row.config, self.baseline)
 
     def tunnel_choices(self, types: list[str], pairs: list[str]) -> list[tuple[str, str]]:
@@ -353,7 +354,7 @@ class ConsoleState:
                 ps.links[h] = str(LinkState.CONNECTED)
         if d.get("straddles"):
             # measured across a knob change: shown, but counted in neither phase (as in
-            # abtui.session), so the table agrees with the exported report
+            # abtui.sessions.session), so the table agrees with the exported report
             self.dirty.pairs.add(ps.label)
             return
         ps.phase.add(bps)
@@ -362,7 +363,7 @@ class ConsoleState:
         if ps.segment is None:
             self._new_phase(ps)
         assert ps.segment is not None
-        ps.segment.add(bps)
+        ps.segment.add(bps, span_of(d.get("start"), d.get("end")))
         self.dirty.phases = True
 
     def _knob(self, d: dict[str, Any]) -> str:
@@ -392,19 +393,21 @@ class ConsoleState:
         return bmax, rmax
 
     def phase_cells(self, row: PhaseRow) -> list[str]:
-        """One cell per pair: mean Gbit/s, Δ vs the base pair and the significance mark."""
-        base = row.per_pair.get(self.base)
+        """One cell per pair: the configuration's throughput in Gbit/s as every table defines
+        it (abtui.reports.throughput: the mean of its run-level values), their number, then the Δ vs
+        the base pair and the significance mark."""
+        base = configuration_rate(row.segments.get(self.base, []))
         cells = []
         for label in self.pairs:
-            r = row.per_pair.get(label)
-            if r is None or not r.n:
+            segments = row.segments.get(label, [])
+            rate = configuration_rate(segments)
+            if rate is None:
                 cells.append("·")
                 continue
-            text = f"{r.mean / 1e9:.2f} n{r.n}"
-            if label != self.base and base is not None and base.n:
-                delta = (r.mean / base.mean - 1) * 100 if base.mean else math.nan
-                mark = significance(row.segments.get(self.base, []),
-                                    row.segments.get(label, []))
+            text = f"{rate / 1e9:.2f} n{len(run_values(segments))}"
+            delta = change_pct(base, rate) if label != self.base else None
+            if delta is not None:
+                mark = significance(row.segments.get(self.base, []), segments)
                 text += f" {delta:+.1f}%{mark}"
             cells.append(text)
         return cells

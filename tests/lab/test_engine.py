@@ -19,10 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.engine import Engine
-from abtui.headless import run_headless
-from abtui.lab import Lab
-from abtui.model import (
+from abtui.core.model import (
     Event,
     EventKind,
     Knob,
@@ -34,12 +31,15 @@ from abtui.model import (
     Scope,
     Watch,
 )
-from abtui.model import (
+from abtui.core.model import (
     TestOptions as Options,
 )
-from abtui.pids import pid_alive
-from abtui.store import load_events
-from abtui.undo import UndoJournal
+from abtui.core.pids import pid_alive
+from abtui.hosts.undo import UndoJournal
+from abtui.lab.netns import Lab
+from abtui.measure.engine import Engine
+from abtui.measure.headless import run_headless
+from abtui.sessions.store import load_events
 from tests.conftest import netns_processes, ns_exec, sshd_sessions
 from tests.reliability import Reliability
 
@@ -297,6 +297,10 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
         assert len({e.data["run"] for e in ivs}) == 1
 
 
+@pytest.mark.reliability(
+    "4", "the iperf3 port busy on a receiver",
+    "another port is used (5202), that run is ok and matches what iperf3 printed; the iperf3 "
+    "holding the port is untouched; the other pair's own failure stays its own")
 async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab, reliability: Reliability):
     """A refused connection on A; on B the profile's port is taken, so another is used (and
     the iperf3 holding it is left alone)."""
@@ -323,9 +327,6 @@ async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab, reliability: 
     assert squatter_alive, "the iperf3 that held the port was ended"
     assert engine.failed_runs == 1
     reliability.row(
-        "4", "the iperf3 port busy on a receiver",
-        "another port is used (5202), that run is ok and matches what iperf3 printed; the "
-        "iperf3 holding the port is untouched; the other pair's own failure stays its own",
         port_used=starts["B"]["port"], intervals=len(rec.intervals(starts["B"]["run"])))
 
 
@@ -436,7 +437,7 @@ def test_headless_cli_ctrl_c_ends_everything(lab: Lab, tmp_path):
 
 
 async def test_a_tunnel_change_restarts_the_pair_against_the_new_target(lab: Lab):
-    """A real vxlan tunnel on pair A (abtui.tunnels): A's run restarts against the tunnel's
+    """A real vxlan tunnel on pair A (abtui.hosts.tunnels): A's run restarts against the tunnel's
     address, B goes on untouched; at the end the tunnel is removed."""
     profile = lab_profile(lab)
     profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL, values=("none", "vxlan")))

@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from abtui.configuration import INITIAL, cycle
-from abtui.exports import to_json
-from abtui.lab import Lab
-from abtui.model import EventKind
-from abtui.session import Session
+from abtui.core.configuration import INITIAL, cycle
+from abtui.core.model import EventKind
+from abtui.lab.netns import Lab
+from abtui.reports.exports import to_json
+from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 from tests.conftest import ns_exec
 from tests.lab.test_engine import WMEM, Recorder, lab_profile, make_engine, until

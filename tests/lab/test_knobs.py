@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.lab import Lab
-from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.controller import KnobRefused
+from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.hosts.connect import open_hosts
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.hosts.undo import UndoJournal, read_journal
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.hosts import open_hosts
-from abtui.undo import UndoJournal, read_journal
 from tests.conftest import ns_exec
 from tests.reliability import Reliability
 
@@ -61,6 +61,10 @@ async def test_flip_on_four_hosts_is_read_back_and_restored(lab: Lab, tmp_path):
     assert [e.data["ok"] for e in events if e.kind is EventKind.RESTORE] == [True] * 4
 
 
+@pytest.mark.reliability(
+    "5", "a host refuses a knob (read-only feature)",
+    "all or nothing: the 3 hosts that took it are set back; one line naming the host, knob, "
+    "value and reason")
 async def test_a_host_that_refuses_leaves_all_four_as_they_were(lab: Lab,
                                                                 reliability: Reliability):
     """rx-checksumming is fixed on `lo` (b-rcv's device here) but not on the veths."""
@@ -85,10 +89,7 @@ async def test_a_host_that_refuses_leaves_all_four_as_they_were(lab: Lab,
         assert "set back on 3 other host(s)" in message
         assert "\n" not in message and "Traceback" not in message
         assert states() == ["on"] * 4
-        reliability.row(
-            "5", "a host refuses a knob (read-only feature)",
-            "all or nothing: the 3 hosts that took it are set back; one line naming the host, "
-            "knob, value and reason", message=f"`{message}`")
+        reliability.row(message=f"`{message}`")
     finally:
         await manager.restore_all()
         await hosts.close()

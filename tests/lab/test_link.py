@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from abtui.errors import RemoteError
-from abtui.lab import Lab
-from abtui.model import LinkState
+from abtui.core.errors import RemoteError
+from abtui.core.model import LinkState
+from abtui.lab.netns import Lab
 from abtui.remote.link import HostLink, connect_all
 from tests.conftest import kill_sshd, netns_processes, ns_exec
 
@@ -153,7 +153,7 @@ async def test_sudo_refusal_is_reported_as_such(lab: Lab, tmp_path):
     import signal
     import subprocess
 
-    from abtui.lab import SSHD, ssh_banner
+    from abtui.lab.netns import SSHD, ssh_banner
 
     host = lab.hosts(1)[0]
     alias, config, sshd = host.alias, lab.ssh_config, None
@@ -303,8 +303,8 @@ def test_user_at_host_and_host_port_destinations_run_a_session(lab: Lab, tmp_pat
     import sys
     from pathlib import Path
 
-    from abtui.model import EventKind
-    from abtui.store import load_events
+    from abtui.core.model import EventKind
+    from abtui.sessions.store import load_events
 
     a_snd, a_rcv, b_snd, b_rcv = (h.alias for h in lab.hosts(2))
     written = {a_snd: f"root@{a_snd}", a_rcv: f"root@{a_rcv}:22", b_snd: f"{b_snd}:22",
@@ -345,7 +345,7 @@ async def test_another_port_is_checked_against_its_own_known_hosts_entry(lab: La
     import signal
     import subprocess
 
-    from abtui.lab import SSHD, ssh_banner
+    from abtui.lab.netns import SSHD, ssh_banner
 
     host = lab.hosts(1)[0]
     cfg = tmp_path / "sshd_config"

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.lab import Lab
-from abtui.model import Knob, KnobKind, Scope
+from abtui.core.controller import KnobRefused
+from abtui.core.model import Knob, KnobKind, Scope
+from abtui.hosts.connect import open_hosts
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
 from abtui.remote.dialects import NETEM_MISSING, NETEM_PRESENT
-from abtui.remote.hosts import open_hosts
 from tests.conftest import ns_exec
 
 pytestmark = pytest.mark.lab

@@ -12,11 +12,11 @@ import re
 
 import pytest
 
-from abtui.lab import Lab
-from abtui.model import EventKind, Pair
-from abtui.report import markdown
-from abtui.runs import SERVER_SUFFIX, STUB_FRACTION
-from abtui.session import Session
+from abtui.core.model import EventKind, Pair
+from abtui.lab.netns import Lab
+from abtui.measure.runs import SERVER_SUFFIX, STUB_FRACTION
+from abtui.reports.report import markdown
+from abtui.sessions.session import Session
 from tests.lab.test_engine import Recorder, lab_profile, make_engine, no_strays, run_plan, until
 
 __all__ = ["no_strays"]  # the autouse fixture: nothing left on the lab hosts after each test

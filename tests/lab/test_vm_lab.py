@@ -1,4 +1,4 @@
-"""VM hosts (abtui.lab_vm): a lab whose pairs boot real Debian kernels under qemu.
+"""VM hosts (abtui.lab.vm): a lab whose pairs boot real Debian kernels under qemu.
 
 One 2-pair VM lab for the whole module (four guests: pair A boots one kernel build, pair B
 another; booting is the expensive part): the hosts are lab hosts like the namespace ones, every
@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from abtui import lab_vm
-from abtui.errors import AbtuiError
-from abtui.kernels import resolve
-from abtui.lab import Lab
+from abtui.core.errors import AbtuiError
+from abtui.hosts.connect import open_hosts
+from abtui.lab import vm as lab_vm
+from abtui.lab.kernels import resolve
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.hosts import open_hosts
 from tests.conftest import make_test_lab
 
 # booting four TCG guests (in the first test's setup) and a procedure's runs take minutes
@@ -182,7 +182,7 @@ def _lab_env(lab: Lab) -> dict[str, str]:
 
 
 async def test_every_tunnel_type_carries_traffic_through_the_tunnel(vm_lab: Lab):
-    from abtui.tunnels import TunnelManager
+    from abtui.hosts.tunnels import TunnelManager
 
     profile = load_profile(vm_lab.profile_path)
     hosts = await open_hosts(profile)
@@ -218,8 +218,8 @@ async def test_every_tunnel_type_carries_traffic_through_the_tunnel(vm_lab: Lab)
 
 
 async def test_netem_shapes_the_data_link_and_is_restored(vm_lab: Lab):
-    from abtui.knobs import KnobManager, resolve_targets
-    from abtui.model import Knob, KnobKind, Scope
+    from abtui.core.model import Knob, KnobKind, Scope
+    from abtui.hosts.knobs import KnobManager, resolve_targets
 
     profile = load_profile(vm_lab.profile_path)
     hosts = await open_hosts(profile)

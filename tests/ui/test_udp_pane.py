@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.model import EventKind
-from abtui.replay import synthetic_events, synthetic_profile
+from abtui.core.model import EventKind
+from abtui.measure.replay import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
 from tests.ui.conftest import make_app, replayed
 

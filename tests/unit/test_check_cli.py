@@ -28,8 +28,8 @@ def test_bad_profile_exits_2(tmp_path):
 async def test_check_agrees_with_the_loader_on_iperf3_knobs() -> None:
     """profiles/example.toml's `key = "parallel"` knob loads and runs: check says so too."""
     from abtui.commands.check import _check_knobs
+    from abtui.hosts.connect import Hosts
     from abtui.profile import load_profile
-    from abtui.remote.hosts import Hosts
 
     example = Path(__file__).resolve().parents[2] / "profiles" / "example.toml"
     profile = load_profile(example)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.configuration import INITIAL, config_label, cycle, pair_value
-from abtui.model import Event, EventKind
-from abtui.replay import synthetic_profile
-from abtui.session import Session
+from abtui.core.configuration import INITIAL, config_label, cycle, pair_value
+from abtui.core.model import Event, EventKind
+from abtui.measure.replay import synthetic_profile
+from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 
 HOSTS = {"tcp_wmem": "4096 16384 33554432", "cc": "bbr"}

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncssh
 import pytest
 
-from abtui.errors import RemoteError
+from abtui.core.destination import Destination, parse_destination
+from abtui.core.errors import RemoteError
 from abtui.profile import fields
 from abtui.remote import link as link_module
-from abtui.remote.destination import Destination, parse_destination
 from abtui.remote.link import HostLink
 
 

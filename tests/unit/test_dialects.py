@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from abtui.errors import BadInput
-from abtui.model import KnobKind
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind
 from abtui.remote.dialects import (
     EXIT_WRITE,
     READ_ONLY,

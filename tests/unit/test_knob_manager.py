@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.errors import BadInput
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.controller import KnobRefused
+from abtui.core.errors import BadInput
+from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting
 from abtui.remote.dialects import SWAP_MARK, Dialect
 from abtui.remote.link import CommandResult
-from abtui.undo import UndoJournal, read_journal
 
 PAIRS = [Pair("A", "a-snd", "a-rcv", "198.19.1.2", "data0", "data0"),
          Pair("B", "b-snd", "b-rcv", "198.19.2.2", "eth1", "eth2"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.errors import RemoteError
-from abtui.model import Event, EventKind, LinkState
+from abtui.core.errors import RemoteError
+from abtui.core.model import Event, EventKind, LinkState
 from abtui.profile.load import parse_profile
 from abtui.remote.link import HostLink
 from abtui.ui.state import ConsoleState

@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from abtui import netem
-from abtui.errors import BadInput
-from abtui.model import KnobKind
+from abtui.core import netem
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind
 from abtui.profile import load_profile
 from abtui.remote.dialects import EXIT_UNKNOWN, NETEM_MISSING, FreeBSD, Linux, Setting
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from abtui.iperf_cmd import ARMED_MARK
-from abtui.model import Event, EventKind, LinkState, Pair
-from abtui.model import TestOptions as Options
-from abtui.runs import PairRun, RunHooks, RunSpec
-from abtui.seams import default_parser_factory
+from abtui.core.model import Event, EventKind, LinkState, Pair
+from abtui.core.model import TestOptions as Options
+from abtui.measure.runs import PairRun, RunHooks, RunSpec
+from abtui.measure.seams import default_parser_factory
+from abtui.remote.iperf_cmd import ARMED_MARK
 from tests.conftest import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"
@@ -199,8 +199,8 @@ def test_a_stopped_run_leaves_the_unheard_side_unknown(case: str, options: dict,
 
 
 def test_a_stopped_run_is_null_in_the_journal_and_a_dash_in_the_report() -> None:
-    from abtui.report import markdown
-    from abtui.session import Session
+    from abtui.reports.report import markdown
+    from abtui.sessions.session import Session
 
     events = asyncio.run(replay("stopped-tcp", stop=True))
     end = next(e for e in events if e.kind is EventKind.RUN_END)
@@ -219,10 +219,10 @@ def test_udp_loss_and_jitter_reach_the_console_the_exports_and_the_report() -> N
     import csv
     import io
 
-    from abtui.exports import render, to_json
-    from abtui.model import Profile
-    from abtui.report import markdown
-    from abtui.session import Session
+    from abtui.core.model import Profile
+    from abtui.reports.exports import render, to_json
+    from abtui.reports.report import markdown
+    from abtui.sessions.session import Session
     from abtui.ui.state import ConsoleState
 
     events = asyncio.run(replay("udp-fast", udp=True, bitrate="20G"))
@@ -277,8 +277,8 @@ def test_measured_takes_the_receiving_side_of_every_recorded_udp_log(path: Path)
     """In every recorded UDP log (3.1.3 and 3.12 text, -J, 3.18 --json-stream), the intervals
     `measured` takes are those of the receiving side: a receiver's lines print jitter and
     lost/total datagrams, a sender's only what it sent."""
+    from abtui.measure.runs import measured
     from abtui.parse import parse_iperf3_json, parse_iperf3_text
-    from abtui.runs import measured
 
     text = path.read_text()
     r = parse_iperf3_json(text) if "json" in path.name else parse_iperf3_text(text)

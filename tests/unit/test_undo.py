@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from abtui.undo import HostRecord, UndoJournal, append_record, pending_recovery, read_journal
+from abtui.hosts.undo import HostRecord, UndoJournal, append_record, pending_recovery, read_journal
 
 
 def test_journal_tracks_what_is_left_to_undo(tmp_path):
@@ -61,7 +61,7 @@ def test_finish_removes_the_journal(tmp_path):
 def test_unchanged_and_forgotten_entries_are_not_left_to_undo(tmp_path):
     """`unchanged`: a refused write left the original in place; `forget`: a host that is
     gone (abtui recover --forget) has nothing left, whatever it had."""
-    from abtui.undo import forget_host, left_on
+    from abtui.hosts.undo import forget_host, left_on
 
     j = UndoJournal(tmp_path)
     j.original("h1", "sysctl", "net.core.rmem_max", None, "212992", "rmemmax")

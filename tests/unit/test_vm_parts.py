@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui import cli, kernels, lab_vm
+from abtui import cli
 from abtui.commands.lab import parse_kernels
-from abtui.errors import BadInput
-from abtui.lab import Lab
-from abtui.lab_profile import render_lab_profile
-from abtui.labmap import LabFacts, lab_kernels_for, map_profile
-from abtui.model import KnobKind
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind
+from abtui.lab import kernels
+from abtui.lab import vm as lab_vm
+from abtui.lab.mapping import LabFacts, lab_kernels_for, map_profile
+from abtui.lab.netns import Lab
+from abtui.lab.profile import render_lab_profile
 from abtui.profile import load_profile
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -194,7 +196,7 @@ def test_a_profile_names_its_builds_and_the_vm_lab_runs_them(tmp_path):
 def test_netem_on_a_lab_without_it_is_translated_and_says_why(tmp_path):
     import dataclasses
 
-    from abtui.model import Knob, Scope
+    from abtui.core.model import Knob, Scope
 
     profile = load_profile(PROFILES / "softirq-crypto.toml")
     profile = dataclasses.replace(profile, knobs=[
@@ -234,7 +236,7 @@ class _FakeLab:
 
 
 def test_run_lab_keeps_a_vm_lab_with_the_builds_and_rebuilds_one_without():
-    from abtui.labmap import ensure_lab
+    from abtui.lab.mapping import ensure_lab
 
     said = []
     same = _FakeLab(2, {"A": "x", "B": "y"})
@@ -259,7 +261,7 @@ def test_a_keyless_setting_is_named_by_its_kind():
 
 
 def test_quick_runs_on_vm_hosts_have_whole_second_intervals():
-    from abtui.labmap import quick
+    from abtui.lab.mapping import quick
 
     profile = load_profile(PROFILES / "softirq-crypto.toml")
     ns, _ = quick(profile)

@@ -50,10 +50,10 @@ QUICK_DURATION = 2.0
 QUICK_INTERVAL = 0.5
 QUICK_PING_COUNT = 3
 QUICK_PAUSE = 0.5
-# on VM hosts (emulated, seconds late under load): whole-second intervals, so the engine's
+# on VM hosts (emulated, seconds late under load): two-second intervals, so the engine's
 # stall watch (three intervals without one) does not take a slow guest for a dead stream
-QUICK_VM_DURATION = 3.0
-QUICK_VM_INTERVAL = 1.0
+QUICK_VM_DURATION = 4.0
+QUICK_VM_INTERVAL = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,13 +237,13 @@ def _watch(w: Watch, facts: LabFacts, devices: Collection[str],
 
 def quick(profile: Profile, vm: bool = False) -> tuple[Profile, Translation | None]:
     """Short runs for the lab: iperf3 -t 2 -i 0.5, ping -c 3, one repetition, short pauses
-    (`vm`: the lab's VM hosts run it, -t 3 -i 1)."""
+    (`vm`: the lab's VM hosts run it, -t 4 -i 2)."""
     t, plan = profile.test, profile.plan
     duration, interval = (QUICK_VM_DURATION, QUICK_VM_INTERVAL) if vm else \
         (QUICK_DURATION, QUICK_INTERVAL)
     test = dataclasses.replace(
         t, duration=duration if not 0 < t.duration <= duration else t.duration,
-        interval=min(t.interval, interval), omit=0,
+        interval=interval if vm else min(t.interval, interval), omit=0,
         ping_count=min(t.ping_count, QUICK_PING_COUNT))
     short = {"duration", "interval", "omit", "ping_count"}
     pairs = [dataclasses.replace(p, overrides={k: v for k, v in p.overrides.items()

@@ -267,8 +267,8 @@ def test_quick_runs_on_vm_hosts_have_whole_second_intervals():
     ns, _ = quick(profile)
     vm, note = quick(profile, vm=True)
     assert (ns.test.duration, ns.test.interval) == (2.0, 0.5)
-    assert (vm.test.duration, vm.test.interval) == (3.0, 1.0)
-    assert note is not None and "iperf3 -t 3 -i 1" in note.lab
+    assert (vm.test.duration, vm.test.interval) == (4.0, 2.0)
+    assert note is not None and "iperf3 -t 4 -i 2" in note.lab
 
 
 def test_a_vm_host_s_ssh_config_gives_its_links_more_time_to_connect(tmp_path):

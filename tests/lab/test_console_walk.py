@@ -11,10 +11,10 @@ The driver and its checks: tests/lab/console_walk.py.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import random
 import traceback
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -56,7 +56,6 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setattr("abtui.engine.PLAN_DEFAULT_DURATION", PLAN_STEP_S)
     profile = load_profile(lab.profile_path)
-    profile.test = dataclasses.replace(profile.test, interval=0.5)
     reader = HostReader(profile, str(lab.ssh_config))
     originals = await reader.read()
     failures = Failures()
@@ -83,7 +82,8 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
         except Exception as exc:
             step = walker.step if walker else -1
             if exc is app._exception:
-                failures.add("alive", step, f"the app died: {type(exc).__name__}: {exc}")
+                if "alive" not in failures.first:
+                    failures.add("alive", step, f"the app died: {type(exc).__name__}: {exc}")
             else:
                 failures.add("driver", step, "".join(traceback.format_exception(exc))[-1500:])
         step = len(steps)
@@ -119,8 +119,12 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
         cleaned = force_restore(lab, profile, originals)
     if cleaned and quit_cleanly:
         failures.add("clean-lab", len(steps), f"the test had to clean up: {cleaned}")
+    errors = Counter(str(e.data.get("message")) for e in journal if e.kind is EventKind.ERROR)
+    failures.notes += [f"engine error ×{n}: {m}" for m, n in errors.most_common()]
     readings = walker.readings if walker else []
     check_export(export_json(path), shown, journal, readings, originals, profile, failures,
                  len(steps))
+    report = failures.report(seed, STEPS, steps, test)
+    print(report)
     if failures:
-        pytest.fail(failures.report(seed, STEPS, steps, test), pytrace=False)
+        pytest.fail(report, pytrace=False)

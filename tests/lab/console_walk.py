@@ -848,24 +848,21 @@ class Walker:
         self.check_pane_phase(events)
 
     def check_pane_phase(self, events: list[Event]) -> None:
-        """A pane's current-phase numbers: its current phase's intervals, no straddler."""
+        """A pane's current-phase numbers: its current phase's intervals, no straddler. Once
+        that phase is closed (a stop, or a change with no interval after it yet) the pane may
+        show it still, or nothing."""
         for p in self.pairs:
             closed = {e.data.get("phase") for e in events
                       if e.kind is EventKind.PHASE and e.pair == p}
             mine = [e for e in events if e.pair == p and countable(e)]
             current = mine[-1].data.get("phase") if mine else None
-            values = [] if current in closed else [
-                float(e.data["bits_per_second"]) for e in mine
-                if e.data.get("phase") == current and not e.data.get("straddles")]
+            values = [float(e.data["bits_per_second"]) for e in mine
+                      if e.data.get("phase") == current and not e.data.get("straddles")]
+            wants = [summary(values)] + ([summary([])] if current in closed else [])
             ps = self.app.state.pairs[p].phase
-            want = (len(values), min(values) if values else None, max(values) if values else None,
-                    sum(values) / len(values) if values else None)
-            got = (ps.n, ps.lo if ps.n else None, ps.hi if ps.n else None,
-                   ps.mean if ps.n else None)
-            if want[0] != got[0] or any(
-                    (x is None) != (y is None) or (x is not None and y is not None
-                                                   and not math.isclose(x, y, rel_tol=1e-9))
-                    for x, y in zip(want[1:], got[1:], strict=True)):
+            got = (ps.n, ps.lo, ps.hi, ps.mean) if ps.n else summary([])
+            if not any(same(got, want) for want in wants):
+                want = wants[0]
                 strad = sum(1 for e in mine if e.data.get("phase") == current
                             and e.data.get("straddles"))
                 self.fail("pane-phase-stats", f"pane {p}: current phase {current} has "
@@ -1013,6 +1010,22 @@ class Walker:
             self.fail("quits", f"ctrl+q: return code {self.app.return_code}; log: "
                       f"{self._new_log_errors()}")
         return shown
+
+
+Stats = tuple[int, float | None, float | None, float | None]  # n, min, max, mean
+
+
+def summary(values: Sequence[float]) -> Stats:
+    if not values:
+        return (0, None, None, None)
+    return (len(values), min(values), max(values), sum(values) / len(values))
+
+
+def same(a: Stats, b: Stats) -> bool:
+    return a[0] == b[0] and all(
+        (x is None) == (y is None) and (x is None or y is None or math.isclose(x, y,
+                                                                            rel_tol=1e-9))
+        for x, y in zip(a[1:], b[1:], strict=True))
 
 
 def gbit(x: float | None) -> str:

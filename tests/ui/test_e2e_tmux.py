@@ -303,6 +303,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
     problems: list[str] = []
     try:
         term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 2, 60)
+        measuring = True
         for key in keys:
             if key == "ctrl+q":
                 break
@@ -342,13 +343,14 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                 problems.append(f"{key}: the console ended: "
                                 f"{con.history().strip().splitlines()[-6:]}")
                 break
-            if key in ("space",):
-                continue  # stopped: nothing flows until ctrl+r
-            if key not in ("p",) and not term_wait_quiet(
+            # measuring stops with space and at the end of the plan; ctrl+r starts it again
+            measuring = {"space": False, "p": False, "ctrl+r": True}.get(key, measuring)
+            if measuring and not term_wait_quiet(
                     term, lambda s, n=shown: intervals_shown(s) > n, 15):
                 problems.append(f"{key}: the panes' counts stopped at {shown}")
         if con.alive():
-            # a knob key cycles through its values and back to the host's own
+            # a knob key cycles through its values and back to the host's own (scope A)
+            term.keys("a")
             want = originals.pair_values(profile)["A"]["tcp_rmem"]
             seen = []
             for _ in range(len(profile.knob("tcp_rmem").values) + 1):

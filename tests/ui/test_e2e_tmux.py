@@ -169,7 +169,8 @@ class Console:
         env = (f"XDG_STATE_HOME={tmp / 'state'} XDG_DATA_HOME={tmp / 'data'} "
                f"ABTUI_SESSIONS_DIR={self.sessions}")
         run = launcher or f"{sys.executable} -m abtui"
-        cmd = (f"cd {ROOT} && {env} {run} tui {profile}; echo $? > {self.rc}; sleep 120")
+        # run from tmp: whatever the console writes beside itself stays out of the checkout
+        cmd = (f"cd {tmp} && {env} {run} tui {profile}; echo $? > {self.rc}; sleep 120")
         term.tmux("new-session", "-d", "-s", "e2e", "-x", str(size[0]), "-y", str(size[1]), cmd)
         shell = int(term.tmux("display", "-p", "-t", "e2e", "#{pane_pid}").strip())
         deadline = time.monotonic() + 10

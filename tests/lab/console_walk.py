@@ -624,7 +624,7 @@ class Walker:
             return
         self.plan_running = True
         bar = self.app.query_one("#plan-progress")
-        if not await self.wait_for(lambda: bool(bar.display), LAG_S):
+        if not await self.wait_for(lambda: bool(bar.display), LAG_S) and not self.dead():
             self.fail("plan-progress-shown", "p: the plan's progress bar is not shown")
 
     async def do_mark(self, step: Step) -> None:
@@ -937,12 +937,13 @@ class Walker:
         gone = [f"{key} {name}" for key, name in self.knob_of_key.items()
                 if not re.search(rf"(^|\s){re.escape(key)} {re.escape(name)}\b", shown)]
         if gone:
-            self.fail(f"reachable-at-{w}x{h}", f"knob bar shows {shown.strip()!r}: no "
+            self.fail(f"knobs-shown-at-{w}x{h}", f"knob bar shows {shown.strip()!r}: no "
                       f"{gone}")
         counts = len(COUNT.findall("\n".join(lines)))
         if counts < len(self.pairs):
-            self.fail(f"reachable-at-{w}x{h}", f"{counts} pane counts on screen for "
-                      f"{len(self.pairs)} pairs")
+            panes = [line.strip() for line in lines if "cwnd" in line or "retr" in line]
+            self.fail(f"panes-shown-at-{w}x{h}", f"{counts} pane interval counts on screen "
+                      f"for {len(self.pairs)} pairs: {panes[:2]}")
 
     def _new_log_errors(self) -> list[str]:
         return [line for line in self.log[self.log_checked:] if ERROR_LINE.search(line)]

@@ -489,7 +489,6 @@ class Walker:
     async def do_knob(self, step: Step) -> None:
         await self._flip(step.arg, self.knob_of_key[step.arg], lambda: self.press(step.arg))
 
-
     async def do_tunnel_key(self, step: Step) -> None:
         await self.do_knob(step)
 
@@ -513,8 +512,13 @@ class Walker:
                 await self.press("escape")
                 return False
             await self.press("home", *["down"] * usable.index(step.arg))
-            got = ol.get_option_at_index(ol.highlighted).id if ol.highlighted is not None \
-                else None
+
+            def highlighted() -> str | None:
+                return ol.get_option_at_index(ol.highlighted).id \
+                    if ol.highlighted is not None else None
+
+            await self.wait_for(lambda: highlighted() == step.arg, 2)  # keys land a bit later
+            got = highlighted()
             if got != step.arg:
                 self.fail("tunnel-choice", f"home + down ×{usable.index(step.arg)} "
                           f"highlights {got}, not {step.arg}")
@@ -817,9 +821,14 @@ class Walker:
 
         if not await self.wait_for(lambda: not behind(), LAG_S):
             late = behind()
+            app = self.app
             self.fail("screen-follows-journal", "; ".join(
                 f"pane {p} shows n {s}, the journal had {t} when the check began "
-                f"(waited {LAG_S:g} s)" for p, (s, t) in late.items()))
+                f"(waited {LAG_S:g} s)" for p, (s, t) in late.items()) +
+                # where the events stand (the console's own attributes, for diagnosis)
+                f"; console: {len(app.events)} of {len(self.journal)} events taken in, "
+                f"{len(getattr(app, '_pending', []))} queued, flush scheduled "
+                f"{getattr(app, '_flush_scheduled', '?')}")
 
     async def check_tables(self) -> None:
         from abtui import stats

@@ -165,7 +165,7 @@ class Failures:
             what = steps[step] if 0 <= step < len(steps) else "start" if step < 0 else "end"
             lines.append(f"- {check}: first at step {step} ({what}), "
                          f"{len(at)}× (steps {where}): {message}")
-        lines += [f"note: {n}" for n in self.notes[:6]]
+        lines += [f"note: {n}" for n in self.notes]
         lines.append("walk: " + " | ".join(str(s) for s in steps))
         lines.append(self.timing_line())
         return "\n".join(lines)
@@ -1083,6 +1083,7 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
     # each phase's configuration is what the hosts had while it lasted
     orig = originals.pair_values(profile)
     wrong = []
+    compared = 0
     for ph in doc["phases"]:
         start, end = ph.get("start"), ph.get("end")
         if start is None or end is None:
@@ -1090,6 +1091,7 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
         full = {**orig[ph["pair"]], **{k: norm(str(v)) for k, v in ph["config"].items()}}
         for r in readings:
             if start + 0.3 < r.t < end - 0.3:
+                compared += 1
                 have = r.pair_values(profile)[ph["pair"]]
                 bad = {k: (full.get(k), v) for k, v in have.items() if full.get(k) != v}
                 if bad:
@@ -1100,6 +1102,8 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
                     break
     if wrong:
         failures.add("export-phase-config=hosts", step, "; ".join(wrong[:4]))
+    failures.notes.append(f"{len(doc['phases'])} exported phases, {compared} (phase, host "
+                          f"reading) pairs compared")
 
 
 def check_straddles(journal: list[Event], failures: Failures, step: int,
@@ -1109,8 +1113,12 @@ def check_straddles(journal: list[Event], failures: Failures, step: int,
     changes = [(e.t, set(e.data.get("pairs") or [])) for e in journal
                if e.kind is EventKind.KNOB]
     missed = []
+    spanned = 0
     for e in journal:
-        if not countable(e) or e.data.get("straddles"):
+        if not countable(e):
+            continue
+        if e.data.get("straddles"):
+            spanned += 1
             continue
         start, end = e.data.get("start"), e.data.get("end")
         if not isinstance(start, int | float) or not isinstance(end, int | float):
@@ -1118,9 +1126,11 @@ def check_straddles(journal: list[Event], failures: Failures, step: int,
         began = e.t - (end - start)
         for t, pairs in changes:
             if e.pair in pairs and began + 0.05 < t < e.t - latency:
+                spanned += 1
                 missed.append(f"{e.pair} run {e.data.get('run')} {start:g}-{end:g} s "
                               f"(knob change {e.t - t:.2f} s before it arrived)")
                 break
+    failures.notes.append(f"{len(changes)} knob changes, {spanned} intervals across one")
     if missed:
         failures.add("straddlers-marked", step, f"{len(missed)} intervals measured across a "
                      f"knob change not marked straddles, e.g. {missed[:3]}")

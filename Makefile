@@ -33,6 +33,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check abtui tests
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
 
 bench: setup
@@ -44,6 +45,7 @@ soak: setup
 
 lint: setup
 	$(VENV)/bin/ruff check abtui tests
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy abtui
 
 lab-down: setup

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from abtui import __version__
-from abtui.errors import EXIT_BAD_INPUT, AbtuiError
+from abtui.core.errors import EXIT_BAD_INPUT, AbtuiError
 
 # subcommand -> (module under abtui.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

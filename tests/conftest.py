@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.lab import Lab
+from abtui.lab.netns import Lab
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
@@ -128,5 +128,11 @@ def ns_exec(lab_: Lab, alias: str, *cmd: str) -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
-# the reliability table (tests/reliability.py): its fixture and the hook that writes it
-from tests.reliability import pytest_sessionfinish, reliability  # noqa: E402, F401
+# the reliability table (tests/reliability.py): its fixture and the hooks that note each
+# scenario's outcome and write the table
+from tests.reliability import (  # noqa: E402, F401
+    pytest_collection_finish,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    reliability,
+)

@@ -1,5 +1,5 @@
 """Synthetic sessions shaped like a lab session's events, for store/stats/report tests and the
-session benchmark (the engine's contract is EventKind's docstring in abtui.model)."""
+session benchmark (the engine's contract is EventKind's docstring in abtui.core.model)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from abtui.model import Event, EventKind
+from abtui.core.model import Event, EventKind
 
 T0 = 1_780_000_000.0
 PROFILE = """[profile]

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from abtui.knobs import KnobManager, Target
-    from abtui.model import Knob, Profile
-    from abtui.remote.hosts import Hosts
+    from abtui.core.model import Knob, Profile
+    from abtui.hosts.connect import Hosts
+    from abtui.hosts.knobs import KnobManager, Target
 
 Report = Callable[[bool, str], None]
 
@@ -39,7 +39,7 @@ def _print(ok: bool, line: str) -> None:
 
 async def preflight(profile: Profile, report: Report) -> bool:
     """Run every check, calling report(ok, line) per finding; True when all passed."""
-    from abtui.remote.hosts import host_iperf3, open_hosts, probe_tunnels
+    from abtui.hosts.connect import host_iperf3, open_hosts, probe_tunnels
 
     results: list[bool] = []
 
@@ -63,7 +63,7 @@ async def preflight(profile: Profile, report: Report) -> bool:
 
 
 def _report_host(say: Report, alias: str, hosts: Hosts, iperf3: str) -> None:
-    from abtui.model import DEFAULT_IPERF3
+    from abtui.core.model import DEFAULT_IPERF3
 
     f = hosts.facts[alias]
     link = hosts.links[alias]
@@ -85,16 +85,17 @@ def _report_host(say: Report, alias: str, hosts: Hosts, iperf3: str) -> None:
 
 
 async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
-    from abtui.errors import AbtuiError
-    from abtui.knobs import HOST_KINDS, KnobManager, iperf3_args, resolve_targets
+    from abtui.core.errors import AbtuiError
+    from abtui.hosts.knobs import HOST_KINDS, KnobManager, resolve_targets
+    from abtui.profile.knobs import iperf3_setting
 
     manager = KnobManager(hosts.links, hosts.dialects)
     for knob in profile.knobs:
         if knob.kind.value == "iperf3":
             try:
                 for value in knob.values:
-                    iperf3_args(knob, value)
-                say(True, f"knob {knob.name}: iperf3 option {knob.key}, no host change")
+                    key, _ = iperf3_setting(knob, value)
+                say(True, f"knob {knob.name}: iperf3 option {key}, no host change")
             except AbtuiError as exc:
                 say(False, f"knob {knob.name}: {exc}")
             continue
@@ -109,8 +110,8 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
 
 async def _check_setting(manager: KnobManager, knob: Knob,
                          target: Target) -> tuple[bool, str]:
-    from abtui.controller import KnobRefused
-    from abtui.errors import AbtuiError
+    from abtui.core.controller import KnobRefused
+    from abtui.core.errors import AbtuiError
 
     try:
         setting = manager.setting(knob, target)
@@ -137,13 +138,13 @@ async def _check_setting(manager: KnobManager, knob: Knob,
 def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:
     """What each pair's hosts said they can make (asked on connect when the profile switches
     tunnels, in their facts)."""
-    from abtui.tunnels import uses_tunnels
+    from abtui.hosts.tunnels import uses_tunnels
 
     if not uses_tunnels(profile.knobs, profile.tunnels):
         return
     wanted = {v for k in profile.knobs if k.kind.value == "tunnel" for v in k.values}
     wanted.update(t for t in profile.tunnels if t != "none")
-    from abtui.model import tunnel_refusal
+    from abtui.core.model import tunnel_refusal
 
     probes = {a: f.tunnels for a, f in hosts.facts.items() if f.tunnels}
     for p in profile.pairs:

@@ -18,13 +18,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui import compare, store
-    from abtui.session import Session
+    from abtui.reports import compare
+    from abtui.sessions import store
+    from abtui.sessions.session import Session
 
     left = Session.load(store.find_session(args.left, args.sessions_dir))
     right = Session.load(store.find_session(args.right, args.sessions_dir))
     if args.format == "json":
-        from abtui.exports import dumps
+        from abtui.reports.exports import dumps
 
         text = dumps(compare.to_json(left, right))
     else:

@@ -30,9 +30,15 @@ def _take_down(args: argparse.Namespace) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def demo_title(lab_name: str) -> str:
+    """The console's title: the lab's name, said once ("lab", not "lab lab")."""
+    return f"abtui demo — {lab_name}" if "lab" in lab_name.lower() else \
+        f"abtui demo — lab {lab_name}"
+
+
 def run(args: argparse.Namespace) -> int:
-    from abtui import lab
     from abtui.commands.lab import print_reached
+    from abtui.lab import netns as lab
 
     state = lab.Lab.default()
     state.up(pairs=args.pairs)
@@ -42,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from abtui.profile import load_profile
 
     profile = load_profile(state.profile_path)
-    code = open_on_hosts(profile, f"abtui demo — lab {state.name}")
+    code = open_on_hosts(profile, demo_title(state.name))
     if _take_down(args):
         state.down()
         print("lab down", file=sys.stderr)

@@ -24,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui import store
-    from abtui.errors import BadInput
-    from abtui.session import Session
+    from abtui.core.errors import BadInput
+    from abtui.sessions import store
+    from abtui.sessions.session import Session
 
     session = Session.load(store.find_session(args.session, args.sessions_dir))
     if args.base_pair and args.base_pair not in session.pairs:
@@ -34,14 +34,14 @@ def run(args: argparse.Namespace) -> int:
                        f"{', '.join(session.pairs) or 'none'}")
     out = Path(args.out) if args.out else None
     if args.format == "plot":
-        from abtui.plots import save_chart, throughput_chart
+        from abtui.reports.plots import save_chart, throughput_chart
 
         if out is not None:
             save_chart(session, out)
         else:
             print(throughput_chart(session, color=sys.stdout.isatty()) or "(no intervals)")
         return 0
-    from abtui.exports import render
+    from abtui.reports.exports import render
 
     text = render(session, args.format, base=args.base_pair, base_config=args.base_config)
     if out is None:

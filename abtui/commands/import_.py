@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from abtui.errors import EXIT_FAILED, EXIT_OK
+from abtui.core.errors import EXIT_FAILED, EXIT_OK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from abtui import importing
     from abtui.commands.sessions import add_sessions_dir
+    from abtui.sessions import importing
 
     parser.add_argument("files", nargs="*", metavar="FILE",
                         help="saved iperf3 or ping output ('-' reads stdin)")
@@ -25,11 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.errors import BadInput
+    from abtui.core.errors import BadInput
     from abtui.parse.importer import import_text, read_source
 
     if args.session:
-        from abtui import importing
+        from abtui.sessions import importing
 
         return importing.run(
             args, lambda p: import_text(read_source(str(p)), str(p)).to_json())

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from abtui.lab import Lab
+    from abtui.lab.netns import Lab
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.errors import BadInput
-    from abtui.lab import MAX_PAIRS, Lab
+    from abtui.core.errors import BadInput
+    from abtui.lab.netns import MAX_PAIRS, Lab
 
     lab = Lab.default()
     if args.lab_command == "up":

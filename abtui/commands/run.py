@@ -1,5 +1,5 @@
 """`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE]`: measure with
-no console; `--lab` runs the profile on the local lab's hosts (abtui.labmap)."""
+no console; `--lab` runs the profile on the local lab's hosts (abtui.lab.mapping)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abtui.errors import BadInput
+from abtui.core.errors import BadInput
 
 if TYPE_CHECKING:
-    from abtui.model import Profile
+    from abtui.core.model import Profile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def parse_setting(text: str, knobs: list[str]) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.undo import recovery_notice
+    from abtui.hosts.undo import recovery_notice
 
     notice = recovery_notice()
     if notice:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     start_data: dict[str, object] = {}
     if args.lab or args.quick:
         profile, start_data = _translate(profile, lab=args.lab, quick=args.quick)
-    from abtui.headless import run_headless
+    from abtui.measure.headless import run_headless
 
     return asyncio.run(run_headless(profile, out, args.duration, start_data=start_data,
                                     settings=settings))
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:
     """The profile as --lab / --quick run it; each translation printed on stderr."""
-    from abtui import labmap
+    from abtui.lab import mapping as labmap
 
     def say(line: str) -> None:
         print(f"abtui: {line}", file=sys.stderr, flush=True)
@@ -90,7 +90,7 @@ def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, di
         profile, shortened = labmap.quick(profile)
         translations += [shortened] if shortened else []
     if lab:
-        from abtui.lab import Lab
+        from abtui.lab.netns import Lab
 
         the_lab = Lab.default()
         hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say)

@@ -21,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui import store
-    from abtui.errors import BadInput
-    from abtui.report import fmt_duration, fmt_time
+    from abtui.core.errors import BadInput
+    from abtui.reports.report import fmt_duration, fmt_time
+    from abtui.sessions import store
 
     entries = []
     for path in store.list_sessions(args.sessions_dir):

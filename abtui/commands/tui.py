@@ -32,11 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[Any, str]:
     """The controller for --replay, and what the title calls it."""
-    from abtui.replay import ReplayController, synthetic_profile
+    from abtui.measure.replay import ReplayController, synthetic_profile
 
     speed = math.inf if args.speed <= 0 else args.speed
     if args.replay and args.replay != "synthetic":
-        from abtui import store
+        from abtui.sessions import store
 
         path = store.find_session(args.replay)
         events = store.load_events(path)
@@ -50,10 +50,10 @@ def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[An
 
 def _recorded_profile(events: list[Any], path: Path) -> Any:
     """The profile a session recorded (its SESSION_START), else one inferred from its events."""
-    from abtui.errors import BadInput
-    from abtui.model import EventKind
+    from abtui.core.errors import BadInput
+    from abtui.core.model import EventKind
+    from abtui.measure.replay import profile_from_events
     from abtui.profile import parse_profile
-    from abtui.replay import profile_from_events
 
     start = next((e for e in events if e.kind is EventKind.SESSION_START), None)
     text = start.data.get("profile_text") if start else None
@@ -65,16 +65,22 @@ def _recorded_profile(events: list[Any], path: Path) -> Any:
     return profile_from_events(events, name=path.name.split(".")[0])
 
 
-def open_console(controller: Any, title: str, subtitle: str = "") -> int:
+def open_console(controller: Any, title: str, subtitle: str = "", *,
+                 on_hosts: bool = False) -> int:
+    """The console until it ends; however it ends, the hosts are restored (abtui.ui.guard),
+    and on hosts a line says when `abtui recover` has something left to do."""
     # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
-    # late an interval shows (DESIGN.md §5: 50 ms p99). The console bounds its own refreshes
-    # (20 flushes a second at most), so a shorter period costs no CPU when nothing changes.
+    # late an interval shows (the budget: 50 ms p99, docs/performance.md). The console bounds
+    # its own refreshes (abtui.ui.app: FLUSH_HZ), so a shorter period costs no CPU when
+    # nothing changes.
     os.environ.setdefault("TEXTUAL_FPS", "120")
+    import asyncio
+
     from abtui.ui.app import AbtuiApp
+    from abtui.ui.guard import run_console
 
     app = AbtuiApp(controller, title=title, subtitle=subtitle)
-    app.run()
-    return int(app.return_code or 0)
+    return asyncio.run(run_console(app, recover_hint=on_hosts))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,10 +97,10 @@ def open_on_hosts(profile: Any, title: str) -> int:
     """The console driving the engine on the profile's hosts, journalling the session."""
     import sys
 
-    from abtui.engine import Engine
-    from abtui.seams import open_session_writer
-    from abtui.store import new_session_path
-    from abtui.undo import recovery_notice
+    from abtui.hosts.undo import recovery_notice
+    from abtui.measure.engine import Engine
+    from abtui.measure.seams import open_session_writer
+    from abtui.sessions.store import new_session_path
 
     notice = recovery_notice()
     if notice:  # said before the console takes the screen, and kept in its subtitle
@@ -106,6 +112,6 @@ def open_on_hosts(profile: Any, title: str) -> int:
     try:
         subtitle = f"session {path.name}" + (" — earlier changes left on hosts: run "
                                              "`abtui recover`" if notice else "")
-        return open_console(engine, title, subtitle=subtitle)
+        return open_console(engine, title, subtitle=subtitle, on_hosts=True)
     finally:
         print(f"abtui: session written to {writer.close()}", file=sys.stderr)

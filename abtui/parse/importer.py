@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abtui.errors import BadInput
+from abtui.core.errors import BadInput
 from abtui.parse.iperf3_json import parse_iperf3_json
 from abtui.parse.iperf3_result import Iperf3Result
 from abtui.parse.iperf3_text import parse_iperf3_text
@@ -41,7 +41,7 @@ class ImportResult:
         return self.result.error or self.result.parse_error
 
     def to_json(self) -> dict[str, Any]:
-        """One entry of `abtui import --json`'s "results" (DESIGN.md §3)."""
+        """One entry of `abtui import --json`'s "results" (docs/contracts.md)."""
         return {"source": self.source, "kind": self.kind, "format": self.format,
                 **self.result.to_json()}
 

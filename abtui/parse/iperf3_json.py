@@ -13,8 +13,8 @@ import json
 import math
 from typing import Any
 
-from abtui.model import Interval, IperfSummary
-from abtui.parse.iperf3_result import Iperf3Result
+from abtui.core.model import Interval, IperfSummary
+from abtui.parse.iperf3_result import Iperf3Result, forget_unheard
 
 
 class Iperf3JsonParser:
@@ -124,6 +124,7 @@ def _result_of(fmt: str, start: dict[str, Any], end: dict[str, Any], error: str 
         res.reverse_summary = None
     res.complete = bool(end.get("sum_sent") or end.get("sum")
                         or end.get("sum_received"))
+    forget_unheard(res)
     return res
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.model import Interval, IperfSummary
+from abtui.core.model import Interval, IperfSummary
 
 
 @dataclass(slots=True)
@@ -39,7 +39,7 @@ class Iperf3Result:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """The `abtui import --json` shape (DESIGN.md §3): null where the input had nothing."""
+        """The `abtui import --json` shape (docs/contracts.md): null where the input had nothing."""
         out: dict[str, Any] = {
             "summary": summary_json(self.summary),
             "intervals": [interval_json(i, self.bidir) for i in self.intervals],
@@ -49,6 +49,31 @@ class Iperf3Result:
             out["reverse_summary"] = (summary_json(self.reverse_summary)
                                       if self.reverse_summary else None)
         return out
+
+
+INTERRUPTED = "interrupt - "
+
+
+def forget_unheard(res: Iperf3Result) -> None:
+    """Blank the side of the summary this iperf3 never heard from.
+
+    Interrupted (a stopped run, Ctrl-C: iperf3's message starts "interrupt - "), iperf3 prints
+    its summary before the other side sends its figures, and prints that side's line as zeros:
+    the client's receiver line when it sends, its sender line with -R. Those are unknown, not
+    0. The side this host measured itself stays."""
+    if not (res.error or "").startswith(INTERRUPTED) or res.role not in ("client", "server"):
+        return
+    for summary, forward in ((res.summary, True), (res.reverse_summary, False)):
+        if summary is None:
+            continue
+        # the client sends in the forward direction, unless -R
+        client_sends = forward != bool(res.reverse)
+        if client_sends == (res.role == "client"):
+            summary.receiver_bits_per_second = summary.receiver_bytes = None
+            summary.jitter_ms = summary.lost_percent = None
+        else:
+            summary.sender_bits_per_second = summary.sender_bytes = None
+            summary.retransmits = None
 
 
 def summary_json(s: IperfSummary) -> dict[str, Any]:

@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from abtui.model import Interval, IperfSummary
-from abtui.parse.iperf3_result import Iperf3Result
+from abtui.core.model import Interval, IperfSummary
+from abtui.parse.iperf3_result import Iperf3Result, forget_unheard
 
 _BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -268,7 +268,7 @@ class Iperf3TextParser:
             packets = int(g[12])
         elif g[14] is not None:
             n = int(g[14])
-            if self._cols == "udp_sender":
+            if self._cols.startswith("udp"):  # datagrams sent (with --bidir, under "Jitter")
                 packets = n
             else:
                 retr = n
@@ -316,6 +316,7 @@ class Iperf3TextParser:
                 if s is not None:
                     res.stream_summaries[name] = s
         res.complete = self._done or bool(self._ends)
+        forget_unheard(res)
         res.warnings = list(self._warnings)
         if not self._known:
             res.parse_error = (f"no iperf3 output found in {self._lines} lines"

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.model import PingReply, PingSummary
+from abtui.core.model import PingReply, PingSummary
 
 _NUM = r"\d{1,12}(?:\.\d{1,12})?"
 _STAMP = re.compile(rf"\[({_NUM})\]\s*")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from abtui.model import IperfSummary
+from abtui.core.model import IperfSummary
 from abtui.parse.importer import ImportResult
 from abtui.parse.iperf3_result import Iperf3Result
 from abtui.parse.ping import PingResult

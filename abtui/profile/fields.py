@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from abtui.model import TunnelType
+from abtui.core.destination import parse_destination
+from abtui.core.model import TunnelType
 
 
 class Invalid(ValueError):
@@ -30,7 +31,6 @@ NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,39}")
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}")
 DEVICE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,14}")
 ETHTOOL_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-HOST_RE = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.@:%\[\]-]{0,254}")
 HOSTNAME_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?")
 BITRATE_RE = re.compile(r"[0-9]+(\.[0-9]+)?[KMGTkmgt]?(/[0-9]+)?")
 CONGESTION_RE = re.compile(r"[A-Za-z0-9_-]{1,16}")
@@ -151,8 +151,14 @@ def knob_value(value: Any) -> str:
 
 
 def host(value: Any) -> str:
-    """An SSH destination: an ssh_config alias or user@host[:port]; never an ssh option."""
-    return matching(HOST_RE, "an ssh_config alias or user@host[:port]", 255)(value)
+    """An SSH destination: an ssh_config alias or user@host[:port]; never an ssh option. The
+    links take it apart by the same rule (abtui.core.destination)."""
+    value = text(value, 255)
+    try:
+        parse_destination(value)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+    return value
 
 
 def address(value: Any) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from abtui.model import Knob, KnobKind, Scope, TunnelType
+from abtui.core.errors import BadInput
+from abtui.core.model import Knob, KnobKind, Scope, TunnelType
 from abtui.profile import fields as f
 from abtui.profile.schema import (
     DIRECTION_DIMENSION,
@@ -42,6 +43,19 @@ def iperf3_value(key: str, value: str) -> bool | int | str:
     if key in ("parallel", "omit"):
         return int(value)
     return value
+
+
+def iperf3_setting(knob: Knob, value: str) -> tuple[str, bool | int | str]:
+    """The test option an iperf3 knob sets and the value it takes: the one rule the loader,
+    `abtui check` and the engine share. BadInput names the knob and what was expected."""
+    key = knob.key or knob.name
+    if key not in IPERF3_KEYS:
+        raise BadInput(f"knob {knob.name}: {key!r} is not an iperf3 option abtui sets "
+                       f"(one of {', '.join(IPERF3_KEYS)})")
+    ok, expected = IPERF3_KEYS[key]
+    if not (value in ok if isinstance(ok, tuple) else ok.fullmatch(value)):
+        raise BadInput(f"knob {knob.name}: {value!r} is not a valid {key}; expected {expected}")
+    return key, iperf3_value(key, value)
 
 
 def _values_ok(values: tuple[str, ...], ok: Any, expected: str, where: KeyPath) -> None:

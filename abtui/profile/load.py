@@ -11,8 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from abtui.errors import BadInput
-from abtui.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.text import visible as _safe  # a message stays on one line, whatever it quotes
 from abtui.profile import fields as f
 from abtui.profile.knobs import build_knob
 from abtui.profile.locate import key_lines, line_of
@@ -36,12 +37,6 @@ from abtui.profile.schema import (
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
-
-
-def _safe(text: str) -> str:
-    """Keep a message on one line whatever it quotes."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else
-                   f"\\u{ord(c):04x}" for c in text)
 
 
 def load_profile(path: str | Path) -> Profile:

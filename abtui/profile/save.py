@@ -17,8 +17,8 @@ from typing import Any
 import tomlkit
 from tomlkit.items import AoT, Comment, Whitespace
 
-from abtui.errors import BadInput
-from abtui.model import Knob, KnobKind, Profile
+from abtui.core.errors import BadInput
+from abtui.core.model import Knob, KnobKind, Profile
 from abtui.profile import fields as f
 from abtui.profile.load import _tunnels, parse_profile
 from abtui.profile.schema import (

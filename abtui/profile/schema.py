@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abtui.model import KnobKind, Scope
+from abtui.core.model import KnobKind, Scope
 from abtui.profile import fields as f
 
 REQUIRED: Any = object()
@@ -189,7 +189,7 @@ PLAN_FIELDS = (
 )
 
 # [report] layout: the table a procedure's community expects, before the generic report
-# (abtui.procedure_report): a knob sweep per pair, BEFORE/AFTER speedups, builds vs the first
+# (abtui.reports.procedure): a knob sweep per pair, BEFORE/AFTER speedups, builds vs the first
 REPORT_LAYOUTS = ("sweep", "before-after", "builds")
 REPORT_FIELDS = (
     Field("layout", f.one_of(REPORT_LAYOUTS), REQUIRED),

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from shlex import quote
 from typing import ClassVar
 
-from abtui.errors import BadInput
-from abtui.model import KnobKind
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind
 
 SYSCTL_KEY = re.compile(r"[A-Za-z0-9_.%/-]+")
 DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}")
@@ -99,8 +99,33 @@ def same_value(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and a.split() == b.split()
 
 
+# A write the kernel refused, as the tools say it: printf into /proc/sys (bash says the errno,
+# dash only "I/O error"), procps' `sysctl -w`, FreeBSD's `sysctl k=v` (an unknown key is said
+# otherwise: "unknown oid", "cannot stat").
+WRITE_REFUSED = re.compile(r'(?:printf: (?:write error|printf)|sysctl: setting key "[^"]*"|'
+                           r'^sysctl: [^\s:]+): (?P<errno>[^:]+)$')
+ERRNO_WHY = {"no such file or directory": INVALID_VALUE, "invalid argument": INVALID_VALUE,
+             "numerical result out of range": INVALID_VALUE, "result too large": INVALID_VALUE,
+             "operation not permitted": PERMISSION, "permission denied": PERMISSION,
+             "read-only file system": READ_ONLY, "device or resource busy": "busy",
+             "operation not supported": UNSUPPORTED}
+
+
+def write_refusal(stderr: str) -> tuple[str, str] | None:
+    """(the kernel's reason, the lines after it) when `stderr` says a write was refused."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        m = WRITE_REFUSED.search(line)
+        if m:
+            return m.group("errno").strip(), "; ".join(lines[i + 1:])
+    return None
+
+
 def classify_error(stderr: str, status: int) -> str:
     """Why a host refused a write, from our scripts' exit status or the tool's message."""
+    refused = write_refusal(stderr)
+    if refused is not None:  # the key exists: the kernel said no to the value
+        return ERRNO_WHY.get(refused[0].lower(), "failed")
     text = stderr.lower()
     if status == EXIT_UNKNOWN or "unknown oid" in text or "no such file" in text or \
             "cannot stat" in text or "bit name not found" in text or \
@@ -121,9 +146,14 @@ def classify_error(stderr: str, status: int) -> str:
 
 
 def reason_line(stderr: str, status: int) -> str:
-    """`<why>: <the tool's last line>`, one line."""
-    last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+    """`<why>: <the tool's last line>`, one line; for a value the kernel refused, `<why>: the
+    kernel refused it (<its reason>)` and what the host allows, where it says."""
     why = classify_error(stderr, status)
+    refused = write_refusal(stderr)
+    if refused is not None:
+        errno, hint = refused
+        return f"{why}: the kernel refused it ({errno}){'; ' + hint if hint else ''}"
+    last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
     return f"{why}: {last}" if last else f"{why} (exit {status})"
 
 
@@ -208,8 +238,21 @@ class Linux(Dialect):
         "rx-gro-hw": "rx-gro-hw", "rx-gro-list": "rx-gro-list",
     }
 
+    # sysctls that take one of a list the kernel keeps in another: a refusal says the list
+    CHOICES: ClassVar[dict[str, str]] = {
+        "net.ipv4.tcp_congestion_control": "net.ipv4.tcp_allowed_congestion_control"}
+
     def __init__(self, fast_sysctl: bool = True) -> None:
         self.fast_sysctl = fast_sysctl
+
+    def _refused(self, key: str) -> str:
+        """After a refused write: the allowed values on stderr (for a CHOICES key), and the
+        exit status that says the kernel refused the value."""
+        choices = self.CHOICES.get(key)
+        if choices is None:
+            return f"return {EXIT_WRITE}"
+        return (f"{{ {{ printf %s {quote(choices + ': ')}; f={quote(self.proc_path(choices))}; "
+                f"{self._read_file()}; }} >&2; return {EXIT_WRITE}; }}")
 
     @staticmethod
     def proc_path(key: str) -> str:
@@ -253,13 +296,15 @@ class Linux(Dialect):
         dev = quote(s.device or "")
         if s.kind is KnobKind.SYSCTL:
             if not self.fast_sysctl:
-                return (f"sysctl -w {quote(s.key + '=' + self.normalize(s, value))} >/dev/null "
-                        f"&& sysctl -n {quote(s.key)}")
+                write = f"sysctl -w {quote(s.key + '=' + self.normalize(s, value))} >/dev/null"
+                if s.key not in self.CHOICES:
+                    return f"{write} && sysctl -n {quote(s.key)}"
+                return f"{write} || {self._refused(s.key)}; sysctl -n {quote(s.key)}"
             return (f"f={quote(self.proc_path(s.key))}; [ -e \"$f\" ] || "
                     f"{{ echo {quote('unknown key ' + s.key)} >&2; return {EXIT_UNKNOWN}; }}; "
                     f"[ -w \"$f\" ] || {{ echo {quote(s.key + ' is read only')} >&2; "
                     f"return {EXIT_READ_ONLY}; }}; printf '%s\\n' {v} > \"$f\" || "
-                    f"return {EXIT_WRITE}; " + self._read_file())
+                    f"{self._refused(s.key)}; " + self._read_file())
         if s.kind is KnobKind.ETHTOOL_FEATURE:
             return f"ethtool -K {dev} {quote(s.key)} {v} && ethtool -k {dev}"
         if s.kind is KnobKind.ETHTOOL_COALESCE:

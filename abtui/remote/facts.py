@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from shlex import quote
 
-from abtui.errors import BadInput
-from abtui.model import DEFAULT_IPERF3, HostFacts
+from abtui.core.errors import BadInput
+from abtui.core.model import DEFAULT_IPERF3, HostFacts
 from abtui.profile.fields import PROGRAM_RE
 from abtui.remote.dialects import parse_freebsd_pciconf, validate_device
 from abtui.remote.link import HostLink

@@ -5,9 +5,11 @@ a random sentinel, so each costs about a millisecond instead of a new SSH channe
 Long commands (iperf3, ping, watches) get a channel of their own and stream stdout line by
 line; each reports its process group first, so cancelling ends it and its children for certain.
 A dropped connection is noticed by keepalives and re-opened with backoff; state changes are
-reported to a callback. Host keys are checked against known_hosts (~/.ssh/config and ssh-agent
-apply, as asyncssh loads them by default): an unknown key is refused unless the profile accepts
-new keys (then it is recorded), a changed key always, naming the known_hosts line.
+reported to a callback. A destination written `user@host:port` connects as that user to that
+port (abtui.core.destination), with the ssh_config `Host` block of `host` still applied.
+Host keys are checked against known_hosts (~/.ssh/config and ssh-agent apply, as asyncssh loads
+them by default): an unknown key is refused unless the profile accepts new keys (then it is
+recorded), a changed key always, naming the known_hosts line.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from typing import Any
 
 import asyncssh
 
-from abtui.errors import RemoteError
-from abtui.model import LinkState
+from abtui.core.destination import Destination, parse_destination
+from abtui.core.errors import RemoteError
+from abtui.core.model import LinkState
 
 KEEPALIVE_INTERVAL = 2.0
 KEEPALIVE_COUNT_MAX = 3
@@ -95,6 +98,8 @@ def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") ->
         return f"{alias} disconnected: {exc.reason}"
     if isinstance(exc, TimeoutError):
         return f"{alias} did not answer in time (unreachable?)"
+    if isinstance(exc, OSError) and exc.filename:  # the ssh_config or a key file
+        return f"{alias}: cannot read {exc.filename}: {exc.strerror or exc}"
     if isinstance(exc, OSError):
         return f"cannot reach {alias}: {exc.strerror or exc}"
     return f"{alias}: {exc}"
@@ -107,7 +112,12 @@ class HostLink:
                  known_hosts: str | None = None, sudo: bool = False,
                  connect_timeout: float = 10.0, on_state: StateCallback | None = None,
                  reconnect: bool = True, accept_new_host_keys: bool = False) -> None:
-        self.alias = alias
+        self.alias = alias  # as the profile wrote it: the host's name everywhere
+        try:
+            self.destination = parse_destination(alias)
+            self._invalid = ""
+        except ValueError as exc:  # said by connect(), as any other reason not to connect
+            self.destination, self._invalid = Destination(alias, alias), str(exc)
         self.accept_new_host_keys = accept_new_host_keys
         # what the last host-key check found (a one-line message), and keys we recorded
         self.hostkey_problem = ""
@@ -145,9 +155,10 @@ class HostLink:
         """The known_hosts files this link checks (explicit, else from ssh_config, else ~)."""
         if self.known_hosts:
             return [self.known_hosts]
+        host, extra = self.destination.connect_args()
         try:
             opts = asyncssh.SSHClientConnectionOptions(
-                config=[self.ssh_config] if self.ssh_config else (), host=self.alias)
+                config=[self.ssh_config] if self.ssh_config else (), host=host, **extra)
             files = opts.known_hosts
         except (OSError, ValueError, asyncssh.Error):
             files = ()
@@ -161,12 +172,13 @@ class HostLink:
         """Refuse a changed key always; accept (and record) an unknown one only if allowed."""
         files = self.known_hosts_files()
         entry = _known_hosts_entry(files, host, addr, port)
+        name = host if port == 22 else f"[{host}]:{port}"  # as known_hosts lists it
         if entry is not None:
             self.hostkey_problem = (
                 f"host key of {self.alias} has CHANGED: {entry[0]} line {entry[1]} holds "
-                f"another key for {host}. If the host was reinstalled, remove that line "
-                f"(ssh-keygen -R {host} -f {entry[0]}) and connect again; otherwise someone "
-                "may be intercepting the connection. Refused.")
+                f"another key for {name}. If the host was reinstalled, remove that line "
+                f"(ssh-keygen -R {shlex.quote(name)} -f {entry[0]}) and connect again; "
+                "otherwise someone may be intercepting the connection. Refused.")
             return False
         if not self.accept_new_host_keys:
             self.hostkey_problem = (
@@ -177,7 +189,7 @@ class HostLink:
                            "~/.ssh/known_hosts")).expanduser()
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a") as fh:
-            fh.write(f"{host} {key.export_public_key().decode().strip()}\n")
+            fh.write(f"{name} {key.export_public_key().decode().strip()}\n")
         self.accepted_new_key = True
         return True
     def _set_state(self, state: LinkState, message: str = "") -> None:
@@ -195,10 +207,10 @@ class HostLink:
             await self._open()
         except (TimeoutError, OSError, asyncssh.Error) as exc:
             message = describe_connect_error(self.alias, exc, self.hostkey_problem)
-            self._set_state(LinkState.LOST, message)
+            self._set_state(LinkState.FAILED, message)
             raise RemoteError(self.alias, message.removeprefix(f"{self.alias}: ")) from exc
         except RemoteError as exc:
-            self._set_state(LinkState.LOST, str(exc))
+            self._set_state(LinkState.FAILED, str(exc))
             raise
         self._set_state(LinkState.CONNECTED)
 
@@ -209,7 +221,10 @@ class HostLink:
 
     async def _open(self) -> None:
         self.hostkey_problem = ""
-        conn = await asyncio.wait_for(asyncssh.connect(self.alias, **self._options()),
+        if self._invalid:
+            raise RemoteError(self.alias, self._invalid)
+        host, extra = self.destination.connect_args()
+        conn = await asyncio.wait_for(asyncssh.connect(host, **extra, **self._options()),
                                       self.connect_timeout)
         try:
             if self.sudo:

@@ -8,11 +8,14 @@ import asyncio
 async def _probe(alias: str, ssh_config: str | None, timeout: float) -> tuple[bool, str]:
     import asyncssh
 
+    from abtui.core.destination import parse_destination
+
     try:
-        async with asyncssh.connect(alias, config=[ssh_config] if ssh_config else (),
-                                    connect_timeout=timeout) as conn:
+        host, extra = parse_destination(alias).connect_args()
+        async with asyncssh.connect(host, config=[ssh_config] if ssh_config else (),
+                                    connect_timeout=timeout, **extra) as conn:
             result = await conn.run("hostname; uname -sr", check=False, timeout=timeout)
-    except (TimeoutError, OSError, asyncssh.Error) as exc:
+    except (TimeoutError, OSError, ValueError, asyncssh.Error) as exc:
         return False, f"unreachable: {exc}"
     if result.exit_status != 0:
         return False, f"command failed: {str(result.stderr).strip()}"

@@ -1,15 +1,19 @@
-"""The console's secondary screens: help, a path prompt (save/export), a text prompt (mark),
-the tunnel switcher, quitting with restore progress, and the compare screen."""
+"""The console's secondary screens: help, a path prompt (save/export), a saved-session picker
+(compare), a text prompt (mark), the tunnel switcher, quitting with restore progress, and the
+compare screen. Whatever they show that came from hosts or files is text, never markup."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
     Button,
@@ -23,6 +27,9 @@ from textual.widgets import (
     Static,
 )
 from textual.widgets.option_list import Option
+
+from abtui.core.errors import BadInput
+from abtui.core.text import visible
 
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
 
@@ -42,7 +49,9 @@ class HelpScreen(_Modal):
         self.keys = keys
 
     def compose(self) -> ComposeResult:
-        rows = "\n".join(f"[b $accent]{k:>10}[/]  {d}" for k, d in self.keys)
+        rows = Content("\n").join(Content.from_markup("[b $accent]$key[/]  $what",
+                                                        key=f"{visible(k):>10}",
+                                                        what=visible(d)) for k, d in self.keys)
         with VerticalScroll(classes="dialog wide"):
             yield Label("abtui console: keys", classes="dialog-title")
             yield Static("A pane per pair, all on one scale. Knob keys apply to the scope in "
@@ -70,17 +79,26 @@ class TextPrompt(_Modal):
 
 
 class PathPrompt(_Modal):
-    """A path (and for export a format): confirms the absolute path before writing."""
+    """A path (and for export a format): shows, before writing, the absolute path of the file
+    that will be written, as the writer will name it (`resolve`: e.g. a session's final
+    name), and whether a file is there already (`replace`: overwrite it, else refuse)."""
 
-    def __init__(self, title: str, default: str, formats: tuple[str, ...] = ()) -> None:
+    def __init__(self, title: str, default: str, formats: tuple[str, ...] = (), *,
+                 note: str = "", resolve: Callable[[Path], Path] | None = None,
+                 replace: bool = True) -> None:
         super().__init__()
         self.title_text = title
         self.default = default
         self.formats = formats
+        self.note = note
+        self.resolve = resolve
+        self.replace = replace
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(Content(visible(self.title_text)), classes="dialog-title")
+            if self.note:
+                yield Static(Content(visible(self.note)), classes="dim")
             if self.formats:
                 with RadioSet(id="format"):
                     for i, f in enumerate(self.formats):
@@ -108,13 +126,29 @@ class PathPrompt(_Modal):
     def _target(self) -> Path:
         raw = self.query_one("#path", Input).value.strip() or self.default
         p = Path(raw).expanduser()
+        if p.is_dir():  # a folder: the default file name in it
+            p = p / Path(self.default).name
         fmt = self._fmt()
         if fmt and not p.suffix:
             p = p.with_suffix("." + fmt)
+        if self.resolve is not None:
+            p = self.resolve(p)
         return p.resolve()
 
+    def _refusal(self, target: Path) -> str:
+        if target.is_dir():
+            return f"{target} is a folder"
+        if target.exists() and not self.replace:
+            return f"{target} exists already: pick another name"
+        return ""
+
     def _show_where(self) -> None:
-        self.query_one("#where", Static).update(f"will write {self._target()}")
+        target = self._target()
+        refusal = self._refusal(target)
+        text = refusal or f"will write {target}" + (
+            " (replacing the file there)" if target.exists() else "")
+        self.query_one("#where", Static).update(Content(visible(text)))
+        self.query_one("#write", Button).disabled = bool(refusal)
 
     def on_input_changed(self) -> None:
         self._show_where()
@@ -127,11 +161,60 @@ class PathPrompt(_Modal):
             inp.value = str(p.with_suffix("." + fmt))
         self._show_where()
 
+    def _submit(self) -> None:
+        target = self._target()
+        if not self._refusal(target):
+            self.dismiss((target, self._fmt()))
+
     def on_input_submitted(self) -> None:
-        self.dismiss((self._target(), self._fmt()))
+        self._submit()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss((self._target(), self._fmt()) if event.button.id == "write" else None)
+        if event.button.id == "write":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+
+class SessionPicker(_Modal):
+    """A saved session, picked from the sessions folder's list (newest first) or typed as a
+    file or a name, as `abtui compare` takes them; dismissed with its file's Path."""
+
+    def __init__(self, title: str, sessions: list[Path],
+                 find: Callable[[str], Path]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.sessions = sessions
+        self.find = find
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Content(visible(self.title_text)), classes="dialog-title")
+            if self.sessions:
+                yield OptionList(*(Option(Content(visible(p.name)), id=str(i))
+                                   for i, p in enumerate(self.sessions)), id="sessions")
+            else:
+                yield Static("no saved sessions in the sessions folder yet", classes="dim")
+            yield Input(placeholder="or a session file or name", id="session")
+            yield Static(id="why", classes="error")
+
+    def on_mount(self) -> None:
+        if self.sessions:
+            self.query_one("#sessions", OptionList).focus()
+        else:
+            self.query_one("#session", Input).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.sessions[int(event.option.id or 0)])
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        ref = event.value.strip()
+        if not ref:
+            return
+        try:
+            self.dismiss(self.find(ref))
+        except BadInput as exc:  # said here, and the dialog stays for another try
+            self.query_one("#why", Static).update(Content(visible(str(exc))))
 
 
 class TunnelSwitcher(_Modal):
@@ -147,9 +230,18 @@ class TunnelSwitcher(_Modal):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"Tunnel for {self.scope} (now {self.current})", classes="dialog-title")
-            yield OptionList(*(Option(f"{t}  — {why}" if why else t, id=t, disabled=bool(why))
+            yield Label(Content(visible(f"Tunnel for {self.scope} (now {self.current})")),
+                        classes="dialog-title")
+            yield OptionList(*(Option(Content(visible(f"{t}  — {why}" if why else t)), id=t,
+                                      disabled=bool(why))
                                for t, why in self.choices), id="tunnel-list")
+
+    def on_mount(self) -> None:
+        """The list starts on the scope's current type."""
+        options = self.query_one("#tunnel-list", OptionList)
+        ids = [t for t, _ in self.choices]
+        if self.current in ids and self.current in self.types:
+            options.highlighted = ids.index(self.current)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
@@ -166,7 +258,8 @@ class QuitScreen(ModalScreen[None]):
             yield Label("ctrl+q again forces out", classes="dim")
 
     def show(self, lines: list[str]) -> None:
-        self.query_one("#restore-lines", Static).update("\n".join(lines[-12:]) or "…")
+        self.query_one("#restore-lines", Static).update(
+            Content("\n".join(visible(line) for line in lines[-12:]) or "…"))
 
 
 @dataclass(slots=True)
@@ -194,7 +287,7 @@ class CompareScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         from textual_plotext import PlotextPlot
 
-        yield Static(self.comparison.title, classes="dialog-title")
+        yield Static(Content(visible(self.comparison.title)), classes="dialog-title")
         table: DataTable[str] = DataTable(id="compare-table", cursor_type="row")
         yield table
         with Horizontal(id="charts"):
@@ -207,9 +300,9 @@ class CompareScreen(Screen[None]):
 
         c = self.comparison
         table = self.query_one("#compare-table", DataTable)
-        table.add_columns(*c.columns)
-        for row in c.rows:
-            table.add_row(*row)
+        table.add_columns(*(Text(visible(col)) for col in c.columns))
+        for row in c.rows:  # rich Text: a DataTable reads a str cell as markup
+            table.add_row(*(Text(visible(cell)) for cell in row))
         over = self.query_one("#over-time", PlotextPlot).plt
         over.title("Gbit/s over time")
         for label, pts in c.lines.items():

@@ -10,21 +10,23 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.model import (
+from abtui.core.configuration import config_id, config_label
+from abtui.core.model import (
     Event,
     EventKind,
     KnobKind,
     LinkState,
     Profile,
+    interval_loss,
     interval_rate,
     tunnel_refusal,
 )
+from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values, span_of
 
 HISTORY = 120  # intervals kept per sparkline
 
 
-def config_key(config: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(config.items()))
+config_key = config_id  # a phase row's identity: the one rule of abtui.core.configuration
 
 
 @dataclass(slots=True)
@@ -52,14 +54,15 @@ class PairState:
     label: str
     sender: str
     receiver: str
-    config: dict[str, str]
+    config: dict[str, str]  # what the hosts have (read on connect, then each applied flip)
+    original: dict[str, str] = field(default_factory=dict)  # as read on connect
     bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     rtt: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     markers: deque[bool] = field(default_factory=lambda: deque(maxlen=HISTORY))
     pending_marker: bool = False
     phase: Running = field(default_factory=Running)
     rtt_phase: Running = field(default_factory=Running)
-    segment: Running | None = None  # the current stretch, in its phase row
+    segment: Segment | None = None  # the current stretch, in its phase row
     links: dict[str, str] = field(default_factory=dict)  # host -> LinkState
     kernels: dict[str, str] = field(default_factory=dict)  # host -> release
     tunnel: str = "none"
@@ -67,6 +70,9 @@ class PairState:
     retransmits_total: int = 0
     cwnd: int | None = None
     rx_bps: float | None = None  # --bidir: the latest receiver -> sender interval
+    # UDP: the latest interval's datagrams lost (%) and jitter (ms); None for TCP
+    loss_pct: float | None = None
+    jitter_ms: float | None = None
     intervals: int = 0
     error: str = ""
     status: str = "idle"
@@ -75,7 +81,7 @@ class PairState:
     def link(self) -> str:
         """The worst link state of the pair's hosts (what the pane shows)."""
         states = [self.links.get(h, LinkState.CONNECTING) for h in (self.sender, self.receiver)]
-        for s in (LinkState.LOST, LinkState.RECONNECTING, LinkState.CLOSED,
+        for s in (LinkState.FAILED, LinkState.LOST, LinkState.RECONNECTING, LinkState.CLOSED,
                   LinkState.CONNECTING):
             if s in states:
                 return str(s)
@@ -86,7 +92,7 @@ class PairState:
 class PhaseRow:
     config: dict[str, str]
     per_pair: dict[str, Running] = field(default_factory=dict)  # every interval
-    segments: dict[str, list[Running]] = field(default_factory=dict)  # one per stretch
+    segments: dict[str, list[Segment]] = field(default_factory=dict)  # one per stretch
 
 
 @dataclass(slots=True)
@@ -102,25 +108,25 @@ class Dirty:
         return bool(self.pairs) or self.phases or self.knobs or self.status
 
 
-# Filled by the console from a background thread (abtui.stats needs numpy, its test scipy:
+# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test scipy:
 # ~1.5 s of imports that must not delay the first frame or stall the screen):
 # "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
 LOADED: dict[str, Any] = {}
 
 
-def significance(base: list[Running], other: list[Running]) -> str:
-    """abtui.stats' verdict on run-level values (one mean per segment: a stretch of one run
-    under this configuration; intervals within a run are not independent): '*' significant,
-    '~' not, '' while there are too few segments to ever reach significance, '…' while scipy
-    is still loading (statistics are never imported on the way to the first frame)."""
+def significance(base: list[Segment], other: list[Segment]) -> str:
+    """abtui.reports.stats' verdict on run-level values (abtui.reports.throughput: one per
+    segment, a stretch of one run under this configuration; intervals within a run are not
+    independent): '*' significant, '~' not, '' while there are too few segments to ever reach
+    significance, '…' while scipy is still loading for a test too large to enumerate
+    (statistics are never imported on the way to the first frame)."""
     stats = LOADED.get("stats")
     if stats is None:
         return ""  # loads right after the first frame
-    a = [r.mean for r in base if r.n]
-    b = [r.mean for r in other if r.n]
+    a, b = run_values(base), run_values(other)
     if stats.min_p(len(a), len(b)) > stats.ALPHA:
         return ""
-    if not LOADED.get("scipy"):
+    if len(a) + len(b) > stats.EXACT_MAX and not LOADED.get("scipy"):
         LOADED["want_scipy"] = True
         return "…"
     return "*" if stats.verdict(a, b).significant else "~"
@@ -132,10 +138,10 @@ class ConsoleState:
     def __init__(self, profile: Profile, history: int = HISTORY) -> None:
         self.profile = profile
         self.base = profile.base_pair or (profile.pairs[0].label if profile.pairs else "")
-        defaults = {k.name: k.values[0] for k in profile.knobs if k.values}
         self.pairs: dict[str, PairState] = {}
         for p in profile.pairs:
-            ps = PairState(p.label, p.sender, p.receiver, dict(defaults))
+            # unknown ("?") until the hosts say, on connect
+            ps = PairState(p.label, p.sender, p.receiver, {})
             ps.bps = deque(maxlen=history)
             ps.rtt = deque(maxlen=history)
             ps.markers = deque(maxlen=history)
@@ -144,7 +150,9 @@ class ConsoleState:
         for p in profile.pairs:
             for h in (p.sender, p.receiver):
                 self.host_pairs.setdefault(h, []).append(p.label)
-        self.phases: dict[tuple[tuple[str, str], ...], PhaseRow] = {}
+        self.phases: dict[str, PhaseRow] = {}
+        # what phase labels are relative to: the base pair's configuration read on connect
+        self.baseline: dict[str, str] | None = None
         self.dirty = Dirty()
         self.running = False
         self.progress: dict[str, Any] | None = None
@@ -167,7 +175,7 @@ class ConsoleState:
         """The pair enters its (new) configuration: fresh phase numbers, a new segment."""
         ps.phase = Running()
         ps.rtt_phase = Running()
-        ps.segment = Running()
+        ps.segment = Segment()
         self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
 
     def _pairs_of(self, event: Event) -> list[str]:
@@ -209,10 +217,13 @@ class ConsoleState:
             if isinstance(tunnels, dict) and tunnels:
                 self.host_tunnels[str(event.host)] = {str(k): str(v) for k, v in tunnels.items()}
             return f"{event.host}: {facts.get('os', '')} {facts.get('kernel_release', '')}"
+        if kind is EventKind.CONFIG:
+            return self._config(event.pair, d.get("config"))
         if kind is EventKind.RUN_START:
             for lb in labels:
                 ps = self.pairs[lb]
-                ps.config.update({str(k): str(v) for k, v in (d.get("config") or {}).items()})
+                if isinstance(d.get("config"), dict):  # the engine's: what the hosts have
+                    ps.config = {str(k): str(v) for k, v in d["config"].items()}
                 ps.status = "running"
                 ps.error = ""
                 self._new_phase(ps)
@@ -269,6 +280,41 @@ class ConsoleState:
             return None
         return f"{kind}: {d}" if kind is not EventKind.WATCH else None
 
+    def _config(self, pair: str | None, config: Any) -> str | None:
+        """A pair's configuration as its hosts reported it on connect."""
+        if pair not in self.pairs or not isinstance(config, dict):
+            return None
+        ps = self.pairs[pair]
+        ps.config = {str(k): str(v) for k, v in config.items()}
+        ps.original = dict(ps.config)
+        for name, value in ps.config.items():
+            if self._is_tunnel(name):
+                ps.tunnel = value
+        if pair == self.base or self.baseline is None:
+            self.baseline = dict(ps.config)
+            self.dirty.phases = True  # labels are relative to it
+        self.dirty.knobs = True
+        shown = " ".join(f"{k}={v}" for k, v in ps.config.items())
+        return f"pair {pair}: hosts have {shown or 'no knobs'}"
+
+    def _is_tunnel(self, name: str) -> bool:
+        try:
+            return self.profile.knob(name).kind is KnobKind.TUNNEL
+        except KeyError:
+            return name == "tunnel"
+
+    def knob_value(self, name: str, pairs: list[str]) -> str:
+        """A knob's value on the pairs of a scope as the hosts have it: one value when they
+        agree, else each pair's (`A:reno B:bbr`); `?` where the hosts have not said."""
+        values = {lb: self.pairs[lb].config.get(name, "?") for lb in pairs if lb in self.pairs}
+        if len(set(values.values())) <= 1:
+            return next(iter(values.values()), "?")
+        return " ".join(f"{lb}:{v}" for lb, v in values.items())
+
+    def row_label(self, row: PhaseRow) -> str:
+        """The phase table's name for a row (abtui.core.configuration: what export prints)."""
+        return config_label(row.config, self.baseline)
+
     def tunnel_choices(self, types: list[str], pairs: list[str]) -> list[tuple[str, str]]:
         """Each tunnel type with why it cannot be had on these pairs ("" when it can): the
         first host that said no. A host that did not say is taken to support it."""
@@ -296,36 +342,34 @@ class ConsoleState:
         ps.bps.append(bps)
         ps.markers.append(ps.pending_marker)
         ps.pending_marker = False
-        ps.phase.add(bps)
         retr = d.get("retransmits")
         ps.retransmits = retr if isinstance(retr, int) else None
         ps.retransmits_total += retr if isinstance(retr, int) else 0
         cwnd = d.get("cwnd_bytes")
         ps.cwnd = cwnd if isinstance(cwnd, int) else None
+        ps.loss_pct, ps.jitter_ms = interval_loss(d)
         if ps.link != LinkState.CONNECTED and ps.links:
             # data flowing means the link is back, whatever the last LINK event said
             for h in ps.links:
                 ps.links[h] = str(LinkState.CONNECTED)
         if d.get("straddles"):
             # measured across a knob change: shown, but counted in neither phase (as in
-            # abtui.session), so the table agrees with the exported report
+            # abtui.sessions.session), so the table agrees with the exported report
             self.dirty.pairs.add(ps.label)
             return
+        ps.phase.add(bps)
         row = self._phase_row(ps.config)
         row.per_pair.setdefault(ps.label, Running()).add(bps)
         if ps.segment is None:
             self._new_phase(ps)
         assert ps.segment is not None
-        ps.segment.add(bps)
+        ps.segment.add(bps, span_of(d.get("start"), d.get("end")))
         self.dirty.phases = True
 
     def _knob(self, d: dict[str, Any]) -> str:
         name, value = str(d.get("knob")), str(d.get("value"))
         labels = [lb for lb in d.get("pairs") or [] if lb in self.pairs]
-        try:
-            is_tunnel = self.profile.knob(name).kind is KnobKind.TUNNEL
-        except KeyError:
-            is_tunnel = name == "tunnel"
+        is_tunnel = self._is_tunnel(name)
         for lb in labels:
             ps = self.pairs[lb]
             ps.config[name] = value
@@ -349,19 +393,21 @@ class ConsoleState:
         return bmax, rmax
 
     def phase_cells(self, row: PhaseRow) -> list[str]:
-        """One cell per pair: mean Gbit/s, Δ vs the base pair and the significance mark."""
-        base = row.per_pair.get(self.base)
+        """One cell per pair: the configuration's throughput in Gbit/s as every table defines
+        it (abtui.reports.throughput: the mean of its run-level values), their number, then the Δ vs
+        the base pair and the significance mark."""
+        base = configuration_rate(row.segments.get(self.base, []))
         cells = []
         for label in self.pairs:
-            r = row.per_pair.get(label)
-            if r is None or not r.n:
+            segments = row.segments.get(label, [])
+            rate = configuration_rate(segments)
+            if rate is None:
                 cells.append("·")
                 continue
-            text = f"{r.mean / 1e9:.2f} n{r.n}"
-            if label != self.base and base is not None and base.n:
-                delta = (r.mean / base.mean - 1) * 100 if base.mean else math.nan
-                mark = significance(row.segments.get(self.base, []),
-                                    row.segments.get(label, []))
+            text = f"{rate / 1e9:.2f} n{len(run_values(segments))}"
+            delta = change_pct(base, rate) if label != self.base else None
+            if delta is not None:
+                mark = significance(row.segments.get(self.base, []), segments)
                 text += f" {delta:+.1f}%{mark}"
             cells.append(text)
         return cells

@@ -15,11 +15,14 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widgets import Sparkline, Static
 
-from abtui.model import LinkState
+from abtui.core.model import LinkState
+from abtui.core.text import visible
 from abtui.ui.state import PairState
 
 BARS = " ▁▂▃▄▅▆▇█"
 DIM = "dim"
+PANE_INNER = 34  # a pane's text width before its first layout (40 columns less the frame)
+Part = str | tuple[str, str]  # text, or (text, style)
 
 
 def human_bits(bps: float) -> str:
@@ -117,11 +120,12 @@ class ScaledSparkline(Sparkline):
         return strips
 
 
-LINK_TEXT = {
+LINK_TEXT: dict[str, str] = {
     LinkState.CONNECTED: "[b $success]● connected[/]",
     LinkState.CONNECTING: "[b $warning]◌ connecting[/]",
     LinkState.RECONNECTING: "[b $warning]◌ reconnecting[/]",
     LinkState.LOST: "[b reverse $error] ✖ LOST [/]",
+    LinkState.FAILED: "[b reverse $error] ✖ could not connect [/]",
     LinkState.CLOSED: "[dim]○ closed[/]",
 }
 
@@ -133,8 +137,12 @@ class PairPane(Vertical):
         super().__init__(id=f"pane-{state.label}", classes="pane", **kwargs)  # type: ignore[arg-type]
         self.state = state
         self._texts: dict[str, str] = {}
+        self._chips: dict[str, list[Content]] = {}  # each text line's chips
+        self._lines: dict[str, int] = {}  # and how many lines they take
+        self._width = 0  # the text width they were packed into
         self._w: dict[str, Static | ScaledSparkline] = {}
-        self.border_title = f"{state.label}  {state.sender} → {state.receiver}"
+        self.border_title = Content(  # type: ignore[assignment]
+            visible(f"{state.label}  {state.sender} → {state.receiver}"))
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="head", classes="head", markup=True)
@@ -151,13 +159,55 @@ class PairPane(Vertical):
         self._w.update((w.id, w) for w in self.query(ScaledSparkline) if w.id)
         self.refresh_from_state((1.0, 1.0))
 
-    def _set(self, name: str, *parts: str | tuple[str, str]) -> None:
-        """Update a one-line Static when its text changed, without a layout pass; parts are
-        text or (text, style), assembled without parsing markup (this runs per interval)."""
-        key = "".join(p if isinstance(p, str) else p[0] for p in parts)
+    def _set(self, name: str, *chips: Sequence[Part]) -> None:
+        """Show a line's chips (each a run of text or (text, style) parts) when its text
+        changed: assembled without parsing markup (this runs per interval), whatever a host
+        sent made visible, packed into the pane's width. A layout pass only when the
+        number of lines changes."""
+        key = "|".join("".join(p if isinstance(p, str) else p[0] for p in c) for c in chips)
         if self._texts.get(name) != key:
             self._texts[name] = key
-            self._w[name].update(Content.assemble(*parts), layout=False)  # type: ignore[union-attr]
+            self._chips[name] = [Content.assemble(*(
+                visible(p) if isinstance(p, str) else (visible(p[0]), p[1]) for p in c))
+                for c in chips]
+            self._show(name)
+
+    def _show(self, name: str, width_changed: bool = False) -> None:
+        """Pack a line's chips into the pane's width. Its height only grows while the width
+        stays (a shorter text is padded): numbers changing length (9.99 → 10.00) near the
+        edge would otherwise make the pane jump, and each jump costs a layout pass."""
+        content = pack_chips(self._chips[name], self.content_region.width or PANE_INNER)
+        lines = content.plain.count("\n") + 1
+        had = 0 if width_changed else self._lines.get(name, 0)
+        if lines < had:
+            content = content + "\n" * (had - lines)
+        widget = self._w[name]
+        if lines > had:  # an explicit height: the layout pass it needs surely happens
+            widget.styles.height = lines
+        self._lines[name] = max(lines, had)
+        widget.update(content, layout=False)  # type: ignore[union-attr]
+
+    def _config_chips(self, compact: bool) -> list[list[Part]]:
+        """`knob=value` per knob (the tunnel's is in the head line, unless compact)."""
+        return [[f"{k}=", (v, "bold")] for k, v in self.state.config.items()
+                if compact or k != "tunnel"]
+
+    def height_for(self, width: int, compact: bool) -> int:
+        """Rows this pane takes at `width` columns, frame included (compact: no sparklines
+        and no head line)."""
+        inner = width - 4
+        config = [Content.assemble(*c) for c in self._config_chips(compact)]
+        rows = 2 + _lines(config, inner)
+        for name in ("bps-label", "rtt-label", "tcp", *(() if compact else ("head",))):
+            rows += _lines(self._chips.get(name, []), inner)
+        return rows + (0 if compact else 3) + (1 if self.state.error else 0)
+
+    def on_resize(self) -> None:
+        width = self.content_region.width
+        if width != self._width:
+            self._width = width
+            for name in self._chips:
+                self._show(name, width_changed=True)
 
     def refresh_from_state(self, scale: tuple[float, float]) -> None:
         self.refresh_charts(scale)
@@ -167,9 +217,9 @@ class PairPane(Vertical):
         """Sparklines and link state: every interval, at once."""
         s = self.state
         link = s.link
-        self.set_class(link == LinkState.LOST, "-lost")
+        self.set_class(link in (LinkState.LOST, LinkState.FAILED), "-lost")
         self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting")
-        subtitle = LINK_TEXT.get(LinkState(link), link)
+        subtitle = LINK_TEXT.get(link, link)  # (PairState.link is always one of them)
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
             self._texts["subtitle"] = subtitle
             self.border_subtitle = subtitle
@@ -186,27 +236,47 @@ class PairPane(Vertical):
         unreadable, and each text line costs a repaint)."""
         s = self.state
         kernels = sorted({k for k in s.kernels.values() if k})
-        self._set("head", ("kernel ", DIM), " / ".join(kernels) or "?", ("  tunnel ", DIM),
-                  s.tunnel)
-        knobs: list[str | tuple[str, str]] = []
-        for k, v in s.config.items():
-            if k != "tunnel":
-                knobs += [f"{k}=", (v, "bold"), "  "]
-        self._set("config", *knobs)
+        self._set("head", [("kernel ", DIM), " / ".join(kernels) or "?"],
+                  [("tunnel ", DIM), s.tunnel])
+        self._set("config", *self._config_chips(self.has_class("-compact")))
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
-        back: list[str | tuple[str, str]] = [] if s.rx_bps is None else [
-            ("  ⇄ rx ", DIM), human_bits(s.rx_bps)]
-        self._set("bps-label", (human_bits(now), "bold"), " Gbit/s  ", ("mean ", DIM),
-                  human_bits(p.mean), (" min ", DIM), human_bits(p.lo), (" max ", DIM),
-                  human_bits(p.hi), *back)
+        back: list[list[Part]] = [] if s.rx_bps is None else [
+            [("⇄ rx ", DIM), human_bits(s.rx_bps)]]
+        self._set("bps-label", [(human_bits(now), "bold"), " Gbit/s"],
+                  [("mean ", DIM), human_bits(p.mean)], [("min ", DIM), human_bits(p.lo)],
+                  [("max ", DIM), human_bits(p.hi)], *back)
         r = s.rtt_phase
-        self._set("rtt-label", ("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
-                  " ms  ", ("mean ", DIM), ms(r.mean), (" max ", DIM), ms(r.hi))
+        self._set("rtt-label", [("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
+                                " ms"], [("mean ", DIM), ms(r.mean)], [("max ", DIM), ms(r.hi)])
         retr = "–" if s.retransmits is None else str(s.retransmits)
-        self._set("tcp", ("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM),
-                  ("  cwnd ", DIM), human_bytes(s.cwnd), ("  n ", DIM), str(s.intervals))
-        self._set("error", *((("⚠ ", "bold"), s.error) if s.error else ()))
+        if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
+            jitter = "–" if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
+            self._set("tcp", [("lost ", DIM), f"{s.loss_pct:.2f}%"],
+                      [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)])
+        else:
+            self._set("tcp", [("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM)],
+                      [("cwnd ", DIM), human_bytes(s.cwnd)], [("n ", DIM), str(s.intervals)])
+        self._set("error", *([("⚠ ", "bold"), s.error],) if s.error else ())
         err = self._w["error"]
         if err.display != bool(s.error):
             err.display = bool(s.error)
+
+
+def pack_chips(chips: Sequence[Content], width: int, gap: int = 2) -> Content:
+    """Chips side by side, `gap` cells apart, in as many lines of `width` cells as they need;
+    a chip moves to the next line whole (only one wider than a line is cut by wrapping)."""
+    lines: list[list[Content]] = [[]]
+    used = 0
+    for chip in chips:
+        w = chip.cell_length
+        if lines[-1] and used + gap + w > width:
+            lines.append([])
+            used = 0
+        used += (gap if lines[-1] else 0) + w
+        lines[-1].append(chip)
+    return Content("\n").join(Content(" " * gap).join(line) for line in lines)
+
+
+def _lines(chips: Sequence[Content], width: int) -> int:
+    return pack_chips(chips, width).plain.count("\n") + 1

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.model import Knob, KnobKind
+from abtui.core.model import Knob, KnobKind
+from abtui.hosts.connect import open_hosts
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.hosts.restore import set_back
+from abtui.hosts.tunnels import TunnelManager
+from abtui.hosts.undo import UndoJournal
 from abtui.profile import load_profile
-from abtui.remote.hosts import open_hosts
-from abtui.restore import set_back
-from abtui.tunnels import TunnelManager
-from abtui.undo import UndoJournal
 
 
 async def main(profile_path: str, key: str, value: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.lab import Lab
+from abtui.lab.netns import Lab
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]

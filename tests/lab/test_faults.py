@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui.engine import Engine
-from abtui.lab import Lab
-from abtui.lab_profile import TCP_RMEM_VALUES
-from abtui.model import Event, EventKind
+from abtui.core.model import Event, EventKind
+from abtui.hosts.undo import UndoJournal
+from abtui.lab.netns import Lab
+from abtui.lab.profile import TCP_RMEM_VALUES
+from abtui.measure.engine import Engine
+from abtui.measure.seams import open_session_writer
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.profile import load_profile
-from abtui.seams import open_session_writer
-from abtui.store import load_events
-from abtui.undo import UndoJournal
+from abtui.sessions.store import load_events
 from tests.conftest import kill_sshd, ns_exec
 from tests.lab.test_engine import (  # noqa: F401  (no_strays: nothing left on any host)
     Recorder,
@@ -90,6 +90,10 @@ def is_subsequence(wanted: list[str], seen: list[str]) -> bool:
     return all(w in it for w in wanted)
 
 
+@pytest.mark.reliability(
+    "1", "sshd killed on one receiver",
+    "lost→reconnecting→connected; new run measures; old run incomplete, kept in the session, "
+    "not stitched; other pair's intervals contiguous")
 async def test_sshd_killed_on_a_receiver(lab: Lab, tmp_path: Path, reliability: Reliability):
     """Pair B's receiver loses its sshd mid-run: B goes lost → reconnecting → connected once
     sshd is back, measures again in a new run; the interrupted run is incomplete (its
@@ -139,13 +143,13 @@ async def test_sshd_killed_on_a_receiver(lab: Lab, tmp_path: Path, reliability: 
     assert gap <= 2 * INTERVAL, f"pair A waited {gap:.2f} s between intervals"
     assert_contiguous([e.data for e in a])
     reliability.row(
-        "1", "sshd killed on one receiver",
-        "lost→reconnecting→connected; new run measures; old run incomplete, kept in the "
-        "session, not stitched; other pair's intervals contiguous",
         intervals_kept=len(before), other_pair_max_gap_s=gap,
         recovery_s=marks["measuring"] - marks["back"])
 
 
+@pytest.mark.reliability(
+    "2", "data link of one pair down",
+    "stall shown as an ERROR; link up → new run measures; other pair untouched")
 async def test_data_link_down_stalls_and_recovers(lab: Lab, tmp_path: Path,
                                                   reliability: Reliability):
     """Pair A's data link goes down: the stall is an ERROR; once it is up, A measures again
@@ -183,8 +187,6 @@ async def test_data_link_down_stalls_and_recovers(lab: Lab, tmp_path: Path,
     gap = max_gap(b)
     assert gap <= 2 * INTERVAL, f"pair B waited {gap:.2f} s between intervals"
     reliability.row(
-        "2", "data link of one pair down",
-        "stall shown as an ERROR; link up → new run measures; other pair untouched",
         detected_after_s=marks["detected"] - marks["down"],
         recovery_s=marks["measuring"] - marks["up"], other_pair_max_gap_s=gap)
 
@@ -249,6 +251,11 @@ def _host_intervals(log: Path) -> list[tuple[float, float, int, float]]:
     return [(iv.start, iv.end, iv.bytes, iv.bits_per_second) for iv in got if not iv.omitted]
 
 
+@pytest.mark.reliability(
+    "3", "controller SIGKILLed mid-run (knob changed, vxlan up)",
+    "the session holds every interval iperf3 printed on the senders before the kill (compared "
+    "with the hosts' own copy; at most the one in flight missing); next start offers recovery; "
+    "`abtui recover` restores tcp_rmem, removes 4 tunnel ends, ends iperf3/ping")
 def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
         lab: Lab, tmp_path: Path, reliability: Reliability):
     """`abtui run --headless --duration 60` with tcp_rmem changed and a vxlan tunnel up, killed
@@ -290,7 +297,9 @@ def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
         (run,) = {e.data["run"] for e in ivs}
         start = next(e for e in events if e.kind is EventKind.RUN_START
                      and e.data["run"] == run)
-        assert start.data["config"] == {"tcp_rmem": RMEM_SMALL, "tunnel": "vxlan"}
+        config = start.data["config"]  # every knob as the hosts had it, with the two set
+        assert set(config) == {k.name for k in load_profile(lab.profile_path).knobs}
+        assert (config["tcp_rmem"], config["tunnel"]) == (RMEM_SMALL, "vxlan")
         assert start.data["target"] != next(p for p in load_profile(lab.profile_path).pairs
                                             if p.label == pair).target
         assert_contiguous([e.data for e in ivs])
@@ -326,14 +335,14 @@ def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
     said, _ = again.communicate(timeout=30)
     assert (again.returncode, said.strip()) == (0, "nothing to recover")
     reliability.row(
-        "3", "controller SIGKILLed mid-run (knob changed, vxlan up)",
-        "the session holds every interval iperf3 printed on the senders before the kill "
-        "(compared with the hosts' own copy; at most the one in flight missing); next start "
-        "offers recovery; `abtui recover` restores tcp_rmem, removes 4 tunnel ends, ends "
-        "iperf3/ping", intervals_kept=sum(kept.values()),
+        intervals_kept=sum(kept.values()),
         printed_on_hosts_before_kill=sum(printed.values()), recover_s=recovered_s)
 
 
+@pytest.mark.reliability(
+    "6", "a host key changed",
+    "`abtui run` refuses with the host and the known_hosts line; knobs on the other hosts, "
+    "tunnels and processes untouched; nothing left to recover")
 def test_changed_host_key_refuses_the_run_and_touches_no_host(lab: Lab, tmp_path: Path,
                                                               reliability: Reliability):
     """known_hosts holds another key for B's receiver (as after a reinstall): `abtui run`
@@ -368,11 +377,7 @@ def test_changed_host_key_refuses_the_run_and_touches_no_host(lab: Lab, tmp_path
             for h in lab.hosts(2)} == wmem
     assert _rmem(lab) == rmem and _vxlans(lab) == {} and stray_pids(lab) == {}
     assert not list((tmp_path / "state").glob("abtui/undo/*.jsonl"))
-    reliability.row(
-        "6", "a host key changed",
-        "`abtui run` refuses with the host and the known_hosts line; knobs on the other "
-        "hosts, tunnels and processes untouched; nothing left to recover",
-        exit_code=proc.returncode)
+    reliability.row(exit_code=proc.returncode)
 
 
 class Soak:
@@ -409,6 +414,10 @@ SOAK_SECONDS = float(os.environ.get("ABTUI_SOAK_SECONDS", "40"))
 
 
 @pytest.mark.timeout(int(SOAK_SECONDS) + 120)
+@pytest.mark.reliability(
+    "8", f"soak: 2 pairs at 0.5 s, knob flipped every 10 s, {SOAK_SECONDS:g} s",
+    "no interval lost (contiguous, count ≈ duration / 0.5 per pair, all in the session file); "
+    "every flip a KNOB event; controller memory flat after warm-up")
 async def test_soak_two_pairs_with_a_knob_flipped_every_10_s(lab: Lab, tmp_path: Path,
                                                             reliability: Reliability):
     """2 pairs continuous at 0.5 s, tcp_wmem flipped every 10 s, for ABTUI_SOAK_SECONDS
@@ -465,9 +474,6 @@ async def test_soak_two_pairs_with_a_knob_flipped_every_10_s(lab: Lab, tmp_path:
     per_interval = traced_growth / max(1, sum(soak.count.values()))
     assert traced_growth < 128 * 1024, f"traced memory grew {traced_growth} B: {samples}"
     reliability.row(
-        "8", f"soak: 2 pairs at 0.5 s, knob flipped every 10 s, {seconds:g} s",
-        "no interval lost (contiguous, count ≈ duration / 0.5 per pair, all in the session "
-        "file); every flip a KNOB event; controller memory flat after warm-up",
         intervals=dict(soak.count), expected_per_pair=round(expected), flips=flips,
         traced_growth_kib=round(traced_growth / 1024, 1), rss_growth_kib=rss_growth,
         traced_bytes_per_interval=round(per_interval, 1))

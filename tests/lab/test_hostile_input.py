@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.errors import AbtuiError
-from abtui.knobs import KnobManager, Target
-from abtui.lab import Lab
-from abtui.model import Knob, KnobKind
+from abtui.core.controller import KnobRefused
+from abtui.core.errors import AbtuiError
+from abtui.core.model import Knob, KnobKind
+from abtui.hosts.knobs import KnobManager, Target
+from abtui.hosts.tunnel_commands import down_command, verify_command
+from abtui.lab.netns import Lab
 from abtui.remote.dialects import FreeBSD, Linux, Setting
 from abtui.remote.facts import facts_command
 from abtui.remote.link import HostLink
-from abtui.tunnel_commands import down_command, verify_command
 
 pytestmark = pytest.mark.lab
 

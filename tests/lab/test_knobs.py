@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.lab import Lab
-from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.controller import KnobRefused
+from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.hosts.connect import open_hosts
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.hosts.undo import UndoJournal, read_journal
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.hosts import open_hosts
-from abtui.undo import UndoJournal, read_journal
 from tests.conftest import ns_exec
 from tests.reliability import Reliability
 
@@ -61,6 +61,10 @@ async def test_flip_on_four_hosts_is_read_back_and_restored(lab: Lab, tmp_path):
     assert [e.data["ok"] for e in events if e.kind is EventKind.RESTORE] == [True] * 4
 
 
+@pytest.mark.reliability(
+    "5", "a host refuses a knob (read-only feature)",
+    "all or nothing: the 3 hosts that took it are set back; one line naming the host, knob, "
+    "value and reason")
 async def test_a_host_that_refuses_leaves_all_four_as_they_were(lab: Lab,
                                                                 reliability: Reliability):
     """rx-checksumming is fixed on `lo` (b-rcv's device here) but not on the veths."""
@@ -85,10 +89,7 @@ async def test_a_host_that_refuses_leaves_all_four_as_they_were(lab: Lab,
         assert "set back on 3 other host(s)" in message
         assert "\n" not in message and "Traceback" not in message
         assert states() == ["on"] * 4
-        reliability.row(
-            "5", "a host refuses a knob (read-only feature)",
-            "all or nothing: the 3 hosts that took it are set back; one line naming the host, "
-            "knob, value and reason", message=f"`{message}`")
+        reliability.row(message=f"`{message}`")
     finally:
         await manager.restore_all()
         await hosts.close()
@@ -175,3 +176,98 @@ async def test_a_value_the_kernel_refuses_changes_no_host(lab: Lab, key: str, va
     assert re.match(rf"^{lab.name}-\w-\w{{3}}: knob k='{value}' refused: {key}", message), message
     assert why.lower() in message.lower() and "\n" not in message
     assert {a: _sysctl(lab, a, key) for a in _aliases(lab)} == before
+
+
+def _abtui_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "abtui", *args], cwd=ROOT, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(("setting", "why"), [
+    # read-only inside a namespace: [ -w ] says no before anything is written (the value is
+    # made other than the host's below: a flip to the value a host has is no flip)
+    (("rmemmax", "net.core.rmem_max", "4194304"), "read-only"),
+    # a congestion control the kernel does not have: ENOENT from the write, said as such
+    (("rcv_cc", "net.ipv4.tcp_congestion_control", "nosuchcc"),
+     "invalid value: the kernel refused it (No such file or directory); "
+     "net.ipv4.tcp_allowed_congestion_control: "),
+])
+def test_a_refused_set_says_so_once_and_leaves_nothing_to_recover(
+        lab: Lab, tmp_path: Path, setting: tuple[str, str, str], why: str):
+    """`abtui run --set` with a value the hosts refuse: one line naming the knob, the value,
+    the host and the kernel's reason; no "could not restore"; no undo journal left, so
+    `abtui recover` has nothing to do and the next run does not warn about earlier changes."""
+    knob, key, value = setting
+    before = {a: _sysctl(lab, a, key) for a in _aliases(lab)}
+    if value in before.values():
+        value = str(int(value) // 2)
+    profile = tmp_path / "p.toml"
+    profile.write_text(lab.profile_path.read_text().replace("duration = 0 ", "duration = 1 ")
+                       + f'\n[[knobs]]\nname = "{knob}"\nkind = "sysctl"\nkey = "{key}"\n'
+                       f'values = ["{value}"]\nscope = "receiver"\n')
+    run = _abtui_run(tmp_path, "run", str(profile), "--headless", "--set", f"{knob}={value}",
+                     "--out", str(tmp_path / "s.jsonl"))
+    assert run.returncode == 1, run.stderr
+    said = [ln for ln in run.stderr.splitlines() if value in ln]
+    assert len(said) == 1, run.stderr
+    assert re.search(rf"--set {knob}={value} refused, not started: {lab.name}-\w-\w{{3}}: "
+                     rf"knob {knob}='{value}' refused: {key}: ", said[0]), said[0]
+    assert why in said[0] and "(nothing was changed)" in said[0], said[0]
+    assert "printf" not in run.stderr and "unknown key" not in run.stderr
+    assert "could not restore" not in run.stderr and "NOT restored" not in run.stderr
+    assert not list((tmp_path / "state" / "abtui" / "undo").glob("*.jsonl"))
+    recover = _abtui_run(tmp_path, "recover")
+    assert (recover.returncode, recover.stdout.strip()) == (0, "nothing to recover")
+    again = _abtui_run(tmp_path, "run", str(profile), "--headless", "--duration", "1",
+                       "--out", str(tmp_path / "s2.jsonl"))
+    assert again.returncode == 0, again.stderr
+    assert "left changes" not in again.stderr and "abtui recover" not in again.stderr
+    assert {a: _sysctl(lab, a, key) for a in _aliases(lab)} == before
+
+
+def test_recover_finishes_when_the_hosts_of_a_journal_are_gone(lab: Lab, tmp_path: Path):
+    """Two controllers SIGKILLed: one on the test lab, one on a lab that is then taken down.
+    `abtui recover` sets back all it can (the live lab: sysctls, tunnels, the process), says
+    in one line per gone host what it could not and how to forget it (exit 1), keeps only
+    that; --forget-unreachable then finishes (exit 0) and nothing is left to recover."""
+    from tests.conftest import make_test_lab
+
+    gone_lab = make_test_lab(tmp_path / "labs", "g")
+    gone_lab.down()
+    gone_lab.up(pairs=1)
+    gone = [h.alias for h in gone_lab.hosts(1)]
+    before = {a: _sysctl(lab, a) for a in _aliases(lab)}
+    value = "2" if before[_aliases(lab)[0]] != "2" else "5"
+    holders = []
+    try:
+        holders.append(_start_holder(gone_lab, tmp_path, value))
+        holders.append(_start_holder(lab, tmp_path, value))
+        assert {a: _sysctl(lab, a) for a in _aliases(lab)} == dict.fromkeys(_aliases(lab), value)
+    finally:
+        for proc, _pgid in holders:
+            proc.kill()
+            proc.wait(timeout=10)
+        gone_lab.down()
+    pgid = holders[1][1]
+    first = _abtui_run(tmp_path, "recover")
+    assert first.returncode == 1, first.stdout + first.stderr
+    lines = first.stdout.splitlines()
+    assert sum(f"restored {SYN} = " in ln for ln in lines) == 4, lines
+    assert sum("removed tunnel" in ln for ln in lines) == 2, lines
+    assert any(f"ended process group {pgid} (sleep)" in ln for ln in lines), lines
+    failed = [ln for ln in lines if ln.startswith("FAIL")]
+    assert [ln.split(":")[0] for ln in failed] == [f"FAIL {a}" for a in sorted(gone)], lines
+    for line in failed:
+        host = line.split()[1].rstrip(":")
+        assert line.startswith(f"FAIL {host}: cannot reconnect (") and " left" in line
+        assert line.endswith(f"`abtui recover --forget {host}`)")
+    assert "Traceback" not in first.stderr
+    assert {a: _sysctl(lab, a) for a in _aliases(lab)} == before
+    assert _leftovers(lab, pgid) == ("", "")
+    assert len(list((tmp_path / "state" / "abtui" / "undo").glob("*.jsonl"))) == 1
+    rest = _abtui_run(tmp_path, "recover", "--forget-unreachable")
+    assert rest.returncode == 0, rest.stdout + rest.stderr
+    assert [ln.split(":")[0] for ln in rest.stdout.splitlines()] == \
+        [f"ok   {a}" for a in sorted(gone)]
+    assert not list((tmp_path / "state" / "abtui" / "undo").glob("*.jsonl"))
+    assert _abtui_run(tmp_path, "recover").stdout.strip() == "nothing to recover"

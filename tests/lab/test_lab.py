@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from abtui.lab import Lab
+from abtui.lab.netns import Lab
 from abtui.remote.probe import probe_hosts
 from tests.conftest import make_test_lab
 

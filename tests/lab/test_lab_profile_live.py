@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from abtui.engine import Engine
-from abtui.lab import Lab
-from abtui.lab_profile import TCP_RMEM_VALUES
-from abtui.model import Event
+from abtui.core.model import Event
+from abtui.hosts.undo import UndoJournal
+from abtui.lab.netns import Lab
+from abtui.lab.profile import TCP_RMEM_VALUES
+from abtui.measure.engine import Engine
 from abtui.profile import load_profile
-from abtui.session import Session
-from abtui.stats import phase_stats
-from abtui.undo import UndoJournal
+from abtui.reports.stats import phase_stats
+from abtui.sessions.session import Session
 from tests.conftest import ns_exec
 
 pytestmark = pytest.mark.lab

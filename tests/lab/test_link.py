@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from abtui.errors import RemoteError
-from abtui.lab import Lab
-from abtui.model import LinkState
+from abtui.core.errors import RemoteError
+from abtui.core.model import LinkState
+from abtui.lab.netns import Lab
 from abtui.remote.link import HostLink, connect_all
 from tests.conftest import kill_sshd, netns_processes, ns_exec
 
@@ -76,7 +76,7 @@ async def test_unknown_host_key_is_refused_with_a_clear_message(lab: Lab, tmp_pa
                     known_hosts=str(empty), reconnect=False)
     with pytest.raises(RemoteError, match=r"host key of .* is unknown \(not in .*known_hosts\)"):
         await link.connect()
-    assert link.state is LinkState.LOST
+    assert link.state is LinkState.FAILED  # never connected: not "lost"
     # accepted explicitly: recorded, and then known without the option
     accepting = HostLink(link.alias, ssh_config=str(lab.ssh_config), known_hosts=str(empty),
                          reconnect=False, accept_new_host_keys=True)
@@ -153,7 +153,7 @@ async def test_sudo_refusal_is_reported_as_such(lab: Lab, tmp_path):
     import signal
     import subprocess
 
-    from abtui.lab import SSHD, ssh_banner
+    from abtui.lab.netns import SSHD, ssh_banner
 
     host = lab.hosts(1)[0]
     alias, config, sshd = host.alias, lab.ssh_config, None
@@ -187,7 +187,7 @@ async def test_sudo_refusal_is_reported_as_such(lab: Lab, tmp_path):
                                               rf"password, or this user may not use sudo\): "
                                               rf".*{why}"):
             await link.connect()
-        assert states[-1][0] is LinkState.LOST and "sudo -n refused" in states[-1][1]
+        assert states[-1][0] is LinkState.FAILED and "sudo -n refused" in states[-1][1]
     finally:
         if sshd is not None:
             os.kill(sshd.pid, signal.SIGTERM)
@@ -293,3 +293,100 @@ async def test_sudo_runs_commands_and_streams_and_ends_them(lab: Lab):
         assert _pids_running(lab, host.alias, "sleep 307.25") == []
     finally:
         await link.close()
+
+
+def test_user_at_host_and_host_port_destinations_run_a_session(lab: Lab, tmp_path):
+    """Pairs written `root@<alias>`, `root@<alias>:22` and `<alias>:22` (docs/profiles.md):
+    each connects (the alias's ssh_config Host block applies, known_hosts is checked), runs,
+    takes a knob and sets it back; events, originals and restores name each host as written."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from abtui.core.model import EventKind
+    from abtui.sessions.store import load_events
+
+    a_snd, a_rcv, b_snd, b_rcv = (h.alias for h in lab.hosts(2))
+    written = {a_snd: f"root@{a_snd}", a_rcv: f"root@{a_rcv}:22", b_snd: f"{b_snd}:22",
+               b_rcv: b_rcv}
+    text = lab.profile_path.read_text()
+    for alias, dest in written.items():
+        text = text.replace(f'= "{alias}"\n', f'= "{dest}"\n')
+    profile = tmp_path / "p.toml"
+    profile.write_text(text)
+    out = tmp_path / "s.jsonl"
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, "-m", "abtui", "run", str(profile), "--headless",
+                          "--duration", "3", "--out", str(out), "--set",
+                          "tcp_wmem=4096 16384 65536"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    events = load_events(out)
+    hosts = set(written.values())
+    assert {e.host for e in events if e.kind is EventKind.LINK
+            and e.data["state"] == "connected"} == hosts
+    facts = {e.host: e.data["facts"]["hostname"] for e in events if e.kind is EventKind.FACTS}
+    assert facts == {dest: alias for alias, dest in written.items()}  # the right hosts
+    for pair in ("A", "B"):
+        assert sum(e.kind is EventKind.INTERVAL and e.pair == pair for e in events) >= 2
+    senders = {written[a_snd], written[b_snd]}
+    assert {e.host for e in events if e.kind is EventKind.ORIGINAL} == senders
+    assert {e.host for e in events if e.kind is EventKind.RESTORE and e.data["ok"]} == senders
+    assert "error" not in run.stderr
+
+
+async def test_another_port_is_checked_against_its_own_known_hosts_entry(lab: Lab, tmp_path):
+    """`root@<alias>:2222`, a second sshd of that host (same host key): the port goes to
+    asyncssh, so known_hosts is matched on `[alias]:2222` first (then, asyncssh's rule, on the
+    host's own entry: the lab's known_hosts vouches for the same key); a key accepted is
+    recorded as `[alias]:2222`, and another key on that entry is refused as CHANGED, naming
+    `[alias]:2222`."""
+    import os
+    import signal
+    import subprocess
+
+    from abtui.lab.netns import SSHD, ssh_banner
+
+    host = lab.hosts(1)[0]
+    cfg = tmp_path / "sshd_config"
+    cfg.write_text((lab.state_dir / f"sshd_config-{host.alias}").read_text()
+                   .replace("Port 22\n", "Port 2222\n")
+                   .replace(f"PidFile {lab.state_dir}", f"PidFile {tmp_path}"))
+    sshd = subprocess.Popen(["ip", "netns", "exec", host.netns, SSHD, "-D", "-f", str(cfg)])
+    try:
+        for _ in range(100):
+            if ssh_banner(host.mgmt_address, 2222)[0]:
+                break
+            await asyncio.sleep(0.05)
+        dest = f"root@{host.alias}:2222"
+        lab_known = HostLink(dest, ssh_config=str(lab.ssh_config), reconnect=False)
+        await lab_known.connect()
+        assert (await lab_known.check("echo $SSH_CONNECTION")).split()[-1] == "2222"
+        await lab_known.close()
+        known = tmp_path / "known_hosts"
+        known.write_text("")
+        with pytest.raises(RemoteError, match=rf"host key of {dest} is unknown"):
+            await HostLink(dest, ssh_config=str(lab.ssh_config), known_hosts=str(known),
+                           reconnect=False).connect()
+        accepting = HostLink(dest, ssh_config=str(lab.ssh_config), known_hosts=str(known),
+                             reconnect=False, accept_new_host_keys=True)
+        await accepting.connect()
+        assert accepting.accepted_new_key
+        assert (await accepting.check("echo $SSH_CONNECTION")).split()[-1] == "2222"
+        await accepting.close()
+        entry = known.read_text().split()
+        assert entry[0] == f"[{host.alias}]:2222"
+        again = HostLink(dest, ssh_config=str(lab.ssh_config), known_hosts=str(known),
+                         reconnect=False)
+        await again.connect()
+        assert not again.accepted_new_key
+        await again.close()
+        other = (lab.state_dir / f"host_{lab.hosts(1)[1].alias}.pub").read_text().split()
+        known.write_text(f"[{host.alias}]:2222 {other[0]} {other[1]}\n")
+        with pytest.raises(RemoteError, match=rf"CHANGED: {known} line 1 holds another key "
+                                              rf"for \[{host.alias}\]:2222"):
+            await HostLink(dest, ssh_config=str(lab.ssh_config), known_hosts=str(known),
+                           reconnect=False, accept_new_host_keys=True).connect()
+    finally:
+        os.kill(sshd.pid, signal.SIGTERM)
+        sshd.wait(timeout=10)

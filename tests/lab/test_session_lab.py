@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from abtui import compare, importing, report
-from abtui.lab import Lab
-from abtui.session import Session
+from abtui.lab.netns import Lab
+from abtui.reports import compare, report
+from abtui.sessions import importing
+from abtui.sessions.session import Session
 
 pytestmark = pytest.mark.lab
 
@@ -31,7 +32,7 @@ def _ns(netns: str, *cmd: str, **kw: Any) -> subprocess.CompletedProcess[str]:
 
 
 def _as_result(source: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """iperf3 -J → the `abtui import --json` result shape (DESIGN.md §3), for the test only."""
+    """iperf3 -J → the `abtui import --json` result shape (docs/contracts.md), for the test only."""
     ivs = [{k: iv["sum"].get(k) for k in ("start", "end", "bytes", "bits_per_second",
                                           "retransmits", "omitted")} | {"cwnd_bytes": None}
            for iv in doc["intervals"]]
@@ -91,10 +92,13 @@ def test_compare_of_lab_sessions_gives_the_right_deltas(measured, tmp_path: Path
         means = {}
         for name, setting in (("left", "low"), ("right", "high")):
             runs = [r for p, r in measured[setting] if p == pair]
-            # run-level samples are the means of each run's intervals, as iperf3 reported them
-            samples = [sum(i["bits_per_second"] for i in r["intervals"]) / len(r["intervals"])
-                       for r in runs]
+            # run-level samples: each run's bits ÷ seconds over its intervals, as iperf3
+            # reported them: iperf3's own sender summary
+            samples = [sum(i["bits_per_second"] * (i["end"] - i["start"]) for i in r["intervals"])
+                       / sum(i["end"] - i["start"] for i in r["intervals"]) for r in runs]
             assert row[name]["run_samples"] == pytest.approx(samples)
+            assert samples == pytest.approx(
+                [r["summary"]["sender_bits_per_second"] for r in runs], rel=1e-3)
             means[name] = sum(samples) / len(samples)
         expected = (means["right"] - means["left"]) / means["left"] * 100
         assert row["delta_pct"] == pytest.approx(expected, rel=1e-3)

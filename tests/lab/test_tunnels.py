@@ -7,13 +7,13 @@ import re
 
 import pytest
 
-from abtui.errors import AbtuiError
-from abtui.knobs import KnobManager, resolve_targets
-from abtui.lab import Lab
-from abtui.model import Knob, KnobKind
+from abtui.core.errors import AbtuiError
+from abtui.core.model import Knob, KnobKind
+from abtui.hosts.connect import open_hosts
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.hosts.tunnels import TunnelManager, probe_host
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.hosts import open_hosts
-from abtui.tunnels import TunnelManager, probe_host
 from tests.conftest import ns_exec
 
 pytestmark = pytest.mark.lab
@@ -106,9 +106,9 @@ async def test_types_this_kernel_lacks_are_reported_not_offered(lab: Lab):
 async def test_engine_facts_say_which_tunnels_each_host_can_make(lab: Lab, tmp_path):
     """With a tunnel knob in the profile, connect asks every host (once its key is trusted)
     which types it can make; the FACTS events carry it for the console's switcher."""
-    from abtui.engine import Engine
-    from abtui.model import EventKind
-    from abtui.undo import UndoJournal
+    from abtui.core.model import EventKind
+    from abtui.hosts.undo import UndoJournal
+    from abtui.measure.engine import Engine
 
     facts = {}
     engine = Engine(load_profile(lab.profile_path), journal=UndoJournal(tmp_path))

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
-from abtui.model import Event
-from abtui.replay import ReplayController, synthetic_events, synthetic_profile
+from abtui.core.model import Event
+from abtui.measure.replay import ReplayController, synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 
 

@@ -12,9 +12,9 @@ from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, ProgressBar
 
-from abtui.model import Event, EventKind, LinkState
-from abtui.replay import T0, synthetic_events, synthetic_profile
-from abtui.store import load_events
+from abtui.core.model import Event, EventKind, LinkState
+from abtui.measure.replay import T0, synthetic_events, synthetic_profile
+from abtui.sessions.store import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, HelpScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
@@ -60,7 +60,7 @@ async def test_knob_key_calls_set_knob_and_adds_a_phase_row() -> None:
         await until(pilot, lambda: table.row_count == rows_before + 1)
         assert app.controller.calls[-1] == ("set_knob", "tso", "off", ["A", "B"])
         labels = [str(table.get_cell_at((i, 0))) for i in range(table.row_count)]
-        assert labels[-1] == "tcp_wmem=4096 16384 65536 tso=off"
+        assert labels[-1] == "tcp_wmem=4096 16384 65536, tso=off"  # as export names it
         pane_b = app.query_one("#pane-B", PairPane)
         assert "tso=off" in str(pane_b.query_one("#config").render())
         assert "tso=off" in str(app.query_one("#knobbar").render())
@@ -68,7 +68,7 @@ async def test_knob_key_calls_set_knob_and_adds_a_phase_row() -> None:
         assert pane_b.state.pending_marker
         # scope: tab selects A only; the next knob press touches A alone
         await pilot.press("tab")
-        assert "[b reverse] A " in app._knobbar_markup()
+        assert app.knobbar().plain.startswith(" A  ")
         await pilot.press("c")
         await until(pilot, lambda: app.state.pairs["A"].config["cc"] == "bbr")
         assert app.controller.calls[-1] == ("set_knob", "cc", "bbr", ["A"])
@@ -165,9 +165,9 @@ async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name
                 "cc=reno, tcp_wmem=4096 16384 65536, tso=on, tunnel=none"}
             await until(pilot, lambda: f"exported csv to {target}" in log_text(app))
         else:
-            done = target.with_name(target.name + ".gz")  # compacted when finished
-            await until(pilot, done.exists)
-            events = load_events(done)
+            assert target.name.endswith(".abtui.jsonl.gz")  # the name it has once finished
+            await until(pilot, target.exists)
+            events = load_events(target)
             assert len(events) == len(app.events)
             assert sum(e.kind is EventKind.INTERVAL for e in events) == 20
 
@@ -236,13 +236,13 @@ async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
                 and not app.text_throttle.pending)
         bar = app.query_one("#plan-progress", ProgressBar)
         assert bar.display and bar.total == 4 and bar.progress == 4
-        assert "plan 4/4, 0 s left" in app._knobbar_markup()
+        assert "plan 4/4, 0 s left" in app.knobbar().plain
         assert app.query_one("#phases", DataTable).row_count == 4
         assert all(r.per_pair["A"].n == 5 for r in app.state.phases.values())
 
 
 async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from abtui import store
+    from abtui.sessions import store
 
     profile = synthetic_profile(2)
     path = tmp_path / "before.abtui.jsonl"
@@ -254,7 +254,8 @@ async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[n
         await replayed(pilot, 10)
         await app.run_action("compare_saved")
         await pilot.pause()
-        app.screen.query_one("#path", Input).value = str(path)
+        app.screen.query_one("#session", Input).value = str(path)
+        app.screen.query_one("#session", Input).focus()
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CompareScreen))
         c = app.screen.comparison
@@ -267,9 +268,11 @@ async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[n
         await pilot.press("escape")
         await app.run_action("compare_saved")
         await pilot.pause()
-        app.screen.query_one("#path", Input).value = str(tmp_path / "missing")
+        app.screen.query_one("#session", Input).value = str(tmp_path / "missing")
+        app.screen.query_one("#session", Input).focus()
         await pilot.press("enter")
-        await until(pilot, lambda: "compare failed" in log_text(app))
+        await pilot.pause()
+        assert "no such session" in str(app.screen.query_one("#why").render())
 
 
 async def test_palette_lists_every_binding_and_knob() -> None:

@@ -95,7 +95,7 @@ def _ns(alias: str, *cmd: str) -> str:
 
 @pytest.mark.lab
 def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path) -> None:
-    from abtui.lab import Lab
+    from abtui.lab.netns import Lab
     from tests.conftest import test_lab_names
 
     name, ifprefix, mgmt = test_lab_names("d")
@@ -116,7 +116,19 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
         original = {h: _ns(h, "sysctl", "-n", "net.ipv4.tcp_rmem") for h in receivers}
         links_before = {h: _ns(h, "ip", "-o", "link", "show") for h in receivers}
         assert all(v.split() != small.split() for v in original.values())  # not yet flipped
-        term.keys("r")  # the lab profile binds tcp_rmem to r
+        # r (the lab profile's key for tcp_rmem) walks the cycle from what the hosts have:
+        # the profile's values, then back to the hosts' own; press until the small one is set
+        from abtui.core.configuration import cycle
+
+        values = load_profile(lab.profile_path).knob("tcp_rmem").values
+        own = " ".join(next(iter(original.values())).split())
+        own = next((v for v in values if v.split() == own.split()), own)
+        value = own
+        while value != small:
+            value = cycle(values, value, own)
+            term.keys("r")
+            term.wait(f"tcp_rmem={value} applied",
+                      lambda s, v=value: f"knob tcp_rmem={v} on" in s, 30)
         row = re.compile(rf"^ tcp_rmem={re.escape(small)}\s+\d+\.\d\d n\d+", re.M)
         term.wait("a phase row for the flipped tcp_rmem", lambda s: row.search(s) is not None, 30)
         flipped = {h: _ns(h, "sysctl", "-n", "net.ipv4.tcp_rmem") for h in receivers}

@@ -23,6 +23,17 @@ def test_main_screen_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def
     assert snap_compare(make_app(intervals=24), terminal_size=(80, 24), run_before=_settled)
 
 
+def test_main_screen_80x24_four_pairs(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Four panes at 80×24: compact (no sparklines), pair D scoped and scrolled into view."""
+    async def settled_on_d(pilot) -> None:  # type: ignore[no-untyped-def]
+        await _settled(pilot)
+        await pilot.press("tab", "tab", "tab", "tab")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(pairs=4, intervals=24), terminal_size=(80, 24),
+                        run_before=settled_on_d)
+
+
 def test_main_screen_160x48(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(make_app(pairs=4, intervals=24), terminal_size=(160, 48),
                         run_before=_settled)

@@ -23,3 +23,17 @@ def test_bad_profile_exits_2(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
     missing = _check(tmp_path / "missing.toml")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+async def test_check_agrees_with_the_loader_on_iperf3_knobs() -> None:
+    """profiles/example.toml's `key = "parallel"` knob loads and runs: check says so too."""
+    from abtui.commands.check import _check_knobs
+    from abtui.hosts.connect import Hosts
+    from abtui.profile import load_profile
+
+    example = Path(__file__).resolve().parents[2] / "profiles" / "example.toml"
+    profile = load_profile(example)
+    lines: list[tuple[bool, str]] = []
+    await _check_knobs(lambda ok, line: lines.append((ok, line)), profile, Hosts())
+    streams = [x for x in lines if x[1].startswith("knob streams")]
+    assert streams == [(True, "knob streams: iperf3 option parallel, no host change")]

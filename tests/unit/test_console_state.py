@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from abtui.model import Event, EventKind, LinkState
-from abtui.replay import synthetic_events, synthetic_profile
-from abtui.ui.state import ConsoleState, Running, significance
+from abtui.core.model import Event, EventKind, LinkState
+from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.reports.throughput import Segment
+from abtui.ui.state import ConsoleState, significance
 
 
 def folded(intervals: int = 20, seed: int = 0) -> ConsoleState:
@@ -22,7 +23,7 @@ def test_phases_deltas_and_markers() -> None:
     assert rows[1].config["tcp_wmem"] == "4096 16384 65536"
     assert rows[0].per_pair["A"].n == 10 and rows[1].per_pair["B"].n == 10
     cells = state.phase_cells(rows[0])
-    assert cells[0].endswith("n10") and "%" in cells[1]
+    assert cells[0].endswith("n1") and "%" in cells[1]  # one stretch: one run-level value
     assert list(state.pairs["A"].markers).count(True) == 1
     assert list(state.pairs["A"].markers).index(True) == 10
     bmax, _ = state.scale()
@@ -54,28 +55,33 @@ def test_garbage_events_never_raise() -> None:
 
 
 def test_significance_uses_abtui_stats_on_segments() -> None:
-    import abtui.stats
+    import abtui.reports.stats
     from abtui.ui import state as st
 
-    def segs(*means: float) -> list[Running]:
+    def segs(*means: float) -> list[Segment]:
         out = []
         for m in means:
-            r = Running()
+            r = Segment()
             for d in (-1, 0, 1):
-                r.add(m + d)
+                r.add(m + d, 1.0)
             out.append(r)
         return out
 
     st.LOADED.clear()
     try:
         assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == ""  # loading
-        st.LOADED["stats"] = abtui.stats
+        st.LOADED["stats"] = abtui.reports.stats
         assert significance(segs(100, 101, 102), segs(110, 111, 112)) == ""  # 3+3: never
-        assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == "…"
-        assert st.LOADED.pop("want_scipy") is True
-        st.LOADED["scipy"] = True
+        # the exact test needs no scipy: no waiting for it
         assert significance(segs(100, 101, 102, 103), segs(110, 111, 112, 113)) == "*"
         assert significance(segs(100, 111, 102, 113), segs(110, 101, 112, 103)) == "~"
+        # runs that tie (3 significant digits): the exact p 0.057, not the normal 0.040
+        assert significance(segs(17.5, 17.5, 17.6, 17.4), segs(17.6, 17.7, 17.7, 17.8)) == "~"
+        big = [float(x) for x in range(60)]  # beyond EXACT_MAX: scipy's approximation
+        assert significance(segs(*big), segs(*[x + 30 for x in big])) == "…"
+        assert st.LOADED.pop("want_scipy") is True
+        st.LOADED["scipy"] = True
+        assert significance(segs(*big), segs(*[x + 30 for x in big])) == "*"
     finally:
         st.LOADED.clear()
 

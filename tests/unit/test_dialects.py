@@ -6,9 +6,10 @@ import shlex
 
 import pytest
 
-from abtui.errors import BadInput
-from abtui.model import KnobKind
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind
 from abtui.remote.dialects import (
+    EXIT_WRITE,
     READ_ONLY,
     UNKNOWN_KEY,
     FreeBSD,
@@ -21,6 +22,7 @@ from abtui.remote.dialects import (
     parse_freebsd_pciconf,
     parse_ifconfig_options,
     parse_sysctl_change,
+    reason_line,
     same_value,
     validate_sysctl_key,
 )
@@ -129,9 +131,36 @@ def test_freebsd_pciconf_block_of_the_device():
      READ_ONLY),
     ("netlink error: Operation not supported", "not supported by the device"),
     ("bash: printf: write error: Invalid argument", "invalid value"),
+    # the key exists (checked first): ENOENT is the kernel's "no such value", not the key's
+    ("main: line 85: printf: write error: No such file or directory", "invalid value"),
+    ('sysctl: setting key "net.ipv4.tcp_congestion_control": No such file or directory',
+     "invalid value"),
+    ("bash: line 3: printf: write error: Operation not permitted", "permission denied"),
+    ("sysctl: cannot stat /proc/sys/net/ipv4/nope: No such file or directory", UNKNOWN_KEY),
 ])
 def test_refusals_are_classified(stderr, why):
     assert classify_error(stderr, 1) == why
+
+
+@pytest.mark.parametrize("stderr", [
+    "main: line 85: printf: write error: No such file or directory\n",
+    "dash: 3: printf: printf: I/O error\n",
+    'sysctl: setting key "net.ipv4.tcp_congestion_control": No such file or directory\n'])
+def test_a_refused_congestion_control_says_why_and_what_is_allowed(stderr):
+    """`--set cc=nosuchcc`: one line that says the kernel refused the value and lists what
+    the host allows (the write prints net.ipv4.tcp_allowed_congestion_control on failure),
+    never bash's "printf: write error" as an unknown key."""
+    allowed = "net.ipv4.tcp_allowed_congestion_control: reno bbr\n"
+    line = reason_line(stderr + allowed, EXIT_WRITE)
+    errno = "I/O error" if "dash" in stderr else "No such file or directory"
+    assert line.endswith(f"the kernel refused it ({errno}); "
+                         "net.ipv4.tcp_allowed_congestion_control: reno bbr")
+    assert "printf" not in line and UNKNOWN_KEY not in line and "\n" not in line
+    s = Setting(SYSCTL, "net.ipv4.tcp_congestion_control")
+    for dialect in (Linux(), Linux(fast_sysctl=False)):
+        body = _unwrap(dialect.write_command(s, "nosuchcc"))
+        assert "/proc/sys/net/ipv4/tcp_allowed_congestion_control" in body
+        assert f"return {EXIT_WRITE}" in body
 
 
 def test_linux_sysctl_through_proc_and_classic():

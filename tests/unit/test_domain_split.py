@@ -27,9 +27,9 @@ def _imported(module: str, watch: tuple[str, ...]) -> list[str]:
 
 
 def test_the_walk_finds_the_domain() -> None:
-    for name in ("abtui.model", "abtui.controller", "abtui.replay", "abtui.profile",
-                 "abtui.store", "abtui.stats", "abtui.report", "abtui.parse",
-                 "abtui.ui.state", "abtui.commands.tui"):
+    for name in ("abtui.core.model", "abtui.core.controller", "abtui.measure.replay",
+                 "abtui.profile", "abtui.sessions.store", "abtui.reports.stats",
+                 "abtui.reports.report", "abtui.parse", "abtui.ui.state", "abtui.commands.tui"):
         assert name in DOMAIN
     assert "abtui.ui.app" not in DOMAIN
 
@@ -45,8 +45,9 @@ def test_no_domain_module_imports_textual_or_scipy() -> None:
     assert out == ""
 
 
-@pytest.mark.parametrize("module", ["abtui.replay", "abtui.stats", "abtui.report",
-                                    "abtui.cli", "abtui.commands.tui", "abtui.ui.state"])
+@pytest.mark.parametrize("module", ["abtui.measure.replay", "abtui.reports.stats",
+                                    "abtui.reports.report", "abtui.cli", "abtui.commands.tui",
+                                    "abtui.ui.state"])
 def test_module_alone_does_not_import_textual(module: str) -> None:
     assert _imported(module, ("textual", "scipy")) == []
 

@@ -7,9 +7,14 @@ import shlex
 import pytest
 
 from abtui.cli import main
-from abtui.errors import BadInput
-from abtui.headless import describe
-from abtui.iperf_cmd import (
+from abtui.core.errors import BadInput
+from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair, Plan, Profile
+from abtui.core.model import TestOptions as Options
+from abtui.measure.headless import describe
+from abtui.measure.phases import PairPhases
+from abtui.measure.plan import expand
+from abtui.measure.runs import RunSpec, classify_iperf_error
+from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     CONTINUOUS_CHUNK_S,
     armed,
@@ -20,11 +25,6 @@ from abtui.iperf_cmd import (
     run_seconds,
     sample_command,
 )
-from abtui.model import Event, EventKind, Knob, KnobKind, Pair, Plan, Profile
-from abtui.model import TestOptions as Options
-from abtui.phases import PairPhases
-from abtui.plan import expand
-from abtui.runs import RunSpec, classify_iperf_error
 
 PAIR = Pair(label="A", sender="s", receiver="r", target="198.18.1.2")
 
@@ -153,10 +153,11 @@ def test_iperf3_errors_become_clear_messages():
 def test_progress_lines():
     assert describe(Event(EventKind.PROGRESS, data={"done": 3, "total": 12, "eta_s": 40.2})) \
         == "plan: 3/12 steps done, about 40 s left"
-    line = describe(Event(EventKind.RUN_END, pair="A", data={
+    end = Event(EventKind.RUN_END, pair="A", data={
         "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
-        "message": ""}))
-    assert line == "A: run A-1 ok, 9.410 Gbit/s"
+        "message": ""})
+    assert describe(end, 9.41e9) == "A: run A-1 ok, 9.410 Gbit/s"
+    assert describe(end) == "A: run A-1 ok"  # no intervals: no figure
     assert describe(Event(EventKind.INTERVAL, pair="A")) is None
 
 
@@ -181,7 +182,7 @@ class FakeKnobs:
         self.asked: list[tuple[str, str, list[str]]] = []
 
     async def apply(self, knob, value, pairs):  # type: ignore[no-untyped-def]
-        from abtui.controller import KnobRefused
+        from abtui.core.controller import KnobRefused
 
         if value == "bad":
             raise KnobRefused(f"r: knob {knob.name}={value!r} refused: invalid value")
@@ -193,8 +194,8 @@ class FakeKnobs:
 
 
 async def test_engine_knob_changes_phases_and_refusals_without_hosts():
-    from abtui.controller import KnobRefused
-    from abtui.engine import Engine
+    from abtui.core.controller import KnobRefused
+    from abtui.measure.engine import Engine
 
     prof = profile()
     prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
@@ -236,11 +237,11 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
 
 def test_the_engine_never_imports_the_ui():
     """The domain stays free of Textual (and of scipy, slow to import): checked in a fresh
-    interpreter, as DESIGN.md §3 asks."""
+    interpreter, as docs/architecture.md says."""
     import subprocess
     import sys
 
-    code = ("import sys, abtui.engine, abtui.headless, abtui.commands.run; "
+    code = ("import sys, abtui.measure.engine, abtui.measure.headless, abtui.commands.run; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'scipy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
@@ -248,7 +249,7 @@ def test_the_engine_never_imports_the_ui():
 
 
 def test_continuous_progress_lines_say_each_pair_s_rate_since_the_last():
-    from abtui.headless import Tally, tick_seconds
+    from abtui.measure.headless import Tally, tick_seconds
 
     tally = Tally()
     for pair, bps, extra in (("A", 10e9, {}), ("A", 12e9, {}), ("A", 1e9, {"omitted": True}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.errors import BadInput
+from abtui.core.errors import BadInput
 from abtui.remote.facts import facts_command, parse_facts
 
 LINUX = """os=Linux

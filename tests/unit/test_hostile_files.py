@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abtui.cli import main
-from abtui.errors import AbtuiError
-from abtui.store import load_events
+from abtui.core.errors import AbtuiError
+from abtui.sessions.store import load_events
 from tests.reliability import Reliability
 from tests.unit.test_profile_fuzz import nothing_runs
 
@@ -74,13 +74,14 @@ def test_abtui_import_on_random_files(data: bytes, as_json: bool,
     RAN["import"] += 1
 
 
+@pytest.mark.reliability(
+    "7", "hostile input: random bytes into the session loader and `abtui import`",
+    "a result or one line with exit 1/2, never a traceback, no process started (parsers and "
+    "profile loader: test_parse_properties.py, test_profile_fuzz.py, "
+    "tests/lab/test_hostile_input.py)")
 def test_the_table_row(reliability: Reliability) -> None:
     """Runs after the two properties above (file order): their example counts."""
     if not all(RAN.values()):
         pytest.skip("run with the property tests above (selected alone here)")
     reliability.row(
-        "7", "hostile input: random bytes into the session loader and `abtui import`",
-        "a result or one line with exit 1/2, never a traceback, no process started "
-        "(parsers and profile loader: test_parse_properties.py, test_profile_fuzz.py, "
-        "tests/lab/test_hostile_input.py)",
         session_files=RAN["session"], import_files=RAN["import"])

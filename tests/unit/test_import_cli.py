@@ -1,4 +1,4 @@
-"""`abtui import FILE... [--json]`: the JSON contract of DESIGN.md §3, exit codes, bad files."""
+"""`abtui import FILE... [--json]`: the JSON of docs/contracts.md, exit codes, bad files."""
 
 from __future__ import annotations
 

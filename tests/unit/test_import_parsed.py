@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from abtui import importing, report, stats
 from abtui.parse.importer import import_text
-from abtui.session import Session
+from abtui.reports import report, stats
+from abtui.sessions import importing
+from abtui.sessions.session import Session
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -43,8 +44,9 @@ def test_recorded_outputs_become_runs_with_their_intervals(tmp_path: Path,
         parsed = _parse(path)
         kept = [iv["bits_per_second"] for iv in parsed["intervals"] if not iv["omitted"]]
         assert len(s.intervals[pair]) == len(parsed["intervals"])
-        assert cells[pair].throughput.n == len(kept)  # omitted intervals left out of stats
-        assert cells[pair].throughput.mean == pytest.approx(sum(kept) / len(kept))
+        assert cells[pair].intervals.n == len(kept)  # omitted intervals left out of stats
+        assert cells[pair].intervals.mean == pytest.approx(sum(kept) / len(kept))
+        assert cells[pair].throughput.n == 1  # one run: one run-level value
     rtts = [r["rtt_ms"] for r in _parse(ping)["replies"] if r["rtt_ms"] is not None]
     assert cells["stock"].rtt.n == len(rtts)
     assert cells["stock"].rtt.max == pytest.approx(max(rtts))

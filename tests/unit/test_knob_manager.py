@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.errors import BadInput
-from abtui.knobs import KnobManager, iperf3_args, resolve_targets
-from abtui.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.controller import KnobRefused
+from abtui.core.errors import BadInput
+from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.hosts.knobs import KnobManager, resolve_targets
+from abtui.hosts.undo import UndoJournal, read_journal
+from abtui.profile.knobs import iperf3_setting
 from abtui.remote.dialects import SWAP_MARK, Dialect
 from abtui.remote.link import CommandResult
-from abtui.undo import UndoJournal, read_journal
 
 PAIRS = [Pair("A", "a-snd", "a-rcv", "198.19.1.2", "data0", "data0"),
          Pair("B", "b-snd", "b-rcv", "198.19.2.2", "eth1", "eth2"),
@@ -37,6 +38,7 @@ class FakeDialect(Dialect):
 class FakeLink:
     def __init__(self, alias, log, refuse=False):
         self.alias, self.log, self.refuse = alias, log, refuse
+        self.refuse_back = False  # takes the new value but refuses to go back to "1"
         self.values = {"net.x": "1"}
         self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
 
@@ -52,7 +54,8 @@ class FakeLink:
             return CommandResult(result.exit_status, f"{old}\n{SWAP_MARK}\n{result.stdout}",
                                  result.stderr)
         if verb == "write":
-            if self.refuse and rest[0] != self.values[key]:
+            if (self.refuse and rest[0] != self.values[key]) or \
+                    (self.refuse_back and rest[0] == "1" and self.values[key] != "1"):
                 return CommandResult(1, "", "printf: write error: Invalid argument\n")
             self.values[key] = rest[0]
         return CommandResult(0, self.values[key] + "\n", "")
@@ -97,6 +100,33 @@ async def test_one_refusal_sets_the_others_back(tmp_path):
     assert all(link.values["net.x"] == "1" for link in links.values())
 
 
+async def test_a_refusal_before_any_change_leaves_nothing_to_restore(tmp_path):
+    """A read-only setting (net.core.rmem_max in a namespace) refused on every host: the
+    originals recorded before the write are forgotten, so the exit restores nothing, says no
+    "could not restore", and the undo journal holds nothing for `abtui recover`."""
+    m, _links, _log, _events, journal = _manager(tmp_path, refuse={"a-rcv", "b-rcv"})
+    rcv = Knob("x", KnobKind.SYSCTL, ("1", "2"), key="net.x", scope=Scope.RECEIVER)
+    with pytest.raises(KnobRefused, match="nothing was changed"):
+        await m.apply(rcv, "2", resolve_targets(PAIRS[:2], rcv))
+    assert m.originals == {}
+    assert await m.restore_all() == []
+    assert read_journal(journal.path).empty
+
+
+async def test_a_refusal_keeps_only_what_was_not_set_back(tmp_path):
+    """One host refuses and another cannot be set back: that one's original stays (and is
+    restored later); the hosts set back hold their originals and are forgotten."""
+    m, links, _log, _events, journal = _manager(tmp_path, refuse={"b-rcv"})
+    links["a-snd"].refuse_back = True
+    with pytest.raises(KnobRefused, match="could NOT set back a-snd"):
+        await m.apply(KNOB, "2", resolve_targets(PAIRS[:2], KNOB))
+    assert list(m.originals) == [("a-snd", m.setting(KNOB, resolve_targets(PAIRS, KNOB)[0]))]
+    assert read_journal(journal.path).originals == {("a-snd", "sysctl", "net.x", None): "1"}
+    links["a-snd"].refuse_back = False
+    assert [(r.host, r.ok) for r in await m.restore_all()] == [("a-snd", True)]
+    assert read_journal(journal.path).empty
+
+
 async def test_invalid_value_is_refused_before_anything_runs(tmp_path):
     m, _links, log, _e, _j = _manager(tmp_path)
     with pytest.raises(KnobRefused, match="invalid value"):
@@ -115,13 +145,17 @@ def test_targets_follow_scope_pairs_and_devices():
         resolve_targets(PAIRS, rcv, ["Z"])
 
 
-def test_iperf3_options_change_no_host():
-    par = Knob("P", KnobKind.IPERF3, ("1", "4"), key="-P")
-    assert iperf3_args(par, "4") == ("-P", "4")
-    rev = Knob("R", KnobKind.IPERF3, ("on", "off"), key="-R")
-    assert iperf3_args(rev, "on") == ("-R",) and iperf3_args(rev, "off") == ()
-    with pytest.raises(BadInput):
-        iperf3_args(Knob("bad", KnobKind.IPERF3, (), key="; rm"), "1")
+def test_iperf3_knobs_name_a_test_option_as_the_loader_does():
+    """One rule for loader, check and engine: the key names a TestOptions field."""
+    par = Knob("streams", KnobKind.IPERF3, ("1", "4"), key="parallel")
+    assert iperf3_setting(par, "4") == ("parallel", 4)
+    rev = Knob("R", KnobKind.IPERF3, ("on", "off"), key="reverse")
+    assert iperf3_setting(rev, "on") == ("reverse", True)
+    assert iperf3_setting(rev, "off") == ("reverse", False)
+    with pytest.raises(BadInput, match="not an iperf3 option"):
+        iperf3_setting(Knob("bad", KnobKind.IPERF3, (), key="-P"), "1")
+    with pytest.raises(BadInput, match="not a valid parallel"):
+        iperf3_setting(par, "; rm")
 
 
 class AnyDialect(FakeDialect):

@@ -6,8 +6,8 @@ import tomllib
 
 import pytest
 
-from abtui.lab import Lab
-from abtui.lab_profile import TCP_RMEM_VALUES, TCP_WMEM_VALUES, render_lab_profile
+from abtui.lab.netns import Lab
+from abtui.lab.profile import TCP_RMEM_VALUES, TCP_WMEM_VALUES, render_lab_profile
 
 
 def test_hosts_names_and_addresses(tmp_path):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from abtui import cli, lab
-from abtui.errors import MissingPrerequisite
+from abtui import cli
+from abtui.core.errors import MissingPrerequisite
+from abtui.lab import netns as lab
 
 
 def test_not_root_says_so(monkeypatch, capsys):

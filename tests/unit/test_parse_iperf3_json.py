@@ -135,3 +135,13 @@ def test_finish_twice_and_live_error() -> None:
     p = Iperf3JsonParser()
     p.feed((V318 / "refused.jsonl").read_text().splitlines()[0])
     assert p.error is not None and "Connection refused" in p.error
+
+
+def test_a_stopped_client_s_receiver_figures_are_unknown() -> None:
+    """-J interrupted by SIGTERM: "error": "interrupt - ..." and sum_received all zeros,
+    which iperf3 never heard from the server: None, not 0."""
+    doc = json.loads((V312 / "json-stopped.client.txt").read_text())
+    assert doc["error"].startswith("interrupt - ") and doc["end"]["sum_received"]["bytes"] == 0
+    r = parse_iperf3_json((V312 / "json-stopped.client.txt").read_text())
+    assert r.summary.receiver_bits_per_second is None and r.summary.receiver_bytes is None
+    assert r.summary.sender_bits_per_second == doc["end"]["sum_sent"]["bits_per_second"]

@@ -28,6 +28,7 @@ def parse(path: Path):  # type: ignore[no-untyped-def]
 CLIENT_CASES = {
     "tcp": 3, "tcp-i05": 4, "reverse": 2, "p2": 2, "p2-reverse": 2, "udp": 2, "udp-p2": 2,
     "udp-fast": 2, "bidir": 2, "omit": 2, "timestamps": 2, "bidir-p2-omit": 2, "udp-reverse": 2,
+    "udp-bidir": 2,
 }
 
 
@@ -297,3 +298,41 @@ def test_get_server_output_is_not_read_as_the_clients() -> None:
     assert len(r.intervals) == 2 and r.complete
     assert r.summary.receiver_bits_per_second == 13.6e9 and r.summary.retransmits == 23
     assert r.summary.receiver_bytes == round(3.16 * 1024**3)
+
+
+@pytest.mark.parametrize(("case", "unheard"), [
+    ("stopped-tcp", "receiver"), ("stopped-reverse", "sender"), ("stopped-udp", "receiver"),
+    ("stopped-udp-reverse", "sender")])
+def test_a_stopped_client_s_summary_leaves_the_other_side_unknown(case: str,
+                                                                  unheard: str) -> None:
+    """SIGTERM (abtui stopping a run, Ctrl-C): iperf3 prints "interrupt - ..." and a summary
+    whose other-side line says 0 — it never heard those figures: None, not 0."""
+    text = (V312 / f"{case}.client.txt").read_text()
+    zero = [line for line in text.splitlines() if line.rstrip().endswith(unheard)]
+    assert len(zero) == 1 and " 0.00 bits/sec" in zero[0]  # what iperf3 printed
+    r = parse(V312 / f"{case}.client.txt")
+    assert r.error is not None and r.error.startswith("interrupt - ")
+    s = r.summary
+    assert getattr(s, f"{unheard}_bits_per_second") is None
+    assert getattr(s, f"{unheard}_bytes") is None
+    heard = "sender" if unheard == "receiver" else "receiver"
+    assert getattr(s, f"{heard}_bits_per_second") > 0
+    if unheard == "receiver":
+        assert s.jitter_ms is None and s.lost_percent is None
+        assert (s.retransmits is not None) == (s.protocol == "tcp")  # the sender's own
+    # the server of the same test printed its own side only, and it is kept
+    srv = parse(V312 / f"{case}.server.txt").summary
+    assert getattr(srv, f"{heard}_bits_per_second") is None
+    assert getattr(srv, f"{unheard}_bits_per_second") > 0
+
+
+def test_udp_bidir_sending_lines_count_datagrams_not_retransmits() -> None:
+    """--bidir UDP prints one "Jitter Lost/Total Datagrams" header for both directions; the
+    sending direction's lines have only the datagram count under it."""
+    for side, sending in (("client", "tx"), ("server", "rx")):
+        r = parse(V312 / f"udp-bidir.{side}.txt")
+        sent = [i for i in r.intervals if i.direction == sending]
+        got = [i for i in r.intervals if i.direction != sending]
+        assert [i.packets for i in sent] == [39, 38]
+        assert all(i.retransmits is None and i.jitter_ms is None for i in sent)
+        assert all(i.jitter_ms is not None and i.lost_packets == 0 for i in got)

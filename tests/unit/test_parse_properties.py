@@ -9,7 +9,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from abtui.errors import BadInput
+from abtui.core.errors import BadInput
 from abtui.parse.importer import detect, import_text
 from abtui.parse.iperf3_json import Iperf3JsonParser
 from abtui.parse.iperf3_text import Iperf3TextParser

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui.errors import BadInput
-from abtui.exports import to_json
-from abtui.lab import Lab
-from abtui.labmap import STANDIN_KEY, LabFacts, ensure_lab, map_profile, quick
-from abtui.model import Event, EventKind, KnobKind, Scope
-from abtui.procedure_report import sections
+from abtui.core.errors import BadInput
+from abtui.core.model import Event, EventKind, KnobKind, Scope
+from abtui.lab.mapping import STANDIN_KEY, LabFacts, ensure_lab, map_profile, quick
+from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.session import Session
+from abtui.reports.exports import to_json
+from abtui.reports.procedure import sections
+from abtui.reports.report import markdown
+from abtui.sessions.session import Session
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 T0 = 1_780_000_000.0
@@ -55,14 +56,19 @@ def _rows(lines: list[str], heading: str) -> list[list[str]]:
 def test_sweep_delta_vs_stock_latency_and_queues():
     runs = [(p, {"enable_aim": v}, rate) for v, base in (("0", 9e9), ("1", 8e9))
             for p, rate in (("stock", base), ("patched", base * 1.062))]
-    lines = sections(_session("ix-enable-aim", runs, watches=True), None)
+    session = _session("ix-enable-aim", runs, watches=True)
+    lines = sections(session, None)
     rows = _rows(lines, "Throughput per pair and enable_aim")
     assert rows[0] == ["pair", "enable_aim", "throughput (Gbit/s)",
                        "Δ vs stock at the same enable_aim"]
-    assert rows[1:] == [["stock", "0", "9.00", "(base)"], ["patched", "0", "9.56", "+6.2%"],
+    few = "? (n=1+1: too few runs)"  # one run each: no interval, no verdict possible
+    assert rows[1:] == [["stock", "0", "9.00", "(base)"],
+                        ["patched", "0", "9.56", f"+6.2% {few}"],
                         ["linux-ref", "0", "—", "—"],  # a pair that did not run: no figure
-                        ["stock", "1", "8.00", "(base)"], ["patched", "1", "8.50", "+6.2%"],
+                        ["stock", "1", "8.00", "(base)"],
+                        ["patched", "1", "8.50", f"+6.2% {few}"],
                         ["linux-ref", "1", "—", "—"]]
+    assert "- A Δ without [low, high]: fewer than 2 runs" in markdown(session, chart=False)
     lat = _rows(lines, "Latency per pair and enable_aim (ping RTT, ms)")
     assert lat[1] == ["stock", "0", "0.100", "0.200", "0.300", "0.100", "3"]
     queues = _rows(lines, "Watches per pair and enable_aim")
@@ -81,10 +87,11 @@ def test_before_after_speedup_per_tunnel_and_direction():
     rows = _rows(lines, "Throughput per tunnel and direction")
     assert rows[0] == ["tunnel", "direction", "BEFORE (Gbit/s)", "AFTER (Gbit/s)",
                        "speedup AFTER vs BEFORE"]
-    assert rows[1:] == [["ipsec (lab: vxlan)", "TX", "1.00", "1.44", "+44.0%"],
-                        ["ipsec (lab: vxlan)", "RX (-R)", "1.00", "1.00", "+0.0%"],
-                        ["wireguard", "TX", "1.00", "1.44", "+44.0%"],
-                        ["wireguard", "RX (-R)", "1.00", "1.00", "+0.0%"]]
+    few = "? (n=1+1: too few runs)"
+    assert rows[1:] == [["ipsec (lab: vxlan)", "TX", "1.00", "1.44", f"+44.0% {few}"],
+                        ["ipsec (lab: vxlan)", "RX (-R)", "1.00", "1.00", f"+0.0% {few}"],
+                        ["wireguard", "TX", "1.00", "1.44", f"+44.0% {few}"],
+                        ["wireguard", "RX (-R)", "1.00", "1.00", f"+0.0% {few}"]]
     assert _rows(lines, "Lab translations")[1] == ["knob tunnel", "ipsec", "vxlan", "x"]
 
 
@@ -92,9 +99,10 @@ def test_builds_delta_vs_the_first_with_repetitions():
     runs = [("gro-v2", {}, 1.2e9), ("baseline", {}, 1.0e9), ("gro-v1", {}, 0.9e9),
             ("baseline", {}, 1.0e9), ("gro-v2", {}, 1.2e9), ("gro-v1", {}, 0.9e9)]
     rows = _rows(sections(_session("wireguard-gro", runs), None), "Throughput per build")
+    few = "? (n=2+2: too few runs)"  # runs that never vary: an interval of zero width
     assert rows[1:] == [["baseline", "1.00 ± 0.00 (n=2)", "(first)"],
-                        ["gro-v2", "1.20 ± 0.00 (n=2)", "+20.0%"],
-                        ["gro-v1", "0.90 ± 0.00 (n=2)", "-10.0%"]]
+                        ["gro-v2", "1.20 ± 0.00 (n=2)", f"+20.0% [+20.0, +20.0] {few}"],
+                        ["gro-v1", "0.90 ± 0.00 (n=2)", f"-10.0% [-10.0, -10.0] {few}"]]
 
 
 def test_no_layout_no_sections():

@@ -20,8 +20,8 @@ import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from abtui.errors import BadInput
-from abtui.model import Profile
+from abtui.core.errors import BadInput
+from abtui.core.model import Profile
 from abtui.profile import load_profile, parse_profile
 from abtui.profile.fields import has_control
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from abtui.errors import EXIT_BAD_INPUT, BadInput
-from abtui.lab import Lab
-from abtui.lab_profile import render_lab_profile
-from abtui.model import KnobKind, Role, Scope
+from abtui.core.errors import EXIT_BAD_INPUT, BadInput
+from abtui.core.model import KnobKind, Role, Scope
+from abtui.lab.netns import Lab
+from abtui.lab.profile import render_lab_profile
 from abtui.profile import RESERVED_KEYS, check_profile, load_profile, parse_profile
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -282,7 +282,7 @@ def test_cli_exits_2_with_one_line_for_a_broken_profile(tmp_path, monkeypatch, c
 
 
 def test_path_of_an_unknown_users_home_is_one_line(tmp_path):
-    from abtui.errors import BadInput
+    from abtui.core.errors import BadInput
     from abtui.profile import parse_profile
 
     text = (tmp_path / "p.toml")
@@ -293,7 +293,7 @@ def test_path_of_an_unknown_users_home_is_one_line(tmp_path):
 
 
 def test_the_iperf3_program_is_a_name_or_path_per_profile_and_pair():
-    from abtui.iperf_cmd import client_argv, options_for
+    from abtui.remote.iperf_cmd import client_argv, options_for
 
     text = MINIMAL.replace('target = "198.18.2.2"\n',
                            'target = "198.18.2.2"\n[pairs.test]\n'

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from abtui.errors import BadInput
-from abtui.model import Knob, KnobKind, Pair, Profile, Role, Watch
-from abtui.model import TestOptions as Options
+from abtui.core.errors import BadInput
+from abtui.core.model import Knob, KnobKind, Pair, Profile, Role, Watch
+from abtui.core.model import TestOptions as Options
 from abtui.profile import load_profile, save_profile
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"

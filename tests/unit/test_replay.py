@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from abtui.controller import KnobRefused
-from abtui.errors import BadInput
-from abtui.model import Event, EventKind
-from abtui.replay import (
+from abtui.core.controller import KnobRefused
+from abtui.core.errors import BadInput
+from abtui.core.model import Event, EventKind
+from abtui.measure.replay import (
     ReplayController,
     profile_from_events,
     synthetic_events,
@@ -114,7 +114,7 @@ async def test_replay_keeps_its_timing_scaled_by_speed() -> None:
 
 
 async def test_a_saved_session_replays_through_the_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from abtui import store
+    from abtui.sessions import store
 
     events = synthetic_events(intervals=3)
     with store.SessionWriter(tmp_path / "s.abtui.jsonl", profile="synthetic",

@@ -14,18 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abtui import store
-from abtui.errors import BadInput
-from abtui.model import Event, EventKind
-from abtui.session import Session
+from abtui.core.errors import BadInput
+from abtui.core.model import Event, EventKind
+from abtui.sessions import store
+from abtui.sessions.session import Session
 from tests import synth
 
 ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from abtui.model import Event, EventKind
-from abtui.store import SessionWriter
+from abtui.core.model import Event, EventKind
+from abtui.sessions.store import SessionWriter
 w = SessionWriter(sys.argv[1], profile="kill", pairs=["A", "B"])
 w.write(Event(EventKind.SESSION_START, 1.0, data={"profile_text": ""}))
 w.write(Event(EventKind.KNOB, 1.0, data={"knob": "cc", "value": "bbr", "pairs": ["A", "B"]}))
@@ -185,7 +185,7 @@ def test_malformed_records_never_raise_a_traceback(tmp_path: Path) -> None:
     max_size=30))
 @settings(max_examples=150, deadline=None)
 def test_session_takes_arbitrary_event_data(records: list[dict]) -> None:  # type: ignore[type-arg]
-    from abtui import exports, report
+    from abtui.reports import exports, report
 
     events = [Event.from_json({**r, "t": 1.0 + i}) for i, r in enumerate(records)]
     session = Session.from_events(events)
@@ -193,3 +193,19 @@ def test_session_takes_arbitrary_event_data(records: list[dict]) -> None:  # typ
         assert len({len(c) for c in cols.cols.values()}) == 1  # columns stay aligned
     report.markdown(session, chart=False)
     json.loads(exports.dumps(exports.to_json(session)))
+
+
+def test_a_journal_path_finds_the_finished_session(tmp_path: Path) -> None:
+    """A session written to X.abtui.jsonl (or X.jsonl) ends as X.abtui.jsonl.gz; the path
+    it was written to still finds it, and a finished session is never overwritten."""
+    for typed in ("run.abtui.jsonl", "other.jsonl"):
+        path = tmp_path / typed
+        with store.SessionWriter(path, profile="p") as w:
+            w.write(Event(EventKind.MARK, 1.0, data={"text": "x"}))
+        final = store.finished_path(path)
+        assert final.name == typed.split(".")[0] + ".abtui.jsonl.gz"
+        assert w.final_path == final and final.is_file() and not path.exists()
+        assert store.find_session(str(path)) == final
+        with pytest.raises(BadInput, match="exists there already"):
+            store.SessionWriter(path, profile="p")
+    assert store.name_of(tmp_path / "x.jsonl.gz") == "x"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from abtui.lab_profile import render_lab_profile
+from abtui.lab.profile import render_lab_profile
 from abtui.profile import load_profile
 
 
@@ -42,7 +42,7 @@ def test_lab_profile_loads(tmp_path) -> None:  # type: ignore[no-untyped-def]
 def test_a_profile_opens_on_its_hosts_and_replay_on_a_replay(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import abtui.commands.tui as tui
     from abtui.cli import build_parser
-    from abtui.replay import ReplayController
+    from abtui.measure.replay import ReplayController
 
     path = tmp_path / "lab.toml"
     path.write_text(lab_profile_text())
@@ -82,3 +82,11 @@ def test_demo_leaving_decides_from_flags_and_never_asks_without_a_terminal(
     assert _take_down(argparse.Namespace(down=False, keep_lab=True)) is False
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a tty: no question asked
     assert _take_down(argparse.Namespace(down=False, keep_lab=False)) is False
+
+
+def test_the_demo_title_names_the_lab_once() -> None:
+    from abtui.commands.demo import demo_title
+
+    assert demo_title("lab") == "abtui demo — lab"
+    assert demo_title("h5labu") == "abtui demo — h5labu"
+    assert demo_title("bench") == "abtui demo — lab bench"

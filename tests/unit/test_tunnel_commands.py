@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from abtui.errors import BadInput, RemoteError
-from abtui.model import TunnelType
-from abtui.tunnel_commands import (
+from abtui.core.errors import BadInput, RemoteError
+from abtui.core.model import TunnelType
+from abtui.hosts.tunnel_commands import (
     End,
     available,
     down_command,
@@ -191,7 +191,7 @@ def test_freebsd_ipsec_goes_through_setkey_stdin_and_comes_down_fully(tmp_path):
 
 
 def test_freebsd_route_source_verify_and_probe(tmp_path):
-    from abtui.tunnel_commands import PROBE_FREEBSD, probe_command, source_command
+    from abtui.hosts.tunnel_commands import PROBE_FREEBSD, probe_command, source_command
 
     out = _run_with_stubs(tmp_path, source_command("198.19.1.2", "freebsd"))
     assert out[:2] == ["route -n get 198.19.1.2", "ifconfig ix0 inet"]
@@ -238,10 +238,10 @@ class _ScriptedLink:
 
 
 async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
-    from abtui.model import Pair
+    from abtui.core.model import Pair
+    from abtui.hosts.tunnels import TunnelManager
+    from abtui.hosts.undo import UndoJournal
     from abtui.remote.dialects import FreeBSD, Linux
-    from abtui.tunnels import TunnelManager
-    from abtui.undo import UndoJournal
 
     log: list[tuple[str, str]] = []
     links = {"bsd": _ScriptedLink("bsd", "freebsd", log),
@@ -268,7 +268,7 @@ async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
 
 
 def test_freebsd_probe_changes_nothing_and_reports_each_type(tmp_path):
-    from abtui.tunnel_commands import PROBE_FREEBSD
+    from abtui.hosts.tunnel_commands import PROBE_FREEBSD
 
     out = _run_with_stubs(tmp_path, PROBE_FREEBSD)  # sysctl is this machine's: no IPsec tree
     assert [c for c in out if c.startswith("ifconfig")] == ["ifconfig -C"]  # nothing created
@@ -285,7 +285,7 @@ def test_linux_probe_asks_the_module_tree_and_creates_nothing_where_there_is_one
     tests see each type tried on a scratch link.)"""
     import subprocess
 
-    from abtui.tunnel_commands import PROBE_LINUX
+    from abtui.hosts.tunnel_commands import PROBE_LINUX
 
     sysmod, mods, bin_ = tmp_path / "sys", tmp_path / "mods", tmp_path / "bin"
     for d in (sysmod / "vxlan", mods, bin_):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from abtui.undo import HostRecord, UndoJournal, append_record, pending_recovery, read_journal
+from abtui.hosts.undo import HostRecord, UndoJournal, append_record, pending_recovery, read_journal
 
 
 def test_journal_tracks_what_is_left_to_undo(tmp_path):
@@ -56,3 +56,26 @@ def test_finish_removes_the_journal(tmp_path):
     assert not j.path.exists()
     assert pending_recovery(tmp_path) == []
     assert read_journal(tmp_path / "missing.jsonl").empty
+
+
+def test_unchanged_and_forgotten_entries_are_not_left_to_undo(tmp_path):
+    """`unchanged`: a refused write left the original in place; `forget`: a host that is
+    gone (abtui recover --forget) has nothing left, whatever it had."""
+    from abtui.hosts.undo import forget_host, left_on
+
+    j = UndoJournal(tmp_path)
+    j.original("h1", "sysctl", "net.core.rmem_max", None, "212992", "rmemmax")
+    j.unchanged("h1", "sysctl", "net.core.rmem_max", None)
+    assert read_journal(j.path).empty
+    j.original("h1", "sysctl", "net.x", None, "1")
+    j.original("h2", "sysctl", "net.x", None, "1")
+    j.tunnel_up("h2", {"type": "vxlan", "ifname": "abv1r"})
+    j.record_pgid("h2", 77, "ping")
+    j.close()
+    p = read_journal(j.path)
+    assert p.involved == ["h1", "h2"]
+    assert left_on([p, p], "h2") == "2 settings, 2 tunnels, 2 process groups"
+    forget_host([p], "h2")
+    assert p.involved == ["h1"] and left_on([p], "h2") == ""
+    p = read_journal(j.path)
+    assert p.involved == ["h1"] and left_on([p], "h1") == "1 setting"

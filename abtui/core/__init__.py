@@ -1,0 +1,1 @@
+"""What every layer shares: the data model, errors, configurations, the controller protocol."""

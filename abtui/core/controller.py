@@ -1,0 +1,47 @@
+"""What the console drives: the engine on real hosts, or a replay of recorded events.
+
+The UI depends only on this protocol and on abtui.core.model, never on how commands reach hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal, Protocol
+
+from abtui.core.model import Event, Profile
+
+Mode = Literal["continuous", "plan"]
+
+
+class KnobRefused(Exception):
+    """A knob change was refused (and rolled back everywhere); str() is the one-line reason."""
+
+
+class Controller(Protocol):
+    profile: Profile
+    session_path: Path | None
+
+    def subscribe(self, callback: Callable[[Event], None]) -> None:
+        """Call `callback` for every event, on the event loop's thread, in order."""
+
+    async def connect(self) -> None:
+        """Open links to every host (concurrently) and gather facts; emits LINK and FACTS."""
+
+    async def start(self, mode: Mode = "continuous") -> None:
+        """Start measuring all pairs together (returns once started)."""
+
+    async def stop(self) -> None:
+        """Stop measuring; runs end with status "stopped"."""
+
+    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
+        """Apply a knob value to the given pairs (None: the knob's own pairs); all or nothing.
+
+        Raises KnobRefused when any host refuses; emits KNOB (or KNOB_ERROR) and starts a
+        new phase on every affected pair."""
+
+    async def mark(self, text: str) -> None:
+        """Annotate the timeline."""
+
+    async def shutdown(self) -> None:
+        """Stop, restore every knob, remove tunnels, end remote processes; emits RESTORE."""

@@ -1,0 +1,412 @@
+"""Plain data shared by every layer: hosts, pairs, knobs, intervals, summaries, events.
+
+No behaviour beyond small conveniences, and no imports from the rest of abtui, so any layer
+(parsers, engine, store, stats, reports, UI) can use these without pulling the others in.
+Units: bits per second and bytes as plain numbers, times in seconds, RTTs in milliseconds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    SENDER = "sender"
+    RECEIVER = "receiver"
+
+
+class Scope(StrEnum):
+    """Which hosts of the chosen pairs a knob applies to."""
+
+    SENDER = "sender"
+    RECEIVER = "receiver"
+    BOTH = "both"
+
+    @property
+    def roles(self) -> tuple[Role, ...]:
+        """The roles in a pair this scope touches, sender first."""
+        if self is Scope.SENDER:
+            return (Role.SENDER,)
+        if self is Scope.RECEIVER:
+            return (Role.RECEIVER,)
+        return (Role.SENDER, Role.RECEIVER)
+
+
+class KnobKind(StrEnum):
+    SYSCTL = "sysctl"
+    ETHTOOL_FEATURE = "ethtool-feature"
+    ETHTOOL_COALESCE = "ethtool-coalesce"
+    MTU = "mtu"
+    TUNNEL = "tunnel"
+    IPERF3 = "iperf3"
+
+
+class TunnelType(StrEnum):
+    NONE = "none"
+    WIREGUARD = "wireguard"
+    IPSEC = "ipsec"
+    VXLAN = "vxlan"
+    GRE = "gre"
+
+
+class LinkState(StrEnum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    FAILED = "failed"  # never connected: the first connect failed (the message says why)
+    LOST = "lost"  # was connected, then dropped
+    RECONNECTING = "reconnecting"
+    CLOSED = "closed"
+
+
+def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:
+    """An INTERVAL event's bits per second, and whether it is --bidir's way back (receiver
+    -> sender, kept apart from the pair's own throughput); None when it counts in no
+    throughput (omitted, or no rate). abtui.reports.stats reads its columns by the same rule."""
+    bps = data.get("bits_per_second")
+    if not isinstance(bps, int | float) or data.get("omitted"):
+        return None
+    return float(bps), data.get("direction") == "rx"
+
+
+def interval_loss(data: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A UDP INTERVAL event's loss (percent of the datagrams due, lost / total as iperf3
+    prints them) and jitter (ms), each None where the interval has none (TCP, no datagram
+    due)."""
+    lost, total, jitter = data.get("lost_packets"), data.get("packets"), data.get("jitter_ms")
+    loss = (100.0 * lost / total if isinstance(lost, int) and isinstance(total, int)
+            and total > 0 else None)
+    return loss, float(jitter) if isinstance(jitter, int | float) else None
+
+
+def tunnel_refusal(said: str) -> str | None:
+    """Why a host cannot make a tunnel type, from what it said of it (`HostFacts.tunnels`:
+    "yes", "kernel", "userspace", "module" or "no: why"); None when it can."""
+    return said.removeprefix("no").lstrip(": ") if said.startswith("no") else None
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """Sender host, receiver host and the data-plane address the sender targets."""
+
+    label: str
+    sender: str
+    receiver: str
+    target: str
+    sender_device: str | None = None
+    receiver_device: str | None = None
+    # per-pair overrides of test options (same keys as TestOptions)
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def host(self, role: Role) -> str:
+        return self.sender if role is Role.SENDER else self.receiver
+
+    def device(self, role: Role) -> str | None:
+        return self.sender_device if role is Role.SENDER else self.receiver_device
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """A named setting with its values and where it applies.
+
+    `key` is the sysctl name, the ethtool feature or coalescing parameter, or the iperf3 option;
+    `device` overrides the pair's data device for ethtool/mtu knobs; `pairs` empty means all.
+    """
+
+    name: str
+    kind: KnobKind
+    values: tuple[str, ...]
+    key: str = ""
+    device: str | None = None
+    scope: Scope = Scope.BOTH
+    pairs: tuple[str, ...] = ()
+    binding: str | None = None
+    # per-OS alternative keys, e.g. {"freebsd": "dev.ix.2.enable_aim"}
+    os_keys: dict[str, str] = field(default_factory=dict)
+    # per-OS alternative kinds, e.g. {"linux": KnobKind.ETHTOOL_COALESCE}
+    os_kinds: dict[str, KnobKind] = field(default_factory=dict)
+    # per-OS value translation: {"linux": {"0": "off", "1": "on", "2": "on"}}
+    os_values: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the value to set when a session starts (None: leave the host's own value)
+    initial: str | None = None
+    # the setting only affects new connections (socket buffers, congestion control): a live
+    # flip restarts the affected pairs' runs so the new phase measures it
+    restart: bool = False
+
+    def for_os(self, os_name: str) -> tuple[KnobKind, str]:
+        """The kind and key this knob has on a host running `os_name` ("linux", "freebsd")."""
+        os_name = os_name.lower()
+        return self.os_kinds.get(os_name, self.kind), self.os_keys.get(os_name, self.key)
+
+    def value_for_os(self, os_name: str, value: str) -> str:
+        """`value` as written on a host running `os_name` (translated when the profile says)."""
+        return self.os_values.get(os_name.lower(), {}).get(value, value)
+
+
+DEFAULT_IPERF3 = "iperf3"
+
+
+@dataclass(slots=True)
+class TestOptions:
+    """iperf3 and ping options for runs; `duration` 0 means continuous."""
+
+    duration: float = 10.0
+    interval: float = 1.0
+    parallel: int = 1
+    reverse: bool = False
+    bidir: bool = False
+    udp: bool = False
+    bitrate: str | None = None
+    omit: int = 0
+    congestion: str | None = None
+    bind: str | None = None
+    port: int = 5201
+    ping: bool = True
+    ping_interval: float = 0.2
+    # > 0: `ping -c N` on the idle link before iperf3 starts; 0: ping alongside iperf3
+    ping_count: int = 0
+    extra_args: tuple[str, ...] = ()
+    # the iperf3 program on the hosts: a name looked up in PATH, or an absolute path
+    iperf3: str = DEFAULT_IPERF3
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """A sysctl or command sampled on a host during a run, recorded as a series."""
+
+    name: str
+    role: Role
+    # may hold `*` wildcards: every sysctl name the host lists that matches is its own series
+    sysctl: str | None = None
+    command: str | None = None
+    interval: float = 1.0
+    pairs: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Plan:
+    """A matrix of knob values (× directions × tunnel types), repeated and optionally shuffled."""
+
+    matrix: tuple[str, ...] = ()
+    repetitions: int = 1
+    shuffle: bool = True
+    pause: float = 2.0
+    seed: int | None = None
+    # "tx" (sender → receiver), "rx" (iperf3 -R), "bidir": the matrix's "direction" dimension
+    directions: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Profile:
+    """A testbed and a plan, as loaded from TOML (see abtui.profile)."""
+
+    name: str
+    pairs: list[Pair]
+    knobs: list[Knob] = field(default_factory=list)
+    test: TestOptions = field(default_factory=TestOptions)
+    watches: list[Watch] = field(default_factory=list)
+    plan: Plan = field(default_factory=Plan)
+    tunnels: tuple[str, ...] = ("none",)
+    base_pair: str | None = None
+    ssh_config: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_keys: bool = False
+    sudo: bool = False
+    source_path: str | None = None
+    source_text: str | None = None
+    description: str = ""
+
+    def pair(self, label: str) -> Pair:
+        for p in self.pairs:
+            if p.label == label:
+                return p
+        raise KeyError(label)
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+
+@dataclass(slots=True)
+class HostFacts:
+    """What a host told us about itself on connect."""
+
+    alias: str
+    os: str = ""
+    hostname: str = ""
+    kernel_release: str = ""
+    kernel_version: str = ""
+    cpu_model: str = ""
+    cpu_count: int | None = None
+    iperf3_version: str = ""
+    ping_version: str = ""
+    nic_driver: str = ""
+    nic_firmware: str = ""
+    link_speed: str = ""
+    # tunnel type -> "yes" | "kernel" | "userspace" | "module" | "no: why" (tunnel_refusal
+    # reads it); empty when not asked (the profile uses no tunnel) or the host could not say
+    tunnels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Interval:
+    """One iperf3 interval: the aggregate of all streams (the [SUM] line when several)."""
+
+    start: float
+    end: float
+    bytes: int
+    bits_per_second: float
+    retransmits: int | None = None
+    cwnd_bytes: int | None = None
+    omitted: bool = False
+    # UDP
+    jitter_ms: float | None = None
+    lost_packets: int | None = None
+    packets: int | None = None
+    # which direction for --bidir ("tx"/"rx"), None otherwise
+    direction: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "bytes": self.bytes,
+            "bits_per_second": self.bits_per_second,
+            "retransmits": self.retransmits,
+            "cwnd_bytes": self.cwnd_bytes,
+            "omitted": self.omitted,
+        }
+
+
+@dataclass(slots=True)
+class IperfSummary:
+    """iperf3's end-of-test sender/receiver lines."""
+
+    protocol: str = "tcp"
+    sender_bits_per_second: float | None = None
+    receiver_bits_per_second: float | None = None
+    sender_bytes: int | None = None
+    receiver_bytes: int | None = None
+    retransmits: int | None = None
+    jitter_ms: float | None = None
+    lost_percent: float | None = None
+    duration: float | None = None
+
+
+@dataclass(slots=True)
+class PingReply:
+    seq: int
+    rtt_ms: float | None
+    timestamp: float | None = None
+
+
+@dataclass(slots=True)
+class PingSummary:
+    sent: int | None = None
+    received: int | None = None
+    loss_percent: float | None = None
+    rtt_min_ms: float | None = None
+    rtt_avg_ms: float | None = None
+    rtt_max_ms: float | None = None
+    rtt_stddev_ms: float | None = None
+
+
+def now() -> float:
+    """Wall-clock time used to stamp events (seconds since the epoch)."""
+    return time.time()
+
+
+class EventKind(StrEnum):
+    """What happened. `Event.data` fields per kind (all JSON-serialisable):
+
+    - SESSION_START: {"profile_text", "profile_path", "abtui_version"}; optional "pairs":
+                    [{"label", "sender", "receiver", "target"}] (reports name each pair's hosts;
+                    without it they read the profile copy), "imported": [{"pair", "config",
+                    "source"}] for sessions made by `abtui import`, "translations":
+                    [{"subject", "original", "lab", "why"}] for `abtui run --lab`: what the
+                    lab ran instead of what the profile names
+    - FACTS:        {"facts": asdict(HostFacts)}                          (host set)
+    - LINK:         {"state": LinkState, "message"}                       (host set)
+    - ORIGINAL:     {"knob", "key", "value"}  value before abtui first touched it (host set)
+    - CONFIG:       {"config": {knob: value}}  every knob's value as read from the hosts on
+                    connect: the pair's first configuration (pair set)
+    - KNOB:         {"knob", "value", "pairs": [labels], "hosts": [aliases]} a change applied
+    - KNOB_ERROR:   {"knob", "value", "message"}                          nothing was changed
+    - TUNNEL:       {"type", "target"}  the tunnel in use and iperf3's new target   (pair set)
+    - RUN_START:    {"run", "config": {knob: value}, "host_clock", "skew_ms", "options"} (pair)
+    - INTERVAL:     {"run", "phase", **Interval.to_json(), "straddles": bool,
+                     "direction"?: "tx"|"rx" (--bidir: rx is receiver -> sender),
+                     UDP: "jitter_ms", "lost_packets", "packets" (the receiving side's
+                     line: "packets" is the datagrams due, lost ones included)}   (pair)
+    - PING:         {"run", "phase", "seq", "rtt_ms"}                               (pair)
+    - WATCH:        {"run", "name", "value"}                                  (pair, host)
+    - RUN_END:      {"run", "status": "ok"|"error"|"incomplete"|"stopped",
+                     "summary": asdict(IperfSummary) | None, "ping": asdict(PingSummary)|None,
+                     "message", "reverse_summary"?: asdict(IperfSummary) (--bidir's
+                     receiver -> sender direction)}                                   (pair)
+    - PHASE:        {"phase", "config": {knob: value}, "start", "end"}  a phase closed (pair)
+    - PROGRESS:     {"done", "total", "eta_s"}                                  plan mode
+    - SKEW:         {"skew_ms": float, "clocks": {pair: host_clock}}   a synchronized start
+    - ERROR:        {"message"}                                  (pair and/or host may be set)
+    - MARK:         {"text"}
+    - RESTORE:      {"knob", "value", "ok": bool, "message"}      restoring on exit (host set)
+    - SESSION_END:  {"reason"}
+    """
+
+    SESSION_START = "session_start"
+    FACTS = "facts"
+    LINK = "link"
+    ORIGINAL = "original"
+    CONFIG = "config"
+    KNOB = "knob"
+    KNOB_ERROR = "knob_error"
+    TUNNEL = "tunnel"
+    RUN_START = "run_start"
+    INTERVAL = "interval"
+    PING = "ping"
+    WATCH = "watch"
+    RUN_END = "run_end"
+    PHASE = "phase"
+    PROGRESS = "progress"
+    SKEW = "skew"
+    ERROR = "error"
+    MARK = "mark"
+    RESTORE = "restore"
+    SESSION_END = "session_end"
+
+
+@dataclass(slots=True)
+class Event:
+    """One thing that happened, stamped with the controller's wall clock.
+
+    The engine emits these; the session store journals them one JSON line each; the UI and
+    reports read them. See EventKind for each kind's `data`.
+    """
+
+    kind: EventKind
+    t: float = field(default_factory=now)
+    pair: str | None = None
+    host: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    # perf_counter() when the host's line that made this event arrived: lets the console time
+    # an interval from the SSH channel to the screen (benches); never journaled
+    arrived: float | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": str(self.kind), "t": self.t}
+        if self.pair is not None:
+            out["pair"] = self.pair
+        if self.host is not None:
+            out["host"] = self.host
+        if self.data:
+            out["data"] = self.data
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Event:
+        return cls(kind=EventKind(obj["kind"]), t=float(obj["t"]), pair=obj.get("pair"),
+                   host=obj.get("host"), data=dict(obj.get("data") or {}))

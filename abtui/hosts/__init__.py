@@ -1,0 +1,1 @@
+"""What abtui changes on hosts and sets back: knobs, tunnels, the undo journal."""

@@ -1,0 +1,272 @@
+"""`abtui run PROFILE --lab`: a profile's pairs on the local lab's hosts, and every setting the
+lab lacks translated to one it has, so a user's procedure runs unchanged on one machine.
+
+The lab's hosts are Linux namespaces on veth: no FreeBSD sysctls, no NIC interrupt moderation
+(`ethtool -C` is not supported on veth), no kernel IPsec or gre here. Each translation is a
+`Translation`: printed one line each, recorded in the session's SESSION_START data so the
+report shows it too. The knob a translation keeps its name and values (the report's columns
+stay the community's: `enable_aim = 0, 1, 2`); what the lab writes for each value is the
+stand-in's, through the knob's per-OS values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+import shutil
+import subprocess
+from collections.abc import Collection, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from abtui.core.errors import BadInput
+from abtui.core.model import DEFAULT_IPERF3, Knob, KnobKind, Profile, Scope, Watch
+from abtui.remote.iperf_cmd import options_for
+
+if TYPE_CHECKING:
+    from abtui.lab.netns import Lab, LabHost
+
+LAB_DEVICE = "data0"
+# Tunnel types this lab has (wireguard through the userspace wireguard-go), and what stands in
+# for the others.
+LAB_TUNNELS = ("none", "wireguard", "vxlan")
+TUNNEL_FALLBACK = {"ipsec": ("vxlan", "this kernel has no ESP/xfrm crypto"),
+                   "gre": ("vxlan", "this kernel has no gre module"),
+                   "wireguard": ("vxlan", "wireguard-go is not installed")}
+# The stand-in for a setting the lab lacks: the receivers' TCP receive buffer, which new
+# connections pick up. Measured on the lab (one pair, iperf3 -t 2): 64 KiB max ~5.4 Gbit/s,
+# 1 MiB max ~6.4 Gbit/s, the kernel default (6 MiB) ~12 Gbit/s.
+STANDIN_KEY = "net.ipv4.tcp_rmem"
+STANDIN_LEVELS = ("4096 16384 65536", "4096 131072 1048576", "4096 131072 6291456")
+# The stand-in for a watch the lab cannot read (a FreeBSD sysctl, another host's NIC):
+# packets per second received on the lab host's data device, over a quarter second.
+_RX = f"/sys/class/net/{LAB_DEVICE}/statistics/rx_packets"
+STANDIN_WATCH = f"a=$(cat {_RX}); sleep 0.25; b=$(cat {_RX}); echo $(( (b - a) * 4 ))"
+STANDIN_SERIES = f"{LAB_DEVICE}.rx_pps"
+# --quick: runs short enough for a lab test (seconds, not minutes)
+QUICK_DURATION = 2.0
+QUICK_INTERVAL = 0.5
+QUICK_PING_COUNT = 3
+QUICK_PAUSE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """One thing the lab runs instead of what the profile names, and why."""
+
+    subject: str
+    original: str
+    lab: str
+    why: str
+
+    def line(self) -> str:
+        return f"lab: {self.subject}: {self.original} → {self.lab} ({self.why})"
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class LabFacts:
+    """What the lab's hosts have: sysctl names, tunnel types, the kernel they all run."""
+
+    sysctls: frozenset[str] = frozenset()
+    tunnels: tuple[str, ...] = LAB_TUNNELS
+    kernel: str = ""
+
+
+@dataclass(slots=True)
+class LabMapping:
+    """The profile as the lab runs it, and the translations that made it."""
+
+    profile: Profile
+    translations: list[Translation] = field(default_factory=list)
+
+    def start_data(self) -> dict[str, Any]:
+        """SESSION_START data: the lab pairs' hosts, and the translations."""
+        return {"pairs": [{"label": p.label, "sender": p.sender, "receiver": p.receiver,
+                           "target": p.target} for p in self.profile.pairs],
+                "translations": [t.to_json() for t in self.translations]}
+
+
+# ---- the pure mapping ----------------------------------------------------------------------
+
+def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
+                known_hosts: str, facts: LabFacts) -> LabMapping:
+    """The profile on lab hosts (pair i on lab pair i), with its knobs and watches translated."""
+    need = len(profile.pairs)
+    if len(hosts) < 2 * need:
+        raise BadInput(f"profile {profile.name} has {need} pairs; the lab has "
+                       f"{len(hosts) // 2}")
+    out: list[Translation] = []
+    pairs = []
+    for i, p in enumerate(profile.pairs):
+        snd, rcv = hosts[2 * i], hosts[2 * i + 1]
+        pairs.append(dataclasses.replace(
+            p, sender=snd.alias, receiver=rcv.alias, target=rcv.data_address,
+            sender_device=LAB_DEVICE, receiver_device=LAB_DEVICE,
+            overrides={k: v for k, v in p.overrides.items() if k not in ("bind", "iperf3")}))
+        out.append(Translation(f"pair {p.label}", f"{p.sender} → {p.receiver} ({p.target})",
+                               f"{snd.alias} → {rcv.alias} ({rcv.data_address})",
+                               "a pair of lab hosts"))
+    if need > 1:
+        out.append(Translation("kernels", ", ".join(p.label for p in profile.pairs),
+                               f"all on this machine's kernel {facts.kernel}".rstrip(),
+                               "the lab cannot boot other kernels or builds: the pairs "
+                               "differ only in what the knobs set"))
+    devices = {d for p in profile.pairs for d in (p.sender_device, p.receiver_device) if d}
+    knobs = [_knob(k, facts, out) for k in profile.knobs]
+    watches = [_watch(w, facts, devices, out) for w in profile.watches]
+    test = profile.test
+    if test.bind:
+        out.append(Translation("iperf3 -B", test.bind, "(any)", "not a lab address"))
+        test = dataclasses.replace(test, bind=None)
+    programs = sorted({options_for(test, p).iperf3 for p in profile.pairs} - {DEFAULT_IPERF3})
+    if programs:
+        out.append(Translation("iperf3 program", ", ".join(programs), DEFAULT_IPERF3,
+                               "a build on the profile's hosts: the lab runs this machine's"))
+        test = dataclasses.replace(test, iperf3=DEFAULT_IPERF3)
+    tunnels = tuple(dict.fromkeys(_tunnel(t, facts)[0] for t in profile.tunnels))
+    mapped = dataclasses.replace(
+        profile, pairs=pairs, knobs=knobs, watches=watches, test=test, tunnels=tunnels,
+        ssh_config=ssh_config, known_hosts=known_hosts, accept_new_host_keys=False, sudo=False)
+    return LabMapping(mapped, out)
+
+
+def _tunnel(value: str, facts: LabFacts) -> tuple[str, str]:
+    if value in facts.tunnels:
+        return value, ""
+    lab, why = TUNNEL_FALLBACK.get(value, ("vxlan", f"the lab has no {value} tunnels"))
+    return (lab, why) if lab in facts.tunnels else ("none", why)
+
+
+def _knob(k: Knob, facts: LabFacts, out: list[Translation]) -> Knob:
+    if k.kind is KnobKind.TUNNEL:
+        values = []
+        for v in k.values:
+            lab, why = _tunnel(v, facts)
+            if lab != v:
+                out.append(Translation(f"knob {k.name}", v, lab, why))
+            elif v == "wireguard":
+                out.append(Translation(f"knob {k.name}", v, "wireguard through wireguard-go",
+                                       "this kernel has no wireguard module: userspace"))
+            values.append(lab)
+        initial = _tunnel(k.initial, facts)[0] if k.initial is not None else None
+        return dataclasses.replace(k, values=tuple(dict.fromkeys(values)), initial=initial)
+    if k.kind is KnobKind.IPERF3:
+        return k
+    kind, key = k.for_os("linux")
+    if kind is KnobKind.SYSCTL and key in facts.sysctls:
+        return k
+    if kind in (KnobKind.ETHTOOL_FEATURE, KnobKind.MTU):
+        if k.device and k.device != LAB_DEVICE:
+            out.append(Translation(f"knob {k.name} device", k.device, LAB_DEVICE,
+                                   "the lab hosts' data device"))
+            return dataclasses.replace(k, device=None)
+        return k
+    return _standin_knob(k, kind, key, out)
+
+
+def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation]) -> Knob:
+    """A setting the lab lacks becomes the receivers' tcp_rmem: one level per value."""
+    n = len(k.values)
+    levels = {v: STANDIN_LEVELS[round(i * (len(STANDIN_LEVELS) - 1) / (n - 1)) if n > 1
+                                else len(STANDIN_LEVELS) - 1] for i, v in enumerate(k.values)}
+    why = ("not a sysctl of the lab's Linux kernel" if kind is KnobKind.SYSCTL else
+           "veth has no interrupt coalescing" if kind is KnobKind.ETHTOOL_COALESCE else
+           f"the lab cannot set {kind}")
+    shown = ", ".join(f"{v} = {levels[v]!r}" for v in k.values)
+    original = k.key + (f" (Linux: {kind} {key})" if (kind, key) != (k.kind, k.key) else "")
+    out.append(Translation(
+        f"knob {k.name}", original,
+        f"{STANDIN_KEY} on the receivers, {shown}",
+        f"{why}; a receive-buffer cap changes lab throughput visibly for new connections"))
+    return dataclasses.replace(
+        k, kind=KnobKind.SYSCTL, key=STANDIN_KEY, device=None, scope=Scope.RECEIVER,
+        os_kinds={}, os_keys={}, os_values={"linux": levels}, restart=True)
+
+
+def _watch(w: Watch, facts: LabFacts, devices: Collection[str],
+           out: list[Translation]) -> Watch:
+    if w.sysctl is not None:
+        if any(fnmatch.fnmatchcase(name, w.sysctl) for name in facts.sysctls):
+            return w
+        why = "no such sysctl on the lab's Linux kernel"
+        original = f"sysctl {w.sysctl}"
+    else:
+        named = sorted(d for d in devices if d != LAB_DEVICE
+                       and re.search(rf"(?<![\w.-]){re.escape(d)}(?![\w.-])", w.command or ""))
+        if not named:
+            return w
+        why = f"the lab hosts have no {', '.join(named)}"
+        original = f"command {w.command!r}"
+    out.append(Translation(
+        f"watch {w.name}", original,
+        f"{w.name}:{STANDIN_SERIES}: packets/s received on {LAB_DEVICE} "
+        f"({_RX}, sampled over 0.25 s)",
+        f"{why}; veth has no interrupts: the receive packet rate is the lab's nearest "
+        "per-queue reading"))
+    return dataclasses.replace(w, name=f"{w.name}:{STANDIN_SERIES}", sysctl=None,
+                               command=STANDIN_WATCH)
+
+
+def quick(profile: Profile) -> tuple[Profile, Translation | None]:
+    """Short runs for the lab: iperf3 -t 2 -i 0.5, ping -c 3, one repetition, short pauses."""
+    t, plan = profile.test, profile.plan
+    test = dataclasses.replace(
+        t, duration=QUICK_DURATION if not 0 < t.duration <= QUICK_DURATION else t.duration,
+        interval=min(t.interval, QUICK_INTERVAL), omit=0,
+        ping_count=min(t.ping_count, QUICK_PING_COUNT))
+    short = {"duration", "interval", "omit", "ping_count"}
+    pairs = [dataclasses.replace(p, overrides={k: v for k, v in p.overrides.items()
+                                               if k not in short}) for p in profile.pairs]
+    new_plan = dataclasses.replace(plan, repetitions=1, pause=min(plan.pause, QUICK_PAUSE))
+    watches = [dataclasses.replace(w, interval=min(w.interval, QUICK_INTERVAL))
+               for w in profile.watches]
+    before, after = _describe(t, plan), _describe(test, new_plan)
+    mapped = dataclasses.replace(profile, test=test, plan=new_plan, pairs=pairs,
+                                 watches=watches)
+    if before == after:
+        return mapped, None
+    return mapped, Translation("durations", before, after, "--quick: short runs")
+
+
+def _describe(t: Any, plan: Any) -> str:
+    text = f"iperf3 -t {t.duration:g} -i {t.interval:g}"
+    if t.omit:
+        text += f" -O {t.omit}"
+    if t.ping and t.ping_count:
+        text += f", ping -c {t.ping_count}"
+    return text + f", {plan.repetitions} repetition(s), pause {plan.pause:g} s"
+
+
+# ---- the lab itself ------------------------------------------------------------------------
+
+def ensure_lab(lab: Lab, pairs: int, say: Any) -> list[LabHost]:
+    """The lab's hosts, bringing it up (with at least `pairs` pairs) when it is not."""
+    from abtui.lab.netns import MAX_PAIRS
+
+    if pairs > MAX_PAIRS:
+        raise BadInput(f"the profile has {pairs} pairs; the lab has at most {MAX_PAIRS}")
+    have = lab.pair_count()
+    if have < pairs or not lab.status()["ok"]:
+        n = max(pairs, have)
+        again = f" (it had {have}: rebuilt)" if have and have != n else ""
+        say(f"lab: bringing up lab {lab.name!r} with {n} pairs{again} (take it down with "
+            "`abtui lab down`)")
+        return lab.up(n)
+    return lab.hosts(have)
+
+
+def lab_facts(host: LabHost) -> LabFacts:
+    """Read from one lab host's namespace (all lab hosts run the same kernel)."""
+    def ns(*cmd: str) -> str:
+        proc = subprocess.run(["ip", "netns", "exec", host.netns, *cmd], capture_output=True,
+                              text=True, check=False)
+        return proc.stdout
+
+    names = frozenset(ns("sysctl", "-aN").split())
+    tunnels = tuple(t for t in LAB_TUNNELS
+                    if t != "wireguard" or shutil.which("wireguard-go") is not None)
+    return LabFacts(names, tunnels, ns("uname", "-r").strip())

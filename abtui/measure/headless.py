@@ -1,0 +1,184 @@
+"""`abtui run --headless`: the engine with no console; progress on stderr, events to a file.
+
+Whatever ends the run (the plan done, the duration up, an error, Ctrl-C), the engine is shut
+down: knobs restored, every remote process ended, links closed, the session file complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from abtui.core.controller import KnobRefused
+from abtui.core.errors import EXIT_FAILED, EXIT_OK
+from abtui.core.model import Event, EventKind, Profile, interval_rate
+from abtui.measure.engine import Engine, KnobApplierFactory
+from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
+from abtui.reports.throughput import Segment, span_of
+from abtui.sessions.store import new_session_path
+
+
+def counted(event: Event) -> tuple[float, float] | None:
+    """An INTERVAL event's (bits/s, seconds) when it counts in its pair's throughput (its own
+    direction, not omitted: model.interval_rate), else None."""
+    rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
+    if event.pair is None or rate is None or rate[1]:
+        return None
+    return rate[0], span_of(event.data.get("start"), event.data.get("end"))
+
+
+class RunRates:
+    """Each run's own figure as its intervals arrive (abtui.reports.throughput: the bits of its
+    counted intervals ÷ their seconds), for the line that says it ended."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple[str | None, object], Segment] = {}
+
+    def __call__(self, event: Event) -> float | None:
+        """Take an event in; for a RUN_END, the run's figure (None without intervals)."""
+        key = (event.pair, event.data.get("run"))
+        got = counted(event)
+        if got is not None:
+            self.runs.setdefault(key, Segment()).add(*got)
+        if event.kind is EventKind.RUN_END:
+            seg = self.runs.pop(key, None)
+            return seg.rate if seg is not None else None
+        return None
+
+
+def describe(event: Event, rate: float | None = None) -> str | None:
+    """The progress line for an event, None for events not worth a line; a RUN_END's line
+    carries `rate`, the run's figure (RunRates)."""
+    d = event.data
+    who = f"{event.pair}: " if event.pair else (f"{event.host}: " if event.host else "")
+    if event.kind is EventKind.PROGRESS:
+        eta = d.get("eta_s")
+        left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
+        return f"plan: {d.get('done')}/{d.get('total')} steps done{left}"
+    if event.kind is EventKind.RUN_END:
+        got = f", {rate / 1e9:.3f} Gbit/s" if rate is not None else ""
+        why = f": {d['message']}" if d.get("message") else ""
+        return f"{who}run {d.get('run')} {d.get('status')}{got}{why}"
+    if event.kind in (EventKind.ERROR, EventKind.KNOB_ERROR):
+        return f"{who}error: {d.get('message')}"
+    if event.kind is EventKind.LINK and d.get("state") in ("lost", "connected"):
+        return f"{who}link {d.get('state')}{': ' + d['message'] if d.get('message') else ''}"
+    if event.kind is EventKind.KNOB:
+        return f"{d.get('knob')} = {d.get('value')} on {', '.join(d.get('pairs') or [])}"
+    if event.kind is EventKind.RESTORE and not d.get("ok"):
+        return f"{who}could not restore {d.get('knob')}: {d.get('message')}"
+    return None
+
+
+class Tally:
+    """Each pair's throughput since the last progress line of a continuous run, by the one
+    rule (abtui.reports.throughput: bits ÷ seconds of its counted intervals; --bidir's way back is
+    not mixed in)."""
+
+    def __init__(self) -> None:
+        self.rates: dict[str, Segment] = {}
+
+    def __call__(self, event: Event) -> None:
+        got = counted(event)
+        if got is not None and event.pair:
+            self.rates.setdefault(event.pair, Segment()).add(*got)
+
+    def line(self, elapsed: float, duration: float, pairs: Sequence[str]) -> str:
+        """`+20/60 s: A 12.01 Gbit/s (5 intervals), B no intervals`, then start afresh."""
+        parts = []
+        for pair in pairs:
+            seg = self.rates.get(pair)
+            rate = seg.rate if seg is not None else None
+            parts.append(f"{pair} {rate / 1e9:.2f} Gbit/s ({seg.n} "
+                         f"interval{'s' if seg.n != 1 else ''})"
+                         if seg is not None and rate is not None else f"{pair} no intervals")
+        self.rates.clear()
+        return f"+{elapsed:.0f}/{duration:.0f} s: " + ", ".join(parts)
+
+
+def tick_seconds(duration: float) -> float | None:
+    """How often a continuous run says how it goes: about ten lines a run, 5 s at least, a
+    minute at most; none for runs too short to need one."""
+    if duration < 10:
+        return None
+    return min(60.0, max(5.0, round(duration / 10)))
+
+
+async def _continuous(duration: float, tally: Tally, pairs: Sequence[str],
+                      say: Callable[[str], None]) -> None:
+    tick = tick_seconds(duration)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while (left := duration - (loop.time() - start)) > 0:
+        await asyncio.sleep(min(left, tick or left))
+        elapsed = loop.time() - start
+        if tick is not None and duration - elapsed > tick / 2:
+            say(tally.line(elapsed, duration, pairs))
+
+
+async def run_headless(profile: Profile, out: Path | None, duration: float | None = None, *,
+                       parser_factory: ParserFactory | None = None,
+                       ping_parser_factory: PingParserFactory | None = None,
+                       knob_applier: KnobApplierFactory | None = None,
+                       progress: TextIO | None = None,
+                       settings: Sequence[tuple[str, str]] = (),
+                       **engine_options: object) -> int:
+    """Run the plan (or `duration` seconds continuously); 0 when every run went well.
+
+    `settings` (knob, value) are applied before anything runs (`abtui run --set`); a refusal
+    ends the run before it starts, with everything set back.
+
+    The session goes to `out` as a plain journal, or (None) to a new session in the sessions
+    folder, compacted when it ends."""
+    stream = progress or sys.stderr
+
+    def say(line: str) -> None:
+        print(f"abtui: {line}", file=stream, flush=True)
+
+    run_rates = RunRates()
+    setting = False  # while --set values are applied: a refusal is said once, below
+
+    def show(event: Event) -> None:
+        rate = run_rates(event)
+        line = describe(event, rate) if not (setting and event.kind is EventKind.KNOB_ERROR) \
+            else None
+        if line:
+            say(line)
+
+    path = out or new_session_path(profile.name)
+    engine = Engine(profile, parser_factory=parser_factory,
+                    ping_parser_factory=ping_parser_factory, knob_applier=knob_applier,
+                    session_path=path, **engine_options)  # type: ignore[arg-type]
+    writer = open_session_writer(path, profile, compact=out is None)
+    engine.subscribe(writer.write)
+    engine.subscribe(show)
+    reason = "done"
+    try:
+        await engine.connect()
+        setting = True
+        for knob, value in settings:
+            try:
+                await engine.set_knob(knob, value)
+            except KnobRefused as exc:
+                say(f"--set {knob}={value} refused, not started: {exc}")
+                return EXIT_FAILED
+        setting = False
+        if duration is not None:
+            tally = Tally()
+            engine.subscribe(tally)
+            await engine.start("continuous")
+            await _continuous(duration, tally, [p.label for p in profile.pairs], say)
+        else:
+            await engine.start("plan")
+            await engine.wait()
+    except asyncio.CancelledError:
+        reason = "interrupted"
+        raise
+    finally:
+        await engine.shutdown(reason)
+        final = writer.close()
+        print(f"abtui: session written to {final}", file=stream, flush=True)
+    return EXIT_FAILED if engine.failed_runs else EXIT_OK

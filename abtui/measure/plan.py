@@ -1,0 +1,74 @@
+"""A profile's plan, expanded: every configuration of the matrix, repeated, in run order.
+
+The matrix names knobs (each contributes its values), `direction` (the plan's directions: tx,
+rx = iperf3 -R, bidir) and `tunnel` (the profile's tunnel types, when no knob of that name
+exists). Configurations are shuffled with a seeded generator unless the plan says not to, so a
+session can be replayed in the same order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+
+from abtui.core.errors import BadInput
+from abtui.core.model import Profile
+
+DIRECTION = "direction"
+DIRECTIONS = ("tx", "rx")
+TUNNEL = "tunnel"
+# what each direction sets in the test options
+DIRECTION_OPTIONS = {"tx": {"reverse": False, "bidir": False},
+                     "rx": {"reverse": True, "bidir": False},
+                     "bidir": {"reverse": False, "bidir": True}}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """One run of every pair together under `config` (matrix entry name → value)."""
+
+    index: int
+    config: dict[str, str]
+    repetition: int
+
+
+def dimensions(profile: Profile) -> list[tuple[str, tuple[str, ...]]]:
+    dims: list[tuple[str, tuple[str, ...]]] = []
+    knob_names = {k.name for k in profile.knobs}
+    matrix = list(profile.plan.matrix)
+    if profile.plan.directions and DIRECTION not in matrix:
+        matrix.append(DIRECTION)
+    for name in matrix:
+        if name in knob_names:
+            values = profile.knob(name).values
+        elif name == DIRECTION:
+            values = tuple(profile.plan.directions) or DIRECTIONS
+            bad = [v for v in values if v not in DIRECTION_OPTIONS]
+            if bad:
+                raise BadInput(f"plan.directions: {bad[0]!r} is not one of "
+                               f"{', '.join(DIRECTION_OPTIONS)}")
+        elif name == TUNNEL:
+            values = tuple(profile.tunnels)
+        else:
+            raise BadInput(f"plan.matrix: {name!r} is neither a knob of the profile nor "
+                           f"{DIRECTION!r} or {TUNNEL!r}")
+        if not values:
+            raise BadInput(f"plan.matrix: {name!r} has no values")
+        dims.append((name, tuple(values)))
+    return dims
+
+
+def expand(profile: Profile, seed: int | None = None) -> list[PlanStep]:
+    """Every step of the plan, in the order it runs; `seed` when the plan gives none."""
+    plan = profile.plan
+    if plan.repetitions < 1:
+        raise BadInput("plan.repetitions must be at least 1")
+    dims = dimensions(profile)
+    names = [n for n, _ in dims]
+    configs = [dict(zip(names, combo, strict=True))
+               for combo in itertools.product(*(v for _, v in dims))]
+    items = [(config, rep) for config in configs for rep in range(1, plan.repetitions + 1)]
+    if plan.shuffle:
+        random.Random(plan.seed if plan.seed is not None else seed).shuffle(items)
+    return [PlanStep(i, config, rep) for i, (config, rep) in enumerate(items)]

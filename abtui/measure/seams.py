@@ -1,0 +1,172 @@
+"""What the engine needs from the parsers, the knob layer and the session store.
+
+The engine depends on these small protocols, not on the modules that implement them, so each
+side can be built and tested on its own; the `default_*` functions are the one place that binds
+them to the real modules (abtui.parse, abtui.hosts.knobs, abtui.sessions.store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from abtui.core.errors import MissingPrerequisite
+from abtui.core.model import (
+    Event,
+    Interval,
+    IperfSummary,
+    Knob,
+    Pair,
+    PingReply,
+    PingSummary,
+    Profile,
+)
+from abtui.hosts.undo import UndoJournal
+from abtui.remote.dialects import Dialect
+from abtui.remote.link import HostLink
+
+if TYPE_CHECKING:
+    from abtui.sessions.store import SessionWriter
+
+OutputFormat = Literal["text", "json-stream"]
+Emit = Callable[[Event], None]
+
+
+class IperfParser(Protocol):
+    """Incremental iperf3 client-output parser: lines in, finished intervals out."""
+
+    def feed(self, line: str) -> list[Interval]: ...
+
+    def finish(self) -> Any:
+        """The result: `.summary` (IperfSummary or None) and `.error` (iperf3's message)."""
+
+
+class PingParser(Protocol):
+    def feed(self, line: str) -> list[PingReply]: ...
+
+    def finish(self) -> Any:
+        """The result: `.summary` (PingSummary or None), or a PingSummary itself."""
+
+
+ParserFactory = Callable[[OutputFormat], IperfParser]
+PingParserFactory = Callable[[], PingParser]
+
+
+class KnobApplier(Protocol):
+    """Applies knob values on the hosts of some pairs, all or nothing, and restores them.
+
+    `apply` raises abtui.core.controller.KnobRefused (nothing changed anywhere) and returns, for a
+    tunnel knob, each affected pair's new iperf3 target ({} for other knobs). Originals are
+    recorded (ORIGINAL events) before the first change; `restore` puts every one back (RESTORE).
+    """
+
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]: ...
+
+    async def restore(self) -> None: ...
+
+
+def iperf_summary_of(result: Any, reverse: bool = False) -> IperfSummary | None:
+    """The end-of-test summary (with `reverse`, --bidir's other direction), None when iperf3
+    did not get to print one."""
+    summary = getattr(result, "reverse_summary" if reverse else "summary", None)
+    if not isinstance(summary, IperfSummary):
+        return None
+    if summary.sender_bits_per_second is None and summary.receiver_bits_per_second is None:
+        return None
+    return summary
+
+
+def iperf_error_of(result: Any) -> str | None:
+    error = getattr(result, "error", None)
+    return str(error) if error else None
+
+
+def ping_summary_of(result: Any) -> PingSummary | None:
+    if isinstance(result, PingSummary):
+        return result
+    summary = getattr(result, "summary", None)
+    return summary if isinstance(summary, PingSummary) else None
+
+
+def default_parser_factory() -> ParserFactory:
+    """iperf3 parsers from abtui.parse (text for ≤ 3.16, --json-stream for 3.17+)."""
+    try:
+        from abtui import parse  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise MissingPrerequisite("abtui.parse is not installed: iperf3 output cannot be "
+                                  "read") from exc
+
+    def make(fmt: OutputFormat) -> IperfParser:
+        # live: each interval goes on as an event, none is kept here (a long run's memory)
+        if fmt == "json-stream":
+            return parse.Iperf3JsonParser(keep_intervals=False)  # type: ignore[no-any-return]
+        return parse.Iperf3TextParser(keep_intervals=False)  # type: ignore[no-any-return]
+
+    return make
+
+
+def default_ping_parser_factory() -> PingParserFactory:
+    try:
+        from abtui import parse  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise MissingPrerequisite("abtui.parse is not installed: ping output cannot be "
+                                  "read") from exc
+    return parse.PingParser  # type: ignore[no-any-return]
+
+
+class NoKnobs:
+    """The applier when none is given: every change is refused with the reason."""
+
+    def __init__(self, reason: str = "knob changes are not available (abtui.hosts.knobs missing)"):
+        self.reason = reason
+
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
+        from abtui.core.controller import KnobRefused
+
+        raise KnobRefused(self.reason)
+
+    async def restore(self) -> None:
+        return None
+
+
+class HostKnobs:
+    """The knob layer on real hosts (abtui.hosts.knobs, abtui.hosts.tunnels) behind KnobApplier."""
+
+    def __init__(self, profile: Profile, links: Mapping[str, HostLink],
+                 dialects: Mapping[str, Dialect], emit: Emit,
+                 journal: UndoJournal | None = None) -> None:
+        from abtui.hosts.knobs import KnobManager
+        from abtui.hosts.tunnels import TunnelManager
+
+        self.profile = profile
+        # the engine emits TUNNEL itself, per pair, with the new target
+        self.tunnels = TunnelManager(links, dialects, profile.pairs, journal=journal)
+        self.manager = KnobManager(links, dialects, journal=journal, emit=emit,
+                                   tunnels=self.tunnels)
+        self.failures: list[str] = []
+
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
+        from abtui.hosts.knobs import resolve_targets
+
+        targets = resolve_targets(self.profile.pairs, knob, [p.label for p in pairs])
+        return (await self.manager.apply(knob, value, targets)).targets
+
+    async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
+        """Each pair's value of a host knob now, per role (KnobManager.current)."""
+        return await self.manager.current(knob, pairs)
+
+    async def restore(self) -> None:
+        """Tunnels removed, knobs restored (RESTORE events); the journal is the engine's."""
+        from abtui.hosts.restore import set_back
+
+        self.failures = await set_back(self.manager, self.tunnels)
+
+
+def open_session_writer(path: Path, profile: Profile, compact: bool) -> SessionWriter:
+    """The session file of a headless run (abtui.sessions.store: a header, then an event a
+    line)."""
+    from abtui.sessions.store import SessionWriter
+
+    return SessionWriter(path, profile=profile.name, pairs=[p.label for p in profile.pairs],
+                         compact=compact)

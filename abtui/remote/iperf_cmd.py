@@ -1,0 +1,142 @@
+"""Build the remote command lines of a run: iperf3 server and client, ping, armed starts.
+
+Every word that comes from a profile or a host goes through shlex, so no value reaches a shell
+unquoted. An *armed* command waits for one line on stdin, prints the host's clock, then execs
+the program: the engine starts every pair's processes ahead and releases them together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import shlex
+from typing import Any
+
+from abtui.core.errors import BadInput
+from abtui.core.model import Pair, TestOptions
+
+MIN_INTERVAL = 0.1
+# A continuous run is a chain of runs this long, restarted as soon as one ends.
+CONTINUOUS_CHUNK_S = 3600
+JSON_STREAM_SINCE = (3, 17)
+CLOCK_CMD = "date +%s.%N"
+ARMED_MARK = "__ABTUI_ARMED__"
+
+_VERSION = re.compile(r"iperf (\d+)\.(\d+)")
+
+
+def parse_iperf_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) from `iperf3 --version` output, None when it does not say."""
+    m = _VERSION.search(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def options_for(base: TestOptions, pair: Pair, extra: dict[str, Any] | None = None) -> TestOptions:
+    """The pair's options: the profile's, with the pair's overrides (and live ones) on top."""
+    merged = {**pair.overrides, **(extra or {})}
+    names = {f.name for f in dataclasses.fields(TestOptions)}
+    unknown = sorted(set(merged) - names)
+    if unknown:
+        raise BadInput(f"pair {pair.label}: unknown test option(s) {', '.join(unknown)} "
+                       f"(known: {', '.join(sorted(names))})")
+    opts = dataclasses.replace(base, **merged)
+    if isinstance(opts.extra_args, list):
+        opts.extra_args = tuple(opts.extra_args)
+    validate_options(opts, f"pair {pair.label}")
+    return opts
+
+
+def validate_options(opts: TestOptions, where: str) -> None:
+    if opts.interval < MIN_INTERVAL:
+        raise BadInput(f"{where}: interval {opts.interval:g} s is below {MIN_INTERVAL} s")
+    if opts.duration < 0:
+        raise BadInput(f"{where}: duration must be ≥ 0 (0 means continuous)")
+    if opts.parallel < 1:
+        raise BadInput(f"{where}: parallel must be ≥ 1")
+    if opts.reverse and opts.bidir:
+        raise BadInput(f"{where}: reverse and bidir exclude each other")
+    if not 1 <= opts.port <= 65535:
+        raise BadInput(f"{where}: port {opts.port} is not a TCP port")
+
+
+def run_seconds(opts: TestOptions, duration: float | None = None) -> int:
+    """iperf3's -t is whole seconds; 0 (continuous) runs in long chunks."""
+    d = opts.duration if duration is None else duration
+    if d <= 0:
+        return CONTINUOUS_CHUNK_S
+    return max(1, math.ceil(d))
+
+
+def client_argv(opts: TestOptions, target: str, port: int, seconds: int,
+                json_stream: bool = False, program: str = "iperf3") -> list[str]:
+    argv = [program, "-c", target, "-p", str(port), "-t", str(seconds),
+            "-i", f"{opts.interval:g}"]
+    argv += ["--json-stream"] if json_stream else ["--forceflush"]
+    if opts.parallel > 1:
+        argv += ["-P", str(opts.parallel)]
+    if opts.reverse:
+        argv.append("-R")
+    if opts.bidir:
+        argv.append("--bidir")
+    if opts.udp:
+        argv.append("-u")
+        argv += ["-b", opts.bitrate or "1M"]
+    elif opts.bitrate:
+        argv += ["-b", opts.bitrate]
+    if opts.omit:
+        argv += ["-O", str(opts.omit)]
+    if opts.congestion:
+        argv += ["-C", opts.congestion]
+    if opts.bind:
+        argv += ["-B", opts.bind]
+    argv += list(opts.extra_args)
+    return argv
+
+
+def server_argv(port: int, program: str = "iperf3") -> list[str]:
+    """A one-shot server: it serves one test and exits, so nothing lingers."""
+    return [program, "-s", "-1", "-p", str(port), "--forceflush"]
+
+
+def ping_argv(opts: TestOptions, target: str) -> list[str]:
+    argv = ["ping", "-n", "-i", f"{opts.ping_interval:g}", target]
+    if opts.bind:
+        argv[1:1] = ["-I", opts.bind]
+    return argv
+
+
+def plain(argv: list[str]) -> str:
+    return f"LC_ALL=C exec {shlex.join(argv)}"
+
+
+def armed(argv: list[str], bash: bool = False) -> str:
+    """Say it is armed, wait for a line on stdin, print the host clock, then exec.
+
+    The engine waits for the mark before releasing, so every shell is already blocked in
+    `read` when the newline comes and the skew is not the shells' start-up time. With bash
+    (5+) the clock is a builtin ($EPOCHREALTIME): no fork between the release and the clock."""
+    if bash:
+        inner = (f"echo {ARMED_MARK} && read -r _abtui_go && "
+                 f"echo \"${{EPOCHREALTIME:-$({CLOCK_CMD})}}\" && "
+                 f"LC_ALL=C exec {shlex.join(argv)}")
+        return f"exec bash --norc --noprofile -c {shlex.quote(inner)}"
+    return (f"echo {ARMED_MARK} && read _abtui_go && LC_ALL=C {CLOCK_CMD} && "
+            f"LC_ALL=C exec {shlex.join(argv)}")
+
+
+def parse_clock(line: str) -> float | None:
+    try:
+        value = float(line.strip().replace(",", "."))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def sample_command(sysctl: str | None, command: str | None) -> str:
+    """The command a watch runs each time it samples."""
+    if sysctl:
+        return f"sysctl -n {shlex.quote(sysctl)}"
+    if command:
+        return f"sh -c {shlex.quote(command)}"
+    raise BadInput("a watch needs a sysctl or a command")

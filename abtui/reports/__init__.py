@@ -1,0 +1,1 @@
+"""What users read and paste: statistics, tables, procedure layouts, exports, compare, plots."""

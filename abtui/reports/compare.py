@@ -1,0 +1,109 @@
+"""Two sessions side by side: phases matched by pair label and configuration, each cell the
+one figure every table prints (abtui.reports.throughput), with deltas (right vs left) and their
+intervals and verdicts from run-level values. A configuration recorded
+on one side only is listed with the other side empty, never dropped. When the sessions share
+no pair label (e.g. `stock` then `patched`) and each has one pair, those pairs are matched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abtui.reports import stats
+from abtui.reports.report import (
+    fmt_cell,
+    fmt_compare,
+    legend,
+    md_table,
+    no_interval_note,
+    rate_unit_of,
+)
+from abtui.sessions.session import Session
+
+
+def _pair_map(left: Session, right: Session) -> list[tuple[str, str]]:
+    shared = [p for p in left.pairs if p in right.pairs]
+    if shared:
+        return [(p, p) for p in shared] + [(p, "") for p in left.pairs if p not in shared] + [
+            ("", p) for p in right.pairs if p not in shared]
+    if len(left.pairs) == 1 and len(right.pairs) == 1:
+        return [(left.pairs[0], right.pairs[0])]
+    return [(p, "") for p in left.pairs] + [("", p) for p in right.pairs]
+
+
+def rows(left: Session, right: Session) -> list[dict[str, Any]]:
+    """One row per (pair, configuration) found on either side."""
+    lt, rt = stats.cells(left), stats.cells(right)
+    out = []
+    for lp, rp in _pair_map(left, right):
+        configs = [c for c in lt if lp in lt[c]] + [
+            c for c in rt if rp in rt[c] and not (c in lt and lp in lt[c])]
+        for config in configs:
+            lc, rc = lt.get(config, {}).get(lp), rt.get(config, {}).get(rp)
+            row: dict[str, Any] = {
+                "pair": lp if lp == rp or not rp else (rp if not lp else f"{lp} → {rp}"),
+                "config": config, "left": lc, "right": rc,
+                "only": "left" if rc is None else "right" if lc is None else None}
+            if lc is not None and rc is not None:
+                d, v = stats.compare_cells(lc, rc)
+                row.update(delta=d, verdict=v)
+            out.append(row)
+    return out
+
+
+def markdown(left: Session, right: Session) -> str:
+    table = rows(left, right)
+    seen: list[stats.Delta | None] = []
+    body, unit = _table(left, right, table, False, seen)
+    head = [f"# compare {left.name} → {right.name}", "",
+            f"throughput in {unit}. " + legend(left.name), ""]
+    out = [*head, body]
+    if any(c.samples_rx for r in table for c in (r["left"], r["right"]) if c):
+        back, unit = _table(left, right, table, True, seen)
+        out += ["", f"## Other direction (--bidir: receiver → sender), {unit}", "", back]
+    notes = no_interval_note(seen)
+    if notes:
+        out += ["", *notes]
+    return "\n".join(out) + "\n"
+
+
+def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
+           seen: list[stats.Delta | None]) -> tuple[str, str]:
+    """The pair's own direction, or (`rx`) --bidir's way back compared apart from it; and
+    the unit its figures are in."""
+    div, unit = rate_unit_of((c for r in table for c in (r["left"], r["right"]) if c), rx)
+    body = []
+    for r in table:
+        lc, rc = r["left"], r["right"]
+        change = fmt_compare(lc, rc, rx, seen) if r["only"] is None else (
+            f"only in {left.name if r['only'] == 'left' else right.name}")
+        body.append([r["pair"], r["config"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
+                     change])
+    return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit
+
+
+def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
+    """Each configuration's label -> its {knob: value}, as the sessions' phases recorded it."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in sessions:
+        for pair in s.pairs:
+            for ph in s.phases_of(pair):
+                out.setdefault(stats.config_key(ph.config), dict(ph.config))
+    return out
+
+
+def to_json(left: Session, right: Session) -> dict[str, Any]:
+    values = _config_values(left, right)
+    out = []
+    for r in rows(left, right):
+        d, v = r.get("delta"), r.get("verdict")
+        out.append({
+            "pair": r["pair"], "config": values.get(r["config"], {}),
+            "config_label": r["config"], "only": r["only"],
+            "left": r["left"].to_json() if r["left"] else None,
+            "right": r["right"].to_json() if r["right"] else None,
+            "delta_pct": d.pct if d else None,
+            "ci_pct": [d.low, d.high] if d and d.low is not None else None,
+            "ci_missing": d.why if d and d.low is None else None,
+            "verdict": v.to_json() if v else None,
+        })
+    return {"left": left.name, "right": right.name, "rows": out}

@@ -1,0 +1,211 @@
+"""Machine-readable exports of a session: CSV (one row per interval) and JSON (docs/contracts.md's
+`{"pairs", "phases": [{"pair", "config", "intervals", "summary"}]}` plus the whole session)."""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import json
+import math
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+
+from abtui.core.model import interval_loss
+from abtui.reports import stats
+from abtui.sessions.session import NO_PHASE, Session, config_key
+
+CSV_FIELDS = ("session", "pair", "phase", "configuration", "run", "time", "start", "end",
+              "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms", "omitted", "straddles",
+              "direction", "jitter_ms", "lost_packets", "packets", "lost_percent")
+
+
+def _clean(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _int(x: float) -> int | None:
+    return None if math.isnan(x) else int(x)
+
+
+def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
+    """One dict per interval of a pair; `time` is seconds since the session started (the
+    interval's end as received), `rtt_ms` the mean of the pings answered during it."""
+    cols = session.intervals[pair]
+    pings = session.pings[pair]
+    ping_t = list(pings["t"])
+    ping_rtt = pings["rtt"]
+    t0 = session.start_t or 0.0
+    for i in range(len(cols)):
+        t, start, end = cols["t"][i], cols["start"][i], cols["end"][i]
+        span = end - start if not math.isnan(end - start) else 1.0
+        lo, hi = bisect.bisect_left(ping_t, t - span), bisect.bisect_right(ping_t, t)
+        rtts = [r for r in ping_rtt[lo:hi] if not math.isnan(r)]
+        ph = cols["phase"][i]
+        phase = session.phases[ph] if ph != NO_PHASE else None
+        run = session.runs[cols["run"][i]]
+        udp = {"jitter_ms": _clean(cols["jitter"][i]), "lost_packets": _int(cols["lost"][i]),
+               "packets": _int(cols["packets"][i])}
+        yield {
+            "session": session.name, "pair": pair,
+            "phase": phase.id if phase else None,
+            "configuration": config_key(phase.config) if phase else None,
+            "run": run.id, "time": round(t - t0, 6), "start": _clean(start),
+            "end": _clean(end), "bits_per_second": _clean(cols["bps"][i]),
+            "retransmits": _int(cols["retransmits"][i]), "cwnd_bytes": _int(cols["cwnd"][i]),
+            "rtt_ms": round(sum(rtts) / len(rtts), 6) if rtts else None,
+            "omitted": bool(cols["omitted"][i]), "straddles": phase is None,
+            # --bidir: "rx" for the receiver -> sender direction, else None
+            "direction": "rx" if cols["rx"][i] else None,
+            # UDP (the receiving side's line), else None
+            **udp, "lost_percent": interval_loss(udp)[0],
+        }
+
+
+def write_csv(session: Session, out: IO[str]) -> int:
+    """Write the CSV; returns the number of interval rows."""
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    n = 0
+    for pair in session.pairs:
+        for row in interval_rows(session, pair):
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+            n += 1
+    return n
+
+
+def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
+    """A phase's figures: `bits_per_second` is its throughput as every table defines it (the
+    mean of its run-level values, abtui.reports.throughput); `throughput` summarizes those values,
+    `intervals` the counted intervals' rates (`noisy`: they vary more than stats.NOISE_CV);
+    sender/receiver are iperf3's own summary when the phase is exactly one finished run."""
+    ph = session.phases[phase_ix]
+    st = stats.phase_stats(session, ph)
+    rate = stats.phase_rate(session, ph)
+    phase_col = np.frombuffer(session.intervals[ph.pair]["phase"], dtype=np.int32)
+    runs = {int(r) for r in np.frombuffer(session.intervals[ph.pair]["run"], dtype=np.int32)[
+        phase_col == phase_ix]}
+    # a phase that is exactly one finished run (plan mode) also has iperf3's own summary
+    own = session.runs[runs.pop()].summary if len(runs) == 1 else None
+    retr = np.frombuffer(session.intervals[ph.pair]["retransmits"], dtype=np.float64)[
+        phase_col == phase_ix]
+    rx = stats.phase_rate(session, ph, "throughput_rx")
+    udp = stats.udp_quality(session, ph.pair, phases=[phase_ix])
+    return {
+        "bits_per_second": rate.mean,
+        "sender_bits_per_second": (own or {}).get("sender_bits_per_second") or rate.mean,
+        "receiver_bits_per_second": (own or {}).get("receiver_bits_per_second"),
+        "retransmits": int(np.nansum(retr)) if retr.size and np.isfinite(retr).any() else None,
+        "throughput": rate.to_json(),
+        "intervals": st["throughput"].to_json(),
+        "rtt_ms": st["rtt"].to_json(),
+        "retransmits_per_s": st["retransmits_per_s"].to_json(),
+        "noisy": st["throughput"].noisy,
+        **({"bits_per_second_rx": rx.mean, "throughput_rx": rx.to_json(),
+            "intervals_rx": st["throughput_rx"].to_json()} if st["throughput_rx"].n else {}),
+        # UDP: datagrams lost and jitter over the phase's intervals
+        **({"udp": udp.to_json()} if udp else {}),
+    }
+
+
+def dumps(doc: Any) -> str:
+    """Strict JSON text: a NaN or infinity anywhere (a foreign record) becomes null."""
+    try:
+        return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(_finite(doc), indent=1, allow_nan=False, default=str) + "\n"
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def to_json(session: Session) -> dict[str, Any]:
+    """The whole session as one JSON document (intervals and pings under their phases)."""
+    rows_by_phase: dict[int, list[dict[str, Any]]] = {}
+    unphased: list[dict[str, Any]] = []
+    for pair in session.pairs:
+        cols = session.intervals[pair]
+        for i, row in enumerate(interval_rows(session, pair)):
+            ph = cols["phase"][i]
+            target = unphased if ph == NO_PHASE else rows_by_phase.setdefault(ph, [])
+            target.append({k: row[k] for k in ("pair", "run", "time", "start", "end",
+                                                "bits_per_second", "retransmits",
+                                                "cwnd_bytes", "rtt_ms", "omitted",
+                                                "direction", "jitter_ms", "lost_packets",
+                                                "packets", "lost_percent")})
+    pings_by_phase: dict[int, list[dict[str, Any]]] = {}
+    for pair in session.pairs:
+        p = session.pings[pair]
+        for t, seq, rtt, ph in zip(p["t"], p["seq"], p["rtt"], p["phase"], strict=True):
+            if ph != NO_PHASE:
+                pings_by_phase.setdefault(ph, []).append(
+                    {"t": t, "seq": seq, "rtt_ms": _clean(rtt)})
+    phases = []
+    for ph in session.phases:
+        phases.append({
+            "pair": ph.pair, "phase": ph.id, "config": ph.config,
+            "configuration": config_key(ph.config),
+            "label": session.config_label(ph.config), "start": ph.start, "end": ph.end,
+            "closed": ph.closed, "intervals": rows_by_phase.get(ph.index, []),
+            "pings": pings_by_phase.get(ph.index, []),
+            "summary": _phase_summary(session, ph.index),
+        })
+    table = stats.cells(session)
+    return {
+        "format": "abtui-export", "version": 1,
+        "session": {"name": session.name, "path": str(session.path or ""),
+                    "header": session.header, "profile": session.profile_name,
+                    "profile_path": session.profile_path, "profile_text": session.profile_text,
+                    "abtui_version": session.abtui_version, "start": session.start_t,
+                    "end": session.last_t, "duration": session.duration,
+                    "end_reason": session.end_reason},
+        "pairs": list(session.pairs),
+        "pair_hosts": session.pair_hosts,
+        "hosts": session.facts,
+        "phases": phases,
+        "straddling_intervals": unphased,
+        "runs": [{"pair": r.pair, "run": r.id, "config": r.config, "start": r.start,
+                  "end": r.end, "status": r.status, "bits_per_second": stats.run_rate(session, r),
+                  "summary": r.summary,
+                  **({"reverse_summary": r.reverse_summary} if r.reverse_summary else {}),
+                  "ping": r.ping,
+                  "message": r.message, "skew_ms": r.skew_ms, "options": r.options,
+                  "stats": {m: s.to_json() for m, s in stats.run_stats(session, r).items()
+                            if s.n or m != "throughput_rx"}}
+                 for r in session.runs],
+        "configurations": [c.to_json() for row in table.values() for c in row.values()],
+        "originals": session.originals, "knob_changes": session.knob_changes,
+        "knob_errors": session.knob_errors, "tunnels": session.tunnels,
+        "watches": [{"pair": k[0], "host": k[1], "name": k[2], "t": list(v[0]),
+                     "value": [_clean(x) for x in v[1]]} for k, v in session.watches.items()],
+        "marks": session.marks, "errors": session.errors, "links": session.links,
+        "restores": session.restores, "skews_ms": session.skews_ms,
+        "translations": session.translations,
+    }
+
+
+def render(session: Session, fmt: str, base: str | None = None,
+           base_config: str | None = None) -> str:
+    """The session as `md` (the review report), `csv` (a row per interval) or `json` text;
+    what `abtui export` prints and the console's export writes."""
+    if fmt == "md":
+        from abtui.reports.report import markdown
+
+        return markdown(session, base=base, base_config=base_config)
+    if fmt == "json":
+        return dumps(to_json(session))
+    if fmt == "csv":
+        import io
+
+        buf = io.StringIO()
+        write_csv(session, buf)
+        return buf.getvalue()
+    raise ValueError(f"unknown format {fmt!r}: md, csv or json")

@@ -1,0 +1,1 @@
+"""Recorded sessions: the crash-safe journal, the session rebuilt from it, imported logs."""

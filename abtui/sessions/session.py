@@ -1,0 +1,436 @@
+"""A recorded session, rebuilt from its events: pairs, hosts, knobs, runs, phases, series.
+
+Built in one streaming pass. Intervals and pings go into compact per-pair column arrays (a
+day of two pairs at 1 s is 172 800 intervals: as Event objects that would be hundreds of MB),
+everything rarer is kept as small records. A phase is a stretch of one pair with no knob
+change; intervals marked `straddles` (they began before a change and ended after) belong to
+no phase. Statistics live in abtui.stats; this module only organises what was recorded.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from abtui.core.configuration import config_id, config_label
+from abtui.core.model import Event, EventKind
+
+NO_PHASE = -1
+NAN = math.nan
+
+# A configuration's identity (the one rule lives in abtui.configuration)
+config_key = config_id
+
+
+@dataclass(slots=True)
+class Run:
+    pair: str
+    id: Any
+    index: int
+    config: dict[str, Any] = field(default_factory=dict)
+    start: float | None = None
+    end: float | None = None
+    status: str = "incomplete"  # until a RUN_END says otherwise
+    summary: dict[str, Any] | None = None
+    # --bidir: iperf3's summary of the other direction (receiver -> sender)
+    reverse_summary: dict[str, Any] | None = None
+    ping: dict[str, Any] | None = None
+    message: str = ""
+    skew_ms: float | None = None
+    options: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Phase:
+    pair: str
+    id: Any
+    index: int
+    config: dict[str, Any]
+    start: float | None = None
+    end: float | None = None
+    closed: bool = False
+
+    @property
+    def label(self) -> str:
+        """The configuration's identity (config_key); tables print Session.config_label."""
+        return config_key(self.config)
+
+
+class Columns:
+    """Named array columns appended row by row: the compact store for intervals and pings."""
+
+    def __init__(self, **types: str) -> None:
+        self.names = tuple(types)
+        self.cols: dict[str, array[Any]] = {n: array(t) for n, t in types.items()}
+        self._arrays = tuple(self.cols.values())
+
+    def append(self, *values: Any) -> None:
+        """Append one row, all columns or none (a value that does not fit rolls it back)."""
+        n = len(self._arrays[0])
+        try:
+            for arr, value in zip(self._arrays, values, strict=True):
+                arr.append(value)
+        except (TypeError, ValueError, OverflowError):
+            for arr in self._arrays:
+                del arr[n:]
+            raise
+
+    def __len__(self) -> int:
+        return len(self.cols[self.names[0]])
+
+    def __getitem__(self, name: str) -> array[Any]:
+        return self.cols[name]
+
+
+def _interval_columns() -> Columns:
+    # t: event time; start/end: iperf3's own, relative to its run; NaN where unknown;
+    # rx: 1 for --bidir's other direction (receiver -> sender), kept out of the pair's
+    # throughput so a bidirectional run's two directions are never averaged together;
+    # UDP: jitter (ms), lost datagrams and datagrams due (lost included), NaN for TCP
+    return Columns(t="d", start="d", end="d", bytes="d", bps="d", retransmits="d", cwnd="d",
+                   omitted="b", phase="i", run="i", rx="b", jitter="d", lost="d",
+                   packets="d")
+
+
+def _ping_columns() -> Columns:
+    return Columns(t="d", seq="q", rtt="d", phase="i", run="i")
+
+
+def _obj(value: Any) -> dict[str, Any] | None:
+    """A dict field as recorded, or None when a foreign record put something else there."""
+    return dict(value) if isinstance(value, dict) else None
+
+
+def _num(value: Any) -> float:
+    return NAN if value is None or isinstance(value, bool) else float(value)
+
+
+class Session:
+    """Everything a session recorded, organised for statistics and reports."""
+
+    def __init__(self, name: str = "", path: Path | None = None,
+                 header: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.header = header or {}
+        self.profile_name: str = self.header.get("profile", "")
+        self.profile_text: str = ""
+        self.profile_path: str = ""
+        self.abtui_version: str = ""
+        self.created: float | None = self.header.get("created")
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        self.pairs: list[str] = list(self.header.get("pairs") or [])
+        self.pair_hosts: dict[str, dict[str, str]] = {}
+        self.facts: dict[str, dict[str, Any]] = {}
+        self.originals: list[dict[str, Any]] = []
+        self.knob_changes: list[dict[str, Any]] = []
+        self.knob_errors: list[dict[str, Any]] = []
+        self.tunnels: list[dict[str, Any]] = []
+        self.runs: list[Run] = []
+        self.phases: list[Phase] = []
+        self.intervals: dict[str, Columns] = {}
+        self.pings: dict[str, Columns] = {}
+        # (pair, host, name) -> (times, values); values NaN where not a number
+        self.watches: dict[tuple[str | None, str | None, str], tuple[array[float], array[float]]]
+        self.watches = {}
+        self.marks: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.links: list[dict[str, Any]] = []
+        self.restores: list[dict[str, Any]] = []
+        # `abtui run --lab`: what the lab ran instead of what the profile names
+        self.translations: list[dict[str, Any]] = []
+        self.skews_ms: list[float] = []
+        self.end_reason: str | None = None
+        self.kinds_seen: dict[str, int] = {}
+        self._run_ix: dict[tuple[str, Any], int] = {}
+        self._phase_ix: dict[tuple[str, Any], int] = {}
+        self._config: dict[str, dict[str, Any]] = {}
+        # each pair's configuration as read from its hosts on connect (CONFIG events)
+        self.initial_configs: dict[str, dict[str, Any]] = {}
+
+    # ---- building ----------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Session:
+        """Read a session file (plain or compacted) in one streaming pass."""
+        from abtui.sessions import store
+
+        p = Path(path)
+        header = store.read_header(p)
+        session = cls(name=header.get("name") or store.name_of(p), path=p, header=header)
+        session.feed_all(store.iter_events(p))
+        return session
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event], name: str = "") -> Session:
+        session = cls(name=name)
+        session.feed_all(events)
+        return session
+
+    def feed_all(self, events: Iterable[Event]) -> None:
+        for ev in events:
+            self.feed(ev)
+        self._finish()
+
+    def feed(self, ev: Event) -> None:
+        """Take one event into account (events must come in recorded order)."""
+        kind = str(ev.kind)
+        self.kinds_seen[kind] = self.kinds_seen.get(kind, 0) + 1
+        if self.first_t is None:
+            self.first_t = ev.t
+        self.last_t = ev.t
+        if ev.pair is not None:
+            self._add_pair(ev.pair)
+        handler = _HANDLERS.get(ev.kind)
+        if handler is None:
+            return
+        try:
+            handler(self, ev, ev.data)
+        except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as exc:
+            # a hand-edited or foreign record: noted with the errors, never a traceback
+            self.errors.append({"t": ev.t, "pair": ev.pair, "host": ev.host,
+                                "message": f"malformed {kind} record ignored ({exc})"})
+
+    def _add_pair(self, label: str) -> None:
+        if label not in self.pairs:
+            self.pairs.append(label)
+        if label not in self.intervals:
+            self.intervals[label] = _interval_columns()
+            self.pings[label] = _ping_columns()
+
+    def _on_start(self, ev: Event, d: dict[str, Any]) -> None:
+        self.profile_text = d.get("profile_text") or ""
+        self.profile_path = d.get("profile_path") or ""
+        self.abtui_version = d.get("abtui_version") or ""
+        self.translations = [dict(t) for t in d.get("translations") or []
+                             if isinstance(t, dict)]
+        for p in d.get("pairs") or []:
+            if isinstance(p, dict) and p.get("label"):
+                self._add_pair(str(p["label"]))
+                self.pair_hosts[str(p["label"])] = {k: str(v) for k, v in p.items() if v}
+
+    def _run(self, pair: str, run_id: Any) -> int:
+        key = (pair, run_id)
+        ix = self._run_ix.get(key)
+        if ix is None:
+            ix = len(self.runs)
+            self.runs.append(Run(pair=pair, id=run_id, index=ix,
+                                 config=dict(self._config.get(pair, {}))))
+            self._run_ix[key] = ix
+        return ix
+
+    def _phase(self, pair: str, phase_id: Any, t: float | None) -> int:
+        key = (pair, phase_id)
+        ix = self._phase_ix.get(key)
+        if ix is None:
+            ix = len(self.phases)
+            self.phases.append(Phase(pair=pair, id=phase_id, index=ix,
+                                     config=dict(self._config.get(pair, {})), start=t))
+            self._phase_ix[key] = ix
+        return ix
+
+    def _on_run_start(self, ev: Event, d: dict[str, Any]) -> None:
+        if ev.pair is None:
+            return
+        self._config[ev.pair] = _obj(d.get("config")) or {}
+        run = self.runs[self._run(ev.pair, d.get("run"))]
+        run.config = dict(self._config[ev.pair])
+        run.start = ev.t
+        run.skew_ms = d.get("skew_ms")
+        run.options = _obj(d.get("options"))
+
+    def _on_run_end(self, ev: Event, d: dict[str, Any]) -> None:
+        if ev.pair is None:
+            return
+        run = self.runs[self._run(ev.pair, d.get("run"))]
+        run.end = ev.t
+        run.status = d.get("status") or "ok"
+        run.summary = _obj(d.get("summary"))
+        run.reverse_summary = _obj(d.get("reverse_summary"))
+        run.ping = _obj(d.get("ping"))
+        run.message = d.get("message") or ""
+
+    def _on_interval(self, ev: Event, d: dict[str, Any]) -> None:
+        pair = ev.pair
+        if pair is None:
+            return
+        run_id = d.get("run")
+        run = self._run(pair, run_id)
+        phase_id = d.get("phase", ("run", run_id))
+        if d.get("straddles"):
+            phase = NO_PHASE
+        else:
+            span = _num(d.get("end")) - _num(d.get("start"))
+            phase = self._phase(pair, phase_id, ev.t - span if span == span else ev.t)
+            ph = self.phases[phase]
+            if not ph.closed:
+                ph.end = ev.t
+        self.intervals[pair].append(
+            ev.t, _num(d.get("start")), _num(d.get("end")), _num(d.get("bytes")),
+            _num(d.get("bits_per_second")), _num(d.get("retransmits")),
+            _num(d.get("cwnd_bytes")), 1 if d.get("omitted") else 0, phase, run,
+            1 if d.get("direction") == "rx" else 0, _num(d.get("jitter_ms")),
+            _num(d.get("lost_packets")), _num(d.get("packets")))
+
+    def _on_ping(self, ev: Event, d: dict[str, Any]) -> None:
+        pair = ev.pair
+        if pair is None:
+            return
+        run = self._run(pair, d.get("run"))
+        phase_id = d.get("phase")
+        phase = self._phase(pair, phase_id, ev.t) if phase_id is not None else NO_PHASE
+        seq = d.get("seq")
+        self.pings[pair].append(ev.t, int(seq) if isinstance(seq, int) else -1,
+                                _num(d.get("rtt_ms")), phase, run)
+
+    def _on_phase(self, ev: Event, d: dict[str, Any]) -> None:
+        if ev.pair is None:
+            return
+        ph = self.phases[self._phase(ev.pair, d.get("phase"), d.get("start"))]
+        if isinstance(d.get("config"), dict):
+            ph.config = dict(d["config"])
+        if d.get("start") is not None:
+            ph.start = d["start"]
+        ph.end = d.get("end", ev.t)
+        ph.closed = True
+
+    def _on_config(self, ev: Event, d: dict[str, Any]) -> None:
+        if ev.pair is None:
+            return
+        config = _obj(d.get("config")) or {}
+        self._config[ev.pair] = dict(config)
+        self.initial_configs.setdefault(ev.pair, dict(config))
+
+    def _on_knob(self, ev: Event, d: dict[str, Any]) -> None:
+        pairs = [str(p) for p in d.get("pairs") or []] if isinstance(d.get("pairs"), list) else []
+        self.knob_changes.append({"t": ev.t, **d, "pairs": pairs})
+        targets = pairs or ([ev.pair] if ev.pair else list(self._config))
+        for pair in targets:
+            self._config.setdefault(pair, {})[str(d.get("knob"))] = d.get("value")
+
+    def _on_watch(self, ev: Event, d: dict[str, Any]) -> None:
+        key = (ev.pair, ev.host, str(d.get("name")))
+        series = self.watches.get(key)
+        if series is None:
+            series = self.watches[key] = (array("d"), array("d"))
+        try:
+            value = float(d.get("value"))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            value = NAN
+        series[0].append(ev.t)
+        series[1].append(value)
+
+    def _finish(self) -> None:
+        if self.profile_text and (not self.pair_hosts or not self.profile_name):
+            doc = _toml(self.profile_text)
+            self.pair_hosts = self.pair_hosts or _pairs_from_profile(doc)
+            name = doc.get("profile", {}).get("name") if isinstance(doc.get("profile"),
+                                                                    dict) else None
+            self.profile_name = self.profile_name or (name if isinstance(name, str) else "")
+        for label in self.pair_hosts:
+            self._add_pair(label)
+
+    # ---- queries -------------------------------------------------------------------------
+
+    @property
+    def start_t(self) -> float | None:
+        return self.first_t if self.first_t is not None else self.created
+
+    @property
+    def duration(self) -> float:
+        if self.start_t is None or self.last_t is None:
+            return 0.0
+        return max(0.0, self.last_t - self.start_t)
+
+    def baseline(self, base: str | None = None) -> dict[str, Any] | None:
+        """The configuration labels are relative to: the base pair's as read on connect
+        (else the first pair's); None for sessions recorded before abtui read it."""
+        for pair in ([base] if base else []) + self.pairs:
+            if pair in self.initial_configs:
+                return self.initial_configs[pair]
+        return None
+
+    def config_label(self, config: dict[str, Any], base: str | None = None) -> str:
+        """How tables name a configuration (abtui.configuration.config_label)."""
+        return config_label(config, self.baseline(base))
+
+    def phases_of(self, pair: str) -> list[Phase]:
+        return [p for p in self.phases if p.pair == pair]
+
+    def runs_of(self, pair: str) -> list[Run]:
+        return [r for r in self.runs if r.pair == pair]
+
+    def hosts_of(self, pair: str) -> dict[str, str]:
+        """{"sender": alias, "receiver": alias} as far as the session knows."""
+        return self.pair_hosts.get(pair, {})
+
+
+def _toml(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _pairs_from_profile(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Best effort: the pairs table of the profile copy, when the engine did not list them."""
+    out: dict[str, dict[str, str]] = {}
+    pairs = doc.get("pairs")
+    for p in pairs if isinstance(pairs, list) else []:
+        if isinstance(p, dict) and isinstance(p.get("label"), str):
+            out[p["label"]] = {k: str(p[k]) for k in ("sender", "receiver", "target") if k in p}
+    return out
+
+
+def _simple(target: str):  # type: ignore[no-untyped-def]
+    def handler(self: Session, ev: Event, d: dict[str, Any]) -> None:
+        getattr(self, target).append({"t": ev.t, "pair": ev.pair, "host": ev.host, **d})
+    return handler
+
+
+def _on_facts(self: Session, ev: Event, d: dict[str, Any]) -> None:
+    if ev.host is not None:
+        self.facts[ev.host] = _obj(d.get("facts")) or {}
+
+
+def _on_original(self: Session, ev: Event, d: dict[str, Any]) -> None:
+    self.originals.append({"t": ev.t, "host": ev.host, **d})
+
+
+def _on_skew(self: Session, ev: Event, d: dict[str, Any]) -> None:
+    if isinstance(d.get("skew_ms"), int | float):
+        self.skews_ms.append(float(d["skew_ms"]))
+
+
+def _on_end(self: Session, ev: Event, d: dict[str, Any]) -> None:
+    self.end_reason = d.get("reason") or "ended"
+
+
+_HANDLERS = {
+    EventKind.SESSION_START: Session._on_start,
+    EventKind.FACTS: _on_facts,
+    EventKind.ORIGINAL: _on_original,
+    EventKind.CONFIG: Session._on_config,
+    EventKind.KNOB: Session._on_knob,
+    EventKind.KNOB_ERROR: _simple("knob_errors"),
+    EventKind.TUNNEL: _simple("tunnels"),
+    EventKind.LINK: _simple("links"),
+    EventKind.RUN_START: Session._on_run_start,
+    EventKind.RUN_END: Session._on_run_end,
+    EventKind.INTERVAL: Session._on_interval,
+    EventKind.PING: Session._on_ping,
+    EventKind.PHASE: Session._on_phase,
+    EventKind.WATCH: Session._on_watch,
+    EventKind.SKEW: _on_skew,
+    EventKind.ERROR: _simple("errors"),
+    EventKind.MARK: _simple("marks"),
+    EventKind.RESTORE: _simple("restores"),
+    EventKind.SESSION_END: _on_end,
+}

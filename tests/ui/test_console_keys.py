@@ -1,0 +1,172 @@
+"""The console's keys as a user presses them, on a replay: plan progress before its first
+estimate, space stopping and starting, keys behind a dialog, and the screen following the
+controller however the flushes are timed."""
+
+from __future__ import annotations
+
+import time
+import types
+
+import pytest
+from textual.widgets import Input
+
+from abtui.core.model import Event, EventKind
+from abtui.measure.replay import T0, synthetic_profile
+from abtui.ui.app import AbtuiApp
+from abtui.ui.screens import TextPrompt, TunnelSwitcher
+from tests.ui.conftest import SpyController, make_app, replayed, until
+
+pytestmark = pytest.mark.ui
+
+
+def log_text(app: AbtuiApp) -> str:
+    return "\n".join(app.log_lines)
+
+
+async def test_plan_progress_without_an_estimate_yet_shows() -> None:
+    """The engine's first PROGRESS has eta_s None (nothing measured yet)."""
+    app = make_app(intervals=2)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 2)
+        app._mode = "plan"  # as after `p`
+        app._on_event(Event(EventKind.PROGRESS, T0 + 5, data={"done": 0, "total": 4,
+                                                              "eta_s": None}))
+        await until(pilot, lambda: app.state.progress is not None)
+        assert app.is_running
+        assert "plan 0/4" in app.knobbar().plain
+        assert "s left" not in app.knobbar().plain
+        app._on_event(Event(EventKind.PROGRESS, T0 + 6, data={"done": 1, "total": 4,
+                                                              "eta_s": 29.6}))
+        await until(pilot, lambda: "plan 1/4, 30 s left" in app.knobbar().plain)
+
+
+async def test_space_stops_then_starts_again() -> None:
+    ctl = SpyController(synthetic_profile(2), speed=50.0, seed=1)  # live, 20 ms/interval
+    app = AbtuiApp(ctl)
+    async with app.run_test() as pilot:
+        await until(pilot, lambda: app.state.pairs["A"].intervals >= 3)
+        await pilot.press("space")
+        await until(pilot, lambda: not ctl.running and not app.state.running)
+        assert "failed" not in log_text(app)
+        n = app.state.pairs["A"].intervals
+        await pilot.press("space")
+        await until(pilot, lambda: app.state.pairs["A"].intervals >= n + 3)
+        assert ctl.running and "failed" not in log_text(app)
+        await pilot.press("space")
+        await until(pilot, lambda: not ctl.running)
+
+
+async def test_keys_behind_a_dialog_do_not_act() -> None:
+    """Tab moves focus inside a dialog; the scope and knobs behind it stay as they are."""
+    app = make_app(intervals=2)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 2)
+        await pilot.press("m")
+        assert isinstance(app.screen, TextPrompt)
+        await pilot.press("tab", "tab")
+        assert app.scope_index == 0
+        await pilot.press("escape")
+        await pilot.press("ctrl+t")
+        assert isinstance(app.screen, TunnelSwitcher)
+        await pilot.press("tab", "w", "space")
+        await pilot.pause(0.2)
+        assert app.scope_index == 0
+        assert not [c for c in app.controller.calls if c[0] == "set_knob"]
+        await pilot.press("escape")
+        await pilot.press("tab")  # on the main screen tab still cycles the scope
+        assert app.scope_index == 1
+
+
+async def test_a_mark_typed_in_the_dialog_reaches_the_log() -> None:
+    app = make_app(intervals=2)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 2)
+        await pilot.press("m")
+        app.screen.query_one("#text", Input).value = "cable swapped"
+        await pilot.press("enter")
+        await until(pilot, lambda: "mark: cable swapped" in log_text(app))
+
+
+class FakeClock:
+    """The console's perf_counter, moved by the test (asyncio's and Textual's clocks run on)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.module = types.SimpleNamespace(perf_counter=lambda: self.now, time=time.time,
+                                            monotonic=time.monotonic)
+
+
+@pytest.mark.parametrize("delay", [1e-9, 1e-4])
+async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: float) -> None:
+    """Textual's one-shot timer never fires when its delay is shorter than the time between
+    two clock readings in its task (1e-7 s and less always; longer ones when the process is
+    descheduled); a flush scheduled that way must still happen, and later ones too."""
+    import abtui.ui.app as app_module
+
+    clock = FakeClock()
+    monkeypatch.setattr(app_module, "time", clock.module)
+    try:
+        import abtui.ui.pacing as pacing
+    except ImportError:  # before the console had its own pacing module
+        pass
+    else:
+        monkeypatch.setattr(pacing, "time", clock.module)
+    app = make_app(intervals=1)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 1)
+        period = 1 / app.flush_hz
+        shown = len(app.events)
+        # one flush now; the next event arrives `delay` before the next flush is allowed
+        app._on_event(Event(EventKind.MARK, T0 + 2, data={"text": "first"}))
+        await until(pilot, lambda: len(app.events) == shown + 1, timeout=2)
+        clock.now += period - delay
+        app._on_event(Event(EventKind.MARK, T0 + 3, data={"text": "second"}))
+        await until(pilot, lambda: len(app.events) == shown + 2, timeout=2)
+        clock.now += 1.0
+        app._on_event(Event(EventKind.MARK, T0 + 4, data={"text": "third"}))
+        await until(pilot, lambda: len(app.events) == shown + 3, timeout=2)
+        assert "mark: third" in log_text(app)
+
+
+async def test_pane_numbers_follow_when_their_repaint_falls_due_in_a_tiny_delay(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import abtui.ui.app as app_module
+
+    clock = FakeClock()
+    monkeypatch.setattr(app_module, "time", clock.module)
+    try:
+        import abtui.ui.pacing as pacing
+    except ImportError:
+        pass
+    else:
+        monkeypatch.setattr(pacing, "time", clock.module)
+    app = make_app(intervals=1)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 1)
+        throttle = app.text_throttle
+        throttle(force=True)  # runs now, at the frozen clock
+        clock.now += throttle.period - 1e-9
+        ran = []
+        throttle.action = lambda: ran.append(1)
+        throttle()
+        await until(pilot, lambda: bool(ran), timeout=2)
+        assert not throttle.pending
+
+
+async def test_after_a_plan_space_measures_continuously_without_the_plans_progress() -> None:
+    from textual.widgets import ProgressBar
+
+    ctl = SpyController(synthetic_profile(2), speed=200.0)
+    app = AbtuiApp(ctl, autostart=False)
+    async with app.run_test() as pilot:
+        await pilot.press("p")
+        await until(pilot, lambda: (app.state.progress or {}).get("done") == 4
+                    and not ctl.running)
+        assert "plan 4/4" in app.knobbar().plain
+        await pilot.press("space")  # the plan is over: space starts measuring again
+        await until(pilot, lambda: app._mode == "continuous" and app.state.running)
+        assert "plan" not in app.knobbar().plain
+        assert not app.query_one("#plan-progress", ProgressBar).display
+        assert "failed" not in log_text(app)
+        await pilot.press("space")
+        await until(pilot, lambda: not ctl.running)

@@ -1,0 +1,84 @@
+"""When the console folds events into the screen: an interval at once while the refresh budget
+allows, ping replies with the next flush (or within LAZY_S), a stream that never pauses at
+FLUSH_HZ flushes a second; and an interval's latency counts from its line's arrival."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import time
+from pathlib import Path
+
+from abtui.core.model import Event, EventKind
+from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.ui.app import AbtuiApp
+from tests.ui.conftest import SpyController, until
+
+
+def _quiet_app(**kw: object) -> tuple[AbtuiApp, list[Event]]:
+    """A console whose controller says nothing by itself, and events to hand it."""
+    profile = synthetic_profile(1)
+    events = synthetic_events(profile, intervals=40, seed=3)
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, **kw)
+    return app, events
+
+
+def _of(events: list[Event], kind: EventKind) -> list[Event]:
+    return [e for e in events if e.kind is kind]
+
+
+async def test_an_interval_is_timed_from_its_arrival_on_the_ssh_channel(tmp_path: Path) -> None:
+    app, events = _quiet_app(bench_file=str(tmp_path / "bench.jsonl"))
+    async with app.run_test() as pilot:
+        await pilot.pause(0.5)  # start-up's first refreshes are over
+        first = _of(events, EventKind.INTERVAL)[0]
+        arrived = time.perf_counter() - 5.0  # its line came in 5 s ago (the loop was busy)
+        app._on_event(dataclasses.replace(first, arrived=arrived))
+        await until(pilot, lambda: app.shown_intervals == 1)
+        ((_, latency),) = app.latencies
+        assert 5.0 <= latency < 60
+
+
+async def test_ping_replies_wait_for_the_next_flush_and_an_interval_never_does() -> None:
+    app, events = _quiet_app()
+    async with app.run_test() as pilot:
+        await pilot.pause(0.5)  # start-up's flushes are over, the refresh budget is full
+        pings, intervals = _of(events, EventKind.PING), _of(events, EventKind.INTERVAL)
+        app._on_event(pings[0])
+        assert app._flush_due is not None
+        assert app._flush_due - time.perf_counter() > 0.3  # the ping waits (LAZY_S)
+        await pilot.pause(0.1)
+        assert app._pending  # ... and is not shown yet
+        app._on_event(intervals[0])
+        assert app._flush_due <= time.perf_counter()  # the interval goes at once, the ping too
+        await until(pilot, lambda: not app._pending)
+        assert app.state.pairs["A"].intervals == 1 and app.state.pairs["A"].rtt
+        app._on_event(intervals[1])  # right after that flush: at once still (a burst)
+        assert app._flush_due <= time.perf_counter()
+
+
+async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
+    """40 intervals a second: a handful of flushes a second (FLUSH_HZ), each showing several
+    intervals, none lost."""
+    app, events = _quiet_app()
+    async with app.run_test() as pilot:
+        await pilot.pause(0.5)
+        flushes = 0
+        flush = app._flush_events
+
+        def counted() -> None:
+            nonlocal flushes
+            flushes += 1
+            flush()
+
+        app._flush_events = counted  # type: ignore[method-assign]
+        intervals = _of(events, EventKind.INTERVAL)
+        t0 = time.perf_counter()
+        for ev in intervals:  # 40 intervals, one every 25 ms: 1 s
+            app._on_event(ev)
+            await asyncio.sleep(0.025)
+        elapsed = time.perf_counter() - t0
+        await until(pilot, lambda: not app._pending)
+        assert app.state.pairs["A"].intervals == len(intervals)  # none lost
+        assert 2 <= flushes <= len(intervals) / 4, (flushes, elapsed)

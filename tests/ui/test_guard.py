@@ -1,0 +1,81 @@
+"""However the console ends, the hosts are restored: an exception in a handler, a signal, a
+second ctrl+q (then one line names `abtui recover`). On a replay here; on the lab in
+tests/lab/test_console_lab.py."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+
+import pytest
+
+from abtui.core.model import EventKind
+from abtui.ui.app import AbtuiApp
+from abtui.ui.guard import RECOVER, run_console
+from tests.ui.conftest import make_app, until
+
+pytestmark = pytest.mark.ui
+
+
+def boom() -> None:
+    raise RuntimeError("injected [b]failure[/b]")
+
+
+async def flipped(pilot, app: AbtuiApp) -> None:  # type: ignore[no-untyped-def]
+    await until(pilot, lambda: app.state.intervals_seen >= 4 and not app.controller.running)
+    await pilot.press("w")
+    await until(pilot, lambda: any(c[0] == "set_knob" for c in app.controller.calls))
+    await until(pilot, lambda: bool(app.controller._changed))
+
+
+async def test_an_exception_in_a_handler_still_restores() -> None:
+    app = make_app(intervals=4)
+    out = io.StringIO()
+
+    async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
+        await flipped(pilot, app)
+        app.action_mark = boom  # type: ignore[method-assign]
+        await pilot.press("m")
+
+    code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)
+    assert code == 1
+    assert app.controller.calls[-1] == ("shutdown",)
+    said = out.getvalue().splitlines()
+    assert said[0] == "abtui: RuntimeError: injected [b]failure[/b]; restoring the hosts…"
+    assert "abtui:   a-snd: tcp_wmem=4096 16384 4194304 restored" in said
+    assert said[-1] == "abtui: hosts restored"
+    assert not app.controller._changed
+
+
+async def test_sigterm_restores_as_ctrl_q_does() -> None:
+    app = make_app(intervals=4)
+    out = io.StringIO()
+
+    async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
+        await flipped(pilot, app)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await until(pilot, lambda: app.leaving)
+
+    code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)
+    assert code == 128 + signal.SIGTERM
+    assert app.controller.calls[-1] == ("shutdown",)
+    assert app.restore_outcome == "done" and not app.controller._changed
+    assert any(e.kind is EventKind.RESTORE for e in app.events)
+    assert out.getvalue() == ""  # restored inside the console, as ctrl+q: nothing to add
+
+
+async def test_forcing_out_says_abtui_recover_will_finish() -> None:
+    app = make_app(intervals=4, step_delay=30.0)  # restoring hangs
+    out = io.StringIO()
+
+    async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
+        await until(pilot, lambda: app.state.intervals_seen >= 4)
+        app.controller._changed.add(("tso", "a-snd"))  # something to restore, slowly
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+q")
+
+    code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)
+    assert code == 1 and app.forced_out
+    assert out.getvalue() == f"abtui: {RECOVER}\n"

@@ -1,0 +1,62 @@
+"""At 80×24 every knob, every pane and every value stays in sight or in reach: the knob bar
+wraps, a pane's lines wrap instead of being cut, and with 4 pairs the panes shrink and tab
+brings each one into view."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from abtui.ui.widgets import PairPane
+from tests.ui.conftest import make_app, replayed
+
+pytestmark = pytest.mark.ui
+
+
+def fully_shown(app, widget) -> bool:  # type: ignore[no-untyped-def]
+    geometry = app.screen.find_widget(widget)
+    return geometry.visible_region == geometry.region and \
+        app.screen.region.contains_region(geometry.region)
+
+
+def lines_of(widget: Static) -> list[str]:
+    return str(widget.render()).splitlines()
+
+
+@pytest.mark.parametrize("pairs", [2, 4])
+async def test_every_knob_and_pane_in_reach_at_80x24(pairs: int) -> None:
+    app = make_app(pairs=pairs, intervals=6)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replayed(pilot, 6)
+        bar = app.query_one("#knobbar", Static)
+        assert fully_shown(app, bar)
+        shown = lines_of(bar)
+        assert bar.region.height == len(shown)  # every line of it on screen
+        assert all(len(line) <= bar.content_region.width for line in shown)
+        first = app.state.pairs["A"]
+        for key, knob in app.knob_keys.items():
+            chip = f"{key} {knob}={first.config[knob]}"
+            assert any(chip in line for line in shown), (chip, shown)
+        assert any("running" in line or "stopped" in line for line in shown)
+        for label in app.state.pairs:
+            # tab scopes the knobs to each pair in turn and brings its pane into view
+            while app.scopes[app.scope_index] != label:
+                await pilot.press("tab")
+            await pilot.pause(0.1)
+            pane = app.query_one(f"#pane-{label}", PairPane)
+            assert pane.has_class("-scoped")
+            assert fully_shown(app, pane), label
+            for name in ("config", "bps-label", "rtt-label", "tcp"):
+                part = pane.query_one(f"#{name}", Static)
+                text = lines_of(part)
+                assert part.region.height == len(text), (label, name, text)
+                assert all(len(line) <= part.content_region.width for line in text), text
+            config = " ".join(lines_of(pane.query_one("#config", Static)))
+            for knob, value in pane.state.config.items():
+                if knob != "tunnel" or pane.has_class("-compact"):
+                    assert f"{knob}={value}" in config, (knob, config)
+            numbers = " ".join(lines_of(pane.query_one("#bps-label", Static)))
+            assert "mean" in numbers and "min" in numbers and "max" in numbers
+        table = app.query_one("#phases", DataTable)
+        assert fully_shown(app, table)
+        assert table.region.height >= 1 + table.row_count  # header and every row

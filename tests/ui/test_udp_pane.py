@@ -1,0 +1,26 @@
+"""A UDP pair's pane says what was lost and the jitter, in place of TCP's retransmits/cwnd."""
+
+from __future__ import annotations
+
+import pytest
+
+from abtui.core.model import EventKind
+from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.ui.widgets import PairPane
+from tests.ui.conftest import make_app, replayed
+
+pytestmark = pytest.mark.ui
+
+
+async def test_a_udp_pane_shows_loss_and_jitter() -> None:
+    events = synthetic_events(synthetic_profile(2), intervals=4, seed=7)
+    for i, e in enumerate(x for x in events if x.kind is EventKind.INTERVAL and x.pair == "A"):
+        e.data.update(retransmits=None, cwnd_bytes=None, jitter_ms=0.01 * (i + 1),
+                      lost_packets=10 * i, packets=1000)
+    app = make_app(events=events)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 4)
+        a = str(app.query_one("#pane-A", PairPane).query_one("#tcp").render())
+        b = str(app.query_one("#pane-B", PairPane).query_one("#tcp").render())
+    assert "lost 3.00%" in a and "jitter 0.040 ms" in a and "retr" not in a
+    assert "retr" in b and "lost" not in b

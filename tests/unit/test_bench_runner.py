@@ -1,0 +1,173 @@
+"""`make bench` judges its records: budgets, FAIL and error records, the exit code; and the
+fidelity bench's own reader of what iperf3 printed finds a figure abtui got wrong."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from abtui.core.model import Event, EventKind
+from abtui.measure.seams import iperf_summary_of
+from abtui.parse.iperf3_text import Iperf3TextParser
+from abtui.sessions.session import Session
+from tests.bench import __main__ as runner
+from tests.bench import judge as j
+from tests.bench.bench_engine import compare_run, read_printed
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@pytest.mark.parametrize(("value", "budget", "ok"), [
+    (4.9, "<= 5", True), (5.1, "<= 5", False), (100, ">= 100", True), (99.9, ">= 100", False),
+    (1, "== 1", True), (0.999, "== 1", False), (0.97, "0.97..1.03", True),
+    (1.031, "0.97..1.03", False), (0.96, "0.97..1.03", False), (2e5, ">= 200000", True)])
+def test_within_each_form_of_budget(value: float, budget: str, ok: bool) -> None:
+    assert j.within(value, budget) is ok
+
+
+def test_a_malformed_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="budget '< 5'"):
+        j.within(1.0, "< 5")
+
+
+def test_every_budget_of_the_table_is_well_formed() -> None:
+    for name, budget in j.BUDGETS.items():
+        if budget is not None:
+            j.within(0.0, budget)  # raises when malformed
+        assert name == name.strip() and " " not in name
+
+
+def _rec(name: str, value: object, **kw: object) -> dict:
+    return {"name": name, "value": value, "unit": "ms", "note": "n", **kw}
+
+
+def test_judge_marks_ok_fail_skipped_error_and_unbudgeted() -> None:
+    budgets = {"a": "<= 5", "b": None}
+    assert j.judge(_rec("a", 4), budgets)["status"] == "ok"
+    failed = j.judge(_rec("a", 6), budgets)
+    assert (failed["status"], failed["budget"]) == ("FAIL", "<= 5")
+    assert j.judge(_rec("b", 6), budgets)["status"] == "—"
+    assert j.judge(_rec("zzz", 6), budgets)["status"] == "—"  # no budget in the table
+    for missing in (None, math.nan, "fast"):
+        err = j.judge(_rec("a", missing), budgets)
+        assert err["status"] == "error" and "no value measured" in err["note"]
+    skipped = j.judge({"name": "b", "value": None, "skipped": "no VM hosts"}, budgets)
+    assert skipped["status"] == "skipped" and "no VM hosts" in skipped["note"]
+    behind = j.judge(_rec("a", 1, failed="the console fell behind"), budgets)
+    assert behind["status"] == "FAIL" and behind["note"].startswith("the console fell behind")
+
+
+def test_a_raising_measurement_is_an_error_line_for_each_of_its_records(capsys) -> None:
+    @j.measures("x_ms", "y_ms")
+    def boom() -> list[dict]:
+        raise RuntimeError("the lab did not come up\nsecond line")
+
+    records = j.measure(boom)
+    assert [(r["name"], r["status"]) for r in records] == [("x_ms", "error"), ("y_ms", "error")]
+    assert records[0]["note"] == "boom raised RuntimeError: the lab did not come up"
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_record_a_measurement_forgot_is_an_error() -> None:
+    @j.measures("x_ms", "y_ms")
+    def half() -> dict:
+        return _rec("x_ms", 1)
+
+    records = j.measure(half)
+    assert [r["name"] for r in records] == ["x_ms", "y_ms"]
+    assert records[1]["status"] == "error" and "returned no such record" in records[1]["note"]
+
+
+def test_the_run_exits_non_zero_on_a_fail_or_an_error_and_lists_every_budgeted_record(
+        monkeypatch) -> None:
+    monkeypatch.setattr(j, "BUDGETS", {"fast_ms": "<= 5", "never_made": "<= 1"})
+
+    @j.measures("fast_ms")
+    def fast() -> dict:
+        return _rec("fast_ms", 3)
+
+    records = runner.run([fast], everything=True)
+    assert [(r["name"], r["status"]) for r in records] == [("fast_ms", "ok"),
+                                                           ("never_made", "error")]
+    assert j.exit_code(records) == 1
+    assert j.exit_code(runner.run([fast], everything=False)) == 0
+    monkeypatch.setitem(j.BUDGETS, "fast_ms", "<= 1")
+    assert j.exit_code(runner.run([fast], everything=False)) == 1
+
+
+def test_make_bench_exits_non_zero_on_an_impossible_budget(tmp_path: Path) -> None:
+    """A real (small) run of the parse bench through `python -m tests.bench`'s main, with a
+    budget no parser meets: the record is FAIL, the results file says so, the exit code is 1."""
+    results = tmp_path / "bench-results.json"
+    code = ("import sys, tests.bench.judge as j, tests.bench.bench_parse as p\n"
+            "from tests.bench.__main__ import main\n"
+            "j.BUDGETS['parse_lines_per_s'] = '>= 1e12'\n"
+            "p.INTERVALS, p.SINGLE, p.REPEATS = 500, 2000, 1\n"
+            "raise SystemExit(main(['bench', 'parse_lines']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "ABTUI_BENCH_RESULTS": str(results)}, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("parse_lines_per_s")]
+    assert ">= 1e12" in line and " FAIL " in line
+    (rec,) = json.loads(results.read_text())["results"]
+    assert (rec["name"], rec["status"], rec["budget"]) == ("parse_lines_per_s", "FAIL", ">= 1e12")
+    assert rec["value"] > 0
+
+
+# ---- the fidelity bench's reader --------------------------------------------------------------
+def _session_of(text: str, tamper: dict[tuple[int, str], float] | None = None) -> Session:
+    """The session abtui would record for one run printing `text` (abtui's own parser)."""
+    parser = Iperf3TextParser()
+    events = [Event(EventKind.RUN_START, pair="A", data={"run": "r1"})]
+    for k, iv in enumerate(parser.feed_text(text)):
+        data = {"run": "r1", **iv.to_json()}
+        for (at, key), value in (tamper or {}).items():
+            if at == k:
+                data[key] = value
+        events.append(Event(EventKind.INTERVAL, pair="A", data=data))
+    summary = iperf_summary_of(parser.finish())
+    events.append(Event(EventKind.RUN_END, pair="A", data={
+        "run": "r1", "status": "ok", "summary": asdict(summary) if summary else None}))
+    return Session.from_events(events)
+
+
+@pytest.mark.parametrize("fixture", ["iperf3-3.18/tcp-text.txt", "iperf3-3.12/p2.client.txt",
+                                     "iperf3-3.12/tcp.client.txt"])
+def test_fidelity_reader_agrees_with_abtui_on_recorded_output(fixture: str) -> None:
+    text = (FIXTURES / fixture).read_text()
+    printed = read_printed(text)
+    compared, wrong = compare_run(printed, _session_of(text), "A", 0)
+    assert wrong == [] and compared >= 5 * len(printed.intervals) + 4 > 4
+
+
+def test_fidelity_reader_finds_a_figure_abtui_got_wrong() -> None:
+    text = (FIXTURES / "iperf3-3.12/p2.client.txt").read_text()
+    # one stream's rate taken for the aggregate's ([SUM] 23.7 Gbits/sec in the 2nd interval)
+    _, wrong = compare_run(read_printed(text), _session_of(text, {(1, "bits_per_second"): 11.8e9}),
+                           "A", 0)
+    assert wrong == ["run 0 interval 1 bps: 11800000000.0 vs 23.7"]
+    # a rounding slip below iperf3's printed precision is no difference; one above it is
+    _, wrong = compare_run(read_printed(text), _session_of(text, {(0, "bits_per_second"): 13.94e9}),
+                           "A", 0)
+    assert wrong == []
+    _, wrong = compare_run(read_printed(text), _session_of(text, {(0, "bits_per_second"): 13.96e9}),
+                           "A", 0)
+    assert len(wrong) == 1
+
+
+def test_fidelity_reader_counts_a_missing_interval_and_summary() -> None:
+    text = (FIXTURES / "iperf3-3.18/tcp-text.txt").read_text()
+    cut = "\n".join(line for line in text.splitlines() if "1.00-2.01" not in line)
+    compared, wrong = compare_run(read_printed(text), _session_of(cut), "A", 0)
+    assert wrong[0] == "run 0: 1 intervals, iperf3 printed 2" and compared > 0
+    no_end = "\n".join(line for line in text.splitlines() if "sender" not in line)
+    _, wrong = compare_run(read_printed(no_end), _session_of(text), "A", 0)
+    assert wrong == ["run 0: iperf3 printed no sender summary"]

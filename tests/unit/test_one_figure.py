@@ -1,0 +1,251 @@
+"""Numbers you can trust: an exact p with ties, intervals from runs only, and one figure per
+cell — the same in the console's phase table, every report table, compare, the JSON export
+and headless progress (abtui.reports.throughput is the one definition)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from abtui.core.model import Event, EventKind
+from abtui.profile import parse_profile
+from abtui.reports import compare, exports, report, stats
+from abtui.sessions.session import Session
+from abtui.ui.state import ConsoleState
+from tests import synth
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+T0 = synth.T0
+
+# ---- significance with ties ----------------------------------------------------------------
+
+
+def test_tied_runs_get_the_exact_p_not_the_normal_approximation() -> None:
+    # iperf3 prints 3 significant digits: run-level values tie. The exact permutation p of
+    # the rank sum with mid-ranks is 4/70 (the base holds the 2 lowest-sum splits of 70, on
+    # each side); the normal approximation said 0.040, "significant".
+    v = stats.verdict([17.5, 17.5, 17.6, 17.4], [17.6, 17.7, 17.7, 17.8])
+    assert v.p == pytest.approx(4 / 70)
+    assert not v.significant and v.text == "~ (p=0.057 n=4+4)"
+
+
+def test_the_exact_p_is_scipy_s_permutation_test_with_ties() -> None:
+    from scipy.stats import PermutationMethod, mannwhitneyu
+
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        n1, n2 = (int(x) for x in rng.integers(2, 7, 2))
+        a = np.round(rng.normal(10, 1, n1))  # coarse: many ties
+        b = np.round(rng.normal(10.8, 1, n2))
+        want = mannwhitneyu(a, b, method=PermutationMethod(n_resamples=np.inf)).pvalue
+        assert stats.rank_sum_p(list(a), list(b)) == pytest.approx(want, abs=1e-12), (a, b)
+
+
+def test_too_few_runs_follows_the_exact_floor() -> None:
+    # the smallest two-sided p of n1+n2 runs is 2 / C(n1+n2, n1)
+    assert stats.verdict([1, 2, 3], [4, 5, 6]).text == "? (n=3+3: too few runs)"  # 0.1
+    assert stats.verdict([1, 2, 3], [4, 5, 6, 7]).text == "? (n=3+4: too few runs)"  # 0.057
+    four = stats.verdict([1, 2, 3, 4], [5, 6, 7, 8])
+    assert four.significant and four.p == pytest.approx(2 / 70)
+    assert stats.verdict([1, 2, 3], [4, 5, 6, 7, 8]).p == pytest.approx(2 / 56)
+    # ties can only raise the floor: 4+4 with every value tied is "no difference", p = 1
+    assert stats.verdict([5.0] * 4, [5.0] * 4).text == "~ (p=1.00 n=4+4)"
+
+
+# ---- confidence intervals -------------------------------------------------------------------
+
+
+def test_an_interval_comes_from_runs_only_and_never_goes_below_minus_100() -> None:
+    one = stats.delta([10.0], [11.0])
+    assert one is not None and one.low is None and str(one) == "+10.0%"
+    assert "fewer than 2 runs" in one.why
+    # wildly spread runs: the interval is for the ratio of the means, so bounded by -100 %
+    wide = stats.delta([1.0, 1.1], [0.01, 2.0])
+    assert wide is not None and wide.low is not None and wide.high is not None
+    assert -100 < wide.low < wide.pct < wide.high
+    # hand-computed: ratio 1.1 of means 10 and 11, stdev 0.2 each, n=3+3, on the log scale
+    d = stats.delta([10, 10.2, 9.8], [11, 11.2, 10.8])
+    assert d is not None and d.pct == pytest.approx(10.0)
+    va, vb = 0.04 / (3 * 100), 0.04 / (3 * 121)
+    df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)
+    from scipy.stats import t
+
+    half = t.ppf(0.975, df) * (va + vb) ** 0.5
+    assert d.low == pytest.approx((1.1 * np.exp(-half) - 1) * 100)
+    assert d.high == pytest.approx((1.1 * np.exp(half) - 1) * 100)
+
+
+def test_a_one_plus_one_delta_is_printed_without_an_interval_and_the_note_says_why() -> None:
+    session = Session.from_events(synth.continuous(
+        [{"wmem": "default"}, {"wmem": "64k"}], {"A": [10e9, 5e9], "B": [11e9, 5.5e9]},
+        seconds=10))
+    md = report.markdown(session, chart=False)
+    row = next(line for line in md.splitlines() if line.startswith("| wmem=64k | 5."))
+    assert re.search(r"\| \+\d+\.\d% \? \(n=1\+1: too few runs\) \|$", row), row  # no [ ]
+    assert "fewer than 2 runs on a side, so no confidence interval" in md
+    assert "- A Δ without [low, high]" in md.split("## Notes", 1)[1]
+
+
+# ---- one figure per cell ----------------------------------------------------------------------
+
+# iperf3 -t 10 -i 2 as it really comes: spans that are not exactly 2 s, a short last interval,
+# the first one omitted (-O), and a receiver summary that is not the sender's.
+SPANS = [(0.0, 2.0, True), (2.0, 4.01), (4.01, 6.0), (6.0, 8.0), (8.0, 10.0), (10.0, 10.04)]
+
+
+def _aim_session_events() -> list[Event]:
+    """A sweep plan on ix-enable-aim's pairs: enable_aim 0 and 1, 4 repetitions, shuffled."""
+    rng = np.random.default_rng(3)
+    text = (PROFILES / "ix-enable-aim.toml").read_text()
+    events = [Event(EventKind.SESSION_START, T0, data={"profile_text": text})]
+    base = {"stock": 9.0e9, "patched": 9.5e9, "linux-ref": 8.2e9}
+    t = T0
+    for run, value in enumerate(["0", "1", "0", "1", "1", "0", "1", "0"], start=1):
+        for pair in base:
+            events.append(Event(EventKind.RUN_START, t, pair=pair, data={
+                "run": run, "config": {"enable_aim": value}}))
+        for span in SPANS:
+            start, end = span[0], span[1]
+            for pair, rate in base.items():
+                bps = float(round(rate * (1.0 + 0.05 * int(value))
+                                  * rng.uniform(0.97, 1.03), -7))  # 3 significant digits
+                events.append(Event(EventKind.INTERVAL, t + end, pair=pair, data={
+                    "run": run, "phase": run, "start": start, "end": end,
+                    "bytes": int(bps * (end - start) / 8), "bits_per_second": bps,
+                    "retransmits": 0, "omitted": len(span) > 2, "straddles": False}))
+        t += 10.04
+        for pair, rate in base.items():
+            events.append(Event(EventKind.PHASE, t, pair=pair, data={
+                "phase": run, "config": {"enable_aim": value}, "start": t - 10.04, "end": t}))
+            events.append(Event(EventKind.RUN_END, t, pair=pair, data={
+                "run": run, "status": "ok", "message": "", "summary": {
+                    "protocol": "tcp", "sender_bits_per_second": rate,
+                    "receiver_bits_per_second": rate * 0.985}}))
+        t += 2
+    return events
+
+
+def _table(md: str, heading: str) -> list[list[str]]:
+    part = md.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line in part.splitlines() if line.startswith("|") and "---" not in line]
+
+
+def _figure(cell: str) -> tuple[str, int]:
+    """`9.41 ± 0.05 (n=3)` -> ("9.41", 3); `9.41` -> ("9.41", 1)."""
+    m = re.fullmatch(r"(\d+\.\d\d)(?: ± \d+\.\d\d \(n=(\d+)\))?( ⚠)?", cell)
+    assert m, cell
+    return m.group(1), int(m.group(2) or 1)
+
+
+def test_one_report_one_figure_per_cell_equal_to_the_console_s() -> None:
+    events = _aim_session_events()
+    session = Session.from_events(events)
+    md = report.markdown(session, chart=False)
+    sweep = {(r[0], r[1]): r for r in _table(md, "Throughput per pair and enable_aim")[1:]}
+    generic = _table(md, "Throughput per configuration")
+    pairs = [h.split(" (")[0] for h in generic[0][1:4]]
+    assert generic[0][1:4] == [f"{p} (Gbit/s)" for p in pairs]
+    state = ConsoleState(parse_profile(events[0].data["profile_text"], "ix.toml"))
+    for ev in events:
+        state.apply(ev)
+    console = {row.config["enable_aim"]: state.phase_cells(row) for row in state.phases.values()}
+    doc = json.loads(exports.render(session, "json"))
+    exported = {(c["pair"], c["config"]): c for c in doc["configurations"]}
+    cmp_rows = {(r[0], r[1]): r for r in _table(
+        "## x\n" + compare.markdown(session, session), "x")[1:]}
+    for row in generic[1:]:
+        value = row[0].removeprefix("enable_aim=")
+        for i, pair in enumerate(pairs):
+            figure, n = _figure(row[1 + i])
+            assert n == 4
+            assert sweep[(pair, value)][2] == row[1 + i]  # the procedure table: the same cell
+            assert cmp_rows[(pair, row[0])][2] == row[1 + i]  # compare's
+            shown = console[value][state_order(state).index(pair)]
+            assert shown.split()[:2] == [figure, "n4"], (shown, row)  # the console's
+            c = exported[(pair, row[0])]
+            assert f"{c['bits_per_second'] / 1e9:.2f}" == figure  # the JSON export's
+            assert c["throughput"]["n"] == 4 and len(c["run_samples"]) == 4
+        # every Δ: the same change, with its interval and its verdict
+        for i, pair in enumerate(pairs[1:]):
+            delta = row[4 + i]
+            assert re.fullmatch(r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\] "
+                                r"(~ )?\(p=\d\.\d+ n=4\+4\)", delta), delta
+            assert sweep[(pair, value)][3] == delta  # the procedure table's Δ
+            pct = delta.split("%")[0]
+            assert console[value][state_order(state).index(pair)].split()[2].startswith(
+                pct + "%")
+
+
+def state_order(state: ConsoleState) -> list[str]:
+    return list(state.pairs)
+
+
+def test_a_run_s_figure_is_its_bits_over_its_seconds_everywhere() -> None:
+    """The runs table, the JSON export and headless progress say the same per run: the
+    counted intervals' bits ÷ their seconds (iperf3's own summary, to its precision)."""
+    from abtui.measure.headless import RunRates, describe
+
+    events = _aim_session_events()
+    session = Session.from_events(events)
+    rates = RunRates()
+    lines = [line for ev in events if (line := describe(ev, rates(ev))) and " run " in line]
+    doc = json.loads(exports.render(session, "json"))
+    runs = _table(report.markdown(session, chart=False), "Runs")
+    assert runs[0][5:7] == ["throughput (Gbit/s)", "intervals"]
+    for run, line, row in zip(doc["runs"], lines, runs[1:], strict=True):
+        counted = [e.data for e in events if e.kind is EventKind.INTERVAL
+                   and e.pair == run["pair"] and e.data["run"] == run["run"]
+                   and not e.data["omitted"]]
+        bits = sum(d["bits_per_second"] * (d["end"] - d["start"]) for d in counted)
+        want = bits / sum(d["end"] - d["start"] for d in counted)
+        assert run["bits_per_second"] == pytest.approx(want, rel=1e-12)
+        assert line.endswith(f"ok, {want / 1e9:.3f} Gbit/s")
+        assert row[5] == f"{want / 1e9:.2f}"
+
+
+def test_continuous_flips_one_figure_in_the_table_and_the_console() -> None:
+    """Continuous mode, a knob flipped back: a configuration's two phases are its two
+    run-level values; straddling intervals count in neither, here or in the console."""
+    events = list(synth.continuous([{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}],
+                                   {"A": [10e9, 5e9, 10.4e9], "B": [11e9, 5.5e9, 11.2e9]},
+                                   seconds=10, jitter=0.03))
+    session = Session.from_events(events)
+    generic = _table(report.markdown(session, chart=False), "Throughput per configuration")
+    state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
+    for ev in events:
+        state.apply(ev)
+    console = {row.config["wmem"]: state.phase_cells(row) for row in state.phases.values()}
+    for row in generic[1:]:
+        shown = console[row[0].removeprefix("wmem=")]
+        for i in range(2):
+            figure, n = _figure(row[1 + i])
+            assert shown[i].split()[:2] == [figure, f"n{n}"], (shown, row)
+    assert generic[1][1].endswith("(n=2)")  # default: two phases, two run-level values
+
+
+# ---- the noise flag ---------------------------------------------------------------------------
+
+
+def test_the_noise_flag_is_the_cell_s_intervals_all_phases_together() -> None:
+    """⚠ marks a cell (a pair under a configuration) whose intervals, all its phases
+    together, vary more than NOISE_CV — what README says and what the report's note names."""
+    # A: both default phases steady but 30 % apart: together too noisy; B: steady throughout
+    events = synth.continuous([{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}],
+                              {"A": [10e9, 5e9, 13e9], "B": [11e9, 5.5e9, 11e9]}, seconds=10)
+    session = Session.from_events(events)
+    cells = stats.cells(session)["wmem=default"]
+    phases = [stats.phase_stats(session, ph)["throughput"] for ph in session.phases_of("A")]
+    assert not any(p.noisy for p in phases)  # no phase alone is noisy
+    assert cells["A"].noisy and not cells["B"].noisy
+    md = report.markdown(session, chart=False)
+    assert "- ⚠ A under `wmem=default`: its intervals' throughput varies" in md
+    assert re.search(r"\| wmem=default \| 11\.\d\d ± 2\.\d\d \(n=2\) ⚠ \| 1\d\.\d\d ± 0\.\d\d "
+                     r"\(n=2\) \|", md)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    numbers = readme.split("How the numbers are made", 1)[1].split("\n## ", 1)[0]
+    assert "all its phases together" in numbers and "⚠" in numbers

@@ -60,8 +60,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.worker import WorkerState
 
-from abtui.engine import Engine
-from abtui.model import Event, EventKind, KnobKind, Profile
+from abtui.core.model import Event, EventKind, KnobKind, Profile
+from abtui.measure.engine import Engine
 from abtui.ui.app import AbtuiApp
 from tests.lab.hostview import HostReader, Reading, norm
 
@@ -252,56 +252,99 @@ def interval_counts(events: Iterable[Event]) -> Counter[str]:
 
 
 def parse_cell(cell: str) -> tuple[float, int] | None:
+    """A phase-table cell's figure and count: "12.34 n5 +1.2%" -> (12.34, 5)."""
     m = CELL.search(cell)
     return (float(m.group(1)), int(m.group(2))) if m else None
 
 
-Table = dict[str, dict[str, tuple[float, int] | None]]  # label -> pair -> (Gbit/s, n)
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One pair under one configuration, as a table shows it: its figure in Gbit/s and how
+    many values it is made of (what the cell prints), and, where known, how many intervals
+    went into it (not printed; what tells two poolings apart)."""
+
+    gbit: float
+    n: int
+    intervals: int | None = None
 
 
-def console_table(rows: Sequence[tuple[str, Sequence[str]]], pairs: Sequence[str]) -> Table:
-    return {str(label): {p: parse_cell(str(c)) for p, c in zip(pairs, cells, strict=False)}
-            for label, cells in rows}
+Table = dict[str, dict[str, Cell | None]]  # row label -> pair -> cell (None: "·")
 
 
-def export_table(configurations: Iterable[dict[str, Any]]) -> Table:
-    """abtui export's `configurations` (or stats.cells as JSON) as label -> pair -> (Gbit/s, n)."""
+def console_table(rows: Sequence[tuple[str, Sequence[str]]], pairs: Sequence[str],
+                  intervals: Sequence[dict[str, int]] | None = None) -> Table:
+    """The phase table from its labels and cells as shown (`app.phase_rows()`, or read off
+    the screen), with each row's interval counts per pair when the console's state is at
+    hand."""
+    out: Table = {}
+    for i, (label, cells) in enumerate(rows):
+        row: dict[str, Cell | None] = {}
+        for p, text in zip(pairs, cells, strict=False):
+            got = parse_cell(str(text))
+            row[p] = None if got is None else Cell(
+                got[0], got[1], intervals[i].get(p) if intervals is not None else None)
+        out[str(label)] = row
+    return out
+
+
+def export_table(configurations: Iterable[dict[str, Any]], labels: dict[str, str]) -> Table:
+    """abtui export's `configurations` (stats.cells as JSON) by row label: the cell's figure
+    is the mean of its run-level values (`throughput`), printed with their number; `labels`
+    maps a configuration's id to the label tables print (the export's phases carry both)."""
     out: Table = {}
     for c in configurations:
-        t = c["throughput"]
-        out.setdefault(c["config"], {})[c["pair"]] = (
-            (t["mean"] / 1e9, t["n"]) if t.get("n") else None)
+        t, iv = c["throughput"], c.get("intervals") or {}
+        out.setdefault(labels.get(c["config"], c["config"]), {})[c["pair"]] = (
+            Cell(t["mean"] / 1e9, t["n"], iv.get("n")) if t.get("n") else None)
     return out
 
 
 def table_differences(console: Table, export: Table, pairs: Sequence[str]
                       ) -> dict[str, list[str]]:
     """Where the console's table and the export's differ, by kind: "labels" (the rows'
-    names and order), "numbers" (count or mean under one label), "pooling" (which intervals
-    go together in a row, whatever the rows are called)."""
+    names and order), "numbers" (figure or count under one label), "pooling" (which
+    intervals go together in a row, whatever the rows are called)."""
     out: dict[str, list[str]] = {}
     if list(console) != list(export):
         out["labels"] = [f"console {list(console)} ≠ export {list(export)}"]
     for label in console.keys() & export.keys():
         for p in pairs:
             a, b = console[label].get(p), export[label].get(p)
-            if (a is None) != (b is None) or (a and b and (a[1] != b[1]
-                                                           or abs(a[0] - b[0]) > 0.011)):
+            if differs(a, b):
                 out.setdefault("numbers", []).append(
                     f"{label!r} {p}: console {fmt(a)} ≠ export {fmt(b)}")
-    def pooled(table: Table) -> list[tuple[int, ...]]:  # rows with no interval left out
-        rows = (tuple((row.get(p) or (0, 0))[1] for p in pairs) for row in table.values())
+
+    def pooled(table: Table) -> list[tuple[int, ...]]:  # rows with nothing in them left out
+        rows = (tuple(how_many(row.get(p)) for p in pairs) for row in table.values())
         return sorted(r for r in rows if any(r))
 
     pooled_c, pooled_e = pooled(console), pooled(export)
     if pooled_c != pooled_e:
-        out["pooling"] = [f"intervals per row (n per pair, sorted): console {pooled_c} ≠ "
-                          f"export {pooled_e}"]
+        out["pooling"] = [f"intervals (else values) per row and pair, sorted: console "
+                          f"{pooled_c} ≠ export {pooled_e}"]
     return out
 
 
-def fmt(v: tuple[float, int] | None) -> str:
-    return "·" if v is None else f"{v[0]:.2f} n{v[1]}"
+def differs(a: Cell | None, b: Cell | None) -> bool:
+    """Two cells differ in what they print (to the figure's rounding) or, where both know
+    it, in how many intervals they hold."""
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    if a.n != b.n or abs(a.gbit - b.gbit) > 0.011:
+        return True
+    return a.intervals is not None and b.intervals is not None and a.intervals != b.intervals
+
+
+def how_many(cell: Cell | None) -> int:
+    if cell is None:
+        return 0
+    return cell.intervals if cell.intervals is not None else cell.n
+
+
+def fmt(v: Cell | None) -> str:
+    if v is None:
+        return "·"
+    return f"{v.gbit:.2f} n{v.n}" + ("" if v.intervals is None else f" ({v.intervals} intervals)")
 
 
 # ---- the driver ---------------------------------------------------------------------------
@@ -700,7 +743,7 @@ class Walker:
             self.fail("save", f"s ({step.arg}): nothing at {target} (the dialog said {said}); "
                       f"log: {told or self.log[-1:]}")
             return
-        from abtui.session import Session
+        from abtui.sessions.session import Session
 
         try:
             saved = Session.load(target)
@@ -827,12 +870,13 @@ class Walker:
                 f"(waited {LAG_S:g} s)" for p, (s, t) in late.items()) +
                 # where the events stand (the console's own attributes, for diagnosis)
                 f"; console: {len(app.events)} of {len(self.journal)} events taken in, "
-                f"{len(getattr(app, '_pending', []))} queued, flush scheduled "
-                f"{getattr(app, '_flush_scheduled', '?')}")
+                f"{len(getattr(app, '_pending', []))} queued, next flush due "
+                f"{getattr(app, '_flush_due', '?')} (now {time.perf_counter():.3f})")
 
     async def check_tables(self) -> None:
-        from abtui import stats
-        from abtui.session import Session
+        from abtui.core.configuration import config_id as config_key
+        from abtui.reports import stats
+        from abtui.sessions.session import Session
 
         events = list(self.app.events)
         if any(a is not b for a, b in zip(events, self.journal, strict=False)) or \
@@ -840,9 +884,13 @@ class Walker:
             self.fail("console-events-prefix", "the console's events are not the journal's "
                       "first events (what `s` saves differs from what was recorded)")
         session = Session.from_events(events)
-        export = export_table(c.to_json() for row in stats.cells(session).values()
-                              for c in row.values())
-        console = console_table(self.app.phase_rows(), self.pairs)
+        labels = {config_key(ph.config): session.config_label(ph.config)
+                  for ph in session.phases}
+        export = export_table((c.to_json() for row in stats.cells(session).values()
+                               for c in row.values()), labels)
+        counts = [{p: sum(seg.n for seg in segs) for p, segs in row.segments.items()}
+                  for row in self.app.state.phases.values()]
+        console = console_table(self.app.phase_rows(), self.pairs, counts)
         for kind, diff in table_differences(console, export, self.pairs).items():
             self.fail(f"table-{kind}=export", "; ".join(diff))
         # every interval counts once, straddling ones nowhere
@@ -900,11 +948,19 @@ class Walker:
         if phases:
             self.fail("phase-config=hosts", "; ".join(phases))
         bar = norm(self.knobbar())
-        first = self.scope_pairs()[0]
-        missing = [f"{k}={v}" for k, v in want[first].items() if f"{k}={v}" not in bar]
+        scope = self.scope_pairs()
+        missing = []
+        for knob, value in want[scope[0]].items():
+            values = {p: want[p][knob] for p in scope}
+            if len(set(values.values())) == 1:  # the scope's pairs agree: their value
+                shown = [f"{knob}={value}"]
+            else:  # they differ: the knob's chip names each pair's
+                shown = [f"{knob}=", *(f"{p}:{v}" for p, v in values.items())]
+            if not all(x in bar for x in shown):
+                missing.append(" ".join(shown))
         if missing:
-            self.fail("knobbar=hosts", f"knob bar {bar!r} lacks {missing} (scope {self.scope}: "
-                      f"{first}'s hosts)")
+            self.fail("knobbar=hosts", f"knob bar {bar!r} lacks {missing} (scope "
+                      f"{self.scope}: what its hosts have)")
         chip = self._knobbar_scope()
         if chip != self.scope:
             self.fail("scope-shown", f"knob bar scope {chip!r}, expected {self.scope!r}")
@@ -918,9 +974,10 @@ class Walker:
                 continue
             for knob in self.profile.knobs:
                 v = want[p].get(knob.name)
-                shown = f"tunnel {v}" if knob.kind is KnobKind.TUNNEL else f"{knob.name}={v}"
-                if v is not None and shown not in text:
-                    panes.append(f"{p} lacks {shown!r}")
+                shown = [f"{knob.name}={v}"] + ([f"tunnel {v}"] if knob.kind is KnobKind.TUNNEL
+                                                else [])
+                if v is not None and not any(x in text for x in shown):
+                    panes.append(f"{p} lacks {shown[0]!r}")
         if panes:
             self.fail("pane-config=hosts", "; ".join(panes))
 
@@ -1060,8 +1117,11 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
     """The saved session's export against the screen, the journal and the hosts."""
     pairs = [p.label for p in profile.pairs]
     if shown is not None:
-        for kind, diff in table_differences(console_table(shown, pairs),
-                                            export_table(doc["configurations"]), pairs).items():
+        labels = {ph["configuration"]: ph.get("label", ph["configuration"])
+                  for ph in doc["phases"]}
+        export = export_table(doc["configurations"], labels)
+        for kind, diff in table_differences(console_table(shown, pairs), export,
+                                            pairs).items():
             failures.add(f"screen-table-{kind}=abtui-export", step, "; ".join(diff))
     # no interval in two phases, straddling ones in none
     seen: dict[tuple[Any, ...], int] = {}

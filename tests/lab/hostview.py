@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import asyncssh
 
-from abtui.lab import Lab
-from abtui.model import Knob, KnobKind, Pair, Profile, Role
+from abtui.core.model import Knob, KnobKind, Pair, Profile, Role
+from abtui.lab.netns import Lab
 from tests.conftest import netns_processes
 
 # `ethtool -k` prints features by their long names
@@ -144,7 +144,7 @@ class Reading:
 
     def pair_values(self, profile: Profile) -> dict[str, dict[str, str]]:
         """pair -> knob -> the value its hosts have; a knob whose hosts in the pair disagree
-        reads "sender-value | receiver-value"."""
+        reads "sender-value/receiver-value" (the form abtui.core.configuration shows)."""
         out: dict[str, dict[str, str]] = {}
         for pair in profile.pairs:
             values: dict[str, str] = {}
@@ -153,7 +153,7 @@ class Reading:
                     continue
                 got = self.knob_values(knob, pair)
                 if got:
-                    values[knob.name] = got[0] if len(set(got)) == 1 else " | ".join(got)
+                    values[knob.name] = got[0] if len(set(got)) == 1 else "/".join(got)
             out[pair.label] = values
         return out
 

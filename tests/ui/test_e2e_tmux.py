@@ -208,10 +208,10 @@ class Console:
 
     def journal_events(self) -> list:  # type: ignore[type-arg]
         """The live session journal's events so far (the session file being written)."""
-        from abtui.store import load_events
+        from abtui.sessions.store import load_events
 
-        files = sorted(self.sessions.glob("*.abtui.jsonl*"))
-        return load_events(files[-1]) if files else []
+        files = list(self.sessions.glob("*.abtui.jsonl*"))  # the live one is written last
+        return load_events(max(files, key=lambda f: f.stat().st_mtime)) if files else []
 
     def alive(self) -> bool:
         return not self.rc.exists() and "Traceback" not in self.history()

@@ -4,13 +4,16 @@ checker that accepted everything would make the walk on the lab prove nothing.""
 
 from __future__ import annotations
 
-from abtui.model import Event, EventKind, Knob, KnobKind, Pair, Profile, Scope
+from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair, Profile, Scope
 from tests.lab.console_walk import (
     ACTIONS,
     BIG,
     SMALL,
+    Cell,
     Failures,
     check_straddles,
+    console_table,
+    export_table,
     plan_walk,
     table_differences,
 )
@@ -52,21 +55,32 @@ def test_a_hosts_answer_is_read_knob_by_knob_with_its_tunnels() -> None:
     assert snd.values == {"tso": "off"} and snd.tunnel == "none"
     reading = Reading(0.0, {"a-snd": snd, "a-rcv": rcv, "b-snd": snd, "b-rcv": rcv})
     assert reading.pair_values(PROFILE)["A"] == {
-        "tcp_rmem": "4096 131072 33554432", "tso": "off", "tunnel": "none | vxlan"}
+        "tcp_rmem": "4096 131072 33554432", "tso": "off", "tunnel": "none/vxlan"}
 
 
 def test_tables_differ_by_label_count_or_pooling() -> None:
-    console = {"initial": {"A": (9.5, 10), "B": (9.0, 10)},
-               "tso=off": {"A": (5.0, 4), "B": None}}
-    same = {"initial": {"A": (9.501, 10), "B": (9.0, 10)},
-            "tso=off": {"A": (5.0, 4), "B": None}}
-    assert table_differences(console, same, ["A", "B"]) == {}
-    renamed = {"(defaults)": same["initial"], "tso=off": same["tso=off"]}
-    assert set(table_differences(console, renamed, ["A", "B"])) == {"labels"}
-    split = {"initial": {"A": (9.5, 6), "B": (9.0, 10)}, "tso=on": {"A": (9.5, 4), "B": None},
-             "tso=off": {"A": (5.0, 4), "B": None}, "cc=bbr": {"A": None, "B": None}}
-    assert set(table_differences(console, split, ["A", "B"])) == {"labels", "numbers",
-                                                                  "pooling"}
+    console = console_table([("initial", ["9.50 n2", "9.00 n2 -5.3%"]),
+                             ("tso=off", ["5.00 n1", "·"])], ["A", "B"],
+                            [{"A": 10, "B": 10}, {"A": 4}])
+    assert console["initial"]["B"] == Cell(9.0, 2, 10) and console["tso=off"]["B"] is None
+    configurations = [
+        {"config": "tso=on", "pair": "A", "throughput": {"n": 2, "mean": 9.501e9},
+         "intervals": {"n": 10}},
+        {"config": "tso=on", "pair": "B", "throughput": {"n": 2, "mean": 9.0e9},
+         "intervals": {"n": 10}},
+        {"config": "tso=off", "pair": "A", "throughput": {"n": 1, "mean": 5.0e9},
+         "intervals": {"n": 4}}]
+    labels = {"tso=on": "initial", "tso=off": "tso=off"}
+    assert table_differences(console, export_table(configurations, labels), ["A", "B"]) == {}
+    assert set(table_differences(console, export_table(configurations, {}), ["A", "B"])) \
+        == {"labels"}
+    split = [*configurations[1:],
+             {"config": "tso=on", "pair": "A", "throughput": {"n": 1, "mean": 9.5e9},
+              "intervals": {"n": 6}},
+             {"config": "cc=bbr", "pair": "A", "throughput": {"n": 1, "mean": 9.5e9},
+              "intervals": {"n": 4}}]
+    assert set(table_differences(console, export_table(split, labels), ["A", "B"])) == {
+        "labels", "numbers", "pooling"}
 
 
 def interval(t: float, straddles: bool, pair: str = "A") -> Event:

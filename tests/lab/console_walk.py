@@ -1140,7 +1140,8 @@ def export_json(path: Path) -> dict[str, Any]:
 def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]] | None,
                  journal: list[Event], readings: list[Reading], originals: Reading,
                  profile: Profile, failures: Failures, step: int) -> None:
-    """The saved session's export against the screen, the journal and the hosts."""
+    """The saved session's export against the screen, the journal and the hosts: each
+    phase's configuration against the readings taken while it measured."""
     pairs = [p.label for p in profile.pairs]
     if shown is not None:
         labels = {ph["configuration"]: ph.get("label", ph["configuration"])
@@ -1167,11 +1168,19 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
                      f"counted in a phase, e.g. {sorted(both)[:3]}")
     check_straddles(journal, failures, step)
     # each phase's configuration is what the hosts had while it lasted
+    check_restarts(journal, profile, failures, step)
+    # when each phase measured: from its first counted interval's start to its last's end
+    measured: dict[tuple[str, Any], list[float]] = {}
+    for e in journal:
+        if countable(e) and not e.data.get("straddles"):
+            span = e.data.get("end", 0) - e.data.get("start", 0)
+            w = measured.setdefault((e.pair, e.data.get("phase")), [e.t - span, e.t])
+            w[0], w[1] = min(w[0], e.t - span), max(w[1], e.t)
     orig = originals.pair_values(profile)
     wrong = []
     compared = 0
     for ph in doc["phases"]:
-        start, end = ph.get("start"), ph.get("end")
+        start, end = measured.get((ph["pair"], ph["phase"]), (None, None))
         if start is None or end is None:
             continue
         full = {**orig[ph["pair"]], **{k: norm(str(v)) for k, v in ph["config"].items()}}
@@ -1190,6 +1199,34 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
         failures.add("export-phase-config=hosts", step, "; ".join(wrong[:4]))
     failures.notes.append(f"{len(doc['phases'])} exported phases, {compared} (phase, host "
                           f"reading) pairs compared")
+
+
+def check_restarts(journal: list[Event], profile: Profile, failures: Failures,
+                   step: int) -> None:
+    """A knob that only new connections see (`restart`, a tunnel, an iperf3 option) ends the
+    pair's run: what that run still measures after the change was measured under the old
+    setting, so none of it may count in the new phase."""
+    restarting = {k.name for k in profile.knobs
+                  if k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)}
+    open_run: dict[str, Any] = {}
+    superseded: dict[tuple[str, Any], tuple[str, float]] = {}  # (pair, run) -> knob, when
+    counted = []
+    for e in journal:
+        if e.kind is EventKind.RUN_START and e.pair:
+            open_run[e.pair] = e.data.get("run")
+        elif e.kind is EventKind.KNOB and e.data.get("knob") in restarting:
+            for p in e.data.get("pairs") or []:
+                if p in open_run:
+                    superseded[(p, open_run[p])] = (str(e.data.get("knob")), e.t)
+        elif countable(e) and not e.data.get("straddles"):
+            why = superseded.get((e.pair, e.data.get("run")))
+            if why and e.t > why[1]:
+                counted.append(f"{e.pair} run {e.data.get('run')} {e.data.get('start'):g}-"
+                               f"{e.data.get('end'):g} s, {e.t - why[1]:.2f} s after "
+                               f"{why[0]} changed, in phase {e.data.get('phase')}")
+    if counted:
+        failures.add("old-run-not-in-new-phase", step, f"{len(counted)} intervals of a run "
+                     f"a restarting knob ended count in the phase after it, e.g. {counted[:3]}")
 
 
 def check_straddles(journal: list[Event], failures: Failures, step: int,

@@ -11,6 +11,7 @@ from tests.lab.console_walk import (
     SMALL,
     Cell,
     Failures,
+    check_restarts,
     check_straddles,
     console_table,
     export_table,
@@ -101,3 +102,26 @@ def test_an_interval_across_a_knob_change_must_be_marked_straddling() -> None:
     report = failures.report(42, 5, plan_walk(42, 5, KEYS, PROFILE), "tests/x.py")
     assert report.startswith("console walk: seed 42, 5 steps; replay with "
                              "ABTUI_WALK_SEED=42 ABTUI_WALK_STEPS=5")
+
+
+def test_what_a_run_measures_after_a_restarting_knob_changed_counts_nowhere() -> None:
+    profile = Profile(name="walk", pairs=PROFILE.pairs, knobs=[
+        Knob("cc", KnobKind.SYSCTL, ("reno", "bbr"), key="net.ipv4.tcp_congestion_control",
+             scope=Scope.SENDER, restart=True), PROFILE.knobs[1]])
+
+    def iv(t: float, run: str, straddles: bool = False) -> Event:
+        return Event(EventKind.INTERVAL, t=t, pair="A", data={
+            "run": run, "phase": 1, "start": 3.0, "end": 3.1, "bits_per_second": 1e9,
+            "straddles": straddles})
+
+    start = [Event(EventKind.RUN_START, t=0.0, pair="A", data={"run": "A-1"})]
+    tso = Event(EventKind.KNOB, t=5.0, data={"knob": "tso", "value": "off", "pairs": ["A"]})
+    cc = Event(EventKind.KNOB, t=5.0, data={"knob": "cc", "value": "bbr", "pairs": ["A"]})
+    new_run = Event(EventKind.RUN_START, t=5.5, pair="A", data={"run": "A-2"})
+    failures = Failures()
+    check_restarts([*start, tso, iv(5.2, "A-1")], profile, failures, 0)  # tso: live
+    check_restarts([*start, cc, iv(5.2, "A-1", True), new_run, iv(6.5, "A-2")], profile,
+                   failures, 0)
+    assert not failures
+    check_restarts([*start, cc, iv(5.2, "A-1")], profile, failures, 4)
+    assert failures.steps == {"old-run-not-in-new-phase": [4]}

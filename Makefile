@@ -3,10 +3,14 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
-	wireguard-go iputils-ping tmux procps kmod sudo
-DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo
+	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static
+DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo \
+	qemu-system-x86_64 busybox depmod
+# The kernel builds the VM tests boot (tests/lab/test_vm_lab.py): fetched once into the kernel
+# cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.
+TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64
 
-.PHONY: setup demo test bench soak lint clean-venv lab-down
+.PHONY: setup demo test bench soak lint clean-venv lab-down kernels
 
 setup: .deps-stamp $(VENV)/.installed
 
@@ -25,13 +29,20 @@ setup: .deps-stamp $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,vm]'
 	@touch $@
+
+# apt's package lists may be missing or stale on a fresh machine: updated once, then retried.
+# Where they still cannot be had, the VM tests skip, saying so.
+kernels: setup
+	@$(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null 2>&1 || { apt-get update -qq && \
+	  $(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null; } || \
+	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
 
 demo: setup
 	$(VENV)/bin/abtui demo
 
-test: setup
+test: setup kernels
 	$(VENV)/bin/ruff check abtui tests
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q

@@ -15,6 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
     up = sub.add_parser("up", help="bring the lab up (idempotent)")
     up.add_argument("--pairs", type=int, default=2, help="host pairs, 1 to 8 (default 2)")
+    up.add_argument("--kernel", action="append", default=[], metavar="[PAIR=]SPEC",
+                    help="VM hosts booting this kernel (every pair, or pair PAIR: --kernel "
+                         "A=SPEC --kernel B=SPEC): a Debian kernel package name (fetched once "
+                         "into a cache), a kernel image with its modules, or a build tree")
     sub.add_parser("down", help="remove everything the lab made")
     status = sub.add_parser("status", help="health of every lab host; exit 1 when broken")
     status.add_argument("--json", action="store_true", help="machine-readable status")
@@ -28,8 +32,13 @@ def run(args: argparse.Namespace) -> int:
     if args.lab_command == "up":
         if not 1 <= args.pairs <= MAX_PAIRS:
             raise BadInput(f"--pairs must be between 1 and {MAX_PAIRS}, not {args.pairs}")
-        hosts = lab.up(pairs=args.pairs)
+        hosts = lab.up(pairs=args.pairs, kernels=parse_kernels(args.kernel, args.pairs))
         print(f"lab up: {len(hosts)} hosts, {args.pairs} pairs", file=sys.stderr)
+        status = lab.status()
+        for h in status["hosts"]:  # type: ignore[attr-defined]
+            if h["kernel"]:
+                print(f"  {h['alias']}: VM, kernel {h['release']} ({status['accel']}, "
+                      f"booted in {h['boot_s']} s)")
         print(f"  profile:    {lab.profile_path}")
         print(f"  ssh_config: {lab.ssh_config}   (try: ssh -F {lab.ssh_config} {hosts[0].alias})")
         return 0
@@ -46,9 +55,34 @@ def run(args: argparse.Namespace) -> int:
             print("lab is down")
         for h in status["hosts"]:  # type: ignore[attr-defined]
             mark = "ok  " if h["ok"] else "DOWN"
+            where = (f"VM {h['release']} ({h['accel']}, booted in {h['boot_s']} s)"
+                     if h["kernel"] else f"netns {h['release']}")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
-                  f"ssh {h['address']:<15} data {h['data_address']}")
+                  f"ssh {h['address']:<15} data {h['data_address']:<13} {where}")
     return 0 if status["ok"] else 1
+
+
+def parse_kernels(specs: list[str], pairs: int) -> dict[str, str]:
+    """`--kernel SPEC` (every pair) and `--kernel A=SPEC` (one pair) -> pair letter -> SPEC;
+    a pair's own SPEC wins over the one for every pair."""
+    from abtui.core.errors import BadInput
+    from abtui.lab.netns import check_kernel_pairs
+
+    every: str | None = None
+    per_pair: dict[str, str] = {}
+    for text in specs:
+        letter, sep, rest = text.partition("=")
+        if sep and len(letter) == 1 and letter.isalpha():
+            if letter.upper() in per_pair:
+                raise BadInput(f"--kernel {text}: pair {letter.upper()} is given twice")
+            per_pair[letter.upper()] = rest
+        elif every is not None:
+            raise BadInput(f"--kernel {text}: one SPEC for every pair is given twice (write "
+                           "--kernel A=SPEC for one pair)")
+        else:
+            every = text
+    out = {chr(ord("A") + p): every for p in range(pairs)} if every is not None else {}
+    return check_kernel_pairs({**out, **per_pair}, pairs)
 
 
 def print_reached(lab: Lab) -> int:

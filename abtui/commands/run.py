@@ -85,18 +85,21 @@ def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, di
     def say(line: str) -> None:
         print(f"abtui: {line}", file=sys.stderr, flush=True)
 
-    translations = []
-    if quick:
-        profile, shortened = labmap.quick(profile)
-        translations += [shortened] if shortened else []
-    if lab:
-        from abtui.lab.netns import Lab
+    from abtui.lab.netns import Lab
 
-        the_lab = Lab.default()
-        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say)
+    translations = []
+    the_lab = Lab.default() if lab else None
+    kernels = labmap.lab_kernels_for(profile) if lab else {}
+    if quick:
+        vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
+        profile, shortened = labmap.quick(profile, vm=vm)
+        translations += [shortened] if shortened else []
+    if the_lab is not None:
+        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels)
+        facts = labmap.lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
+                                 ssh_config=str(the_lab.ssh_config))
         mapping = labmap.map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
-                                     known_hosts=str(the_lab.known_hosts),
-                                     facts=labmap.lab_facts(hosts[1]))
+                                     known_hosts=str(the_lab.known_hosts), facts=facts)
         profile = mapping.profile
         translations = mapping.translations + translations
     mapping = labmap.LabMapping(profile, translations)

@@ -42,6 +42,7 @@ class KnobKind(StrEnum):
     MTU = "mtu"
     TUNNEL = "tunnel"
     IPERF3 = "iperf3"
+    NETEM = "netem"  # Linux tc qdisc netem on the data device: delay, loss, rate
 
 
 class TunnelType(StrEnum):

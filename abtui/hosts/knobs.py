@@ -31,7 +31,8 @@ from abtui.remote.link import HostLink
 if TYPE_CHECKING:
     from abtui.hosts.tunnels import TunnelManager
 
-HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.MTU)
+HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.MTU,
+              KnobKind.NETEM)
 
 Emit = Callable[[Event], None]
 

@@ -38,6 +38,9 @@ from abtui.remote.dialects import Dialect
 from abtui.remote.link import HostLink
 
 Emit = Callable[[Event], None]
+# Making a tunnel end may load kernel modules and instantiate its cipher (with the kernel's
+# crypto self-tests): seconds on an emulated (TCG) VM host, more under load.
+UP_TIMEOUT = 60.0
 
 
 async def probe_host(link: HostLink, dialect: Dialect | None) -> dict[str, str]:
@@ -143,7 +146,8 @@ class TunnelManager:
         self.active[label] = Active(ttype, snd.peer_address if ttype is not TunnelType.IPSEC
                                     else rcv.local, ends)
         try:
-            outs = await asyncio.gather(*(self.links[e.host].check(up_command(e))
+            outs = await asyncio.gather(*(self.links[e.host].check(up_command(e),
+                                                                    timeout=UP_TIMEOUT)
                                           for e in ends))
             if ttype is TunnelType.WIREGUARD:
                 keys = [o.strip().splitlines()[-1] if o.strip() else "" for o in outs]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import re
 import shutil
 import subprocess
@@ -49,6 +50,10 @@ QUICK_DURATION = 2.0
 QUICK_INTERVAL = 0.5
 QUICK_PING_COUNT = 3
 QUICK_PAUSE = 0.5
+# on VM hosts (emulated, seconds late under load): whole-second intervals, so the engine's
+# stall watch (three intervals without one) does not take a slow guest for a dead stream
+QUICK_VM_DURATION = 3.0
+QUICK_VM_INTERVAL = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +74,15 @@ class Translation:
 
 @dataclass(frozen=True, slots=True)
 class LabFacts:
-    """What the lab's hosts have: sysctl names, tunnel types, the kernel they all run."""
+    """What the lab's hosts have: sysctl names, tunnel types, the kernel they all run; for a
+    lab of VM hosts, each pair's build (`SPEC (release)`), kernel WireGuard and netem."""
 
     sysctls: frozenset[str] = frozenset()
     tunnels: tuple[str, ...] = LAB_TUNNELS
     kernel: str = ""
+    builds: tuple[str, ...] = ()
+    userspace_wireguard: bool = True
+    netem: bool = False
 
 
 @dataclass(slots=True)
@@ -110,11 +119,19 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
         out.append(Translation(f"pair {p.label}", f"{p.sender} → {p.receiver} ({p.target})",
                                f"{snd.alias} → {rcv.alias} ({rcv.data_address})",
                                "a pair of lab hosts"))
-    if need > 1:
+    if facts.builds:
+        out.append(Translation(
+            "kernels", ", ".join(p.label for p in profile.pairs),
+            ", ".join(f"{p.label} on VM hosts booting {b}" if b else
+                      f"{p.label} on this machine's kernel {facts.kernel}"
+                      for p, b in zip(profile.pairs, facts.builds, strict=False)),
+            "the builds the profile's [lab] names (or the lab that is up)"))
+    elif need > 1:
         out.append(Translation("kernels", ", ".join(p.label for p in profile.pairs),
                                f"all on this machine's kernel {facts.kernel}".rstrip(),
                                "the lab cannot boot other kernels or builds: the pairs "
-                               "differ only in what the knobs set"))
+                               "differ only in what the knobs set (give the profile a [lab] "
+                               "section naming a kernel per pair for VM hosts)"))
     devices = {d for p in profile.pairs for d in (p.sender_device, p.receiver_device) if d}
     knobs = [_knob(k, facts, out) for k in profile.knobs]
     watches = [_watch(w, facts, devices, out) for w in profile.watches]
@@ -148,7 +165,7 @@ def _knob(k: Knob, facts: LabFacts, out: list[Translation]) -> Knob:
             lab, why = _tunnel(v, facts)
             if lab != v:
                 out.append(Translation(f"knob {k.name}", v, lab, why))
-            elif v == "wireguard":
+            elif v == "wireguard" and facts.userspace_wireguard:
                 out.append(Translation(f"knob {k.name}", v, "wireguard through wireguard-go",
                                        "this kernel has no wireguard module: userspace"))
             values.append(lab)
@@ -157,6 +174,12 @@ def _knob(k: Knob, facts: LabFacts, out: list[Translation]) -> Knob:
     if k.kind is KnobKind.IPERF3:
         return k
     kind, key = k.for_os("linux")
+    if kind is KnobKind.NETEM and facts.netem:
+        if k.device and k.device != LAB_DEVICE:
+            out.append(Translation(f"knob {k.name} device", k.device, LAB_DEVICE,
+                                   "the lab hosts' data device"))
+            return dataclasses.replace(k, device=None)
+        return k
     if kind is KnobKind.SYSCTL and key in facts.sysctls:
         return k
     if kind in (KnobKind.ETHTOOL_FEATURE, KnobKind.MTU):
@@ -175,7 +198,8 @@ def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation]) -> 
                                 else len(STANDIN_LEVELS) - 1] for i, v in enumerate(k.values)}
     why = ("not a sysctl of the lab's Linux kernel" if kind is KnobKind.SYSCTL else
            "veth has no interrupt coalescing" if kind is KnobKind.ETHTOOL_COALESCE else
-           f"the lab cannot set {kind}")
+           "this machine's kernel has no netem (VM hosts have it: give the profile a [lab] "
+           "kernel)" if kind is KnobKind.NETEM else f"the lab cannot set {kind}")
     shown = ", ".join(f"{v} = {levels[v]!r}" for v in k.values)
     original = k.key + (f" (Linux: {kind} {key})" if (kind, key) != (k.kind, k.key) else "")
     out.append(Translation(
@@ -211,18 +235,21 @@ def _watch(w: Watch, facts: LabFacts, devices: Collection[str],
                                command=STANDIN_WATCH)
 
 
-def quick(profile: Profile) -> tuple[Profile, Translation | None]:
-    """Short runs for the lab: iperf3 -t 2 -i 0.5, ping -c 3, one repetition, short pauses."""
+def quick(profile: Profile, vm: bool = False) -> tuple[Profile, Translation | None]:
+    """Short runs for the lab: iperf3 -t 2 -i 0.5, ping -c 3, one repetition, short pauses
+    (`vm`: the lab's VM hosts run it, -t 3 -i 1)."""
     t, plan = profile.test, profile.plan
+    duration, interval = (QUICK_VM_DURATION, QUICK_VM_INTERVAL) if vm else \
+        (QUICK_DURATION, QUICK_INTERVAL)
     test = dataclasses.replace(
-        t, duration=QUICK_DURATION if not 0 < t.duration <= QUICK_DURATION else t.duration,
-        interval=min(t.interval, QUICK_INTERVAL), omit=0,
+        t, duration=duration if not 0 < t.duration <= duration else t.duration,
+        interval=min(t.interval, interval), omit=0,
         ping_count=min(t.ping_count, QUICK_PING_COUNT))
     short = {"duration", "interval", "omit", "ping_count"}
     pairs = [dataclasses.replace(p, overrides={k: v for k, v in p.overrides.items()
                                                if k not in short}) for p in profile.pairs]
     new_plan = dataclasses.replace(plan, repetitions=1, pause=min(plan.pause, QUICK_PAUSE))
-    watches = [dataclasses.replace(w, interval=min(w.interval, QUICK_INTERVAL))
+    watches = [dataclasses.replace(w, interval=min(w.interval, interval))
                for w in profile.watches]
     before, after = _describe(t, plan), _describe(test, new_plan)
     mapped = dataclasses.replace(profile, test=test, plan=new_plan, pairs=pairs,
@@ -243,30 +270,96 @@ def _describe(t: Any, plan: Any) -> str:
 
 # ---- the lab itself ------------------------------------------------------------------------
 
-def ensure_lab(lab: Lab, pairs: int, say: Any) -> list[LabHost]:
-    """The lab's hosts, bringing it up (with at least `pairs` pairs) when it is not."""
+def profile_kernels(profile: Profile) -> dict[str, str]:
+    """The profile's [lab] kernels: pair label -> SPEC (read from the profile's copy)."""
+    import tomllib
+
+    from abtui.profile.load import lab_kernels
+
+    if not profile.source_text:
+        return {}
+    raw = tomllib.loads(profile.source_text)
+    return lab_kernels(raw, [p.label for p in profile.pairs]) if "lab" in raw else {}
+
+
+def lab_kernels_for(profile: Profile) -> dict[str, str]:
+    """The profile's [lab] kernels by lab pair letter (profile pair i runs on lab pair i)."""
+    named = profile_kernels(profile)
+    return {chr(ord("A") + i): named[p.label] for i, p in enumerate(profile.pairs)
+            if p.label in named}
+
+
+def ensure_lab(lab: Lab, pairs: int, say: Any,
+               kernels: dict[str, str] | None = None) -> list[LabHost]:
+    """The lab's hosts, bringing it up (with at least `pairs` pairs) when it is not. With
+    `kernels` (lab pair letter -> SPEC), a lab whose VM pairs boot other kernels is rebuilt."""
     from abtui.lab.netns import MAX_PAIRS
 
     if pairs > MAX_PAIRS:
         raise BadInput(f"the profile has {pairs} pairs; the lab has at most {MAX_PAIRS}")
     have = lab.pair_count()
-    if have < pairs or not lab.status()["ok"]:
+    up = lab.kernel_specs()
+    mismatch = bool(kernels) and any(up.get(k) != v for k, v in (kernels or {}).items())
+    if have < pairs or mismatch or not lab.status()["ok"]:
         n = max(pairs, have)
+        wanted = kernels if kernels else {k: v for k, v in up.items() if ord(k) - 64 <= n}
         again = f" (it had {have}: rebuilt)" if have and have != n else ""
-        say(f"lab: bringing up lab {lab.name!r} with {n} pairs{again} (take it down with "
+        vms = "".join(f", pair {k} on VM hosts booting {v}" for k, v in sorted(wanted.items()))
+        say(f"lab: bringing up lab {lab.name!r} with {n} pairs{again}{vms} (take it down with "
             "`abtui lab down`)")
-        return lab.up(n)
+        return lab.up(n, kernels=wanted)
     return lab.hosts(have)
 
 
-def lab_facts(host: LabHost) -> LabFacts:
-    """Read from one lab host's namespace (all lab hosts run the same kernel)."""
+def lab_facts(host: LabHost, hosts: Sequence[LabHost] = (), *,
+              ssh_config: str = "") -> LabFacts:
+    """Read from the lab's hosts: a namespace host's sysctls and tunnels (all namespace hosts
+    run this machine's kernel); with VM pairs, each pair's build and what its guests have."""
     def ns(*cmd: str) -> str:
         proc = subprocess.run(["ip", "netns", "exec", host.netns, *cmd], capture_output=True,
                               text=True, check=False)
         return proc.stdout
 
-    names = frozenset(ns("sysctl", "-aN").split())
-    tunnels = tuple(t for t in LAB_TUNNELS
-                    if t != "wireguard" or shutil.which("wireguard-go") is not None)
-    return LabFacts(names, tunnels, ns("uname", "-r").strip())
+    vms = [h for h in hosts if h.vm and h.role == "receiver"]
+    if not vms:
+        names = frozenset(ns("sysctl", "-aN").split())
+        tunnels = tuple(t for t in LAB_TUNNELS
+                        if t != "wireguard" or shutil.which("wireguard-go") is not None)
+        return LabFacts(names, tunnels, ns("uname", "-r").strip())
+    return _vm_facts(host, hosts, ssh_config)
+
+
+def _vm_facts(host: LabHost, hosts: Sequence[LabHost], ssh_config: str) -> LabFacts:
+    """Ask each VM pair's receiver over SSH (the lab's ssh_config): its sysctls, the tunnel
+    types it can make, netem; a type or netem counts when every pair has it."""
+    from abtui.hosts.tunnel_commands import available, parse_probe, probe_command
+    from abtui.remote.dialects import NETEM_PRESENT
+
+    def ssh(h: LabHost, command: str) -> str:
+        proc = subprocess.run(["ssh", "-F", ssh_config, "-o", "BatchMode=yes", h.alias,
+                               command], capture_output=True, text=True, check=False,
+                              timeout=120)
+        return proc.stdout
+
+    receivers = [h for h in hosts if h.role == "receiver"]
+    sysctls: frozenset[str] | None = None
+    tunnels: list[str] | None = None
+    netem, userspace = True, False
+    builds, kernel = [], ""
+    for h in receivers:
+        if not h.vm:
+            kernel = os.uname().release
+            facts = lab_facts(h)
+            names, types = facts.sysctls, list(facts.tunnels)
+            netem, userspace = False, True
+            builds.append("")
+        else:
+            release = ssh(h, "uname -r").strip()
+            names = frozenset(ssh(h, "sysctl -aN 2>/dev/null").split())
+            types = available(parse_probe(ssh(h, probe_command("linux"))))
+            netem = netem and "yes" in ssh(h, f"{NETEM_PRESENT} && echo yes")
+            builds.append(f"{h.kernel} ({release})")
+        sysctls = names if sysctls is None else sysctls & names
+        tunnels = types if tunnels is None else [t for t in tunnels if t in types]
+    return LabFacts(sysctls or frozenset(), tuple(tunnels or ("none",)), kernel,
+                    tuple(builds), userspace, netem)

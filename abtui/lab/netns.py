@@ -6,11 +6,17 @@ addresses, sysctls and processes. Pair P has a veth data link 198.<o>.P.1 <-> 19
 (198.<o>.255.0/24 by default; test labs take another /24) on which its own OpenSSH sshd
 listens. Everything the lab makes carries its name prefix, and `down` removes exactly that:
 a user's lab and a test run's never collide.
+
+A pair given a kernel (`up(kernels={"A": SPEC})`) has VM hosts instead (abtui.lab.vm): two
+guests booting that kernel, with the same names, addresses, keys and sshd as namespace hosts,
+their NICs on tap devices (`<prefix>-as`, `<prefix>-asd`, ...) and the pair's data link on a
+bridge of its own (`<prefix>-ad`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -18,14 +24,28 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from abtui.core.errors import AbtuiError, MissingPrerequisite
+from abtui.core.errors import AbtuiError, BadInput, MissingPrerequisite
 from abtui.core.pids import pid_alive
 
+if TYPE_CHECKING:
+    from abtui.lab.kernels import Kernel
+    from abtui.lab.vm import Guest
+
 MAX_PAIRS = 8
+# a TCG guest boots in ~17 s alone on this machine's 2 cores; several at once, under load, take
+# a few times that
+VM_BOOT_TIMEOUT = 300.0
+VM_CONGESTION = ("reno", "cubic", "bbr")
+# a guest's sshd re-executes itself for each connection, from the 9p root filesystem: under TCG
+# and load its banner takes seconds
+VM_BANNER_TIMEOUT = 8.0
+VM_CONNECT_TIMEOUT = 60
+VM_SSHD_OPTIONS = ("KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",)
 SSHD = "/usr/sbin/sshd"
 REQUIRED_PROGRAMS = {
     "ip": "iproute2",
@@ -48,11 +68,27 @@ class LabHost:
     role: str  # "sender" | "receiver"
     mgmt_address: str
     data_address: str
-    root_link: str  # the root-namespace end of its management veth
+    root_link: str  # the root-namespace end of its management veth (a VM host's tap)
+    kernel: str = ""  # a VM host's kernel SPEC; "" for a namespace host (this machine's kernel)
+
+    @property
+    def vm(self) -> bool:
+        return bool(self.kernel)
 
 
 class LabError(AbtuiError):
     """A lab step failed; the message names the step."""
+
+
+def check_kernel_pairs(kernels: Mapping[str, str], pairs: int) -> dict[str, str]:
+    """Pair letter (upper case) -> kernel SPEC, each letter one of the lab's pairs."""
+    letters = [chr(ord("A") + p) for p in range(pairs)]
+    out = {}
+    for letter, spec in kernels.items():
+        if letter.upper() not in letters:
+            raise BadInput(f"--kernel {letter}={spec}: the lab has pairs {', '.join(letters)}")
+        out[letter.upper()] = spec
+    return dict(sorted(out.items()))
 
 
 def _which(program: str) -> str | None:
@@ -138,9 +174,13 @@ class Lab:
     def meta_path(self) -> Path:
         return self.state_dir / "lab.json"
 
-    def hosts(self, pairs: int) -> list[LabHost]:
+    def hosts(self, pairs: int, kernels: Mapping[str, str] | None = None) -> list[LabHost]:
+        """The hosts of a lab with `pairs` pairs; `kernels` (pair letter -> SPEC) marks VM
+        pairs, by default those of the lab that is up."""
         if not 1 <= pairs <= MAX_PAIRS:
             raise ValueError(f"a lab has 1 to {MAX_PAIRS} pairs")
+        if kernels is None:
+            kernels = self.kernel_specs()
         out = []
         for p in range(1, pairs + 1):
             letter = chr(ord("a") + p - 1)
@@ -154,15 +194,29 @@ class Lab:
                     mgmt_address=f"198.{self.octet}.{self.mgmt}.{10 * p + idx}",
                     data_address=f"198.{self.octet}.{p}.{idx}",
                     root_link=f"{self.ifprefix}-{letter}{short[0]}",
+                    kernel=kernels.get(letter.upper(), ""),
                 ))
         return out
+
+    def _meta(self) -> dict[str, Any]:
+        try:
+            meta = json.loads(self.meta_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
     def pair_count(self) -> int:
         """Pairs of the lab that is up (from its record), 0 when none is recorded."""
         try:
-            return int(json.loads(self.meta_path.read_text())["pairs"])
-        except (OSError, ValueError, KeyError):
+            return int(self._meta()["pairs"])
+        except (KeyError, TypeError, ValueError):
             return 0
+
+    def kernel_specs(self) -> dict[str, str]:
+        """Pair letter -> kernel SPEC of the lab's VM pairs (from its record)."""
+        kernels = self._meta().get("kernels", {})
+        return {k: str(v["spec"]) for k, v in kernels.items()} if isinstance(kernels, dict) \
+            else {}
 
     # ---- prerequisites ------------------------------------------------------------------
     @staticmethod
@@ -177,13 +231,22 @@ class Lab:
                     f"`apt-get install --no-install-recommends {package}` (or run `make demo`)")
 
     # ---- up -----------------------------------------------------------------------------
-    def up(self, pairs: int = 2) -> list[LabHost]:
-        """Bring the lab up; idempotent: what exists and works is kept."""
+    def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None) -> list[LabHost]:
+        """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
+        letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot."""
         self.check_prerequisites()
+        wanted = check_kernel_pairs(kernels or {}, pairs)
+        resolved: dict[str, Kernel] = {}
+        if wanted:
+            from abtui.lab import kernels as kernel_specs
+            from abtui.lab import vm as lab_vm
+
+            lab_vm.check_prerequisites()
+            resolved = {letter: kernel_specs.resolve(spec) for letter, spec in wanted.items()}
         existing = self.pair_count()
-        if existing and existing != pairs:
+        if existing and (existing != pairs or self.kernel_specs() != wanted):
             self.down()
-        hosts = self.hosts(pairs)
+        hosts = self.hosts(pairs, wanted)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state_dir, 0o700)
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)
@@ -192,18 +255,29 @@ class Lab:
             self._make_bridge()
             present = set(self._netns_list())
             for h in hosts:
-                if h.netns not in present:
+                if not h.vm and h.netns not in present:
                     self._make_host(h)
             for p in range(1, pairs + 1):
-                self._make_data_link(hosts[2 * (p - 1)], hosts[2 * (p - 1) + 1])
+                snd, rcv = hosts[2 * (p - 1)], hosts[2 * (p - 1) + 1]
+                if not snd.vm:
+                    self._make_data_link(snd, rcv)
             for h in hosts:
-                self._start_sshd(h)
+                if not h.vm:
+                    self._start_sshd(h)
             self._write_client_files(hosts)
-            self.meta_path.write_text(json.dumps({"pairs": pairs, "name": self.name,
-                                                  "octet": self.octet}))
+            kept = self._meta().get("boot_s", {})  # of guests that run and are kept
+            meta: dict[str, Any] = {"pairs": pairs, "name": self.name, "octet": self.octet,
+                                    "kernels": {k: v.to_json() for k, v in resolved.items()},
+                                    "boot_s": kept if isinstance(kept, dict) else {}}
+            self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
+            started = self._start_vms(hosts, resolved, meta) if resolved else {}
             for h in hosts:
-                self._wait_ssh(h)
+                if not h.vm:
+                    self._wait_ssh(h)
+            if started:
+                meta["boot_s"].update(self._wait_vms(hosts, started))
+                self.meta_path.write_text(json.dumps(meta))
         except BaseException:
             self.down()
             raise
@@ -257,6 +331,9 @@ class Lab:
         h = self._host(alias)
         if h is None:
             raise LabError(f"{alias}: no such host in lab {self.name}")
+        if h.vm:
+            raise LabError(f"{alias} is a VM host: its sshd runs in the guest (`abtui lab up` "
+                           "again boots a guest that stopped)")
         running = self._sshd_pid(h)
         if running is not None and not ssh_banner(h.mgmt_address)[0]:
             # just killed and not yet reaped by the kernel: wait for it to go, or the
@@ -283,21 +360,28 @@ class Lab:
         return self.state_dir / f"sshd-{h.alias}.pid"
 
     def _sshd_pid(self, h: LabHost) -> int | None:
-        try:
-            pid = int(self._sshd_pidfile(h).read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return pid if pid_alive(pid) else None  # a killed sshd may linger as a zombie
+        pid = _pidfile_pid(self._sshd_pidfile(h))
+        # a killed sshd may linger as a zombie
+        return pid if pid is not None and pid_alive(pid) else None
 
     def _start_sshd(self, h: LabHost) -> None:
         if self._sshd_pid(h) is not None:
             return
+        cfg = self._write_sshd_config(h, self._sshd_pidfile(h))
+        # The sshd daemon keeps the UTS namespace alive: every SSH session sees `hostname`.
+        _run(["ip", "netns", "exec", h.netns, "unshare", "--uts", "sh", "-c",
+              'hostname "$0" && exec "$1" -f "$2"', h.alias, SSHD, str(cfg)])
+
+    def _write_sshd_config(self, h: LabHost, pidfile: Path | str,
+                           extra: tuple[str, ...] = ()) -> Path:
+        """A host's sshd_config: its address, its host key, the lab's client key only."""
         cfg = self.state_dir / f"sshd_config-{h.alias}"
         cfg.write_text("\n".join([
+            *extra,
             f"ListenAddress {h.mgmt_address}",
             "Port 22",
             f"HostKey {self.state_dir / ('host_' + h.alias)}",
-            f"PidFile {self._sshd_pidfile(h)}",
+            f"PidFile {pidfile}",
             f"AuthorizedKeysFile {self.state_dir / 'authorized_keys'}",
             "PermitRootLogin prohibit-password",
             "PasswordAuthentication no",
@@ -316,9 +400,85 @@ class Lab:
             "LogLevel ERROR",
             "",
         ]))
-        # The sshd daemon keeps the UTS namespace alive: every SSH session sees `hostname`.
-        _run(["ip", "netns", "exec", h.netns, "unshare", "--uts", "sh", "-c",
-              'hostname "$0" && exec "$1" -f "$2"', h.alias, SSHD, str(cfg)])
+        return cfg
+
+    # ---- VM hosts -----------------------------------------------------------------------
+    def _guest(self, h: LabHost, kernel: Kernel) -> Guest:
+        from abtui.lab.vm import Guest, mac
+
+        p = ord(h.pair.lower()) - ord("a") + 1
+        role = 1 if h.role == "sender" else 2
+        return Guest(alias=h.alias, kernel=kernel, mgmt_tap=h.root_link,
+                     data_tap=f"{h.root_link}d", mgmt_mac=mac(self.mgmt, p, role, 0),
+                     data_mac=mac(self.mgmt, p, role, 1), mgmt_address=h.mgmt_address,
+                     data_address=h.data_address,
+                     sshd_config=self.state_dir / f"sshd_config-{h.alias}",
+                     state_dir=self.state_dir)
+
+    def _start_vms(self, hosts: list[LabHost], kernels: Mapping[str, Kernel],
+                   meta: dict[str, Any]) -> dict[str, tuple[Guest, float]]:
+        """Taps, data bridges and guests of the VM pairs (a guest that runs is kept); the
+        guests started, with their start times."""
+        from abtui.lab import vm as lab_vm
+
+        accel, why = lab_vm.accelerator(next(iter(kernels.values())))
+        meta.update({"accel": accel, "accel_why": why})
+        self.meta_path.write_text(json.dumps(meta))
+        started: dict[str, tuple[Guest, float]] = {}
+        for h in hosts:
+            if not h.vm:
+                continue
+            g = self._guest(h, kernels[h.pair])
+            bridge = self.data_bridge(h.pair)
+            if not Path(f"/sys/class/net/{bridge}").exists():
+                _run(["ip", "link", "add", "name", bridge, "type", "bridge"])
+                _run(["ip", "link", "set", bridge, "up"])
+            alive = lab_vm.qemu_pid(g)
+            if alive is not None and pid_alive(alive):
+                continue
+            for tap, master in ((g.mgmt_tap, self.bridge), (g.data_tap, bridge)):
+                _run(["ip", "link", "del", tap], check=False)
+                _run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"])
+                _run(["ip", "link", "set", tap, "master", master, "up"])
+            # the guest's own /run; a key exchange without the post-quantum part, which costs
+            # seconds of emulated CPU per connection under TCG
+            self._write_sshd_config(h, "/run/sshd.pid", VM_SSHD_OPTIONS)
+            g.pidfile.unlink(missing_ok=True)
+            vng = lab_vm.launch(g, accel)
+            (self.state_dir / f"vng-{h.alias}.pid").write_text(f"{vng}\n")
+            started[h.alias] = (g, time.monotonic())
+        return started
+
+    def _wait_vms(self, hosts: list[LabHost], started: Mapping[str, tuple[Guest, float]],
+                  timeout: float = VM_BOOT_TIMEOUT) -> dict[str, float]:
+        """Wait for every started guest's sshd; seconds from start to SSH, per host."""
+        from abtui.lab import vm as lab_vm
+
+        boot: dict[str, float] = {}
+        deadline = time.monotonic() + timeout
+        waiting = {h.alias: h for h in hosts if h.alias in started}
+        while waiting:
+            for alias, h in list(waiting.items()):
+                g, t0 = started[alias]
+                if ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]:
+                    boot[alias] = round(time.monotonic() - t0, 1)
+                    del waiting[alias]
+                    continue
+                vng = _pidfile_pid(self.state_dir / f"vng-{alias}.pid")
+                if vng is None or not pid_alive(vng):
+                    raise LabError(f"VM host {alias} ({g.kernel.spec}) stopped while booting: "
+                                   f"{lab_vm.log_tail(g)}")
+            if waiting and time.monotonic() > deadline:
+                names = ", ".join(sorted(waiting))
+                tails = "; ".join(f"{a}: {lab_vm.log_tail(started[a][0])}" for a in waiting)
+                raise LabError(f"VM hosts {names}: sshd did not answer within {timeout:g} s "
+                               f"({tails})")
+            time.sleep(0.25)
+        return boot
+
+    def data_bridge(self, pair: str) -> str:
+        """The bridge a VM pair's data link runs on."""
+        return f"{self.ifprefix}-{pair.lower()}d"
 
     def _wait_ssh(self, h: LabHost, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
@@ -351,6 +511,8 @@ class Lab:
                 "    StrictHostKeyChecking yes",
                 "    ServerAliveInterval 5",
                 "    ServerAliveCountMax 3",
+                # an emulated guest under load takes seconds per login (abtui's links read it)
+                *([f"    ConnectTimeout {VM_CONNECT_TIMEOUT}"] if h.vm else []),
                 "",
             ]))
         self.ssh_config.write_text("\n".join(blocks))
@@ -363,11 +525,13 @@ class Lab:
     def _write_profile(self, hosts: list[LabHost], pairs: int) -> None:
         from abtui.lab.profile import render_lab_profile
 
-        allowed = self._allowed_congestion(hosts[0]) or ["reno"]
+        namespaces = [h for h in hosts if not h.vm]
+        # a VM guest's own (root) namespace loads any algorithm its kernel has on first use
+        allowed = self._allowed_congestion(namespaces[0]) if namespaces else list(VM_CONGESTION)
         self.profile_path.write_text(render_lab_profile(
             lab_name=self.name, ssh_config=str(self.ssh_config),
             known_hosts=str(self.known_hosts), hosts=hosts, pairs=pairs,
-            congestion=allowed))
+            congestion=allowed or ["reno"], all_vm=not namespaces))
 
     # ---- down ---------------------------------------------------------------------------
     def down(self) -> None:
@@ -380,6 +544,7 @@ class Lab:
             pid = self._sshd_pid(h)
             if pid is not None:
                 pids.add(pid)
+        pids.update(self._vm_pids())
         _terminate(pids)
         for ns in namespaces:
             _run(["ip", "netns", "del", ns], check=False)
@@ -387,6 +552,27 @@ class Lab:
             _run(["ip", "link", "del", link], check=False)
         if self.state_dir.exists():
             shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def _vm_pids(self) -> set[int]:
+        """The lab's guests (qemu) and their virtme-ng processes: from their pidfiles, and any
+        qemu whose command line names a pidfile in this lab's folder (its file lost)."""
+        pids = set()
+        for path in [*self.state_dir.glob("vm-*.pid"), *self.state_dir.glob("vng-*.pid")]:
+            pid = _pidfile_pid(path)
+            if pid is not None and pid_alive(pid):
+                pids.add(pid)
+        ours = f"{self.state_dir}/vm-"
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for flag, value in itertools.pairwise(argv):
+                if flag == b"-pidfile" and value.decode(errors="replace").startswith(ours):
+                    pids.add(int(proc.name))
+        return pids
 
     def _root_links(self) -> list[str]:
         out = _run(["ip", "-o", "link", "show"], check=False)
@@ -404,12 +590,23 @@ class Lab:
     # ---- status -------------------------------------------------------------------------
     def status(self) -> dict[str, object]:
         pairs = self.pair_count()
+        meta = self._meta()
+        kernels = meta.get("kernels", {})
+        boot = meta.get("boot_s", {})
         present = set(self._netns_list())
         hosts = []
         for h in self.hosts(pairs) if pairs else []:
-            ok = h.netns in present and self._sshd_pid(h) is not None and \
-                ssh_banner(h.mgmt_address)[0]
             entry = asdict(h)
+            if h.vm:
+                qemu = _pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
+                ok = qemu is not None and pid_alive(qemu) and \
+                    ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
+                entry.update({"release": kernels.get(h.pair, {}).get("release", ""),
+                              "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias)})
+            else:
+                ok = h.netns in present and self._sshd_pid(h) is not None and \
+                    ssh_banner(h.mgmt_address)[0]
+                entry.update({"release": os.uname().release, "accel": "", "boot_s": None})
             entry.update({"address": h.mgmt_address, "ok": bool(ok)})
             hosts.append(entry)
         return {
@@ -420,6 +617,8 @@ class Lab:
             "ssh_config": str(self.ssh_config),
             "known_hosts": str(self.known_hosts),
             "pairs": pairs,
+            "accel": meta.get("accel", ""),
+            "accel_why": meta.get("accel_why", ""),
             "hosts": hosts,
         }
 
@@ -452,3 +651,10 @@ def _terminate(pids: Iterable[int], grace: float = 2.0) -> None:
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def _pidfile_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None

@@ -13,6 +13,16 @@ TCP_WMEM_VALUES = ("4096 16384 4194304", "4096 16384 65536")
 # tcp_rmem on the receivers: the kernel default, and a 16 KiB maximum that cuts lab throughput
 # several times over (measured on the lab: ~14 -> ~2 Gbit/s), so a flip shows at once.
 TCP_RMEM_VALUES = ("4096 131072 6291456", "4096 8192 16384")
+# Tunnel types: this machine's kernel has no wireguard module (the userspace wireguard-go is
+# used), no ESP crypto and no gre; the kernels VM hosts boot have them all.
+NAMESPACE_TUNNELS = ("none", "wireguard", "vxlan")
+VM_TUNNELS = ("none", "wireguard", "vxlan", "ipsec", "gre")
+_TUNNEL_COMMENT = {
+    False: "# The tunnel between the two hosts of each pair (this kernel has no wireguard "
+           "module: the\n# userspace wireguard-go is used; no ESP crypto, so no ipsec here).",
+    True: "# The tunnel between the two hosts of each pair: every pair boots a kernel of its "
+          "own (VM\n# hosts), with kernel WireGuard, ESP (AES-GCM), gre and vxlan.",
+}
 
 
 class _Host(Protocol):
@@ -29,8 +39,10 @@ def _toml_str(value: str) -> str:
 
 
 def render_lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str,
-                       hosts: Sequence[_Host], pairs: int, congestion: list[str]) -> str:
-    """The lab's profile text: pairs from the lab's hosts, knobs the lab's kernel supports."""
+                       hosts: Sequence[_Host], pairs: int, congestion: list[str],
+                       all_vm: bool = False) -> str:
+    """The lab's profile text: pairs from the lab's hosts, knobs the lab's kernels support
+    (`all_vm`: every pair is VM hosts, with every tunnel type)."""
     template = resources.files("abtui.lab").joinpath("templates/lab.toml.in").read_text()
     pair_blocks = []
     for p in range(pairs):
@@ -53,4 +65,11 @@ def render_lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str,
         tcp_wmem_values=", ".join(_toml_str(v) for v in TCP_WMEM_VALUES),
         tcp_rmem_values=", ".join(_toml_str(v) for v in TCP_RMEM_VALUES),
         cc_values=", ".join(_toml_str(v) for v in cc_values),
+        # a guest sizes its defaults by its memory and build: set both pairs alike from the
+        # start, or no configuration of one pair would match the other's
+        tcp_wmem_initial=f"initial = {_toml_str(TCP_WMEM_VALUES[0])}\n" if all_vm else "",
+        tcp_rmem_initial=f"initial = {_toml_str(TCP_RMEM_VALUES[0])}\n" if all_vm else "",
+        tunnel_comment=_TUNNEL_COMMENT[all_vm],
+        tunnel_values=", ".join(_toml_str(v) for v in
+                                (VM_TUNNELS if all_vm else NAMESPACE_TUNNELS)),
     )

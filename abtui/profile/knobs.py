@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import Knob, KnobKind, Scope, TunnelType
 from abtui.profile import fields as f
@@ -69,7 +70,7 @@ def _values_ok(values: tuple[str, ...], ok: Any, expected: str, where: KeyPath) 
 def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str, Any],
                where: KeyPath) -> None:
     """The key and the values a knob of `kind` may have."""
-    keyless = kind in (KnobKind.MTU, KnobKind.TUNNEL)
+    keyless = kind in (KnobKind.MTU, KnobKind.TUNNEL, KnobKind.NETEM)
     if keyless and key:
         raise ProfileError((*where, "key"), f"a {kind} knob has no key; expected none")
     if kind is KnobKind.SYSCTL:
@@ -89,6 +90,12 @@ def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str
             if not (_DIGITS.fullmatch(v) and 68 <= int(v) <= 65535):
                 raise ProfileError((*where, "values"), f"entry {i}: {f.show(v)} is not an "
                                    "MTU; expected a number from 68 to 65535")
+    elif kind is KnobKind.NETEM:
+        for i, v in enumerate(values):
+            try:
+                netem.canonical(v)
+            except BadInput as exc:
+                raise ProfileError((*where, "values"), f"entry {i}: {exc}") from None
     elif kind is KnobKind.TUNNEL:
         _values_ok(values, tuple(t.value for t in TunnelType),
                    ", ".join(t.value for t in TunnelType), where)
@@ -100,9 +107,9 @@ def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str
                                f"one of {', '.join(IPERF3_KEYS)}")
         _values_ok(values, *IPERF3_KEYS[key], where)
     if knob.get("device") and kind not in (KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE,
-                                           KnobKind.MTU):
+                                           KnobKind.MTU, KnobKind.NETEM):
         raise ProfileError((*where, "device"), f"a {kind} knob has no device; expected device "
-                           "only on ethtool and mtu knobs")
+                           "only on ethtool, mtu and netem knobs")
 
 
 def _binding(value: str | None, where: KeyPath) -> str | None:
@@ -138,7 +145,8 @@ def _os_variants(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> d
                 raise ProfileError((*at, "values", k), str(exc)) from None
         kind = KnobKind(var["kind"] or knob["kind"])
         if var["key"] is None and kind != knob["kind"] and kind not in (KnobKind.MTU,
-                                                                       KnobKind.TUNNEL):
+                                                                       KnobKind.TUNNEL,
+                                                                       KnobKind.NETEM):
             raise ProfileError((*at, "key"), f"missing; a {kind} variant needs its own key")
         key = knob["key"] if var["key"] is None else var["key"]
         check_kind(kind, key, tuple(trans.get(v, v) for v in knob["values"]), knob, at)

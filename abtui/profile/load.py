@@ -19,6 +19,7 @@ from abtui.profile.knobs import build_knob
 from abtui.profile.locate import key_lines, line_of
 from abtui.profile.schema import (
     DIRECTION_DIMENSION,
+    LAB_FIELDS,
     PAIR_FIELDS,
     PLAN_FIELDS,
     REPORT_FIELDS,
@@ -143,6 +144,8 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
 
     if "report" in raw:  # read by the report from the profile copy; checked here
         read_table(sub_table(raw, "report", ()), REPORT_FIELDS, ("report",))
+    if "lab" in raw:  # read by abtui.lab.mapping from the profile copy; checked here
+        lab_kernels(raw, labels)
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
                  [k.name for k in knobs])
     tunnels = _tunnels(head["tunnels"], knobs)
@@ -151,6 +154,22 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
     head.pop("version")
     return Profile(**{**head, "name": head["name"] or stem, "tunnels": tunnels}, pairs=pairs,
                    knobs=knobs, test=TestOptions(**test), watches=watches, plan=plan)
+
+
+def lab_kernels(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
+    """The [lab] section: pair label -> kernel SPEC (`kernel` for every pair, `kernels` per
+    label, a label's own winning)."""
+    lab = sub_table(raw, "lab", ())
+    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels",))
+    per_pair = sub_table(lab, "kernels", ("lab",))
+    out = {label: head["kernel"] for label in labels} if head["kernel"] else {}
+    for label, spec in per_pair.items():
+        _known_pairs(labels, (label,), ("lab", "kernels", label))
+        try:
+            out[label] = f.text(spec, 1000)
+        except f.Invalid as exc:
+            raise ProfileError(("lab", "kernels", label), str(exc)) from None
+    return out
 
 
 def _plan(plan: dict[str, Any], knob_names: list[str]) -> Plan:

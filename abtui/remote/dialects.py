@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from shlex import quote
 from typing import ClassVar
 
+from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 
@@ -42,7 +43,8 @@ class Setting:
     device: str | None = None
 
     def label(self) -> str:
-        return f"{self.key} on {self.device}" if self.device else self.key
+        name = self.key or str(self.kind)  # a keyless kind (mtu, netem) by its kind
+        return f"{name} on {self.device}" if self.device else name
 
 
 # ---- validation -------------------------------------------------------------------------
@@ -162,6 +164,16 @@ def as_function(body: str) -> str:
     return f"abtui_do() {{\n{body}\n}}; abtui_do"
 
 
+# Is netem there (loaded, loadable, or built in), asked without loading anything? Only when the
+# device's root qdisc is not netem already.
+NETEM_PRESENT = (
+    "{ [ -d /sys/module/sch_netem ] || modprobe -n -q sch_netem 2>/dev/null || "
+    "grep -qs /sch_netem.ko \"/lib/modules/$(uname -r)/modules.builtin\" || "
+    "{ [ -r /proc/config.gz ] && zcat /proc/config.gz | grep -q '^CONFIG_NET_SCH_NETEM=[ym]'; }; }")
+NETEM_MISSING = ("this kernel has no netem (sch_netem is not loaded, not loadable and not "
+                 "built in)")
+
+
 # ---- the dialects -----------------------------------------------------------------------
 class Dialect:
     """How one OS reads and writes settings. Subclasses fill in the per-kind commands."""
@@ -174,7 +186,7 @@ class Dialect:
             validate_sysctl_key(s.key)
         else:
             validate_device(s.device)
-            if s.kind is not KnobKind.MTU:
+            if s.kind not in (KnobKind.MTU, KnobKind.NETEM):
                 validate_name("key", s.key)
         return s
 
@@ -186,6 +198,8 @@ class Dialect:
             return on_off(value)
         if s.kind is KnobKind.MTU:
             return unsigned(value, "MTU", 68, 65535)
+        if s.kind is KnobKind.NETEM:
+            return netem.canonical(value)
         raise BadInput(f"{s.kind} settings are not host settings")
 
     # Commands are shell functions (defined and called in one go): `return` ends them without
@@ -289,6 +303,11 @@ class Linux(Dialect):
         if s.kind is KnobKind.MTU:
             return f"f={quote('/sys/class/net/' + (s.device or '') + '/mtu')}; " \
                 + self._read_file()
+        if s.kind is KnobKind.NETEM:
+            return (f"q=$(tc qdisc show dev {dev} root) || return $?; case \"$q\" in "
+                    f"*'qdisc netem '*) ;; *) {NETEM_PRESENT} || {{ echo "
+                    f"{quote(NETEM_MISSING)} >&2; return {EXIT_UNKNOWN}; }} ;; esac; "
+                    "printf '%s\\n' \"$q\"")
         raise BadInput(f"{s.kind} is not a host setting")
 
     def write_body(self, s: Setting, value: str) -> str:
@@ -313,6 +332,15 @@ class Linux(Dialect):
                     f"[ $rc -eq 0 ] || [ $rc -eq 80 ] || return $rc; ethtool -c {dev}")
         if s.kind is KnobKind.MTU:
             return f"ip link set dev {dev} mtu {v} || return $?; " + self.read_body(s)
+        if s.kind is KnobKind.NETEM:
+            args = netem.tc_args(value)
+            if not args:  # none: remove a netem root qdisc (the device's default comes back)
+                return (f"case \"$(tc qdisc show dev {dev} root)\" in *'qdisc netem '*) "
+                        f"tc qdisc del dev {dev} root || return $? ;; esac; "
+                        f"tc qdisc show dev {dev} root")
+            return (f"tc qdisc replace dev {dev} root netem "
+                    f"{' '.join(quote(a) for a in args)} || return $?; "
+                    f"tc qdisc show dev {dev} root")
         raise BadInput(f"{s.kind} is not a host setting")
 
     def parse_value(self, s: Setting, out: str) -> str | None:
@@ -323,6 +351,8 @@ class Linux(Dialect):
             return parse_ethtool_feature(out, self.FEATURES.get(s.key, s.key))
         if s.kind is KnobKind.ETHTOOL_COALESCE:
             return parse_ethtool_coalesce(out, s.key)
+        if s.kind is KnobKind.NETEM:
+            return netem.from_tc(out)
         return None
 
 
@@ -354,6 +384,9 @@ class FreeBSD(Dialect):
         return "." in s.key
 
     def check_setting(self, s: Setting) -> Setting:
+        if s.kind is KnobKind.NETEM:
+            raise BadInput("FreeBSD has no netem (tc qdisc): abtui sets netem on Linux hosts "
+                           "only")
         if s.kind is KnobKind.ETHTOOL_COALESCE:
             if not self._coalesce_is_sysctl(s):
                 raise BadInput(f"FreeBSD has no ethtool coalescing ({s.key}): give the knob "

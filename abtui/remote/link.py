@@ -32,6 +32,7 @@ from abtui.core.model import LinkState
 
 KEEPALIVE_INTERVAL = 2.0
 KEEPALIVE_COUNT_MAX = 3
+DEFAULT_CONNECT_TIMEOUT = 10.0
 RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 PGID_MARK = "__ABTUI_PGID__"
 
@@ -105,12 +106,30 @@ def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") ->
     return f"{alias}: {exc}"
 
 
+def configured_connect_timeout(ssh_config: str | None, host: str) -> float | None:
+    """The ConnectTimeout of the host's block in the ssh_config (read by asyncssh's own config
+    reader), None where it sets none or the file cannot be read (connecting says why)."""
+    if not ssh_config:
+        return None
+    try:
+        import getpass
+
+        from asyncssh.config import SSHClientConfig
+
+        config = SSHClientConfig.load(None, [ssh_config], False, False, False,
+                                      getpass.getuser(), (), host, ())
+        value = config.get("ConnectTimeout", None)
+        return float(value) if isinstance(value, int | float | str) and value else None
+    except Exception:  # asyncssh's reader: any trouble means the default
+        return None
+
+
 class HostLink:
     """One host: connection, control shell, streamed processes, reconnects."""
 
     def __init__(self, alias: str, *, ssh_config: str | None = None,
                  known_hosts: str | None = None, sudo: bool = False,
-                 connect_timeout: float = 10.0, on_state: StateCallback | None = None,
+                 connect_timeout: float | None = None, on_state: StateCallback | None = None,
                  reconnect: bool = True, accept_new_host_keys: bool = False) -> None:
         self.alias = alias  # as the profile wrote it: the host's name everywhere
         try:
@@ -126,7 +145,9 @@ class HostLink:
         self.ssh_config = ssh_config
         self.known_hosts = known_hosts
         self.sudo = sudo
-        self.connect_timeout = connect_timeout
+        # a slow host (an emulated VM) gets what its ssh_config's ConnectTimeout says
+        self.connect_timeout = connect_timeout or configured_connect_timeout(
+            ssh_config, self.destination.host) or DEFAULT_CONNECT_TIMEOUT
         self.on_state = on_state
         self.reconnect = reconnect
         self.state = LinkState.CLOSED

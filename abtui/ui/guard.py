@@ -2,16 +2,18 @@
 
 ctrl+q restores inside the console, with its progress on screen. Any other end is caught here,
 in the same event loop once the console has given the terminal back: an exception in a handler
-(Textual leaves with its traceback), or SIGTERM, SIGHUP (the terminal closed) or SIGINT, which
-start the same restore as ctrl+q (a second one leaves at once, as a second ctrl+q does). When
-the console did not finish restoring, the controller's shutdown runs here, each host's line
-printed as it is restored. Where even that cannot finish, one line says `abtui recover` will.
+(Textual leaves with its traceback), or SIGTERM, SIGHUP (the terminal closed: the screen's
+output then goes nowhere) or SIGINT, which start the same restore as ctrl+q (a second one
+leaves at once, as a second ctrl+q does). When the console did not finish restoring, the
+controller's shutdown runs here, each host's line printed as it is restored. Where even that
+cannot finish, one line says `abtui recover` will.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from typing import Any, TextIO
@@ -41,9 +43,17 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
         elif app.is_running and (len(seen) > 1 or not app.leaving):
             app.stop_reason = app.stop_reason or signal.Signals(signum).name
             app.call_later(app.action_quit)  # as ctrl+q; a second one forces out
+
+    def on_hangup(signum: int, _frame: object) -> None:
+        _terminal_gone(app)  # at once, in the main thread: before Textual writes again
+        loop.call_soon_threadsafe(on_signal, signum)
+
     previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     for sig in SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
+        if sig == signal.SIGHUP:
+            signal.signal(sig, on_hangup)
+        else:
+            loop.add_signal_handler(sig, on_signal, sig)
     try:
         await app.run_async(**run)
         code = int(app.return_code or 0)
@@ -62,9 +72,25 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
             _say(out, RECOVER)
     finally:
         for sig in SIGNALS:
-            loop.remove_signal_handler(sig)
+            if sig != signal.SIGHUP:
+                loop.remove_signal_handler(sig)
             signal.signal(sig, previous[sig] if previous[sig] is not None else signal.SIG_DFL)
     return 128 + seen[0] if seen else code
+
+
+def _terminal_gone(app: AbtuiApp) -> None:
+    """SIGHUP: the terminal has gone. Writing to it fails, which ends Textual's writer thread,
+    and the frames queued after that would block the event loop for good, restoring with it.
+    So output goes to /dev/null from now on, and a writer thread already ended writes
+    nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
+    writer = getattr(getattr(app, "_driver", None), "_writer_thread", None)
+    if writer is not None and not writer.is_alive():
+        writer.write = writer.stop = lambda *_: None
 
 
 async def _restore(app: AbtuiApp, out: TextIO) -> None:

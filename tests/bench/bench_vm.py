@@ -24,8 +24,8 @@ def _skipped(reason: str) -> dict[str, Any]:
 @measures("vm_pair_boot_s")
 def vm_pair_boot_s() -> dict[str, Any]:
     try:
-        lab_vm = importlib.import_module("abtui.lab_vm")
-        kernels = importlib.import_module("abtui.kernels")
+        lab_vm = importlib.import_module("abtui.lab.vm")
+        kernels = importlib.import_module("abtui.lab.kernels")
     except ImportError:
         return _skipped("this abtui's lab builds no VM hosts (namespace hosts only)")
     reason = lab_vm.missing_reason()

@@ -71,7 +71,11 @@ async def test_an_exception_in_a_handler_restores_the_lab_hosts(lab: Lab,
     assert pending_recovery(tmp_path / "undo") == []  # nothing left for `abtui recover`
 
 
-def test_sigterm_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["SIGTERM", "terminal closed"])
+def test_a_signal_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path: Path,
+                                                             how: str) -> None:
+    """SIGTERM to `abtui tui`, or its terminal closed under it (tmux kills the window: SIGHUP,
+    and the terminal is gone): the knob a key changed is back, nothing is left running."""
     from tests.ui.test_e2e_tmux import TMUX, Term, intervals_shown
 
     if TMUX is None:
@@ -96,13 +100,18 @@ def test_sigterm_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path: 
         shell = int(term.tmux("display", "-p", "-t", "e2e", "#{pane_pid}").strip())
         children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
         assert len(children) == 1, children
-        os.kill(int(children[0]), signal.SIGTERM)  # the console's own process, by its PID
+        console = int(children[0])
+        if how == "SIGTERM":
+            os.kill(console, signal.SIGTERM)  # the console's own process, by its PID
+        else:
+            subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
         deadline = time.monotonic() + 60
-        while not rc.exists() and time.monotonic() < deadline:
+        while Path(f"/proc/{console}").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert rc.exists(), term.screen()
-        assert rc.read_text().strip() == str(128 + signal.SIGTERM), term.screen()
-        assert {h: rmem(lab, h) for h in receivers} == before, term.screen()
+        assert not Path(f"/proc/{console}").exists(), "the console did not end"
+        if how == "SIGTERM":
+            assert rc.read_text().strip() == str(128 + signal.SIGTERM), term.screen()
+        assert {h: rmem(lab, h) for h in receivers} == before
         assert ours_running(lab) == []
         assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []
     finally:

@@ -127,8 +127,8 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
         while value != small:
             value = cycle(values, value, own)
             term.keys("r")
-            term.wait(f"tcp_rmem={value} applied",
-                      lambda s, v=value: f"knob tcp_rmem={v} on" in s, 30)
+            term.wait(f"tcp_rmem={value} in the knob bar",  # the chip: key, name=value
+                      lambda s, v=value: f"r tcp_rmem={v}" in s, 30)
         row = re.compile(rf"^ tcp_rmem={re.escape(small)}\s+\d+\.\d\d n\d+", re.M)
         term.wait("a phase row for the flipped tcp_rmem", lambda s: row.search(s) is not None, 30)
         flipped = {h: _ns(h, "sysctl", "-n", "net.ipv4.tcp_rmem") for h in receivers}

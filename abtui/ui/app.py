@@ -768,7 +768,7 @@ class AbtuiApp(App[int]):
         from abtui.core.errors import AbtuiError
         from abtui.reports import compare
         from abtui.reports.exports import interval_rows
-        from abtui.reports.report import fmt_cell, fmt_compare
+        from abtui.reports.formatting import fmt_cell, fmt_compare
         from abtui.sessions.session import Session
 
         try:

@@ -52,6 +52,7 @@ bench: setup
 
 soak: setup
 	ABTUI_SOAK_SECONDS=600 $(VENV)/bin/pytest -q -m lab tests/lab -k soak
+	ABTUI_WALK_SEED=random ABTUI_WALK_STEPS=600 $(VENV)/bin/pytest -q -m lab tests/lab/test_console_walk.py
 
 lint: setup
 	$(VENV)/bin/ruff check abtui tests

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from abtui.core.errors import BadInput
-    from abtui.reports.report import fmt_duration, fmt_time
+    from abtui.reports.formatting import fmt_duration, fmt_time
     from abtui.sessions import store
 
     entries = []

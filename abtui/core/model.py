@@ -338,7 +338,8 @@ class EventKind(StrEnum):
     - KNOB:         {"knob", "value", "pairs": [labels], "hosts": [aliases]} a change applied
     - KNOB_ERROR:   {"knob", "value", "message"}                          nothing was changed
     - TUNNEL:       {"type", "target"}  the tunnel in use and iperf3's new target   (pair set)
-    - RUN_START:    {"run", "config": {knob: value}, "host_clock", "skew_ms", "options"} (pair)
+    - RUN_START:    {"run", "config": {knob: value}, "phase", "host_clock", "skew_ms",
+                     "options"}                                                       (pair)
     - INTERVAL:     {"run", "phase", **Interval.to_json(), "straddles": bool,
                      "direction"?: "tx"|"rx" (--bidir: rx is receiver -> sender),
                      UDP: "jitter_ms", "lost_packets", "packets" (the receiving side's

@@ -354,6 +354,7 @@ class Engine:
             self.phases[run.label].measured = True
             self.emit(Event(EventKind.RUN_START, pair=run.label, data={
                 "run": run.spec.run_id, "config": dict(self.phases[run.label].config),
+                "phase": self.phases[run.label].phase,
                 "host_clock": clock,
                 "skew_ms": None if clock is None or first is None else (clock - first) * 1e3,
                 "options": _jsonable(asdict(run.spec.options)), "target": run.spec.target,
@@ -501,16 +502,25 @@ class Engine:
         unknown = [label for label in labels if label not in self.phases]
         if unknown:
             raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
-        if all(self.phases[label].config.get(k.name) == value for label in labels):
-            return  # the hosts have it already: not a change, not a new phase
+        # a pair whose hosts have the value already is not changed: no new phase for it
+        labels = [label for label in labels if self.phases[label].config.get(k.name) != value]
+        if not labels:
+            return
         begin = now()
         for label in labels:
             self.phases[label].begin_change(begin)
+        restarts = (k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)) \
+            and self._mode == "continuous"
+        retired = [self._runs[x] for x in labels if restarts and x in self._runs]
+        for run in retired:  # its connection keeps the old setting: counted nowhere after
+            run.retired_at = begin
         try:
             targets = await self._apply(k, value, labels)
         except KnobRefused:
             for label in labels:
                 self.phases[label].abort_change()
+            for run in retired:
+                run.retired_at = None
             raise
         end = now()
         for label in labels:

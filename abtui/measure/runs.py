@@ -189,6 +189,9 @@ class PairRun:
         self.retry_port: int | None = None
         # a count, not a list: a long run's intervals live in the session file, not here
         self.interval_count = 0
+        # set when a change this run cannot follow (a restarting knob) began: what it measures
+        # after that belongs to no phase, its successor measures the new configuration
+        self.retired_at: float | None = None
         self._interrupted: set[str] = set()  # hosts whose link was lost during the run
         self._server: RemoteProcess | None = None
         self._server_lines: _Lines | None = None
@@ -428,8 +431,11 @@ class PairRun:
 
     def _emit_interval(self, interval: Interval, arrived: float | None = None) -> None:
         self.interval_count += 1
-        phase, straddles = self.hooks.phase_for(self.label, time.time(),
+        received = time.time()
+        phase, straddles = self.hooks.phase_for(self.label, received,
                                                 interval.end - interval.start)
+        if self.retired_at is not None and received > self.retired_at:
+            straddles = True
         data = {"run": self.spec.run_id, "phase": phase, **interval.to_json(),
                 "straddles": straddles}
         for key in ("jitter_ms", "lost_packets", "packets", "direction"):

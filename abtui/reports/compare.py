@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.reports import stats
-from abtui.reports.report import (
+from abtui.reports.formatting import (
     fmt_cell,
     fmt_compare,
     legend,

@@ -8,7 +8,7 @@
 - `builds` (WireGuard GRO): throughput per build (pair), Δ vs the first.
 
 A cell is a pair's phases whose configuration has the cell's values; its figure, Δ, interval
-and verdict are the generic table's (reports.stats.cell, reports.report.fmt_cell and
+and verdict are the generic table's (reports.stats.cell, reports.formatting.fmt_cell and
 fmt_compare): the mean of its run-level values, never a second definition. What the lab ran
 instead of the profile's settings (`abtui run --lab`) is listed too.
 """
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from abtui.reports import stats
-from abtui.reports.report import fmt_cell, fmt_compare, legend, md_table, rate_unit_of
+from abtui.reports.formatting import fmt_cell, fmt_compare, legend, md_table, rate_unit_of
 from abtui.sessions.session import Phase, Run, Session
 
 DIRECTION = "direction"

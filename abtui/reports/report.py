@@ -4,95 +4,22 @@ configuration, latency, runs, the throughput chart, and what went wrong."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from abtui.reports import stats
+from abtui.reports.formatting import (
+    fmt_cell,
+    fmt_compare,
+    fmt_duration,
+    fmt_mean_sd,
+    fmt_time,
+    legend,
+    md_table,
+    no_interval_note,
+    rate_unit_of,
+)
 from abtui.reports.plots import rate_unit, throughput_chart
 from abtui.sessions.session import Session
-
-
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def fmt_time(t: float | None) -> str:
-    if t is None:
-        return "?"
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def fmt_duration(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
-def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True) -> str:
-    """`mean ± stdev` of per-interval values (UDP jitter); ⚠ when noisy."""
-    if not s.n or s.mean is None:
-        return "—"
-    text = f"{s.mean / div:.{digits}f}"
-    if s.stdev is not None:
-        text += f" ± {s.stdev / div:.{digits}f}"
-    return text + (" ⚠" if warn and s.noisy else "")
-
-
-def fmt_rate(s: stats.Summary, div: float, noisy: bool = False) -> str:
-    """A cell's one figure: the mean of its run-level values, `± stdev (n=runs)` when there
-    are several, ⚠ when its intervals are too noisy; `—` when it has none."""
-    if not s.n or s.mean is None:
-        return "—"
-    text = f"{s.mean / div:.2f}"
-    if s.stdev is not None:
-        text += f" ± {s.stdev / div:.2f} (n={s.n})"
-    return text + (" ⚠" if noisy else "")
-
-
-def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False) -> str:
-    """fmt_rate of a cell's throughput (its way back with `rx`)."""
-    if c is None:
-        return "—"
-    if rx:
-        return fmt_rate(c.throughput_rx, div, c.intervals_rx.noisy)
-    return fmt_rate(c.throughput, div, c.noisy)
-
-
-def fmt_delta(d: stats.Delta | None, v: stats.Verdict) -> str:
-    """`+6.2% [+4.1, +8.3] (p=0.008 n=5+5)`, `+0.4% [-2.0, +2.9] ~ (p=0.40 n=5+5)`,
-    `+10.0% ? (n=1+1: too few runs)` (no interval with fewer than 2 runs on a side)."""
-    if d is None:
-        return "—"
-    return f"{d} {v.text[v.text.index('('):] if v.significant else v.text}"
-
-
-def fmt_compare(base: stats.Cell | None, other: stats.Cell | None, rx: bool = False,
-                seen: list[stats.Delta | None] | None = None) -> str:
-    """fmt_delta of two cells' run-level values (--bidir's way back with `rx`); the Δ is
-    appended to `seen` (a report's notes say why one has no interval)."""
-    if base is None or other is None:
-        return "—"
-    d, v = stats.compare_cells(base, other, rx=rx)
-    if seen is not None:
-        seen.append(d)
-    return fmt_delta(d, v)
-
-
-def rate_unit_of(cells: Iterable[stats.Cell], rx: bool = False) -> tuple[float, str]:
-    """The unit every figure of a table is shown in, from the largest run-level value."""
-    peak = max((v for c in cells for v in (c.samples_rx if rx else c.samples)), default=0.0)
-    return rate_unit(peak)
-
-
-def no_interval_note(deltas: Iterable[stats.Delta | None]) -> list[str]:
-    """The note a report carries when one of its Δ is printed without an interval."""
-    if not any(d is not None and d.why.startswith(stats.FEW_RUNS) for d in deltas):
-        return []
-    return ["- A Δ without [low, high]: fewer than 2 runs on a side, so no confidence "
-            "interval. The intervals of one run are not independent samples (TCP state "
-            "carries over), so an interval made from them would be far too narrow."]
 
 
 def base_pair(session: Session, wanted: str | None = None) -> str | None:
@@ -209,18 +136,6 @@ def _opt(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return ",".join(map(_opt, value)) if isinstance(value, list | tuple) else str(value)
-
-
-def legend(base: str) -> str:
-    """What a throughput table's figures are (README: "How the numbers are made")."""
-    return ("Each figure: the mean of the cell's run-level values (one per run within a "
-            "phase: the bits of its counted intervals ÷ their seconds), ± their stdev and the "
-            "number of runs when there are several. Δ: change of the mean vs "
-            f"{base} with its 95 % confidence interval (from run-level values only), then "
-            "the rank-sum test's verdict with its exact p (~: no significant difference; ?: "
-            "too few runs to ever tell). ⚠: the cell's intervals, all its phases together, "
-            f"vary by more than {stats.NOISE_CV * 100:.0f} % (stdev ÷ mean): too noisy to "
-            "conclude.")
 
 
 def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str | None,

@@ -227,6 +227,11 @@ class AbtuiApp(App[int]):
         if self._grid is not None:  # resizes can come before mount
             self._layout(event.size.width, event.size.height)
 
+    def on_pair_pane_grew(self) -> None:
+        """Longer numbers wrapped a pane's line: the panes may no longer fit in full."""
+        if self._grid is not None:
+            self._layout(self.size.width, self.size.height)
+
     def _layout(self, width: int, height: int) -> None:
         """Panes PANE_WIDTH columns each; when the screen is too short for them and the
         phase table, panes drop their sparklines (and, narrow, the table takes most of the
@@ -763,7 +768,7 @@ class AbtuiApp(App[int]):
         from abtui.core.errors import AbtuiError
         from abtui.reports import compare
         from abtui.reports.exports import interval_rows
-        from abtui.reports.report import fmt_cell, fmt_compare
+        from abtui.reports.formatting import fmt_cell, fmt_compare
         from abtui.sessions.session import Session
 
         try:

@@ -55,6 +55,7 @@ class PairState:
     sender: str
     receiver: str
     config: dict[str, str]  # what the hosts have (read on connect, then each applied flip)
+    phase_id: Any = None  # the engine's phase in force (None: a flip opened one, id not seen)
     original: dict[str, str] = field(default_factory=dict)  # as read on connect
     bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     rtt: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
@@ -175,6 +176,10 @@ class ConsoleState:
         """The pair enters its (new) configuration: fresh phase numbers, a new segment."""
         ps.phase = Running()
         ps.rtt_phase = Running()
+        self._new_segment(ps)
+
+    def _new_segment(self, ps: PairState) -> None:
+        """A new stretch (a run) in the phase: one more run-level value of its row."""
         ps.segment = Segment()
         self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
 
@@ -222,11 +227,21 @@ class ConsoleState:
         if kind is EventKind.RUN_START:
             for lb in labels:
                 ps = self.pairs[lb]
+                config = ps.config
                 if isinstance(d.get("config"), dict):  # the engine's: what the hosts have
-                    ps.config = {str(k): str(v) for k, v in d["config"].items()}
+                    config = {str(k): str(v) for k, v in d["config"].items()}
+                phase = d.get("phase")
+                # a new run in the phase in force (a restart, a retry) is a new stretch of
+                # it, not a new phase: the pane's phase numbers go on
+                same = ps.segment is not None and config == ps.config and (
+                    phase is None or ps.phase_id is None or phase == ps.phase_id)
+                ps.config, ps.phase_id = config, phase
                 ps.status = "running"
                 ps.error = ""
-                self._new_phase(ps)
+                if same:
+                    self._new_segment(ps)
+                else:
+                    self._new_phase(ps)
             self.running = True
             self.dirty.status = self.dirty.knobs = True
             return f"pair {event.pair}: run {d.get('run')} started"
@@ -335,6 +350,8 @@ class ConsoleState:
         if rate is None:
             return
         bps, way_back = rate
+        if ps.phase_id is None and d.get("phase") is not None:
+            ps.phase_id = d.get("phase")
         if way_back:  # --bidir's way back: shown, never mixed into the pair's own series
             ps.rx_bps = bps
             return
@@ -376,6 +393,7 @@ class ConsoleState:
             ps.pending_marker = True
             if is_tunnel:
                 ps.tunnel = value
+            ps.phase_id = None  # the engine opened a phase: its id comes with what follows
             self._new_phase(ps)
         self.dirty.pairs.update(labels)
         self.dirty.knobs = True

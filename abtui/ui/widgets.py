@@ -11,6 +11,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widgets import Sparkline, Static
@@ -133,6 +134,9 @@ LINK_TEXT: dict[str, str] = {
 class PairPane(Vertical):
     """One pair: who, kernel, knobs, tunnel; throughput and RTT sparklines; numbers; link."""
 
+    class Grew(Message):
+        """A line of the pane now takes more rows: the screen's layout may need to change."""
+
     def __init__(self, state: PairState, **kwargs: object) -> None:
         super().__init__(id=f"pane-{state.label}", classes="pane", **kwargs)  # type: ignore[arg-type]
         self.state = state
@@ -184,6 +188,7 @@ class PairPane(Vertical):
         widget = self._w[name]
         if lines > had:  # an explicit height: the layout pass it needs surely happens
             widget.styles.height = lines
+            self.post_message(self.Grew())
         self._lines[name] = max(lines, had)
         widget.update(content, layout=False)  # type: ignore[union-attr]
 

@@ -496,8 +496,13 @@ async def test_terminate_ends_a_silent_process_group(lab: Lab):
     try:
         proc = await link.stream("sleep 60 & sleep 60")
         assert proc.pgid is not None
-        members = subprocess.run(["pgrep", "-g", str(proc.pgid)], capture_output=True,
-                                 text=True).stdout.split()
+        members: list[str] = []
+        for _ in range(100):  # the shell forks its sleeps a moment after it reports the group
+            members = subprocess.run(["pgrep", "-g", str(proc.pgid)], capture_output=True,
+                                     text=True).stdout.split()
+            if len(members) >= 3:
+                break
+            await asyncio.sleep(0.05)
         assert len(members) >= 2  # the shell and both sleeps
         # by the group alone, the channel still open (as for an orphan after a reconnect)
         await link.kill_group(proc.pgid, grace=1.0)

@@ -4,9 +4,11 @@ a key press on the hosts, the phase table changing, ctrl+q restoring every knob.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -143,3 +145,313 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
     finally:
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
         lab.down()
+
+
+# ---- the console on the shared lab, in a real terminal: every key, and crashes -------------
+
+def readme_keys() -> list[str]:
+    """The keys of the README's console key table, in its order (knob keys as listed for the
+    lab, and `ctrl+p` from the `?` row)."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split("| key | action |", 1)[1].split("\n\n", 1)[0]
+    keys: list[str] = []
+    for row in table.splitlines()[2:]:
+        first, action = row.strip("|").split("|", 1)
+        keys += re.findall(r"`([^`]+)`", first)
+        keys += re.findall(r"`(ctrl\+\w)`:", action)
+    return keys
+
+
+TMUX_KEYS = {"tab": "Tab", "space": "Space", "?": "?"}
+
+
+def tmux_key(key: str) -> str:
+    return TMUX_KEYS.get(key) or (f"C-{key[5:]}" if key.startswith("ctrl+") else key)
+
+
+class Console:
+    """`abtui tui` on the lab's profile in a tmux window of its own, with its own state,
+    data and sessions folders; `launcher` replaces `-m abtui` (to inject a fault)."""
+
+    def __init__(self, term: Term, tmp: Path, profile: Path, launcher: str | None = None,
+                 size: tuple[int, int] = (160, 48)) -> None:
+        self.term, self.tmp = term, tmp
+        self.rc = tmp / "rc"
+        self.sessions = tmp / "sessions"
+        env = (f"XDG_STATE_HOME={tmp / 'state'} XDG_DATA_HOME={tmp / 'data'} "
+               f"ABTUI_SESSIONS_DIR={self.sessions}")
+        run = launcher or f"{sys.executable} -m abtui"
+        # run from tmp: whatever the console writes beside itself stays out of the checkout
+        cmd = (f"cd {tmp} && {env} {run} tui {profile}; echo $? > {self.rc}; sleep 120")
+        term.tmux("new-session", "-d", "-s", "e2e", "-x", str(size[0]), "-y", str(size[1]), cmd)
+        shell = int(term.tmux("display", "-p", "-t", "e2e", "#{pane_pid}").strip())
+        deadline = time.monotonic() + 10
+        self.pid = 0
+        while not self.pid and time.monotonic() < deadline:  # the shell's child: abtui
+            children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+            self.pid = int(children[0]) if children else 0
+            time.sleep(0.05)
+        assert self.pid, "abtui did not start"
+
+    def ended(self) -> bool:
+        return self.rc.exists()
+
+    def wait_end(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while not self.rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return int(self.rc.read_text().strip()) if self.rc.exists() else None
+
+    def history(self) -> str:
+        """The window's text with its scrollback (what the console printed on leaving)."""
+        return self.term.tmux("capture-pane", "-p", "-J", "-S", "-300", "-t", "e2e")
+
+    def journal_events(self) -> list:  # type: ignore[type-arg]
+        """The live session journal's events so far (the session file being written)."""
+        from abtui.sessions.store import load_events
+
+        files = list(self.sessions.glob("*.abtui.jsonl*"))  # the live one is written last
+        return load_events(max(files, key=lambda f: f.stat().st_mtime)) if files else []
+
+    def alive(self) -> bool:
+        return not self.rc.exists() and "Traceback" not in self.history()
+
+
+def _lab_profile(lab):  # type: ignore[no-untyped-def]
+    from abtui.profile import load_profile
+
+    return load_profile(lab.profile_path)
+
+
+def _wait_hosts(profile, ssh_config: str, cond, timeout: float):  # type: ignore[no-untyped-def]
+    from tests.lab.hostview import read_once
+
+    deadline = time.monotonic() + timeout
+    reading = read_once(profile, ssh_config)
+    while not cond(reading) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        reading = read_once(profile, ssh_config)
+    return reading
+
+
+def _restored_or_said(lab, profile, originals, con: Console, what: str,  # type: ignore[no-untyped-def]
+                      tmp: Path) -> list[str]:
+    """After the console ended: the hosts as they were, nothing left, or else a one-line
+    pointer to `abtui recover` (and recover then restores everything). Returns problems."""
+    from tests.lab.hostview import differences, wait_no_leftovers
+
+    aliases = list(originals.hosts)
+    reading = _wait_hosts(profile, str(lab.ssh_config),
+                          lambda r: not differences(r, originals), 15)
+    changed = differences(reading, originals)
+    left = wait_no_leftovers(lab, aliases, 10)
+    if not changed and not left:
+        return []
+    problems = [f"{what}: the console left the hosts changed: {changed or '-'}; "
+                f"processes/links: {left or '-'}"]
+    if "abtui recover" not in con.history():
+        problems.append(f"{what}: and it did not say that `abtui recover` would restore them")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state")}
+    out = subprocess.run([sys.executable, "-m", "abtui", "recover"], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=120)
+    after = differences(_wait_hosts(profile, str(lab.ssh_config), lambda r: True, 0),
+                        originals)
+    left = wait_no_leftovers(lab, aliases, 10)
+    if out.returncode != 0 or after or left:
+        problems.append(f"{what}: `abtui recover` (rc {out.returncode}: "
+                        f"{(out.stdout + out.stderr).strip()[-300:]}) left {after or '-'}, "
+                        f"{left or '-'}")
+    return problems
+
+
+def _flip_some(term: Term, lab, profile, originals) -> None:  # type: ignore[no-untyped-def]
+    """r (tcp_rmem), t (tso) and ctrl+t → vxlan, each seen on the hosts."""
+    from tests.lab.hostview import norm
+
+    ssh = str(lab.ssh_config)
+    before = originals.pair_values(profile)
+    for key, knob in (("r", "tcp_rmem"), ("t", "tso")):
+        term.keys(key)
+        _wait_hosts(profile, ssh, lambda r, k=knob: r.pair_values(profile)["A"][k]
+                    != before["A"][k], 15)
+    term.keys("C-t")
+    term.wait("the tunnel switcher", lambda s: "vxlan" in s and "Tunnel" in s, 10)
+    term.keys("Home", "Down", "Down", "Enter")  # none, wireguard, vxlan
+    reading = _wait_hosts(profile, ssh, lambda r: r.pair_values(profile)["A"]["tunnel"]
+                          != "none", 30)
+    changed = [k for k in ("tcp_rmem", "tso", "tunnel")
+               if norm(reading.pair_values(profile)["A"][k]) != before["A"][k]]
+    assert changed, "no knob changed on the hosts: nothing to restore"
+
+
+@pytest.fixture
+def lab_clean(lab):  # type: ignore[no-untyped-def]
+    """The shared lab's hosts as read before the test; set back by hand after it (a test
+    that fails must not leave the next one a changed lab)."""
+    from tests.lab.hostview import force_restore, read_once
+
+    profile = _lab_profile(lab)
+    originals = read_once(profile, str(lab.ssh_config))
+    yield profile, originals
+    force_restore(lab, profile, originals)
+
+
+@pytest.mark.lab
+@pytest.mark.timeout(420)
+def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, lab,  # type: ignore[no-untyped-def]
+                                                    lab_clean) -> None:
+    """`abtui tui` on the lab, 160×48: each key of the README's table pressed in turn (dialogs
+    answered), the console alive and measuring after each; `p` runs the plan to its end; a
+    knob key cycles back to the host's own value; ctrl+q leaves the hosts as they were."""
+    from tests.lab.hostview import differences, norm, read_once, wait_no_leftovers
+
+    profile, originals = lab_clean
+    keys = readme_keys()
+    knob_keys = {k.binding: k.name for k in profile.knobs if k.binding}
+    handled = {*knob_keys, "tab", "a", "b", "ctrl+t", "space", "ctrl+r", "p", "m", "s", "e",
+               "ctrl+o", "ctrl+l", "?", "ctrl+p", "ctrl+q"}
+    assert set(keys) <= handled, f"README keys this test does not press: {set(keys) - handled}"
+    ssh = str(lab.ssh_config)
+    con = Console(term, tmp_path, lab.profile_path)
+    problems: list[str] = []
+    try:
+        term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 2, 60)
+        measuring = True
+        for key in keys:
+            if key == "ctrl+q":
+                break
+            shown = intervals_shown(term.screen())
+            term.keys(tmux_key(key))
+            if key in knob_keys:
+                knob = knob_keys[key]
+                before = read_once(profile, ssh).pair_values(profile)["A"][knob]
+                _wait_hosts(profile, ssh, lambda r, k=knob, b=before:
+                            r.pair_values(profile)["A"][k] != b, 30)
+            elif key == "ctrl+t":
+                term.wait("the tunnel switcher", lambda s: "Tunnel" in s, 10)
+                term.keys("Home", "Enter")  # back to none
+            elif key == "m":
+                time.sleep(0.5)
+                term.keys("-l", "a mark from the key test")
+                term.keys("Enter")
+            elif key in ("s", "e"):
+                time.sleep(0.5)
+                term.keys("Enter")
+            elif key in ("ctrl+o", "?", "ctrl+p"):
+                time.sleep(1.0)
+                term.keys("Escape")
+            elif key == "p":
+                deadline = time.monotonic() + 90  # the lab plan: 2 runs of 10 s
+                done = None
+                while time.monotonic() < deadline and con.alive():
+                    progress = [e.data for e in con.journal_events() if e.kind == "progress"]
+                    done = progress[-1] if progress else None
+                    if done and done.get("done") == done.get("total"):
+                        break
+                    time.sleep(1.0)
+                if not (done and done.get("done") == done.get("total")):
+                    problems.append(f"p: the plan did not run to its end (progress {done})")
+            time.sleep(0.7)
+            if not con.alive():
+                problems.append(f"{key}: the console ended: "
+                                f"{con.history().strip().splitlines()[-6:]}")
+                break
+            # measuring stops with space and at the end of the plan; ctrl+r starts it again
+            measuring = {"space": False, "p": False, "ctrl+r": True}.get(key, measuring)
+            if measuring and not term_wait_quiet(
+                    term, lambda s, n=shown: intervals_shown(s) > n, 15):
+                problems.append(f"{key}: the panes' counts stopped at {shown}")
+        if con.alive():
+            # a knob key cycles through its values and back to the host's own (scope A)
+            term.keys("a")
+            want = originals.pair_values(profile)["A"]["tcp_rmem"]
+            seen = []
+            for _ in range(len(profile.knob("tcp_rmem").values) + 1):
+                before = read_once(profile, ssh).pair_values(profile)["A"]["tcp_rmem"]
+                term.keys("r")
+                got = _wait_hosts(profile, ssh, lambda r, b=before:
+                                  r.pair_values(profile)["A"]["tcp_rmem"] != b, 20)
+                seen.append(norm(got.pair_values(profile)["A"]["tcp_rmem"]))
+            if want not in seen:
+                problems.append(f"r pressed {len(seen)}×: tcp_rmem went {seen}, never back "
+                                f"to the host's own {want!r}")
+            term.keys("C-q")
+            rc = con.wait_end(90)
+            if rc != 0:
+                problems.append(f"ctrl+q: exit status {rc}; {con.history().splitlines()[-6:]}")
+            changed = differences(read_once(profile, ssh), originals)
+            left = wait_no_leftovers(lab, list(originals.hosts))
+            if changed or left:
+                problems.append(f"after ctrl+q: hosts changed {changed or '-'}, left "
+                                f"{left or '-'}")
+        else:
+            problems += _restored_or_said(lab, profile, originals, con, "after the crash",
+                                          tmp_path)
+    finally:
+        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+    assert not problems, "\n".join(problems)
+
+
+def term_wait_quiet(term: Term, cond: Callable[[str], bool], timeout: float) -> bool:
+    try:
+        term.wait("", cond, timeout)
+    except AssertionError:
+        return False
+    return True
+
+
+INJECT = {
+    # a key's handler raises (ctrl+l: show or hide the log)
+    "key handler": ("from abtui.ui.app import AbtuiApp\n"
+                    "def boom(self):\n"
+                    "    raise RuntimeError('injected by the test into a key handler')\n"
+                    "AbtuiApp.action_toggle_log = boom\n"),
+    # folding an event into the screen raises (a mark whose text is 'boom')
+    "event flush": ("from abtui.ui import state\n"
+                    "apply = state.ConsoleState.apply\n"
+                    "def boom(self, event):\n"
+                    "    if event.kind == 'mark' and event.data.get('text') == 'boom':\n"
+                    "        raise RuntimeError('injected by the test into the event flush')\n"
+                    "    return apply(self, event)\n"
+                    "state.ConsoleState.apply = boom\n"),
+}
+
+
+@pytest.mark.lab
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("where", ["sigterm", *INJECT])
+def test_a_console_that_dies_leaves_the_hosts_as_they_were(term: Term, tmp_path: Path, lab,  # type: ignore[no-untyped-def]
+                                                           lab_clean, where: str) -> None:
+    """`abtui tui` on the lab with knobs flipped and a tunnel up, then SIGTERM, or an
+    exception in a key handler or in the event flush: the hosts get their original values
+    back and nothing is left — or the console says in one line that `abtui recover` will
+    (and recover does)."""
+    profile, originals = lab_clean
+    launcher = None
+    if where in INJECT:
+        script = tmp_path / "inject.py"
+        script.write_text(INJECT[where] + "import sys\nfrom abtui.cli import main\n"
+                          "sys.argv[0] = 'abtui'\nraise SystemExit(main())\n")
+        launcher = f"{sys.executable} {script}"
+    con = Console(term, tmp_path, lab.profile_path, launcher)
+    try:
+        term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 2, 60)
+        _flip_some(term, lab, profile, originals)
+        if where == "sigterm":
+            os.kill(con.pid, signal.SIGTERM)
+        elif where == "key handler":
+            term.keys("C-l")
+        else:
+            term.keys("m")
+            time.sleep(0.5)
+            term.keys("-l", "boom")
+            term.keys("Enter")
+        rc = con.wait_end(90)
+        assert rc is not None, f"{where}: the console is still running 90 s later"
+        problems = _restored_or_said(lab, profile, originals, con, where, tmp_path)
+    finally:
+        if not con.ended():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(con.pid, signal.SIGKILL)
+        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+    assert not problems, "\n".join(problems)

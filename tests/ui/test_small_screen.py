@@ -60,3 +60,29 @@ async def test_every_knob_and_pane_in_reach_at_80x24(pairs: int) -> None:
         table = app.query_one("#phases", DataTable)
         assert fully_shown(app, table)
         assert table.region.height >= 1 + table.row_count  # header and every row
+
+
+async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
+    """Numbers getting longer (10 Gbit/s and more) wrap a pane's line after the layout was
+    made: the panes drop their sparklines so the phase table and a few log lines still show."""
+    import dataclasses
+
+    from abtui.core.model import EventKind
+
+    app = make_app(pairs=2, intervals=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replayed(pilot, 2)
+        last = [e for e in app.events if e.kind is EventKind.INTERVAL][-2:]
+        for k in range(1, 4):
+            for ev in last:
+                app._on_event(dataclasses.replace(ev, t=ev.t + k, data={
+                    **ev.data, "bits_per_second": 12.345e9 * k, "retransmits": 12345}))
+        await pilot.pause(0.6)
+        pane = app.query_one("#pane-A", PairPane)
+        assert "37.03 Gbit/s" in str(pane.query_one("#bps-label").render())
+        table, log = app.query_one("#phases", DataTable), app.query_one("#log")
+        assert fully_shown(app, table) and table.region.height >= 1 + table.row_count
+        assert pane.has_class("-compact")
+        assert log.display and log.region.height >= 5  # its border and four lines
+        for label in app.state.pairs:
+            assert fully_shown(app, app.query_one(f"#pane-{label}", PairPane))

@@ -95,22 +95,25 @@ class FakeClock:
         self.module = types.SimpleNamespace(perf_counter=lambda: self.now, time=time.time,
                                             monotonic=time.monotonic)
 
+    @classmethod
+    def installed(cls, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+        """A clock the console's flushes and throttles (abtui.ui.app, abtui.ui.pacing) read."""
+        import abtui.ui.app as app_module
+        import abtui.ui.pacing as pacing
+
+        clock = cls()
+        monkeypatch.setattr(app_module, "time", clock.module)
+        monkeypatch.setattr(pacing, "time", clock.module)
+        return clock
+
 
 @pytest.mark.parametrize("delay", [1e-9, 1e-4])
 async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: float) -> None:
     """Textual's one-shot timer never fires when its delay is shorter than the time between
     two clock readings in its task (1e-7 s and less always; longer ones when the process is
     descheduled); a flush scheduled that way must still happen, and later ones too."""
-    import abtui.ui.app as app_module
 
-    clock = FakeClock()
-    monkeypatch.setattr(app_module, "time", clock.module)
-    try:
-        import abtui.ui.pacing as pacing
-    except ImportError:  # before the console had its own pacing module
-        pass
-    else:
-        monkeypatch.setattr(pacing, "time", clock.module)
+    clock = FakeClock.installed(monkeypatch)
     app = make_app(intervals=1)
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
@@ -130,16 +133,7 @@ async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: flo
 
 async def test_pane_numbers_follow_when_their_repaint_falls_due_in_a_tiny_delay(
         monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import abtui.ui.app as app_module
-
-    clock = FakeClock()
-    monkeypatch.setattr(app_module, "time", clock.module)
-    try:
-        import abtui.ui.pacing as pacing
-    except ImportError:
-        pass
-    else:
-        monkeypatch.setattr(pacing, "time", clock.module)
+    clock = FakeClock.installed(monkeypatch)
     app = make_app(intervals=1)
     async with app.run_test() as pilot:
         await replayed(pilot, 1)

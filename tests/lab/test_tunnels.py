@@ -15,6 +15,7 @@ from abtui.hosts.tunnels import TunnelManager, probe_host
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
 from tests.conftest import ns_exec
+from tests.lab.through import iperf3_mbits
 
 pytestmark = pytest.mark.lab
 
@@ -34,18 +35,7 @@ def _traces(lab: Lab, tag: str) -> list[str]:
 
 
 async def _iperf3_through(hosts, pair, target: str) -> float:
-    server = await hosts.links[pair.receiver].stream("exec iperf3 -s -1 -p 5299 --forceflush")
-    try:
-        async for line in server.lines():
-            if "listening" in line:
-                break
-        out = await hosts.links[pair.sender].check(
-            f"iperf3 -c {target} -p 5299 -t 1 -f m", timeout=20)
-    finally:
-        await server.terminate()
-    m = re.search(r"([\d.]+) Mbits/sec\s+\d*\s*sender", out)
-    assert m, out
-    return float(m.group(1))
+    return await iperf3_mbits(hosts, pair, target, port=5299, seconds=1, timeout=20)
 
 
 async def test_wireguard_and_vxlan_carry_iperf3_and_leave_nothing(lab: Lab):

@@ -33,6 +33,7 @@ from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
 from tests.conftest import make_test_lab
+from tests.lab.through import iperf3_mbits
 
 # booting four TCG guests (in the first test's setup) and a procedure's runs take minutes
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1200)]
@@ -111,19 +112,8 @@ class Sniffer:
 
 async def _iperf3(hosts, pair, target: str, seconds: int = 2, side: str = "sender") -> float:
     """iperf3's Mbit/s through `target`, from its sender or receiver summary line."""
-    server = await hosts.links[pair.receiver].stream(
-        f"exec iperf3 -s -1 -p {IPERF_PORT} --forceflush")
-    try:
-        async for line in server.lines():
-            if "listening" in line:
-                break
-        out = await hosts.links[pair.sender].check(
-            f"iperf3 -c {target} -p {IPERF_PORT} -t {seconds} -f m", timeout=60)
-    finally:
-        await server.terminate()
-    m = re.search(rf"([\d.]+) Mbits/sec\s+\d*\s*{side}", out)
-    assert m, out
-    return float(m.group(1))
+    return await iperf3_mbits(hosts, pair, target, port=IPERF_PORT, seconds=seconds, side=side,
+                              timeout=60)
 
 
 def _leftovers(lab: Lab, alias: str) -> list[str]:

@@ -257,6 +257,20 @@ def pct_change(base: Sequence[float], other: Sequence[float]) -> float | None:
     return throughput.change_pct(throughput.mean(base), throughput.mean(other))
 
 
+def log_ratio_stats(mean_a: Any, var_a: Any, n_a: Any, mean_b: Any, var_b: Any, n_b: Any
+                    ) -> tuple[Any, Any, Any]:
+    """ln(mean_b / mean_a), its standard error (delta method: var / (n mean²) per side) and
+    Welch's degrees of freedom, from each side's mean, sample variance and count (n ≥ 2).
+    Numpy arithmetic: scalars give floats, arrays (the sequential rule's simulations) give
+    arrays. One place for the formula every Δ interval and the sequential rule use."""
+    va = np.divide(var_a, np.multiply(n_a, np.square(mean_a)))
+    vb = np.divide(var_b, np.multiply(n_b, np.square(mean_b)))
+    se = np.sqrt(va + vb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (va + vb) ** 2 / (va**2 / np.subtract(n_a, 1) + vb**2 / np.subtract(n_b, 1))
+    return np.log(np.divide(mean_b, mean_a)), se, df
+
+
 def delta(base: Sequence[float] | NDArray[Any], other: Sequence[float] | NDArray[Any],
           confidence: float = CONFIDENCE) -> Delta | None:
     """Percent change of the mean of run-level values, with a `confidence` interval for the
@@ -273,16 +287,12 @@ def delta(base: Sequence[float] | NDArray[Any], other: Sequence[float] | NDArray
     assert sa.stdev is not None and sb.stdev is not None
     if sa.mean <= 0 or sb.mean <= 0:
         return Delta(pct, why="a mean of 0 or less: no interval for the ratio")
-    va = sa.stdev**2 / (sa.n * sa.mean**2)
-    vb = sb.stdev**2 / (sb.n * sb.mean**2)
-    se = math.sqrt(va + vb)
+    log_ratio, se, df = log_ratio_stats(sa.mean, sa.stdev**2, sa.n, sb.mean, sb.stdev**2, sb.n)
     if se == 0:
         return Delta(pct, pct, pct)
-    df = (va + vb) ** 2 / (va**2 / (sa.n - 1) + vb**2 / (sb.n - 1))
     from scipy.stats import t as student_t
 
     half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
-    log_ratio = math.log(sb.mean / sa.mean)
     return Delta(pct, math.expm1(log_ratio - half) * 100, math.expm1(log_ratio + half) * 100)
 
 

@@ -62,6 +62,10 @@ class LinkState(StrEnum):
     CLOSED = "closed"
 
 
+# [report] min_effect when the profile gives none: percent
+DEFAULT_MIN_EFFECT = 1.0
+
+
 def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:
     """An INTERVAL event's bits per second, and whether it is --bidir's way back (receiver
     -> sender, kept apart from the pair's own throughput); None when it counts in no
@@ -218,6 +222,8 @@ class Profile:
     source_path: str | None = None
     source_text: str | None = None
     description: str = ""
+    # [report] min_effect: the smallest change in percent worth resolving (live verdict)
+    min_effect: float = DEFAULT_MIN_EFFECT
 
     def pair(self, label: str) -> Pair:
         for p in self.pairs:

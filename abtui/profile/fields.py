@@ -119,6 +119,27 @@ def number(lo: float, hi: float) -> Conv:
     return conv
 
 
+PERCENT_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*")
+
+
+def percent(lo: float, hi: float) -> Conv:
+    """A percentage, written `"1%"` or as a plain number of percent (`1`, `0.5`)."""
+    expected = f"a percentage above {lo:g}% up to {hi:g}%, e.g. \"1%\""
+
+    def conv(value: Any) -> float:
+        if isinstance(value, str):
+            m = PERCENT_RE.fullmatch(value)
+            if m is None:
+                raise Invalid(f"{show(value)} is not a percentage; expected {expected}")
+            value = float(m.group(1))
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _wrong(value, expected)
+        if not (math.isfinite(value) and lo < value <= hi):
+            raise Invalid(f"{value:g}% is out of range; expected {expected}")
+        return float(value)
+    return conv
+
+
 def str_list(item: Conv, *, unique: bool = True, non_empty: bool = False) -> Conv:
     def conv(value: Any) -> tuple[Any, ...]:
         if not isinstance(value, list):

@@ -142,8 +142,8 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
         watches.append(Watch(**{**w, "role": Role(w["role"])}))
     _unique([w.name for w in watches], "name", "watches")
 
-    if "report" in raw:  # read by the report from the profile copy; checked here
-        read_table(sub_table(raw, "report", ()), REPORT_FIELDS, ("report",))
+    # layout: read by the report from the profile copy; checked here
+    report = read_table(sub_table(raw, "report", ()), REPORT_FIELDS, ("report",))
     if "lab" in raw:  # read by abtui.lab.mapping from the profile copy; checked here
         lab_kernels(raw, labels)
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
@@ -153,7 +153,8 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
         _known_pairs(labels, (head["base_pair"],), ("profile", "base_pair"))
     head.pop("version")
     return Profile(**{**head, "name": head["name"] or stem, "tunnels": tunnels}, pairs=pairs,
-                   knobs=knobs, test=TestOptions(**test), watches=watches, plan=plan)
+                   knobs=knobs, test=TestOptions(**test), watches=watches, plan=plan,
+                   min_effect=report["min_effect"])
 
 
 def lab_kernels(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abtui.core.model import KnobKind, Scope
+from abtui.core.model import DEFAULT_MIN_EFFECT, KnobKind, Scope
 from abtui.profile import fields as f
 
 REQUIRED: Any = object()
@@ -191,8 +191,11 @@ PLAN_FIELDS = (
 # [report] layout: the table a procedure's community expects, before the generic report
 # (abtui.reports.procedure): a knob sweep per pair, BEFORE/AFTER speedups, builds vs the first
 REPORT_LAYOUTS = ("sweep", "before-after", "builds")
+# min_effect: the smallest change (percent) the user cares about; the live verdict's
+# "stretches still needed" aims at it (abtui.reports.sequential)
 REPORT_FIELDS = (
-    Field("layout", f.one_of(REPORT_LAYOUTS), REQUIRED),
+    Field("layout", f.one_of(REPORT_LAYOUTS), None),
+    Field("min_effect", f.percent(0, 100), DEFAULT_MIN_EFFECT),
 )
 
 # [lab]: the kernels `abtui run --lab` boots on VM hosts, one for every pair (`kernel`) or per

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from abtui.core.model import DEFAULT_MIN_EFFECT
 from abtui.reports import stats
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ POWER = 0.8
 # the first look: two stretches on each side (a variance on each side)
 FIRST_LOOK = 2
 DEFAULT_MAX_RUNS = 20
-DEFAULT_MIN_EFFECT = 1.0  # percent
 # boundaries are capped here (a look that may spend next to nothing): Φ's tail beyond is ~1e-15
 Z_MAX = 8.0
 GRID = 401

@@ -25,6 +25,15 @@ def test_bad_profile_exits_2(tmp_path):
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
 
 
+def test_check_names_a_bad_min_effect(tmp_path):
+    example = (ROOT / "profiles" / "example.toml").read_text()
+    profile = tmp_path / "effect.toml"
+    profile.write_text(example.replace('min_effect = "1%"', 'min_effect = "150%"'))
+    result = _check(profile)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "report.min_effect: 150% is out of range" in result.stderr
+
+
 async def test_check_agrees_with_the_loader_on_iperf3_knobs() -> None:
     """profiles/example.toml's `key = "parallel"` knob loads and runs: check says so too."""
     from abtui.commands.check import _check_knobs

@@ -96,6 +96,7 @@ def test_example_covers_every_field():
     assert p.watches[0].sysctl == "dev.ix.2.queue*.interrupt_rate"
     assert p.watches[0].role is Role.RECEIVER and p.watches[1].command == "cat /proc/softirqs"
     assert p.plan.matrix == ("enable_aim", "direction") and p.plan.seed == 42
+    assert p.min_effect == 1.0
 
 
 def test_procedure_profiles_say_what_issue_8_asks():
@@ -174,6 +175,10 @@ BROKEN = [
      "is set by abtui"),
     ('[profile]', 'plan = 3\n[profile]', 23, "TOML syntax"),
     ('name = "t"', 'name = "t"\nversion = 2', 3, "profile.version: 2 is out of range"),
+    ('[plan]', '[report]\nmin_effect = "1"\n[plan]', 23,
+     'report.min_effect: "1" is not a percentage'),
+    ('[plan]', '[report]\nmin_effect = 0\n[plan]', 23, "report.min_effect: 0% is out of range"),
+    ('[plan]', '[report]\nmin_effect = "1%%"\n[plan]', 23, "report.min_effect:"),
 ]
 
 
@@ -186,6 +191,14 @@ def test_broken_profile_gives_one_line_with_file_line_and_field(old, new, line, 
     assert piece in msg, msg
     if "TOML syntax" not in msg:
         assert re.fullmatch(r"t\.toml:\d+: [^:]+: .+; .*(expected|did you mean).*", msg), msg
+
+
+@pytest.mark.parametrize(("written", "percent"), [('"2%"', 2.0), ('"0.5 %"', 0.5), ("3", 3.0),
+                                                  ("1.5", 1.5)])
+def test_min_effect_in_report_alone(written, percent):
+    p = parse_profile(MINIMAL + f"\n[report]\nmin_effect = {written}\n", "t.toml")
+    assert p.min_effect == percent
+    assert parse_profile(MINIMAL, "t.toml").min_effect == 1.0  # the default
 
 
 def test_missing_pairs_and_wrong_section_types():

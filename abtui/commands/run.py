@@ -1,5 +1,6 @@
-"""`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE]`: measure with
-no console; `--lab` runs the profile on the local lab's hosts (abtui.lab.mapping)."""
+"""`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE]
+[--alternate KNOB=V1,V2 --every S [--until-verdict] [--max-runs N]]`: measure with no console;
+`--lab` runs the profile on the local lab's hosts (abtui.lab.mapping)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from abtui.core.errors import BadInput
+from abtui.core.model import DEFAULT_MAX_RUNS
 
 if TYPE_CHECKING:
     from abtui.core.model import Profile
+    from abtui.measure.alternate import Alternation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         dest="settings",
                         help="set a knob of the profile before measuring (repeatable); every "
                              "value is restored when the run ends")
+    parser.add_argument("--alternate", metavar="KNOB=V1,V2",
+                        help="measure continuously, flipping KNOB between the values (ABAB..., "
+                             "the first the base; KNOB alone: the profile's values) every "
+                             "--every seconds; each stretch is one sample of the live verdict")
+    parser.add_argument("--every", type=float, metavar="S",
+                        help="with --alternate: seconds each value is held")
+    parser.add_argument("--until-verdict", action="store_true",
+                        help="with --alternate: stop once every comparison is significant by "
+                             "the sequential rule (docs/sequential.md)")
+    parser.add_argument("--max-runs", type=int, metavar="N",
+                        help="with --alternate: at most N stretches of each value (default "
+                             f"{DEFAULT_MAX_RUNS})")
 
 
 def parse_setting(text: str, knobs: list[str]) -> tuple[str, str]:
@@ -69,13 +84,33 @@ def run(args: argparse.Namespace) -> int:
 
     profile = load_profile(path)
     settings = [parse_setting(s, [k.name for k in profile.knobs]) for s in args.settings]
+    alternation = _alternation(args, profile)
     start_data: dict[str, object] = {}
     if args.lab or args.quick:
         profile, start_data = _translate(profile, lab=args.lab, quick=args.quick)
     from abtui.measure.headless import run_headless
 
     return asyncio.run(run_headless(profile, out, args.duration, start_data=start_data,
-                                    settings=settings))
+                                    settings=settings, alternation=alternation))
+
+
+def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | None:
+    """--alternate and its options, checked."""
+    from abtui.measure.alternate import Alternation, parse_alternate
+
+    if args.alternate is None:
+        extra = [o for o, v in (("--every", args.every), ("--max-runs", args.max_runs),
+                                ("--until-verdict", args.until_verdict or None)) if v is not None]
+        if extra:
+            raise BadInput(f"{extra[0]} goes with --alternate KNOB=V1,V2")
+        return None
+    if args.every is None or not args.every > 0:
+        raise BadInput("--alternate needs --every S: the seconds each value is held (above 0)")
+    max_runs = DEFAULT_MAX_RUNS if args.max_runs is None else args.max_runs
+    if not 2 <= max_runs <= 1000:
+        raise BadInput(f"--max-runs {max_runs}: give 2 to 1000 stretches per value")
+    knob, values = parse_alternate(args.alternate, profile)
+    return Alternation(knob, values, args.every, max_runs, args.until_verdict)
 
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:

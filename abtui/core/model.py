@@ -64,6 +64,8 @@ class LinkState(StrEnum):
 
 # [report] min_effect when the profile gives none: percent
 DEFAULT_MIN_EFFECT = 1.0
+# an alternation's stretches per value at most, without --max-runs (abtui.reports.sequential)
+DEFAULT_MAX_RUNS = 20
 
 
 def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:

@@ -10,7 +10,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from abtui.core.controller import KnobRefused
 from abtui.core.errors import EXIT_FAILED, EXIT_OK
@@ -19,6 +19,9 @@ from abtui.measure.engine import Engine, KnobApplierFactory
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.reports.throughput import Segment, span_of
 from abtui.sessions.store import new_session_path
+
+if TYPE_CHECKING:
+    from abtui.measure.alternate import Alternation
 
 
 def counted(event: Event) -> tuple[float, float] | None:
@@ -119,17 +122,42 @@ async def _continuous(duration: float, tally: Tally, pairs: Sequence[str],
             say(tally.line(elapsed, duration, pairs))
 
 
+async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
+                     duration: float | None, say: Callable[[str], None]) -> None:
+    """The alternation: the first value set, then flipped every `alt.every` seconds until the
+    rule, the maximum or the time limit stops it; the verdicts said, and recorded as a mark."""
+    from abtui.measure.alternate import drive, stopped_line, verdicts_for
+
+    verdicts = verdicts_for(profile, alt)
+    engine.subscribe(verdicts.stretches)
+    await engine.set_knob(alt.knob, alt.values[0])
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    say(f"alternating {alt.knob} between {' / '.join(alt.values)} every {alt.every:g} s, at "
+        f"most {alt.max_runs} stretches each; smallest effect of interest "
+        f"{verdicts.min_effect:g}%")
+    await engine.start("continuous")
+    why = await drive(engine.set_knob, alt, verdicts, say, duration)
+    await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
+    lines = [stopped_line(why, verdicts, loop.time() - began), *verdicts.summary()]
+    for line in lines:
+        say(line)
+    await engine.mark("; ".join(lines))
+
+
 async def run_headless(profile: Profile, out: Path | None, duration: float | None = None, *,
                        parser_factory: ParserFactory | None = None,
                        ping_parser_factory: PingParserFactory | None = None,
                        knob_applier: KnobApplierFactory | None = None,
                        progress: TextIO | None = None,
                        settings: Sequence[tuple[str, str]] = (),
+                       alternation: Alternation | None = None,
                        **engine_options: object) -> int:
     """Run the plan (or `duration` seconds continuously); 0 when every run went well.
 
     `settings` (knob, value) are applied before anything runs (`abtui run --set`); a refusal
-    ends the run before it starts, with everything set back.
+    ends the run before it starts, with everything set back. `alternation` runs continuously
+    flipping its knob (abtui.measure.alternate), for at most `duration` seconds.
 
     The session goes to `out` as a plain journal, or (None) to a new session in the sessions
     folder, compacted when it ends."""
@@ -166,7 +194,9 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                 say(f"--set {knob}={value} refused, not started: {exc}")
                 return EXIT_FAILED
         setting = False
-        if duration is not None:
+        if alternation is not None:
+            await _alternate(engine, profile, alternation, duration, say)
+        elif duration is not None:
             tally = Tally()
             engine.subscribe(tally)
             await engine.start("continuous")
@@ -177,6 +207,9 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     except asyncio.CancelledError:
         reason = "interrupted"
         raise
+    except KnobRefused as exc:  # a flip of the alternation refused: it cannot go on
+        say(f"--alternate: {exc}; stopped")
+        return EXIT_FAILED
     finally:
         await engine.shutdown(reason)
         final = writer.close()

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from abtui.core.model import DEFAULT_MIN_EFFECT
+from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT
 from abtui.reports import stats
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ SPENDING = ("obrien-fleming", "pocock")
 POWER = 0.8
 # the first look: two stretches on each side (a variance on each side)
 FIRST_LOOK = 2
-DEFAULT_MAX_RUNS = 20
 # boundaries are capped here (a look that may spend next to nothing): Φ's tail beyond is ~1e-15
 Z_MAX = 8.0
 GRID = 401

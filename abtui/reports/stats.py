@@ -244,8 +244,14 @@ class Delta:
     def __str__(self) -> str:
         text = f"{self.pct:+.1f}%"
         if self.low is not None and self.high is not None:
-            text += f" [{self.low:+.1f}, {self.high:+.1f}]"
+            text += f" [{_bound(self.low)}, {_bound(self.high)}]"
         return text
+
+
+def _bound(pct: float) -> str:
+    """An interval's end; beyond a million percent it says +inf (the sequential rule's first
+    looks, drawn at tiny levels with few degrees of freedom, reach that)."""
+    return f"{pct:+.1f}" if pct < 1e6 else "+inf"
 
 
 def _finite(xs: Sequence[float] | NDArray[Any]) -> list[float]:
@@ -293,7 +299,13 @@ def delta(base: Sequence[float] | NDArray[Any], other: Sequence[float] | NDArray
     from scipy.stats import t as student_t
 
     half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
-    return Delta(pct, math.expm1(log_ratio - half) * 100, math.expm1(log_ratio + half) * 100)
+    return Delta(pct, _pct_of_log(log_ratio - half), _pct_of_log(log_ratio + half))
+
+
+def _pct_of_log(x: float) -> float:
+    """A log ratio in percent; +inf beyond a float's range (the sequential rule's early looks
+    draw intervals at tiny levels with few degrees of freedom)."""
+    return math.expm1(x) * 100 if x < 700 else math.inf
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,9 +122,11 @@ def number(lo: float, hi: float) -> Conv:
 PERCENT_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*")
 
 
-def percent(lo: float, hi: float) -> Conv:
-    """A percentage, written `"1%"` or as a plain number of percent (`1`, `0.5`)."""
-    expected = f"a percentage above {lo:g}% up to {hi:g}%, e.g. \"1%\""
+def percent(lo: float, hi: float, *, lo_ok: bool = False) -> Conv:
+    """A percentage, written `"1%"` or as a plain number of percent (`1`, `0.5`), above `lo`
+    (from `lo` with `lo_ok`) up to `hi`."""
+    expected = f"a percentage {'from' if lo_ok else 'above'} {lo:g}% up to {hi:g}%, " \
+               'e.g. "1%"'
 
     def conv(value: Any) -> float:
         if isinstance(value, str):
@@ -134,7 +136,8 @@ def percent(lo: float, hi: float) -> Conv:
             value = float(m.group(1))
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise _wrong(value, expected)
-        if not (math.isfinite(value) and lo < value <= hi):
+        above = lo <= value if lo_ok else lo < value
+        if not (math.isfinite(value) and above and value <= hi):
             raise Invalid(f"{value:g}% is out of range; expected {expected}")
         return float(value)
     return conv

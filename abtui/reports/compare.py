@@ -6,12 +6,14 @@ no pair label (e.g. `stock` then `patched`) and each has one pair, those pairs a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from abtui.reports import stats
 from abtui.reports.formatting import (
     fmt_cell,
     fmt_compare,
+    fmt_delta,
     legend,
     md_table,
     no_interval_note,
@@ -107,3 +109,65 @@ def to_json(left: Session, right: Session) -> dict[str, Any]:
             "verdict": v.to_json() if v else None,
         })
     return {"left": left.name, "right": right.name, "rows": out}
+
+
+# ---- the regression gate -------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class GateCase:
+    """One pair and configuration judged by the gate: failed when its throughput's Δ interval
+    lies entirely below −threshold %; skipped (with why) when it cannot be judged."""
+
+    pair: str
+    config: str
+    delta: stats.Delta | None
+    verdict: stats.Verdict | None
+    failed: bool = False
+    skipped: str = ""
+
+    def line(self, threshold: float) -> str:
+        what = f"{self.pair} {self.config}: "
+        if self.skipped or self.verdict is None:
+            return what + f"not judged: {self.skipped}"
+        text = what + f"throughput {fmt_delta(self.delta, self.verdict)}"
+        return text + (f": worse by more than {threshold:g}%" if self.failed else "")
+
+
+def gate(left: Session, right: Session, threshold: float) -> list[GateCase]:
+    """Every pair and configuration of the comparison, judged: a regression is a throughput
+    whose whole confidence interval (README: How the numbers are made) is below −threshold %."""
+    out = []
+    for r in rows(left, right):
+        d, v = r.get("delta"), r.get("verdict")
+        if r["only"] is not None:
+            name = left.name if r["only"] == "left" else right.name
+            out.append(GateCase(r["pair"], r["config"], None, None, skipped=f"only in {name}"))
+        elif d is None or d.low is None or d.high is None:
+            why = d.why if d is not None else "no throughput on a side"
+            out.append(GateCase(r["pair"], r["config"], d, v, skipped=f"no interval: {why}"))
+        else:
+            out.append(GateCase(r["pair"], r["config"], d, v, failed=d.high < -threshold))
+    return out
+
+
+def junit(left: Session, right: Session, cases: list[GateCase], threshold: float) -> str:
+    """JUnit XML: one test case per pair and configuration (CI systems show each)."""
+    from xml.etree import ElementTree as ET
+
+    suites = ET.Element("testsuites", name="abtui compare")
+    suite = ET.SubElement(suites, "testsuite", {
+        "name": f"abtui compare {left.name} -> {right.name} (regression beyond -{threshold:g}%)",
+        "tests": str(len(cases)), "failures": str(sum(c.failed for c in cases)),
+        "skipped": str(sum(bool(c.skipped) for c in cases)), "errors": "0"})
+    for c in cases:
+        case = ET.SubElement(suite, "testcase", classname=f"abtui.compare.{c.pair}",
+                             name=c.config)
+        if c.failed:
+            ET.SubElement(case, "failure", message=c.line(threshold),
+                          type="regression").text = c.line(threshold)
+        elif c.skipped:
+            ET.SubElement(case, "skipped", message=c.skipped)
+        else:
+            ET.SubElement(case, "system-out").text = c.line(threshold)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

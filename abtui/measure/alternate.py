@@ -14,9 +14,12 @@ headless loop that flips on a clock and stops by the rule, a time limit or the m
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Event, EventKind, Profile
 from abtui.measure.headless import counted
@@ -182,3 +185,96 @@ def stopped_line(why: str, verdicts: Verdicts, seconds: float) -> str:
             "time limit": "time limit"}.get(why, why)
     return f"alternation ended ({what}) after {rounds} stretch{'es' if rounds != 1 else ''} " \
            f"per value, {seconds:.0f} s"
+
+
+# the console's alternation: how long each value is held, and the min_effect key's choices
+CONSOLE_EVERY_S = 5.0
+MIN_EFFECTS = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+def next_min_effect(current: float) -> float:
+    """The min_effect key's next choice after `current` (round the list)."""
+    return next((m for m in MIN_EFFECTS if m > current), MIN_EFFECTS[0])
+
+
+def console_alternation(profile: Profile, knob: str | None, config: Mapping[str, str],
+                        every: float = CONSOLE_EVERY_S) -> Alternation:
+    """What the console alternates: `knob` (the last one flipped; else the plan's first knob,
+    else the profile's first), between its values, the one in force first (the base)."""
+    names = [k.name for k in profile.knobs]
+    if not names:
+        raise BadInput("the profile has no knob to alternate")
+    if knob not in names:
+        knob = next((m for m in profile.plan.matrix if m in names), names[0])
+    values = list(profile.knob(knob).values)
+    now = config.get(knob)
+    if now in values:
+        values.remove(now)
+        values.insert(0, now)
+    elif now is not None:
+        values.insert(0, now)
+    if len(values) < 2:
+        raise BadInput(f"knob {knob} has one value: nothing to alternate")
+    return Alternation(knob, tuple(values), every, DEFAULT_MAX_RUNS, until_verdict=True)
+
+
+class LiveAlternation:
+    """An alternation the console starts and stops on its controller (measuring continuously):
+    the same flips, rule and verdicts as `abtui run --alternate`, in a task. `notify` is called
+    when the verdicts have a new look and when the alternation ends."""
+
+    def __init__(self, controller: Controller, alt: Alternation, min_effect: float,
+                 notify: Callable[[], None] = lambda: None) -> None:
+        self.controller = controller
+        self.alt = alt
+        self.verdicts = verdicts_for(controller.profile, alt)
+        self.verdicts.min_effect = min_effect
+        self.notify = notify
+        self.why: str | None = None  # why it ended; None while it runs
+        self._task: asyncio.Task[Any] | None = None
+        self._active = False
+        controller.subscribe(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        if self._active:
+            self.verdicts.stretches(event)
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        """The base value set (a refusal raises KnobRefused), then flips on a clock."""
+        self._active = True
+        await self.controller.set_knob(self.alt.knob, self.alt.values[0])
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            self.why = await drive(self.controller.set_knob, self.alt, self.verdicts,
+                                   lambda _line: self.notify())
+        except Exception as exc:  # a refused flip: it cannot go on
+            self.why = f"error: {exc}"
+        self._active = False
+        self.notify()
+
+    async def stop(self) -> None:
+        """Stop flipping (the knob stays where it is); the verdicts so far remain."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self.why = "stopped"
+        self._active = False
+
+    def set_min_effect(self, pct: float) -> None:
+        self.verdicts.min_effect = pct
+        self.notify()
+
+    def lines(self) -> list[str]:
+        """The header and one line per pair and compared value, as the console shows them."""
+        state = "running" if self.running else f"ended: {self.why or 'not started'}"
+        head = (f"alternating {self.alt.knob} every {self.alt.every:g} s "
+                f"({self.verdicts.stretches.count()}/{self.alt.max_runs} stretches each, "
+                f"min effect {self.verdicts.min_effect:g}%), {state}")
+        return [head, *self.verdicts.summary()]

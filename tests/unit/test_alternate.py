@@ -5,6 +5,7 @@ and the loop that flips, stops by the rule or at the maximum (abtui.measure.alte
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -142,3 +143,63 @@ def test_alternate_arguments() -> None:
         with pytest.raises(BadInput, match=piece):
             _alternation(_args(*argv), profile)
     assert parse_alternate("rmem=a,b,c", profile) == ("rmem", ("a", "b", "c"))
+
+
+async def test_the_console_alternation_on_a_synthetic_stream() -> None:
+    """LiveAlternation on the replay controller, whose throughput follows the knob (a 64 KiB
+    tcp_wmem halves it): the verdict comes and the alternation ends by itself."""
+    import asyncio
+
+    from abtui.measure.alternate import (
+        LiveAlternation,
+        console_alternation,
+        next_min_effect,
+    )
+    from abtui.measure.replay import ReplayController, synthetic_profile
+
+    profile = synthetic_profile(pairs=2)
+    ctl = ReplayController(profile, speed=400)
+    await ctl.connect()
+    await ctl.start("continuous")
+    alt = console_alternation(profile, "tcp_wmem", ctl.configs["A"], every=0.05)
+    assert alt.values == ("4096 16384 4194304", "4096 16384 65536") and alt.until_verdict
+    changed: list[int] = []
+    live = LiveAlternation(ctl, alt, 1.0, notify=lambda: changed.append(1))
+    await live.start()
+    for _ in range(200):
+        if not live.running:
+            break
+        await asyncio.sleep(0.05)
+    await ctl.stop()
+    assert live.why == "verdict", live.lines()
+    lines = live.lines()
+    assert lines[0].startswith("alternating tcp_wmem every 0.05 s (") and "ended: verdict" \
+        in lines[0]
+    assert len(lines) == 3 and all(re.search(r"Δ -[45]\d\.\d%.* significant", x)
+                                   for x in lines[1:]), lines
+    assert changed
+    live.set_min_effect(next_min_effect(1.0))
+    assert "min effect 2%" in live.lines()[0]
+    assert next_min_effect(10.0) == 0.5
+
+
+async def test_the_console_alternation_stops_by_key() -> None:
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController, synthetic_profile
+
+    profile = synthetic_profile(pairs=1)
+    ctl = ReplayController(profile, speed=400)
+    await ctl.start("continuous")
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0)
+    assert live.alt.values == ("off", "on")
+    await live.start()
+    await asyncio.sleep(0.12)
+    await live.stop()
+    flips = ctl.configs["A"]["tso"]
+    await asyncio.sleep(0.12)
+    assert ctl.configs["A"]["tso"] == flips and live.why == "stopped" and not live.running
+    await ctl.stop()
+    with pytest.raises(BadInput, match="no knob"):
+        console_alternation(parse_profile(PROFILE.split("[[knobs]]")[0], "t.toml"), None, {})

@@ -38,11 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="set a knob of the profile before measuring (repeatable); every "
                              "value is restored when the run ends")
     parser.add_argument("--alternate", metavar="KNOB=V1,V2",
-                        help="measure continuously, flipping KNOB between the values (ABAB..., "
-                             "the first the base; KNOB alone: the profile's values) every "
-                             "--every seconds; each stretch is one sample of the live verdict")
+                        help="flip KNOB between the values (ABAB..., the first the base; KNOB "
+                             "alone: the profile's values) every --every seconds, or per run; "
+                             "each stretch is one sample of the live verdict")
     parser.add_argument("--every", type=float, metavar="S",
-                        help="with --alternate: seconds each value is held")
+                        help="with --alternate: seconds each value is held on a continuous "
+                             "run (without it: one plan-mode run of [test] duration per value, "
+                             "ABAB...)")
     parser.add_argument("--until-verdict", action="store_true",
                         help="with --alternate: stop once every comparison is significant by "
                              "the sequential rule (docs/sequential.md)")
@@ -104,8 +106,8 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
         if extra:
             raise BadInput(f"{extra[0]} goes with --alternate KNOB=V1,V2")
         return None
-    if args.every is None or not args.every > 0:
-        raise BadInput("--alternate needs --every S: the seconds each value is held (above 0)")
+    if args.every is not None and not args.every > 0:
+        raise BadInput(f"--every {args.every:g}: give the seconds each value is held (above 0)")
     max_runs = DEFAULT_MAX_RUNS if args.max_runs is None else args.max_runs
     if not 2 <= max_runs <= 1000:
         raise BadInput(f"--max-runs {max_runs}: give 2 to 1000 stretches per value")

@@ -23,6 +23,7 @@ from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Event, EventKind, Profile
 from abtui.measure.headless import counted
+from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import FIRST_LOOK, Assessment, Design, assess
 from abtui.reports.throughput import Segment
 
@@ -33,7 +34,7 @@ class Alternation:
 
     knob: str
     values: tuple[str, ...]  # the first is the base
-    every: float  # seconds a value is held
+    every: float | None  # seconds a value is held; None: one plan-mode run per stretch
     max_runs: int = DEFAULT_MAX_RUNS  # stretches per value at most
     until_verdict: bool = False  # stop when every comparison is significant
 
@@ -144,11 +145,22 @@ class Verdicts:
         return [self.line(k, a) for k, a in self.current().items()]
 
 
-def verdicts_for(profile: Profile, alt: Alternation) -> Verdicts:
+def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None
+                 ) -> Verdicts:
+    """The verdicts of an alternation on the pairs its knob touches; a stretch lasts
+    `alt.every` seconds, or `stretch_s` (a plan run's length) when that is None."""
     knob = profile.knob(alt.knob)
     pairs = tuple(p.label for p in profile.pairs if not knob.pairs or p.label in knob.pairs)
-    stretches = Stretches(alt.knob, alt.values, pairs, min_seconds=alt.every / 2)
+    stretches = Stretches(alt.knob, alt.values, pairs,
+                          min_seconds=(alt.every or stretch_s or 0.0) / 2)
     return Verdicts(stretches, Design.make(alt.max_runs), profile.min_effect)
+
+
+def plan_steps(alt: Alternation) -> list[PlanStep]:
+    """Per run in plan mode: ABAB…, `max_runs` runs of each value."""
+    n = len(alt.values)
+    return [PlanStep(i, {alt.knob: alt.values[i % n]}, i // n + 1)
+            for i in range(n * alt.max_runs)]
 
 
 async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdicts: Verdicts,
@@ -156,6 +168,7 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
     """Hold each value `every` seconds, ABAB…, from the second value on (the caller set the
     first before starting); after each flip, the verdicts that have a new look are said.
     Returns why it stopped: `verdict`, `max-runs` or `time limit`."""
+    assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
     loop = asyncio.get_running_loop()
     start = loop.time()
     flips = 0
@@ -274,7 +287,7 @@ class LiveAlternation:
     def lines(self) -> list[str]:
         """The header and one line per pair and compared value, as the console shows them."""
         state = "running" if self.running else f"ended: {self.why or 'not started'}"
-        head = (f"alternating {self.alt.knob} every {self.alt.every:g} s "
+        head = (f"alternating {self.alt.knob} every {self.alt.every or 0:g} s "
                 f"({self.verdicts.stretches.count()}/{self.alt.max_runs} stretches each, "
                 f"min effect {self.verdicts.min_effect:g}%), {state}")
         return [head, *self.verdicts.summary()]

@@ -383,6 +383,11 @@ class Engine:
         self._runs.pop(run.label, None)
         return run
 
+    @property
+    def plan_run_seconds(self) -> int:
+        """How long each run of a plan lasts."""
+        return self._seconds(plan=True)
+
     def _seconds(self, plan: bool) -> int:
         if plan:
             return run_seconds(self.profile.test, self.profile.test.duration or
@@ -390,7 +395,10 @@ class Engine:
         return self.chunk_seconds or run_seconds(self.profile.test)
 
     # ---- continuous ---------------------------------------------------------------------
-    async def start(self, mode: Mode = "continuous") -> None:
+    async def start(self, mode: Mode = "continuous",
+                    steps: Sequence[PlanStep] | None = None) -> None:
+        """Measure continuously, or run the plan: the profile's (plan.expand), or `steps`
+        (an alternation's ABAB…, abtui.measure.alternate)."""
         if self._started:
             raise AbtuiError("already measuring: stop first")
         self._started, self._stopping, self._mode = True, False, mode
@@ -399,7 +407,7 @@ class Engine:
         for phases in self.phases.values():
             phases.start = t
         if mode == "plan":
-            self._spawn(self._plan_loop())
+            self._spawn(self._plan_loop(steps))
             return
         labels = [p.label for p in self.profile.pairs]
         for run in await self._start_group(labels, self._seconds(plan=False)):
@@ -583,10 +591,10 @@ class Engine:
         await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
 
     # ---- plan ---------------------------------------------------------------------------
-    async def _plan_loop(self) -> None:
+    async def _plan_loop(self, given: Sequence[PlanStep] | None = None) -> None:
         seed = random.SystemRandom().randrange(2**31)
-        steps = expand(self.profile, seed)
-        if self.profile.plan.shuffle:
+        steps = list(given) if given is not None else expand(self.profile, seed)
+        if given is None and self.profile.plan.shuffle:
             used = self.profile.plan.seed if self.profile.plan.seed is not None else seed
             self.emit(Event(EventKind.MARK, data={"text": f"plan order: shuffled, seed {used}"}))
         labels = [p.label for p in self.profile.pairs]

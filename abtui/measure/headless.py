@@ -21,7 +21,7 @@ from abtui.reports.throughput import Segment, span_of
 from abtui.sessions.store import new_session_path
 
 if TYPE_CHECKING:
-    from abtui.measure.alternate import Alternation
+    from abtui.measure.alternate import Alternation, Verdicts
 
 
 def counted(event: Event) -> tuple[float, float] | None:
@@ -124,25 +124,57 @@ async def _continuous(duration: float, tally: Tally, pairs: Sequence[str],
 
 async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
                      duration: float | None, say: Callable[[str], None]) -> None:
-    """The alternation: the first value set, then flipped every `alt.every` seconds until the
-    rule, the maximum or the time limit stops it; the verdicts said, and recorded as a mark."""
+    """The alternation: the first value set, then flipped every `alt.every` seconds (or one
+    plan-mode run per stretch) until the rule, the maximum or the time limit stops it; the
+    verdicts said, and recorded as a mark."""
     from abtui.measure.alternate import drive, stopped_line, verdicts_for
 
-    verdicts = verdicts_for(profile, alt)
+    verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
     await engine.set_knob(alt.knob, alt.values[0])
     loop = asyncio.get_running_loop()
     began = loop.time()
-    say(f"alternating {alt.knob} between {' / '.join(alt.values)} every {alt.every:g} s, at "
-        f"most {alt.max_runs} stretches each; smallest effect of interest "
-        f"{verdicts.min_effect:g}%")
-    await engine.start("continuous")
-    why = await drive(engine.set_knob, alt, verdicts, say, duration)
+    every = f"every {alt.every:g} s" if alt.every else \
+        f"one {engine.plan_run_seconds} s run per value"
+    say(f"alternating {alt.knob} between {' / '.join(alt.values)}, {every}, at most "
+        f"{alt.max_runs} stretches each; smallest effect of interest {verdicts.min_effect:g}%")
+    if alt.every is not None:
+        await engine.start("continuous")
+        why = await drive(engine.set_knob, alt, verdicts, say, duration)
+    else:
+        why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
     lines = [stopped_line(why, verdicts, loop.time() - began), *verdicts.summary()]
     for line in lines:
         say(line)
     await engine.mark("; ".join(lines))
+
+
+async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
+                          duration: float | None, say: Callable[[str], None]) -> str:
+    """Per run in plan mode: ABAB… runs (alternate.plan_steps); a stretch closes when the
+    next run's value is set. Returns why it stopped, as alternate.drive does."""
+    from abtui.measure.alternate import plan_steps
+
+    finished, decided = asyncio.Event(), asyncio.Event()
+
+    def watch(event: Event) -> None:
+        if event.kind is EventKind.PHASE:
+            for line in verdicts.new_lines():
+                say(line)
+            if alt.until_verdict and verdicts.all_significant:
+                decided.set()
+        elif event.kind is EventKind.PROGRESS and event.data.get("done") == \
+                event.data.get("total"):
+            finished.set()
+
+    engine.subscribe(watch)
+    await engine.start("plan", steps=plan_steps(alt))
+    waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}
+    await asyncio.wait(waits, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
+    for w in waits:
+        w.cancel()
+    return "verdict" if decided.is_set() else "max-runs" if finished.is_set() else "time limit"
 
 
 async def run_headless(profile: Profile, out: Path | None, duration: float | None = None, *,

@@ -32,12 +32,13 @@ def _profile(lab: Lab, tmp_path: Path) -> Path:
     return path
 
 
-def _alternate(profile: Path, out: Path, values: str, max_runs: int
+def _alternate(profile: Path, out: Path, values: str, max_runs: int,
+               every: tuple[str, ...] = ("--every", "2")
                ) -> tuple[subprocess.CompletedProcess[str], float]:
     began = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "abtui", "run", str(profile), "--headless",
-                           "--alternate", f"tcp_rmem={values}", "--every", "2",
-                           "--until-verdict", "--max-runs", str(max_runs), "--out", str(out)],
+                           "--alternate", f"tcp_rmem={values}", *every, "--until-verdict",
+                           "--max-runs", str(max_runs), "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
     return proc, time.monotonic() - began
 
@@ -90,3 +91,21 @@ def test_a_knob_of_no_effect_runs_to_the_maximum_with_no_verdict(lab: Lab,
     for line in final.values():
         assert ", ~ (n=4+4)" in line, line
     print(f"\nran to --max-runs 4 in {took:.1f} s: {final}")
+
+
+def test_per_run_in_plan_mode(lab: Lab, tmp_path: Path) -> None:
+    """Without --every: one 2 s plan run per value, ABAB…; the rule stops the plan early."""
+    profile = _profile(lab, tmp_path)
+    text = profile.read_text()
+    profile.write_text(text.replace("duration = 0 ", "duration = 2 ").replace(
+        "pause = 1.0", "pause = 0.2"))
+    proc, took = _alternate(profile, tmp_path / "runs.jsonl", f"{BIG},{TINY}", 8, every=())
+    assert proc.returncode == 0, proc.stderr
+    assert "one 2 s run per value" in proc.stderr
+    assert "alternation ended (every comparison significant)" in proc.stderr, proc.stderr
+    rounds = int(re.search(r"after (\d+) stretch", proc.stderr)[1])  # type: ignore[index]
+    assert rounds < 8 and "plan: 16/16" not in proc.stderr
+    session = Session.load(tmp_path / "runs.jsonl")
+    configs = [r.config.get("tcp_rmem") for r in session.runs if r.pair == "A"]
+    assert configs[:4] == [BIG, TINY, BIG, TINY]  # ABAB
+    print(f"\nper run: stopped by the rule after {rounds} runs per value, {took:.1f} s")

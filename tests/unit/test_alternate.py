@@ -12,7 +12,14 @@ import pytest
 from abtui.commands.run import _alternation, add_arguments
 from abtui.core.errors import BadInput
 from abtui.core.model import Event, EventKind
-from abtui.measure.alternate import Alternation, Stretches, Verdicts, drive, parse_alternate
+from abtui.measure.alternate import (
+    Alternation,
+    Stretches,
+    Verdicts,
+    drive,
+    parse_alternate,
+    plan_steps,
+)
 from abtui.profile import parse_profile
 from abtui.reports.sequential import Design
 
@@ -132,7 +139,9 @@ def test_alternate_arguments() -> None:
     assert _alternation(_args("--alternate", "rmem", "--every", "2"), profile) == \
         Alternation("rmem", (BIG, SMALL), 2.0, 20, False)
     assert _alternation(_args(), profile) is None
-    for argv, piece in ((("--alternate", "rmem"), "needs --every"),
+    assert _alternation(_args("--alternate", "rmem", "--max-runs", "3"), profile) == \
+        Alternation("rmem", (BIG, SMALL), None, 3, False)  # per run, in plan mode
+    for argv, piece in ((("--alternate", "rmem", "--every", "0"), "--every 0: give"),
                         (("--alternate", "wmem=1,2", "--every", "1"), "no knob 'wmem'"),
                         (("--alternate", "rmem=1", "--every", "1"), "two or more different"),
                         (("--alternate", "rmem=1,1", "--every", "1"), "two or more different"),
@@ -143,6 +152,9 @@ def test_alternate_arguments() -> None:
         with pytest.raises(BadInput, match=piece):
             _alternation(_args(*argv), profile)
     assert parse_alternate("rmem=a,b,c", profile) == ("rmem", ("a", "b", "c"))
+    steps = plan_steps(Alternation("rmem", ("a", "b", "c"), None, 2))
+    assert [(s.config["rmem"], s.repetition) for s in steps] == [
+        ("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2), ("c", 2)]
 
 
 async def test_the_console_alternation_on_a_synthetic_stream() -> None:

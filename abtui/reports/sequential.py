@@ -183,6 +183,15 @@ class Assessment:
     significant: bool
     total_needed: int | None  # stretches per side in all to resolve min_effect (needed())
     max_runs: int
+    min_effect: float = DEFAULT_MIN_EFFECT
+
+    @property
+    def within(self) -> bool:
+        """Not significant, and the repeated interval lies within ±min_effect: no difference
+        that matters (the interval is valid at any look, so this can be said at any look)."""
+        d = self.delta
+        return not self.significant and d is not None and d.low is not None and \
+            d.high is not None and -self.min_effect < d.low and d.high < self.min_effect
 
     @property
     def n(self) -> int:
@@ -210,7 +219,9 @@ class Assessment:
         text += " significant" if self.significant else ""
         text += f" ({ns})"
         more = self.more
-        if not self.significant and more is not None:
+        if self.within:
+            text += f", no difference of {self.min_effect:g}% or more"
+        elif not self.significant and more is not None:
             beyond = " (beyond the maximum)" if self.total_needed is not None and \
                 self.total_needed > self.max_runs else ""
             text += f", about {more} more stretch{'es' if more != 1 else ''} per side " \
@@ -235,4 +246,4 @@ def assess(base: Sequence[float], other: Sequence[float], design: Design,
                                            sb.n)
         significant = bool(design.crossed(lr, se, df, n)) if se > 0 else lr != 0
     return Assessment(d, len(a), len(b), significant,
-                      needed(a, b, min_effect, design.last_z), design.max_runs)
+                      needed(a, b, min_effect, design.last_z), design.max_runs, min_effect)

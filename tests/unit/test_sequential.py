@@ -81,3 +81,12 @@ def test_assess_says_significant_not_yet_and_too_few() -> None:
     fixed = stats.delta([10.0, 10.2, 9.8], [10.1, 9.9, 10.0])
     assert same.delta is not None and fixed is not None and same.delta.low is not None \
         and fixed.low is not None and same.delta.low < fixed.low
+
+
+def test_a_quiet_null_says_no_difference_that_matters() -> None:
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(10e9, 0.01e9, 12), rng.normal(10e9, 0.01e9, 12)  # 0.1 % spread
+    got = sq.assess(a, b, sq.Design.make(12), min_effect=1.0)
+    assert not got.significant and got.within
+    assert got.line().endswith("no difference of 1% or more")
+    assert not sq.assess(a, b, sq.Design.make(12), min_effect=0.01).within

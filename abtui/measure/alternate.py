@@ -22,10 +22,9 @@ from typing import Any
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Event, EventKind, Profile
-from abtui.measure.headless import counted
 from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import FIRST_LOOK, Assessment, Design, assess
-from abtui.reports.throughput import Segment
+from abtui.reports.throughput import Segment, counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +285,8 @@ class LiveAlternation:
 
     def lines(self) -> list[str]:
         """The header and one line per pair and compared value, as the console shows them."""
-        state = "running" if self.running else f"ended: {self.why or 'not started'}"
+        state = "running" if self._task is not None and self.why is None else \
+            f"ended: {self.why or 'not started'}"
         head = (f"alternating {self.alt.knob} every {self.alt.every or 0:g} s "
                 f"({self.verdicts.stretches.count()}/{self.alt.max_runs} stretches each, "
                 f"min effect {self.verdicts.min_effect:g}%), {state}")

@@ -14,23 +14,14 @@ from typing import TYPE_CHECKING, TextIO
 
 from abtui.core.controller import KnobRefused
 from abtui.core.errors import EXIT_FAILED, EXIT_OK
-from abtui.core.model import Event, EventKind, Profile, interval_rate
+from abtui.core.model import Event, EventKind, Profile
 from abtui.measure.engine import Engine, KnobApplierFactory
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
-from abtui.reports.throughput import Segment, span_of
+from abtui.reports.throughput import Segment, counted
 from abtui.sessions.store import new_session_path
 
 if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
-
-
-def counted(event: Event) -> tuple[float, float] | None:
-    """An INTERVAL event's (bits/s, seconds) when it counts in its pair's throughput (its own
-    direction, not omitted: model.interval_rate), else None."""
-    rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
-    if event.pair is None or rate is None or rate[1]:
-        return None
-    return rate[0], span_of(event.data.get("start"), event.data.get("end"))
 
 
 class RunRates:

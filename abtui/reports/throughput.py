@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from abtui.core.model import Event, EventKind, interval_rate
+
 # An interval whose span is unknown (no start or end recorded) weighs as one nominal interval.
 UNKNOWN_SPAN = 1.0
 
@@ -34,6 +36,15 @@ def span_of(start: Any, end: Any) -> float:
         if math.isfinite(span) and span >= 0:
             return span
     return UNKNOWN_SPAN
+
+
+def counted(event: Event) -> tuple[float, float] | None:
+    """A live INTERVAL event's (bits/s, seconds) when it counts in its pair's throughput (its
+    own direction, not omitted: model.interval_rate), else None."""
+    rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
+    if event.pair is None or rate is None or rate[1]:
+        return None
+    return rate[0], span_of(event.data.get("start"), event.data.get("end"))
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ import string
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -32,10 +32,12 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Sta
 
 from abtui.core.configuration import cycle
 from abtui.core.controller import Controller, KnobRefused, Mode
+from abtui.core.errors import AbtuiError
 from abtui.core.model import Event, EventKind, KnobKind
 from abtui.core.text import visible
 from abtui.profile import RESERVED_KEYS
 from abtui.reports.throughput import configuration_rate
+from abtui.ui.alternation import VerdictPanel
 from abtui.ui.commands import ConsoleCommands
 from abtui.ui.pacing import STALE_S, Throttle
 from abtui.ui.screens import (
@@ -50,6 +52,9 @@ from abtui.ui.screens import (
 )
 from abtui.ui.state import LOADED, ConsoleState, PhaseRow, config_key
 from abtui.ui.widgets import PairPane, pack_chips
+
+if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation starts
+    from abtui.measure.alternate import LiveAlternation
 
 FLUSH_HZ = 5  # flushes a second at most when events never pause (see _flush_wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
@@ -88,6 +93,8 @@ class AbtuiApp(App[int]):
         Binding("ctrl+o", "compare", "Compare", id="compare"),
         Binding("ctrl+t", "tunnel", "Tunnel", id="tunnel"),
         Binding("ctrl+l", "toggle_log", "Log", id="log"),
+        Binding("ctrl+a", "alternate", "Alternate", id="alternate"),
+        Binding("ctrl+e", "min_effect", "Min effect", id="min_effect", show=False),
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
     ]
     # Plain keys the console keeps for itself (profiles may not bind these: abtui.profile);
@@ -98,7 +105,7 @@ class AbtuiApp(App[int]):
     MAIN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"cycle_scope", "set_scope", "start_stop", "start", "stop", "restart", "plan", "mark",
          "save", "export", "compare", "compare_saved", "tunnel", "toggle_log", "knob",
-         "help"})
+         "help", "alternate", "min_effect"})
 
     def __init__(self, controller: Controller, *, title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
@@ -153,6 +160,11 @@ class AbtuiApp(App[int]):
         self._connected = False  # the controller's connect() has returned
         self._mode: Mode | None = None  # what the console last started
         self._first_interval_at: float | None = None
+        # auto-alternation (ctrl+a): the knob last flipped is what it alternates
+        self.alternation: LiveAlternation | None = None
+        self.min_effect = self.profile.min_effect
+        self.alternate_every: float | None = None  # seconds a value is held (None: default)
+        self._last_knob: str | None = None
         for key, knob in self.knob_keys.items():
             binding = Binding(key, f"knob('{knob}')", knob, id=f"knob.{knob}")
             self._bindings.key_to_bindings.setdefault(key, []).append(binding)
@@ -194,6 +206,7 @@ class AbtuiApp(App[int]):
                 yield PairPane(ps)
         yield Static(id="knobbar")
         yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
+        yield VerdictPanel(id="verdicts")
         with Horizontal(id="bottom"):
             table: DataTable[Text] = DataTable(id="phases", cursor_type="row", zebra_stripes=True)
             yield table
@@ -513,6 +526,7 @@ class AbtuiApp(App[int]):
 
     @work(group="knobs", exit_on_error=False)
     async def apply_knob(self, name: str, value: str, pairs: list[str]) -> None:
+        self._last_knob = name
         if all(self.state.pairs[lb].config.get(name) == value for lb in pairs):
             self._log_line(f"{name} is {value} already on {', '.join(pairs)}")
             return
@@ -614,6 +628,51 @@ class AbtuiApp(App[int]):
                 self.run_controller("mark", text)
 
         self.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
+
+    # ---- auto-alternation and its live verdict ----------------------------------------------
+    @work(group="alternate", exit_on_error=False)
+    async def action_alternate(self) -> None:
+        """Start alternating the knob last flipped (measuring continuously), or stop."""
+        from abtui.measure.alternate import LiveAlternation, console_alternation
+
+        live = self.alternation
+        if live is not None and live.running:
+            await live.stop()
+            self._log_line(f"alternation of {live.alt.knob} stopped")
+            self._show_verdicts()
+            return
+        pairs = list(self.state.pairs)
+        try:
+            alt = console_alternation(self.profile, self._last_knob,
+                                      self.state.pairs[pairs[0]].config,
+                                      *([self.alternate_every] if self.alternate_every else []))
+        except AbtuiError as exc:
+            self._fail(str(exc))
+            return
+        if not self.state.running or self._mode != "continuous":
+            self.run_controller("start", "continuous")
+            await self.workers.wait_for_complete([w for w in self.workers
+                                                  if w.group == "controller"])
+        live = self.alternation = LiveAlternation(self.controller, alt, self.min_effect,
+                                                  notify=self._show_verdicts)
+        self._log_line(f"alternating {alt.knob}: {' / '.join(alt.values)} every {alt.every:g} s")
+        try:
+            await live.start()
+        except Exception as exc:
+            self._fail(f"alternation of {alt.knob} failed: {exc}")
+        self._show_verdicts()
+
+    def action_min_effect(self) -> None:
+        """The smallest effect worth resolving, next choice (0.5, 1, 2, 5, 10 %)."""
+        from abtui.measure.alternate import next_min_effect
+
+        self.min_effect = next_min_effect(self.min_effect)
+        if self.alternation is not None:
+            self.alternation.set_min_effect(self.min_effect)
+        self.notify(f"min effect {self.min_effect:g}%", timeout=2)
+
+    def _show_verdicts(self) -> None:
+        self.query_one("#verdicts", VerdictPanel).show(self.alternation)
 
     def action_toggle_log(self) -> None:
         log = self._log_widget

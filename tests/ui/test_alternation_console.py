@@ -1,0 +1,71 @@
+"""The console's auto-alternation (ctrl+a) and live verdict on a live synthetic stream whose
+throughput follows the knob (a 64 KiB tcp_wmem halves it): the panel shows each pair's Δ,
+interval and verdict, the stretches still needed, and the alternation stops by the rule or by
+the key; ctrl+e changes min_effect."""
+
+from __future__ import annotations
+
+from abtui.measure.replay import ReplayController, synthetic_profile
+from abtui.ui.app import AbtuiApp
+from tests.ui.conftest import until
+
+
+def _panel(app: AbtuiApp) -> str:
+    return str(app.query_one("#verdicts").render())
+
+
+async def test_ctrl_a_alternates_the_last_knob_and_shows_the_verdict() -> None:
+    ctl = ReplayController(synthetic_profile(2), speed=400)
+    app = AbtuiApp(ctl, title="abtui — test")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await until(pilot, lambda: app.state.running)
+        assert not app.query_one("#verdicts").display
+        app.alternate_every = 0.05
+        await pilot.press("w")  # tcp_wmem to 64 KiB: the knob to alternate, its base now
+        await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") ==
+                    "4096 16384 65536")
+        await pilot.press("ctrl+a")
+        await until(pilot, lambda: app.alternation is not None
+                    and app.alternation.why == "verdict", timeout=20)
+        text = _panel(app)
+        assert app.query_one("#verdicts").display
+        assert text.startswith("alternating tcp_wmem every 0.05 s"), text
+        assert "ended: verdict" in text
+        for pair in "AB":  # twice the throughput without the 64 KiB cap
+            assert f"{pair}: tcp_wmem=4096 16384 4194304 vs 4096 16384 65536: Δ +" in text
+        assert text.count("significant") == 2
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: "min effect 2%" in _panel(app))
+        # again, stopped by the key this time
+        app.alternate_every = 5.0
+        await pilot.press("ctrl+a")
+        await until(pilot, lambda: app.alternation is not None and app.alternation.running)
+        await pilot.press("ctrl+a")
+        await until(pilot, lambda: "ended: stopped" in _panel(app))
+        assert app.alternation is not None and not app.alternation.running
+
+
+async def test_the_verdict_line_counts_the_stretches_still_needed() -> None:
+    """Before the rule can decide (its first looks ask for overwhelming evidence), each line
+    says about how many more stretches per side would resolve min_effect (seen as the panel
+    changes: on a fast stream the verdict may follow within the same flush)."""
+    ctl = ReplayController(synthetic_profile(1), speed=400)
+    app = AbtuiApp(ctl, title="abtui — test")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await until(pilot, lambda: app.state.running)
+        app.alternate_every = 0.05
+        app._last_knob = "cc"  # bbr: 7 % below reno on the synthetic stream
+        seen: list[str] = []
+        show = app._show_verdicts
+
+        def shown() -> None:  # every panel update, as the alternation makes it
+            show()
+            seen.append(_panel(app))
+
+        app._show_verdicts = shown  # type: ignore[method-assign]
+        await pilot.press("ctrl+a")
+        await until(pilot, lambda: any("more stretch" in t for t in seen), timeout=20)
+        assert any("per side to resolve the minimum effect" in t for t in seen)
+        if app.alternation is not None and app.alternation.running:
+            await pilot.press("ctrl+a")  # stop it (a second press would start another)
+        await until(pilot, lambda: "ended:" in _panel(app))

@@ -93,7 +93,7 @@ class AbtuiApp(App[int]):
         Binding("ctrl+o", "compare", "Compare", id="compare"),
         Binding("ctrl+t", "tunnel", "Tunnel", id="tunnel"),
         Binding("ctrl+l", "toggle_log", "Log", id="log"),
-        Binding("ctrl+a", "alternate", "Alternate", id="alternate"),
+        Binding("ctrl+a", "alternate", "Alternate", id="alternate", show=False),
         Binding("ctrl+e", "min_effect", "Min effect", id="min_effect", show=False),
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
     ]

@@ -14,10 +14,6 @@ from abtui.core.model import Event, Profile
 Mode = Literal["continuous", "plan"]
 
 
-class KnobRefused(Exception):
-    """A knob change was refused (and rolled back everywhere); str() is the one-line reason."""
-
-
 class Controller(Protocol):
     profile: Profile
     session_path: Path | None

@@ -14,8 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from abtui.core.controller import KnobRefused
-from abtui.core.errors import BadInput, RemoteError
+from abtui.core.errors import BadInput, KnobRefused, RemoteError
 from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.remote.dialects import (

@@ -21,8 +21,8 @@ from typing import Any
 
 from abtui import __version__
 from abtui.core.configuration import pair_value
-from abtui.core.controller import KnobRefused, Mode
-from abtui.core.errors import AbtuiError, RemoteError
+from abtui.core.controller import Mode
+from abtui.core.errors import AbtuiError, KnobRefused, RemoteError, RunFailed
 from abtui.core.model import (
     DEFAULT_IPERF3,
     Event,
@@ -39,7 +39,7 @@ from abtui.hosts.connect import open_hosts, probe_tunnels
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.measure.phases import PairPhases
 from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, TUNNEL, PlanStep, expand
-from abtui.measure.runs import PairRun, RunFailed, RunHooks, RunSpec
+from abtui.measure.runs import PairRun, RunHooks, RunSpec
 from abtui.measure.seams import (
     Emit,
     HostKnobs,
@@ -543,7 +543,7 @@ class Engine:
             else:
                 targets = await self.applier.apply(k, value, [self.profile.pair(x)
                                                               for x in labels])
-        except (KnobRefused, AbtuiError) as exc:
+        except AbtuiError as exc:  # the one place a host's or an option's error becomes a refusal
             self.emit(Event(EventKind.KNOB_ERROR, data={"knob": k.name, "value": value,
                                                        "message": str(exc)}))
             raise exc if isinstance(exc, KnobRefused) else KnobRefused(str(exc)) from exc
@@ -561,19 +561,14 @@ class Engine:
                                   for label in labels for role in knob.scope.roles))
 
     def _set_iperf3_option(self, knob: Knob, value: str, labels: Sequence[str]) -> None:
-        """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...)."""
+        """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...);
+        BadInput (which `_apply` reports as the refusal) when the value does not fit."""
         from abtui.profile.knobs import iperf3_setting
 
-        try:
-            key, converted = iperf3_setting(knob, value)
-        except AbtuiError as exc:
-            raise KnobRefused(str(exc)) from None
+        key, converted = iperf3_setting(knob, value)
         for label in labels:
-            trial = {**self.live_options[label], key: converted}
-            try:
-                options_for(self.profile.test, self.profile.pair(label), trial)
-            except AbtuiError as exc:
-                raise KnobRefused(str(exc)) from exc
+            options_for(self.profile.test, self.profile.pair(label),
+                        {**self.live_options[label], key: converted})
         for label in labels:
             self.live_options[label][key] = converted
 

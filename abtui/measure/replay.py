@@ -18,8 +18,8 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from abtui.core.controller import KnobRefused, Mode
-from abtui.core.errors import BadInput
+from abtui.core.controller import Mode
+from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.model import (
     Event,
     EventKind,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from abtui.core.errors import RemoteError
+from abtui.core.errors import RemoteError, RunFailed
 from abtui.core.model import (
     Event,
     EventKind,
@@ -69,15 +69,6 @@ STUB_FRACTION = 0.1
 SERVER_SUFFIX = "/server"
 
 PhaseFor = Callable[[str, float, float], tuple[int, bool]]
-
-
-class RunFailed(Exception):
-    """A run could not start; str() is the one-line message for the user."""
-
-    def __init__(self, message: str, run_id: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.run_id = run_id
 
 
 @dataclass(slots=True)
@@ -220,10 +211,7 @@ class PairRun:
         """Server listening, client and ping armed; raises RunFailed with one clear line."""
         try:
             await asyncio.gather(self._arm_iperf3(), self._arm_ping())
-        except RemoteError as exc:
-            await self.cleanup()
-            raise RunFailed(str(exc)) from exc
-        except RunFailed:
+        except (RemoteError, RunFailed):  # the engine reports either by its message
             await self.cleanup()
             raise
 

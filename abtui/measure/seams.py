@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from abtui.core.errors import MissingPrerequisite
+from abtui.core.errors import KnobRefused, MissingPrerequisite
 from abtui.core.model import (
     Event,
     Interval,
@@ -56,7 +56,7 @@ PingParserFactory = Callable[[], PingParser]
 class KnobApplier(Protocol):
     """Applies knob values on the hosts of some pairs, all or nothing, and restores them.
 
-    `apply` raises abtui.core.controller.KnobRefused (nothing changed anywhere) and returns, for a
+    `apply` raises abtui.core.errors.KnobRefused (nothing changed anywhere) and returns, for a
     tunnel knob, each affected pair's new iperf3 target ({} for other knobs). Originals are
     recorded (ORIGINAL events) before the first change; `restore` puts every one back (RESTORE).
     """
@@ -122,8 +122,6 @@ class NoKnobs:
         self.reason = reason
 
     async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
-        from abtui.core.controller import KnobRefused
-
         raise KnobRefused(self.reason)
 
     async def restore(self) -> None:

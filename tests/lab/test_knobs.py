@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.controller import KnobRefused
+from abtui.core.errors import KnobRefused
 from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
 from abtui.hosts.connect import open_hosts
 from abtui.hosts.knobs import KnobManager, resolve_targets

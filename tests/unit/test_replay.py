@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from abtui.core.controller import KnobRefused
-from abtui.core.errors import BadInput
+from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.model import Event, EventKind
 from abtui.measure.replay import (
     ReplayController,

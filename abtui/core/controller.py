@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from abtui.core.model import Event, Profile
+from abtui.core.events import Event
+from abtui.core.model import Profile
 
 Mode = Literal["continuous", "plan"]
 

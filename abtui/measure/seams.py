@@ -12,16 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from abtui.core.errors import KnobRefused, MissingPrerequisite
-from abtui.core.model import (
-    Event,
-    Interval,
-    IperfSummary,
-    Knob,
-    Pair,
-    PingReply,
-    PingSummary,
-    Profile,
-)
+from abtui.core.events import Event
+from abtui.core.model import Interval, IperfSummary, Knob, Pair, PingReply, PingSummary, Profile
 from abtui.hosts.undo import UndoJournal
 from abtui.remote.dialects import Dialect
 from abtui.remote.link import HostLink

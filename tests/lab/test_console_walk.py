@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import EventKind
+from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
 from abtui.measure.seams import open_session_writer

@@ -19,18 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import (
-    Event,
-    EventKind,
-    Knob,
-    KnobKind,
-    Pair,
-    Plan,
-    Profile,
-    Role,
-    Scope,
-    Watch,
-)
+from abtui.core.events import Event, EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile, Role, Scope, Watch
 from abtui.core.model import (
     TestOptions as Options,
 )

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from abtui.core.configuration import INITIAL, cycle
-from abtui.core.model import EventKind
+from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
 from abtui.reports.exports import to_json
 from abtui.sessions.session import Session

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from abtui.core.errors import KnobRefused
-from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.events import EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Scope
 from abtui.hosts.connect import open_hosts
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import Event
+from abtui.core.events import Event
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.lab.profile import TCP_RMEM_VALUES

@@ -303,7 +303,7 @@ def test_user_at_host_and_host_port_destinations_run_a_session(lab: Lab, tmp_pat
     import sys
     from pathlib import Path
 
-    from abtui.core.model import EventKind
+    from abtui.core.events import EventKind
     from abtui.sessions.store import load_events
 
     a_snd, a_rcv, b_snd, b_rcv = (h.alias for h in lab.hosts(2))

@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from abtui.core.model import EventKind, Pair
+from abtui.core.events import EventKind
+from abtui.core.model import Pair
 from abtui.lab.netns import Lab
 from abtui.measure.runs import SERVER_SUFFIX, STUB_FRACTION
 from abtui.reports.report import markdown

@@ -10,7 +10,7 @@ import types
 import pytest
 from textual.widgets import Input
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, OptionList
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import T0, synthetic_events, synthetic_profile
 from abtui.sessions import store
 from abtui.ui.app import AbtuiApp

@@ -10,7 +10,7 @@ import math
 import time
 from pathlib import Path
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from tests.ui.conftest import SpyController, until

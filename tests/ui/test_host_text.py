@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.measure.replay import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher

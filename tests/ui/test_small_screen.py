@@ -67,7 +67,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
     made: the panes drop their sparklines so the phase table and a few log lines still show."""
     import dataclasses
 
-    from abtui.core.model import EventKind
+    from abtui.core.events import EventKind
 
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:

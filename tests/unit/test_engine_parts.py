@@ -8,7 +8,8 @@ import pytest
 
 from abtui.cli import main
 from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair, Plan, Profile
+from abtui.core.events import Event, EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile
 from abtui.core.model import TestOptions as Options
 from abtui.measure.headless import describe
 from abtui.measure.phases import PairPhases

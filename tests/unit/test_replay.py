@@ -9,7 +9,7 @@ import time
 import pytest
 
 from abtui.core.errors import BadInput, KnobRefused
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import (
     ReplayController,
     profile_from_events,

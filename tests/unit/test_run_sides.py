@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import Event, EventKind, LinkState, Pair
+from abtui.core.events import Event, EventKind
+from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
 from abtui.measure.runs import PairRun, RunHooks, RunSpec
 from abtui.measure.seams import default_parser_factory

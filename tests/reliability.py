@@ -160,8 +160,9 @@ def write_table(scenarios: dict[str, Scenario], command: str, path: Path = TABLE
         f"Written by the test run of {when}:\n`{command}`\n\n"
         "The fault scenarios are in tests/lab/test_faults.py and the tests that cover them\n"
         "elsewhere (`make reliability` runs them all, the soak for 40 s; `make soak` runs the\n"
-        "soak for 600 s). Every row is that run's outcome: pass with the figures measured, fail with the\n"
-        "error, or skipped with the reason (a scenario the run did not select says so).\n\n"
+        "soak for 600 s). Every row is that run's outcome: pass with the figures measured, fail\n"
+        "with the error, or skipped with the reason (a scenario the run did not select says\n"
+        "so).\n\n"
         + HEADER + "\n".join(lines) + "\n")
 
 

@@ -13,8 +13,8 @@ from abtui.lab.netns import Lab
 from abtui.reports.exports import to_json
 from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
-from tests.conftest import ns_exec
-from tests.lab.test_engine import WMEM, Recorder, lab_profile, make_engine, until
+from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine, until
+from tests.lab.namespaces import ns_exec
 
 pytestmark = pytest.mark.lab
 

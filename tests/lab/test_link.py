@@ -11,7 +11,7 @@ from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.lab.netns import Lab
 from abtui.remote.link import HostLink, connect_all
-from tests.conftest import kill_sshd, netns_processes, ns_exec
+from tests.lab.namespaces import kill_sshd, netns_processes, ns_exec
 
 pytestmark = pytest.mark.lab
 

@@ -14,7 +14,7 @@ from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.tunnels import TunnelManager, probe_host
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from tests.conftest import ns_exec
+from tests.lab.namespaces import ns_exec
 from tests.lab.through import iperf3_mbits
 
 pytestmark = pytest.mark.lab

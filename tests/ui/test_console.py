@@ -19,7 +19,7 @@ from abtui.sessions.store import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, HelpScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
-from tests.ui.conftest import SpyController, make_app, replayed, until
+from tests.ui.console_kit import SpyController, make_app, replayed, until
 
 pytestmark = pytest.mark.ui
 

@@ -13,7 +13,7 @@ import pytest
 from abtui.core.events import EventKind
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import RECOVER, run_console
-from tests.ui.conftest import make_app, until
+from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui
 

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from abtui.ui.widgets import PairPane
-from tests.ui.conftest import make_app, replayed
+from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui
 

@@ -9,7 +9,7 @@ import pytest
 from abtui.core.events import EventKind
 from abtui.measure.replay import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
-from tests.ui.conftest import make_app, replayed
+from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui
 

@@ -9,18 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from abtui.reports.formatting import rate_unit
 from abtui.sessions.session import Session
 
 MARKERS = ("*", "+", "o", "x", "#", "@", "%", "=")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def rate_unit(max_bps: float) -> tuple[float, str]:
-    """(divisor, unit) for showing bits/s values whose largest is max_bps."""
-    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if max_bps >= div:
-            return div, unit
-    return 1.0, "bit/s"
 
 
 def _downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,7 +45,8 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
                 series.append((label, *_downsample(x[keep], y[keep], width * 2)))
     if not series:
         return ""
-    div, unit = rate_unit(max(float(s[2].max()) for s in series if s[2].size))
+    unit = rate_unit(float(np.median(s[2])) for s in series if s[2].size)
+    div = unit.div
     plt.clear_figure()
     plt.plot_size(width, height)
     if not color:
@@ -64,7 +58,7 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
         plt.vline(boundary - t0)
     plt.title("throughput over time (phase boundaries: vertical lines)")
     plt.xlabel("seconds since start")
-    plt.ylabel(unit)
+    plt.ylabel(unit.name)
     text: str = plt.build()
     return text if color else _ANSI.sub("", text)
 

@@ -33,7 +33,7 @@ def options_of(recorded: dict[str, Any]) -> TestOptions:
 def iperf3_line(session: Session, run: Run) -> str | None:
     """The client command the run started (abtui.remote.iperf_cmd.client_argv, as the engine
     builds it), on the pair's target; None when the run recorded no options."""
-    if not run.options:
+    if not run.options or not _started(run.options):
         return None
     try:
         opts = options_of(run.options)
@@ -49,6 +49,11 @@ def iperf3_line(session: Session, run: Run) -> str | None:
     return shlex.join(argv)
 
 
+def _started(recorded: dict[str, Any]) -> bool:
+    """The options are those of a run abtui started (not an imported log's source)."""
+    return bool(set(recorded) & {f.name for f in dataclasses.fields(TestOptions)})
+
+
 def ping_line(recorded: dict[str, Any]) -> str:
     """How the run pinged: `-c N` on the idle link before iperf3, or alongside it."""
     opts = options_of(recorded)
@@ -60,13 +65,20 @@ def ping_line(recorded: dict[str, Any]) -> str:
 
 
 def command_lines(session: Session) -> list[tuple[str, str, str, str]]:
-    """(pair, direction, iperf3 command, ping) per pair and distinct command line, in the
-    order first run; direction as the plan names it (`tx`, `rx`), else `-R`/`--bidir` read
+    """(pair, direction, iperf3 command in Markdown code, ping) per pair and distinct
+    command line, in the order first run; direction as the plan names it (`tx`, `rx`), else `-R`/`--bidir` read
     from the command."""
     out: list[tuple[str, str, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for pair in session.pairs:
         for run in session.runs_of(pair):
+            source = (run.options or {}).get("source")
+            if source is not None and not _started(run.options or {}):
+                line = f"imported from {source}"
+                if (pair, line) not in seen:
+                    seen.add((pair, line))
+                    out.append((pair, "—", line, "—"))
+                continue
             line = iperf3_line(session, run)
             if line is None or (pair, line) in seen:
                 continue
@@ -75,5 +87,5 @@ def command_lines(session: Session) -> list[tuple[str, str, str, str]]:
             if not direction:
                 opts = options_of(run.options or {})
                 direction = "bidir" if opts.bidir else "rx (-R)" if opts.reverse else "tx"
-            out.append((pair, direction, line, ping_line(run.options or {})))
+            out.append((pair, direction, f"`{line}`", ping_line(run.options or {})))
     return out

@@ -157,7 +157,7 @@ def _options(session: Session) -> str:
     """The iperf3 command line each pair ran, one row per distinct line (per direction)."""
     from abtui.reports.commands import command_lines
 
-    rows = [[pair, direction, f"`{line}`", ping]
+    rows = [[pair, direction, line, ping]
             for pair, direction, line, ping in command_lines(session)]
     return md_table(["pair", "direction", "iperf3 command", "ping"], rows) if rows else ""
 

@@ -165,11 +165,14 @@ def no_interval_note(deltas: Iterable[stats.Delta | None]) -> list[str]:
             "carries over), so an interval made from them would be far too narrow."]
 
 
-def legend(base: str) -> str:
-    """What a throughput table's figures are (README: "How the numbers are made")."""
+def legend(base: str, spread: bool = True) -> str:
+    """What a throughput table's figures are (README: "How the numbers are made"); `spread`:
+    its cells carry `± stdev (n=runs)` (a first table's carry the mean alone)."""
+    runs = (", ± their stdev and the number of runs when there are several" if spread else
+            "; the number of runs is the n in the verdict")
     return ("Each figure: the mean of the cell's run-level values (one per run within a "
-            "phase: the bits of its counted intervals ÷ their seconds), ± their stdev and the "
-            "number of runs when there are several. Δ: change of the mean vs "
+            "phase: the bits of its counted intervals ÷ their seconds), to 3 significant "
+            f"digits as iperf3 prints them{runs}. Δ: change of the mean vs "
             f"{base} with its 95 % confidence interval (from run-level values only), then "
             "the rank-sum test's verdict with its exact p (~: no significant difference; ?: "
             "too few runs to ever tell). ⚠: the cell's intervals, all its phases together, "

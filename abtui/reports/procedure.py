@@ -183,6 +183,14 @@ def _base(session: Session, doc: dict[str, Any], base: str | None) -> str | None
     return wanted if wanted in session.pairs else (session.pairs[0] if session.pairs else None)
 
 
+def _pairs(session: Session, doc: dict[str, Any], first: str | None) -> list[str]:
+    """The session's pairs in the profile's order (`first` first), then any it does not name."""
+    named = [str(p.get("label")) for p in doc.get("pairs") or [] if isinstance(p, dict)]
+    order = [p for p in named if p in session.pairs]
+    order += [p for p in session.pairs if p not in order]
+    return [*([first] if first in order else []), *[p for p in order if p != first]]
+
+
 def _references(session: Session, doc: dict[str, Any], base: str | None) -> list[str]:
     report = doc.get("report") or {}
     refs = report.get("reference") if isinstance(report, dict) else None
@@ -343,8 +351,7 @@ def _sweep(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
     knob = next((m for m in matrix if m != DIRECTION), None) or "configuration"
     bp = _base(session, doc, base)
     refs = _references(session, doc, bp)
-    pairs = [*([bp] if bp else []), *[p for p in session.pairs if p != bp and p not in refs],
-             *refs]
+    pairs = [p for p in _pairs(session, doc, bp) if p not in refs] + refs
     phases = {p: cells.phases(p, [knob]) for p in pairs}
     groups = {p: cells.group(p, [knob]) for p in pairs}
     unit = cells.unit(groups)
@@ -358,7 +365,7 @@ def _sweep(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
             lat_rows.append(Row([group, label], [slot], [lat_delta]))
     head = ["kernel", knob]
     delta = [f"Δ vs {bp} at the same {knob}"]
-    note = (f"{legend(f'{bp} at the same {knob}')} `(default)`: the hosts' own value before "
+    note = (f"{legend(f'{bp} at the same {knob}', spread=False)} `(default)`: the hosts' own value before "
             f"abtui set it. `base0`: {bp}'s row at {knob} 0, the base of the other kernels' "
             f"rows at 0 (and so on)." +
             (f" {', '.join(refs)}: a reference, at its hosts' own setting, not compared."
@@ -457,8 +464,8 @@ def _before_after(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[
     matrix = [m for m in (doc.get("plan") or {}).get("matrix") or [] if m != DIRECTION]
     keys = [*matrix, DIRECTION]
     bp = _base(session, doc, base)
-    others = [p for p in session.pairs if p != bp]
-    order = [*([bp] if bp else []), *others]
+    order = _pairs(session, doc, bp)
+    others = order[1:]
     groups = {p: cells.group(p, keys) for p in order}
     unit = cells.unit(groups)
     rows = []
@@ -471,7 +478,8 @@ def _before_after(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[
     return ["## Throughput per " + " and ".join([*matrix, "direction"]), "",
             first_table([*matrix, "direction"], order, [f"speedup {p} vs {bp}" for p in others],
                         rows, unit), "",
-            legend(bp or "the base pair").replace("Δ: change", "speedup: change"), ""]
+            legend(bp or "the base pair", spread=False).replace("Δ: change", "speedup: change"),
+            ""]
 
 
 # ---- builds ---------------------------------------------------------------------------------
@@ -512,7 +520,7 @@ SUM_LINES = Measure(
 def _builds(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
     session = cells.session
     first = _base(session, doc, base)
-    order = [first, *[p for p in session.pairs if p != first]] if first else []
+    order = _pairs(session, doc, first)
     groups = {p: cells.group(p, []) for p in order}
     unit = cells.unit(groups)
     base_cell = groups.get(first or "", {}).get(())
@@ -521,7 +529,7 @@ def _builds(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
             for p in order]
     return ["## Throughput per build", "",
             first_table(["build"], [""], [f"Δ vs {first}"], rows, unit, [SUM_LINES]), "",
-            legend(first or "the first build") + " With parallel streams (-P), each "
+            legend(first or "the first build", spread=False) + " With parallel streams (-P), each "
             "interval is their [SUM]. [SUM] sender, retransmits, receiver: iperf3's own "
             "summary lines, the mean over the build's runs.", ""]
 

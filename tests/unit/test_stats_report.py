@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path

@@ -66,18 +66,18 @@ def ping_line(recorded: dict[str, Any]) -> str:
 
 def command_lines(session: Session) -> list[tuple[str, str, str, str]]:
     """(pair, direction, iperf3 command in Markdown code, ping) per pair and distinct
-    command line, in the order first run; direction as the plan names it (`tx`, `rx`), else `-R`/`--bidir` read
-    from the command."""
+    command line, in the order first run; direction as the plan names it (`tx`, `rx`), else
+    read from the command (`-R`, `--bidir`)."""
     out: list[tuple[str, str, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for pair in session.pairs:
         for run in session.runs_of(pair):
             source = (run.options or {}).get("source")
             if source is not None and not _started(run.options or {}):
-                line = f"imported from {source}"
-                if (pair, line) not in seen:
-                    seen.add((pair, line))
-                    out.append((pair, "—", line, "—"))
+                imported = f"imported from {source}"
+                if (pair, imported) not in seen:
+                    seen.add((pair, imported))
+                    out.append((pair, "—", imported, "—"))
                 continue
             line = iperf3_line(session, run)
             if line is None or (pair, line) in seen:

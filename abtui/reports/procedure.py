@@ -365,9 +365,9 @@ def _sweep(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
             lat_rows.append(Row([group, label], [slot], [lat_delta]))
     head = ["kernel", knob]
     delta = [f"Δ vs {bp} at the same {knob}"]
-    note = (f"{legend(f'{bp} at the same {knob}', spread=False)} `(default)`: the hosts' own value before "
-            f"abtui set it. `base0`: {bp}'s row at {knob} 0, the base of the other kernels' "
-            f"rows at 0 (and so on)." +
+    note = (f"{legend(f'{bp} at the same {knob}', spread=False)} `(default)`: the hosts' "
+            f"own value before abtui set it. `base0`: {bp}'s row at {knob} 0, the base of "
+            f"the other kernels' rows at 0 (and so on)." +
             (f" {', '.join(refs)}: a reference, at its hosts' own setting, not compared."
              if refs else ""))
     out = [f"## Throughput per kernel and {knob}", "",

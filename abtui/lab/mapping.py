@@ -270,6 +270,33 @@ def _describe(t: Any, plan: Any) -> str:
 
 # ---- the lab itself ------------------------------------------------------------------------
 
+def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
+            ) -> tuple[LabMapping, dict[str, Any]]:
+    """What `abtui run --lab [--quick]` runs (and `abtui check --lab` checks): the profile on
+    the local lab's hosts (brought up when it is not, `say` told so), its translations, and the
+    session's SESSION_START data. `short`: --quick's short runs (alone without `lab`)."""
+    from abtui.lab.netns import Lab
+
+    translations: list[Translation] = []
+    the_lab = Lab.default() if lab else None
+    kernels = lab_kernels_for(profile) if lab else {}
+    if short:
+        vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
+        profile, shortened = quick(profile, vm=vm)
+        translations += [shortened] if shortened else []
+    if the_lab is not None:
+        hosts = ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels)
+        facts = lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
+                          ssh_config=str(the_lab.ssh_config))
+        mapped = map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
+                             known_hosts=str(the_lab.known_hosts), facts=facts)
+        profile = mapped.profile
+        translations = mapped.translations + translations
+    mapping = LabMapping(profile, translations)
+    data = mapping.start_data()
+    return mapping, data if lab else {"translations": data["translations"]}
+
+
 def profile_kernels(profile: Profile) -> dict[str, str]:
     """The profile's [lab] kernels: pair label -> SPEC (read from the profile's copy)."""
     import tomllib

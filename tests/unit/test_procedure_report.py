@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,12 @@ def test_lab_mapping_translates_what_the_lab_lacks(tmp_path):
     assert (aim.kind, aim.key, aim.scope, aim.restart) == (KnobKind.SYSCTL, STANDIN_KEY,
                                                            Scope.RECEIVER, True)
     assert aim.values == ("0", "1", "2") and aim.value_for_os("linux", "0").endswith("65536")
+    # the last value is the lab hosts' own receive buffer: the report marks it (default)
+    own = dataclasses.replace(facts, rmem="4096 131072 33554432")
+    mapped = map_profile(load_profile(PROFILES / "ix-enable-aim.toml"), hosts, ssh_config="c",
+                         known_hosts="k", facts=own).profile.knob("enable_aim")
+    assert mapped.value_for_os("linux", "2") == "4096 131072 33554432"
+    assert mapped.value_for_os("linux", "1") == aim.value_for_os("linux", "1")
     assert [p.sender for p in ix.profile.pairs] == ["unit-a-snd", "unit-b-snd", "unit-c-snd"]
     assert all(w.command and w.name.endswith(":data0.rx_pps") for w in ix.profile.watches)
     lines = [t.line() for t in ix.translations]

@@ -191,7 +191,8 @@ def _pairs(session: Session, doc: dict[str, Any], first: str | None) -> list[str
     return [*([first] if first in order else []), *[p for p in order if p != first]]
 
 
-def _references(session: Session, doc: dict[str, Any], base: str | None) -> list[str]:
+def references(session: Session, doc: dict[str, Any], base: str | None) -> list[str]:
+    """The session's pairs the profile's `[report] reference` names (never `base`)."""
     report = doc.get("report") or {}
     refs = report.get("reference") if isinstance(report, dict) else None
     refs = [refs] if isinstance(refs, str) else refs if isinstance(refs, list) else []
@@ -350,7 +351,7 @@ def _sweep(cells: _Cells, doc: dict[str, Any], base: str | None) -> list[str]:
     matrix = (doc.get("plan") or {}).get("matrix") or []
     knob = next((m for m in matrix if m != DIRECTION), None) or "configuration"
     bp = _base(session, doc, base)
-    refs = _references(session, doc, bp)
+    refs = references(session, doc, bp)
     pairs = [p for p in _pairs(session, doc, bp) if p not in refs] + refs
     phases = {p: cells.phases(p, [knob]) for p in pairs}
     groups = {p: cells.group(p, [knob]) for p in pairs}

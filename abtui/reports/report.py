@@ -165,10 +165,14 @@ def _options(session: Session) -> str:
 def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str | None,
                 rx: bool, seen: list[stats.Delta | None], units: str = "bits") -> str:
     """A configuration per row, a column per pair (its one figure), then each other pair's
-    delta vs the base pair (--bidir's way back with `rx`)."""
+    delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
+    shown, never compared."""
+    from abtui.reports.procedure import layout_of, references
+
     u = rate_unit_of((c for row in table.values() for c in row.values()), rx, units)
     div, unit = u.div, u.name
-    others = [p for p in session.pairs if p != bp]
+    refs = references(session, layout_of(session)[1], bp)
+    others = [p for p in session.pairs if p != bp and p not in refs]
     header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
               *[f"Δ {p} vs {bp}" for p in others]]
     rows = []

@@ -277,7 +277,9 @@ def _runs(session: Session, units: str = "bits") -> str:
     div, unit = u.div, u.name
     # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
     udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
-    body = [[r.pair, str(r.id), stats.config_key(r.config), r.status,
+    from abtui.reports.procedure import shown_config
+
+    body = [[r.pair, str(r.id), shown_config(session, r.config), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
              _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
              "—" if retr is None else str(retr),

@@ -28,11 +28,12 @@ def threshold_of(text: str | None) -> float | None:
     """--fail-on-regression's percentage (`2%` or `2`; 0 allowed: any significant loss)."""
     if text is None:
         return None
+    from abtui.core.errors import Invalid
     from abtui.profile import fields
 
     try:
         return float(fields.percent(0, 100, lo_ok=True)(text if "%" in text else float(text)))
-    except (fields.Invalid, ValueError):
+    except (Invalid, ValueError):
         raise BadInput(f"--fail-on-regression {text}: expected a percentage from 0% up to "
                        "100%, e.g. 2%") from None
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Event, EventKind, Profile
+from abtui.core.events import Event, EventKind
+from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Profile
 from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import FIRST_LOOK, Assessment, Design, assess
 from abtui.reports.throughput import Segment, counted

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from abtui.core.model import Event, EventKind, interval_rate
+from abtui.core.events import Event, EventKind
+from abtui.core.model import interval_rate
 
 # An interval whose span is unknown (no start or end recorded) weighs as one nominal interval.
 UNKNOWN_SPAN = 1.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abtui.measure.replay import ReplayController, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from tests.ui.conftest import until
+from tests.ui.console_kit import until
 
 
 def _panel(app: AbtuiApp) -> str:

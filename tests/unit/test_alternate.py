@@ -11,7 +11,7 @@ import pytest
 
 from abtui.commands.run import _alternation, add_arguments
 from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.alternate import (
     Alternation,
     Stretches,

@@ -90,3 +90,11 @@ def test_a_quiet_null_says_no_difference_that_matters() -> None:
     assert not got.significant and got.within
     assert got.line().endswith("no difference of 1% or more")
     assert not sq.assess(a, b, sq.Design.make(12), min_effect=0.01).within
+
+
+def test_a_first_look_interval_may_be_unbounded_and_says_so() -> None:
+    """The first look of a 20-look design is drawn at a level near 1e-12 with ~2 degrees of
+    freedom: its upper end is beyond a float's exp; it reads +inf, never an overflow."""
+    got = sq.assess([10e9, 4e9], [1e9, 0.3e9], sq.Design.make(20))
+    assert got.delta is not None and got.delta.high == float("inf")
+    assert "[-100.0, +inf]" in got.line() and got.verdict == "~"

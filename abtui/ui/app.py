@@ -31,6 +31,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
 from abtui.core.configuration import cycle
+from abtui.core.labels import fit_labels
 from abtui.core.controller import Controller, KnobRefused, Mode
 from abtui.core.model import Event, EventKind, KnobKind
 from abtui.core.text import visible
@@ -413,19 +414,19 @@ class AbtuiApp(App[int]):
 
     def _rebuild_phase_table(self, table: DataTable[Text]) -> None:
         """A new configuration: lay the table out again, every width explicit (no jitter).
-        A label longer than its column ends in "…"; every cell is text, never markup."""
+        Labels too long for their column are shortened alike (abtui.core.labels); every cell
+        is text, never markup."""
         rows = [(repr(k), visible(self.row_label(r)), self.state.phase_cells(r))
                 for k, r in self.state.phases.items()]
         width = self._label_width([lb for _, lb, _ in rows])
+        fitted = fit_labels([self.state.row_parts(r) for r in self.state.phases.values()], width)
         self._label_cols = width
         cursor = table.cursor_row
         table.clear(columns=True)
         table.add_column("configuration", key="config", width=width)
         for label in self.state.pairs:
             table.add_column(Text(visible(self.pair_title(label))), key=label, width=CELL_WIDTH)
-        for key, shown, cells in rows:
-            if len(shown) > width:
-                shown = shown[:width - 1] + "…"
+        for (key, _, cells), shown in zip(rows, fitted, strict=True):
             table.add_row(Text(shown), *(Text(c) for c in cells), key=key)
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)

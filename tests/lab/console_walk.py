@@ -60,6 +60,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.worker import WorkerState
 
+from abtui.core.labels import short_value
 from abtui.core.model import Event, EventKind, KnobKind, Profile
 from abtui.measure.engine import Engine
 from abtui.ui.app import AbtuiApp
@@ -1117,8 +1118,25 @@ def same(a: Stats, b: Stats) -> bool:
 
 
 def shortened(label: str, shown: str) -> bool:
-    """`shown` is `label`, or its start cut with an ellipsis."""
-    return shown == label or (shown.endswith("…") and label.startswith(shown[:-1]))
+    """`shown` is `label`, or a short form of it (abtui.core.labels): each knob it names is
+    one of the label's, by its name or its name's last part, its value as is or in binary
+    units; those it leaves out are `…`; a row number may lead; the last knob may be cut."""
+    if shown == label:
+        return True
+    parts = label.split(", ")
+    forms = set(parts)
+    for part in parts:
+        name, _, value = part.partition("=")
+        for n in (name, re.split(r"[_.\-]", name)[-1]):
+            forms |= {f"{n}={value}", f"{n}={short_value(value)}"}
+    shown = re.sub(r"^\d+ ", "", shown)
+    items = shown.split(",")
+    for i, item in enumerate(items):
+        last_cut = i == len(items) - 1 and item.endswith("…")
+        if item != "…" and item not in forms and not (
+                last_cut and any(f.startswith(item[:-1]) for f in forms)):
+            return False
+    return "…" in shown or len(items) == len(parts)
 
 
 def gbit(x: float | None) -> str:

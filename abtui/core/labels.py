@@ -11,7 +11,8 @@ whole (a wide screen shows most or all whole); one that does not is, in this ord
    `rmem`), byte counts that are whole KiB/MiB/GiB in binary units (`6291456` → `6M`), `,`
    between knobs;
 2. when that is still too long, the knobs that set the row apart from the other rows first
-   (those fewest rows share), as many as fit, the others left out as `…` where they were;
+   (those fewest rows share), as many as fit, the others left out as `…` where they were
+   (the most telling one cut with `…` when even it alone is too long);
 3. when it would still read like another row (the column cannot hold even one telling knob),
    its row number in front (`3 `).
 
@@ -113,7 +114,7 @@ def _select(parts: Sequence[Part], rarity: Counter[Part], width: int, empty: str
         keep[j] = True
         if len(_render(parts, keep, empty)) > width:
             keep[j] = False
-    if parts and not any(keep):  # not even one fits: the most telling one, cut
+    if parts and not keep[order[0]]:  # the most telling one does not fit: it alone, cut
         j = order[0]
         return _cut(_render(parts, [i == j for i in range(len(parts))], empty), width)
     return _cut(_render(parts, keep, empty), width)

@@ -97,6 +97,8 @@ class RunSpec:
     # the receiver has stdbuf (its server's lines are read for UDP)
     receiver_stdbuf: bool = False
     watches: list[Watch] = field(default_factory=list)
+    # the engine's count of restarting changes on the pair when this run was prepared
+    settings: int = 0
 
 
 @dataclass(slots=True)

@@ -31,8 +31,8 @@ from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
 from abtui.core.configuration import cycle
-from abtui.core.labels import fit_labels
 from abtui.core.controller import Controller, KnobRefused, Mode
+from abtui.core.labels import fit_labels
 from abtui.core.model import Event, EventKind, KnobKind
 from abtui.core.text import visible
 from abtui.profile import RESERVED_KEYS
@@ -701,7 +701,7 @@ class AbtuiApp(App[int]):
         default = store.new_session_path(self.profile.name, self._folder() if self.save_dir
                                          else self.sessions_dir)
         self.push_screen(PathPrompt("Save the session", str(store.finished_path(default)),
-                                    note=note, resolve=store.finished_path, replace=False),
+                                    note=note, resolve=store.saved_path, replace=False),
                          chosen)
 
     @work(thread=True, exit_on_error=False, group="files")
@@ -711,14 +711,11 @@ class AbtuiApp(App[int]):
 
         try:
             if what == "save":
-                from abtui.sessions.store import LIVE_SUFFIX, SessionWriter, name_of
+                from abtui.sessions.store import save_events
 
-                # journalled beside its final name, which close() gives it (path)
-                writer = SessionWriter(path.with_name(name_of(path) + LIVE_SUFFIX),
-                                       profile=self.profile.name, pairs=list(self.state.pairs))
-                for event in events:
-                    writer.write(event)
-                line = f"saved {len(events)} events to {writer.close()}"
+                written = save_events(path, events, profile=self.profile.name,
+                                      pairs=list(self.state.pairs))
+                line = f"saved {len(events)} events to {written}"
             else:
                 from abtui.reports.exports import render
                 from abtui.sessions.session import Session

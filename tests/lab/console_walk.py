@@ -742,10 +742,10 @@ class Walker:
         if said is None:
             return
         await self.settle()
-        target = said  # where the dialog said it would write
+        target = typed or said  # a typed X.abtui.jsonl is written exactly there, plain
         if typed is not None and said != typed:
-            self.failures.notes.append(f"step {step.n}: typed {typed.name}, the save dialog "
-                                       f"said (and wrote) {said.name}")
+            self.fail("save-where-typed", f"s: typed {typed}, the dialog said it would "
+                      f"write {said}")
         # the console says how it went in its log: "saved ..." or "save failed: ..."
         said_line = await self.wait_for(
             lambda: any("sav" in line.lower() for line in self.log[lines:]), 15)
@@ -768,6 +768,13 @@ class Walker:
         if got < intervals:
             self.fail("save-complete", f"s ({step.arg}): {target} holds {got} intervals, the "
                       f"console had shown {intervals}")
+        if typed is not None:
+            if target.read_bytes()[:2] == b"\x1f\x8b":
+                self.fail("save-where-typed", f"s: typed {typed.name}, written gzip'ed")
+            try:  # what the user does next with it
+                export_json(typed)
+            except AssertionError as exc:
+                self.fail("save-exports", str(exc))
 
     async def do_export(self, step: Step) -> None:
         typed = None if step.arg == "default" else \

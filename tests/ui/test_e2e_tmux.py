@@ -50,6 +50,45 @@ class Term:
         raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
 
 
+STARTED: dict[int, bytes] = {}  # consoles the tests started: PID -> its command line
+
+
+def console_pid(term: Term, window: str = "e2e", timeout: float = 10.0) -> int:
+    """The PID of what the window's shell runs (abtui): its one child."""
+    shell = int(term.tmux("display", "-p", "-t", window, "#{pane_pid}").strip())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        if children:
+            pid = int(children[0])
+            with contextlib.suppress(OSError):
+                STARTED[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()
+            return pid
+        time.sleep(0.05)
+    raise AssertionError("abtui did not start")
+
+
+def end_console(pid: int, wait_s: float = 10.0) -> None:
+    """End a console this test started, by its PID: SIGTERM (it restores the hosts, within
+    abtui.ui.guard's bound), then SIGKILL if it is still there. A test that fails or times
+    out must not leave a console measuring behind it."""
+    def ours() -> bool:  # still that process (not a PID used again), and not a zombie
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes() == STARTED.get(pid) != b""
+        except OSError:
+            return False
+    if not pid or not ours():
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if ours():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.fixture
 def term() -> Iterator[Term]:
     t = Term(f"abtui-e2e-{os.getpid()}")
@@ -69,23 +108,27 @@ def test_console_in_a_real_terminal(term: Term, tmp_path: Path) -> None:
     cmd = (f"cd {ROOT} && {sys.executable} -m abtui tui --replay --speed 10 --pairs 2; "
            f"echo $? > {rc}; sleep 60")
     term.tmux("new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", cmd)
-    term.wait("three intervals in both panes", lambda s: intervals_shown(s) >= 3)
-    screen = term.screen()
-    assert "REPLAY (synthetic)" in screen
-    assert "a-snd → a-rcv" in screen and "b-snd → b-rcv" in screen
-    screen = term.wait("the initial phase row filled", lambda s: re.search(
-        r"^ initial\s+\d+\.\d\d n\d+", s, re.M) is not None)
-    assert not re.search(r"^ tcp_wmem=", screen, re.M)
-    term.keys("w")
-    term.wait("a phase row for the new tcp_wmem",
-              lambda s: re.search(r"^ tcp_wmem=4096 16384 65536\s+\d+\.\d\d n\d+", s, re.M)
-              is not None)
-    term.keys("C-q")
-    deadline = time.monotonic() + 20
-    while not rc.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert rc.exists(), term.screen()
-    assert rc.read_text().strip() == "0"
+    pid = console_pid(term)
+    try:
+        term.wait("three intervals in both panes", lambda s: intervals_shown(s) >= 3)
+        screen = term.screen()
+        assert "REPLAY (synthetic)" in screen
+        assert "a-snd → a-rcv" in screen and "b-snd → b-rcv" in screen
+        screen = term.wait("the initial phase row filled", lambda s: re.search(
+            r"^ initial\s+\d+\.\d\d n\d+", s, re.M) is not None)
+        assert not re.search(r"^ tcp_wmem=", screen, re.M)
+        term.keys("w")
+        term.wait("a phase row for the new tcp_wmem",
+                  lambda s: re.search(r"^ tcp_wmem=4096 16384 65536\s+\d+\.\d\d n\d+", s,
+                                      re.M) is not None)
+        term.keys("C-q")
+        deadline = time.monotonic() + 20
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rc.exists(), term.screen()
+        assert rc.read_text().strip() == "0"
+    finally:
+        end_console(pid)
 
 
 def _ns(alias: str, *cmd: str) -> str:
@@ -107,8 +150,10 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
     cmd = (f"cd {ROOT} && {env} {sys.executable} -m abtui demo --keep-lab; echo $? > {rc}; "
            "sleep 120")
     receivers = [f"{name}-a-rcv", f"{name}-b-rcv"]
+    pid = 0
     try:
         term.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "36", cmd)
+        pid = console_pid(term)
         term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 3, 90)
         from abtui.profile import load_profile
 
@@ -143,6 +188,7 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
         assert {h: _ns(h, "ip", "-o", "link", "show") for h in receivers} == links_before
         assert list((tmp_path / "sessions").glob("*.abtui.jsonl.gz"))  # the session, finished
     finally:
+        end_console(pid)  # before its hosts go: it restores them
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
         lab.down()
 
@@ -184,17 +230,14 @@ class Console:
         # run from tmp: whatever the console writes beside itself stays out of the checkout
         cmd = (f"cd {tmp} && {env} {run} tui {profile}; echo $? > {self.rc}; sleep 120")
         term.tmux("new-session", "-d", "-s", "e2e", "-x", str(size[0]), "-y", str(size[1]), cmd)
-        shell = int(term.tmux("display", "-p", "-t", "e2e", "#{pane_pid}").strip())
-        deadline = time.monotonic() + 10
-        self.pid = 0
-        while not self.pid and time.monotonic() < deadline:  # the shell's child: abtui
-            children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
-            self.pid = int(children[0]) if children else 0
-            time.sleep(0.05)
-        assert self.pid, "abtui did not start"
+        self.pid = console_pid(term)
 
     def ended(self) -> bool:
         return self.rc.exists()
+
+    def end(self) -> None:
+        """However the test went: the console it started is not left running."""
+        end_console(self.pid)
 
     def wait_end(self, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
@@ -388,6 +431,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
             problems += _restored_or_said(lab, profile, originals, con, "after the crash",
                                           tmp_path)
     finally:
+        con.end()
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
     assert not problems, "\n".join(problems)
 
@@ -450,8 +494,6 @@ def test_a_console_that_dies_leaves_the_hosts_as_they_were(term: Term, tmp_path:
         assert rc is not None, f"{where}: the console is still running 90 s later"
         problems = _restored_or_said(lab, profile, originals, con, where, tmp_path)
     finally:
-        if not con.ended():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(con.pid, signal.SIGKILL)
+        con.end()
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
     assert not problems, "\n".join(problems)

@@ -104,7 +104,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         shown = " | ".join(line.strip() for line in screen.splitlines() if line.strip())
         raise RuntimeError(f"{exc}; the terminal showed: {shown[-400:]!r}") from exc
     finally:
-        from tests.ui.test_e2e_tmux import end_console
+        from tests.e2e.term import end_console
 
         end_console(pid)  # (exec: the pane's process is the console)
         subprocess.run([TMUX, "-S", socket, "kill-server"], capture_output=True)

@@ -9,12 +9,11 @@ import dataclasses
 
 import pytest
 
-from abtui.core.model import EventKind
+from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
-from tests.lab.test_engine import WMEM, Recorder, lab_profile, make_engine, no_strays, until
+from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine, until
 
-pytestmark = pytest.mark.lab
-__all__ = ["no_strays"]  # (the autouse check that nothing is left on the hosts)
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
 
 async def test_a_restarting_knob_flipped_mid_step_measures_the_new_setting(lab: Lab):

@@ -10,10 +10,10 @@ import signal
 
 import pytest
 
-from abtui.core.model import EventKind
+from abtui.core.events import EventKind
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import RECOVER, run_console
-from tests.ui.conftest import make_app, until
+from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui
 
@@ -107,7 +107,7 @@ async def test_sigterm_while_restoring_hangs_leaves_within_the_bound() -> None:
 STUCK = """
 import asyncio, os, signal, time
 from abtui.ui.guard import run_console
-from tests.ui.conftest import make_app
+from tests.ui.console_kit import make_app
 
 app = make_app(intervals=4)
 

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from abtui.ui.widgets import PairPane
-from tests.ui.conftest import make_app, replayed
+from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui
 
@@ -67,7 +67,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
     made: the panes drop their sparklines so the phase table and a few log lines still show."""
     import dataclasses
 
-    from abtui.core.model import EventKind
+    from abtui.core.events import EventKind
 
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -101,7 +101,7 @@ CONFIGS = [
 async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> None:
     """Labels too long for the configuration column are shortened so that no two rows of
     different configurations read the same; where they fit they are shown whole."""
-    from abtui.core.model import Event, EventKind
+    from abtui.core.events import Event, EventKind
 
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:

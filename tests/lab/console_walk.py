@@ -727,7 +727,8 @@ class Walker:
             inp.value = str(path)  # typing the path (what a user does), in one go
             await self.pause()
         where = plain(screen.query_one("#where", Static))
-        m = re.search(r"(/\S.*)$", where)
+        # "will write PATH", and " (replacing the file there)" when one is
+        m = re.search(r"(/\S.*?)(?: \(replacing the file there\))?$", where)
         said = Path(m.group(1).strip()) if m else Path(inp.value)
         await self.press("enter")
         return said

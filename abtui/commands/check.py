@@ -131,13 +131,12 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
 
 async def _check_setting(manager: KnobManager, knob: Knob,
                          target: Target) -> tuple[bool, str]:
-    from abtui.core.controller import KnobRefused
     from abtui.core.errors import AbtuiError
 
     try:
         setting = manager.setting(knob, target)
         current = await manager.read(target.host, setting)
-    except (AbtuiError, KnobRefused) as exc:
+    except AbtuiError as exc:
         return False, f"not readable: {getattr(exc, 'reason', exc)}"
     dialect = manager.dialects[target.host]
     bad = []

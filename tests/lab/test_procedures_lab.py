@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_test_lab
+from tests.lab.namespaces import make_test_lab
 
 pytestmark = pytest.mark.lab
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.profile import parse_profile
 from abtui.reports import compare, exports, report, stats
 from abtui.reports.formatting import sig

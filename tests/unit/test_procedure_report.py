@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind, KnobKind, Scope
+from abtui.core.events import Event, EventKind
+from abtui.core.model import KnobKind, Scope
 from abtui.lab.mapping import STANDIN_KEY, LabFacts, ensure_lab, map_profile, quick
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile

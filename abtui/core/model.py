@@ -284,8 +284,19 @@ class Interval:
 
 
 @dataclass(slots=True)
+class CpuUtil:
+    """iperf3's own CPU utilization of one side over its test (its `CPU Utilization:` line,
+    `cpu_utilization_percent` in JSON): percent of one core, user + system = total."""
+
+    total: float
+    user: float
+    system: float
+
+
+@dataclass(slots=True)
 class IperfSummary:
-    """iperf3's end-of-test sender/receiver lines."""
+    """iperf3's end-of-test sender/receiver lines, and each side's CPU as iperf3 measured it
+    (None when iperf3 did not print it: no -V, a side it never heard from)."""
 
     protocol: str = "tcp"
     sender_bits_per_second: float | None = None
@@ -296,6 +307,9 @@ class IperfSummary:
     jitter_ms: float | None = None
     lost_percent: float | None = None
     duration: float | None = None
+    # the data's sender and receiver (--bidir: the client and the server)
+    sender_cpu: CpuUtil | None = None
+    receiver_cpu: CpuUtil | None = None
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from abtui.core.model import (
     Event,
     EventKind,
     Interval,
+    IperfSummary,
     LinkState,
     Pair,
     PingReply,
@@ -106,7 +107,8 @@ class RunHooks:
     phase_for: PhaseFor
     ping_parser_factory: PingParserFactory | None = None
     # every raw line of iperf3's client output, as received: (run id, line); the server's
-    # lines, when the run reads them (UDP sent by the client), under run id + SERVER_SUFFIX
+    # lines, when the run reads them (UDP sent by the client, -R in text mode), under run id
+    # + SERVER_SUFFIX
     raw_sink: Callable[[str, str], None] | None = None
     # a process left on a host whose link dropped: ended once the link is back
     orphan: Callable[[HostLink, int], None] | None = None
@@ -127,6 +129,20 @@ def measured(interval: Interval, opts: TestOptions) -> bool:
 def reads_server(opts: TestOptions) -> bool:
     """UDP the client sends (forward, --bidir): what arrived is in the server's lines."""
     return opts.udp and not opts.reverse
+
+
+def reads_server_cpu(opts: TestOptions, json_stream: bool) -> bool:
+    """-R in text mode: the client prints no `CPU Utilization:` line when it receives, the
+    server (the sender, run with -V) prints the sender's."""
+    return opts.reverse and not json_stream
+
+
+def fill_cpu(summary: IperfSummary | None, other: IperfSummary | None) -> None:
+    """Take the CPU figures `summary` lacks from the other side's log."""
+    if summary is None or other is None:
+        return
+    summary.sender_cpu = summary.sender_cpu or other.sender_cpu
+    summary.receiver_cpu = summary.receiver_cpu or other.receiver_cpu
 
 
 def classify_iperf_error(message: str, spec: RunSpec, receiver: str) -> tuple[str, bool]:
@@ -196,6 +212,7 @@ class PairRun:
         self._server: RemoteProcess | None = None
         self._server_lines: _Lines | None = None
         self._server_task: asyncio.Task[None] | None = None
+        self._server_parser: Any = None
         self._client: RemoteProcess | None = None
         self._client_lines: _Lines | None = None
         self._ping: RemoteProcess | None = None
@@ -229,7 +246,8 @@ class PairRun:
 
     async def _start_server(self) -> None:
         port = self.spec.port
-        keep = reads_server(self.spec.options)
+        keep = reads_server(self.spec.options) or reads_server_cpu(self.spec.options,
+                                                                   self.spec.json_stream)
         for _ in range(PORT_TRIES):
             argv = server_argv(port, self.spec.program)
             if keep and self.spec.receiver_stdbuf:
@@ -394,6 +412,8 @@ class PairRun:
         ping = await self._finish_ping()
         await self.cleanup()
         summary = iperf_summary_of(result)
+        if self._server_parser is not None:
+            fill_cpu(summary, iperf_summary_of(self._server_parser.finish()))
         reverse = iperf_summary_of(result, reverse=True) if self.status != "error" else None
         extra: dict[str, Any] = {"reverse_summary": asdict(reverse)} if reverse else {}
         self._event(EventKind.RUN_END, run=self.spec.run_id, status=self.status,
@@ -414,12 +434,16 @@ class PairRun:
     async def _server_loop(self) -> None:
         """The server's lines (UDP the client sends): what arrived, interval by interval."""
         assert self._server_lines is not None
-        parser = self.hooks.parser_factory("text")  # the server is always run in text mode
+        # the server is always run in text mode; its intervals count for UDP the client
+        # sends, its CPU line for -R (reads_server_cpu)
+        parser = self._server_parser = self.hooks.parser_factory("text")
+        take = reads_server(self.spec.options)
         while (line := await self._server_lines.get(None)) is not None:
             if self.hooks.raw_sink is not None:
                 self.hooks.raw_sink(self.spec.run_id + SERVER_SUFFIX, line)
             for interval in parser.feed(line):
-                self._take(interval, self._server_lines.arrived)
+                if take:
+                    self._take(interval, self._server_lines.arrived)
 
     async def _finish_server(self) -> None:
         """Let the server print its last intervals (it exits after its one test); a server

@@ -79,7 +79,8 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
     """A phase's figures: `bits_per_second` is its throughput as every table defines it (the
     mean of its run-level values, abtui.reports.throughput); `throughput` summarizes those values,
     `intervals` the counted intervals' rates (`noisy`: they vary more than stats.NOISE_CV);
-    sender/receiver are iperf3's own summary when the phase is exactly one finished run."""
+    sender/receiver (rates and CPU) are iperf3's own summary when the phase is exactly one
+    finished run."""
     ph = session.phases[phase_ix]
     st = stats.phase_stats(session, ph)
     rate = stats.phase_rate(session, ph)
@@ -97,6 +98,9 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "sender_bits_per_second": (own or {}).get("sender_bits_per_second") or rate.mean,
         "receiver_bits_per_second": (own or {}).get("receiver_bits_per_second"),
         "retransmits": int(np.nansum(retr)) if retr.size and np.isfinite(retr).any() else None,
+        # iperf3's own CPU figures (null unless the phase is one run that has them)
+        "sender_cpu": (own or {}).get("sender_cpu"),
+        "receiver_cpu": (own or {}).get("receiver_cpu"),
         "throughput": rate.to_json(),
         "intervals": st["throughput"].to_json(),
         "rtt_ms": st["rtt"].to_json(),

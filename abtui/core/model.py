@@ -168,6 +168,8 @@ class TestOptions:
     ping_interval: float = 0.2
     # > 0: `ping -c N` on the idle link before iperf3 starts; 0: ping alongside iperf3
     ping_count: int = 0
+    # sample each host's CPU time during runs (a CPU event per host and sample)
+    host_cpu: bool = True
     extra_args: tuple[str, ...] = ()
     # the iperf3 program on the hosts: a name looked up in PATH, or an absolute path
     iperf3: str = DEFAULT_IPERF3
@@ -243,6 +245,11 @@ class HostFacts:
     kernel_version: str = ""
     cpu_model: str = ""
     cpu_count: int | None = None
+    # the CPUs' maximum (else current) frequency, MHz: cycles per byte in the reports
+    cpu_mhz: float | None = None
+    # "own": the host's CPU figures are its own; "shared": a network namespace whose
+    # /proc/stat is the whole machine's (abtui.core.cpu); "": cannot tell
+    cpu_scope: str = ""
     iperf3_version: str = ""
     ping_version: str = ""
     nic_driver: str = ""
@@ -360,6 +367,9 @@ class EventKind(StrEnum):
                      line: "packets" is the datagrams due, lost ones included)}   (pair)
     - PING:         {"run", "phase", "seq", "rtt_ms"}                               (pair)
     - WATCH:        {"run", "name", "value"}                                  (pair, host)
+    - CPU:          {"run", "phase", "straddles", "total": [ticks], "cpus": [[ticks], ...]}:
+                    CPU time the host spent per state since its previous sample, in
+                    abtui.core.cpu.FIELDS order, over all CPUs and per CPU    (pair, host)
     - RUN_END:      {"run", "status": "ok"|"error"|"incomplete"|"stopped",
                      "summary": asdict(IperfSummary) | None, "ping": asdict(PingSummary)|None,
                      "message", "reverse_summary"?: asdict(IperfSummary) (--bidir's
@@ -385,6 +395,7 @@ class EventKind(StrEnum):
     INTERVAL = "interval"
     PING = "ping"
     WATCH = "watch"
+    CPU = "cpu"
     RUN_END = "run_end"
     PHASE = "phase"
     PROGRESS = "progress"

@@ -44,6 +44,7 @@ from abtui.measure.seams import (
     iperf_summary_of,
     ping_summary_of,
 )
+from abtui.parse.cputimes import parse_cpu_times, since
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     armed,
@@ -66,6 +67,8 @@ SERVER_END_TIMEOUT = 3.0
 # An interval shorter than this share of the interval setting is the stub a server prints as
 # the test ends (`2.00-2.00 sec`): its rate is no measurement of its own.
 STUB_FRACTION = 0.1
+# Host CPU is sampled at the run's interval, never more often than this.
+CPU_MIN_PERIOD = 0.5
 # The raw sink's run key for the server's lines: "<run id>/server".
 SERVER_SUFFIX = "/server"
 
@@ -98,6 +101,9 @@ class RunSpec:
     # the receiver has stdbuf (its server's lines are read for UDP)
     receiver_stdbuf: bool = False
     watches: list[Watch] = field(default_factory=list)
+    # host alias -> the command that prints its CPU time counters (TestOptions.host_cpu):
+    # sampled every max(interval, CPU_MIN_PERIOD) s during the run
+    cpu_commands: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -378,6 +384,7 @@ class PairRun:
             self._event(EventKind.PING, run=self.spec.run_id, phase=self.hooks.phase_for(
                 self.label, time.time(), 0.0)[0], seq=reply.seq, rtt_ms=reply.rtt_ms)
         self._start_watches()
+        self._start_cpu()
         opts = self.spec.options
         stall_s = STALL_INTERVALS * opts.interval
         deadline = time.monotonic() + stall_s + opts.omit + CONNECT_ALLOWANCE
@@ -561,6 +568,43 @@ class PairRun:
             for name, text in samples:
                 self._event(EventKind.WATCH, host=link.alias, run=self.spec.run_id, name=name,
                             value=_number(text.strip()))
+
+    def _start_cpu(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = max(self.spec.options.interval, CPU_MIN_PERIOD)
+        links = {link.alias: link for link in (self.sender, self.receiver)}
+        for alias, link in links.items():
+            command = self.spec.cpu_commands.get(alias)
+            if command:
+                self._watch_tasks.append(loop.create_task(self._cpu_loop(link, command,
+                                                                         period)))
+
+    async def _cpu_loop(self, link: HostLink, command: str, period: float) -> None:
+        """The host's CPU time every `period` s, one round trip each: a CPU event with what
+        each state gained since the previous sample (the first one is only the base)."""
+        before = None
+        complained = False
+        due = time.monotonic()
+        while True:
+            try:
+                now = parse_cpu_times(await link.check(command, timeout=max(2.0, period)))
+                if now is None:
+                    raise RemoteError(link.alias, "its CPU time counters were not readable")
+            except RemoteError as exc:
+                if not complained:
+                    self._event(EventKind.ERROR, host=link.alias,
+                                message=f"host CPU: {exc.reason}")
+                    complained = True
+                before = None
+            else:
+                got = since(before, now) if before is not None else None
+                if got is not None:
+                    phase, straddles = self.hooks.phase_for(self.label, time.time(), period)
+                    self._event(EventKind.CPU, host=link.alias, run=self.spec.run_id,
+                                phase=phase, straddles=straddles, total=got[0], cpus=got[1])
+                before = now
+            due += period
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
 
     @staticmethod
     async def _sysctl_names(link: HostLink, pattern: str) -> list[str]:

@@ -18,8 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from abtui.core.model import Interval, IperfSummary
-from abtui.core.model import CpuUtil
+from abtui.core.model import CpuUtil, Interval, IperfSummary
 from abtui.parse.iperf3_result import Iperf3Result, forget_unheard, local_sends, place_cpu
 
 _BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}

@@ -24,6 +24,14 @@ case $os in
 Linux)
   echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
   echo "cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)"
+  f=$(cat /sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq 2>/dev/null)
+  if [ -n "$f" ]; then echo "cpu_mhz=$((f / 1000))"
+  else echo "cpu_mhz=$(sed -n 's/^cpu MHz[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"; fi
+  # a named network namespace (ip netns) of a machine that runs other things on the same
+  # kernel: its /proc/stat is the whole machine's
+  if n=$(ip netns identify 2>/dev/null); then
+    if [ -n "$n" ]; then echo "cpu_scope=shared"; else echo "cpu_scope=own"; fi
+  else echo "cpu_scope="; fi
   if [ -n "$dev" ]; then
     ethtool -i "$dev" 2>/dev/null |
       sed -n 's/^driver: /nic_driver=/p; s/^firmware-version: /nic_firmware=/p'
@@ -32,6 +40,8 @@ Linux)
 FreeBSD)
   echo "cpu_model=$(sysctl -n hw.model)"
   echo "cpu_count=$(sysctl -n hw.ncpu)"
+  echo "cpu_mhz=$(sysctl -n hw.clockrate 2>/dev/null)"
+  echo "cpu_scope=own"
   if [ -n "$dev" ]; then
     drv=${dev%%[0-9]*}; unit=${dev#"$drv"}
     echo "nic_driver=$drv"
@@ -71,10 +81,15 @@ def parse_facts(alias: str, out: str, device: str | None = None) -> HostFacts:
             values.setdefault(key, value.strip())
     facts = HostFacts(alias=alias)
     for name in ("os", "hostname", "kernel_release", "kernel_version", "cpu_model",
-                 "iperf3_version", "ping_version", "nic_driver", "nic_firmware"):
+                 "iperf3_version", "ping_version", "nic_driver", "nic_firmware", "cpu_scope"):
         setattr(facts, name, values.get(name, ""))
     count = values.get("cpu_count", "")
     facts.cpu_count = int(count) if count.isdigit() else None
+    try:
+        mhz = float(values.get("cpu_mhz", ""))
+        facts.cpu_mhz = mhz if 0 < mhz < 1e6 else None
+    except ValueError:
+        facts.cpu_mhz = None
     speed = values.get("link_speed", "")
     if speed.lstrip("-").isdigit():
         facts.link_speed = f"{int(speed)} Mb/s" if int(speed) > 0 else ""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from abtui.core.configuration import config_id, config_label
+from abtui.core.cpu import FIELDS, busy_share, ticks
 from abtui.core.model import Event, EventKind
 
 NO_PHASE = -1
@@ -98,6 +99,13 @@ def _interval_columns() -> Columns:
                    packets="d")
 
 
+def _cpu_columns() -> Columns:
+    # one host's CPU samples: event time, run and phase (NO_PHASE: straddling a change), the
+    # ticks each state gained over all CPUs (abtui.core.cpu.FIELDS), the CPU count and the
+    # busiest CPU's busy share (a saturated core hides in a many-core total)
+    return Columns(t="d", run="i", phase="i", **{f: "d" for f in FIELDS}, cpus="i", peak="d")
+
+
 def _ping_columns() -> Columns:
     return Columns(t="d", seq="q", rtt="d", phase="i", run="i")
 
@@ -140,6 +148,8 @@ class Session:
         # (pair, host, name) -> (times, values); values NaN where not a number
         self.watches: dict[tuple[str | None, str | None, str], tuple[array[float], array[float]]]
         self.watches = {}
+        # (pair, host) -> the host's CPU samples during the pair's runs (_cpu_columns)
+        self.cpu: dict[tuple[str, str], Columns] = {}
         self.marks: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.links: list[dict[str, Any]] = []
@@ -327,6 +337,23 @@ class Session:
         series[0].append(ev.t)
         series[1].append(value)
 
+    def _on_cpu(self, ev: Event, d: dict[str, Any]) -> None:
+        if ev.pair is None or ev.host is None:
+            return
+        total = ticks(d.get("total"))
+        cpus = [t for t in map(ticks, d.get("cpus") or []) if t is not None]
+        if total is None:
+            raise ValueError("no CPU ticks")
+        run = self._run(ev.pair, d.get("run"))
+        phase_id = d.get("phase")
+        phase = (self._phase(ev.pair, phase_id, ev.t)
+                 if phase_id is not None and not d.get("straddles") else NO_PHASE)
+        series = self.cpu.get((ev.pair, ev.host))
+        if series is None:
+            series = self.cpu[(ev.pair, ev.host)] = _cpu_columns()
+        peak = max((b for b in map(busy_share, cpus) if b is not None), default=NAN)
+        series.append(ev.t, run, phase, *total, len(cpus) or 1, peak)
+
     def _finish(self) -> None:
         if self.profile_text and (not self.pair_hosts or not self.profile_name):
             doc = _toml(self.profile_text)
@@ -428,6 +455,7 @@ _HANDLERS = {
     EventKind.PING: Session._on_ping,
     EventKind.PHASE: Session._on_phase,
     EventKind.WATCH: Session._on_watch,
+    EventKind.CPU: Session._on_cpu,
     EventKind.SKEW: _on_skew,
     EventKind.ERROR: _simple("errors"),
     EventKind.MARK: _simple("marks"),

@@ -72,7 +72,7 @@ def test_text_without_v_has_none() -> None:
 def _doc_cpu(path: Path) -> dict[str, float]:
     text = path.read_text()
     if path.suffix == ".jsonl":
-        end = [json.loads(x) for x in text.splitlines() if '"event":"end"' in x][0]["data"]
+        end = next(json.loads(x) for x in text.splitlines() if '"event":"end"' in x)["data"]
     else:
         end = json.loads(text)["end"]
     return dict(end["cpu_utilization_percent"])

@@ -209,8 +209,8 @@ def test_a_stopped_run_is_null_in_the_journal_and_a_dash_in_the_report() -> None
     runs = report.split("## Runs", 1)[1].split("\n## ", 1)[0]
     header, _, row = [line for line in runs.splitlines() if line.startswith("|")]
     cells = dict(zip(header.split("|"), row.split("|"), strict=True))
-    (receiver,) = [v for k, v in cells.items() if k.strip().startswith("receiver")]
-    (sender,) = [v for k, v in cells.items() if k.strip().startswith("sender")]
+    (receiver,) = [v for k, v in cells.items() if k.strip().startswith("receiver (")]
+    (sender,) = [v for k, v in cells.items() if k.strip().startswith("sender (")]
     assert receiver.strip() == "—"
     assert float(sender) > 0
 

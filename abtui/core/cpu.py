@@ -45,6 +45,18 @@ def busy_cores(total: Sequence[float], cpus: int) -> float | None:
     return None if share is None or cpus < 1 else share * cpus
 
 
+def sample_figures(data: dict[str, Any]) -> tuple[float, float] | None:
+    """A CPU event's (busy % of one core, softirq % of all CPU time): 100 = one core busy, as
+    top and iperf3 count; None for a record that has no ticks."""
+    total = ticks(data.get("total"))
+    cpus = data.get("cpus")
+    n = len(cpus) if isinstance(cpus, list) and cpus else 1
+    if total is None:
+        return None
+    cores, soft = busy_cores(total, n), softirq_share(total)
+    return None if cores is None or soft is None else (cores * 100, soft * 100)
+
+
 # What a host's CPU figures are, from its facts' `cpu_scope` (remote/facts.py): "shared" when
 # the host is a network namespace of a machine whose other processes it shares the kernel with
 # (the lab's namespace hosts): its /proc/stat is the whole machine's.

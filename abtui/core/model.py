@@ -367,7 +367,8 @@ class EventKind(StrEnum):
                      line: "packets" is the datagrams due, lost ones included)}   (pair)
     - PING:         {"run", "phase", "seq", "rtt_ms"}                               (pair)
     - WATCH:        {"run", "name", "value"}                                  (pair, host)
-    - CPU:          {"run", "phase", "straddles", "total": [ticks], "cpus": [[ticks], ...]}:
+    - CPU:          {"run", "role", "phase", "straddles", "total": [ticks], "cpus": [[ticks],
+                    ...]}:
                     CPU time the host spent per state since its previous sample, in
                     abtui.core.cpu.FIELDS order, over all CPUs and per CPU    (pair, host)
     - RUN_END:      {"run", "status": "ok"|"error"|"incomplete"|"stopped",

@@ -585,6 +585,7 @@ class PairRun:
         before = None
         complained = False
         due = time.monotonic()
+        role = "sender" if link is self.sender else "receiver"
         while True:
             try:
                 now = parse_cpu_times(await link.check(command, timeout=max(2.0, period)))
@@ -601,7 +602,8 @@ class PairRun:
                 if got is not None:
                     phase, straddles = self.hooks.phase_for(self.label, time.time(), period)
                     self._event(EventKind.CPU, host=link.alias, run=self.spec.run_id,
-                                phase=phase, straddles=straddles, total=got[0], cpus=got[1])
+                                role=role, phase=phase, straddles=straddles, total=got[0],
+                                cpus=got[1])
                 before = now
             due += period
             await asyncio.sleep(max(0.0, due - time.monotonic()))

@@ -83,7 +83,7 @@ class CpuCell:
         hosts = session.hosts_of(pair)
         segs = stats.keyed_segments(session, pair, phases=phases)
         for side in SIDES:
-            host = hosts.get(side)
+            host = hosts.get(side) or session.cpu_hosts.get((pair, side))
             mhz = (session.facts.get(host or "") or {}).get("cpu_mhz")
             self.cycles[side] = isinstance(mhz, int | float) and mhz > 0
             sampled = host_samples(session, pair, host, phases)

@@ -150,6 +150,8 @@ class Session:
         self.watches = {}
         # (pair, host) -> the host's CPU samples during the pair's runs (_cpu_columns)
         self.cpu: dict[tuple[str, str], Columns] = {}
+        # (pair, "sender"|"receiver") -> the host its CPU samples came from
+        self.cpu_hosts: dict[tuple[str, str], str] = {}
         self.marks: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.links: list[dict[str, Any]] = []
@@ -348,6 +350,8 @@ class Session:
         phase_id = d.get("phase")
         phase = (self._phase(ev.pair, phase_id, ev.t)
                  if phase_id is not None and not d.get("straddles") else NO_PHASE)
+        if d.get("role") in ("sender", "receiver"):
+            self.cpu_hosts[(ev.pair, str(d["role"]))] = ev.host
         series = self.cpu.get((ev.pair, ev.host))
         if series is None:
             series = self.cpu[(ev.pair, ev.host)] = _cpu_columns()

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from abtui.core.configuration import config_id, config_label
+from abtui.core.cpu import SHARED as CPU_SHARED
+from abtui.core.cpu import sample_figures
 from abtui.core.model import (
     Event,
     EventKind,
@@ -77,6 +79,10 @@ class PairState:
     intervals: int = 0
     error: str = ""
     status: str = "idle"
+    # host CPU, latest sample: "sender"/"receiver" -> (busy % of one core, softirq %);
+    # hosts whose CPU figures are the whole machine's (namespace hosts)
+    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
+    cpu_shared: set[str] = field(default_factory=set)
 
     @property
     def link(self) -> str:
@@ -208,6 +214,13 @@ class ConsoleState:
                     self.pairs[lb].rtt.append(float(rtt))
                     self.pairs[lb].rtt_phase.add(float(rtt))
             return None
+        if kind is EventKind.CPU:
+            got = sample_figures(d)
+            for lb in labels:
+                ps = self.pairs[lb]
+                if got is not None:
+                    ps.cpu["sender" if event.host == ps.sender else "receiver"] = got
+            return None
         if kind is EventKind.LINK:
             state = str(d.get("state", ""))
             for lb in labels:
@@ -218,6 +231,8 @@ class ConsoleState:
             facts = d.get("facts") or {}
             for lb in labels:
                 self.pairs[lb].kernels[str(event.host)] = str(facts.get("kernel_release", ""))
+            for lb in labels if facts.get("cpu_scope") == CPU_SHARED else ():
+                self.pairs[lb].cpu_shared.add(str(event.host))
             tunnels = facts.get("tunnels")
             if isinstance(tunnels, dict) and tunnels:
                 self.host_tunnels[str(event.host)] = {str(k): str(v) for k, v in tunnels.items()}

@@ -1,0 +1,148 @@
+"""Host CPU: the counters read (Linux /proc/stat through the dialect's own command, FreeBSD
+kern.cp_times), turned into per-sample ticks, folded into a session, and the report's CPU
+cost section: CPU % and efficiency per configuration with Δ and verdict like throughput's."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from abtui.core.cpu import FIELDS, busy_cores, sample_figures
+from abtui.core.model import Event, EventKind
+from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
+from abtui.remote.dialects import FreeBSD, Linux
+from abtui.reports.report import markdown
+from abtui.sessions.session import Session
+from tests import synth
+
+PROC_STAT = """cpu  100 5 50 1000 10 3 7 2 0 0
+cpu0 60 5 30 500 5 2 4 1 0 0
+cpu1 40 0 20 500 5 1 3 1 0 0
+"""
+
+
+def test_linux_command_reads_only_the_cpu_lines_of_this_machine() -> None:
+    out = subprocess.run(["sh", "-c", Linux.cpu_times_command], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.splitlines() and all(x.startswith("cpu") for x in out.splitlines())
+    times = parse_cpu_times(out)
+    assert times is not None and len(times.cpus) == len(out.splitlines()) - 1
+
+
+def test_proc_stat_fields() -> None:
+    t = parse_cpu_times(PROC_STAT)
+    assert t is not None
+    # user+nice, system, irq, softirq, idle+iowait, steal
+    assert t.total == (105, 50, 3, 7, 1010, 2)
+    assert t.cpus == ((65, 30, 2, 4, 505, 1), (40, 20, 1, 3, 505, 1))
+
+
+def test_freebsd_cp_times() -> None:
+    assert FreeBSD.cpu_times_command == "sysctl -n kern.cp_times"
+    t = parse_cpu_times("10 1 20 3 100 5 0 6 1 50\n")
+    assert t is not None
+    assert t.cpus == ((11, 20, 3, 0, 100, 0), (5, 6, 1, 0, 50, 0))
+    assert t.total == (16, 26, 4, 0, 150, 0)
+
+
+@pytest.mark.parametrize("text", ["", "hello", "cpu0 1 2", "1 2 3", "cpu x y z w v"])
+def test_not_cpu_times(text: str) -> None:
+    assert parse_cpu_times(text) is None
+
+
+def test_since_gives_what_each_state_gained_and_refuses_what_does_not_line_up() -> None:
+    a = CpuTimes((1, 1, 0, 0, 10, 0), ((1, 1, 0, 0, 10, 0),))
+    b = CpuTimes((3, 2, 0, 1, 14, 0), ((3, 2, 0, 1, 14, 0),))
+    assert since(a, b) == ([2, 1, 0, 1, 4, 0], [[2, 1, 0, 1, 4, 0]])
+    assert since(b, a) is None  # counters went back
+    assert since(a, CpuTimes(a.total, ())) is None  # CPUs went away
+    assert busy_cores([2, 1, 0, 1, 4, 0], 2) == pytest.approx(1.0)
+
+
+# A: sender and receiver 1 core busy of 2; B: 1.5 cores. 4 runs per pair and configuration.
+BUSY = {"A": [25, 15, 0, 10, 50, 0], "B": [40, 20, 5, 10, 25, 0]}
+
+
+def cpu_session(facts: dict[str, object] | None = None) -> Session:
+    def events() -> Iterator[Event]:
+        configs = [{"tcp_wmem": "default"}, {"tcp_wmem": "64k"}]
+        rates = {"A": [[10e9] * 4, [9e9] * 4], "B": [[11e9] * 4, [9e9] * 4]}
+        hosts = {"A": ("lab-a-snd", "lab-a-rcv"), "B": ("lab-b-snd", "lab-b-rcv")}
+        for ev in synth.plan(configs, rates):
+            if ev.kind is EventKind.SESSION_START:
+                yield ev
+                for pair_hosts in hosts.values():
+                    for h in pair_hosts:
+                        yield Event(EventKind.FACTS, ev.t, host=h,
+                                    data={"facts": {"alias": h, "cpu_count": 2, **(facts or {})}})
+                continue
+            if ev.kind is EventKind.RUN_END and ev.pair:
+                ev.data["summary"]["sender_cpu"] = {"total": 25.4, "user": 0.3, "system": 25.1}
+                ev.data["summary"]["receiver_cpu"] = None
+            yield ev
+            if ev.kind is EventKind.INTERVAL and ev.pair:
+                for role, h in zip(("sender", "receiver"), hosts[ev.pair], strict=True):
+                    row = BUSY[ev.pair]
+                    yield Event(EventKind.CPU, ev.t, pair=ev.pair, host=h, data={
+                        "run": ev.data["run"], "role": role, "phase": ev.data["phase"],
+                        "straddles": False, "total": [2 * x for x in row],
+                        "cpus": [row, row]})
+    return Session.from_events(events())
+
+
+def test_session_keeps_each_hosts_samples() -> None:
+    s = cpu_session()
+    assert set(s.cpu) == {("A", "lab-a-snd"), ("A", "lab-a-rcv"), ("B", "lab-b-snd"),
+                          ("B", "lab-b-rcv")}
+    cols = s.cpu[("B", "lab-b-snd")]
+    assert len(cols) == 2 * 4 * 5 and cols["cpus"][0] == 2
+    assert cols["peak"][0] == pytest.approx(0.75)
+    assert sample_figures({"total": [2 * x for x in BUSY["B"]], "cpus": [1, 2]}) == (
+        pytest.approx(150.0), pytest.approx(10.0))
+
+
+def section(report: str, title: str) -> list[list[str]]:
+    body = report.split(title, 1)[1].split("\n\n", 2)[1]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in body.splitlines()[2:]]
+
+
+def test_report_cpu_and_efficiency_per_configuration_with_delta_and_verdict() -> None:
+    report = markdown(cpu_session(), chart=False)
+    rows = section(report, "### Sender CPU (% of one core; the host's CPU samples)")
+    assert rows[0][:3] == ["tcp_wmem=default", "100.00 ± 0.00 (n=4)", "150.00 ± 0.00 (n=4)"]
+    assert rows[0][3].startswith("+50.0% [+50.0, +50.0] (p=0.029 n=4+4)")
+    receiver = section(report, "### Receiver CPU (% of one core; the host's CPU samples)")
+    assert receiver[0][3].startswith("+50.0%")
+    eff = section(report, "### Sender efficiency: Gbit/s per busy core (more is better)")
+    assert eff[0][1:3] == ["10.00 ± 0.00 (n=4)", "7.33 ± 0.00 (n=4)"]
+    assert eff[0][3].startswith("-26.7%")
+    soft = section(report, "Sender softirq share of all its CPU time (%):")
+    assert soft[0][1:3] == ["10.00 ± 0.00 (n=4)", "10.00 ± 0.00 (n=4)"]
+    runs = report.split("## Runs", 1)[1]
+    assert "sender CPU % | receiver CPU %" in runs
+    assert "| 25.4 (0.3u/25.1s) | — |" in runs
+    assert "whole machine's CPU" not in report
+
+
+def test_cycles_per_byte_with_the_frequency_and_the_shared_machine_said() -> None:
+    report = markdown(cpu_session({"cpu_mhz": 2000.0, "cpu_scope": "shared"}), chart=False)
+    eff = section(report, "### Sender efficiency: CPU cycles per byte (fewer is better)")
+    # 1 core at 2 GHz moving 10 Gbit/s: 2e9 / 1.25e9 = 1.6 cycles per byte
+    assert eff[0][1] == "1.60 ± 0.00 (n=4)"
+    assert "⚠ Host CPU of lab-a-rcv, lab-a-snd, lab-b-rcv, lab-b-snd is the whole machine's" \
+        in report
+
+
+def test_without_samples_the_report_uses_iperf3s_own_figures() -> None:
+    s = cpu_session()
+    s.cpu.clear()
+    report = markdown(s, chart=False)
+    rows = section(report, "### Sender CPU (% of one core; iperf3's own figure)")
+    assert rows[0][1:3] == ["25.40 ± 0.00 (n=4)", "25.40 ± 0.00 (n=4)"]
+    assert "### Receiver CPU (% of one core; nothing recorded)" in report
+
+
+def test_fields_order_is_the_events() -> None:
+    assert FIELDS == ("user", "system", "irq", "softirq", "idle", "steal")

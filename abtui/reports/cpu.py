@@ -200,6 +200,42 @@ LEGEND = ("CPU %: busy time (user, system, irq, softirq) ÷ elapsed, 100 = one c
           "positive CPU Δ is more CPU spent).")
 
 
+def cell_json(c: CpuCell) -> dict[str, Any]:
+    """A CpuCell for the JSON export: per side, where its figures come from, the run-level
+    CPU % (100 = one core), softirq share and efficiency values and their summaries."""
+    out: dict[str, Any] = {}
+    for side in SIDES:
+        out[side] = {
+            "source": c.source[side] or None,
+            "cpu_percent": stats.summarize(c.cpu[side]).to_json(),
+            "run_samples": c.cpu[side],
+            "softirq_percent": stats.summarize(c.softirq[side]).to_json(),
+            "efficiency": {"unit": "cycles/byte" if c.cycles[side] else "bits/s per core",
+                           **stats.summarize(c.efficiency[side]).to_json(),
+                           "run_samples": c.efficiency[side]},
+        }
+    return out
+
+
+def series_json(session: Session) -> list[dict[str, Any]]:
+    """Each host's CPU samples: time, run index, busy % of one core and softirq % per sample
+    (the ticks themselves are in the session file)."""
+    out = []
+    for (pair, host), cols in session.cpu.items():
+        busy, soft = [], []
+        for i in range(len(cols)):
+            row = [cols[f][i] for f in rules.FIELDS]
+            cores = rules.busy_cores(row, cols["cpus"][i])
+            share = rules.softirq_share(row)
+            busy.append(None if cores is None else cores * 100)
+            soft.append(None if share is None else share * 100)
+        out.append({"pair": pair, "host": host, "shared": rules.shared(session.facts.get(host)),
+                    "t": list(cols["t"]), "run": list(cols["run"]), "busy_percent": busy,
+                    "softirq_percent": soft, "cpus": list(cols["cpus"]),
+                    "peak_cpu_busy_percent": [p * 100 for p in cols["peak"]]})
+    return out
+
+
 def run_columns(run: Run) -> list[str]:
     """The runs table's CPU cells: iperf3's own sender and receiver figures."""
     out = []

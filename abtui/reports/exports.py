@@ -163,6 +163,9 @@ def to_json(session: Session) -> dict[str, Any]:
             "summary": _phase_summary(session, ph.index),
         })
     table = stats.cells(session)
+    from abtui.reports import cpu
+
+    cpu_cells = cpu.cells(session, table)
     return {
         "format": "abtui-export", "version": 1,
         "session": {"name": session.name, "path": str(session.path or ""),
@@ -185,7 +188,9 @@ def to_json(session: Session) -> dict[str, Any]:
                   "stats": {m: s.to_json() for m, s in stats.run_stats(session, r).items()
                             if s.n or m != "throughput_rx"}}
                  for r in session.runs],
-        "configurations": [c.to_json() for row in table.values() for c in row.values()],
+        "configurations": [{**c.to_json(), "cpu": cpu.cell_json(cpu_cells[k][p])}
+                           for k, row in table.items() for p, c in row.items()],
+        "host_cpu": cpu.series_json(session),
         "originals": session.originals, "knob_changes": session.knob_changes,
         "knob_errors": session.knob_errors, "tunnels": session.tunnels,
         "watches": [{"pair": k[0], "host": k[1], "name": k[2], "t": list(v[0]),

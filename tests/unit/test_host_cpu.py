@@ -146,3 +146,21 @@ def test_without_samples_the_report_uses_iperf3s_own_figures() -> None:
 
 def test_fields_order_is_the_events() -> None:
     assert FIELDS == ("user", "system", "irq", "softirq", "idle", "steal")
+
+
+def test_json_export_carries_cpu_cells_series_and_iperf3s_figures() -> None:
+    from abtui.reports.exports import to_json
+
+    doc = to_json(cpu_session({"cpu_scope": "shared"}))
+    cells = {(c["pair"], c["config"]): c["cpu"] for c in doc["configurations"]}
+    b = cells[("B", "tcp_wmem=default")]
+    assert b["sender"]["source"] == "host" and b["sender"]["run_samples"] == [150.0] * 4
+    assert b["sender"]["efficiency"]["unit"] == "bits/s per core"
+    series = {(x["pair"], x["host"]): x for x in doc["host_cpu"]}
+    snd = series[("B", "lab-b-snd")]
+    assert snd["shared"] is True and snd["busy_percent"][0] == pytest.approx(150.0)
+    assert len(snd["t"]) == 40
+    assert doc["runs"][0]["summary"]["sender_cpu"]["total"] == 25.4
+    assert doc["phases"][0]["summary"]["sender_cpu"] == {"total": 25.4, "user": 0.3,
+                                                         "system": 25.1}
+    assert doc["phases"][0]["summary"]["receiver_cpu"] is None

@@ -68,7 +68,7 @@ SERVER_END_TIMEOUT = 3.0
 # the test ends (`2.00-2.00 sec`): its rate is no measurement of its own.
 STUB_FRACTION = 0.1
 # Host CPU is sampled at the run's interval, never more often than this.
-CPU_MIN_PERIOD = 0.5
+CPU_MIN_PERIOD = 1.0
 # The raw sink's run key for the server's lines: "<run id>/server".
 SERVER_SUFFIX = "/server"
 

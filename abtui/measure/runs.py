@@ -605,8 +605,10 @@ class PairRun:
                                 role=role, phase=phase, straddles=straddles, total=got[0],
                                 cpus=got[1])
                 before = now
-            due += period
-            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            # on a fixed beat; a sample that took longer than a period (a slow link) is not
+            # made up for with a burst
+            due = max(due + period, time.monotonic())
+            await asyncio.sleep(due - time.monotonic())
 
     @staticmethod
     async def _sysctl_names(link: HostLink, pattern: str) -> list[str]:

@@ -164,3 +164,55 @@ def test_json_export_carries_cpu_cells_series_and_iperf3s_figures() -> None:
     assert doc["phases"][0]["summary"]["sender_cpu"] == {"total": 25.4, "user": 0.3,
                                                          "system": 25.1}
     assert doc["phases"][0]["summary"]["receiver_cpu"] is None
+
+
+class _CpuLink:
+    """A host whose control shell answers the CPU command from a script of outputs."""
+
+    def __init__(self, alias: str, outputs: list[str]) -> None:
+        self.alias = alias
+        self.outputs = outputs
+        self.commands: list[str] = []
+
+    async def check(self, command: str, timeout: float = 10.0) -> str:
+        self.commands.append(command)
+        if not self.outputs:
+            from abtui.core.errors import RemoteError
+
+            raise RemoteError(self.alias, "link lost")
+        return self.outputs.pop(0)
+
+
+def test_sampler_one_round_trip_per_sample_and_ticks_since_the_previous() -> None:
+    import asyncio
+
+    from abtui.core.model import Pair
+    from abtui.core.model import TestOptions as Options
+    from abtui.measure.runs import PairRun, RunHooks, RunSpec
+
+    first = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
+    second = "cpu  160 0 70 1010 0 5 15 0\ncpu0 160 0 70 1010 0 5 15 0\n"
+    third = "cpu  170 0 75 1100 0 5 15 0\ncpu0 170 0 75 1100 0 5 15 0\n"
+    events: list[Event] = []
+    spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"),
+                   options=Options(), target="10.0.0.2", seconds=2, port=5201,
+                   cpu_commands={"snd": Linux.cpu_times_command})
+    hooks = RunHooks(emit=events.append, parser_factory=lambda fmt: None,  # type: ignore[arg-type]
+                     phase_for=lambda label, t, span: (3, False))
+    snd = _CpuLink("snd", [first, second, third])
+    run = PairRun(spec, snd, _CpuLink("rcv", []), hooks)  # type: ignore[arg-type]
+
+    async def sample() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(run._cpu_loop(snd, Linux.cpu_times_command, 0.02),  # type: ignore[arg-type]
+                                   0.15)
+
+    asyncio.run(sample())
+    cpu = [e for e in events if e.kind is EventKind.CPU]
+    assert [e.data["total"] for e in cpu] == [[60, 20, 5, 5, 10, 0], [10, 5, 0, 0, 90, 0]]
+    assert cpu[0].host == "snd" and cpu[0].data["role"] == "sender"
+    assert cpu[0].data["phase"] == 3 and cpu[0].data["cpus"] == [[60, 20, 5, 5, 10, 0]]
+    assert snd.commands[:3] == [Linux.cpu_times_command] * 3
+    # the link lost afterwards: said once, not once per sample
+    errors = [e for e in events if e.kind is EventKind.ERROR]
+    assert len(errors) == 1 and "host CPU" in errors[0].data["message"]

@@ -24,12 +24,20 @@ case $os in
 Linux)
   echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
   echo "cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)"
-  f=$(cat /sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq 2>/dev/null)
+  # shell builtins only (no fork: a slow guest answers in time)
+  f=; m=/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq
+  [ -r "$m" ] && read -r f < "$m"
   if [ -n "$f" ]; then echo "cpu_mhz=$((f / 1000))"
-  else echo "cpu_mhz=$(sed -n 's/^cpu MHz[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"; fi
+  else
+    while IFS=: read -r k v; do
+      case $k in "cpu MHz"*) echo "cpu_mhz=${v# }"; break;; esac
+    done < /proc/cpuinfo
+  fi
   # a named network namespace (ip netns) of a machine that runs other things on the same
-  # kernel: its /proc/stat is the whole machine's
-  if n=$(ip netns identify 2>/dev/null); then
+  # kernel: its /proc/stat is the whole machine's (`ip` only runs where namespaces exist)
+  set -- /run/netns/*
+  if [ ! -e "$1" ]; then echo "cpu_scope=own"
+  elif n=$(ip netns identify 2>/dev/null); then
     if [ -n "$n" ]; then echo "cpu_scope=shared"; else echo "cpu_scope=own"; fi
   else echo "cpu_scope="; fi
   if [ -n "$dev" ]; then

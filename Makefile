@@ -10,7 +10,7 @@ DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux 
 # cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.
 TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64
 
-.PHONY: setup demo test bench soak lint clean-venv lab-down kernels
+.PHONY: setup demo test bench soak reliability lint clean-venv lab-down kernels
 
 setup: .deps-stamp $(VENV)/.installed
 
@@ -29,7 +29,7 @@ setup: .deps-stamp $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test,vm]'
+	$(PY) -m pip install -q -e '.[test,vm,plot]'
 	@touch $@
 
 # apt's package lists may be missing or stale on a fresh machine: updated once, then retried.
@@ -50,8 +50,12 @@ test: setup kernels
 bench: setup
 	$(PY) -m tests.bench
 
+# reliability.md: the fault scenarios' outcomes of one run, written only when asked
+reliability: setup kernels
+	ABTUI_RELIABILITY_TABLE=1 $(VENV)/bin/pytest -q
+
 soak: setup
-	ABTUI_SOAK_SECONDS=600 $(VENV)/bin/pytest -q -m lab tests/lab -k soak
+	ABTUI_RELIABILITY_TABLE=1 ABTUI_SOAK_SECONDS=600 $(VENV)/bin/pytest -q -m lab tests/lab -k soak
 	ABTUI_WALK_SEED=random ABTUI_WALK_STEPS=600 $(VENV)/bin/pytest -q -m lab tests/lab/test_console_walk.py
 
 lint: setup

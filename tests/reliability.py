@@ -1,8 +1,9 @@
 """The reliability table: what this run found for each fault scenario, and nothing older.
 
 A scenario test is marked `@pytest.mark.reliability(NUMBER, SCENARIO, CHECKED)` and takes the
-`reliability` fixture; once its assertions passed it calls `reliability.row(**figures)`. Every
-run that selected at least one scenario test rewrites reliability.md at the repository root,
+`reliability` fixture; once its assertions passed it calls `reliability.row(**figures)`. A run
+asked to (ABTUI_RELIABILITY_TABLE=1: `make reliability`, `make soak`) that selected at least one
+scenario test rewrites reliability.md at the repository root,
 one row per scenario with this run's outcome: pass (with its figures), fail (with the error), or
 skipped (with the reason: skipped by the test, not run because the run stopped first, or not
 selected in this run). No earlier outcome survives a run that did not pass the scenario.
@@ -10,6 +11,7 @@ selected in this run). No earlier outcome survives a run that did not pass the s
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -157,14 +159,18 @@ def write_table(scenarios: dict[str, Scenario], command: str, path: Path = TABLE
         "# Reliability\n\n"
         f"Written by the test run of {when}:\n`{command}`\n\n"
         "The fault scenarios are in tests/lab/test_faults.py and the tests that cover them\n"
-        "elsewhere (`make test` runs them all, the soak for 40 s; `make soak` runs the soak for\n"
-        "600 s). Every row is that run's outcome: pass with the figures measured, fail with the\n"
-        "error, or skipped with the reason (a scenario the run did not select says so).\n\n"
+        "elsewhere (`make reliability` runs them all, the soak for 40 s; `make soak` runs the\n"
+        "soak for 600 s). Every row is that run's outcome: pass with the figures measured, fail\n"
+        "with the error, or skipped with the reason (a scenario the run did not select says\n"
+        "so).\n\n"
         + HEADER + "\n".join(lines) + "\n")
 
 
+ASK = "ABTUI_RELIABILITY_TABLE"  # "1": this run writes the table
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _RUN.scenarios:
+    if _RUN.scenarios and os.environ.get(ASK) == "1":
         args = " ".join(session.config.invocation_params.args)
         stopped = bool(session.shouldstop or session.shouldfail) or \
             exitstatus == pytest.ExitCode.INTERRUPTED

@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 
 T0 = 1_780_000_000.0
 PROFILE = """[profile]

@@ -51,7 +51,7 @@ def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[An
 def _recorded_profile(events: list[Any], path: Path) -> Any:
     """The profile a session recorded (its SESSION_START), else one inferred from its events."""
     from abtui.core.errors import BadInput
-    from abtui.core.model import EventKind
+    from abtui.core.events import EventKind
     from abtui.measure.replay import profile_from_events
     from abtui.profile import parse_profile
 

@@ -9,13 +9,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from abtui.core.model import Event, Profile
+from abtui.core.events import Event
+from abtui.core.model import Profile
 
 Mode = Literal["continuous", "plan"]
-
-
-class KnobRefused(Exception):
-    """A knob change was refused (and rolled back everywhere); str() is the one-line reason."""
 
 
 class Controller(Protocol):

@@ -1,4 +1,8 @@
-"""Errors that carry one clear line for the user, and the exit code that goes with it."""
+"""Every exception abtui raises on purpose: one line for the user, and the exit code with it.
+
+All but two (ProfileError and Invalid, which the profile loader turns into a BadInput line that
+names the file, line and field) are AbtuiErrors, so a caller that only needs "it failed, say why"
+catches AbtuiError once instead of converting one kind into another."""
 
 from __future__ import annotations
 
@@ -34,3 +38,33 @@ class RemoteError(AbtuiError):
         super().__init__(f"{host}: {message}")
         self.host = host
         self.reason = message
+
+
+class KnobRefused(AbtuiError):
+    """A knob change was refused (and rolled back everywhere); str() is the one-line reason."""
+
+
+class RunFailed(AbtuiError):
+    """A run could not start; str() is the one-line message for the user."""
+
+    def __init__(self, message: str, run_id: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.run_id = run_id
+
+
+class LabError(AbtuiError):
+    """A lab step failed; the message names the step."""
+
+
+class ProfileError(Exception):
+    """A problem at a key path; the loader turns it into `FILE:LINE: FIELD: message`."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+class Invalid(ValueError):
+    """A value is wrong. str() is "what was wrong; what was expected"."""

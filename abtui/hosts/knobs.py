@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from abtui.core.controller import KnobRefused
-from abtui.core.errors import BadInput, RemoteError
-from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair
+from abtui.core import events
+from abtui.core.errors import BadInput, KnobRefused, RemoteError
+from abtui.core.events import Event
+from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.remote.dialects import (
     PERMISSION,
@@ -204,9 +205,8 @@ class KnobManager:
             self.journal.original(host, str(s.kind), s.key, s.device, value, knob.name)
         self.originals[ident] = (value, knob.name)
         if self.emit is not None:
-            self.emit(Event(EventKind.ORIGINAL, host=host,
-                            data={"knob": knob.name, "key": s.key, "value": value,
-                                  "device": s.device, "kind": str(s.kind)}))
+            self.emit(Event.of(events.Original(knob=knob.name, key=s.key, value=value,
+                                               device=s.device, kind=str(s.kind)), host=host))
 
     async def apply(self, knob: Knob, value: str, targets: Sequence[Target]) -> ApplyResult:
         """Set `value` on every target, concurrently; all or nothing (KnobRefused names the
@@ -331,8 +331,8 @@ class KnobManager:
                     if self.journal is not None:
                         self.journal.restored(host, str(s.kind), s.key, s.device)
                 if self.emit is not None:
-                    self.emit(Event(EventKind.RESTORE, host=host, data={
-                        "knob": knob, "value": value, "ok": ok, "message": msg}))
+                    self.emit(Event.of(events.Restore(knob=knob, value=value, ok=ok,
+                                                      message=msg), host=host))
             return out
 
 

@@ -16,8 +16,10 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from abtui.core import events
 from abtui.core.errors import BadInput, RemoteError
-from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair, TunnelType
+from abtui.core.events import Event
+from abtui.core.model import Knob, KnobKind, Pair, TunnelType
 from abtui.hosts.tunnel_commands import (
     TUNNEL_OSES,
     End,
@@ -110,8 +112,7 @@ class TunnelManager:
             else:
                 target = await self._up(label, ttype)
             if self.emit is not None:
-                self.emit(Event(EventKind.TUNNEL, pair=label,
-                                data={"type": ttype.value, "target": target}))
+                self.emit(Event.of(events.Tunnel(type=ttype.value, target=target), pair=label))
             return target
 
     async def _ends(self, label: str, ttype: TunnelType) -> tuple[End, End]:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from abtui.core.errors import AbtuiError, BadInput, MissingPrerequisite
+from abtui.core.errors import AbtuiError, BadInput, LabError, MissingPrerequisite
 from abtui.core.pids import pid_alive
 
 if TYPE_CHECKING:
@@ -74,10 +74,6 @@ class LabHost:
     @property
     def vm(self) -> bool:
         return bool(self.kernel)
-
-
-class LabError(AbtuiError):
-    """A lab step failed; the message names the step."""
 
 
 def check_kernel_pairs(kernels: Mapping[str, str], pairs: int) -> dict[str, str]:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from abtui import __version__
+from abtui.core import events
 from abtui.core.configuration import pair_value
-from abtui.core.controller import KnobRefused, Mode
-from abtui.core.errors import AbtuiError, RemoteError
+from abtui.core.controller import Mode
+from abtui.core.errors import AbtuiError, KnobRefused, RemoteError, RunFailed
+from abtui.core.events import Event, EventKind
 from abtui.core.model import (
     DEFAULT_IPERF3,
-    Event,
-    EventKind,
     Knob,
     KnobKind,
     LinkState,
@@ -39,7 +39,7 @@ from abtui.hosts.connect import open_hosts, probe_tunnels
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.measure.phases import PairPhases
 from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, TUNNEL, PlanStep, expand
-from abtui.measure.runs import PairRun, RunFailed, RunHooks, RunSpec
+from abtui.measure.runs import PairRun, RunHooks, RunSpec
 from abtui.measure.seams import (
     Emit,
     HostKnobs,
@@ -144,9 +144,9 @@ class Engine:
         and with them the knob layer that knows every original value to restore."""
         if self.links:
             return
-        self.emit(Event(EventKind.SESSION_START, data={
+        self.emit(Event.of(events.SessionStart.from_data({
             "profile_text": self.profile.source_text, "profile_path": self.profile.source_path,
-            "abtui_version": __version__, **self.start_data}))
+            "abtui_version": __version__, **self.start_data})))
         hosts = await open_hosts(self.profile, on_state=self._on_link_state)
         self.links, self.dialects = hosts.links, hosts.dialects
         doubted = [f"{a}: {hosts.errors.get(a) or link.hostkey_problem}"
@@ -159,10 +159,10 @@ class Engine:
                              "(update known_hosts if the new key is expected)")
         await probe_tunnels(self.profile, hosts)
         for alias, facts in hosts.facts.items():
-            self.emit(Event(EventKind.FACTS, host=alias, data={"facts": asdict(facts)}))
+            self.emit(Event.of(events.Facts(facts=asdict(facts)), host=alias))
         for alias, message in hosts.errors.items():
             text = message if alias in message else f"{alias}: {message}"
-            self.emit(Event(EventKind.ERROR, host=alias, data={"message": text}))
+            self.emit(Event.of(events.Error(message=text), host=alias))
         programs = {(alias, self._options(pair).iperf3) for pair in self.profile.pairs
                     for alias in (pair.sender, pair.receiver)}
         await asyncio.gather(*(self._detect(self.links[alias], program)
@@ -197,7 +197,7 @@ class Engine:
             config = {k.name: values[label] for k, values in zip(knobs, found, strict=True)
                       if isinstance(values, dict) and label in values}
             phases.config = config
-            self.emit(Event(EventKind.CONFIG, pair=label, data={"config": dict(config)}))
+            self.emit(Event.of(events.Config(config=dict(config)), pair=label))
 
     async def _current(self, knob: Knob) -> dict[str, str]:
         """One knob's value now, per pair it applies to."""
@@ -242,8 +242,7 @@ class Engine:
                 self.phases[label].config[knob.name] = knob.initial
 
     def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
-        self.emit(Event(EventKind.LINK, host=link.alias,
-                        data={"state": str(state), "message": message}))
+        self.emit(Event.of(events.Link(state=str(state), message=message), host=link.alias))
         if state is LinkState.CONNECTED and any(o[0] is link for o in self._orphans):
             self._spawn(self._end_orphans(link))
         if state is LinkState.LOST:  # a pair's run cannot go on half-watched: end it now
@@ -265,9 +264,9 @@ class Engine:
         self.has_bash[link.alias] = "__abtui_bash" in lines
         self.has_stdbuf[link.alias] = "__abtui_stdbuf" in lines
         if version is None:
-            self.emit(Event(EventKind.ERROR, host=link.alias, data={
-                "message": f"{link.alias}: iperf3 is not installed (`{program}` not "
-                           f"found): {_install_hint(program)}"}))
+            self.emit(Event.of(events.Error(
+                message=f"{link.alias}: iperf3 is not installed (`{program}` not "
+                        f"found): {_install_hint(program)}"), host=link.alias))
 
     # ---- runs ---------------------------------------------------------------------------
     def _options(self, pair: Pair) -> TestOptions:
@@ -310,10 +309,9 @@ class Engine:
         return self.phases[label].classify(received, duration)
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:
-        self.emit(Event(EventKind.ERROR, pair=label, data={"message": message}))
-        self.emit(Event(EventKind.RUN_END, pair=label, data={
-            "run": run_id, "status": "error", "summary": None, "ping": None,
-            "message": message}))
+        self.emit(Event.of(events.Error(message=message), pair=label))
+        self.emit(Event.of(events.RunEnd(run=run_id, status="error", summary=None, ping=None,
+                                         message=message), pair=label))
 
     async def _start_group(self, labels: Sequence[str], seconds: int,
                            ports: Mapping[str, int] | None = None) -> list[PairRun]:
@@ -355,19 +353,18 @@ class Engine:
         for run, clock in zip(ready, clocks, strict=True):
             self._runs[run.label] = run
             self.phases[run.label].measured = True
-            self.emit(Event(EventKind.RUN_START, pair=run.label, data={
-                "run": run.spec.run_id, "config": dict(self.phases[run.label].config),
-                "phase": self.phases[run.label].phase,
-                "host_clock": clock,
-                "skew_ms": None if clock is None or first is None else (clock - first) * 1e3,
-                "options": _jsonable(asdict(run.spec.options)), "target": run.spec.target,
-                "port": run.spec.port}))
+            self.emit(Event.of(events.RunStart(
+                run=run.spec.run_id, config=dict(self.phases[run.label].config),
+                phase=self.phases[run.label].phase,
+                host_clock=clock,
+                skew_ms=None if clock is None or first is None else (clock - first) * 1e3,
+                options=_jsonable(asdict(run.spec.options)), target=run.spec.target,
+                port=run.spec.port), pair=run.label))
         if len(known) > 1 and first is not None:
             skew = (max(known) - first) * 1e3
             self.skews.append(skew)
-            self.emit(Event(EventKind.SKEW, data={
-                "skew_ms": skew, "clocks": {r.label: c for r, c in zip(ready, clocks,
-                                                                         strict=True)}}))
+            self.emit(Event.of(events.Skew(
+                skew_ms=skew, clocks={r.label: c for r, c in zip(ready, clocks, strict=True)})))
         if self._stopping:  # stopped while they were being released
             await asyncio.gather(*(r.stop() for r in ready), return_exceptions=True)
         return ready
@@ -546,17 +543,14 @@ class Engine:
             else:
                 targets = await self.applier.apply(k, value, [self.profile.pair(x)
                                                               for x in labels])
-        except (KnobRefused, AbtuiError) as exc:
-            self.emit(Event(EventKind.KNOB_ERROR, data={"knob": k.name, "value": value,
-                                                       "message": str(exc)}))
+        except AbtuiError as exc:  # the one place a host's or an option's error becomes a refusal
+            self.emit(Event.of(events.KnobError(knob=k.name, value=value, message=str(exc))))
             raise exc if isinstance(exc, KnobRefused) else KnobRefused(str(exc)) from exc
-        self.emit(Event(EventKind.KNOB, data={
-            "knob": k.name, "value": value, "pairs": list(labels),
-            "hosts": self._hosts(k, labels)}))
+        self.emit(Event.of(events.Knob(knob=k.name, value=value, pairs=list(labels),
+                                       hosts=self._hosts(k, labels))))
         for label, target in targets.items():
             self.targets[label] = target
-            self.emit(Event(EventKind.TUNNEL, pair=label, data={"type": value,
-                                                                "target": target}))
+            self.emit(Event.of(events.Tunnel(type=value, target=target), pair=label))
         return targets
 
     def _hosts(self, knob: Knob, labels: Sequence[str]) -> list[str]:
@@ -564,19 +558,14 @@ class Engine:
                                   for label in labels for role in knob.scope.roles))
 
     def _set_iperf3_option(self, knob: Knob, value: str, labels: Sequence[str]) -> None:
-        """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...)."""
+        """An iperf3 knob's key names a test option (parallel, reverse, congestion, ...);
+        BadInput (which `_apply` reports as the refusal) when the value does not fit."""
         from abtui.profile.knobs import iperf3_setting
 
-        try:
-            key, converted = iperf3_setting(knob, value)
-        except AbtuiError as exc:
-            raise KnobRefused(str(exc)) from None
+        key, converted = iperf3_setting(knob, value)
         for label in labels:
-            trial = {**self.live_options[label], key: converted}
-            try:
-                options_for(self.profile.test, self.profile.pair(label), trial)
-            except AbtuiError as exc:
-                raise KnobRefused(str(exc)) from exc
+            options_for(self.profile.test, self.profile.pair(label),
+                        {**self.live_options[label], key: converted})
         for label in labels:
             self.live_options[label][key] = converted
 
@@ -591,11 +580,10 @@ class Engine:
         steps = expand(self.profile, seed)
         if self.profile.plan.shuffle:
             used = self.profile.plan.seed if self.profile.plan.seed is not None else seed
-            self.emit(Event(EventKind.MARK, data={"text": f"plan order: shuffled, seed {used}"}))
+            self.emit(Event.of(events.Mark(text=f"plan order: shuffled, seed {used}")))
         labels = [p.label for p in self.profile.pairs]
         started = time.monotonic()
-        self.emit(Event(EventKind.PROGRESS, data={"done": 0, "total": len(steps),
-                                                   "eta_s": None}))
+        self.emit(Event.of(events.Progress(done=0, total=len(steps), eta_s=None)))
         for done, step in enumerate(steps, 1):
             if self._stopping:
                 return
@@ -604,8 +592,8 @@ class Engine:
                 await asyncio.gather(*(self._stream(r) for r in runs))
             elapsed = time.monotonic() - started
             eta = elapsed / done * (len(steps) - done)
-            self.emit(Event(EventKind.PROGRESS, data={"done": done, "total": len(steps),
-                                                       "eta_s": round(eta, 1)}))
+            self.emit(Event.of(events.Progress(done=done, total=len(steps),
+                                               eta_s=round(eta, 1))))
             if done < len(steps) and not self._stopping:
                 await asyncio.sleep(self.profile.plan.pause)
 
@@ -622,9 +610,9 @@ class Engine:
             try:
                 await self.set_knob(name, value, labels)
             except KnobRefused as exc:
-                self.emit(Event(EventKind.ERROR, data={
-                    "message": f"plan step {step.index + 1} ({_describe(step.config)}) "
-                               f"skipped: {exc}"}))
+                self.emit(Event.of(events.Error(
+                    message=f"plan step {step.index + 1} ({_describe(step.config)}) "
+                            f"skipped: {exc}")))
                 self.failed_runs += 1
                 return False
         return True
@@ -640,7 +628,7 @@ class Engine:
 
     # ---- the rest -----------------------------------------------------------------------
     async def mark(self, text: str) -> None:
-        self.emit(Event(EventKind.MARK, data={"text": text}))
+        self.emit(Event.of(events.Mark(text=text)))
 
     def _add_orphan(self, link: HostLink, pgid: int) -> None:
         self._orphans.append((link, pgid))
@@ -666,13 +654,13 @@ class Engine:
                                  return_exceptions=True)
             pending = getattr(self.applier, "failures", [])
             for line in pending:
-                self.emit(Event(EventKind.ERROR, data={"message": line}))
+                self.emit(Event.of(events.Error(message=line)))
             if self.journal is not None:  # kept when something is left for `abtui recover`
                 if self._orphans or pending:
                     self.journal.close()
                 else:
                     self.journal.finish()
-            self.emit(Event(EventKind.SESSION_END, data={"reason": reason}))
+            self.emit(Event.of(events.SessionEnd(reason=reason)))
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from abtui.core.controller import KnobRefused
-from abtui.core.errors import EXIT_FAILED, EXIT_OK
-from abtui.core.model import Event, EventKind, Profile, interval_rate
+from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
+from abtui.core.events import Event, EventKind
+from abtui.core.model import Profile, interval_rate
 from abtui.measure.engine import Engine, KnobApplierFactory
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.reports.throughput import Segment, span_of

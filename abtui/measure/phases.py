@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from abtui.core.model import Event, EventKind
+from abtui.core import events
+from abtui.core.events import Event
 
 SLACK_S = 0.05
 
@@ -51,9 +52,8 @@ class PairPhases:
             self.pending = None
             return None
         self.measured = False
-        closed = Event(EventKind.PHASE, t=end, pair=self.pair, data={
-            "phase": self.phase, "config": dict(self.config), "start": self.start,
-            "end": begin})
+        closed = Event.of(events.Phase(phase=self.phase, config=dict(self.config),
+                                       start=self.start, end=begin), t=end, pair=self.pair)
         self.phase += 1
         self.config = {**self.config, **updates}
         self.start = end
@@ -67,8 +67,8 @@ class PairPhases:
         it); a later start opens the next phase with the same configuration."""
         if not self.measured:
             return None
-        closed = Event(EventKind.PHASE, t=t, pair=self.pair, data={
-            "phase": self.phase, "config": dict(self.config), "start": self.start, "end": t})
+        closed = Event.of(events.Phase(phase=self.phase, config=dict(self.config),
+                                       start=self.start, end=t), t=t, pair=self.pair)
         self.phase += 1
         self.start = t
         self.measured = False

@@ -18,20 +18,11 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from abtui.core.controller import KnobRefused, Mode
-from abtui.core.errors import BadInput
-from abtui.core.model import (
-    Event,
-    EventKind,
-    Knob,
-    KnobKind,
-    LinkState,
-    Pair,
-    Plan,
-    Profile,
-    Scope,
-    TestOptions,
-)
+from abtui.core import events
+from abtui.core.controller import Mode
+from abtui.core.errors import BadInput, KnobRefused
+from abtui.core.events import Event, EventKind
+from abtui.core.model import Knob, KnobKind, LinkState, Pair, Plan, Profile, Scope, TestOptions
 
 T0 = 1_767_225_600.0  # 2026-01-01 00:00 UTC: synthetic sessions' fixed start (no clocks)
 LABELS = "ABCDEFGH"
@@ -101,24 +92,25 @@ class Synth:
 
     def preamble(self, t: float) -> list[Event]:
         """What connect() reports: session start, every host's link and facts, originals."""
-        out = [Event(EventKind.SESSION_START, t, data={
-            "profile_text": self.profile.source_text or "", "abtui_version": "replay",
-            "profile_path": self.profile.source_path or ""})]
+        out = [Event.of(events.SessionStart(
+            profile_text=self.profile.source_text or "", abtui_version="replay",
+            profile_path=self.profile.source_path or ""), t)]
         for i, pair in enumerate(self.profile.pairs):
             for host in (pair.sender, pair.receiver):
-                out.append(Event(EventKind.LINK, t, host=host,
-                                 data={"state": str(LinkState.CONNECTED), "message": ""}))
-                out.append(Event(EventKind.FACTS, t, host=host, data={"facts": {
+                out.append(Event.of(events.Link(state=str(LinkState.CONNECTED), message=""), t,
+                                    host=host))
+                out.append(Event.of(events.Facts(facts={
                     "alias": host, "os": "Linux", "hostname": host,
                     "kernel_release": f"6.1.0-{18 + i}-amd64", "iperf3_version": "3.12",
-                    "nic_driver": "veth"}}))
+                    "nic_driver": "veth"}), t, host=host))
         for knob in self.profile.knobs:
             for pair in self.profile.pairs:
-                out.append(Event(EventKind.ORIGINAL, t, host=pair.sender, data={
-                    "knob": knob.name, "key": knob.key, "value": knob.values[0]}))
+                out.append(Event.of(events.Original(
+                    knob=knob.name, key=knob.key, value=knob.values[0], device=None,
+                    kind=str(knob.kind)), t, host=pair.sender))
         for pair in self.profile.pairs:  # the hosts "have" each knob's first value
-            out.append(Event(EventKind.CONFIG, t, pair=pair.label, data={
-                "config": {k.name: k.values[0] for k in self.profile.knobs}}))
+            out.append(Event.of(events.Config(
+                config={k.name: k.values[0] for k in self.profile.knobs}), t, pair=pair.label))
         return out
 
     def tick(self, t: float, run: int, phase: dict[str, int],
@@ -132,15 +124,15 @@ class Synth:
             bps = max(target * (1 + self.rng.gauss(0, 0.03)), 1e6)
             cw = self.cwnd[label] = 0.8 * self.cwnd[label] + 0.2 * (bps / 8 * 0.004)
             retr = self.rng.choice((0, 0, 0, 0, 1, 2, 5, 12))
-            out.append(Event(EventKind.INTERVAL, t, pair=label, data={
-                "run": run, "phase": phase[label], "start": round(t - T0 - dt, 6),
-                "end": round(t - T0, 6), "bytes": int(bps / 8 * dt), "bits_per_second": bps,
-                "retransmits": retr, "cwnd_bytes": int(cw), "omitted": False,
-                "straddles": False}))
+            out.append(Event.of(events.Interval(
+                run=run, phase=phase[label], start=round(t - T0 - dt, 6),
+                end=round(t - T0, 6), bytes=int(bps / 8 * dt), bits_per_second=bps,
+                retransmits=retr, cwnd_bytes=int(cw), omitted=False,
+                straddles=False), t, pair=label))
             rtt = 0.05 + 0.3 * (1 - min(bps / 1e10, 1)) + abs(self.rng.gauss(0, 0.02))
-            out.append(Event(EventKind.PING, t, pair=label, data={
-                "run": run, "phase": phase[label], "seq": int((t - T0) / dt),
-                "rtt_ms": round(rtt, 3)}))
+            out.append(Event.of(events.Ping(
+                run=run, phase=phase[label], seq=int((t - T0) / dt),
+                rtt_ms=round(rtt, 3)), t, pair=label))
         return out
 
 
@@ -155,24 +147,24 @@ def synthetic_events(profile: Profile | None = None, *, pairs: int = 2, interval
     phase = {p.label: 0 for p in profile.pairs}
     out = synth.preamble(T0)
     for pair in profile.pairs:
-        out.append(Event(EventKind.RUN_START, T0, pair=pair.label, data={
-            "run": 0, "config": dict(configs[pair.label]), "host_clock": T0, "skew_ms": 0.0,
-            "options": {"interval": synth.interval}}))
+        out.append(Event.of(events.RunStart(
+            run=0, config=dict(configs[pair.label]), host_clock=T0, skew_ms=0.0,
+            options={"interval": synth.interval}), T0, pair=pair.label))
     flip = intervals // 2 if flip_at is None else flip_at
     for k in range(1, intervals + 1):
         t = T0 + k * synth.interval
         if k == flip + 1 and profile.knobs and len(profile.knobs[0].values) > 1:
             knob = profile.knobs[0]
             for pair in profile.pairs:
-                out.append(Event(EventKind.PHASE, t - synth.interval, pair=pair.label, data={
-                    "phase": phase[pair.label], "config": dict(configs[pair.label]),
-                    "start": T0, "end": t - synth.interval}))
+                out.append(Event.of(events.Phase(
+                    phase=phase[pair.label], config=dict(configs[pair.label]),
+                    start=T0, end=t - synth.interval), t - synth.interval, pair=pair.label))
                 configs[pair.label][knob.name] = knob.values[1]
                 phase[pair.label] += 1
-            out.append(Event(EventKind.KNOB, t - synth.interval, data={
-                "knob": knob.name, "value": knob.values[1],
-                "pairs": [p.label for p in profile.pairs],
-                "hosts": [p.sender for p in profile.pairs]}))
+            out.append(Event.of(events.Knob(
+                knob=knob.name, value=knob.values[1],
+                pairs=[p.label for p in profile.pairs],
+                hosts=[p.sender for p in profile.pairs]), t - synth.interval))
         out.extend(synth.tick(t, 0, phase, configs))
     return out
 
@@ -277,10 +269,11 @@ class ReplayController:
             return
         for pair in self.profile.pairs:
             self._phase_start[pair.label] = self._vt
-            self._emit(Event(EventKind.RUN_START, self._vt, pair=pair.label, data={
-                "run": self._run, "config": dict(self.configs[pair.label]),
-                "host_clock": self._vt, "skew_ms": 0.0,
-                "options": {"interval": self._synth.interval, "mode": mode}}))
+            self._emit(Event.of(events.RunStart(
+                run=self._run, config=dict(self.configs[pair.label]),
+                host_clock=self._vt, skew_ms=0.0,
+                options={"interval": self._synth.interval, "mode": mode}), self._vt,
+                pair=pair.label))
         if mode == "plan":
             self._task = asyncio.create_task(self._plan(self.plan_steps()))
         else:
@@ -333,20 +326,19 @@ class ReplayController:
             else 5
         labels = list(self.configs)
         total = len(steps)
-        self._emit(Event(EventKind.PROGRESS, self._vt, data={
-            "done": 0, "total": total, "eta_s": total * per_step * dt}))
+        self._emit(Event.of(events.Progress(done=0, total=total,
+                                            eta_s=total * per_step * dt), self._vt))
         for i, config in enumerate(steps):
             for name, value in config.items():
                 if any(self.configs[lb].get(name) != value for lb in labels):
                     self._apply(name, value, labels)
             await self._ticks(per_step)
-            self._emit(Event(EventKind.PROGRESS, self._vt, data={
-                "done": i + 1, "total": total, "eta_s": (total - i - 1) * per_step * dt}))
+            self._emit(Event.of(events.Progress(
+                done=i + 1, total=total, eta_s=(total - i - 1) * per_step * dt), self._vt))
         for label in labels:
             self._close_phase(label)
-            self._emit(Event(EventKind.RUN_END, self._vt, pair=label, data={
-                "run": self._run, "status": "ok", "summary": None, "ping": None,
-                "message": ""}))
+            self._emit(Event.of(events.RunEnd(run=self._run, status="ok", summary=None,
+                                              ping=None, message=""), self._vt, pair=label))
 
     async def stop(self) -> None:
         if not self.running:
@@ -358,14 +350,14 @@ class ReplayController:
         self._task = None
         for pair in self.profile.pairs:
             self._close_phase(pair.label)
-            self._emit(Event(EventKind.RUN_END, self._vt, pair=pair.label, data={
-                "run": self._run, "status": "stopped", "summary": None, "ping": None,
-                "message": ""}))
+            self._emit(Event.of(events.RunEnd(run=self._run, status="stopped", summary=None,
+                                              ping=None, message=""), self._vt,
+                                pair=pair.label))
 
     def _close_phase(self, label: str) -> None:
-        self._emit(Event(EventKind.PHASE, self._vt, pair=label, data={
-            "phase": self.phase[label], "config": dict(self.configs[label]),
-            "start": self._phase_start[label], "end": self._vt}))
+        self._emit(Event.of(events.Phase(
+            phase=self.phase[label], config=dict(self.configs[label]),
+            start=self._phase_start[label], end=self._vt), self._vt, pair=label))
         self.phase[label] += 1
         self._phase_start[label] = self._vt
 
@@ -384,8 +376,8 @@ class ReplayController:
         await asyncio.sleep(self.step_delay)
         if knob in self.refuse or f"{knob}={value}" in self.refuse:
             message = f"{self.profile.pair(labels[0]).sender}: refused {knob}={value} (replay)"
-            self._emit(Event(EventKind.KNOB_ERROR, self._vt, data={
-                "knob": knob, "value": value, "message": message}))
+            self._emit(Event.of(events.KnobError(knob=knob, value=value, message=message),
+                                self._vt))
             raise KnobRefused(message)
         self._apply(knob, value, labels)
 
@@ -401,24 +393,25 @@ class ReplayController:
             if self.running:
                 self._close_phase(label)
             self.configs[label][knob] = value
-        self._emit(Event(EventKind.KNOB, self._vt, data={
-            "knob": knob, "value": value, "pairs": labels, "hosts": hosts}))
+        self._emit(Event.of(events.Knob(knob=knob, value=value, pairs=labels, hosts=hosts),
+                            self._vt))
         if k.kind is KnobKind.TUNNEL:
             for label in labels:
-                self._emit(Event(EventKind.TUNNEL, self._vt, pair=label, data={
-                    "type": value, "target": self.profile.pair(label).target}))
+                self._emit(Event.of(events.Tunnel(type=value,
+                                                  target=self.profile.pair(label).target),
+                                    self._vt, pair=label))
 
     async def mark(self, text: str) -> None:
-        self._emit(Event(EventKind.MARK, self._vt, data={"text": text}))
+        self._emit(Event.of(events.Mark(text=text), self._vt))
 
     async def shutdown(self) -> None:
         await self.stop()
         for knob, host in sorted(self._changed):
             await asyncio.sleep(self.step_delay)
             original = self.profile.knob(knob).values[0]
-            self._emit(Event(EventKind.RESTORE, self._vt, host=host, data={
-                "knob": knob, "value": original, "ok": True, "message": ""}))
+            self._emit(Event.of(events.Restore(knob=knob, value=original, ok=True, message=""),
+                                self._vt, host=host))
         for label in self.configs:
             self.configs[label] = {k.name: k.values[0] for k in self.profile.knobs}
         self._changed.clear()
-        self._emit(Event(EventKind.SESSION_END, self._vt, data={"reason": "shutdown"}))
+        self._emit(Event.of(events.SessionEnd(reason="shutdown"), self._vt))

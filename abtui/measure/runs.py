@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from abtui.core.errors import RemoteError
+from abtui.core import events
+from abtui.core.errors import RemoteError, RunFailed
+from abtui.core.events import Event
 from abtui.core.model import (
-    Event,
-    EventKind,
     Interval,
     IperfSummary,
     LinkState,
@@ -73,15 +73,6 @@ CPU_MIN_PERIOD = 1.0
 SERVER_SUFFIX = "/server"
 
 PhaseFor = Callable[[str, float, float], tuple[int, bool]]
-
-
-class RunFailed(Exception):
-    """A run could not start; str() is the one-line message for the user."""
-
-    def __init__(self, message: str, run_id: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.run_id = run_id
 
 
 @dataclass(slots=True)
@@ -235,18 +226,15 @@ class PairRun:
     def label(self) -> str:
         return self.spec.pair.label
 
-    def _event(self, kind: EventKind, host: str | None = None, **data: Any) -> None:
-        self.hooks.emit(Event(kind, pair=self.label, host=host, data=data))
+    def _event(self, payload: events.Payload, host: str | None = None) -> None:
+        self.hooks.emit(Event.of(payload, pair=self.label, host=host))
 
     # ---- preparing ----------------------------------------------------------------------
     async def prepare(self) -> None:
         """Server listening, client and ping armed; raises RunFailed with one clear line."""
         try:
             await asyncio.gather(self._arm_iperf3(), self._arm_ping())
-        except RemoteError as exc:
-            await self.cleanup()
-            raise RunFailed(str(exc)) from exc
-        except RunFailed:
+        except (RemoteError, RunFailed):  # the engine reports either by its message
             await self.cleanup()
             raise
 
@@ -381,8 +369,8 @@ class PairRun:
         if self._server_lines is not None and self._server_lines.keep:
             self._server_task = asyncio.get_running_loop().create_task(self._server_loop())
         for reply in self._idle_replies:
-            self._event(EventKind.PING, run=self.spec.run_id, phase=self.hooks.phase_for(
-                self.label, time.time(), 0.0)[0], seq=reply.seq, rtt_ms=reply.rtt_ms)
+            self._event(events.Ping(run=self.spec.run_id, phase=self.hooks.phase_for(
+                self.label, time.time(), 0.0)[0], seq=reply.seq, rtt_ms=reply.rtt_ms))
         self._start_watches()
         self._start_cpu()
         opts = self.spec.options
@@ -422,10 +410,11 @@ class PairRun:
         if self._server_parser is not None:
             fill_cpu(summary, iperf_summary_of(self._server_parser.finish()))
         reverse = iperf_summary_of(result, reverse=True) if self.status != "error" else None
-        extra: dict[str, Any] = {"reverse_summary": asdict(reverse)} if reverse else {}
-        self._event(EventKind.RUN_END, run=self.spec.run_id, status=self.status,
-                    summary=asdict(summary) if summary and self.status != "error" else None,
-                    ping=asdict(ping) if ping else None, message=self.message, **extra)
+        self._event(events.RunEnd(
+            run=self.spec.run_id, status=self.status,
+            summary=asdict(summary) if summary and self.status != "error" else None,
+            ping=asdict(ping) if ping else None, message=self.message,
+            reverse_summary=asdict(reverse) if reverse else None))
         return self.status
 
     def _take(self, interval: Interval, arrived: float | None) -> None:
@@ -467,13 +456,11 @@ class PairRun:
                                                 interval.end - interval.start)
         if self.retired_at is not None and received > self.retired_at:
             straddles = True
-        data = {"run": self.spec.run_id, "phase": phase, **interval.to_json(),
-                "straddles": straddles}
-        for key in ("jitter_ms", "lost_packets", "packets", "direction"):
-            value = getattr(interval, key)
-            if value is not None:
-                data[key] = value
-        self.hooks.emit(Event(EventKind.INTERVAL, pair=self.label, data=data, arrived=arrived))
+        payload = events.Interval(
+            run=self.spec.run_id, phase=phase, **interval.to_json(), straddles=straddles,
+            jitter_ms=interval.jitter_ms, lost_packets=interval.lost_packets,
+            packets=interval.packets, direction=interval.direction)
+        self.hooks.emit(Event.of(payload, pair=self.label, arrived=arrived))
 
     def _judge(self, rc: int | None, error: str | None) -> tuple[str, str]:
         lost = [link.alias for link in (self.sender, self.receiver)
@@ -488,18 +475,18 @@ class PairRun:
             what = "no data moved" if self._empty_streak else "no interval from iperf3"
             msg = (f"{what} for {STALL_INTERVALS} intervals "
                    f"({STALL_INTERVALS * self.spec.options.interval:g} s): the stream stalled")
-            self._event(EventKind.ERROR, message=msg)
+            self._event(events.Error(message=msg))
             return "error", msg
         if error:
             msg, busy = classify_iperf_error(error, self.spec, self.receiver.alias)
             if busy:
                 self.retry_port = self.spec.port + 1
                 msg += f"; retrying on port {self.retry_port}"
-            self._event(EventKind.ERROR, message=msg)
+            self._event(events.Error(message=msg))
             return "error", msg
         if rc != 0:
             msg = f"iperf3 ended with {'a signal' if rc is None else f'status {rc}'}"
-            self._event(EventKind.ERROR, message=msg)
+            self._event(events.Error(message=msg))
             return "error", msg
         return "ok", ""
 
@@ -516,8 +503,8 @@ class PairRun:
                 continue
             for reply in parser.feed(line):
                 phase, _ = self.hooks.phase_for(self.label, time.time(), 0.0)
-                self._event(EventKind.PING, run=self.spec.run_id, phase=phase, seq=reply.seq,
-                            rtt_ms=reply.rtt_ms)
+                self._event(events.Ping(run=self.spec.run_id, phase=phase, seq=reply.seq,
+                                        rtt_ms=reply.rtt_ms))
         return parser.finish()
 
     async def _finish_ping(self) -> Any:
@@ -561,13 +548,13 @@ class PairRun:
                     samples = [(watch.name, out.strip())]
             except RemoteError as exc:
                 if not complained:
-                    self._event(EventKind.ERROR, host=link.alias,
-                                message=f"watch {watch.name}: {exc.reason}")
+                    self._event(events.Error(message=f"watch {watch.name}: {exc.reason}"),
+                                host=link.alias)
                     complained = True
                 continue
             for name, text in samples:
-                self._event(EventKind.WATCH, host=link.alias, run=self.spec.run_id, name=name,
-                            value=_number(text.strip()))
+                self._event(events.Watch(run=self.spec.run_id, name=name,
+                                         value=_number(text.strip())), host=link.alias)
 
     def _start_cpu(self) -> None:
         loop = asyncio.get_running_loop()
@@ -593,17 +580,17 @@ class PairRun:
                     raise RemoteError(link.alias, "its CPU time counters were not readable")
             except RemoteError as exc:
                 if not complained:
-                    self._event(EventKind.ERROR, host=link.alias,
-                                message=f"host CPU: {exc.reason}")
+                    self._event(events.Error(message=f"host CPU: {exc.reason}"),
+                                host=link.alias)
                     complained = True
                 before = None
             else:
                 got = since(before, now) if before is not None else None
                 if got is not None:
                     phase, straddles = self.hooks.phase_for(self.label, time.time(), period)
-                    self._event(EventKind.CPU, host=link.alias, run=self.spec.run_id,
-                                role=role, phase=phase, straddles=straddles, total=got[0],
-                                cpus=got[1])
+                    self._event(events.Cpu(run=self.spec.run_id, role=role, phase=phase,
+                                           straddles=straddles, total=got[0], cpus=got[1]),
+                                host=link.alias)
                 before = now
             # on a fixed beat; a sample that took longer than a period (a slow link) is not
             # made up for with a burst

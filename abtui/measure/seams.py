@@ -11,17 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from abtui.core.errors import MissingPrerequisite
-from abtui.core.model import (
-    Event,
-    Interval,
-    IperfSummary,
-    Knob,
-    Pair,
-    PingReply,
-    PingSummary,
-    Profile,
-)
+from abtui.core.errors import KnobRefused, MissingPrerequisite
+from abtui.core.events import Event
+from abtui.core.model import Interval, IperfSummary, Knob, Pair, PingReply, PingSummary, Profile
 from abtui.hosts.undo import UndoJournal
 from abtui.remote.dialects import Dialect
 from abtui.remote.link import HostLink
@@ -56,7 +48,7 @@ PingParserFactory = Callable[[], PingParser]
 class KnobApplier(Protocol):
     """Applies knob values on the hosts of some pairs, all or nothing, and restores them.
 
-    `apply` raises abtui.core.controller.KnobRefused (nothing changed anywhere) and returns, for a
+    `apply` raises abtui.core.errors.KnobRefused (nothing changed anywhere) and returns, for a
     tunnel knob, each affected pair's new iperf3 target ({} for other knobs). Originals are
     recorded (ORIGINAL events) before the first change; `restore` puts every one back (RESTORE).
     """
@@ -122,8 +114,6 @@ class NoKnobs:
         self.reason = reason
 
     async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
-        from abtui.core.controller import KnobRefused
-
         raise KnobRefused(self.reason)
 
     async def restore(self) -> None:

@@ -16,12 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from abtui.core.destination import parse_destination
+from abtui.core.errors import Invalid
 from abtui.core.model import TunnelType
-
-
-class Invalid(ValueError):
-    """A value is wrong. str() is "what was wrong; what was expected"."""
-
 
 Conv = Callable[[Any], Any]
 

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from abtui.core import netem
-from abtui.core.errors import BadInput
+from abtui.core.errors import BadInput, Invalid, ProfileError
 from abtui.core.model import Knob, KnobKind, Scope, TunnelType
 from abtui.profile import fields as f
 from abtui.profile.schema import (
@@ -16,7 +16,6 @@ from abtui.profile.schema import (
     OS_NAMES,
     RESERVED_KEYS,
     KeyPath,
-    ProfileError,
     read_table,
     sub_table,
 )
@@ -141,7 +140,7 @@ def _os_variants(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> d
                                    f"one of {', '.join(map(f.show, knob['values']))}")
             try:
                 trans[k] = f.knob_value(v)
-            except f.Invalid as exc:
+            except Invalid as exc:
                 raise ProfileError((*at, "values", k), str(exc)) from None
         kind = KnobKind(var["kind"] or knob["kind"])
         if var["key"] is None and kind != knob["kind"] and kind not in (KnobKind.MTU,

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from abtui.core.errors import BadInput
+from abtui.core.errors import BadInput, Invalid, ProfileError
 from abtui.core.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
 from abtui.core.text import visible as _safe  # a message stays on one line, whatever it quotes
 from abtui.profile import fields as f
@@ -27,7 +27,6 @@ from abtui.profile.schema import (
     TEST_FIELDS,
     WATCH_FIELDS,
     KeyPath,
-    ProfileError,
     check_keys,
     dotted,
     profile_fields,
@@ -167,7 +166,7 @@ def lab_kernels(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
         _known_pairs(labels, (label,), ("lab", "kernels", label))
         try:
             out[label] = f.text(spec, 1000)
-        except f.Invalid as exc:
+        except Invalid as exc:
             raise ProfileError(("lab", "kernels", label), str(exc)) from None
     return out
 

@@ -17,7 +17,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import AoT, Comment, Whitespace
 
-from abtui.core.errors import BadInput
+from abtui.core.errors import BadInput, Invalid
 from abtui.core.model import Knob, KnobKind, Profile
 from abtui.profile import fields as f
 from abtui.profile.load import _tunnels, parse_profile
@@ -54,7 +54,7 @@ def _same(fld: Field, old: Any, new: Any) -> bool:
     """Whether the old TOML value loads as the new model value (then it is left as written)."""
     try:
         return bool(fld.conv(old) == new)
-    except (f.Invalid, TypeError, ValueError):
+    except (Invalid, TypeError, ValueError):
         return False
 
 

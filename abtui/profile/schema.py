@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from abtui.core.errors import Invalid, ProfileError
 from abtui.core.model import KnobKind, Scope
 from abtui.profile import fields as f
 
@@ -22,15 +23,6 @@ RESERVED_KEYS = ("q", "?", "space", "s", "m", "e", "p", "a", "b", "tab")
 OS_NAMES = ("linux", "freebsd")
 DIRECTIONS = ("tx", "rx", "bidir")
 DIRECTION_DIMENSION = "direction"
-
-
-class ProfileError(Exception):
-    """A problem at a key path; the loader turns it into `FILE:LINE: FIELD: message`."""
-
-    def __init__(self, path: KeyPath, message: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +70,7 @@ def read_table(raw: dict[str, Any], fields: tuple[Field, ...], where: KeyPath, *
         if fld.key in raw:
             try:
                 out[fld.name] = fld.conv(raw[fld.key])
-            except f.Invalid as exc:
+            except Invalid as exc:
                 raise ProfileError((*where, fld.key), str(exc)) from None
         elif fill:
             if fld.default is REQUIRED:
@@ -194,6 +186,8 @@ PLAN_FIELDS = (
 REPORT_LAYOUTS = ("sweep", "before-after", "builds")
 REPORT_FIELDS = (
     Field("layout", f.one_of(REPORT_LAYOUTS), REQUIRED),
+    # sweep: pairs shown once, at their hosts' own setting, not compared (a Linux reference)
+    Field("reference", f.str_list(f.text), ()),
 )
 
 # [lab]: the kernels `abtui run --lab` boots on VM hosts, one for every pair (`kernel`) or per

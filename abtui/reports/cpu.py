@@ -22,8 +22,7 @@ import numpy as np
 
 from abtui.core import cpu as rules
 from abtui.reports import stats
-from abtui.reports.formatting import fmt_delta, fmt_rate, md_table
-from abtui.reports.plots import rate_unit
+from abtui.reports.formatting import fmt_delta, fmt_rate, md_table, rate_unit
 from abtui.sessions.session import NO_PHASE, Run, Session
 
 SIDES = ("sender", "receiver")
@@ -177,9 +176,8 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
         if cyc:
             title, div = "CPU cycles per byte (fewer is better)", 1.0
         else:
-            peak = max((v for c in every for v in c.efficiency[side]), default=0.0)
-            div, unit = rate_unit(peak)
-            title = f"{unit} per busy core (more is better)"
+            u = rate_unit([stats.summarize(c.efficiency[side]).mean or 0.0 for c in every])
+            div, title = u.div, f"{u.name} per busy core (more is better)"
         out += [f"### {side.capitalize()} efficiency: {title}", "",
                 _metric_table(session, cpu, bp, _get("efficiency", side), div, seen),
                 ""]

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from abtui.core import events
 from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event
 from abtui.sessions.store import LIVE_SUFFIX, SessionWriter, sessions_dir
 
 
@@ -67,15 +68,15 @@ def write_session(path: str | os.PathLike[str], items: Sequence[ImportItem],
     pairs = list(dict.fromkeys(it.pair for it in _split_bidir(items)))
     start = time.time() if t0 is None else t0
     with SessionWriter(path, profile=profile, pairs=pairs) as writer:
-        writer.write(Event(EventKind.SESSION_START, start, data={
-            "profile_text": "", "profile_path": "", "abtui_version": _version(),
-            "imported": [{"pair": it.pair, "config": it.config,
-                          "source": it.result.get("source")} for it in items]}))
-        events = _events(items, start)
-        for event in events:
+        writer.write(Event.of(events.SessionStart(
+            profile_text="", profile_path="", abtui_version=_version(),
+            imported=[{"pair": it.pair, "config": it.config,
+                       "source": it.result.get("source")} for it in items]), start))
+        recorded = _events(items, start)
+        for event in recorded:
             writer.write(event)
-        writer.write(Event(EventKind.SESSION_END, events[-1].t if events else start,
-                           data={"reason": "imported"}))
+        writer.write(Event.of(events.SessionEnd(reason="imported"),
+                              recorded[-1].t if recorded else start))
     return writer.final_path or Path(path)
 
 
@@ -110,19 +111,19 @@ def _events(items: Sequence[ImportItem], t0: float) -> list[Event]:
     for run, it in enumerate(items, start=1):
         pair, config, r = it.pair, dict(it.config), it.result
         begin = clock[pair]
-        out.append(Event(EventKind.RUN_START, begin, pair=pair, data={
-            "run": run, "config": config, "host_clock": None, "skew_ms": None,
-            "options": {"source": r.get("source")}}))
+        out.append(Event.of(events.RunStart(
+            run=run, config=config, host_clock=None, skew_ms=None,
+            options={"source": r.get("source")}), begin, pair=pair))
         if r.get("kind") == "ping":
             end, summary, ping = _pings(out, r, pair, run, begin), None, _obj(r.get("summary"))
         else:
             end, summary, ping = _intervals(out, r, pair, run, begin), _obj(r.get("summary")), None
-        out.append(Event(EventKind.PHASE, end, pair=pair, data={
-            "phase": run, "config": config, "start": begin, "end": end}))
+        out.append(Event.of(events.Phase(phase=run, config=config, start=begin, end=end), end,
+                            pair=pair))
         error = r.get("error")
-        out.append(Event(EventKind.RUN_END, end, pair=pair, data={
-            "run": run, "status": "error" if error else "ok", "summary": summary,
-            "ping": ping, "message": f"{r.get('source')}: {error}" if error else ""}))
+        out.append(Event.of(events.RunEnd(
+            run=run, status="error" if error else "ok", summary=summary,
+            ping=ping, message=f"{r.get('source')}: {error}" if error else ""), end, pair=pair))
         clock[pair] = end + 1.0
     out.sort(key=lambda e: e.t)  # stable: pairs interleave in time, each pair's order kept
     return out
@@ -143,9 +144,10 @@ def _intervals(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: 
         if not isinstance(iv, dict) or not isinstance(iv.get("end"), int | float):
             continue
         end = begin + float(iv["end"])
-        data = {"run": run, "phase": run, **{k: iv.get(k) for k in _INTERVAL_KEYS},
-                "straddles": False}
-        out.append(Event(EventKind.INTERVAL, end, pair=pair, data=data))
+        # the values as the import parsed them (None where the log has none)
+        out.append(Event.of(events.Interval.from_data(
+            {"run": run, "phase": run, **{k: iv.get(k) for k in _INTERVAL_KEYS},
+             "straddles": False}), end, pair=pair))
     return end
 
 
@@ -156,8 +158,8 @@ def _pings(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: floa
         if not isinstance(rep, dict):
             continue
         end = begin + i + 1.0
-        out.append(Event(EventKind.PING, end, pair=pair, data={
-            "run": run, "phase": run, "seq": rep.get("seq"), "rtt_ms": rep.get("rtt_ms")}))
+        out.append(Event.of(events.Ping(run=run, phase=run, seq=rep.get("seq"),
+                                        rtt_ms=rep.get("rtt_ms")), end, pair=pair))
     return end
 
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from abtui.core import events
 from abtui.core.configuration import config_id, config_label
 from abtui.core.cpu import FIELDS, busy_share, ticks
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventReader
 
 NO_PHASE = -1
 NAN = math.nan
@@ -119,7 +120,7 @@ def _num(value: Any) -> float:
     return NAN if value is None or isinstance(value, bool) else float(value)
 
 
-class Session:
+class Session(EventReader):
     """Everything a session recorded, organised for statistics and reports."""
 
     def __init__(self, name: str = "", path: Path | None = None,
@@ -200,11 +201,8 @@ class Session:
         self.last_t = ev.t
         if ev.pair is not None:
             self._add_pair(ev.pair)
-        handler = _HANDLERS.get(ev.kind)
-        if handler is None:
-            return
         try:
-            handler(self, ev, ev.data)
+            self.dispatch(ev)
         except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as exc:
             # a hand-edited or foreign record: noted with the errors, never a traceback
             self.errors.append({"t": ev.t, "pair": ev.pair, "host": ev.host,
@@ -217,13 +215,12 @@ class Session:
             self.intervals[label] = _interval_columns()
             self.pings[label] = _ping_columns()
 
-    def _on_start(self, ev: Event, d: dict[str, Any]) -> None:
-        self.profile_text = d.get("profile_text") or ""
-        self.profile_path = d.get("profile_path") or ""
-        self.abtui_version = d.get("abtui_version") or ""
-        self.translations = [dict(t) for t in d.get("translations") or []
-                             if isinstance(t, dict)]
-        for p in d.get("pairs") or []:
+    def on_session_start(self, ev: Event, d: events.SessionStart) -> None:
+        self.profile_text = d.profile_text or ""
+        self.profile_path = d.profile_path or ""
+        self.abtui_version = d.abtui_version or ""
+        self.translations = [dict(t) for t in d.translations or [] if isinstance(t, dict)]
+        for p in d.pairs or []:
             if isinstance(p, dict) and p.get("label"):
                 self._add_pair(str(p["label"]))
                 self.pair_hosts[str(p["label"])] = {k: str(v) for k, v in p.items() if v}
@@ -248,115 +245,150 @@ class Session:
             self._phase_ix[key] = ix
         return ix
 
-    def _on_run_start(self, ev: Event, d: dict[str, Any]) -> None:
+    def on_run_start(self, ev: Event, d: events.RunStart) -> None:
         if ev.pair is None:
             return
-        self._config[ev.pair] = _obj(d.get("config")) or {}
-        run = self.runs[self._run(ev.pair, d.get("run"))]
+        self._config[ev.pair] = _obj(d.config) or {}
+        run = self.runs[self._run(ev.pair, d.run)]
         run.config = dict(self._config[ev.pair])
         run.start = ev.t
-        run.skew_ms = d.get("skew_ms")
-        run.options = _obj(d.get("options"))
+        run.skew_ms = d.skew_ms
+        run.options = _obj(d.options)
 
-    def _on_run_end(self, ev: Event, d: dict[str, Any]) -> None:
+    def on_run_end(self, ev: Event, d: events.RunEnd) -> None:
         if ev.pair is None:
             return
-        run = self.runs[self._run(ev.pair, d.get("run"))]
+        run = self.runs[self._run(ev.pair, d.run)]
         run.end = ev.t
-        run.status = d.get("status") or "ok"
-        run.summary = _obj(d.get("summary"))
-        run.reverse_summary = _obj(d.get("reverse_summary"))
-        run.ping = _obj(d.get("ping"))
-        run.message = d.get("message") or ""
+        run.status = d.status or "ok"
+        run.summary = _obj(d.summary)
+        run.reverse_summary = _obj(d.reverse_summary)
+        run.ping = _obj(d.ping)
+        run.message = d.message or ""
 
-    def _on_interval(self, ev: Event, d: dict[str, Any]) -> None:
+    def on_interval(self, ev: Event, d: events.Interval) -> None:
         pair = ev.pair
         if pair is None:
             return
-        run_id = d.get("run")
+        run_id = d.run
         run = self._run(pair, run_id)
-        phase_id = d.get("phase", ("run", run_id))
-        if d.get("straddles"):
+        # a journal from before the engine's phase ids: each run is its phase
+        phase_id = d.phase if "phase" in ev.data else ("run", run_id)
+        if d.straddles:
             phase = NO_PHASE
         else:
-            span = _num(d.get("end")) - _num(d.get("start"))
+            span = _num(d.end) - _num(d.start)
             phase = self._phase(pair, phase_id, ev.t - span if span == span else ev.t)
             ph = self.phases[phase]
             if not ph.closed:
                 ph.end = ev.t
         self.intervals[pair].append(
-            ev.t, _num(d.get("start")), _num(d.get("end")), _num(d.get("bytes")),
-            _num(d.get("bits_per_second")), _num(d.get("retransmits")),
-            _num(d.get("cwnd_bytes")), 1 if d.get("omitted") else 0, phase, run,
-            1 if d.get("direction") == "rx" else 0, _num(d.get("jitter_ms")),
-            _num(d.get("lost_packets")), _num(d.get("packets")))
+            ev.t, _num(d.start), _num(d.end), _num(d.bytes), _num(d.bits_per_second),
+            _num(d.retransmits), _num(d.cwnd_bytes), 1 if d.omitted else 0, phase, run,
+            1 if d.direction == "rx" else 0, _num(d.jitter_ms), _num(d.lost_packets),
+            _num(d.packets))
 
-    def _on_ping(self, ev: Event, d: dict[str, Any]) -> None:
+    def on_ping(self, ev: Event, d: events.Ping) -> None:
         pair = ev.pair
         if pair is None:
             return
-        run = self._run(pair, d.get("run"))
-        phase_id = d.get("phase")
+        run = self._run(pair, d.run)
+        phase_id = d.phase
         phase = self._phase(pair, phase_id, ev.t) if phase_id is not None else NO_PHASE
-        seq = d.get("seq")
+        seq = d.seq
         self.pings[pair].append(ev.t, int(seq) if isinstance(seq, int) else -1,
-                                _num(d.get("rtt_ms")), phase, run)
+                                _num(d.rtt_ms), phase, run)
 
-    def _on_phase(self, ev: Event, d: dict[str, Any]) -> None:
+    def on_phase(self, ev: Event, d: events.Phase) -> None:
         if ev.pair is None:
             return
-        ph = self.phases[self._phase(ev.pair, d.get("phase"), d.get("start"))]
-        if isinstance(d.get("config"), dict):
-            ph.config = dict(d["config"])
-        if d.get("start") is not None:
-            ph.start = d["start"]
-        ph.end = d.get("end", ev.t)
+        ph = self.phases[self._phase(ev.pair, d.phase, d.start)]
+        if isinstance(d.config, dict):
+            ph.config = dict(d.config)
+        if d.start is not None:
+            ph.start = d.start
+        ph.end = d.end if "end" in ev.data else ev.t
         ph.closed = True
 
-    def _on_config(self, ev: Event, d: dict[str, Any]) -> None:
+    def on_config(self, ev: Event, d: events.Config) -> None:
         if ev.pair is None:
             return
-        config = _obj(d.get("config")) or {}
+        config = _obj(d.config) or {}
         self._config[ev.pair] = dict(config)
         self.initial_configs.setdefault(ev.pair, dict(config))
 
-    def _on_knob(self, ev: Event, d: dict[str, Any]) -> None:
-        pairs = [str(p) for p in d.get("pairs") or []] if isinstance(d.get("pairs"), list) else []
-        self.knob_changes.append({"t": ev.t, **d, "pairs": pairs})
+    def on_knob(self, ev: Event, d: events.Knob) -> None:
+        pairs = [str(p) for p in d.pairs] if isinstance(d.pairs, list) else []
+        self.knob_changes.append({"t": ev.t, **ev.data, "pairs": pairs})
         targets = pairs or ([ev.pair] if ev.pair else list(self._config))
         for pair in targets:
-            self._config.setdefault(pair, {})[str(d.get("knob"))] = d.get("value")
+            self._config.setdefault(pair, {})[str(d.knob)] = d.value
 
-    def _on_watch(self, ev: Event, d: dict[str, Any]) -> None:
-        key = (ev.pair, ev.host, str(d.get("name")))
+    def on_watch(self, ev: Event, d: events.Watch) -> None:
+        key = (ev.pair, ev.host, str(d.name))
         series = self.watches.get(key)
         if series is None:
             series = self.watches[key] = (array("d"), array("d"))
         try:
-            value = float(d.get("value"))  # type: ignore[arg-type]
+            value = float(d.value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             value = NAN
         series[0].append(ev.t)
         series[1].append(value)
 
-    def _on_cpu(self, ev: Event, d: dict[str, Any]) -> None:
+    def on_cpu(self, ev: Event, d: events.Cpu) -> None:
         if ev.pair is None or ev.host is None:
             return
-        total = ticks(d.get("total"))
-        cpus = [t for t in map(ticks, d.get("cpus") or []) if t is not None]
+        total = ticks(d.total)
+        cpus = [t for t in map(ticks, d.cpus or []) if t is not None]
         if total is None:
             raise ValueError("no CPU ticks")
-        run = self._run(ev.pair, d.get("run"))
-        phase_id = d.get("phase")
-        phase = (self._phase(ev.pair, phase_id, ev.t)
-                 if phase_id is not None and not d.get("straddles") else NO_PHASE)
-        if d.get("role") in ("sender", "receiver"):
-            self.cpu_hosts[(ev.pair, str(d["role"]))] = ev.host
+        run = self._run(ev.pair, d.run)
+        phase = (self._phase(ev.pair, d.phase, ev.t)
+                 if d.phase is not None and not d.straddles else NO_PHASE)
+        if d.role in ("sender", "receiver"):
+            self.cpu_hosts[(ev.pair, str(d.role))] = ev.host
         series = self.cpu.get((ev.pair, ev.host))
         if series is None:
             series = self.cpu[(ev.pair, ev.host)] = _cpu_columns()
         peak = max((b for b in map(busy_share, cpus) if b is not None), default=NAN)
         series.append(ev.t, run, phase, *total, len(cpus) or 1, peak)
+
+    # the rarer kinds are kept as recorded, one dict each
+    def _record(self, into: list[dict[str, Any]], ev: Event) -> None:
+        into.append({"t": ev.t, "pair": ev.pair, "host": ev.host, **ev.data})
+
+    def on_knob_error(self, ev: Event, d: events.KnobError) -> None:
+        self._record(self.knob_errors, ev)
+
+    def on_tunnel(self, ev: Event, d: events.Tunnel) -> None:
+        self._record(self.tunnels, ev)
+
+    def on_link(self, ev: Event, d: events.Link) -> None:
+        self._record(self.links, ev)
+
+    def on_error(self, ev: Event, d: events.Error) -> None:
+        self._record(self.errors, ev)
+
+    def on_mark(self, ev: Event, d: events.Mark) -> None:
+        self._record(self.marks, ev)
+
+    def on_restore(self, ev: Event, d: events.Restore) -> None:
+        self._record(self.restores, ev)
+
+    def on_facts(self, ev: Event, d: events.Facts) -> None:
+        if ev.host is not None:
+            self.facts[ev.host] = _obj(d.facts) or {}
+
+    def on_original(self, ev: Event, d: events.Original) -> None:
+        self.originals.append({"t": ev.t, "host": ev.host, **ev.data})
+
+    def on_skew(self, ev: Event, d: events.Skew) -> None:
+        if isinstance(d.skew_ms, int | float):
+            self.skews_ms.append(float(d.skew_ms))
+
+    def on_session_end(self, ev: Event, d: events.SessionEnd) -> None:
+        self.end_reason = d.reason or "ended"
 
     def _finish(self) -> None:
         if self.profile_text and (not self.pair_hosts or not self.profile_name):
@@ -418,51 +450,3 @@ def _pairs_from_profile(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
         if isinstance(p, dict) and isinstance(p.get("label"), str):
             out[p["label"]] = {k: str(p[k]) for k in ("sender", "receiver", "target") if k in p}
     return out
-
-
-def _simple(target: str):  # type: ignore[no-untyped-def]
-    def handler(self: Session, ev: Event, d: dict[str, Any]) -> None:
-        getattr(self, target).append({"t": ev.t, "pair": ev.pair, "host": ev.host, **d})
-    return handler
-
-
-def _on_facts(self: Session, ev: Event, d: dict[str, Any]) -> None:
-    if ev.host is not None:
-        self.facts[ev.host] = _obj(d.get("facts")) or {}
-
-
-def _on_original(self: Session, ev: Event, d: dict[str, Any]) -> None:
-    self.originals.append({"t": ev.t, "host": ev.host, **d})
-
-
-def _on_skew(self: Session, ev: Event, d: dict[str, Any]) -> None:
-    if isinstance(d.get("skew_ms"), int | float):
-        self.skews_ms.append(float(d["skew_ms"]))
-
-
-def _on_end(self: Session, ev: Event, d: dict[str, Any]) -> None:
-    self.end_reason = d.get("reason") or "ended"
-
-
-_HANDLERS = {
-    EventKind.SESSION_START: Session._on_start,
-    EventKind.FACTS: _on_facts,
-    EventKind.ORIGINAL: _on_original,
-    EventKind.CONFIG: Session._on_config,
-    EventKind.KNOB: Session._on_knob,
-    EventKind.KNOB_ERROR: _simple("knob_errors"),
-    EventKind.TUNNEL: _simple("tunnels"),
-    EventKind.LINK: _simple("links"),
-    EventKind.RUN_START: Session._on_run_start,
-    EventKind.RUN_END: Session._on_run_end,
-    EventKind.INTERVAL: Session._on_interval,
-    EventKind.PING: Session._on_ping,
-    EventKind.PHASE: Session._on_phase,
-    EventKind.WATCH: Session._on_watch,
-    EventKind.CPU: Session._on_cpu,
-    EventKind.SKEW: _on_skew,
-    EventKind.ERROR: _simple("errors"),
-    EventKind.MARK: _simple("marks"),
-    EventKind.RESTORE: _simple("restores"),
-    EventKind.SESSION_END: _on_end,
-}

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 
 FORMAT = "abtui-session"
 VERSION = 1

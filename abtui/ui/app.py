@@ -31,8 +31,10 @@ from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
 from abtui.core.configuration import cycle
-from abtui.core.controller import Controller, KnobRefused, Mode
-from abtui.core.model import Event, EventKind, KnobKind
+from abtui.core.controller import Controller, Mode
+from abtui.core.errors import KnobRefused
+from abtui.core.events import Event, EventKind
+from abtui.core.model import KnobKind
 from abtui.core.text import visible
 from abtui.profile import RESERVED_KEYS
 from abtui.reports.throughput import configuration_rate

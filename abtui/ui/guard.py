@@ -18,7 +18,7 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.ui.app import AbtuiApp
 

@@ -10,17 +10,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from abtui.core import events
 from abtui.core.configuration import config_id, config_label
 from abtui.core.cpu import SHARED as CPU_SHARED
 from abtui.core.cpu import sample_figures
+from abtui.core.events import Event, EventReader
 from abtui.core.model import (
-    Event,
-    EventKind,
     KnobKind,
     LinkState,
     Profile,
-    interval_loss,
-    interval_rate,
     tunnel_refusal,
 )
 from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values, span_of
@@ -139,7 +137,7 @@ def significance(base: list[Segment], other: list[Segment]) -> str:
     return "*" if stats.verdict(a, b).significant else "~"
 
 
-class ConsoleState:
+class ConsoleState(EventReader):
     """Folds controller events into what the panes, the table and the log show."""
 
     def __init__(self, profile: Profile, history: int = HISTORY) -> None:
@@ -198,117 +196,139 @@ class ConsoleState:
 
     def apply(self, event: Event) -> str | None:
         """Fold one event in; returns a line for the event log, or None for routine ones."""
-        kind = event.kind
-        d = event.data
-        labels = self._pairs_of(event)
-        self.dirty.pairs.update(labels)
-        if kind is EventKind.INTERVAL:
-            self.intervals_seen += 1
-            for lb in labels:
-                self._interval(self.pairs[lb], d)
-            return None
-        if kind is EventKind.PING:
-            rtt = d.get("rtt_ms")
-            for lb in labels:
-                if isinstance(rtt, int | float):
-                    self.pairs[lb].rtt.append(float(rtt))
-                    self.pairs[lb].rtt_phase.add(float(rtt))
-            return None
-        if kind is EventKind.CPU:
-            got = sample_figures(d)
-            for lb in labels:
-                ps = self.pairs[lb]
-                if got is not None:
-                    ps.cpu["sender" if event.host == ps.sender else "receiver"] = got
-            return None
-        if kind is EventKind.LINK:
-            state = str(d.get("state", ""))
-            for lb in labels:
-                self.pairs[lb].links[str(event.host)] = state
-            msg = f": {d['message']}" if d.get("message") else ""
-            return f"{event.host}: link {state}{msg}"
-        if kind is EventKind.FACTS:
-            facts = d.get("facts") or {}
-            for lb in labels:
-                self.pairs[lb].kernels[str(event.host)] = str(facts.get("kernel_release", ""))
-            for lb in labels if facts.get("cpu_scope") == CPU_SHARED else ():
+        self.dirty.pairs.update(self._pairs_of(event))
+        line: str | None = self.dispatch(event)
+        return line
+
+    def on_other(self, event: Event) -> str | None:
+        return f"{event.kind}: {event.data}"
+
+    def on_interval(self, event: Event, p: events.Interval) -> None:
+        self.intervals_seen += 1
+        for lb in self._pairs_of(event):
+            self._interval(self.pairs[lb], p)
+
+    def on_ping(self, event: Event, p: events.Ping) -> None:
+        rtt = p.rtt_ms
+        for lb in self._pairs_of(event):
+            if isinstance(rtt, int | float):
+                self.pairs[lb].rtt.append(float(rtt))
+                self.pairs[lb].rtt_phase.add(float(rtt))
+
+    def on_watch(self, event: Event, p: events.Watch) -> None:
+        return None
+
+    def on_cpu(self, event: Event, p: events.Cpu) -> None:
+        got = sample_figures(event.data)
+        if got is None:
+            return
+        for lb in self._pairs_of(event):
+            ps = self.pairs[lb]
+            ps.cpu["sender" if event.host == ps.sender else "receiver"] = got
+
+    def on_phase(self, event: Event, p: events.Phase) -> None:
+        return None
+
+    def on_link(self, event: Event, p: events.Link) -> str:
+        state = str(p.state if p.state is not None else "")
+        for lb in self._pairs_of(event):
+            self.pairs[lb].links[str(event.host)] = state
+        msg = f": {p.message}" if p.message else ""
+        return f"{event.host}: link {state}{msg}"
+
+    def on_facts(self, event: Event, p: events.Facts) -> str:
+        facts = p.facts or {}
+        for lb in self._pairs_of(event):
+            self.pairs[lb].kernels[str(event.host)] = str(facts.get("kernel_release", ""))
+            if facts.get("cpu_scope") == CPU_SHARED:
                 self.pairs[lb].cpu_shared.add(str(event.host))
-            tunnels = facts.get("tunnels")
-            if isinstance(tunnels, dict) and tunnels:
-                self.host_tunnels[str(event.host)] = {str(k): str(v) for k, v in tunnels.items()}
-            return f"{event.host}: {facts.get('os', '')} {facts.get('kernel_release', '')}"
-        if kind is EventKind.CONFIG:
-            return self._config(event.pair, d.get("config"))
-        if kind is EventKind.RUN_START:
-            for lb in labels:
-                ps = self.pairs[lb]
-                config = ps.config
-                if isinstance(d.get("config"), dict):  # the engine's: what the hosts have
-                    config = {str(k): str(v) for k, v in d["config"].items()}
-                phase = d.get("phase")
-                # a new run in the phase in force (a restart, a retry) is a new stretch of
-                # it, not a new phase: the pane's phase numbers go on
-                same = ps.segment is not None and config == ps.config and (
-                    phase is None or ps.phase_id is None or phase == ps.phase_id)
-                ps.config, ps.phase_id = config, phase
-                ps.status = "running"
-                ps.error = ""
-                if same:
-                    self._new_segment(ps)
-                else:
-                    self._new_phase(ps)
-            self.running = True
-            self.dirty.status = self.dirty.knobs = True
-            return f"pair {event.pair}: run {d.get('run')} started"
-        if kind is EventKind.RUN_END:
-            for lb in labels:
-                self.pairs[lb].status = str(d.get("status", "ended"))
-                if d.get("status") == "error":
-                    self.pairs[lb].error = str(d.get("message", ""))
-            self.running = any(p.status == "running" for p in self.pairs.values())
-            self.dirty.status = True
-            return f"pair {event.pair}: run ended ({d.get('status')})"
-        if kind is EventKind.KNOB:
-            return self._knob(d)
-        if kind is EventKind.TUNNEL:
-            for lb in labels:
-                self.pairs[lb].tunnel = str(d.get("type", ""))
-            return f"pair {event.pair}: tunnel {d.get('type')}"
-        if kind is EventKind.KNOB_ERROR:
-            return f"knob {d.get('knob')}={d.get('value')} refused: {d.get('message')}"
-        if kind is EventKind.ERROR:
-            for lb in labels:
-                self.pairs[lb].error = str(d.get("message", ""))
-            where = event.pair or event.host or "abtui"
-            return f"error {where}: {d.get('message')}"
-        if kind is EventKind.MARK:
-            for ps in self.pairs.values():
-                ps.pending_marker = True
-            return f"mark: {d.get('text')}"
-        if kind is EventKind.PROGRESS:
-            self.progress = dict(d)
-            self.dirty.status = True
-            return None
-        if kind is EventKind.RESTORE:
-            ok = "restored" if d.get("ok") else f"NOT restored ({d.get('message')})"
-            line = f"{event.host}: {d.get('knob')}={d.get('value')} {ok}"
-            self.restoring.append(line)
-            self.dirty.status = True
-            return line
-        if kind is EventKind.SESSION_END:
-            self.ended = True
-            self.dirty.status = True
-            return f"session ended ({d.get('reason')})"
-        if kind is EventKind.SKEW:
-            return f"start skew {d.get('skew_ms', 0):.2f} ms"
-        if kind is EventKind.SESSION_START:
-            where = d.get("profile_path") or self.profile.name
-            return f"session started ({where}, abtui {d.get('abtui_version', '?')})"
-        if kind is EventKind.ORIGINAL:
-            return f"{event.host}: {d.get('knob')} was {d.get('value')}"
-        if kind is EventKind.PHASE:
-            return None
-        return f"{kind}: {d}" if kind is not EventKind.WATCH else None
+        tunnels = facts.get("tunnels")
+        if isinstance(tunnels, dict) and tunnels:
+            self.host_tunnels[str(event.host)] = {str(k): str(v) for k, v in tunnels.items()}
+        return f"{event.host}: {facts.get('os', '')} {facts.get('kernel_release', '')}"
+
+    def on_config(self, event: Event, p: events.Config) -> str | None:
+        return self._config(event.pair, p.config)
+
+    def on_run_start(self, event: Event, p: events.RunStart) -> str:
+        for lb in self._pairs_of(event):
+            ps = self.pairs[lb]
+            config = ps.config
+            if isinstance(p.config, dict):  # the engine's: what the hosts have
+                config = {str(k): str(v) for k, v in p.config.items()}
+            phase = p.phase
+            # a new run in the phase in force (a restart, a retry) is a new stretch of
+            # it, not a new phase: the pane's phase numbers go on
+            same = ps.segment is not None and config == ps.config and (
+                phase is None or ps.phase_id is None or phase == ps.phase_id)
+            ps.config, ps.phase_id = config, phase
+            ps.status = "running"
+            ps.error = ""
+            if same:
+                self._new_segment(ps)
+            else:
+                self._new_phase(ps)
+        self.running = True
+        self.dirty.status = self.dirty.knobs = True
+        return f"pair {event.pair}: run {p.run} started"
+
+    def on_run_end(self, event: Event, p: events.RunEnd) -> str:
+        for lb in self._pairs_of(event):
+            self.pairs[lb].status = str(p.status if p.status is not None else "ended")
+            if p.status == "error":
+                self.pairs[lb].error = str(p.message if p.message is not None else "")
+        self.running = any(ps.status == "running" for ps in self.pairs.values())
+        self.dirty.status = True
+        return f"pair {event.pair}: run ended ({p.status})"
+
+    def on_knob(self, event: Event, p: events.Knob) -> str:
+        return self._knob(p)
+
+    def on_tunnel(self, event: Event, p: events.Tunnel) -> str:
+        for lb in self._pairs_of(event):
+            self.pairs[lb].tunnel = str(p.type if p.type is not None else "")
+        return f"pair {event.pair}: tunnel {p.type}"
+
+    def on_knob_error(self, event: Event, p: events.KnobError) -> str:
+        return f"knob {p.knob}={p.value} refused: {p.message}"
+
+    def on_error(self, event: Event, p: events.Error) -> str:
+        for lb in self._pairs_of(event):
+            self.pairs[lb].error = str(p.message if p.message is not None else "")
+        where = event.pair or event.host or "abtui"
+        return f"error {where}: {p.message}"
+
+    def on_mark(self, event: Event, p: events.Mark) -> str:
+        for ps in self.pairs.values():
+            ps.pending_marker = True
+        return f"mark: {p.text}"
+
+    def on_progress(self, event: Event, p: events.Progress) -> None:
+        self.progress = dict(event.data)
+        self.dirty.status = True
+
+    def on_restore(self, event: Event, p: events.Restore) -> str:
+        ok = "restored" if p.ok else f"NOT restored ({p.message})"
+        line = f"{event.host}: {p.knob}={p.value} {ok}"
+        self.restoring.append(line)
+        self.dirty.status = True
+        return line
+
+    def on_session_end(self, event: Event, p: events.SessionEnd) -> str:
+        self.ended = True
+        self.dirty.status = True
+        return f"session ended ({p.reason})"
+
+    def on_skew(self, event: Event, p: events.Skew) -> str:
+        return f"start skew {p.skew_ms if p.skew_ms is not None else 0:.2f} ms"
+
+    def on_session_start(self, event: Event, p: events.SessionStart) -> str:
+        where = p.profile_path or self.profile.name
+        version = p.abtui_version if p.abtui_version is not None else "?"
+        return f"session started ({where}, abtui {version})"
+
+    def on_original(self, event: Event, p: events.Original) -> str:
+        return f"{event.host}: {p.knob} was {p.value}"
 
     def _config(self, pair: str | None, config: Any) -> str | None:
         """A pair's configuration as its hosts reported it on connect."""
@@ -360,13 +380,13 @@ class ConsoleState:
             out.append((t, why))
         return out
 
-    def _interval(self, ps: PairState, d: dict[str, Any]) -> None:
-        rate = interval_rate(d)
+    def _interval(self, ps: PairState, d: events.Interval) -> None:
+        rate = d.rate()
         if rate is None:
             return
         bps, way_back = rate
-        if ps.phase_id is None and d.get("phase") is not None:
-            ps.phase_id = d.get("phase")
+        if ps.phase_id is None and d.phase is not None:
+            ps.phase_id = d.phase
         if way_back:  # --bidir's way back: shown, never mixed into the pair's own series
             ps.rx_bps = bps
             return
@@ -374,17 +394,17 @@ class ConsoleState:
         ps.bps.append(bps)
         ps.markers.append(ps.pending_marker)
         ps.pending_marker = False
-        retr = d.get("retransmits")
+        retr = d.retransmits
         ps.retransmits = retr if isinstance(retr, int) else None
         ps.retransmits_total += retr if isinstance(retr, int) else 0
-        cwnd = d.get("cwnd_bytes")
+        cwnd = d.cwnd_bytes
         ps.cwnd = cwnd if isinstance(cwnd, int) else None
-        ps.loss_pct, ps.jitter_ms = interval_loss(d)
+        ps.loss_pct, ps.jitter_ms = d.loss()
         if ps.link != LinkState.CONNECTED and ps.links:
             # data flowing means the link is back, whatever the last LINK event said
             for h in ps.links:
                 ps.links[h] = str(LinkState.CONNECTED)
-        if d.get("straddles"):
+        if d.straddles:
             # measured across a knob change: shown, but counted in neither phase (as in
             # abtui.sessions.session), so the table agrees with the exported report
             self.dirty.pairs.add(ps.label)
@@ -395,12 +415,12 @@ class ConsoleState:
         if ps.segment is None:
             self._new_phase(ps)
         assert ps.segment is not None
-        ps.segment.add(bps, span_of(d.get("start"), d.get("end")))
+        ps.segment.add(bps, span_of(d.start, d.end))
         self.dirty.phases = True
 
-    def _knob(self, d: dict[str, Any]) -> str:
-        name, value = str(d.get("knob")), str(d.get("value"))
-        labels = [lb for lb in d.get("pairs") or [] if lb in self.pairs]
+    def _knob(self, d: events.Knob) -> str:
+        name, value = str(d.knob), str(d.value)
+        labels = [lb for lb in d.pairs or [] if lb in self.pairs]
         is_tunnel = self._is_tunnel(name)
         for lb in labels:
             ps = self.pairs[lb]

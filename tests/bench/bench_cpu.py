@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.hosts.connect import open_hosts
 from abtui.lab.netns import Lab
 from abtui.parse.cputimes import parse_cpu_times, since

@@ -67,7 +67,7 @@ def session_24h() -> list[dict]:  # type: ignore[type-arg]
 @measures("session_write_us_per_event")
 def session_fsync_cost() -> list[dict]:  # type: ignore[type-arg]
     """µs per interval event: the default policy (fsync ≤ 1/s) vs fsync on every record."""
-    from abtui.core.model import Event, EventKind
+    from abtui.core.events import Event, EventKind
     from abtui.sessions.store import SessionWriter
 
     data = {"run": 1, "phase": 0, "start": 0.0, "end": 1.0, "bytes": 1250000000,

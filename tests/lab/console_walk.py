@@ -60,7 +60,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, Static
 from textual.worker import WorkerState
 
-from abtui.core.model import Event, EventKind, KnobKind, Profile
+from abtui.core.events import Event, EventKind
+from abtui.core.model import KnobKind, Profile
 from abtui.measure.engine import Engine
 from abtui.ui.app import AbtuiApp
 from tests.lab.hostview import HostReader, Reading, norm

@@ -25,7 +25,7 @@ import asyncssh
 
 from abtui.core.model import Knob, KnobKind, Pair, Profile, Role
 from abtui.lab.netns import Lab
-from tests.conftest import netns_processes
+from tests.lab.namespaces import netns_processes
 
 # `ethtool -k` prints features by their long names
 ETHTOOL_NAMES = {

@@ -22,8 +22,8 @@ from abtui.measure.engine import Engine
 from abtui.profile import load_profile, parse_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import run_console
-from tests.conftest import netns_processes, ns_exec
-from tests.ui.conftest import until
+from tests.lab.namespaces import netns_processes, ns_exec
+from tests.ui.console_kit import until
 
 pytestmark = [pytest.mark.lab, pytest.mark.ui]
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def test_a_signal_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path:
                                                              how: str) -> None:
     """SIGTERM to `abtui tui`, or its terminal closed under it (tmux kills the window: SIGHUP,
     and the terminal is gone): the knob a key changed is back, nothing is left running."""
-    from tests.ui.test_e2e_tmux import TMUX, Term, intervals_shown
+    from tests.e2e.term import TMUX, Term, intervals_shown
 
     if TMUX is None:
         pytest.skip("tmux is not installed (apt tmux)")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import EventKind
+from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
 from abtui.measure.seams import open_session_writer
@@ -115,7 +115,7 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
         if not (app._exception is None and app.return_code == 0):
             # the console did not leave by ctrl+q: take the engine down here (an in-process
             # app that died cannot be judged on restoring: the `abtui tui` process around it
-            # does that; see tests/ui/test_e2e_tmux.py)
+            # does that; see tests/e2e/test_e2e_tmux.py)
             with contextlib.suppress(Exception):
                 await engine.shutdown()
         path = writer.close()

@@ -3,17 +3,18 @@ each host's CPU time sampled during the run, the namespace hosts' said to be the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
 import pytest
 
-from abtui.core.model import EventKind, Pair
+from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
 from abtui.sessions.session import Session
-from tests.lab.test_engine import _pair_dict, lab_profile, no_strays, run_plan  # noqa: F401
+from tests.lab.engine_kit import lab_profile, run_plan
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
 # iperf3's -V line, read here independently of abtui's parser
 CPU_LINE = re.compile(r"CPU Utilization: local/(\w+) ([\d.]+)% \(([\d.]+)%u/([\d.]+)%s\), "
@@ -30,7 +31,7 @@ def printed_cpu(lines: list[str]) -> dict[str, dict[str, float]]:
 async def test_recorded_cpu_is_what_iperf3_printed_and_hosts_are_sampled(lab: Lab):
     profile = lab_profile(lab, duration=3)
     # A receives (-R): only its server, the sender, prints a CPU line in text mode
-    profile.pairs[0] = Pair(**{**_pair_dict(profile.pairs[0]), "overrides": {"reverse": True}})
+    profile.pairs[0] = dataclasses.replace(profile.pairs[0], overrides={"reverse": True})
     rec, _ = await run_plan(profile)
     starts = {e.pair: e.data["run"] for e in rec.of(EventKind.RUN_START)}
 

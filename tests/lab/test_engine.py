@@ -6,169 +6,38 @@ Each test checks, after it ran (failed or not), that no iperf3 or ping is left o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
-import tempfile
-from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from abtui.core.model import (
-    Event,
-    EventKind,
-    Knob,
-    KnobKind,
-    Pair,
-    Plan,
-    Profile,
-    Role,
-    Scope,
-    Watch,
-)
-from abtui.core.model import (
-    TestOptions as Options,
-)
+from abtui.core.events import EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Plan, Role, Watch
 from abtui.core.pids import pid_alive
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
 from abtui.measure.headless import run_headless
 from abtui.sessions.store import load_events
-from tests.conftest import netns_processes, ns_exec, sshd_sessions
+from tests.lab.engine_kit import (
+    UNIT,
+    WMEM,
+    Recorder,
+    assert_matches_printed,
+    lab_profile,
+    make_engine,
+    run_plan,
+    stray_pids,
+    until,
+)
+from tests.lab.namespaces import ns_exec, sshd_sessions
 from tests.reliability import Reliability
 
-pytestmark = pytest.mark.lab
-
-WMEM = ("4096 16384 4194304", "4096 16384 65536")
-# An iperf3 3.12 interval or summary line: its rate as iperf3 printed it.
-RATE = re.compile(r"^\[\s*(\d+|SUM)\]\s+([\d.]+)-\s*([\d.]+)\s+sec\s+.*?([\d.]+) (\w?)bits/sec")
-UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
-
-
-def lab_profile(lab: Lab, **test: object) -> Profile:
-    hosts = lab.hosts(2)
-    pairs = [Pair(label=hosts[i].pair, sender=hosts[i].alias, receiver=hosts[i + 1].alias,
-                  target=hosts[i + 1].data_address) for i in (0, 2)]
-    options = {"duration": 0, "interval": 0.5, "ping": False, **test}
-    return Profile(name="enginetest", pairs=pairs, test=Options(**options),  # type: ignore[arg-type]
-                   ssh_config=str(lab.ssh_config), plan=Plan(shuffle=False, pause=0.1),
-                   knobs=[Knob(name="tcp_wmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_wmem",
-                               values=WMEM, scope=Scope.SENDER)])
-
-
-def stray_pids(lab: Lab, comms: tuple[str, ...] = ("iperf3", "ping")
-               ) -> dict[str, list[tuple[int, str]]]:
-    """iperf3 and ping (or `comms`) processes in the lab's namespaces (PID namespaces are
-    shared, so only the namespaces' own PIDs are looked at)."""
-    out: dict[str, list[tuple[int, str]]] = {}
-    for h in lab.hosts(2):
-        for pid, comm, _cmdline, _state in netns_processes(h.netns):
-            if comm in comms:
-                out.setdefault(h.alias, []).append((pid, comm))
-    return out
-
-
-@pytest.fixture(autouse=True)
-def no_strays(lab: Lab) -> Iterator[None]:
-    """After each test, failed ones included: nothing of ours is left on any host."""
-    yield
-    left = stray_pids(lab)
-    for entries in left.values():  # clean up for the next test, then fail this one
-        for pid, _ in entries:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    assert not left, f"processes left on lab hosts: {left}"
-
-
-class Recorder:
-    """Events and the raw iperf3 lines the engine received, per run."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.raw: dict[str, list[str]] = defaultdict(list)
-
-    def __call__(self, event: Event) -> None:
-        self.events.append(event)
-
-    def sink(self, run: str, line: str) -> None:
-        self.raw[run].append(line)
-
-    def of(self, kind: EventKind, pair: str | None = None) -> list[Event]:
-        return [e for e in self.events if e.kind is kind and (pair is None or e.pair == pair)]
-
-    def intervals(self, run: str) -> list[dict]:
-        return [e.data for e in self.of(EventKind.INTERVAL) if e.data["run"] == run]
-
-    def run_end(self, run: str) -> dict:
-        (end,) = [e.data for e in self.of(EventKind.RUN_END) if e.data["run"] == run]
-        return end
-
-
-def make_engine(profile: Profile, rec: Recorder, **kw: object) -> Engine:
-    """An engine with the real parsers and knob layer; its undo journal in a temporary
-    folder (another checkout's `abtui recover` test never sees it)."""
-    journal = UndoJournal(Path(tempfile.mkdtemp(prefix="abtui-undo-")))
-    engine = Engine(profile, raw_sink=rec.sink, journal=journal, **kw)  # type: ignore[arg-type]
-    engine.subscribe(rec)
-    return engine
-
-
-def printed(lines: list[str]) -> tuple[list[tuple[float, float, float]], dict[str, float]]:
-    """What iperf3 printed, read independently of any parser: the per-interval rates (the
-    [SUM] lines when there are several streams) and the sender/receiver summary rates."""
-    several = any(line.startswith("[SUM]") for line in lines)
-    intervals, summary = [], {}
-    for line in lines:
-        m = RATE.match(line)
-        if not m or several != (m[1] == "SUM"):
-            continue
-        rate = float(m[4]) * UNIT[m[5]]
-        if line.rstrip().endswith(("sender", "receiver")):
-            summary[line.rstrip().rsplit(None, 1)[1]] = rate
-        else:
-            intervals.append((float(m[2]), float(m[3]), rate))
-    return intervals, summary
-
-
-async def run_plan(profile: Profile, during=None, **kw: object):  # type: ignore[no-untyped-def]
-    """Run the profile's plan to its end (`during(rec, engine)` meanwhile); always shut down."""
-    rec = Recorder()
-    engine = make_engine(profile, rec, **kw)
-    try:
-        await engine.connect()
-        await engine.start("plan")
-        if during is not None:
-            await during(rec, engine)
-        await engine.wait()
-    finally:
-        await engine.shutdown()
-    return rec, engine
-
-
-async def until(condition, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("timed out waiting")
-
-
-def assert_matches_printed(rec: Recorder, run: str) -> None:
-    lines, summary = printed(rec.raw[run])
-    got = [(d["start"], d["end"], d["bits_per_second"]) for d in rec.intervals(run)]
-    assert len(got) == len(lines), run
-    assert [x for t in got for x in t] == pytest.approx([x for t in lines for x in t]), run
-    assert lines, f"{run}: iperf3 printed no interval"
-    end = rec.run_end(run)
-    if summary:
-        assert end["summary"]["sender_bits_per_second"] == pytest.approx(summary["sender"])
-        assert end["summary"]["receiver_bits_per_second"] == pytest.approx(summary["receiver"])
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
 
 async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.lab.profile import TCP_RMEM_VALUES
@@ -28,18 +28,18 @@ from abtui.measure.seams import open_session_writer
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.profile import load_profile
 from abtui.sessions.store import load_events
-from tests.conftest import kill_sshd, ns_exec
-from tests.lab.test_engine import (  # noqa: F401  (no_strays: nothing left on any host)
+from tests.lab.engine_kit import (
     Recorder,
     lab_profile,
     make_engine,
-    no_strays,
     stray_pids,
     until,
 )
+from tests.lab.namespaces import kill_sshd, ns_exec
 from tests.reliability import Reliability
 
-pytestmark = pytest.mark.lab
+# nothing of ours is left on the lab hosts after each test
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 INTERVAL = 0.5
 
 

@@ -8,13 +8,13 @@ import asyncio
 import pytest
 
 from abtui.core.configuration import INITIAL, cycle
-from abtui.core.model import EventKind
+from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
 from abtui.reports.exports import to_json
 from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
-from tests.conftest import ns_exec
-from tests.lab.test_engine import WMEM, Recorder, lab_profile, make_engine, until
+from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine, until
+from tests.lab.namespaces import ns_exec
 
 pytestmark = pytest.mark.lab
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.controller import KnobRefused
-from abtui.core.errors import AbtuiError
+from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.model import Knob, KnobKind
 from abtui.hosts.knobs import KnobManager, Target
 from abtui.hosts.tunnel_commands import down_command, verify_command

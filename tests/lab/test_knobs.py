@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.controller import KnobRefused
-from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.errors import KnobRefused
+from abtui.core.events import EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Scope
 from abtui.hosts.connect import open_hosts
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from tests.conftest import ns_exec
+from tests.lab.namespaces import ns_exec
 from tests.reliability import Reliability
 
 pytestmark = pytest.mark.lab
@@ -230,7 +231,7 @@ def test_recover_finishes_when_the_hosts_of_a_journal_are_gone(lab: Lab, tmp_pat
     `abtui recover` sets back all it can (the live lab: sysctls, tunnels, the process), says
     in one line per gone host what it could not and how to forget it (exit 1), keeps only
     that; --forget-unreachable then finishes (exit 0) and nothing is left to recover."""
-    from tests.conftest import make_test_lab
+    from tests.lab.namespaces import make_test_lab
 
     gone_lab = make_test_lab(tmp_path / "labs", "g")
     gone_lab.down()

@@ -13,7 +13,7 @@ import pytest
 
 from abtui.lab.netns import Lab
 from abtui.remote.probe import probe_hosts
-from tests.conftest import make_test_lab
+from tests.lab.namespaces import make_test_lab
 
 pytestmark = pytest.mark.lab
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import Event
+from abtui.core.events import Event
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.lab.profile import TCP_RMEM_VALUES
@@ -18,7 +18,7 @@ from abtui.measure.engine import Engine
 from abtui.profile import load_profile
 from abtui.reports.stats import phase_stats
 from abtui.sessions.session import Session
-from tests.conftest import ns_exec
+from tests.lab.namespaces import ns_exec
 
 pytestmark = pytest.mark.lab
 

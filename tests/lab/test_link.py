@@ -11,7 +11,7 @@ from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.lab.netns import Lab
 from abtui.remote.link import HostLink, connect_all
-from tests.conftest import kill_sshd, netns_processes, ns_exec
+from tests.lab.namespaces import kill_sshd, netns_processes, ns_exec
 
 pytestmark = pytest.mark.lab
 
@@ -303,7 +303,7 @@ def test_user_at_host_and_host_port_destinations_run_a_session(lab: Lab, tmp_pat
     import sys
     from pathlib import Path
 
-    from abtui.core.model import EventKind
+    from abtui.core.events import EventKind
     from abtui.sessions.store import load_events
 
     a_snd, a_rcv, b_snd, b_rcv = (h.alias for h in lab.hosts(2))

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.controller import KnobRefused
+from abtui.core.errors import KnobRefused
 from abtui.core.model import Knob, KnobKind, Scope
 from abtui.hosts.connect import open_hosts
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
 from abtui.remote.dialects import NETEM_MISSING, NETEM_PRESENT
-from tests.conftest import ns_exec
+from tests.lab.namespaces import ns_exec
 
 pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[2]

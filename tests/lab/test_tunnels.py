@@ -14,7 +14,7 @@ from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.tunnels import TunnelManager, probe_host
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from tests.conftest import ns_exec
+from tests.lab.namespaces import ns_exec
 from tests.lab.through import iperf3_mbits
 
 pytestmark = pytest.mark.lab
@@ -96,7 +96,7 @@ async def test_types_this_kernel_lacks_are_reported_not_offered(lab: Lab):
 async def test_engine_facts_say_which_tunnels_each_host_can_make(lab: Lab, tmp_path):
     """With a tunnel knob in the profile, connect asks every host (once its key is trusted)
     which types it can make; the FACTS events carry it for the console's switcher."""
-    from abtui.core.model import EventKind
+    from abtui.core.events import EventKind
     from abtui.hosts.undo import UndoJournal
     from abtui.measure.engine import Engine
 

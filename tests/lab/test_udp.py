@@ -12,16 +12,16 @@ import re
 
 import pytest
 
-from abtui.core.model import EventKind, Pair
+from abtui.core.events import EventKind
+from abtui.core.model import Pair
 from abtui.lab.netns import Lab
 from abtui.measure.runs import SERVER_SUFFIX, STUB_FRACTION
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
-from tests.lab.test_engine import Recorder, lab_profile, make_engine, no_strays, run_plan, until
+from tests.lab.engine_kit import Recorder, lab_profile, make_engine, run_plan, until
 
-__all__ = ["no_strays"]  # the autouse fixture: nothing left on the lab hosts after each test
-
-pytestmark = pytest.mark.lab
+# nothing of ours is left on the lab hosts after each test
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
 # A receiving side's single-stream interval line: start, end, rate and unit, jitter, lost, due.
 RECEIVED = re.compile(r"\[\s*\d+\]\s+([\d.]+)-\s*([\d.]+)\s+sec\s+\S+ \w?Bytes"

@@ -32,7 +32,7 @@ from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from tests.conftest import make_test_lab
+from tests.lab.namespaces import make_test_lab
 from tests.lab.through import iperf3_mbits
 
 # booting four TCG guests (in the first test's setup) and a procedure's runs take minutes

@@ -12,13 +12,14 @@ from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, ProgressBar
 
-from abtui.core.model import Event, EventKind, LinkState
+from abtui.core.events import Event, EventKind
+from abtui.core.model import LinkState
 from abtui.measure.replay import T0, synthetic_events, synthetic_profile
 from abtui.sessions.store import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, HelpScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
-from tests.ui.conftest import SpyController, make_app, replayed, until
+from tests.ui.console_kit import SpyController, make_app, replayed, until
 
 pytestmark = pytest.mark.ui
 

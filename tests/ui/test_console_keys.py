@@ -10,11 +10,11 @@ import types
 import pytest
 from textual.widgets import Input
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher
-from tests.ui.conftest import SpyController, make_app, replayed, until
+from tests.ui.console_kit import SpyController, make_app, replayed, until
 
 pytestmark = pytest.mark.ui
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
-from tests.ui.conftest import make_app, replayed
+from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, OptionList
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import T0, synthetic_events, synthetic_profile
 from abtui.sessions import store
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker, TunnelSwitcher
-from tests.ui.conftest import make_app, replayed, until
+from tests.ui.console_kit import make_app, replayed, until
 
 pytestmark = pytest.mark.ui
 

@@ -10,10 +10,10 @@ import math
 import time
 from pathlib import Path
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from tests.ui.conftest import SpyController, until
+from tests.ui.console_kit import SpyController, until
 
 
 def _quiet_app(**kw: object) -> tuple[AbtuiApp, list[Event]]:

@@ -10,10 +10,10 @@ import signal
 
 import pytest
 
-from abtui.core.model import EventKind
+from abtui.core.events import EventKind
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import RECOVER, run_console
-from tests.ui.conftest import make_app, until
+from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.measure.replay import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher
-from tests.ui.conftest import make_app, replayed, until
+from tests.ui.console_kit import make_app, replayed, until
 
 pytestmark = pytest.mark.ui
 

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from abtui.ui.widgets import PairPane
-from tests.ui.conftest import make_app, replayed
+from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui
 
@@ -67,7 +67,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
     made: the panes drop their sparklines so the phase table and a few log lines still show."""
     import dataclasses
 
-    from abtui.core.model import EventKind
+    from abtui.core.events import EventKind
 
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.conftest import make_app, replayed
+from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui
 

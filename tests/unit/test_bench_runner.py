@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.seams import iperf_summary_of
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.sessions.session import Session

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.parse import parse_iperf3_text
 from abtui.reports import exports, report, stats
 from abtui.sessions.session import Session

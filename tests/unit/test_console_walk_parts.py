@@ -4,7 +4,8 @@ checker that accepted everything would make the walk on the lab prove nothing.""
 
 from __future__ import annotations
 
-from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair, Profile, Scope
+from abtui.core.events import Event, EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Profile, Scope
 from tests.lab.console_walk import (
     ACTIONS,
     BIG,

@@ -7,7 +7,7 @@ import asyncssh
 import pytest
 
 from abtui.core.destination import Destination, parse_destination
-from abtui.core.errors import RemoteError
+from abtui.core.errors import Invalid, RemoteError
 from abtui.profile import fields
 from abtui.remote import link as link_module
 from abtui.remote.link import HostLink
@@ -38,7 +38,7 @@ def test_bad_destinations_say_what_and_what_is_expected(text, why):
     with pytest.raises(ValueError, match="expected") as bad:
         parse_destination(text)
     assert why in str(bad.value)
-    with pytest.raises(fields.Invalid):
+    with pytest.raises(Invalid):
         fields.host(text)
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from abtui.cli import main
 from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind, Knob, KnobKind, Pair, Plan, Profile
+from abtui.core.events import Event, EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile
 from abtui.core.model import TestOptions as Options
 from abtui.measure.headless import describe
 from abtui.measure.phases import PairPhases
@@ -182,7 +183,7 @@ class FakeKnobs:
         self.asked: list[tuple[str, str, list[str]]] = []
 
     async def apply(self, knob, value, pairs):  # type: ignore[no-untyped-def]
-        from abtui.core.controller import KnobRefused
+        from abtui.core.errors import KnobRefused
 
         if value == "bad":
             raise KnobRefused(f"r: knob {knob.name}={value!r} refused: invalid value")
@@ -194,7 +195,7 @@ class FakeKnobs:
 
 
 async def test_engine_knob_changes_phases_and_refusals_without_hosts():
-    from abtui.core.controller import KnobRefused
+    from abtui.core.errors import KnobRefused
     from abtui.measure.engine import Engine
 
     prof = profile()

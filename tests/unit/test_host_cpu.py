@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from abtui.core.cpu import FIELDS, busy_cores, sample_figures
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.dialects import FreeBSD, Linux
 from abtui.reports.report import markdown
@@ -111,15 +111,15 @@ def section(report: str, title: str) -> list[list[str]]:
 def test_report_cpu_and_efficiency_per_configuration_with_delta_and_verdict() -> None:
     report = markdown(cpu_session(), chart=False)
     rows = section(report, "### Sender CPU (% of one core; the host's CPU samples)")
-    assert rows[0][:3] == ["tcp_wmem=default", "100.00 ± 0.00 (n=4)", "150.00 ± 0.00 (n=4)"]
+    assert rows[0][:3] == ["tcp_wmem=default", "100 ± 0 (n=4)", "150 ± 0 (n=4)"]
     assert rows[0][3].startswith("+50.0% [+50.0, +50.0] (p=0.029 n=4+4)")
     receiver = section(report, "### Receiver CPU (% of one core; the host's CPU samples)")
     assert receiver[0][3].startswith("+50.0%")
     eff = section(report, "### Sender efficiency: Gbit/s per busy core (more is better)")
-    assert eff[0][1:3] == ["10.00 ± 0.00 (n=4)", "7.33 ± 0.00 (n=4)"]
+    assert eff[0][1:3] == ["10.0 ± 0.0 (n=4)", "7.33 ± 0.00 (n=4)"]
     assert eff[0][3].startswith("-26.7%")
     soft = section(report, "Sender softirq share of all its CPU time (%):")
-    assert soft[0][1:3] == ["10.00 ± 0.00 (n=4)", "10.00 ± 0.00 (n=4)"]
+    assert soft[0][1:3] == ["10.0 ± 0.0 (n=4)", "10.0 ± 0.0 (n=4)"]
     runs = report.split("## Runs", 1)[1]
     assert "sender CPU % | receiver CPU %" in runs
     assert "| 25.4 (0.3u/25.1s) | — |" in runs
@@ -140,7 +140,7 @@ def test_without_samples_the_report_uses_iperf3s_own_figures() -> None:
     s.cpu.clear()
     report = markdown(s, chart=False)
     rows = section(report, "### Sender CPU (% of one core; iperf3's own figure)")
-    assert rows[0][1:3] == ["25.40 ± 0.00 (n=4)", "25.40 ± 0.00 (n=4)"]
+    assert rows[0][1:3] == ["25.4 ± 0.0 (n=4)", "25.4 ± 0.0 (n=4)"]
     assert "### Receiver CPU (% of one core; nothing recorded)" in report
 
 

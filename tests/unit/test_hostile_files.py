@@ -19,7 +19,7 @@ from abtui.cli import main
 from abtui.core.errors import AbtuiError
 from abtui.sessions.store import load_events
 from tests.reliability import Reliability
-from tests.unit.test_profile_fuzz import nothing_runs
+from tests.unit.sandbox import nothing_runs
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,

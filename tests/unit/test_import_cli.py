@@ -11,7 +11,7 @@ import pytest
 
 from abtui.cli import main
 from abtui.parse.importer import detect, import_file
-from tests.conftest import FIXTURES
+from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"
 IPERF_SUMMARY = {"protocol", "sender_bits_per_second", "receiver_bits_per_second",

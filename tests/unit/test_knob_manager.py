@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.core.controller import KnobRefused
-from abtui.core.errors import BadInput
-from abtui.core.model import EventKind, Knob, KnobKind, Pair, Scope
+from abtui.core.errors import BadInput, KnobRefused
+from abtui.core.events import EventKind
+from abtui.core.model import Knob, KnobKind, Pair, Scope
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting

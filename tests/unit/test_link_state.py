@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from abtui.core.errors import RemoteError
-from abtui.core.model import Event, EventKind, LinkState
+from abtui.core.events import Event, EventKind
+from abtui.core.model import LinkState
 from abtui.profile.load import parse_profile
 from abtui.remote.link import HostLink
 from abtui.ui.state import ConsoleState

@@ -14,7 +14,7 @@ from abtui.core.model import CpuUtil
 from abtui.parse.importer import import_text
 from abtui.parse.iperf3_json import parse_iperf3_json
 from abtui.parse.iperf3_text import parse_iperf3_text
-from tests.conftest import FIXTURES
+from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"
 V318 = FIXTURES / "iperf3-3.18"

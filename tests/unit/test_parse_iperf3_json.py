@@ -8,7 +8,7 @@ import json
 import pytest
 
 from abtui.parse.iperf3_json import Iperf3JsonParser, parse_iperf3_json
-from tests.conftest import FIXTURES
+from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"
 V318 = FIXTURES / "iperf3-3.18"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from abtui.parse.iperf3_text import Iperf3TextParser, parse_iperf3_text
-from tests.conftest import FIXTURES
+from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"
 V313 = FIXTURES / "iperf3-3.1.3"

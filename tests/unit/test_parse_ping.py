@@ -8,7 +8,7 @@ import math
 import pytest
 
 from abtui.parse.ping import PingParser, parse_ping
-from tests.conftest import FIXTURES
+from tests.fixtures import FIXTURES
 
 PING = FIXTURES / "ping"
 

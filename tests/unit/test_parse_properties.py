@@ -14,7 +14,7 @@ from abtui.parse.importer import detect, import_text
 from abtui.parse.iperf3_json import Iperf3JsonParser
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.parse.ping import PingParser
-from tests.conftest import FIXTURES
+from tests.fixtures import FIXTURES
 
 SAMPLES = sorted(p.read_text() for p in FIXTURES.rglob("*.txt")) + sorted(
     p.read_text() for p in FIXTURES.rglob("*.jsonl"))

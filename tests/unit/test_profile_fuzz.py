@@ -5,16 +5,12 @@ loudly while loading)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import re
-import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import tomlkit
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +20,7 @@ from abtui.core.errors import BadInput
 from abtui.core.model import Profile
 from abtui.profile import load_profile, parse_profile
 from abtui.profile.fields import has_control
+from tests.unit.sandbox import nothing_runs
 
 EXAMPLE = (Path(__file__).resolve().parents[2] / "profiles" / "example.toml").read_text()
 BASE = tomllib.loads(EXAMPLE)
@@ -40,15 +37,6 @@ HOSTILE = st.sampled_from([
 LEAF = st.one_of(HOSTILE, st.text(max_size=30), st.integers(), st.booleans(),
                  st.floats(allow_nan=True), st.lists(HOSTILE, max_size=3))
 
-
-@contextlib.contextmanager
-def nothing_runs() -> Iterator[None]:
-    def refuse(*_a: Any, **_k: Any) -> None:
-        raise AssertionError("the loader started a process")
-    with mock.patch.object(subprocess.Popen, "__init__", refuse), \
-            mock.patch.object(os, "system", refuse), mock.patch.object(os, "popen", refuse), \
-            mock.patch.object(os, "execv", refuse), mock.patch.object(os, "execvp", refuse):
-        yield
 
 
 def strings_of(obj: Any) -> Iterator[str]:

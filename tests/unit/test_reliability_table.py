@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.reliability import ASK
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CONFTEST = """
@@ -57,12 +59,12 @@ EARLIER = """# Reliability
 """
 
 
-def _run(tmp: Path, *args: str) -> dict[str, str]:
+def _run(tmp: Path, *args: str, ask: str = "1") -> dict[str, str]:
     (tmp / "conftest.py").write_text(CONFTEST)
     (tmp / "test_scenarios.py").write_text(SCENARIOS)
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                    cwd=tmp, capture_output=True, text=True, timeout=120,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+                   env={**os.environ, "PYTHONPATH": str(ROOT), ASK: ask})
     rows = {}
     for line in (tmp / "reliability.md").read_text().splitlines():
         if line.startswith("| ") and not line.startswith("| #"):
@@ -94,3 +96,9 @@ def test_a_run_that_stops_early_or_selects_one_says_so(tmp_path: Path) -> None:
     assert rows["1"].startswith("pass")
     assert {rows[n] for n in "2346"} == {"**skipped**: not selected in this run"}
     assert "-k one" in (tmp_path / "reliability.md").read_text()
+
+
+def test_a_run_not_asked_for_the_table_leaves_it_alone(tmp_path: Path) -> None:
+    (tmp_path / "reliability.md").write_text(EARLIER)
+    _run(tmp_path, ask="")
+    assert (tmp_path / "reliability.md").read_text() == EARLIER

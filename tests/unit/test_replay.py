@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from abtui.core.controller import KnobRefused
-from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind
+from abtui.core.errors import BadInput, KnobRefused
+from abtui.core.events import Event, EventKind
 from abtui.measure.replay import (
     ReplayController,
     profile_from_events,

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.model import Event, EventKind, LinkState, Pair
+from abtui.core.events import Event, EventKind
+from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
 from abtui.measure.runs import PairRun, RunHooks, RunSpec
 from abtui.measure.seams import default_parser_factory
 from abtui.remote.iperf_cmd import ARMED_MARK
-from tests.conftest import FIXTURES
+from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"
 # a single-stream interval line as iperf3 prints it: start, end, rate, and UDP's receiver

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.runs import _Lines
 
 

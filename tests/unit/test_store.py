@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from abtui.core.errors import BadInput
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.sessions import store
 from abtui.sessions.session import Session
 from tests import synth
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from abtui.core.model import Event, EventKind
+from abtui.core.events import Event, EventKind
 from abtui.sessions.store import SessionWriter
 w = SessionWriter(sys.argv[1], profile="kill", pairs=["A", "B"])
 w.write(Event(EventKind.SESSION_START, 1.0, data={"profile_text": ""}))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
-from abtui.core.model import Event
+from abtui.core.events import Event
 from abtui.measure.replay import ReplayController, synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 

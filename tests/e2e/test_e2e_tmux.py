@@ -7,61 +7,20 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-TMUX = shutil.which("tmux")
+from tests.e2e.term import TMUX, Term, intervals_shown
+
 pytestmark = [pytest.mark.ui,
               pytest.mark.skipif(TMUX is None, reason="tmux is not installed (apt tmux)")]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class Term:
-    """A tmux server of our own (private socket) with one window running a command."""
-
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True,
-                              check=True).stdout  # type: ignore[list-item]
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", "e2e")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "e2e", *keys)
-
-    def wait(self, what: str, cond: Callable[[str], bool], timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if cond(text):
-                return text
-            time.sleep(0.2)
-        raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
-
-
-@pytest.fixture
-def term() -> Iterator[Term]:
-    t = Term(f"abtui-e2e-{os.getpid()}")
-    try:
-        yield t
-    finally:
-        subprocess.run([TMUX, "-L", t.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
-
-
-def intervals_shown(screen: str) -> int:
-    counts = [int(n) for n in re.findall(r"\bn (\d+)\s", screen)]
-    return min(counts) if counts else 0
 
 
 def test_console_in_a_real_terminal(term: Term, tmp_path: Path) -> None:
@@ -96,9 +55,9 @@ def _ns(alias: str, *cmd: str) -> str:
 @pytest.mark.lab
 def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path) -> None:
     from abtui.lab.netns import Lab
-    from tests.conftest import test_lab_names
+    from tests.lab.namespaces import lab_names
 
-    name, ifprefix, mgmt = test_lab_names("d")
+    name, ifprefix, mgmt = lab_names("d")
     lab = Lab(name=name, octet=19, ifprefix=ifprefix, mgmt=mgmt, state_dir=tmp_path / name)
     lab.down()  # leftovers of a killed run
     rc = tmp_path / "rc"

@@ -1,0 +1,70 @@
+"""Typed event payloads: recorded journals read into payloads and written again are the same
+bytes, and the console and the session read events through one dispatch."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from abtui.core import events
+from abtui.core.events import PAYLOADS, Event, EventKind, EventReader
+from abtui.measure.replay import synthetic_events
+from abtui.sessions.session import Session
+from abtui.ui.state import ConsoleState
+
+SESSIONS = sorted((Path(__file__).parent.parent / "fixtures" / "sessions").glob("*.jsonl.gz"))
+
+
+def _lines(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return f.read().splitlines()[1:]  # line 1 is the header
+
+
+@pytest.mark.parametrize("path", SESSIONS, ids=lambda p: p.name.split(".")[0])
+def test_a_recorded_journal_round_trips_through_typed_payloads(path: Path) -> None:
+    kinds = set()
+    for line in _lines(path):
+        recorded = Event.from_json(json.loads(line))
+        payload = recorded.payload
+        assert isinstance(payload, PAYLOADS[recorded.kind])
+        assert not payload.extra, (recorded.kind, dict(payload.extra))  # every key is typed
+        again = Event.of(payload, recorded.t, recorded.pair, recorded.host)
+        assert json.dumps(again.to_json(), separators=(",", ":"), ensure_ascii=False) == line
+        kinds.add(recorded.kind)
+    assert {EventKind.SESSION_START, EventKind.RUN_START, EventKind.RUN_END} <= kinds
+
+
+def test_the_recordings_hold_every_kind_the_engine_writes() -> None:
+    seen = {json.loads(line)["kind"] for path in SESSIONS for line in _lines(path)}
+    assert seen == {str(k) for k in EventKind} - {"mark"}  # a mark is made in the console
+
+
+def test_a_synthetic_recording_and_a_mark_round_trip() -> None:
+    for event in [*synthetic_events(pairs=2, intervals=4), Event.of(events.Mark(text="x"))]:
+        obj = json.loads(json.dumps(event.to_json()))
+        again = Event.from_json(obj)
+        assert again == event and again.payload == event.payload
+
+
+def test_a_key_no_payload_names_is_kept() -> None:
+    obj = {"kind": "mark", "t": 1.0, "data": {"text": "x", "from_a_newer_abtui": [1, 2]}}
+    event = Event.from_json(obj)
+    assert event.payload.text == "x"
+    assert Event.of(event.payload, 1.0).to_json() == obj
+
+
+def test_an_optional_field_is_left_out_while_none() -> None:
+    tcp = events.Interval(run="A-1", phase=0, start=0.0, end=1.0, bytes=1, bits_per_second=8.0,
+                          retransmits=None, cwnd_bytes=None, omitted=False, straddles=False)
+    assert "direction" not in tcp.to_data() and "retransmits" in tcp.to_data()
+
+
+def test_every_kind_has_a_payload_and_both_readers_share_one_dispatch() -> None:
+    assert set(PAYLOADS) == set(EventKind)
+    for reader in (ConsoleState, Session):
+        assert issubclass(reader, EventReader)
+        assert reader.dispatch is EventReader.dispatch
+    assert set(ConsoleState._handlers) == set(EventKind)

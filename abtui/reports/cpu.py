@@ -198,6 +198,21 @@ LEGEND = ("CPU %: busy time (user, system, irq, softirq) ÷ elapsed, 100 = one c
           "positive CPU Δ is more CPU spent).")
 
 
+def has_cpu(session: Session) -> bool:
+    """Whether the session has any CPU figure (host samples, or iperf3's own in a run)."""
+    return bool(session.cpu) or any(iperf3_cpu(r, side) is not None
+                                    for r in session.runs for side in SIDES)
+
+
+def slot_cells(session: Session, pair: str, phases: list[int] | None) -> list[str]:
+    """A procedure table's CPU cells for one pair's cell: sender and receiver CPU %, the
+    mean of their run-level values as the CPU section has them (— where none)."""
+    if phases is None:
+        return ["—", "—"]
+    c = CpuCell(session, pair, phases)
+    return [fmt_rate(stats.summarize(c.cpu[side]), 1.0, spread=False) for side in SIDES]
+
+
 def cell_json(c: CpuCell) -> dict[str, Any]:
     """A CpuCell for the JSON export: per side, where its figures come from, the run-level
     CPU % (100 = one core), softirq share and efficiency values and their summaries."""

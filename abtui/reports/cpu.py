@@ -131,8 +131,9 @@ def _get(what: str, side: str) -> Callable[[CpuCell], list[float]]:
 
 def _metric_table(session: Session, cpu: dict[str, dict[str, CpuCell]], bp: str | None,
                   get: Callable[[CpuCell], list[float]], div: float,
-                  seen: list[stats.Delta | None]) -> str:
-    """configuration | each pair's figure | Δ of each other pair vs the base pair."""
+                  seen: list[stats.Delta | None], names: dict[str, str]) -> str:
+    """configuration (named as the throughput table names it) | each pair's figure | Δ of
+    each other pair vs the base pair."""
     others = [p for p in session.pairs if p != bp]
     rows = []
     for config, row in cpu.items():
@@ -146,7 +147,7 @@ def _metric_table(session: Session, cpu: dict[str, dict[str, CpuCell]], bp: str 
             d, v = stats.compare_samples(get(row[bp]), get(row[p]))
             seen.append(d)
             deltas.append(fmt_delta(d, v))
-        rows.append([config, *figures, *deltas])
+        rows.append([names.get(config, config), *figures, *deltas])
     return md_table(["configuration", *session.pairs, *[f"Δ {p} vs {bp}" for p in others]],
                     rows)
 
@@ -158,17 +159,20 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
     every = [c for row in cpu.values() for c in row.values()]
     if not any(c.cpu[s] for c in every for s in SIDES):
         return []
+    from abtui.reports.report import labels
+
+    names = labels(session, table)
     out = ["## CPU cost per configuration", ""]
     for side in SIDES:
         sources = {c.source[side] for c in every} - {""}
         what = " and ".join("the host's CPU samples" if s == "host" else "iperf3's own figure"
                             for s in sorted(sources)) or "nothing recorded"
         out += [f"### {side.capitalize()} CPU (% of one core; {what})", "",
-                _metric_table(session, cpu, bp, _get("cpu", side), 1.0, seen), ""]
+                _metric_table(session, cpu, bp, _get("cpu", side), 1.0, seen, names), ""]
         if any(c.softirq[side] for c in every):
             out += [f"{side.capitalize()} softirq share of all its CPU time (%):", "",
-                    _metric_table(session, cpu, bp, _get("softirq", side), 1.0, seen),
-                    ""]
+                    _metric_table(session, cpu, bp, _get("softirq", side), 1.0, seen,
+                                  names), ""]
     for side in SIDES:
         cyc = all(c.cycles[side] for c in every if c.efficiency[side])
         if not any(c.efficiency[side] for c in every):
@@ -179,8 +183,8 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
             u = rate_unit([stats.summarize(c.efficiency[side]).mean or 0.0 for c in every])
             div, title = u.div, f"{u.name} per busy core (more is better)"
         out += [f"### {side.capitalize()} efficiency: {title}", "",
-                _metric_table(session, cpu, bp, _get("efficiency", side), div, seen),
-                ""]
+                _metric_table(session, cpu, bp, _get("efficiency", side), div, seen,
+                              names), ""]
     out += [LEGEND, ""]
     shared = sorted(h for h, f in session.facts.items() if rules.shared(f))
     if shared:

@@ -34,6 +34,7 @@ from abtui.core.configuration import cycle
 from abtui.core.controller import Controller, Mode
 from abtui.core.errors import KnobRefused
 from abtui.core.events import Event, EventKind
+from abtui.core.labels import fit_labels
 from abtui.core.model import KnobKind
 from abtui.core.text import visible
 from abtui.profile import RESERVED_KEYS
@@ -415,19 +416,19 @@ class AbtuiApp(App[int]):
 
     def _rebuild_phase_table(self, table: DataTable[Text]) -> None:
         """A new configuration: lay the table out again, every width explicit (no jitter).
-        A label longer than its column ends in "…"; every cell is text, never markup."""
+        Labels too long for their column are shortened alike (abtui.core.labels); every cell
+        is text, never markup."""
         rows = [(repr(k), visible(self.row_label(r)), self.state.phase_cells(r))
                 for k, r in self.state.phases.items()]
         width = self._label_width([lb for _, lb, _ in rows])
+        fitted = fit_labels([self.state.row_parts(r) for r in self.state.phases.values()], width)
         self._label_cols = width
         cursor = table.cursor_row
         table.clear(columns=True)
         table.add_column("configuration", key="config", width=width)
         for label in self.state.pairs:
             table.add_column(Text(visible(self.pair_title(label))), key=label, width=CELL_WIDTH)
-        for key, shown, cells in rows:
-            if len(shown) > width:
-                shown = shown[:width - 1] + "…"
+        for (key, _, cells), shown in zip(rows, fitted, strict=True):
             table.add_row(Text(shown), *(Text(c) for c in cells), key=key)
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
@@ -702,7 +703,7 @@ class AbtuiApp(App[int]):
         default = store.new_session_path(self.profile.name, self._folder() if self.save_dir
                                          else self.sessions_dir)
         self.push_screen(PathPrompt("Save the session", str(store.finished_path(default)),
-                                    note=note, resolve=store.finished_path, replace=False),
+                                    note=note, resolve=store.saved_path, replace=False),
                          chosen)
 
     @work(thread=True, exit_on_error=False, group="files")
@@ -712,14 +713,11 @@ class AbtuiApp(App[int]):
 
         try:
             if what == "save":
-                from abtui.sessions.store import LIVE_SUFFIX, SessionWriter, name_of
+                from abtui.sessions.store import save_events
 
-                # journalled beside its final name, which close() gives it (path)
-                writer = SessionWriter(path.with_name(name_of(path) + LIVE_SUFFIX),
-                                       profile=self.profile.name, pairs=list(self.state.pairs))
-                for event in events:
-                    writer.write(event)
-                line = f"saved {len(events)} events to {writer.close()}"
+                written = save_events(path, events, profile=self.profile.name,
+                                      pairs=list(self.state.pairs))
+                line = f"saved {len(events)} events to {written}"
             else:
                 from abtui.reports.exports import render
                 from abtui.sessions.session import Session

@@ -55,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
             print("lab is down")
         for h in status["hosts"]:  # type: ignore[attr-defined]
             mark = "ok  " if h["ok"] else "DOWN"
-            where = (f"VM {h['release']} ({h['accel']}, booted in {h['boot_s']} s)"
-                     if h["kernel"] else f"netns {h['release']}")
+            where = (f"VM {h['release']} ({h['accel']}, booted in {h['boot_s']} s), CPU "
+                     "its own" if h["kernel"] else
+                     f"netns {h['release']}, CPU this machine's (shared by every netns host)")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
                   f"ssh {h['address']:<15} data {h['data_address']:<13} {where}")
     return 0 if status["ok"] else 1

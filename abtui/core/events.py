@@ -38,6 +38,7 @@ class EventKind(StrEnum):
     INTERVAL = "interval"
     PING = "ping"
     WATCH = "watch"
+    CPU = "cpu"
     RUN_END = "run_end"
     PHASE = "phase"
     PROGRESS = "progress"
@@ -273,6 +274,22 @@ class Watch(Payload):
     run: Any
     name: str
     value: float | str | None
+
+
+@_payload(EventKind.CPU)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cpu(Payload):
+    """A host's CPU sample during a run (pair and host set): the ticks each state gained
+    since the host's previous sample, in abtui.core.cpu.FIELDS order, over all its CPUs
+    (`total`) and per CPU (`cpus`); `role` the side the host is on ("sender", "receiver");
+    the phase it counts in (none when `straddles` a knob change)."""
+
+    run: Any
+    role: str
+    phase: Any
+    straddles: bool
+    total: list[int]
+    cpus: list[list[int]]
 
 
 @_payload(EventKind.RUN_END)

@@ -174,6 +174,8 @@ class TestOptions:
     ping_interval: float = 0.2
     # > 0: `ping -c N` on the idle link before iperf3 starts; 0: ping alongside iperf3
     ping_count: int = 0
+    # sample each host's CPU time during runs (a CPU event per host and sample)
+    host_cpu: bool = True
     extra_args: tuple[str, ...] = ()
     # the iperf3 program on the hosts: a name looked up in PATH, or an absolute path
     iperf3: str = DEFAULT_IPERF3
@@ -251,6 +253,11 @@ class HostFacts:
     kernel_version: str = ""
     cpu_model: str = ""
     cpu_count: int | None = None
+    # the CPUs' maximum (else current) frequency, MHz: cycles per byte in the reports
+    cpu_mhz: float | None = None
+    # "own": the host's CPU figures are its own; "shared": a network namespace whose
+    # /proc/stat is the whole machine's (abtui.core.cpu); "": cannot tell
+    cpu_scope: str = ""
     iperf3_version: str = ""
     ping_version: str = ""
     nic_driver: str = ""
@@ -292,8 +299,19 @@ class Interval:
 
 
 @dataclass(slots=True)
+class CpuUtil:
+    """iperf3's own CPU utilization of one side over its test (its `CPU Utilization:` line,
+    `cpu_utilization_percent` in JSON): percent of one core, user + system = total."""
+
+    total: float
+    user: float
+    system: float
+
+
+@dataclass(slots=True)
 class IperfSummary:
-    """iperf3's end-of-test sender/receiver lines."""
+    """iperf3's end-of-test sender/receiver lines, and each side's CPU as iperf3 measured it
+    (None when iperf3 did not print it: no -V, a side it never heard from)."""
 
     protocol: str = "tcp"
     sender_bits_per_second: float | None = None
@@ -304,6 +322,9 @@ class IperfSummary:
     jitter_ms: float | None = None
     lost_percent: float | None = None
     duration: float | None = None
+    # the data's sender and receiver (--bidir: the client and the server)
+    sender_cpu: CpuUtil | None = None
+    receiver_cpu: CpuUtil | None = None
 
 
 @dataclass(slots=True)

@@ -598,11 +598,14 @@ class Lab:
                 ok = qemu is not None and pid_alive(qemu) and \
                     ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
                 entry.update({"release": kernels.get(h.pair, {}).get("release", ""),
-                              "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias)})
+                              "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias),
+                              "cpu": "own"})
             else:
                 ok = h.netns in present and self._sshd_pid(h) is not None and \
                     ssh_banner(h.mgmt_address)[0]
-                entry.update({"release": os.uname().release, "accel": "", "boot_s": None})
+                # a namespace's /proc/stat is this machine's: its CPU is every host's
+                entry.update({"release": os.uname().release, "accel": "", "boot_s": None,
+                              "cpu": "shared"})
             entry.update({"address": h.mgmt_address, "ok": bool(ok)})
             hosts.append(entry)
         return {

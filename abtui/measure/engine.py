@@ -298,7 +298,10 @@ class Engine:
             bash=self.has_bash.get(pair.sender, False),
             stdbuf=self.has_stdbuf.get(pair.sender, False),
             receiver_stdbuf=self.has_stdbuf.get(pair.receiver, False),
-            watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs])
+            watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs],
+            cpu_commands={a: self.dialects[a].cpu_times_command
+                          for a in (pair.sender, pair.receiver)
+                          if opts.host_cpu and a in self.dialects})
         hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
                          phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
                          raw_sink=self.raw_sink, orphan=self._add_orphan,

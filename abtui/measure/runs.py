@@ -26,7 +26,16 @@ from typing import Any
 from abtui.core import events
 from abtui.core.errors import RemoteError, RunFailed
 from abtui.core.events import Event
-from abtui.core.model import Interval, LinkState, Pair, PingReply, PingSummary, TestOptions, Watch
+from abtui.core.model import (
+    Interval,
+    IperfSummary,
+    LinkState,
+    Pair,
+    PingReply,
+    PingSummary,
+    TestOptions,
+    Watch,
+)
 from abtui.measure.seams import (
     Emit,
     ParserFactory,
@@ -35,6 +44,7 @@ from abtui.measure.seams import (
     iperf_summary_of,
     ping_summary_of,
 )
+from abtui.parse.cputimes import parse_cpu_times, since
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     armed,
@@ -60,6 +70,8 @@ STOP_WAIT_S = 5.0
 # An interval shorter than this share of the interval setting is the stub a server prints as
 # the test ends (`2.00-2.00 sec`): its rate is no measurement of its own.
 STUB_FRACTION = 0.1
+# Host CPU is sampled at the run's interval, never more often than this.
+CPU_MIN_PERIOD = 1.0
 # The raw sink's run key for the server's lines: "<run id>/server".
 SERVER_SUFFIX = "/server"
 
@@ -83,6 +95,9 @@ class RunSpec:
     # the receiver has stdbuf (its server's lines are read for UDP)
     receiver_stdbuf: bool = False
     watches: list[Watch] = field(default_factory=list)
+    # host alias -> the command that prints its CPU time counters (TestOptions.host_cpu):
+    # sampled every max(interval, CPU_MIN_PERIOD) s during the run
+    cpu_commands: dict[str, str] = field(default_factory=dict)
     # the engine's count of restarting changes on the pair when this run was prepared
     settings: int = 0
 
@@ -94,7 +109,8 @@ class RunHooks:
     phase_for: PhaseFor
     ping_parser_factory: PingParserFactory | None = None
     # every raw line of iperf3's client output, as received: (run id, line); the server's
-    # lines, when the run reads them (UDP sent by the client), under run id + SERVER_SUFFIX
+    # lines, when the run reads them (UDP sent by the client, -R in text mode), under run id
+    # + SERVER_SUFFIX
     raw_sink: Callable[[str, str], None] | None = None
     # a process left on a host whose link dropped: ended once the link is back
     orphan: Callable[[HostLink, int], None] | None = None
@@ -115,6 +131,20 @@ def measured(interval: Interval, opts: TestOptions) -> bool:
 def reads_server(opts: TestOptions) -> bool:
     """UDP the client sends (forward, --bidir): what arrived is in the server's lines."""
     return opts.udp and not opts.reverse
+
+
+def reads_server_cpu(opts: TestOptions, json_stream: bool) -> bool:
+    """-R in text mode: the client prints no `CPU Utilization:` line when it receives, the
+    server (the sender, run with -V) prints the sender's."""
+    return opts.reverse and not json_stream
+
+
+def fill_cpu(summary: IperfSummary | None, other: IperfSummary | None) -> None:
+    """Take the CPU figures `summary` lacks from the other side's log."""
+    if summary is None or other is None:
+        return
+    summary.sender_cpu = summary.sender_cpu or other.sender_cpu
+    summary.receiver_cpu = summary.receiver_cpu or other.receiver_cpu
 
 
 def classify_iperf_error(message: str, spec: RunSpec, receiver: str) -> tuple[str, bool]:
@@ -184,6 +214,7 @@ class PairRun:
         self._server: RemoteProcess | None = None
         self._server_lines: _Lines | None = None
         self._server_task: asyncio.Task[None] | None = None
+        self._server_parser: Any = None
         self._client: RemoteProcess | None = None
         self._client_lines: _Lines | None = None
         self._ping: RemoteProcess | None = None
@@ -214,7 +245,8 @@ class PairRun:
 
     async def _start_server(self) -> None:
         port = self.spec.port
-        keep = reads_server(self.spec.options)
+        keep = reads_server(self.spec.options) or reads_server_cpu(self.spec.options,
+                                                                   self.spec.json_stream)
         for _ in range(PORT_TRIES):
             argv = server_argv(port, self.spec.program)
             if keep and self.spec.receiver_stdbuf:
@@ -345,6 +377,7 @@ class PairRun:
             self._event(events.Ping(run=self.spec.run_id, phase=self.hooks.phase_for(
                 self.label, time.time(), 0.0)[0], seq=reply.seq, rtt_ms=reply.rtt_ms))
         self._start_watches()
+        self._start_cpu()
         opts = self.spec.options
         stall_s = STALL_INTERVALS * opts.interval
         deadline = time.monotonic() + stall_s + opts.omit + CONNECT_ALLOWANCE
@@ -386,6 +419,8 @@ class PairRun:
         ping = await self._finish_ping()
         await self.cleanup()
         summary = iperf_summary_of(result)
+        if self._server_parser is not None:
+            fill_cpu(summary, iperf_summary_of(self._server_parser.finish()))
         reverse = iperf_summary_of(result, reverse=True) if self.status != "error" else None
         self._event(events.RunEnd(
             run=self.spec.run_id, status=self.status,
@@ -407,12 +442,16 @@ class PairRun:
     async def _server_loop(self) -> None:
         """The server's lines (UDP the client sends): what arrived, interval by interval."""
         assert self._server_lines is not None
-        parser = self.hooks.parser_factory("text")  # the server is always run in text mode
+        # the server is always run in text mode; its intervals count for UDP the client
+        # sends, its CPU line for -R (reads_server_cpu)
+        parser = self._server_parser = self.hooks.parser_factory("text")
+        take = reads_server(self.spec.options)
         while (line := await self._server_lines.get(None)) is not None:
             if self.hooks.raw_sink is not None:
                 self.hooks.raw_sink(self.spec.run_id + SERVER_SUFFIX, line)
             for interval in parser.feed(line):
-                self._take(interval, self._server_lines.arrived)
+                if take:
+                    self._take(interval, self._server_lines.arrived)
 
     async def _finish_server(self) -> None:
         """Let the server print its last intervals (it exits after its one test); a server
@@ -528,6 +567,47 @@ class PairRun:
             for name, text in samples:
                 self._event(events.Watch(run=self.spec.run_id, name=name,
                                          value=_number(text.strip())), host=link.alias)
+
+    def _start_cpu(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = max(self.spec.options.interval, CPU_MIN_PERIOD)
+        links = {link.alias: link for link in (self.sender, self.receiver)}
+        for alias, link in links.items():
+            command = self.spec.cpu_commands.get(alias)
+            if command:
+                self._watch_tasks.append(loop.create_task(self._cpu_loop(link, command,
+                                                                         period)))
+
+    async def _cpu_loop(self, link: HostLink, command: str, period: float) -> None:
+        """The host's CPU time every `period` s, one round trip each: a CPU event with what
+        each state gained since the previous sample (the first one is only the base)."""
+        before = None
+        complained = False
+        due = time.monotonic()
+        role = "sender" if link is self.sender else "receiver"
+        while True:
+            try:
+                now = parse_cpu_times(await link.check(command, timeout=max(2.0, period)))
+                if now is None:
+                    raise RemoteError(link.alias, "its CPU time counters were not readable")
+            except RemoteError as exc:
+                if not complained:
+                    self._event(events.Error(message=f"host CPU: {exc.reason}"),
+                                host=link.alias)
+                    complained = True
+                before = None
+            else:
+                got = since(before, now) if before is not None else None
+                if got is not None:
+                    phase, straddles = self.hooks.phase_for(self.label, time.time(), period)
+                    self._event(events.Cpu(run=self.spec.run_id, role=role, phase=phase,
+                                           straddles=straddles, total=got[0], cpus=got[1]),
+                                host=link.alias)
+                before = now
+            # on a fixed beat; a sample that took longer than a period (a slow link) is not
+            # made up for with a burst
+            due = max(due + period, time.monotonic())
+            await asyncio.sleep(due - time.monotonic())
 
     @staticmethod
     async def _sysctl_names(link: HostLink, pattern: str) -> list[str]:

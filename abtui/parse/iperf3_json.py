@@ -13,8 +13,8 @@ import json
 import math
 from typing import Any
 
-from abtui.core.model import Interval, IperfSummary
-from abtui.parse.iperf3_result import Iperf3Result, forget_unheard
+from abtui.core.model import CpuUtil, Interval, IperfSummary
+from abtui.parse.iperf3_result import Iperf3Result, forget_unheard, local_sends, place_cpu
 
 
 class Iperf3JsonParser:
@@ -124,8 +124,18 @@ def _result_of(fmt: str, start: dict[str, Any], end: dict[str, Any], error: str 
         res.reverse_summary = None
     res.complete = bool(end.get("sum_sent") or end.get("sum")
                         or end.get("sum_received"))
+    cpu = _dict(end.get("cpu_utilization_percent"))
+    if res.role is not None:
+        place_cpu(res, _cpu(cpu, "host"), _cpu(cpu, "remote"), local_sends(res))
     forget_unheard(res)
     return res
+
+
+def _cpu(cpu: dict[str, Any], side: str) -> CpuUtil | None:
+    """One side of `cpu_utilization_percent` ("host" or "remote"), None unless all three
+    figures are numbers."""
+    got = [_num(cpu.get(f"{side}_{k}")) for k in ("total", "user", "system")]
+    return CpuUtil(*got) if None not in got else None  # type: ignore[arg-type]
 
 
 def intervals_of(data: dict[str, Any]) -> list[Interval]:

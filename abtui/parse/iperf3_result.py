@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.core.model import Interval, IperfSummary
+from abtui.core.model import CpuUtil, Interval, IperfSummary
 
 
 @dataclass(slots=True)
@@ -76,12 +76,41 @@ def forget_unheard(res: Iperf3Result) -> None:
             summary.retransmits = None
 
 
+def place_cpu(res: Iperf3Result, local: CpuUtil | None, remote: CpuUtil | None,
+              local_sends: bool) -> None:
+    """Put iperf3's local and remote CPU figures on the summary's sender and receiver.
+
+    The remote side's figures are unknown, not 0, where iperf3 never heard them: on a server
+    (it prints before the client's arrive), in a test interrupted before its end, and
+    wherever iperf3 wrote all zeros (JSON fills what it lacks with 0)."""
+    if remote is not None and (res.role == "server"
+                               or (res.error or "").startswith(INTERRUPTED)
+                               or remote.total == remote.user == remote.system == 0):
+        remote = None
+    sender, receiver = (local, remote) if local_sends else (remote, local)
+    res.summary.sender_cpu, res.summary.receiver_cpu = sender, receiver
+
+
+def local_sends(res: Iperf3Result) -> bool:
+    """Whether the host that printed the log sent the data (--bidir: the client counts as
+    the sender, its direction being the forward one)."""
+    return (res.role == "client") != (bool(res.reverse) and not res.bidir)
+
+
+def cpu_json(c: CpuUtil | None) -> dict[str, float | None] | None:
+    if c is None:
+        return None
+    return {"total": finite(c.total), "user": finite(c.user), "system": finite(c.system)}
+
+
 def summary_json(s: IperfSummary) -> dict[str, Any]:
     out: dict[str, Any] = {
         "protocol": s.protocol,
         "sender_bits_per_second": finite(s.sender_bits_per_second),
         "receiver_bits_per_second": finite(s.receiver_bits_per_second),
         "retransmits": s.retransmits,
+        "sender_cpu": cpu_json(s.sender_cpu),
+        "receiver_cpu": cpu_json(s.receiver_cpu),
     }
     if s.protocol == "udp":
         out["jitter_ms"] = finite(s.jitter_ms)

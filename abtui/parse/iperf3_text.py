@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from abtui.core.model import Interval, IperfSummary
-from abtui.parse.iperf3_result import Iperf3Result, forget_unheard
+from abtui.core.model import CpuUtil, Interval, IperfSummary
+from abtui.parse.iperf3_result import Iperf3Result, forget_unheard, local_sends, place_cpu
 
 _BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -45,6 +45,9 @@ _LINE = re.compile(
 _CTIME = re.compile(r"((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|"
                     r"Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}) ")
 _VERSION = re.compile(r"iperf (3\.\d+\S*)")
+# -V's end-of-test line; --bidir prints a second one with the roles swapped (same figures)
+_CPU = re.compile(rf"CPU Utilization: local/(sender|receiver) ({_NUM})% \(({_NUM})%u/({_NUM})%s\), "
+                  rf"remote/(?:sender|receiver) ({_NUM})% \(({_NUM})%u/({_NUM})%s\)")
 _MAX_WARNINGS = 20
 
 
@@ -86,6 +89,8 @@ class Iperf3TextParser:
         self._server_output = False
         self._ts_text = ""
         self._ts_value: float | None = None
+        # -V's CPU line: (local sends, local, remote)
+        self._cpu: tuple[bool, CpuUtil, CpuUtil] | None = None
         self._new_test()
 
     def _new_test(self) -> None:
@@ -174,6 +179,12 @@ class Iperf3TextParser:
         elif line.startswith("Server output:"):
             self._known += 1
             self._server_output = True
+        elif line.startswith("CPU Utilization: "):
+            m = _CPU.match(line)
+            if m is not None and self._cpu is None:
+                self._known += 1
+                g = [float(x) for x in m.groups()[1:]]
+                self._cpu = (m.group(1) == "sender", CpuUtil(*g[:3]), CpuUtil(*g[3:]))
         elif line.startswith("iperf Done."):
             self._known += 1
             self._done = True
@@ -316,6 +327,9 @@ class Iperf3TextParser:
                 if s is not None:
                     res.stream_summaries[name] = s
         res.complete = self._done or bool(self._ends)
+        if self._cpu is not None:
+            sends = self._cpu[0] if res.role is None or not res.bidir else local_sends(res)
+            place_cpu(res, self._cpu[1], self._cpu[2], sends)
         forget_unheard(res)
         res.warnings = list(self._warnings)
         if not self._known:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from abtui.core.model import IperfSummary
+from abtui.core.model import CpuUtil, IperfSummary
 from abtui.parse.importer import ImportResult
 from abtui.parse.iperf3_result import Iperf3Result
 from abtui.parse.ping import PingResult
@@ -64,9 +64,16 @@ def _iperf(r: Iperf3Result) -> list[str]:
         if _has_summary(s):
             out.append(f"{label}sender {rate(s.sender_bits_per_second)}, receiver "
                        f"{rate(s.receiver_bits_per_second)}" + _extras(s))
+        if s.sender_cpu or s.receiver_cpu:
+            out.append(f"{label}CPU (iperf3's own): sender {_cpu(s.sender_cpu)}, receiver "
+                       f"{_cpu(s.receiver_cpu)}")
         if not r.bidir:
             break
     return out
+
+
+def _cpu(c: CpuUtil | None) -> str:
+    return "-" if c is None else f"{c.total:.1f}% ({c.user:.1f}%u/{c.system:.1f}%s)"
 
 
 def _has_summary(s: IperfSummary) -> bool:

@@ -179,6 +179,9 @@ class Dialect:
     """How one OS reads and writes settings. Subclasses fill in the per-kind commands."""
 
     name = "posix"
+    # prints the host's CPU time counters (abtui.parse.cputimes reads them): one round trip
+    # per sample of a run's host CPU series
+    cpu_times_command = ""
 
     def check_setting(self, s: Setting) -> Setting:
         """Validate a setting's key (and device) for this OS; raise BadInput otherwise."""
@@ -241,6 +244,10 @@ class Linux(Dialect):
     """Linux: /proc/sys with shell builtins (no fork under bash), ethtool, iproute2."""
 
     name = "linux"
+    # /proc/stat's cpu lines (they come first) with shell builtins only: no fork, and the
+    # long intr/softirq lines after them are never read
+    cpu_times_command = ('while read -r l; do case $l in cpu*) echo "$l";; *) break;; esac; '
+                         'done < /proc/stat')
 
     # ethtool -K takes these short names; ethtool -k prints the long ones
     FEATURES: ClassVar[dict[str, str]] = {
@@ -360,6 +367,7 @@ class FreeBSD(Dialect):
     """FreeBSD: sysctl(8) (`k=v` answers `k: old -> new`), ifconfig(8) capabilities."""
 
     name = "freebsd"
+    cpu_times_command = "sysctl -n kern.cp_times"
 
     # ifconfig's argument -> the flag `options=` shows when it is on
     CAPABILITIES: ClassVar[dict[str, str]] = {

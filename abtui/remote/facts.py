@@ -24,6 +24,22 @@ case $os in
 Linux)
   echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
   echo "cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)"
+  # shell builtins only (no fork: a slow guest answers in time)
+  f=; m=/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq
+  [ -r "$m" ] && read -r f < "$m"
+  if [ -n "$f" ]; then echo "cpu_mhz=$((f / 1000))"
+  else
+    while IFS=: read -r k v; do
+      case $k in "cpu MHz"*) echo "cpu_mhz=${v# }"; break;; esac
+    done < /proc/cpuinfo
+  fi
+  # a named network namespace (ip netns) of a machine that runs other things on the same
+  # kernel: its /proc/stat is the whole machine's (`ip` only runs where namespaces exist)
+  set -- /run/netns/*
+  if [ ! -e "$1" ]; then echo "cpu_scope=own"
+  elif n=$(ip netns identify 2>/dev/null); then
+    if [ -n "$n" ]; then echo "cpu_scope=shared"; else echo "cpu_scope=own"; fi
+  else echo "cpu_scope="; fi
   if [ -n "$dev" ]; then
     ethtool -i "$dev" 2>/dev/null |
       sed -n 's/^driver: /nic_driver=/p; s/^firmware-version: /nic_firmware=/p'
@@ -32,6 +48,8 @@ Linux)
 FreeBSD)
   echo "cpu_model=$(sysctl -n hw.model)"
   echo "cpu_count=$(sysctl -n hw.ncpu)"
+  echo "cpu_mhz=$(sysctl -n hw.clockrate 2>/dev/null)"
+  echo "cpu_scope=own"
   if [ -n "$dev" ]; then
     drv=${dev%%[0-9]*}; unit=${dev#"$drv"}
     echo "nic_driver=$drv"
@@ -71,10 +89,15 @@ def parse_facts(alias: str, out: str, device: str | None = None) -> HostFacts:
             values.setdefault(key, value.strip())
     facts = HostFacts(alias=alias)
     for name in ("os", "hostname", "kernel_release", "kernel_version", "cpu_model",
-                 "iperf3_version", "ping_version", "nic_driver", "nic_firmware"):
+                 "iperf3_version", "ping_version", "nic_driver", "nic_firmware", "cpu_scope"):
         setattr(facts, name, values.get(name, ""))
     count = values.get("cpu_count", "")
     facts.cpu_count = int(count) if count.isdigit() else None
+    try:
+        mhz = float(values.get("cpu_mhz", ""))
+        facts.cpu_mhz = mhz if 0 < mhz < 1e6 else None
+    except ValueError:
+        facts.cpu_mhz = None
     speed = values.get("link_speed", "")
     if speed.lstrip("-").isdigit():
         facts.link_speed = f"{int(speed)} Mb/s" if int(speed) > 0 else ""

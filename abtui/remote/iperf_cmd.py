@@ -72,7 +72,8 @@ def client_argv(opts: TestOptions, target: str, port: int, seconds: int,
                 json_stream: bool = False, program: str = "iperf3") -> list[str]:
     argv = [program, "-c", target, "-p", str(port), "-t", str(seconds),
             "-i", f"{opts.interval:g}"]
-    argv += ["--json-stream"] if json_stream else ["--forceflush"]
+    # -V: the text output's `CPU Utilization:` line (--json-stream's end event has it anyway)
+    argv += ["--json-stream"] if json_stream else ["--forceflush", "-V"]
     if opts.parallel > 1:
         argv += ["-P", str(opts.parallel)]
     if opts.reverse:
@@ -95,8 +96,9 @@ def client_argv(opts: TestOptions, target: str, port: int, seconds: int,
 
 
 def server_argv(port: int, program: str = "iperf3") -> list[str]:
-    """A one-shot server: it serves one test and exits, so nothing lingers."""
-    return [program, "-s", "-1", "-p", str(port), "--forceflush"]
+    """A one-shot server: it serves one test and exits, so nothing lingers. -V: when it sends
+    (-R) its text output has the sender's `CPU Utilization:` (the client's has none then)."""
+    return [program, "-s", "-1", "-p", str(port), "--forceflush", "-V"]
 
 
 def ping_argv(opts: TestOptions, target: str) -> list[str]:

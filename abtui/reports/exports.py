@@ -79,7 +79,8 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
     """A phase's figures: `bits_per_second` is its throughput as every table defines it (the
     mean of its run-level values, abtui.reports.throughput); `throughput` summarizes those values,
     `intervals` the counted intervals' rates (`noisy`: they vary more than stats.NOISE_CV);
-    sender/receiver are iperf3's own summary when the phase is exactly one finished run."""
+    sender/receiver (rates and CPU) are iperf3's own summary when the phase is exactly one
+    finished run."""
     ph = session.phases[phase_ix]
     st = stats.phase_stats(session, ph)
     rate = stats.phase_rate(session, ph)
@@ -97,6 +98,9 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "sender_bits_per_second": (own or {}).get("sender_bits_per_second") or rate.mean,
         "receiver_bits_per_second": (own or {}).get("receiver_bits_per_second"),
         "retransmits": int(np.nansum(retr)) if retr.size and np.isfinite(retr).any() else None,
+        # iperf3's own CPU figures (null unless the phase is one run that has them)
+        "sender_cpu": (own or {}).get("sender_cpu"),
+        "receiver_cpu": (own or {}).get("receiver_cpu"),
         "throughput": rate.to_json(),
         "intervals": st["throughput"].to_json(),
         "rtt_ms": st["rtt"].to_json(),
@@ -159,6 +163,9 @@ def to_json(session: Session) -> dict[str, Any]:
             "summary": _phase_summary(session, ph.index),
         })
     table = stats.cells(session)
+    from abtui.reports import cpu
+
+    cpu_cells = cpu.cells(session, table)
     return {
         "format": "abtui-export", "version": 1,
         "session": {"name": session.name, "path": str(session.path or ""),
@@ -181,7 +188,9 @@ def to_json(session: Session) -> dict[str, Any]:
                   "stats": {m: s.to_json() for m, s in stats.run_stats(session, r).items()
                             if s.n or m != "throughput_rx"}}
                  for r in session.runs],
-        "configurations": [c.to_json() for row in table.values() for c in row.values()],
+        "configurations": [{**c.to_json(), "cpu": cpu.cell_json(cpu_cells[k][p])}
+                           for k, row in table.items() for p, c in row.items()],
+        "host_cpu": cpu.series_json(session),
         "originals": session.originals, "knob_changes": session.knob_changes,
         "knob_errors": session.knob_errors, "tunnels": session.tunnels,
         "watches": [{"pair": k[0], "host": k[1], "name": k[2], "t": list(v[0]),

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from abtui.reports import stats
+from abtui.reports import cpu, stats
 from abtui.reports.formatting import (
     Unit,
     fmt_bps,
@@ -238,6 +238,8 @@ class Measure:
 
     headers: Callable[[str, Unit], list[str]]
     cells: Callable[[Slot], list[str]]
+    # whether a session's tables show this group at all (CPU: only sessions that have it)
+    shown: Callable[[Session], bool] = lambda session: True
 
 
 def _titled(title: str, what: str) -> str:
@@ -248,8 +250,14 @@ THROUGHPUT = Measure(
     headers=lambda title, unit: [f"{title} ({unit.name})" if title else unit.name],
     cells=lambda s: [fmt_cell(s.cell, s.unit.div, spread=False)])
 
+CPU = Measure(
+    headers=lambda title, unit: [_titled(title, "sender CPU %"),
+                                 _titled(title, "receiver CPU %")],
+    cells=lambda s: cpu.slot_cells(s.session, s.pair, s.cell.phases if s.cell else None),
+    shown=cpu.has_cpu)
+
 # The column groups every layout's first table shows per pair, left to right (add one here).
-MEASURES: list[Measure] = [THROUGHPUT]
+MEASURES: list[Measure] = [THROUGHPUT, CPU]
 
 
 @dataclass(slots=True)
@@ -265,7 +273,8 @@ def first_table(labels: list[str], titles: list[str], deltas: list[str], rows: l
                 unit: Unit, extra: Sequence[Measure] = ()) -> str:
     """The table: label columns, each slot's column groups (MEASURES, then the layout's
     `extra`) under its title, then the Δ columns."""
-    groups = [*MEASURES, *extra]
+    session = next((s.session for r in rows for s in r.slots), None)
+    groups = [m for m in (*MEASURES, *extra) if session is None or m.shown(session)]
     header = [*labels, *[h for t in titles for m in groups for h in m.headers(t, unit)],
               *deltas]
     body = [[*r.labels, *[c for s in r.slots for m in groups for c in m.cells(s)], *r.deltas]

@@ -69,6 +69,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     udp = _udp(session, table)
     if udp:
         out += ["## UDP loss and jitter", "", udp, ""]
+    from abtui.reports import cpu
+
+    out += cpu.sections(session, table, bp, seen)
     if len(table) > 1 or base_config is not None:  # only what may be compared: _vs_config
         out += _vs_config(session, table, base_config, seen, doc)
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
@@ -263,6 +266,8 @@ def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
 
 
 def _runs(session: Session, units: str = "bits") -> str:
+    from abtui.reports import cpu
+
     rows, rates_seen = [], []
     for r in session.runs:
         tp = stats.run_stats(session, r)["throughput"]
@@ -281,14 +286,15 @@ def _runs(session: Session, units: str = "bits") -> str:
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
              _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
              "—" if retr is None else str(retr),
-             *(_udp_summary(r.summary) if udp else []), r.message]
+             *(_udp_summary(r.summary) if udp else []), *cpu.run_columns(r), r.message]
             for r, tp, rate, snd, rcv, retr in rows]
     return md_table(["pair", "run", "configuration", "status", "duration",
                      f"throughput ({unit})", "intervals", f"sender ({unit})",
                      f"receiver ({unit})", "retransmits",
-                     *(["lost %", "jitter (ms)"] if udp else []), "message"], body) + (
+                     *(["lost %", "jitter (ms)"] if udp else []), *cpu.RUN_HEADER,
+                     "message"], body) + (
         "\n\nthroughput: the run's own figure (the bits of its counted intervals ÷ their "
-        "seconds); sender, receiver: iperf3's own summary lines.")
+        "seconds); sender, receiver: iperf3's own summary lines." + cpu.RUN_NOTE)
 
 
 def _udp_summary(s: dict[str, Any] | None) -> list[str]:

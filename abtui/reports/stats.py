@@ -139,9 +139,18 @@ def segments(session: Session, pair: str, *, phases: Sequence[int] | None = None
     """A pair's counted intervals as abtui.reports.throughput segments: one per (run, phase) within
     the given phases/runs, or one per run (`by_phase=False`: a run's own figure, whatever
     phases it crossed). Intervals go in in recorded order, as the console adds them."""
+    return list(keyed_segments(session, pair, phases=phases, runs=runs, by_phase=by_phase,
+                               metric=metric).values())
+
+
+def keyed_segments(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+                   runs: Sequence[int] | None = None, by_phase: bool = True,
+                   metric: str = "throughput") -> dict[tuple[int, int], Segment]:
+    """`segments` by (run index, phase index) (phase 0 with `by_phase=False`): what else was
+    measured in the same stretch (host CPU) is matched to them by that key."""
     cols = session.intervals[pair]
     if not len(cols):
-        return []
+        return {}
     keep = _counted(session, pair, _mask(cols, phases, runs), metric)
     idx = np.flatnonzero(keep)
     run = _column(cols, "run", np.int32)[idx].tolist()
@@ -156,7 +165,7 @@ def segments(session: Session, pair: str, *, phases: Sequence[int] | None = None
             if seg is None:
                 seg = out[key] = Segment()
             seg.add(rate, throughput.span_of(s, e))
-    return list(out.values())
+    return out
 
 
 def run_values(session: Session, pair: str, phases: Sequence[int],

@@ -20,6 +20,7 @@ from typing import Any
 
 from abtui.core import events
 from abtui.core.configuration import config_id, config_label
+from abtui.core.cpu import FIELDS, busy_share, ticks
 from abtui.core.events import Event, EventReader
 
 NO_PHASE = -1
@@ -99,6 +100,13 @@ def _interval_columns() -> Columns:
                    packets="d")
 
 
+def _cpu_columns() -> Columns:
+    # one host's CPU samples: event time, run and phase (NO_PHASE: straddling a change), the
+    # ticks each state gained over all CPUs (abtui.core.cpu.FIELDS), the CPU count and the
+    # busiest CPU's busy share (a saturated core hides in a many-core total)
+    return Columns(t="d", run="i", phase="i", **{f: "d" for f in FIELDS}, cpus="i", peak="d")
+
+
 def _ping_columns() -> Columns:
     return Columns(t="d", seq="q", rtt="d", phase="i", run="i")
 
@@ -141,6 +149,10 @@ class Session(EventReader):
         # (pair, host, name) -> (times, values); values NaN where not a number
         self.watches: dict[tuple[str | None, str | None, str], tuple[array[float], array[float]]]
         self.watches = {}
+        # (pair, host) -> the host's CPU samples during the pair's runs (_cpu_columns)
+        self.cpu: dict[tuple[str, str], Columns] = {}
+        # (pair, "sender"|"receiver") -> the host its CPU samples came from
+        self.cpu_hosts: dict[tuple[str, str], str] = {}
         self.marks: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.links: list[dict[str, Any]] = []
@@ -323,6 +335,24 @@ class Session(EventReader):
             value = NAN
         series[0].append(ev.t)
         series[1].append(value)
+
+    def on_cpu(self, ev: Event, d: events.Cpu) -> None:
+        if ev.pair is None or ev.host is None:
+            return
+        total = ticks(d.total)
+        cpus = [t for t in map(ticks, d.cpus or []) if t is not None]
+        if total is None:
+            raise ValueError("no CPU ticks")
+        run = self._run(ev.pair, d.run)
+        phase = (self._phase(ev.pair, d.phase, ev.t)
+                 if d.phase is not None and not d.straddles else NO_PHASE)
+        if d.role in ("sender", "receiver"):
+            self.cpu_hosts[(ev.pair, str(d.role))] = ev.host
+        series = self.cpu.get((ev.pair, ev.host))
+        if series is None:
+            series = self.cpu[(ev.pair, ev.host)] = _cpu_columns()
+        peak = max((b for b in map(busy_share, cpus) if b is not None), default=NAN)
+        series.append(ev.t, run, phase, *total, len(cpus) or 1, peak)
 
     # the rarer kinds are kept as recorded, one dict each
     def _record(self, into: list[dict[str, Any]], ev: Event) -> None:

@@ -34,7 +34,7 @@ FINISHED_SUFFIX = ".abtui.jsonl.gz"
 ENV_DIR = "ABTUI_SESSIONS_DIR"
 
 # kinds written often; every other kind is fsync'ed as soon as it is written
-_BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH,
+_BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, EventKind.CPU,
                          EventKind.PROGRESS, EventKind.LINK})
 
 

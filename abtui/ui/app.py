@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation start
 FLUSH_HZ = 5  # flushes a second at most when events never pause (see _flush_wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
 LAZY_S = 0.5  # ping replies and watch samples wait this long at most to be shown
-LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH})
+LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH, EventKind.CPU})
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
 SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom

@@ -12,6 +12,8 @@ from typing import Any
 
 from abtui.core import events
 from abtui.core.configuration import config_changes, config_id, config_label
+from abtui.core.cpu import SHARED as CPU_SHARED
+from abtui.core.cpu import sample_figures
 from abtui.core.events import Event, EventReader
 from abtui.core.model import (
     KnobKind,
@@ -75,6 +77,10 @@ class PairState:
     intervals: int = 0
     error: str = ""
     status: str = "idle"
+    # host CPU, latest sample: "sender"/"receiver" -> (busy % of one core, softirq %);
+    # hosts whose CPU figures are the whole machine's (namespace hosts)
+    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
+    cpu_shared: set[str] = field(default_factory=set)
 
     @property
     def link(self) -> str:
@@ -212,6 +218,14 @@ class ConsoleState(EventReader):
     def on_watch(self, event: Event, p: events.Watch) -> None:
         return None
 
+    def on_cpu(self, event: Event, p: events.Cpu) -> None:
+        got = sample_figures(event.data)
+        if got is None:
+            return
+        for lb in self._pairs_of(event):
+            ps = self.pairs[lb]
+            ps.cpu["sender" if event.host == ps.sender else "receiver"] = got
+
     def on_phase(self, event: Event, p: events.Phase) -> None:
         return None
 
@@ -226,6 +240,8 @@ class ConsoleState(EventReader):
         facts = p.facts or {}
         for lb in self._pairs_of(event):
             self.pairs[lb].kernels[str(event.host)] = str(facts.get("kernel_release", ""))
+            if facts.get("cpu_scope") == CPU_SHARED:
+                self.pairs[lb].cpu_shared.add(str(event.host))
         tunnels = facts.get("tunnels")
         if isinstance(tunnels, dict) and tunnels:
             self.host_tunnels[str(event.host)] = {str(k): str(v) for k, v in tunnels.items()}

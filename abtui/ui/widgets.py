@@ -258,14 +258,29 @@ class PairPane(Vertical):
         if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
             jitter = "–" if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
             self._set("tcp", [("lost ", DIM), f"{s.loss_pct:.2f}%"],
-                      [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)])
+                      [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)],
+                      *cpu_chips(s))
         else:
             self._set("tcp", [("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM)],
-                      [("cwnd ", DIM), human_bytes(s.cwnd)], [("n ", DIM), str(s.intervals)])
+                      [("cwnd ", DIM), human_bytes(s.cwnd)], [("n ", DIM), str(s.intervals)],
+                      *cpu_chips(s))
         self._set("error", *([("⚠ ", "bold"), s.error],) if s.error else ())
         err = self._w["error"]
         if err.display != bool(s.error):
             err.display = bool(s.error)
+
+
+def cpu_chips(s: PairState) -> list[list[Part]]:
+    """Each side's host CPU (% of one core) and softirq share; `machine` where the host's
+    figures are the whole machine's (a namespace host), not its own."""
+    out: list[list[Part]] = []
+    for side, short in (("sender", "snd"), ("receiver", "rcv")):
+        if side in s.cpu:
+            busy, soft = s.cpu[side]
+            shared = s.sender if side == "sender" else s.receiver
+            where = " machine" if shared in s.cpu_shared else ""
+            out.append([(f"cpu {short}{where} ", DIM), f"{busy:.0f}%", (f" si {soft:.0f}%", DIM)])
+    return out
 
 
 def pack_chips(chips: Sequence[Content], width: int, gap: int = 2) -> Content:

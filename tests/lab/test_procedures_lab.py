@@ -61,13 +61,25 @@ def _table(md: str, heading: str) -> list[list[str]]:
             for line in part.splitlines() if line.startswith("|") and "---" not in line]
 
 
+def _first(md: str, heading: str) -> list[list[str]]:
+    """A first table without its CPU columns, once they were checked: a header ending in
+    "CPU %" per side and pair (the lab's hosts are sampled), numbers in them (— only where a
+    pair never ran a row's configuration)."""
+    rows = _table(md, heading)
+    cpu = [i for i, h in enumerate(rows[0]) if h.endswith("CPU %")]
+    assert cpu and len(cpu) % 2 == 0, rows[0]
+    cells = [r[i] for r in rows[1:] for i in cpu]
+    assert all(re.fullmatch(r"\d+(\.\d+)?|—", c) for c in cells) and "—" not in cells[:2], rows
+    return [[c for i, c in enumerate(r) if i not in cpu] for r in rows]
+
+
 def test_ix_enable_aim(lab_env, tmp_path):
     stderr, md = _run(lab_env, tmp_path, "ix-enable-aim")
     assert re.search(r"lab: knob enable_aim: dev\.ix\.2\.enable_aim .*→ net\.ipv4\.tcp_rmem "
                      r"on the receivers", stderr)
     assert "lab: watch interrupt_rate: sysctl dev.ix.2.queue*.interrupt_rate →" in stderr
     assert "lab: durations: iperf3 -t 10 -i 2, ping -c 10" in stderr
-    rows = _table(md, "Throughput per kernel and enable_aim")
+    rows = _first(md, "Throughput per kernel and enable_aim")
     assert rows[0][:2] == ["kernel", "enable_aim"] and re.fullmatch(UNIT, rows[0][2])
     assert rows[0][3] == "Δ vs stock at the same enable_aim"
     # kernels as groups, values in the profile's order, the hosts' own value (the stand-in's
@@ -92,7 +104,7 @@ def test_softirq_crypto(lab_env, tmp_path):
     stderr, md = _run(lab_env, tmp_path, "softirq-crypto")
     assert "lab: knob tunnel: ipsec → vxlan (this kernel has no ESP/xfrm crypto)" in stderr
     assert "lab: knob tunnel: wireguard → wireguard through wireguard-go" in stderr
-    rows = _table(md, "Throughput per tunnel and direction")
+    rows = _first(md, "Throughput per tunnel and direction")
     assert rows[0][:2] == ["tunnel", "direction"] and rows[0][4] == "speedup AFTER vs BEFORE"
     assert re.fullmatch(rf"BEFORE \({UNIT}\)", rows[0][2]) and rows[0][3].startswith("AFTER (")
     # the profile's order: ipsec (as the lab ran it) before wireguard, TX before RX
@@ -110,7 +122,7 @@ def test_softirq_crypto(lab_env, tmp_path):
 def test_wireguard_gro(lab_env, tmp_path):
     stderr, md = _run(lab_env, tmp_path, "wireguard-gro")
     assert "lab: kernels: baseline, gro-v1, gro-v2 → all on this machine's kernel" in stderr
-    rows = _table(md, "Throughput per build")
+    rows = _first(md, "Throughput per build")
     assert rows[0][0] == "build" and rows[0][-1] == "Δ vs baseline"
     assert rows[0][2:5] == [f"[SUM] sender ({rows[0][1]})", "retransmits",
                             f"[SUM] receiver ({rows[0][1]})"]
@@ -119,4 +131,4 @@ def test_wireguard_gro(lab_env, tmp_path):
     assert all(re.fullmatch(r"\d+", r[3]) for r in rows[1:])  # retransmits
     assert rows[1][5] == "-"
     assert all(re.fullmatch(DELTA, r[5]) for r in rows[2:])
-    assert re.search(r"`iperf3 -c [\d.]+ -p 5201 -t 2 -i 0\.5 --forceflush -P 2 -R`", md)
+    assert re.search(r"`iperf3 -c [\d.]+ -p 5201 -t 2 -i 0\.5 --forceflush -V -P 2 -R`", md)

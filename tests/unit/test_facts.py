@@ -76,3 +76,13 @@ def test_facts_report_the_iperf3_program_the_runs_use(tmp_path):
     assert parse_facts("h", out).iperf3_version == "iperf 3.18 (cJSON 1.7.15)"
     with pytest.raises(BadInput):
         facts_command(None, "iperf3; reboot")
+
+
+def test_cpu_frequency_and_scope() -> None:
+    from abtui.remote.facts import parse_facts
+
+    f = parse_facts("h", "os=Linux\ncpu_count=2\ncpu_mhz=2596.138\ncpu_scope=shared\n")
+    assert f.cpu_mhz == 2596.138 and f.cpu_scope == "shared"
+    g = parse_facts("h", "os=FreeBSD\ncpu_mhz=\ncpu_scope=own\n")
+    assert g.cpu_mhz is None and g.cpu_scope == "own"
+    assert parse_facts("h", "cpu_mhz=fast\n").cpu_mhz is None

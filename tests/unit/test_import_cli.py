@@ -15,7 +15,7 @@ from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"
 IPERF_SUMMARY = {"protocol", "sender_bits_per_second", "receiver_bits_per_second",
-                 "retransmits"}
+                 "retransmits", "sender_cpu", "receiver_cpu"}
 INTERVAL = {"start", "end", "bytes", "bits_per_second", "retransmits", "cwnd_bytes", "omitted"}
 PING_SUMMARY = {"sent", "received", "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms",
                 "rtt_stddev_ms"}

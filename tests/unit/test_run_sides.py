@@ -210,8 +210,8 @@ def test_a_stopped_run_is_null_in_the_journal_and_a_dash_in_the_report() -> None
     runs = report.split("## Runs", 1)[1].split("\n## ", 1)[0]
     header, _, row = [line for line in runs.splitlines() if line.startswith("|")]
     cells = dict(zip(header.split("|"), row.split("|"), strict=True))
-    (receiver,) = [v for k, v in cells.items() if k.strip().startswith("receiver")]
-    (sender,) = [v for k, v in cells.items() if k.strip().startswith("sender")]
+    (receiver,) = [v for k, v in cells.items() if k.strip().startswith("receiver (")]
+    (sender,) = [v for k, v in cells.items() if k.strip().startswith("sender (")]
     assert receiver.strip() == "—"
     assert float(sender) > 0
 
@@ -292,3 +292,24 @@ def test_measured_takes_the_receiving_side_of_every_recorded_udp_log(path: Path)
         receiver = (r.role == "client") == client_receives
         stub = iv.end - iv.start < 0.1
         assert measured(iv, opts) == (receiver and not stub), (path.name, iv)
+
+
+def test_reverse_text_takes_the_sender_cpu_from_the_server_and_intervals_from_the_client(
+        ) -> None:
+    """iperf3 3.12 prints `CPU Utilization:` only where it sends: with -R the server's log
+    (run with -V) has the sender's figures; the client's lines stay the only intervals."""
+    events = asyncio.run(replay("verbose-reverse", reverse=True))
+    assert intervals(events) == printed(V312 / "verbose-reverse.client.txt")
+    m = re.search(r"local/sender ([\d.]+)% \(([\d.]+)%u/([\d.]+)%s\)",
+                  (V312 / "verbose-reverse.server.txt").read_text())
+    assert m is not None
+    summary = run_end(events)["summary"]
+    assert summary["sender_cpu"] == {"total": float(m[1]), "user": float(m[2]),
+                                     "system": float(m[3])}
+    assert summary["receiver_cpu"] is None
+
+
+def test_forward_text_has_both_sides_cpu_from_the_client() -> None:
+    events = asyncio.run(replay("verbose"))
+    summary = run_end(events)["summary"]
+    assert summary["sender_cpu"]["total"] == 25.4 and summary["receiver_cpu"]["total"] == 71.9

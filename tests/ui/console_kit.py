@@ -52,7 +52,7 @@ async def replayed(pilot: Pilot, intervals: int) -> None:
     """Wait until every interval of the recording is folded in and the controller is idle."""
     app: AbtuiApp = pilot.app  # type: ignore[assignment]
     n = intervals * len(app.state.pairs)
-    await until(pilot, lambda: app.state.intervals_seen >= n and not app._pending
+    await until(pilot, lambda: app.state.intervals_seen >= n and not app.feed.pending
                 and not app.controller.running  # type: ignore[attr-defined]
                 and not app.table_throttle.pending
                 and not app.text_throttle.pending)

@@ -75,7 +75,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
         last = [e for e in app.events if e.kind is EventKind.INTERVAL][-2:]
         for k in range(1, 4):
             for ev in last:
-                app._on_event(dataclasses.replace(ev, t=ev.t + k, data={
+                app.receive(dataclasses.replace(ev, t=ev.t + k, data={
                     **ev.data, "bits_per_second": 12.345e9 * k, "retransmits": 12345}))
         await pilot.pause(0.6)
         pane = app.query_one("#pane-A", PairPane)

@@ -29,7 +29,7 @@ setup: .deps-stamp $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test,vm]'
+	$(PY) -m pip install -q -e '.[test,vm,plot]'
 	@touch $@
 
 # apt's package lists may be missing or stale on a fresh machine: updated once, then retried.

@@ -4,6 +4,9 @@ Reachable (OS, kernel), iperf3 and ping present, every knob readable and writabl
 value is written back unchanged, which proves writability without changing anything), tunnel
 types available on both hosts of each pair. Exit 0 when all is well, 1 otherwise, 2 for a bad
 profile.
+
+`--lab`: the same checks on what `abtui run PROFILE --lab` would run (abtui.lab.mapping): the
+pairs on the lab's hosts, each translation listed first (a `lab` line).
 """
 
 from __future__ import annotations
@@ -23,14 +26,32 @@ Report = Callable[[bool, str], None]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("profile", help="the profile (TOML) to check")
+    parser.add_argument("--lab", action="store_true",
+                        help="check what `abtui run PROFILE --lab` would run: the profile on "
+                             "the local lab's hosts (brought up when it is not), each "
+                             "translation listed, then the lab's hosts checked")
 
 
 def run(args: argparse.Namespace) -> int:
     from abtui.profile import load_profile
 
     profile = load_profile(args.profile)
+    if args.lab:
+        profile = _on_lab(profile)
     ok = asyncio.run(preflight(profile, _print))
     return 0 if ok else 1
+
+
+def _on_lab(profile: Profile) -> Profile:
+    """The profile as `run --lab` maps it; a `lab` line per translation (what the lab runs
+    instead of what the profile names)."""
+    from abtui.lab.mapping import for_lab
+
+    mapping, _data = for_lab(profile, lab=True, short=False,
+                             say=lambda line: print(f"     {line}", flush=True))
+    for t in mapping.translations:
+        print(f"lab  {t.subject}: {t.original} → {t.lab} ({t.why})", flush=True)
+    return mapping.profile
 
 
 def _print(ok: bool, line: str) -> None:

@@ -13,7 +13,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", metavar="SESSION", help="a session file, or a session name")
     parser.add_argument("--format", choices=("md", "csv", "json", "plot"), default="md")
     parser.add_argument("--out", metavar="FILE",
-                        help="write here instead of stdout (plot: .txt or .html)")
+                        help="write here instead of stdout (plot: .png or .svg for an image, "
+                             ".html or .txt for the text chart)")
+    parser.add_argument("--units", choices=("bits", "bytes"), default="bits",
+                        help="rates in bits per second (Gbit/s, Mbit/s: iperf3's) or bytes "
+                             "(MB/s: 10^6 bytes per second); each table picks the unit that "
+                             "keeps 3 significant digits")
     parser.add_argument("--base-pair", metavar="LABEL",
                         help="pair the deltas are taken against (default: the profile's "
                              "base_pair, else the first)")
@@ -43,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from abtui.reports.exports import render
 
-    text = render(session, args.format, base=args.base_pair, base_config=args.base_config)
+    text = render(session, args.format, base=args.base_pair, base_config=args.base_config,
+                  units=args.units)
     if out is None:
         sys.stdout.write(text)
     else:

@@ -80,30 +80,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:
     """The profile as --lab / --quick run it; each translation printed on stderr."""
-    from abtui.lab import mapping as labmap
+    from abtui.lab.mapping import for_lab
 
     def say(line: str) -> None:
         print(f"abtui: {line}", file=sys.stderr, flush=True)
 
-    from abtui.lab.netns import Lab
-
-    translations = []
-    the_lab = Lab.default() if lab else None
-    kernels = labmap.lab_kernels_for(profile) if lab else {}
-    if quick:
-        vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
-        profile, shortened = labmap.quick(profile, vm=vm)
-        translations += [shortened] if shortened else []
-    if the_lab is not None:
-        hosts = labmap.ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels)
-        facts = labmap.lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
-                                 ssh_config=str(the_lab.ssh_config))
-        mapping = labmap.map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
-                                     known_hosts=str(the_lab.known_hosts), facts=facts)
-        profile = mapping.profile
-        translations = mapping.translations + translations
-    mapping = labmap.LabMapping(profile, translations)
-    for t in translations:
+    mapping, data = for_lab(profile, lab=lab, short=quick, say=say)
+    for t in mapping.translations:
         say(t.line())
-    data = mapping.start_data()
-    return profile, data if lab else {"translations": data["translations"]}
+    return mapping.profile, data

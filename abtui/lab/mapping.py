@@ -37,7 +37,9 @@ TUNNEL_FALLBACK = {"ipsec": ("vxlan", "this kernel has no ESP/xfrm crypto"),
                    "wireguard": ("vxlan", "wireguard-go is not installed")}
 # The stand-in for a setting the lab lacks: the receivers' TCP receive buffer, which new
 # connections pick up. Measured on the lab (one pair, iperf3 -t 2): 64 KiB max ~5.4 Gbit/s,
-# 1 MiB max ~6.4 Gbit/s, the kernel default (6 MiB) ~12 Gbit/s.
+# 1 MiB max ~6.4 Gbit/s, the kernel default (6 MiB) ~12 Gbit/s. The last level is the lab
+# hosts' own value when it is known (LabFacts.rmem), so the profile's last value is the hosts'
+# default and the report marks it `(default)`.
 STANDIN_KEY = "net.ipv4.tcp_rmem"
 STANDIN_LEVELS = ("4096 16384 65536", "4096 131072 1048576", "4096 131072 6291456")
 # The stand-in for a watch the lab cannot read (a FreeBSD sysctl, another host's NIC):
@@ -83,6 +85,8 @@ class LabFacts:
     builds: tuple[str, ...] = ()
     userspace_wireguard: bool = True
     netem: bool = False
+    # the receivers' own net.ipv4.tcp_rmem (the stand-in's last level), "" when unknown
+    rmem: str = ""
 
 
 @dataclass(slots=True)
@@ -188,14 +192,19 @@ def _knob(k: Knob, facts: LabFacts, out: list[Translation]) -> Knob:
                                    "the lab hosts' data device"))
             return dataclasses.replace(k, device=None)
         return k
-    return _standin_knob(k, kind, key, out)
+    return _standin_knob(k, kind, key, out, facts.rmem)
 
 
-def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation]) -> Knob:
-    """A setting the lab lacks becomes the receivers' tcp_rmem: one level per value."""
+def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation],
+                  rmem: str = "") -> Knob:
+    """A setting the lab lacks becomes the receivers' tcp_rmem: one level per value, the
+    last the hosts' own (`rmem`, when known)."""
     n = len(k.values)
-    levels = {v: STANDIN_LEVELS[round(i * (len(STANDIN_LEVELS) - 1) / (n - 1)) if n > 1
-                                else len(STANDIN_LEVELS) - 1] for i, v in enumerate(k.values)}
+    own = " ".join(rmem.split())
+    top = own if own and own not in STANDIN_LEVELS[:-1] else STANDIN_LEVELS[-1]
+    choices = (*STANDIN_LEVELS[:-1], top)
+    levels = {v: choices[round(i * (len(choices) - 1) / (n - 1)) if n > 1
+                         else len(choices) - 1] for i, v in enumerate(k.values)}
     why = ("not a sysctl of the lab's Linux kernel" if kind is KnobKind.SYSCTL else
            "veth has no interrupt coalescing" if kind is KnobKind.ETHTOOL_COALESCE else
            "this machine's kernel has no netem (VM hosts have it: give the profile a [lab] "
@@ -270,6 +279,33 @@ def _describe(t: Any, plan: Any) -> str:
 
 # ---- the lab itself ------------------------------------------------------------------------
 
+def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
+            ) -> tuple[LabMapping, dict[str, Any]]:
+    """What `abtui run --lab [--quick]` runs (and `abtui check --lab` checks): the profile on
+    the local lab's hosts (brought up when it is not, `say` told so), its translations, and the
+    session's SESSION_START data. `short`: --quick's short runs (alone without `lab`)."""
+    from abtui.lab.netns import Lab
+
+    translations: list[Translation] = []
+    the_lab = Lab.default() if lab else None
+    kernels = lab_kernels_for(profile) if lab else {}
+    if short:
+        vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
+        profile, shortened = quick(profile, vm=vm)
+        translations += [shortened] if shortened else []
+    if the_lab is not None:
+        hosts = ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels)
+        facts = lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
+                          ssh_config=str(the_lab.ssh_config))
+        mapped = map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
+                             known_hosts=str(the_lab.known_hosts), facts=facts)
+        profile = mapped.profile
+        translations = mapped.translations + translations
+    mapping = LabMapping(profile, translations)
+    data = mapping.start_data()
+    return mapping, data if lab else {"translations": data["translations"]}
+
+
 def profile_kernels(profile: Profile) -> dict[str, str]:
     """The profile's [lab] kernels: pair label -> SPEC (read from the profile's copy)."""
     import tomllib
@@ -325,7 +361,8 @@ def lab_facts(host: LabHost, hosts: Sequence[LabHost] = (), *,
         names = frozenset(ns("sysctl", "-aN").split())
         tunnels = tuple(t for t in LAB_TUNNELS
                         if t != "wireguard" or shutil.which("wireguard-go") is not None)
-        return LabFacts(names, tunnels, ns("uname", "-r").strip())
+        return LabFacts(names, tunnels, ns("uname", "-r").strip(),
+                        rmem=" ".join(ns("sysctl", "-n", "net.ipv4.tcp_rmem").split()))
     return _vm_facts(host, hosts, ssh_config)
 
 

@@ -185,6 +185,8 @@ PLAN_FIELDS = (
 REPORT_LAYOUTS = ("sweep", "before-after", "builds")
 REPORT_FIELDS = (
     Field("layout", f.one_of(REPORT_LAYOUTS), REQUIRED),
+    # sweep: pairs shown once, at their hosts' own setting, not compared (a Linux reference)
+    Field("reference", f.str_list(f.text), ()),
 )
 
 # [lab]: the kernels `abtui run --lab` boots on VM hosts, one for every pair (`kernel`) or per

@@ -70,7 +70,8 @@ def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
            seen: list[stats.Delta | None]) -> tuple[str, str]:
     """The pair's own direction, or (`rx`) --bidir's way back compared apart from it; and
     the unit its figures are in."""
-    div, unit = rate_unit_of((c for r in table for c in (r["left"], r["right"]) if c), rx)
+    unit = rate_unit_of((c for r in table for c in (r["left"], r["right"]) if c), rx)
+    div = unit.div
     body = []
     for r in table:
         lc, rc = r["left"], r["right"]
@@ -78,7 +79,7 @@ def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
             f"only in {left.name if r['only'] == 'left' else right.name}")
         body.append([r["pair"], r["config"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
                      change])
-    return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit
+    return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit.name
 
 
 def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:

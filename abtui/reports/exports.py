@@ -193,13 +193,14 @@ def to_json(session: Session) -> dict[str, Any]:
 
 
 def render(session: Session, fmt: str, base: str | None = None,
-           base_config: str | None = None) -> str:
-    """The session as `md` (the review report), `csv` (a row per interval) or `json` text;
-    what `abtui export` prints and the console's export writes."""
+           base_config: str | None = None, units: str = "bits") -> str:
+    """The session as `md` (the review report, rates in `units`: bits or bytes per second),
+    `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
+    export writes."""
     if fmt == "md":
         from abtui.reports.report import markdown
 
-        return markdown(session, base=base, base_config=base_config)
+        return markdown(session, base=base, base_config=base_config, units=units)
     if fmt == "json":
         return dumps(to_json(session))
     if fmt == "csv":

@@ -4,11 +4,64 @@ formatted two ways."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from abtui.reports import stats
-from abtui.reports.plots import rate_unit
+
+# iperf3 prints rates with three significant digits (`9.41 Gbits/sec`, `155 Mbits/sec`): a
+# table's figures never claim more.
+SIG_DIGITS = 3
+UNITS = ("bits", "bytes")
+# (divisor of bits/s, name), largest first: bits as iperf3 counts them (1000-based); bytes as
+# the crypto posts write them (MB/s: 10^6 bytes per second).
+_SCALES = {"bits": ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1.0, "bit/s")),
+           "bytes": ((8e9, "GB/s"), (8e6, "MB/s"), (8e3, "kB/s"), (8.0, "B/s"))}
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """The unit a table's rates are shown in: bits/s divided by `div`, named `name`."""
+
+    div: float
+    name: str
+
+
+def rate_unit(values: Iterable[float], units: str = "bits") -> Unit:
+    """The largest unit in which every value still has 3 significant digits before rounding
+    (its smallest value ≥ 1): 0.21 Gbit/s reads `210 Mbit/s`, 9.41 Gbit/s `9.41 Gbit/s`.
+    `units`: "bits" (Gbit/s, Mbit/s) or "bytes" (GB/s, MB/s)."""
+    if units not in _SCALES:
+        raise ValueError(f"units {units!r}: bits or bytes")
+    finite = [abs(v) for v in values if math.isfinite(v) and v]
+    low = min(finite, default=0.0)
+    scales = _SCALES[units]
+    for div, name in scales:
+        if low >= div:
+            return Unit(div, name)
+    return Unit(*scales[-1]) if low else Unit(*scales[1])
+
+
+def sig(x: float, digits: int = SIG_DIGITS) -> str:
+    """`x` with `digits` significant digits and no exponent: 9.412 -> 9.41, 155.0 -> 155,
+    10807 -> 10800, 0.2134 -> 0.213."""
+    if not math.isfinite(x):
+        return "—"
+    if x == 0:
+        return "0"
+    places = digits - 1 - math.floor(math.log10(abs(x)))
+    rounded = round(x, places)
+    if rounded and math.floor(math.log10(abs(rounded))) != math.floor(math.log10(abs(x))):
+        places -= 1  # 999.6 -> 1000: one place fewer
+    return f"{round(x, places):.{max(places, 0)}f}"
+
+
+def _places(x: float, digits: int = SIG_DIGITS) -> int:
+    """The decimal places `sig` gives `x` (a stdev is shown to the mean's places)."""
+    text = sig(x, digits)
+    return len(text.partition(".")[2])
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -38,24 +91,41 @@ def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True
     return text + (" ⚠" if warn and s.noisy else "")
 
 
-def fmt_rate(s: stats.Summary, div: float, noisy: bool = False) -> str:
-    """A cell's one figure: the mean of its run-level values, `± stdev (n=runs)` when there
-    are several, ⚠ when its intervals are too noisy; `—` when it has none."""
+def fmt_rate(s: stats.Summary, div: float, noisy: bool = False, spread: bool = True) -> str:
+    """A cell's one figure: the mean of its run-level values to 3 significant digits, then
+    (`spread`) `± stdev (n=runs)` to the mean's places when there are several runs, ⚠ when
+    its intervals are too noisy; `—` when it has none."""
     if not s.n or s.mean is None:
         return "—"
-    text = f"{s.mean / div:.2f}"
-    if s.stdev is not None:
-        text += f" ± {s.stdev / div:.2f} (n={s.n})"
+    mean = s.mean / div
+    text = sig(mean)
+    if spread and s.stdev is not None:
+        text += f" ± {s.stdev / div:.{_places(mean)}f} (n={s.n})"
     return text + (" ⚠" if noisy else "")
 
 
-def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False) -> str:
+def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False, spread: bool = True) -> str:
     """fmt_rate of a cell's throughput (its way back with `rx`)."""
     if c is None:
         return "—"
     if rx:
-        return fmt_rate(c.throughput_rx, div, c.intervals_rx.noisy)
-    return fmt_rate(c.throughput, div, c.noisy)
+        return fmt_rate(c.throughput_rx, div, c.intervals_rx.noisy, spread)
+    return fmt_rate(c.throughput, div, c.noisy, spread)
+
+
+def fmt_ms(x: float | None) -> str:
+    """A time in ms as ping prints it: 3 significant digits, at most 3 decimals (`0.045`,
+    `1.23`, `15.9`)."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    return f"{x:.3f}" if abs(x) < 1 else sig(x)
+
+
+def fmt_bps(bps: object, div: float) -> str:
+    """One rate (bits/s) in a table's unit, 3 significant digits; `—` when not a number."""
+    if isinstance(bps, int | float) and not isinstance(bps, bool) and math.isfinite(bps):
+        return sig(bps / div)
+    return "—"
 
 
 def fmt_delta(d: stats.Delta | None, v: stats.Verdict) -> str:
@@ -78,10 +148,12 @@ def fmt_compare(base: stats.Cell | None, other: stats.Cell | None, rx: bool = Fa
     return fmt_delta(d, v)
 
 
-def rate_unit_of(cells: Iterable[stats.Cell], rx: bool = False) -> tuple[float, str]:
-    """The unit every figure of a table is shown in, from the largest run-level value."""
-    peak = max((v for c in cells for v in (c.samples_rx if rx else c.samples)), default=0.0)
-    return rate_unit(peak)
+def rate_unit_of(cells: Iterable[stats.Cell | None], rx: bool = False,
+                 units: str = "bits") -> Unit:
+    """The unit every figure of a table is shown in (rate_unit of the cells' means)."""
+    means = [s.mean for c in cells if c is not None
+             for s in ((c.throughput_rx if rx else c.throughput),) if s.mean is not None]
+    return rate_unit(means, units)
 
 
 def no_interval_note(deltas: Iterable[stats.Delta | None]) -> list[str]:
@@ -93,11 +165,14 @@ def no_interval_note(deltas: Iterable[stats.Delta | None]) -> list[str]:
             "carries over), so an interval made from them would be far too narrow."]
 
 
-def legend(base: str) -> str:
-    """What a throughput table's figures are (README: "How the numbers are made")."""
+def legend(base: str, spread: bool = True) -> str:
+    """What a throughput table's figures are (README: "How the numbers are made"); `spread`:
+    its cells carry `± stdev (n=runs)` (a first table's carry the mean alone)."""
+    runs = (", ± their stdev and the number of runs when there are several" if spread else
+            "; the number of runs is the n in the verdict")
     return ("Each figure: the mean of the cell's run-level values (one per run within a "
-            "phase: the bits of its counted intervals ÷ their seconds), ± their stdev and the "
-            "number of runs when there are several. Δ: change of the mean vs "
+            "phase: the bits of its counted intervals ÷ their seconds), to 3 significant "
+            f"digits as iperf3 prints them{runs}. Δ: change of the mean vs "
             f"{base} with its 95 % confidence interval (from run-level values only), then "
             "the rank-sum test's verdict with its exact p (~: no significant difference; ?: "
             "too few runs to ever tell). ⚠: the cell's intervals, all its phases together, "

@@ -1,26 +1,26 @@
-"""Charts of a session with plotext: throughput over time, all pairs on one shared axis,
-phase boundaries marked. Plain text (one marker character per pair) for reports, colour for
-the terminal, or a .txt / .html file."""
+"""Charts of a session: throughput over time, all pairs on one shared axis, phase
+boundaries marked. Text with plotext: plain (one marker character per pair) for reports, colour
+for the terminal, a .txt file, or a .html page (the coloured text, escaped); images with
+matplotlib (its Agg renderer draws without a display): a .png or .svg file.
+
+matplotlib is the optional `plot` extra (`pip install 'abtui[plot]'`; `make setup` installs
+it): without it a .png or .svg is refused with one line, never written as text.
+"""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
 import numpy as np
 
+from abtui.core.errors import BadInput
+from abtui.reports.formatting import rate_unit
 from abtui.sessions.session import Session
 
 MARKERS = ("*", "+", "o", "x", "#", "@", "%", "=")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def rate_unit(max_bps: float) -> tuple[float, str]:
-    """(divisor, unit) for showing bits/s values whose largest is max_bps."""
-    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if max_bps >= div:
-            return div, unit
-    return 1.0, "bit/s"
 
 
 def _downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -33,11 +33,8 @@ def _downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, 
     return xs, ys
 
 
-def throughput_chart(session: Session, width: int = 100, height: int = 22,
-                     color: bool = False) -> str:
-    """The chart as text (ANSI colours only when `color`); "" when nothing was measured."""
-    import plotext as plt
-
+def _series(session: Session, points: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(label, seconds since start, bits/s) per pair, --bidir's way back as its own line."""
     t0 = session.start_t or 0.0
     series = []
     for pair in session.pairs:
@@ -49,10 +46,24 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
         back = np.frombuffer(cols["rx"], dtype=np.int8) == 1  # --bidir's way back: its own line
         for label, keep in ((pair, np.isfinite(y) & ~back), (f"{pair} rx", np.isfinite(y) & back)):
             if keep.any():
-                series.append((label, *_downsample(x[keep], y[keep], width * 2)))
+                series.append((label, *_downsample(x[keep], y[keep], points)))
+    return series
+
+
+TITLE = "throughput over time (phase boundaries: vertical lines)"
+
+
+def throughput_chart(session: Session, width: int = 100, height: int = 22,
+                     color: bool = False) -> str:
+    """The chart as text (ANSI colours only when `color`); "" when nothing was measured."""
+    import plotext as plt
+
+    t0 = session.start_t or 0.0
+    series = _series(session, width * 2)
     if not series:
         return ""
-    div, unit = rate_unit(max(float(s[2].max()) for s in series if s[2].size))
+    unit = rate_unit(float(np.median(s[2])) for s in series if s[2].size)
+    div = unit.div
     plt.clear_figure()
     plt.plot_size(width, height)
     if not color:
@@ -62,9 +73,9 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
         plt.plot(x.tolist(), (y / div).tolist(), label=pair, marker=marker)
     for boundary in phase_boundaries(session):
         plt.vline(boundary - t0)
-    plt.title("throughput over time (phase boundaries: vertical lines)")
+    plt.title(TITLE)
     plt.xlabel("seconds since start")
-    plt.ylabel(unit)
+    plt.ylabel(unit.name)
     text: str = plt.build()
     return text if color else _ANSI.sub("", text)
 
@@ -79,16 +90,140 @@ def phase_boundaries(session: Session) -> list[float]:
     return [b for b in out if starts and b > starts[0]]
 
 
+IMAGE_SUFFIXES = (".png", ".svg")
+TEXT_SUFFIXES = (".txt", ".html", ".htm")
+
+
 def save_chart(session: Session, path: Path, width: int = 100, height: int = 22) -> None:
-    """Write the chart to a .txt (plain) or .html file (plotext's HTML export)."""
-    if path.suffix.lower() in (".html", ".htm"):
-        import contextlib
-        import io
+    """Write the chart to `path` by its suffix: .txt (plain text), .html/.htm (a page with the
+    coloured text chart), .png or .svg (an image, matplotlib). Anything else, or an image
+    without matplotlib, is refused (BadInput) before a file is written."""
+    suffix = path.suffix.lower()
+    if suffix in IMAGE_SUFFIXES:
+        save_image(session, path)
+    elif suffix in (".html", ".htm"):
+        path.write_text(chart_html(session, width, height))
+    elif suffix == ".txt":
+        path.write_text(throughput_chart(session, width, height) + "\n")
+    else:
+        raise BadInput(f"--out {path}: a plot is written as .png, .svg, .html or .txt")
 
-        import plotext as plt
 
-        throughput_chart(session, width, height, color=True)
-        with contextlib.redirect_stdout(io.StringIO()):  # plotext announces the file
-            plt.save_fig(str(path), keep_colors=True)
-        return
-    path.write_text(throughput_chart(session, width, height) + "\n")
+def _matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise BadInput("a .png or .svg plot needs matplotlib: pip install 'abtui[plot]' "
+                       "(or write .html or .txt)") from None
+
+
+def save_image(session: Session, path: Path, size: tuple[float, float] = (10.0, 4.5)) -> None:
+    """The chart as a PNG or SVG image, drawn by matplotlib's Agg renderer on a Figure of its
+    own (no pyplot state, no display)."""
+    _matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    series = _series(session, 2000)
+    fig = Figure(figsize=size, dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    if series:
+        unit = rate_unit(float(np.median(s[2])) for s in series if s[2].size)
+        for label, x, y in series:
+            ax.plot(*_broken(x, y / unit.div), label=label, linewidth=1.2, marker=".",
+                    markersize=3)
+        t0 = session.start_t or 0.0
+        for boundary in phase_boundaries(session):
+            ax.axvline(boundary - t0, color="0.6", linewidth=0.8, linestyle="--")
+        ax.set_ylabel(unit.name)
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="lower right", fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no intervals recorded", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.set_xlabel("seconds since start")
+    ax.set_title(f"{session.name or 'abtui session'}: {TITLE}", fontsize="medium")
+    ax.grid(True, linewidth=0.3)
+    fig.tight_layout()
+    import matplotlib
+
+    fmt = path.suffix.lower().lstrip(".")
+    # SVG: text as <text> (searchable, small), no date (the same session, the same file)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "abtui"}):
+        fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+
+
+def _broken(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The series with a gap (NaN) wherever no interval came for over twice the usual
+    spacing (the pause between runs), so no line is drawn across it."""
+    if x.size < 3:
+        return x, y
+    dt = np.diff(x)
+    gaps = np.flatnonzero(dt > 2 * float(np.median(dt)))
+    return np.insert(x, gaps + 1, np.nan), np.insert(y, gaps + 1, np.nan)
+
+
+# 256-colour palette entries 0-15 (xterm's), as plotext's colour codes use them
+_BASIC = ("000000", "800000", "008000", "808000", "000080", "800080", "008080", "c0c0c0",
+          "808080", "ff0000", "00ff00", "ffff00", "0000ff", "ff00ff", "00ffff", "ffffff")
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def _xterm(n: int) -> str:
+    """An xterm 256-colour index as #rrggbb."""
+    if n < 16:
+        return "#" + _BASIC[n]
+    if n < 232:
+        n -= 16
+        levels = [0 if v == 0 else 55 + 40 * v for v in (n // 36, n // 6 % 6, n % 6)]
+        return "#" + "".join(f"{v:02x}" for v in levels)
+    g = 8 + 10 * (n - 232)
+    return f"#{g:02x}{g:02x}{g:02x}"
+
+
+def ansi_to_html(text: str) -> str:
+    """Text with 256-colour SGR codes as escaped HTML: a <span style> per coloured run."""
+    out, fg, bg, pos = [], None, None, 0
+
+    def emit(chunk: str) -> None:
+        if not chunk:
+            return
+        style = ";".join(s for s in (f"color:{fg}" if fg else "",
+                                     f"background-color:{bg}" if bg else "") if s)
+        esc = html.escape(chunk)
+        out.append(f'<span style="{style}">{esc}</span>' if style else esc)
+
+    for m in _SGR.finditer(text):
+        emit(text[pos:m.start()])
+        pos = m.end()
+        codes = [int(c) for c in m.group(1).split(";") if c.isdigit()] or [0]
+        i = 0
+        while i < len(codes):
+            c = codes[i]
+            if c == 0:
+                fg = bg = None
+            elif c in (38, 48) and i + 2 < len(codes) and codes[i + 1] == 5:
+                if c == 38:
+                    fg = _xterm(codes[i + 2] % 256)
+                else:
+                    bg = _xterm(codes[i + 2] % 256)
+                i += 2
+            elif c == 39:
+                fg = None
+            elif c == 49:
+                bg = None
+            i += 1
+    emit(text[pos:])
+    return "".join(out)
+
+
+def chart_html(session: Session, width: int = 100, height: int = 22) -> str:
+    """A complete, valid HTML page with the coloured text chart (escaped, in <pre>)."""
+    name = html.escape(session.name or "abtui session")
+    body = ansi_to_html(throughput_chart(session, width, height, color=True)) or \
+        "(no intervals recorded)"
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{name}: throughput over time</title>\n</head>\n<body>\n"
+            "<pre style=\"font-family:monospace;font-size:10pt;line-height:1.1\">"
+            f"{body}</pre>\n</body>\n</html>\n")

@@ -8,17 +8,20 @@ from typing import Any
 
 from abtui.reports import stats
 from abtui.reports.formatting import (
+    fmt_bps,
     fmt_cell,
     fmt_compare,
     fmt_duration,
     fmt_mean_sd,
+    fmt_ms,
     fmt_time,
     legend,
     md_table,
     no_interval_note,
+    rate_unit,
     rate_unit_of,
 )
-from abtui.reports.plots import rate_unit, throughput_chart
+from abtui.reports.plots import throughput_chart
 from abtui.sessions.session import Session
 
 
@@ -42,33 +45,37 @@ def _profile_base_pair(text: str) -> str | None:
 
 
 def markdown(session: Session, base: str | None = None, base_config: str | None = None,
-             chart: bool = True) -> str:
+             chart: bool = True, units: str = "bits") -> str:
     """The whole report. `base`: the pair deltas are taken against (profile's base_pair,
-    else the first); `base_config`: the configuration for the per-pair delta table."""
-    table = stats.cells(session)
+    else the first); `base_config`: the configuration for the per-pair delta table; `units`:
+    rates in bits (Gbit/s, Mbit/s) or bytes (MB/s) per second."""
+    from abtui.reports.procedure import layout_of, sections
+
+    layout, doc = layout_of(session)
+    table = ordered_cells(session, doc)
     bp = base_pair(session, base)
     seen: list[stats.Delta | None] = []  # every Δ printed, for the notes
     out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session), ""]
-    from abtui.reports.procedure import sections
-
-    out += sections(session, base, seen)  # the profile's [report] layout, lab translations
+    out += sections(session, base, seen, units)  # the [report] layout, lab translations
     out += ["## Hosts", "", _hosts(session), ""]
     options = _options(session)
     if options:
         out += ["## Test options", "", options, ""]
-    out += ["## Throughput per configuration", "", _throughput(session, table, bp, seen), "",
-            SIDES, ""]
+    out += ["## Throughput per configuration", "",
+            _pair_table(session, table, bp, False, seen, units), "", SIDES, ""]
     if any(c.samples_rx for row in table.values() for c in row.values()):
         out += ["## Other direction (--bidir: receiver → sender)", "",
-                _throughput_rx(session, table, bp, seen), ""]
+                _pair_table(session, table, bp, True, seen, units), ""]
     udp = _udp(session, table)
     if udp:
         out += ["## UDP loss and jitter", "", udp, ""]
-    if len(table) > 1:
-        out += [*_vs_config(session, table, base_config, seen), ""]
+    if len(table) > 1 and (layout not in ("before-after", "builds") or base_config):
+        out += _vs_config(session, table, base_config, seen, doc)
+    elif base_config is not None and base_config not in table:
+        _vs_config(session, table, base_config, seen, doc)  # says which exist
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
     if session.runs:
-        out += ["## Runs", "", _runs(session), ""]
+        out += ["## Runs", "", _runs(session, units), ""]
     if chart:
         text = throughput_chart(session)
         if text:
@@ -120,45 +127,63 @@ def _hosts(session: Session) -> str:
                     rows)
 
 
+def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, stats.Cell]]:
+    """stats.cells in the profile's order (its matrix's values as it lists them), not the
+    order the (shuffled) runs happened to take."""
+    from abtui.reports.procedure import config_order
+
+    table = stats.cells(session)
+    key = config_order(doc)
+    return dict(sorted(table.items(), key=lambda kv: key(_config_of(session, kv[1]))))
+
+
+def labels(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, str]:
+    """Each configuration of a table as printed: the profile's names for the lab's values."""
+    from abtui.reports.procedure import shown_config
+
+    return {k: shown_config(session, _config_of(session, row)) if row else k
+            for k, row in table.items()}
+
+
+def _config_of(session: Session, row: dict[str, stats.Cell]) -> dict[str, Any]:
+    """A table row's configuration {knob: value}, from its first cell's first phase."""
+    for c in row.values():
+        if c.phases:
+            return session.phases[c.phases[0]].config
+    return {}
+
+
 def _options(session: Session) -> str:
-    rows = []
-    for pair in session.pairs:
-        runs = [r for r in session.runs_of(pair) if r.options]
-        if runs:
-            opts: dict[str, Any] = runs[0].options or {}
-            rows.append([pair, " ".join(f"{k}={_opt(v)}" for k, v in opts.items()
-                                        if v is not None)])  # None: not set
-    return md_table(["pair", "options"], rows) if rows else ""
+    """The iperf3 command line each pair ran, one row per distinct line (per direction)."""
+    from abtui.reports.commands import command_lines
 
-
-def _opt(value: Any) -> str:
-    """An option's value as a profile spells it (true/false, a,b for lists)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return ",".join(map(_opt, value)) if isinstance(value, list | tuple) else str(value)
+    rows = [[pair, direction, line, ping]
+            for pair, direction, line, ping in command_lines(session)]
+    return md_table(["pair", "direction", "iperf3 command", "ping"], rows) if rows else ""
 
 
 def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str | None,
-                rx: bool, seen: list[stats.Delta | None]) -> str:
+                rx: bool, seen: list[stats.Delta | None], units: str = "bits") -> str:
     """A configuration per row, a column per pair (its one figure), then each other pair's
-    delta vs the base pair (--bidir's way back with `rx`)."""
-    div, unit = rate_unit_of((c for row in table.values() for c in row.values()), rx)
-    others = [p for p in session.pairs if p != bp]
+    delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
+    shown, never compared."""
+    from abtui.reports.procedure import layout_of, references
+
+    u = rate_unit_of((c for row in table.values() for c in row.values()), rx, units)
+    div, unit = u.div, u.name
+    refs = references(session, layout_of(session)[1], bp)
+    others = [p for p in session.pairs if p != bp and p not in refs]
     header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
               *[f"Δ {p} vs {bp}" for p in others]]
     rows = []
+    shown = labels(session, table)
     for config, row in table.items():
         cells = [fmt_cell(row.get(p), div, rx) for p in session.pairs]
         deltas = [fmt_compare(row.get(bp or ""), row.get(p), rx, seen) for p in others]
-        rows.append([config, *cells, *deltas])
+        rows.append([shown[config], *cells, *deltas])
     note = ("Figures, Δ and verdicts as above, for the way back (its own run-level values)."
             if rx else legend(bp or "the base pair"))
     return md_table(header, rows) + "\n\n" + note
-
-
-def _throughput(session: Session, table: dict[str, dict[str, stats.Cell]],
-                bp: str | None, seen: list[stats.Delta | None]) -> str:
-    return _pair_table(session, table, bp, False, seen)
 
 
 # Which side's interval lines a pair's throughput is made of, per protocol (abtui.measure.runs).
@@ -171,12 +196,13 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
     """Per configuration and pair: datagrams lost (Σ lost / Σ due, as iperf3 sums them) and
     the jitter per interval, for the pairs that ran UDP."""
     rows = []
+    shown = labels(session, table)
     for config, row in table.items():
         for pair, c in row.items():
             q = stats.udp_quality(session, pair, phases=c.phases)
             if q is None:
                 continue
-            rows.append([config, pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
+            rows.append([shown[config], pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
                          fmt_mean_sd(q.jitter, 1.0, digits=3, warn=False)])
     if not rows:
         return ""
@@ -189,60 +215,71 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
 
 
-def _throughput_rx(session: Session, table: dict[str, dict[str, stats.Cell]],
-                   bp: str | None, seen: list[stats.Delta | None]) -> str:
-    """--bidir runs measure both ways at once: the table above is the pair's own direction,
-    this one the way back, never averaged with it."""
-    return _pair_table(session, table, bp, True, seen)
-
-
 def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
-               base_config: str | None, seen: list[stats.Delta | None]) -> list[str]:
+               base_config: str | None, seen: list[stats.Delta | None],
+               doc: dict[str, Any]) -> list[str]:
+    """Each configuration vs the first (in the profile's order) of those it may be compared
+    with: the same direction and tunnel type (procedure.comparable). Nothing when no two are
+    comparable."""
+    from abtui.reports.procedure import comparable
+
+    shown = labels(session, table)
+    by_label = {v: k for k, v in shown.items()}
+    base_config = by_label.get(base_config or "", base_config)
     if base_config is not None and base_config not in table:
         from abtui.core.errors import BadInput
 
         raise BadInput(f"--base-config {base_config!r}: the session's configurations are "
-                       + "; ".join(table))
-    base = base_config if base_config is not None else next(iter(table))
-    rows = []
-    for config, row in table.items():
-        if config == base:
-            continue
-        rows.append([config, *[fmt_compare(table[base].get(p), row.get(p), seen=seen)
-                               for p in session.pairs]])
-    return [f"## Δ vs configuration `{base}`", "",
-            md_table(["configuration", *session.pairs], rows)]
+                       + "; ".join(shown.values()))
+    configs = {c: _config_of(session, row) for c, row in table.items()}
+    bases = [base_config] if base_config is not None else []
+    for c in table:
+        if not any(comparable(doc, configs[b], configs[c]) for b in bases):
+            bases.append(c)
+    out: list[str] = []
+    for base in bases:
+        rows = [[shown[config], *[fmt_compare(table[base].get(p), row.get(p), seen=seen)
+                           for p in session.pairs]]
+                for config, row in table.items()
+                if config != base and comparable(doc, configs[base], configs[config])]
+        if rows:
+            out += [f"## Δ vs configuration `{shown[base]}`", "",
+                    md_table(["configuration", *session.pairs], rows), ""]
+    return out
 
 
 def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
     rows = []
+    shown = labels(session, table)
     for config, row in table.items():
         for pair in session.pairs:
             c = row.get(pair)
             if c is None or not c.rtt.n:
                 continue
             r = c.rtt
-            rows.append([config, pair, f"{r.min:.3f}", f"{r.mean:.3f}", f"{r.max:.3f}",
-                         f"{r.stdev:.3f}" if r.stdev is not None else "—", str(r.n)])
+            rows.append([shown[config], pair, *(fmt_ms(x) for x in (r.min, r.mean, r.max,
+                                                                     r.stdev)), str(r.n)])
     if not rows:
         return "(no ping replies recorded)"
     return md_table(["configuration", "pair", "min", "avg", "max", "stddev", "replies"], rows)
 
 
-def _runs(session: Session) -> str:
-    rows, peak = [], 0.0
+def _runs(session: Session, units: str = "bits") -> str:
+    rows, rates_seen = [], []
     for r in session.runs:
         tp = stats.run_stats(session, r)["throughput"]
         rate = stats.run_rate(session, r)
         s = r.summary or {}
         snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
-        rates = [float(x) for x in (snd, rcv, rate) if x is not None and _is_num(x)]
-        peak = max([peak, *rates])
+        rates_seen += [float(x) for x in (snd, rcv, rate) if x is not None and _is_num(x)]
         rows.append((r, tp, rate, snd, rcv, s.get("retransmits")))
-    div, unit = rate_unit(peak)
+    u = rate_unit(rates_seen, units)
+    div, unit = u.div, u.name
     # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
     udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
-    body = [[r.pair, str(r.id), stats.config_key(r.config), r.status,
+    from abtui.reports.procedure import shown_config
+
+    body = [[r.pair, str(r.id), shown_config(session, r.config), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
              _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
              "—" if retr is None else str(retr),
@@ -267,7 +304,7 @@ def _is_num(x: Any) -> bool:
 
 
 def _rate(bps: Any, div: float) -> str:
-    return f"{bps / div:.2f}" if _is_num(bps) else "—"
+    return fmt_bps(bps, div)
 
 
 def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],

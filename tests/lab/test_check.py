@@ -54,3 +54,24 @@ def test_check_reports_every_host_knob_and_tunnel(lab: Lab, tmp_path):
     for h in lab.hosts(2):
         assert f"FAIL {h.alias}: iperf3 `/opt/no-such-build/iperf3` is missing: install it " \
                "there, or correct the profile's [test] iperf3" in bad.stdout
+
+
+def test_check_lab_lists_translations_and_checks_the_lab_hosts(lab: Lab):
+    """`abtui check PROFILE --lab`: a shipped procedure (its hosts are placeholders) checked
+    as `run --lab` would run it: each translation a `lab` line, then the lab's hosts."""
+    import os
+
+    env = {**os.environ, "ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
+           "ABTUI_LAB_DIR": str(lab.state_dir.parent)}
+    done = subprocess.run([sys.executable, "-m", "abtui", "check",
+                           str(ROOT / "profiles" / "softirq-crypto.toml"), "--lab"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "lab  knob tunnel: ipsec → vxlan (this kernel has no ESP/xfrm crypto)" in lines
+    assert any(ln.startswith("lab  pair BEFORE: vm-before → vmhost-before") for ln in lines)
+    for h in lab.hosts(2):  # the lab's hosts, not the profile's vm-before and friends
+        assert any(ln.startswith(f"ok   {h.alias}: reachable, Linux ") for ln in lines)
+    assert sum("tunnels available: none, wireguard" in ln for ln in lines) == 2
+    assert not any(ln.startswith("FAIL") or "vm-before:" in ln for ln in lines)
+    assert lab.pair_count() == 2  # the lab that was up, not rebuilt

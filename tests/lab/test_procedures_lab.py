@@ -17,8 +17,9 @@ from tests.lab.namespaces import make_test_lab
 
 pytestmark = pytest.mark.lab
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
-# a cell's one figure: mean (± stdev (n=runs) with several runs), ⚠ when its intervals are noisy
-NUMBER = r"\d+\.\d\d( ± \d+\.\d\d \(n=\d+\))?( ⚠)?"
+# a first table's one figure: the mean to 3 significant digits, ⚠ when its intervals are noisy
+NUMBER = r"(\d{3}0*|\d{2}\.\d|\d\.\d\d)( ⚠)?"
+UNIT = r"(Gbit/s|Mbit/s)"
 # a Δ with its interval (when each side has 2 runs or more) and its verdict
 DELTA = (r"[+-]\d+\.\d%( \[[+-]\d+\.\d, [+-]\d+\.\d\])? "
          r"(\(p=[\d.]+ n=\d+\+\d+\)|~ \(p=[\d.]+ n=\d+\+\d+\)|\? \(n=\d+\+\d+: too few runs\))")
@@ -66,20 +67,24 @@ def test_ix_enable_aim(lab_env, tmp_path):
                      r"on the receivers", stderr)
     assert "lab: watch interrupt_rate: sysctl dev.ix.2.queue*.interrupt_rate →" in stderr
     assert "lab: durations: iperf3 -t 10 -i 2, ping -c 10" in stderr
-    rows = _table(md, "Throughput per pair and enable_aim")
-    assert rows[0][:2] == ["pair", "enable_aim"] and rows[0][3] == \
-        "Δ vs stock at the same enable_aim"
-    body = {(r[0], r[1]): r for r in rows[1:]}
-    assert set(body) == {(p, v) for p in ("stock", "patched", "linux-ref") for v in "012"}
-    for (pair, _v), r in body.items():
+    rows = _table(md, "Throughput per kernel and enable_aim")
+    assert rows[0][:2] == ["kernel", "enable_aim"] and re.fullmatch(UNIT, rows[0][2])
+    assert rows[0][3] == "Δ vs stock at the same enable_aim"
+    # kernels as groups, values in the profile's order, the hosts' own value (the stand-in's
+    # last level) marked, the reference once at its own setting
+    assert [(r[0].split(" (")[0], r[1]) for r in rows[1:]] == [
+        ("stock", "0"), ("", "1"), ("", "2 (default)"), ("patched", "0"), ("", "1"),
+        ("", "2 (default)"), ("linux-ref", "default")]
+    assert [r[3] for r in rows[1:4]] == ["base0", "base1", "base2"] and rows[7][3] == "-"
+    for r in rows[1:]:
         assert re.fullmatch(NUMBER, r[2]), r
-        assert r[3] == "(base)" if pair == "stock" else re.fullmatch(DELTA, r[3])
-    lat = _table(md, "Latency per pair and enable_aim (ping RTT, ms)")
-    assert lat[0] == ["pair", "enable_aim", "min", "avg", "max", "stddev", "replies"]
-    assert len(lat) == 10 and all(r[6] == "3" and float(r[2]) > 0 for r in lat[1:])
+    assert all(re.fullmatch(DELTA, r[3]) for r in rows[4:7])
+    lat = _table(md, "Latency per kernel and enable_aim (ping RTT)")
+    assert lat[0] == ["kernel", "enable_aim", "min/avg/max ms", "stddev", "Δ avg"]
+    assert len(lat) == 8 and all(re.fullmatch(r"[\d.]+/[\d.]+/[\d.]+", r[2]) for r in lat[1:])
     watches = _table(md, "Watches per pair and enable_aim")
     queues = {(r[0], r[1]) for r in watches[1:] if r[3] == "data0.rx_pps" and float(r[4]) > 0}
-    assert queues == set(body)  # a packet rate for every pair and value
+    assert queues == {(p, v) for p in ("stock", "patched", "linux-ref") for v in "012"}
     assert "## Lab translations" in md and "ethtool-coalesce adaptive-rx" in md
 
 
@@ -88,23 +93,30 @@ def test_softirq_crypto(lab_env, tmp_path):
     assert "lab: knob tunnel: ipsec → vxlan (this kernel has no ESP/xfrm crypto)" in stderr
     assert "lab: knob tunnel: wireguard → wireguard through wireguard-go" in stderr
     rows = _table(md, "Throughput per tunnel and direction")
-    assert rows[0] == ["tunnel", "direction", "BEFORE (Gbit/s)", "AFTER (Gbit/s)",
-                       "speedup AFTER vs BEFORE"]
-    assert {(r[0], r[1]) for r in rows[1:]} == {
-        (t, d) for t in ("ipsec (lab: vxlan)", "wireguard") for d in ("TX", "RX (-R)")}
+    assert rows[0][:2] == ["tunnel", "direction"] and rows[0][4] == "speedup AFTER vs BEFORE"
+    assert re.fullmatch(rf"BEFORE \({UNIT}\)", rows[0][2]) and rows[0][3].startswith("AFTER (")
+    # the profile's order: ipsec (as the lab ran it) before wireguard, TX before RX
+    assert [(r[0], r[1]) for r in rows[1:]] == [
+        (t, d) for t in ("ipsec (lab: vxlan)", "wireguard") for d in ("TX", "RX (-R)")]
     for r in rows[1:]:
         assert re.fullmatch(NUMBER, r[2]) and re.fullmatch(NUMBER, r[3]), r
         assert re.fullmatch(DELTA, r[4]), r
     assert "| knob tunnel | ipsec | vxlan |" in md
+    assert "tunnel=vxlan |" not in md  # the generic tables name it as the profile does
+    assert "## Δ vs configuration" not in md  # tunnels and directions are never compared
+    assert re.search(r"\| BEFORE \| rx \| `iperf3 -c [\d.]+ .* -R` \|", md)  # RX ran -R
 
 
 def test_wireguard_gro(lab_env, tmp_path):
     stderr, md = _run(lab_env, tmp_path, "wireguard-gro")
     assert "lab: kernels: baseline, gro-v1, gro-v2 → all on this machine's kernel" in stderr
     rows = _table(md, "Throughput per build")
-    assert rows[0][0] == "build" and rows[0][2] == "Δ vs baseline"
+    assert rows[0][0] == "build" and rows[0][-1] == "Δ vs baseline"
+    assert rows[0][2:5] == [f"[SUM] sender ({rows[0][1]})", "retransmits",
+                            f"[SUM] receiver ({rows[0][1]})"]
     assert [r[0] for r in rows[1:]] == ["baseline", "gro-v1", "gro-v2"]
     assert all(re.fullmatch(NUMBER, r[1]) and float(r[1].split()[0]) > 0 for r in rows[1:])
-    assert rows[1][2] == "(first)"
-    assert all(re.fullmatch(DELTA, r[2]) for r in rows[2:])
-    assert "-P 2" in md or "parallel=2" in md  # the runs were -P 2 -R: the [SUM] figure
+    assert all(re.fullmatch(r"\d+", r[3]) for r in rows[1:])  # retransmits
+    assert rows[1][5] == "-"
+    assert all(re.fullmatch(DELTA, r[5]) for r in rows[2:])
+    assert re.search(r"`iperf3 -c [\d.]+ -p 5201 -t 2 -i 0\.5 --forceflush -P 2 -R`", md)

@@ -14,6 +14,7 @@ import pytest
 from abtui.core.events import Event, EventKind
 from abtui.profile import parse_profile
 from abtui.reports import compare, exports, report, stats
+from abtui.reports.formatting import sig
 from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 from tests import synth
@@ -135,9 +136,18 @@ def _table(md: str, heading: str) -> list[list[str]]:
             for line in part.splitlines() if line.startswith("|") and "---" not in line]
 
 
+def _grouped(rows: list[list[str]]) -> dict[tuple[str, str], list[str]]:
+    """A first table's rows by (pair, value): a kernel group's name is on its first row."""
+    out, pair = {}, ""
+    for r in rows:
+        pair = r[0].split(" (")[0] or pair
+        out[(pair, r[1])] = r
+    return out
+
+
 def _figure(cell: str) -> tuple[str, int]:
     """`9.41 ± 0.05 (n=3)` -> ("9.41", 3); `9.41` -> ("9.41", 1)."""
-    m = re.fullmatch(r"(\d+\.\d\d)(?: ± \d+\.\d\d \(n=(\d+)\))?( ⚠)?", cell)
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(?: ± \d+(?:\.\d+)? \(n=(\d+)\))?( ⚠)?", cell)
     assert m, cell
     return m.group(1), int(m.group(2) or 1)
 
@@ -146,7 +156,7 @@ def test_one_report_one_figure_per_cell_equal_to_the_console_s() -> None:
     events = _aim_session_events()
     session = Session.from_events(events)
     md = report.markdown(session, chart=False)
-    sweep = {(r[0], r[1]): r for r in _table(md, "Throughput per pair and enable_aim")[1:]}
+    sweep = _grouped(_table(md, "Throughput per kernel and enable_aim")[1:])
     generic = _table(md, "Throughput per configuration")
     pairs = [h.split(" (")[0] for h in generic[0][1:4]]
     assert generic[0][1:4] == [f"{p} (Gbit/s)" for p in pairs]
@@ -163,15 +173,19 @@ def test_one_report_one_figure_per_cell_equal_to_the_console_s() -> None:
         for i, pair in enumerate(pairs):
             figure, n = _figure(row[1 + i])
             assert n == 4
-            assert sweep[(pair, value)][2] == row[1 + i]  # the procedure table: the same cell
+            # the procedure table: the same figure (its n is in the Δ's verdict)
+            assert sweep[(pair, value)][2] == row[1 + i].split(" ± ")[0]
             assert cmp_rows[(pair, row[0])][2] == row[1 + i]  # compare's
             shown = console[value][state_order(state).index(pair)]
-            assert shown.split()[:2] == [figure, "n4"], (shown, row)  # the console's
+            # the console's (Gbit/s, 2 decimals): the same figure to the report's 3 digits
+            assert [sig(float(shown.split()[0])), shown.split()[1]] == [figure, "n4"], shown
             c = exported[(pair, row[0])]
             assert f"{c['bits_per_second'] / 1e9:.2f}" == figure  # the JSON export's
             assert c["throughput"]["n"] == 4 and len(c["run_samples"]) == 4
         # every Δ: the same change, with its interval and its verdict
-        for i, pair in enumerate(pairs[1:]):
+        # the reference (linux-ref): shown, never compared, here or in the procedure table
+        assert generic[0][4:] == ["Δ patched vs stock"] and len(row) == 5
+        for i, pair in enumerate(pairs[1:2]):
             delta = row[4 + i]
             assert re.fullmatch(r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\] "
                                 r"(~ )?\(p=\d\.\d+ n=4\+4\)", delta), delta
@@ -205,7 +219,7 @@ def test_a_run_s_figure_is_its_bits_over_its_seconds_everywhere() -> None:
         want = bits / sum(d["end"] - d["start"] for d in counted)
         assert run["bits_per_second"] == pytest.approx(want, rel=1e-12)
         assert line.endswith(f"ok, {want / 1e9:.3f} Gbit/s")
-        assert row[5] == f"{want / 1e9:.2f}"
+        assert row[5] == sig(want / 1e9)  # 3 significant digits, as iperf3 prints them
 
 
 def test_continuous_flips_one_figure_in_the_table_and_the_console() -> None:
@@ -224,7 +238,8 @@ def test_continuous_flips_one_figure_in_the_table_and_the_console() -> None:
         shown = console[row[0].removeprefix("wmem=")]
         for i in range(2):
             figure, n = _figure(row[1 + i])
-            assert shown[i].split()[:2] == [figure, f"n{n}"], (shown, row)
+            console_figure, runs = shown[i].split()[:2]
+            assert [sig(float(console_figure)), runs] == [figure, f"n{n}"], (shown, row)
     assert generic[1][1].endswith("(n=2)")  # default: two phases, two run-level values
 
 
@@ -244,7 +259,7 @@ def test_the_noise_flag_is_the_cell_s_intervals_all_phases_together() -> None:
     assert cells["A"].noisy and not cells["B"].noisy
     md = report.markdown(session, chart=False)
     assert "- ⚠ A under `wmem=default`: its intervals' throughput varies" in md
-    assert re.search(r"\| wmem=default \| 11\.\d\d ± 2\.\d\d \(n=2\) ⚠ \| 1\d\.\d\d ± 0\.\d\d "
+    assert re.search(r"\| wmem=default \| 11\.\d ± 2\.\d \(n=2\) ⚠ \| 1\d\.\d ± 0\.\d "
                      r"\(n=2\) \|", md)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     numbers = readme.split("How the numbers are made", 1)[1].split("\n## ", 1)[0]

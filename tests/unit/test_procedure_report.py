@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,13 @@ T0 = 1_780_000_000.0
 
 
 def _session(profile: str, runs: list[tuple[str, dict[str, str], float]],
-             watches: bool = False, translations: list[dict[str, str]] | None = None
-             ) -> Session:
-    """One run per (pair, config, receiver bits/s), with 3 pings and a watch sample each."""
+             watches: bool = False, translations: list[dict[str, str]] | None = None,
+             before: list[Event] = (), summary: dict[str, float] | None = None) -> Session:
+    """One run per (pair, config, receiver bits/s), with 3 pings and a watch sample each;
+    `before`: events recorded ahead of the runs (facts, CONFIG)."""
     text = (PROFILES / f"{profile}.toml").read_text()
     events = [Event(EventKind.SESSION_START, T0, data={
-        "profile_text": text, "translations": translations or []})]
+        "profile_text": text, "translations": translations or []}), *before]
     t = T0
     for i, (pair, config, bps) in enumerate(runs, 1):
         events.append(Event(EventKind.RUN_START, t, pair=pair, data={"run": i, "config": config}))
@@ -42,7 +44,8 @@ def _session(profile: str, runs: list[tuple[str, dict[str, str], float]],
         events.append(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
             "run": i, "phase": i, "start": 0, "end": 1, "bytes": 1, "bits_per_second": bps}))
         events.append(Event(EventKind.RUN_END, t + 1, pair=pair, data={
-            "run": i, "status": "ok", "summary": {"receiver_bits_per_second": bps}}))
+            "run": i, "status": "ok", "summary": {"receiver_bits_per_second": bps,
+                                                  **(summary or {})}}))
         t += 2
     return Session.from_events(events)
 
@@ -54,56 +57,100 @@ def _rows(lines: list[str], heading: str) -> list[list[str]]:
             for line in part.splitlines() if line.startswith("|") and "---" not in line]
 
 
-def test_sweep_delta_vs_stock_latency_and_queues():
-    runs = [(p, {"enable_aim": v}, rate) for v, base in (("0", 9e9), ("1", 8e9))
+FEW = "? (n=1+1: too few runs)"  # one run each: no interval, no verdict possible
+
+
+def test_sweep_grouped_by_kernel_in_the_profile_s_order():
+    # run order 1, 0 (shuffled): the table still reads 0, 1
+    runs = [(p, {"enable_aim": v}, rate) for v, base in (("1", 8e9), ("0", 9e9))
             for p, rate in (("stock", base), ("patched", base * 1.062))]
     session = _session("ix-enable-aim", runs, watches=True)
     lines = sections(session, None)
-    rows = _rows(lines, "Throughput per pair and enable_aim")
-    assert rows[0] == ["pair", "enable_aim", "throughput (Gbit/s)",
-                       "Δ vs stock at the same enable_aim"]
-    few = "? (n=1+1: too few runs)"  # one run each: no interval, no verdict possible
-    assert rows[1:] == [["stock", "0", "9.00", "(base)"],
-                        ["patched", "0", "9.56", f"+6.2% {few}"],
-                        ["linux-ref", "0", "—", "—"],  # a pair that did not run: no figure
-                        ["stock", "1", "8.00", "(base)"],
-                        ["patched", "1", "8.50", f"+6.2% {few}"],
-                        ["linux-ref", "1", "—", "—"]]
+    rows = _rows(lines, "Throughput per kernel and enable_aim")
+    assert rows[0] == ["kernel", "enable_aim", "Gbit/s", "Δ vs stock at the same enable_aim"]
+    assert rows[1:] == [["stock", "0", "9.00", "base0"],
+                        ["", "1", "8.00", "base1"],
+                        ["patched", "0", "9.56", f"+6.2% {FEW}"],
+                        ["", "1", "8.50", f"+6.2% {FEW}"],
+                        # the reference never ran: its rows, empty, never compared
+                        ["linux-ref", "0", "—", "-"],
+                        ["", "1", "—", "-"]]
     assert "- A Δ without [low, high]: fewer than 2 runs" in markdown(session, chart=False)
-    lat = _rows(lines, "Latency per pair and enable_aim (ping RTT, ms)")
-    assert lat[1] == ["stock", "0", "0.100", "0.200", "0.300", "0.100", "3"]
+    lat = _rows(lines, "Latency per kernel and enable_aim (ping RTT)")
+    assert lat[0] == ["kernel", "enable_aim", "min/avg/max ms", "stddev", "Δ avg"]
+    assert lat[1] == ["stock", "0", "0.100/0.200/0.300", "0.100", "base0"]
+    assert lat[3] == ["patched", "0", "0.100/0.200/0.300", "0.100", f"+0.0% {FEW}"]
     queues = _rows(lines, "Watches per pair and enable_aim")
-    assert ["stock", "0", "interrupt_rate", "dev.ix.2.queue0.interrupt_rate", "9000", "9000",
-            "9000", "1"] in queues
+    assert queues[1] == ["stock", "0", "interrupt_rate", "dev.ix.2.queue0.interrupt_rate",
+                         "9000", "9000", "9000", "1"]
+    assert [r[1] for r in queues[1:]] == ["0", "1", "0", "1"]
+
+
+def test_sweep_marks_the_default_and_shows_the_reference_once():
+    """The hosts' own value is `(default)`; the Linux reference, whose values 1 and 2 are the
+    same setting there (adaptive-rx on), is one row at its own setting, pooled, with `-`."""
+    before = [Event(EventKind.FACTS, T0, host=h, data={"facts": {
+                  "os": os_name, "kernel_release": release}})
+              for h, os_name, release in (("stock-snd", "FreeBSD", "14.1-RELEASE"),
+                                          ("patched-snd", "FreeBSD", "15.0-CURRENT"),
+                                          ("linux-snd", "Linux", "6.1.0"))]
+    before.append(Event(EventKind.SESSION_START, T0, data={
+        "profile_text": (PROFILES / "ix-enable-aim.toml").read_text(),
+        "pairs": [{"label": p, "sender": f"{h}-snd"} for p, h in
+                  (("stock", "stock"), ("patched", "patched"), ("linux-ref", "linux"))]}))
+    before += [Event(EventKind.CONFIG, T0, pair=p, data={"config": {"enable_aim": v}})
+               for p, v in (("stock", "1"), ("patched", "1"), ("linux-ref", "on"))]
+    runs = [(p, {"enable_aim": v}, rate * (1.0 + 0.1 * int(v)))
+            for v in "210" for p, rate in (("stock", 9e9), ("patched", 9.6e9),
+                                            ("linux-ref", 8e9))]
+    rows = _rows(sections(_session("ix-enable-aim", runs, before=before), None),
+                 "Throughput per kernel and enable_aim")
+    assert rows[1:4] == [["stock (14.1-RELEASE)", "0", "9.00", "base0"],
+                         ["", "1 (default)", "9.90", "base1"],
+                         ["", "2", "10.8", "base2"]]
+    assert rows[4][:3] == ["patched (15.0-CURRENT)", "0", "9.60"]
+    assert rows[4][3].startswith("+6.7% ")
+    assert rows[7:] == [["linux-ref (6.1.0)", "default", "9.20", "-"]]  # (8.8 + 9.6) / 2
 
 
 def test_before_after_speedup_per_tunnel_and_direction():
     runs = [(p, {"tunnel": t, "direction": d}, rate)
-            for t in ("vxlan", "wireguard") for d in ("rx", "tx")
-            for p, rate in (("BEFORE", 1e9), ("AFTER", 1.44e9 if d == "tx" else 1e9))]
+            for t in ("wireguard", "vxlan") for d in ("rx", "tx")
+            for p, rate in (("BEFORE", 0.21e9 if t == "wireguard" else 1e9),
+                            ("AFTER", (1.44 if d == "tx" else 1.0)
+                             * (0.21e9 if t == "wireguard" else 1e9)))]
     translation = {"subject": "knob tunnel", "original": "ipsec", "lab": "vxlan", "why": "x"}
     session = _session("softirq-crypto", runs, translations=[translation])
     assert to_json(session)["translations"] == [translation]
     lines = sections(session, None)
     rows = _rows(lines, "Throughput per tunnel and direction")
-    assert rows[0] == ["tunnel", "direction", "BEFORE (Gbit/s)", "AFTER (Gbit/s)",
+    # 0.21 Gbit/s would read 0.21: Mbit/s keep three digits; the profile's order (ipsec first)
+    assert rows[0] == ["tunnel", "direction", "BEFORE (Mbit/s)", "AFTER (Mbit/s)",
                        "speedup AFTER vs BEFORE"]
-    few = "? (n=1+1: too few runs)"
-    assert rows[1:] == [["ipsec (lab: vxlan)", "TX", "1.00", "1.44", f"+44.0% {few}"],
-                        ["ipsec (lab: vxlan)", "RX (-R)", "1.00", "1.00", f"+0.0% {few}"],
-                        ["wireguard", "TX", "1.00", "1.44", f"+44.0% {few}"],
-                        ["wireguard", "RX (-R)", "1.00", "1.00", f"+0.0% {few}"]]
+    assert rows[1:] == [["ipsec (lab: vxlan)", "TX", "1000", "1440", f"+44.0% {FEW}"],
+                        ["ipsec (lab: vxlan)", "RX (-R)", "1000", "1000", f"+0.0% {FEW}"],
+                        ["wireguard", "TX", "210", "302", f"+44.0% {FEW}"],
+                        ["wireguard", "RX (-R)", "210", "210", f"+0.0% {FEW}"]]
     assert _rows(lines, "Lab translations")[1] == ["knob tunnel", "ipsec", "vxlan", "x"]
+    md = markdown(session, chart=False, units="bytes")
+    assert "| ipsec (lab: vxlan) | TX | 125 | 180 |" in md and "BEFORE (MB/s)" in md
+    # the generic tables name the profile's tunnel, and never compare tunnels or directions
+    assert "| direction=tx, tunnel=ipsec (lab: vxlan) |" in markdown(session, chart=False)
+    assert "## Δ vs configuration" not in md
 
 
 def test_builds_delta_vs_the_first_with_repetitions():
     runs = [("gro-v2", {}, 1.2e9), ("baseline", {}, 1.0e9), ("gro-v1", {}, 0.9e9),
             ("baseline", {}, 1.0e9), ("gro-v2", {}, 1.2e9), ("gro-v1", {}, 0.9e9)]
-    rows = _rows(sections(_session("wireguard-gro", runs), None), "Throughput per build")
+    session = _session("wireguard-gro", runs, summary={
+        "sender_bits_per_second": 1.01e9, "retransmits": 162})
+    rows = _rows(sections(session, None), "Throughput per build")
+    assert rows[0] == ["build", "Mbit/s", "[SUM] sender (Mbit/s)", "retransmits",
+                       "[SUM] receiver (Mbit/s)", "Δ vs baseline"]
     few = "? (n=2+2: too few runs)"  # runs that never vary: an interval of zero width
-    assert rows[1:] == [["baseline", "1.00 ± 0.00 (n=2)", "(first)"],
-                        ["gro-v2", "1.20 ± 0.00 (n=2)", f"+20.0% [+20.0, +20.0] {few}"],
-                        ["gro-v1", "0.90 ± 0.00 (n=2)", f"-10.0% [-10.0, -10.0] {few}"]]
+    assert rows[1:] == [["baseline", "1000", "1010", "162", "1000", "-"],
+                        ["gro-v1", "900", "1010", "162", "900", f"-10.0% [-10.0, -10.0] {few}"],
+                        ["gro-v2", "1200", "1010", "162", "1200", f"+20.0% [+20.0, +20.0] {few}"]]
 
 
 def test_no_layout_no_sections():
@@ -121,6 +168,12 @@ def test_lab_mapping_translates_what_the_lab_lacks(tmp_path):
     assert (aim.kind, aim.key, aim.scope, aim.restart) == (KnobKind.SYSCTL, STANDIN_KEY,
                                                            Scope.RECEIVER, True)
     assert aim.values == ("0", "1", "2") and aim.value_for_os("linux", "0").endswith("65536")
+    # the last value is the lab hosts' own receive buffer: the report marks it (default)
+    own = dataclasses.replace(facts, rmem="4096 131072 33554432")
+    mapped = map_profile(load_profile(PROFILES / "ix-enable-aim.toml"), hosts, ssh_config="c",
+                         known_hosts="k", facts=own).profile.knob("enable_aim")
+    assert mapped.value_for_os("linux", "2") == "4096 131072 33554432"
+    assert mapped.value_for_os("linux", "1") == aim.value_for_os("linux", "1")
     assert [p.sender for p in ix.profile.pairs] == ["unit-a-snd", "unit-b-snd", "unit-c-snd"]
     assert all(w.command and w.name.endswith(":data0.rx_pps") for w in ix.profile.watches)
     lines = [t.line() for t in ix.translations]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -84,7 +85,8 @@ def test_markdown_reads_like_a_review_table(continuous: Path) -> None:
     assert "| wmem=64k | A | 0.04" in md  # latency table
     assert "## Δ vs configuration `wmem=default`" in md and "-50." in md
     assert "```text" in md and "phase boundaries" in md
-    assert "duration=0 interval=1.0 parallel=1" in md
+    # the command line that ran (continuous: hour-long runs, restarted), not option names
+    assert "| A | tx | `iperf3 -c 198.18.1.2 -p 5201 -t 3600 -i 1 --forceflush` |" in md
 
 
 def test_csv_has_one_row_per_interval(continuous: Path) -> None:
@@ -173,7 +175,7 @@ def test_import_writes_a_session_per_pair_and_config(tmp_path: Path) -> None:
         "rtt_avg_ms": 0.5}
     md = report.markdown(s, base="before")
     assert "| tunnel=wireguard | 1.00 | 1.50 | +50.0% ? (n=1+1: too few runs) |" in md
-    assert "| before | source=a.txt |" in md
+    assert "| before | — | imported from a.txt | — |" in md  # not a command abtui ran
 
 
 # ---- CLI -----------------------------------------------------------------------------------
@@ -247,12 +249,17 @@ def test_import_cli_helpers_write_a_named_session(tmp_path: Path,
         importing.run(args, lambda p: {})
 
 
-def test_test_options_read_as_a_profile_writes_them(continuous: Path) -> None:
+def test_test_options_are_the_iperf3_command_line_per_direction(continuous: Path) -> None:
     session = Session.load(continuous)
-    for run in session.runs:
-        run.options = {"parallel": 2, "reverse": False, "zerocopy": True, "bitrate": None,
-                       "omit": [1, 2]}
+    session.runs.append(dataclasses.replace(session.runs[0], id=2, index=len(session.runs)))
+    for run in session.runs:  # a newer abtui's option is left out, not guessed
+        run.options = {"duration": 10, "interval": 2, "parallel": 2, "reverse": run.id == 2,
+                       "zerocopy": True, "bitrate": None, "omit": 1, "extra_args": ["-Z"]}
     md = report.markdown(session)
-    line = next(ln for ln in md.splitlines() if "parallel=2" in ln)
-    assert "parallel=2 reverse=false zerocopy=true omit=1,2" in line
-    assert "None" not in md and "False" not in md
+    lines = [ln for ln in md.splitlines() if "`iperf3 " in ln]
+    assert "| A | tx | `iperf3 -c 198.18.1.2 -p 5201 -t 10 -i 2 --forceflush -P 2 -O 1 -Z` |" \
+        in md
+    assert "| A | rx (-R) | `iperf3 -c 198.18.1.2 -p 5201 -t 10 -i 2 --forceflush -P 2 -R -O 1 " \
+        "-Z` |" in md
+    assert len(lines) == 3  # A ran both directions, B one
+    assert "None" not in md and "False" not in md and "zerocopy" not in md

@@ -1,0 +1,91 @@
+"""The iperf3 command lines a session's runs ran, as a reader would type them: the report's
+"Test options" (not the options' Python names). One line per pair and distinct command (a
+plan with directions runs `-R` for its RX runs: a line each)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from typing import Any
+
+from abtui.core.model import TestOptions
+from abtui.remote.iperf_cmd import (
+    JSON_STREAM_SINCE,
+    client_argv,
+    parse_iperf_version,
+    run_seconds,
+)
+from abtui.sessions.session import Run, Session
+
+DIRECTION = "direction"
+
+
+def options_of(recorded: dict[str, Any]) -> TestOptions:
+    """A run's recorded options (RUN_START `options`) as TestOptions; unknown keys (a newer
+    abtui's) are left out, a list back to the tuple it was."""
+    names = {f.name for f in dataclasses.fields(TestOptions)}
+    kept = {k: v for k, v in recorded.items() if k in names}
+    if isinstance(kept.get("extra_args"), list):
+        kept["extra_args"] = tuple(str(a) for a in kept["extra_args"])
+    return dataclasses.replace(TestOptions(), **kept)
+
+
+def iperf3_line(session: Session, run: Run) -> str | None:
+    """The client command the run started (abtui.remote.iperf_cmd.client_argv, as the engine
+    builds it), on the pair's target; None when the run recorded no options."""
+    if not run.options or not _started(run.options):
+        return None
+    try:
+        opts = options_of(run.options)
+    except (TypeError, ValueError):
+        return None
+    hosts = session.hosts_of(run.pair)
+    target = hosts.get("target") or "TARGET"
+    version = session.facts.get(hosts.get("sender", ""), {}).get("iperf3_version") or ""
+    found = parse_iperf_version(str(version))
+    json_stream = found is not None and found >= JSON_STREAM_SINCE
+    argv = client_argv(opts, target, opts.port, run_seconds(opts), json_stream=json_stream,
+                       program=opts.iperf3)
+    return shlex.join(argv)
+
+
+def _started(recorded: dict[str, Any]) -> bool:
+    """The options are those of a run abtui started (not an imported log's source)."""
+    return bool(set(recorded) & {f.name for f in dataclasses.fields(TestOptions)})
+
+
+def ping_line(recorded: dict[str, Any]) -> str:
+    """How the run pinged: `-c N` on the idle link before iperf3, or alongside it."""
+    opts = options_of(recorded)
+    if not opts.ping:
+        return "—"
+    if opts.ping_count > 0:
+        return f"ping -c {opts.ping_count} (before each run)"
+    return f"ping -i {opts.ping_interval:g} (alongside)"
+
+
+def command_lines(session: Session) -> list[tuple[str, str, str, str]]:
+    """(pair, direction, iperf3 command in Markdown code, ping) per pair and distinct
+    command line, in the order first run; direction as the plan names it (`tx`, `rx`), else
+    read from the command (`-R`, `--bidir`)."""
+    out: list[tuple[str, str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for pair in session.pairs:
+        for run in session.runs_of(pair):
+            source = (run.options or {}).get("source")
+            if source is not None and not _started(run.options or {}):
+                imported = f"imported from {source}"
+                if (pair, imported) not in seen:
+                    seen.add((pair, imported))
+                    out.append((pair, "—", imported, "—"))
+                continue
+            line = iperf3_line(session, run)
+            if line is None or (pair, line) in seen:
+                continue
+            seen.add((pair, line))
+            direction = str(run.config.get(DIRECTION) or "")
+            if not direction:
+                opts = options_of(run.options or {})
+                direction = "bidir" if opts.bidir else "rx (-R)" if opts.reverse else "tx"
+            out.append((pair, direction, f"`{line}`", ping_line(run.options or {})))
+    return out

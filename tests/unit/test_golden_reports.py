@@ -1,0 +1,47 @@
+"""Golden reports: each shipped procedure's Markdown report, made from a session recorded on
+the lab (tests/golden/*.abtui.jsonl.gz), equals the one read by eye and pinned next to it, so
+a change to a pasted table is always deliberate. Regenerate after a meant change with
+`ABTUI_UPDATE_GOLDEN=1 pytest tests/unit/test_golden_reports.py`, then read `git diff`."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from abtui.reports.exports import render
+from abtui.sessions.session import Session
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+PROCEDURES = ("ix-enable-aim", "softirq-crypto", "wireguard-gro")
+UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
+
+
+@pytest.mark.parametrize("name", PROCEDURES)
+def test_report_equals_the_pinned_one(name: str) -> None:
+    session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
+    md = render(session, "md")
+    pinned = GOLDEN / f"{name}.md"
+    if UPDATE:
+        pinned.write_text(md)
+    want = pinned.read_text()
+    if md != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(True), md.splitlines(True),
+                                            f"{pinned.name} (pinned)", "now"))
+        pytest.fail(f"{name}'s report changed (ABTUI_UPDATE_GOLDEN=1 regenerates):\n{diff}")
+
+
+def test_the_golden_sessions_are_the_shipped_procedures() -> None:
+    """Each golden session ran its profile as shipped: the same pairs, knobs, plan and report
+    layout as the file in profiles/ (a profile changed there wants its session recorded anew)."""
+    profiles = GOLDEN.parents[1] / "profiles"
+    for name in PROCEDURES:
+        session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
+        recorded = tomllib.loads(session.profile_text)
+        shipped = tomllib.loads((profiles / f"{name}.toml").read_text())
+        for part in ("pairs", "knobs", "plan", "report"):
+            assert recorded.get(part) == shipped.get(part), (name, part)
+        assert session.translations, name  # recorded on the lab: its translations listed

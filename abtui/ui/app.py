@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Grid, Horizontal
 from textual.content import Content
@@ -44,6 +43,7 @@ from abtui.ui.keymap import (
     palette_actions,
 )
 from abtui.ui.knobbar import KnobBar, knobbar_content
+from abtui.ui.layout import lay_out
 from abtui.ui.pacing import Throttle
 from abtui.ui.screens import (
     CompareScreen,
@@ -51,14 +51,11 @@ from abtui.ui.screens import (
     TextPrompt,
     TunnelSwitcher,
 )
-from abtui.ui.state import LOADED, ConsoleState, PhaseRow
+from abtui.ui.state import ConsoleState, PhaseRow
 from abtui.ui.widgets import PairPane
 
 __all__ = ["FLUSH_HZ", "AbtuiApp"]
 
-PANE_WIDTH = 40  # columns a pane wants: two fit in 80
-BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
-SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
 TABLE_HZ = 2  # phase table repaints a second, at most
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
 
@@ -107,7 +104,6 @@ class AbtuiApp(App[int]):
         self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
         self.text_throttle = Throttle(self, TEXT_HZ, self._refresh_text)
         self._text_due: set[str] = set()
-        self._scipy_asked = False
         self.events: list[Event] = []  # everything received (what save writes)
         self.log_lines: deque[str] = deque(maxlen=2000)  # the event log's text
         self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in self.state.pairs}
@@ -166,7 +162,7 @@ class AbtuiApp(App[int]):
         # full passes, which otherwise stall a busy console for 100+ ms
         gc.freeze()
         self.bench.first_frame()
-        self._load_in_background("abtui.reports.stats", "stats")
+        self._table.load_stats(lambda: self.table_throttle(force=True))
 
     def on_resize(self, event: Any) -> None:
         if self._grid is not None:  # resizes can come before mount
@@ -178,30 +174,9 @@ class AbtuiApp(App[int]):
             self._layout(self.size.width, self.size.height)
 
     def _layout(self, width: int, height: int) -> None:
-        """Panes PANE_WIDTH columns each; when the screen is too short for them and the
-        phase table, panes drop their sparklines (and, narrow, the table takes most of the
-        room below them, the log the rest), so every pane, knob and table row stays in reach."""
-        n = max(len(self.state.pairs), 1)
-        cols = max(1, min(n, width // PANE_WIDTH))
         assert self._grid is not None
-        self._grid.styles.grid_size_columns = cols
-        self._update_knobbar(width)
-        rows = -(-n // cols)
-        pane_w = (width - (cols - 1)) // cols
-        room = height - 2 - self._knobbar.lines - BOTTOM_ROWS  # header, footer
-        full = max((p.height_for(pane_w, False) for p in self._panes), default=0)
-        compact = rows * full > room
-        for pane in self._panes:
-            if pane.has_class("-compact") != compact:
-                pane.set_class(compact, "-compact")
-                if pane.is_mounted:
-                    pane.refresh_text()
-        if not self._table.fits(self.state, self.size.width):
-            self._table.rebuild(self.state, self.size.width)
-        # narrow: the log goes under the table instead of beside it
-        narrow, short = width < 100, height < SHORT_ROWS
-        self.query_one("#bottom").set_class(narrow, "-narrow").set_class(
-            narrow and short, "-short")
+        lay_out(self.state, self._grid, self._panes, self._table, self.query_one("#bottom"),
+                self._update_knobbar, width, height)
 
     # ---- events ---------------------------------------------------------------------------
     def receive(self, event: Event) -> None:
@@ -273,18 +248,6 @@ class AbtuiApp(App[int]):
                        progress=int(progress.get("done") or 0))
         self._update_knobbar()
 
-    @work(thread=True, exit_on_error=False, group="imports")
-    def _load_in_background(self, module: str, key: str) -> None:
-        """Import what the phase table's significance needs without stalling the screen."""
-        import importlib
-
-        loaded = importlib.import_module(module)
-        self.call_from_thread(self._loaded, key, loaded)
-
-    def _loaded(self, key: str, module: object) -> None:
-        LOADED[key] = module if key == "stats" else True
-        self.table_throttle(force=True)
-
     def _refresh_text(self) -> None:
         due, self._text_due = self._text_due, set()
         for pane in self._panes:
@@ -298,9 +261,6 @@ class AbtuiApp(App[int]):
         return tables.phase_rows(self.state)
 
     def _update_phase_table(self) -> None:
-        if LOADED.pop("want_scipy", False) and not self._scipy_asked:
-            self._scipy_asked = True
-            self._load_in_background("scipy.stats", "scipy")
         self._table.refresh_cells(self.state, self.size.width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -317,8 +277,8 @@ class AbtuiApp(App[int]):
                                self.knob_keys, self.state, self.plan_progress(),
                                (width or self.size.width) - 2)  # less the padding
 
-    def _update_knobbar(self, width: int | None = None) -> None:
-        self._knobbar.show(self.knobbar(width))
+    def _update_knobbar(self, width: int | None = None) -> int:
+        return self._knobbar.show(self.knobbar(width))
 
     # ---- scope and knobs ------------------------------------------------------------------
     def _scope_pairs(self) -> list[str]:

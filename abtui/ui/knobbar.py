@@ -47,9 +47,11 @@ class KnobBar(Static):
 
     lines = 0
 
-    def show(self, content: Content) -> None:
+    def show(self, content: Content) -> int:
+        """Show the bar; its lines."""
         lines = content.plain.count("\n") + 1
         if lines != self.lines:  # an explicit height: a layout pass, for sure
             self.styles.height = lines
         self.update(content, layout=False)
         self.lines = lines
+        return lines

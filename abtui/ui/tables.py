@@ -3,16 +3,18 @@ ConsoleState), and what the compare screen shows for this session or against a s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.text import Text
+from textual import work
 from textual.widgets import DataTable
 
 from abtui.core.events import Event
 from abtui.core.text import visible
 from abtui.reports.throughput import configuration_rate
-from abtui.ui.state import ConsoleState
+from abtui.ui.state import LOADED, ConsoleState
 
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
 LABEL_MIN = 24  # the configuration column's least width, when labels are that long
@@ -56,6 +58,26 @@ class PhaseTable(DataTable[Text]):
     cell text, never markup."""
 
     label_cols = 0  # the configuration column, as laid out
+    _scipy_asked = False
+    _on_loaded: Callable[[], None] | None = None
+
+    def load_stats(self, loaded: Callable[[], None]) -> None:
+        """Import what the significance marks need (abtui.reports.stats, ~1.5 s with numpy)
+        without stalling the screen; `loaded()` once it is there."""
+        self._on_loaded = loaded
+        self._load("abtui.reports.stats", "stats")
+
+    @work(thread=True, exit_on_error=False, group="imports")
+    def _load(self, module: str, key: str) -> None:
+        import importlib
+
+        loaded = importlib.import_module(module)
+        self.app.call_from_thread(self._now_loaded, key, loaded)
+
+    def _now_loaded(self, key: str, module: object) -> None:
+        LOADED[key] = module if key == "stats" else True
+        if self._on_loaded is not None:
+            self._on_loaded()
 
     def fits(self, state: ConsoleState, screen_width: int) -> bool:
         """Whether the configuration column is still as wide as the labels want."""
@@ -84,6 +106,9 @@ class PhaseTable(DataTable[Text]):
 
     def refresh_cells(self, state: ConsoleState, screen_width: int) -> None:
         """New numbers: the cells updated in place (a new row lays the table out again)."""
+        if LOADED.pop("want_scipy", False) and not self._scipy_asked:
+            self._scipy_asked = True  # a test too large to enumerate: scipy's
+            self._load("scipy.stats", "scipy")
         if len(self.rows) != len(state.phases):
             self.rebuild(state, screen_width)
             return

@@ -80,7 +80,7 @@ def open_console(controller: Any, title: str, subtitle: str = "", *,
     from abtui.ui.guard import run_console
 
     app = AbtuiApp(controller, title=title, subtitle=subtitle)
-    return asyncio.run(run_console(app, recover_hint=on_hosts))
+    return asyncio.run(run_console(app, recover_hint=on_hosts, linger=True))
 
 
 def run(args: argparse.Namespace) -> int:

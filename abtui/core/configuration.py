@@ -28,13 +28,17 @@ def config_id(config: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={config[k]}" for k in sorted(config))
 
 
+def config_changes(config: Mapping[str, Any], baseline: Mapping[str, Any] | None
+                   ) -> list[tuple[str, str]]:
+    """What a configuration changes against the baseline, `(knob, value)` sorted by knob
+    (every knob when there is no baseline)."""
+    return [(k, str(config[k])) for k in sorted(config)
+            if baseline is None or str(baseline.get(k, UNKNOWN)) != str(config[k])]
+
+
 def config_label(config: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> str:
     """What a configuration changes against the baseline, or `initial` when nothing."""
-    if baseline is None:
-        return config_id(config) if config else INITIAL
-    changed = [f"{k}={config[k]}" for k in sorted(config)
-               if str(baseline.get(k, UNKNOWN)) != str(config[k])]
-    return ", ".join(changed) or INITIAL
+    return ", ".join(f"{k}={v}" for k, v in config_changes(config, baseline)) or INITIAL
 
 
 def pair_value(by_role: Mapping[str, str]) -> str:

@@ -113,6 +113,9 @@ class Engine:
         self.failed_runs = 0
         self._subscribers: list[Callable[[Event], None]] = []
         self._runs: dict[str, PairRun] = {}
+        # per pair, how many times a setting only new connections see began or ended
+        # changing: a run prepared before the last such moment is stale (see _fresh)
+        self._settings: dict[str, int] = {p.label: 0 for p in profile.pairs}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._orphans: list[tuple[HostLink, int]] = []
         self._run_counter = 0
@@ -290,6 +293,7 @@ class Engine:
         spec = RunSpec(
             run_id=run_id, pair=pair, options=opts, target=self.targets[label],
             seconds=seconds, port=port or opts.port, config=dict(self.phases[label].config),
+            settings=self._settings[label],
             json_stream=sender_version >= JSON_STREAM_SINCE, program=opts.iperf3,
             bash=self.has_bash.get(pair.sender, False),
             stdbuf=self.has_stdbuf.get(pair.sender, False),
@@ -337,18 +341,19 @@ class Engine:
         """Release prepared runs together; RUN_START each, SKEW for the group."""
         if len(ready) > 1:
             await asyncio.sleep(SETTLE_S)
+        ready = await self._fresh(ready)
         if self._stopping:  # stopped while these were being prepared: never released
             await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)
             return []
         for run in ready:  # one loop iteration: the newlines leave together
             run.release()
+            self._runs[run.label] = run  # from now on a flip or a stop reaches it
         clocks = await asyncio.gather(*(r.read_clock() for r in ready))
         for run in ready:  # pings need no tight start: kept off the clients' way
             run.release_ping()
         known = [c for c in clocks if c is not None]
         first = min(known) if known else None
         for run, clock in zip(ready, clocks, strict=True):
-            self._runs[run.label] = run
             self.phases[run.label].measured = True
             self.emit(Event.of(events.RunStart(
                 run=run.spec.run_id, config=dict(self.phases[run.label].config),
@@ -366,14 +371,36 @@ class Engine:
             await asyncio.gather(*(r.stop() for r in ready), return_exceptions=True)
         return ready
 
-    async def _stream(self, run: PairRun) -> PairRun:
-        """Stream a run to its end; a busy server is retried on another port, alone."""
+    async def _fresh(self, ready: list[PairRun]) -> list[PairRun]:
+        """The prepared runs, those prepared before a restarting knob changed their pair
+        (armed with the old options, target or socket settings) prepared again."""
         for _ in range(BUSY_RETRIES):
-            await run.stream()
-            if run.retry_port is None or self._stopping:
+            stale = [r for r in ready if r.spec.settings != self._settings[r.label]]
+            if not stale or self._stopping:
                 break
-            again = await self._start_group([run.label], run.spec.seconds,
-                                            {run.label: run.retry_port})
+            await asyncio.gather(*(r.cleanup() for r in stale), return_exceptions=True)
+            again = await self._prepare([r.label for r in stale], stale[0].spec.seconds)
+            ready = [r for r in ready if r not in stale] + again
+        return ready
+
+    async def _stream(self, run: PairRun) -> PairRun:
+        """Stream a run to its end; a busy server is retried on another port, alone. In a
+        plan, a run a restarting knob retired is followed by a fresh one of the step's
+        length, so the step measures the setting now in force (in continuous mode `_follow`
+        starts the next run)."""
+        busy = 0
+        while True:
+            await run.stream()
+            if self._stopping:
+                break
+            if run.retry_port is not None and busy < BUSY_RETRIES - 1:
+                busy += 1
+                ports: dict[str, int] | None = {run.label: run.retry_port}
+            elif run.retired_at is not None and self._mode == "plan":
+                ports = None
+            else:
+                break
+            again = await self._start_group([run.label], run.spec.seconds, ports)
             if not again:
                 break
             run = again[0]
@@ -506,11 +533,14 @@ class Engine:
         begin = now()
         for label in labels:
             self.phases[label].begin_change(begin)
-        restarts = (k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)) \
-            and self._mode == "continuous"
+        # a setting only new connections see: the pairs' runs end (continuous: `_follow`
+        # starts the next; a plan's step: `_stream` measures it again)
+        restarts = k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)
         retired = [self._runs[x] for x in labels if restarts and x in self._runs]
         for run in retired:  # its connection keeps the old setting: counted nowhere after
             run.retired_at = begin
+        if restarts:
+            self._settings_changed(labels)
         try:
             targets = await self._apply(k, value, labels)
         except KnobRefused:
@@ -519,17 +549,17 @@ class Engine:
             for run in retired:
                 run.retired_at = None
             raise
+        finally:
+            if restarts:
+                self._settings_changed(labels)
         end = now()
         for label in labels:
             closed = self.phases[label].commit_change(begin, end, {knob: value})
             if closed is not None:
                 self.emit(closed)
             self.phases[label].measured = label in self._runs  # a run goes on into it
-        if (k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)) \
-                and self._mode == "continuous":
-            await self._restart_pairs(labels)
-        elif targets and self._mode == "continuous":
-            await self._restart_pairs(list(targets))
+        if restarts or targets:
+            await self._restart_pairs(labels, begin)
 
     async def _apply(self, k: Knob, value: str, labels: Sequence[str]) -> Mapping[str, str]:
         """Apply on the hosts (or the test options); KNOB or KNOB_ERROR, TUNNEL per pair."""
@@ -566,9 +596,18 @@ class Engine:
         for label in labels:
             self.live_options[label][key] = converted
 
-    async def _restart_pairs(self, labels: Sequence[str]) -> None:
-        """End the pairs' current runs; their follow loops start new ones right away."""
+    def _settings_changed(self, labels: Sequence[str]) -> None:
+        for label in labels:
+            self._settings[label] += 1
+
+    async def _restart_pairs(self, labels: Sequence[str], since: float) -> None:
+        """End the pairs' current runs, counted nowhere after `since` (one released while
+        the change was made may have either setting); `_follow` (continuous) or `_stream`
+        (a plan's step) start new ones right away."""
         running = [self._runs[label] for label in labels if label in self._runs]
+        for run in running:
+            if run.retired_at is None:
+                run.retired_at = since
         await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
 
     # ---- plan ---------------------------------------------------------------------------

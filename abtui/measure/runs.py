@@ -54,6 +54,9 @@ CONNECT_ALLOWANCE = 3.0
 STALL_INTERVALS = 3
 # How long the server may take, once the client is done, to print its last intervals and exit.
 SERVER_END_TIMEOUT = 3.0
+# How long a stopped run waits for its client's output to end (a link that hangs may never
+# close the channel); then cleanup ends what is left.
+STOP_WAIT_S = 5.0
 # An interval shorter than this share of the interval setting is the stub a server prints as
 # the test ends (`2.00-2.00 sec`): its rate is no measurement of its own.
 STUB_FRACTION = 0.1
@@ -80,6 +83,8 @@ class RunSpec:
     # the receiver has stdbuf (its server's lines are read for UDP)
     receiver_stdbuf: bool = False
     watches: list[Watch] = field(default_factory=list)
+    # the engine's count of restarting changes on the pair when this run was prepared
+    settings: int = 0
 
 
 @dataclass(slots=True)
@@ -343,13 +348,20 @@ class PairRun:
         opts = self.spec.options
         stall_s = STALL_INTERVALS * opts.interval
         deadline = time.monotonic() + stall_s + opts.omit + CONNECT_ALLOWANCE
+        stop_wait = False  # stopped, and now waiting (bounded) for the client's output to end
+        gave_up = False
         try:
             while True:
                 try:
                     line = await self._client_lines.get(max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
-                    if self._stopping:
+                    if self._stopping and not stop_wait:
+                        stop_wait = True  # (never spin on a deadline already passed)
+                        deadline = time.monotonic() + STOP_WAIT_S
                         continue
+                    if self._stopping:
+                        gave_up = True
+                        break
                     self._stalled = True
                     break
                 if line is None:
@@ -365,7 +377,7 @@ class PairRun:
                     self._stalled = True
                     break
         finally:
-            if self._stalled:
+            if self._stalled or gave_up:
                 await self._end_client()
             rc = await self._client.wait(timeout=5.0) if self._client else None
         await self._finish_server()

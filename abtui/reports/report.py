@@ -51,7 +51,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     rates in bits (Gbit/s, Mbit/s) or bytes (MB/s) per second."""
     from abtui.reports.procedure import layout_of, sections
 
-    layout, doc = layout_of(session)
+    _layout, doc = layout_of(session)
     table = ordered_cells(session, doc)
     bp = base_pair(session, base)
     seen: list[stats.Delta | None] = []  # every Δ printed, for the notes
@@ -69,10 +69,8 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     udp = _udp(session, table)
     if udp:
         out += ["## UDP loss and jitter", "", udp, ""]
-    if len(table) > 1 and (layout not in ("before-after", "builds") or base_config):
+    if len(table) > 1 or base_config is not None:  # only what may be compared: _vs_config
         out += _vs_config(session, table, base_config, seen, doc)
-    elif base_config is not None and base_config not in table:
-        _vs_config(session, table, base_config, seen, doc)  # says which exist
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
     if session.runs:
         out += ["## Runs", "", _runs(session, units), ""]

@@ -11,6 +11,7 @@ header that also carries the end time and event count. See docs/session-format.m
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -78,6 +79,32 @@ def name_of(path: Path) -> str:
     return name
 
 
+def saved_path(path: Path) -> Path:
+    """Where a session saved under a typed `path` goes: exactly there when it names a session
+    file (`.jsonl`, a plain journal, or `.jsonl.gz`), else NAME.abtui.jsonl.gz."""
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        return path
+    return finished_path(path)
+
+
+def save_events(path: Path, events: Sequence[Event], *, profile: str = "",
+                pairs: Sequence[str] = ()) -> Path:
+    """Write `events` as a finished session at exactly `path` (gzip'ed when it ends in
+    `.gz`, plain otherwise); journalled beside it first, so a crash leaves no torn file
+    there. BadInput when a file is there already."""
+    journal = path.with_name(f".{path.name}.part")
+    with contextlib.suppress(FileNotFoundError):
+        journal.unlink()  # an earlier save's, cut short
+    writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path)
+    try:
+        for event in events:
+            writer.write(event)
+    except BaseException:
+        writer.discard()
+        raise
+    return writer.close()
+
+
 def finished_path(path: Path) -> Path:
     """Where a session journalled at `path` is once finished: NAME.abtui.jsonl.gz beside it
     (whatever suffix `path` has)."""
@@ -88,15 +115,18 @@ class SessionWriter:
     """Appends events to a live journal; `close()` compacts it. Usable as `subscribe` callback.
 
     `profile` and `pairs` go into the header so `abtui sessions` can list a session by reading
-    one line. `compact=False` keeps the plain journal on close (for tools that tail it).
+    one line. `compact=False` keeps the plain journal on close (for tools that tail it);
+    `final` is where close() puts the finished session (default: NAME.abtui.jsonl.gz
+    beside the journal; plain when it does not end in `.gz`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, profile: str = "",
                  pairs: Sequence[str] = (), fsync_interval: float = 1.0,
-                 compact: bool = True) -> None:
+                 compact: bool = True, final: Path | None = None) -> None:
         self.path = Path(path)
-        if compact and finished_path(self.path).exists():
-            raise BadInput(f"{finished_path(self.path)}: a session file exists there already")
+        self.final = final or finished_path(self.path)
+        if compact and self.final.exists():
+            raise BadInput(f"{self.final}: a session file exists there already")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
         self.compact = compact
@@ -106,7 +136,7 @@ class SessionWriter:
         self._last_t: float | None = None
         self._pairs: list[str] = list(pairs)
         self._header: dict[str, Any] = {
-            "format": FORMAT, "version": VERSION, "name": name_of(self.path),
+            "format": FORMAT, "version": VERSION, "name": name_of(self.final),
             "profile": profile, "created": time.time(), "pairs": list(pairs),
         }
         try:
@@ -157,8 +187,17 @@ class SessionWriter:
         facts = {"start": created if self._first_t is None else self._first_t,
                  "end": self._last_t if self._last_t is not None else created,
                  "events": self.events, "pairs": self._pairs}
-        self.final_path = compact(self.path, facts) if self.compact else self.path
+        self.final_path = compact(self.path, facts, self.final) if self.compact \
+            else self.path
         return self.final_path
+
+    def discard(self) -> None:
+        """Give the journal up: closed and removed, nothing finished."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
 
     def _write_line(self, obj: dict[str, Any]) -> None:
         data = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
@@ -172,24 +211,30 @@ class SessionWriter:
         self._last_sync = time.monotonic()
 
 
-def compact(path: Path, facts: dict[str, Any] | None = None) -> Path:
-    """Gzip a live journal into NAME.abtui.jsonl.gz, then remove the journal.
+def compact(path: Path, facts: dict[str, Any] | None = None,
+            target: Path | None = None) -> Path:
+    """Gzip a live journal into NAME.abtui.jsonl.gz (or `target`: gzip'ed if it ends in
+    `.gz`, else plain), then remove the journal.
 
     The header gains "end" (last record's time), "events" and the full "pairs" list; `facts`
     gives them when the writer knows them, else one pass over the journal finds them. Atomic:
     a crash leaves either the journal or the finished file. A torn last line is dropped."""
-    target = finished_path(path)
+    target = target or finished_path(path)
     tmp = target.with_name(target.name + ".tmp")
     header = read_header(path)
     header.update(facts if facts is not None else _scan(path, header))
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-        gz.write((json.dumps(header, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+    zipped = target.name.endswith(".gz")
+    with open(tmp, "wb") as raw:
+        out: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if zipped else raw
+        out.write((json.dumps(header, separators=(",", ":"), ensure_ascii=False) + "\n")
+                  .encode())
         with open(path, "rb") as src:
             src.readline()
             for line in src:
                 if line.endswith(b"\n"):
-                    gz.write(line)
-        gz.close()
+                    out.write(line)
+        if zipped:
+            out.close()
         raw.flush()
         os.fsync(raw.fileno())
     os.replace(tmp, target)

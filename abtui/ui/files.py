@@ -63,7 +63,7 @@ class SessionFiles:
         default = store.new_session_path(app.profile.name, self.folder() if app.save_dir
                                          else app.sessions_dir)
         app.push_screen(PathPrompt("Save the session", str(store.finished_path(default)),
-                                   note=note, resolve=store.finished_path, replace=False),
+                                   note=note, resolve=store.saved_path, replace=False),
                         chosen)
 
     def compare_saved(self) -> None:

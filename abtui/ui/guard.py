@@ -7,6 +7,12 @@ output then goes nowhere) or SIGINT, which start the same restore as ctrl+q (a s
 leaves at once, as a second ctrl+q does). When the console did not finish restoring, the
 controller's shutdown runs here, each host's line printed as it is restored. Where even that
 cannot finish, one line says `abtui recover` will.
+
+Restoring after a signal (or after the console died) is bounded: hosts that went away or a
+link that hangs must not keep an unattended console alive for good. After `bound_s` seconds
+it stops waiting, says in one line that `abtui recover` will finish, and leaves with a
+non-zero status; if even that does not end the process within `grace_s` more (an event loop
+that no longer turns), a watchdog thread puts the terminal back and ends it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import contextlib
 import os
 import signal
 import sys
+import termios
+import threading
 from typing import Any, TextIO
 
 from abtui.core.events import Event, EventKind
@@ -25,57 +33,130 @@ from abtui.ui.app import AbtuiApp
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 RECOVER = "not everything was restored: `abtui recover` will finish it (it reads the undo " \
           "journal abtui keeps)"
+RESTORE_BOUND_S = 60.0  # restoring after a signal or a crash gives up after this long
+GRACE_S = 5.0  # ... and the process ends at the latest this long after giving up
+# what a terminal needs to be usable again (what Textual's driver undoes on a normal exit)
+TERMINAL_RESET = ("\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l\x1b[?1000l\x1b[?1003l"
+                  "\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[?7h")
 
 
 async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint: bool = True,
-                      **run: Any) -> int:
+                      bound_s: float = RESTORE_BOUND_S, grace_s: float = GRACE_S,
+                      linger: bool = False, **run: Any) -> int:
     """Run `app` (keyword arguments go to App.run_async) and restore the hosts if it ended
-    without doing so; returns the exit code (128 + the signal's number after a signal)."""
+    without doing so; returns the exit code (128 + the signal's number after a signal).
+    `linger`: once it gave up, the watchdog stays until the process ends (`abtui tui`,
+    whose asyncio.run then cancels and awaits what hung)."""
     out = out or sys.stderr
     loop = asyncio.get_running_loop()
     seen: list[int] = []
     restoring: list[asyncio.Task[None]] = []
+    gave_up: list[str] = []
+    timer: list[asyncio.TimerHandle] = []
+    watchdog = _Watchdog(app, out, gave_up, lambda: 128 + seen[0] if seen else 1,
+                         bound_s + grace_s)
+
+    def give_up() -> None:
+        """The bound passed: stop waiting for the hosts, say so once, leave."""
+        if gave_up:
+            return
+        gave_up.append(f"restoring did not finish within {bound_s:g} s; {RECOVER}")
+        _say(out, gave_up[0])
+        if restoring:
+            restoring[0].cancel()
+        if app.is_running:
+            app.forced_out = True
+            app.exit(1, return_code=1)
+
+    def bound() -> None:
+        """Restoring has begun without anyone watching: from now on it is bounded."""
+        if not timer:
+            timer.append(loop.call_later(bound_s, give_up))
 
     def on_signal(signum: int) -> None:
         seen.append(signum)
+        bound()
         if restoring:  # a second signal while the guard restores: leave now
             restoring[0].cancel()
         elif app.is_running and (len(seen) > 1 or not app.leaving):
             app.stop_reason = app.stop_reason or signal.Signals(signum).name
             app.call_later(app.action_quit)  # as ctrl+q; a second one forces out
 
-    def on_hangup(signum: int, _frame: object) -> None:
-        _terminal_gone(app)  # at once, in the main thread: before Textual writes again
+    def on_os_signal(signum: int, _frame: object) -> None:
+        """In the main thread, whatever the event loop is doing (even stuck): the watchdog
+        starts here, the rest runs in the loop."""
+        if signum == signal.SIGHUP:
+            _terminal_gone(app)  # at once: before Textual writes again
+        watchdog.arm()
         loop.call_soon_threadsafe(on_signal, signum)
 
     previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     for sig in SIGNALS:
-        if sig == signal.SIGHUP:
-            signal.signal(sig, on_hangup)
-        else:
-            loop.add_signal_handler(sig, on_signal, sig)
+        signal.signal(sig, on_os_signal)
     try:
         await app.run_async(**run)
         code = int(app.return_code or 0)
         if app.restore_outcome != "done" and not app.forced_out:
+            bound()
+            watchdog.arm()
             task = asyncio.ensure_future(_restore(app, out))
             restoring.append(task)
             try:
                 await task
             except asyncio.CancelledError:
-                _say(out, "left before restoring finished")
+                if not gave_up:
+                    _say(out, "left before restoring finished")
                 app.restore_outcome = "failed"
             code = code or 1
         failed = app.forced_out or app.restore_outcome == "failed" or any(
             e.kind is EventKind.RESTORE and not e.data.get("ok") for e in app.events)
-        if failed and recover_hint:
+        if failed and recover_hint and not gave_up:
             _say(out, RECOVER)
     finally:
+        for t in timer:
+            t.cancel()
+        if not (gave_up and linger):  # else it ends the process if clean-up hangs too
+            watchdog.disarm()
         for sig in SIGNALS:
-            if sig != signal.SIGHUP:
-                loop.remove_signal_handler(sig)
             signal.signal(sig, previous[sig] if previous[sig] is not None else signal.SIG_DFL)
-    return 128 + seen[0] if seen else code
+    return 128 + seen[0] if seen else (code or (1 if gave_up else 0))
+
+
+class _Watchdog:
+    """Ends the process `after` seconds once armed, unless disarmed first: the bound on
+    restoring must hold even when the event loop no longer turns (a handler stuck, a busy
+    loop), so it is a thread of its own. It puts the terminal back as Textual would, says
+    the line (once), and exits with `code()`."""
+
+    def __init__(self, app: AbtuiApp, out: TextIO, said: list[str],
+                 code: Any, after: float) -> None:
+        self.app, self.out, self.said, self.code, self.after = app, out, said, code, after
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def arm(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="abtui-guard",
+                                            daemon=True)
+            self._thread.start()
+
+    def disarm(self) -> None:
+        self._done.set()
+
+    def _run(self) -> None:
+        if self._done.wait(self.after):
+            return
+        driver = getattr(self.app, "_driver", None)
+        attrs = getattr(driver, "attrs_before", None)
+        if attrs is not None:
+            with contextlib.suppress(termios.error, OSError, ValueError):
+                termios.tcsetattr(driver.fileno, termios.TCSANOW, attrs)  # type: ignore[union-attr]
+        with contextlib.suppress(OSError):
+            if os.isatty(2):
+                os.write(2, TERMINAL_RESET.encode())
+        if not self.said:
+            _say(self.out, f"restoring did not finish in time; {RECOVER}")
+        os._exit(self.code())
 
 
 def _terminal_gone(app: AbtuiApp) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from abtui.core import events
-from abtui.core.configuration import config_id, config_label
+from abtui.core.configuration import config_changes, config_id, config_label
 from abtui.core.events import Event, EventReader
 from abtui.core.model import (
     KnobKind,
@@ -348,6 +348,11 @@ class ConsoleState(EventReader):
     def row_label(self, row: PhaseRow) -> str:
         """The phase table's name for a row (abtui.core.configuration: what export prints)."""
         return config_label(row.config, self.baseline)
+
+    def row_parts(self, row: PhaseRow) -> list[tuple[str, str]]:
+        """The knobs a row's label names, `(knob, value)` (what abtui.core.labels fits into
+        a narrow column)."""
+        return config_changes(row.config, self.baseline)
 
     def tunnel_choices(self, types: list[str], pairs: list[str]) -> list[tuple[str, str]]:
         """Each tunnel type with why it cannot be had on these pairs ("" when it can): the

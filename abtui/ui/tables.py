@@ -12,6 +12,7 @@ from textual import work
 from textual.widgets import DataTable
 
 from abtui.core.events import Event
+from abtui.core.labels import fit_labels
 from abtui.core.text import visible
 from abtui.reports.throughput import configuration_rate
 from abtui.ui.state import LOADED, ConsoleState
@@ -85,11 +86,12 @@ class PhaseTable(DataTable[Text]):
             state, screen_width, [visible(state.row_label(r)) for r in state.phases.values()])
 
     def rebuild(self, state: ConsoleState, screen_width: int) -> None:
-        """A new configuration: lay the table out again. A label longer than its column ends
-        in "…"."""
+        """A new configuration: lay the table out again. Labels too long for their column are
+        shortened alike (abtui.core.labels)."""
         rows = [(repr(k), visible(state.row_label(r)), state.phase_cells(r))
                 for k, r in state.phases.items()]
         width = label_width(state, screen_width, [lb for _, lb, _ in rows])
+        fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
         self.label_cols = width
         cursor = self.cursor_row
         self.clear(columns=True)
@@ -97,9 +99,7 @@ class PhaseTable(DataTable[Text]):
         for label in state.pairs:
             self.add_column(Text(visible(pair_title(state, label))), key=label,
                             width=CELL_WIDTH)
-        for key, shown, cells in rows:
-            if len(shown) > width:
-                shown = shown[:width - 1] + "…"
+        for (key, _, cells), shown in zip(rows, fitted, strict=True):
             self.add_row(Text(shown), *(Text(c) for c in cells), key=key)
         if rows:
             self.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
@@ -162,15 +162,12 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
 
 
 def save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:
-    """A copy of the session so far, journalled beside its final name and finished there;
-    the line the log says."""
-    from abtui.sessions.store import LIVE_SUFFIX, SessionWriter, name_of
+    """A copy of the session so far at `path` (abtui.sessions.store.save_events); the line
+    the log says."""
+    from abtui.sessions.store import save_events
 
-    writer = SessionWriter(path.with_name(name_of(path) + LIVE_SUFFIX), profile=profile,
-                           pairs=pairs)
-    for event in events:
-        writer.write(event)
-    return f"saved {len(events)} events to {writer.close()}"
+    written = save_events(path, events, profile=profile, pairs=pairs)
+    return f"saved {len(events)} events to {written}"
 
 
 def export_to(path: Path, fmt: str, events: list[Event], name: str, base: str) -> str:

@@ -82,6 +82,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
     cmd = (f"cd {shlex.quote(str(ROOT))} && ABTUI_BENCH_FILE={bench} {assigns} exec "
            f"{shlex.quote(sys.executable)} -m abtui tui {shlex.join(args)}")
     t0 = time.time()
+    pid = 0
     try:
         subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", "b", "-x", "160", "-y",
                         "48", cmd], check=True)
@@ -103,6 +104,9 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         shown = " | ".join(line.strip() for line in screen.splitlines() if line.strip())
         raise RuntimeError(f"{exc}; the terminal showed: {shown[-400:]!r}") from exc
     finally:
+        from tests.e2e.term import end_console
+
+        end_console(pid)  # (exec: the pane's process is the console)
         subprocess.run([TMUX, "-S", socket, "kill-server"], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     if last["first_interval_at"] is None:

@@ -4,7 +4,6 @@ a key press on the hosts, the phase table changing, ctrl+q restoring every knob.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.term import TMUX, Term, intervals_shown
+from tests.e2e.term import TMUX, Term, console_pid, end_console, intervals_shown
 
 pytestmark = [pytest.mark.ui,
               pytest.mark.skipif(TMUX is None, reason="tmux is not installed (apt tmux)")]
@@ -28,23 +27,27 @@ def test_console_in_a_real_terminal(term: Term, tmp_path: Path) -> None:
     cmd = (f"cd {ROOT} && {sys.executable} -m abtui tui --replay --speed 10 --pairs 2; "
            f"echo $? > {rc}; sleep 60")
     term.tmux("new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", cmd)
-    term.wait("three intervals in both panes", lambda s: intervals_shown(s) >= 3)
-    screen = term.screen()
-    assert "REPLAY (synthetic)" in screen
-    assert "a-snd → a-rcv" in screen and "b-snd → b-rcv" in screen
-    screen = term.wait("the initial phase row filled", lambda s: re.search(
-        r"^ initial\s+\d+\.\d\d n\d+", s, re.M) is not None)
-    assert not re.search(r"^ tcp_wmem=", screen, re.M)
-    term.keys("w")
-    term.wait("a phase row for the new tcp_wmem",
-              lambda s: re.search(r"^ tcp_wmem=4096 16384 65536\s+\d+\.\d\d n\d+", s, re.M)
-              is not None)
-    term.keys("C-q")
-    deadline = time.monotonic() + 20
-    while not rc.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert rc.exists(), term.screen()
-    assert rc.read_text().strip() == "0"
+    pid = console_pid(term)
+    try:
+        term.wait("three intervals in both panes", lambda s: intervals_shown(s) >= 3)
+        screen = term.screen()
+        assert "REPLAY (synthetic)" in screen
+        assert "a-snd → a-rcv" in screen and "b-snd → b-rcv" in screen
+        screen = term.wait("the initial phase row filled", lambda s: re.search(
+            r"^ initial\s+\d+\.\d\d n\d+", s, re.M) is not None)
+        assert not re.search(r"^ tcp_wmem=", screen, re.M)
+        term.keys("w")
+        term.wait("a phase row for the new tcp_wmem",
+                  lambda s: re.search(r"^ tcp_wmem=4096 16384 65536\s+\d+\.\d\d n\d+", s,
+                                      re.M) is not None)
+        term.keys("C-q")
+        deadline = time.monotonic() + 20
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rc.exists(), term.screen()
+        assert rc.read_text().strip() == "0"
+    finally:
+        end_console(pid)
 
 
 def _ns(alias: str, *cmd: str) -> str:
@@ -66,8 +69,10 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
     cmd = (f"cd {ROOT} && {env} {sys.executable} -m abtui demo --keep-lab; echo $? > {rc}; "
            "sleep 120")
     receivers = [f"{name}-a-rcv", f"{name}-b-rcv"]
+    pid = 0
     try:
         term.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "36", cmd)
+        pid = console_pid(term)
         term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 3, 90)
         from abtui.profile import load_profile
 
@@ -102,6 +107,7 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
         assert {h: _ns(h, "ip", "-o", "link", "show") for h in receivers} == links_before
         assert list((tmp_path / "sessions").glob("*.abtui.jsonl.gz"))  # the session, finished
     finally:
+        end_console(pid)  # before its hosts go: it restores them
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
         lab.down()
 
@@ -143,17 +149,14 @@ class Console:
         # run from tmp: whatever the console writes beside itself stays out of the checkout
         cmd = (f"cd {tmp} && {env} {run} tui {profile}; echo $? > {self.rc}; sleep 120")
         term.tmux("new-session", "-d", "-s", "e2e", "-x", str(size[0]), "-y", str(size[1]), cmd)
-        shell = int(term.tmux("display", "-p", "-t", "e2e", "#{pane_pid}").strip())
-        deadline = time.monotonic() + 10
-        self.pid = 0
-        while not self.pid and time.monotonic() < deadline:  # the shell's child: abtui
-            children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
-            self.pid = int(children[0]) if children else 0
-            time.sleep(0.05)
-        assert self.pid, "abtui did not start"
+        self.pid = console_pid(term)
 
     def ended(self) -> bool:
         return self.rc.exists()
+
+    def end(self) -> None:
+        """However the test went: the console it started is not left running."""
+        end_console(self.pid)
 
     def wait_end(self, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
@@ -347,6 +350,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
             problems += _restored_or_said(lab, profile, originals, con, "after the crash",
                                           tmp_path)
     finally:
+        con.end()
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
     assert not problems, "\n".join(problems)
 
@@ -409,8 +413,6 @@ def test_a_console_that_dies_leaves_the_hosts_as_they_were(term: Term, tmp_path:
         assert rc is not None, f"{where}: the console is still running 90 s later"
         problems = _restored_or_said(lab, profile, originals, con, where, tmp_path)
     finally:
-        if not con.ended():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(con.pid, signal.SIGKILL)
+        con.end()
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
     assert not problems, "\n".join(problems)

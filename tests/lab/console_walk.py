@@ -61,6 +61,7 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from textual.worker import WorkerState
 
 from abtui.core.events import Event, EventKind
+from abtui.core.labels import short_value
 from abtui.core.model import KnobKind, Profile
 from abtui.measure.engine import Engine
 from abtui.ui.app import AbtuiApp
@@ -726,7 +727,8 @@ class Walker:
             inp.value = str(path)  # typing the path (what a user does), in one go
             await self.pause()
         where = plain(screen.query_one("#where", Static))
-        m = re.search(r"(/\S.*)$", where)
+        # "will write PATH", and " (replacing the file there)" when one is
+        m = re.search(r"(/\S.*?)(?: \(replacing the file there\))?$", where)
         said = Path(m.group(1).strip()) if m else Path(inp.value)
         await self.press("enter")
         return said
@@ -742,10 +744,10 @@ class Walker:
         if said is None:
             return
         await self.settle()
-        target = said  # where the dialog said it would write
+        target = typed or said  # a typed X.abtui.jsonl is written exactly there, plain
         if typed is not None and said != typed:
-            self.failures.notes.append(f"step {step.n}: typed {typed.name}, the save dialog "
-                                       f"said (and wrote) {said.name}")
+            self.fail("save-where-typed", f"s: typed {typed}, the dialog said it would "
+                      f"write {said}")
         # the console says how it went in its log: "saved ..." or "save failed: ..."
         said_line = await self.wait_for(
             lambda: any("sav" in line.lower() for line in self.log[lines:]), 15)
@@ -768,6 +770,13 @@ class Walker:
         if got < intervals:
             self.fail("save-complete", f"s ({step.arg}): {target} holds {got} intervals, the "
                       f"console had shown {intervals}")
+        if typed is not None:
+            if target.read_bytes()[:2] == b"\x1f\x8b":
+                self.fail("save-where-typed", f"s: typed {typed.name}, written gzip'ed")
+            try:  # what the user does next with it
+                export_json(typed)
+            except AssertionError as exc:
+                self.fail("save-exports", str(exc))
 
     async def do_export(self, step: Step) -> None:
         typed = None if step.arg == "default" else \
@@ -1120,8 +1129,25 @@ def same(a: Stats, b: Stats) -> bool:
 
 
 def shortened(label: str, shown: str) -> bool:
-    """`shown` is `label`, or its start cut with an ellipsis."""
-    return shown == label or (shown.endswith("…") and label.startswith(shown[:-1]))
+    """`shown` is `label`, or a short form of it (abtui.core.labels): each knob it names is
+    one of the label's, by its name or its name's last part, its value as is or in binary
+    units; those it leaves out are `…`; a row number may lead; the last knob may be cut."""
+    if shown == label:
+        return True
+    parts = label.split(", ")
+    forms = set(parts)
+    for part in parts:
+        name, _, value = part.partition("=")
+        for n in (name, re.split(r"[_.\-]", name)[-1]):
+            forms |= {f"{n}={value}", f"{n}={short_value(value)}"}
+    shown = re.sub(r"^\d+ ", "", shown)
+    items = shown.split(",")
+    for i, item in enumerate(items):
+        last_cut = i == len(items) - 1 and item.endswith("…")
+        if item != "…" and item not in forms and not (
+                last_cut and any(f.startswith(item[:-1]) for f in forms)):
+            return False
+    return "…" in shown or len(items) == len(parts)
 
 
 def gbit(x: float | None) -> str:

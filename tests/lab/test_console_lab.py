@@ -76,7 +76,7 @@ def test_a_signal_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path:
                                                              how: str) -> None:
     """SIGTERM to `abtui tui`, or its terminal closed under it (tmux kills the window: SIGHUP,
     and the terminal is gone): the knob a key changed is back, nothing is left running."""
-    from tests.e2e.term import TMUX, Term, intervals_shown
+    from tests.e2e.term import TMUX, Term, console_pid, end_console, intervals_shown
 
     if TMUX is None:
         pytest.skip("tmux is not installed (apt tmux)")
@@ -89,18 +89,16 @@ def test_a_signal_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path:
     # (Textual draws on stderr: it stays the terminal)
     cmd = (f"cd {ROOT} && {env} {sys.executable} -m abtui tui {lab.profile_path}; "
            f"echo $? > {rc}; sleep 60")
+    console = 0
     try:
         term.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "36", cmd)
+        console = console_pid(term)
         term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 2, 90)
         term.keys("r")
         deadline = time.monotonic() + 30
         while any(rmem(lab, h) == before[h] for h in receivers):
             assert time.monotonic() < deadline, "the r key did not change tcp_rmem"
             time.sleep(0.2)
-        shell = int(term.tmux("display", "-p", "-t", "e2e", "#{pane_pid}").strip())
-        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
-        assert len(children) == 1, children
-        console = int(children[0])
         if how == "SIGTERM":
             os.kill(console, signal.SIGTERM)  # the console's own process, by its PID
         else:
@@ -115,6 +113,7 @@ def test_a_signal_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path:
         assert ours_running(lab) == []
         assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []
     finally:
+        end_console(console)
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
 
 

@@ -75,12 +75,13 @@ async def test_udp_table_shows_what_arrived_with_its_loss(lab: Lab) -> None:
         offered, got = summary["sender_bits_per_second"], summary["receiver_bits_per_second"]
         assert got < 0.8 * offered, f"{pair}: no loss at 20 Gbit/s asked? {summary}"
         assert summary["lost_percent"] > 10
-        # the table: the rate that arrived (iperf3's receiver figure, to its 3 digits), far
-        # below the rate offered
+        # the table: the rate that arrived (near iperf3's receiver figure: that one also covers
+        # the test's last partial interval, so on a loaded machine they differ by a few %), far
+        # below the rate offered; exact agreement is checked against the intervals below
         (col,) = [i for i, h in enumerate(header) if h.startswith(f"{pair} (")]
         div = {"Gbit/s": 1e9, "Mbit/s": 1e6, "kbit/s": 1e3}[header[col].split("(")[1][:-1]]
         shown = float(config_row[col].split()[0]) * div
-        assert shown == pytest.approx(got, rel=0.015)
+        assert shown == pytest.approx(got, rel=0.05)
         assert shown < 0.85 * offered
         # each interval is the server's line, to iperf3's printed precision, and the table
         # agrees with their mean

@@ -49,9 +49,16 @@ async def test_save_beside_a_live_journal_offers_a_new_name(tmp_path: Path) -> N
         assert live.exists()  # the live journal is left alone
 
 
-@pytest.mark.parametrize("typed", ["mine.jsonl", "mine.abtui.jsonl", "mine"])
-async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path,
-                                                                typed: str) -> None:
+@pytest.mark.parametrize(("typed", "final"), [
+    ("mine.abtui.jsonl", "mine.abtui.jsonl"),  # a plain journal, exactly where typed
+    ("mine.jsonl", "mine.jsonl"),
+    ("mine.abtui.jsonl.gz", "mine.abtui.jsonl.gz"),
+    ("mine", "mine.abtui.jsonl.gz"),  # no session suffix: the usual finished name
+])
+async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path, typed: str,
+                                                                final: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    from abtui.cli import main
+
     app = make_app(intervals=4)
     app.sessions_dir = tmp_path
     async with app.run_test() as pilot:
@@ -59,12 +66,15 @@ async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path,
         await pilot.press("s")
         app.screen.query_one("#path", Input).value = str(tmp_path / typed)
         await pilot.pause()
-        final = tmp_path / "mine.abtui.jsonl.gz"
-        assert where(app) == f"will write {final}"
+        target = tmp_path / final
+        assert where(app) == f"will write {target}"
         await pilot.press("enter")
-        await until(pilot, final.exists)
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.abtui.jsonl.gz"]
-        assert store.find_session(str(tmp_path / typed)) == final  # as `abtui export` finds it
+        await until(pilot, target.exists)
+        assert sorted(p.name for p in tmp_path.iterdir()) == [final]
+        # gzip'ed only when the name says so
+        assert (target.read_bytes()[:2] == b"\x1f\x8b") == final.endswith(".gz")
+        assert len(store.load_events(target)) == len(app.events)
+        assert store.find_session(str(tmp_path / typed)) == target
         # a second save to the same name is refused in the dialog, before anything is written
         await pilot.press("s")
         app.screen.query_one("#path", Input).value = str(tmp_path / typed)
@@ -73,6 +83,9 @@ async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path,
         await pilot.press("enter")
         assert isinstance(app.screen, PathPrompt)
         await pilot.press("escape")
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / typed), "--format", "json"]) == 0
+    assert '"configurations"' in capsys.readouterr().out
 
 
 def _saved(folder: Path, name: str) -> Path:
@@ -127,7 +140,7 @@ async def test_the_tunnel_list_starts_on_the_current_type() -> None:
         await pilot.press("escape")
 
 
-async def test_phase_table_labels_use_the_room_and_end_in_an_ellipsis() -> None:
+async def test_phase_table_labels_use_the_room_and_are_cut_where_they_differ() -> None:
     long = "x" * 40
     for size, whole in (((200, 50), True), ((80, 24), False)):
         app = make_app(intervals=2)
@@ -143,9 +156,9 @@ async def test_phase_table_labels_use_the_room_and_end_in_an_ellipsis() -> None:
             column = table.ordered_columns[0].width
             if whole:  # half the screen is the table's: room for it
                 assert label == full and column == len(label)
-            else:
+            else:  # what sets the row apart (cc), cut at the column's end
                 assert label.endswith("…") and len(label) == column
-                assert full.startswith(label[:-1])
+                assert label.startswith("cc=" + "x" * 20)
             titles = [str(c.label) for c in table.ordered_columns[1:]]
             assert titles == ["A Gbit/s (base)", "B Gbit/s Δ%"]
 

@@ -79,3 +79,65 @@ async def test_forcing_out_says_abtui_recover_will_finish() -> None:
     code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)
     assert code == 1 and app.forced_out
     assert out.getvalue() == f"abtui: {RECOVER}\n"
+
+
+async def test_sigterm_while_restoring_hangs_leaves_within_the_bound() -> None:
+    """Hosts gone, a link that hangs: an unattended console must not live on for good. After
+    the bound it stops waiting, names `abtui recover` in one line, and exits non-zero."""
+    import asyncio
+    import time
+
+    app = make_app(intervals=4, step_delay=30.0)  # restoring hangs
+    out = io.StringIO()
+
+    async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
+        await until(pilot, lambda: app.state.intervals_seen >= 4)
+        app.controller._changed.add(("tso", "a-snd"))  # something to restore, slowly
+        os.kill(os.getpid(), signal.SIGTERM)
+        await until(pilot, lambda: app.leaving)
+
+    began = time.monotonic()
+    code = await asyncio.wait_for(run_console(
+        app, out=out, headless=True, size=(100, 30), auto_pilot=drive, bound_s=1.0), 20)
+    assert time.monotonic() - began < 12
+    assert code == 128 + signal.SIGTERM
+    assert out.getvalue() == f"abtui: restoring did not finish within 1 s; {RECOVER}\n"
+
+
+STUCK = """
+import asyncio, os, signal, time
+from abtui.ui.guard import run_console
+from tests.ui.console_kit import make_app
+
+app = make_app(intervals=4)
+
+async def stuck() -> None:
+    time.sleep(600)  # restoring blocks the event loop itself: no timer fires any more
+
+app.controller.shutdown = stuck
+
+async def drive(pilot) -> None:
+    while app.state.intervals_seen < 4:
+        await pilot.pause(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+asyncio.run(run_console(app, headless=True, size=(100, 30), auto_pilot=drive,
+                        bound_s=1.0, grace_s=1.0))
+"""
+
+
+def test_a_console_whose_event_loop_is_stuck_still_ends_on_sigterm() -> None:
+    """The bound holds even when the loop no longer turns: a watchdog thread ends the
+    process, saying that `abtui recover` will finish."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    began = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", STUCK], cwd=root, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 128 + signal.SIGTERM, out.stderr[-2000:]
+    assert "abtui recover" in out.stderr and "did not finish" in out.stderr
+    assert time.monotonic() - began < 40

@@ -86,3 +86,55 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
         assert log.display and log.region.height >= 5  # its border and four lines
         for label in app.state.pairs:
             assert fully_shown(app, app.query_one(f"#pane-{label}", PairPane))
+
+
+# configurations whose labels share their start (seed 606 of the console walk)
+CONFIGS = [
+    {"cc": "bbr", "tcp_wmem": "4096 16384 65536", "tunnel": "wireguard"},
+    {"cc": "bbr", "tcp_wmem": "4096 16384 65536", "tso": "off"},
+    {"cc": "bbr", "tcp_wmem": "4096 16384 65536"},
+    {"tcp_wmem": "4096 16384 65536", "tso": "off", "tunnel": "vxlan"},
+    {"tcp_wmem": "4096 16384 65536", "tso": "off"},
+]
+
+
+async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> None:
+    """Labels too long for the configuration column are shortened so that no two rows of
+    different configurations read the same; where they fit they are shown whole."""
+    from abtui.core.events import Event, EventKind
+
+    app = make_app(pairs=2, intervals=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replayed(pilot, 2)
+        base = dict(app.state.baseline or {})
+        t, phase, now = 100.0, 10, dict(base)
+        for config in CONFIGS:
+            want = {**base, **config}
+            for knob, value in want.items():
+                if now.get(knob) != value:
+                    now[knob] = value
+                    app.receive(Event(EventKind.KNOB, t, data={
+                        "knob": knob, "value": value, "pairs": ["A", "B"]}))
+            for pair in "AB":
+                app.receive(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
+                    "run": 9, "phase": phase, "start": 1.0, "end": 2.0,
+                    "bits_per_second": 1e9}))
+            t, phase = t + 2, phase + 1
+        await pilot.pause(1.2)  # the table repaints twice a second at most
+        table = app.query_one("#phases", DataTable)
+        full = [app.row_label(r) for r in app.state.phases.values()]
+        assert len(set(full)) == len(full) > len(CONFIGS)  # (and rows passed through)
+        shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert len(shown) == len(full)
+        width = table.columns[next(iter(table.columns))].width
+        assert all(len(x) <= width for x in shown), (width, shown)
+        assert len(set(shown)) == len(shown), shown
+        assert shown[0] == "initial" and "tunnel=vxlan" in " ".join(shown)
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause(0.5)
+        width = table.columns[next(iter(table.columns))].width
+        shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert len(set(shown)) == len(shown), shown
+        for whole, label in zip(full, shown, strict=True):
+            assert label == whole if len(whole) <= width else len(label) <= width
+        assert sum(a == b for a, b in zip(full, shown, strict=True)) >= len(full) - 1

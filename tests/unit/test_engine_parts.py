@@ -261,3 +261,52 @@ def test_continuous_progress_lines_say_each_pair_s_rate_since_the_last():
         "+20/60 s: A 11.00 Gbit/s (2 intervals), B 9.00 Gbit/s (1 interval), C no intervals"
     assert tally.line(40, 60, ["A"]) == "+40/60 s: A no intervals"  # afresh after each line
     assert [tick_seconds(d) for d in (5, 16, 60, 600, 86400)] == [None, 5, 6, 60, 60]
+
+
+class _Prepared:
+    """A run prepared (armed) but not released: what Engine._release is handed."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec, self.label = spec, spec.pair.label
+        self.released = self.cleaned = False
+
+    def release(self) -> None:
+        self.released = True
+
+    def release_ping(self) -> None:
+        pass
+
+    async def read_clock(self) -> None:
+        return None
+
+    async def cleanup(self) -> None:
+        self.cleaned = True
+
+
+async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
+    """Armed with the old options (or target), a run released after the flip would measure
+    the old setting under the new phase: it is prepared again instead."""
+    from abtui.measure.engine import Engine
+
+    prof = profile()
+    prof.knobs.append(Knob(name="streams", kind=KnobKind.IPERF3, key="parallel",
+                           values=("1", "4")))
+    engine = Engine(prof, use_journal=False)
+
+    def prepared() -> _Prepared:
+        opts = engine._options(PAIR)
+        return _Prepared(RunSpec(run_id="A-x", pair=PAIR, options=opts, target=PAIR.target,
+                                 seconds=10, port=5201, settings=engine._settings["A"]))
+
+    async def prepare(labels, seconds, ports=None):  # type: ignore[no-untyped-def]
+        return [prepared() for _ in labels]
+
+    engine._prepare = prepare  # type: ignore[method-assign]
+    stale = prepared()
+    await engine.set_knob("streams", "4", ["A"])
+    (run,) = await engine._release([stale])  # type: ignore[list-item]
+    assert stale.cleaned and not stale.released
+    assert run is not stale and run.released and run.spec.options.parallel == 4
+    # nothing changed since: released as it is
+    again = prepared()
+    assert await engine._release([again]) == [again]  # type: ignore[list-item]

@@ -101,7 +101,9 @@ def open_on_hosts(profile: Any, title: str) -> int:
     from abtui.measure.engine import Engine
     from abtui.measure.seams import open_session_writer
     from abtui.sessions.store import new_session_path
+    from abtui.ui.keymap import load_keymap
 
+    load_keymap()  # a bad keymap file is said before a session file is started
     notice = recovery_notice()
     if notice:  # said before the console takes the screen, and kept in its subtitle
         print(f"abtui: {notice}", file=sys.stderr, flush=True)

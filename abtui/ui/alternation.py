@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 
 from textual.widgets import Static
 
+from abtui.core.errors import AbtuiError
 from abtui.core.text import visible
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation starts
     from abtui.measure.alternate import LiveAlternation
+    from abtui.ui.app import AbtuiApp
 
 
 class VerdictPanel(Static):
@@ -21,3 +23,60 @@ class VerdictPanel(Static):
         self.display = live is not None
         if live is not None:
             self.update("\n".join(visible(line) for line in live.lines()))
+
+
+class ConsoleAlternation:
+    """ctrl+a and ctrl+e: start or stop alternating the knob last flipped (measuring
+    continuously first), and step min_effect; the verdicts go to the app's VerdictPanel."""
+
+    def __init__(self, app: AbtuiApp) -> None:
+        self.app = app
+        self.live: LiveAlternation | None = None
+        self.min_effect = app.profile.min_effect
+        self.every: float | None = None  # seconds a value is held (None: the default)
+        self.last_knob: str | None = None  # set by every knob flip the console asks for
+
+    def toggle(self) -> None:
+        self.app.run_worker(self._toggle(), group="alternate", exit_on_error=False)
+
+    async def _toggle(self) -> None:
+        from abtui.measure.alternate import LiveAlternation, console_alternation
+
+        app = self.app
+        live = self.live
+        if live is not None and live.running:
+            await live.stop()
+            app.say(f"alternation of {live.alt.knob} stopped")
+            self.show()
+            return
+        first = next(iter(app.state.pairs))
+        try:
+            alt = console_alternation(app.profile, self.last_knob, app.state.pairs[first].config,
+                                      *([self.every] if self.every else []))
+        except AbtuiError as exc:
+            app.fail(str(exc))
+            return
+        if not app.state.running or app.mode != "continuous":
+            app.run_controller("start", "continuous")
+            await app.workers.wait_for_complete([w for w in app.workers
+                                                 if w.group == "controller"])
+        live = self.live = LiveAlternation(app.controller, alt, self.min_effect,
+                                           notify=self.show)
+        app.say(f"alternating {alt.knob}: {' / '.join(alt.values)} every {alt.every:g} s")
+        try:
+            await live.start()
+        except Exception as exc:  # a host error must never take the console down
+            app.fail(f"alternation of {alt.knob} failed: {exc}")
+        self.show()
+
+    def next_min_effect(self) -> None:
+        """The smallest effect worth resolving, next choice (0.5, 1, 2, 5, 10 %)."""
+        from abtui.measure.alternate import next_min_effect
+
+        self.min_effect = next_min_effect(self.min_effect)
+        if self.live is not None:
+            self.live.set_min_effect(self.min_effect)
+        self.app.notify(f"min effect {self.min_effect:g}%", timeout=2)
+
+    def show(self) -> None:
+        self.app.query_one("#verdicts", VerdictPanel).show(self.live)

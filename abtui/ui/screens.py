@@ -1,18 +1,17 @@
-"""The console's secondary screens: help, a path prompt (save/export), a saved-session picker
+"""The console's secondary screens: a path prompt (save/export), a saved-session picker
 (compare), a text prompt (mark), the tunnel switcher, quitting with restore progress, and the
 compare screen. Whatever they show that came from hosts or files is text, never markup."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
@@ -30,6 +29,7 @@ from textual.widgets.option_list import Option
 
 from abtui.core.errors import BadInput
 from abtui.core.text import visible
+from abtui.ui.tables import Comparison
 
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
 
@@ -39,26 +39,6 @@ class _Modal(ModalScreen[object]):
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
-
-
-class HelpScreen(_Modal):
-    """Every key of the console, knobs included (generated from the live bindings)."""
-
-    def __init__(self, keys: list[tuple[str, str]]) -> None:
-        super().__init__()
-        self.keys = keys
-
-    def compose(self) -> ComposeResult:
-        rows = Content("\n").join(Content.from_markup("[b $accent]$key[/]  $what",
-                                                        key=f"{visible(k):>10}",
-                                                        what=visible(d)) for k, d in self.keys)
-        with VerticalScroll(classes="dialog wide"):
-            yield Label("abtui console: keys", classes="dialog-title")
-            yield Static("A pane per pair, all on one scale. Knob keys apply to the scope in "
-                         "the knob bar (tab cycles it; click a pane to pick its pair). "
-                         "Highlighted sparkline columns mark a knob change.", classes="dim")
-            yield Static(rows)
-            yield Label("escape closes", classes="dim")
 
 
 class TextPrompt(_Modal):
@@ -260,18 +240,6 @@ class QuitScreen(ModalScreen[None]):
     def show(self, lines: list[str]) -> None:
         self.query_one("#restore-lines", Static).update(
             Content("\n".join(visible(line) for line in lines[-12:]) or "…"))
-
-
-@dataclass(slots=True)
-class Comparison:
-    """What the compare screen shows, whatever it compares (this session, or two sessions)."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    lines: dict[str, list[tuple[float, float]]]  # label -> (seconds, Gbit/s)
-    bar_names: list[str] = field(default_factory=list)  # one per table row
-    bars: dict[str, list[float]] = field(default_factory=dict)  # label -> Gbit/s per row
 
 
 class CompareScreen(Screen[None]):

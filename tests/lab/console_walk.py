@@ -820,16 +820,18 @@ class Walker:
         await self.pause(0.2)
 
     async def do_help(self, step: Step) -> None:
-        from abtui.ui.screens import HelpScreen
+        from textual.widgets import HelpPanel
 
-        screen = await self.open_dialog("question_mark", HelpScreen, "help")
-        if screen is None:
+        await self.press("question_mark")  # Textual's keys panel, beside the screen
+        await self.pause()
+        if not self.app.screen.query(HelpPanel):
+            self.fail("help-opens", "?: no keys panel")
             return
-        text = "\n".join(plain(w) for w in screen.query(Static))
-        missing = [k for k in self.knob_of_key if not re.search(rf"\b{re.escape(k)}\b", text)]
+        shown = set(self.app.screen.active_bindings)  # what the keys panel lists
+        missing = [k for k in self.knob_of_key if k not in shown]
         if missing:
             self.fail("help-lists-keys", f"?: knob keys {missing} not in the help")
-        await self.press("escape")
+        await self.press("question_mark")
 
     async def do_log(self, step: Step) -> None:
         log = self.app.query_one("#log")
@@ -893,8 +895,8 @@ class Walker:
                 f"(waited {LAG_S:g} s)" for p, (s, t) in late.items()) +
                 # where the events stand (the console's own attributes, for diagnosis)
                 f"; console: {len(app.events)} of {len(self.journal)} events taken in, "
-                f"{len(getattr(app, '_pending', []))} queued, next flush due "
-                f"{getattr(app, '_flush_due', '?')} (now {time.perf_counter():.3f})")
+                f"{len(app.feed.pending)} queued, next flush due "
+                f"{app.feed.due} (now {time.perf_counter():.3f})")
 
     async def check_tables(self) -> None:
         from abtui.core.configuration import config_id as config_key

@@ -49,10 +49,11 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -
 
 
 async def replayed(pilot: Pilot, intervals: int) -> None:
-    """Wait until every interval of the recording is folded in and the controller is idle."""
+    """Wait until every interval of the recording is folded in, the controller is idle and
+    the screen has settled (the app's public hook)."""
     app: AbtuiApp = pilot.app  # type: ignore[assignment]
     n = intervals * len(app.state.pairs)
-    await until(pilot, lambda: app.state.intervals_seen >= n and not app._pending
-                and not app.controller.running  # type: ignore[attr-defined]
-                and not app.table_throttle.pending
-                and not app.text_throttle.pending)
+    await until(pilot, lambda: app.state.intervals_seen >= n
+                and not app.controller.running)  # type: ignore[attr-defined]
+    await app.settled()
+    await pilot.pause(0.1)  # one more refresh

@@ -20,13 +20,13 @@ async def test_ctrl_a_alternates_the_last_knob_and_shows_the_verdict() -> None:
     async with app.run_test(size=(140, 45)) as pilot:
         await until(pilot, lambda: app.state.running)
         assert not app.query_one("#verdicts").display
-        app.alternate_every = 0.05
+        app.alternation.every = 0.05
         await pilot.press("w")  # tcp_wmem to 64 KiB: the knob to alternate, its base now
         await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") ==
                     "4096 16384 65536")
         await pilot.press("ctrl+a")
-        await until(pilot, lambda: app.alternation is not None
-                    and app.alternation.why == "verdict", timeout=20)
+        await until(pilot, lambda: app.alternation.live is not None
+                    and app.alternation.live.why == "verdict", timeout=20)
         text = _panel(app)
         assert app.query_one("#verdicts").display
         assert text.startswith("alternating tcp_wmem every 0.05 s"), text
@@ -37,12 +37,13 @@ async def test_ctrl_a_alternates_the_last_knob_and_shows_the_verdict() -> None:
         await pilot.press("ctrl+e")
         await until(pilot, lambda: "min effect 2%" in _panel(app))
         # again, stopped by the key this time
-        app.alternate_every = 5.0
+        app.alternation.every = 5.0
         await pilot.press("ctrl+a")
-        await until(pilot, lambda: app.alternation is not None and app.alternation.running)
+        live = app.alternation
+        await until(pilot, lambda: live.live is not None and live.live.running)
         await pilot.press("ctrl+a")
         await until(pilot, lambda: "ended: stopped" in _panel(app))
-        assert app.alternation is not None and not app.alternation.running
+        assert app.alternation.live is not None and not app.alternation.live.running
 
 
 async def test_the_verdict_line_counts_the_stretches_still_needed() -> None:
@@ -53,19 +54,19 @@ async def test_the_verdict_line_counts_the_stretches_still_needed() -> None:
     app = AbtuiApp(ctl, title="abtui — test")
     async with app.run_test(size=(140, 45)) as pilot:
         await until(pilot, lambda: app.state.running)
-        app.alternate_every = 0.05
-        app._last_knob = "cc"  # bbr: 7 % below reno on the synthetic stream
+        app.alternation.every = 0.05
+        app.alternation.last_knob = "cc"  # bbr: 7 % below reno on the synthetic stream
         seen: list[str] = []
-        show = app._show_verdicts
+        show = app.alternation.show
 
         def shown() -> None:  # every panel update, as the alternation makes it
             show()
             seen.append(_panel(app))
 
-        app._show_verdicts = shown  # type: ignore[method-assign]
+        app.alternation.show = shown  # type: ignore[method-assign]
         await pilot.press("ctrl+a")
         await until(pilot, lambda: any("more stretch" in t for t in seen), timeout=20)
         assert any("per side to resolve the minimum effect" in t for t in seen)
-        if app.alternation is not None and app.alternation.running:
+        if app.alternation.live is not None and app.alternation.live.running:
             await pilot.press("ctrl+a")  # stop it (a second press would start another)
         await until(pilot, lambda: "ended:" in _panel(app))

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from textual.binding import Binding
 from textual.command import CommandPalette
-from textual.widgets import DataTable, Input, ProgressBar
+from textual.widgets import DataTable, HelpPanel, Input, ProgressBar
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
 from abtui.measure.replay import T0, synthetic_events, synthetic_profile
 from abtui.sessions.store import load_events
 from abtui.ui.app import AbtuiApp
-from abtui.ui.screens import CompareScreen, HelpScreen, PathPrompt, TunnelSwitcher
+from abtui.ui.screens import CompareScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
 from tests.ui.console_kit import SpyController, make_app, replayed, until
 
@@ -177,10 +177,12 @@ async def test_help_palette_compare_and_tunnel_switcher_open() -> None:
     app = make_app(intervals=6)
     async with app.run_test() as pilot:
         await replayed(pilot, 6)
+        await pilot.press("question_mark")  # Textual's keys panel
+        assert app.screen.query(HelpPanel)
+        keys = [(k, b.binding.description) for k, b in app.screen.active_bindings.items()]
+        assert any(k == "w" and "tcp_wmem" in d for k, d in keys)
         await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        assert any(k == "w" and "tcp_wmem" in d for k, d in app.screen.keys)
-        await pilot.press("escape")
+        assert not app.screen.query(HelpPanel)
         await pilot.press("ctrl+p")
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"compare")
@@ -206,7 +208,7 @@ async def test_the_tunnel_switcher_disables_what_a_host_cannot_make() -> None:
     async with app.run_test() as pilot:
         await replayed(pilot, 6)
         b_rcv = app.state.pairs["B"].receiver
-        app._on_event(Event(EventKind.FACTS, T0, host=b_rcv, data={"facts": {
+        app.receive(Event(EventKind.FACTS, T0, host=b_rcv, data={"facts": {
             "alias": b_rcv, "kernel_release": "6.1.0-19-amd64", "tunnels": {
                 "none": "yes", "wireguard": "userspace",
                 "vxlan": "no: the kernel has no vxlan support"}}}))
@@ -324,7 +326,7 @@ def test_every_knob_gets_a_key_profile_bindings_first() -> None:
                      replace(knobs[1], binding=None), knobs[2], knobs[3]]
     app = AbtuiApp(SpyController(profile))
     assert app.knob_keys == {"1": "tcp_wmem", "2": "tso", "c": "cc", "u": "tunnel"}
-    bound = {b.id: key for key, bs in app._bindings.key_to_bindings.items() for b in bs}
+    bound = {b.id: b.key for b in app.get_default_screen().BINDINGS if isinstance(b, Binding)}
     assert bound["knob.tcp_wmem"] == "1" and bound["knob.cc"] == "c"
 
 

@@ -28,14 +28,14 @@ async def test_plan_progress_without_an_estimate_yet_shows() -> None:
     app = make_app(intervals=2)
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
-        app._mode = "plan"  # as after `p`
-        app._on_event(Event(EventKind.PROGRESS, T0 + 5, data={"done": 0, "total": 4,
+        app.mode = "plan"  # as after `p`
+        app.receive(Event(EventKind.PROGRESS, T0 + 5, data={"done": 0, "total": 4,
                                                               "eta_s": None}))
         await until(pilot, lambda: app.state.progress is not None)
         assert app.is_running
         assert "plan 0/4" in app.knobbar().plain
         assert "s left" not in app.knobbar().plain
-        app._on_event(Event(EventKind.PROGRESS, T0 + 6, data={"done": 1, "total": 4,
+        app.receive(Event(EventKind.PROGRESS, T0 + 6, data={"done": 1, "total": 4,
                                                               "eta_s": 29.6}))
         await until(pilot, lambda: "plan 1/4, 30 s left" in app.knobbar().plain)
 
@@ -98,11 +98,11 @@ class FakeClock:
     @classmethod
     def installed(cls, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
         """A clock the console's flushes and throttles (abtui.ui.app, abtui.ui.pacing) read."""
-        import abtui.ui.app as app_module
+        import abtui.ui.feed as feed_module
         import abtui.ui.pacing as pacing
 
         clock = cls()
-        monkeypatch.setattr(app_module, "time", clock.module)
+        monkeypatch.setattr(feed_module, "time", clock.module)
         monkeypatch.setattr(pacing, "time", clock.module)
         return clock
 
@@ -117,16 +117,16 @@ async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: flo
     app = make_app(intervals=1)
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
-        period = 1 / app.flush_hz
+        period = 1 / app.feed.flush_hz
         shown = len(app.events)
         # one flush now; the next event arrives `delay` before the next flush is allowed
-        app._on_event(Event(EventKind.MARK, T0 + 2, data={"text": "first"}))
+        app.receive(Event(EventKind.MARK, T0 + 2, data={"text": "first"}))
         await until(pilot, lambda: len(app.events) == shown + 1, timeout=2)
         clock.now += period - delay
-        app._on_event(Event(EventKind.MARK, T0 + 3, data={"text": "second"}))
+        app.receive(Event(EventKind.MARK, T0 + 3, data={"text": "second"}))
         await until(pilot, lambda: len(app.events) == shown + 2, timeout=2)
         clock.now += 1.0
-        app._on_event(Event(EventKind.MARK, T0 + 4, data={"text": "third"}))
+        app.receive(Event(EventKind.MARK, T0 + 4, data={"text": "third"}))
         await until(pilot, lambda: len(app.events) == shown + 3, timeout=2)
         assert "mark: third" in log_text(app)
 
@@ -158,7 +158,7 @@ async def test_after_a_plan_space_measures_continuously_without_the_plans_progre
                     and not ctl.running)
         assert "plan 4/4" in app.knobbar().plain
         await pilot.press("space")  # the plan is over: space starts measuring again
-        await until(pilot, lambda: app._mode == "continuous" and app.state.running)
+        await until(pilot, lambda: app.mode == "continuous" and app.state.running)
         assert "plan" not in app.knobbar().plain
         assert not app.query_one("#plan-progress", ProgressBar).display
         assert "failed" not in log_text(app)

@@ -130,7 +130,7 @@ async def test_the_tunnel_list_starts_on_the_current_type() -> None:
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
         for label in "AB":
-            app._on_event(Event(EventKind.TUNNEL, T0 + 5, pair=label,
+            app.receive(Event(EventKind.TUNNEL, T0 + 5, pair=label,
                                 data={"type": "vxlan", "target": "10.0.0.2"}))
         await until(pilot, lambda: app.state.pairs["B"].tunnel == "vxlan")
         await pilot.press("ctrl+t")
@@ -146,7 +146,7 @@ async def test_phase_table_labels_use_the_room_and_are_cut_where_they_differ() -
         app = make_app(intervals=2)
         async with app.run_test(size=size) as pilot:
             await replayed(pilot, 2)
-            app._on_event(Event(EventKind.KNOB, T0 + 5, data={
+            app.receive(Event(EventKind.KNOB, T0 + 5, data={
                 "knob": "cc", "value": long, "pairs": ["A", "B"]}))
             table = app.query_one("#phases", DataTable)
             await until(pilot, lambda t=table: t.row_count == 3)  # type: ignore[misc]

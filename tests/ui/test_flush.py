@@ -34,9 +34,9 @@ async def test_an_interval_is_timed_from_its_arrival_on_the_ssh_channel(tmp_path
         await pilot.pause(0.5)  # start-up's first refreshes are over
         first = _of(events, EventKind.INTERVAL)[0]
         arrived = time.perf_counter() - 5.0  # its line came in 5 s ago (the loop was busy)
-        app._on_event(dataclasses.replace(first, arrived=arrived))
-        await until(pilot, lambda: app.shown_intervals == 1)
-        ((_, latency),) = app.latencies
+        app.receive(dataclasses.replace(first, arrived=arrived))
+        await until(pilot, lambda: app.bench.shown_intervals == 1)
+        ((_, latency),) = app.bench.latencies
         assert 5.0 <= latency < 60
 
 
@@ -45,17 +45,17 @@ async def test_ping_replies_wait_for_the_next_flush_and_an_interval_never_does()
     async with app.run_test() as pilot:
         await pilot.pause(0.5)  # start-up's flushes are over, the refresh budget is full
         pings, intervals = _of(events, EventKind.PING), _of(events, EventKind.INTERVAL)
-        app._on_event(pings[0])
-        assert app._flush_due is not None
-        assert app._flush_due - time.perf_counter() > 0.3  # the ping waits (LAZY_S)
+        app.receive(pings[0])
+        assert app.feed.due is not None
+        assert app.feed.due - time.perf_counter() > 0.3  # the ping waits (LAZY_S)
         await pilot.pause(0.1)
-        assert app._pending  # ... and is not shown yet
-        app._on_event(intervals[0])
-        assert app._flush_due <= time.perf_counter()  # the interval goes at once, the ping too
-        await until(pilot, lambda: not app._pending)
+        assert app.feed.pending  # ... and is not shown yet
+        app.receive(intervals[0])
+        assert app.feed.due <= time.perf_counter()  # the interval goes at once, the ping too
+        await until(pilot, lambda: not app.feed.pending)
         assert app.state.pairs["A"].intervals == 1 and app.state.pairs["A"].rtt
-        app._on_event(intervals[1])  # right after that flush: at once still (a burst)
-        assert app._flush_due <= time.perf_counter()
+        app.receive(intervals[1])  # right after that flush: at once still (a burst)
+        assert app.feed.due <= time.perf_counter()
 
 
 async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
@@ -65,20 +65,20 @@ async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
     async with app.run_test() as pilot:
         await pilot.pause(0.5)
         flushes = 0
-        flush = app._flush_events
+        flush = app.feed.flush
 
         def counted() -> None:
             nonlocal flushes
             flushes += 1
             flush()
 
-        app._flush_events = counted  # type: ignore[method-assign]
+        app.feed.flush = counted
         intervals = _of(events, EventKind.INTERVAL)
         t0 = time.perf_counter()
         for ev in intervals:  # 40 intervals, one every 25 ms: 1 s
-            app._on_event(ev)
+            app.receive(ev)
             await asyncio.sleep(0.025)
         elapsed = time.perf_counter() - t0
-        await until(pilot, lambda: not app._pending)
+        await until(pilot, lambda: not app.feed.pending)
         assert app.state.pairs["A"].intervals == len(intervals)  # none lost
         assert 2 <= flushes <= len(intervals) / 4, (flushes, elapsed)

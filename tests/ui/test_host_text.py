@@ -42,7 +42,7 @@ async def test_host_strings_reach_the_screen_and_log_as_text() -> None:
                                                 "pairs": ["A"]}),
             Event(EventKind.ERROR, T0 + 4, host=host, data={"message": f"{MARKUP} {ESC}"}),
         ):
-            app._on_event(event)
+            app.receive(event)
         await until(pilot, lambda: app.state.pairs["A"].error != "")
         app.action_set_scope("A")
         await pilot.pause(0.3)

@@ -75,7 +75,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
         last = [e for e in app.events if e.kind is EventKind.INTERVAL][-2:]
         for k in range(1, 4):
             for ev in last:
-                app._on_event(dataclasses.replace(ev, t=ev.t + k, data={
+                app.receive(dataclasses.replace(ev, t=ev.t + k, data={
                     **ev.data, "bits_per_second": 12.345e9 * k, "retransmits": 12345}))
         await pilot.pause(0.6)
         pane = app.query_one("#pane-A", PairPane)
@@ -113,10 +113,10 @@ async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> 
             for knob, value in want.items():
                 if now.get(knob) != value:
                     now[knob] = value
-                    app._on_event(Event(EventKind.KNOB, t, data={
+                    app.receive(Event(EventKind.KNOB, t, data={
                         "knob": knob, "value": value, "pairs": ["A", "B"]}))
             for pair in "AB":
-                app._on_event(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
+                app.receive(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
                     "run": 9, "phase": phase, "start": 1.0, "end": 2.0,
                     "bits_per_second": 1e9}))
             t, phase = t + 2, phase + 1

@@ -67,4 +67,12 @@ def test_every_kind_has_a_payload_and_both_readers_share_one_dispatch() -> None:
     for reader in (ConsoleState, Session):
         assert issubclass(reader, EventReader)
         assert reader.dispatch is EventReader.dispatch
-    assert set(ConsoleState._handlers) == set(EventKind)
+
+
+def test_a_kind_a_reader_has_no_handler_for_is_logged_as_it_came() -> None:
+    from abtui.measure.replay import synthetic_profile
+
+    state = ConsoleState(synthetic_profile(1))
+    event = Event.of(events.Mark(text="x"))
+    assert state.on_other(event) == "mark: {'text': 'x'}"
+    assert Session.from_events([event]).kinds_seen == {"mark": 1}

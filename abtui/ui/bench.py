@@ -1,0 +1,42 @@
+"""What the console's benches measure (tests/bench/bench_ui.py), kept out of the app: when the
+first frame was shown, and each interval's time from its line's arrival to the refresh that
+showed it; written as JSON lines to $ABTUI_BENCH_FILE (nothing is kept without one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+
+class BenchProbe:
+    """Timings for benches; every method is a no-op without a bench file."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path or os.environ.get("ABTUI_BENCH_FILE")
+        self.latencies: list[tuple[float, float]] = []  # (shown at, seconds since arrival)
+        self.shown_intervals = 0
+        self.first_interval_at: float | None = None
+
+    def first_frame(self) -> None:
+        self._write({"first_frame": time.time()})
+
+    def shown(self, stamps: list[float]) -> None:
+        """Intervals that arrived at `stamps` (perf_counter) are on screen now."""
+        now = time.perf_counter()
+        self.shown_intervals += len(stamps)
+        if self.path:
+            wall = time.time()  # when shown, for benches that skip a warm-up
+            self.latencies.extend((wall, now - s) for s in stamps)
+            if self.first_interval_at is None:
+                self.first_interval_at = time.time()
+
+    def leaving(self, received: int) -> None:
+        self._write({"received": received, "shown": self.shown_intervals,
+                     "first_interval_at": self.first_interval_at, "exit_at": time.time(),
+                     "latencies": self.latencies})
+
+    def _write(self, record: dict[str, object]) -> None:
+        if self.path:
+            with open(self.path, "a") as f:
+                f.write(json.dumps(record) + "\n")

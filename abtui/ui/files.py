@@ -1,0 +1,119 @@
+"""The console's file dialogs: save a copy of the session, export its report, compare it with a
+saved session, a screenshot. Each asks for a path, then reads or writes off the event loop
+(abtui.ui.tables does the work) and says in the log what it did, or why it failed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.screen import Screen
+
+from abtui.core.errors import AbtuiError
+from abtui.sessions import store
+from abtui.ui import tables
+from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker
+
+if TYPE_CHECKING:
+    from abtui.ui.app import AbtuiApp
+
+EXPORT_FORMATS = ("md", "csv", "json")
+
+
+class SessionFiles:
+    """What `s`, `e`, the palette's compare-with-saved and its Screenshot do for the app."""
+
+    def __init__(self, app: AbtuiApp) -> None:
+        self.app = app
+
+    def folder(self) -> Path:
+        """Where the console offers to write: the sessions folder (or `save_dir`)."""
+        app = self.app
+        return Path(app.save_dir) if app.save_dir else store.sessions_dir(app.sessions_dir)
+
+    def export(self) -> None:
+        app = self.app
+
+        def chosen(result: object) -> None:
+            if isinstance(result, tuple):
+                events = app.events_now()
+                self._in_thread("export", lambda: tables.export_to(
+                    result[0], result[1] or "md", events, app.profile.name, app.state.base))
+
+        path = app.controller.session_path
+        name = store.name_of(path) if path else store.session_name(app.profile.name)
+        app.push_screen(PathPrompt("Export the session (the report abtui export writes)",
+                                   str(self.folder() / f"{name}.md"), EXPORT_FORMATS), chosen)
+
+    def save(self) -> None:
+        app = self.app
+
+        def chosen(result: object) -> None:
+            if isinstance(result, tuple):
+                events = app.events_now()
+                self._in_thread("save", lambda: tables.save_copy(
+                    result[0], events, app.profile.name, list(app.state.pairs)))
+
+        # With the engine the session is journalled as it runs (controller.session_path):
+        # `s` saves a copy of what the console has received, under another name.
+        live = app.controller.session_path
+        note = (f"This session is being written to {live} as it runs (finished there when "
+                "you quit); this saves a copy of it so far.") if live else ""
+        default = store.new_session_path(app.profile.name, self.folder() if app.save_dir
+                                         else app.sessions_dir)
+        app.push_screen(PathPrompt("Save the session", str(store.finished_path(default)),
+                                   note=note, resolve=store.saved_path, replace=False),
+                        chosen)
+
+    def compare_saved(self) -> None:
+        """This session against a saved one (`abtui compare`'s table): picked from the
+        sessions folder, or typed as a file or a name."""
+        app = self.app
+
+        def chosen(result: object) -> None:
+            if isinstance(result, Path):
+                events = app.events_now()
+                self._in_thread("compare", lambda: CompareScreen(
+                    tables.saved_comparison(result, events)))
+
+        live = app.controller.session_path
+        mine = {live, store.finished_path(live)} if live else set()
+        saved = [p for p in reversed(store.list_sessions(app.sessions_dir)) if p not in mine]
+        app.push_screen(SessionPicker(
+            "Compare with a saved session", saved,
+            lambda ref: store.find_session(ref, app.sessions_dir)), chosen)
+
+    def screenshot(self, filename: str | None, path: str | None,
+                   time_format: str | None) -> None:
+        """An SVG of the screen, in the sessions folder (Textual's default, ~/Downloads, may
+        not exist), and where it went said in the log."""
+        app = self.app
+        folder = Path(path) if path else self.folder()
+        name = filename or f"{store.session_name(app.profile.name)}.svg"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            written = app.save_screenshot(name, str(folder), time_format)
+        except OSError as exc:
+            app.fail(f"screenshot failed: {exc}")
+            return
+        app.done(f"screenshot saved to {written}")
+
+    def _in_thread(self, what: str, job: Callable[[], Any]) -> None:
+        self.app.run_worker(lambda: self._job(what, job), thread=True, exit_on_error=False,
+                            group="files")
+
+    def _job(self, what: str, job: Callable[[], Any]) -> None:
+        """A file written or read off the loop: `job()` returns the line the log says, or
+        the screen to show."""
+        app = self.app
+        try:
+            result = job()
+        except (OSError, ValueError, AbtuiError) as exc:
+            app.call_from_thread(app.fail, f"{what} failed: {exc}")
+            return
+        if isinstance(result, Screen):
+            app.call_from_thread(app.push_screen, result)
+        else:
+            app.call_from_thread(app.done, result)
+

@@ -1,0 +1,57 @@
+"""The knob bar: the scope, each knob's key and value, and the run status, packed into lines
+as wide as the screen (a chip is never split between lines unless it alone is wider). Values
+are what hosts and events said: text, never markup."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from textual.content import Content
+from textual.widgets import Static
+
+from abtui.core.text import visible
+from abtui.ui.state import ConsoleState
+from abtui.ui.widgets import pack_chips
+
+KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # safe inside a click action
+
+
+def knobbar_content(scope: str, scope_pairs: list[str], knob_keys: dict[str, str],
+                    state: ConsoleState, progress: dict[str, Any] | None,
+                    width: int) -> Content:
+    """The bar for `scope` ("all" or a pair) in `width` columns; `progress` the plan's."""
+    shown = "A+B" if scope == "all" and len(state.pairs) == 2 else scope
+    chips = [Content.from_markup("[@click=app.cycle_scope][b reverse] $scope [/][/]",
+                                 scope=visible(shown))]
+    for key, knob in knob_keys.items():
+        value = state.knob_value(knob, scope_pairs)
+        markup = "[b $accent]$key[/] $knob=$value"
+        if KNOB_NAME.fullmatch(knob):
+            markup = f"[@click=app.knob('{knob}')]{markup}[/]"
+        chips.append(Content.from_markup(markup, key=visible(key), knob=visible(knob),
+                                         value=visible(str(value))))
+    run = "running" if state.running else "stopped"
+    if progress:
+        run += f" plan {progress.get('done')}/{progress.get('total')}"
+        eta = progress.get("eta_s")
+        if isinstance(eta, int | float) and math.isfinite(eta):
+            run += f", {eta:.0f} s left"
+    chips.append(Content.styled(run, "dim"))
+    return pack_chips(chips, width)
+
+
+class KnobBar(Static):
+    """Shows the bar; its height is the bar's lines, set only when they change."""
+
+    lines = 0
+
+    def show(self, content: Content) -> int:
+        """Show the bar; its lines."""
+        lines = content.plain.count("\n") + 1
+        if lines != self.lines:  # an explicit height: a layout pass, for sure
+            self.styles.height = lines
+        self.update(content, layout=False)
+        self.lines = lines
+        return lines

@@ -1,0 +1,45 @@
+"""How the main screen fits any terminal: panes PANE_WIDTH columns each; when the screen is too
+short for them and the phase table, panes drop their sparklines (and, narrow, the table takes
+most of the room below them, the log the rest), so every pane, knob and table row stays in
+reach."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.containers import Grid
+from textual.widget import Widget
+
+from abtui.ui.state import ConsoleState
+from abtui.ui.tables import PhaseTable
+from abtui.ui.widgets import PairPane
+
+PANE_WIDTH = 40  # columns a pane wants: two fit in 80
+BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
+SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
+
+
+def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: PhaseTable,
+            bottom: Widget, knobbar: Callable[[int], int], width: int, height: int) -> None:
+    """Lay the screen out for `width` × `height`; `knobbar(width)` lays the knob bar out and
+    says how many lines it took."""
+    n = max(len(state.pairs), 1)
+    cols = max(1, min(n, width // PANE_WIDTH))
+    grid.styles.grid_size_columns = cols
+    bar_lines = knobbar(width)
+    rows = -(-n // cols)
+    pane_w = (width - (cols - 1)) // cols
+    room = height - 2 - bar_lines - BOTTOM_ROWS  # header, footer
+    full = max((p.height_for(pane_w, False) for p in panes), default=0)
+    compact = rows * full > room
+    for pane in panes:
+        if pane.has_class("-compact") != compact:
+            pane.set_class(compact, "-compact")
+            if pane.is_mounted:
+                pane.refresh_text()
+    screen_width = table.app.size.width
+    if not table.fits(state, screen_width):
+        table.rebuild(state, screen_width)
+    # narrow: the log goes under the table instead of beside it
+    narrow, short = width < 100, height < SHORT_ROWS
+    bottom.set_class(narrow, "-narrow").set_class(narrow and short, "-short")

@@ -1,0 +1,181 @@
+"""The console's tables, built outside the app: the phase table (a DataTable laid out from
+ConsoleState), and what the compare screen shows for this session or against a saved one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.widgets import DataTable
+
+from abtui.core.events import Event
+from abtui.core.labels import fit_labels
+from abtui.core.text import visible
+from abtui.reports.throughput import configuration_rate
+from abtui.ui.state import LOADED, ConsoleState
+
+CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
+LABEL_MIN = 24  # the configuration column's least width, when labels are that long
+
+
+@dataclass(slots=True)
+class Comparison:
+    """What the compare screen shows, whatever it compares (this session, or two sessions)."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    lines: dict[str, list[tuple[float, float]]]  # label -> (seconds, Gbit/s)
+    bar_names: list[str] = field(default_factory=list)  # one per table row
+    bars: dict[str, list[float]] = field(default_factory=dict)  # label -> Gbit/s per row
+
+
+def pair_title(state: ConsoleState, label: str) -> str:
+    """A pair's column in the phase tables: what its cells hold (mean Gbit/s, and for the
+    others the Δ % vs the base pair)."""
+    return f"{label} Gbit/s (base)" if label == state.base else f"{label} Gbit/s Δ%"
+
+
+def phase_rows(state: ConsoleState) -> list[tuple[str, list[str]]]:
+    """Each configuration's label and cells, in the order they appeared."""
+    return [(state.row_label(r), state.phase_cells(r)) for r in state.phases.values()]
+
+
+def label_width(state: ConsoleState, screen_width: int, labels: list[str]) -> int:
+    """The configuration column: as wide as its longest label, within what the pairs'
+    columns leave of the table's share of the screen, but never below LABEL_MIN (with many
+    pairs on a narrow screen the table scrolls sideways instead)."""
+    table = screen_width if screen_width < 100 else screen_width * 3 // 5  # abtui.tcss: 3fr of 5
+    room = table - len(state.pairs) * (CELL_WIDTH + 2) - 3  # cell padding, bar
+    longest = max([len("configuration"), *(len(lb) for lb in labels)])
+    return min(longest, max(room, LABEL_MIN))
+
+
+class PhaseTable(DataTable[Text]):
+    """One row per configuration, one column per pair; every width explicit (no jitter), every
+    cell text, never markup."""
+
+    label_cols = 0  # the configuration column, as laid out
+    _scipy_asked = False
+    _on_loaded: Callable[[], None] | None = None
+
+    def load_stats(self, loaded: Callable[[], None]) -> None:
+        """Import what the significance marks need (abtui.reports.stats, ~1.5 s with numpy)
+        without stalling the screen; `loaded()` once it is there."""
+        self._on_loaded = loaded
+        self._load("abtui.reports.stats", "stats")
+
+    @work(thread=True, exit_on_error=False, group="imports")
+    def _load(self, module: str, key: str) -> None:
+        import importlib
+
+        loaded = importlib.import_module(module)
+        self.app.call_from_thread(self._now_loaded, key, loaded)
+
+    def _now_loaded(self, key: str, module: object) -> None:
+        LOADED[key] = module if key == "stats" else True
+        if self._on_loaded is not None:
+            self._on_loaded()
+
+    def fits(self, state: ConsoleState, screen_width: int) -> bool:
+        """Whether the configuration column is still as wide as the labels want."""
+        return not self.label_cols or self.label_cols == label_width(
+            state, screen_width, [visible(state.row_label(r)) for r in state.phases.values()])
+
+    def rebuild(self, state: ConsoleState, screen_width: int) -> None:
+        """A new configuration: lay the table out again. Labels too long for their column are
+        shortened alike (abtui.core.labels)."""
+        rows = [(repr(k), visible(state.row_label(r)), state.phase_cells(r))
+                for k, r in state.phases.items()]
+        width = label_width(state, screen_width, [lb for _, lb, _ in rows])
+        fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
+        self.label_cols = width
+        cursor = self.cursor_row
+        self.clear(columns=True)
+        self.add_column("configuration", key="config", width=width)
+        for label in state.pairs:
+            self.add_column(Text(visible(pair_title(state, label))), key=label,
+                            width=CELL_WIDTH)
+        for (key, _, cells), shown in zip(rows, fitted, strict=True):
+            self.add_row(Text(shown), *(Text(c) for c in cells), key=key)
+        if rows:
+            self.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
+
+    def refresh_cells(self, state: ConsoleState, screen_width: int) -> None:
+        """New numbers: the cells updated in place (a new row lays the table out again)."""
+        if LOADED.pop("want_scipy", False) and not self._scipy_asked:
+            self._scipy_asked = True  # a test too large to enumerate: scipy's
+            self._load("scipy.stats", "scipy")
+        if len(self.rows) != len(state.phases):
+            self.rebuild(state, screen_width)
+            return
+        labels = list(state.pairs)
+        for key, row in state.phases.items():
+            for label, cell in zip(labels, state.phase_cells(row), strict=True):
+                self.update_cell(repr(key), label, Text(cell))
+
+
+def session_comparison(name: str, state: ConsoleState,
+                       series: dict[str, list[tuple[float, float]]]) -> Comparison:
+    """This session: the phase table, pairs over time, per-configuration bars."""
+    rows = phase_rows(state)
+    bars = {label: [(configuration_rate(r.segments.get(label, [])) or 0.0) / 1e9
+                    for r in state.phases.values()] for label in state.pairs}
+    return Comparison(
+        f"Compare: {name}, phase by phase",
+        ["configuration", *(pair_title(state, lb) for lb in state.pairs)],
+        [[label, *cells] for label, cells in rows],
+        {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in series.items()},
+        [str(i + 1) for i in range(len(rows))], bars)
+
+
+def saved_comparison(path: Path, events: list[Event]) -> Comparison:
+    """This session against a saved one (`abtui compare`'s table); OSError or AbtuiError when
+    the saved one cannot be read."""
+    from abtui.reports import compare
+    from abtui.reports.exports import interval_rows
+    from abtui.reports.formatting import fmt_cell, fmt_compare
+    from abtui.sessions.session import Session
+
+    saved = Session.load(path)
+    now = Session.from_events(events, name="this session")
+    table = compare.rows(saved, now)
+    lines = {}
+    for side, session in (("saved", saved), ("now", now)):
+        for pair in session.pairs:
+            lines[f"{side} {pair}"] = [(r["time"], (r["bits_per_second"] or 0) / 1e9)
+                                       for r in interval_rows(session, pair)]
+    rows = [[r["pair"], r["config"],
+             fmt_cell(r["left"], 1e9), fmt_cell(r["right"], 1e9),
+             fmt_compare(r["left"], r["right"])] for r in table]
+    mean = [(r["left"].throughput.mean if r["left"] else 0.0,
+             r["right"].throughput.mean if r["right"] else 0.0) for r in table]
+    return Comparison(
+        f"Compare: {saved.name} → this session (Gbit/s)",
+        ["pair", "configuration", saved.name, "this session", "Δ"], rows, lines,
+        [str(i + 1) for i in range(len(rows))],
+        {"saved": [(a or 0.0) / 1e9 for a, _ in mean],
+         "now": [(b or 0.0) / 1e9 for _, b in mean]})
+
+
+def save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:
+    """A copy of the session so far at `path` (abtui.sessions.store.save_events); the line
+    the log says."""
+    from abtui.sessions.store import save_events
+
+    written = save_events(path, events, profile=profile, pairs=pairs)
+    return f"saved {len(events)} events to {written}"
+
+
+def export_to(path: Path, fmt: str, events: list[Event], name: str, base: str) -> str:
+    """The report `abtui export` writes, of the session so far; the line the log says."""
+    from abtui.reports.exports import render
+    from abtui.sessions.session import Session
+
+    session = Session.from_events(events, name=name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(session, fmt, base=base))
+    return f"exported {fmt} to {path}"

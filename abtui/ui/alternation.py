@@ -4,6 +4,7 @@ flips and the lines are the domain's; this only shows them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual.widgets import Static
@@ -68,6 +69,23 @@ class ConsoleAlternation:
         except Exception as exc:  # a host error must never take the console down
             app.fail(f"alternation of {alt.knob} failed: {exc}")
         self.show()
+
+    def flipped_by_hand(self, knob: str, then: Callable[[], None]) -> None:
+        """A knob key pressed: a flip of the knob being alternated ends the alternation
+        first (the two would fight over the hosts' value), then `then` sets it."""
+        self.last_knob = knob
+        live = self.live
+        if live is None or not live.running or live.alt.knob != knob:
+            then()
+            return
+
+        async def stop_then() -> None:
+            await live.stop()
+            self.app.say(f"alternation of {knob} stopped: flipped by hand")
+            self.show()
+            then()
+
+        self.app.run_worker(stop_then(), group="alternate", exit_on_error=False)
 
     def next_min_effect(self) -> None:
         """The smallest effect worth resolving, next choice (0.5, 1, 2, 5, 10 %)."""

@@ -322,8 +322,7 @@ class AbtuiApp(App[int]):
         self.apply_knob(name, value, pairs)
 
     def apply_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        self.alternation.last_knob = name
-        self.calls.set_knob(name, value, pairs)
+        self.alternation.flipped_by_hand(name, lambda: self.calls.set_knob(name, value, pairs))
 
     def say(self, line: str) -> None:
         """A line in the event log, stamped like the events'."""

@@ -271,7 +271,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
     keys = readme_keys()
     knob_keys = {k.binding: k.name for k in profile.knobs if k.binding}
     handled = {*knob_keys, "tab", "a", "b", "ctrl+t", "space", "ctrl+r", "p", "m", "s", "e",
-               "ctrl+o", "ctrl+l", "?", "ctrl+p", "ctrl+q"}
+               "ctrl+o", "ctrl+l", "ctrl+a", "ctrl+e", "?", "ctrl+p", "ctrl+q"}
     assert set(keys) <= handled, f"README keys this test does not press: {set(keys) - handled}"
     ssh = str(lab.ssh_config)
     con = Console(term, tmp_path, lab.profile_path)
@@ -299,6 +299,16 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
             elif key in ("s", "e"):
                 time.sleep(0.5)
                 term.keys("Enter")
+            elif key == "ctrl+a":  # alternation of the knob last flipped, its verdict panel
+                if not term_wait_quiet(term, lambda s: "alternating " in s, 20):
+                    problems.append("ctrl+a: no alternation panel")
+            elif key == "ctrl+e":  # min_effect steps on; ctrl+a again stops the alternation
+                if not term_wait_quiet(term, lambda s: "min effect" in s, 10):
+                    problems.append("ctrl+e: min effect not shown")
+                if "), running" in term.screen():  # not ended by its rule already
+                    term.keys(tmux_key("ctrl+a"))
+                if not term_wait_quiet(term, lambda s: "ended:" in s, 30):
+                    problems.append("ctrl+a again: the alternation did not end")
             elif key in ("ctrl+o", "?", "ctrl+p"):
                 time.sleep(1.0)
                 term.keys("Escape")

@@ -70,3 +70,24 @@ async def test_the_verdict_line_counts_the_stretches_still_needed() -> None:
         if app.alternation.live is not None and app.alternation.live.running:
             await pilot.press("ctrl+a")  # stop it (a second press would start another)
         await until(pilot, lambda: "ended:" in _panel(app))
+
+
+async def test_a_flip_by_hand_of_the_alternated_knob_ends_the_alternation() -> None:
+    """The knob's key while it is being alternated: the alternation stops first (the two
+    would fight over the hosts' value), then the key's flip is made."""
+    ctl = ReplayController(synthetic_profile(1), speed=400)
+    app = AbtuiApp(ctl, title="abtui — test")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await until(pilot, lambda: app.state.running)
+        app.alternation.every = 5.0
+        await pilot.press("w")
+        await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") ==
+                    "4096 16384 65536")
+        await pilot.press("ctrl+a")
+        alt = app.alternation
+        await until(pilot, lambda: alt.live is not None and alt.live.running)
+        await pilot.press("w")
+        await until(pilot, lambda: alt.live is not None and alt.live.why == "stopped")
+        await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") not in
+                    (None, "4096 16384 65536"))
+        assert "stopped: flipped by hand" in "\n".join(app.log_lines)

@@ -84,6 +84,12 @@ class SessionFiles:
             "Compare with a saved session", saved,
             lambda ref: store.find_session(ref, app.sessions_dir)), chosen)
 
+    def compare_session(self) -> None:
+        """This session: the phase table, pairs over time, per-configuration bars."""
+        app = self.app
+        app.push_screen(CompareScreen(tables.session_comparison(
+            app.profile.name, app.state, app.record.series)))
+
     def screenshot(self, filename: str | None, path: str | None,
                    time_format: str | None) -> None:
         """An SVG of the screen, in the sessions folder (Textual's default, ~/Downloads, may

@@ -6,6 +6,7 @@ reach."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.containers import Grid
 from textual.widget import Widget
@@ -14,9 +15,28 @@ from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
 from abtui.ui.widgets import PairPane
 
+if TYPE_CHECKING:
+    from abtui.ui.app import AbtuiApp
+
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
 SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
+
+
+class MainLayout:
+    """The main screen's grid and bottom, found once it is mounted, laid out again on any
+    change of size (or of what the panes and the knob bar hold)."""
+
+    def __init__(self, app: AbtuiApp) -> None:
+        self.app = app
+        self.grid = app.query_one("#panes", Grid)
+        self.bottom = app.query_one("#bottom")
+
+    def fit(self, width: int | None = None, height: int | None = None) -> None:
+        """Lay the screen out for `width` × `height` (the app's size by default)."""
+        app = self.app
+        lay_out(app.state, self.grid, app.board.panes, app.table, self.bottom,
+                app.update_knobbar, width or app.size.width, height or app.size.height)
 
 
 def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: PhaseTable,

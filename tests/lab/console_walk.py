@@ -381,7 +381,7 @@ class Walker:
         self.log_checked = 0
         self.plan_running = False
         self.knob_of_key = dict(app.knob_keys)
-        app.log_lines = LogTap(app.log_lines, app.log_lines.maxlen, self.log)
+        app.event_log.lines = LogTap(app.log_lines, app.log_lines.maxlen, self.log)
 
     # ---- helpers ------------------------------------------------------------------------
     def fail(self, check: str, message: str) -> None:

@@ -310,8 +310,9 @@ class AbtuiApp(App[int]):
 
     def action_toggle_log(self) -> None:
         log = self.event_log.widget
-        assert log is not None
+        assert log is not None and self.screen_layout is not None
         log.display = not log.display
+        self.screen_layout.bottom.set_class(not log.display, "-nolog")
 
     def action_help(self) -> None:
         """Textual's keys panel, every binding of the screen (knobs included); again hides it."""

@@ -89,7 +89,7 @@ class SessionFiles:
         """This session: the phase table, pairs over time, per-configuration bars."""
         app = self.app
         app.push_screen(CompareScreen(tables.session_comparison(
-            app.profile.name, app.state, app.record.series)))
+            app.profile.name, app.state, app.record.series, app.size.width)))
 
     def screenshot(self, filename: str | None, path: str | None,
                    time_format: str | None) -> None:

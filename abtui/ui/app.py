@@ -1,15 +1,16 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
 The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed
-within a refresh budget) and are folded into abtui.ui.state; the tables are built by
-abtui.ui.tables, the keys by abtui.ui.keymap, bench timings kept by abtui.ui.bench. Every
-controller call runs in a worker; a failure is shown in its pane and the log, never as a
-traceback.
+within a refresh budget), abtui.ui.record keeps them and folds them into abtui.ui.state, and
+abtui.ui.eventlog says them. The screen is built and laid out by abtui.ui.layout, the panes
+repainted by abtui.ui.panes, the tables built by abtui.ui.tables; the keys are abtui.ui.keymap's
+and abtui.ui.knobkeys', controller calls abtui.ui.control's (each in a worker; a failure is
+shown in its pane and the log, never as a traceback), leaving abtui.ui.leaving's, bench timings
+abtui.ui.bench's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections import deque
 from collections.abc import Iterable
@@ -17,20 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult, SystemCommand
-from textual.containers import Grid, Horizontal
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Header, ProgressBar, RichLog
+from textual.widgets import ProgressBar, RichLog
 
 from abtui.core.controller import Controller
 from abtui.core.events import Event
 from abtui.core.text import visible
 from abtui.ui import tables
-from abtui.ui.alternation import ConsoleAlternation, VerdictPanel
+from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
 from abtui.ui.control import ControllerCalls
-from abtui.ui.eventlog import LOG_LINES, EventLog
+from abtui.ui.eventlog import EventLog
 from abtui.ui.feed import FLUSH_HZ, EventFeed
 from abtui.ui.files import SessionFiles
 from abtui.ui.keymap import (
@@ -41,13 +41,14 @@ from abtui.ui.keymap import (
     assign_keys,
     load_keymap,
     palette_actions,
+    system_commands,
 )
 from abtui.ui.knobbar import KnobBar, knobbar_content, show_progress
 from abtui.ui.knobkeys import KnobKeys
-from abtui.ui.layout import MainLayout
+from abtui.ui.layout import MainLayout, main_widgets
 from abtui.ui.leaving import Leaving
 from abtui.ui.pacing import Throttle
-from abtui.ui.panes import PaneBoard
+from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.record import SessionRecord
 from abtui.ui.state import ConsoleState, PhaseRow
 from abtui.ui.widgets import PairPane
@@ -112,25 +113,13 @@ class AbtuiApp(App[int]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette: Textual's own commands, then every console action, knobs included."""
         yield from super().get_system_commands(screen)
-        for name, action, help_text in self.palette_actions():
-            yield SystemCommand(name, help_text, lambda a=action: self.run_action(a))
+        yield from system_commands(self.palette_actions(), self.run_action)
 
     def palette_actions(self) -> list[tuple[str, str, str]]:
         return palette_actions(self.knob_keys, self.scopes)
 
-    # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False, icon="⇄")
-        with Grid(id="panes"):
-            for ps in self.state.pairs.values():
-                yield PairPane(ps)
-        yield KnobBar(id="knobbar")
-        yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
-        yield VerdictPanel(id="verdicts")
-        with Horizontal(id="bottom"):
-            yield tables.PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
-            yield RichLog(id="log", max_lines=LOG_LINES, wrap=False, markup=False)
-        yield Footer()
+        yield from main_widgets(self.state)
 
     def on_mount(self) -> None:
         self.event_log.widget = self.query_one("#log", RichLog)
@@ -172,10 +161,7 @@ class AbtuiApp(App[int]):
     async def settled(self) -> None:
         """Return once every event received is on screen and no repaint is waiting (for
         tests and scripts that drive the console)."""
-        while (self.feed.pending or self.table_throttle.pending
-               or self.text_throttle.pending):
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0)
+        await self.feed.settled(self.table_throttle, self.text_throttle)
 
     @property
     def log_lines(self) -> deque[str]:
@@ -257,10 +243,9 @@ class AbtuiApp(App[int]):
         self.board.outline(set(self._scope_pairs()))
 
     def on_click(self, event: Any) -> None:
-        pane = next((w for w in event.widget.ancestors_with_self
-                     if isinstance(w, PairPane)), None) if event.widget else None
-        if pane is not None:
-            self.action_set_scope(pane.state.label)
+        """A click in a pane scopes the knobs to its pair."""
+        if (label := pane_label(event.widget)) is not None:
+            self.action_set_scope(label)
 
     def action_knob(self, name: str) -> None:
         self.knobs.flip(name, self._scope_pairs())

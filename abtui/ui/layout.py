@@ -1,16 +1,21 @@
-"""How the main screen fits any terminal: panes PANE_WIDTH columns each; when the screen is too
-short for them and the phase table, panes drop their sparklines (and, narrow, the table takes
-most of the room below them, the log the rest), so every pane, knob and table row stays in
-reach."""
+"""The main screen's widgets, and how they fit any terminal: panes PANE_WIDTH columns each;
+when the screen is too short for them and the phase table, panes drop their sparklines (and,
+narrow, the table takes most of the room below them, the log the rest, all of it while the log
+is hidden), so every pane, knob and table row stays in reach."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from textual.containers import Grid
+from textual.app import ComposeResult
+from textual.containers import Grid, Horizontal
 from textual.widget import Widget
+from textual.widgets import Footer, Header, ProgressBar, RichLog
 
+from abtui.ui.alternation import VerdictPanel
+from abtui.ui.eventlog import LOG_LINES
+from abtui.ui.knobbar import KnobBar
 from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
 from abtui.ui.widgets import PairPane
@@ -21,6 +26,22 @@ if TYPE_CHECKING:
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
 SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
+
+
+def main_widgets(state: ConsoleState) -> ComposeResult:
+    """The main screen: a pane per pair in a grid, the knob bar, the plan's progress, the
+    alternation's verdicts, the phase table and the event log, Textual's header and footer."""
+    yield Header(show_clock=False, icon="⇄")
+    with Grid(id="panes"):
+        for ps in state.pairs.values():
+            yield PairPane(ps)
+    yield KnobBar(id="knobbar")
+    yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
+    yield VerdictPanel(id="verdicts")
+    with Horizontal(id="bottom"):
+        yield PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
+        yield RichLog(id="log", max_lines=LOG_LINES, wrap=False, markup=False)
+    yield Footer()
 
 
 class MainLayout:

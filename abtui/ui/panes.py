@@ -6,12 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import App
+from textual.widget import Widget
 
 from abtui.ui.pacing import Throttle
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
+
+
+def pane_label(widget: Widget | None) -> str | None:
+    """The pair whose pane holds `widget` (a click's), if any."""
+    pane = next((w for w in widget.ancestors_with_self if isinstance(w, PairPane)),
+                None) if widget is not None else None
+    return pane.state.label if pane is not None else None
 
 
 class PaneBoard:

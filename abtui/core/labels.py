@@ -16,7 +16,8 @@ whole (a wide screen shows most or all whole); one that does not is, in this ord
 3. when it would still read like another row (the column cannot hold even one telling knob),
    its row number in front (`3 `).
 
-The compare screen (ctrl+o) and the exports show labels whole.
+The compare screen (ctrl+o) fits them the same way to the whole screen's width; the exports
+show labels whole.
 """
 
 from __future__ import annotations

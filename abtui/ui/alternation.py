@@ -57,7 +57,7 @@ class ConsoleAlternation:
         except AbtuiError as exc:
             app.fail(str(exc))
             return
-        if not app.state.running or app.mode != "continuous":
+        if not app.state.running or app.calls.mode != "continuous":
             app.run_controller("start", "continuous")
             await app.workers.wait_for_complete([w for w in app.workers
                                                  if w.group == "controller"])

@@ -1,15 +1,16 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
 The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed
-within a refresh budget) and are folded into abtui.ui.state; the tables are built by
-abtui.ui.tables, the keys by abtui.ui.keymap, bench timings kept by abtui.ui.bench. Every
-controller call runs in a worker; a failure is shown in its pane and the log, never as a
-traceback.
+within a refresh budget), abtui.ui.record keeps them and folds them into abtui.ui.state, and
+abtui.ui.eventlog says them. The screen is built and laid out by abtui.ui.layout, the panes
+repainted by abtui.ui.panes, the tables built by abtui.ui.tables; the keys are abtui.ui.keymap's
+and abtui.ui.knobkeys', controller calls abtui.ui.control's (each in a worker; a failure is
+shown in its pane and the log, never as a traceback), leaving abtui.ui.leaving's, bench timings
+abtui.ui.bench's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections import deque
 from collections.abc import Iterable
@@ -17,21 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult, SystemCommand
-from textual.containers import Grid, Horizontal
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Header, ProgressBar, RichLog
+from textual.widgets import ProgressBar, RichLog
 
-from abtui.core.configuration import cycle
-from abtui.core.controller import Controller, Mode
-from abtui.core.events import Event, EventKind
-from abtui.core.model import KnobKind
+from abtui.core.controller import Controller
+from abtui.core.events import Event
 from abtui.core.text import visible
 from abtui.ui import tables
-from abtui.ui.alternation import ConsoleAlternation, VerdictPanel
+from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
 from abtui.ui.control import ControllerCalls
+from abtui.ui.eventlog import EventLog
 from abtui.ui.feed import FLUSH_HZ, EventFeed
 from abtui.ui.files import SessionFiles
 from abtui.ui.keymap import (
@@ -42,23 +41,21 @@ from abtui.ui.keymap import (
     assign_keys,
     load_keymap,
     palette_actions,
+    system_commands,
 )
-from abtui.ui.knobbar import KnobBar, knobbar_content
-from abtui.ui.layout import lay_out
+from abtui.ui.knobbar import KnobBar, knobbar_content, show_progress
+from abtui.ui.knobkeys import KnobKeys
+from abtui.ui.layout import MainLayout, main_widgets
+from abtui.ui.leaving import Leaving
 from abtui.ui.pacing import Throttle
-from abtui.ui.screens import (
-    CompareScreen,
-    QuitScreen,
-    TextPrompt,
-    TunnelSwitcher,
-)
+from abtui.ui.panes import PaneBoard, pane_label
+from abtui.ui.record import SessionRecord
 from abtui.ui.state import ConsoleState, PhaseRow
 from abtui.ui.widgets import PairPane
 
 __all__ = ["FLUSH_HZ", "AbtuiApp"]
 
 TABLE_HZ = 2  # phase table repaints a second, at most
-TEXT_HZ = 5  # panes' numbers repaints a second, at most
 
 
 class AbtuiApp(App[int]):
@@ -97,27 +94,16 @@ class AbtuiApp(App[int]):
         self.files = SessionFiles(self)
         self.calls = ControllerCalls(self)
         self.alternation = ConsoleAlternation(self)  # ctrl+a, ctrl+e
-        self._grid: Grid | None = None  # the main screen's widgets, set on mount
-        self._log_widget: RichLog | None = None
-        self._panes: list[PairPane] = []
-        self._scale: tuple[float, float] = (0.0, 0.0)
-        # the phase table's means and the panes' numbers move slowly: repaint them at most
-        # TABLE_HZ / TEXT_HZ times a second (sparklines show every interval at once)
+        self.knobs = KnobKeys(self)  # a knob's key, ctrl+t
+        self.exit_flow = Leaving(self)  # ctrl+q
+        self.screen_layout: MainLayout | None = None  # set on mount
+        self.event_log = EventLog()
+        self.record = SessionRecord(self.state, self.event_log)
+        self.events = self.record.events  # everything received (what save writes)
+        self.board = PaneBoard(self, self.state)  # the panes' repaints (TEXT_HZ at most)
+        self.text_throttle = self.board.text_throttle
+        # the phase table's means move slowly: repainted TABLE_HZ times a second at most
         self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
-        self.text_throttle = Throttle(self, TEXT_HZ, self._refresh_text)
-        self._text_due: set[str] = set()
-        self.events: list[Event] = []  # everything received (what save writes)
-        self.log_lines: deque[str] = deque(maxlen=2000)  # the event log's text
-        self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in self.state.pairs}
-        self._t0: float | None = None
-        self._quit_screen: QuitScreen | None = None
-        self._shutdown_tried = False
-        # how leaving went, for abtui.ui.guard: "done" or "failed" once the controller's
-        # shutdown has returned or raised; forced_out after a second ctrl+q
-        self.restore_outcome = ""
-        self.forced_out = False
-        self.stop_reason = ""  # a signal's name, when one ended the console
-        self.mode: Mode | None = None  # what the console last started
         self.set_keymap(load_keymap() if keymap is None else keymap)
         controller.subscribe(self.receive)
 
@@ -127,34 +113,22 @@ class AbtuiApp(App[int]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette: Textual's own commands, then every console action, knobs included."""
         yield from super().get_system_commands(screen)
-        for name, action, help_text in self.palette_actions():
-            yield SystemCommand(name, help_text, lambda a=action: self.run_action(a))
+        yield from system_commands(self.palette_actions(), self.run_action)
 
     def palette_actions(self) -> list[tuple[str, str, str]]:
         return palette_actions(self.knob_keys, self.scopes)
 
-    # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False, icon="⇄")
-        with Grid(id="panes"):
-            for ps in self.state.pairs.values():
-                yield PairPane(ps)
-        yield KnobBar(id="knobbar")
-        yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
-        yield VerdictPanel(id="verdicts")
-        with Horizontal(id="bottom"):
-            yield tables.PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
-            yield RichLog(id="log", max_lines=2000, wrap=False, markup=False)
-        yield Footer()
+        yield from main_widgets(self.state)
 
     def on_mount(self) -> None:
-        self._log_widget = self.query_one("#log", RichLog)
-        self._table = self.query_one("#phases", tables.PhaseTable)
+        self.event_log.widget = self.query_one("#log", RichLog)
+        self.table = self.query_one("#phases", tables.PhaseTable)
         self._knobbar = self.query_one("#knobbar", KnobBar)
-        self._panes = list(self.query(PairPane))
-        self._grid = self.query_one("#panes", Grid)
-        self._table.rebuild(self.state, self.size.width)
-        self._layout(self.size.width, self.size.height)
+        self.board.panes = list(self.query(PairPane))
+        self.table.rebuild(self.state, self.size.width)
+        self.screen_layout = MainLayout(self)
+        self.screen_layout.fit()
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
         if self.autostart:
@@ -165,21 +139,16 @@ class AbtuiApp(App[int]):
         # full passes, which otherwise stall a busy console for 100+ ms
         gc.freeze()
         self.bench.first_frame()
-        self._table.load_stats(lambda: self.table_throttle(force=True))
+        self.table.load_stats(lambda: self.table_throttle(force=True))
 
     def on_resize(self, event: Any) -> None:
-        if self._grid is not None:  # resizes can come before mount
-            self._layout(event.size.width, event.size.height)
+        if self.screen_layout is not None:  # resizes can come before mount
+            self.screen_layout.fit(event.size.width, event.size.height)
 
     def on_pair_pane_grew(self) -> None:
         """Longer numbers wrapped a pane's line: the panes may no longer fit in full."""
-        if self._grid is not None:
-            self._layout(self.size.width, self.size.height)
-
-    def _layout(self, width: int, height: int) -> None:
-        assert self._grid is not None
-        lay_out(self.state, self._grid, self._panes, self._table, self.query_one("#bottom"),
-                self._update_knobbar, width, height)
+        if self.screen_layout is not None:
+            self.screen_layout.fit()
 
     # ---- events ---------------------------------------------------------------------------
     def receive(self, event: Event) -> None:
@@ -192,29 +161,19 @@ class AbtuiApp(App[int]):
     async def settled(self) -> None:
         """Return once every event received is on screen and no repaint is waiting (for
         tests and scripts that drive the console)."""
-        while (self.feed.pending or self.table_throttle.pending
-               or self.text_throttle.pending):
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0)
+        await self.feed.settled(self.table_throttle, self.text_throttle)
+
+    @property
+    def log_lines(self) -> deque[str]:
+        """The event log's text (abtui.ui.eventlog)."""
+        return self.event_log.lines
 
     def _flush_events(self) -> None:
-        log = self._log_widget
+        log = self.event_log.widget
         batch = self.feed.take(ready=log is not None and log.is_attached)
-        if not batch or log is None:
+        if not batch:
             return  # nothing new, not mounted yet, or the console is being taken down
-        stamps = []
-        for event, stamp in batch:
-            self.events.append(event)
-            if self._t0 is None:
-                self._t0 = event.t
-            line = self.state.apply(event)
-            if line is not None:
-                self._write_log(log, f"{event.t - self._t0:+8.1f}s  {line}")
-            if event.kind is EventKind.INTERVAL and event.pair in self.series:
-                bps = event.payload.bits_per_second
-                if isinstance(bps, int | float):
-                    self.series[event.pair].append((event.t - self._t0, float(bps)))
-                stamps.append(stamp)
+        stamps = self.record.fold(batch)
         self._apply_dirty()
         if stamps:
             self.call_after_refresh(self.bench.shown, stamps)
@@ -223,39 +182,21 @@ class AbtuiApp(App[int]):
         dirty = self.state.take_dirty()
         if not dirty:
             return
-        scale = self.state.scale()
-        for pane in self._panes:
-            # a shared scale: every pane redraws when the ceiling moves, else only changed ones
-            if scale != self._scale or pane.state.label in dirty.pairs:
-                pane.refresh_charts(scale)
-        self._scale = scale
-        self._text_due.update(dirty.pairs)
-        self.text_throttle(force=dirty.knobs)  # a knob's new value shows at once
+        self.board.changed(dirty.pairs, now=dirty.knobs)  # a knob's new value shows at once
         if dirty.phases:
-            self.table_throttle(force=len(self._table.rows) != len(self.state.phases))
-        if dirty.knobs:  # a value's length may change how the knob bar and panes wrap
-            self._layout(self.size.width, self.size.height)
+            self.table_throttle(force=len(self.table.rows) != len(self.state.phases))
+        if dirty.knobs and self.screen_layout:  # a value's length may rewrap bar and panes
+            self.screen_layout.fit()
         self.running = self.state.running
         self.progress = self.plan_progress()
-        if self._quit_screen is not None:
-            self._quit_screen.show(self.state.restoring)
+        self.exit_flow.show()
 
     def watch_running(self) -> None:
-        self._update_knobbar()
+        self.update_knobbar()
 
     def watch_progress(self, progress: dict[str, Any] | None) -> None:
-        bar = self.query_one("#plan-progress", ProgressBar)
-        bar.display = progress is not None
-        if progress is not None:
-            bar.update(total=max(int(progress.get("total") or 0), 1),
-                       progress=int(progress.get("done") or 0))
-        self._update_knobbar()
-
-    def _refresh_text(self) -> None:
-        due, self._text_due = self._text_due, set()
-        for pane in self._panes:
-            if pane.state.label in due:
-                pane.refresh_text()
+        show_progress(self.query_one("#plan-progress", ProgressBar), progress)
+        self.update_knobbar()
 
     def row_label(self, row: PhaseRow) -> str:
         return self.state.row_label(row)
@@ -264,13 +205,13 @@ class AbtuiApp(App[int]):
         return tables.phase_rows(self.state)
 
     def _update_phase_table(self) -> None:
-        self._table.refresh_cells(self.state, self.size.width)
+        self.table.refresh_cells(self.state, self.size.width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Once leaving has begun, only ctrl+q (to force out) still acts; while a dialog or
         the compare screen is up, the main screen's keys are its own (tab moves the focus
         in a dialog, letters type), never the scope's or a knob's behind it."""
-        if self._shutdown_tried:
+        if self.exit_flow.begun:
             return action == "quit"
         return action not in self.MAIN_ACTIONS or len(self.screen_stack) == 1
 
@@ -280,7 +221,7 @@ class AbtuiApp(App[int]):
                                self.knob_keys, self.state, self.plan_progress(),
                                (width or self.size.width) - 2)  # less the padding
 
-    def _update_knobbar(self, width: int | None = None) -> int:
+    def update_knobbar(self, width: int | None = None) -> int:
         return self._knobbar.show(self.knobbar(width))
 
     # ---- scope and knobs ------------------------------------------------------------------
@@ -298,50 +239,23 @@ class AbtuiApp(App[int]):
     def watch_scope_index(self) -> None:
         """Knobs now apply to this scope: its panes are outlined, and a single pair's pane
         is scrolled into sight (tab reaches every pane, however many scroll off)."""
-        self._update_knobbar()
-        scoped = set(self._scope_pairs())
-        for pane in self._panes:
-            pane.set_class(pane.state.label in scoped and len(scoped) == 1, "-scoped")
-            if pane.state.label in scoped and len(scoped) == 1:
-                pane.scroll_visible(animate=False)
+        self.update_knobbar()
+        self.board.outline(set(self._scope_pairs()))
 
     def on_click(self, event: Any) -> None:
-        pane = next((w for w in event.widget.ancestors_with_self
-                     if isinstance(w, PairPane)), None) if event.widget else None
-        if pane is not None:
-            self.action_set_scope(pane.state.label)
+        """A click in a pane scopes the knobs to its pair."""
+        if (label := pane_label(event.widget)) is not None:
+            self.action_set_scope(label)
 
     def action_knob(self, name: str) -> None:
-        try:
-            knob = self.profile.knob(name)
-        except KeyError:
-            return
-        pairs = self._scope_pairs()
-        ps = self.state.pairs[pairs[0]]
-        value = cycle(knob.values, ps.config.get(name), ps.original.get(name))
-        self.apply_knob(name, value, pairs)
-
-    def apply_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        self.alternation.flipped_by_hand(name, lambda: self.calls.set_knob(name, value, pairs))
+        self.knobs.flip(name, self._scope_pairs())
 
     def say(self, line: str) -> None:
         """A line in the event log, stamped like the events'."""
-        t = self.events[-1].t - self._t0 if self.events and self._t0 is not None else 0.0
-        if self._log_widget is not None:
-            self._write_log(self._log_widget, f"{t:+8.1f}s  {line}")
-
-    def _write_log(self, log: RichLog, text: str) -> None:
-        """One line of the event log: what hosts said in it is shown as text, control
-        characters spelled out (the log widget does not read markup)."""
-        text = visible(text)
-        self.log_lines.append(text)
-        log.write(text)
+        self.event_log.say(line)
 
     def fail(self, message: str, pairs: list[str] | None = None) -> None:
-        for label in pairs or []:
-            if label in self.state.pairs:
-                self.state.pairs[label].error = message
-                self.state.dirty.pairs.add(label)
+        self.state.pairs_failed(pairs or [], message)
         self.say(message)
         self.notify(visible(message), severity="error", timeout=6, markup=False)
         self._apply_dirty()
@@ -350,28 +264,11 @@ class AbtuiApp(App[int]):
     def run_controller(self, method: str, *args: Any) -> None:
         self.calls.run(method, *args)
 
-    def started(self, mode: Mode) -> None:
-        """The controller is about to start in `mode`: the last plan's progress goes."""
-        self.mode = mode
-        self.state.progress = None
-        self.progress = None
-        self._update_knobbar()
-
     def plan_progress(self) -> dict[str, Any] | None:
-        """The plan's last PROGRESS while the plan is what the console last started."""
-        return self.state.progress if self.mode == "plan" else None
-
-    def measuring(self) -> bool:
-        """Runs going on, or a plan between its steps."""
-        p = self.plan_progress()
-        return self.state.running or (p is not None
-                                      and (p.get("done") or 0) < (p.get("total") or 0))
+        return self.calls.plan_progress()
 
     def action_start_stop(self) -> None:
-        if self.measuring():
-            self.run_controller("stop")
-        else:
-            self.run_controller("start", "continuous")
+        self.calls.start_stop()
 
     def action_start(self) -> None:
         self.run_controller("start", "continuous")
@@ -387,11 +284,7 @@ class AbtuiApp(App[int]):
         self.run_controller("start", "continuous")
 
     def action_mark(self) -> None:
-        def done(text: object) -> None:
-            if isinstance(text, str) and text:
-                self.run_controller("mark", text)
-
-        self.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
+        self.calls.mark()
 
     def action_alternate(self) -> None:
         """Alternate the knob last flipped with a live verdict (abtui.ui.alternation), or stop."""
@@ -401,9 +294,10 @@ class AbtuiApp(App[int]):
         self.alternation.next_min_effect()
 
     def action_toggle_log(self) -> None:
-        log = self._log_widget
-        assert log is not None
+        log = self.event_log.widget
+        assert log is not None and self.screen_layout is not None
         log.display = not log.display
+        self.screen_layout.bottom.set_class(not log.display, "-nolog")
 
     def action_help(self) -> None:
         """Textual's keys panel, every binding of the screen (knobs included); again hides it."""
@@ -419,19 +313,7 @@ class AbtuiApp(App[int]):
         return None
 
     def action_tunnel(self) -> None:
-        knob = next((k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL), None)
-        if knob is None:
-            self.notify("this profile has no tunnel knob", severity="warning")
-            return
-        pairs = self._scope_pairs()
-        choices = self.state.tunnel_choices(list(knob.values), pairs)
-        current = self.state.pairs[pairs[0]].tunnel
-
-        def chosen(value: object) -> None:
-            if isinstance(value, str):
-                self.apply_knob(knob.name, value, pairs)
-
-        self.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)
+        self.knobs.tunnel(self._scope_pairs())
 
     # ---- files (abtui.ui.files) ---------------------------------------------------------
     def events_now(self) -> list[Event]:
@@ -455,28 +337,13 @@ class AbtuiApp(App[int]):
 
     def action_compare(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars."""
-        self.push_screen(CompareScreen(tables.session_comparison(
-            self.profile.name, self.state, self.series)))
+        self.files.compare_session()
 
     # ---- leaving --------------------------------------------------------------------------
     @property
     def leaving(self) -> bool:
         """ctrl+q (or a signal) has started restoring the hosts."""
-        return self._shutdown_tried
+        return self.exit_flow.begun
 
     async def action_quit(self) -> None:
-        if self._shutdown_tried:
-            self.forced_out = True
-            self.bench.leaving(self.state.intervals_seen)
-            self.exit(1, return_code=1)
-            return
-        self._shutdown_tried = True
-        self._quit_screen = QuitScreen()
-        self.push_screen(self._quit_screen)
-        self.calls.restore_and_exit()
-
-    def leave(self, code: int) -> None:
-        """The hosts are restored (or could not be): exit with `code`."""
-        self._flush_events()
-        self.bench.leaving(self.state.intervals_seen)
-        self.exit(code, return_code=code)
+        self.exit_flow.quit()

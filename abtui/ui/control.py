@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from abtui.core.controller import Mode
 from abtui.core.errors import KnobRefused
+from abtui.ui.screens import TextPrompt
 
 if TYPE_CHECKING:
     from abtui.ui.app import AbtuiApp
@@ -24,6 +25,28 @@ class ControllerCalls:
         self.app = app
         self.lock = asyncio.Lock()
         self.connected = False  # the controller's connect() has returned
+        self.mode: Mode | None = None  # what the console last started
+
+    def started(self, mode: Mode) -> None:
+        """The controller is about to start in `mode`: the last plan's progress goes."""
+        self.mode = mode
+        self.app.state.progress = None
+        self.app.progress = None
+        self.app.update_knobbar()
+
+    def plan_progress(self) -> dict[str, Any] | None:
+        """The plan's last PROGRESS while the plan is what the console last started."""
+        return self.app.state.progress if self.mode == "plan" else None
+
+    def measuring(self) -> bool:
+        """Runs going on, or a plan between its steps."""
+        p = self.plan_progress()
+        return self.app.state.running or (p is not None
+                                          and (p.get("done") or 0) < (p.get("total") or 0))
+
+    def start_stop(self) -> None:
+        """space: stop while measuring, else start measuring continuously."""
+        self.run("stop") if self.measuring() else self.run("start", "continuous")
 
     def run(self, method: str, *args: Any) -> None:
         """One controller call at a time, in the order asked (a second key waits for the
@@ -40,14 +63,22 @@ class ControllerCalls:
                         self.connected = True
                     await controller.stop()
                     mode: Mode = args[0] if args else "continuous"
-                    app.started(mode)
+                    self.started(mode)
                     await controller.start(mode)
                     return
                 if method == "stop":
-                    app.mode = None
+                    self.mode = None
                 await getattr(controller, method)(*args)
             except Exception as exc:
                 app.fail(f"{method} failed: {type(exc).__name__}: {exc}")
+
+    def mark(self) -> None:
+        """m: ask what just happened, then have the controller mark the timeline."""
+        def done(text: object) -> None:
+            if isinstance(text, str) and text:
+                self.run("mark", text)
+
+        self.app.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
 
     def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
         self.app.run_worker(self._set_knob(name, value, pairs), group="knobs",
@@ -79,9 +110,9 @@ class ControllerCalls:
             with contextlib.suppress(TimeoutError):  # a start or stop under way ends first
                 await asyncio.wait_for(self.lock.acquire(), CONTROL_WAIT_S)
             await app.controller.shutdown()
-            app.restore_outcome = "done"
+            app.exit_flow.restore_outcome = "done"
         except Exception as exc:
             code = 1
-            app.restore_outcome = "failed"
+            app.exit_flow.restore_outcome = "failed"
             app.fail(f"restoring failed: {type(exc).__name__}: {exc}")
-        app.leave(code)
+        app.exit_flow.leave(code)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 
 from abtui.core.events import Event, EventKind
-from abtui.ui.pacing import STALE_S
+from abtui.ui.pacing import STALE_S, Throttle
 
 FLUSH_HZ = 5  # flushes a second at most when events never pause (see wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
@@ -70,6 +70,12 @@ class EventFeed:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+    async def settled(self, *throttles: Throttle) -> None:
+        """Return once nothing is queued and none of `throttles` has a repaint waiting."""
+        while self.pending or any(t.pending for t in throttles):
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0)
 
     def take(self, ready: bool = True) -> list[tuple[Event, float]]:
         """A flush happens now: the budget spent, and what was queued (kept while the screen

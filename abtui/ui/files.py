@@ -4,6 +4,7 @@ saved session, a screenshot. Each asks for a path, then reads or writes off the 
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,12 @@ class SessionFiles:
             "Compare with a saved session", saved,
             lambda ref: store.find_session(ref, app.sessions_dir)), chosen)
 
+    def compare_session(self) -> None:
+        """This session: the phase table, pairs over time, per-configuration bars."""
+        app = self.app
+        app.push_screen(CompareScreen(tables.session_comparison(
+            app.profile.name, app.state, app.record.series, app.size.width)))
+
     def screenshot(self, filename: str | None, path: str | None,
                    time_format: str | None) -> None:
         """An SVG of the screen, in the sessions folder (Textual's default, ~/Downloads, may
@@ -98,6 +105,24 @@ class SessionFiles:
             app.fail(f"screenshot failed: {exc}")
             return
         app.done(f"screenshot saved to {written}")
+
+    def screen_text(self) -> str:
+        """The screen as plain text, laid out as a screenshot shows it (for scripts and the
+        lab walk that check what is in sight)."""
+        from rich.console import Console
+
+        app = self.app
+        width, height = app.size
+        console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                          color_system=None, record=True, legacy_windows=False, safe_box=False)
+        behind: list[Screen[Any]] = []  # screens showing through, bottom first
+        for screen in reversed(app.screen_stack[:-1]):
+            behind.insert(0, screen)
+            if screen.styles.background.a == 1:
+                break
+        # Textual has no public "screen as text": its screenshot's own render (the compositor)
+        console.print(app.screen._compositor.render_update(full=True, screen_stack=behind))
+        return console.export_text()
 
     def _in_thread(self, what: str, job: Callable[[], Any]) -> None:
         self.app.run_worker(lambda: self._job(what, job), thread=True, exit_on_error=False,

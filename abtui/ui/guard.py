@@ -65,7 +65,7 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
         if restoring:
             restoring[0].cancel()
         if app.is_running:
-            app.forced_out = True
+            app.exit_flow.forced_out = True
             app.exit(1, return_code=1)
 
     def bound() -> None:
@@ -79,7 +79,7 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
         if restoring:  # a second signal while the guard restores: leave now
             restoring[0].cancel()
         elif app.is_running and (len(seen) > 1 or not app.leaving):
-            app.stop_reason = app.stop_reason or signal.Signals(signum).name
+            app.exit_flow.stop_reason = app.exit_flow.stop_reason or signal.Signals(signum).name
             app.call_later(app.action_quit)  # as ctrl+q; a second one forces out
 
     def on_os_signal(signum: int, _frame: object) -> None:
@@ -96,7 +96,7 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
     try:
         await app.run_async(**run)
         code = int(app.return_code or 0)
-        if app.restore_outcome != "done" and not app.forced_out:
+        if app.exit_flow.restore_outcome != "done" and not app.exit_flow.forced_out:
             bound()
             watchdog.arm()
             task = asyncio.ensure_future(_restore(app, out))
@@ -106,9 +106,9 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
             except asyncio.CancelledError:
                 if not gave_up:
                     _say(out, "left before restoring finished")
-                app.restore_outcome = "failed"
+                app.exit_flow.restore_outcome = "failed"
             code = code or 1
-        failed = app.forced_out or app.restore_outcome == "failed" or any(
+        failed = app.exit_flow.forced_out or app.exit_flow.restore_outcome == "failed" or any(
             e.kind is EventKind.RESTORE and not e.data.get("ok") for e in app.events)
         if failed and recover_hint and not gave_up:
             _say(out, RECOVER)
@@ -178,7 +178,7 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
     """The controller's shutdown after the console has gone; its lines go to `out`."""
     error = getattr(app, "_exception", None)  # what Textual left with, if anything
     why = (f"{type(error).__name__}: {error}" if error is not None
-           else app.stop_reason or "the console ended")
+           else app.exit_flow.stop_reason or "the console ended")
     _say(out, f"{visible(why)}; restoring the hosts…")
     listening = True
 
@@ -193,10 +193,10 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
     try:
         await app.controller.shutdown()
     except Exception as exc:
-        app.restore_outcome = "failed"
+        app.exit_flow.restore_outcome = "failed"
         _say(out, f"restoring failed: {type(exc).__name__}: {exc}")
     else:
-        app.restore_outcome = "done"
+        app.exit_flow.restore_outcome = "done"
         _say(out, "hosts restored" if not any(
             e.kind is EventKind.RESTORE and not e.data.get("ok") for e in app.events)
             else "restoring ended")

@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import string
 import tomllib
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
@@ -123,6 +125,13 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
             raise BadInput(f"{path}: {key}: expected keys such as \"ctrl+k\" (a string), "
                            f"got {value!r}")
     return dict(doc)
+
+
+def system_commands(actions: list[tuple[str, str, str]],
+                    run: Callable[[str], object]) -> Iterable[SystemCommand]:
+    """The palette's entries for `actions` (palette_actions'); `run` runs an action."""
+    for name, action, help_text in actions:
+        yield SystemCommand(name, help_text, lambda a=action: run(a))
 
 
 def palette_actions(knob_keys: dict[str, str], scopes: list[str]) -> list[tuple[str, str, str]]:

@@ -9,13 +9,21 @@ import re
 from typing import Any
 
 from textual.content import Content
-from textual.widgets import Static
+from textual.widgets import ProgressBar, Static
 
 from abtui.core.text import visible
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import pack_chips
 
 KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # safe inside a click action
+
+
+def show_progress(bar: ProgressBar, progress: dict[str, Any] | None) -> None:
+    """The plan's progress bar under the knob bar: shown while a plan has progress."""
+    bar.display = progress is not None
+    if progress is not None:
+        bar.update(total=max(int(progress.get("total") or 0), 1),
+                   progress=int(progress.get("done") or 0))
 
 
 def knobbar_content(scope: str, scope_pairs: list[str], knob_keys: dict[str, str],

@@ -1,22 +1,63 @@
-"""How the main screen fits any terminal: panes PANE_WIDTH columns each; when the screen is too
-short for them and the phase table, panes drop their sparklines (and, narrow, the table takes
-most of the room below them, the log the rest), so every pane, knob and table row stays in
-reach."""
+"""The main screen's widgets, and how they fit any terminal: panes PANE_WIDTH columns each;
+when the screen is too short for them and the phase table, panes drop their sparklines (and,
+narrow, the table takes most of the room below them, the log the rest, all of it while the log
+is hidden), so every pane, knob and table row stays in reach."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from textual.containers import Grid
+from textual.app import ComposeResult
+from textual.containers import Grid, Horizontal
 from textual.widget import Widget
+from textual.widgets import Footer, Header, ProgressBar, RichLog
 
+from abtui.ui.alternation import VerdictPanel
+from abtui.ui.eventlog import LOG_LINES
+from abtui.ui.knobbar import KnobBar
 from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
 from abtui.ui.widgets import PairPane
 
+if TYPE_CHECKING:
+    from abtui.ui.app import AbtuiApp
+
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
 SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
+
+
+def main_widgets(state: ConsoleState) -> ComposeResult:
+    """The main screen: a pane per pair in a grid, the knob bar, the plan's progress, the
+    alternation's verdicts, the phase table and the event log, Textual's header and footer."""
+    yield Header(show_clock=False, icon="⇄")
+    with Grid(id="panes"):
+        for ps in state.pairs.values():
+            yield PairPane(ps)
+    yield KnobBar(id="knobbar")
+    yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
+    yield VerdictPanel(id="verdicts")
+    with Horizontal(id="bottom"):
+        yield PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
+        yield RichLog(id="log", max_lines=LOG_LINES, wrap=False, markup=False)
+    yield Footer()
+
+
+class MainLayout:
+    """The main screen's grid and bottom, found once it is mounted, laid out again on any
+    change of size (or of what the panes and the knob bar hold)."""
+
+    def __init__(self, app: AbtuiApp) -> None:
+        self.app = app
+        self.grid = app.query_one("#panes", Grid)
+        self.bottom = app.query_one("#bottom")
+
+    def fit(self, width: int | None = None, height: int | None = None) -> None:
+        """Lay the screen out for `width` × `height` (the app's size by default)."""
+        app = self.app
+        lay_out(app.state, self.grid, app.board.panes, app.table, self.bottom,
+                app.update_knobbar, width or app.size.width, height or app.size.height)
 
 
 def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: PhaseTable,

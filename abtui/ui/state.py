@@ -361,6 +361,13 @@ class ConsoleState(EventReader):
             return next(iter(values.values()), "?")
         return " ".join(f"{lb}:{v}" for lb, v in values.items())
 
+    def pairs_failed(self, pairs: list[str], message: str) -> None:
+        """A console call failed on these pairs: their panes say so until the next run."""
+        for label in pairs:
+            if label in self.pairs:
+                self.pairs[label].error = message
+                self.dirty.pairs.add(label)
+
     def row_label(self, row: PhaseRow) -> str:
         """The phase table's name for a row (abtui.core.configuration: what export prints)."""
         return config_label(row.config, self.baseline)

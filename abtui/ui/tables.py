@@ -44,11 +44,14 @@ def phase_rows(state: ConsoleState) -> list[tuple[str, list[str]]]:
     return [(state.row_label(r), state.phase_cells(r)) for r in state.phases.values()]
 
 
-def label_width(state: ConsoleState, screen_width: int, labels: list[str]) -> int:
+def label_width(state: ConsoleState, screen_width: int, labels: list[str],
+                whole: bool = False) -> int:
     """The configuration column: as wide as its longest label, within what the pairs'
-    columns leave of the table's share of the screen, but never below LABEL_MIN (with many
-    pairs on a narrow screen the table scrolls sideways instead)."""
-    table = screen_width if screen_width < 100 else screen_width * 3 // 5  # abtui.tcss: 3fr of 5
+    columns leave of the table's share of the screen (`whole`: the screen is the table's,
+    as on the compare screen), but never below LABEL_MIN (with many pairs on a narrow screen
+    the table scrolls sideways instead)."""
+    wide = screen_width >= 100 and not whole
+    table = screen_width * 3 // 5 if wide else screen_width  # abtui.tcss: 3fr of 5
     room = table - len(state.pairs) * (CELL_WIDTH + 2) - 3  # cell padding, bar
     longest = max([len("configuration"), *(len(lb) for lb in labels)])
     return min(longest, max(room, LABEL_MIN))
@@ -119,15 +122,19 @@ class PhaseTable(DataTable[Text]):
 
 
 def session_comparison(name: str, state: ConsoleState,
-                       series: dict[str, list[tuple[float, float]]]) -> Comparison:
-    """This session: the phase table, pairs over time, per-configuration bars."""
+                       series: dict[str, list[tuple[float, float]]],
+                       screen_width: int) -> Comparison:
+    """This session: the phase table, pairs over time, per-configuration bars; labels too
+    long for the screen fitted as the phase table's are (abtui.core.labels)."""
     rows = phase_rows(state)
+    width = label_width(state, screen_width, [lb for lb, _ in rows], whole=True)
+    fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
     bars = {label: [(configuration_rate(r.segments.get(label, [])) or 0.0) / 1e9
                     for r in state.phases.values()] for label in state.pairs}
     return Comparison(
         f"Compare: {name}, phase by phase",
         ["configuration", *(pair_title(state, lb) for lb in state.pairs)],
-        [[label, *cells] for label, cells in rows],
+        [[label, *cells] for label, (_, cells) in zip(fitted, rows, strict=True)],
         {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in series.items()},
         [str(i + 1) for i in range(len(rows))], bars)
 

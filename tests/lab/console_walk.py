@@ -40,7 +40,6 @@ engine.phases[label].config (the configuration the engine records for the phase 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
@@ -49,7 +48,6 @@ import re
 import subprocess
 import sys
 import time
-import unicodedata
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -191,15 +189,8 @@ def plain(widget: Any) -> str:
 
 
 def screen_text(app: AbtuiApp) -> str:
-    """The current screen as text, the way export_screenshot renders it."""
-    from rich.console import Console
-
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                      color_system=None, record=True, legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(
-        full=True, screen_stack=app._background_screens))
-    return console.export_text()
+    """The current screen as text (abtui.ui.files.screen_text)."""
+    return app.files.screen_text()
 
 
 class LogTap(deque):  # type: ignore[type-arg]
@@ -381,17 +372,15 @@ class Walker:
         self.log_checked = 0
         self.plan_running = False
         self.knob_of_key = dict(app.knob_keys)
-        app.log_lines = LogTap(app.log_lines, app.log_lines.maxlen, self.log)
+        app.event_log.lines = LogTap(app.log_lines, app.log_lines.maxlen, self.log)
 
     # ---- helpers ------------------------------------------------------------------------
     def fail(self, check: str, message: str) -> None:
         self.failures.add(check, self.step, message)
 
     def dead(self) -> str | None:
-        exc = self.app._exception
-        if exc is not None:
-            return f"the app died: {type(exc).__name__}: {exc}"
-        if self.app.return_code is not None:
+        # an exception that ended the app is raised again when its run_test context ends
+        if self.app.return_code is not None or not self.app.is_running:
             return f"the app exited (return code {self.app.return_code})"
         return None
 
@@ -508,22 +497,12 @@ class Walker:
         the next. (Pilot.press also waits for the process to go idle, up to 2 s a key, which
         a console streaming from the lab on a loaded machine never is.)"""
         from textual import events
-        from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
+        from textual.keys import key_to_character
 
-        assert self.app._driver is not None
-        for key in keys:
-            if len(key) == 1 and not key.isalnum():
-                key = _character_to_key(key)
-            try:
-                char: str | None = unicodedata.lookup(
-                    _get_unicode_name_from_key(REPLACED_KEYS.get(key, key)))
-            except KeyError:
-                char = key if len(key) == 1 else None
-            event = events.Key(key, char)
-            event.set_sender(self.app)
-            self.app._driver.send_message(event)
+        for key in keys:  # Textual's key names ("question_mark", "ctrl+l", "a")
+            self.app.post_message(events.Key(key, key_to_character(key)))
             with contextlib.suppress(Exception):  # a timeout: the checks wait for effects
-                await self.pilot._wait_for_screen(timeout=10)
+                await self.pilot.pause(0)
 
     async def open_dialog(self, key: str, kind: type, what: str,
                           focus: type | None = None) -> Any:

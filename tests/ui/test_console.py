@@ -173,6 +173,22 @@ async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name
             assert sum(e.kind is EventKind.INTERVAL for e in events) == 20
 
 
+async def test_a_line_said_after_the_last_event_is_stamped_with_the_time_now() -> None:
+    """A save, export or mark after measuring stopped: its log line says the seconds since
+    the session's start now, not the last event's time."""
+    import asyncio
+
+    app = make_app(intervals=2)
+    async with app.run_test() as pilot:
+        await replayed(pilot, 2)
+        last = app.events[-1].t - app.events[0].t
+        await asyncio.sleep(1.5)
+        app.say("saved 12 events to somewhere")
+        line = app.log_lines[-1]
+        assert line.endswith("saved 12 events to somewhere")
+        assert float(line.split("s", 1)[0]) >= last + 1.4, (last, line)
+
+
 async def test_help_palette_compare_and_tunnel_switcher_open() -> None:
     app = make_app(intervals=6)
     async with app.run_test() as pilot:

@@ -28,7 +28,7 @@ async def test_plan_progress_without_an_estimate_yet_shows() -> None:
     app = make_app(intervals=2)
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
-        app.mode = "plan"  # as after `p`
+        app.calls.mode = "plan"  # as after `p`
         app.receive(Event(EventKind.PROGRESS, T0 + 5, data={"done": 0, "total": 4,
                                                               "eta_s": None}))
         await until(pilot, lambda: app.state.progress is not None)
@@ -158,7 +158,7 @@ async def test_after_a_plan_space_measures_continuously_without_the_plans_progre
                     and not ctl.running)
         assert "plan 4/4" in app.knobbar().plain
         await pilot.press("space")  # the plan is over: space starts measuring again
-        await until(pilot, lambda: app.mode == "continuous" and app.state.running)
+        await until(pilot, lambda: app.calls.mode == "continuous" and app.state.running)
         assert "plan" not in app.knobbar().plain
         assert not app.query_one("#plan-progress", ProgressBar).display
         assert "failed" not in log_text(app)

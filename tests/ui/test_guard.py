@@ -60,7 +60,7 @@ async def test_sigterm_restores_as_ctrl_q_does() -> None:
     code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)
     assert code == 128 + signal.SIGTERM
     assert app.controller.calls[-1] == ("shutdown",)
-    assert app.restore_outcome == "done" and not app.controller._changed
+    assert app.exit_flow.restore_outcome == "done" and not app.controller._changed
     assert any(e.kind is EventKind.RESTORE for e in app.events)
     assert out.getvalue() == ""  # restored inside the console, as ctrl+q: nothing to add
 
@@ -77,7 +77,7 @@ async def test_forcing_out_says_abtui_recover_will_finish() -> None:
         await pilot.press("ctrl+q")
 
     code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)
-    assert code == 1 and app.forced_out
+    assert code == 1 and app.exit_flow.forced_out
     assert out.getvalue() == f"abtui: {RECOVER}\n"
 
 

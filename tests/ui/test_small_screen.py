@@ -98,29 +98,35 @@ CONFIGS = [
 ]
 
 
+async def with_configs(pilot) -> None:  # type: ignore[no-untyped-def]
+    """The replay, then a phase of each of CONFIGS (labels too long for 80 columns)."""
+    from abtui.core.events import Event, EventKind
+
+    app = pilot.app
+    await replayed(pilot, 2)
+    base = dict(app.state.baseline or {})
+    t, phase, now = 100.0, 10, dict(base)
+    for config in CONFIGS:
+        want = {**base, **config}
+        for knob, value in want.items():
+            if now.get(knob) != value:
+                now[knob] = value
+                app.receive(Event(EventKind.KNOB, t, data={
+                    "knob": knob, "value": value, "pairs": ["A", "B"]}))
+        for pair in "AB":
+            app.receive(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
+                "run": 9, "phase": phase, "start": 1.0, "end": 2.0,
+                "bits_per_second": 1e9}))
+        t, phase = t + 2, phase + 1
+    await pilot.pause(1.2)  # the table repaints twice a second at most
+
+
 async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> None:
     """Labels too long for the configuration column are shortened so that no two rows of
     different configurations read the same; where they fit they are shown whole."""
-    from abtui.core.events import Event, EventKind
-
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:
-        await replayed(pilot, 2)
-        base = dict(app.state.baseline or {})
-        t, phase, now = 100.0, 10, dict(base)
-        for config in CONFIGS:
-            want = {**base, **config}
-            for knob, value in want.items():
-                if now.get(knob) != value:
-                    now[knob] = value
-                    app.receive(Event(EventKind.KNOB, t, data={
-                        "knob": knob, "value": value, "pairs": ["A", "B"]}))
-            for pair in "AB":
-                app.receive(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
-                    "run": 9, "phase": phase, "start": 1.0, "end": 2.0,
-                    "bits_per_second": 1e9}))
-            t, phase = t + 2, phase + 1
-        await pilot.pause(1.2)  # the table repaints twice a second at most
+        await with_configs(pilot)
         table = app.query_one("#phases", DataTable)
         full = [app.row_label(r) for r in app.state.phases.values()]
         assert len(set(full)) == len(full) > len(CONFIGS)  # (and rows passed through)
@@ -138,3 +144,37 @@ async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> 
         for whole, label in zip(full, shown, strict=True):
             assert label == whole if len(whole) <= width else len(label) <= width
         assert sum(a == b for a, b in zip(full, shown, strict=True)) >= len(full) - 1
+
+
+async def test_hiding_the_log_gives_its_room_to_the_phase_table_at_80x24() -> None:
+    app = make_app(pairs=2, intervals=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await with_configs(pilot)
+        table = app.query_one("#phases", DataTable)
+        bottom = app.query_one("#bottom")
+        assert table.row_count + 1 > bottom.region.height  # more rows than room: it scrolls
+        shown = table.region.height
+        assert shown < bottom.region.height  # the log below it
+        await pilot.press("ctrl+l")
+        await pilot.pause(0.3)
+        assert not app.query_one("#log").display
+        assert table.region.height == bottom.region.height > shown
+        await pilot.press("ctrl+l")  # and back
+        await pilot.pause(0.3)
+        assert table.region.height == shown
+
+
+async def test_compare_screen_keeps_every_pair_column_in_sight_at_80x24() -> None:
+    """The compare screen fits its labels as the phase table does (abtui.core.labels), so
+    the pairs' columns stay on an 80-column screen and the rows still read apart."""
+    app = make_app(pairs=2, intervals=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await with_configs(pilot)
+        await pilot.press("ctrl+o")
+        await pilot.pause(0.5)
+        table = app.screen.query_one("#compare-table", DataTable)
+        widths = [c.get_render_width(table) for c in table.columns.values()]
+        assert len(widths) == 1 + len(app.state.pairs)
+        assert sum(widths) <= table.content_region.width, (widths, table.content_region)
+        labels = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert len(labels) == len(app.state.phases) and len(set(labels)) == len(labels)

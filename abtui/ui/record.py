@@ -1,0 +1,32 @@
+"""What the console keeps of the events it is handed: every event (what save and export
+write), each pair's throughput over time (the compare screen's series), each folded into
+abtui.ui.state and said in the event log."""
+
+from __future__ import annotations
+
+from abtui.core.events import Event, EventKind
+from abtui.ui.eventlog import EventLog
+from abtui.ui.state import ConsoleState
+
+
+class SessionRecord:
+    """The events received, folded into `state` and written to `log` as they are shown."""
+
+    def __init__(self, state: ConsoleState, log: EventLog) -> None:
+        self.state = state
+        self.log = log
+        self.events: list[Event] = []  # everything received
+        self.series: dict[str, list[tuple[float, float]]] = {lb: [] for lb in state.pairs}
+
+    def fold(self, batch: list[tuple[Event, float]]) -> list[float]:
+        """Fold a flush's events in; the arrival stamps of its intervals (for the bench)."""
+        stamps = []
+        for event, stamp in batch:
+            self.events.append(event)
+            self.log.event_line(event.t, self.state.apply(event))
+            if event.kind is EventKind.INTERVAL and event.pair in self.series:
+                bps = event.payload.bits_per_second
+                if isinstance(bps, int | float):
+                    self.series[event.pair].append((event.t - (self.log.t0 or 0.0), float(bps)))
+                stamps.append(stamp)
+        return stamps

@@ -1,4 +1,5 @@
-"""`abtui compare SESSION SESSION [--format md|json|junit] [--fail-on-regression PCT]`: phases
+"""`abtui compare SESSION SESSION [--format md|json|junit] [--units bits|bytes]
+[--fail-on-regression PCT]`: phases
 matched by configuration; the gate exits 1 when a configuration got significantly worse."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
 
@@ -17,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("md", "json", "junit"), default="md",
                         help="junit: one test case per pair and configuration, failed when "
                              "it regressed beyond --fail-on-regression (0%% without it)")
+    add_units(parser)
     parser.add_argument("--fail-on-regression", metavar="PCT",
                         help="exit 1 when a configuration's throughput got worse by more than "
                              "PCT (e.g. 2%%): its whole confidence interval below -PCT")
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "junit":
         text = compare.junit(left, right, cases, threshold or 0.0)
     else:
-        text = compare.markdown(left, right)
+        text = compare.markdown(left, right, units=args.units)
     if args.out:
         Path(args.out).write_text(text)
     else:

@@ -9,16 +9,21 @@ from pathlib import Path
 from abtui.commands.sessions import add_sessions_dir
 
 
+def add_units(parser: argparse.ArgumentParser) -> None:
+    """--units, as `abtui export` and `abtui compare` take it (the Markdown tables' rates)."""
+    parser.add_argument("--units", choices=("bits", "bytes"), default="bits",
+                        help="md: rates in bits per second (Gbit/s, Mbit/s: iperf3's) or "
+                             "bytes (MB/s: 10^6 bytes per second); each table picks the unit "
+                             "that keeps 3 significant digits")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", metavar="SESSION", help="a session file, or a session name")
     parser.add_argument("--format", choices=("md", "csv", "json", "plot"), default="md")
     parser.add_argument("--out", metavar="FILE",
                         help="write here instead of stdout (plot: .png or .svg for an image, "
                              ".html or .txt for the text chart)")
-    parser.add_argument("--units", choices=("bits", "bytes"), default="bits",
-                        help="rates in bits per second (Gbit/s, Mbit/s: iperf3's) or bytes "
-                             "(MB/s: 10^6 bytes per second); each table picks the unit that "
-                             "keeps 3 significant digits")
+    add_units(parser)
     parser.add_argument("--base-pair", metavar="LABEL",
                         help="pair the deltas are taken against (default: the profile's "
                              "base_pair, else the first)")

@@ -209,7 +209,10 @@ class Tunnel(Payload):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunStart(Payload):
     """A run started (pair set): its configuration, the engine's phase, the sender's clock at
-    release and its skew from the first sender's, asdict(TestOptions), target and port."""
+    release and its skew from the first sender's, asdict(TestOptions), target and port, and
+    `argv`: the iperf3 client command exactly as it ran, as a reader would type it (the
+    program as the profile names it, no `stdbuf`/shell wrapper); absent in sessions recorded
+    before abtui kept it."""
 
     run: Any
     config: dict[str, str]
@@ -219,6 +222,7 @@ class RunStart(Payload):
     options: dict[str, Any]
     target: str | None = field(default=None, metadata=OPTIONAL)
     port: int | None = field(default=None, metadata=OPTIONAL)
+    argv: list[str] | None = field(default=None, metadata=OPTIONAL)
 
 
 @_payload(EventKind.INTERVAL)

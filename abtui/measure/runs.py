@@ -205,6 +205,9 @@ class PairRun:
         self.status = "error"
         self.message = ""
         self.retry_port: int | None = None
+        # the iperf3 client command as armed, without the stdbuf or shell around it (RUN_START
+        # records it: the report's "Test options" print what ran, not a rebuild)
+        self.client_argv: list[str] = []
         # a count, not a list: a long run's intervals live in the session file, not here
         self.interval_count = 0
         # set when a change this run cannot follow (a restarting knob) began: what it measures
@@ -269,6 +272,7 @@ class PairRun:
         await self._start_server()
         argv = client_argv(self.spec.options, self.spec.target, self.spec.port,
                            self.spec.seconds, self.spec.json_stream, self.spec.program)
+        self.client_argv = list(argv)
         if self.spec.stdbuf:
             argv = ["stdbuf", "-oL", *argv]
         self._client = await self._stream(self.sender, armed(argv, self.spec.bash) + " 2>&1",

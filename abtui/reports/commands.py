@@ -1,6 +1,7 @@
 """The iperf3 command lines a session's runs ran, as a reader would type them: the report's
 "Test options" (not the options' Python names). One line per pair and distinct command (a
-plan with directions runs `-R` for its RX runs: a line each)."""
+plan with directions runs `-R` for its RX runs: a line each). The line is the one RUN_START
+recorded (`argv`); a session from before abtui recorded it gets a rebuild, marked as such."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from abtui.remote.iperf_cmd import (
 from abtui.sessions.session import Run, Session
 
 DIRECTION = "direction"
+# after a command line the session did not record (older sessions): today's client_argv on
+# the recorded options, so a flag in it may be one that run never had
+REBUILT = "(rebuilt from the recorded options)"
 
 
 def options_of(recorded: dict[str, Any]) -> TestOptions:
@@ -30,9 +34,14 @@ def options_of(recorded: dict[str, Any]) -> TestOptions:
     return dataclasses.replace(TestOptions(), **kept)
 
 
-def iperf3_line(session: Session, run: Run) -> str | None:
-    """The client command the run started (abtui.remote.iperf_cmd.client_argv, as the engine
-    builds it), on the pair's target; None when the run recorded no options."""
+def iperf3_argv(session: Session, run: Run) -> tuple[list[str], bool] | None:
+    """The client command the run started and whether it is the one recorded: RUN_START's
+    `argv` when the session has it (exactly what ran), else rebuilt from the recorded options
+    with today's abtui.remote.iperf_cmd.client_argv (sessions recorded before abtui kept the
+    command line: today's flags, which that run may not have had); None when the run recorded
+    neither."""
+    if run.argv:
+        return list(run.argv), True
     if not run.options or not _started(run.options):
         return None
     try:
@@ -46,7 +55,7 @@ def iperf3_line(session: Session, run: Run) -> str | None:
     json_stream = found is not None and found >= JSON_STREAM_SINCE
     argv = client_argv(opts, target, opts.port, run_seconds(opts), json_stream=json_stream,
                        program=opts.iperf3)
-    return shlex.join(argv)
+    return argv, False
 
 
 def _started(recorded: dict[str, Any]) -> bool:
@@ -66,26 +75,31 @@ def ping_line(recorded: dict[str, Any]) -> str:
 
 def command_lines(session: Session) -> list[tuple[str, str, str, str]]:
     """(pair, direction, iperf3 command in Markdown code, ping) per pair and distinct
-    command line, in the order first run; direction as the plan names it (`tx`, `rx`), else
-    read from the command (`-R`, `--bidir`)."""
+    command line, in the order first run; a command rebuilt from the options (iperf3_argv)
+    says so after it. Direction as the plan names it (`tx`, `rx`), else read from the command
+    (`-R`, `--bidir`)."""
     out: list[tuple[str, str, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for pair in session.pairs:
         for run in session.runs_of(pair):
             source = (run.options or {}).get("source")
-            if source is not None and not _started(run.options or {}):
+            if source is not None and not run.argv and not _started(run.options or {}):
                 imported = f"imported from {source}"
                 if (pair, imported) not in seen:
                     seen.add((pair, imported))
                     out.append((pair, "—", imported, "—"))
                 continue
-            line = iperf3_line(session, run)
-            if line is None or (pair, line) in seen:
+            found = iperf3_argv(session, run)
+            if found is None:
                 continue
-            seen.add((pair, line))
+            argv, recorded = found
+            cell = f"`{shlex.join(argv)}`" + ("" if recorded else f" {REBUILT}")
+            if (pair, cell) in seen:
+                continue
+            seen.add((pair, cell))
             direction = str(run.config.get(DIRECTION) or "")
             if not direction:
-                opts = options_of(run.options or {})
-                direction = "bidir" if opts.bidir else "rx (-R)" if opts.reverse else "tx"
-            out.append((pair, direction, f"`{line}`", ping_line(run.options or {})))
+                direction = ("bidir" if "--bidir" in argv else
+                             "rx (-R)" if "-R" in argv or "--reverse" in argv else "tx")
+            out.append((pair, direction, cell, ping_line(run.options or {})))
     return out

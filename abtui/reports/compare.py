@@ -33,8 +33,14 @@ def _pair_map(left: Session, right: Session) -> list[tuple[str, str]]:
 
 
 def rows(left: Session, right: Session) -> list[dict[str, Any]]:
-    """One row per (pair, configuration) found on either side."""
+    """One row per (pair, configuration) found on either side: `config` the configuration's
+    identity (what the sides are matched by, the gate's and junit's name), `shown` its name
+    as the report prints it (abtui.reports.report.labels: each value as the profile names it,
+    `tunnel=ipsec (lab: vxlan)`), taken from the side that has it, the left first."""
+    from abtui.reports.report import labels
+
     lt, rt = stats.cells(left), stats.cells(right)
+    shown = {**labels(right, rt), **labels(left, lt)}
     out = []
     for lp, rp in _pair_map(left, right):
         configs = [c for c in lt if lp in lt[c]] + [
@@ -43,7 +49,7 @@ def rows(left: Session, right: Session) -> list[dict[str, Any]]:
             lc, rc = lt.get(config, {}).get(lp), rt.get(config, {}).get(rp)
             row: dict[str, Any] = {
                 "pair": lp if lp == rp or not rp else (rp if not lp else f"{lp} → {rp}"),
-                "config": config, "left": lc, "right": rc,
+                "config": config, "shown": shown.get(config, config), "left": lc, "right": rc,
                 "only": "left" if rc is None else "right" if lc is None else None}
             if lc is not None and rc is not None:
                 d, v = stats.compare_cells(lc, rc)
@@ -52,15 +58,16 @@ def rows(left: Session, right: Session) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(left: Session, right: Session) -> str:
+def markdown(left: Session, right: Session, units: str = "bits") -> str:
+    """The comparison table, rates in `units` (bits or bytes per second, as `abtui export`)."""
     table = rows(left, right)
     seen: list[stats.Delta | None] = []
-    body, unit = _table(left, right, table, False, seen)
+    body, unit = _table(left, right, table, False, seen, units)
     head = [f"# compare {left.name} → {right.name}", "",
             f"throughput in {unit}. " + legend(left.name), ""]
     out = [*head, body]
     if any(c.samples_rx for r in table for c in (r["left"], r["right"]) if c):
-        back, unit = _table(left, right, table, True, seen)
+        back, unit = _table(left, right, table, True, seen, units)
         out += ["", f"## Other direction (--bidir: receiver → sender), {unit}", "", back]
     notes = no_interval_note(seen)
     if notes:
@@ -69,17 +76,17 @@ def markdown(left: Session, right: Session) -> str:
 
 
 def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
-           seen: list[stats.Delta | None]) -> tuple[str, str]:
+           seen: list[stats.Delta | None], units: str = "bits") -> tuple[str, str]:
     """The pair's own direction, or (`rx`) --bidir's way back compared apart from it; and
     the unit its figures are in."""
-    unit = rate_unit_of((c for r in table for c in (r["left"], r["right"]) if c), rx)
+    unit = rate_unit_of((c for r in table for c in (r["left"], r["right"]) if c), rx, units)
     div = unit.div
     body = []
     for r in table:
         lc, rc = r["left"], r["right"]
         change = fmt_compare(lc, rc, rx, seen) if r["only"] is None else (
             f"only in {left.name if r['only'] == 'left' else right.name}")
-        body.append([r["pair"], r["config"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
+        body.append([r["pair"], r["shown"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
                      change])
     return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit.name
 

@@ -46,6 +46,8 @@ class Run:
     message: str = ""
     skew_ms: float | None = None
     options: dict[str, Any] | None = None
+    # the iperf3 client command as it ran (RUN_START `argv`); None in older sessions
+    argv: list[str] | None = None
 
 
 @dataclass(slots=True)
@@ -114,6 +116,14 @@ def _ping_columns() -> Columns:
 def _obj(value: Any) -> dict[str, Any] | None:
     """A dict field as recorded, or None when a foreign record put something else there."""
     return dict(value) if isinstance(value, dict) else None
+
+
+def _argv(value: Any) -> list[str] | None:
+    """A recorded command line, or None when there is none or a foreign record put something
+    other than a list of strings there."""
+    if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
+        return list(value)
+    return None
 
 
 def _num(value: Any) -> float:
@@ -254,6 +264,7 @@ class Session(EventReader):
         run.start = ev.t
         run.skew_ms = d.skew_ms
         run.options = _obj(d.options)
+        run.argv = _argv(d.argv)
 
     def on_run_end(self, ev: Event, d: events.RunEnd) -> None:
         if ev.pair is None:

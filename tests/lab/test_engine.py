@@ -34,7 +34,7 @@ from tests.lab.engine_kit import (
     stray_pids,
     until,
 )
-from tests.lab.namespaces import ns_exec, sshd_sessions
+from tests.lab.namespaces import netns_processes, ns_exec, sshd_sessions
 from tests.reliability import Reliability
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
@@ -94,8 +94,25 @@ async def test_plan_reverse_parallel_and_udp(lab: Lab):
     profile = lab_profile(lab, duration=1)
     profile.pairs[0] = Pair(**{**_pair_dict(profile.pairs[0]), "overrides": {"reverse": True}})
     profile.pairs[1] = Pair(**{**_pair_dict(profile.pairs[1]), "overrides": {"parallel": 2}})
-    rec, _ = await run_plan(profile)
+    senders = {"A": lab.hosts(2)[0], "B": lab.hosts(2)[2]}
+    ran: dict[str, str] = {}
+
+    def clients() -> bool:  # each sender's iperf3 client, as the host runs it
+        for pair, host in senders.items():
+            for _pid, comm, cmdline, _state in netns_processes(host.netns):
+                if comm == "iperf3" and " -c " in cmdline:
+                    ran[pair] = cmdline
+        return len(ran) == 2
+
+    async def during(rec: Recorder, engine: Engine) -> None:
+        await until(lambda: len(rec.of(EventKind.RUN_START)) == 2)
+        await until(clients, timeout=3.0)
+
+    rec, _ = await run_plan(profile, during)
     starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    # RUN_START records the command exactly as it ran (no stdbuf or shell around it)
+    assert {pair: " ".join(d["argv"]) for pair, d in starts.items()} == ran
+    assert "-R" in starts["A"]["argv"] and "-P" in starts["B"]["argv"]
     assert starts["A"]["options"]["reverse"] is True
     assert starts["B"]["options"]["parallel"] == 2
     assert any("-R" in line or "Reverse mode" in line for line in rec.raw[starts["A"]["run"]])

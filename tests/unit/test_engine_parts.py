@@ -269,6 +269,7 @@ class _Prepared:
     def __init__(self, spec: RunSpec) -> None:
         self.spec, self.label = spec, spec.pair.label
         self.released = self.cleaned = False
+        self.client_argv = ["iperf3", "-c", spec.target]  # RUN_START records it
 
     def release(self) -> None:
         self.released = True

@@ -19,6 +19,7 @@ from abtui.reports.formatting import (
     no_interval_note,
     rate_unit_of,
 )
+from abtui.sessions.records import config_key
 from abtui.sessions.session import Session
 
 
@@ -97,7 +98,7 @@ def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
     for s in sessions:
         for pair in s.pairs:
             for ph in s.phases_of(pair):
-                out.setdefault(stats.config_key(ph.config), dict(ph.config))
+                out.setdefault(config_key(ph.config), dict(ph.config))
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from abtui.reports import stats
+from abtui.reports import samples, stats
 from abtui.reports.formatting import (
     fmt_bps,
     fmt_cell,
@@ -49,7 +49,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     """The whole report. `base`: the pair deltas are taken against (profile's base_pair,
     else the first); `base_config`: the configuration for the per-pair delta table; `units`:
     rates in bits (Gbit/s, Mbit/s) or bytes (MB/s) per second."""
-    from abtui.reports.procedure import layout_of, sections
+    from abtui.reports.procedure.sections import layout_of, sections
 
     _layout, doc = layout_of(session)
     table = ordered_cells(session, doc)
@@ -131,7 +131,7 @@ def _hosts(session: Session) -> str:
 def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, stats.Cell]]:
     """stats.cells in the profile's order (its matrix's values as it lists them), not the
     order the (shuffled) runs happened to take."""
-    from abtui.reports.procedure import config_order
+    from abtui.reports.procedure.order import config_order
 
     table = stats.cells(session)
     key = config_order(doc)
@@ -140,7 +140,7 @@ def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, 
 
 def labels(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, str]:
     """Each configuration of a table as printed: the profile's names for the lab's values."""
-    from abtui.reports.procedure import shown_config
+    from abtui.reports.procedure.order import shown_config
 
     return {k: shown_config(session, _config_of(session, row)) if row else k
             for k, row in table.items()}
@@ -168,7 +168,8 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     """A configuration per row, a column per pair (its one figure), then each other pair's
     delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
     shown, never compared."""
-    from abtui.reports.procedure import layout_of, references
+    from abtui.reports.procedure.order import references
+    from abtui.reports.procedure.sections import layout_of
 
     u = rate_unit_of((c for row in table.values() for c in row.values()), rx, units)
     div, unit = u.div, u.name
@@ -220,9 +221,9 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
                base_config: str | None, seen: list[stats.Delta | None],
                doc: dict[str, Any]) -> list[str]:
     """Each configuration vs the first (in the profile's order) of those it may be compared
-    with: the same direction and tunnel type (procedure.comparable). Nothing when no two are
+    with: the same direction and tunnel type (procedure.order.comparable). Nothing when no two are
     comparable."""
-    from abtui.reports.procedure import comparable
+    from abtui.reports.procedure.order import comparable
 
     shown = labels(session, table)
     by_label = {v: k for k, v in shown.items()}
@@ -271,7 +272,7 @@ def _runs(session: Session, units: str = "bits") -> str:
     rows, rates_seen = [], []
     for r in session.runs:
         tp = stats.run_stats(session, r)["throughput"]
-        rate = stats.run_rate(session, r)
+        rate = samples.run_rate(session, r)
         s = r.summary or {}
         snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
         rates_seen += [float(x) for x in (snd, rcv, rate) if x is not None and _is_num(x)]
@@ -280,7 +281,7 @@ def _runs(session: Session, units: str = "bits") -> str:
     div, unit = u.div, u.name
     # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
     udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
-    from abtui.reports.procedure import shown_config
+    from abtui.reports.procedure.order import shown_config
 
     body = [[r.pair, str(r.id), shown_config(session, r.config), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",

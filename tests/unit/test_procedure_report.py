@@ -15,7 +15,7 @@ from abtui.lab.mapping import STANDIN_KEY, LabFacts, ensure_lab, map_profile, qu
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
 from abtui.reports.exports import to_json
-from abtui.reports.procedure import sections
+from abtui.reports.procedure.sections import sections
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 

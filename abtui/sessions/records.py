@@ -1,6 +1,6 @@
-"""What a session is made of: its runs and phases as small records, and the column stores its
-intervals, pings and CPU samples go into (a day of two pairs at 1 s is 172 800 intervals: as
-Event objects that would be hundreds of MB, as columns a few MB). Apart from abtui.sessions.session
+"""What a session is made of: its runs and phases as small records, and the compact column
+stores its intervals, pings and CPU samples go into (a day of two pairs at 1 s is 172 800
+intervals: as Event objects that would be hundreds of MB). Apart from abtui.sessions.session
 (which fills them from events) because every report reads these records and columns, while only
 the session reads events.
 """

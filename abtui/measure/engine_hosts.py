@@ -2,8 +2,9 @@
 stdbuf), link states followed, and processes left on a host whose link dropped (orphans),
 ended once the link is back.
 
-Nothing is changed on any host whose key is in doubt; every host reached is recorded in the
-undo journal first, so `abtui recover` can reach it after a crash.
+Nothing is changed on any host when one host's key is in doubt; every host reached is
+recorded in the undo journal before any knob is set, so `abtui recover` can reach it after a
+crash.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The engine's knobs: each pair's values read from the hosts, set initially, and changed
 live (a change opens a new phase; one only new connections see restarts the pairs' runs).
 
-The one place a host's or an option's error becomes a refusal (KnobRefused), and the one that
-keeps each pair's configuration (phases.PairPhases.config) true to what the hosts have.
+The one place a host's or an option's error becomes a refusal (KnobRefused); a refused change
+leaves every pair's phase as it was.
 """
 
 from __future__ import annotations

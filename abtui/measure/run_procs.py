@@ -1,9 +1,9 @@
 """A run's remote processes: iperf3's server started on a free port, its client and ping
 armed, all released together, and every one of them ended whatever happens.
 
-Kept apart from the streaming (abtui.measure.runs): this is the one place that starts or ends
-a process on a host, and so the one that tells the undo journal and leaves orphans (a process
-on a host whose link dropped) to be ended once the link is back.
+Kept apart from the streaming (abtui.measure.runs): this is the one place that starts a
+run's processes on a host and ends them, so the one that tells the undo journal of each and
+leaves orphans (a process on a host whose link dropped) to be ended once the link is back.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What a run samples beside iperf3: ping replies, watches (sysctls, commands) and host CPU.
 
-Each sampler is a task of the run's own, on its own beat, turning what a host prints into
-PING, WATCH and CPU events; a sample that fails is reported once and the sampler goes on.
-Kept apart from the iperf3 streaming (abtui.measure.runs), which they never hold up.
+Each sampler is a task of the run's own, turning what a host prints into PING, WATCH and CPU
+events; a watch or CPU sample that fails is reported once and its sampler goes on. Kept apart
+from the iperf3 streaming (abtui.measure.runs), which they never hold up.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 TCP takes the client's lines (iperf3's convention: the sender's, the receiver's with -R). UDP
 takes the receiving side's, because a UDP sender prints the rate it offered, not what arrived:
 the server's lines when the client sends (forward, and --bidir's forward direction), the
-client's own with -R (and --bidir's way back). See `measured`. These rules are kept apart from
-the run so the report and the tests name the one place that decides them.
+client's own with -R (and --bidir's way back). See `measured`. The rules on their own, apart
+from the run that follows them (abtui.reports.report.SIDES says them to the report's reader).
 """
 
 from __future__ import annotations

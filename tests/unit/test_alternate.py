@@ -227,7 +227,8 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController, synthetic_profile
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
 
     class SlowFlips(ReplayController):
         begun = done = 0

@@ -188,7 +188,8 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     return md_table(header, rows) + "\n\n" + note
 
 
-# Which side's interval lines a pair's throughput is made of, per protocol (abtui.measure.runs).
+# Which side's interval lines a pair's throughput is made of, per protocol
+# (abtui.measure.run_sides).
 SIDES = ("Intervals are iperf3's own lines: for TCP the client's (the sender's; the "
          "receiver's with -R), for UDP the receiving side's (what arrived, not the rate "
          "offered).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
-from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.reports.throughput import Segment
 from abtui.ui.phase_rows import significance
 from abtui.ui.state import ConsoleState

@@ -43,12 +43,12 @@ def threshold_of(text: str | None) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     from abtui.reports import compare
-    from abtui.sessions import store
+    from abtui.sessions import paths
     from abtui.sessions.session import Session
 
     threshold = threshold_of(args.fail_on_regression)
-    left = Session.load(store.find_session(args.left, args.sessions_dir))
-    right = Session.load(store.find_session(args.right, args.sessions_dir))
+    left = Session.load(paths.find_session(args.left, args.sessions_dir))
+    right = Session.load(paths.find_session(args.right, args.sessions_dir))
     cases = compare.gate(left, right, threshold or 0.0) \
         if threshold is not None or args.format == "junit" else []
     if args.format == "json":

@@ -35,10 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from abtui.core.errors import BadInput
-    from abtui.sessions import store
+    from abtui.sessions import paths
     from abtui.sessions.session import Session
 
-    session = Session.load(store.find_session(args.session, args.sessions_dir))
+    session = Session.load(paths.find_session(args.session, args.sessions_dir))
     if args.base_pair and args.base_pair not in session.pairs:
         raise BadInput(f"--base-pair {args.base_pair!r}: the session's pairs are "
                        f"{', '.join(session.pairs) or 'none'}")

@@ -23,18 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from abtui.core.errors import BadInput
     from abtui.reports.formatting import fmt_duration, fmt_time
-    from abtui.sessions import store
+    from abtui.sessions import paths, reader
 
     entries = []
-    for path in store.list_sessions(args.sessions_dir):
+    for path in paths.list_sessions(args.sessions_dir):
         try:
-            h = store.read_header(path)
+            h = reader.read_header(path)
         except BadInput:
             continue
-        live = not path.name.endswith(store.FINISHED_SUFFIX)
-        end = store.tail_time(path) if live else h.get("end")
-        start = (store.head_time(path) if live else h.get("start")) or h.get("created")
-        entries.append({"name": h.get("name") or store.name_of(path), "path": str(path),
+        live = not path.name.endswith(paths.FINISHED_SUFFIX)
+        end = reader.tail_time(path) if live else h.get("end")
+        start = (reader.head_time(path) if live else h.get("start")) or h.get("created")
+        entries.append({"name": h.get("name") or paths.name_of(path), "path": str(path),
                         "profile": h.get("profile", ""), "created": start,
                         "pairs": h.get("pairs") or [],
                         "duration": (end - start) if end and start else None,
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"sessions": entries}, indent=2))
         return 0
     if not entries:
-        print(f"no sessions in {store.sessions_dir(args.sessions_dir)}")
+        print(f"no sessions in {paths.sessions_dir(args.sessions_dir)}")
         return 0
     print(f"{'name':<40} {'profile':<14} {'date':<23} {'pairs':<12} duration")
     for e in entries:

@@ -37,10 +37,10 @@ def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[An
 
     speed = math.inf if args.speed <= 0 else args.speed
     if args.replay and args.replay != "synthetic":
-        from abtui.sessions import store
+        from abtui.sessions import paths, reader
 
-        path = store.find_session(args.replay)
-        events = store.load_events(path)
+        path = paths.find_session(args.replay)
+        events = reader.load_events(path)
         profile = profile or _recorded_profile(events, path)
         return (ReplayController(profile, events, speed=speed, refuse=args.refuse),
                 f"REPLAY of {path.name}")
@@ -101,7 +101,7 @@ def open_on_hosts(profile: Any, title: str) -> int:
     from abtui.hosts.undo import recovery_notice
     from abtui.measure.engine import Engine
     from abtui.measure.seams import open_session_writer
-    from abtui.sessions.store import new_session_path
+    from abtui.sessions.paths import new_session_path
     from abtui.ui.keymap import load_keymap
 
     load_keymap()  # a bad keymap file is said before a session file is started

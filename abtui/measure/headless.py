@@ -19,7 +19,7 @@ from abtui.measure.engine import Engine
 from abtui.measure.engine_base import KnobApplierFactory
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.reports.throughput import Segment, counted
-from abtui.sessions.store import new_session_path
+from abtui.sessions.paths import new_session_path
 
 if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts

@@ -2,7 +2,7 @@
 
 The engine depends on these small protocols, not on the modules that implement them, so each
 side can be built and tested on its own; the `default_*` functions are the one place that binds
-them to the real modules (abtui.parse, abtui.hosts.knobs, abtui.sessions.store).
+them to the real modules (abtui.parse, abtui.hosts.knobs, abtui.sessions.writer).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from abtui.remote.dialects import Dialect
 from abtui.remote.link import HostLink
 
 if TYPE_CHECKING:
-    from abtui.sessions.store import SessionWriter
+    from abtui.sessions.writer import SessionWriter
 
 OutputFormat = Literal["text", "json-stream"]
 Emit = Callable[[Event], None]
@@ -154,9 +154,9 @@ class HostKnobs:
 
 
 def open_session_writer(path: Path, profile: Profile, compact: bool) -> SessionWriter:
-    """The session file of a headless run (abtui.sessions.store: a header, then an event a
+    """The session file of a headless run (abtui.sessions.writer: a header, then an event a
     line)."""
-    from abtui.sessions.store import SessionWriter
+    from abtui.sessions.writer import SessionWriter
 
     return SessionWriter(path, profile=profile.name, pairs=[p.label for p in profile.pairs],
                          compact=compact)

@@ -4,7 +4,8 @@ The aggregate of an interval is the stream line with one stream, the [SUM] line 
 (`-P N`), and one of each per direction with `--bidir` ([TX-C]/[RX-C], or [RX-S]/[TX-S] on the
 server). The stream count comes from the "connected to" lines before the first header; a log
 cut before them is read as single-stream until a [SUM] line or a second stream id says
-otherwise. Bits are 1000-based, bytes 1024-based, as iperf3 prints them.
+otherwise. Bits are 1000-based, bytes 1024-based, as iperf3 prints them. The end-of-test lines
+are kept here and made into summaries by iperf3_text_summary.
 
 Live use: iperf3 3.12's `--forceflush` does not flush after a [SUM] line, so over a pipe the
 aggregate of a `-P N` interval arrives one interval late; run iperf3 under `stdbuf -oL` (or on a
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from abtui.core.model import CpuUtil, Interval, IperfSummary
+from abtui.core.model import CpuUtil, Interval
 from abtui.parse.iperf3_result import Iperf3Result, forget_unheard, local_sends, place_cpu
+from abtui.parse.iperf3_text_summary import EndLine, Ends, place_summaries
 
 _BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -51,21 +52,6 @@ _CPU = re.compile(rf"CPU Utilization: local/(sender|receiver) ({_NUM})% \(({_NUM
 _MAX_WARNINGS = 20
 
 
-@dataclass(slots=True)
-class _End:
-    """One end-of-test line (sender or receiver) before it becomes part of a summary."""
-
-    start: float
-    end: float
-    bytes: int
-    bits_per_second: float
-    count: int | None  # Retr (TCP)
-    jitter_ms: float | None
-    lost: int | None
-    total: int | None
-    lost_pct: float | None
-
-
 class Iperf3TextParser:
     """Feed iperf3 text output line by line; each complete aggregate interval comes back once."""
 
@@ -76,7 +62,7 @@ class Iperf3TextParser:
         self._emitted = 0
         self._intervals: list[Interval] = []
         self._timestamps: list[float | None] = []
-        self._ends: dict[tuple[str, str | None, str], _End] = {}
+        self._ends: Ends = {}
         self._error: str | None = None
         self._warnings: list[str] = []
         self._known = 0
@@ -291,7 +277,7 @@ class Iperf3TextParser:
     def _end_line(self, g: tuple[Any, ...], sid: str, direction: str | None,
                   label: str | None) -> None:
         rate = _rate(g[7], g[8], g[9])
-        end = _End(float(g[3]), float(g[4]), round(float(g[5]) * _BYTES[g[6]]), rate,
+        end = EndLine(float(g[3]), float(g[4]), round(float(g[5]) * _BYTES[g[6]]), rate,
                    None, None, None, None, None)
         if g[10] is not None:
             end.jitter_ms = float(g[10])
@@ -310,22 +296,7 @@ class Iperf3TextParser:
                            error=self._error, streams=self._streams, bidir=self._bidir,
                            reverse=self._reverse, role=self._role, version=self._version,
                            format="text")
-        directions = sorted({d for (_, d, _) in self._ends}, key=lambda d: d or "")
-        for d in directions:
-            summary = self._summary(d)
-            if d == "rx":
-                res.reverse_summary = summary
-            elif summary is not None:
-                res.summary = summary
-        res.summary.protocol = self._protocol
-        if res.reverse_summary is not None:
-            res.reverse_summary.protocol = self._protocol
-        for (sid, d, _) in self._ends:
-            if sid != "SUM":
-                name = sid if d is None else f"{sid}/{d}"
-                s = self._summary_of(sid, d)
-                if s is not None:
-                    res.stream_summaries[name] = s
+        place_summaries(res, self._ends, self._multi, self._protocol)
         res.complete = self._done or bool(self._ends)
         if self._cpu is not None:
             sends = self._cpu[0] if res.role is None or not res.bidir else local_sends(res)
@@ -339,34 +310,6 @@ class Iperf3TextParser:
             res.parse_error = self._warnings[0]
         return res
 
-    def _summary(self, direction: str | None) -> IperfSummary | None:
-        if any(k[0] == "SUM" and k[1] == direction for k in self._ends):
-            return self._summary_of("SUM", direction)
-        ids = {k[0] for k in self._ends if k[1] == direction}
-        if len(ids) == 1 and self._multi is not True:
-            return self._summary_of(ids.pop(), direction)
-        return None
-
-    def _summary_of(self, sid: str, direction: str | None) -> IperfSummary | None:
-        snd = self._ends.get((sid, direction, "sender"))
-        rcv = self._ends.get((sid, direction, "receiver"))
-        if snd is None and rcv is None:
-            return None
-        s = IperfSummary(protocol=self._protocol)
-        if snd is not None:
-            s.sender_bits_per_second = snd.bits_per_second
-            s.sender_bytes = snd.bytes
-            s.retransmits = snd.count
-            s.duration = snd.end - snd.start
-        if rcv is not None:
-            s.receiver_bits_per_second = rcv.bits_per_second
-            s.receiver_bytes = rcv.bytes
-            if s.duration is None:
-                s.duration = rcv.end - rcv.start
-            if rcv.jitter_ms is not None:
-                s.jitter_ms = rcv.jitter_ms
-                s.lost_percent = _lost_percent(rcv)
-        return s
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -401,13 +344,6 @@ class Iperf3TextParser:
 def _rate(value: str, unit: str, kind: str) -> float:
     """Bits per second, whole (iperf3 prints 3 significant digits; no float noise added)."""
     return float(round(float(value) * (_BITS[unit] if kind == "bits" else _BYTES[unit] * 8)))
-
-
-def _lost_percent(end: _End) -> float | None:
-    """From the counts when there are any (iperf3 prints the percentage with 2 digits)."""
-    if end.total and end.lost is not None and end.total > 0:
-        return 100.0 * end.lost / end.total
-    return end.lost_pct
 
 
 def _number(text: str) -> float | None:

@@ -28,7 +28,8 @@ from typing import Any
 from abtui.core import events
 from abtui.core.errors import BadInput
 from abtui.core.events import Event
-from abtui.sessions.store import LIVE_SUFFIX, SessionWriter, sessions_dir
+from abtui.sessions.paths import LIVE_SUFFIX, sessions_dir
+from abtui.sessions.writer import SessionWriter
 
 
 @dataclass(slots=True)

@@ -88,12 +88,12 @@ class Session(EventReader):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Session:
         """Read a session file (plain or compacted) in one streaming pass."""
-        from abtui.sessions import store
+        from abtui.sessions import paths, reader
 
         p = Path(path)
-        header = store.read_header(p)
-        session = cls(name=header.get("name") or store.name_of(p), path=p, header=header)
-        session.feed_all(store.iter_events(p))
+        header = reader.read_header(p)
+        session = cls(name=header.get("name") or paths.name_of(p), path=p, header=header)
+        session.feed_all(reader.iter_events(p))
         return session
 
     @classmethod

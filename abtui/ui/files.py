@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from textual.screen import Screen
 
 from abtui.core.errors import AbtuiError
-from abtui.sessions import store
+from abtui.sessions import paths
 from abtui.ui import tables
 from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker
 
@@ -31,7 +31,7 @@ class SessionFiles:
     def folder(self) -> Path:
         """Where the console offers to write: the sessions folder (or `save_dir`)."""
         app = self.app
-        return Path(app.save_dir) if app.save_dir else store.sessions_dir(app.sessions_dir)
+        return Path(app.save_dir) if app.save_dir else paths.sessions_dir(app.sessions_dir)
 
     def export(self) -> None:
         app = self.app
@@ -43,7 +43,7 @@ class SessionFiles:
                     result[0], result[1] or "md", events, app.profile.name, app.state.base))
 
         path = app.controller.session_path
-        name = store.name_of(path) if path else store.session_name(app.profile.name)
+        name = paths.name_of(path) if path else paths.session_name(app.profile.name)
         app.push_screen(PathPrompt("Export the session (the report abtui export writes)",
                                    str(self.folder() / f"{name}.md"), EXPORT_FORMATS), chosen)
 
@@ -61,10 +61,10 @@ class SessionFiles:
         live = app.controller.session_path
         note = (f"This session is being written to {live} as it runs (finished there when "
                 "you quit); this saves a copy of it so far.") if live else ""
-        default = store.new_session_path(app.profile.name, self.folder() if app.save_dir
+        default = paths.new_session_path(app.profile.name, self.folder() if app.save_dir
                                          else app.sessions_dir)
-        app.push_screen(PathPrompt("Save the session", str(store.finished_path(default)),
-                                   note=note, resolve=store.saved_path, replace=False),
+        app.push_screen(PathPrompt("Save the session", str(paths.finished_path(default)),
+                                   note=note, resolve=paths.saved_path, replace=False),
                         chosen)
 
     def compare_saved(self) -> None:
@@ -79,11 +79,11 @@ class SessionFiles:
                     tables.saved_comparison(result, events)))
 
         live = app.controller.session_path
-        mine = {live, store.finished_path(live)} if live else set()
-        saved = [p for p in reversed(store.list_sessions(app.sessions_dir)) if p not in mine]
+        mine = {live, paths.finished_path(live)} if live else set()
+        saved = [p for p in reversed(paths.list_sessions(app.sessions_dir)) if p not in mine]
         app.push_screen(SessionPicker(
             "Compare with a saved session", saved,
-            lambda ref: store.find_session(ref, app.sessions_dir)), chosen)
+            lambda ref: paths.find_session(ref, app.sessions_dir)), chosen)
 
     def compare_session(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars."""
@@ -97,7 +97,7 @@ class SessionFiles:
         not exist), and where it went said in the log."""
         app = self.app
         folder = Path(path) if path else self.folder()
-        name = filename or f"{store.session_name(app.profile.name)}.svg"
+        name = filename or f"{paths.session_name(app.profile.name)}.svg"
         try:
             folder.mkdir(parents=True, exist_ok=True)
             written = app.save_screenshot(name, str(folder), time_format)

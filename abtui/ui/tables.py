@@ -170,9 +170,9 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
 
 
 def save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:
-    """A copy of the session so far at `path` (abtui.sessions.store.save_events); the line
+    """A copy of the session so far at `path` (abtui.sessions.writer.save_events); the line
     the log says."""
-    from abtui.sessions.store import save_events
+    from abtui.sessions.writer import save_events
 
     written = save_events(path, events, profile=profile, pairs=pairs)
     return f"saved {len(events)} events to {written}"

@@ -33,7 +33,7 @@ from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
 from abtui.remote.iperf_cmd import client_argv, server_argv
 from abtui.sessions.session import Session
-from abtui.sessions.store import SessionWriter
+from abtui.sessions.writer import SessionWriter
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 

@@ -21,7 +21,7 @@ HOURS = float(os.environ.get("ABTUI_BENCH_SESSION_HOURS", "24"))
 CHILD = """
 import json, resource, sys, time
 from tests import synth
-from abtui.sessions.store import SessionWriter
+from abtui.sessions.writer import SessionWriter
 from abtui.sessions.session import Session
 hours, path = float(sys.argv[1]), sys.argv[2]
 phases = [{"tcp_wmem": "default" if h % 2 == 0 else "64k"} for h in range(max(1, round(hours)))]
@@ -68,7 +68,7 @@ def session_24h() -> list[dict]:  # type: ignore[type-arg]
 def session_fsync_cost() -> list[dict]:  # type: ignore[type-arg]
     """µs per interval event: the default policy (fsync ≤ 1/s) vs fsync on every record."""
     from abtui.core.events import Event, EventKind
-    from abtui.sessions.store import SessionWriter
+    from abtui.sessions.writer import SessionWriter
 
     data = {"run": 1, "phase": 0, "start": 0.0, "end": 1.0, "bytes": 1250000000,
             "bits_per_second": 1e10, "retransmits": 0, "cwnd_bytes": 1000000,

@@ -170,7 +170,7 @@ class Console:
 
     def journal_events(self) -> list:  # type: ignore[type-arg]
         """The live session journal's events so far (the session file being written)."""
-        from abtui.sessions.store import load_events
+        from abtui.sessions.reader import load_events
 
         files = list(self.sessions.glob("*.abtui.jsonl*"))  # the live one is written last
         return load_events(max(files, key=lambda f: f.stat().st_mtime)) if files else []

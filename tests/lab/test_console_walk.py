@@ -24,7 +24,7 @@ from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
 from abtui.measure.seams import open_session_writer
 from abtui.profile import load_profile
-from abtui.sessions.store import new_session_path
+from abtui.sessions.paths import new_session_path
 from abtui.ui.app import AbtuiApp
 from tests.lab.console_walk import (
     BIG,

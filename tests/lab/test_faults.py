@@ -27,7 +27,7 @@ from abtui.measure.engine import Engine
 from abtui.measure.seams import open_session_writer
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.profile import load_profile
-from abtui.sessions.store import load_events
+from abtui.sessions.reader import load_events
 from tests.lab.engine_kit import (
     Recorder,
     lab_profile,

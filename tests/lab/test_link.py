@@ -304,7 +304,7 @@ def test_user_at_host_and_host_port_destinations_run_a_session(lab: Lab, tmp_pat
     from pathlib import Path
 
     from abtui.core.events import EventKind
-    from abtui.sessions.store import load_events
+    from abtui.sessions.reader import load_events
 
     a_snd, a_rcv, b_snd, b_rcv = (h.alias for h in lab.hosts(2))
     written = {a_snd: f"root@{a_snd}", a_rcv: f"root@{a_rcv}:22", b_snd: f"{b_snd}:22",

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, HelpPanel, Input, ProgressBar
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
 from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
-from abtui.sessions.store import load_events
+from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
@@ -261,11 +261,11 @@ async def test_plan_mode_shows_progress_and_fills_the_table() -> None:
 
 
 async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from abtui.sessions import store
+    from abtui.sessions import writer
 
     profile = synthetic_profile(2)
     path = tmp_path / "before.abtui.jsonl"
-    with store.SessionWriter(path, profile="synthetic", pairs=["A", "B"], compact=False) as w:
+    with writer.SessionWriter(path, profile="synthetic", pairs=["A", "B"], compact=False) as w:
         for e in synthetic_events(profile, intervals=10, seed=11):
             w.write(e)
     app = make_app(intervals=10)

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Input, OptionList
 
 from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
-from abtui.sessions import store
+from abtui.sessions import paths, reader, writer
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker, TunnelSwitcher
 from tests.ui.console_kit import make_app, replayed, until
@@ -31,7 +31,7 @@ async def test_save_beside_a_live_journal_offers_a_new_name(tmp_path: Path) -> N
     """With the engine the session is journalled as it runs; `s` used to offer that very
     file and always fail ("exists already")."""
     app = make_app(intervals=6)
-    live = store.new_session_path("synthetic", tmp_path)
+    live = paths.new_session_path("synthetic", tmp_path)
     live.write_text("")  # the engine's journal, being written
     app.controller.session_path = live
     app.sessions_dir = tmp_path
@@ -41,10 +41,10 @@ async def test_save_beside_a_live_journal_offers_a_new_name(tmp_path: Path) -> N
         assert isinstance(app.screen, PathPrompt)
         target = Path(where(app).removeprefix("will write "))
         assert target.parent == tmp_path and target.name.endswith(".abtui.jsonl.gz")
-        assert store.name_of(target) != store.name_of(live)
+        assert paths.name_of(target) != paths.name_of(live)
         await pilot.press("enter")
         await until(pilot, target.exists)
-        assert len(store.load_events(target)) == len(app.events)
+        assert len(reader.load_events(target)) == len(app.events)
         assert "failed" not in log_text(app)
         assert live.exists()  # the live journal is left alone
 
@@ -73,8 +73,8 @@ async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path, 
         assert sorted(p.name for p in tmp_path.iterdir()) == [final]
         # gzip'ed only when the name says so
         assert (target.read_bytes()[:2] == b"\x1f\x8b") == final.endswith(".gz")
-        assert len(store.load_events(target)) == len(app.events)
-        assert store.find_session(str(tmp_path / typed)) == target
+        assert len(reader.load_events(target)) == len(app.events)
+        assert paths.find_session(str(tmp_path / typed)) == target
         # a second save to the same name is refused in the dialog, before anything is written
         await pilot.press("s")
         app.screen.query_one("#path", Input).value = str(tmp_path / typed)
@@ -90,11 +90,11 @@ async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path, 
 
 def _saved(folder: Path, name: str) -> Path:
     profile = synthetic_profile(2)
-    with store.SessionWriter(folder / f"{name}.abtui.jsonl", profile="synthetic",
-                             pairs=["A", "B"]) as w:
+    with writer.SessionWriter(folder / f"{name}.abtui.jsonl", profile="synthetic",
+                              pairs=["A", "B"]) as w:
         for e in synthetic_events(profile, intervals=10, seed=11):
             w.write(e)
-    return store.finished_path(folder / name)
+    return paths.finished_path(folder / name)
 
 
 async def test_compare_with_a_saved_session_from_the_list_or_by_name(tmp_path: Path) -> None:

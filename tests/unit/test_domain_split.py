@@ -28,7 +28,7 @@ def _imported(module: str, watch: tuple[str, ...]) -> list[str]:
 
 def test_the_walk_finds_the_domain() -> None:
     for name in ("abtui.core.model", "abtui.core.controller", "abtui.measure.replay",
-                 "abtui.profile", "abtui.sessions.store", "abtui.reports.stats",
+                 "abtui.profile", "abtui.sessions.writer", "abtui.reports.stats",
                  "abtui.reports.report", "abtui.parse", "abtui.ui.state", "abtui.commands.tui"):
         assert name in DOMAIN
     assert "abtui.ui.app" not in DOMAIN

@@ -222,14 +222,14 @@ def test_sampler_one_round_trip_per_sample_and_ticks_since_the_previous() -> Non
 def test_a_procedures_first_table_shows_cpu_when_the_session_has_it() -> None:
     from pathlib import Path
 
-    from abtui.sessions import store
+    from abtui.sessions import reader
 
     golden = Path(__file__).resolve().parents[1] / "golden" / "wireguard-gro.abtui.jsonl.gz"
     plain = markdown(Session.load(golden), chart=False)
     assert "sender CPU %" not in plain.split("## Hosts")[0]  # none recorded: no columns
 
     def with_cpu() -> Iterator[Event]:
-        for ev in store.iter_events(golden):
+        for ev in reader.iter_events(golden):
             if ev.kind is EventKind.RUN_END and ev.data.get("summary"):
                 ev.data["summary"]["sender_cpu"] = {"total": 40.0, "user": 1.0, "system": 39.0}
                 ev.data["summary"]["receiver_cpu"] = {"total": 80.0, "user": 2.0,

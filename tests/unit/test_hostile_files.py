@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from abtui.cli import main
 from abtui.core.errors import AbtuiError
-from abtui.sessions.store import load_events
+from abtui.sessions.reader import load_events
 from tests.reliability import Reliability
 from tests.unit.sandbox import nothing_runs
 

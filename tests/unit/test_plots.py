@@ -12,7 +12,7 @@ import pytest
 
 from abtui.cli import main
 from abtui.reports.plots import ansi_to_html
-from abtui.sessions.store import SessionWriter
+from abtui.sessions.writer import SessionWriter
 from tests import synth
 
 WMEM = [{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}]

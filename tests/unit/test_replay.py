@@ -109,14 +109,15 @@ async def test_replay_keeps_its_timing_scaled_by_speed() -> None:
 
 
 async def test_a_saved_session_replays_through_the_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from abtui.sessions import store
+    from abtui.sessions.reader import load_events
+    from abtui.sessions.writer import SessionWriter
 
     events = synthetic_events(intervals=3)
-    with store.SessionWriter(tmp_path / "s.abtui.jsonl", profile="synthetic",
-                             pairs=["A", "B"]) as writer:
+    with SessionWriter(tmp_path / "s.abtui.jsonl", profile="synthetic",
+                       pairs=["A", "B"]) as writer:
         for e in events:
             writer.write(e)
-    back = store.load_events(writer.final_path or tmp_path / "s.abtui.jsonl.gz")
+    back = load_events(writer.final_path or tmp_path / "s.abtui.jsonl.gz")
     assert [e.to_json() for e in back] == [e.to_json() for e in events]
     prof = profile_from_events(back)
     assert [p.label for p in prof.pairs] == ["A", "B"]

@@ -10,8 +10,8 @@ from abtui.core import events
 from abtui.core.events import Event
 from abtui.reports.commands import REBUILT, command_lines
 from abtui.reports.exports import render
+from abtui.sessions.reader import load_events
 from abtui.sessions.session import Session
-from abtui.sessions.store import load_events
 
 RECORDED = Path(__file__).resolve().parents[1] / "golden" / "wireguard-gro.abtui.jsonl.gz"
 # what an older abtui ran: no -V (today's client_argv adds it)

@@ -15,7 +15,7 @@ from abtui.core.errors import BadInput
 from abtui.reports import compare, exports, report, stats
 from abtui.sessions import importing
 from abtui.sessions.session import Session
-from abtui.sessions.store import SessionWriter
+from abtui.sessions.writer import SessionWriter
 from tests import synth
 
 WMEM = [{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from abtui.core.errors import BadInput
 from abtui.core.events import Event, EventKind
-from abtui.sessions import store
+from abtui.sessions import paths, reader, writer
 from abtui.sessions.session import Session
 from tests import synth
 
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WRITER = """
 import sys
 from abtui.core.events import Event, EventKind
-from abtui.sessions.store import SessionWriter
+from abtui.sessions.writer import SessionWriter
 w = SessionWriter(sys.argv[1], profile="kill", pairs=["A", "B"])
 w.write(Event(EventKind.SESSION_START, 1.0, data={"profile_text": ""}))
 w.write(Event(EventKind.KNOB, 1.0, data={"knob": "cc", "value": "bbr", "pairs": ["A", "B"]}))
@@ -65,7 +65,7 @@ def test_sigkill_mid_write_keeps_every_complete_record(tmp_path: Path) -> None:
 
 
 def _live(tmp_path: Path, events: int = 5) -> Path:
-    w = store.SessionWriter(tmp_path / "s.abtui.jsonl", profile="p", compact=False)
+    w = writer.SessionWriter(tmp_path / "s.abtui.jsonl", profile="p", compact=False)
     for i in range(events):
         w.write(Event(EventKind.MARK, 10.0 + i, data={"text": f"m{i}"}))
     return w.close()
@@ -75,7 +75,7 @@ def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
     path = _live(tmp_path)
     with open(path, "ab") as f:
         f.write(b'{"kind":"mark","t":99.0,"data":{"te')
-    events = store.load_events(path)
+    events = reader.load_events(path)
     assert [e.data["text"] for e in events] == ["m0", "m1", "m2", "m3", "m4"]
 
 
@@ -85,16 +85,16 @@ def test_damaged_middle_line_names_file_and_line(tmp_path: Path) -> None:
     lines[3] = b'{"kind":"mark","t":1'
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(BadInput, match=rf"{path}:4: damaged session record"):
-        store.load_events(path)
+        reader.load_events(path)
     lines[3] = b"\xff\xfe garbage"
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(BadInput, match=r":4: damaged session record \(not UTF-8\)"):
-        store.load_events(path)
+        reader.load_events(path)
 
 
 def test_close_compacts_atomically_with_a_complete_header(tmp_path: Path) -> None:
     live = tmp_path / "x.abtui.jsonl"
-    with store.SessionWriter(live, profile="synth", pairs=["A"]) as w:
+    with writer.SessionWriter(live, profile="synth", pairs=["A"]) as w:
         for ev in synth.continuous([{"k": "1"}, {"k": "2"}], {"A": [1e9, 2e9]}, seconds=3,
                                    pairs=("A",)):
             w.write(ev)
@@ -103,59 +103,59 @@ def test_close_compacts_atomically_with_a_complete_header(tmp_path: Path) -> Non
     assert not list(tmp_path.glob("*.tmp"))
     with gzip.open(final) as f:
         header = json.loads(f.readline())
-    assert header["format"] == "abtui-session" and header["version"] == store.VERSION
+    assert header["format"] == "abtui-session" and header["version"] == reader.VERSION
     assert header["events"] == w.events and header["pairs"] == ["A"]
     assert header["start"] == synth.T0 and header["end"] > synth.T0
-    assert len(store.load_events(final)) == w.events
+    assert len(reader.load_events(final)) == w.events
 
 
 def test_compact_recovers_a_crashed_journal(tmp_path: Path) -> None:
     path = _live(tmp_path, events=3)
     with pytest.raises(BadInput, match="a session file exists there already"):
-        store.SessionWriter(path)
-    final = store.compact(path)
-    assert store.read_header(final)["events"] == 3 and not path.exists()
+        writer.SessionWriter(path)
+    final = writer.compact(path)
+    assert reader.read_header(final)["events"] == 3 and not path.exists()
 
 
 def test_not_a_session_and_newer_version_are_one_line_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.abtui.jsonl"
     bad.write_text("hello\n")
     with pytest.raises(BadInput, match=r"bad\.abtui\.jsonl:1: not an abtui session"):
-        store.load_events(bad)
+        reader.load_events(bad)
     bad.write_text(json.dumps({"format": "abtui-session", "version": 99}) + "\n")
     with pytest.raises(BadInput, match="version 99 is newer"):
-        store.load_events(bad)
+        reader.load_events(bad)
     with pytest.raises(BadInput, match="no such session file"):
-        store.load_events(tmp_path / "missing")
+        reader.load_events(tmp_path / "missing")
 
 
 def test_unknown_kind_is_skipped_with_a_warning(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     path = _live(tmp_path, events=1)
     with open(path, "a") as f:
         f.write('{"kind":"hologram","t":1}\n{"kind":"mark","t":2,"data":{"text":"z"}}\n')
-    assert [e.data["text"] for e in store.load_events(path)] == ["m0", "z"]
+    assert [e.data["text"] for e in reader.load_events(path)] == ["m0", "z"]
     assert "unknown event kind 'hologram'" in capsys.readouterr().err
 
 
 def test_names_and_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(store.ENV_DIR, str(tmp_path / "env"))
-    assert store.sessions_dir() == tmp_path / "env"
-    assert store.sessions_dir(tmp_path / "opt") == tmp_path / "opt"
-    assert store.session_name("my lab/1", 0) == "my_lab_1-19700101T000000Z"
-    first = store.new_session_path("p", when=0)
+    monkeypatch.setenv(paths.ENV_DIR, str(tmp_path / "env"))
+    assert paths.sessions_dir() == tmp_path / "env"
+    assert paths.sessions_dir(tmp_path / "opt") == tmp_path / "opt"
+    assert paths.session_name("my lab/1", 0) == "my_lab_1-19700101T000000Z"
+    first = paths.new_session_path("p", when=0)
     first.parent.mkdir(parents=True)
     first.with_name(first.name + ".gz").write_text("")
-    assert store.new_session_path("p", when=0).name == "p-19700101T000000Z-2.abtui.jsonl"
-    monkeypatch.delenv(store.ENV_DIR)
-    assert store.sessions_dir().parts[-2:] == ("abtui", "sessions")
+    assert paths.new_session_path("p", when=0).name == "p-19700101T000000Z-2.abtui.jsonl"
+    monkeypatch.delenv(paths.ENV_DIR)
+    assert paths.sessions_dir().parts[-2:] == ("abtui", "sessions")
 
 
 def test_fsync_policy_syncs_knobs_at_once_and_intervals_at_most_per_interval(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     real = os.fsync
-    monkeypatch.setattr(store.os, "fsync", lambda fd: (synced.append(fd), real(fd)))
-    w = store.SessionWriter(tmp_path / "f.abtui.jsonl", fsync_interval=3600, compact=False)
+    monkeypatch.setattr(writer.os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    w = writer.SessionWriter(tmp_path / "f.abtui.jsonl", fsync_interval=3600, compact=False)
     base = len(synced)
     for i in range(100):
         w.write(Event(EventKind.INTERVAL, float(i), pair="A", data={"run": 1, "phase": 0}))
@@ -170,7 +170,7 @@ def test_malformed_records_never_raise_a_traceback(tmp_path: Path) -> None:
     with open(path, "a") as f:
         f.write('{"kind":"mark","t":"soon"}\n')
     with pytest.raises(BadInput, match=r":3: malformed mark record"):
-        store.load_events(path)
+        reader.load_events(path)
 
 
 @given(st.lists(st.fixed_dictionaries({
@@ -200,12 +200,12 @@ def test_a_journal_path_finds_the_finished_session(tmp_path: Path) -> None:
     it was written to still finds it, and a finished session is never overwritten."""
     for typed in ("run.abtui.jsonl", "other.jsonl"):
         path = tmp_path / typed
-        with store.SessionWriter(path, profile="p") as w:
+        with writer.SessionWriter(path, profile="p") as w:
             w.write(Event(EventKind.MARK, 1.0, data={"text": "x"}))
-        final = store.finished_path(path)
+        final = paths.finished_path(path)
         assert final.name == typed.split(".")[0] + ".abtui.jsonl.gz"
         assert w.final_path == final and final.is_file() and not path.exists()
-        assert store.find_session(str(path)) == final
+        assert paths.find_session(str(path)) == final
         with pytest.raises(BadInput, match="exists there already"):
-            store.SessionWriter(path, profile="p")
-    assert store.name_of(tmp_path / "x.jsonl.gz") == "x"
+            writer.SessionWriter(path, profile="p")
+    assert paths.name_of(tmp_path / "x.jsonl.gz") == "x"

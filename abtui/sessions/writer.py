@@ -1,0 +1,190 @@
+"""Writing the session journal: one JSON line per event, appended as events arrive, crash-safe.
+
+A live session is `NAME.abtui.jsonl`: a header line, then `Event.to_json()` per line, each
+written with one `write()` system call so a SIGKILL loses at most the record in flight (data
+handed to the kernel survives the process). Records that matter for restoring hosts (knob
+originals and changes, runs, errors) are also fsync'ed at once; high-rate records (intervals,
+pings, watches) at most once per `fsync_interval`, so a power cut loses at most that much.
+`close()` compacts the finished journal into `NAME.abtui.jsonl.gz` (atomic rename) with a
+header that also carries the end time and event count. See docs/session-format.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from abtui.core.errors import BadInput
+from abtui.core.events import Event, EventKind
+from abtui.sessions.paths import finished_path, name_of
+from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
+
+# kinds written often; every other kind is fsync'ed as soon as it is written
+_BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, EventKind.CPU,
+                         EventKind.PROGRESS, EventKind.LINK})
+
+
+def save_events(path: Path, events: Sequence[Event], *, profile: str = "",
+                pairs: Sequence[str] = ()) -> Path:
+    """Write `events` as a finished session at exactly `path` (gzip'ed when it ends in
+    `.gz`, plain otherwise); journalled beside it first, so a crash leaves no torn file
+    there. BadInput when a file is there already."""
+    journal = path.with_name(f".{path.name}.part")
+    with contextlib.suppress(FileNotFoundError):
+        journal.unlink()  # an earlier save's, cut short
+    writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path)
+    try:
+        for event in events:
+            writer.write(event)
+    except BaseException:
+        writer.discard()
+        raise
+    return writer.close()
+
+
+
+class SessionWriter:
+    """Appends events to a live journal; `close()` compacts it. Usable as `subscribe` callback.
+
+    `profile` and `pairs` go into the header so `abtui sessions` can list a session by reading
+    one line. `compact=False` keeps the plain journal on close (for tools that tail it);
+    `final` is where close() puts the finished session (default: NAME.abtui.jsonl.gz
+    beside the journal; plain when it does not end in `.gz`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, profile: str = "",
+                 pairs: Sequence[str] = (), fsync_interval: float = 1.0,
+                 compact: bool = True, final: Path | None = None) -> None:
+        self.path = Path(path)
+        self.final = final or finished_path(self.path)
+        if compact and self.final.exists():
+            raise BadInput(f"{self.final}: a session file exists there already")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fsync_interval = fsync_interval
+        self.compact = compact
+        self.events = 0
+        self.final_path: Path | None = None
+        self._first_t: float | None = None
+        self._last_t: float | None = None
+        self._pairs: list[str] = list(pairs)
+        self._header: dict[str, Any] = {
+            "format": FORMAT, "version": VERSION, "name": name_of(self.final),
+            "profile": profile, "created": time.time(), "pairs": list(pairs),
+        }
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
+                               0o644)
+        except FileExistsError:
+            raise BadInput(f"{self.path}: a session file exists there already") from None
+        self._last_sync = time.monotonic()
+        self._dirty = False
+        self._write_line(self._header)
+        self._sync()
+        _fsync_dir(self.path.parent)
+
+    def __enter__(self) -> SessionWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __call__(self, event: Event) -> None:
+        self.write(event)
+
+    def write(self, event: Event) -> None:
+        """Append one event (one write() call); fsync per the policy in the module docstring."""
+        if self._fd < 0:
+            raise ValueError(f"session {self.path} is closed")
+        self._write_line(event.to_json())
+        self.events += 1
+        self._last_t = event.t
+        if self._first_t is None:
+            self._first_t = event.t
+        if event.pair is not None and event.pair not in self._pairs:
+            self._pairs.append(event.pair)
+        self._dirty = True
+        if event.kind not in _BULK_KINDS or (
+                time.monotonic() - self._last_sync >= self.fsync_interval):
+            self._sync()
+
+    def close(self) -> Path:
+        """Finish the session: fsync, then compact (gzip, atomic rename). Returns the file."""
+        if self._fd < 0:
+            return self.final_path or self.path
+        if self._dirty:
+            self._sync()
+        os.close(self._fd)
+        self._fd = -1
+        created = self._header["created"]
+        facts = {"start": created if self._first_t is None else self._first_t,
+                 "end": self._last_t if self._last_t is not None else created,
+                 "events": self.events, "pairs": self._pairs}
+        self.final_path = compact(self.path, facts, self.final) if self.compact \
+            else self.path
+        return self.final_path
+
+    def discard(self) -> None:
+        """Give the journal up: closed and removed, nothing finished."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def _write_line(self, obj: dict[str, Any]) -> None:
+        data = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        while data:  # one call in practice; loop only on a short write
+            n = os.write(self._fd, data)
+            data = data[n:]
+
+    def _sync(self) -> None:
+        os.fsync(self._fd)
+        self._dirty = False
+        self._last_sync = time.monotonic()
+
+
+def compact(path: Path, facts: dict[str, Any] | None = None,
+            target: Path | None = None) -> Path:
+    """Gzip a live journal into NAME.abtui.jsonl.gz (or `target`: gzip'ed if it ends in
+    `.gz`, else plain), then remove the journal.
+
+    The header gains "end" (last record's time), "events" and the full "pairs" list; `facts`
+    gives them when the writer knows them, else one pass over the journal finds them. Atomic:
+    a crash leaves either the journal or the finished file. A torn last line is dropped."""
+    target = target or finished_path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    header = read_header(path)
+    header.update(facts if facts is not None else scan_facts(path, header))
+    zipped = target.name.endswith(".gz")
+    with open(tmp, "wb") as raw:
+        out: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if zipped else raw
+        out.write((json.dumps(header, separators=(",", ":"), ensure_ascii=False) + "\n")
+                  .encode())
+        with open(path, "rb") as src:
+            src.readline()
+            for line in src:
+                if line.endswith(b"\n"):
+                    out.write(line)
+        if zipped:
+            out.close()
+        raw.flush()
+        os.fsync(raw.fileno())
+    os.replace(tmp, target)
+    path.unlink()
+    _fsync_dir(target.parent)
+    return target
+
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -162,7 +162,7 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
         return []
     from abtui.reports.report import labels
 
-    names = labels(session, table)
+    names = labels(session, table, short=True)
     out = ["## CPU cost per configuration", ""]
     for side in SIDES:
         sources = {c.source[side] for c in every} - {""}

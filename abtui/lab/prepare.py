@@ -113,7 +113,7 @@ def _vm_facts(host: LabHost, hosts: Sequence[LabHost], ssh_config: str) -> LabFa
     """Ask each VM pair's receiver over SSH (the lab's ssh_config): its sysctls, the tunnel
     types it can make, netem; a type or netem counts when every pair has it."""
     from abtui.hosts.tunnel_commands import available, parse_probe, probe_command
-    from abtui.remote.dialects import NETEM_PRESENT
+    from abtui.remote.linux import NETEM_PRESENT
 
     def ssh(h: LabHost, command: str) -> str:
         proc = subprocess.run(["ssh", "-F", ssh_config, "-o", "BatchMode=yes", h.alias,

@@ -222,7 +222,7 @@ async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, left: _Le
                      say: Say) -> None:
     """End one process group abtui started."""
     from abtui.hosts.undo import append_record
-    from abtui.remote.link import group_alive_command
+    from abtui.remote.streams import group_alive_command
 
     host, name = link.alias, f"process group {pgid} ({what or 'abtui'})"
     try:

@@ -164,21 +164,26 @@ def plan_steps(alt: Alternation) -> list[PlanStep]:
 
 
 async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdicts: Verdicts,
-                say: Callable[[str], None], duration: float | None = None) -> str:
+                say: Callable[[str], None], duration: float | None = None,
+                stop: asyncio.Event | None = None) -> str:
     """Hold each value `every` seconds, ABAB…, from the second value on (the caller set the
     first before starting); after each flip, the verdicts that have a new look are said.
-    Returns why it stopped: `verdict`, `max-runs` or `time limit`."""
+    Returns why it stopped: `verdict`, `max-runs`, `time limit` or `stopped` (`stop` set:
+    only ever between flips, so a flip under way always completes and the engine's
+    phases and the hosts never disagree)."""
     assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
     loop = asyncio.get_running_loop()
     start = loop.time()
     flips = 0
+    stop = stop or asyncio.Event()
     while True:
         left = None if duration is None else duration - (loop.time() - start)
         if left is not None and left <= alt.every / 2:
-            if left > 0:
-                await asyncio.sleep(left)
+            if left > 0 and await _stopped_within(stop, left):
+                return "stopped"
             return "time limit"
-        await asyncio.sleep(alt.every if left is None else min(alt.every, left))
+        if await _stopped_within(stop, alt.every if left is None else min(alt.every, left)):
+            return "stopped"
         flips += 1
         result = set_knob(alt.knob, alt.values[flips % len(alt.values)])
         if asyncio.iscoroutine(result):
@@ -189,6 +194,13 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
             return "verdict"
         if verdicts.at_maximum:
             return "max-runs"
+
+
+async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait `seconds`, or less when `stop` is set meanwhile; whether it was."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+    return stop.is_set()
 
 
 def stopped_line(why: str, verdicts: Verdicts, seconds: float) -> str:
@@ -245,6 +257,7 @@ class LiveAlternation:
         self.notify = notify
         self.why: str | None = None  # why it ended; None while it runs
         self._task: asyncio.Task[Any] | None = None
+        self._stop = asyncio.Event()
         self._active = False
         controller.subscribe(self._on_event)
 
@@ -265,19 +278,20 @@ class LiveAlternation:
     async def _run(self) -> None:
         try:
             self.why = await drive(self.controller.set_knob, self.alt, self.verdicts,
-                                   lambda _line: self.notify())
+                                   lambda _line: self.notify(), stop=self._stop)
         except Exception as exc:  # a refused flip: it cannot go on
             self.why = f"error: {exc}"
         self._active = False
         self.notify()
 
     async def stop(self) -> None:
-        """Stop flipping (the knob stays where it is); the verdicts so far remain."""
+        """Stop flipping (the knob stays where it is); the verdicts so far remain. A flip
+        under way is let finish first: cancelled halfway, the hosts could have the new value
+        while the engine's phase never learnt it, and every later interval would be counted
+        nowhere."""
+        self._stop.set()
         if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self.why = "stopped"
+            await self._task
         self._active = False
 
     def set_min_effect(self, pct: float) -> None:

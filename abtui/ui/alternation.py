@@ -70,6 +70,13 @@ class ConsoleAlternation:
             app.fail(f"alternation of {alt.knob} failed: {exc}")
         self.show()
 
+    async def end(self) -> None:
+        """Leaving: no flip after this returns (one under way finishes first), so restoring
+        the hosts is the last change they see."""
+        if self.live is not None and self.live.running:
+            await self.live.stop()
+            self.show()
+
     def flipped_by_hand(self, knob: str, then: Callable[[], None]) -> None:
         """A knob key pressed: a flip of the knob being alternated ends the alternation
         first (the two would fight over the hosts' value), then `then` sets it."""

@@ -107,6 +107,8 @@ class ControllerCalls:
         app = self.app
         code = 0
         try:
+            with contextlib.suppress(TimeoutError):  # an alternation flips no more
+                await asyncio.wait_for(app.alternation.end(), CONTROL_WAIT_S)
             with contextlib.suppress(TimeoutError):  # a start or stop under way ends first
                 await asyncio.wait_for(self.lock.acquire(), CONTROL_WAIT_S)
             await app.controller.shutdown()

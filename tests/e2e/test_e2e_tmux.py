@@ -309,9 +309,8 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                     term.keys(tmux_key("ctrl+a"))
                 if not term_wait_quiet(term, lambda s: "ended:" in s, 30):
                     problems.append("ctrl+a again: the alternation did not end")
-            elif key in ("ctrl+o", "?", "ctrl+p"):
-                time.sleep(1.0)
-                term.keys("Escape")
+            elif key in SHOWN_BY:  # a screen or panel: seen, then closed, before going on
+                problems += _shown_then_closed(term, key)
             elif key == "p":
                 deadline = time.monotonic() + 90  # the lab plan: 2 runs of 10 s
                 done = None
@@ -346,7 +345,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                 seen.append(norm(got.pair_values(profile)["A"]["tcp_rmem"]))
             if want not in seen:
                 problems.append(f"r pressed {len(seen)}×: tcp_rmem went {seen}, never back "
-                                f"to the host's own {want!r}")
+                                f"to the host's own {want!r}; screen:\n{term.screen()}")
             term.keys("C-q")
             rc = con.wait_end(90)
             if rc != 0:
@@ -363,6 +362,25 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
         con.end()
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
     assert not problems, "\n".join(problems)
+
+
+# what each key's screen or panel shows while it is open, and the key that closes it (the
+# keys panel is beside the screen: `?` again hides it)
+SHOWN_BY = {"ctrl+o": ("Compare:", "Escape"), "ctrl+p": ("Search for commands", "Escape"),
+            "?": ("Focus Previous", "?")}
+
+
+def _shown_then_closed(term: Term, key: str) -> list[str]:
+    """Wait for `key`'s screen to show before closing it, and for it to go: under load a
+    screen can take seconds to open, and a close key sent before it would leave it open to
+    swallow every later key."""
+    marker, close = SHOWN_BY[key]
+    if not term_wait_quiet(term, lambda s: marker in s, 20):
+        return [f"{key}: {marker!r} never shown"]
+    term.keys(close)
+    if not term_wait_quiet(term, lambda s: marker not in s, 20):
+        return [f"{key}: still shown after {close}"]
+    return []
 
 
 def term_wait_quiet(term: Term, cond: Callable[[str], bool], timeout: float) -> bool:

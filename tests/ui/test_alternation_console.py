@@ -91,3 +91,39 @@ async def test_a_flip_by_hand_of_the_alternated_knob_ends_the_alternation() -> N
         await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") not in
                     (None, "4096 16384 65536"))
         assert "stopped: flipped by hand" in "\n".join(app.log_lines)
+
+
+async def test_leaving_while_alternating_ends_the_alternation_before_restoring() -> None:
+    """ctrl+q during an alternation: it flips no more once the hosts are being restored (a
+    flip after the restore would leave a host changed)."""
+    import asyncio
+
+    class Watched(ReplayController):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            self.restoring = False
+            self.late: list[str] = []
+
+        async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
+            if self.restoring:
+                self.late.append(value)
+            await super().set_knob(knob, value, pairs)
+
+        async def shutdown(self) -> None:
+            self.restoring = True
+            await super().shutdown()
+
+    ctl = Watched(synthetic_profile(1), speed=400)
+    app = AbtuiApp(ctl, title="abtui — test")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await until(pilot, lambda: app.state.running)
+        app.alternation.every = 0.2  # tso has no effect here: no verdict ends it first
+        app.alternation.last_knob = "tso"
+        await pilot.press("ctrl+a")
+        alt = app.alternation
+        await until(pilot, lambda: alt.live is not None and alt.live.running, timeout=20)
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: ctl.restoring, timeout=10)
+    await asyncio.sleep(1.0)  # several flip periods
+    assert alt.live is not None and not alt.live.running
+    assert ctl.late == []

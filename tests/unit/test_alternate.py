@@ -215,3 +215,37 @@ async def test_the_console_alternation_stops_by_key() -> None:
     await ctl.stop()
     with pytest.raises(BadInput, match="no knob"):
         console_alternation(parse_profile(PROFILE.split("[[knobs]]")[0], "t.toml"), None, {})
+
+
+async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -> None:
+    """ctrl+a again while a flip is being applied (a tunnel takes seconds): the flip completes
+    before the alternation ends. Cancelled halfway, the hosts could have the new value while
+    the engine's phase never learnt it (its change left pending, every later interval counted
+    nowhere, the knob keys cycling from a stale value)."""
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController, synthetic_profile
+
+    class SlowFlips(ReplayController):
+        begun = done = 0
+
+        async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
+            self.begun += 1
+            await asyncio.sleep(0.3)
+            await super().set_knob(knob, value, pairs)
+            self.done += 1
+
+    profile = synthetic_profile(pairs=1)
+    ctl = SlowFlips(profile, speed=400)
+    await ctl.start("continuous")
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0)
+    await live.start()
+    while ctl.begun < 2:  # the first flip after the base value is under way
+        await asyncio.sleep(0.01)
+    await live.stop()
+    assert ctl.done == ctl.begun == 2 and ctl.configs["A"]["tso"] == "on"
+    assert live.why == "stopped" and not live.running
+    await asyncio.sleep(0.2)
+    assert ctl.begun == 2  # and no flip after the stop
+    await ctl.stop()

@@ -119,6 +119,7 @@ class HostLink(HostKeyChecks):
         self._shell_lock = asyncio.Lock()
         self._closing = False
         self._reconnect_task: asyncio.Task[None] | None = None
+        self._reopening: asyncio.Task[None] | None = None  # a new control shell under way
         self._connected = asyncio.Event()
 
     # ---- connection ---------------------------------------------------------------------
@@ -254,6 +255,10 @@ class HostLink(HostKeyChecks):
         """
         opening, closing = ("(", ")") if isolate else ("{", "}")
         async with self._shell_lock:
+            if self._shell is None and self._reopening is not None:
+                # the last command broke the framing: this one waits for the new shell
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._reopening), timeout)
             shell = self._shell
             if shell is None:
                 raise RemoteError(self.alias, f"not connected ({self.state})")
@@ -272,6 +277,11 @@ class HostLink(HostKeyChecks):
                 self._reset_shell()
                 raise RemoteError(self.alias, f"command timed out after {timeout:g} s: "
                                   f"{command[:80]}") from exc
+            except asyncio.CancelledError:
+                # the command goes on in this shell: its late output would be the next
+                # command's stdout
+                self._reset_shell()
+                raise
             except (asyncssh.Error, OSError, asyncio.IncompleteReadError, BrokenPipeError) as exc:
                 self._reset_shell()
                 raise RemoteError(self.alias, f"link lost while running a command: {exc}") from exc
@@ -290,7 +300,7 @@ class HostLink(HostKeyChecks):
             self._shell.close()
             self._shell = None
         if self._conn is not None and not self._closing:
-            asyncio.get_running_loop().create_task(self._reopen_shell())
+            self._reopening = asyncio.get_running_loop().create_task(self._reopen_shell())
 
     async def _reopen_shell(self) -> None:
         conn = self._conn

@@ -237,7 +237,7 @@ def _flip_some(term: Term, lab, profile, originals) -> None:  # type: ignore[no-
         _wait_hosts(profile, ssh, lambda r, k=knob: r.pair_values(profile)["A"][k]
                     != before["A"][k], 15)
     term.keys("C-t")
-    term.wait("the tunnel switcher", lambda s: "vxlan" in s and "Tunnel" in s, 10)
+    term.wait("the tunnel switcher", lambda s: "vxlan" in s and "Tunnel for " in s, 20)
     term.keys("Home", "Down", "Down", "Enter")  # none, wireguard, vxlan
     reading = _wait_hosts(profile, ssh, lambda r: r.pair_values(profile)["A"]["tunnel"]
                           != "none", 30)
@@ -289,16 +289,14 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                 before = read_once(profile, ssh).pair_values(profile)["A"][knob]
                 _wait_hosts(profile, ssh, lambda r, k=knob, b=before:
                             r.pair_values(profile)["A"][k] != b, 30)
-            elif key == "ctrl+t":
-                term.wait("the tunnel switcher", lambda s: "Tunnel" in s, 10)
+            elif key == "ctrl+t":  # the switcher (its title, not the footer's "Tunnel")
+                if not term_wait_quiet(term, lambda s: "Tunnel for " in s, 20):
+                    problems.append("ctrl+t: no tunnel switcher")
                 term.keys("Home", "Enter")  # back to none
-            elif key == "m":
-                time.sleep(0.5)
-                term.keys("-l", "a mark from the key test")
-                term.keys("Enter")
-            elif key in ("s", "e"):
-                time.sleep(0.5)
-                term.keys("Enter")
+                if not term_wait_quiet(term, lambda s: "Tunnel for " not in s, 20):
+                    problems.append("ctrl+t: the switcher still shown after Enter")
+            elif key in ASKS:  # a dialog: answered once it shows, gone before going on
+                problems += _answered(term, key)
             elif key == "ctrl+a":  # alternation of the knob last flipped, its verdict panel
                 if not term_wait_quiet(term, lambda s: "alternating " in s, 20):
                     problems.append("ctrl+a: no alternation panel")
@@ -370,6 +368,25 @@ SHOWN_BY = {"ctrl+o": ("Compare:", "Escape"), "ctrl+p": ("Search for commands", 
             "?": ("Focus Previous", "?")}
 
 
+# the dialogs some keys open: what each shows, and what the test answers
+ASKS = {"m": ("Mark the timeline", ("-l", "a mark from the key test")),
+        "s": ("Save the session", ()), "e": ("Export the session", ())}
+
+
+def _answered(term: Term, key: str) -> list[str]:
+    """Type into `key`'s dialog only once it shows (under load it opens late, and what was
+    typed before it went to the screen behind), then Enter; the dialog must go."""
+    marker, typed = ASKS[key]
+    if not term_wait_quiet(term, lambda s: marker in s, 20):
+        return [f"{key}: {marker!r} never shown"]
+    if typed:
+        term.keys(*typed)
+    term.keys("Enter")
+    if not term_wait_quiet(term, lambda s: marker not in s, 20):
+        return [f"{key}: {marker!r} still shown after Enter"]
+    return []
+
+
 def _shown_then_closed(term: Term, key: str) -> list[str]:
     """Wait for `key`'s screen to show before closing it, and for it to go: under load a
     screen can take seconds to open, and a close key sent before it would leave it open to
@@ -434,7 +451,7 @@ def test_a_console_that_dies_leaves_the_hosts_as_they_were(term: Term, tmp_path:
             term.keys("C-l")
         else:
             term.keys("m")
-            time.sleep(0.5)
+            term.wait("the mark prompt", lambda s: "Mark the timeline" in s, 20)
             term.keys("-l", "boom")
             term.keys("Enter")
         rc = con.wait_end(90)

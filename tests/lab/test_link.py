@@ -392,3 +392,24 @@ async def test_another_port_is_checked_against_its_own_known_hosts_entry(lab: La
     finally:
         os.kill(sshd.pid, signal.SIGTERM)
         sshd.wait(timeout=10)
+
+
+async def test_a_command_cancelled_halfway_leaves_nothing_for_the_next(lab: Lab):
+    """A caller cancelled while its command still runs (a worker ended at exit, a task
+    stopped): the command's late output must not become the next command's stdout, which
+    would read a knob's value or a restore's result from someone else's command."""
+    links = await _links(lab)
+    link = links[0]
+    try:
+        task = asyncio.ensure_future(link.run("sleep 0.5; echo late-output; echo late >&2"))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        r = await link.run("echo fresh", timeout=10)
+        assert (r.exit_status, r.stdout, r.stderr) == (0, "fresh", "")
+        r = await link.run("echo again")
+        assert r.stdout == "again"
+    finally:
+        for link in links:
+            await link.close()

@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[Any, str]:
     """The controller for --replay, and what the title calls it."""
-    from abtui.measure.replay import ReplayController, synthetic_profile
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
 
     speed = math.inf if args.speed <= 0 else args.speed
     if args.replay and args.replay != "synthetic":

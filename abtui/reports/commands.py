@@ -16,7 +16,8 @@ from abtui.remote.iperf_cmd import (
     parse_iperf_version,
     run_seconds,
 )
-from abtui.sessions.session import Run, Session
+from abtui.sessions.records import Run
+from abtui.sessions.session import Session
 
 DIRECTION = "direction"
 # after a command line the session did not record (older sessions): today's client_argv on

@@ -19,6 +19,7 @@ from abtui.reports.formatting import (
     no_interval_note,
     rate_unit_of,
 )
+from abtui.sessions.records import config_key
 from abtui.sessions.session import Session
 
 
@@ -36,10 +37,14 @@ def rows(left: Session, right: Session) -> list[dict[str, Any]]:
     """One row per (pair, configuration) found on either side: `config` the configuration's
     identity (what the sides are matched by, the gate's and junit's name), `shown` its name
     as the report prints it (abtui.reports.report.labels: each value as the profile names it,
-    `tunnel=ipsec (lab: vxlan)`), taken from the side that has it, the left first."""
-    from abtui.reports.report import labels
+    `tunnel=ipsec (lab: vxlan)`), taken from the side that has it, the left first. Rows
+    go in each profile's order (its matrix's values as it lists them, as the report's
+    tables), not the order the (shuffled) runs took: the left's, then what only the right
+    has."""
+    from abtui.reports.procedure.sections import layout_of
+    from abtui.reports.report import labels, ordered_cells
 
-    lt, rt = stats.cells(left), stats.cells(right)
+    lt, rt = (ordered_cells(s, layout_of(s)[1]) for s in (left, right))
     shown = {**labels(right, rt), **labels(left, lt)}
     out = []
     for lp, rp in _pair_map(left, right):
@@ -97,7 +102,7 @@ def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
     for s in sessions:
         for pair in s.pairs:
             for ph in s.phases_of(pair):
-                out.setdefault(stats.config_key(ph.config), dict(ph.config))
+                out.setdefault(config_key(ph.config), dict(ph.config))
     return out
 
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from abtui.core import cpu as rules
-from abtui.reports import stats
+from abtui.reports import samples, stats
 from abtui.reports.formatting import fmt_delta, fmt_rate, md_table, rate_unit
-from abtui.sessions.session import NO_PHASE, Run, Session
+from abtui.sessions.records import NO_PHASE, Run
+from abtui.sessions.session import Session
 
 SIDES = ("sender", "receiver")
 Key = tuple[int, int]  # (run index, phase index)
@@ -80,7 +81,7 @@ class CpuCell:
         self.source: dict[str, str] = {}
         self.cycles: dict[str, bool] = {}
         hosts = session.hosts_of(pair)
-        segs = stats.keyed_segments(session, pair, phases=phases)
+        segs = samples.keyed_segments(session, pair, phases=phases)
         for side in SIDES:
             host = hosts.get(side) or session.cpu_hosts.get((pair, side))
             mhz = (session.facts.get(host or "") or {}).get("cpu_mhz")
@@ -103,7 +104,7 @@ class CpuCell:
             self.cpu[side] = [c for _, c in runs]
             self.softirq[side] = []
             self.efficiency[side] = _efficiency(
-                [(stats.run_rate(session, r), c / 100) for r, c in runs],
+                [(samples.run_rate(session, r), c / 100) for r, c in runs],
                 mhz if self.cycles[side] else None)
 
 
@@ -161,7 +162,7 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
         return []
     from abtui.reports.report import labels
 
-    names = labels(session, table)
+    names = labels(session, table, short=True)
     out = ["## CPU cost per configuration", ""]
     for side in SIDES:
         sources = {c.source[side] for c in every} - {""}

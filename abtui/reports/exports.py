@@ -13,8 +13,9 @@ from typing import IO, Any
 import numpy as np
 
 from abtui.core.model import interval_loss
-from abtui.reports import stats
-from abtui.sessions.session import NO_PHASE, Session, config_key
+from abtui.reports import samples, stats
+from abtui.sessions.records import NO_PHASE, config_key
+from abtui.sessions.session import Session
 
 CSV_FIELDS = ("session", "pair", "phase", "configuration", "run", "time", "start", "end",
               "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms", "omitted", "straddles",
@@ -180,7 +181,7 @@ def to_json(session: Session) -> dict[str, Any]:
         "phases": phases,
         "straddling_intervals": unphased,
         "runs": [{"pair": r.pair, "run": r.id, "config": r.config, "start": r.start,
-                  "end": r.end, "status": r.status, "bits_per_second": stats.run_rate(session, r),
+                  "end": r.end, "status": r.status, "bits_per_second": samples.run_rate(session, r),
                   "summary": r.summary,
                   **({"reverse_summary": r.reverse_summary} if r.reverse_summary else {}),
                   "ping": r.ping,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from abtui.reports import stats
+from abtui.reports import samples, stats
 from abtui.reports.formatting import (
     fmt_bps,
     fmt_cell,
@@ -49,13 +49,19 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     """The whole report. `base`: the pair deltas are taken against (profile's base_pair,
     else the first); `base_config`: the configuration for the per-pair delta table; `units`:
     rates in bits (Gbit/s, Mbit/s) or bytes (MB/s) per second."""
-    from abtui.reports.procedure import layout_of, sections
+    from abtui.reports.procedure.sections import layout_of, sections
 
     _layout, doc = layout_of(session)
     table = ordered_cells(session, doc)
     bp = base_pair(session, base)
     seen: list[stats.Delta | None] = []  # every Δ printed, for the notes
-    out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session), ""]
+    out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session)]
+    common = common_knobs(session, table)
+    if common:  # the tables below name each configuration by what sets it apart
+        from abtui.reports.procedure.order import shown_config
+
+        out.append(f"- in every configuration: {shown_config(session, common)}")
+    out.append("")
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
     out += ["## Hosts", "", _hosts(session), ""]
     options = _options(session)
@@ -76,7 +82,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
         out += _vs_config(session, table, base_config, seen, doc)
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
     if session.runs:
-        out += ["## Runs", "", _runs(session, units), ""]
+        out += ["## Runs", "", _runs(session, units, common), ""]
     if chart:
         text = throughput_chart(session)
         if text:
@@ -131,19 +137,34 @@ def _hosts(session: Session) -> str:
 def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, stats.Cell]]:
     """stats.cells in the profile's order (its matrix's values as it lists them), not the
     order the (shuffled) runs happened to take."""
-    from abtui.reports.procedure import config_order
+    from abtui.reports.procedure.order import config_order
 
     table = stats.cells(session)
     key = config_order(doc)
     return dict(sorted(table.items(), key=lambda kv: key(_config_of(session, kv[1]))))
 
 
-def labels(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, str]:
-    """Each configuration of a table as printed: the profile's names for the lab's values."""
-    from abtui.reports.procedure import shown_config
+def labels(session: Session, table: dict[str, dict[str, stats.Cell]],
+           short: bool = False) -> dict[str, str]:
+    """Each configuration of a table as printed: the profile's names for the lab's values.
+    `short`: only the knobs that set the rows apart, as the console's table names them (the
+    rest, `common_knobs`, said once above the tables)."""
+    from abtui.reports.procedure.order import shown_config
 
-    return {k: shown_config(session, _config_of(session, row)) if row else k
+    common = common_knobs(session, table) if short else {}
+    return {k: shown_config(session, {n: v for n, v in _config_of(session, row).items()
+                                      if n not in common}) if row else k
             for k, row in table.items()}
+
+
+def common_knobs(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, Any]:
+    """The knobs with one value in every configuration of a table of two or more: a row that
+    repeated them all would bury the one value that differs."""
+    configs = [_config_of(session, row) for row in table.values() if row]
+    if len(configs) < 2:
+        return {}
+    return {k: v for k, v in configs[0].items()
+            if all(k in c and c[k] == v for c in configs[1:])}
 
 
 def _config_of(session: Session, row: dict[str, stats.Cell]) -> dict[str, Any]:
@@ -168,7 +189,8 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     """A configuration per row, a column per pair (its one figure), then each other pair's
     delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
     shown, never compared."""
-    from abtui.reports.procedure import layout_of, references
+    from abtui.reports.procedure.order import references
+    from abtui.reports.procedure.sections import layout_of
 
     u = rate_unit_of((c for row in table.values() for c in row.values()), rx, units)
     div, unit = u.div, u.name
@@ -177,7 +199,7 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     header = ["configuration", *[f"{p} ({unit})" for p in session.pairs],
               *[f"Δ {p} vs {bp}" for p in others]]
     rows = []
-    shown = labels(session, table)
+    shown = labels(session, table, short=True)
     for config, row in table.items():
         cells = [fmt_cell(row.get(p), div, rx) for p in session.pairs]
         deltas = [fmt_compare(row.get(bp or ""), row.get(p), rx, seen) for p in others]
@@ -187,7 +209,8 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     return md_table(header, rows) + "\n\n" + note
 
 
-# Which side's interval lines a pair's throughput is made of, per protocol (abtui.measure.runs).
+# Which side's interval lines a pair's throughput is made of, per protocol
+# (abtui.measure.run_sides).
 SIDES = ("Intervals are iperf3's own lines: for TCP the client's (the sender's; the "
          "receiver's with -R), for UDP the receiving side's (what arrived, not the rate "
          "offered).")
@@ -197,7 +220,7 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
     """Per configuration and pair: datagrams lost (Σ lost / Σ due, as iperf3 sums them) and
     the jitter per interval, for the pairs that ran UDP."""
     rows = []
-    shown = labels(session, table)
+    shown = labels(session, table, short=True)
     for config, row in table.items():
         for pair, c in row.items():
             q = stats.udp_quality(session, pair, phases=c.phases)
@@ -220,11 +243,11 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
                base_config: str | None, seen: list[stats.Delta | None],
                doc: dict[str, Any]) -> list[str]:
     """Each configuration vs the first (in the profile's order) of those it may be compared
-    with: the same direction and tunnel type (procedure.comparable). Nothing when no two are
+    with: the same direction and tunnel type (procedure.order.comparable). Nothing when no two are
     comparable."""
-    from abtui.reports.procedure import comparable
+    from abtui.reports.procedure.order import comparable
 
-    shown = labels(session, table)
+    shown = labels(session, table, short=True)
     by_label = {v: k for k, v in shown.items()}
     base_config = by_label.get(base_config or "", base_config)
     if base_config is not None and base_config not in table:
@@ -251,7 +274,7 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
 
 def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
     rows = []
-    shown = labels(session, table)
+    shown = labels(session, table, short=True)
     for config, row in table.items():
         for pair in session.pairs:
             c = row.get(pair)
@@ -265,13 +288,14 @@ def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
     return md_table(["configuration", "pair", "min", "avg", "max", "stddev", "replies"], rows)
 
 
-def _runs(session: Session, units: str = "bits") -> str:
+def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None = None) -> str:
+    """One row per run; its configuration without the knobs of `common` (said above)."""
     from abtui.reports import cpu
 
     rows, rates_seen = [], []
     for r in session.runs:
         tp = stats.run_stats(session, r)["throughput"]
-        rate = stats.run_rate(session, r)
+        rate = samples.run_rate(session, r)
         s = r.summary or {}
         snd, rcv = s.get("sender_bits_per_second"), s.get("receiver_bits_per_second")
         rates_seen += [float(x) for x in (snd, rcv, rate) if x is not None and _is_num(x)]
@@ -280,9 +304,15 @@ def _runs(session: Session, units: str = "bits") -> str:
     div, unit = u.div, u.name
     # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
     udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
-    from abtui.reports.procedure import shown_config
+    from abtui.reports.procedure.order import shown_config
 
-    body = [[r.pair, str(r.id), shown_config(session, r.config), r.status,
+    same = common or {}
+
+    def apart(config: dict[str, Any]) -> str:
+        return shown_config(session, {k: v for k, v in config.items()
+                                      if k not in same or same[k] != v})
+
+    body = [[r.pair, str(r.id), apart(r.config), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
              _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
              "—" if retr is None else str(retr),
@@ -315,12 +345,13 @@ def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],
            seen: list[stats.Delta | None]) -> list[str]:
     t0 = session.start_t or 0.0
     notes = no_interval_note(seen)
+    shown = labels(session, table, short=True)
     for config, row in table.items():
         for pair, c in row.items():
             if c.noisy:
-                notes.append(f"- ⚠ {pair} under `{config}`: its intervals' throughput varies "
-                             f"{c.intervals.cv:.0%} (> {stats.NOISE_CV:.0%}): too noisy to "
-                             "conclude")
+                notes.append(f"- ⚠ {pair} under `{shown[config]}`: its intervals' throughput "
+                             f"varies {c.intervals.cv:.0%} (> {stats.NOISE_CV:.0%}): too noisy "
+                             "to conclude")
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} on "
               f"{', '.join(e.get('pairs') or []) or 'all pairs'}" for e in session.knob_changes]
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} refused: "

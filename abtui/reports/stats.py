@@ -8,6 +8,7 @@ from them alone. With fewer than 2 runs on a side a delta has no interval (Delta
 Significance is the rank-sum (Mann-Whitney) test with mid-ranks, its p exact: the permutation
 distribution is enumerated (up to EXACT_MAX runs in all), so ties never make it optimistic.
 scipy is imported lazily: it costs ~1.3 s and the console never needs it for the exact test.
+The values themselves come out of the session through abtui.reports.samples.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from abtui.reports import throughput
-from abtui.reports.throughput import Segment
-from abtui.sessions.session import NO_PHASE, Phase, Run, Session, config_key
+from abtui.reports.samples import config_groups, run_values, values
+from abtui.sessions.records import Phase, Run
+from abtui.sessions.session import Session
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -39,8 +41,6 @@ EXACT_MAX = 100
 METRICS = ("throughput", "rtt", "retransmits_per_s", "throughput_rx")
 UNITS = {"throughput": "bits/s", "rtt": "ms", "retransmits_per_s": "1/s",
          "throughput_rx": "bits/s"}
-# UDP interval series (NaN on TCP intervals): metric -> session interval column
-UDP_COLUMNS = {"jitter_ms": "jitter", "lost": "lost", "packets": "packets"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,108 +78,6 @@ def summarize(values: Sequence[float] | NDArray[Any]) -> Summary:
     return Summary(n=n, mean=throughput.mean(a.tolist()), median=float(np.median(a)),
                    stdev=float(a.std(ddof=1)) if n > 1 else None,
                    min=float(a.min()), max=float(a.max()))
-
-
-# ---- values out of a session ---------------------------------------------------------------
-
-def _column(cols: Any, name: str, dtype: Any) -> NDArray[Any]:
-    return np.frombuffer(cols[name], dtype=dtype) if len(cols) else np.empty(0, dtype=dtype)
-
-
-def _counted(session: Session, pair: str, mask: NDArray[np.bool_], metric: str
-             ) -> NDArray[np.bool_]:
-    """`mask` narrowed to the intervals that count in `metric`: not omitted, and in the pair's
-    direction (sender -> receiver) or, for throughput_rx, --bidir's way back."""
-    cols = session.intervals[pair]
-    keep = mask & (_column(cols, "omitted", np.int8) == 0)
-    return keep & (_column(cols, "rx", np.int8) == (1 if metric == "throughput_rx" else 0))
-
-
-def _mask(source: Any, phases: Sequence[int] | None, runs: Sequence[int] | None
-          ) -> NDArray[np.bool_]:
-    mask = np.ones(len(source), dtype=bool)
-    if phases is not None:
-        phase = _column(source, "phase", np.int32)
-        mask &= np.isin(phase, np.asarray(phases, dtype=np.int32)) & (phase != NO_PHASE)
-    if runs is not None:
-        mask &= np.isin(_column(source, "run", np.int32), np.asarray(runs, dtype=np.int32))
-    return mask
-
-
-def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | None = None,
-           runs: Sequence[int] | None = None) -> NDArray[np.float64]:
-    """A metric's per-interval (or per-ping) values on one pair, restricted to phases and/or
-    runs (by index): for noise and the interval-level summaries, never as samples.
-
-    throughput and retransmits_per_s come from intervals (omitted ones and those that
-    straddle a knob change left out), rtt from pings (lost ones left out); throughput_rx is
-    --bidir's other direction, which throughput never includes; jitter_ms, lost and packets
-    are UDP's per-interval series (NaN on TCP intervals)."""
-    source = session.pings[pair] if metric == "rtt" else session.intervals[pair]
-    if not len(source):
-        return np.empty(0)
-    mask = _mask(source, phases, runs)
-    if metric == "rtt":
-        rtt = _column(source, "rtt", np.float64)[mask]
-        return rtt[np.isfinite(rtt)]
-    keep = _counted(session, pair, mask, metric)
-    if metric in ("throughput", "throughput_rx"):
-        return _column(source, "bps", np.float64)[keep]
-    if metric in UDP_COLUMNS:
-        return _column(source, UDP_COLUMNS[metric], np.float64)[keep]
-    span = (_column(source, "end", np.float64) - _column(source, "start", np.float64))[keep]
-    retr = _column(source, "retransmits", np.float64)[keep]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(span > 0, retr / span, np.nan)
-
-
-def segments(session: Session, pair: str, *, phases: Sequence[int] | None = None,
-             runs: Sequence[int] | None = None, by_phase: bool = True,
-             metric: str = "throughput") -> list[Segment]:
-    """A pair's counted intervals as abtui.reports.throughput segments: one per (run, phase) within
-    the given phases/runs, or one per run (`by_phase=False`: a run's own figure, whatever
-    phases it crossed). Intervals go in in recorded order, as the console adds them."""
-    return list(keyed_segments(session, pair, phases=phases, runs=runs, by_phase=by_phase,
-                               metric=metric).values())
-
-
-def keyed_segments(session: Session, pair: str, *, phases: Sequence[int] | None = None,
-                   runs: Sequence[int] | None = None, by_phase: bool = True,
-                   metric: str = "throughput") -> dict[tuple[int, int], Segment]:
-    """`segments` by (run index, phase index) (phase 0 with `by_phase=False`): what else was
-    measured in the same stretch (host CPU) is matched to them by that key."""
-    cols = session.intervals[pair]
-    if not len(cols):
-        return {}
-    keep = _counted(session, pair, _mask(cols, phases, runs), metric)
-    idx = np.flatnonzero(keep)
-    run = _column(cols, "run", np.int32)[idx].tolist()
-    phase = _column(cols, "phase", np.int32)[idx].tolist() if by_phase else [0] * len(run)
-    bps = _column(cols, "bps", np.float64)[idx].tolist()
-    start = _column(cols, "start", np.float64)[idx].tolist()
-    end = _column(cols, "end", np.float64)[idx].tolist()
-    out: dict[tuple[int, int], Segment] = {}
-    for key, rate, s, e in zip(zip(run, phase, strict=True), bps, start, end, strict=True):
-        if math.isfinite(rate):
-            seg = out.get(key)
-            if seg is None:
-                seg = out[key] = Segment()
-            seg.add(rate, throughput.span_of(s, e))
-    return out
-
-
-def run_values(session: Session, pair: str, phases: Sequence[int],
-               metric: str = "throughput") -> list[float]:
-    """Run-level samples of throughput (or throughput_rx) within the given phases."""
-    return throughput.run_values(segments(session, pair, phases=phases, metric=metric))
-
-
-def run_rate(session: Session, run: Run) -> float | None:
-    """A run's own figure: bits ÷ seconds of its intervals in the pair's direction, omitted
-    ones left out and straddling ones kept (as iperf3's summary counts them); None when it
-    delivered none."""
-    segs = segments(session, run.pair, runs=[run.index], by_phase=False)
-    return segs[0].rate if segs else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,14 +123,6 @@ def phase_rate(session: Session, phase: Phase, metric: str = "throughput") -> Su
 
 def run_stats(session: Session, run: Run) -> dict[str, Summary]:
     return {m: summarize(values(session, run.pair, m, runs=[run.index])) for m in METRICS}
-
-
-def config_groups(session: Session, pair: str) -> dict[str, list[Phase]]:
-    """A pair's phases grouped by configuration, in order of first appearance."""
-    groups: dict[str, list[Phase]] = {}
-    for ph in session.phases_of(pair):
-        groups.setdefault(config_key(ph.config), []).append(ph)
-    return groups
 
 
 # ---- deltas and significance ---------------------------------------------------------------

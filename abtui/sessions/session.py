@@ -1,133 +1,38 @@
 """A recorded session, rebuilt from its events: pairs, hosts, knobs, runs, phases, series.
 
-Built in one streaming pass. Intervals and pings go into compact per-pair column arrays (a
-day of two pairs at 1 s is 172 800 intervals: as Event objects that would be hundreds of MB),
-everything rarer is kept as small records. A phase is a stretch of one pair with no knob
-change; intervals marked `straddles` (they began before a change and ended after) belong to
-no phase. Statistics live in abtui.stats; this module only organises what was recorded.
+Built in one streaming pass. Intervals and pings go into compact per-pair column arrays
+(abtui.sessions.records), everything rarer is kept as small records. A phase is a stretch of
+one pair with no knob change; intervals marked `straddles` (they began before a change and
+ended after) belong to no phase. Statistics live in abtui.reports.stats; this module only
+organises what was recorded.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import tomllib
 from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from abtui.core import events
-from abtui.core.configuration import config_id, config_label
-from abtui.core.cpu import FIELDS, busy_share, ticks
+from abtui.core.configuration import config_label
+from abtui.core.cpu import busy_share, ticks
 from abtui.core.events import Event, EventReader
-
-NO_PHASE = -1
-NAN = math.nan
-
-# A configuration's identity (the one rule lives in abtui.configuration)
-config_key = config_id
-
-
-@dataclass(slots=True)
-class Run:
-    pair: str
-    id: Any
-    index: int
-    config: dict[str, Any] = field(default_factory=dict)
-    start: float | None = None
-    end: float | None = None
-    status: str = "incomplete"  # until a RUN_END says otherwise
-    summary: dict[str, Any] | None = None
-    # --bidir: iperf3's summary of the other direction (receiver -> sender)
-    reverse_summary: dict[str, Any] | None = None
-    ping: dict[str, Any] | None = None
-    message: str = ""
-    skew_ms: float | None = None
-    options: dict[str, Any] | None = None
-    # the iperf3 client command as it ran (RUN_START `argv`); None in older sessions
-    argv: list[str] | None = None
-
-
-@dataclass(slots=True)
-class Phase:
-    pair: str
-    id: Any
-    index: int
-    config: dict[str, Any]
-    start: float | None = None
-    end: float | None = None
-    closed: bool = False
-
-    @property
-    def label(self) -> str:
-        """The configuration's identity (config_key); tables print Session.config_label."""
-        return config_key(self.config)
-
-
-class Columns:
-    """Named array columns appended row by row: the compact store for intervals and pings."""
-
-    def __init__(self, **types: str) -> None:
-        self.names = tuple(types)
-        self.cols: dict[str, array[Any]] = {n: array(t) for n, t in types.items()}
-        self._arrays = tuple(self.cols.values())
-
-    def append(self, *values: Any) -> None:
-        """Append one row, all columns or none (a value that does not fit rolls it back)."""
-        n = len(self._arrays[0])
-        try:
-            for arr, value in zip(self._arrays, values, strict=True):
-                arr.append(value)
-        except (TypeError, ValueError, OverflowError):
-            for arr in self._arrays:
-                del arr[n:]
-            raise
-
-    def __len__(self) -> int:
-        return len(self.cols[self.names[0]])
-
-    def __getitem__(self, name: str) -> array[Any]:
-        return self.cols[name]
-
-
-def _interval_columns() -> Columns:
-    # t: event time; start/end: iperf3's own, relative to its run; NaN where unknown;
-    # rx: 1 for --bidir's other direction (receiver -> sender), kept out of the pair's
-    # throughput so a bidirectional run's two directions are never averaged together;
-    # UDP: jitter (ms), lost datagrams and datagrams due (lost included), NaN for TCP
-    return Columns(t="d", start="d", end="d", bytes="d", bps="d", retransmits="d", cwnd="d",
-                   omitted="b", phase="i", run="i", rx="b", jitter="d", lost="d",
-                   packets="d")
-
-
-def _cpu_columns() -> Columns:
-    # one host's CPU samples: event time, run and phase (NO_PHASE: straddling a change), the
-    # ticks each state gained over all CPUs (abtui.core.cpu.FIELDS), the CPU count and the
-    # busiest CPU's busy share (a saturated core hides in a many-core total)
-    return Columns(t="d", run="i", phase="i", **{f: "d" for f in FIELDS}, cpus="i", peak="d")
-
-
-def _ping_columns() -> Columns:
-    return Columns(t="d", seq="q", rtt="d", phase="i", run="i")
-
-
-def _obj(value: Any) -> dict[str, Any] | None:
-    """A dict field as recorded, or None when a foreign record put something else there."""
-    return dict(value) if isinstance(value, dict) else None
-
-
-def _argv(value: Any) -> list[str] | None:
-    """A recorded command line, or None when there is none or a foreign record put something
-    other than a list of strings there."""
-    if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
-        return list(value)
-    return None
-
-
-def _num(value: Any) -> float:
-    return NAN if value is None or isinstance(value, bool) else float(value)
+from abtui.sessions.records import (
+    NAN,
+    NO_PHASE,
+    Columns,
+    Phase,
+    Run,
+    as_argv,
+    as_dict,
+    as_num,
+    cpu_columns,
+    interval_columns,
+    ping_columns,
+)
 
 
 class Session(EventReader):
@@ -159,7 +64,7 @@ class Session(EventReader):
         # (pair, host, name) -> (times, values); values NaN where not a number
         self.watches: dict[tuple[str | None, str | None, str], tuple[array[float], array[float]]]
         self.watches = {}
-        # (pair, host) -> the host's CPU samples during the pair's runs (_cpu_columns)
+        # (pair, host) -> the host's CPU samples during the pair's runs (records.cpu_columns)
         self.cpu: dict[tuple[str, str], Columns] = {}
         # (pair, "sender"|"receiver") -> the host its CPU samples came from
         self.cpu_hosts: dict[tuple[str, str], str] = {}
@@ -222,8 +127,8 @@ class Session(EventReader):
         if label not in self.pairs:
             self.pairs.append(label)
         if label not in self.intervals:
-            self.intervals[label] = _interval_columns()
-            self.pings[label] = _ping_columns()
+            self.intervals[label] = interval_columns()
+            self.pings[label] = ping_columns()
 
     def on_session_start(self, ev: Event, d: events.SessionStart) -> None:
         self.profile_text = d.profile_text or ""
@@ -258,13 +163,13 @@ class Session(EventReader):
     def on_run_start(self, ev: Event, d: events.RunStart) -> None:
         if ev.pair is None:
             return
-        self._config[ev.pair] = _obj(d.config) or {}
+        self._config[ev.pair] = as_dict(d.config) or {}
         run = self.runs[self._run(ev.pair, d.run)]
         run.config = dict(self._config[ev.pair])
         run.start = ev.t
         run.skew_ms = d.skew_ms
-        run.options = _obj(d.options)
-        run.argv = _argv(d.argv)
+        run.options = as_dict(d.options)
+        run.argv = as_argv(d.argv)
 
     def on_run_end(self, ev: Event, d: events.RunEnd) -> None:
         if ev.pair is None:
@@ -272,9 +177,9 @@ class Session(EventReader):
         run = self.runs[self._run(ev.pair, d.run)]
         run.end = ev.t
         run.status = d.status or "ok"
-        run.summary = _obj(d.summary)
-        run.reverse_summary = _obj(d.reverse_summary)
-        run.ping = _obj(d.ping)
+        run.summary = as_dict(d.summary)
+        run.reverse_summary = as_dict(d.reverse_summary)
+        run.ping = as_dict(d.ping)
         run.message = d.message or ""
 
     def on_interval(self, ev: Event, d: events.Interval) -> None:
@@ -288,16 +193,16 @@ class Session(EventReader):
         if d.straddles:
             phase = NO_PHASE
         else:
-            span = _num(d.end) - _num(d.start)
+            span = as_num(d.end) - as_num(d.start)
             phase = self._phase(pair, phase_id, ev.t - span if span == span else ev.t)
             ph = self.phases[phase]
             if not ph.closed:
                 ph.end = ev.t
         self.intervals[pair].append(
-            ev.t, _num(d.start), _num(d.end), _num(d.bytes), _num(d.bits_per_second),
-            _num(d.retransmits), _num(d.cwnd_bytes), 1 if d.omitted else 0, phase, run,
-            1 if d.direction == "rx" else 0, _num(d.jitter_ms), _num(d.lost_packets),
-            _num(d.packets))
+            ev.t, as_num(d.start), as_num(d.end), as_num(d.bytes), as_num(d.bits_per_second),
+            as_num(d.retransmits), as_num(d.cwnd_bytes), 1 if d.omitted else 0, phase, run,
+            1 if d.direction == "rx" else 0, as_num(d.jitter_ms), as_num(d.lost_packets),
+            as_num(d.packets))
 
     def on_ping(self, ev: Event, d: events.Ping) -> None:
         pair = ev.pair
@@ -308,7 +213,7 @@ class Session(EventReader):
         phase = self._phase(pair, phase_id, ev.t) if phase_id is not None else NO_PHASE
         seq = d.seq
         self.pings[pair].append(ev.t, int(seq) if isinstance(seq, int) else -1,
-                                _num(d.rtt_ms), phase, run)
+                                as_num(d.rtt_ms), phase, run)
 
     def on_phase(self, ev: Event, d: events.Phase) -> None:
         if ev.pair is None:
@@ -324,7 +229,7 @@ class Session(EventReader):
     def on_config(self, ev: Event, d: events.Config) -> None:
         if ev.pair is None:
             return
-        config = _obj(d.config) or {}
+        config = as_dict(d.config) or {}
         self._config[ev.pair] = dict(config)
         self.initial_configs.setdefault(ev.pair, dict(config))
 
@@ -361,7 +266,7 @@ class Session(EventReader):
             self.cpu_hosts[(ev.pair, str(d.role))] = ev.host
         series = self.cpu.get((ev.pair, ev.host))
         if series is None:
-            series = self.cpu[(ev.pair, ev.host)] = _cpu_columns()
+            series = self.cpu[(ev.pair, ev.host)] = cpu_columns()
         peak = max((b for b in map(busy_share, cpus) if b is not None), default=NAN)
         series.append(ev.t, run, phase, *total, len(cpus) or 1, peak)
 
@@ -389,7 +294,7 @@ class Session(EventReader):
 
     def on_facts(self, ev: Event, d: events.Facts) -> None:
         if ev.host is not None:
-            self.facts[ev.host] = _obj(d.facts) or {}
+            self.facts[ev.host] = as_dict(d.facts) or {}
 
     def on_original(self, ev: Event, d: events.Original) -> None:
         self.originals.append({"t": ev.t, "host": ev.host, **ev.data})

@@ -49,8 +49,9 @@ from abtui.ui.layout import MainLayout, main_widgets
 from abtui.ui.leaving import Leaving
 from abtui.ui.pacing import Throttle
 from abtui.ui.panes import PaneBoard, pane_label
+from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
-from abtui.ui.state import ConsoleState, PhaseRow
+from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
 __all__ = ["FLUSH_HZ", "AbtuiApp"]

@@ -1,11 +1,12 @@
 """What the console shows, folded from events: per-pair series and numbers, link states, the
 phase table. Plain Python (no Textual) so it is fast to test and cheap to update per event;
-the widgets read it when the app flushes a batch.
+the widgets read it when the app flushes a batch. The records it folds into are a pair's
+(abtui.ui.pair_state) and the phase table's rows (abtui.ui.phase_rows); this module is the
+folding: one handler per event kind, and what the knob bar and the table ask of the whole.
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,87 +18,14 @@ from abtui.core.cpu import sample_figures
 from abtui.core.events import Event, EventReader
 from abtui.core.model import (
     KnobKind,
-    LinkState,
     Profile,
     tunnel_refusal,
 )
-from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values, span_of
-
-HISTORY = 120  # intervals kept per sparkline
-
+from abtui.reports.throughput import Segment, span_of
+from abtui.ui.pair_state import HISTORY, PairState, Running
+from abtui.ui.phase_rows import PhaseRow, phase_cells
 
 config_key = config_id  # a phase row's identity: the one rule of abtui.core.configuration
-
-
-@dataclass(slots=True)
-class Running:
-    """Count, mean, min and max of a stream of numbers (a phase's, a segment's)."""
-
-    n: int = 0
-    total: float = 0.0
-    lo: float = math.inf
-    hi: float = -math.inf
-
-    def add(self, x: float) -> None:
-        self.n += 1
-        self.total += x
-        self.lo = min(self.lo, x)
-        self.hi = max(self.hi, x)
-
-    @property
-    def mean(self) -> float:
-        return self.total / self.n if self.n else math.nan
-
-
-@dataclass(slots=True)
-class PairState:
-    label: str
-    sender: str
-    receiver: str
-    config: dict[str, str]  # what the hosts have (read on connect, then each applied flip)
-    phase_id: Any = None  # the engine's phase in force (None: a flip opened one, id not seen)
-    original: dict[str, str] = field(default_factory=dict)  # as read on connect
-    bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    rtt: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    markers: deque[bool] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    pending_marker: bool = False
-    phase: Running = field(default_factory=Running)
-    rtt_phase: Running = field(default_factory=Running)
-    segment: Segment | None = None  # the current stretch, in its phase row
-    links: dict[str, str] = field(default_factory=dict)  # host -> LinkState
-    kernels: dict[str, str] = field(default_factory=dict)  # host -> release
-    tunnel: str = "none"
-    retransmits: int | None = None
-    retransmits_total: int = 0
-    cwnd: int | None = None
-    rx_bps: float | None = None  # --bidir: the latest receiver -> sender interval
-    # UDP: the latest interval's datagrams lost (%) and jitter (ms); None for TCP
-    loss_pct: float | None = None
-    jitter_ms: float | None = None
-    intervals: int = 0
-    error: str = ""
-    status: str = "idle"
-    # host CPU, latest sample: "sender"/"receiver" -> (busy % of one core, softirq %);
-    # hosts whose CPU figures are the whole machine's (namespace hosts)
-    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
-    cpu_shared: set[str] = field(default_factory=set)
-
-    @property
-    def link(self) -> str:
-        """The worst link state of the pair's hosts (what the pane shows)."""
-        states = [self.links.get(h, LinkState.CONNECTING) for h in (self.sender, self.receiver)]
-        for s in (LinkState.FAILED, LinkState.LOST, LinkState.RECONNECTING, LinkState.CLOSED,
-                  LinkState.CONNECTING):
-            if s in states:
-                return str(s)
-        return str(LinkState.CONNECTED)
-
-
-@dataclass(slots=True)
-class PhaseRow:
-    config: dict[str, str]
-    per_pair: dict[str, Running] = field(default_factory=dict)  # every interval
-    segments: dict[str, list[Segment]] = field(default_factory=dict)  # one per stretch
 
 
 @dataclass(slots=True)
@@ -111,30 +39,6 @@ class Dirty:
 
     def __bool__(self) -> bool:
         return bool(self.pairs) or self.phases or self.knobs or self.status
-
-
-# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test scipy:
-# ~1.5 s of imports that must not delay the first frame or stall the screen):
-# "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
-LOADED: dict[str, Any] = {}
-
-
-def significance(base: list[Segment], other: list[Segment]) -> str:
-    """abtui.reports.stats' verdict on run-level values (abtui.reports.throughput: one per
-    segment, a stretch of one run under this configuration; intervals within a run are not
-    independent): '*' significant, '~' not, '' while there are too few segments to ever reach
-    significance, '…' while scipy is still loading for a test too large to enumerate
-    (statistics are never imported on the way to the first frame)."""
-    stats = LOADED.get("stats")
-    if stats is None:
-        return ""  # loads right after the first frame
-    a, b = run_values(base), run_values(other)
-    if stats.min_p(len(a), len(b)) > stats.ALPHA:
-        return ""
-    if len(a) + len(b) > stats.EXACT_MAX and not LOADED.get("scipy"):
-        LOADED["want_scipy"] = True
-        return "…"
-    return "*" if stats.verdict(a, b).significant else "~"
 
 
 class ConsoleState(EventReader):
@@ -402,20 +306,7 @@ class ConsoleState(EventReader):
         if way_back:  # --bidir's way back: shown, never mixed into the pair's own series
             ps.rx_bps = bps
             return
-        ps.intervals += 1
-        ps.bps.append(bps)
-        ps.markers.append(ps.pending_marker)
-        ps.pending_marker = False
-        retr = d.retransmits
-        ps.retransmits = retr if isinstance(retr, int) else None
-        ps.retransmits_total += retr if isinstance(retr, int) else 0
-        cwnd = d.cwnd_bytes
-        ps.cwnd = cwnd if isinstance(cwnd, int) else None
-        ps.loss_pct, ps.jitter_ms = d.loss()
-        if ps.link != LinkState.CONNECTED and ps.links:
-            # data flowing means the link is back, whatever the last LINK event said
-            for h in ps.links:
-                ps.links[h] = str(LinkState.CONNECTED)
+        ps.show(bps, d)
         if d.straddles:
             # measured across a knob change: shown, but counted in neither phase (as in
             # abtui.sessions.session), so the table agrees with the exported report
@@ -458,21 +349,5 @@ class ConsoleState(EventReader):
         return bmax, rmax
 
     def phase_cells(self, row: PhaseRow) -> list[str]:
-        """One cell per pair: the configuration's throughput in Gbit/s as every table defines
-        it (abtui.reports.throughput: the mean of its run-level values), their number, then the Δ vs
-        the base pair and the significance mark."""
-        base = configuration_rate(row.segments.get(self.base, []))
-        cells = []
-        for label in self.pairs:
-            segments = row.segments.get(label, [])
-            rate = configuration_rate(segments)
-            if rate is None:
-                cells.append("·")
-                continue
-            text = f"{rate / 1e9:.2f} n{len(run_values(segments))}"
-            delta = change_pct(base, rate) if label != self.base else None
-            if delta is not None:
-                mark = significance(row.segments.get(self.base, []), segments)
-                text += f" {delta:+.1f}%{mark}"
-            cells.append(text)
-        return cells
+        """One cell per pair (abtui.ui.phase_rows.phase_cells)."""
+        return phase_cells(row, self.pairs, self.base)

@@ -15,7 +15,8 @@ from abtui.core.events import Event
 from abtui.core.labels import fit_labels
 from abtui.core.text import visible
 from abtui.reports.throughput import configuration_rate
-from abtui.ui.state import LOADED, ConsoleState
+from abtui.ui.phase_rows import LOADED
+from abtui.ui.state import ConsoleState
 
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
 LABEL_MIN = 24  # the configuration column's least width, when labels are that long

@@ -18,7 +18,7 @@ from textual.widgets import Sparkline, Static
 
 from abtui.core.model import LinkState
 from abtui.core.text import visible
-from abtui.ui.state import PairState
+from abtui.ui.pair_state import PairState
 
 BARS = " ▁▂▃▄▅▆▇█"
 DIM = "dim"

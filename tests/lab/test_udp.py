@@ -15,7 +15,8 @@ import pytest
 from abtui.core.events import EventKind
 from abtui.core.model import Pair
 from abtui.lab.netns import Lab
-from abtui.measure.runs import SERVER_SUFFIX, STUB_FRACTION
+from abtui.measure.run_sides import STUB_FRACTION
+from abtui.measure.runs import SERVER_SUFFIX
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 from tests.lab.engine_kit import Recorder, lab_profile, make_engine, run_plan, until

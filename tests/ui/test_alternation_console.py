@@ -5,7 +5,8 @@ the key; ctrl+e changes min_effect."""
 
 from __future__ import annotations
 
-from abtui.measure.replay import ReplayController, synthetic_profile
+from abtui.measure.replay import ReplayController
+from abtui.measure.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import until
 

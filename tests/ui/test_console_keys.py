@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input
 
 from abtui.core.events import Event, EventKind
-from abtui.measure.replay import T0, synthetic_profile
+from abtui.measure.synthetic import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher
 from tests.ui.console_kit import SpyController, make_app, replayed, until

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from abtui.core.events import Event, EventKind
-from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed
 

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable, Input, OptionList
 
 from abtui.core.events import Event, EventKind
-from abtui.measure.replay import T0, synthetic_events, synthetic_profile
+from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions import store
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker, TunnelSwitcher

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from abtui.core.events import Event, EventKind
-from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import SpyController, until
 

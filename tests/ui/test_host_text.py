@@ -9,7 +9,7 @@ from textual.widgets import DataTable
 
 from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
-from abtui.measure.replay import T0
+from abtui.measure.synthetic import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher
 from tests.ui.console_kit import make_app, replayed, until
 

@@ -167,7 +167,8 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
         console_alternation,
         next_min_effect,
     )
-    from abtui.measure.replay import ReplayController, synthetic_profile
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
 
     profile = synthetic_profile(pairs=2)
     ctl = ReplayController(profile, speed=400)
@@ -199,7 +200,8 @@ async def test_the_console_alternation_stops_by_key() -> None:
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController, synthetic_profile
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
 
     profile = synthetic_profile(pairs=1)
     ctl = ReplayController(profile, speed=400)
@@ -225,7 +227,8 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController, synthetic_profile
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
 
     class SlowFlips(ReplayController):
         begun = done = 0

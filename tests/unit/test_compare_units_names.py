@@ -53,3 +53,15 @@ def test_configurations_are_named_as_the_profile_names_them(
     assert main(["compare", CRYPTO, CRYPTO, "--format", "junit", "--out", str(out)]) == 0
     names = {c.get("name") for c in ET.parse(out).getroot().iter("testcase")}
     assert "direction=tx, tunnel=vxlan" in names
+
+
+def test_rows_follow_the_profiles_order_not_the_run_order(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The recorded ix-enable-aim session ran its values shuffled (2, 1, 0): compare lists
+    them as the profile does, as the report's tables do."""
+    ix = str(FIXTURES / "golden" / "ix-enable-aim.abtui.jsonl.gz")
+    md = _compare(capsys, ix, ix)
+    for kernel in ("stock", "patched", "linux-ref"):
+        shown = [line.split(" | ")[1] for line in md.splitlines()
+                 if line.startswith(f"| {kernel} |")]
+        assert shown == ["enable_aim=0", "enable_aim=1", "enable_aim=2"], md

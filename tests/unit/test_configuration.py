@@ -6,7 +6,7 @@ import pytest
 
 from abtui.core.configuration import INITIAL, config_label, cycle, pair_value
 from abtui.core.events import Event, EventKind
-from abtui.measure.replay import synthetic_profile
+from abtui.measure.synthetic import synthetic_profile
 from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 

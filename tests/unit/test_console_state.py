@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
-from abtui.measure.replay import synthetic_events, synthetic_profile
+from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.reports.throughput import Segment
-from abtui.ui.state import ConsoleState, significance
+from abtui.ui.phase_rows import significance
+from abtui.ui.state import ConsoleState
 
 
 def folded(intervals: int = 20, seed: int = 0) -> ConsoleState:
@@ -57,7 +58,7 @@ def test_garbage_events_never_raise() -> None:
 
 def test_significance_uses_abtui_stats_on_segments() -> None:
     import abtui.reports.stats
-    from abtui.ui import state as st
+    from abtui.ui import phase_rows as st
 
     def segs(*means: float) -> list[Segment]:
         out = []

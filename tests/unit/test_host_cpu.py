@@ -189,7 +189,8 @@ def test_sampler_one_round_trip_per_sample_and_ticks_since_the_previous() -> Non
 
     from abtui.core.model import Pair
     from abtui.core.model import TestOptions as Options
-    from abtui.measure.runs import PairRun, RunHooks, RunSpec
+    from abtui.measure.run_base import RunHooks, RunSpec
+    from abtui.measure.runs import PairRun
 
     first = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
     second = "cpu  160 0 70 1010 0 5 15 0\ncpu0 160 0 70 1010 0 5 15 0\n"

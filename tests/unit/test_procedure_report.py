@@ -16,7 +16,7 @@ from abtui.lab.netns import Lab
 from abtui.lab.prepare import ensure_lab
 from abtui.profile import load_profile
 from abtui.reports.exports import to_json
-from abtui.reports.procedure import sections
+from abtui.reports.procedure.sections import sections
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
-from abtui.measure.runs import _Lines
+from abtui.measure.run_base import RunHooks, RunSpec
+from abtui.measure.run_lines import OutputLines as _Lines
 
 
 class _Proc:
@@ -80,10 +81,10 @@ async def test_a_stopped_run_whose_client_never_ends_ends_within_a_bound(monkeyp
 
     monkeypatch.setattr(runs, "STOP_WAIT_S", 0.5, raising=False)
     events: list[Event] = []
-    spec = runs.RunSpec(run_id="A-1", pair=Pair("A", "s", "r", "t"),
-                        options=TestOptions(interval=0.1), target="t", seconds=60, port=5201)
-    hooks = runs.RunHooks(emit=events.append, parser_factory=lambda _f: _Parser(),  # type: ignore[arg-type,return-value]
-                          phase_for=lambda *_: (0, False))
+    spec = RunSpec(run_id="A-1", pair=Pair("A", "s", "r", "t"),
+                   options=TestOptions(interval=0.1), target="t", seconds=60, port=5201)
+    hooks = RunHooks(emit=events.append, parser_factory=lambda _f: _Parser(),  # type: ignore[arg-type,return-value]
+                     phase_for=lambda *_: (0, False))
     run = runs.PairRun(spec, _Link(), _Link(), hooks)  # type: ignore[arg-type]
     run._client = _Silent()  # type: ignore[assignment]
     lines = run._client_lines = _Lines(run._client)  # type: ignore[arg-type]

@@ -1,0 +1,172 @@
+"""The engine's runs: each pair's run prepared (server listening, client armed), all of a
+group released together (RUN_START, the start skew), and streamed to their end.
+
+A run prepared before a restarting knob changed its pair is prepared again (`_fresh`); a busy
+server is retried on another port. What runs when (continuous mode, a plan's steps) is
+abtui.measure.engine's; one run's processes and output are abtui.measure.runs'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from abtui.core import events
+from abtui.core.errors import RunFailed
+from abtui.core.events import Event
+from abtui.core.model import LinkState
+from abtui.measure.engine_hosts import EngineHosts, install_hint
+from abtui.measure.run_base import RunHooks, RunSpec
+from abtui.measure.runs import PairRun
+from abtui.remote.iperf_cmd import JSON_STREAM_SINCE
+
+BUSY_RETRIES = 3
+# A pause between the last pair armed and the release, so no host is still busy arming.
+SETTLE_S = 0.05
+
+
+class EngineRuns(EngineHosts):
+    """Run groups prepared, released and streamed; see the module docstring."""
+
+    def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
+        pair = self.profile.pair(label)
+        opts = self._options(pair)
+        self._run_counter += 1
+        run_id = f"{label}-{self._run_counter}"
+        for alias in (pair.sender, pair.receiver):
+            link = self.links.get(alias)
+            if link is None or link.state is not LinkState.CONNECTED:
+                raise RunFailed(f"{alias} is not connected"
+                                f"{' (' + str(link.state) + ')' if link else ''}", run_id)
+        for alias in (pair.sender, pair.receiver):
+            if self.iperf_versions.get((alias, opts.iperf3)) is None:
+                raise RunFailed(f"{alias}: iperf3 is not installed (`{opts.iperf3}` not "
+                                f"found): {install_hint(opts.iperf3)}", run_id)
+        sender_version = self.iperf_versions.get((pair.sender, opts.iperf3)) or (0, 0)
+        spec = RunSpec(
+            run_id=run_id, pair=pair, options=opts, target=self.targets[label],
+            seconds=seconds, port=port or opts.port, config=dict(self.phases[label].config),
+            settings=self._settings[label],
+            json_stream=sender_version >= JSON_STREAM_SINCE, program=opts.iperf3,
+            bash=self.has_bash.get(pair.sender, False),
+            stdbuf=self.has_stdbuf.get(pair.sender, False),
+            receiver_stdbuf=self.has_stdbuf.get(pair.receiver, False),
+            watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs],
+            cpu_commands={a: self.dialects[a].cpu_times_command
+                          for a in (pair.sender, pair.receiver)
+                          if opts.host_cpu and a in self.dialects})
+        hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
+                         phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
+                         raw_sink=self.raw_sink, orphan=self._add_orphan,
+                         started=self.journal.record_pgid if self.journal else None,
+                         ended=self.journal.forget_pgid if self.journal else None)
+        return PairRun(spec, self.links[pair.sender], self.links[pair.receiver], hooks)
+
+    def _phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
+        return self.phases[label].classify(received, duration)
+
+    def _fail_run(self, label: str, run_id: str, message: str) -> None:
+        self.emit(Event.of(events.Error(message=message), pair=label))
+        self.emit(Event.of(events.RunEnd(run=run_id, status="error", summary=None, ping=None,
+                                         message=message), pair=label))
+
+    async def _start_group(self, labels: Sequence[str], seconds: int,
+                           ports: Mapping[str, int] | None = None) -> list[PairRun]:
+        """Prepare every pair's run, release them all at once, record clocks and skew."""
+        return await self._release(await self._prepare(labels, seconds, ports))
+
+    async def _prepare(self, labels: Sequence[str], seconds: int,
+                       ports: Mapping[str, int] | None = None) -> list[PairRun]:
+        """Every pair's server listening and client armed; a pair that fails says why."""
+        runs: list[PairRun] = []
+        for label in labels:
+            try:
+                runs.append(self._new_run(label, seconds, (ports or {}).get(label)))
+            except RunFailed as exc:
+                self._fail_run(label, exc.run_id, exc.message)
+        outcomes = await asyncio.gather(*(r.prepare() for r in runs), return_exceptions=True)
+        ready = []
+        for run, outcome in zip(runs, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                self._fail_run(run.label, run.spec.run_id, str(outcome))
+            else:
+                ready.append(run)
+        return ready
+
+    async def _release(self, ready: list[PairRun]) -> list[PairRun]:
+        """Release prepared runs together; RUN_START each, SKEW for the group."""
+        if len(ready) > 1:
+            await asyncio.sleep(SETTLE_S)
+        ready = await self._fresh(ready)
+        if self._stopping:  # stopped while these were being prepared: never released
+            await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)
+            return []
+        for run in ready:  # one loop iteration: the newlines leave together
+            run.release()
+            self._runs[run.label] = run  # from now on a flip or a stop reaches it
+        clocks = await asyncio.gather(*(r.read_clock() for r in ready))
+        for run in ready:  # pings need no tight start: kept off the clients' way
+            run.release_ping()
+        known = [c for c in clocks if c is not None]
+        first = min(known) if known else None
+        for run, clock in zip(ready, clocks, strict=True):
+            self.phases[run.label].measured = True
+            self.emit(Event.of(events.RunStart(
+                run=run.spec.run_id, config=dict(self.phases[run.label].config),
+                phase=self.phases[run.label].phase,
+                host_clock=clock,
+                skew_ms=None if clock is None or first is None else (clock - first) * 1e3,
+                options=_jsonable(asdict(run.spec.options)), target=run.spec.target,
+                port=run.spec.port, argv=list(run.client_argv) or None), pair=run.label))
+        if len(known) > 1 and first is not None:
+            skew = (max(known) - first) * 1e3
+            self.skews.append(skew)
+            self.emit(Event.of(events.Skew(
+                skew_ms=skew, clocks={r.label: c for r, c in zip(ready, clocks, strict=True)})))
+        if self._stopping:  # stopped while they were being released
+            await asyncio.gather(*(r.stop() for r in ready), return_exceptions=True)
+        return ready
+
+    async def _fresh(self, ready: list[PairRun]) -> list[PairRun]:
+        """The prepared runs, those prepared before a restarting knob changed their pair
+        (armed with the old options, target or socket settings) prepared again."""
+        for _ in range(BUSY_RETRIES):
+            stale = [r for r in ready if r.spec.settings != self._settings[r.label]]
+            if not stale or self._stopping:
+                break
+            await asyncio.gather(*(r.cleanup() for r in stale), return_exceptions=True)
+            again = await self._prepare([r.label for r in stale], stale[0].spec.seconds)
+            ready = [r for r in ready if r not in stale] + again
+        return ready
+
+    async def _stream(self, run: PairRun) -> PairRun:
+        """Stream a run to its end; a busy server is retried on another port, alone. In a
+        plan, a run a restarting knob retired is followed by a fresh one of the step's
+        length, so the step measures the setting now in force (in continuous mode `_follow`
+        starts the next run)."""
+        busy = 0
+        while True:
+            await run.stream()
+            if self._stopping:
+                break
+            if run.retry_port is not None and busy < BUSY_RETRIES - 1:
+                busy += 1
+                ports: dict[str, int] | None = {run.label: run.retry_port}
+            elif run.retired_at is not None and self._mode == "plan":
+                ports = None
+            else:
+                break
+            again = await self._start_group([run.label], run.spec.seconds, ports)
+            if not again:
+                break
+            run = again[0]
+        self._runs.pop(run.label, None)
+        return run
+
+
+
+def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
+

@@ -1,0 +1,198 @@
+"""A run's remote processes: iperf3's server started on a free port, its client and ping
+armed, all released together, and every one of them ended whatever happens.
+
+Kept apart from the streaming (abtui.measure.runs): this is the one place that starts a
+run's processes on a host and ends them, so the one that tells the undo journal of each and
+leaves orphans (a process on a host whose link dropped) to be ended once the link is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from abtui.core.errors import RemoteError, RunFailed
+from abtui.core.model import LinkState
+from abtui.measure.run_base import RunBase
+from abtui.measure.run_lines import OutputLines
+from abtui.measure.run_sides import reads_server, reads_server_cpu
+from abtui.measure.seams import ping_summary_of
+from abtui.remote.iperf_cmd import (
+    ARMED_MARK,
+    armed,
+    client_argv,
+    parse_clock,
+    ping_argv,
+    plain,
+    server_argv,
+)
+from abtui.remote.link import HostLink
+from abtui.remote.streams import RemoteProcess
+
+PORT_TRIES = 8
+SERVER_START_TIMEOUT = 5.0
+
+
+class RunProcesses(RunBase):
+    """Preparing, releasing and ending a run's processes; see the module docstring."""
+
+    # ---- preparing ----------------------------------------------------------------------
+    async def prepare(self) -> None:
+        """Server listening, client and ping armed; raises RunFailed with one clear line."""
+        try:
+            await asyncio.gather(self._arm_iperf3(), self._arm_ping())
+        except (RemoteError, RunFailed):  # the engine reports either by its message
+            await self.cleanup()
+            raise
+
+    async def _start_server(self) -> None:
+        port = self.spec.port
+        keep = reads_server(self.spec.options) or reads_server_cpu(self.spec.options,
+                                                                   self.spec.json_stream)
+        for _ in range(PORT_TRIES):
+            argv = server_argv(port, self.spec.program)
+            if keep and self.spec.receiver_stdbuf:
+                argv = ["stdbuf", "-oL", *argv]
+            proc = await self._stream(self.receiver, plain(argv) + " 2>&1", "iperf3 server")
+            lines = OutputLines(proc)
+            outcome = await self._server_outcome(lines, keep)
+            if outcome is None:
+                self._server, self._server_lines, self.spec.port = proc, lines, port
+                return
+            await self._end(proc)
+            if "address already in use" not in outcome.lower():
+                raise RunFailed(f"{self.receiver.alias}: the iperf3 server did not start: "
+                                f"{outcome}")
+            port += 1
+        raise RunFailed(f"{self.receiver.alias}: no free port for the iperf3 server in "
+                        f"{self.spec.port}-{port - 1}")
+
+    async def _arm_iperf3(self) -> None:
+        await self._start_server()
+        argv = client_argv(self.spec.options, self.spec.target, self.spec.port,
+                           self.spec.seconds, self.spec.json_stream, self.spec.program)
+        self.client_argv = list(argv)
+        if self.spec.stdbuf:
+            argv = ["stdbuf", "-oL", *argv]
+        self._client = await self._stream(self.sender, armed(argv, self.spec.bash) + " 2>&1",
+                                          "iperf3 client")
+        self._client_lines = OutputLines(self._client)
+        await self._await_armed(self._client_lines)
+
+    async def _arm_ping(self) -> None:
+        opts = self.spec.options
+        if not opts.ping or self.hooks.ping_parser_factory is None:
+            return
+        if opts.ping_count > 0:  # on the idle link, before iperf3 starts
+            await self._idle_ping()
+        else:
+            self._ping = await self._stream(self.sender, armed(ping_argv(opts, self.spec.target)),
+                                            "ping")
+
+    async def _idle_ping(self) -> None:
+        assert self.hooks.ping_parser_factory is not None
+        opts = self.spec.options
+        argv = ping_argv(opts, self.spec.target)
+        argv[1:1] = ["-c", str(opts.ping_count)]
+        proc = await self._stream(self.sender, plain(argv), "ping")
+        parser = self.hooks.ping_parser_factory()
+        try:
+            async for line in proc.lines():
+                self._idle_replies.extend(parser.feed(line))
+            await proc.wait(timeout=5.0)
+        finally:
+            await self._end(proc)
+        self._idle_summary = ping_summary_of(parser.finish())
+
+    async def _await_armed(self, lines: OutputLines) -> None:
+        try:
+            line = await lines.get(SERVER_START_TIMEOUT)
+        except TimeoutError:
+            line = None
+        if line != ARMED_MARK:
+            raise RunFailed(f"{self.sender.alias}: the iperf3 client could not be started: "
+                            f"{line or self._client.stderr if self._client else ''}")
+
+    @staticmethod
+    async def _server_outcome(lines: OutputLines, keep: bool = False) -> str | None:
+        """None when the server listens, else what it said before it gave up; with `keep`
+        what it prints next stays queued for the run to read."""
+        said: list[str] = []
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            try:
+                line = await lines.get(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return "it did not report listening in time"
+            if line is None:
+                errors = [x for x in said if x.startswith("iperf3: error - ")]
+                return (errors or said or ["it exited without a word"])[0].removeprefix(
+                    "iperf3: error - ")
+            if "server listening on" in line.lower():
+                lines.keep = keep  # unless kept, what it prints from now on is not read
+                return None
+            if line.strip("- "):
+                said.append(line.strip())
+
+    # ---- releasing ----------------------------------------------------------------------
+    def release(self) -> None:
+        """Let the armed client go: called for every pair in one loop iteration."""
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.write("\n")
+
+    def release_ping(self) -> None:
+        if self._ping is not None:
+            with contextlib.suppress(Exception):
+                self._ping.write("\n")
+
+    async def read_clock(self, timeout: float = 5.0) -> float | None:
+        """The host's clock at release, printed by the armed command before exec."""
+        assert self._client_lines is not None
+        try:
+            line = await self._client_lines.get(timeout)
+        except TimeoutError:
+            return None
+        if line is None:
+            self._client_lines.queue.put_nowait(None)
+            return None
+        self.host_clock = parse_clock(line)
+        if self.host_clock is None:  # not a clock: keep the line for the parser
+            self._client_lines.queue.put_nowait(line)
+        return self.host_clock
+
+    async def _end_client(self) -> None:
+        if self._client is not None:
+            await self._client.terminate()
+
+    # ---- ending -------------------------------------------------------------------------
+    async def cleanup(self) -> None:
+        """End every process and task this run started, whatever state it is in."""
+        for task in self._watch_tasks:
+            task.cancel()
+        procs = [p for p in (self._client, self._ping, self._server) if p is not None]
+        await asyncio.gather(*(self._end(p) for p in procs), return_exceptions=True)
+        for lines in (self._client_lines, self._server_lines):
+            if lines is not None:
+                lines.task.cancel()
+        for reader in (self._ping_task, self._server_task):
+            if reader is not None and not reader.done():
+                reader.cancel()
+
+    async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess:
+        proc = await link.stream(command)
+        if proc.pgid is not None and self.hooks.started is not None:
+            self.hooks.started(link.alias, proc.pgid, what)
+        return proc
+
+    async def _end(self, proc: RemoteProcess) -> None:
+        if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
+            if self.hooks.orphan is not None:  # ended once the link is back
+                self.hooks.orphan(proc.link, proc.pgid)
+            await proc.terminate()
+            return
+        await proc.terminate()
+        if proc.pgid is not None and self.hooks.ended is not None:
+            self.hooks.ended(proc.link.alias, proc.pgid)
+

@@ -1,0 +1,68 @@
+"""The `builds` layout's first table (WireGuard GRO): per build, throughput and Δ vs the first,
+then iperf3's own `[SUM]` sender (with retransmits) and receiver figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from abtui.reports.formatting import fmt_bps, legend
+from abtui.reports.procedure.order import base_pair, pairs_in_order
+from abtui.reports.procedure.table import Cells, Measure, Row, Slot, first_table, titled
+from abtui.sessions.records import Run
+from abtui.sessions.session import Session
+
+
+def _sum_lines(s: Slot) -> list[str]:
+    """iperf3's own [SUM] summary figures of a build's runs (means over its runs): sender
+    bitrate, retransmits, receiver bitrate."""
+    runs = [r for r in s.session.runs_of(s.pair) if r.summary and r.status in ("ok", "stopped")
+            and (s.cell is None or _in_phases(s.session, r, s.cell.phases))]
+
+    def mean(key: str) -> float | None:
+        xs = [float(r.summary[key]) for r in runs if r.summary
+              and isinstance(r.summary.get(key), int | float)
+              and not isinstance(r.summary.get(key), bool)]
+        return math.fsum(xs) / len(xs) if xs else None
+
+    retr = mean("retransmits")
+    return [fmt_bps(mean("sender_bits_per_second"), s.unit.div),
+            "—" if retr is None else f"{retr:.0f}",
+            fmt_bps(mean("receiver_bits_per_second"), s.unit.div)]
+
+
+def _in_phases(session: Session, run: Run, phases: Sequence[int]) -> bool:
+    cols = session.intervals[run.pair]
+    if not len(cols):
+        return False
+    run_col = np.frombuffer(cols["run"], dtype=np.int32)
+    phase_col = np.frombuffer(cols["phase"], dtype=np.int32)
+    return bool(np.isin(phase_col[run_col == run.index], np.asarray(phases)).any())
+
+
+SUM_LINES = Measure(
+    headers=lambda title, unit: [titled(title, f"[SUM] sender ({unit.name})"), "retransmits",
+                                 titled(title, f"[SUM] receiver ({unit.name})")],
+    cells=_sum_lines)
+
+
+def builds_sections(cells: Cells, doc: dict[str, Any], base: str | None) -> list[str]:
+    """The builds table: per build, throughput, Δ vs the first and the [SUM] lines."""
+    session = cells.session
+    first = base_pair(session, doc, base)
+    order = pairs_in_order(session, doc, first)
+    groups = {p: cells.group(p, []) for p in order}
+    unit = cells.unit(groups)
+    base_cell = groups.get(first or "", {}).get(())
+    rows = [Row([p], [Slot(session, p, groups[p].get(()), unit)],
+                ["-" if p == first else cells.delta(base_cell, groups[p].get(()))])
+            for p in order]
+    return ["## Throughput per build", "",
+            first_table(["build"], [""], [f"Δ vs {first}"], rows, unit, [SUM_LINES]), "",
+            legend(first or "the first build", spread=False) + " With parallel streams (-P), each "
+            "interval is their [SUM]. [SUM] sender, retransmits, receiver: iperf3's own "
+            "summary lines, the mean over the build's runs.", ""]

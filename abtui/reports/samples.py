@@ -1,0 +1,134 @@
+"""Where a cell's numbers come from: a session's interval and ping columns turned into
+per-interval values and run-level segments (abtui.reports.throughput), narrowed to phases and
+runs, with omitted intervals, straddling ones and --bidir's way back counted as the metric
+needs. Apart from abtui.reports.stats, which summarizes and compares what this returns: this
+module reads a session's columns and never tests anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from abtui.reports import throughput
+from abtui.reports.throughput import Segment
+from abtui.sessions.records import NO_PHASE, Phase, Run, config_key
+from abtui.sessions.session import Session
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+# UDP interval series (NaN on TCP intervals): metric -> session interval column
+UDP_COLUMNS = {"jitter_ms": "jitter", "lost": "lost", "packets": "packets"}
+
+
+def _column(cols: Any, name: str, dtype: Any) -> NDArray[Any]:
+    return np.frombuffer(cols[name], dtype=dtype) if len(cols) else np.empty(0, dtype=dtype)
+
+
+def _counted(session: Session, pair: str, mask: NDArray[np.bool_], metric: str
+             ) -> NDArray[np.bool_]:
+    """`mask` narrowed to the intervals that count in `metric`: not omitted, and in the pair's
+    direction (sender -> receiver) or, for throughput_rx, --bidir's way back."""
+    cols = session.intervals[pair]
+    keep = mask & (_column(cols, "omitted", np.int8) == 0)
+    return keep & (_column(cols, "rx", np.int8) == (1 if metric == "throughput_rx" else 0))
+
+
+def _mask(source: Any, phases: Sequence[int] | None, runs: Sequence[int] | None
+          ) -> NDArray[np.bool_]:
+    mask = np.ones(len(source), dtype=bool)
+    if phases is not None:
+        phase = _column(source, "phase", np.int32)
+        mask &= np.isin(phase, np.asarray(phases, dtype=np.int32)) & (phase != NO_PHASE)
+    if runs is not None:
+        mask &= np.isin(_column(source, "run", np.int32), np.asarray(runs, dtype=np.int32))
+    return mask
+
+
+def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | None = None,
+           runs: Sequence[int] | None = None) -> NDArray[np.float64]:
+    """A metric's per-interval (or per-ping) values on one pair, restricted to phases and/or
+    runs (by index): for noise and the interval-level summaries, never as samples.
+
+    throughput and retransmits_per_s come from intervals (omitted ones and those that
+    straddle a knob change left out), rtt from pings (lost ones left out); throughput_rx is
+    --bidir's other direction, which throughput never includes; jitter_ms, lost and packets
+    are UDP's per-interval series (NaN on TCP intervals)."""
+    source = session.pings[pair] if metric == "rtt" else session.intervals[pair]
+    if not len(source):
+        return np.empty(0)
+    mask = _mask(source, phases, runs)
+    if metric == "rtt":
+        rtt = _column(source, "rtt", np.float64)[mask]
+        return rtt[np.isfinite(rtt)]
+    keep = _counted(session, pair, mask, metric)
+    if metric in ("throughput", "throughput_rx"):
+        return _column(source, "bps", np.float64)[keep]
+    if metric in UDP_COLUMNS:
+        return _column(source, UDP_COLUMNS[metric], np.float64)[keep]
+    span = (_column(source, "end", np.float64) - _column(source, "start", np.float64))[keep]
+    retr = _column(source, "retransmits", np.float64)[keep]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(span > 0, retr / span, np.nan)
+
+
+def segments(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+             runs: Sequence[int] | None = None, by_phase: bool = True,
+             metric: str = "throughput") -> list[Segment]:
+    """A pair's counted intervals as abtui.reports.throughput segments: one per (run, phase) within
+    the given phases/runs, or one per run (`by_phase=False`: a run's own figure, whatever
+    phases it crossed). Intervals go in in recorded order, as the console adds them."""
+    return list(keyed_segments(session, pair, phases=phases, runs=runs, by_phase=by_phase,
+                               metric=metric).values())
+
+
+def keyed_segments(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+                   runs: Sequence[int] | None = None, by_phase: bool = True,
+                   metric: str = "throughput") -> dict[tuple[int, int], Segment]:
+    """`segments` by (run index, phase index) (phase 0 with `by_phase=False`): what else was
+    measured in the same stretch (host CPU) is matched to them by that key."""
+    cols = session.intervals[pair]
+    if not len(cols):
+        return {}
+    keep = _counted(session, pair, _mask(cols, phases, runs), metric)
+    idx = np.flatnonzero(keep)
+    run = _column(cols, "run", np.int32)[idx].tolist()
+    phase = _column(cols, "phase", np.int32)[idx].tolist() if by_phase else [0] * len(run)
+    bps = _column(cols, "bps", np.float64)[idx].tolist()
+    start = _column(cols, "start", np.float64)[idx].tolist()
+    end = _column(cols, "end", np.float64)[idx].tolist()
+    out: dict[tuple[int, int], Segment] = {}
+    for key, rate, s, e in zip(zip(run, phase, strict=True), bps, start, end, strict=True):
+        if math.isfinite(rate):
+            seg = out.get(key)
+            if seg is None:
+                seg = out[key] = Segment()
+            seg.add(rate, throughput.span_of(s, e))
+    return out
+
+
+def run_values(session: Session, pair: str, phases: Sequence[int],
+               metric: str = "throughput") -> list[float]:
+    """Run-level samples of throughput (or throughput_rx) within the given phases."""
+    return throughput.run_values(segments(session, pair, phases=phases, metric=metric))
+
+
+def run_rate(session: Session, run: Run) -> float | None:
+    """A run's own figure: bits ÷ seconds of its intervals in the pair's direction, omitted
+    ones left out and straddling ones kept (as iperf3's summary counts them); None when it
+    delivered none."""
+    segs = segments(session, run.pair, runs=[run.index], by_phase=False)
+    return segs[0].rate if segs else None
+
+
+def config_groups(session: Session, pair: str) -> dict[str, list[Phase]]:
+    """A pair's phases grouped by configuration, in order of first appearance."""
+    groups: dict[str, list[Phase]] = {}
+    for ph in session.phases_of(pair):
+        groups.setdefault(config_key(ph.config), []).append(ph)
+    return groups
+

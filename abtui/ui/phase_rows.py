@@ -1,0 +1,69 @@
+"""The phase table's rows: one per configuration, each pair's intervals and run-level
+segments under it, and the cells the table prints (throughput as every table defines it, runs,
+Δ vs the base pair and the significance mark). Apart from abtui.ui.state (which fills the rows
+from events) because the cells' statistics load lazily, off the way to the first frame; no
+Textual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values
+from abtui.ui.pair_state import Running
+
+
+@dataclass(slots=True)
+class PhaseRow:
+    """One configuration's row: every pair's intervals under it and its run-level segments."""
+
+    config: dict[str, str]
+    per_pair: dict[str, Running] = field(default_factory=dict)  # every interval
+    segments: dict[str, list[Segment]] = field(default_factory=dict)  # one per stretch
+
+
+# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test scipy:
+# ~1.5 s of imports that must not delay the first frame or stall the screen):
+# "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
+LOADED: dict[str, Any] = {}
+
+
+def significance(base: list[Segment], other: list[Segment]) -> str:
+    """abtui.reports.stats' verdict on run-level values (abtui.reports.throughput: one per
+    segment, a stretch of one run under this configuration; intervals within a run are not
+    independent): '*' significant, '~' not, '' while there are too few segments to ever reach
+    significance, '…' while scipy is still loading for a test too large to enumerate
+    (statistics are never imported on the way to the first frame)."""
+    stats = LOADED.get("stats")
+    if stats is None:
+        return ""  # loads right after the first frame
+    a, b = run_values(base), run_values(other)
+    if stats.min_p(len(a), len(b)) > stats.ALPHA:
+        return ""
+    if len(a) + len(b) > stats.EXACT_MAX and not LOADED.get("scipy"):
+        LOADED["want_scipy"] = True
+        return "…"
+    return "*" if stats.verdict(a, b).significant else "~"
+
+
+def phase_cells(row: PhaseRow, pairs: Iterable[str], base_pair: str) -> list[str]:
+    """One cell per pair: the configuration's throughput in Gbit/s as every table defines
+    it (abtui.reports.throughput: the mean of its run-level values), their number, then the Δ vs
+    the base pair and the significance mark."""
+    base = configuration_rate(row.segments.get(base_pair, []))
+    cells = []
+    for label in pairs:
+        segments = row.segments.get(label, [])
+        rate = configuration_rate(segments)
+        if rate is None:
+            cells.append("·")
+            continue
+        text = f"{rate / 1e9:.2f} n{len(run_values(segments))}"
+        delta = change_pct(base, rate) if label != base_pair else None
+        if delta is not None:
+            mark = significance(row.segments.get(base_pair, []), segments)
+            text += f" {delta:+.1f}%{mark}"
+        cells.append(text)
+    return cells

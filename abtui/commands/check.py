@@ -5,7 +5,7 @@ value is written back unchanged, which proves writability without changing anyth
 types available on both hosts of each pair. Exit 0 when all is well, 1 otherwise, 2 for a bad
 profile.
 
-`--lab`: the same checks on what `abtui run PROFILE --lab` would run (abtui.lab.mapping): the
+`--lab`: the same checks on what `abtui run PROFILE --lab` would run (abtui.lab.prepare): the
 pairs on the lab's hosts, each translation listed first (a `lab` line).
 """
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 def _on_lab(profile: Profile) -> Profile:
     """The profile as `run --lab` maps it; a `lab` line per translation (what the lab runs
     instead of what the profile names)."""
-    from abtui.lab.mapping import for_lab
+    from abtui.lab.prepare import for_lab
 
     mapping, _data = for_lab(profile, lab=True, short=False,
                              say=lambda line: print(f"     {line}", flush=True))

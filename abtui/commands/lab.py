@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from abtui.core.errors import BadInput
-    from abtui.lab.netns import MAX_PAIRS, Lab
+    from abtui.lab.layout import MAX_PAIRS
+    from abtui.lab.netns import Lab
 
     lab = Lab.default()
     if args.lab_command == "up":
@@ -67,7 +68,7 @@ def parse_kernels(specs: list[str], pairs: int) -> dict[str, str]:
     """`--kernel SPEC` (every pair) and `--kernel A=SPEC` (one pair) -> pair letter -> SPEC;
     a pair's own SPEC wins over the one for every pair."""
     from abtui.core.errors import BadInput
-    from abtui.lab.netns import check_kernel_pairs
+    from abtui.lab.layout import check_kernel_pairs
 
     every: str | None = None
     per_pair: dict[str, str] = {}

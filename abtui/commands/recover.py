@@ -22,7 +22,7 @@ from abtui.core.errors import EXIT_FAILED, EXIT_OK, AbtuiError, BadInput
 if TYPE_CHECKING:
     from abtui.hosts.knobs import KnobManager
     from abtui.hosts.undo import Pending
-    from abtui.remote.dialects import Dialect
+    from abtui.remote.dialect import Dialect
     from abtui.remote.link import HostLink
 
 Say = Callable[[bool, str], None]
@@ -196,7 +196,7 @@ async def _restore(p: Pending, manager: KnobManager, ident: tuple[str, str, str,
     anyway (a read-only setting abtui never changed) counts as done."""
     from abtui.core.model import KnobKind
     from abtui.hosts.undo import append_record
-    from abtui.remote.dialects import Setting, same_value
+    from abtui.remote.dialect import Setting, same_value
 
     host, kind, key, dev = ident
     s = Setting(KnobKind(kind), key, dev)
@@ -222,7 +222,7 @@ async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, left: _Le
                      say: Say) -> None:
     """End one process group abtui started."""
     from abtui.hosts.undo import append_record
-    from abtui.remote.link import group_alive_command
+    from abtui.remote.streams import group_alive_command
 
     host, name = link.alias, f"process group {pgid} ({what or 'abtui'})"
     try:

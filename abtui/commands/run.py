@@ -1,6 +1,6 @@
 """`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE]
 [--alternate KNOB=V1,V2 --every S [--until-verdict] [--max-runs N]]`: measure with no console;
-`--lab` runs the profile on the local lab's hosts (abtui.lab.mapping)."""
+`--lab` runs the profile on the local lab's hosts (abtui.lab.prepare, abtui.lab.mapping)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:
     """The profile as --lab / --quick run it; each translation printed on stderr."""
-    from abtui.lab.mapping import for_lab
+    from abtui.lab.prepare import for_lab
 
     def say(line: str) -> None:
         print(f"abtui: {line}", file=sys.stderr, flush=True)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from abtui.core.errors import AbtuiError, RemoteError
 from abtui.core.model import HostFacts, Pair, Profile
-from abtui.remote.dialects import Dialect, dialect_for
+from abtui.remote.dialect import Dialect
+from abtui.remote.dialects import dialect_for
 from abtui.remote.facts import gather_facts
 from abtui.remote.link import HostLink, StateCallback, connect_all
 

@@ -19,15 +19,9 @@ from abtui.core.errors import BadInput, KnobRefused, RemoteError
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.undo import HostRecord, UndoJournal
-from abtui.remote.dialects import (
-    PERMISSION,
-    READ_ONLY,
-    Dialect,
-    Setting,
-    reason_line,
-    same_value,
-)
+from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
+from abtui.remote.refusals import PERMISSION, READ_ONLY, reason_line
 
 if TYPE_CHECKING:
     from abtui.hosts.tunnels import TunnelManager

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from abtui.hosts.knobs import KnobManager
 from abtui.hosts.tunnels import TunnelManager
 from abtui.hosts.undo import UndoJournal
-from abtui.remote.link import RemoteProcess
+from abtui.remote.streams import RemoteProcess
 
 
 async def set_back(knobs: KnobManager | None = None, tunnels: TunnelManager | None = None,

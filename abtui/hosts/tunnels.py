@@ -36,7 +36,7 @@ from abtui.hosts.tunnel_commands import (
     verify_command,
 )
 from abtui.hosts.undo import UndoJournal
-from abtui.remote.dialects import Dialect
+from abtui.remote.dialect import Dialect
 from abtui.remote.link import HostLink
 
 Emit = Callable[[Event], None]

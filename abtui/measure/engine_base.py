@@ -29,7 +29,7 @@ from abtui.measure.seams import (
     default_parser_factory,
     default_ping_parser_factory,
 )
-from abtui.remote.dialects import Dialect
+from abtui.remote.dialect import Dialect
 from abtui.remote.iperf_cmd import options_for
 from abtui.remote.link import HostLink
 

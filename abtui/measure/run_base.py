@@ -18,7 +18,8 @@ from abtui.core.events import Event
 from abtui.core.model import Pair, PingReply, PingSummary, TestOptions, Watch
 from abtui.measure.run_lines import OutputLines
 from abtui.measure.seams import Emit, ParserFactory, PingParserFactory
-from abtui.remote.link import HostLink, RemoteProcess
+from abtui.remote.link import HostLink
+from abtui.remote.streams import RemoteProcess
 
 PhaseFor = Callable[[str, float, float], tuple[int, bool]]
 

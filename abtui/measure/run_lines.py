@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections import deque
 
-from abtui.remote.link import RemoteProcess
+from abtui.remote.streams import RemoteProcess
 
 
 class OutputLines:

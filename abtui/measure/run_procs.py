@@ -27,7 +27,8 @@ from abtui.remote.iperf_cmd import (
     plain,
     server_argv,
 )
-from abtui.remote.link import HostLink, RemoteProcess
+from abtui.remote.link import HostLink
+from abtui.remote.streams import RemoteProcess
 
 PORT_TRIES = 8
 SERVER_START_TIMEOUT = 5.0

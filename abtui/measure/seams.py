@@ -15,7 +15,7 @@ from abtui.core.errors import KnobRefused, MissingPrerequisite
 from abtui.core.events import Event
 from abtui.core.model import Interval, IperfSummary, Knob, Pair, PingReply, PingSummary, Profile
 from abtui.hosts.undo import UndoJournal
-from abtui.remote.dialects import Dialect
+from abtui.remote.dialect import Dialect
 from abtui.remote.link import HostLink
 
 if TYPE_CHECKING:

@@ -143,7 +143,7 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
 
     # layout: read by the report from the profile copy; checked here
     report = read_table(sub_table(raw, "report", ()), REPORT_FIELDS, ("report",))
-    if "lab" in raw:  # read by abtui.lab.mapping from the profile copy; checked here
+    if "lab" in raw:  # read by abtui.lab.prepare from the profile copy; checked here
         lab_kernels(raw, labels)
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
                  [k.name for k in knobs])

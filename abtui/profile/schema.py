@@ -195,7 +195,7 @@ REPORT_FIELDS = (
 
 # [lab]: the kernels `abtui run --lab` boots on VM hosts, one for every pair (`kernel`) or per
 # pair label (`kernels = { stock = SPEC, patched = SPEC }`); SPEC as `abtui lab up --kernel`
-# takes it. Read by abtui.lab.mapping from the profile copy; checked here.
+# takes it. Read by abtui.lab.prepare from the profile copy; checked here.
 LAB_FIELDS = (
     Field("kernel", lambda v: f.text(v, 1000), None),
 )

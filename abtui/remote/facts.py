@@ -11,7 +11,8 @@ from shlex import quote
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_IPERF3, HostFacts
 from abtui.profile.fields import PROGRAM_RE
-from abtui.remote.dialects import parse_freebsd_pciconf, validate_device
+from abtui.remote.dialect import validate_device
+from abtui.remote.freebsd import parse_freebsd_pciconf
 from abtui.remote.link import HostLink
 
 _SCRIPT = r"""

@@ -3,13 +3,14 @@
 Short commands (sysctl reads and writes, ethtool, kill) go through the control shell, framed by
 a random sentinel, so each costs about a millisecond instead of a new SSH channel (~120 ms).
 Long commands (iperf3, ping, watches) get a channel of their own and stream stdout line by
-line; each reports its process group first, so cancelling ends it and its children for certain.
-A dropped connection is noticed by keepalives and re-opened with backoff; state changes are
-reported to a callback. A destination written `user@host:port` connects as that user to that
-port (abtui.core.destination), with the ssh_config `Host` block of `host` still applied.
+line (abtui.remote.streams); each reports its process group first, so cancelling ends it and
+its children for certain. A dropped connection is noticed by keepalives and re-opened with
+backoff; state changes are reported to a callback. A destination written `user@host:port`
+connects as that user to that port (abtui.core.destination), with the ssh_config `Host` block
+of `host` still applied.
 Host keys are checked against known_hosts (~/.ssh/config and ssh-agent apply, as asyncssh loads
 them by default): an unknown key is refused unless the profile accepts new keys (then it is
-recorded), a changed key always, naming the known_hosts line.
+recorded), a changed key always, naming the known_hosts line (abtui.remote.ssh_files).
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ import asyncio
 import contextlib
 import secrets
 import shlex
-from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import asyncssh
@@ -29,12 +28,13 @@ import asyncssh
 from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
+from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout
+from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
 
 KEEPALIVE_INTERVAL = 2.0
 KEEPALIVE_COUNT_MAX = 3
 DEFAULT_CONNECT_TIMEOUT = 10.0
 RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
-PGID_MARK = "__ABTUI_PGID__"
 
 StateCallback = Callable[["HostLink", LinkState, str], None]
 
@@ -67,25 +67,6 @@ class _Client(asyncssh.SSHClient):
         return self._link._judge_host_key(host, addr, port, key)
 
 
-def _known_hosts_entry(files: list[str], host: str, addr: str,
-                       port: int) -> tuple[str, int] | None:
-    """The first known_hosts file and line that lists `host` (under any key), or None."""
-    for path in files:
-        try:
-            lines = Path(path).expanduser().read_text(errors="replace").splitlines()
-        except OSError:
-            continue
-        for number, line in enumerate(lines, 1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            try:
-                entry = asyncssh.import_known_hosts(line + "\n")
-            except (ValueError, asyncssh.Error):
-                continue
-            if any(entry.match(host, addr, port if port != 22 else None)[:2]):
-                return str(Path(path).expanduser()), number
-    return None
-
 
 def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") -> str:
     """One line that says what went wrong connecting to `alias` and what to do."""
@@ -106,25 +87,7 @@ def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") ->
     return f"{alias}: {exc}"
 
 
-def configured_connect_timeout(ssh_config: str | None, host: str) -> float | None:
-    """The ConnectTimeout of the host's block in the ssh_config (read by asyncssh's own config
-    reader), None where it sets none or the file cannot be read (connecting says why)."""
-    if not ssh_config:
-        return None
-    try:
-        import getpass
-
-        from asyncssh.config import SSHClientConfig
-
-        config = SSHClientConfig.load(None, [ssh_config], False, False, False,
-                                      getpass.getuser(), (), host, ())
-        value = config.get("ConnectTimeout", None)
-        return float(value) if isinstance(value, int | float | str) and value else None
-    except Exception:  # asyncssh's reader: any trouble means the default
-        return None
-
-
-class HostLink:
+class HostLink(HostKeyChecks):
     """One host: connection, control shell, streamed processes, reconnects."""
 
     def __init__(self, alias: str, *, ssh_config: str | None = None,
@@ -173,47 +136,6 @@ class HostLink:
             opts["known_hosts"] = self.known_hosts
         return opts
 
-    def known_hosts_files(self) -> list[str]:
-        """The known_hosts files this link checks (explicit, else from ssh_config, else ~)."""
-        if self.known_hosts:
-            return [self.known_hosts]
-        host, extra = self.destination.connect_args()
-        try:
-            opts = asyncssh.SSHClientConnectionOptions(
-                config=[self.ssh_config] if self.ssh_config else (), host=host, **extra)
-            files = opts.known_hosts
-        except (OSError, ValueError, asyncssh.Error):
-            files = ()
-        if isinstance(files, str):
-            return [files]
-        if isinstance(files, list | tuple) and files:
-            return [str(f) for f in files if isinstance(f, str | Path)]
-        return [str(Path("~/.ssh/known_hosts").expanduser())]
-
-    def _judge_host_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        """Refuse a changed key always; accept (and record) an unknown one only if allowed."""
-        files = self.known_hosts_files()
-        entry = _known_hosts_entry(files, host, addr, port)
-        name = host if port == 22 else f"[{host}]:{port}"  # as known_hosts lists it
-        if entry is not None:
-            self.hostkey_problem = (
-                f"host key of {self.alias} has CHANGED: {entry[0]} line {entry[1]} holds "
-                f"another key for {name}. If the host was reinstalled, remove that line "
-                f"(ssh-keygen -R {shlex.quote(name)} -f {entry[0]}) and connect again; "
-                "otherwise someone may be intercepting the connection. Refused.")
-            return False
-        if not self.accept_new_host_keys:
-            self.hostkey_problem = (
-                f"host key of {self.alias} is unknown (not in {', '.join(files)}): verify it, "
-                f"add it (ssh-keyscan), or set accept_new_host_keys = true in the profile")
-            return False
-        target = Path(next((f for f in files if f != "/dev/null"),
-                           "~/.ssh/known_hosts")).expanduser()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("a") as fh:
-            fh.write(f"{name} {key.export_public_key().decode().strip()}\n")
-        self.accepted_new_key = True
-        return True
     def _set_state(self, state: LinkState, message: str = "") -> None:
         if state is self.state:
             return
@@ -427,75 +349,6 @@ class HostLink:
         await self.run(f"{kill} -KILL -{int(pgid)} 2>/dev/null; true")
 
 
-def group_alive_command(pgid: int) -> str:
-    """A shell test that succeeds while process group `pgid` has a member that is not a
-    zombie. `kill -0` counts zombies: children orphaned by the kill wait for init to reap
-    them (a second and more on some hosts), which made every stop wait out its grace."""
-    g = int(pgid)
-    return (f"if out=$(ps -A -o pgid= -o stat= 2>/dev/null) && [ -n \"$out\" ]; then "
-            f"printf '%s\\n' \"$out\" | awk '$1=={g} && $2 !~ /^Z/ {{f=1}} END {{exit !f}}'; "
-            f"else kill -0 -{g} 2>/dev/null; fi")
-
-
-class RemoteProcess:
-    """A streamed remote command: its stdout lines, its process group, and how to end it."""
-
-    def __init__(self, link: HostLink, proc: asyncssh.SSHClientProcess[str], command: str,
-                 stderr_lines: int) -> None:
-        self.link = link
-        self.command = command
-        self.pgid: int | None = None
-        self._proc = proc
-        self._stderr: deque[str] = deque(maxlen=stderr_lines)
-        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
-
-    async def _read_pgid(self) -> None:
-        line = await self._proc.stdout.readline()
-        if line.startswith(PGID_MARK):
-            with contextlib.suppress(ValueError, IndexError):
-                self.pgid = int(line.split()[1])
-
-    async def _drain_stderr(self) -> None:
-        with contextlib.suppress(asyncssh.Error, OSError):
-            async for line in self._proc.stderr:
-                self._stderr.append(line.rstrip("\n"))
-
-    @property
-    def stderr(self) -> str:
-        return "\n".join(self._stderr)
-
-    async def lines(self) -> AsyncIterator[str]:
-        """stdout, line by line, until the process ends or the link drops."""
-        try:
-            async for line in self._proc.stdout:
-                yield line.rstrip("\n")
-        except (asyncssh.Error, OSError):
-            return
-
-    def write(self, data: str) -> None:
-        self._proc.stdin.write(data)
-
-    async def wait(self, timeout: float | None = None) -> int | None:
-        """The exit status (None when ended by a signal or the link dropped)."""
-        try:
-            result = await asyncio.wait_for(self._proc.wait(check=False), timeout)
-        except (asyncssh.Error, OSError):
-            return None
-        finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._stderr_task, 1.0)
-        return result.exit_status if result.exit_status is not None and \
-            result.exit_status >= 0 else None
-
-    async def terminate(self, grace: float = 2.0) -> None:
-        """End the remote process and all its children, for certain."""
-        if self.pgid is not None and self.link.state is LinkState.CONNECTED:
-            with contextlib.suppress(RemoteError):
-                await self.link.kill_group(self.pgid, grace)
-        self._proc.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._proc.wait_closed(), grace)
-        self._stderr_task.cancel()
 
 
 async def connect_all(links: list[HostLink]) -> dict[str, BaseException | None]:

@@ -20,7 +20,7 @@ from abtui.hosts.connect import open_hosts
 from abtui.lab.netns import Lab
 from abtui.parse.cputimes import parse_cpu_times, since
 from abtui.profile import load_profile
-from abtui.remote.dialects import Linux
+from abtui.remote.linux import Linux
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 

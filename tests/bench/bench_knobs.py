@@ -15,7 +15,7 @@ from abtui.hosts.connect import open_hosts
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.dialects import Linux
+from abtui.remote.linux import Linux
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 

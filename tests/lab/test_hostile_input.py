@@ -13,9 +13,11 @@ from abtui.core.model import Knob, KnobKind
 from abtui.hosts.knobs import KnobManager, Target
 from abtui.hosts.tunnel_commands import down_command, verify_command
 from abtui.lab.netns import Lab
-from abtui.remote.dialects import FreeBSD, Linux, Setting
+from abtui.remote.dialect import Setting
 from abtui.remote.facts import facts_command
+from abtui.remote.freebsd import FreeBSD
 from abtui.remote.link import HostLink
+from abtui.remote.linux import Linux
 
 pytestmark = pytest.mark.lab
 

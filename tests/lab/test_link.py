@@ -153,7 +153,8 @@ async def test_sudo_refusal_is_reported_as_such(lab: Lab, tmp_path):
     import signal
     import subprocess
 
-    from abtui.lab.netns import SSHD, ssh_banner
+    from abtui.lab.ssh_access import SSHD
+    from abtui.lab.system import ssh_banner
 
     host = lab.hosts(1)[0]
     alias, config, sshd = host.alias, lab.ssh_config, None
@@ -345,7 +346,8 @@ async def test_another_port_is_checked_against_its_own_known_hosts_entry(lab: La
     import signal
     import subprocess
 
-    from abtui.lab.netns import SSHD, ssh_banner
+    from abtui.lab.ssh_access import SSHD
+    from abtui.lab.system import ssh_banner
 
     host = lab.hosts(1)[0]
     cfg = tmp_path / "sshd_config"

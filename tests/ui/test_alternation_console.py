@@ -118,13 +118,15 @@ async def test_leaving_while_alternating_ends_the_alternation_before_restoring()
     app = AbtuiApp(ctl, title="abtui — test")
     async with app.run_test(size=(140, 45)) as pilot:
         await until(pilot, lambda: app.state.running)
-        app.alternation.every = 0.2  # tso has no effect here: no verdict ends it first
+        # a flip a second: ctrl+q comes before the verdict could (tso off cuts throughput
+        # 60 % on this stream: a few stretches of each would tell)
+        app.alternation.every = 1.0
         app.alternation.last_knob = "tso"
         await pilot.press("ctrl+a")
         alt = app.alternation
         await until(pilot, lambda: alt.live is not None and alt.live.running, timeout=20)
         await pilot.press("ctrl+q")
         await until(pilot, lambda: ctl.restoring, timeout=10)
-    await asyncio.sleep(1.0)  # several flip periods
+    await asyncio.sleep(2.5)  # two flip periods and more
     assert alt.live is not None and not alt.live.running
     assert ctl.late == []

@@ -8,24 +8,16 @@ import pytest
 
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
-from abtui.remote.dialects import (
-    EXIT_WRITE,
-    READ_ONLY,
-    UNKNOWN_KEY,
+from abtui.remote.dialect import Setting, same_value, validate_sysctl_key
+from abtui.remote.dialects import dialect_for
+from abtui.remote.freebsd import (
     FreeBSD,
-    Linux,
-    Setting,
-    classify_error,
-    dialect_for,
-    parse_ethtool_coalesce,
-    parse_ethtool_feature,
     parse_freebsd_pciconf,
     parse_ifconfig_options,
     parse_sysctl_change,
-    reason_line,
-    same_value,
-    validate_sysctl_key,
 )
+from abtui.remote.linux import Linux, parse_ethtool_coalesce, parse_ethtool_feature
+from abtui.remote.refusals import EXIT_WRITE, READ_ONLY, UNKNOWN_KEY, classify_error, reason_line
 
 
 def _unwrap(command: str) -> str:

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from abtui.remote.link import group_alive_command
+from abtui.remote.streams import group_alive_command
 
 
 def _alive(pgid: int) -> bool:

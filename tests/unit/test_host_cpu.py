@@ -12,7 +12,8 @@ import pytest
 from abtui.core.cpu import FIELDS, busy_cores, sample_figures
 from abtui.core.events import Event, EventKind
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
-from abtui.remote.dialects import FreeBSD, Linux
+from abtui.remote.freebsd import FreeBSD
+from abtui.remote.linux import Linux
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 from tests import synth

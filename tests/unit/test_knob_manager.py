@@ -11,7 +11,7 @@ from abtui.core.model import Knob, KnobKind, Pair, Scope
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting
-from abtui.remote.dialects import SWAP_MARK, Dialect
+from abtui.remote.dialect import SWAP_MARK, Dialect
 from abtui.remote.link import CommandResult
 
 PAIRS = [Pair("A", "a-snd", "a-rcv", "198.19.1.2", "data0", "data0"),

@@ -13,7 +13,10 @@ from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 from abtui.profile import load_profile
-from abtui.remote.dialects import EXIT_UNKNOWN, NETEM_MISSING, FreeBSD, Linux, Setting
+from abtui.remote.dialect import Setting
+from abtui.remote.freebsd import FreeBSD
+from abtui.remote.linux import NETEM_MISSING, Linux
+from abtui.remote.refusals import EXIT_UNKNOWN
 
 NETEM = Setting(KnobKind.NETEM, "", "data0")
 

@@ -11,8 +11,9 @@ import pytest
 from abtui.core.errors import BadInput
 from abtui.core.events import Event, EventKind
 from abtui.core.model import KnobKind, Scope
-from abtui.lab.mapping import STANDIN_KEY, LabFacts, ensure_lab, map_profile, quick
+from abtui.lab.mapping import STANDIN_KEY, LabFacts, map_profile, quick
 from abtui.lab.netns import Lab
+from abtui.lab.prepare import ensure_lab
 from abtui.profile import load_profile
 from abtui.reports.exports import to_json
 from abtui.reports.procedure.sections import sections

@@ -241,7 +241,8 @@ async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
     from abtui.core.model import Pair
     from abtui.hosts.tunnels import TunnelManager
     from abtui.hosts.undo import UndoJournal
-    from abtui.remote.dialects import FreeBSD, Linux
+    from abtui.remote.freebsd import FreeBSD
+    from abtui.remote.linux import Linux
 
     log: list[tuple[str, str]] = []
     links = {"bsd": _ScriptedLink("bsd", "freebsd", log),

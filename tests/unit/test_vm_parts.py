@@ -14,8 +14,9 @@ from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 from abtui.lab import kernels
 from abtui.lab import vm as lab_vm
-from abtui.lab.mapping import LabFacts, lab_kernels_for, map_profile
+from abtui.lab.mapping import LabFacts, map_profile
 from abtui.lab.netns import Lab
+from abtui.lab.prepare import lab_kernels_for
 from abtui.lab.profile import render_lab_profile
 from abtui.profile import load_profile
 
@@ -236,7 +237,7 @@ class _FakeLab:
 
 
 def test_run_lab_keeps_a_vm_lab_with_the_builds_and_rebuilds_one_without():
-    from abtui.lab.mapping import ensure_lab
+    from abtui.lab.prepare import ensure_lab
 
     said = []
     same = _FakeLab(2, {"A": "x", "B": "y"})
@@ -254,7 +255,7 @@ def test_run_lab_keeps_a_vm_lab_with_the_builds_and_rebuilds_one_without():
 
 
 def test_a_keyless_setting_is_named_by_its_kind():
-    from abtui.remote.dialects import Setting
+    from abtui.remote.dialect import Setting
 
     assert Setting(KnobKind.NETEM, "", "data0").label() == "netem on data0"
     assert Setting(KnobKind.MTU, "", "eth0").label() == "mtu on eth0"

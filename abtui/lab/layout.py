@@ -1,0 +1,172 @@
+"""A lab's layout: its name, address block and interface prefix, and from them every host's
+alias, namespace, addresses and links, and the paths of its keys and configs; what is up is read
+from the lab's record (lab.json). Nothing here touches the machine, so naming is testable (and
+used) without root; abtui.lab.netns builds a lab from this layout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from abtui.core.errors import AbtuiError, BadInput
+
+MAX_PAIRS = 8
+
+
+def check_kernel_pairs(kernels: Mapping[str, str], pairs: int) -> dict[str, str]:
+    """Pair letter (upper case) -> kernel SPEC, each letter one of the lab's pairs."""
+    letters = [chr(ord("A") + p) for p in range(pairs)]
+    out = {}
+    for letter, spec in kernels.items():
+        if letter.upper() not in letters:
+            raise BadInput(f"--kernel {letter}={spec}: the lab has pairs {', '.join(letters)}")
+        out[letter.upper()] = spec
+    return dict(sorted(out.items()))
+
+
+def default_state_root() -> Path:
+    """Where labs keep their keys and configs (`ABTUI_LAB_DIR` overrides)."""
+    env = os.environ.get("ABTUI_LAB_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("abtui")) / "labs"
+
+
+@dataclass(frozen=True, slots=True)
+class LabHost:
+    """One lab host: its SSH alias, namespace and addresses."""
+
+    alias: str
+    netns: str
+    pair: str
+    role: str  # "sender" | "receiver"
+    mgmt_address: str
+    data_address: str
+    root_link: str  # the root-namespace end of its management veth (a VM host's tap)
+    kernel: str = ""  # a VM host's kernel SPEC; "" for a namespace host (this machine's kernel)
+
+    @property
+    def vm(self) -> bool:
+        return bool(self.kernel)
+
+
+class LabLayout:
+    """A lab with a name (alias prefix), a 198.<octet>.0.0/16 block and an interface prefix."""
+
+    def __init__(self, name: str = "lab", octet: int = 18, ifprefix: str = "abl",
+                 state_dir: Path | None = None, mgmt: int = 255) -> None:
+        if octet not in (18, 19):
+            raise ValueError("the lab uses 198.18.0.0/15 only: octet must be 18 or 19")
+        if not name.isalnum() or not ifprefix.isalnum() or len(ifprefix) > 6:
+            raise ValueError("lab name and interface prefix must be short and alphanumeric")
+        self.name = name
+        self.octet = octet
+        if not 200 <= mgmt <= 255:
+            raise ValueError("the management subnet's third octet must be 200 to 255")
+        self.ifprefix = ifprefix
+        self.mgmt = mgmt
+        self.state_dir = state_dir or (default_state_root() / name)
+
+    @classmethod
+    def default(cls) -> Self:
+        """The user's lab; ABTUI_LAB="name,ifprefix,mgmt" picks other names (tests do)."""
+        raw = os.environ.get("ABTUI_LAB")
+        if not raw:
+            return cls()
+        try:
+            name, ifprefix, mgmt = raw.split(",")
+            return cls(name=name, octet=19, ifprefix=ifprefix, mgmt=int(mgmt))
+        except ValueError as exc:
+            raise AbtuiError(f"ABTUI_LAB={raw!r}: expected name,ifprefix,mgmt ({exc})") from exc
+
+    # ---- naming -------------------------------------------------------------------------
+    @property
+    def netns_prefix(self) -> str:
+        return f"abtui-{self.name}-"
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.ifprefix}-mgmt"
+
+    @property
+    def bridge_address(self) -> str:
+        return f"198.{self.octet}.{self.mgmt}.1"
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.state_dir / "ssh_config"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.state_dir / "known_hosts"
+
+    @property
+    def client_key(self) -> Path:
+        return self.state_dir / "id_ed25519"
+
+    @property
+    def profile_path(self) -> Path:
+        return self.state_dir / "lab.toml"
+
+    @property
+    def meta_path(self) -> Path:
+        return self.state_dir / "lab.json"
+
+    def hosts(self, pairs: int, kernels: Mapping[str, str] | None = None) -> list[LabHost]:
+        """The hosts of a lab with `pairs` pairs; `kernels` (pair letter -> SPEC) marks VM
+        pairs, by default those of the lab that is up."""
+        if not 1 <= pairs <= MAX_PAIRS:
+            raise ValueError(f"a lab has 1 to {MAX_PAIRS} pairs")
+        if kernels is None:
+            kernels = self.kernel_specs()
+        out = []
+        for p in range(1, pairs + 1):
+            letter = chr(ord("a") + p - 1)
+            for idx, (role, short) in enumerate((("sender", "snd"), ("receiver", "rcv")), 1):
+                alias = f"{self.name}-{letter}-{short}"
+                out.append(LabHost(
+                    alias=alias,
+                    netns=f"abtui-{alias}",
+                    pair=letter.upper(),
+                    role=role,
+                    mgmt_address=f"198.{self.octet}.{self.mgmt}.{10 * p + idx}",
+                    data_address=f"198.{self.octet}.{p}.{idx}",
+                    root_link=f"{self.ifprefix}-{letter}{short[0]}",
+                    kernel=kernels.get(letter.upper(), ""),
+                ))
+        return out
+
+    def _meta(self) -> dict[str, Any]:
+        try:
+            meta = json.loads(self.meta_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return meta if isinstance(meta, dict) else {}
+
+    def pair_count(self) -> int:
+        """Pairs of the lab that is up (from its record), 0 when none is recorded."""
+        try:
+            return int(self._meta()["pairs"])
+        except (KeyError, TypeError, ValueError):
+            return 0
+
+    def kernel_specs(self) -> dict[str, str]:
+        """Pair letter -> kernel SPEC of the lab's VM pairs (from its record)."""
+        kernels = self._meta().get("kernels", {})
+        return {k: str(v["spec"]) for k, v in kernels.items()} if isinstance(kernels, dict) \
+            else {}
+
+    def _host(self, alias: str) -> LabHost | None:
+        return next((x for x in self.hosts(self.pair_count() or MAX_PAIRS) if x.alias == alias),
+                    None)
+
+    def data_bridge(self, pair: str) -> str:
+        """The bridge a VM pair's data link runs on."""
+        return f"{self.ifprefix}-{pair.lower()}d"

@@ -1,0 +1,145 @@
+"""What `abtui run PROFILE --lab` and `abtui check --lab` do around the mapping: read the
+profile's [lab] kernels, bring the local lab up when it is not (or rebuild it for other
+kernels), read what its hosts have (LabFacts), and map the profile onto them
+(abtui.lab.mapping). Apart from the mapping because this side touches the machine (namespaces,
+SSH to VM guests) while the mapping is pure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from abtui.core.errors import BadInput
+from abtui.core.model import Profile
+from abtui.lab.mapping import LAB_TUNNELS, LabFacts, LabMapping, Translation, map_profile, quick
+
+if TYPE_CHECKING:
+    from abtui.lab.layout import LabHost
+    from abtui.lab.netns import Lab
+
+
+def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
+            ) -> tuple[LabMapping, dict[str, Any]]:
+    """What `abtui run --lab [--quick]` runs (and `abtui check --lab` checks): the profile on
+    the local lab's hosts (brought up when it is not, `say` told so), its translations, and the
+    session's SESSION_START data. `short`: --quick's short runs (alone without `lab`)."""
+    from abtui.lab.netns import Lab
+
+    translations: list[Translation] = []
+    the_lab = Lab.default() if lab else None
+    kernels = lab_kernels_for(profile) if lab else {}
+    if short:
+        vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
+        profile, shortened = quick(profile, vm=vm)
+        translations += [shortened] if shortened else []
+    if the_lab is not None:
+        hosts = ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels)
+        facts = lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
+                          ssh_config=str(the_lab.ssh_config))
+        mapped = map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
+                             known_hosts=str(the_lab.known_hosts), facts=facts)
+        profile = mapped.profile
+        translations = mapped.translations + translations
+    mapping = LabMapping(profile, translations)
+    data = mapping.start_data()
+    return mapping, data if lab else {"translations": data["translations"]}
+
+
+def profile_kernels(profile: Profile) -> dict[str, str]:
+    """The profile's [lab] kernels: pair label -> SPEC (read from the profile's copy)."""
+    import tomllib
+
+    from abtui.profile.load import lab_kernels
+
+    if not profile.source_text:
+        return {}
+    raw = tomllib.loads(profile.source_text)
+    return lab_kernels(raw, [p.label for p in profile.pairs]) if "lab" in raw else {}
+
+
+def lab_kernels_for(profile: Profile) -> dict[str, str]:
+    """The profile's [lab] kernels by lab pair letter (profile pair i runs on lab pair i)."""
+    named = profile_kernels(profile)
+    return {chr(ord("A") + i): named[p.label] for i, p in enumerate(profile.pairs)
+            if p.label in named}
+
+
+def ensure_lab(lab: Lab, pairs: int, say: Any,
+               kernels: dict[str, str] | None = None) -> list[LabHost]:
+    """The lab's hosts, bringing it up (with at least `pairs` pairs) when it is not. With
+    `kernels` (lab pair letter -> SPEC), a lab whose VM pairs boot other kernels is rebuilt."""
+    from abtui.lab.layout import MAX_PAIRS
+
+    if pairs > MAX_PAIRS:
+        raise BadInput(f"the profile has {pairs} pairs; the lab has at most {MAX_PAIRS}")
+    have = lab.pair_count()
+    up = lab.kernel_specs()
+    mismatch = bool(kernels) and any(up.get(k) != v for k, v in (kernels or {}).items())
+    if have < pairs or mismatch or not lab.status()["ok"]:
+        n = max(pairs, have)
+        wanted = kernels if kernels else {k: v for k, v in up.items() if ord(k) - 64 <= n}
+        again = f" (it had {have}: rebuilt)" if have and have != n else ""
+        vms = "".join(f", pair {k} on VM hosts booting {v}" for k, v in sorted(wanted.items()))
+        say(f"lab: bringing up lab {lab.name!r} with {n} pairs{again}{vms} (take it down with "
+            "`abtui lab down`)")
+        return lab.up(n, kernels=wanted)
+    return lab.hosts(have)
+
+
+def lab_facts(host: LabHost, hosts: Sequence[LabHost] = (), *,
+              ssh_config: str = "") -> LabFacts:
+    """Read from the lab's hosts: a namespace host's sysctls and tunnels (all namespace hosts
+    run this machine's kernel); with VM pairs, each pair's build and what its guests have."""
+    def ns(*cmd: str) -> str:
+        proc = subprocess.run(["ip", "netns", "exec", host.netns, *cmd], capture_output=True,
+                              text=True, check=False)
+        return proc.stdout
+
+    vms = [h for h in hosts if h.vm and h.role == "receiver"]
+    if not vms:
+        names = frozenset(ns("sysctl", "-aN").split())
+        tunnels = tuple(t for t in LAB_TUNNELS
+                        if t != "wireguard" or shutil.which("wireguard-go") is not None)
+        return LabFacts(names, tunnels, ns("uname", "-r").strip(),
+                        rmem=" ".join(ns("sysctl", "-n", "net.ipv4.tcp_rmem").split()))
+    return _vm_facts(host, hosts, ssh_config)
+
+
+def _vm_facts(host: LabHost, hosts: Sequence[LabHost], ssh_config: str) -> LabFacts:
+    """Ask each VM pair's receiver over SSH (the lab's ssh_config): its sysctls, the tunnel
+    types it can make, netem; a type or netem counts when every pair has it."""
+    from abtui.hosts.tunnel_commands import available, parse_probe, probe_command
+    from abtui.remote.linux import NETEM_PRESENT
+
+    def ssh(h: LabHost, command: str) -> str:
+        proc = subprocess.run(["ssh", "-F", ssh_config, "-o", "BatchMode=yes", h.alias,
+                               command], capture_output=True, text=True, check=False,
+                              timeout=120)
+        return proc.stdout
+
+    receivers = [h for h in hosts if h.role == "receiver"]
+    sysctls: frozenset[str] | None = None
+    tunnels: list[str] | None = None
+    netem, userspace = True, False
+    builds, kernel = [], ""
+    for h in receivers:
+        if not h.vm:
+            kernel = os.uname().release
+            facts = lab_facts(h)
+            names, types = facts.sysctls, list(facts.tunnels)
+            netem, userspace = False, True
+            builds.append("")
+        else:
+            release = ssh(h, "uname -r").strip()
+            names = frozenset(ssh(h, "sysctl -aN 2>/dev/null").split())
+            types = available(parse_probe(ssh(h, probe_command("linux"))))
+            netem = netem and "yes" in ssh(h, f"{NETEM_PRESENT} && echo yes")
+            builds.append(f"{h.kernel} ({release})")
+        sysctls = names if sysctls is None else sysctls & names
+        tunnels = types if tunnels is None else [t for t in tunnels if t in types]
+    return LabFacts(sysctls or frozenset(), tuple(tunnels or ("none",)), kernel,
+                    tuple(builds), userspace, netem)

@@ -1,0 +1,165 @@
+"""What every OS dialect shares: a host setting, the checks every key and value passes before
+it reaches a command, and the Dialect base class whose commands are shell functions.
+
+Every command is built by a dialect (abtui.remote.linux, abtui.remote.freebsd), from validated
+keys and values, each quoted with shlex.quote, so untrusted text (a profile, a knob value) never
+reaches a shell as code. A write command also reads the setting back, so one round trip both
+changes and verifies it. Parsers never raise: they return None when a reply is not what they
+expect. abtui.remote.dialects picks a host's dialect; abtui.remote.refusals says why a host
+refused a write.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from abtui.core import netem
+from abtui.core.errors import BadInput
+from abtui.core.model import KnobKind
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One thing on a host that has a value: a sysctl, a NIC feature or parameter, an MTU."""
+
+    kind: KnobKind
+    key: str
+    device: str | None = None
+
+    def label(self) -> str:
+        name = self.key or str(self.kind)  # a keyless kind (mtu, netem) by its kind
+        return f"{name} on {self.device}" if self.device else name
+
+
+# ---- validation -------------------------------------------------------------------------
+SYSCTL_KEY = re.compile(r"[A-Za-z0-9_.%/-]+")
+DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}")
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+MAX_VALUE = 1024
+
+
+def validate_sysctl_key(key: str) -> str:
+    """A sysctl name: [A-Za-z0-9_.%/-]+, no option-like start, no empty or dot-only parts."""
+    if not isinstance(key, str) or not SYSCTL_KEY.fullmatch(key) or key[0] in "-./" \
+            or any(part in ("", ".", "..") for part in key.replace("/", ".").split(".")) \
+            or any(part in ("", ".", "..") for part in key.split(".")):
+        raise BadInput(f"sysctl key {key!r} is not valid: expected names like "
+                       "net.ipv4.tcp_wmem ([A-Za-z0-9_.%/-], not starting with - . or /)")
+    return key
+
+
+def validate_device(device: str | None) -> str:
+    if not device or not DEVICE.fullmatch(device):
+        raise BadInput(f"device {device!r} is not a valid interface name")
+    return device
+
+
+def validate_name(what: str, name: str) -> str:
+    if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 64:
+        raise BadInput(f"{what} {name!r} is not valid (letters, digits, _ and -)")
+    return name
+
+
+def validate_text(what: str, value: str) -> str:
+    """A free-form value (a sysctl's): printable, one line, at most MAX_VALUE characters."""
+    if not isinstance(value, str) or len(value) > MAX_VALUE or \
+            any(not ch.isprintable() and ch != "\t" for ch in value):
+        raise BadInput(f"{what}: value {value!r} is not valid (one printable line, "
+                       f"at most {MAX_VALUE} characters)")
+    return value
+
+
+def on_off(value: str) -> str:
+    """on/off (also 1/0, true/false, yes/no) spelled on/off."""
+    v = str(value).strip().lower()
+    if v in ("on", "1", "true", "yes"):
+        return "on"
+    if v in ("off", "0", "false", "no"):
+        return "off"
+    raise BadInput(f"value {value!r} is not valid: expected on or off")
+
+
+def unsigned(value: str, what: str = "value", low: int = 0, high: int = 2**32 - 1) -> str:
+    v = str(value).strip()
+    if not v.isdigit() or not low <= int(v) <= high:
+        raise BadInput(f"{what} {value!r} is not valid: expected an integer {low}..{high}")
+    return str(int(v))
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    """Values compare equal when their whitespace-separated words do (tcp_wmem uses tabs)."""
+    return a is not None and b is not None and a.split() == b.split()
+
+
+SWAP_MARK = "__ABTUI_SWAP__"
+
+
+def as_function(body: str) -> str:
+    """A command as a shell function defined and called at once (see Dialect.read_command)."""
+    return f"abtui_do() {{\n{body}\n}}; abtui_do"
+
+
+class Dialect:
+    """How one OS reads and writes settings. Subclasses fill in the per-kind commands."""
+
+    name = "posix"
+    # prints the host's CPU time counters (abtui.parse.cputimes reads them): one round trip
+    # per sample of a run's host CPU series
+    cpu_times_command = ""
+
+    def check_setting(self, s: Setting) -> Setting:
+        """Validate a setting's key (and device) for this OS; raise BadInput otherwise."""
+        if s.kind is KnobKind.SYSCTL:
+            validate_sysctl_key(s.key)
+        else:
+            validate_device(s.device)
+            if s.kind not in (KnobKind.MTU, KnobKind.NETEM):
+                validate_name("key", s.key)
+        return s
+
+    def normalize(self, s: Setting, value: str) -> str:
+        """The value as this OS writes it; raise BadInput when it is not valid for the kind."""
+        if s.kind is KnobKind.SYSCTL:
+            return validate_text(s.key, value)
+        if s.kind is KnobKind.ETHTOOL_FEATURE:
+            return on_off(value)
+        if s.kind is KnobKind.MTU:
+            return unsigned(value, "MTU", 68, 65535)
+        if s.kind is KnobKind.NETEM:
+            return netem.canonical(value)
+        raise BadInput(f"{s.kind} settings are not host settings")
+
+    # Commands are shell functions (defined and called in one go): `return` ends them without
+    # ending the control shell, so links can run them without a subshell (no fork).
+    def read_command(self, s: Setting) -> str:
+        """Prints the setting's current value (in the OS's own format)."""
+        return as_function(self.read_body(self.check_setting(s)))
+
+    def write_command(self, s: Setting, value: str) -> str:
+        """Writes `value`, then prints the value read back."""
+        return as_function(self.write_body(self.check_setting(s), value))
+
+    def swap_command(self, s: Setting, value: str) -> str:
+        """Prints the current value, SWAP_MARK, then writes and prints the value read back:
+        one round trip gives both what to set back and the verification."""
+        self.check_setting(s)
+        return as_function(f"{{ {self.read_body(s)}\n}} || return $?; echo {SWAP_MARK}; "
+                           + self.write_body(s, value))
+
+    def parse_swap(self, s: Setting, out: str) -> tuple[str | None, str | None]:
+        """(value before, value read back) from a swap's output; None where absent."""
+        before, sep, after = out.partition(f"{SWAP_MARK}\n")
+        if not sep:
+            before, sep, after = out.partition(SWAP_MARK)
+        return (self.parse_value(s, before) if before else None,
+                self.parse_value(s, after) if sep and after else None)
+
+    def read_body(self, s: Setting) -> str:
+        raise NotImplementedError
+
+    def write_body(self, s: Setting, value: str) -> str:
+        raise NotImplementedError
+
+    def parse_value(self, s: Setting, out: str) -> str | None:
+        raise NotImplementedError

@@ -1,0 +1,94 @@
+"""Long commands on a host: each on an SSH channel of its own, its stdout streamed line by line.
+The command reports its process group first, so cancelling ends it and its children for
+certain (a TERM, then a KILL for what is left). The link (abtui.remote.link) starts them;
+this is what a started one is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import asyncssh
+
+from abtui.core.errors import RemoteError
+from abtui.core.model import LinkState
+
+if TYPE_CHECKING:
+    from abtui.remote.link import HostLink
+
+PGID_MARK = "__ABTUI_PGID__"
+
+
+def group_alive_command(pgid: int) -> str:
+    """A shell test that succeeds while process group `pgid` has a member that is not a
+    zombie. `kill -0` counts zombies: children orphaned by the kill wait for init to reap
+    them (a second and more on some hosts), which made every stop wait out its grace."""
+    g = int(pgid)
+    return (f"if out=$(ps -A -o pgid= -o stat= 2>/dev/null) && [ -n \"$out\" ]; then "
+            f"printf '%s\\n' \"$out\" | awk '$1=={g} && $2 !~ /^Z/ {{f=1}} END {{exit !f}}'; "
+            f"else kill -0 -{g} 2>/dev/null; fi")
+
+
+class RemoteProcess:
+    """A streamed remote command: its stdout lines, its process group, and how to end it."""
+
+    def __init__(self, link: HostLink, proc: asyncssh.SSHClientProcess[str], command: str,
+                 stderr_lines: int) -> None:
+        self.link = link
+        self.command = command
+        self.pgid: int | None = None
+        self._proc = proc
+        self._stderr: deque[str] = deque(maxlen=stderr_lines)
+        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+
+    async def _read_pgid(self) -> None:
+        line = await self._proc.stdout.readline()
+        if line.startswith(PGID_MARK):
+            with contextlib.suppress(ValueError, IndexError):
+                self.pgid = int(line.split()[1])
+
+    async def _drain_stderr(self) -> None:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            async for line in self._proc.stderr:
+                self._stderr.append(line.rstrip("\n"))
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self._stderr)
+
+    async def lines(self) -> AsyncIterator[str]:
+        """stdout, line by line, until the process ends or the link drops."""
+        try:
+            async for line in self._proc.stdout:
+                yield line.rstrip("\n")
+        except (asyncssh.Error, OSError):
+            return
+
+    def write(self, data: str) -> None:
+        self._proc.stdin.write(data)
+
+    async def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status (None when ended by a signal or the link dropped)."""
+        try:
+            result = await asyncio.wait_for(self._proc.wait(check=False), timeout)
+        except (asyncssh.Error, OSError):
+            return None
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._stderr_task, 1.0)
+        return result.exit_status if result.exit_status is not None and \
+            result.exit_status >= 0 else None
+
+    async def terminate(self, grace: float = 2.0) -> None:
+        """End the remote process and all its children, for certain."""
+        if self.pgid is not None and self.link.state is LinkState.CONNECTED:
+            with contextlib.suppress(RemoteError):
+                await self.link.kill_group(self.pgid, grace)
+        self._proc.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._proc.wait_closed(), grace)
+        self._stderr_task.cancel()

@@ -149,12 +149,17 @@ def labels(session: Session, table: dict[str, dict[str, stats.Cell]],
     """Each configuration of a table as printed: the profile's names for the lab's values.
     `short`: only the knobs that set the rows apart, as the console's table names them (the
     rest, `common_knobs`, said once above the tables)."""
+    common = common_knobs(session, table) if short else {}
+    return {k: shown_apart(session, _config_of(session, row), common) if row else k
+            for k, row in table.items()}
+
+
+def shown_apart(session: Session, config: dict[str, Any], common: dict[str, Any]) -> str:
+    """A configuration named without the knobs it shares with `common` (said once above)."""
     from abtui.reports.procedure.order import shown_config
 
-    common = common_knobs(session, table) if short else {}
-    return {k: shown_config(session, {n: v for n, v in _config_of(session, row).items()
-                                      if n not in common}) if row else k
-            for k, row in table.items()}
+    return shown_config(session, {k: v for k, v in config.items()
+                                  if k not in common or common[k] != v})
 
 
 def common_knobs(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, Any]:
@@ -304,15 +309,7 @@ def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None =
     div, unit = u.div, u.name
     # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
     udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
-    from abtui.reports.procedure.order import shown_config
-
-    same = common or {}
-
-    def apart(config: dict[str, Any]) -> str:
-        return shown_config(session, {k: v for k, v in config.items()
-                                      if k not in same or same[k] != v})
-
-    body = [[r.pair, str(r.id), apart(r.config), r.status,
+    body = [[r.pair, str(r.id), shown_apart(session, r.config, common or {}), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
              _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
              "—" if retr is None else str(retr),

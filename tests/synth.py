@@ -53,7 +53,8 @@ def continuous(phases: Sequence[dict[str, str]], rates: dict[str, Sequence[float
     for pair in pairs:
         yield Event(EventKind.RUN_START, t, pair=pair, data={
             "run": 1, "config": dict(phases[0]), "host_clock": T0, "skew_ms": skew[pair],
-            "options": {"duration": 0, "interval": 1.0, "parallel": 1}})
+            "options": {"duration": 0, "interval": 1.0, "parallel": 1, "reverse": False,
+                        "udp": False}})
     clock = 0.0
     for k, config in enumerate(phases):
         if k:

@@ -8,6 +8,10 @@ was said, on one line. Markup is the display's concern: the console escapes it s
 
 from __future__ import annotations
 
+# What every screen and export prints for a figure nobody measured (never 0: a 0 reads as a
+# measurement); CSV leaves the cell empty and JSON writes null instead.
+UNKNOWN = "—"
+
 
 def visible(text: str) -> str:
     """`text` with every non-printable character (controls, format characters, line

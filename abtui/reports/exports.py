@@ -14,6 +14,7 @@ import numpy as np
 
 from abtui.core.model import interval_loss
 from abtui.reports import samples, stats
+from abtui.reports.throughput import span_of
 from abtui.sessions.records import NO_PHASE, config_key
 from abtui.sessions.session import Session
 
@@ -32,7 +33,8 @@ def _int(x: float) -> int | None:
 
 def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
     """One dict per interval of a pair; `time` is seconds since the session started (the
-    interval's end as received), `rtt_ms` the mean of the pings answered during it."""
+    interval's end as received), `rtt_ms` the mean of the pings answered during it (None when
+    none was, or its span is unknown)."""
     cols = session.intervals[pair]
     pings = session.pings[pair]
     ping_t = list(pings["t"])
@@ -40,8 +42,9 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
     t0 = session.start_t or 0.0
     for i in range(len(cols)):
         t, start, end = cols["t"][i], cols["start"][i], cols["end"][i]
-        span = end - start if not math.isnan(end - start) else 1.0
-        lo, hi = bisect.bisect_left(ping_t, t - span), bisect.bisect_right(ping_t, t)
+        span = span_of(start, end)  # None: unknown, so which pings fell in it is too
+        lo, hi = (bisect.bisect_left(ping_t, t - span), bisect.bisect_right(ping_t, t)) \
+            if span is not None else (0, 0)
         rtts = [r for r in ping_rtt[lo:hi] if not math.isnan(r)]
         ph = cols["phase"][i]
         phase = session.phases[ph] if ph != NO_PHASE else None
@@ -79,29 +82,39 @@ def write_csv(session: Session, out: IO[str]) -> int:
 def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
     """A phase's figures: `bits_per_second` is its throughput as every table defines it (the
     mean of its run-level values, abtui.reports.throughput); `throughput` summarizes those values,
-    `intervals` the counted intervals' rates (`noisy`: they vary more than stats.NOISE_CV);
-    sender/receiver (rates and CPU) are iperf3's own summary when the phase is exactly one
-    finished run."""
+    `intervals` the counted intervals' rates (`noisy`: they vary more than stats.NOISE_CV).
+
+    iperf3's own summary (sender/receiver rates and CPU, retransmits) is the phase's only when
+    the phase is exactly one run (samples.whole_run: plan mode); a stretch of a continuous run
+    is not, and a whole run's summary says nothing of it. Otherwise a figure comes from the
+    phase's counted intervals where they measure it (the side whose lines they are: the
+    sender's rate for TCP, the receiver's with -R or UDP; retransmits summed over the counted
+    lines that carry them), and is null where nothing measured it (the other side's rate, CPU).
+    """
     ph = session.phases[phase_ix]
     st = stats.phase_stats(session, ph)
     rate = stats.phase_rate(session, ph)
-    phase_col = np.frombuffer(session.intervals[ph.pair]["phase"], dtype=np.int32)
-    runs = {int(r) for r in np.frombuffer(session.intervals[ph.pair]["run"], dtype=np.int32)[
-        phase_col == phase_ix]}
-    # a phase that is exactly one finished run (plan mode) also has iperf3's own summary
-    own = session.runs[runs.pop()].summary if len(runs) == 1 else None
-    retr = np.frombuffer(session.intervals[ph.pair]["retransmits"], dtype=np.float64)[
-        phase_col == phase_ix]
+    run = samples.whole_run(session, ph)
+    own = (run.summary if run is not None else None) or {}
+    side = samples.measured_side(session, ph)
+
+    def figure(name: str, measured: Any) -> Any:
+        return own[name] if own.get(name) is not None else measured
+
+    retr = samples.values(session, ph.pair, "retransmits", phases=[phase_ix])
+    counted_retr = int(np.nansum(retr)) if np.isfinite(retr).any() else None
     rx = stats.phase_rate(session, ph, "throughput_rx")
     udp = stats.udp_quality(session, ph.pair, phases=[phase_ix])
     return {
         "bits_per_second": rate.mean,
-        "sender_bits_per_second": (own or {}).get("sender_bits_per_second") or rate.mean,
-        "receiver_bits_per_second": (own or {}).get("receiver_bits_per_second"),
-        "retransmits": int(np.nansum(retr)) if retr.size and np.isfinite(retr).any() else None,
+        "sender_bits_per_second": figure("sender_bits_per_second",
+                                         rate.mean if side == "sender" else None),
+        "receiver_bits_per_second": figure("receiver_bits_per_second",
+                                           rate.mean if side == "receiver" else None),
+        "retransmits": figure("retransmits", counted_retr),
         # iperf3's own CPU figures (null unless the phase is one run that has them)
-        "sender_cpu": (own or {}).get("sender_cpu"),
-        "receiver_cpu": (own or {}).get("receiver_cpu"),
+        "sender_cpu": own.get("sender_cpu"),
+        "receiver_cpu": own.get("receiver_cpu"),
         "throughput": rate.to_json(),
         "intervals": st["throughput"].to_json(),
         "rtt_ms": st["rtt"].to_json(),

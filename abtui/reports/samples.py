@@ -57,7 +57,8 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
     throughput and retransmits_per_s come from intervals (omitted ones and those that
     straddle a knob change left out), rtt from pings (lost ones left out); throughput_rx is
     --bidir's other direction, which throughput never includes; jitter_ms, lost and packets
-    are UDP's per-interval series (NaN on TCP intervals)."""
+    are UDP's per-interval series (NaN on TCP intervals); retransmits the counts iperf3
+    printed (NaN where a line has none: the receiver's, UDP's)."""
     source = session.pings[pair] if metric == "rtt" else session.intervals[pair]
     if not len(source):
         return np.empty(0)
@@ -72,6 +73,8 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
         return _column(source, UDP_COLUMNS[metric], np.float64)[keep]
     span = (_column(source, "end", np.float64) - _column(source, "start", np.float64))[keep]
     retr = _column(source, "retransmits", np.float64)[keep]
+    if metric == "retransmits":
+        return retr
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(span > 0, retr / span, np.nan)
 
@@ -103,11 +106,12 @@ def keyed_segments(session: Session, pair: str, *, phases: Sequence[int] | None 
     end = _column(cols, "end", np.float64)[idx].tolist()
     out: dict[tuple[int, int], Segment] = {}
     for key, rate, s, e in zip(zip(run, phase, strict=True), bps, start, end, strict=True):
-        if math.isfinite(rate):
+        span = throughput.span_of(s, e)  # None: unknown, left out of the rate
+        if math.isfinite(rate) and span is not None:
             seg = out.get(key)
             if seg is None:
                 seg = out[key] = Segment()
-            seg.add(rate, throughput.span_of(s, e))
+            seg.add(rate, span)
     return out
 
 
@@ -123,6 +127,38 @@ def run_rate(session: Session, run: Run) -> float | None:
     delivered none."""
     segs = segments(session, run.pair, runs=[run.index], by_phase=False)
     return segs[0].rate if segs else None
+
+
+def whole_run(session: Session, phase: Phase) -> Run | None:
+    """The run a phase is exactly, if it is one: every interval of the phase is that run's and
+    every interval of that run is in the phase (none in another phase, none straddling a knob
+    change). Only then is iperf3's own summary of the run a figure of the phase (plan mode);
+    a stretch of a continuous run is not."""
+    cols = session.intervals[phase.pair]
+    if not len(cols):
+        return None
+    phase_col, run_col = _column(cols, "phase", np.int32), _column(cols, "run", np.int32)
+    runs = np.unique(run_col[phase_col == phase.index])
+    if runs.size != 1 or not np.all(phase_col[run_col == runs[0]] == phase.index):
+        return None
+    return session.runs[int(runs[0])]
+
+
+def measured_side(session: Session, phase: Phase) -> str | None:
+    """Whose iperf3 lines a phase's throughput is, "sender" or "receiver": for TCP the
+    client's (the sender's; the receiver's with -R), for UDP the receiving side's, as its runs'
+    recorded options say. None when they do not say it (or disagree)."""
+    cols = session.intervals[phase.pair]
+    if not len(cols):
+        return None
+    in_phase = _column(cols, "phase", np.int32) == phase.index
+    sides = set()
+    for ix in np.unique(_column(cols, "run", np.int32)[in_phase]).tolist():
+        options = session.runs[ix].options or {}
+        if "udp" not in options and "reverse" not in options:
+            return None
+        sides.add("receiver" if options.get("udp") or options.get("reverse") else "sender")
+    return sides.pop() if len(sides) == 1 else None
 
 
 def config_groups(session: Session, pair: str) -> dict[str, list[Phase]]:

@@ -8,7 +8,9 @@ console's phase table, headless progress, the reports' tables, compare and the J
   direction, not omitted (`model.interval_rate`), not straddling a knob change. Its value is
   the bits it carried over the seconds it lasted, Σ rate × span ÷ Σ span: for a whole run
   that is iperf3's own summary figure (within the rounding of the interval lines it printed),
-  and a short last interval weighs only as long as it lasted.
+  and a short last interval weighs only as long as it lasted. An interval whose span is
+  unknown (a foreign record without start or end) is left out: weighing it as some made-up
+  length would put bits in the figure that nobody measured over time nobody knows.
 - A configuration's throughput on a pair is the mean of its run-level values (each run weighs
   the same, however long).
 
@@ -25,27 +27,27 @@ from typing import Any
 from abtui.core.events import Event, EventKind
 from abtui.core.model import interval_rate
 
-# An interval whose span is unknown (no start or end recorded) weighs as one nominal interval.
-UNKNOWN_SPAN = 1.0
 
-
-def span_of(start: Any, end: Any) -> float:
-    """An interval's length in seconds, from iperf3's own start and end."""
+def span_of(start: Any, end: Any) -> float | None:
+    """An interval's length in seconds, from iperf3's own start and end; None when either is
+    missing or not a number, or the end comes before the start (such an interval counts in no
+    rate: see the module docstring)."""
     if isinstance(start, int | float) and isinstance(end, int | float) \
             and not isinstance(start, bool) and not isinstance(end, bool):
         span = float(end) - float(start)
         if math.isfinite(span) and span >= 0:
             return span
-    return UNKNOWN_SPAN
+    return None
 
 
 def counted(event: Event) -> tuple[float, float] | None:
     """A live INTERVAL event's (bits/s, seconds) when it counts in its pair's throughput (its
-    own direction, not omitted: model.interval_rate), else None."""
+    own direction, not omitted: model.interval_rate; its span known), else None."""
     rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
     if event.pair is None or rate is None or rate[1]:
         return None
-    return rate[0], span_of(event.data.get("start"), event.data.get("end"))
+    span = span_of(event.data.get("start"), event.data.get("end"))
+    return None if span is None else (rate[0], span)
 
 
 @dataclass(slots=True)
@@ -56,7 +58,10 @@ class Segment:
     seconds: float = 0.0
     n: int = 0
 
-    def add(self, bps: float, span: float) -> None:
+    def add(self, bps: float, span: float | None) -> None:
+        """One counted interval; one of unknown span (span_of's None) is left out."""
+        if span is None:
+            return
         self.bits += bps * span
         self.seconds += span
         self.n += 1

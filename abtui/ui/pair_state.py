@@ -12,7 +12,7 @@ from typing import Any
 
 from abtui.core import events
 from abtui.core.model import LinkState
-from abtui.reports.throughput import Segment
+from abtui.reports.throughput import Segment, configuration_rate
 
 HISTORY = 120  # intervals kept per sparkline
 
@@ -51,7 +51,9 @@ class PairState:
     rtt: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     markers: deque[bool] = field(default_factory=lambda: deque(maxlen=HISTORY))
     pending_marker: bool = False
-    phase: Running = field(default_factory=Running)
+    phase: Running = field(default_factory=Running)  # its intervals' rates (min, max)
+    # the phase's stretches (one per run it spans): its figure is theirs, phase_rate
+    phase_segments: list[Segment] = field(default_factory=list)
     rtt_phase: Running = field(default_factory=Running)
     segment: Segment | None = None  # the current stretch, in its phase row
     links: dict[str, str] = field(default_factory=dict)  # host -> LinkState
@@ -71,6 +73,14 @@ class PairState:
     # hosts whose CPU figures are the whole machine's (namespace hosts)
     cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
     cpu_shared: set[str] = field(default_factory=set)
+
+    @property
+    def phase_rate(self) -> float | None:
+        """The phase's throughput as every table defines it (abtui.reports.throughput: the
+        bits of its counted intervals over their seconds, per run, averaged over its runs),
+        not the plain mean of interval rates, which a short last interval skews; None before
+        any counted time."""
+        return configuration_rate(self.phase_segments)
 
     @property
     def link(self) -> str:

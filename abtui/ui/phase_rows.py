@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values
 from abtui.ui.pair_state import Running
 
@@ -51,14 +52,14 @@ def significance(base: list[Segment], other: list[Segment]) -> str:
 def phase_cells(row: PhaseRow, pairs: Iterable[str], base_pair: str) -> list[str]:
     """One cell per pair: the configuration's throughput in Gbit/s as every table defines
     it (abtui.reports.throughput: the mean of its run-level values), their number, then the Δ vs
-    the base pair and the significance mark."""
+    the base pair and the significance mark; UNKNOWN where the pair has no figure."""
     base = configuration_rate(row.segments.get(base_pair, []))
     cells = []
     for label in pairs:
         segments = row.segments.get(label, [])
         rate = configuration_rate(segments)
         if rate is None:
-            cells.append("·")
+            cells.append(UNKNOWN)
             continue
         text = f"{rate / 1e9:.2f} n{len(run_values(segments))}"
         delta = change_pct(base, rate) if label != base_pair else None

@@ -28,7 +28,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from abtui.core.errors import BadInput
-from abtui.core.text import visible
+from abtui.core.text import UNKNOWN, visible
 from abtui.ui.tables import Comparison
 
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
@@ -278,8 +278,10 @@ class CompareScreen(Screen[None]):
                 over.plot([t for t, _ in pts], [v for _, v in pts], label=label)
         over.xlabel("s")
         bars = self.query_one("#per-phase", PlotextPlot).plt
-        bars.title("mean Gbit/s per row")
-        if c.bar_names and c.bars:
-            bars.multiple_bar(c.bar_names, list(c.bars.values()),  # type: ignore[call-arg]
+        names, heights = c.drawn_bars()
+        bars.title(f"mean Gbit/s per row ({UNKNOWN}: not measured)"
+                   if names != c.bar_names else "mean Gbit/s per row")
+        if names and heights:
+            bars.multiple_bar(names, heights,  # type: ignore[call-arg]
                               labels=list(c.bars))  # plotext's keyword; its stub says label
         bars.xlabel("row")

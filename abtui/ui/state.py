@@ -84,11 +84,13 @@ class ConsoleState(EventReader):
         """The pair enters its (new) configuration: fresh phase numbers, a new segment."""
         ps.phase = Running()
         ps.rtt_phase = Running()
+        ps.phase_segments = []
         self._new_segment(ps)
 
     def _new_segment(self, ps: PairState) -> None:
         """A new stretch (a run) in the phase: one more run-level value of its row."""
         ps.segment = Segment()
+        ps.phase_segments.append(ps.segment)
         self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
 
     def _pairs_of(self, event: Event) -> list[str]:

@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 
 from abtui.core.events import Event
 from abtui.core.labels import fit_labels
-from abtui.core.text import visible
+from abtui.core.text import UNKNOWN, visible
 from abtui.reports.throughput import configuration_rate
 from abtui.ui.phase_rows import LOADED
 from abtui.ui.state import ConsoleState
@@ -31,7 +31,16 @@ class Comparison:
     rows: list[list[str]]
     lines: dict[str, list[tuple[float, float]]]  # label -> (seconds, Gbit/s)
     bar_names: list[str] = field(default_factory=list)  # one per table row
-    bars: dict[str, list[float]] = field(default_factory=dict)  # label -> Gbit/s per row
+    # label -> Gbit/s per row; None where that side has no figure for the row
+    bars: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def drawn_bars(self) -> tuple[list[str], list[list[float]]]:
+        """The bar chart as plotext draws it: a row's name marked UNKNOWN where a side has
+        no figure, and that bar of height 0, which plotext leaves blank (it has no gap of
+        its own: NaN draws a bar at 0, None fails)."""
+        names = [f"{name}{UNKNOWN}" if any(v[i] is None for v in self.bars.values())
+                 else name for i, name in enumerate(self.bar_names)]
+        return names, [[0.0 if x is None else x for x in v] for v in self.bars.values()]
 
 
 def pair_title(state: ConsoleState, label: str) -> str:
@@ -130,7 +139,7 @@ def session_comparison(name: str, state: ConsoleState,
     rows = phase_rows(state)
     width = label_width(state, screen_width, [lb for lb, _ in rows], whole=True)
     fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
-    bars = {label: [(configuration_rate(r.segments.get(label, [])) or 0.0) / 1e9
+    bars = {label: [_gbit(configuration_rate(r.segments.get(label, [])))
                     for r in state.phases.values()] for label in state.pairs}
     return Comparison(
         f"Compare: {name}, phase by phase",
@@ -154,19 +163,23 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
     lines = {}
     for side, session in (("saved", saved), ("now", now)):
         for pair in session.pairs:
-            lines[f"{side} {pair}"] = [(r["time"], (r["bits_per_second"] or 0) / 1e9)
-                                       for r in interval_rows(session, pair)]
+            lines[f"{side} {pair}"] = [(r["time"], r["bits_per_second"] / 1e9)
+                                       for r in interval_rows(session, pair)
+                                       if r["bits_per_second"] is not None]
     rows = [[r["pair"], r["config"],
              fmt_cell(r["left"], 1e9), fmt_cell(r["right"], 1e9),
              fmt_compare(r["left"], r["right"])] for r in table]
-    mean = [(r["left"].throughput.mean if r["left"] else 0.0,
-             r["right"].throughput.mean if r["right"] else 0.0) for r in table]
+    mean = [(r["left"].throughput.mean if r["left"] else None,
+             r["right"].throughput.mean if r["right"] else None) for r in table]
     return Comparison(
         f"Compare: {saved.name} → this session (Gbit/s)",
         ["pair", "configuration", saved.name, "this session", "Δ"], rows, lines,
         [str(i + 1) for i in range(len(rows))],
-        {"saved": [(a or 0.0) / 1e9 for a, _ in mean],
-         "now": [(b or 0.0) / 1e9 for _, b in mean]})
+        {"saved": [_gbit(a) for a, _ in mean], "now": [_gbit(b) for _, b in mean]})
+
+
+def _gbit(bps: float | None) -> float | None:
+    return None if bps is None else bps / 1e9
 
 
 def save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:

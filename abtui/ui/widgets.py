@@ -17,7 +17,7 @@ from textual.strip import Strip
 from textual.widgets import Sparkline, Static
 
 from abtui.core.model import LinkState
-from abtui.core.text import visible
+from abtui.core.text import UNKNOWN, visible
 from abtui.ui.pair_state import PairState
 
 BARS = " ▁▂▃▄▅▆▇█"
@@ -26,19 +26,20 @@ PANE_INNER = 34  # a pane's text width before its first layout (40 columns less 
 Part = str | tuple[str, str]  # text, or (text, style)
 
 
-def human_bits(bps: float) -> str:
-    if math.isnan(bps) or math.isinf(bps):
-        return "–"
+def human_bits(bps: float | None) -> str:
+    """Gbit/s to 2 decimals; UNKNOWN for a figure nobody measured."""
+    if bps is None or not math.isfinite(bps):
+        return UNKNOWN
     return f"{bps / 1e9:.2f}"
 
 
 def ms(value: float) -> str:
-    return "–" if math.isnan(value) or math.isinf(value) else f"{value:.3f}"
+    return UNKNOWN if not math.isfinite(value) else f"{value:.3f}"
 
 
 def human_bytes(n: int | None) -> str:
     if n is None:
-        return "–"
+        return UNKNOWN
     if n >= 1 << 20:
         return f"{n / (1 << 20):.1f} MiB"
     return f"{n / 1024:.0f} KiB"
@@ -249,14 +250,14 @@ class PairPane(Vertical):
         back: list[list[Part]] = [] if s.rx_bps is None else [
             [("⇄ rx ", DIM), human_bits(s.rx_bps)]]
         self._set("bps-label", [(human_bits(now), "bold"), " Gbit/s"],
-                  [("mean ", DIM), human_bits(p.mean)], [("min ", DIM), human_bits(p.lo)],
+                  [("mean ", DIM), human_bits(s.phase_rate)], [("min ", DIM), human_bits(p.lo)],
                   [("max ", DIM), human_bits(p.hi)], *back)
         r = s.rtt_phase
-        self._set("rtt-label", [("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else "–", "bold"),
+        self._set("rtt-label", [("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else UNKNOWN, "bold"),
                                 " ms"], [("mean ", DIM), ms(r.mean)], [("max ", DIM), ms(r.hi)])
-        retr = "–" if s.retransmits is None else str(s.retransmits)
+        retr = UNKNOWN if s.retransmits is None else str(s.retransmits)
         if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
-            jitter = "–" if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
+            jitter = UNKNOWN if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
             self._set("tcp", [("lost ", DIM), f"{s.loss_pct:.2f}%"],
                       [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)],
                       *cpu_chips(s))

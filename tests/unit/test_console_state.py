@@ -97,7 +97,8 @@ def test_flipping_back_and_forth_makes_segments() -> None:
         state.apply(Event(EventKind.KNOB, data={"knob": "tcp_wmem", "value": value,
                                                 "pairs": ["A", "B"]}))
         for lb in "AB":
-            state.apply(Event(EventKind.INTERVAL, pair=lb, data={"bits_per_second": 2e9}))
+            state.apply(Event(EventKind.INTERVAL, pair=lb, data={
+                "bits_per_second": 2e9, "start": 0.0, "end": 1.0}))
     rows = list(state.phases.values())
     assert [len(r.segments["A"]) for r in rows] == [3, 3]
     assert [s.n for s in rows[0].segments["A"]] == [2, 1, 1]

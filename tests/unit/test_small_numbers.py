@@ -1,0 +1,187 @@
+"""The small numbers: every figure is what it says, or it is unknown (`—` on screens and in
+markdown, an empty CSV cell, JSON null), never a copy of another figure, a made-up weight or
+a 0."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pytest
+
+from abtui.core.events import Event, EventKind
+from abtui.measure.headless import RunRates
+from abtui.profile import parse_profile
+from abtui.reports import exports, samples, stats
+from abtui.sessions.session import Session
+from abtui.ui.state import ConsoleState
+from abtui.ui.tables import session_comparison
+from tests import synth
+
+FLIPS = [{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}]
+RATES = {"A": [10e9, 5e9, 10e9], "B": [11e9, 5.5e9, 11e9]}
+# iperf3's own summary of a whole hour-long continuous run, stopped after three phases
+OWN = {"protocol": "tcp", "sender_bits_per_second": 8.40e9,
+       "receiver_bits_per_second": 8.39e9, "retransmits": 9999,
+       "sender_cpu": {"total": 41.0, "user": 1.0, "system": 40.0},
+       "receiver_cpu": {"total": 55.0, "user": 2.0, "system": 53.0}}
+
+
+def _with(events: Iterable[Event], summary: dict[str, Any],
+          options: dict[str, Any] | None = None) -> Iterator[Event]:
+    """The events with each RUN_END carrying `summary` and each RUN_START's options
+    updated with `options`."""
+    for ev in events:
+        if ev.kind is EventKind.RUN_END:
+            ev = Event(ev.kind, ev.t, ev.pair, ev.host, {**ev.data, "summary": dict(summary)})
+        elif ev.kind is EventKind.RUN_START and options:
+            data = {**ev.data, "options": {**ev.data["options"], **options}}
+            ev = Event(ev.kind, ev.t, ev.pair, ev.host, data)
+        yield ev
+
+
+def _summaries(session: Session, pair: str) -> list[dict[str, Any]]:
+    return [p["summary"] for p in exports.to_json(session)["phases"] if p["pair"] == pair]
+
+
+# ---- the JSON export's phase summaries --------------------------------------------------------
+
+def test_a_continuous_run_s_phases_export_their_own_figures_not_the_whole_run_s() -> None:
+    """Three phases of one continuous run at 10 / 5 / 10 Gbit/s: each phase's summary is its
+    own counted intervals' figure; iperf3's summary of the whole run (8.40) is none of them,
+    and what only that summary knew (the receiver's rate, CPU) is null."""
+    session = Session.from_events(_with(synth.continuous(FLIPS, RATES, seconds=10), OWN))
+    summaries = _summaries(session, "A")
+    assert len(summaries) == 3
+    for s, want in zip(summaries, RATES["A"], strict=True):
+        assert s["sender_bits_per_second"] == pytest.approx(want, rel=0.02)
+        assert s["sender_bits_per_second"] == s["bits_per_second"]
+        assert s["receiver_bits_per_second"] is None
+        assert s["sender_cpu"] is None and s["receiver_cpu"] is None
+        assert s["retransmits"] == 20  # its 10 counted intervals × 2, not the run's 9999
+
+
+def test_with_reverse_the_counted_intervals_are_the_receiver_s_rate() -> None:
+    """-R: the client's lines are the receiver's, so a stretch's figure is the receiver's
+    rate and the sender's is unknown."""
+    session = Session.from_events(_with(synth.continuous(FLIPS, RATES, seconds=10), OWN,
+                                        options={"reverse": True}))
+    for s, want in zip(_summaries(session, "B"), RATES["B"], strict=True):
+        assert s["receiver_bits_per_second"] == pytest.approx(want, rel=0.02)
+        assert s["sender_bits_per_second"] is None
+
+
+def test_a_phase_that_is_exactly_one_run_keeps_iperf3_s_own_summary() -> None:
+    """A continuous run never flipped is one whole run, and so is each plan run: there
+    iperf3's own figures are the phase's (its receiver line, its CPU, its retransmits)."""
+    one = Session.from_events(_with(synth.continuous(FLIPS[:1], RATES, seconds=10), OWN))
+    (s,) = _summaries(one, "A")
+    assert (s["sender_bits_per_second"], s["receiver_bits_per_second"]) == (8.40e9, 8.39e9)
+    assert s["sender_cpu"] == OWN["sender_cpu"] and s["retransmits"] == 9999
+    assert s["bits_per_second"] == pytest.approx(10e9, rel=0.02)  # the tables' figure
+    plan = Session.from_events(synth.plan([{"wmem": "default"}], {"A": [[9e9, 9.2e9]],
+                                                                  "B": [[8e9, 8.2e9]]}))
+    got = [(s["sender_bits_per_second"], s["receiver_bits_per_second"])
+           for s in _summaries(plan, "B")]
+    assert got == [(8e9, pytest.approx(8e9 * 0.99)), (8.2e9, pytest.approx(8.2e9 * 0.99))]
+
+
+def test_phase_summary_fields_nobody_measured_are_null_when_the_side_is_unknown() -> None:
+    """Runs that recorded no options saying which side measured (a foreign record): the
+    phase's rate is still the tables' figure, but neither side's is claimed."""
+    events = [Event(ev.kind, ev.t, ev.pair, ev.host,
+                    {**ev.data, "options": None} if ev.kind is EventKind.RUN_START
+                    else ev.data) for ev in _with(synth.continuous(FLIPS, RATES), OWN)]
+    s = _summaries(Session.from_events(events), "A")[1]
+    assert s["bits_per_second"] == pytest.approx(5e9, rel=0.02)
+    assert s["sender_bits_per_second"] is None and s["receiver_bits_per_second"] is None
+
+
+# ---- an interval of unknown span ----------------------------------------------------------------
+
+T0 = synth.T0
+
+
+def _unknown_span_events() -> list[Event]:
+    """One run: two 1 s intervals at 10 Gbit/s, then one at 1 Gbit/s whose start and end
+    were not recorded, with a ping answered during its last second."""
+    ivs = [(0.0, 1.0, 10e9), (1.0, 2.0, 10e9), (None, None, 1e9)]
+    events = [Event(EventKind.SESSION_START, T0, data={"profile_text": synth.PROFILE}),
+              Event(EventKind.RUN_START, T0, "A", data={
+                  "run": 1, "config": {"wmem": "default"},
+                  "options": {"interval": 1.0, "reverse": False, "udp": False}})]
+    for k, (start, end, bps) in enumerate(ivs, start=1):
+        events.append(Event(EventKind.PING, T0 + k - 0.5, "A", data={
+            "run": 1, "phase": 0, "seq": k, "rtt_ms": 0.05}))
+        events.append(Event(EventKind.INTERVAL, T0 + k, "A", data={
+            "run": 1, "phase": 0, "start": start, "end": end, "bytes": None,
+            "bits_per_second": bps, "retransmits": 0, "omitted": False,
+            "straddles": False}))
+    events.append(Event(EventKind.RUN_END, T0 + 3, "A", data={"run": 1, "status": "ok"}))
+    return events
+
+
+def test_an_interval_of_unknown_span_counts_in_no_rate() -> None:
+    """Weighed as 1 s it made the run 7 Gbit/s; left out, the run is its two measured
+    seconds at 10 Gbit/s: in the reports, the export, the console and headless progress."""
+    events = _unknown_span_events()
+    session = Session.from_events(events)
+    assert samples.run_rate(session, session.runs[0]) == pytest.approx(10e9)
+    assert stats.phase_rate(session, session.phases[0]).mean == pytest.approx(10e9)
+    assert _summaries(session, "A")[0]["bits_per_second"] == pytest.approx(10e9)
+    rates = RunRates()
+    assert [r for ev in events if (r := rates(ev)) is not None] == [pytest.approx(10e9)]
+    state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
+    for ev in events:
+        state.apply(ev)
+    (row,) = state.phases.values()
+    assert state.phase_cells(row)[0] == "10.00 n1"
+    assert state.pairs["A"].phase_rate == pytest.approx(10e9)
+
+
+def test_an_interval_of_unknown_span_has_no_rtt_and_empty_csv_cells() -> None:
+    """Which pings fell in an interval of unknown span is unknown too: its rtt_ms is empty,
+    as are its start and end, never a 1 s window's mean."""
+    buf = io.StringIO()
+    exports.write_csv(Session.from_events(_unknown_span_events()), buf)
+    rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    assert [r["rtt_ms"] for r in rows] == ["0.05", "0.05", ""]
+    assert (rows[2]["start"], rows[2]["end"]) == ("", "")
+    assert float(rows[2]["bits_per_second"]) == 1e9  # what was measured is still there
+
+
+# ---- the pane's mean ------------------------------------------------------------------------------
+
+def test_the_pane_s_mean_is_the_run_level_figure_not_the_mean_of_interval_rates() -> None:
+    """Two 1 s intervals at 10 Gbit/s and a 0.1 s last one at 1 Gbit/s carried 20.1 Gbit in
+    2.1 s: 9.57 Gbit/s, what the phase table says; the plain mean of the three rates, 7.00,
+    is no figure abtui prints anywhere else."""
+    state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
+    state.apply(Event(EventKind.RUN_START, T0, "A", data={"run": 1,
+                                                          "config": {"wmem": "default"}}))
+    for start, end, bps in ((0.0, 1.0, 10e9), (1.0, 2.0, 10e9), (2.0, 2.1, 1e9)):
+        state.apply(Event(EventKind.INTERVAL, T0 + end, "A", data={
+            "run": 1, "phase": 0, "start": start, "end": end, "bits_per_second": bps}))
+    pane = state.pairs["A"]
+    assert pane.phase_rate == pytest.approx(20.1e9 / 2.1)
+    assert state.phase_cells(next(iter(state.phases.values())))[0] == "9.57 n1"
+    assert pane.phase.n == 3 and pane.phase.lo == 1e9 and pane.phase.hi == 10e9
+    assert state.pairs["B"].phase_rate is None  # no interval yet: unknown, not 0
+
+
+# ---- the compare screen's numbers -----------------------------------------------------------------
+
+def test_the_compare_screen_has_no_figure_where_a_pair_measured_nothing() -> None:
+    """Pair B never ran under the second configuration: its cell says `—`, its bar is
+    unknown (None), drawn as no bar with the row's name marked; never a 0 Gbit/s bar."""
+    state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
+    for ev in synth.continuous(FLIPS[:2], RATES, seconds=4):
+        if not (ev.kind is EventKind.INTERVAL and ev.pair == "B" and ev.data["phase"] == 1):
+            state.apply(ev)
+    c = session_comparison("s", state, {}, 120)
+    assert [r[2] for r in c.rows][1] == "—"
+    assert c.bars["A"][1] == pytest.approx(5.0, rel=0.02) and c.bars["B"][1] is None
+    names, heights = c.drawn_bars()
+    assert names == ["1", "2—"] and heights[1][1] == 0.0  # plotext leaves a 0 bar blank

@@ -152,7 +152,7 @@ def test_an_interval_of_unknown_span_has_no_rtt_and_empty_csv_cells() -> None:
     assert float(rows[2]["bits_per_second"]) == 1e9  # what was measured is still there
 
 
-# ---- the pane's mean ------------------------------------------------------------------------------
+# ---- the pane's mean ----------------------------------------------------------------------------
 
 def test_the_pane_s_mean_is_the_run_level_figure_not_the_mean_of_interval_rates() -> None:
     """Two 1 s intervals at 10 Gbit/s and a 0.1 s last one at 1 Gbit/s carried 20.1 Gbit in
@@ -171,7 +171,7 @@ def test_the_pane_s_mean_is_the_run_level_figure_not_the_mean_of_interval_rates(
     assert state.pairs["B"].phase_rate is None  # no interval yet: unknown, not 0
 
 
-# ---- the compare screen's numbers -----------------------------------------------------------------
+# ---- the compare screen's numbers ---------------------------------------------------------------
 
 def test_the_compare_screen_has_no_figure_where_a_pair_measured_nothing() -> None:
     """Pair B never ran under the second configuration: its cell says `—`, its bar is

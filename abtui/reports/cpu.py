@@ -53,15 +53,6 @@ def host_samples(session: Session, pair: str, host: str | None,
     return out
 
 
-def run_phases(session: Session, run: Run) -> set[int]:
-    """The phases a run's intervals were counted in (a straddling one: NO_PHASE)."""
-    cols = session.intervals.get(run.pair)
-    if cols is None or not len(cols):
-        return set()
-    mine = np.frombuffer(cols["run"], dtype=np.int32) == run.index
-    return {int(p) for p in np.frombuffer(cols["phase"], dtype=np.int32)[mine]}
-
-
 def iperf3_cpu(run: Run, side: str) -> float | None:
     """iperf3's own total CPU % of one side of a run, None when the run has none."""
     c = (run.summary or {}).get(f"{side}_cpu")
@@ -97,8 +88,8 @@ class CpuCell:
                 continue
             runs: list[tuple[Run, float]] = []
             for r in session.runs_of(pair):
-                own, where = iperf3_cpu(r, side), run_phases(session, r)
-                if own is not None and where and where <= set(phases):
+                own = iperf3_cpu(r, side)
+                if own is not None and samples.within(session, r, phases):
                     runs.append((r, own))
             self.source[side] = "iperf3" if runs else ""
             self.cpu[side] = [c for _, c in runs]

@@ -129,6 +129,21 @@ def run_rate(session: Session, run: Run) -> float | None:
     return segs[0].rate if segs else None
 
 
+def within(session: Session, run: Run, phases: Sequence[int]) -> bool:
+    """Whether a run lies wholly within these phases: it has intervals, and each is in one of
+    them or straddles a knob change between two of them (one at either end of the run leads
+    to or from a phase it never reached). Only then is iperf3's own summary of the run (its
+    sender and receiver lines, its CPU) a figure of those phases."""
+    cols = session.intervals.get(run.pair)
+    if cols is None or not len(cols):
+        return False
+    mine = _column(cols, "phase", np.int32)[_column(cols, "run", np.int32) == run.index]
+    counted = mine != NO_PHASE
+    if not mine.size or not np.isin(mine[counted], np.asarray(phases, dtype=np.int32)).all():
+        return False
+    return bool(counted[0] and counted[-1])  # a straddler between two of its phases
+
+
 def whole_run(session: Session, phase: Phase) -> Run | None:
     """The run a phase is exactly, if it is one: every interval of the phase is that run's and
     every interval of that run is in the phase (none in another phase, none straddling a knob
@@ -137,11 +152,11 @@ def whole_run(session: Session, phase: Phase) -> Run | None:
     cols = session.intervals[phase.pair]
     if not len(cols):
         return None
-    phase_col, run_col = _column(cols, "phase", np.int32), _column(cols, "run", np.int32)
-    runs = np.unique(run_col[phase_col == phase.index])
-    if runs.size != 1 or not np.all(phase_col[run_col == runs[0]] == phase.index):
+    runs = np.unique(_column(cols, "run", np.int32)[
+        _column(cols, "phase", np.int32) == phase.index]).tolist()
+    if len(runs) != 1 or not within(session, session.runs[runs[0]], [phase.index]):
         return None
-    return session.runs[int(runs[0])]
+    return session.runs[runs[0]]
 
 
 def measured_side(session: Session, phase: Phase) -> str | None:

@@ -60,7 +60,7 @@ class PairState:
     kernels: dict[str, str] = field(default_factory=dict)  # host -> release
     tunnel: str = "none"
     retransmits: int | None = None
-    retransmits_total: int = 0
+    retransmits_total: int | None = None  # None until an interval reports its retransmits
     cwnd: int | None = None
     rx_bps: float | None = None  # --bidir: the latest receiver -> sender interval
     # UDP: the latest interval's datagrams lost (%) and jitter (ms); None for TCP
@@ -101,7 +101,8 @@ class PairState:
         self.pending_marker = False
         retr = d.retransmits
         self.retransmits = retr if isinstance(retr, int) else None
-        self.retransmits_total += retr if isinstance(retr, int) else 0
+        if isinstance(retr, int):
+            self.retransmits_total = (self.retransmits_total or 0) + retr
         cwnd = d.cwnd_bytes
         self.cwnd = cwnd if isinstance(cwnd, int) else None
         self.loss_pct, self.jitter_ms = d.loss()

@@ -1,6 +1,7 @@
 """What the console keeps of the events it is handed: every event (what save and export
-write), each pair's throughput over time (the compare screen's series), each folded into
-abtui.ui.state and said in the event log."""
+write), each pair's throughput over time (the compare screen's series; --bidir's way back a
+series of its own, `A rx`, as the report's chart has it), each folded into abtui.ui.state and
+said in the event log."""
 
 from __future__ import annotations
 
@@ -24,9 +25,11 @@ class SessionRecord:
         for event, stamp in batch:
             self.events.append(event)
             self.log.event_line(event.t, self.state.apply(event))
-            if event.kind is EventKind.INTERVAL and event.pair in self.series:
-                bps = event.payload.bits_per_second
-                if isinstance(bps, int | float):
-                    self.series[event.pair].append((event.t - (self.log.t0 or 0.0), float(bps)))
+            if event.kind is EventKind.INTERVAL and event.pair in self.state.pairs:
+                d = event.payload
+                if isinstance(d.bits_per_second, int | float):
+                    key = f"{event.pair} rx" if d.direction == "rx" else event.pair
+                    self.series.setdefault(key, []).append(
+                        (event.t - (self.log.t0 or 0.0), float(d.bits_per_second)))
                 stamps.append(stamp)
         return stamps

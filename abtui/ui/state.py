@@ -21,6 +21,7 @@ from abtui.core.model import (
     Profile,
     tunnel_refusal,
 )
+from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, span_of
 from abtui.ui.pair_state import HISTORY, PairState, Running
 from abtui.ui.phase_rows import PhaseRow, phase_cells
@@ -226,7 +227,9 @@ class ConsoleState(EventReader):
         return f"session ended ({p.reason})"
 
     def on_skew(self, event: Event, p: events.Skew) -> str:
-        return f"start skew {p.skew_ms if p.skew_ms is not None else 0:.2f} ms"
+        skew = p.skew_ms
+        known = isinstance(skew, int | float) and not isinstance(skew, bool)
+        return f"start skew {skew:.2f} ms" if known else f"start skew {UNKNOWN}"
 
     def on_session_start(self, event: Event, p: events.SessionStart) -> str:
         where = p.profile_path or self.profile.name

@@ -160,12 +160,14 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
     saved = Session.load(path)
     now = Session.from_events(events, name="this session")
     table = compare.rows(saved, now)
-    lines = {}
+    lines: dict[str, list[tuple[float, float]]] = {}
     for side, session in (("saved", saved), ("now", now)):
         for pair in session.pairs:
-            lines[f"{side} {pair}"] = [(r["time"], r["bits_per_second"] / 1e9)
-                                       for r in interval_rows(session, pair)
-                                       if r["bits_per_second"] is not None]
+            lines[f"{side} {pair}"] = []
+            for r in interval_rows(session, pair):  # --bidir's way back: a line of its own
+                if r["bits_per_second"] is not None:
+                    key = f"{side} {pair}" + (" rx" if r["direction"] == "rx" else "")
+                    lines.setdefault(key, []).append((r["time"], r["bits_per_second"] / 1e9))
     rows = [[r["pair"], r["config"],
              fmt_cell(r["left"], 1e9), fmt_cell(r["right"], 1e9),
              fmt_compare(r["left"], r["right"])] for r in table]

@@ -256,13 +256,14 @@ class PairPane(Vertical):
         self._set("rtt-label", [("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else UNKNOWN, "bold"),
                                 " ms"], [("mean ", DIM), ms(r.mean)], [("max ", DIM), ms(r.hi)])
         retr = UNKNOWN if s.retransmits is None else str(s.retransmits)
+        total = UNKNOWN if s.retransmits_total is None else str(s.retransmits_total)
         if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
             jitter = UNKNOWN if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
             self._set("tcp", [("lost ", DIM), f"{s.loss_pct:.2f}%"],
                       [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)],
                       *cpu_chips(s))
         else:
-            self._set("tcp", [("retr ", DIM), retr, (f" (Σ {s.retransmits_total})", DIM)],
+            self._set("tcp", [("retr ", DIM), retr, (f" (Σ {total})", DIM)],
                       [("cwnd ", DIM), human_bytes(s.cwnd)], [("n ", DIM), str(s.intervals)],
                       *cpu_chips(s))
         self._set("error", *([("⚠ ", "bold"), s.error],) if s.error else ())

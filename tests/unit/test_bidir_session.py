@@ -119,3 +119,31 @@ def test_the_chart_draws_the_way_back_as_a_line_of_its_own():
     one_way = throughput_chart(Session.from_events(
         synth.plan([{"k": "1"}], {"A": [[5e9]], "B": [[6e9]]}, seconds=3)))
     assert "rx" not in one_way
+
+
+def test_the_compare_screen_s_lines_keep_the_way_back_apart(tmp_path: Path) -> None:
+    """The compare screen's throughput over time, live and from a saved session: the way
+    back is a line of its own (`A rx`), as on the report's chart, not interleaved with the
+    pair's own direction into one zigzag line that is neither."""
+    from types import SimpleNamespace
+
+    from abtui.profile import parse_profile
+    from abtui.sessions.writer import SessionWriter
+    from abtui.ui.eventlog import EventLog
+    from abtui.ui.record import SessionRecord
+    from abtui.ui.tables import saved_comparison
+
+    events = _events()
+    log = EventLog()
+    log.widget = SimpleNamespace(write=lambda text: None)  # type: ignore[assignment]
+    record = SessionRecord(ConsoleState(parse_profile(synth.PROFILE, "synth.toml")), log)
+    record.fold([(ev, 0.0) for ev in events])
+    assert [v for _, v in record.series["A"]] == pytest.approx([5.35e9, 5.15e9])
+    assert [v for _, v in record.series["A rx"]] == pytest.approx([4.83e9, 4.90e9])
+    with SessionWriter(tmp_path / "s.abtui.jsonl", profile="synth") as w:
+        for ev in events:
+            w.write(ev)
+    assert w.final_path is not None
+    lines = saved_comparison(w.final_path, events).lines
+    assert [v for _, v in lines["saved A"]] == pytest.approx([5.35, 5.15])
+    assert [v for _, v in lines["now A rx"]] == pytest.approx([4.83, 4.90])

@@ -185,3 +185,36 @@ def test_the_compare_screen_has_no_figure_where_a_pair_measured_nothing() -> Non
     assert c.bars["A"][1] == pytest.approx(5.0, rel=0.02) and c.bars["B"][1] is None
     names, heights = c.drawn_bars()
     assert names == ["1", "2—"] and heights[1][1] == 0.0  # plotext leaves a 0 bar blank
+
+
+def test_the_console_never_says_0_for_a_skew_or_retransmits_nobody_reported() -> None:
+    """A start skew the engine could not measure reads `—`, not `0.00 ms`; a pair whose lines
+    carry no retransmits (the receiver's, with -R; UDP) has no total of them, not Σ 0."""
+    state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
+    assert state.apply(Event(EventKind.SKEW, T0, data={"skew_ms": None})) == "start skew —"
+    assert state.apply(Event(EventKind.SKEW, T0, data={"skew_ms": 0.25})) == \
+        "start skew 0.25 ms"
+    for end in (1.0, 2.0):
+        state.apply(Event(EventKind.INTERVAL, T0 + end, "A", data={
+            "run": 1, "phase": 0, "start": end - 1, "end": end, "bits_per_second": 9e9}))
+        state.apply(Event(EventKind.INTERVAL, T0 + end, "B", data={
+            "run": 1, "phase": 0, "start": end - 1, "end": end, "bits_per_second": 9e9,
+            "retransmits": 3}))
+    assert state.pairs["A"].retransmits_total is None and state.pairs["A"].retransmits is None
+    assert state.pairs["B"].retransmits_total == 6
+
+
+def test_a_run_lies_within_phases_only_with_every_interval_in_them() -> None:
+    """A continuous run flipped default → 64k → default lies within none of its phases alone
+    nor within the default ones (the 64k stretch is in its summary), only within all three;
+    a plan run lies within its own phase."""
+    session = Session.from_events(synth.continuous(FLIPS, RATES, seconds=3))
+    run = session.runs_of("A")[0]
+    ix = [p.index for p in session.phases_of("A")]
+    assert not any(samples.within(session, run, [i]) for i in ix)
+    assert not samples.within(session, run, [ix[0], ix[2]])
+    assert samples.within(session, run, ix)  # its straddlers lie between two of them
+    plan = Session.from_events(synth.plan([{"wmem": "default"}], {"A": [[9e9]], "B": [[8e9]]}))
+    (ph,) = plan.phases_of("A")
+    assert samples.within(plan, plan.runs_of("A")[0], [ph.index])
+    assert samples.whole_run(plan, ph) is plan.runs_of("A")[0]

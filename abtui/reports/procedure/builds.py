@@ -5,23 +5,20 @@ then iperf3's own `[SUM]` sender (with retransmits) and receiver figures.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
+from abtui.reports import samples
 from abtui.reports.formatting import fmt_bps, legend
 from abtui.reports.procedure.order import base_pair, pairs_in_order
 from abtui.reports.procedure.table import Cells, Measure, Row, Slot, first_table, titled
-from abtui.sessions.records import Run
-from abtui.sessions.session import Session
 
 
 def _sum_lines(s: Slot) -> list[str]:
     """iperf3's own [SUM] summary figures of a build's runs (means over its runs): sender
-    bitrate, retransmits, receiver bitrate."""
+    bitrate, retransmits, receiver bitrate. Only runs wholly within the cell's phases: a
+    continuous run that crossed a knob change summarizes more than the cell (`—` then)."""
     runs = [r for r in s.session.runs_of(s.pair) if r.summary and r.status in ("ok", "stopped")
-            and (s.cell is None or _in_phases(s.session, r, s.cell.phases))]
+            and (s.cell is None or samples.within(s.session, r, s.cell.phases))]
 
     def mean(key: str) -> float | None:
         xs = [float(r.summary[key]) for r in runs if r.summary
@@ -33,15 +30,6 @@ def _sum_lines(s: Slot) -> list[str]:
     return [fmt_bps(mean("sender_bits_per_second"), s.unit.div),
             "—" if retr is None else f"{retr:.0f}",
             fmt_bps(mean("receiver_bits_per_second"), s.unit.div)]
-
-
-def _in_phases(session: Session, run: Run, phases: Sequence[int]) -> bool:
-    cols = session.intervals[run.pair]
-    if not len(cols):
-        return False
-    run_col = np.frombuffer(cols["run"], dtype=np.int32)
-    phase_col = np.frombuffer(cols["phase"], dtype=np.int32)
-    return bool(np.isin(phase_col[run_col == run.index], np.asarray(phases)).any())
 
 
 SUM_LINES = Measure(

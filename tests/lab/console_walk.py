@@ -261,7 +261,7 @@ class Cell:
     intervals: int | None = None
 
 
-Table = dict[str, dict[str, Cell | None]]  # row label -> pair -> cell (None: "·")
+Table = dict[str, dict[str, Cell | None]]  # row label -> pair -> cell (None: "—")
 
 
 def console_table(rows: Sequence[tuple[str, Sequence[str]]], pairs: Sequence[str],
@@ -346,7 +346,7 @@ def how_many(cell: Cell | None, intervals: bool) -> int:
 
 def fmt(v: Cell | None) -> str:
     if v is None:
-        return "·"
+        return "—"
     return f"{v.gbit:.2f} n{v.n}" + ("" if v.intervals is None else f" ({v.intervals} intervals)")
 
 

@@ -62,7 +62,7 @@ def test_a_hosts_answer_is_read_knob_by_knob_with_its_tunnels() -> None:
 
 def test_tables_differ_by_label_count_or_pooling() -> None:
     console = console_table([("initial", ["9.50 n2", "9.00 n2 -5.3%"]),
-                             ("tso=off", ["5.00 n1", "·"])], ["A", "B"],
+                             ("tso=off", ["5.00 n1", "—"])], ["A", "B"],
                             [{"A": 10, "B": 10}, {"A": 4}])
     assert console["initial"]["B"] == Cell(9.0, 2, 10) and console["tso=off"]["B"] is None
     configurations = [

@@ -256,7 +256,10 @@ def test_continuous_progress_lines_say_each_pair_s_rate_since_the_last():
     tally = Tally()
     for pair, bps, extra in (("A", 10e9, {}), ("A", 12e9, {}), ("A", 1e9, {"omitted": True}),
                              ("A", 3e9, {"direction": "rx"}), ("B", 9e9, {})):
-        tally(Event(EventKind.INTERVAL, pair=pair, data={"bits_per_second": bps, **extra}))
+        tally(Event(EventKind.INTERVAL, pair=pair, data={
+            "bits_per_second": bps, "start": 0.0, "end": 1.0, **extra}))
+    # an interval of unknown span (no start or end) counts in no rate
+    tally(Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": 1e9}))
     tally(Event(EventKind.PING, pair="B", data={"rtt_ms": 0.1}))
     assert tally.line(20.2, 60, ["A", "B", "C"]) == \
         "+20/60 s: A 11.00 Gbit/s (2 intervals), B 9.00 Gbit/s (1 interval), C no intervals"

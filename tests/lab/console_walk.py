@@ -909,7 +909,8 @@ class Walker:
         self.check_pane_phase(events)
 
     def check_pane_phase(self, events: list[Event]) -> None:
-        """A pane's current-phase numbers: its current phase's intervals, no straddler. Once
+        """A pane's current-phase numbers: its current phase's intervals, no straddler (n,
+        min, max of their rates; its mean the phase's run-level figure, run_level). Once
         that phase is closed (a stop, or a change with no interval after it yet) the pane may
         show it still, or nothing."""
         for p in self.pairs:
@@ -917,11 +918,14 @@ class Walker:
                       if e.kind is EventKind.PHASE and e.pair == p}
             mine = [e for e in events if e.pair == p and countable(e)]
             current = mine[-1].data.get("phase") if mine else None
-            values = [float(e.data["bits_per_second"]) for e in mine
-                      if e.data.get("phase") == current and not e.data.get("straddles")]
-            wants = [summary(values)] + ([summary([])] if current in closed else [])
-            ps = self.app.state.pairs[p].phase
-            got = (ps.n, ps.lo, ps.hi, ps.mean) if ps.n else summary([])
+            phase = [e.data for e in mine
+                     if e.data.get("phase") == current and not e.data.get("straddles")]
+            values = [float(d["bits_per_second"]) for d in phase]
+            wants = [(*summary(values)[:3], run_level(phase) if phase else None)] + (
+                [summary([])] if current in closed else [])
+            pane = self.app.state.pairs[p]
+            ps = pane.phase
+            got = (ps.n, ps.lo, ps.hi, pane.phase_rate) if ps.n else summary([])
             if not any(same(got, want) for want in wants):
                 want = wants[0]
                 strad = sum(1 for e in mine if e.data.get("phase") == current
@@ -1098,6 +1102,19 @@ def summary(values: Sequence[float]) -> Stats:
     if not values:
         return (0, None, None, None)
     return (len(values), min(values), max(values), sum(values) / len(values))
+
+
+def run_level(intervals: Sequence[dict[str, Any]]) -> float | None:
+    """The figure a pane's mean and the tables print: per run, the intervals' bits ÷ their
+    seconds; the mean over runs."""
+    runs: dict[Any, list[float]] = {}
+    for d in intervals:
+        span = float(d["end"]) - float(d["start"])
+        acc = runs.setdefault(d.get("run"), [0.0, 0.0])
+        acc[0] += float(d["bits_per_second"]) * span
+        acc[1] += span
+    rates = [bits / secs for bits, secs in runs.values() if secs > 0]
+    return sum(rates) / len(rates) if rates else None
 
 
 def same(a: Stats, b: Stats) -> bool:

@@ -370,9 +370,17 @@ def compare_samples(base: Sequence[float], other: Sequence[float]
                     ) -> tuple[Delta | None, Verdict]:
     """The delta of the mean with its interval, and the verdict: one procedure (log_welch)
     for both, so a cell never reads significant with 0 inside its interval."""
+    _, d, v = judged(base, other)
+    return d, v
+
+
+def judged(base: Sequence[float], other: Sequence[float]
+           ) -> tuple[LogWelch | str, Delta | None, Verdict]:
+    """compare_samples with the procedure itself (or why it could not judge): the gate
+    tests its own threshold with it."""
     a, b = _finite(base), _finite(other)
     w = log_welch(a, b)
-    return _delta(a, b, w, CONFIDENCE), _verdict(a, b, w, 1 - CONFIDENCE)
+    return w, _delta(a, b, w, CONFIDENCE), _verdict(a, b, w, 1 - CONFIDENCE)
 
 
 def compare_cells(base: Cell, other: Cell, rx: bool = False) -> tuple[Delta | None, Verdict]:

@@ -94,8 +94,8 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
         out.append(GateCase(c.pair, c.config, INCONCLUSIVE, why, d, v, c.metric))
     m = len(tested)
     for (i, _), q in zip(tested, _bh([p for _, p in tested]), strict=True):
-        c = out[i]
-        d = c.delta
+        case = out[i]
+        d = case.delta
         assert d is not None and d.low is not None and d.high is not None
         if q <= FDR and d.high < -threshold:
             answer, why = REGRESSION, (f"worse by more than {threshold:g}% (adjusted p="
@@ -108,7 +108,7 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
                 f"{m} cases (adjusted p={q:.2g})")
         else:
             answer, why = INCONCLUSIVE, f"the interval straddles -{threshold:g}%"
-        out[i] = replace(c, answer=answer, why=why, p_adjusted=q)
+        out[i] = replace(case, answer=answer, why=why, p_adjusted=q)
     return out
 
 

@@ -99,9 +99,9 @@ def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
         hint = (" (--match knobs matches by the knobs both sessions set, a host's own value "
                 "matching the other's)" if match != "knobs" else "")
         say(f"not matched, not judged: {names}{hint}")
-    say(f"regression gate at -{threshold:g}% ({CONTROL} over {judged} cases judged): "
-        f"{len(by[PASS])} pass, {len(by[REGRESSION])} regression, "
-        f"{len(by[INCONCLUSIVE])} inconclusive, {len(by[UNMATCHED])} not matched")
+    say(f"regression gate at -{threshold:g}%: {len(by[PASS])} pass, {len(by[REGRESSION])} "
+        f"regression, {len(by[INCONCLUSIVE])} inconclusive, {len(by[UNMATCHED])} not matched "
+        f"({CONTROL} controlled over the {judged} cases judged)")
     if by[REGRESSION]:
         return EXIT_FAILED
     if not judged:

@@ -86,8 +86,8 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
     for c in cases:
         w, d, v = stats.judged(c.base, c.other)
         if isinstance(w, str):
-            why = (f"too few runs for the rule ({w}; it judges from {stats.MIN_RUNS} a side)"
-                   if w.startswith(stats.FEW_RUNS) else w)
+            why = (f"too few runs for the rule (n={v.n_base}+{v.n_other}; it judges from "
+                   f"{stats.MIN_RUNS} runs a side)" if w.startswith(stats.FEW_RUNS) else w)
         else:
             tested.append((len(out), w.p_below(floor)))
             why = ""

@@ -90,17 +90,26 @@ def test_what_cannot_be_judged_is_skipped_not_passed() -> None:
 
 # ---- three answers (issue 21) ----------------------------------------------------------------
 
-def _session(name: str, configs: list[dict[str, str]], rates: list[list[float]],
-             initial: dict[str, str] | None = None) -> Session:
-    """A plan session of pair A; `initial`: what its hosts had on connect (CONFIG event)."""
+def _events(configs: list[dict[str, str]], rates: list[list[float]],
+            initial: dict[str, str]) -> list[Event]:
+    """A plan session of pair A whose hosts had `initial` on connect (its CONFIG event)."""
     events = list(synth.plan(configs, {"A": rates}, pairs=("A",)))
-    if initial is not None:
-        events.insert(1, Event(EventKind.CONFIG, synth.T0, pair="A",
-                               data={"config": dict(initial)}))
-    return Session.from_events(events, name)
+    events.insert(1, Event(EventKind.CONFIG, synth.T0, pair="A", data={"config": initial}))
+    return events
 
 
-def test_nothing_judged_is_not_a_pass(capsys: pytest.CaptureFixture[str]) -> None:
+def _file(path: Path, events: list[Event]) -> str:
+    from abtui.sessions.writer import SessionWriter
+
+    with SessionWriter(path, profile="synth") as w:
+        for ev in events:
+            w.write(ev)
+    assert w.final_path is not None
+    return str(w.final_path)
+
+
+def test_nothing_judged_is_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                      ) -> None:
     # the host's own tcp_rmem differed between the sessions: every configuration carries a
     # different name, nothing matched; throughput fell tenfold. It used to say "0 of 0
     # judged configurations worse (2 not judged)" and exit 0.
@@ -110,11 +119,14 @@ def test_nothing_judged_is_not_a_pass(capsys: pytest.CaptureFixture[str]) -> Non
     fast, slow = [[20.3e9 + i * 1e7 for i in range(5)]] * 2, [[2.19e9 + i * 1e7
                                                                for i in range(5)]] * 2
     # on connect the hosts had cc=bbr (then abtui set reno and cubic) and their own rmem
-    left = _session("left", configs_l, fast, {"cc": "bbr", "rmem": own_l})
-    right = _session("right", configs_r, slow, {"cc": "bbr", "rmem": own_r})
+    left_ev = _events(configs_l, fast, {"cc": "bbr", "rmem": own_l})
+    right_ev = _events(configs_r, slow, {"cc": "bbr", "rmem": own_r})
+    left, right = Session.from_events(left_ev, "left"), Session.from_events(right_ev, "right")
     cases = compare.gate(left, right, 2)
     assert {c.answer for c in cases} == {"unmatched"} and not any(c.failed for c in cases)
-    assert exit_of(left, right, []) == 1
+    files = [_file(tmp_path / "left.abtui.jsonl", left_ev),
+             _file(tmp_path / "right.abtui.jsonl", right_ev)]
+    assert main(["compare", *files, "--fail-on-regression", "2%"]) == 1
     err = capsys.readouterr().err
     assert "nothing was judged: not a pass" in err and f"cc=reno, rmem={own_l}" in err
     assert "--match knobs" in err
@@ -123,16 +135,8 @@ def test_nothing_judged_is_not_a_pass(capsys: pytest.CaptureFixture[str]) -> Non
     assert [c.answer for c in cases] == ["regression"] * 2
     assert {c.config for c in cases} == {"cc=reno, rmem=host's own",
                                          "cc=cubic, rmem=host's own"}
-    assert exit_of(left, right, ["--match", "knobs"]) == 1
+    assert main(["compare", *files, "--fail-on-regression", "2%", "--match", "knobs"]) == 1
     assert "2 regression" in capsys.readouterr().err
-
-
-def exit_of(left: Session, right: Session, extra: list[str]) -> int:
-    from abtui.commands import compare as command
-
-    return command.verdict(compare.gate(left, right, 2, match="knobs" if extra else "config"),
-                           2, "--allow-inconclusive" in extra,
-                           "knobs" if "knobs" in extra else "config")
 
 
 def test_the_gate_answers_as_the_cell_reads() -> None:

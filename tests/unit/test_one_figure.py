@@ -1,6 +1,7 @@
-"""Numbers you can trust: an exact p with ties, intervals from runs only, and one figure per
-cell — the same in the console's phase table, every report table, compare, the JSON export
-and headless progress (abtui.reports.throughput is the one definition)."""
+"""Numbers you can trust: one procedure for a Δ's interval and verdict, intervals from runs
+only, and one figure per cell — the same in the console's phase table, every report table,
+compare, the JSON export and headless progress (abtui.reports.throughput is the one
+definition)."""
 
 from __future__ import annotations
 

@@ -24,9 +24,10 @@ class PhaseRow:
     segments: dict[str, list[Segment]] = field(default_factory=dict)  # one per stretch
 
 
-# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test scipy:
-# ~1.5 s of imports that must not delay the first frame or stall the screen):
-# "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
+# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test
+# scipy.special's t distribution: ~1.5 s of imports that must not delay the first frame or stall
+# the screen): "stats" -> the module, "scipy" -> True once scipy.special is imported;
+# "want_scipy" asks.
 LOADED: dict[str, Any] = {}
 
 

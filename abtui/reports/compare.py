@@ -111,13 +111,23 @@ def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _recorded(session: Session, c: stats.Cell) -> dict[str, Any]:
+    """A cell's configuration {knob: value} as its session recorded it."""
+    return next((dict(ph.config) for ph in session.phases_of(c.pair)
+                 if c.phases and ph.index == c.phases[0]), {})
+
+
 def to_json(left: Session, right: Session, match: str = "config") -> dict[str, Any]:
+    """The rows as JSON; `config` the configuration as recorded (the left's, with `match`
+    knobs, where the sides' host's own values may differ), `config_label` what matched."""
     values = _config_values(left, right)
     out = []
     for r in rows(left, right, match):
         d, v = r.get("delta"), r.get("verdict")
+        config = values.get(r["config"]) or (
+            _recorded(left, r["left"]) if r["left"] else _recorded(right, r["right"]))
         out.append({
-            "pair": r["pair"], "config": values.get(r["config"], {}),
+            "pair": r["pair"], "config": config,
             "config_label": r["config"], "only": r["only"],
             "left": r["left"].to_json() if r["left"] else None,
             "right": r["right"].to_json() if r["right"] else None,

@@ -137,6 +137,9 @@ def test_nothing_judged_is_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixt
                                          "cc=cubic, rmem=host's own"}
     assert main(["compare", *files, "--fail-on-regression", "2%", "--match", "knobs"]) == 1
     assert "2 regression" in capsys.readouterr().err
+    rows = compare.to_json(left, right, "knobs")["rows"]
+    assert rows[0]["config"] == configs_l[0] and rows[0]["config_label"] == (
+        "cc=reno, rmem=host's own")
 
 
 def test_the_gate_answers_as_the_cell_reads() -> None:

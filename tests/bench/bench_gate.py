@@ -23,10 +23,11 @@ SEED = 21
 CONFIGS, PAIRS, REPS = 20, ("A", "B"), 5
 GATES = 600  # A/A gates simulated (binomial standard error at 0.02: 0.006)
 POWER_GATES = 200
+PASS_GATES = 100  # per stall setting
 
 
-def session(rng: np.random.Generator, rates: np.ndarray, noise: float = 0.03
-            ) -> np.ndarray:
+def session(rng: np.random.Generator, rates: np.ndarray, noise: float = 0.03,
+            stalls: float = 0.02) -> np.ndarray:
     """[pair, configuration, repetition] run-level values of one session (module docstring)."""
     runs = CONFIGS * REPS
     slope = rng.uniform(-0.03, 0.03)
@@ -42,21 +43,22 @@ def session(rng: np.random.Generator, rates: np.ndarray, noise: float = 0.03
     s = math.sqrt(math.log(1 + noise**2))
     for t, k in enumerate(order):
         own = np.exp(s * rng.standard_normal(len(PAIRS)) - s * s / 2)
-        stall = np.where(rng.random(len(PAIRS)) < 0.02, 0.7, 1.0)
+        stall = np.where(rng.random(len(PAIRS)) < stalls, 0.7, 1.0)
         out[:, k, seen[k]] = rates[:, k] * moment[t] * own * stall
         seen[k] += 1
     return out
 
 
-def gates(rng: np.random.Generator, count: int, change: np.ndarray, threshold: float = 0.0
-          ) -> list[tuple[list[gate.GateCase], list[float]]]:
+def gates(rng: np.random.Generator, count: int, change: np.ndarray, threshold: float = 0.0,
+          stalls: float = 0.02) -> list[tuple[list[gate.GateCase], list[float]]]:
     """`count` gates of two sessions, the right one's rates × `change` [pair, configuration];
     each gate's cases and their raw one-sided p (for the Holm comparison)."""
     out = []
     floor = math.log1p(-threshold / 100)
     for _ in range(count):
         rates = rng.uniform(5e9, 20e9, (len(PAIRS), CONFIGS))
-        left, right = session(rng, rates), session(rng, rates * change)
+        left = session(rng, rates, stalls=stalls)
+        right = session(rng, rates * change, stalls=stalls)
         judged = [gate.Judged(p, str(k), left[i, k].tolist(), right[i, k].tolist())
                   for i, p in enumerate(PAIRS) for k in range(CONFIGS)]
         raw = []
@@ -130,6 +132,24 @@ def gate_power() -> list[dict[str, Any]]:
     return records
 
 
+@measures("gate_aa_pass_rate_5pct")
+def gate_passes() -> dict[str, Any]:
+    """What a pass costs: A/A gates (nothing changed) at threshold 5 %, the share that pass
+    (every case's interval wholly above -5 %); the note: the share of cases that pass, and
+    the same without stalls."""
+    rng = np.random.default_rng(SEED + 3)
+    shares = []
+    for stalls in (0.02, 0.0):
+        runs = gates(rng, PASS_GATES, np.ones((len(PAIRS), CONFIGS)), 5.0, stalls)
+        shares.append((np.mean([all(c.answer == gate.PASS for c in cases) for cases, _ in runs]),
+                       np.mean([np.mean([c.answer == gate.PASS for c in cases])
+                                for cases, _ in runs])))
+    (whole, cases), (whole_clean, cases_clean) = shares
+    return {"name": "gate_aa_pass_rate_5pct", "value": round(float(whole), 3), "unit": "",
+            "note": f"{PASS_GATES} A/A gates at -5 %: {cases:.2f} of cases pass; without "
+                    f"stalls {whole_clean:.2f} of gates, {cases_clean:.2f} of cases"}
+
+
 @measures("verdict_false_claim_unequal_spread", "verdict_power_5pct_n5")
 def verdict_rates() -> list[dict[str, Any]]:
     """The cell's verdict: equal means, 7 runs at 1 % noise against 3 at 6 %; and a 5 %
@@ -148,4 +168,4 @@ def verdict_rates() -> list[dict[str, Any]]:
              "note": f"{draws} draws, 5+5 runs, 3 % noise"}]
 
 
-RECORDS = [gate_false_alarms, gate_power, verdict_rates]
+RECORDS = [gate_false_alarms, gate_power, gate_passes, verdict_rates]

@@ -1,6 +1,8 @@
 """`abtui compare SESSION SESSION [--format md|json|junit] [--units bits|bytes]
-[--fail-on-regression PCT]`: phases
-matched by configuration; the gate exits 1 when a configuration got significantly worse."""
+[--match config|knobs] [--fail-on-regression PCT [--allow-inconclusive]]`: phases matched by
+configuration. The gate (abtui.reports.gate) exits 0 only when every case judged passed: 1 on
+a regression, 1 on an inconclusive case (unless --allow-inconclusive), 1 when nothing could be
+matched at all; 2 on bad input."""
 
 from __future__ import annotations
 
@@ -11,18 +13,30 @@ from pathlib import Path
 from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
+from abtui.reports.gate import CONTROL, INCONCLUSIVE, PASS, REGRESSION, UNMATCHED, GateCase
+from abtui.reports.matching import MODES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("left", metavar="SESSION", help="the base session (file or name)")
     parser.add_argument("right", metavar="SESSION", help="the session compared with it")
     parser.add_argument("--format", choices=("md", "json", "junit"), default="md",
-                        help="junit: one test case per pair and configuration, failed when "
-                             "it regressed beyond --fail-on-regression (0%% without it)")
+                        help="junit: one test case per pair, configuration and direction: "
+                             "failure for a regression beyond --fail-on-regression (0%% "
+                             "without it), skipped for inconclusive or unmatched")
     add_units(parser)
     parser.add_argument("--fail-on-regression", metavar="PCT",
-                        help="exit 1 when a configuration's throughput got worse by more than "
-                             "PCT (e.g. 2%%): its whole confidence interval below -PCT")
+                        help="the gate: exit 0 only when every configuration's throughput "
+                             "interval lies above -PCT (e.g. 2%%); exit 1 on a regression "
+                             "(the interval below -PCT, false discovery rate controlled) or "
+                             "an inconclusive case")
+    parser.add_argument("--allow-inconclusive", action="store_true",
+                        help="with the gate: exit 0 when nothing regressed although some "
+                             "cases were inconclusive (they are still listed)")
+    parser.add_argument("--match", choices=MODES, default="config",
+                        help="config: match configurations by every knob's value (default); "
+                             "knobs: by the knobs both sessions have, a host's own value "
+                             "(not one the profile lists) matching the other's own")
     parser.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     add_sessions_dir(parser)
 
@@ -49,26 +63,55 @@ def run(args: argparse.Namespace) -> int:
     threshold = threshold_of(args.fail_on_regression)
     left = Session.load(paths.find_session(args.left, args.sessions_dir))
     right = Session.load(paths.find_session(args.right, args.sessions_dir))
-    cases = compare.gate(left, right, threshold or 0.0) \
+    cases = compare.gate(left, right, threshold or 0.0, args.match) \
         if threshold is not None or args.format == "junit" else []
     if args.format == "json":
         from abtui.reports.exports import dumps
 
-        text = dumps(compare.to_json(left, right))
+        text = dumps(compare.to_json(left, right, args.match))
     elif args.format == "junit":
         text = compare.junit(left, right, cases, threshold or 0.0)
     else:
-        text = compare.markdown(left, right, units=args.units)
+        text = compare.markdown(left, right, units=args.units, match=args.match)
     if args.out:
         Path(args.out).write_text(text)
     else:
         sys.stdout.write(text)
     if threshold is None:
         return EXIT_OK
-    failed = [c for c in cases if c.failed]
-    for case in failed:
-        print(f"abtui: regression: {case.line(threshold)}", file=sys.stderr)
-    judged = sum(not c.skipped for c in cases)
-    print(f"abtui: regression gate at -{threshold:g}%: {len(failed)} of {judged} judged "
-          f"configurations worse ({len(cases) - judged} not judged)", file=sys.stderr)
-    return EXIT_FAILED if failed else EXIT_OK
+    return verdict(cases, threshold, args.allow_inconclusive, args.match)
+
+
+def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
+            match: str) -> int:
+    """The gate's lines on stderr, and its exit code."""
+    def say(text: str) -> None:
+        print(f"abtui: {text}", file=sys.stderr)
+
+    by = {a: [c for c in cases if c.answer == a]
+          for a in (REGRESSION, INCONCLUSIVE, UNMATCHED, PASS)}
+    for answer in (REGRESSION, INCONCLUSIVE):
+        for case in by[answer]:
+            say(case.line())
+    judged = len(cases) - len(by[UNMATCHED])
+    if by[UNMATCHED]:
+        names = "; ".join(f"{c.pair} {c.config} ({c.why})" for c in by[UNMATCHED])
+        hint = (" (--match knobs matches by the knobs both sessions set, a host's own value "
+                "matching the other's)" if match != "knobs" else "")
+        say(f"not matched, not judged: {names}{hint}")
+    say(f"regression gate at -{threshold:g}%: {len(by[PASS])} pass, {len(by[REGRESSION])} "
+        f"regression, {len(by[INCONCLUSIVE])} inconclusive, {len(by[UNMATCHED])} not matched "
+        f"({CONTROL} controlled over the {judged} cases judged)")
+    if by[REGRESSION]:
+        return EXIT_FAILED
+    if not judged:
+        say("nothing was judged: not a pass")
+        return EXIT_FAILED
+    if by[INCONCLUSIVE]:
+        if allow_inconclusive:
+            say("inconclusive cases allowed (--allow-inconclusive): exit 0")
+            return EXIT_OK
+        say("inconclusive: not a pass; more runs per configuration narrow the intervals "
+            "(--allow-inconclusive lets it pass)")
+        return EXIT_FAILED
+    return EXIT_OK

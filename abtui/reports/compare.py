@@ -6,19 +6,19 @@ no pair label (e.g. `stock` then `patched`) and each has one pair, those pairs a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from abtui.reports import stats
+from abtui.reports import matching, stats
 from abtui.reports.formatting import (
     fmt_cell,
     fmt_compare,
-    fmt_delta,
     legend,
     md_table,
     no_interval_note,
     rate_unit_of,
 )
+from abtui.reports.gate import CONTROL, GateCase, Judged, judge, unmatched
+from abtui.reports.gate import junit as gate_junit
 from abtui.sessions.records import config_key
 from abtui.sessions.session import Session
 
@@ -33,9 +33,10 @@ def _pair_map(left: Session, right: Session) -> list[tuple[str, str]]:
     return [(p, "") for p in left.pairs] + [("", p) for p in right.pairs]
 
 
-def rows(left: Session, right: Session) -> list[dict[str, Any]]:
+def rows(left: Session, right: Session, match: str = "config") -> list[dict[str, Any]]:
     """One row per (pair, configuration) found on either side: `config` the configuration's
-    identity (what the sides are matched by, the gate's and junit's name), `shown` its name
+    identity (what the sides are matched by, the gate's and junit's name; with `match`
+    "knobs", abtui.reports.matching's key, host's own values alike), `shown` its name
     as the report prints it (abtui.reports.report.labels: each value as the profile names it,
     `tunnel=ipsec (lab: vxlan)`), taken from the side that has it, the left first. Rows
     go in each profile's order (its matrix's values as it lists them, as the report's
@@ -46,6 +47,10 @@ def rows(left: Session, right: Session) -> list[dict[str, Any]]:
 
     lt, rt = (ordered_cells(s, layout_of(s)[1]) for s in (left, right))
     shown = {**labels(right, rt), **labels(left, lt)}
+    if match == "knobs":
+        shared = matching.knobs_of(left) & matching.knobs_of(right)
+        lt, rt = matching.rekeyed(left, lt, shared), matching.rekeyed(right, rt, shared)
+        shown = {}
     out = []
     for lp, rp in _pair_map(left, right):
         configs = [c for c in lt if lp in lt[c]] + [
@@ -63,9 +68,9 @@ def rows(left: Session, right: Session) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(left: Session, right: Session, units: str = "bits") -> str:
+def markdown(left: Session, right: Session, units: str = "bits", match: str = "config") -> str:
     """The comparison table, rates in `units` (bits or bytes per second, as `abtui export`)."""
-    table = rows(left, right)
+    table = rows(left, right, match)
     seen: list[stats.Delta | None] = []
     body, unit = _table(left, right, table, False, seen, units)
     head = [f"# compare {left.name} → {right.name}", "",
@@ -106,13 +111,23 @@ def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
     return out
 
 
-def to_json(left: Session, right: Session) -> dict[str, Any]:
+def _recorded(session: Session, c: stats.Cell) -> dict[str, Any]:
+    """A cell's configuration {knob: value} as its session recorded it."""
+    return next((dict(ph.config) for ph in session.phases_of(c.pair)
+                 if c.phases and ph.index == c.phases[0]), {})
+
+
+def to_json(left: Session, right: Session, match: str = "config") -> dict[str, Any]:
+    """The rows as JSON; `config` the configuration as recorded (the left's, with `match`
+    knobs, where the sides' host's own values may differ), `config_label` what matched."""
     values = _config_values(left, right)
     out = []
-    for r in rows(left, right):
+    for r in rows(left, right, match):
         d, v = r.get("delta"), r.get("verdict")
+        config = values.get(r["config"]) or (
+            _recorded(left, r["left"]) if r["left"] else _recorded(right, r["right"]))
         out.append({
-            "pair": r["pair"], "config": values.get(r["config"], {}),
+            "pair": r["pair"], "config": config,
             "config_label": r["config"], "only": r["only"],
             "left": r["left"].to_json() if r["left"] else None,
             "right": r["right"].to_json() if r["right"] else None,
@@ -124,63 +139,29 @@ def to_json(left: Session, right: Session) -> dict[str, Any]:
     return {"left": left.name, "right": right.name, "rows": out}
 
 
-# ---- the regression gate -------------------------------------------------------------------
+# ---- the regression gate (abtui.reports.gate) ------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class GateCase:
-    """One pair and configuration judged by the gate: failed when its throughput's Δ interval
-    lies entirely below −threshold %; skipped (with why) when it cannot be judged."""
-
-    pair: str
-    config: str
-    delta: stats.Delta | None
-    verdict: stats.Verdict | None
-    failed: bool = False
-    skipped: str = ""
-
-    def line(self, threshold: float) -> str:
-        what = f"{self.pair} {self.config}: "
-        if self.skipped or self.verdict is None:
-            return what + f"not judged: {self.skipped}"
-        text = what + f"throughput {fmt_delta(self.delta, self.verdict)}"
-        return text + (f": worse by more than {threshold:g}%" if self.failed else "")
-
-
-def gate(left: Session, right: Session, threshold: float) -> list[GateCase]:
-    """Every pair and configuration of the comparison, judged: a regression is a throughput
-    whose whole confidence interval (README: How the numbers are made) is below −threshold %."""
-    out = []
-    for r in rows(left, right):
-        d, v = r.get("delta"), r.get("verdict")
+def gate(left: Session, right: Session, threshold: float, match: str = "config"
+         ) -> list[GateCase]:
+    """Every pair, configuration and direction of the comparison, answered (pass,
+    regression, inconclusive; unmatched for what only one side has): abtui.reports.gate."""
+    table = rows(left, right, match)
+    judged: list[Judged] = []
+    for r in table:
         if r["only"] is not None:
-            name = left.name if r["only"] == "left" else right.name
-            out.append(GateCase(r["pair"], r["config"], None, None, skipped=f"only in {name}"))
-        elif d is None or d.low is None or d.high is None:
-            why = d.why if d is not None else "no throughput on a side"
-            out.append(GateCase(r["pair"], r["config"], d, v, skipped=f"no interval: {why}"))
-        else:
-            out.append(GateCase(r["pair"], r["config"], d, v, failed=d.high < -threshold))
-    return out
+            continue
+        lc, rc = r["left"], r["right"]
+        judged.append(Judged(r["pair"], r["config"], lc.samples, rc.samples))
+        if lc.samples_rx or rc.samples_rx:
+            judged.append(Judged(r["pair"], r["config"], lc.samples_rx, rc.samples_rx,
+                                 "throughput_rx"))
+    out = judge(judged, threshold)
+    return out + [unmatched(r["pair"], r["config"],
+                            left.name if r["only"] == "left" else right.name)
+                  for r in table if r["only"] is not None]
 
 
 def junit(left: Session, right: Session, cases: list[GateCase], threshold: float) -> str:
-    """JUnit XML: one test case per pair and configuration (CI systems show each)."""
-    from xml.etree import ElementTree as ET
-
-    suites = ET.Element("testsuites", name="abtui compare")
-    suite = ET.SubElement(suites, "testsuite", {
-        "name": f"abtui compare {left.name} -> {right.name} (regression beyond -{threshold:g}%)",
-        "tests": str(len(cases)), "failures": str(sum(c.failed for c in cases)),
-        "skipped": str(sum(bool(c.skipped) for c in cases)), "errors": "0"})
-    for c in cases:
-        case = ET.SubElement(suite, "testcase", classname=f"abtui.compare.{c.pair}",
-                             name=c.config)
-        if c.failed:
-            ET.SubElement(case, "failure", message=c.line(threshold),
-                          type="regression").text = c.line(threshold)
-        elif c.skipped:
-            ET.SubElement(case, "skipped", message=c.skipped)
-        else:
-            ET.SubElement(case, "system-out").text = c.line(threshold)
-    ET.indent(suites)
-    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+    """JUnit XML: one test case per pair, configuration and direction (abtui.reports.gate)."""
+    return gate_junit(f"abtui compare {left.name} -> {right.name} (regression beyond "
+                      f"-{threshold:g}%, {CONTROL} over the cases judged)", cases)

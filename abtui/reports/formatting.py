@@ -130,7 +130,8 @@ def fmt_bps(bps: object, div: float) -> str:
 
 def fmt_delta(d: stats.Delta | None, v: stats.Verdict) -> str:
     """`+6.2% [+4.1, +8.3] (p=0.008 n=5+5)`, `+0.4% [-2.0, +2.9] ~ (p=0.40 n=5+5)`,
-    `+10.0% ? (n=1+1: too few runs)` (no interval with fewer than 2 runs on a side)."""
+    `+10.0% ? (n=1+1: too few runs)` (no interval with fewer than 2 runs on a side). Interval
+    and verdict come from one procedure (abtui.reports.stats.log_welch): they agree."""
     if d is None:
         return "—"
     return f"{d} {v.text[v.text.index('('):] if v.significant else v.text}"
@@ -173,8 +174,9 @@ def legend(base: str, spread: bool = True) -> str:
     return ("Each figure: the mean of the cell's run-level values (one per run within a "
             "phase: the bits of its counted intervals ÷ their seconds), to 3 significant "
             f"digits as iperf3 prints them{runs}. Δ: change of the mean vs "
-            f"{base} with its 95 % confidence interval (from run-level values only), then "
-            "the rank-sum test's verdict with its exact p (~: no significant difference; ?: "
-            "too few runs to ever tell). ⚠: the cell's intervals, all its phases together, "
+            f"{base} with its 95 % confidence interval (from run-level values only, Welch's t "
+            "on the log ratio), then that test's verdict with its p: significant exactly when "
+            "0 is outside the interval (~: no significant difference; ?: fewer than 2 runs "
+            "on a side, too few to tell). ⚠: the cell's intervals, all its phases together, "
             f"vary by more than {stats.NOISE_CV * 100:.0f} % (stdev ÷ mean): too noisy to "
             "conclude.")

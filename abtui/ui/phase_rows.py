@@ -25,25 +25,26 @@ class PhaseRow:
     segments: dict[str, list[Segment]] = field(default_factory=dict)  # one per stretch
 
 
-# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test scipy:
-# ~1.5 s of imports that must not delay the first frame or stall the screen):
-# "stats" -> the module, "scipy" -> True once scipy.stats is imported; "want_scipy" asks.
+# Filled by the console from a background thread (abtui.reports.stats needs numpy, its test
+# scipy.special's t distribution: ~1.5 s of imports that must not delay the first frame or stall
+# the screen): "stats" -> the module, "scipy" -> True once scipy.special is imported;
+# "want_scipy" asks.
 LOADED: dict[str, Any] = {}
 
 
 def significance(base: list[Segment], other: list[Segment]) -> str:
     """abtui.reports.stats' verdict on run-level values (abtui.reports.throughput: one per
     segment, a stretch of one run under this configuration; intervals within a run are not
-    independent): '*' significant, '~' not, '' while there are too few segments to ever reach
-    significance, '…' while scipy is still loading for a test too large to enumerate
-    (statistics are never imported on the way to the first frame)."""
+    independent): '*' significant, '~' not, '' while there are too few segments to judge,
+    '…' while scipy (the verdict's t distribution) is still loading (statistics are never
+    imported on the way to the first frame)."""
     stats = LOADED.get("stats")
     if stats is None:
         return ""  # loads right after the first frame
     a, b = run_values(base), run_values(other)
-    if stats.min_p(len(a), len(b)) > stats.ALPHA:
+    if min(len(a), len(b)) < stats.MIN_RUNS:
         return ""
-    if len(a) + len(b) > stats.EXACT_MAX and not LOADED.get("scipy"):
+    if not LOADED.get("scipy"):
         LOADED["want_scipy"] = True
         return "…"
     return "*" if stats.verdict(a, b).significant else "~"

@@ -33,6 +33,8 @@ BUDGETS: dict[str, str | None] = {
     "parse_lines_per_s": ">= 200000",
     "first_frame_s": "<= 1",
     "vm_pair_boot_s": None,
+    "gate_false_alarm_rate": "<= 0.05",
+    "gate_power_5pct": None,
 }
 
 FAILING = ("FAIL", "error")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.lab
 
 PORT = 5411
 BITRATE = {"low": "200M", "high": "400M"}
-REPS = 4  # 4+4 runs: the least that can reach p < 0.05 (exact min p = 0.029)
+REPS = 4  # 4+4 runs a side
 
 
 def _ns(netns: str, *cmd: str, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -105,9 +105,10 @@ def test_compare_of_lab_sessions_gives_the_right_deltas(measured, tmp_path: Path
         assert 80 < row["delta_pct"] < 120  # twice the cap, about twice the rate
         verdict = row["verdict"]
         assert verdict["n_base"] == verdict["n_other"] == REPS
-        assert verdict["significant"] and verdict["p"] == pytest.approx(2 / 70, abs=1e-4)
+        # the verdict is the interval's own test: significant, 0 outside the interval
+        assert verdict["significant"] and verdict["p"] < 0.05 and row["ci_pct"][0] > 0
     md = compare.markdown(before, after)
-    assert "(p=0.029 n=4+4)" in md
+    assert " n=4+4)" in md and "~ (p" not in md
 
 
 def test_md_export_of_a_lab_session_has_the_review_tables(measured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

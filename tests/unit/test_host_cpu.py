@@ -113,7 +113,7 @@ def test_report_cpu_and_efficiency_per_configuration_with_delta_and_verdict() ->
     report = markdown(cpu_session(), chart=False)
     rows = section(report, "### Sender CPU (% of one core; the host's CPU samples)")
     assert rows[0][:3] == ["tcp_wmem=default", "100 ± 0 (n=4)", "150 ± 0 (n=4)"]
-    assert rows[0][3].startswith("+50.0% [+50.0, +50.0] (p=0.029 n=4+4)")
+    assert rows[0][3].startswith("+50.0% [+50.0, +50.0] (p<0.001 n=4+4)")
     receiver = section(report, "### Receiver CPU (% of one core; the host's CPU samples)")
     assert receiver[0][3].startswith("+50.0%")
     eff = section(report, "### Sender efficiency: Gbit/s per busy core (more is better)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,15 @@ from abtui.remote.link import HostLink
 
 # Builds the knob layer once links exist: (links by alias, emit) -> applier.
 KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
+
+
+@dataclass(slots=True)
+class Unverified:
+    """A host whose link dropped at `since` and is not read again yet (engine_verify)."""
+
+    since: float
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    checking: bool = False
 
 
 class EngineBase:
@@ -85,6 +95,11 @@ class EngineBase:
         self._stopping = False
         self._stopped = asyncio.Event()
         self._mode: Mode | None = None
+        # hosts whose link dropped, until their knobs are read again (engine_verify); per
+        # pair, the knobs abtui wrote (what a reconnected host gets back); changes one at a time
+        self._unverified: dict[str, Unverified] = {}
+        self._applied: dict[str, set[str]] = {}
+        self._changing = asyncio.Lock()
         self._started = False
 
     # ---- events -------------------------------------------------------------------------

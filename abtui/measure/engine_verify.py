@@ -1,0 +1,185 @@
+"""The engine's hosts verified after a reconnect: a host whose link dropped may have been reset
+(rebooted, its lab rebuilt) under a running session, so before any run starts again on its
+pairs, every host knob of those pairs is read again on it.
+
+A value that differs from the pair's configuration ends the phase and is recorded (a DRIFT
+event, shown in the console's log). A knob abtui set is then written back and read back
+(re-applied), so the A/B comparison goes on under the values the user chose; a knob abtui never
+set (the host's own value changed), or a re-apply the host refused, is relabelled: what follows
+is labelled with the host's real value. Either way no interval is counted under a value the
+host does not have: those that arrive between the link's loss and the verified re-apply
+straddle the change (counted in no phase), and no run starts on the pair until the host is
+verified. Intervals measured before the link dropped keep their label: when a host changed
+before it went away cannot be known (a reboot or a rebuilt lab ends iperf3 with it).
+
+The undo journal's originals are never read again: the value to restore on exit stays the
+one the host had before abtui first changed it, whatever a reset left there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from abtui.core import events
+from abtui.core.configuration import UNKNOWN, pair_value, role_value
+from abtui.core.errors import AbtuiError
+from abtui.core.events import Event
+from abtui.core.model import Knob, LinkState, Pair, now
+from abtui.hosts.knobs import HOST_KINDS
+from abtui.measure.engine_base import Unverified
+from abtui.measure.engine_hosts import EngineHosts
+from abtui.remote.link import HostLink
+
+# How long a run waits for a reconnected host's knobs to be read again.
+VERIFY_WAIT_S = 60.0
+REAPPLIED = "re-applied"
+RELABELLED = "relabelled"
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A knob on the reconnected host that reads otherwise than its pair's configuration."""
+
+    knob: Knob
+    label: str
+    role: str
+    value: str  # the host's
+    expected: str  # the host's part of the pair's configuration
+
+
+class EngineVerify(EngineHosts):
+    """Hosts read again after a reconnect; see the module docstring."""
+
+    def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
+        super()._on_link_state(link, state, message)
+        if state is LinkState.LOST and link.alias not in self._unverified:
+            self._unverified[link.alias] = Unverified(now())
+        elif state is LinkState.CONNECTED and link.alias in self._unverified:
+            self._spawn(self._verify(link.alias))
+
+    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
+        async with self._changing:  # never at once with a reconnected host's re-apply
+            await super().set_knob(knob, value, pairs)
+
+    async def _host_verified(self, aliases: Sequence[str]) -> None:
+        """Wait (bounded) until these hosts, reconnected, are read again."""
+        waits = [asyncio.ensure_future(u.done.wait()) for a in dict.fromkeys(aliases)
+                 if (u := self._unverified.get(a)) is not None
+                 and a in self.links and self.links[a].state is LinkState.CONNECTED]
+        if waits:
+            _done, late = await asyncio.wait(waits, timeout=VERIFY_WAIT_S)
+            for waiting in late:
+                waiting.cancel()
+
+    async def _verify(self, alias: str) -> None:
+        pending = self._unverified.get(alias)
+        if pending is None or pending.checking:
+            return
+        pending.checking = True
+        try:
+            async with self._changing:
+                settled = await self._recheck(alias, pending.since)
+        finally:
+            pending.checking = False
+        if settled and self._unverified.get(alias) is pending:
+            del self._unverified[alias]
+            pending.done.set()
+
+    async def _recheck(self, alias: str, since: float) -> bool:
+        """Read every host knob of `alias`'s pairs on it and act on what differs; False when
+        the link dropped again meanwhile (the next reconnect reads again)."""
+        read = getattr(self.applier, "current", None)
+        labels = [p.label for p in self.profile.pairs if alias in (p.sender, p.receiver)]
+        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS]
+        if read is None or not labels or not knobs:
+            return True
+        found: list[Found] = []
+        for knob in knobs:
+            pairs = [self.profile.pair(x) for x in labels if not knob.pairs or x in knob.pairs]
+            try:
+                by_role = await read(knob, pairs) if pairs else {}
+            except AbtuiError:
+                by_role = {}
+            found += self._differs(alias, knob, pairs, by_role)
+        if self.links[alias].state is not LinkState.CONNECTED:
+            return False
+        if found:
+            await self._settle(alias, found, since)
+        return True
+
+    def _differs(self, alias: str, knob: Knob, pairs: Sequence[Pair],
+                 by_role: dict[str, dict[str, str]]) -> list[Found]:
+        roles = [str(r) for r in knob.scope.roles]
+        out = []
+        for pair in pairs:
+            config = self.phases[pair.label].config
+            if knob.name not in config:
+                continue  # no host of the pair could say on connect: nothing was claimed
+            for role in knob.scope.roles:
+                if pair.host(role) != alias:
+                    continue
+                value = by_role.get(pair.label, {}).get(str(role), UNKNOWN)
+                expected = role_value(config[knob.name], str(role), roles)
+                if value != expected:
+                    out.append(Found(knob, pair.label, str(role), value, expected))
+        return out
+
+    async def _settle(self, alias: str, found: list[Found], since: float) -> None:
+        """End the phase of every pair concerned (from the link's loss on, nothing counts),
+        re-apply what abtui set, relabel the rest, and record each finding."""
+        labels = list(dict.fromkeys(f.label for f in found))
+        for label in labels:
+            self.phases[label].begin_change(since)
+        self._settings_changed(labels)  # a run prepared before is stale
+        updates: dict[str, dict[str, str]] = {label: {} for label in labels}
+        for knob_name in dict.fromkeys(f.knob.name for f in found):
+            mine = [f for f in found if f.knob.name == knob_name]
+            outcome = await self._reapply(mine)
+            for f in mine:
+                refused = outcome.get(f.label)
+                if refused is not None:
+                    updates[f.label][knob_name] = self._relabel(f.label, mine)
+                self.emit(Event.of(events.Drift(
+                    knob=knob_name, value=f.value, expected=f.expected, pairs=[f.label],
+                    action=RELABELLED if refused is not None else REAPPLIED,
+                    message=refused or ""), host=alias))
+        end = now()
+        for label in labels:
+            closed = self.phases[label].commit_change(since, end, updates[label])
+            if closed is not None:
+                self.emit(closed)
+            self.phases[label].measured = label in self._runs
+
+    def _relabel(self, label: str, mine: Sequence[Found]) -> str:
+        """The pair's value with the reconnected host's parts replaced by what it has."""
+        knob = mine[0].knob
+        roles = [str(r) for r in knob.scope.roles]
+        config = self.phases[label].config[knob.name]
+        parts = {r: role_value(config, r, roles) for r in roles}
+        for f in mine:
+            if f.label == label:
+                parts[f.role] = f.value
+        return pair_value(parts)
+
+    async def _reapply(self, found: list[Found]) -> dict[str, str | None]:
+        """Write back the values abtui set (grouped by value), verified by reading back;
+        per pair, None when re-applied, else why not (a knob abtui never set: the host's
+        own value changed, which abtui does not overrule)."""
+        out: dict[str, str | None] = {}
+        knob = found[0].knob
+        by_value: dict[str, list[str]] = {}
+        for f in found:
+            if knob.name not in self._applied.get(f.label, set()):
+                out[f.label] = "abtui never set it: the host's own value"
+                continue
+            by_value.setdefault(self.phases[f.label].config[knob.name], []).append(f.label)
+        for value, labels in by_value.items():
+            try:
+                await self.applier.apply(knob, value, [self.profile.pair(x) for x in labels])
+            except AbtuiError as exc:
+                out.update(dict.fromkeys(labels, f"re-apply refused: {exc}"))
+            else:
+                out.update(dict.fromkeys(labels))
+        return out

@@ -55,7 +55,10 @@ class EngineVerify(EngineHosts):
     def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
         super()._on_link_state(link, state, message)
         if state is LinkState.LOST and link.alias not in self._unverified:
-            self._unverified[link.alias] = Unverified(now())
+            since = self._unverified[link.alias] = Unverified(now())
+            for label in self._labels(link.alias):  # nothing counts until it is read again
+                if self.phases[label].pending is None:
+                    self.phases[label].begin_change(since.since)
         elif state is LinkState.CONNECTED and link.alias in self._unverified:
             self._spawn(self._verify(link.alias))
 
@@ -87,14 +90,30 @@ class EngineVerify(EngineHosts):
             del self._unverified[alias]
             pending.done.set()
 
+    def _labels(self, alias: str) -> list[str]:
+        return [p.label for p in self.profile.pairs if alias in (p.sender, p.receiver)]
+
     async def _recheck(self, alias: str, since: float) -> bool:
         """Read every host knob of `alias`'s pairs on it and act on what differs; False when
         the link dropped again meanwhile (the next reconnect reads again)."""
+        found = await self._read_again(alias)
+        if found is None:
+            return False
+        if found:
+            await self._settle(alias, found, since)
+            return True
+        for label in self._labels(alias):  # as it was: the phase goes on
+            if self.phases[label].pending == since:
+                self.phases[label].abort_change()
+        return True
+
+    async def _read_again(self, alias: str) -> list[Found] | None:
+        """What differs on `alias`; None when its link dropped again meanwhile."""
         read = getattr(self.applier, "current", None)
-        labels = [p.label for p in self.profile.pairs if alias in (p.sender, p.receiver)]
+        labels = self._labels(alias)
         knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS]
         if read is None or not labels or not knobs:
-            return True
+            return []
         found: list[Found] = []
         for knob in knobs:
             pairs = [self.profile.pair(x) for x in labels if not knob.pairs or x in knob.pairs]
@@ -104,10 +123,8 @@ class EngineVerify(EngineHosts):
                 by_role = {}
             found += self._differs(alias, knob, pairs, by_role)
         if self.links[alias].state is not LinkState.CONNECTED:
-            return False
-        if found:
-            await self._settle(alias, found, since)
-        return True
+            return None
+        return found
 
     def _differs(self, alias: str, knob: Knob, pairs: Sequence[Pair],
                  by_role: dict[str, dict[str, str]]) -> list[Found]:

@@ -43,6 +43,7 @@ class Unverified:
     """A host whose link dropped at `since` and is not read again yet (engine_verify)."""
 
     since: float
+    boot_id: str | None = None  # the host's boot before the link dropped
     done: asyncio.Event = field(default_factory=asyncio.Event)
     checking: bool = False
 
@@ -90,7 +91,8 @@ class EngineBase:
         # changing: a run prepared before the last such moment is stale (see _fresh)
         self._settings: dict[str, int] = {p.label: 0 for p in profile.pairs}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._orphans: list[tuple[HostLink, int]] = []
+        # processes left on hosts whose link dropped: (link, pgid, the host's boot then)
+        self._orphans: list[tuple[HostLink, int, str | None]] = []
         self._run_counter = 0
         self._stopping = False
         self._stopped = asyncio.Event()

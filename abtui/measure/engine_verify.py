@@ -29,7 +29,7 @@ from abtui.core.events import Event
 from abtui.core.model import Knob, LinkState, Pair, now
 from abtui.hosts.knobs import HOST_KINDS
 from abtui.measure.engine_base import Unverified
-from abtui.measure.engine_hosts import EngineHosts
+from abtui.measure.engine_hosts import EngineHosts, rebooted
 from abtui.remote.link import HostLink
 
 # How long a run waits for a reconnected host's knobs to be read again.
@@ -55,7 +55,7 @@ class EngineVerify(EngineHosts):
     def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
         super()._on_link_state(link, state, message)
         if state is LinkState.LOST and link.alias not in self._unverified:
-            since = self._unverified[link.alias] = Unverified(now())
+            since = self._unverified[link.alias] = Unverified(now(), link.boot_id)
             for label in self._labels(link.alias):  # nothing counts until it is read again
                 if self.phases[label].pending is None:
                     self.phases[label].begin_change(since.since)
@@ -83,7 +83,7 @@ class EngineVerify(EngineHosts):
         pending.checking = True
         try:
             async with self._changing:
-                settled = await self._recheck(alias, pending.since)
+                settled = await self._recheck(alias, pending.since, pending.boot_id)
         finally:
             pending.checking = False
         if settled and self._unverified.get(alias) is pending:
@@ -93,14 +93,14 @@ class EngineVerify(EngineHosts):
     def _labels(self, alias: str) -> list[str]:
         return [p.label for p in self.profile.pairs if alias in (p.sender, p.receiver)]
 
-    async def _recheck(self, alias: str, since: float) -> bool:
+    async def _recheck(self, alias: str, since: float, boot_id: str | None) -> bool:
         """Read every host knob of `alias`'s pairs on it and act on what differs; False when
         the link dropped again meanwhile (the next reconnect reads again)."""
         found = await self._read_again(alias)
         if found is None:
             return False
         if found:
-            await self._settle(alias, found, since)
+            await self._settle(alias, found, since, boot_id)
             return True
         for label in self._labels(alias):  # as it was: the phase goes on
             if self.phases[label].pending == since:
@@ -143,7 +143,8 @@ class EngineVerify(EngineHosts):
                     out.append(Found(knob, pair.label, str(role), value, expected))
         return out
 
-    async def _settle(self, alias: str, found: list[Found], since: float) -> None:
+    async def _settle(self, alias: str, found: list[Found], since: float,
+                      boot_id: str | None = None) -> None:
         """End the phase of every pair concerned (from the link's loss on, nothing counts),
         re-apply what abtui set, relabel the rest, and record each finding."""
         labels = list(dict.fromkeys(f.label for f in found))
@@ -151,6 +152,7 @@ class EngineVerify(EngineHosts):
             self.phases[label].begin_change(since)
         self._settings_changed(labels)  # a run prepared before is stale
         updates: dict[str, dict[str, str]] = {label: {} for label in labels}
+        reboot = "the host rebooted" if rebooted(boot_id, self.links[alias].boot_id) else ""
         for knob_name in dict.fromkeys(f.knob.name for f in found):
             mine = [f for f in found if f.knob.name == knob_name]
             outcome = await self._reapply(mine)
@@ -158,10 +160,11 @@ class EngineVerify(EngineHosts):
                 refused = outcome.get(f.label)
                 if refused is not None:
                     updates[f.label][knob_name] = self._relabel(f.label, mine)
+                why = [w for w in (reboot, refused) if w]
                 self.emit(Event.of(events.Drift(
                     knob=knob_name, value=f.value, expected=f.expected, pairs=[f.label],
                     action=RELABELLED if refused is not None else REAPPLIED,
-                    message=refused or ""), host=alias))
+                    message="; ".join(why)), host=alias))
         end = now()
         for label in labels:
             closed = self.phases[label].commit_change(since, end, updates[label])

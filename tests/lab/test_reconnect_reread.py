@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +69,7 @@ async def test_a_reset_host_is_read_again_and_the_flip_re_applied(lab: Lab):
     try:
         drift_t, during = await drive(lab, rec, engine, flip=True)
         journalled = read_journal(journal).originals
+        boot = engine.links[snd_a].boot_id  # read again on the reconnect
     finally:
         await engine.shutdown()
     # recorded: what the host had, what abtui had set, what it did
@@ -76,6 +78,9 @@ async def test_a_reset_host_is_read_again_and_the_flip_re_applied(lab: Lab):
     assert drift.data["value"] == RESET and drift.data["expected"] == WMEM[1]
     assert drift.data["action"] == "re-applied" and drift.data["pairs"] == ["A"]
     assert during == WMEM[1]  # re-applied on the host, read back
+    # a namespace host runs this machine's kernel: the same boot, so no "rebooted"
+    assert boot == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert drift.data["message"] == ""
     # the phase ended: A's phase in force at the drop is closed, a new one follows
     lost = next(e.t for e in rec.events if e.kind is EventKind.LINK and e.host == snd_a
                 and e.data["state"] == "lost")

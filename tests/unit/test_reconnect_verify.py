@@ -55,8 +55,8 @@ def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:
                     use_journal=False)
     fake = HostValues(values, engine)
     engine.applier = fake
-    engine.links = {a: SimpleNamespace(alias=a, state=LinkState.CONNECTED)  # type: ignore[misc]
-                    for a in values}
+    engine.links = {a: SimpleNamespace(alias=a, state=LinkState.CONNECTED,  # type: ignore[misc]
+                                       boot_id="boot-1") for a in values}
     for label in ("A", "B"):
         pair = prof.pair(label)
         engine.phases[label].config = {"rmem": pair_value(
@@ -68,12 +68,13 @@ def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:
 
 
 async def reconnect(engine: Engine, alias: str, change: dict[str, str] | None = None,
-                    fake: HostValues | None = None) -> None:
+                    fake: HostValues | None = None, boot: str | None = None) -> None:
     link: Any = engine.links[alias]
     link.state = LinkState.LOST
     engine._on_link_state(link, LinkState.LOST, "connection closed")
     if change and fake:
         fake.values.update(change)
+    link.boot_id = boot or link.boot_id
     link.state = LinkState.CONNECTED
     engine._on_link_state(link, LinkState.CONNECTED, "reconnected")
     await engine.wait()
@@ -107,10 +108,10 @@ async def test_the_host_s_own_value_is_relabelled_for_its_role_only():
     low, high = RMEM.values
     engine, fake, seen = engine_on({"s": low, "r": high, "s2": high, "r2": high})
     assert engine.phases["A"].config == {"rmem": f"{low}/{high}"}
-    await reconnect(engine, "r", {"r": "4096 87380 6291456"}, fake)
+    await reconnect(engine, "r", {"r": "4096 87380 6291456"}, fake, boot="boot-2")
     (drift,) = of(seen, EventKind.DRIFT)
     assert drift.data["action"] == "relabelled" and drift.data["expected"] == high
-    assert "never set" in drift.data["message"]
+    assert drift.data["message"].startswith("the host rebooted; abtui never set it")
     assert not fake.applied  # abtui does not overrule what it never set
     assert engine.phases["A"].config == {"rmem": f"{low}/4096 87380 6291456"}
     assert [e.data["config"] for e in of(seen, EventKind.PHASE)] == [{"rmem": f"{low}/{high}"}]
@@ -184,3 +185,30 @@ def test_a_recorded_drift_is_kept_reported_and_logged():
         Pair(label="A", sender="htlab-a-snd", receiver="htlab-a-rcv", target="198.19.1.2")]))
     (drift,) = [e for e in load_events(path) if e.kind is EventKind.DRIFT]
     assert state.apply(drift) == f"host htlab-a-snd: {said}"
+
+
+class Group:
+    """A link that records the process groups it is asked to end."""
+
+    def __init__(self, boot: str) -> None:
+        self.alias, self.boot_id, self.state = "r", boot, LinkState.LOST
+        self.killed: list[int] = []
+
+    async def kill_group(self, pgid: int) -> None:
+        self.killed.append(pgid)
+
+
+async def test_orphans_of_a_host_that_rebooted_are_forgotten_not_killed(tmp_path):
+    from abtui.hosts.undo import UndoJournal, read_journal
+
+    engine, _fake, _seen = engine_on({"s": "1", "r": "1", "s2": "1", "r2": "1"})
+    engine.journal = UndoJournal(tmp_path)
+    same, again = Group("boot-1"), Group("boot-1")
+    for link, pgid in ((same, 101), (again, 202)):
+        engine.journal.record_pgid("r", pgid, "iperf3 server")
+        engine._add_orphan(link, pgid)  # type: ignore[arg-type]
+    again.boot_id = "boot-2"  # it rebooted while its link was down: 202 is not ours now
+    await engine._end_orphans(same)  # type: ignore[arg-type]
+    await engine._end_orphans(again)  # type: ignore[arg-type]
+    assert same.killed == [101] and again.killed == []
+    assert not read_journal(engine.journal.path).pgids  # neither is left for `recover`

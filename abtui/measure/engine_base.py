@@ -3,8 +3,9 @@
 The engine (abtui.measure.engine.Engine) is one class built in layers, each a module with one
 job, each using only the layers below it:
 engine_base (state, events) <- engine_knobs (knob values read and changed, phases opened)
-<- engine_hosts (connecting, host tools, link state, orphans) <- engine_runs (runs prepared,
-released together, streamed) <- engine (continuous mode, the plan, stop and shutdown).
+<- engine_hosts (connecting, host tools, link state, orphans) <- engine_verify (a reconnected
+host read again) <- engine_runs (runs prepared, released together, streamed) <- engine
+(continuous mode, the plan, stop and shutdown).
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ class ConsoleState(EventReader):
     def on_drift(self, event: Event, p: events.Drift) -> str:
         """A reconnected host had another value (its phase ended): said in the log."""
         self.dirty.knobs = True
-        return f"host {event.host}: {p.line(event.host)}"
+        return p.line(event.host)
 
     def on_mark(self, event: Event, p: events.Mark) -> str:
         for ps in self.pairs.values():

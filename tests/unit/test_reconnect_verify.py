@@ -170,6 +170,7 @@ def test_role_value_undoes_pair_value():
 def test_a_recorded_drift_is_kept_reported_and_logged():
     from pathlib import Path
 
+    from abtui.measure.headless import describe
     from abtui.reports.report import markdown
     from abtui.sessions.reader import load_events
     from abtui.sessions.session import Session
@@ -184,7 +185,8 @@ def test_a_recorded_drift_is_kept_reported_and_logged():
     state = ConsoleState(Profile(name="p", pairs=[
         Pair(label="A", sender="htlab-a-snd", receiver="htlab-a-rcv", target="198.19.1.2")]))
     (drift,) = [e for e in load_events(path) if e.kind is EventKind.DRIFT]
-    assert state.apply(drift) == f"host htlab-a-snd: {said}"
+    assert state.apply(drift) == said
+    assert describe(drift) == said  # `abtui run`'s line on stderr
 
 
 class Group:

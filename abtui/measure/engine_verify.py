@@ -189,12 +189,12 @@ class EngineVerify(EngineHosts):
         own value changed, which abtui does not overrule)."""
         out: dict[str, str | None] = {}
         knob = found[0].knob
-        by_value: dict[str, list[str]] = {}
+        by_value: dict[str, dict[str, None]] = {}  # value -> its pairs, each once
         for f in found:
             if knob.name not in self._applied.get(f.label, set()):
                 out[f.label] = "abtui never set it: the host's own value"
                 continue
-            by_value.setdefault(self.phases[f.label].config[knob.name], []).append(f.label)
+            by_value.setdefault(self.phases[f.label].config[knob.name], {})[f.label] = None
         for value, labels in by_value.items():
             try:
                 await self.applier.apply(knob, value, [self.profile.pair(x) for x in labels])

@@ -16,6 +16,7 @@ from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
 from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine, until
 from tests.lab.namespaces import ns_exec, sshd_sessions
+from tests.reliability import Reliability
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
@@ -59,7 +60,14 @@ async def drive(lab: Lab, rec: Recorder, engine: Engine, flip: bool) -> tuple[fl
     return drift_t, wmem(lab, snd_a)
 
 
-async def test_a_reset_host_is_read_again_and_the_flip_re_applied(lab: Lab):
+@pytest.mark.reliability(
+    "9", "a host reset under a running engine (a flipped knob changed out of band, its SSH "
+    "session killed mid-run)",
+    "after the reconnect the host is read again before its pair measures: a drift event, the "
+    "phase closed at the link's loss, nothing counted until the flip is re-applied and read "
+    "back, every interval after under the host's real value; the original restored on exit")
+async def test_a_reset_host_is_read_again_and_the_flip_re_applied(lab: Lab,
+                                                                  reliability: Reliability):
     snd_a, snd_b = lab.hosts(2)[0].alias, lab.hosts(2)[2].alias
     original = wmem(lab, snd_a)
     assert original not in (RESET, WMEM[1])
@@ -103,6 +111,12 @@ async def test_a_reset_host_is_read_again_and_the_flip_re_applied(lab: Lab):
     assert {" ".join(v.split()) for (h, *_), v in journalled.items() if h == snd_a} == \
         {original}
     assert wmem(lab, snd_a) == original and wmem(lab, snd_b) == original
+    back = next(e.t for e in rec.events if e.kind is EventKind.LINK and e.host == snd_a
+                and e.data["state"] == "connected" and e.t > lost)
+    reliability.row(drift_after_reconnect_s=drift_t - back,
+                    intervals_not_counted=len([e for e in after(rec, EventKind.INTERVAL, "A",
+                                                                lost) if e.data["straddles"]]),
+                    counted_after=len(counted))
 
 
 async def test_a_knob_abtui_never_set_is_relabelled_with_the_hosts_value(lab: Lab):

@@ -5,9 +5,15 @@ printed rates to compare against."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -134,3 +140,37 @@ def assert_matches_printed(rec: Recorder, run: str) -> None:
     if summary:
         assert end["summary"]["sender_bits_per_second"] == pytest.approx(summary["sender"])
         assert end["summary"]["receiver_bits_per_second"] == pytest.approx(summary["receiver"])
+
+
+@contextlib.contextmanager
+def headless_run(lab: Lab, out: Path) -> Iterator[subprocess.Popen[str]]:
+    """`abtui run` of the lab's own profile (60 s, its session in `out`) as its own process,
+    once it recorded 2 intervals; killed at the end if it is still running."""
+    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(lab.profile_path),
+                             "--headless", "--duration", "60", "--out", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: session_intervals(out) >= 2)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def interrupt(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C to a headless run; its stderr once it ended."""
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=20)[1]
+
+
+def session_intervals(out: Path) -> int:
+    return out.read_text().count('"interval"') if out.exists() else 0
+
+
+def wait_for(condition, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    """`until` for a test that is not a coroutine."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.1)

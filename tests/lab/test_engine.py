@@ -28,6 +28,8 @@ from tests.lab.engine_kit import (
     WMEM,
     Recorder,
     assert_matches_printed,
+    headless_run,
+    interrupt,
     lab_profile,
     make_engine,
     run_plan,
@@ -295,24 +297,10 @@ async def test_headless_continuous_writes_the_session(lab: Lab, tmp_path):
 def test_headless_cli_ctrl_c_ends_everything(lab: Lab, tmp_path):
     """`abtui run` on the lab's own profile, interrupted: every run stopped, the session
     file complete, nothing left on the hosts (checked by the no_strays fixture)."""
-    import sys
-    import time
 
     out = tmp_path / "s.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(lab.profile_path),
-                             "--headless", "--duration", "60", "--out", str(out)],
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (
-                not out.exists() or out.read_text().count('"interval"') < 2):
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    with headless_run(lab, out) as proc:
+        err = interrupt(proc)
     assert proc.returncode == 130, err
     events = load_events(out)
     assert events[-1].kind is EventKind.SESSION_END

@@ -4,38 +4,22 @@ refuse, naming the run's process, and the run goes on (nothing of the lab was to
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from abtui.lab.lease import LabInUse
 from abtui.lab.netns import Lab
+from tests.lab.engine_kit import headless_run, interrupt, session_intervals, wait_for
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
 
-def intervals(out: Path) -> int:
-    return out.read_text().count('"interval"') if out.exists() else 0
-
-
-def wait_for(condition, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.1)
-
-
 def test_a_lab_a_run_uses_is_neither_taken_down_nor_rebuilt(lab: Lab, tmp_path: Path):
     out = tmp_path / "s.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(lab.profile_path),
-                             "--headless", "--duration", "60", "--out", str(out)],
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: intervals(out) >= 2)
+    with headless_run(lab, out) as proc:
         with pytest.raises(LabInUse, match=rf"PID {proc.pid} \(.* run .*\): not taking it down"):
             lab.down()
         with pytest.raises(LabInUse, match=rf"PID {proc.pid} .*not rebuilding it with 1 pairs"):
@@ -47,15 +31,10 @@ def test_a_lab_a_run_uses_is_neither_taken_down_nor_rebuilt(lab: Lab, tmp_path: 
         assert cli.returncode == 1 and f"PID {proc.pid} (" in cli.stderr
         assert len(cli.stderr.strip().splitlines()) == 1, cli.stderr
         # the run goes on, on an untouched lab
-        seen = intervals(out)
-        wait_for(lambda: intervals(out) >= seen + 4)
+        seen = session_intervals(out)
+        wait_for(lambda: session_intervals(out) >= seen + 4)
         assert lab.status()["ok"] and lab.pair_count() == 2
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        err = interrupt(proc)
     assert proc.returncode == 130, err
     assert "link lost" not in err
     # the run's lease went with it: the lab can be taken down now (the fixture does)

@@ -1,16 +1,19 @@
 """The engine's hosts verified after a reconnect: a host whose link dropped may have been reset
 (rebooted, its lab rebuilt) under a running session, so before any run starts again on its
-pairs, every host knob of those pairs is read again on it.
+pairs, every host knob of those pairs is read again on it, and every tunnel abtui made there
+is checked (a reset removes its ends; an IPsec pair would go on in the clear).
 
 A value that differs from the pair's configuration ends the phase and is recorded (a DRIFT
 event, shown in the console's log). A knob abtui set is then written back and read back
 (re-applied), so the A/B comparison goes on under the values the user chose; a knob abtui never
 set (the host's own value changed), or a re-apply the host refused, is relabelled: what follows
-is labelled with the host's real value. Either way no interval is counted under a value the
-host does not have: those that arrive between the link's loss and the verified re-apply
-straddle the change (counted in no phase), and no run starts on the pair until the host is
-verified. Intervals measured before the link dropped keep their label: when a host changed
-before it went away cannot be known (a reboot or a rebuilt lab ends iperf3 with it).
+is labelled with the host's real value. A tunnel is made again (its pair gets the new
+target), or, refused, removed: the pair measures direct, labelled `none`. Either way no
+interval is counted under a value the host does not have: those that arrive between the link's
+loss and the verified re-apply straddle the change (counted in no phase), and no run starts on
+the pair until the host is verified. Intervals measured before the link dropped keep their
+label: when a host changed before it went away cannot be known (a reboot or a rebuilt lab ends
+iperf3 with it).
 
 The undo journal's originals are never read again: the value to restore on exit stays the
 one the host had before abtui first changed it, whatever a reset left there.
@@ -19,21 +22,23 @@ one the host had before abtui first changed it, whatever a reset left there.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from abtui.core import events
 from abtui.core.configuration import UNKNOWN, pair_value, role_value
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
-from abtui.core.model import Knob, LinkState, Pair, now
+from abtui.core.model import Knob, KnobKind, LinkState, Pair, now
 from abtui.hosts.knobs import HOST_KINDS
 from abtui.measure.engine_base import Unverified
 from abtui.measure.engine_hosts import EngineHosts, rebooted
+from abtui.measure.plan import TUNNEL
 from abtui.remote.link import HostLink
 
 # How long a run waits for a reconnected host's knobs to be read again.
 VERIFY_WAIT_S = 60.0
+NO_TUNNEL = "none"
 REAPPLIED = "re-applied"
 RELABELLED = "relabelled"
 
@@ -111,20 +116,47 @@ class EngineVerify(EngineHosts):
         """What differs on `alias`; None when its link dropped again meanwhile."""
         read = getattr(self.applier, "current", None)
         labels = self._labels(alias)
-        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS]
-        if read is None or not labels or not knobs:
-            return []
+        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS] if read else []
         found: list[Found] = []
         for knob in knobs:
             pairs = [self.profile.pair(x) for x in labels if not knob.pairs or x in knob.pairs]
             try:
-                by_role = await read(knob, pairs) if pairs else {}
+                by_role = await read(knob, pairs) if read and pairs else {}
             except AbtuiError:
                 by_role = {}
             found += self._differs(alias, knob, pairs, by_role)
-        if self.links[alias].state is not LinkState.CONNECTED:
+        found += await self._tunnels_gone(alias, labels)
+        if alias in self.links and self.links[alias].state is not LinkState.CONNECTED:
             return None
         return found
+
+    async def _tunnels_gone(self, alias: str, labels: Sequence[str]) -> list[Found]:
+        """The pairs whose tunnel (one abtui made) lost its end on `alias`: a reset removes
+        them, and an IPsec pair would go on measuring in the clear."""
+        intact = getattr(self.applier, "tunnel_intact", None)
+        tunnel = self._tunnel_knob()
+        if intact is None or tunnel is None:
+            return []
+        out = []
+        for label in labels:
+            kind = self.phases[label].config.get(tunnel.name, NO_TUNNEL)
+            if kind == NO_TUNNEL:
+                continue
+            try:
+                there = await intact(label, alias)
+            except AbtuiError:
+                there = False
+            if there is False:
+                role = "sender" if self.profile.pair(label).sender == alias else "receiver"
+                out.append(Found(tunnel, label, role, NO_TUNNEL, kind))
+        return out
+
+    def _tunnel_knob(self) -> Knob | None:
+        """The knob that switches tunnels (the profile's, or its `tunnels` list's)."""
+        named = [k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL]
+        if named:
+            return named[0]
+        return self._knob(TUNNEL) if set(self.profile.tunnels) - {NO_TUNNEL} else None
 
     def _differs(self, alias: str, knob: Knob, pairs: Sequence[Pair],
                  by_role: dict[str, dict[str, str]]) -> list[Found]:
@@ -173,8 +205,11 @@ class EngineVerify(EngineHosts):
             self.phases[label].measured = label in self._runs
 
     def _relabel(self, label: str, mine: Sequence[Found]) -> str:
-        """The pair's value with the reconnected host's parts replaced by what it has."""
+        """The pair's value with the reconnected host's parts replaced by what it has (a
+        tunnel with an end gone is no tunnel)."""
         knob = mine[0].knob
+        if knob.kind is KnobKind.TUNNEL:
+            return NO_TUNNEL
         roles = [str(r) for r in knob.scope.roles]
         config = self.phases[label].config[knob.name]
         parts = {r: role_value(config, r, roles) for r in roles}
@@ -196,10 +231,31 @@ class EngineVerify(EngineHosts):
                 continue
             by_value.setdefault(self.phases[f.label].config[knob.name], {})[f.label] = None
         for value, labels in by_value.items():
+            targets: Mapping[str, str] = {}
             try:
-                await self.applier.apply(knob, value, [self.profile.pair(x) for x in labels])
+                targets = await self.applier.apply(knob, value,
+                                                   [self.profile.pair(x) for x in labels])
             except AbtuiError as exc:
                 out.update(dict.fromkeys(labels, f"re-apply refused: {exc}"))
+                if knob.kind is KnobKind.TUNNEL:  # what is left of it goes, runs go direct
+                    targets = await self._untunnel(knob, list(labels))
             else:
                 out.update(dict.fromkeys(labels))
+            self._retarget(targets)
         return out
+
+    async def _untunnel(self, knob: Knob, labels: list[str]) -> Mapping[str, str]:
+        """Remove what is left of the pairs' tunnels; their direct targets."""
+        try:
+            return await self.applier.apply(knob, NO_TUNNEL,
+                                            [self.profile.pair(x) for x in labels])
+        except AbtuiError:
+            return {x: self.profile.pair(x).target for x in labels}
+
+    def _retarget(self, targets: Mapping[str, str]) -> None:
+        """A tunnel made again (or gone) gives its pair a new iperf3 target."""
+        for label, target in targets.items():
+            self.targets[label] = target
+            kind = self._tunnel_knob()
+            value = self.phases[label].config.get(kind.name, NO_TUNNEL) if kind else NO_TUNNEL
+            self.emit(Event.of(events.Tunnel(type=value, target=target), pair=label))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from abtui.core.events import Event, EventKind
+from abtui.core.model import Knob, KnobKind
 from abtui.hosts.undo import read_journal
 from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
@@ -139,3 +140,50 @@ async def test_a_knob_abtui_never_set_is_relabelled_with_the_hosts_value(lab: La
     assert all(s.data["config"]["tcp_wmem"] == RESET
                for s in after(rec, EventKind.RUN_START, "A", drift_t))
     assert not rec.of(EventKind.RESTORE)  # nothing abtui set, nothing to set back
+
+
+def vxlan_ends(lab: Lab, alias: str) -> list[str]:
+    out = ns_exec(lab, alias, "ip", "-o", "-d", "link", "show", "type", "vxlan")
+    return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+
+
+async def test_a_tunnel_end_a_reset_removed_is_made_again(lab: Lab):
+    rcv_a = lab.hosts(2)[1].alias
+    profile = lab_profile(lab)
+    profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL, values=("none", "vxlan")))
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 1)
+        await engine.set_knob("tunnel", "vxlan", ["A"])
+        first = engine.targets["A"]
+        await until(lambda: len(rec.of(EventKind.RUN_START, "A")) >= 2)
+        n = len(rec.of(EventKind.INTERVAL, "A"))
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= n + 2)
+        (end,) = vxlan_ends(lab, rcv_a)
+        ns_exec(lab, rcv_a, "ip", "link", "del", end)  # the reset: the receiver's end is gone
+        for pid in sshd_sessions(lab, rcv_a):
+            os.kill(pid, signal.SIGKILL)
+        await until(lambda: rec.of(EventKind.DRIFT), timeout=20)
+        drift_t = rec.of(EventKind.DRIFT)[0].t
+        await until(lambda: len([e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
+                                 if not e.data["straddles"]]) >= 2, timeout=30)
+        again = vxlan_ends(lab, rcv_a)
+    finally:
+        await engine.shutdown()
+    (drift,) = rec.of(EventKind.DRIFT)
+    assert (drift.host, drift.data["knob"], drift.data["value"], drift.data["expected"],
+            drift.data["action"]) == (rcv_a, "tunnel", "none", "vxlan", "re-applied")
+    assert len(again) == 1  # made again on the host
+    retarget = after(rec, EventKind.TUNNEL, "A", drift_t - 5)[-1].data["target"]
+    starts = after(rec, EventKind.RUN_START, "A", drift_t)
+    assert starts and all(s.data["target"] == retarget == engine.targets["A"] for s in starts)
+    phases = phases_of(rec, "A")
+    counted = [e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
+               if not e.data["straddles"]]
+    assert {phases[e.data["phase"]]["tunnel"] for e in counted} == {"vxlan"}
+    assert first != lab.hosts(2)[1].data_address
+    for h in lab.hosts(1):  # and removed on exit
+        assert vxlan_ends(lab, h.alias) == []

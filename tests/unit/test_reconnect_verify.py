@@ -214,3 +214,56 @@ async def test_orphans_of_a_host_that_rebooted_are_forgotten_not_killed(tmp_path
     await engine._end_orphans(again)  # type: ignore[arg-type]
     assert same.killed == [101] and again.killed == []
     assert not read_journal(engine.journal.path).pgids  # neither is left for `recover`
+
+
+class Tunnels(HostValues):
+    """The fake knob layer with tunnels: which pairs' tunnels still have both ends."""
+
+    def __init__(self, values: dict[str, str], engine: Engine) -> None:
+        super().__init__(values, engine)
+        self.gone: set[tuple[str, str]] = set()  # (pair, host)
+        self.made = 0
+
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
+        return (label, host) not in self.gone
+
+    async def apply(self, knob: Knob, value: str, pairs: list[Pair]) -> dict[str, str]:
+        if knob.kind is not KnobKind.TUNNEL:
+            return await super().apply(knob, value, pairs)
+        if self.refuse and value != "none":
+            raise KnobRefused("r: vxlan tunnel of pair A is up but 10.99.1.2 does not answer")
+        self.made += 1
+        self.gone.clear()
+        return {p.label: p.target if value == "none" else f"10.99.{self.made}.2"
+                for p in pairs}
+
+
+async def test_a_tunnel_whose_end_is_gone_is_made_again_or_dropped():
+    high = RMEM.values[1]
+    for refuse in (False, True):
+        engine, _fake, seen = engine_on({"s": high, "r": high, "s2": high, "r2": high})
+        engine.profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL,
+                                         values=("none", "vxlan")))
+        fake = Tunnels(dict(_fake.values), engine)
+        engine.applier = fake
+        await engine.set_knob("tunnel", "vxlan", ["A"])
+        engine.phases["A"].measured = True
+        first = engine.targets["A"]
+        fake.gone.add(("A", "r"))  # the receiver was reset: its end is gone
+        fake.refuse = refuse
+        seen.clear()
+        await reconnect(engine, "r")
+        (drift,) = of(seen, EventKind.DRIFT)
+        assert (drift.data["knob"], drift.data["value"], drift.data["expected"]) == \
+            ("tunnel", "none", "vxlan")
+        (tunnel,) = of(seen, EventKind.TUNNEL)
+        if not refuse:  # made again: a new target, the pair still labelled vxlan
+            assert drift.data["action"] == "re-applied"
+            assert engine.targets["A"] == tunnel.data["target"] == "10.99.2.2" != first
+            assert engine.phases["A"].config["tunnel"] == "vxlan"
+        else:  # could not: what is left removed, the pair measured direct and labelled so
+            assert drift.data["action"] == "relabelled" and "does not answer" in \
+                drift.data["message"]
+            assert engine.targets["A"] == tunnel.data["target"] == "198.18.1.2"
+            assert engine.phases["A"].config["tunnel"] == "none"
+        assert of(seen, EventKind.PHASE)[0].data["config"]["tunnel"] == "vxlan"

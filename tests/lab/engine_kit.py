@@ -45,6 +45,22 @@ def lab_profile(lab: Lab, **test: object) -> Profile:
                                values=WMEM, scope=Scope.SENDER)])
 
 
+def tunnel_profile(lab: Lab) -> Profile:
+    """`lab_profile` with a tunnel knob (none, vxlan)."""
+    profile = lab_profile(lab)
+    profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL, values=("none", "vxlan")))
+    return profile
+
+
+async def flip_while_measuring(engine: Engine, rec: Recorder, knob: str, value: str,
+                               pairs: list[str] | None = None) -> None:
+    """Connect, measure continuously, and once pair A measured, flip `knob`."""
+    await engine.connect()
+    await engine.start("continuous")
+    await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 1)
+    await engine.set_knob(knob, value, pairs)
+
+
 def stray_pids(lab: Lab, comms: tuple[str, ...] = ("iperf3", "ping")
                ) -> dict[str, list[tuple[int, str]]]:
     """iperf3 and ping (or `comms`) processes in the lab's namespaces (PID namespaces are

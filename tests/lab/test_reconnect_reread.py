@@ -11,11 +11,18 @@ from pathlib import Path
 import pytest
 
 from abtui.core.events import Event, EventKind
-from abtui.core.model import Knob, KnobKind
 from abtui.hosts.undo import read_journal
 from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
-from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine, until
+from tests.lab.engine_kit import (
+    WMEM,
+    Recorder,
+    flip_while_measuring,
+    lab_profile,
+    make_engine,
+    tunnel_profile,
+    until,
+)
 from tests.lab.namespaces import ns_exec, sshd_sessions
 from tests.reliability import Reliability
 
@@ -149,15 +156,10 @@ def vxlan_ends(lab: Lab, alias: str) -> list[str]:
 
 async def test_a_tunnel_end_a_reset_removed_is_made_again(lab: Lab):
     rcv_a = lab.hosts(2)[1].alias
-    profile = lab_profile(lab)
-    profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL, values=("none", "vxlan")))
     rec = Recorder()
-    engine = make_engine(profile, rec)
+    engine = make_engine(tunnel_profile(lab), rec)
     try:
-        await engine.connect()
-        await engine.start("continuous")
-        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 1)
-        await engine.set_knob("tunnel", "vxlan", ["A"])
+        await flip_while_measuring(engine, rec, "tunnel", "vxlan", ["A"])
         first = engine.targets["A"]
         await until(lambda: len(rec.of(EventKind.RUN_START, "A")) >= 2)
         n = len(rec.of(EventKind.INTERVAL, "A"))

@@ -33,12 +33,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from abtui.lab import lease
+    from abtui.lab.layout import LabLayout
     from abtui.profile import load_profile
 
     profile = load_profile(args.profile)
-    if args.lab:
-        profile = _on_lab(profile)
-    ok = asyncio.run(preflight(profile, _print))
+    # a lab being checked is leased: no other command takes it down meanwhile; a lab
+    # another process uses is never rebuilt for the check (abtui.lab.lease)
+    with lease.hold([LabLayout.default().state_dir] if args.lab else []):
+        if args.lab:
+            profile = _on_lab(profile)
+        with lease.hold(lease.labs_of(profile)):
+            ok = asyncio.run(preflight(profile, _print))
     return 0 if ok else 1
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from abtui.lab.netns import Lab
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,10 +41,30 @@ def demo_title(lab_name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.commands.lab import print_reached
+    from abtui.lab import lease
     from abtui.lab import netns as lab
 
     state = lab.Lab.default()
+    with lease.hold([state.state_dir]):  # from before it is up to the console's end
+        code = _demo(args, state)
+    if args.no_ui:
+        return code
+    if _take_down(args):
+        try:
+            state.down()
+        except lease.LabInUse as exc:  # another console or run uses it: it stays up
+            print(f"abtui: {exc}", file=sys.stderr)
+            return code
+        print("lab down", file=sys.stderr)
+    else:
+        print(f"lab {state.name} left up (`abtui lab down` removes it)", file=sys.stderr)
+    return code
+
+
+def _demo(args: argparse.Namespace, state: Lab) -> int:
+    """The lab brought up (kept when it is up with VM pairs), then the console on it."""
+    from abtui.commands.lab import print_reached
+
     # a lab that is up with VM pairs (`abtui lab up --kernel ...`) keeps them
     kernels = {k: v for k, v in state.kernel_specs().items()
                if ord(k) - ord("A") < args.pairs}
@@ -50,11 +74,4 @@ def run(args: argparse.Namespace) -> int:
     from abtui.commands.tui import open_on_hosts
     from abtui.profile import load_profile
 
-    profile = load_profile(state.profile_path)
-    code = open_on_hosts(profile, demo_title(state.name))
-    if _take_down(args):
-        state.down()
-        print("lab down", file=sys.stderr)
-    else:
-        print(f"lab {state.name} left up (`abtui lab down` removes it)", file=sys.stderr)
-    return code
+    return open_on_hosts(load_profile(state.profile_path), demo_title(state.name))

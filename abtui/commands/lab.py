@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ssh_config: {lab.ssh_config}   (try: ssh -F {lab.ssh_config} {hosts[0].alias})")
         return 0
     if args.lab_command == "down":
+        lab.refuse_if_used("taking it down")  # said before root is asked for
         Lab.check_prerequisites()
         lab.down()
         print("lab down", file=sys.stderr)

@@ -88,12 +88,19 @@ def run(args: argparse.Namespace) -> int:
     settings = [parse_setting(s, [k.name for k in profile.knobs]) for s in args.settings]
     alternation = _alternation(args, profile)
     start_data: dict[str, object] = {}
-    if args.lab or args.quick:
-        profile, start_data = _translate(profile, lab=args.lab, quick=args.quick)
-    from abtui.measure.headless import run_headless
+    from abtui.lab import lease
+    from abtui.lab.layout import LabLayout
 
-    return asyncio.run(run_headless(profile, out, args.duration, start_data=start_data,
-                                    settings=settings, alternation=alternation))
+    # the lab this run uses is leased from before it is brought up to the run's end
+    with lease.hold([LabLayout.default().state_dir] if args.lab else []):
+        if args.lab or args.quick:
+            profile, start_data = _translate(profile, lab=args.lab, quick=args.quick)
+        from abtui.measure.headless import run_headless
+
+        with lease.hold(lease.labs_of(profile)):
+            return asyncio.run(run_headless(profile, out, args.duration,
+                                            start_data=start_data, settings=settings,
+                                            alternation=alternation))
 
 
 def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | None:

@@ -99,6 +99,7 @@ def open_on_hosts(profile: Any, title: str) -> int:
     import sys
 
     from abtui.hosts.undo import recovery_notice
+    from abtui.lab import lease
     from abtui.measure.engine import Engine
     from abtui.measure.seams import open_session_writer
     from abtui.sessions.paths import new_session_path
@@ -115,6 +116,7 @@ def open_on_hosts(profile: Any, title: str) -> int:
     try:
         subtitle = f"session {path.name}" + (" — earlier changes left on hosts: run "
                                              "`abtui recover`" if notice else "")
-        return open_console(engine, title, subtitle=subtitle, on_hosts=True)
+        with lease.hold(lease.labs_of(profile)):  # no other command takes its lab down
+            return open_console(engine, title, subtitle=subtitle, on_hosts=True)
     finally:
         print(f"abtui: session written to {writer.close()}", file=sys.stderr)

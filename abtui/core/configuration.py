@@ -51,6 +51,16 @@ def pair_value(by_role: Mapping[str, str]) -> str:
     return MIXED_SEP.join(values)
 
 
+def role_value(value: str, role: str, roles: list[str]) -> str:
+    """One host's part of a pair's value (`pair_value` undone): the sender's or the
+    receiver's side of a mixed `a/b`, else the value itself. `roles`: the knob's scope."""
+    parts = value.split(MIXED_SEP)
+    ordered = [r for r in ("sender", "receiver") if r in roles]
+    if len(ordered) > 1 and len(parts) == len(ordered) and role in ordered:
+        return parts[ordered.index(role)]
+    return value
+
+
 def cycle(values: tuple[str, ...] | list[str], current: str | None,
           original: str | None) -> str:
     """The value after `current` in a knob's cycle: its profile values, then the host's own

@@ -46,6 +46,7 @@ class EventKind(StrEnum):
     ERROR = "error"
     MARK = "mark"
     RESTORE = "restore"
+    DRIFT = "drift"
     SESSION_END = "session_end"
 
 
@@ -366,6 +367,27 @@ class Restore(Payload):
     value: str
     ok: bool
     message: str
+
+
+@_payload(EventKind.DRIFT)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drift(Payload):
+    """A host reconnected with a knob's value other than its pair's configuration (host
+    set): `value` what the host has, `expected` what abtui set or read before, `action`
+    what abtui did about it (`re-applied`, or `relabelled` with the reason in `message`)."""
+
+    knob: str
+    value: str
+    expected: str
+    pairs: list[str]
+    action: str
+    message: str = ""
+
+    def line(self, host: str | None) -> str:
+        """The sentence the console log shows."""
+        why = f" ({self.message})" if self.message else ""
+        return (f"{self.knob} on {host} is {self.value} after reconnect, was set to "
+                f"{self.expected}: {self.action}{why}")
 
 
 @_payload(EventKind.SESSION_END)

@@ -250,6 +250,23 @@ def down_command(record: Mapping[str, Any]) -> str:
     return _linux_down(record, kind)
 
 
+def present_command(record: Mapping[str, Any]) -> str:
+    """Succeeds while this end is there (its interface, or for IPsec its outbound SA): what a
+    host that reconnected is asked, since a reboot or a reset removes every end."""
+    kind = TunnelType(str(record["type"]))
+    freebsd = _os(record.get("os")) == "freebsd"
+    if kind is TunnelType.IPSEC:
+        lo, re_ = valid_ip(str(record["local"])), valid_ip(str(record["remote"]))
+        spi = int(record["spi_out"])
+        if freebsd:
+            return (f"setkey -D 2>/dev/null | grep -q {quote(f'spi={spi}(0x{spi:08x})')}")
+        return (f"ip xfrm state get src {quote(lo)} dst {quote(re_)} proto esp "
+                f"spi {spi:#010x} >/dev/null 2>&1")
+    dev = quote(_our_ifname(str(record["ifname"])))
+    return f"ifconfig {dev} >/dev/null 2>&1" if freebsd else \
+        f"ip link show dev {dev} >/dev/null 2>&1"
+
+
 def verify_command(peer_address: str, tries: int = 25, os: str = "linux") -> str:
     """Ping the peer's tunnel address until it answers (WireGuard needs a handshake first).
     One second per try at most: Linux ping's -W is seconds, FreeBSD's -t."""

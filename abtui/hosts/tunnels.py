@@ -28,6 +28,7 @@ from abtui.hosts.tunnel_commands import (
     parse_probe,
     parse_route_source,
     peer_command,
+    present_command,
     probe_command,
     source_command,
     tunnel_addresses,
@@ -179,6 +180,17 @@ class TunnelManager:
                 self.journal.tunnel_down(e.host, e.ifname)
         if errors:
             raise RemoteError(act.ends[0].host, "could not remove tunnel: " + "; ".join(errors))
+
+    async def intact(self, label: str, host: str) -> bool | None:
+        """Are the pair's tunnel ends on `host` still there? None when the pair has no
+        tunnel abtui made, or `host` is none of its ends."""
+        act = self.active.get(label)
+        ends = [e for e in act.ends if e.host == host] if act else []
+        if not ends:
+            return None
+        results = await asyncio.gather(*(self.links[host].run(present_command(e.record()))
+                                         for e in ends))
+        return all(r.ok for r in results)
 
     async def down_all(self) -> None:
         """Remove every tunnel this manager made (on exit, on Ctrl-C)."""

@@ -86,6 +86,12 @@ class LabLayout:
         except ValueError as exc:
             raise AbtuiError(f"ABTUI_LAB={raw!r}: expected name,ifprefix,mgmt ({exc})") from exc
 
+    def refuse_if_used(self, doing: str) -> None:
+        """LabInUse, naming the process, when another one uses this lab (abtui.lab.lease)."""
+        from abtui.lab.lease import refuse_if_used
+
+        refuse_if_used(self.state_dir, self.name, doing)
+
     # ---- naming -------------------------------------------------------------------------
     @property
     def netns_prefix(self) -> str:

@@ -19,6 +19,7 @@ files abtui.lab.ssh_access's, its VM pairs abtui.lab.vmpairs'.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from abtui.core.errors import MissingPrerequisite
 from abtui.core.pids import pid_alive
 from abtui.lab.layout import MAX_PAIRS, LabHost, check_kernel_pairs
+from abtui.lab.lease import LabInUse
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
 from abtui.lab.vmpairs import VM_BANNER_TIMEOUT, LabVmPairs
 
@@ -71,8 +73,13 @@ class Lab(LabVmPairs):
     def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None) -> list[LabHost]:
         """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
         letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot."""
-        self.check_prerequisites()
         wanted = check_kernel_pairs(kernels or {}, pairs)
+        existing = self.pair_count()
+        rebuild = bool(existing) and (existing != pairs or self.kernel_specs() != wanted)
+        if rebuild:  # said before anything is checked or changed
+            self.refuse_if_used(f"rebuilding it with {pairs} pairs (it has {existing})"
+                                if existing != pairs else "rebuilding it for other kernels")
+        self.check_prerequisites()
         resolved: dict[str, Kernel] = {}
         if wanted:
             from abtui.lab import kernels as kernel_specs
@@ -80,8 +87,7 @@ class Lab(LabVmPairs):
 
             lab_vm.check_prerequisites()
             resolved = {letter: kernel_specs.resolve(spec) for letter, spec in wanted.items()}
-        existing = self.pair_count()
-        if existing and (existing != pairs or self.kernel_specs() != wanted):
+        if rebuild:
             self.down()
         hosts = self.hosts(pairs, wanted)
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -116,7 +122,8 @@ class Lab(LabVmPairs):
                 meta["boot_s"].update(self._wait_vms(hosts, started))
                 self.meta_path.write_text(json.dumps(meta))
         except BaseException:
-            self.down()
+            with contextlib.suppress(LabInUse):  # a lab others use is left as it is
+                self.down()
             raise
         return hosts
 
@@ -168,7 +175,9 @@ class Lab(LabVmPairs):
 
     # ---- down ---------------------------------------------------------------------------
     def down(self) -> None:
-        """Remove every namespace, link, process and file of this lab, and nothing else."""
+        """Remove every namespace, link, process and file of this lab, and nothing else;
+        LabInUse (nothing removed) while another process uses it (abtui.lab.lease)."""
+        self.refuse_if_used("taking it down")
         namespaces = [n for n in self._netns_list() if n.startswith(self.netns_prefix)]
         pids: set[int] = set()
         for ns in namespaces:

@@ -3,14 +3,16 @@
 The engine (abtui.measure.engine.Engine) is one class built in layers, each a module with one
 job, each using only the layers below it:
 engine_base (state, events) <- engine_knobs (knob values read and changed, phases opened)
-<- engine_hosts (connecting, host tools, link state, orphans) <- engine_runs (runs prepared,
-released together, streamed) <- engine (continuous mode, the plan, stop and shutdown).
+<- engine_hosts (connecting, host tools, link state, orphans) <- engine_verify (a reconnected
+host read again) <- engine_runs (runs prepared, released together, streamed) <- engine
+(continuous mode, the plan, stop and shutdown).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,16 @@ from abtui.remote.link import HostLink
 
 # Builds the knob layer once links exist: (links by alias, emit) -> applier.
 KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
+
+
+@dataclass(slots=True)
+class Unverified:
+    """A host whose link dropped at `since` and is not read again yet (engine_verify)."""
+
+    since: float
+    boot_id: str | None = None  # the host's boot before the link dropped
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    checking: bool = False
 
 
 class EngineBase:
@@ -80,11 +92,17 @@ class EngineBase:
         # changing: a run prepared before the last such moment is stale (see _fresh)
         self._settings: dict[str, int] = {p.label: 0 for p in profile.pairs}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._orphans: list[tuple[HostLink, int]] = []
+        # processes left on hosts whose link dropped: (link, pgid, the host's boot then)
+        self._orphans: list[tuple[HostLink, int, str | None]] = []
         self._run_counter = 0
         self._stopping = False
         self._stopped = asyncio.Event()
         self._mode: Mode | None = None
+        # hosts whose link dropped, until their knobs are read again (engine_verify); per
+        # pair, the knobs abtui wrote (what a reconnected host gets back); changes one at a time
+        self._unverified: dict[str, Unverified] = {}
+        self._applied: dict[str, set[str]] = {}
+        self._changing = asyncio.Lock()
         self._started = False
 
     # ---- events -------------------------------------------------------------------------

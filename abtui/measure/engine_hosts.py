@@ -111,14 +111,22 @@ class EngineHosts(EngineKnobs):
 
     # ---- orphans ------------------------------------------------------------------------
     def _add_orphan(self, link: HostLink, pgid: int) -> None:
-        self._orphans.append((link, pgid))
+        self._orphans.append((link, pgid, link.boot_id))
 
     async def _end_orphans(self, link: HostLink) -> None:
+        """End what was left on a host whose link is back; a host that rebooted meanwhile
+        lost them with the reboot, and a group of that number now is someone else's."""
         mine = [o for o in self._orphans if o[0] is link]
         self._orphans = [o for o in self._orphans if o[0] is not link]
-        for _, pgid in mine:
+        for _, pgid, boot in mine:
             with contextlib.suppress(RemoteError):
-                await link.kill_group(pgid)
+                if not rebooted(boot, link.boot_id):
+                    await link.kill_group(pgid)
                 if self.journal is not None:
                     self.journal.forget_pgid(link.alias, pgid)
+
+
+def rebooted(before: str | None, now: str | None) -> bool:
+    """Did the host boot again between two connects (both boots known and different)?"""
+    return before is not None and now is not None and before != now
 

@@ -145,6 +145,9 @@ class EngineKnobs(EngineBase):
         except AbtuiError as exc:  # the one place a host's or an option's error becomes a refusal
             self.emit(Event.of(events.KnobError(knob=k.name, value=value, message=str(exc))))
             raise exc if isinstance(exc, KnobRefused) else KnobRefused(str(exc)) from exc
+        if k.kind is not KnobKind.IPERF3:
+            for label in labels:
+                self._applied.setdefault(label, set()).add(k.name)
         self.emit(Event.of(events.Knob(knob=k.name, value=value, pairs=list(labels),
                                        hosts=self._hosts(k, labels))))
         for label, target in targets.items():

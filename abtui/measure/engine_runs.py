@@ -17,7 +17,8 @@ from abtui.core import events
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
 from abtui.core.model import LinkState
-from abtui.measure.engine_hosts import EngineHosts, install_hint
+from abtui.measure.engine_hosts import install_hint
+from abtui.measure.engine_verify import EngineVerify
 from abtui.measure.run_base import RunHooks, RunSpec
 from abtui.measure.runs import PairRun
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE
@@ -27,7 +28,7 @@ BUSY_RETRIES = 3
 SETTLE_S = 0.05
 
 
-class EngineRuns(EngineHosts):
+class EngineRuns(EngineVerify):
     """Run groups prepared, released and streamed; see the module docstring."""
 
     def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
@@ -40,6 +41,10 @@ class EngineRuns(EngineHosts):
             if link is None or link.state is not LinkState.CONNECTED:
                 raise RunFailed(f"{alias} is not connected"
                                 f"{' (' + str(link.state) + ')' if link else ''}", run_id)
+        for alias in (pair.sender, pair.receiver):
+            if alias in self._unverified:
+                raise RunFailed(f"{alias} reconnected, but its knobs could not be read again "
+                                "yet: no run is labelled with values it may not have", run_id)
         for alias in (pair.sender, pair.receiver):
             if self.iperf_versions.get((alias, opts.iperf3)) is None:
                 raise RunFailed(f"{alias}: iperf3 is not installed (`{opts.iperf3}` not "
@@ -79,7 +84,10 @@ class EngineRuns(EngineHosts):
 
     async def _prepare(self, labels: Sequence[str], seconds: int,
                        ports: Mapping[str, int] | None = None) -> list[PairRun]:
-        """Every pair's server listening and client armed; a pair that fails says why."""
+        """Every pair's server listening and client armed; a pair that fails says why. A
+        pair whose host reconnected waits until that host's knobs are read again."""
+        await self._host_verified([h for x in labels for h in
+                                   (self.profile.pair(x).sender, self.profile.pair(x).receiver)])
         runs: list[PairRun] = []
         for label in labels:
             try:

@@ -63,6 +63,8 @@ def describe(event: Event, rate: float | None = None) -> str | None:
         return f"{who}link {d.get('state')}{': ' + d['message'] if d.get('message') else ''}"
     if event.kind is EventKind.KNOB:
         return f"{d.get('knob')} = {d.get('value')} on {', '.join(d.get('pairs') or [])}"
+    if event.kind is EventKind.DRIFT:
+        return str(event.payload.line(event.host))
     if event.kind is EventKind.RESTORE and not d.get("ok"):
         return f"{who}could not restore {d.get('knob')}: {d.get('message')}"
     return None

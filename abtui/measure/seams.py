@@ -146,6 +146,10 @@ class HostKnobs:
         """Each pair's value of a host knob now, per role (KnobManager.current)."""
         return await self.manager.current(knob, pairs)
 
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
+        """The pair's tunnel ends on `host` still there (None: no tunnel abtui made there)."""
+        return await self.tunnels.intact(label, host)
+
     async def restore(self) -> None:
         """Tunnels removed, knobs restored (RESTORE events); the journal is the engine's."""
         from abtui.hosts.restore import set_back

@@ -35,6 +35,10 @@ KEEPALIVE_INTERVAL = 2.0
 KEEPALIVE_COUNT_MAX = 3
 DEFAULT_CONNECT_TIMEOUT = 10.0
 RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
+# What tells one boot of a host from the next (Linux, then FreeBSD): a process group
+# recorded before a reboot is not the one of that number after it.
+BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
+                   "sysctl -n kern.boottime 2>/dev/null || true")
 
 StateCallback = Callable[["HostLink", LinkState, str], None]
 
@@ -105,6 +109,7 @@ class HostLink(HostKeyChecks):
         self.hostkey_problem = ""
         self.accepted_new_key = False
         self.uid: int | None = None
+        self.boot_id: str | None = None  # this boot of the host, read on each connect
         self.ssh_config = ssh_config
         self.known_hosts = known_hosts
         self.sudo = sudo
@@ -185,8 +190,10 @@ class HostLink(HostKeyChecks):
             conn.close()
             raise
         self._conn, self._shell = conn, shell
-        uid = await self.run("id -u", timeout=self.connect_timeout)
-        self.uid = int(uid.stdout.strip()) if uid.ok and uid.stdout.strip().isdigit() else None
+        ident = await self.run(f"id -u; {BOOT_ID_COMMAND}", timeout=self.connect_timeout)
+        lines = [line.strip() for line in ident.stdout.splitlines()]
+        self.uid = int(lines[0]) if lines and lines[0].isdigit() else None
+        self.boot_id = lines[1] if len(lines) > 1 and lines[1] else None
         self._connected.set()
 
     def _on_connection_lost(self, conn: asyncssh.SSHClientConnection | None,

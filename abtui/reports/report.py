@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from abtui.core import events
 from abtui.reports import samples, stats
 from abtui.reports.formatting import (
     fmt_bps,
@@ -353,6 +354,8 @@ def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],
               f"{', '.join(e.get('pairs') or []) or 'all pairs'}" for e in session.knob_changes]
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} refused: "
               f"{e.get('message', '')}" for e in session.knob_errors]
+    notes += [f"- +{e['t'] - t0:.1f} s ⚠ " + events.Drift.from_data(e).line(e.get("host"))
+              for e in session.drifts]
     notes += [f"- +{e['t'] - t0:.1f} s mark: {e.get('text', '')}" for e in session.marks]
     notes += [f"- +{e['t'] - t0:.1f} s error"
               + (f" ({e['pair'] or e['host']})" if e.get("pair") or e.get("host") else "")

@@ -72,6 +72,8 @@ class Session(EventReader):
         self.errors: list[dict[str, Any]] = []
         self.links: list[dict[str, Any]] = []
         self.restores: list[dict[str, Any]] = []
+        # hosts that reconnected with other knob values (DRIFT): what they had, what was done
+        self.drifts: list[dict[str, Any]] = []
         # `abtui run --lab`: what the lab ran instead of what the profile names
         self.translations: list[dict[str, Any]] = []
         self.skews_ms: list[float] = []
@@ -288,6 +290,9 @@ class Session(EventReader):
 
     def on_mark(self, ev: Event, d: events.Mark) -> None:
         self._record(self.marks, ev)
+
+    def on_drift(self, ev: Event, d: events.Drift) -> None:
+        self._record(self.drifts, ev)
 
     def on_restore(self, ev: Event, d: events.Restore) -> None:
         self._record(self.restores, ev)

@@ -205,6 +205,11 @@ class ConsoleState(EventReader):
         where = event.pair or event.host or "abtui"
         return f"error {where}: {p.message}"
 
+    def on_drift(self, event: Event, p: events.Drift) -> str:
+        """A reconnected host had another value (its phase ended): said in the log."""
+        self.dirty.knobs = True
+        return p.line(event.host)
+
     def on_mark(self, event: Event, p: events.Mark) -> str:
         for ps in self.pairs.values():
             ps.pending_marker = True

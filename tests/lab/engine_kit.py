@@ -5,9 +5,15 @@ printed rates to compare against."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +43,22 @@ def lab_profile(lab: Lab, **test: object) -> Profile:
                    ssh_config=str(lab.ssh_config), plan=Plan(shuffle=False, pause=0.1),
                    knobs=[Knob(name="tcp_wmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_wmem",
                                values=WMEM, scope=Scope.SENDER)])
+
+
+def tunnel_profile(lab: Lab) -> Profile:
+    """`lab_profile` with a tunnel knob (none, vxlan)."""
+    profile = lab_profile(lab)
+    profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL, values=("none", "vxlan")))
+    return profile
+
+
+async def flip_while_measuring(engine: Engine, rec: Recorder, knob: str, value: str,
+                               pairs: list[str] | None = None) -> None:
+    """Connect, measure continuously, and once pair A measured, flip `knob`."""
+    await engine.connect()
+    await engine.start("continuous")
+    await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 1)
+    await engine.set_knob(knob, value, pairs)
 
 
 def stray_pids(lab: Lab, comms: tuple[str, ...] = ("iperf3", "ping")
@@ -134,3 +156,37 @@ def assert_matches_printed(rec: Recorder, run: str) -> None:
     if summary:
         assert end["summary"]["sender_bits_per_second"] == pytest.approx(summary["sender"])
         assert end["summary"]["receiver_bits_per_second"] == pytest.approx(summary["receiver"])
+
+
+@contextlib.contextmanager
+def headless_run(lab: Lab, out: Path) -> Iterator[subprocess.Popen[str]]:
+    """`abtui run` of the lab's own profile (60 s, its session in `out`) as its own process,
+    once it recorded 2 intervals; killed at the end if it is still running."""
+    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(lab.profile_path),
+                             "--headless", "--duration", "60", "--out", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: session_intervals(out) >= 2)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def interrupt(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C to a headless run; its stderr once it ended."""
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=20)[1]
+
+
+def session_intervals(out: Path) -> int:
+    return out.read_text().count('"interval"') if out.exists() else 0
+
+
+def wait_for(condition, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    """`until` for a test that is not a coroutine."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.1)

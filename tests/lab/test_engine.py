@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from abtui.core.events import EventKind
-from abtui.core.model import Knob, KnobKind, Pair, Plan, Role, Watch
+from abtui.core.model import Pair, Plan, Role, Watch
 from abtui.core.pids import pid_alive
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
@@ -28,10 +28,14 @@ from tests.lab.engine_kit import (
     WMEM,
     Recorder,
     assert_matches_printed,
+    flip_while_measuring,
+    headless_run,
+    interrupt,
     lab_profile,
     make_engine,
     run_plan,
     stray_pids,
+    tunnel_profile,
     until,
 )
 from tests.lab.namespaces import netns_processes, ns_exec, sshd_sessions
@@ -295,24 +299,10 @@ async def test_headless_continuous_writes_the_session(lab: Lab, tmp_path):
 def test_headless_cli_ctrl_c_ends_everything(lab: Lab, tmp_path):
     """`abtui run` on the lab's own profile, interrupted: every run stopped, the session
     file complete, nothing left on the hosts (checked by the no_strays fixture)."""
-    import sys
-    import time
 
     out = tmp_path / "s.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(lab.profile_path),
-                             "--headless", "--duration", "60", "--out", str(out)],
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (
-                not out.exists() or out.read_text().count('"interval"') < 2):
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    with headless_run(lab, out) as proc:
+        err = interrupt(proc)
     assert proc.returncode == 130, err
     events = load_events(out)
     assert events[-1].kind is EventKind.SESSION_END
@@ -325,15 +315,11 @@ def test_headless_cli_ctrl_c_ends_everything(lab: Lab, tmp_path):
 async def test_a_tunnel_change_restarts_the_pair_against_the_new_target(lab: Lab):
     """A real vxlan tunnel on pair A (abtui.hosts.tunnels): A's run restarts against the tunnel's
     address, B goes on untouched; at the end the tunnel is removed."""
-    profile = lab_profile(lab)
-    profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL, values=("none", "vxlan")))
+    profile = tunnel_profile(lab)
     rec = Recorder()
     engine = make_engine(profile, rec)
     try:
-        await engine.connect()
-        await engine.start("continuous")
-        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 1)
-        await engine.set_knob("tunnel", "vxlan", ["A"])
+        await flip_while_measuring(engine, rec, "tunnel", "vxlan", ["A"])
         await until(lambda: len(rec.of(EventKind.RUN_START, "A")) >= 2)
         await until(lambda: rec.of(EventKind.INTERVAL, "A")[-1].data["run"] != "A-1")
     finally:

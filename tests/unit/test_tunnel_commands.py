@@ -309,3 +309,30 @@ def test_linux_probe_asks_the_module_tree_and_creates_nothing_where_there_is_one
     calls = log.read_text().splitlines()
     assert not any(c.startswith("ip ") for c in calls), calls  # nothing made, nothing loaded
     assert "modprobe -n -q ip_gre" in calls and "modprobe -n -q wireguard" in calls
+
+
+def test_an_end_is_asked_whether_it_is_still_there(tmp_path):
+    """After a reconnect: a reset host has lost its ends (abtui.measure.engine_verify)."""
+    import subprocess
+
+    from abtui.hosts.tunnel_commands import present_command
+
+    vxlan = _end(TunnelType.VXLAN)
+    assert present_command(vxlan.record()) == f"ip link show dev {vxlan.ifname} >/dev/null 2>&1"
+    assert present_command(_end(TunnelType.IPSEC).record()) == (
+        "ip xfrm state get src 198.19.1.1 dst 198.19.1.2 proto esp spi 0x00001234 "
+        ">/dev/null 2>&1")
+    assert present_command(_bsd(TunnelType.GRE).record()).startswith(
+        f"ifconfig {_bsd(TunnelType.GRE).ifname} ")
+    with pytest.raises(BadInput):
+        present_command({**vxlan.record(), "ifname": "eth0; reboot"})
+    # FreeBSD IPsec: the outbound SA in setkey -D's listing, by its SPI
+    stub = tmp_path / "setkey"
+    stub.write_text("#!/bin/sh\nprintf '198.19.1.1 198.19.1.2\\n\\tesp mode=transport "
+                    "spi=%s reqid=0(0x00000000)\\n' \"$SPI\"\n")
+    stub.chmod(0o755)
+    command = present_command(_bsd(TunnelType.IPSEC).record())
+    for spi, there in (("4660(0x00001234)", 0), ("22136(0x00005678)", 1)):
+        got = subprocess.run(["sh", "-c", command], env={
+            "PATH": f"{tmp_path}:/usr/bin:/bin", "SPI": spi})
+        assert got.returncode == there, spi

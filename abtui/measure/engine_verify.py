@@ -1,0 +1,261 @@
+"""The engine's hosts verified after a reconnect: a host whose link dropped may have been reset
+(rebooted, its lab rebuilt) under a running session, so before any run starts again on its
+pairs, every host knob of those pairs is read again on it, and every tunnel abtui made there
+is checked (a reset removes its ends; an IPsec pair would go on in the clear).
+
+A value that differs from the pair's configuration ends the phase and is recorded (a DRIFT
+event, shown in the console's log). A knob abtui set is then written back and read back
+(re-applied), so the A/B comparison goes on under the values the user chose; a knob abtui never
+set (the host's own value changed), or a re-apply the host refused, is relabelled: what follows
+is labelled with the host's real value. A tunnel is made again (its pair gets the new
+target), or, refused, removed: the pair measures direct, labelled `none`. Either way no
+interval is counted under a value the host does not have: those that arrive between the link's
+loss and the verified re-apply straddle the change (counted in no phase), and no run starts on
+the pair until the host is verified. Intervals measured before the link dropped keep their
+label: when a host changed before it went away cannot be known (a reboot or a rebuilt lab ends
+iperf3 with it).
+
+The undo journal's originals are never read again: the value to restore on exit stays the
+one the host had before abtui first changed it, whatever a reset left there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from abtui.core import events
+from abtui.core.configuration import UNKNOWN, pair_value, role_value
+from abtui.core.errors import AbtuiError
+from abtui.core.events import Event
+from abtui.core.model import Knob, KnobKind, LinkState, Pair, now
+from abtui.hosts.knobs import HOST_KINDS
+from abtui.measure.engine_base import Unverified
+from abtui.measure.engine_hosts import EngineHosts, rebooted
+from abtui.measure.plan import TUNNEL
+from abtui.remote.link import HostLink
+
+# How long a run waits for a reconnected host's knobs to be read again.
+VERIFY_WAIT_S = 60.0
+NO_TUNNEL = "none"
+REAPPLIED = "re-applied"
+RELABELLED = "relabelled"
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A knob on the reconnected host that reads otherwise than its pair's configuration."""
+
+    knob: Knob
+    label: str
+    role: str
+    value: str  # the host's
+    expected: str  # the host's part of the pair's configuration
+
+
+class EngineVerify(EngineHosts):
+    """Hosts read again after a reconnect; see the module docstring."""
+
+    def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
+        super()._on_link_state(link, state, message)
+        if state is LinkState.LOST and link.alias not in self._unverified:
+            since = self._unverified[link.alias] = Unverified(now(), link.boot_id)
+            for label in self._labels(link.alias):  # nothing counts until it is read again
+                if self.phases[label].pending is None:
+                    self.phases[label].begin_change(since.since)
+        elif state is LinkState.CONNECTED and link.alias in self._unverified:
+            self._spawn(self._verify(link.alias))
+
+    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
+        async with self._changing:  # never at once with a reconnected host's re-apply
+            await super().set_knob(knob, value, pairs)
+
+    async def _host_verified(self, aliases: Sequence[str]) -> None:
+        """Wait (bounded) until these hosts, reconnected, are read again."""
+        waits = [asyncio.ensure_future(u.done.wait()) for a in dict.fromkeys(aliases)
+                 if (u := self._unverified.get(a)) is not None
+                 and a in self.links and self.links[a].state is LinkState.CONNECTED]
+        if waits:
+            _done, late = await asyncio.wait(waits, timeout=VERIFY_WAIT_S)
+            for waiting in late:
+                waiting.cancel()
+
+    async def _verify(self, alias: str) -> None:
+        pending = self._unverified.get(alias)
+        if pending is None or pending.checking:
+            return
+        pending.checking = True
+        try:
+            async with self._changing:
+                settled = await self._recheck(alias, pending.since, pending.boot_id)
+        finally:
+            pending.checking = False
+        if settled and self._unverified.get(alias) is pending:
+            del self._unverified[alias]
+            pending.done.set()
+
+    def _labels(self, alias: str) -> list[str]:
+        return [p.label for p in self.profile.pairs if alias in (p.sender, p.receiver)]
+
+    async def _recheck(self, alias: str, since: float, boot_id: str | None) -> bool:
+        """Read every host knob of `alias`'s pairs on it and act on what differs; False when
+        the link dropped again meanwhile (the next reconnect reads again)."""
+        found = await self._read_again(alias)
+        if found is None:
+            return False
+        if found:
+            await self._settle(alias, found, since, boot_id)
+            return True
+        for label in self._labels(alias):  # as it was: the phase goes on
+            if self.phases[label].pending == since:
+                self.phases[label].abort_change()
+        return True
+
+    async def _read_again(self, alias: str) -> list[Found] | None:
+        """What differs on `alias`; None when its link dropped again meanwhile."""
+        read = getattr(self.applier, "current", None)
+        labels = self._labels(alias)
+        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS] if read else []
+        found: list[Found] = []
+        for knob in knobs:
+            pairs = [self.profile.pair(x) for x in labels if not knob.pairs or x in knob.pairs]
+            try:
+                by_role = await read(knob, pairs) if read and pairs else {}
+            except AbtuiError:
+                by_role = {}
+            found += self._differs(alias, knob, pairs, by_role)
+        found += await self._tunnels_gone(alias, labels)
+        if alias in self.links and self.links[alias].state is not LinkState.CONNECTED:
+            return None
+        return found
+
+    async def _tunnels_gone(self, alias: str, labels: Sequence[str]) -> list[Found]:
+        """The pairs whose tunnel (one abtui made) lost its end on `alias`: a reset removes
+        them, and an IPsec pair would go on measuring in the clear."""
+        intact = getattr(self.applier, "tunnel_intact", None)
+        tunnel = self._tunnel_knob()
+        if intact is None or tunnel is None:
+            return []
+        out = []
+        for label in labels:
+            kind = self.phases[label].config.get(tunnel.name, NO_TUNNEL)
+            if kind == NO_TUNNEL:
+                continue
+            try:
+                there = await intact(label, alias)
+            except AbtuiError:
+                there = False
+            if there is False:
+                role = "sender" if self.profile.pair(label).sender == alias else "receiver"
+                out.append(Found(tunnel, label, role, NO_TUNNEL, kind))
+        return out
+
+    def _tunnel_knob(self) -> Knob | None:
+        """The knob that switches tunnels (the profile's, or its `tunnels` list's)."""
+        named = [k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL]
+        if named:
+            return named[0]
+        return self._knob(TUNNEL) if set(self.profile.tunnels) - {NO_TUNNEL} else None
+
+    def _differs(self, alias: str, knob: Knob, pairs: Sequence[Pair],
+                 by_role: dict[str, dict[str, str]]) -> list[Found]:
+        roles = [str(r) for r in knob.scope.roles]
+        out = []
+        for pair in pairs:
+            config = self.phases[pair.label].config
+            if knob.name not in config:
+                continue  # no host of the pair could say on connect: nothing was claimed
+            for role in knob.scope.roles:
+                if pair.host(role) != alias:
+                    continue
+                value = by_role.get(pair.label, {}).get(str(role), UNKNOWN)
+                expected = role_value(config[knob.name], str(role), roles)
+                if value != expected:
+                    out.append(Found(knob, pair.label, str(role), value, expected))
+        return out
+
+    async def _settle(self, alias: str, found: list[Found], since: float,
+                      boot_id: str | None = None) -> None:
+        """End the phase of every pair concerned (from the link's loss on, nothing counts),
+        re-apply what abtui set, relabel the rest, and record each finding."""
+        labels = list(dict.fromkeys(f.label for f in found))
+        for label in labels:
+            self.phases[label].begin_change(since)
+        self._settings_changed(labels)  # a run prepared before is stale
+        updates: dict[str, dict[str, str]] = {label: {} for label in labels}
+        reboot = "the host rebooted" if rebooted(boot_id, self.links[alias].boot_id) else ""
+        for knob_name in dict.fromkeys(f.knob.name for f in found):
+            mine = [f for f in found if f.knob.name == knob_name]
+            outcome = await self._reapply(mine)
+            for f in mine:
+                refused = outcome.get(f.label)
+                if refused is not None:
+                    updates[f.label][knob_name] = self._relabel(f.label, mine)
+                why = [w for w in (reboot, refused) if w]
+                self.emit(Event.of(events.Drift(
+                    knob=knob_name, value=f.value, expected=f.expected, pairs=[f.label],
+                    action=RELABELLED if refused is not None else REAPPLIED,
+                    message="; ".join(why)), host=alias))
+        end = now()
+        for label in labels:
+            closed = self.phases[label].commit_change(since, end, updates[label])
+            if closed is not None:
+                self.emit(closed)
+            self.phases[label].measured = label in self._runs
+
+    def _relabel(self, label: str, mine: Sequence[Found]) -> str:
+        """The pair's value with the reconnected host's parts replaced by what it has (a
+        tunnel with an end gone is no tunnel)."""
+        knob = mine[0].knob
+        if knob.kind is KnobKind.TUNNEL:
+            return NO_TUNNEL
+        roles = [str(r) for r in knob.scope.roles]
+        config = self.phases[label].config[knob.name]
+        parts = {r: role_value(config, r, roles) for r in roles}
+        for f in mine:
+            if f.label == label:
+                parts[f.role] = f.value
+        return pair_value(parts)
+
+    async def _reapply(self, found: list[Found]) -> dict[str, str | None]:
+        """Write back the values abtui set (grouped by value), verified by reading back;
+        per pair, None when re-applied, else why not (a knob abtui never set: the host's
+        own value changed, which abtui does not overrule)."""
+        out: dict[str, str | None] = {}
+        knob = found[0].knob
+        by_value: dict[str, dict[str, None]] = {}  # value -> its pairs, each once
+        for f in found:
+            if knob.name not in self._applied.get(f.label, set()):
+                out[f.label] = "abtui never set it: the host's own value"
+                continue
+            by_value.setdefault(self.phases[f.label].config[knob.name], {})[f.label] = None
+        for value, labels in by_value.items():
+            targets: Mapping[str, str] = {}
+            try:
+                targets = await self.applier.apply(knob, value,
+                                                   [self.profile.pair(x) for x in labels])
+            except AbtuiError as exc:
+                out.update(dict.fromkeys(labels, f"re-apply refused: {exc}"))
+                if knob.kind is KnobKind.TUNNEL:  # what is left of it goes, runs go direct
+                    targets = await self._untunnel(knob, list(labels))
+            else:
+                out.update(dict.fromkeys(labels))
+            self._retarget(targets)
+        return out
+
+    async def _untunnel(self, knob: Knob, labels: list[str]) -> Mapping[str, str]:
+        """Remove what is left of the pairs' tunnels; their direct targets."""
+        try:
+            return await self.applier.apply(knob, NO_TUNNEL,
+                                            [self.profile.pair(x) for x in labels])
+        except AbtuiError:
+            return {x: self.profile.pair(x).target for x in labels}
+
+    def _retarget(self, targets: Mapping[str, str]) -> None:
+        """A tunnel made again (or gone) gives its pair a new iperf3 target."""
+        for label, target in targets.items():
+            self.targets[label] = target
+            kind = self._tunnel_knob()
+            value = self.phases[label].config.get(kind.name, NO_TUNNEL) if kind else NO_TUNNEL
+            self.emit(Event.of(events.Tunnel(type=value, target=target), pair=label))

@@ -33,6 +33,12 @@ BUDGETS: dict[str, str | None] = {
     "parse_lines_per_s": ">= 200000",
     "first_frame_s": "<= 1",
     "vm_pair_boot_s": None,
+    "seq_false_claim_rate": "<= 0.06",
+    "seq_power_3pct": ">= 0.8",
+    "seq_power_3pct_drift": ">= 0.7",
+    "seq_estimate_calibration": ">= 0.7",
+    "seq_power_3pct_family": None,
+    "seq_early_overstatement_pct": None,
 }
 
 FAILING = ("FAIL", "error")

@@ -194,10 +194,23 @@ def cumulative(d: Any) -> tuple[Any, Any, Any, Any]:
 
 def half_width(design: Design, se: Any, df: Any, n: Any) -> Any:
     """The repeated interval's half-width (log scale) at look n: Student's t at the look's
-    nominal level."""
+    nominal level; unbounded at a look whose level is below 2^(1 − n), the chance that all n
+    blocks fall on one side by the draw of their orders alone (`attainable`)."""
     from scipy.stats import t as student_t
 
-    return student_t.isf(design.nominal(n) / 2, df) * se
+    level = design.nominal(n)
+    return np.where(attainable(n, level), student_t.isf(level / 2, df) * se, np.inf)
+
+
+def attainable(n: Any, level: Any) -> Any:
+    """Whether a look at n blocks may claim anything at this two-sided level. The order of
+    each block is drawn at random, so with no difference at all, interference that lands on
+    one stretch of each block (a timer at twice the stretch) makes every block's log ratio
+    ±c, its sign the draw's: all n of one sign 2^(1 − n) of the time, and Student's t is then
+    unbounded. The randomisation test, exact here, can never reject below that level: nor may
+    the rule (measured, 2 pairs × 2 values: false claims under interference at 2 and 4 times
+    the stretch fell from 0.074 and 0.058 to 0.043 and 0.035, power kept)."""
+    return np.asarray(level) >= 2.0 ** (1 - np.asarray(n, dtype=float))
 
 
 def within(mean: Any, half: Any, min_effect: float) -> Any:

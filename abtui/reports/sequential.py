@@ -220,22 +220,29 @@ def within(mean: Any, half: Any, min_effect: float) -> Any:
     return (mean - half > -lo) & (mean + half < edge)
 
 
-def more_blocks(design: Design, sd: Any, n: Any, min_effect: float) -> Any:
-    """Further blocks (≥ 1) until the repeated interval's half-width is at most half of
-    ln(1 + min_effect), at each later look's own boundary and t quantile, for a spread of the
-    block log ratios at the upper SPREAD_UPPER confidence bound of `sd` (n − 1 degrees of
-    freedom: a spread estimated from few blocks is often too small, and an estimate from it
-    promises too soon); -1 when not by the last look. Numpy: arrays of sd and n give arrays."""
+def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 0.0) -> Any:
+    """Further blocks (≥ 1) until the repeated interval's half-width, at each later look's own
+    boundary and t quantile (a look that may claim nothing: never), is at most the larger of
+    half of ln(1 + min_effect) (then it resolves, whatever the mean) and a low estimate of
+    |mean| (|mean| less 2 standard errors: then it turns significant if the difference is as
+    large as that). The spread of the block log ratios is taken at the upper SPREAD_UPPER
+    confidence bound of `sd` (n − 1 degrees of freedom: a spread estimated from few blocks is
+    often too small, and an estimate from it promises too soon). -1 when not by the last look.
+    Numpy: arrays of sd, n and mean give arrays."""
     from scipy.stats import chi2
     from scipy.stats import t as student_t
 
     looks = np.arange(FIRST_LOOK, design.max_runs + 1)
-    factor = student_t.isf(design.nominal(looks) / 2, looks - 1) / np.sqrt(looks)
+    level = design.nominal(looks)
+    factor = np.where(attainable(looks, level),
+                      student_t.isf(level / 2, looks - 1) / np.sqrt(looks), np.inf)
     factor = np.minimum.accumulate(factor)  # non-increasing: the first look that suffices
-    target = math.log1p(min_effect / 100) / 2
-    sd, n = np.broadcast_arrays(np.asarray(sd, dtype=float), np.asarray(n))
+    sd, n, mean = np.broadcast_arrays(np.asarray(sd, dtype=float), np.asarray(n),
+                                      np.asarray(mean, dtype=float))
     df = np.maximum(n - 1, 1)
     upper = sd * np.sqrt(df / chi2.ppf(1 - SPREAD_UPPER, df))
+    target = np.maximum(math.log1p(min_effect / 100) / 2,
+                        np.abs(mean) - 2 * upper / np.sqrt(np.maximum(n, 1)))
     with np.errstate(divide="ignore", invalid="ignore"):
         need = target / upper
     first = np.searchsorted(-factor, -need, side="left")  # first look with factor <= need
@@ -335,14 +342,14 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
         pct = _pct(float(d.mean()))
         return Assessment(stats.Delta(pct, why=f"fewer than {FIRST_LOOK} blocks"), n, False,
                           None, design.max_runs, min_effect)
-    mean, se, df, looks = (float(x[-1]) for x in cumulative(d))
+    mean, se, df, _n = (float(x[-1]) for x in cumulative(d))
     half = float(half_width(design, se, df, n)) if se > 0 else 0.0
     significant = bool(abs(mean) > half) if se > 0 else mean != 0
     delta = stats.Delta(_pct(mean), _pct(mean - half), _pct(mean + half))
     inside = not significant and bool(within(mean, half, min_effect))
     more = None
     if not significant and not inside:
-        got = int(more_blocks(design, se * math.sqrt(n), n, min_effect))
+        got = int(more_blocks(design, se * math.sqrt(n), n, min_effect, mean))
         more = got if got > 0 else None
     return Assessment(delta, n, significant, more, design.max_runs, min_effect, inside)
 
@@ -390,6 +397,7 @@ def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT) -> 
         inside[..., li] = open_ & within(mean[..., li], h, min_effect)
         for r in np.unique(level):
             rows = level == r
-            got = more_blocks(designs[r], se[rows, :, li] * math.sqrt(n), n, min_effect)
+            got = more_blocks(designs[r], se[rows, :, li] * math.sqrt(n), n, min_effect,
+                              mean[rows, :, li])
             more[rows, :, li] = np.where(open_[rows] & ~inside[rows, :, li], got, -1)
     return Simulated(decided, estimate, inside, more, looks)

@@ -246,8 +246,14 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
     alt = console_alternation(profile, "tcp_wmem", ctl.configs["A"], every=0.05)
     assert alt.values == ("4096 16384 4194304", "4096 16384 65536") and alt.until_verdict
     changed: list[int] = []
+    marks: list[str] = []
+    ctl.subscribe(lambda e: marks.append(e.data["text"]) if e.kind is EventKind.MARK else None)
     live = LiveAlternation(ctl, alt, 1.0, notify=lambda: changed.append(1))
     await live.start()
+    seed = live.verdicts.seed  # drawn by the console, recorded in the session
+    assert marks == [f"alternation order: tcp_wmem in blocks of AB or BA, seed {seed} "
+                     f"(replay: --seed {seed})"]
+    assert live.verdicts.order == schedule(alt.values, alt.max_runs, seed)
     for _ in range(200):
         if not live.running:
             break
@@ -323,3 +329,28 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     await asyncio.sleep(0.2)
     assert ctl.begun == 2  # and no flip after the stop
     await ctl.stop()
+
+
+def test_seed_replays_the_plans_shuffle(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`abtui run --seed N` without --alternate: the plan is shuffled from N (over the
+    profile's own plan.seed), each repetition a block of every value."""
+    import abtui.measure.headless as headless
+    from abtui.commands.run import run
+    from abtui.measure.plan import expand
+
+    path = tmp_path / "p.toml"
+    path.write_text(PROFILE.replace("[[knobs]]", "[plan]\nmatrix = [\"rmem\"]\nrepetitions = 3\n"
+                                    "seed = 1\n[[knobs]]", 1))
+    got: list[object] = []
+
+    async def fake(profile, out, duration=None, **_kw):  # type: ignore[no-untyped-def]
+        got.append(profile)
+        return 0
+
+    monkeypatch.setattr(headless, "run_headless", fake)
+    args = _args("--seed", "99")
+    args.profile = str(path)
+    assert run(args) == 0
+    assert got[0].plan.seed == 99  # type: ignore[attr-defined]
+    order = [s.config["rmem"] for s in expand(got[0])]  # type: ignore[arg-type]
+    assert sorted(order[:2]) == sorted(order[2:4]) == sorted(order[4:])  # blocks of both

@@ -1,4 +1,4 @@
-"""`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE]
+"""`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE] [--seed N]
 [--alternate KNOB=V1,V2 --every S [--until-verdict] [--max-runs N]]`: measure with no console;
 `--lab` runs the profile on the local lab's hosts (abtui.lab.prepare, abtui.lab.mapping)."""
 
@@ -38,19 +38,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="set a knob of the profile before measuring (repeatable); every "
                              "value is restored when the run ends")
     parser.add_argument("--alternate", metavar="KNOB=V1,V2",
-                        help="flip KNOB between the values (ABAB..., the first the base; KNOB "
-                             "alone: the profile's values) every --every seconds, or per run; "
-                             "each stretch is one sample of the live verdict")
+                        help="flip KNOB between the values (the first the base; KNOB alone: "
+                             "the profile's values) in blocks of every value once, each "
+                             "block's order drawn at random, every --every seconds or per run; "
+                             "each complete block is one sample of the live verdict")
     parser.add_argument("--every", type=float, metavar="S",
                         help="with --alternate: seconds each value is held on a continuous "
-                             "run (without it: one plan-mode run of [test] duration per value, "
-                             "ABAB...)")
+                             "run (without it: one plan-mode run of [test] duration per "
+                             "stretch)")
     parser.add_argument("--until-verdict", action="store_true",
                         help="with --alternate: stop once every comparison is significant by "
                              "the sequential rule (docs/sequential.md)")
     parser.add_argument("--max-runs", type=int, metavar="N",
-                        help="with --alternate: at most N stretches of each value (default "
-                             f"{DEFAULT_MAX_RUNS})")
+                        help="with --alternate: at most N blocks, N stretches of each value "
+                             f"(default {DEFAULT_MAX_RUNS})")
+    parser.add_argument("--seed", type=int, metavar="N",
+                        help="the seed of the random order (the alternation's blocks, or the "
+                             "plan's shuffle, over the profile's plan.seed): the seed a "
+                             "session records replays its order")
 
 
 def parse_setting(text: str, knobs: list[str]) -> tuple[str, str]:
@@ -87,6 +92,11 @@ def run(args: argparse.Namespace) -> int:
     profile = load_profile(path)
     settings = [parse_setting(s, [k.name for k in profile.knobs]) for s in args.settings]
     alternation = _alternation(args, profile)
+    if args.seed is not None and alternation is None:
+        import dataclasses
+
+        profile = dataclasses.replace(profile, plan=dataclasses.replace(profile.plan,
+                                                                        seed=args.seed))
     start_data: dict[str, object] = {}
     from abtui.lab import lease
     from abtui.lab.layout import LabLayout
@@ -107,6 +117,8 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
     """--alternate and its options, checked."""
     from abtui.measure.alternate import Alternation, parse_alternate
 
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise BadInput(f"--seed {args.seed}: give a whole number from 0 to 2^63 - 1")
     if args.alternate is None:
         extra = [o for o, v in (("--every", args.every), ("--max-runs", args.max_runs),
                                 ("--until-verdict", args.until_verdict or None)) if v is not None]
@@ -119,7 +131,7 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
     if not 2 <= max_runs <= 1000:
         raise BadInput(f"--max-runs {max_runs}: give 2 to 1000 stretches per value")
     knob, values = parse_alternate(args.alternate, profile)
-    return Alternation(knob, values, args.every, max_runs, args.until_verdict)
+    return Alternation(knob, values, args.every, max_runs, args.until_verdict, args.seed)
 
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:

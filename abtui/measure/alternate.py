@@ -1,11 +1,20 @@
-"""Auto-alternation: one knob flipped back and forth (ABAB…) on a continuous run, each stretch a
-run-level sample, and the live verdict of the sequential rule (abtui.reports.sequential).
+"""Auto-alternation: one knob flipped between its values on a continuous run (or one plan-mode
+run per stretch), in blocks whose order is drawn at random, each stretch a run-level sample,
+and the live verdict of the sequential rule (abtui.reports.sequential).
 
-Flipping the knob ends a phase on every pair it touches; when a phase closes, its counted
-intervals (in the pair's direction, not omitted, not straddling a flip) make that stretch's
-value: bits ÷ seconds, as every segment (abtui.reports.throughput). A stretch that counted
-less than half of `every` (the one a stop cut short, one whose run failed) is no sample.
-The first value is the base; each other value is compared with it on each pair.
+The schedule: `max_runs` blocks, each holding every value once in an order drawn from a seeded
+generator (AB or BA for two values, a permutation for more). A strict ABAB… schedule aliases
+with anything periodic on the hosts (a timer loading the CPU every other stretch made an A/A
+alternation "significant" 93 % of the time); with the order drawn per block, interference of
+any period falls on each value by the draw. The seed is said, recorded in the session (a mark)
+and given back with `abtui run --seed N` to replay the same order.
+
+A stretch is what was measured between two boundaries of the schedule: its counted intervals
+(in the pair's direction, not omitted, not straddling a flip) make its value, bits ÷ seconds,
+as every segment (abtui.reports.throughput). A stretch that counted less than half of `every`
+(the one a stop cut short, one whose run failed) is no sample, and its block is left out of
+that pair's comparisons. Two adjacent stretches of one value (BA|AB) are two samples: the
+boundary is the schedule's, not the hosts'.
 
 `Stretches` and `Verdicts` are plain subscribers (the console uses them too); `drive` is the
 headless loop that flips on a clock and stops by the rule, a time limit or the maximum.
@@ -15,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +35,7 @@ from abtui.core.errors import BadInput
 from abtui.core.events import Event, EventKind
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Profile
 from abtui.measure.plan import PlanStep
-from abtui.reports.sequential import FIRST_LOOK, Assessment, Design, assess
+from abtui.reports.sequential import FIRST_LOOK, Assessment, Family, assess
 from abtui.reports.throughput import Segment, counted
 
 
@@ -37,6 +48,7 @@ class Alternation:
     every: float | None  # seconds a value is held; None: one plan-mode run per stretch
     max_runs: int = DEFAULT_MAX_RUNS  # stretches per value at most
     until_verdict: bool = False  # stop when every comparison is significant
+    seed: int | None = None  # the schedule's seed; None: one is drawn
 
 
 def parse_alternate(text: str, profile: Profile) -> tuple[str, tuple[str, ...]]:
@@ -53,48 +65,96 @@ def parse_alternate(text: str, profile: Profile) -> tuple[str, tuple[str, ...]]:
     return name, tuple(values)
 
 
+def schedule(values: Sequence[str], blocks: int, seed: int) -> tuple[str, ...]:
+    """`blocks` blocks of every value once, each block's order drawn from `seed`."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for _ in range(blocks):
+        block = list(values)
+        rng.shuffle(block)
+        out += block
+    return tuple(out)
+
+
+def positions(order: Sequence[str], values: Sequence[str]) -> list[list[int]]:
+    """Per complete block of the schedule, the index of each value's stretch (in `values`'
+    order): the stretches a block's log ratios compare."""
+    m = len(values)
+    out = []
+    for b in range(len(order) // m):
+        at = {order[i]: i for i in range(b * m, (b + 1) * m)}
+        out.append([at[v] for v in values])
+    return out
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(2**31)
+
+
+def order_line(knob: str, seed: int, values: Sequence[str]) -> str:
+    """The line (and session mark) that records the schedule's seed."""
+    kind = "AB or BA" if len(values) == 2 else "a random permutation"
+    return f"alternation order: {knob} in blocks of {kind}, seed {seed} (replay: --seed {seed})"
+
+
 @dataclass(slots=True)
 class Stretches:
-    """Each pair's stretch values by knob value, from the engine's events."""
+    """Each pair's stretch values by schedule index, from the engine's intervals: `begin`
+    closes the stretch in force and opens the next (the schedule's boundary)."""
 
     knob: str
     values: tuple[str, ...]
     pairs: tuple[str, ...]
     min_seconds: float
     samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-    _open: dict[tuple[str, int], Segment] = field(default_factory=dict)
+    taken: dict[str, dict[int, float]] = field(default_factory=dict)
+    closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
+    index: int | None = None  # the stretch in force
+    value: str | None = None
+    _open: dict[str, Segment] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.samples = {p: {v: [] for v in self.values} for p in self.pairs}
+        self.taken = {p: {} for p in self.pairs}
+
+    def begin(self, index: int, value: str) -> None:
+        """Stretch `index` (holding `value`) starts now; the one in force ends."""
+        self.close()
+        self.index, self.value = index, value
+
+    def close(self) -> None:
+        """The stretch in force ends: a sample on each pair that counted long enough."""
+        if self.index is None:
+            return
+        for pair, seg in self._open.items():
+            if seg.rate is not None and seg.seconds >= self.min_seconds \
+                    and self.value in self.samples[pair]:
+                self.samples[pair][self.value].append(seg.rate)
+                self.taken[pair][self.index] = seg.rate
+        self.closed = max(self.closed, self.index + 1)
+        self._open.clear()
+        self.index = self.value = None
 
     def __call__(self, event: Event) -> None:
         pair = event.pair
-        if pair not in self.samples:
+        if pair not in self.samples or self.index is None:
             return
-        d = event.data
-        if event.kind is EventKind.INTERVAL and not d.get("straddles"):
+        if event.kind is EventKind.INTERVAL and not event.data.get("straddles"):
             got = counted(event)
-            if got is not None and isinstance(d.get("phase"), int):
-                self._open.setdefault((pair, d["phase"]), Segment()).add(*got)
-        elif event.kind is EventKind.PHASE and isinstance(d.get("phase"), int):
-            seg = self._open.pop((pair, d["phase"]), None)
-            value = (d.get("config") or {}).get(self.knob)
-            if seg is not None and seg.rate is not None and seg.seconds >= self.min_seconds \
-                    and value in self.samples[pair]:
-                self.samples[pair][value].append(seg.rate)
-
-    def count(self) -> int:
-        """Stretches taken on every side of every pair (the smallest count)."""
-        return min(len(s) for by in self.samples.values() for s in by.values())
+            if got is not None:
+                self._open.setdefault(pair, Segment()).add(*got)
 
 
 @dataclass(slots=True)
 class Verdicts:
-    """The live verdict of each configuration against its base on each pair; a comparison
-    that turned significant keeps that verdict (the rule stopped for it there)."""
+    """The live verdict of each value against the base on each pair, from complete blocks
+    (abtui.reports.sequential: the paired rule, Holm over the family); a comparison that
+    turned significant keeps that verdict (the rule stopped for it there)."""
 
     stretches: Stretches
-    design: Design
+    order: tuple[str, ...]  # the schedule: len(values) × max_runs stretches
+    seed: int
+    family: Family
     min_effect: float = DEFAULT_MIN_EFFECT
     decided: dict[tuple[str, str], Assessment] = field(default_factory=dict)
     _said: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -103,19 +163,39 @@ class Verdicts:
     def keys(self) -> list[tuple[str, str]]:
         return [(p, v) for p in self.stretches.pairs for v in self.stretches.values[1:]]
 
-    def current(self) -> dict[tuple[str, str], Assessment]:
-        """(pair, value) -> where it stands now."""
-        out = {}
-        base = self.stretches.values[0]
-        for pair, value in self.keys:
-            got = self.decided.get((pair, value))
-            if got is None:
-                by = self.stretches.samples[pair]
-                got = assess(by[base], by[value], self.design, self.min_effect)
-                if got.significant:
-                    self.decided[(pair, value)] = got
-            out[(pair, value)] = got
+    @property
+    def block(self) -> int:
+        return len(self.stretches.values)
+
+    def blocks(self) -> int:
+        """Complete blocks so far."""
+        return self.stretches.closed // self.block
+
+    def ratios(self, pair: str, value: str) -> list[float]:
+        """ln(value's stretch ÷ the base's) in each complete block that has both on `pair`."""
+        values = self.stretches.values
+        taken = self.stretches.taken[pair]
+        out = []
+        for at in positions(self.order, values)[:self.blocks()]:
+            x, y = taken.get(at[0]), taken.get(at[values.index(value)])
+            if x is not None and y is not None and x > 0 and y > 0:
+                out.append(math.log(y / x))
         return out
+
+    def current(self) -> dict[tuple[str, str], Assessment]:
+        """(pair, value) -> where it stands now; Holm: each significant comparison passes its
+        α on to the others, which are judged again at the same look."""
+        while True:
+            design = self.family.design(len(self.decided))
+            out = {}
+            for key in self.keys:
+                got = self.decided.get(key) or assess(self.ratios(*key), design,
+                                                      self.min_effect)
+                out[key] = got
+            new = {k: a for k, a in out.items() if a.significant and k not in self.decided}
+            if not new:
+                return out
+            self.decided.update(new)
 
     @property
     def all_significant(self) -> bool:
@@ -124,11 +204,11 @@ class Verdicts:
 
     @property
     def at_maximum(self) -> bool:
-        return self.stretches.count() >= self.design.max_runs
+        return self.stretches.closed >= len(self.order)
 
     def new_lines(self) -> list[str]:
-        """A line for each comparison with a new look (one more stretch on each side); one
-        that is decided keeps its look, so it is said once."""
+        """A line for each comparison with a new look (one more complete block); one that is
+        decided keeps its look, so it is said once."""
         lines = []
         for key, got in self.current().items():
             if got.n >= FIRST_LOOK and self._said.get(key) != got.n:
@@ -144,37 +224,47 @@ class Verdicts:
     def summary(self) -> list[str]:
         return [self.line(k, a) for k, a in self.current().items()]
 
+    def family_line(self) -> str:
+        """How the family's error is controlled (for the session's note)."""
+        k = self.family.size
+        return f"family-wise α {self.family.alpha:g} over {k} comparison" \
+               f"{'s' if k != 1 else ''} (Holm: α/{k} each until one is significant)"
+
 
 def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None
                  ) -> Verdicts:
     """The verdicts of an alternation on the pairs its knob touches; a stretch lasts
-    `alt.every` seconds, or `stretch_s` (a plan run's length) when that is None."""
+    `alt.every` seconds, or `stretch_s` (a plan run's length) when that is None. The order
+    is drawn from `alt.seed` (a new seed when None)."""
     knob = profile.knob(alt.knob)
     pairs = tuple(p.label for p in profile.pairs if not knob.pairs or p.label in knob.pairs)
     stretches = Stretches(alt.knob, alt.values, pairs,
                           min_seconds=(alt.every or stretch_s or 0.0) / 2)
-    return Verdicts(stretches, Design.make(alt.max_runs), profile.min_effect)
+    seed = alt.seed if alt.seed is not None else new_seed()
+    family = Family(len(pairs) * (len(alt.values) - 1), alt.max_runs)
+    return Verdicts(stretches, schedule(alt.values, alt.max_runs, seed), seed, family,
+                    profile.min_effect)
 
 
-def plan_steps(alt: Alternation) -> list[PlanStep]:
-    """Per run in plan mode: ABAB…, `max_runs` runs of each value."""
-    n = len(alt.values)
-    return [PlanStep(i, {alt.knob: alt.values[i % n]}, i // n + 1)
-            for i in range(n * alt.max_runs)]
+def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
+    """Per run in plan mode: one run per entry of the schedule (`block` values a block)."""
+    return [PlanStep(i, {knob: value}, i // block + 1) for i, value in enumerate(order)]
 
 
 async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdicts: Verdicts,
                 say: Callable[[str], None], duration: float | None = None,
                 stop: asyncio.Event | None = None) -> str:
-    """Hold each value `every` seconds, ABAB…, from the second value on (the caller set the
-    first before starting); after each flip, the verdicts that have a new look are said.
-    Returns why it stopped: `verdict`, `max-runs`, `time limit` or `stopped` (`stop` set:
-    only ever between flips, so a flip under way always completes and the engine's
-    phases and the hosts never disagree)."""
+    """Hold each value of the schedule `every` seconds, from its second entry on (the caller
+    set the first and began stretch 0); after each boundary, the verdicts that have a new
+    look (a complete block) are said. Returns why it stopped: `verdict`, `max-runs`, `time
+    limit` or `stopped` (`stop` set: only ever between flips, so a flip under way always
+    completes and the engine's phases and the hosts never disagree). The stretch in force
+    when it returns is closed by the caller (`stretches.close()`), once the engine stopped."""
     assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
     loop = asyncio.get_running_loop()
     start = loop.time()
-    flips = 0
+    order, stretches = verdicts.order, verdicts.stretches
+    i = 0
     stop = stop or asyncio.Event()
     while True:
         left = None if duration is None else duration - (loop.time() - start)
@@ -184,10 +274,15 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
             return "time limit"
         if await _stopped_within(stop, alt.every if left is None else min(alt.every, left)):
             return "stopped"
-        flips += 1
-        result = set_knob(alt.knob, alt.values[flips % len(alt.values)])
-        if asyncio.iscoroutine(result):
-            await result
+        i += 1
+        if i < len(order):
+            stretches.begin(i, order[i])
+            if order[i] != order[i - 1]:
+                result = set_knob(alt.knob, order[i])
+                if asyncio.iscoroutine(result):
+                    await result
+        else:
+            stretches.close()
         for line in verdicts.new_lines():
             say(line)
         if alt.until_verdict and verdicts.all_significant:
@@ -204,12 +299,12 @@ async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
 
 
 def stopped_line(why: str, verdicts: Verdicts, seconds: float) -> str:
-    rounds = verdicts.stretches.count()
+    blocks = verdicts.blocks()
     what = {"verdict": "every comparison significant",
-            "max-runs": f"--max-runs {verdicts.design.max_runs} reached",
+            "max-runs": f"--max-runs {verdicts.family.max_runs} reached",
             "time limit": "time limit"}.get(why, why)
-    return f"alternation ended ({what}) after {rounds} stretch{'es' if rounds != 1 else ''} " \
-           f"per value, {seconds:.0f} s"
+    return f"alternation ended ({what}) after {blocks} block{'s' if blocks != 1 else ''} " \
+           f"({verdicts.stretches.closed} stretches), {seconds:.0f} s"
 
 
 # the console's alternation: how long each value is held, and the min_effect key's choices
@@ -252,7 +347,7 @@ class LiveAlternation:
                  notify: Callable[[], None] = lambda: None) -> None:
         self.controller = controller
         self.alt = alt
-        self.verdicts = verdicts_for(controller.profile, alt)
+        self.verdicts = verdicts_for(controller.profile, alt)  # draws the order's seed
         self.verdicts.min_effect = min_effect
         self.notify = notify
         self.why: str | None = None  # why it ended; None while it runs
@@ -272,7 +367,10 @@ class LiveAlternation:
     async def start(self) -> None:
         """The base value set (a refusal raises KnobRefused), then flips on a clock."""
         self._active = True
-        await self.controller.set_knob(self.alt.knob, self.alt.values[0])
+        first = self.verdicts.order[0]
+        await self.controller.set_knob(self.alt.knob, first)
+        self.verdicts.stretches.begin(0, first)
+        await self.controller.mark(order_line(self.alt.knob, self.verdicts.seed, self.alt.values))
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
@@ -281,6 +379,7 @@ class LiveAlternation:
                                    lambda _line: self.notify(), stop=self._stop)
         except Exception as exc:  # a refused flip: it cannot go on
             self.why = f"error: {exc}"
+        self.verdicts.stretches.close()
         self._active = False
         self.notify()
 
@@ -303,6 +402,6 @@ class LiveAlternation:
         state = "running" if self._task is not None and self.why is None else \
             f"ended: {self.why or 'not started'}"
         head = (f"alternating {self.alt.knob} every {self.alt.every or 0:g} s "
-                f"({self.verdicts.stretches.count()}/{self.alt.max_runs} stretches each, "
-                f"min effect {self.verdicts.min_effect:g}%), {state}")
+                f"({self.verdicts.blocks()}/{self.alt.max_runs} blocks, seed "
+                f"{self.verdicts.seed}, min effect {self.verdicts.min_effect:g}%), {state}")
         return [head, *self.verdicts.summary()]

@@ -158,7 +158,9 @@ class Engine(EngineRuns):
         steps = list(given) if given is not None else expand(self.profile, seed)
         if given is None and self.profile.plan.shuffle:
             used = self.profile.plan.seed if self.profile.plan.seed is not None else seed
-            self.emit(Event.of(events.Mark(text=f"plan order: shuffled, seed {used}")))
+            self.emit(Event.of(events.Mark(
+                text=f"plan order: each repetition a block in random order, seed {used} "
+                     f"(replay: --seed {used})")))
         labels = [p.label for p in self.profile.pairs]
         started = time.monotonic()
         self.emit(Event.of(events.Progress(done=0, total=len(steps), eta_s=None)))

@@ -118,27 +118,34 @@ async def _continuous(duration: float, tally: Tally, pairs: Sequence[str],
 
 async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
                      duration: float | None, say: Callable[[str], None]) -> None:
-    """The alternation: the first value set, then flipped every `alt.every` seconds (or one
-    plan-mode run per stretch) until the rule, the maximum or the time limit stops it; the
-    verdicts said, and recorded as a mark."""
-    from abtui.measure.alternate import drive, stopped_line, verdicts_for
+    """The alternation: the schedule's first value set, then the next one every `alt.every`
+    seconds (or one plan-mode run per stretch) until the rule, the maximum or the time limit
+    stops it; the order's seed and the verdicts said, and recorded as marks."""
+    from abtui.measure.alternate import drive, order_line, stopped_line, verdicts_for
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
-    await engine.set_knob(alt.knob, alt.values[0])
+    first = verdicts.order[0]
+    await engine.set_knob(alt.knob, first)
     loop = asyncio.get_running_loop()
     began = loop.time()
     every = f"every {alt.every:g} s" if alt.every else \
         f"one {engine.plan_run_seconds} s run per value"
     say(f"alternating {alt.knob} between {' / '.join(alt.values)}, {every}, at most "
-        f"{alt.max_runs} stretches each; smallest effect of interest {verdicts.min_effect:g}%")
+        f"{alt.max_runs} blocks; smallest effect of interest {verdicts.min_effect:g}%")
+    seeded = order_line(alt.knob, verdicts.seed, alt.values)
+    say(seeded)
+    await engine.mark(seeded)
     if alt.every is not None:
         await engine.start("continuous")
+        verdicts.stretches.begin(0, first)
         why = await drive(engine.set_knob, alt, verdicts, say, duration)
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
-    lines = [stopped_line(why, verdicts, loop.time() - began), *verdicts.summary()]
+    verdicts.stretches.close()
+    lines = [stopped_line(why, verdicts, loop.time() - began), *verdicts.summary(),
+             verdicts.family_line()]
     for line in lines:
         say(line)
     await engine.mark("; ".join(lines))
@@ -146,24 +153,30 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
 
 async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
                           duration: float | None, say: Callable[[str], None]) -> str:
-    """Per run in plan mode: ABAB… runs (alternate.plan_steps); a stretch closes when the
-    next run's value is set. Returns why it stopped, as alternate.drive does."""
+    """Per run in plan mode: one run per entry of the schedule (alternate.plan_steps); a
+    stretch closes when the plan says the next step begins. Returns why it stopped, as
+    alternate.drive does."""
     from abtui.measure.alternate import plan_steps
 
     finished, decided = asyncio.Event(), asyncio.Event()
+    order = verdicts.order
 
     def watch(event: Event) -> None:
-        if event.kind is EventKind.PHASE:
-            for line in verdicts.new_lines():
-                say(line)
-            if alt.until_verdict and verdicts.all_significant:
-                decided.set()
-        elif event.kind is EventKind.PROGRESS and event.data.get("done") == \
-                event.data.get("total"):
+        if event.kind is not EventKind.PROGRESS:
+            return
+        done = event.data.get("done")
+        if isinstance(done, int) and done < len(order):
+            verdicts.stretches.begin(done, order[done])
+        else:
+            verdicts.stretches.close()
             finished.set()
+        for line in verdicts.new_lines():
+            say(line)
+        if alt.until_verdict and verdicts.all_significant:
+            decided.set()
 
     engine.subscribe(watch)
-    await engine.start("plan", steps=plan_steps(alt))
+    await engine.start("plan", steps=plan_steps(alt.knob, order, len(alt.values)))
     waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}
     await asyncio.wait(waits, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:

@@ -2,8 +2,12 @@
 
 The matrix names knobs (each contributes its values), `direction` (the plan's directions: tx,
 rx = iperf3 -R, bidir) and `tunnel` (the profile's tunnel types, when no knob of that name
-exists). Configurations are shuffled with a seeded generator unless the plan says not to, so a
-session can be replayed in the same order.
+exists). Unless the plan says not to shuffle (then each configuration's repetitions run together,
+as listed), each repetition is a block of every configuration
+once, in an order drawn from a seeded generator: every configuration is measured once before any
+is measured again (drift falls on all alike), no order repeats by design, so nothing periodic on
+the hosts can line up with one configuration, and a session can be replayed in the same order
+from its seed.
 """
 
 from __future__ import annotations
@@ -68,7 +72,13 @@ def expand(profile: Profile, seed: int | None = None) -> list[PlanStep]:
     names = [n for n, _ in dims]
     configs = [dict(zip(names, combo, strict=True))
                for combo in itertools.product(*(v for _, v in dims))]
-    items = [(config, rep) for config in configs for rep in range(1, plan.repetitions + 1)]
-    if plan.shuffle:
-        random.Random(plan.seed if plan.seed is not None else seed).shuffle(items)
+    if not plan.shuffle:  # as listed: each configuration's repetitions together
+        items = [(config, rep) for config in configs for rep in range(1, plan.repetitions + 1)]
+        return [PlanStep(i, config, rep) for i, (config, rep) in enumerate(items)]
+    rng = random.Random(plan.seed if plan.seed is not None else seed)
+    items = []
+    for rep in range(1, plan.repetitions + 1):
+        block = list(configs)
+        rng.shuffle(block)
+        items += [(config, rep) for config in block]
     return [PlanStep(i, config, rep) for i, (config, rep) in enumerate(items)]

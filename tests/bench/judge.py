@@ -35,6 +35,12 @@ BUDGETS: dict[str, str | None] = {
     "vm_pair_boot_s": None,
     "gate_false_alarm_rate": "<= 0.05",
     "gate_power_5pct": None,
+    "seq_false_claim_rate": "<= 0.06",
+    "seq_power_3pct": ">= 0.8",
+    "seq_power_3pct_drift": ">= 0.7",
+    "seq_estimate_calibration": ">= 0.7",
+    "seq_power_3pct_family": None,
+    "seq_early_overstatement_pct": None,
 }
 
 FAILING = ("FAIL", "error")

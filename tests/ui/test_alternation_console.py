@@ -1,9 +1,11 @@
 """The console's auto-alternation (ctrl+a) and live verdict on a live synthetic stream whose
 throughput follows the knob (a 64 KiB tcp_wmem halves it): the panel shows each pair's Δ,
-interval and verdict, the stretches still needed, and the alternation stops by the rule or by
+interval and verdict, the blocks still needed, and the alternation stops by the rule or by
 the key; ctrl+e changes min_effect."""
 
 from __future__ import annotations
+
+import re
 
 from abtui.measure.replay import ReplayController
 from abtui.measure.synthetic import synthetic_profile
@@ -47,10 +49,11 @@ async def test_ctrl_a_alternates_the_last_knob_and_shows_the_verdict() -> None:
         assert app.alternation.live is not None and not app.alternation.live.running
 
 
-async def test_the_verdict_line_counts_the_stretches_still_needed() -> None:
+async def test_the_verdict_line_counts_the_blocks_still_needed() -> None:
     """Before the rule can decide (its first looks ask for overwhelming evidence), each line
-    says about how many more stretches per side would resolve min_effect (seen as the panel
-    changes: on a fast stream the verdict may follow within the same flush)."""
+    says about how many more blocks would resolve min_effect (seen as the panel changes: on a
+    fast stream the verdict may follow within the same flush); the header names the seed of
+    the order."""
     ctl = ReplayController(synthetic_profile(1), speed=400)
     app = AbtuiApp(ctl, title="abtui — test")
     async with app.run_test(size=(140, 45)) as pilot:
@@ -66,8 +69,9 @@ async def test_the_verdict_line_counts_the_stretches_still_needed() -> None:
 
         app.alternation.show = shown  # type: ignore[method-assign]
         await pilot.press("ctrl+a")
-        await until(pilot, lambda: any("more stretch" in t for t in seen), timeout=20)
-        assert any("per side to resolve the minimum effect" in t for t in seen)
+        await until(pilot, lambda: any("more block" in t for t in seen), timeout=20)
+        assert any(re.search(r"about \d+ more blocks? to resolve 1%", t) for t in seen)
+        assert all(re.search(r"blocks, seed \d+, min effect", t.splitlines()[0]) for t in seen)
         if app.alternation.live is not None and app.alternation.live.running:
             await pilot.press("ctrl+a")  # stop it (a second press would start another)
         await until(pilot, lambda: "ended:" in _panel(app))
@@ -87,10 +91,12 @@ async def test_a_flip_by_hand_of_the_alternated_knob_ends_the_alternation() -> N
         await pilot.press("ctrl+a")
         alt = app.alternation
         await until(pilot, lambda: alt.live is not None and alt.live.running)
+        # the first stretch holds the base or the other value, as the order was drawn
+        held = app.state.pairs["A"].config.get("tcp_wmem")
         await pilot.press("w")
         await until(pilot, lambda: alt.live is not None and alt.live.why == "stopped")
         await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") not in
-                    (None, "4096 16384 65536"))
+                    (None, held))
         assert "stopped: flipped by hand" in "\n".join(app.log_lines)
 
 

@@ -93,6 +93,10 @@ def test_plan_matrix_repetitions_and_seeded_shuffle():
     b = expand(profile(matrix=("aim", "gro"), repetitions=2, seed=7))
     assert [s.config for s in a] == [s.config for s in b] != [s.config for s in steps]
     assert sorted(map(str, (s.config for s in a))) == sorted(map(str, (s.config for s in steps)))
+    configs = {str(s.config) for s in steps}  # shuffled: each repetition is a block of all
+    for rep in (1, 2):
+        assert {str(s.config) for s in a if s.repetition == rep} == configs
+    assert [s.repetition for s in a] == [1] * 6 + [2] * 6
     assert [s.config for s in expand(profile(matrix=("aim",)), seed=3)] == \
         [s.config for s in expand(profile(matrix=("aim",)), seed=3)]
     assert expand(profile())[0].config == {}

@@ -354,6 +354,7 @@ class LiveAlternation:
         self._task: asyncio.Task[Any] | None = None
         self._stop = asyncio.Event()
         self._active = False
+        self._starting = False  # start() is setting the first value
         controller.subscribe(self._on_event)
 
     def _on_event(self, event: Event) -> None:
@@ -362,16 +363,29 @@ class LiveAlternation:
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """From the moment `start` is called until the alternation ended: while the first
+        value is still being set (a tunnel takes seconds) it is running too, so a second
+        ctrl+a then stops it rather than starting another one beside it."""
+        if self._task is not None:
+            return not self._task.done()
+        return self._starting
 
     async def start(self) -> None:
-        """The base value set (a refusal raises KnobRefused), then flips on a clock."""
-        self._active = True
-        first = self.verdicts.order[0]
-        await self.controller.set_knob(self.alt.knob, first)
-        self.verdicts.stretches.begin(0, first)
-        await self.controller.mark(order_line(self.alt.knob, self.verdicts.seed, self.alt.values))
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        """The schedule's first value set (a refusal raises KnobRefused), then flips on a
+        clock. A `stop` while the first value is being set ends it as soon as that is set."""
+        self._active = self._starting = True
+        try:
+            first = self.verdicts.order[0]
+            await self.controller.set_knob(self.alt.knob, first)
+            self.verdicts.stretches.begin(0, first)
+            await self.controller.mark(order_line(self.alt.knob, self.verdicts.seed,
+                                                  self.alt.values))
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        except BaseException:
+            self._active = False
+            raise
+        finally:
+            self._starting = False
 
     async def _run(self) -> None:
         try:

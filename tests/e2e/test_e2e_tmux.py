@@ -306,7 +306,8 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                 if "), running" in term.screen():  # not ended by its rule already
                     term.keys(tmux_key("ctrl+a"))
                 if not term_wait_quiet(term, lambda s: "ended:" in s, 30):
-                    problems.append("ctrl+a again: the alternation did not end")
+                    problems.append("ctrl+a again: the alternation did not end; screen:\n"
+                                    + term.screen())
             elif key in SHOWN_BY:  # a screen or panel: seen, then closed, before going on
                 problems += _shown_then_closed(term, key)
             elif key == "p":

@@ -331,6 +331,43 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     await ctl.stop()
 
 
+async def test_ctrl_a_while_the_first_value_is_being_set_stops_rather_than_starts_again(
+        ) -> None:
+    """The console's ctrl+a again while the alternation is still setting its first value (a
+    tunnel flip under load takes seconds): it is running already, so the key stops it. It
+    read as not running, and the console started a second alternation beside the first (the
+    end-to-end key walk: 'ctrl+a again: the alternation did not end')."""
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
+
+    gate = asyncio.Event()
+
+    class HeldFlips(ReplayController):
+        async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
+            await gate.wait()
+            await super().set_knob(knob, value, pairs)
+
+    profile = synthetic_profile(pairs=1)
+    ctl = HeldFlips(profile, speed=400)
+    await ctl.start("continuous")
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0)
+    starting = asyncio.get_running_loop().create_task(live.start())
+    await asyncio.sleep(0)  # start() is now waiting on the first value
+    assert live.running
+    await live.stop()
+    gate.set()
+    await starting
+    for _ in range(200):  # the flipping task sees the stop at once
+        if not live.running:
+            break
+        await asyncio.sleep(0.01)
+    assert not live.running and live.why == "stopped"
+    await ctl.stop()
+
+
 def test_seed_replays_the_plans_shuffle(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """`abtui run --seed N` without --alternate: the plan is shuffled from N (over the
     profile's own plan.seed), each repetition a block of every value."""

@@ -212,15 +212,15 @@ class Engine(EngineRuns):
 
     async def shutdown(self, reason: str = "shutdown") -> None:
         await self.stop()
+        pending: list[str] = []
         try:
-            await self.applier.restore()
+            pending = await self.applier.restore()
         finally:
             for link in {o[0] for o in self._orphans}:
                 if link.state is LinkState.CONNECTED:
                     await self._end_orphans(link)
             await asyncio.gather(*(link.close() for link in self.links.values()),
                                  return_exceptions=True)
-            pending = getattr(self.applier, "failures", [])
             for line in pending:
                 self.emit(Event.of(events.Error(message=line)))
             if self.journal is not None:  # kept when something is left for `abtui recover`

@@ -56,10 +56,7 @@ class EngineKnobs(EngineBase):
             return dict.fromkeys(labels, "none")  # abtui makes every tunnel it measures
         if knob.kind is KnobKind.IPERF3:
             return {x: self._iperf3_current(knob, x) for x in labels}
-        read = getattr(self.applier, "current", None)
-        if read is None:
-            return {}
-        by_role = await read(knob, [self.profile.pair(x) for x in labels])
+        by_role = await self.applier.current(knob, [self.profile.pair(x) for x in labels])
         return {x: pair_value(roles) for x, roles in by_role.items()}
 
     def _iperf3_current(self, knob: Knob, label: str) -> str:

@@ -114,14 +114,13 @@ class EngineVerify(EngineHosts):
 
     async def _read_again(self, alias: str) -> list[Found] | None:
         """What differs on `alias`; None when its link dropped again meanwhile."""
-        read = getattr(self.applier, "current", None)
         labels = self._labels(alias)
-        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS] if read else []
+        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS]
         found: list[Found] = []
         for knob in knobs:
             pairs = [self.profile.pair(x) for x in labels if not knob.pairs or x in knob.pairs]
             try:
-                by_role = await read(knob, pairs) if read and pairs else {}
+                by_role = await self.applier.current(knob, pairs) if pairs else {}
             except AbtuiError:
                 by_role = {}
             found += self._differs(alias, knob, pairs, by_role)
@@ -133,9 +132,8 @@ class EngineVerify(EngineHosts):
     async def _tunnels_gone(self, alias: str, labels: Sequence[str]) -> list[Found]:
         """The pairs whose tunnel (one abtui made) lost its end on `alias`: a reset removes
         them, and an IPsec pair would go on measuring in the clear."""
-        intact = getattr(self.applier, "tunnel_intact", None)
         tunnel = self._tunnel_knob()
-        if intact is None or tunnel is None:
+        if tunnel is None:
             return []
         out = []
         for label in labels:
@@ -143,7 +141,7 @@ class EngineVerify(EngineHosts):
             if kind == NO_TUNNEL:
                 continue
             try:
-                there = await intact(label, alias)
+                there = await self.applier.tunnel_intact(label, alias)
             except AbtuiError:
                 there = False
             if there is False:

@@ -186,6 +186,7 @@ class FakeKnobs:
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, str, list[str]]] = []
+        self.left: list[str] = []  # what `restore` could not set back
 
     async def apply(self, knob, value, pairs):  # type: ignore[no-untyped-def]
         from abtui.core.errors import KnobRefused
@@ -195,8 +196,37 @@ class FakeKnobs:
         self.asked.append((knob.name, value, [p.label for p in pairs]))
         return {}
 
-    async def restore(self) -> None:
+    async def current(self, knob, pairs):  # type: ignore[no-untyped-def]
+        return {}
+
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
         return None
+
+    async def restore(self) -> list[str]:
+        return self.left
+
+
+async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the_journal(
+        tmp_path):
+    """What `restore` could not set back is one ERROR each, and the undo journal is kept for
+    `abtui recover`; all set back, the journal is finished (removed)."""
+    from abtui.hosts.undo import UndoJournal
+    from abtui.measure.engine import Engine
+
+    for left in (["r: could not restore net.core.rmem_max: read-only"], []):
+        journal = UndoJournal(tmp_path / f"undo-{len(left)}")
+        engine = Engine(profile(), parser_factory=lambda _f: None,  # type: ignore[arg-type]
+                        journal=journal)
+        knobs = FakeKnobs()
+        knobs.left = left
+        engine.applier = knobs
+        seen: list[Event] = []
+        engine.subscribe(seen.append)
+        await engine.shutdown("done")
+        errors = [e.data["message"] for e in seen if e.kind is EventKind.ERROR]
+        assert errors == left
+        assert seen[-1].kind is EventKind.SESSION_END
+        assert journal.path.exists() == bool(left)
 
 
 async def test_engine_knob_changes_phases_and_refusals_without_hosts():

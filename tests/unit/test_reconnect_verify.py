@@ -43,8 +43,11 @@ class HostValues:
         self.applied.append((value, [p.label for p in pairs]))
         return {}
 
-    async def restore(self) -> None:
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
         return None
+
+    async def restore(self) -> list[str]:
+        return []
 
 
 def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:

@@ -23,6 +23,7 @@ from abtui.core.controller import Mode
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import Event
 from abtui.core.model import LinkState, now
+from abtui.hosts.restore import settle_journal
 from abtui.measure.engine_runs import EngineRuns
 from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, PlanStep, expand
 from abtui.measure.runs import PairRun
@@ -216,18 +217,15 @@ class Engine(EngineRuns):
         try:
             pending = await self.applier.restore()
         finally:
-            for link in {o[0] for o in self._orphans}:
+            for link in self.orphans.links:
                 if link.state is LinkState.CONNECTED:
-                    await self._end_orphans(link)
+                    await self.orphans.end(link, self.journal)
             await asyncio.gather(*(link.close() for link in self.links.values()),
                                  return_exceptions=True)
             for line in pending:
                 self.emit(Event.of(events.Error(message=line)))
-            if self.journal is not None:  # kept when something is left for `abtui recover`
-                if self._orphans or pending:
-                    self.journal.close()
-                else:
-                    self.journal.finish()
+            # kept when something is left for `abtui recover`
+            settle_journal(self.journal, left=bool(self.orphans or pending))
             self.emit(Event.of(events.SessionEnd(reason=reason)))
 
 

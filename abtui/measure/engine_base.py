@@ -19,6 +19,7 @@ from typing import Any
 from abtui.core.controller import Mode
 from abtui.core.events import Event, EventKind
 from abtui.core.model import Pair, Profile, TestOptions
+from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.phases import PairPhases
 from abtui.measure.runs import PairRun
@@ -92,8 +93,8 @@ class EngineBase:
         # changing: a run prepared before the last such moment is stale (see _fresh)
         self._settings: dict[str, int] = {p.label: 0 for p in profile.pairs}
         self._tasks: set[asyncio.Task[Any]] = set()
-        # processes left on hosts whose link dropped: (link, pgid, the host's boot then)
-        self._orphans: list[tuple[HostLink, int, str | None]] = []
+        # processes left on hosts whose link dropped, ended when the link is back
+        self.orphans = Orphans()
         self._run_counter = 0
         self._stopping = False
         self._stopped = asyncio.Event()

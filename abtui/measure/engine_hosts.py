@@ -10,13 +10,12 @@ crash.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shlex
 from dataclasses import asdict
 
 from abtui import __version__
 from abtui.core import events
-from abtui.core.errors import AbtuiError, RemoteError
+from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.core.model import DEFAULT_IPERF3, LinkState
 from abtui.hosts.connect import open_hosts, probe_tunnels
@@ -84,8 +83,8 @@ class EngineHosts(EngineKnobs):
 
     def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
         self.emit(Event.of(events.Link(state=str(state), message=message), host=link.alias))
-        if state is LinkState.CONNECTED and any(o[0] is link for o in self._orphans):
-            self._spawn(self._end_orphans(link))
+        if state is LinkState.CONNECTED and self.orphans.on(link):
+            self._spawn(self.orphans.end(link, self.journal))
         if state is LinkState.LOST:  # a pair's run cannot go on half-watched: end it now
             for run in list(self._runs.values()):
                 if link in (run.sender, run.receiver):
@@ -108,25 +107,3 @@ class EngineHosts(EngineKnobs):
             self.emit(Event.of(events.Error(
                 message=f"{link.alias}: iperf3 is not installed (`{program}` not "
                         f"found): {install_hint(program)}"), host=link.alias))
-
-    # ---- orphans ------------------------------------------------------------------------
-    def _add_orphan(self, link: HostLink, pgid: int) -> None:
-        self._orphans.append((link, pgid, link.boot_id))
-
-    async def _end_orphans(self, link: HostLink) -> None:
-        """End what was left on a host whose link is back; a host that rebooted meanwhile
-        lost them with the reboot, and a group of that number now is someone else's."""
-        mine = [o for o in self._orphans if o[0] is link]
-        self._orphans = [o for o in self._orphans if o[0] is not link]
-        for _, pgid, boot in mine:
-            with contextlib.suppress(RemoteError):
-                if not rebooted(boot, link.boot_id):
-                    await link.kill_group(pgid)
-                if self.journal is not None:
-                    self.journal.forget_pgid(link.alias, pgid)
-
-
-def rebooted(before: str | None, now: str | None) -> bool:
-    """Did the host boot again between two connects (both boots known and different)?"""
-    return before is not None and now is not None and before != now
-

@@ -64,7 +64,7 @@ class EngineRuns(EngineVerify):
                           if opts.host_cpu and a in self.dialects})
         hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
                          phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
-                         raw_sink=self.raw_sink, orphan=self._add_orphan,
+                         raw_sink=self.raw_sink, orphan=self.orphans.add,
                          started=self.journal.record_pgid if self.journal else None,
                          ended=self.journal.forget_pgid if self.journal else None)
         return PairRun(spec, self.links[pair.sender], self.links[pair.receiver], hooks)

@@ -31,8 +31,9 @@ from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, LinkState, Pair, now
 from abtui.hosts.knobs import HOST_KINDS
+from abtui.hosts.restore import rebooted
 from abtui.measure.engine_base import Unverified
-from abtui.measure.engine_hosts import EngineHosts, rebooted
+from abtui.measure.engine_hosts import EngineHosts
 from abtui.measure.plan import TUNNEL
 from abtui.remote.link import HostLink
 

@@ -204,19 +204,34 @@ class Group:
 
 
 async def test_orphans_of_a_host_that_rebooted_are_forgotten_not_killed(tmp_path):
+    from abtui.hosts.restore import Orphans
     from abtui.hosts.undo import UndoJournal, read_journal
 
-    engine, _fake, _seen = engine_on({"s": "1", "r": "1", "s2": "1", "r2": "1"})
-    engine.journal = UndoJournal(tmp_path)
+    journal = UndoJournal(tmp_path)
+    orphans = Orphans()
     same, again = Group("boot-1"), Group("boot-1")
     for link, pgid in ((same, 101), (again, 202)):
-        engine.journal.record_pgid("r", pgid, "iperf3 server")
-        engine._add_orphan(link, pgid)  # type: ignore[arg-type]
+        journal.record_pgid("r", pgid, "iperf3 server")
+        orphans.add(link, pgid)  # type: ignore[arg-type]
+    assert orphans.on(same) and orphans.links == [same, again]  # type: ignore[arg-type]
     again.boot_id = "boot-2"  # it rebooted while its link was down: 202 is not ours now
-    await engine._end_orphans(same)  # type: ignore[arg-type]
-    await engine._end_orphans(again)  # type: ignore[arg-type]
+    await orphans.end(same, journal)  # type: ignore[arg-type]
+    await orphans.end(again, journal)  # type: ignore[arg-type]
     assert same.killed == [101] and again.killed == []
-    assert not read_journal(engine.journal.path).pgids  # neither is left for `recover`
+    assert not orphans and not orphans.on(same)  # type: ignore[arg-type]
+    assert not read_journal(journal.path).pgids  # neither is left for `recover`
+
+
+async def test_the_engine_ends_a_hosts_orphans_when_its_link_is_back(tmp_path):
+    """The engine hands what a dropped link left to its Orphans, ended on reconnect."""
+    engine, _fake, _seen = engine_on({"s": "1", "r": "1", "s2": "1", "r2": "1"})
+    link = Group("boot-1")
+    engine.orphans.add(link, 303)  # type: ignore[arg-type]
+    engine.links["r"] = link  # type: ignore[assignment]
+    link.state = LinkState.CONNECTED
+    engine._on_link_state(link, LinkState.CONNECTED, "reconnected")  # type: ignore[arg-type]
+    await engine.wait()
+    assert link.killed == [303] and not engine.orphans
 
 
 class Tunnels(HostValues):

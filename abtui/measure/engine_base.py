@@ -21,6 +21,7 @@ from abtui.core.events import Event, EventKind
 from abtui.core.model import Pair, Profile, TestOptions
 from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import UndoJournal
+from abtui.measure.bus import EventBus, Subscription
 from abtui.measure.phases import PairPhases
 from abtui.measure.runs import PairRun
 from abtui.measure.seams import (
@@ -87,7 +88,7 @@ class EngineBase:
         self.targets = {p.label: p.target for p in profile.pairs}
         self.skews: list[float] = []
         self.failed_runs = 0
-        self._subscribers: list[Callable[[Event], None]] = []
+        self.bus = EventBus()
         self._runs: dict[str, PairRun] = {}
         # per pair, how many times a setting only new connections see began or ended
         # changing: a run prepared before the last such moment is stale (see _fresh)
@@ -107,15 +108,15 @@ class EngineBase:
         self._started = False
 
     # ---- events -------------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[Event], None]) -> None:
-        self._subscribers.append(callback)
+    def subscribe(self, callback: Callable[[Event], None]) -> Subscription:
+        """Every event from now on, until the returned handle is closed."""
+        return self.bus.subscribe(callback)
 
     def emit(self, event: Event) -> None:
         if event.kind is EventKind.RUN_END and event.data.get("status") in ("error",
                                                                             "incomplete"):
             self.failed_runs += 1
-        for callback in self._subscribers:
-            callback(event)
+        self.bus.emit(event)
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)

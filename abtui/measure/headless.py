@@ -16,7 +16,7 @@ from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
 from abtui.core.events import Event, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine import Engine
-from abtui.measure.engine_base import KnobApplierFactory
+from abtui.measure.engine_knobs import KnobApplierFactory
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.reports.throughput import Segment, counted
 from abtui.sessions.paths import new_session_path

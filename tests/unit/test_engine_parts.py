@@ -266,8 +266,8 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     # an iperf3 knob changes the pair's test options, no host is asked
     await engine.set_knob("streams", "4", ["B"])
     assert engine.live_options["B"] == {"parallel": 4}
-    assert engine._options(prof.pair("B")).parallel == 4
-    assert engine._options(prof.pair("A")).parallel == 1
+    assert engine.options(prof.pair("B")).parallel == 4
+    assert engine.options(prof.pair("A")).parallel == 1
     assert len(engine.applier.asked) == 2
 
 
@@ -333,19 +333,19 @@ async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
     engine = Engine(prof, use_journal=False)
 
     def prepared() -> _Prepared:
-        opts = engine._options(PAIR)
+        opts = engine.options(PAIR)
         return _Prepared(RunSpec(run_id="A-x", pair=PAIR, options=opts, target=PAIR.target,
-                                 seconds=10, port=5201, settings=engine._settings["A"]))
+                                 seconds=10, port=5201, settings=engine.book.settings["A"]))
 
     async def prepare(labels, seconds, ports=None):  # type: ignore[no-untyped-def]
         return [prepared() for _ in labels]
 
-    engine._prepare = prepare  # type: ignore[method-assign]
+    engine.runs.prepare = prepare  # type: ignore[method-assign]
     stale = prepared()
     await engine.set_knob("streams", "4", ["A"])
-    (run,) = await engine._release([stale])  # type: ignore[list-item]
+    (run,) = await engine.runs.release([stale])  # type: ignore[list-item]
     assert stale.cleaned and not stale.released
     assert run is not stale and run.released and run.spec.options.parallel == 4
     # nothing changed since: released as it is
     again = prepared()
-    assert await engine._release([again]) == [again]  # type: ignore[list-item]
+    assert await engine.runs.release([again]) == [again]  # type: ignore[list-item]

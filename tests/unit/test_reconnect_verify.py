@@ -103,7 +103,7 @@ async def test_a_value_abtui_set_is_re_applied_and_the_phase_ends():
     (phase,) = of(seen, EventKind.PHASE)
     assert phase.pair == "A" and phase.data["config"] == {"rmem": low}
     assert engine.phases["A"].phase == 2 and engine.phases["A"].config == {"rmem": low}
-    assert engine.phases["A"].pending is None and not engine._unverified
+    assert engine.phases["A"].pending is None and not engine.gate
     assert engine.phases["B"].phase == 0  # the other pair's hosts did not drop
 
 
@@ -139,7 +139,9 @@ async def test_nothing_changed_the_phase_goes_on_and_nothing_counted_meanwhile()
     link: Any = engine.links["r"]
     link.state = LinkState.LOST
     engine._on_link_state(link, LinkState.LOST, "")
-    lost = engine._unverified["r"].since
+    held = engine.gate.get("r")
+    assert held is not None
+    lost = held.since
     # an interval arriving while the host is unverified is counted in no phase
     assert engine.phases["A"].classify(lost + 1.0, 0.5) == (0, True)
     assert engine.phases["B"].classify(lost + 1.0, 0.5) == (0, False)
@@ -148,7 +150,7 @@ async def test_nothing_changed_the_phase_goes_on_and_nothing_counted_meanwhile()
     await engine.wait()
     assert not of(seen, EventKind.DRIFT) and not of(seen, EventKind.PHASE)
     assert engine.phases["A"].pending is None and engine.phases["A"].phase == 0
-    assert not engine._unverified
+    assert not engine.gate
 
 
 async def test_a_link_lost_again_while_reading_is_read_on_the_next_reconnect():
@@ -156,11 +158,11 @@ async def test_a_link_lost_again_while_reading_is_read_on_the_next_reconnect():
     engine, fake, seen = engine_on({"s": high, "r": high, "s2": high, "r2": high})
     fake.drop_while_reading = "r"
     await reconnect(engine, "r", {"r": low}, fake)
-    assert not of(seen, EventKind.DRIFT) and "r" in engine._unverified
+    assert not of(seen, EventKind.DRIFT) and "r" in engine.gate
     fake.drop_while_reading = None
     await reconnect(engine, "r")
     (drift,) = of(seen, EventKind.DRIFT)
-    assert drift.data["value"] == low and not engine._unverified
+    assert drift.data["value"] == low and not engine.gate
 
 
 def test_role_value_undoes_pair_value():

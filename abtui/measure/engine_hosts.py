@@ -10,7 +10,6 @@ crash.
 from __future__ import annotations
 
 import asyncio
-import shlex
 from collections.abc import Callable
 from dataclasses import asdict
 
@@ -25,7 +24,7 @@ from abtui.measure.phase_book import PhaseBook
 from abtui.measure.seams import Emit
 from abtui.measure.tasks import Tasks
 from abtui.remote.dialect import Dialect
-from abtui.remote.iperf_cmd import parse_iperf_version
+from abtui.remote.iperf_cmd import parse_tools, tools_command
 from abtui.remote.link import HostLink
 
 
@@ -104,16 +103,11 @@ class HostPool:
     async def _detect(self, link: HostLink, program: str) -> None:
         """What a host has, asked once: iperf3's version (text or --json-stream output), bash
         (a fork-free clock at release) and stdbuf (every iperf3 line flushed as printed)."""
-        result = await link.run(
-            f"{shlex.quote(program)} --version 2>&1 | head -n 1; "
-            "command -v bash >/dev/null && echo __abtui_bash; "
-            "command -v stdbuf >/dev/null && echo __abtui_stdbuf; true")
-        lines = result.stdout.splitlines()
-        first = lines[0] if lines else ""
-        version = parse_iperf_version(first)
+        tools = parse_tools((await link.run(tools_command(program))).stdout)
+        version = tools.iperf_version
         self.iperf_versions[(link.alias, program)] = version
-        self.has_bash[link.alias] = "__abtui_bash" in lines
-        self.has_stdbuf[link.alias] = "__abtui_stdbuf" in lines
+        self.has_bash[link.alias] = tools.bash
+        self.has_stdbuf[link.alias] = tools.stdbuf
         if version is None:
             self._emit(Event.of(events.Error(
                 message=f"{link.alias}: iperf3 is not installed (`{program}` not "

@@ -59,6 +59,28 @@ def test_client_command_carries_every_option_and_quotes_hostile_values():
     assert "EPOCHREALTIME" in inner and inner.endswith("exec iperf3 -c 'x'\"'\"'y'")
 
 
+def test_what_a_host_has_is_asked_in_one_command_and_read_back():
+    """The engine's question to each host (built in abtui.remote.iperf_cmd), run by this
+    machine's sh as a host's would: its iperf3, bash and stdbuf, or a missing program."""
+    import shutil
+    import subprocess
+
+    from abtui.remote.iperf_cmd import parse_tools, tools_command
+
+    def ask(program: str) -> str:
+        return subprocess.run(["sh", "-c", tools_command(program)], capture_output=True,
+                              text=True, check=True).stdout
+
+    missing = parse_tools(ask("/nonexistent/iperf3 'x"))
+    assert missing.iperf_version is None
+    assert (missing.bash, missing.stdbuf) == (bool(shutil.which("bash")),
+                                              bool(shutil.which("stdbuf")))
+    if shutil.which("iperf3") is None:
+        pytest.skip("iperf3 is not installed on this machine")
+    found = parse_tools(ask("iperf3"))
+    assert found.iperf_version is not None and found.iperf_version >= (3, 0)
+
+
 def test_durations_versions_clocks_and_watch_commands():
     assert run_seconds(Options(duration=0)) == CONTINUOUS_CHUNK_S
     assert run_seconds(Options(duration=1.2)) == 2

@@ -42,11 +42,8 @@ class RunScheduler:
                  ping_parser_factory: PingParserFactory | None,
                  raw_sink: Callable[[str, str], None] | None = None) -> None:
         self.profile = profile
-        self._book = book
-        self._pool = pool
-        self._gate = gate
-        self._emit = emit
-        self._tasks = tasks
+        self._book, self._pool, self._gate = book, pool, gate  # what a run is armed from
+        self._emit, self._tasks = emit, tasks
         self.parser_factory = parser_factory
         self.ping_parser_factory = ping_parser_factory
         self.raw_sink = raw_sink

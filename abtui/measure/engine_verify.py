@@ -115,13 +115,9 @@ class HostVerifier:
     def __init__(self, profile: Profile, book: PhaseBook, pool: HostPool, gate: HostGate,
                  changer: KnobChanger, runs: Runs, emit: Emit, tasks: Tasks) -> None:
         self.profile = profile
-        self._book = book
-        self._pool = pool
-        self._gate = gate
-        self._changer = changer
-        self._runs = runs
-        self._emit = emit
-        self._tasks = tasks
+        self._book, self._pool, self._gate = book, pool, gate  # what is read and relabelled
+        self._changer, self._runs = changer, runs  # who writes back, what goes on meanwhile
+        self._emit, self._tasks = emit, tasks
 
     def link_changed(self, link: HostLink, state: LinkState) -> None:
         """A link dropped (its pairs count nothing from now) or came back (read it again)."""

@@ -287,3 +287,26 @@ async def test_a_tunnel_whose_end_is_gone_is_made_again_or_dropped():
             assert engine.targets["A"] == tunnel.data["target"] == "198.18.1.2"
             assert engine.phases["A"].config["tunnel"] == "none"
         assert of(seen, EventKind.PHASE)[0].data["config"]["tunnel"] == "vxlan"
+
+
+async def test_the_gate_holds_a_dropped_host_until_it_is_read_again():
+    """HostGate: a run waits on a held, connected host until its hold is released (not by
+    another hold's reading); a host not connected is not waited for."""
+    import asyncio
+
+    from abtui.measure.engine_verify import HostGate, Unverified
+
+    connected = {"r": True, "s": False}
+    pool = SimpleNamespace(connected=lambda alias: connected[alias])
+    gate = HostGate(pool)  # type: ignore[arg-type]
+    held = gate.hold("r", 1.0, "boot-1")
+    gate.hold("s", 1.0, None)
+    assert "r" in gate and gate.get("r") is held
+    waiting = asyncio.get_running_loop().create_task(gate.wait(["r", "s"]))
+    await asyncio.sleep(0)
+    gate.release("r", Unverified(0.5))  # an earlier hold's reading: not this one
+    await asyncio.sleep(0)
+    assert "r" in gate and not waiting.done()
+    gate.release("r", held)
+    await asyncio.wait_for(waiting, 5)  # "s" is down: nothing waits for it
+    assert "r" not in gate and held.done.is_set() and "s" in gate

@@ -6,8 +6,11 @@ each pair's iperf3 is restarted as soon as a run ends, and knob changes open new
 (phases.PairPhases); in plan mode the profile's matrix is run step by step (plan.expand).
 Parsers, knob changes and the session store come in through abtui.measure.seams.
 
-This module is what runs when: continuous mode, the plan, stop and shutdown. The engine's
-state, knobs, hosts and run groups are the layers below it (see abtui.measure.engine_base).
+The engine is a thin front over parts that own their state, each given its collaborators:
+the event bus (bus.EventBus), the phase book (phase_book.PhaseBook), the host pool
+(engine_hosts.HostPool), the knob changer (engine_knobs.KnobChanger), the run scheduler, the
+only owner of runs (engine_runs.RunScheduler), and the host verifier with its gate
+(engine_verify). This module is what runs when: continuous mode, the plan, stop and shutdown.
 """
 
 from __future__ import annotations
@@ -16,17 +19,38 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
+from abtui import __version__
 from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import AbtuiError, KnobRefused
-from abtui.core.events import Event
-from abtui.core.model import LinkState, now
-from abtui.measure.engine_runs import EngineRuns
+from abtui.core.events import Event, EventKind
+from abtui.core.model import LinkState, Pair, Profile, TestOptions, now
+from abtui.hosts.restore import Orphans, settle_journal
+from abtui.hosts.undo import UndoJournal
+from abtui.measure.bus import EventBus, Subscription
+from abtui.measure.engine_hosts import HostPool
+from abtui.measure.engine_knobs import KnobApplierFactory, KnobChanger
+from abtui.measure.engine_runs import RunScheduler
+from abtui.measure.engine_verify import HostGate, HostVerifier
+from abtui.measure.phase_book import PhaseBook
+from abtui.measure.phases import PairPhases
 from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, PlanStep, expand
 from abtui.measure.runs import PairRun
+from abtui.measure.seams import (
+    HostKnobs,
+    KnobApplier,
+    ParserFactory,
+    PingParserFactory,
+    default_parser_factory,
+    default_ping_parser_factory,
+)
+from abtui.measure.tasks import Tasks
 from abtui.remote.iperf_cmd import run_seconds
+from abtui.remote.link import HostLink
 
 PLAN_DEFAULT_DURATION = 10.0
 RECONNECT_WAIT_S = 30.0
@@ -37,8 +61,125 @@ RETRY_BACKOFF_S = (0.5, 1.0, 2.0, 3.0)
 PREARM_S = 3.0
 
 
-class Engine(EngineRuns):
+class Engine:
     """The Controller on real hosts; see the module docstring."""
+
+    def __init__(self, profile: Profile, *, parser_factory: ParserFactory | None = None,
+                 ping_parser_factory: PingParserFactory | None = None,
+                 knob_applier: KnobApplierFactory | None = None,
+                 session_path: Path | None = None,
+                 chunk_seconds: int | None = None,
+                 raw_sink: Callable[[str, str], None] | None = None,
+                 journal: UndoJournal | None = None, use_journal: bool = True,
+                 start_data: Mapping[str, Any] | None = None) -> None:
+        self.profile = profile
+        # more SESSION_START data, e.g. the lab mapping's pairs and translations
+        self.start_data = dict(start_data or {})
+        self.session_path = session_path
+        self.chunk_seconds = chunk_seconds
+        self.failed_runs = 0
+        self.bus = EventBus()
+        self.tasks = Tasks()
+        self.book = PhaseBook(profile)
+        if ping_parser_factory is None and any(self.book.options(p).ping
+                                               for p in profile.pairs):
+            ping_parser_factory = default_ping_parser_factory()
+        self.hosts = HostPool(profile, self.book, self.emit, self.tasks, journal=journal,
+                              use_journal=use_journal)
+        self.gate = HostGate(self.hosts)
+        self.runs = RunScheduler(profile, self.book, self.hosts, self.gate, self.emit,
+                                 self.tasks, parser_factory=parser_factory or
+                                 default_parser_factory(),
+                                 ping_parser_factory=ping_parser_factory, raw_sink=raw_sink)
+        self.knobs = KnobChanger(profile, self.book, self.runs, self.emit)
+        self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
+                                     self.runs, self.emit, self.tasks)
+        self._applier_factory = knob_applier
+        self._stopped = asyncio.Event()
+        self._started = False
+
+    # ---- what the parts hold, as the engine always said it ------------------------------
+    @property
+    def phases(self) -> dict[str, PairPhases]:
+        return self.book.phases
+
+    @property
+    def targets(self) -> dict[str, str]:
+        return self.book.targets
+
+    @property
+    def live_options(self) -> dict[str, dict[str, Any]]:
+        return self.book.live_options
+
+    @property
+    def links(self) -> dict[str, HostLink]:
+        return self.hosts.links
+
+    @links.setter
+    def links(self, links: dict[str, HostLink]) -> None:
+        self.hosts.links = links
+
+    @property
+    def journal(self) -> UndoJournal | None:
+        return self.hosts.journal
+
+    @property
+    def orphans(self) -> Orphans:
+        return self.hosts.orphans
+
+    @property
+    def applier(self) -> KnobApplier:
+        return self.knobs.applier
+
+    @applier.setter
+    def applier(self, applier: KnobApplier) -> None:
+        self.knobs.applier = applier
+
+    @property
+    def skews(self) -> list[float]:
+        return self.runs.skews
+
+    def options(self, pair: Pair) -> TestOptions:
+        """The pair's test options now (the profile's with live changes)."""
+        return self.book.options(pair)
+
+    # ---- events -------------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[Event], None]) -> Subscription:
+        """Every event from now on, until the returned handle is closed."""
+        return self.bus.subscribe(callback)
+
+    def emit(self, event: Event) -> None:
+        if event.kind is EventKind.RUN_END and event.data.get("status") in ("error",
+                                                                            "incomplete"):
+            self.failed_runs += 1
+        self.bus.emit(event)
+
+    # ---- connecting ---------------------------------------------------------------------
+    async def connect(self) -> None:
+        """Open the links once: a later call (the console's start after a stop) keeps them,
+        and with them the knob layer that knows every original value to restore."""
+        if self.hosts.links:
+            return
+        self.emit(Event.of(events.SessionStart.from_data({
+            "profile_text": self.profile.source_text, "profile_path": self.profile.source_path,
+            "abtui_version": __version__, **self.start_data})))
+        await self.hosts.connect(self._on_link_state)
+        if self._applier_factory is not None:
+            self.knobs.applier = self._applier_factory(self.hosts.links, self.emit)
+        else:
+            self.knobs.applier = HostKnobs(self.profile, self.hosts.links, self.hosts.dialects,
+                                           self.emit, self.hosts.journal)
+        await self.knobs.read_current()
+        await self.knobs.apply_initial()
+
+    def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
+        self.hosts.link_changed(link, state, message)
+        if state is LinkState.LOST:
+            self.runs.interrupt(link)
+        self.verifier.link_changed(link, state)
+
+    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
+        await self.knobs.set_knob(knob, value, pairs)
 
     @property
     def plan_run_seconds(self) -> int:
@@ -58,17 +199,17 @@ class Engine(EngineRuns):
         (an alternation's ABAB…, abtui.measure.alternate)."""
         if self._started:
             raise AbtuiError("already measuring: stop first")
-        self._started, self._stopping, self._mode = True, False, mode
+        self._started, self.runs.stopping, self.runs.mode = True, False, mode
         self._stopped.clear()
         t = now()
         for phases in self.phases.values():
             phases.start = t
         if mode == "plan":
-            self._spawn(self._plan_loop(steps))
+            self.tasks.spawn(self._plan_loop(steps))
             return
         labels = [p.label for p in self.profile.pairs]
-        for run in await self._start_group(labels, self._seconds(plan=False)):
-            self._spawn(self._follow(run))
+        for run in await self.runs.start_group(labels, self._seconds(plan=False)):
+            self.tasks.spawn(self._follow(run))
 
     async def _follow(self, run: PairRun) -> None:
         """One pair in continuous mode: restart its run whenever one ends, until stopped.
@@ -81,11 +222,11 @@ class Engine(EngineRuns):
         label = run.label
         measured = False
         while True:
-            ahead = self._spawn(self._prearm(run))
-            run = await self._stream(run)
+            ahead = self.tasks.spawn(self._prearm(run))
+            run = await self.runs.stream(run)
             measured = measured or run.interval_count > 0
             spare = await ahead
-            done = self._stopping or (run.status == "error" and not measured) or (
+            done = self.runs.stopping or (run.status == "error" and not measured) or (
                 run.status == "incomplete" and not await self._links_back(run))
             if spare is not None and (done or run.status != "ok"):
                 await spare.cleanup()  # not for a run that failed, or one that must change
@@ -93,11 +234,11 @@ class Engine(EngineRuns):
             if done:
                 return
             if spare is not None:
-                again = await self._release([spare])
+                again = await self.runs.release([spare])
             elif run.status == "error":
                 again = await self._retry(label)
             else:
-                again = await self._start_group([label], self._seconds(plan=False))
+                again = await self.runs.start_group([label], self._seconds(plan=False))
             if not again:
                 return
             run = again[0]
@@ -109,9 +250,9 @@ class Engine(EngineRuns):
             delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), delay)
-            if self._stopping:
+            if self.runs.stopping:
                 return []
-            again = await self._start_group([label], self._seconds(plan=False))
+            again = await self.runs.start_group([label], self._seconds(plan=False))
             if again:
                 return again
             attempt += 1
@@ -124,25 +265,23 @@ class Engine(EngineRuns):
             return None
         except TimeoutError:
             pass
-        prepared = await self._prepare([run.label], self._seconds(plan=False))
+        prepared = await self.runs.prepare([run.label], self._seconds(plan=False))
         await run.finished.wait()
         return prepared[0] if prepared else None
 
     async def _links_back(self, run: PairRun) -> bool:
         ok = await asyncio.gather(run.sender.wait_connected(RECONNECT_WAIT_S),
                                   run.receiver.wait_connected(RECONNECT_WAIT_S))
-        return all(ok) and not self._stopping
+        return all(ok) and not self.runs.stopping
 
     async def wait(self) -> None:
         """Until every run has ended (plan finished, or stopped)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.tasks.wait()
 
     async def stop(self) -> None:
-        self._stopping = True
+        self.runs.stopping = True
         self._stopped.set()
-        await asyncio.gather(*(run.stop() for run in list(self._runs.values())),
-                             return_exceptions=True)
+        await self.runs.stop_all()
         await self.wait()
         if self._started:
             t = now()
@@ -165,16 +304,16 @@ class Engine(EngineRuns):
         started = time.monotonic()
         self.emit(Event.of(events.Progress(done=0, total=len(steps), eta_s=None)))
         for done, step in enumerate(steps, 1):
-            if self._stopping:
+            if self.runs.stopping:
                 return
             if await self._apply_step(step):
-                runs = await self._start_group(labels, self._seconds(plan=True))
-                await asyncio.gather(*(self._stream(r) for r in runs))
+                runs = await self.runs.start_group(labels, self._seconds(plan=True))
+                await asyncio.gather(*(self.runs.stream(r) for r in runs))
             elapsed = time.monotonic() - started
             eta = elapsed / done * (len(steps) - done)
             self.emit(Event.of(events.Progress(done=done, total=len(steps),
                                                eta_s=round(eta, 1))))
-            if done < len(steps) and not self._stopping:
+            if done < len(steps) and not self.runs.stopping:
                 await asyncio.sleep(self.profile.plan.pause)
 
     async def _apply_step(self, step: PlanStep) -> bool:
@@ -183,7 +322,7 @@ class Engine(EngineRuns):
             if name == DIRECTION and name not in {k.name for k in self.profile.knobs}:
                 self._set_direction(value)
                 continue
-            k = self._knob(name)
+            k = self.knobs.knob(name)
             labels = list(k.pairs) or list(self.phases)
             if all(self.phases[x].config.get(name) == value for x in labels):
                 continue
@@ -212,22 +351,16 @@ class Engine(EngineRuns):
 
     async def shutdown(self, reason: str = "shutdown") -> None:
         await self.stop()
+        pending: list[str] = []
         try:
-            await self.applier.restore()
+            pending = await self.applier.restore()
         finally:
-            for link in {o[0] for o in self._orphans}:
-                if link.state is LinkState.CONNECTED:
-                    await self._end_orphans(link)
-            await asyncio.gather(*(link.close() for link in self.links.values()),
-                                 return_exceptions=True)
-            pending = getattr(self.applier, "failures", [])
+            await self.hosts.end_orphans()
+            await self.hosts.close()
             for line in pending:
                 self.emit(Event.of(events.Error(message=line)))
-            if self.journal is not None:  # kept when something is left for `abtui recover`
-                if self._orphans or pending:
-                    self.journal.close()
-                else:
-                    self.journal.finish()
+            # kept when something is left for `abtui recover`
+            settle_journal(self.journal, left=bool(self.orphans or pending))
             self.emit(Event.of(events.SessionEnd(reason=reason)))
 
 

@@ -1,6 +1,6 @@
-"""The engine's hosts: links opened once, what each host has (iperf3's version, bash,
-stdbuf), link states followed, and processes left on a host whose link dropped (orphans),
-ended once the link is back.
+"""The engine's host pool: links opened once, what each host has (iperf3's version, bash,
+stdbuf), link states reported, and processes left on a host whose link dropped (orphans,
+abtui.hosts.restore.Orphans), ended once the link is back.
 
 Nothing is changed on any host when one host's key is in doubt; every host reached is
 recorded in the undo journal before any knob is set, so `abtui recover` can reach it after a
@@ -10,20 +10,21 @@ crash.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shlex
+from collections.abc import Callable
 from dataclasses import asdict
 
-from abtui import __version__
 from abtui.core import events
-from abtui.core.errors import AbtuiError, RemoteError
+from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
-from abtui.core.model import DEFAULT_IPERF3, LinkState
+from abtui.core.model import DEFAULT_IPERF3, LinkState, Profile
 from abtui.hosts.connect import open_hosts, probe_tunnels
+from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import HostRecord, UndoJournal
-from abtui.measure.engine_knobs import EngineKnobs
-from abtui.measure.seams import HostKnobs
-from abtui.remote.iperf_cmd import parse_iperf_version
+from abtui.measure.phase_book import PhaseBook
+from abtui.measure.seams import Emit
+from abtui.measure.tasks import Tasks
+from abtui.remote.dialect import Dialect
+from abtui.remote.iperf_cmd import parse_tools, tools_command
 from abtui.remote.link import HostLink
 
 
@@ -34,99 +35,91 @@ def install_hint(program: str) -> str:
     return "install iperf3 there, or correct the profile's [test] iperf3 option"
 
 
-class EngineHosts(EngineKnobs):
-    """Connecting and following the hosts; see the module docstring."""
+OnState = Callable[[HostLink, LinkState, str], None]
+
+
+class HostPool:
+    """The session's hosts; see the module docstring."""
+
+    def __init__(self, profile: Profile, book: PhaseBook, emit: Emit, tasks: Tasks, *,
+                 journal: UndoJournal | None = None, use_journal: bool = True) -> None:
+        self.profile = profile
+        self._book = book
+        self._emit = emit
+        self._tasks = tasks
+        self.links: dict[str, HostLink] = {}
+        self.dialects: dict[str, Dialect] = {}
+        # originals, tunnels and process groups, for `abtui recover` after a crash
+        self.journal = journal
+        self._use_journal = use_journal
+        # (host, iperf3 program) -> its version, None when it is not there
+        self.iperf_versions: dict[tuple[str, str], tuple[int, int] | None] = {}
+        self.has_bash: dict[str, bool] = {}
+        self.has_stdbuf: dict[str, bool] = {}
+        self.orphans = Orphans()
 
     # ---- connecting ---------------------------------------------------------------------
-    async def connect(self) -> None:
-        """Open the links once: a later call (the console's start after a stop) keeps them,
-        and with them the knob layer that knows every original value to restore."""
-        if self.links:
-            return
-        self.emit(Event.of(events.SessionStart.from_data({
-            "profile_text": self.profile.source_text, "profile_path": self.profile.source_path,
-            "abtui_version": __version__, **self.start_data})))
-        hosts = await open_hosts(self.profile, on_state=self._on_link_state)
+    async def connect(self, on_state: OnState) -> None:
+        """Open every host's link (`on_state` hears each change of one); nothing is changed
+        on any host when one host's key is in doubt (AbtuiError). Every host reached is
+        recorded in the undo journal before any knob is set."""
+        hosts = await open_hosts(self.profile, on_state=on_state)
         self.links, self.dialects = hosts.links, hosts.dialects
         doubted = [f"{a}: {hosts.errors.get(a) or link.hostkey_problem}"
                    for a, link in hosts.links.items() if link.hostkey_problem]
         if doubted:  # a host that may not be the one meant: touch no host at all
-            await asyncio.gather(*(link.close() for link in self.links.values()),
-                                 return_exceptions=True)
+            await self.close()
             self.links = {}
             raise AbtuiError("; ".join(doubted) + "; nothing was changed on any host "
                              "(update known_hosts if the new key is expected)")
         await probe_tunnels(self.profile, hosts)
         for alias, facts in hosts.facts.items():
-            self.emit(Event.of(events.Facts(facts=asdict(facts)), host=alias))
+            self._emit(Event.of(events.Facts(facts=asdict(facts)), host=alias))
         for alias, message in hosts.errors.items():
             text = message if alias in message else f"{alias}: {message}"
-            self.emit(Event.of(events.Error(message=text), host=alias))
-        programs = {(alias, self._options(pair).iperf3) for pair in self.profile.pairs
+            self._emit(Event.of(events.Error(message=text), host=alias))
+        programs = {(alias, self._book.options(pair).iperf3) for pair in self.profile.pairs
                     for alias in (pair.sender, pair.receiver)}
         await asyncio.gather(*(self._detect(self.links[alias], program)
                                for alias, program in sorted(programs)
-                               if alias in self.links
-                               and self.links[alias].state is LinkState.CONNECTED))
+                               if self.connected(alias)))
         if self.journal is None and self._use_journal:
             self.journal = UndoJournal()
         if self.journal is not None:  # how `abtui recover` reaches every host it may touch
             for link in self.links.values():
                 self.journal.host(HostRecord(link.alias, link.ssh_config, link.known_hosts,
                                              link.sudo))
-        if self._applier_factory is not None:
-            self.applier = self._applier_factory(self.links, self.emit)
-        else:
-            self.applier = HostKnobs(self.profile, self.links, self.dialects, self.emit,
-                                     self.journal)
-        await self._read_current()
-        await self._apply_initial()
 
-    def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
-        self.emit(Event.of(events.Link(state=str(state), message=message), host=link.alias))
-        if state is LinkState.CONNECTED and any(o[0] is link for o in self._orphans):
-            self._spawn(self._end_orphans(link))
-        if state is LinkState.LOST:  # a pair's run cannot go on half-watched: end it now
-            for run in list(self._runs.values()):
-                if link in (run.sender, run.receiver):
-                    self._spawn(run.interrupt(link.alias))
+    def connected(self, alias: str) -> bool:
+        link = self.links.get(alias)
+        return link is not None and link.state is LinkState.CONNECTED
+
+    def link_changed(self, link: HostLink, state: LinkState, message: str) -> None:
+        """A link's state changed: LINK, and what it left ended once it is back."""
+        self._emit(Event.of(events.Link(state=str(state), message=message), host=link.alias))
+        if state is LinkState.CONNECTED and self.orphans.on(link):
+            self._tasks.spawn(self.orphans.end(link, self.journal))
 
     async def _detect(self, link: HostLink, program: str) -> None:
         """What a host has, asked once: iperf3's version (text or --json-stream output), bash
         (a fork-free clock at release) and stdbuf (every iperf3 line flushed as printed)."""
-        result = await link.run(
-            f"{shlex.quote(program)} --version 2>&1 | head -n 1; "
-            "command -v bash >/dev/null && echo __abtui_bash; "
-            "command -v stdbuf >/dev/null && echo __abtui_stdbuf; true")
-        lines = result.stdout.splitlines()
-        first = lines[0] if lines else ""
-        version = parse_iperf_version(first)
+        tools = parse_tools((await link.run(tools_command(program))).stdout)
+        version = tools.iperf_version
         self.iperf_versions[(link.alias, program)] = version
-        self.has_bash[link.alias] = "__abtui_bash" in lines
-        self.has_stdbuf[link.alias] = "__abtui_stdbuf" in lines
+        self.has_bash[link.alias] = tools.bash
+        self.has_stdbuf[link.alias] = tools.stdbuf
         if version is None:
-            self.emit(Event.of(events.Error(
+            self._emit(Event.of(events.Error(
                 message=f"{link.alias}: iperf3 is not installed (`{program}` not "
                         f"found): {install_hint(program)}"), host=link.alias))
 
-    # ---- orphans ------------------------------------------------------------------------
-    def _add_orphan(self, link: HostLink, pgid: int) -> None:
-        self._orphans.append((link, pgid, link.boot_id))
+    # ---- ending -------------------------------------------------------------------------
+    async def end_orphans(self) -> None:
+        """End what dropped links left on every host that is connected now."""
+        for link in self.orphans.links:
+            if link.state is LinkState.CONNECTED:
+                await self.orphans.end(link, self.journal)
 
-    async def _end_orphans(self, link: HostLink) -> None:
-        """End what was left on a host whose link is back; a host that rebooted meanwhile
-        lost them with the reboot, and a group of that number now is someone else's."""
-        mine = [o for o in self._orphans if o[0] is link]
-        self._orphans = [o for o in self._orphans if o[0] is not link]
-        for _, pgid, boot in mine:
-            with contextlib.suppress(RemoteError):
-                if not rebooted(boot, link.boot_id):
-                    await link.kill_group(pgid)
-                if self.journal is not None:
-                    self.journal.forget_pgid(link.alias, pgid)
-
-
-def rebooted(before: str | None, now: str | None) -> bool:
-    """Did the host boot again between two connects (both boots known and different)?"""
-    return before is not None and now is not None and before != now
-
+    async def close(self) -> None:
+        await asyncio.gather(*(link.close() for link in self.links.values()),
+                             return_exceptions=True)

@@ -1,5 +1,7 @@
-"""The engine's knobs: each pair's values read from the hosts, set initially, and changed
-live (a change opens a new phase; one only new connections see restarts the pairs' runs).
+"""The engine's knob changer: each pair's values read from the hosts, set initially, and
+changed live (a change opens a new phase; one only new connections see restarts the pairs'
+runs). It is given the phase book, the runs and the knob layer (the applier); changes are
+made one at a time (`changing`, which the host verifier's re-apply holds too).
 
 The one place a host's or an option's error becomes a refusal (KnobRefused); a refused change
 leaves every pair's phase as it was.
@@ -9,22 +11,57 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from abtui.core import events
 from abtui.core.configuration import pair_value
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import Event
-from abtui.core.model import Knob, KnobKind, now
-from abtui.measure.engine_base import EngineBase
+from abtui.core.model import Knob, KnobKind, Profile, now
+from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import TUNNEL
+from abtui.measure.runs import PairRun
+from abtui.measure.seams import Emit, KnobApplier, NoKnobs
 from abtui.remote.iperf_cmd import options_for
+from abtui.remote.link import HostLink
+
+# Builds the knob layer once links exist: (links by alias, emit) -> applier.
+KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
 
 
-class EngineKnobs(EngineBase):
+class Runs(Protocol):
+    """What the knob changer needs of the runs (abtui.measure.engine_runs.RunScheduler)."""
+
+    def running(self, label: str) -> PairRun | None:
+        """The pair's run released and not yet ended, if any."""
+        ...
+
+    async def restart(self, labels: Sequence[str], since: float) -> None:
+        """End the pairs' runs, counted nowhere after `since`; new ones follow."""
+        ...
+
+
+class KnobChanger:
     """Knob values read and changed; see the module docstring."""
 
-    def _knob(self, name: str) -> Knob:
+    def __init__(self, profile: Profile, book: PhaseBook, runs: Runs, emit: Emit) -> None:
+        self.profile = profile
+        self._book = book
+        self._runs = runs
+        self._emit = emit
+        self.applier: KnobApplier = NoKnobs()
+        # per pair, the knobs abtui wrote (what a reconnected host gets back)
+        self._applied: dict[str, set[str]] = {}
+        self.changing = asyncio.Lock()
+
+    def applied(self, label: str) -> set[str]:
+        """The knobs abtui wrote on the pair's hosts (not iperf3 options)."""
+        return self._applied.get(label, set())
+
+    def knob(self, name: str) -> Knob:
+        """The profile's knob `name` (the tunnel types without a knob of that name);
+        KnobRefused when there is none."""
         try:
             return self.profile.knob(name)
         except KeyError:
@@ -33,33 +70,30 @@ class EngineKnobs(EngineBase):
             raise KnobRefused(f"no knob named {name!r} in the profile") from None
 
     # ---- reading ------------------------------------------------------------------------
-    async def _read_current(self) -> None:
+    async def read_current(self) -> None:
         """Every knob's value on every pair, read from the hosts: the first phase's
         configuration, emitted as CONFIG per pair (what the console shows and cycles from).
         A knob that no host of a pair could say is left out of that pair's configuration."""
         knobs = list(self.profile.knobs)
         if set(self.profile.tunnels) - {"none"} and \
                 not any(k.kind is KnobKind.TUNNEL for k in knobs):
-            knobs.append(self._knob(TUNNEL))
+            knobs.append(self.knob(TUNNEL))
         found = await asyncio.gather(*(self._current(k) for k in knobs),
                                      return_exceptions=True)
-        for label, phases in self.phases.items():
+        for label, phases in self._book.phases.items():
             config = {k.name: values[label] for k, values in zip(knobs, found, strict=True)
                       if isinstance(values, dict) and label in values}
             phases.config = config
-            self.emit(Event.of(events.Config(config=dict(config)), pair=label))
+            self._emit(Event.of(events.Config(config=dict(config)), pair=label))
 
     async def _current(self, knob: Knob) -> dict[str, str]:
         """One knob's value now, per pair it applies to."""
-        labels = [x for x in self.phases if not knob.pairs or x in knob.pairs]
+        labels = [x for x in self._book.phases if not knob.pairs or x in knob.pairs]
         if knob.kind is KnobKind.TUNNEL:
             return dict.fromkeys(labels, "none")  # abtui makes every tunnel it measures
         if knob.kind is KnobKind.IPERF3:
             return {x: self._iperf3_current(knob, x) for x in labels}
-        read = getattr(self.applier, "current", None)
-        if read is None:
-            return {}
-        by_role = await read(knob, [self.profile.pair(x) for x in labels])
+        by_role = await self.applier.current(knob, [self.profile.pair(x) for x in labels])
         return {x: pair_value(roles) for x, roles in by_role.items()}
 
     def _iperf3_current(self, knob: Knob, label: str) -> str:
@@ -67,7 +101,7 @@ class EngineKnobs(EngineBase):
         from abtui.profile.knobs import IPERF3_KEYS, iperf3_value
 
         key = knob.key or knob.name
-        value = getattr(self._options(self.profile.pair(label)), key, None)
+        value = getattr(self._book.options(self.profile.pair(label)), key, None)
         if key in IPERF3_KEYS:
             for v in knob.values:
                 with contextlib.suppress(ValueError, KeyError):
@@ -77,61 +111,68 @@ class EngineKnobs(EngineBase):
             return "on" if value else "off"
         return "default" if value is None else str(value)
 
-    async def _apply_initial(self) -> None:
+    async def apply_initial(self) -> None:
         """Knobs with an `initial` value are set before anything runs: the first phase's
         configuration (a refusal is reported and the host's own value stays)."""
         for knob in self.profile.knobs:
             if knob.initial is None:
                 continue
-            labels = list(knob.pairs) or list(self.phases)
+            labels = list(knob.pairs) or list(self._book.phases)
             try:
                 await self._apply(knob, knob.initial, labels)
             except KnobRefused:
                 continue
             for label in labels:
-                self.phases[label].config[knob.name] = knob.initial
+                self._book.phases[label].config[knob.name] = knob.initial
 
     # ---- changing -----------------------------------------------------------------------
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
-        k = self._knob(knob)
-        labels = list(pairs) if pairs else (list(k.pairs) or list(self.phases))
-        unknown = [label for label in labels if label not in self.phases]
+        """Set `knob` to `value` on the pairs (the knob's own, or all); KnobRefused leaves
+        every pair as it was. Never at once with a reconnected host's re-apply."""
+        async with self.changing:
+            await self._set_knob(knob, value, pairs)
+
+    async def _set_knob(self, knob: str, value: str, pairs: Sequence[str] | None) -> None:
+        k = self.knob(knob)
+        labels = list(pairs) if pairs else (list(k.pairs) or list(self._book.phases))
+        unknown = [label for label in labels if label not in self._book.phases]
         if unknown:
             raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
         # a pair whose hosts have the value already is not changed: no new phase for it
-        labels = [label for label in labels if self.phases[label].config.get(k.name) != value]
+        labels = [label for label in labels if self._book.phases[label].config.get(k.name) != value]
         if not labels:
             return
         begin = now()
         for label in labels:
-            self.phases[label].begin_change(begin)
+            self._book.phases[label].begin_change(begin)
         # a setting only new connections see: the pairs' runs end (continuous: `_follow`
         # starts the next; a plan's step: `_stream` measures it again)
         restarts = k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)
-        retired = [self._runs[x] for x in labels if restarts and x in self._runs]
+        retired = [r for x in labels if restarts and (r := self._runs.running(x)) is not None]
         for run in retired:  # its connection keeps the old setting: counted nowhere after
             run.retired_at = begin
         if restarts:
-            self._settings_changed(labels)
+            self._book.settings_changed(labels)
         try:
             targets = await self._apply(k, value, labels)
         except KnobRefused:
             for label in labels:
-                self.phases[label].abort_change()
+                self._book.phases[label].abort_change()
             for run in retired:
                 run.retired_at = None
             raise
         finally:
             if restarts:
-                self._settings_changed(labels)
+                self._book.settings_changed(labels)
         end = now()
         for label in labels:
-            closed = self.phases[label].commit_change(begin, end, {knob: value})
+            closed = self._book.phases[label].commit_change(begin, end, {knob: value})
             if closed is not None:
-                self.emit(closed)
-            self.phases[label].measured = label in self._runs  # a run goes on into it
+                self._emit(closed)
+            # a run goes on into it
+            self._book.phases[label].measured = self._runs.running(label) is not None
         if restarts or targets:
-            await self._restart_pairs(labels, begin)
+            await self._runs.restart(labels, begin)
 
     async def _apply(self, k: Knob, value: str, labels: Sequence[str]) -> Mapping[str, str]:
         """Apply on the hosts (or the test options); KNOB or KNOB_ERROR, TUNNEL per pair."""
@@ -143,16 +184,16 @@ class EngineKnobs(EngineBase):
                 targets = await self.applier.apply(k, value, [self.profile.pair(x)
                                                               for x in labels])
         except AbtuiError as exc:  # the one place a host's or an option's error becomes a refusal
-            self.emit(Event.of(events.KnobError(knob=k.name, value=value, message=str(exc))))
+            self._emit(Event.of(events.KnobError(knob=k.name, value=value, message=str(exc))))
             raise exc if isinstance(exc, KnobRefused) else KnobRefused(str(exc)) from exc
         if k.kind is not KnobKind.IPERF3:
             for label in labels:
                 self._applied.setdefault(label, set()).add(k.name)
-        self.emit(Event.of(events.Knob(knob=k.name, value=value, pairs=list(labels),
+        self._emit(Event.of(events.Knob(knob=k.name, value=value, pairs=list(labels),
                                        hosts=self._hosts(k, labels))))
         for label, target in targets.items():
-            self.targets[label] = target
-            self.emit(Event.of(events.Tunnel(type=value, target=target), pair=label))
+            self._book.targets[label] = target
+            self._emit(Event.of(events.Tunnel(type=value, target=target), pair=label))
         return targets
 
     def _hosts(self, knob: Knob, labels: Sequence[str]) -> list[str]:
@@ -167,20 +208,6 @@ class EngineKnobs(EngineBase):
         key, converted = iperf3_setting(knob, value)
         for label in labels:
             options_for(self.profile.test, self.profile.pair(label),
-                        {**self.live_options[label], key: converted})
+                        {**self._book.live_options[label], key: converted})
         for label in labels:
-            self.live_options[label][key] = converted
-
-    def _settings_changed(self, labels: Sequence[str]) -> None:
-        for label in labels:
-            self._settings[label] += 1
-
-    async def _restart_pairs(self, labels: Sequence[str], since: float) -> None:
-        """End the pairs' current runs, counted nowhere after `since` (one released while
-        the change was made may have either setting); `_follow` (continuous) or `_stream`
-        (a plan's step) start new ones right away."""
-        running = [self._runs[label] for label in labels if label in self._runs]
-        for run in running:
-            if run.retired_at is None:
-                run.retired_at = since
-        await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
+            self._book.live_options[label][key] = converted

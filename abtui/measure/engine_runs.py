@@ -1,5 +1,6 @@
-"""The engine's runs: each pair's run prepared (server listening, client armed), all of a
-group released together (RUN_START, the start skew), and streamed to their end.
+"""The engine's run scheduler, the only owner of runs: each pair's run prepared (server
+listening, client armed), all of a group released together (RUN_START, the start skew), and
+streamed to their end.
 
 A run prepared before a restarting knob changed its pair is prepared again (`_fresh`); a busy
 server is retried on another port. What runs when (continuous mode, a plan's steps) is
@@ -9,84 +10,130 @@ abtui.measure.engine's; one run's processes and output are abtui.measure.runs'.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from abtui.core import events
+from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
-from abtui.core.model import LinkState
-from abtui.measure.engine_hosts import install_hint
-from abtui.measure.engine_verify import EngineVerify
+from abtui.core.model import LinkState, Profile
+from abtui.measure.engine_hosts import HostPool, install_hint
+from abtui.measure.engine_verify import HostGate
+from abtui.measure.phase_book import PhaseBook
 from abtui.measure.run_base import RunHooks, RunSpec
 from abtui.measure.runs import PairRun
+from abtui.measure.seams import Emit, ParserFactory, PingParserFactory
+from abtui.measure.tasks import Tasks
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE
+from abtui.remote.link import HostLink
 
 BUSY_RETRIES = 3
 # A pause between the last pair armed and the release, so no host is still busy arming.
 SETTLE_S = 0.05
 
 
-class EngineRuns(EngineVerify):
+class RunScheduler:
     """Run groups prepared, released and streamed; see the module docstring."""
+
+    def __init__(self, profile: Profile, book: PhaseBook, pool: HostPool, gate: HostGate,
+                 emit: Emit, tasks: Tasks, *, parser_factory: ParserFactory,
+                 ping_parser_factory: PingParserFactory | None,
+                 raw_sink: Callable[[str, str], None] | None = None) -> None:
+        self.profile = profile
+        self._book, self._pool, self._gate = book, pool, gate  # what a run is armed from
+        self._emit, self._tasks = emit, tasks
+        self.parser_factory = parser_factory
+        self.ping_parser_factory = ping_parser_factory
+        self.raw_sink = raw_sink
+        self._runs: dict[str, PairRun] = {}
+        self._run_counter = 0
+        self.skews: list[float] = []
+        self.stopping = False  # set by the engine's stop: nothing more is released
+        self.mode: Mode | None = None
+
+    def running(self, label: str) -> PairRun | None:
+        """The pair's run released and not yet ended, if any."""
+        return self._runs.get(label)
+
+    async def stop_all(self) -> None:
+        """Stop every run going on."""
+        await asyncio.gather(*(run.stop() for run in list(self._runs.values())),
+                             return_exceptions=True)
+
+    def interrupt(self, link: HostLink) -> None:
+        """A link was lost: the runs that use it end now (a pair's run cannot go on
+        half-watched)."""
+        for run in list(self._runs.values()):
+            if link in (run.sender, run.receiver):
+                self._tasks.spawn(run.interrupt(link.alias))
+
+    async def restart(self, labels: Sequence[str], since: float) -> None:
+        """End the pairs' current runs, counted nowhere after `since` (one released while
+        the change was made may have either setting); the engine's continuous loop or
+        `stream` (a plan's step) start new ones right away."""
+        running = [self._runs[label] for label in labels if label in self._runs]
+        for run in running:
+            if run.retired_at is None:
+                run.retired_at = since
+        await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
 
     def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
         pair = self.profile.pair(label)
-        opts = self._options(pair)
+        opts = self._book.options(pair)
         self._run_counter += 1
         run_id = f"{label}-{self._run_counter}"
         for alias in (pair.sender, pair.receiver):
-            link = self.links.get(alias)
+            link = self._pool.links.get(alias)
             if link is None or link.state is not LinkState.CONNECTED:
                 raise RunFailed(f"{alias} is not connected"
                                 f"{' (' + str(link.state) + ')' if link else ''}", run_id)
         for alias in (pair.sender, pair.receiver):
-            if alias in self._unverified:
+            if alias in self._gate:
                 raise RunFailed(f"{alias} reconnected, but its knobs could not be read again "
                                 "yet: no run is labelled with values it may not have", run_id)
         for alias in (pair.sender, pair.receiver):
-            if self.iperf_versions.get((alias, opts.iperf3)) is None:
+            if self._pool.iperf_versions.get((alias, opts.iperf3)) is None:
                 raise RunFailed(f"{alias}: iperf3 is not installed (`{opts.iperf3}` not "
                                 f"found): {install_hint(opts.iperf3)}", run_id)
-        sender_version = self.iperf_versions.get((pair.sender, opts.iperf3)) or (0, 0)
+        sender_version = self._pool.iperf_versions.get((pair.sender, opts.iperf3)) or (0, 0)
         spec = RunSpec(
-            run_id=run_id, pair=pair, options=opts, target=self.targets[label],
-            seconds=seconds, port=port or opts.port, config=dict(self.phases[label].config),
-            settings=self._settings[label],
+            run_id=run_id, pair=pair, options=opts, target=self._book.targets[label],
+            seconds=seconds, port=port or opts.port, config=dict(self._book.phases[label].config),
+            settings=self._book.settings[label],
             json_stream=sender_version >= JSON_STREAM_SINCE, program=opts.iperf3,
-            bash=self.has_bash.get(pair.sender, False),
-            stdbuf=self.has_stdbuf.get(pair.sender, False),
-            receiver_stdbuf=self.has_stdbuf.get(pair.receiver, False),
+            bash=self._pool.has_bash.get(pair.sender, False),
+            stdbuf=self._pool.has_stdbuf.get(pair.sender, False),
+            receiver_stdbuf=self._pool.has_stdbuf.get(pair.receiver, False),
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs],
-            cpu_commands={a: self.dialects[a].cpu_times_command
+            cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
-                          if opts.host_cpu and a in self.dialects})
-        hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
-                         phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
-                         raw_sink=self.raw_sink, orphan=self._add_orphan,
-                         started=self.journal.record_pgid if self.journal else None,
-                         ended=self.journal.forget_pgid if self.journal else None)
-        return PairRun(spec, self.links[pair.sender], self.links[pair.receiver], hooks)
-
-    def _phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
-        return self.phases[label].classify(received, duration)
+                          if opts.host_cpu and a in self._pool.dialects})
+        journal = self._pool.journal
+        hooks = RunHooks(emit=self._emit, parser_factory=self.parser_factory,
+                         phase_for=self._book.classify,
+                         ping_parser_factory=self.ping_parser_factory,
+                         raw_sink=self.raw_sink, orphan=self._pool.orphans.add,
+                         started=journal.record_pgid if journal else None,
+                         ended=journal.forget_pgid if journal else None)
+        return PairRun(spec, self._pool.links[pair.sender], self._pool.links[pair.receiver], hooks)
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:
-        self.emit(Event.of(events.Error(message=message), pair=label))
-        self.emit(Event.of(events.RunEnd(run=run_id, status="error", summary=None, ping=None,
+        self._emit(Event.of(events.Error(message=message), pair=label))
+        self._emit(Event.of(events.RunEnd(run=run_id, status="error", summary=None, ping=None,
                                          message=message), pair=label))
 
-    async def _start_group(self, labels: Sequence[str], seconds: int,
+    async def start_group(self, labels: Sequence[str], seconds: int,
                            ports: Mapping[str, int] | None = None) -> list[PairRun]:
         """Prepare every pair's run, release them all at once, record clocks and skew."""
-        return await self._release(await self._prepare(labels, seconds, ports))
+        return await self.release(await self.prepare(labels, seconds, ports))
 
-    async def _prepare(self, labels: Sequence[str], seconds: int,
+    async def prepare(self, labels: Sequence[str], seconds: int,
                        ports: Mapping[str, int] | None = None) -> list[PairRun]:
         """Every pair's server listening and client armed; a pair that fails says why. A
         pair whose host reconnected waits until that host's knobs are read again."""
-        await self._host_verified([h for x in labels for h in
+        await self._gate.wait([h for x in labels for h in
                                    (self.profile.pair(x).sender, self.profile.pair(x).receiver)])
         runs: list[PairRun] = []
         for label in labels:
@@ -103,12 +150,12 @@ class EngineRuns(EngineVerify):
                 ready.append(run)
         return ready
 
-    async def _release(self, ready: list[PairRun]) -> list[PairRun]:
+    async def release(self, ready: list[PairRun]) -> list[PairRun]:
         """Release prepared runs together; RUN_START each, SKEW for the group."""
         if len(ready) > 1:
             await asyncio.sleep(SETTLE_S)
         ready = await self._fresh(ready)
-        if self._stopping:  # stopped while these were being prepared: never released
+        if self.stopping:  # stopped while these were being prepared: never released
             await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)
             return []
         for run in ready:  # one loop iteration: the newlines leave together
@@ -120,10 +167,10 @@ class EngineRuns(EngineVerify):
         known = [c for c in clocks if c is not None]
         first = min(known) if known else None
         for run, clock in zip(ready, clocks, strict=True):
-            self.phases[run.label].measured = True
-            self.emit(Event.of(events.RunStart(
-                run=run.spec.run_id, config=dict(self.phases[run.label].config),
-                phase=self.phases[run.label].phase,
+            self._book.phases[run.label].measured = True
+            self._emit(Event.of(events.RunStart(
+                run=run.spec.run_id, config=dict(self._book.phases[run.label].config),
+                phase=self._book.phases[run.label].phase,
                 host_clock=clock,
                 skew_ms=None if clock is None or first is None else (clock - first) * 1e3,
                 options=_jsonable(asdict(run.spec.options)), target=run.spec.target,
@@ -131,9 +178,9 @@ class EngineRuns(EngineVerify):
         if len(known) > 1 and first is not None:
             skew = (max(known) - first) * 1e3
             self.skews.append(skew)
-            self.emit(Event.of(events.Skew(
+            self._emit(Event.of(events.Skew(
                 skew_ms=skew, clocks={r.label: c for r, c in zip(ready, clocks, strict=True)})))
-        if self._stopping:  # stopped while they were being released
+        if self.stopping:  # stopped while they were being released
             await asyncio.gather(*(r.stop() for r in ready), return_exceptions=True)
         return ready
 
@@ -141,32 +188,32 @@ class EngineRuns(EngineVerify):
         """The prepared runs, those prepared before a restarting knob changed their pair
         (armed with the old options, target or socket settings) prepared again."""
         for _ in range(BUSY_RETRIES):
-            stale = [r for r in ready if r.spec.settings != self._settings[r.label]]
-            if not stale or self._stopping:
+            stale = [r for r in ready if r.spec.settings != self._book.settings[r.label]]
+            if not stale or self.stopping:
                 break
             await asyncio.gather(*(r.cleanup() for r in stale), return_exceptions=True)
-            again = await self._prepare([r.label for r in stale], stale[0].spec.seconds)
+            again = await self.prepare([r.label for r in stale], stale[0].spec.seconds)
             ready = [r for r in ready if r not in stale] + again
         return ready
 
-    async def _stream(self, run: PairRun) -> PairRun:
+    async def stream(self, run: PairRun) -> PairRun:
         """Stream a run to its end; a busy server is retried on another port, alone. In a
         plan, a run a restarting knob retired is followed by a fresh one of the step's
-        length, so the step measures the setting now in force (in continuous mode `_follow`
-        starts the next run)."""
+        length, so the step measures the setting now in force (in continuous mode the
+        engine's continuous loop starts the next run)."""
         busy = 0
         while True:
             await run.stream()
-            if self._stopping:
+            if self.stopping:
                 break
             if run.retry_port is not None and busy < BUSY_RETRIES - 1:
                 busy += 1
                 ports: dict[str, int] | None = {run.label: run.retry_port}
-            elif run.retired_at is not None and self._mode == "plan":
+            elif run.retired_at is not None and self.mode == "plan":
                 ports = None
             else:
                 break
-            again = await self._start_group([run.label], run.spec.seconds, ports)
+            again = await self.start_group([run.label], run.spec.seconds, ports)
             if not again:
                 break
             run = again[0]

@@ -1,7 +1,8 @@
-"""The engine's hosts verified after a reconnect: a host whose link dropped may have been reset
-(rebooted, its lab rebuilt) under a running session, so before any run starts again on its
-pairs, every host knob of those pairs is read again on it, and every tunnel abtui made there
-is checked (a reset removes its ends; an IPsec pair would go on in the clear).
+"""The engine's host verifier: hosts read again after a reconnect. A host whose link dropped
+may have been reset (rebooted, its lab rebuilt) under a running session, so before any run
+starts again on its pairs, every host knob of those pairs is read again on it, and every
+tunnel abtui made there is checked (a reset removes its ends; an IPsec pair would go on in
+the clear).
 
 A value that differs from the pair's configuration ends the phase and is recorded (a DRIFT
 event, shown in the console's log). A knob abtui set is then written back and read back
@@ -17,23 +18,30 @@ iperf3 with it).
 
 The undo journal's originals are never read again: the value to restore on exit stays the
 one the host had before abtui first changed it, whatever a reset left there.
+
+`HostGate` holds which hosts wait to be read again (the run scheduler waits on it before it
+arms a run there); `HostVerifier` reads them again and settles what differs.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from abtui.core import events
 from abtui.core.configuration import UNKNOWN, pair_value, role_value
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
-from abtui.core.model import Knob, KnobKind, LinkState, Pair, now
+from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, now
 from abtui.hosts.knobs import HOST_KINDS
-from abtui.measure.engine_base import Unverified
-from abtui.measure.engine_hosts import EngineHosts, rebooted
+from abtui.hosts.restore import rebooted
+from abtui.measure.engine_hosts import HostPool
+from abtui.measure.engine_knobs import KnobChanger, Runs
+from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import TUNNEL
+from abtui.measure.seams import Emit
+from abtui.measure.tasks import Tasks
 from abtui.remote.link import HostLink
 
 # How long a run waits for a reconnected host's knobs to be read again.
@@ -54,49 +62,85 @@ class Found:
     expected: str  # the host's part of the pair's configuration
 
 
-class EngineVerify(EngineHosts):
-    """Hosts read again after a reconnect; see the module docstring."""
+@dataclass(slots=True)
+class Unverified:
+    """A host whose link dropped at `since` and is not read again yet."""
 
-    def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
-        super()._on_link_state(link, state, message)
-        if state is LinkState.LOST and link.alias not in self._unverified:
-            since = self._unverified[link.alias] = Unverified(now(), link.boot_id)
-            for label in self._labels(link.alias):  # nothing counts until it is read again
-                if self.phases[label].pending is None:
-                    self.phases[label].begin_change(since.since)
-        elif state is LinkState.CONNECTED and link.alias in self._unverified:
-            self._spawn(self._verify(link.alias))
+    since: float
+    boot_id: str | None = None  # the host's boot before the link dropped
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    checking: bool = False
 
-    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
-        async with self._changing:  # never at once with a reconnected host's re-apply
-            await super().set_knob(knob, value, pairs)
 
-    async def _host_verified(self, aliases: Sequence[str]) -> None:
+class HostGate:
+    """The hosts whose link dropped, until their knobs are read again."""
+
+    def __init__(self, pool: HostPool) -> None:
+        self._pool = pool
+        self._waiting: dict[str, Unverified] = {}
+
+    def __contains__(self, alias: str) -> bool:
+        return alias in self._waiting
+
+    def __bool__(self) -> bool:
+        return bool(self._waiting)
+
+    def get(self, alias: str) -> Unverified | None:
+        return self._waiting.get(alias)
+
+    def hold(self, alias: str, since: float, boot_id: str | None) -> Unverified:
+        """`alias` dropped at `since`: nothing runs there until it is read again."""
+        held = self._waiting[alias] = Unverified(since, boot_id)
+        return held
+
+    def release(self, alias: str, held: Unverified) -> None:
+        """`alias` was read again (the hold is `held`, not a later one)."""
+        if self._waiting.get(alias) is held:
+            del self._waiting[alias]
+            held.done.set()
+
+    async def wait(self, aliases: Sequence[str]) -> None:
         """Wait (bounded) until these hosts, reconnected, are read again."""
         waits = [asyncio.ensure_future(u.done.wait()) for a in dict.fromkeys(aliases)
-                 if (u := self._unverified.get(a)) is not None
-                 and a in self.links and self.links[a].state is LinkState.CONNECTED]
+                 if (u := self._waiting.get(a)) is not None and self._pool.connected(a)]
         if waits:
             _done, late = await asyncio.wait(waits, timeout=VERIFY_WAIT_S)
             for waiting in late:
                 waiting.cancel()
 
+
+class HostVerifier:
+    """Hosts read again after a reconnect; see the module docstring."""
+
+    def __init__(self, profile: Profile, book: PhaseBook, pool: HostPool, gate: HostGate,
+                 changer: KnobChanger, runs: Runs, emit: Emit, tasks: Tasks) -> None:
+        self.profile = profile
+        self._book, self._pool, self._gate = book, pool, gate  # what is read and relabelled
+        self._changer, self._runs = changer, runs  # who writes back, what goes on meanwhile
+        self._emit, self._tasks = emit, tasks
+
+    def link_changed(self, link: HostLink, state: LinkState) -> None:
+        """A link dropped (its pairs count nothing from now) or came back (read it again)."""
+        if state is LinkState.LOST and link.alias not in self._gate:
+            since = self._gate.hold(link.alias, now(), link.boot_id)
+            for label in self._book.labels_of(link.alias):  # nothing counts until read again
+                if self._book.phases[label].pending is None:
+                    self._book.phases[label].begin_change(since.since)
+        elif state is LinkState.CONNECTED and link.alias in self._gate:
+            self._tasks.spawn(self._verify(link.alias))
+
     async def _verify(self, alias: str) -> None:
-        pending = self._unverified.get(alias)
+        pending = self._gate.get(alias)
         if pending is None or pending.checking:
             return
         pending.checking = True
         try:
-            async with self._changing:
+            async with self._changer.changing:
                 settled = await self._recheck(alias, pending.since, pending.boot_id)
         finally:
             pending.checking = False
-        if settled and self._unverified.get(alias) is pending:
-            del self._unverified[alias]
-            pending.done.set()
-
-    def _labels(self, alias: str) -> list[str]:
-        return [p.label for p in self.profile.pairs if alias in (p.sender, p.receiver)]
+        if settled:
+            self._gate.release(alias, pending)
 
     async def _recheck(self, alias: str, since: float, boot_id: str | None) -> bool:
         """Read every host knob of `alias`'s pairs on it and act on what differs; False when
@@ -107,43 +151,41 @@ class EngineVerify(EngineHosts):
         if found:
             await self._settle(alias, found, since, boot_id)
             return True
-        for label in self._labels(alias):  # as it was: the phase goes on
-            if self.phases[label].pending == since:
-                self.phases[label].abort_change()
+        for label in self._book.labels_of(alias):  # as it was: the phase goes on
+            if self._book.phases[label].pending == since:
+                self._book.phases[label].abort_change()
         return True
 
     async def _read_again(self, alias: str) -> list[Found] | None:
         """What differs on `alias`; None when its link dropped again meanwhile."""
-        read = getattr(self.applier, "current", None)
-        labels = self._labels(alias)
-        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS] if read else []
+        labels = self._book.labels_of(alias)
+        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS]
         found: list[Found] = []
         for knob in knobs:
             pairs = [self.profile.pair(x) for x in labels if not knob.pairs or x in knob.pairs]
             try:
-                by_role = await read(knob, pairs) if read and pairs else {}
+                by_role = await self._changer.applier.current(knob, pairs) if pairs else {}
             except AbtuiError:
                 by_role = {}
             found += self._differs(alias, knob, pairs, by_role)
         found += await self._tunnels_gone(alias, labels)
-        if alias in self.links and self.links[alias].state is not LinkState.CONNECTED:
+        if alias in self._pool.links and self._pool.links[alias].state is not LinkState.CONNECTED:
             return None
         return found
 
     async def _tunnels_gone(self, alias: str, labels: Sequence[str]) -> list[Found]:
         """The pairs whose tunnel (one abtui made) lost its end on `alias`: a reset removes
         them, and an IPsec pair would go on measuring in the clear."""
-        intact = getattr(self.applier, "tunnel_intact", None)
         tunnel = self._tunnel_knob()
-        if intact is None or tunnel is None:
+        if tunnel is None:
             return []
         out = []
         for label in labels:
-            kind = self.phases[label].config.get(tunnel.name, NO_TUNNEL)
+            kind = self._book.phases[label].config.get(tunnel.name, NO_TUNNEL)
             if kind == NO_TUNNEL:
                 continue
             try:
-                there = await intact(label, alias)
+                there = await self._changer.applier.tunnel_intact(label, alias)
             except AbtuiError:
                 there = False
             if there is False:
@@ -156,14 +198,14 @@ class EngineVerify(EngineHosts):
         named = [k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL]
         if named:
             return named[0]
-        return self._knob(TUNNEL) if set(self.profile.tunnels) - {NO_TUNNEL} else None
+        return self._changer.knob(TUNNEL) if set(self.profile.tunnels) - {NO_TUNNEL} else None
 
     def _differs(self, alias: str, knob: Knob, pairs: Sequence[Pair],
                  by_role: dict[str, dict[str, str]]) -> list[Found]:
         roles = [str(r) for r in knob.scope.roles]
         out = []
         for pair in pairs:
-            config = self.phases[pair.label].config
+            config = self._book.phases[pair.label].config
             if knob.name not in config:
                 continue  # no host of the pair could say on connect: nothing was claimed
             for role in knob.scope.roles:
@@ -181,10 +223,10 @@ class EngineVerify(EngineHosts):
         re-apply what abtui set, relabel the rest, and record each finding."""
         labels = list(dict.fromkeys(f.label for f in found))
         for label in labels:
-            self.phases[label].begin_change(since)
-        self._settings_changed(labels)  # a run prepared before is stale
+            self._book.phases[label].begin_change(since)
+        self._book.settings_changed(labels)  # a run prepared before is stale
         updates: dict[str, dict[str, str]] = {label: {} for label in labels}
-        reboot = "the host rebooted" if rebooted(boot_id, self.links[alias].boot_id) else ""
+        reboot = "the host rebooted" if rebooted(boot_id, self._pool.links[alias].boot_id) else ""
         for knob_name in dict.fromkeys(f.knob.name for f in found):
             mine = [f for f in found if f.knob.name == knob_name]
             outcome = await self._reapply(mine)
@@ -193,16 +235,16 @@ class EngineVerify(EngineHosts):
                 if refused is not None:
                     updates[f.label][knob_name] = self._relabel(f.label, mine)
                 why = [w for w in (reboot, refused) if w]
-                self.emit(Event.of(events.Drift(
+                self._emit(Event.of(events.Drift(
                     knob=knob_name, value=f.value, expected=f.expected, pairs=[f.label],
                     action=RELABELLED if refused is not None else REAPPLIED,
                     message="; ".join(why)), host=alias))
         end = now()
         for label in labels:
-            closed = self.phases[label].commit_change(since, end, updates[label])
+            closed = self._book.phases[label].commit_change(since, end, updates[label])
             if closed is not None:
-                self.emit(closed)
-            self.phases[label].measured = label in self._runs
+                self._emit(closed)
+            self._book.phases[label].measured = self._runs.running(label) is not None
 
     def _relabel(self, label: str, mine: Sequence[Found]) -> str:
         """The pair's value with the reconnected host's parts replaced by what it has (a
@@ -211,7 +253,7 @@ class EngineVerify(EngineHosts):
         if knob.kind is KnobKind.TUNNEL:
             return NO_TUNNEL
         roles = [str(r) for r in knob.scope.roles]
-        config = self.phases[label].config[knob.name]
+        config = self._book.phases[label].config[knob.name]
         parts = {r: role_value(config, r, roles) for r in roles}
         for f in mine:
             if f.label == label:
@@ -226,14 +268,14 @@ class EngineVerify(EngineHosts):
         knob = found[0].knob
         by_value: dict[str, dict[str, None]] = {}  # value -> its pairs, each once
         for f in found:
-            if knob.name not in self._applied.get(f.label, set()):
+            if knob.name not in self._changer.applied(f.label):
                 out[f.label] = "abtui never set it: the host's own value"
                 continue
-            by_value.setdefault(self.phases[f.label].config[knob.name], {})[f.label] = None
+            by_value.setdefault(self._book.phases[f.label].config[knob.name], {})[f.label] = None
         for value, labels in by_value.items():
             targets: Mapping[str, str] = {}
             try:
-                targets = await self.applier.apply(knob, value,
+                targets = await self._changer.applier.apply(knob, value,
                                                    [self.profile.pair(x) for x in labels])
             except AbtuiError as exc:
                 out.update(dict.fromkeys(labels, f"re-apply refused: {exc}"))
@@ -247,7 +289,7 @@ class EngineVerify(EngineHosts):
     async def _untunnel(self, knob: Knob, labels: list[str]) -> Mapping[str, str]:
         """Remove what is left of the pairs' tunnels; their direct targets."""
         try:
-            return await self.applier.apply(knob, NO_TUNNEL,
+            return await self._changer.applier.apply(knob, NO_TUNNEL,
                                             [self.profile.pair(x) for x in labels])
         except AbtuiError:
             return {x: self.profile.pair(x).target for x in labels}
@@ -255,7 +297,7 @@ class EngineVerify(EngineHosts):
     def _retarget(self, targets: Mapping[str, str]) -> None:
         """A tunnel made again (or gone) gives its pair a new iperf3 target."""
         for label, target in targets.items():
-            self.targets[label] = target
+            self._book.targets[label] = target
             kind = self._tunnel_knob()
-            value = self.phases[label].config.get(kind.name, NO_TUNNEL) if kind else NO_TUNNEL
-            self.emit(Event.of(events.Tunnel(type=value, target=target), pair=label))
+            value = self._book.phases[label].config.get(kind.name, NO_TUNNEL) if kind else NO_TUNNEL
+            self._emit(Event.of(events.Tunnel(type=value, target=target), pair=label))

@@ -16,8 +16,9 @@ from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
 from abtui.core.events import Event, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine import Engine
-from abtui.measure.engine_base import KnobApplierFactory
+from abtui.measure.engine_knobs import KnobApplierFactory
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
+from abtui.measure.session import ControllerSession
 from abtui.reports.throughput import Segment, counted
 from abtui.sessions.paths import new_session_path
 
@@ -219,38 +220,32 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     engine = Engine(profile, parser_factory=parser_factory,
                     ping_parser_factory=ping_parser_factory, knob_applier=knob_applier,
                     session_path=path, **engine_options)  # type: ignore[arg-type]
-    writer = open_session_writer(path, profile, compact=out is None)
-    engine.subscribe(writer.write)
+    session = ControllerSession(engine, open_session_writer(path, profile,
+                                                            compact=out is None))
     engine.subscribe(show)
-    reason = "done"
     try:
-        await engine.connect()
-        setting = True
-        for knob, value in settings:
-            try:
-                await engine.set_knob(knob, value)
-            except KnobRefused as exc:
-                say(f"--set {knob}={value} refused, not started: {exc}")
-                return EXIT_FAILED
-        setting = False
-        if alternation is not None:
-            await _alternate(engine, profile, alternation, duration, say)
-        elif duration is not None:
-            tally = Tally()
-            engine.subscribe(tally)
-            await engine.start("continuous")
-            await _continuous(duration, tally, [p.label for p in profile.pairs], say)
-        else:
-            await engine.start("plan")
-            await engine.wait()
-    except asyncio.CancelledError:
-        reason = "interrupted"
-        raise
+        async with session:
+            setting = True
+            for knob, value in settings:
+                try:
+                    await engine.set_knob(knob, value)
+                except KnobRefused as exc:
+                    say(f"--set {knob}={value} refused, not started: {exc}")
+                    return EXIT_FAILED
+            setting = False
+            if alternation is not None:
+                await _alternate(engine, profile, alternation, duration, say)
+            elif duration is not None:
+                tally = Tally()
+                engine.subscribe(tally)
+                await session.start("continuous")
+                await _continuous(duration, tally, [p.label for p in profile.pairs], say)
+            else:
+                await session.start("plan")
+                await engine.wait()
     except KnobRefused as exc:  # a flip of the alternation refused: it cannot go on
         say(f"--alternate: {exc}; stopped")
         return EXIT_FAILED
     finally:
-        await engine.shutdown(reason)
-        final = writer.close()
-        print(f"abtui: session written to {final}", file=stream, flush=True)
+        print(f"abtui: session written to {session.closed}", file=stream, flush=True)
     return EXIT_FAILED if engine.failed_runs else EXIT_OK

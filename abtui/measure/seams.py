@@ -51,11 +51,23 @@ class KnobApplier(Protocol):
     `apply` raises abtui.core.errors.KnobRefused (nothing changed anywhere) and returns, for a
     tunnel knob, each affected pair's new iperf3 target ({} for other knobs). Originals are
     recorded (ORIGINAL events) before the first change; `restore` puts every one back (RESTORE).
+    The engine reads values through `current` (on connect, and again after a reconnect) and
+    checks tunnels it made through `tunnel_intact`.
     """
 
     async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]: ...
 
-    async def restore(self) -> None: ...
+    async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
+        """Each pair's value of a host knob now, per role ({} when it cannot be read)."""
+        ...
+
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
+        """The pair's tunnel ends on `host` still there (None: no tunnel made there)."""
+        ...
+
+    async def restore(self) -> list[str]:
+        """Set everything back; one line per failure (empty: all set back)."""
+        ...
 
 
 def iperf_summary_of(result: Any, reverse: bool = False) -> IperfSummary | None:
@@ -116,8 +128,14 @@ class NoKnobs:
     async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
         raise KnobRefused(self.reason)
 
-    async def restore(self) -> None:
+    async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
+        return {}  # nothing can be read: no pair's configuration claims a value
+
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
         return None
+
+    async def restore(self) -> list[str]:
+        return []
 
 
 class HostKnobs:
@@ -134,7 +152,6 @@ class HostKnobs:
         self.tunnels = TunnelManager(links, dialects, profile.pairs, journal=journal)
         self.manager = KnobManager(links, dialects, journal=journal, emit=emit,
                                    tunnels=self.tunnels)
-        self.failures: list[str] = []
 
     async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
         from abtui.hosts.knobs import resolve_targets
@@ -150,11 +167,11 @@ class HostKnobs:
         """The pair's tunnel ends on `host` still there (None: no tunnel abtui made there)."""
         return await self.tunnels.intact(label, host)
 
-    async def restore(self) -> None:
+    async def restore(self) -> list[str]:
         """Tunnels removed, knobs restored (RESTORE events); the journal is the engine's."""
         from abtui.hosts.restore import set_back
 
-        self.failures = await set_back(self.manager, self.tunnels)
+        return await set_back(self.manager, self.tunnels)
 
 
 def open_session_writer(path: Path, profile: Profile, compact: bool) -> SessionWriter:

@@ -32,6 +32,30 @@ def parse_iperf_version(text: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostTools:
+    """What a host has for a run: iperf3's version (None: not there), bash (a fork-free
+    clock at release) and stdbuf (every iperf3 line flushed as printed)."""
+
+    iperf_version: tuple[int, int] | None
+    bash: bool
+    stdbuf: bool
+
+
+def tools_command(program: str) -> str:
+    """Ask a host, in one round trip, for `program`'s version, bash and stdbuf."""
+    return (f"{shlex.quote(program)} --version 2>&1 | head -n 1; "
+            "command -v bash >/dev/null && echo __abtui_bash; "
+            "command -v stdbuf >/dev/null && echo __abtui_stdbuf; true")
+
+
+def parse_tools(stdout: str) -> HostTools:
+    """What `tools_command` found."""
+    lines = stdout.splitlines()
+    return HostTools(parse_iperf_version(lines[0] if lines else ""),
+                     "__abtui_bash" in lines, "__abtui_stdbuf" in lines)
+
+
 def options_for(base: TestOptions, pair: Pair, extra: dict[str, Any] | None = None) -> TestOptions:
     """The pair's options: the profile's, with the pair's overrides (and live ones) on top."""
     merged = {**pair.overrides, **(extra or {})}

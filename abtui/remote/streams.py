@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -31,6 +32,15 @@ def group_alive_command(pgid: int) -> str:
     return (f"if out=$(ps -A -o pgid= -o stat= 2>/dev/null) && [ -n \"$out\" ]; then "
             f"printf '%s\\n' \"$out\" | awk '$1=={g} && $2 !~ /^Z/ {{f=1}} END {{exit !f}}'; "
             f"else kill -0 -{g} 2>/dev/null; fi")
+
+
+def group_runs_command(pgid: int, what: str = "") -> str:
+    """A shell test that succeeds while process group `pgid` still runs the program `what`
+    names (its first word's base name; any program when empty): a reused number is not ours."""
+    prog = what.split()[0].rsplit("/", 1)[-1] if what.strip() else ""
+    test = f"$1=={int(pgid)}" + (" && $2==w" if prog else "")
+    return (f"ps -A -o pgid= -o comm= | awk -v w={shlex.quote(prog)} "
+            f"'{test} {{f=1}} END {{exit !f}}'")
 
 
 class RemoteProcess:

@@ -59,6 +59,28 @@ def test_client_command_carries_every_option_and_quotes_hostile_values():
     assert "EPOCHREALTIME" in inner and inner.endswith("exec iperf3 -c 'x'\"'\"'y'")
 
 
+def test_what_a_host_has_is_asked_in_one_command_and_read_back():
+    """The engine's question to each host (built in abtui.remote.iperf_cmd), run by this
+    machine's sh as a host's would: its iperf3, bash and stdbuf, or a missing program."""
+    import shutil
+    import subprocess
+
+    from abtui.remote.iperf_cmd import parse_tools, tools_command
+
+    def ask(program: str) -> str:
+        return subprocess.run(["sh", "-c", tools_command(program)], capture_output=True,
+                              text=True, check=True).stdout
+
+    missing = parse_tools(ask("/nonexistent/iperf3 'x"))
+    assert missing.iperf_version is None
+    assert (missing.bash, missing.stdbuf) == (bool(shutil.which("bash")),
+                                              bool(shutil.which("stdbuf")))
+    if shutil.which("iperf3") is None:
+        pytest.skip("iperf3 is not installed on this machine")
+    found = parse_tools(ask("iperf3"))
+    assert found.iperf_version is not None and found.iperf_version >= (3, 0)
+
+
 def test_durations_versions_clocks_and_watch_commands():
     assert run_seconds(Options(duration=0)) == CONTINUOUS_CHUNK_S
     assert run_seconds(Options(duration=1.2)) == 2
@@ -186,6 +208,7 @@ class FakeKnobs:
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, str, list[str]]] = []
+        self.left: list[str] = []  # what `restore` could not set back
 
     async def apply(self, knob, value, pairs):  # type: ignore[no-untyped-def]
         from abtui.core.errors import KnobRefused
@@ -195,8 +218,37 @@ class FakeKnobs:
         self.asked.append((knob.name, value, [p.label for p in pairs]))
         return {}
 
-    async def restore(self) -> None:
+    async def current(self, knob, pairs):  # type: ignore[no-untyped-def]
+        return {}
+
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
         return None
+
+    async def restore(self) -> list[str]:
+        return self.left
+
+
+async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the_journal(
+        tmp_path):
+    """What `restore` could not set back is one ERROR each, and the undo journal is kept for
+    `abtui recover`; all set back, the journal is finished (removed)."""
+    from abtui.hosts.undo import UndoJournal
+    from abtui.measure.engine import Engine
+
+    for left in (["r: could not restore net.core.rmem_max: read-only"], []):
+        journal = UndoJournal(tmp_path / f"undo-{len(left)}")
+        engine = Engine(profile(), parser_factory=lambda _f: None,  # type: ignore[arg-type]
+                        journal=journal)
+        knobs = FakeKnobs()
+        knobs.left = left
+        engine.applier = knobs
+        seen: list[Event] = []
+        engine.subscribe(seen.append)
+        await engine.shutdown("done")
+        errors = [e.data["message"] for e in seen if e.kind is EventKind.ERROR]
+        assert errors == left
+        assert seen[-1].kind is EventKind.SESSION_END
+        assert journal.path.exists() == bool(left)
 
 
 async def test_engine_knob_changes_phases_and_refusals_without_hosts():
@@ -236,8 +288,8 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     # an iperf3 knob changes the pair's test options, no host is asked
     await engine.set_knob("streams", "4", ["B"])
     assert engine.live_options["B"] == {"parallel": 4}
-    assert engine._options(prof.pair("B")).parallel == 4
-    assert engine._options(prof.pair("A")).parallel == 1
+    assert engine.options(prof.pair("B")).parallel == 4
+    assert engine.options(prof.pair("A")).parallel == 1
     assert len(engine.applier.asked) == 2
 
 
@@ -303,19 +355,19 @@ async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
     engine = Engine(prof, use_journal=False)
 
     def prepared() -> _Prepared:
-        opts = engine._options(PAIR)
+        opts = engine.options(PAIR)
         return _Prepared(RunSpec(run_id="A-x", pair=PAIR, options=opts, target=PAIR.target,
-                                 seconds=10, port=5201, settings=engine._settings["A"]))
+                                 seconds=10, port=5201, settings=engine.book.settings["A"]))
 
     async def prepare(labels, seconds, ports=None):  # type: ignore[no-untyped-def]
         return [prepared() for _ in labels]
 
-    engine._prepare = prepare  # type: ignore[method-assign]
+    engine.runs.prepare = prepare  # type: ignore[method-assign]
     stale = prepared()
     await engine.set_knob("streams", "4", ["A"])
-    (run,) = await engine._release([stale])  # type: ignore[list-item]
+    (run,) = await engine.runs.release([stale])  # type: ignore[list-item]
     assert stale.cleaned and not stale.released
     assert run is not stale and run.released and run.spec.options.parallel == 4
     # nothing changed since: released as it is
     again = prepared()
-    assert await engine._release([again]) == [again]  # type: ignore[list-item]
+    assert await engine.runs.release([again]) == [again]  # type: ignore[list-item]

@@ -43,8 +43,11 @@ class HostValues:
         self.applied.append((value, [p.label for p in pairs]))
         return {}
 
-    async def restore(self) -> None:
+    async def tunnel_intact(self, label: str, host: str) -> bool | None:
         return None
+
+    async def restore(self) -> list[str]:
+        return []
 
 
 def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:
@@ -100,7 +103,7 @@ async def test_a_value_abtui_set_is_re_applied_and_the_phase_ends():
     (phase,) = of(seen, EventKind.PHASE)
     assert phase.pair == "A" and phase.data["config"] == {"rmem": low}
     assert engine.phases["A"].phase == 2 and engine.phases["A"].config == {"rmem": low}
-    assert engine.phases["A"].pending is None and not engine._unverified
+    assert engine.phases["A"].pending is None and not engine.gate
     assert engine.phases["B"].phase == 0  # the other pair's hosts did not drop
 
 
@@ -136,7 +139,9 @@ async def test_nothing_changed_the_phase_goes_on_and_nothing_counted_meanwhile()
     link: Any = engine.links["r"]
     link.state = LinkState.LOST
     engine._on_link_state(link, LinkState.LOST, "")
-    lost = engine._unverified["r"].since
+    held = engine.gate.get("r")
+    assert held is not None
+    lost = held.since
     # an interval arriving while the host is unverified is counted in no phase
     assert engine.phases["A"].classify(lost + 1.0, 0.5) == (0, True)
     assert engine.phases["B"].classify(lost + 1.0, 0.5) == (0, False)
@@ -145,7 +150,7 @@ async def test_nothing_changed_the_phase_goes_on_and_nothing_counted_meanwhile()
     await engine.wait()
     assert not of(seen, EventKind.DRIFT) and not of(seen, EventKind.PHASE)
     assert engine.phases["A"].pending is None and engine.phases["A"].phase == 0
-    assert not engine._unverified
+    assert not engine.gate
 
 
 async def test_a_link_lost_again_while_reading_is_read_on_the_next_reconnect():
@@ -153,11 +158,11 @@ async def test_a_link_lost_again_while_reading_is_read_on_the_next_reconnect():
     engine, fake, seen = engine_on({"s": high, "r": high, "s2": high, "r2": high})
     fake.drop_while_reading = "r"
     await reconnect(engine, "r", {"r": low}, fake)
-    assert not of(seen, EventKind.DRIFT) and "r" in engine._unverified
+    assert not of(seen, EventKind.DRIFT) and "r" in engine.gate
     fake.drop_while_reading = None
     await reconnect(engine, "r")
     (drift,) = of(seen, EventKind.DRIFT)
-    assert drift.data["value"] == low and not engine._unverified
+    assert drift.data["value"] == low and not engine.gate
 
 
 def test_role_value_undoes_pair_value():
@@ -201,19 +206,34 @@ class Group:
 
 
 async def test_orphans_of_a_host_that_rebooted_are_forgotten_not_killed(tmp_path):
+    from abtui.hosts.restore import Orphans
     from abtui.hosts.undo import UndoJournal, read_journal
 
-    engine, _fake, _seen = engine_on({"s": "1", "r": "1", "s2": "1", "r2": "1"})
-    engine.journal = UndoJournal(tmp_path)
+    journal = UndoJournal(tmp_path)
+    orphans = Orphans()
     same, again = Group("boot-1"), Group("boot-1")
     for link, pgid in ((same, 101), (again, 202)):
-        engine.journal.record_pgid("r", pgid, "iperf3 server")
-        engine._add_orphan(link, pgid)  # type: ignore[arg-type]
+        journal.record_pgid("r", pgid, "iperf3 server")
+        orphans.add(link, pgid)  # type: ignore[arg-type]
+    assert orphans.on(same) and orphans.links == [same, again]  # type: ignore[arg-type]
     again.boot_id = "boot-2"  # it rebooted while its link was down: 202 is not ours now
-    await engine._end_orphans(same)  # type: ignore[arg-type]
-    await engine._end_orphans(again)  # type: ignore[arg-type]
+    await orphans.end(same, journal)  # type: ignore[arg-type]
+    await orphans.end(again, journal)  # type: ignore[arg-type]
     assert same.killed == [101] and again.killed == []
-    assert not read_journal(engine.journal.path).pgids  # neither is left for `recover`
+    assert not orphans and not orphans.on(same)  # type: ignore[arg-type]
+    assert not read_journal(journal.path).pgids  # neither is left for `recover`
+
+
+async def test_the_engine_ends_a_hosts_orphans_when_its_link_is_back(tmp_path):
+    """The engine hands what a dropped link left to its Orphans, ended on reconnect."""
+    engine, _fake, _seen = engine_on({"s": "1", "r": "1", "s2": "1", "r2": "1"})
+    link = Group("boot-1")
+    engine.orphans.add(link, 303)  # type: ignore[arg-type]
+    engine.links["r"] = link  # type: ignore[assignment]
+    link.state = LinkState.CONNECTED
+    engine._on_link_state(link, LinkState.CONNECTED, "reconnected")  # type: ignore[arg-type]
+    await engine.wait()
+    assert link.killed == [303] and not engine.orphans
 
 
 class Tunnels(HostValues):
@@ -267,3 +287,26 @@ async def test_a_tunnel_whose_end_is_gone_is_made_again_or_dropped():
             assert engine.targets["A"] == tunnel.data["target"] == "198.18.1.2"
             assert engine.phases["A"].config["tunnel"] == "none"
         assert of(seen, EventKind.PHASE)[0].data["config"]["tunnel"] == "vxlan"
+
+
+async def test_the_gate_holds_a_dropped_host_until_it_is_read_again():
+    """HostGate: a run waits on a held, connected host until its hold is released (not by
+    another hold's reading); a host not connected is not waited for."""
+    import asyncio
+
+    from abtui.measure.engine_verify import HostGate, Unverified
+
+    connected = {"r": True, "s": False}
+    pool = SimpleNamespace(connected=lambda alias: connected[alias])
+    gate = HostGate(pool)  # type: ignore[arg-type]
+    held = gate.hold("r", 1.0, "boot-1")
+    gate.hold("s", 1.0, None)
+    assert "r" in gate and gate.get("r") is held
+    waiting = asyncio.get_running_loop().create_task(gate.wait(["r", "s"]))
+    await asyncio.sleep(0)
+    gate.release("r", Unverified(0.5))  # an earlier hold's reading: not this one
+    await asyncio.sleep(0)
+    assert "r" in gate and not waiting.done()
+    gate.release("r", held)
+    await asyncio.wait_for(waiting, 5)  # "s" is down: nothing waits for it
+    assert "r" not in gate and held.done.is_set() and "s" in gate

@@ -79,3 +79,23 @@ def test_unchanged_and_forgotten_entries_are_not_left_to_undo(tmp_path):
     assert p.involved == ["h1"] and left_on([p], "h2") == ""
     p = read_journal(j.path)
     assert p.involved == ["h1"] and left_on([p], "h1") == "1 setting"
+
+
+def test_recover_ends_a_group_only_while_it_runs_the_program_it_started():
+    """`abtui recover`'s test (abtui.remote.streams.group_runs_command) on this machine's
+    ps: a group of that number running another program is someone else's."""
+    import subprocess
+
+    from abtui.remote.streams import group_runs_command
+
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        def runs(what: str) -> bool:
+            return subprocess.run(["sh", "-c", group_runs_command(proc.pid, what)]).returncode == 0
+
+        assert runs("/usr/bin/sleep 30") and runs("")
+        assert not runs("iperf3 -s -p 5201")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not runs("")  # ended: nothing of that group is left

@@ -1,0 +1,100 @@
+"""One session's lifecycle (abtui.measure.session): connect, measure, shutdown, journal
+closed, however the session ends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from abtui.core.errors import AbtuiError
+from abtui.core.events import Event, EventKind
+from abtui.measure.session import ControllerSession
+
+
+class Journal:
+    def __init__(self) -> None:
+        self.kinds: list[EventKind] = []
+        self.closed = 0
+
+    def write(self, event: Event) -> None:
+        self.kinds.append(event.kind)
+
+    def close(self) -> Path:
+        self.closed += 1
+        return Path("session.jsonl")
+
+
+class Controller:
+    """Records the calls; `fail` names a call that raises."""
+
+    def __init__(self, fail: str = "") -> None:
+        self.calls: list[str] = []
+        self.fail = fail
+        self._subscribers: list[Callable[[Event], None]] = []
+
+    def subscribe(self, callback: Callable[[Event], None]) -> None:
+        self._subscribers.append(callback)
+
+    async def _call(self, name: str, kind: EventKind | None = None) -> None:
+        self.calls.append(name)
+        if kind is not None:
+            for callback in self._subscribers:
+                callback(Event(kind))
+        if name.split(" ")[0] == self.fail:
+            raise AbtuiError(f"{name} failed")
+
+    async def connect(self) -> None:
+        await self._call("connect", EventKind.SESSION_START)
+
+    async def start(self, mode: str = "continuous") -> None:
+        await self._call(f"start {mode}")
+
+    async def stop(self) -> None:
+        await self._call("stop")
+
+    async def shutdown(self, reason: str = "shutdown") -> None:
+        await self._call(f"shutdown {reason}", EventKind.SESSION_END)
+
+
+async def test_a_session_connects_once_and_ends_with_shutdown_then_the_journal_closed():
+    ctl, journal = Controller(), Journal()
+    async with ControllerSession(ctl, journal) as session:
+        await session.start("plan")
+        await session.start("continuous")  # the links are kept: no second connect
+    assert ctl.calls == ["connect", "stop", "start plan", "stop", "start continuous",
+                         "shutdown done"]
+    assert journal.kinds == [EventKind.SESSION_START, EventKind.SESSION_END]
+    assert journal.closed == 1 and session.closed == Path("session.jsonl")
+
+
+async def test_a_cancelled_session_is_interrupted_and_still_set_back():
+    ctl, journal = Controller(), Journal()
+    entered = asyncio.Event()
+
+    async def measure() -> None:
+        async with ControllerSession(ctl, journal):
+            entered.set()
+            await asyncio.Event().wait()  # until cancelled
+
+    task = asyncio.get_running_loop().create_task(measure())
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert ctl.calls[-1] == "shutdown interrupted" and journal.closed == 1
+
+
+async def test_a_failed_connect_or_shutdown_still_sets_back_and_closes_the_journal():
+    ctl, journal = Controller(fail="connect"), Journal()
+    with pytest.raises(AbtuiError, match="connect failed"):
+        async with ControllerSession(ctl, journal):
+            pytest.fail("never entered")
+    assert ctl.calls == ["connect", "shutdown done"] and journal.closed == 1
+    ctl, journal = Controller(fail="shutdown"), Journal()
+    with pytest.raises(AbtuiError, match="shutdown done failed"):
+        async with ControllerSession(ctl, journal):
+            pass
+    assert journal.closed == 1

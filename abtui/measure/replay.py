@@ -250,7 +250,7 @@ class ReplayController:
             if self.running:
                 self._close_phase(label)
             self.configs[label][knob] = value
-        self._emit(Event.of(events.Knob(knob=knob, value=value, pairs=labels, hosts=hosts),
+        self._emit(Event.of(events.KnobChanged(knob=knob, value=value, pairs=labels, hosts=hosts),
                             self._vt))
         if k.kind is KnobKind.TUNNEL:
             for label in labels:

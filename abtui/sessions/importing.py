@@ -146,7 +146,7 @@ def _intervals(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: 
             continue
         end = begin + float(iv["end"])
         # the values as the import parsed them (None where the log has none)
-        out.append(Event.of(events.Interval.from_data(
+        out.append(Event.of(events.IntervalMeasured.from_data(
             {"run": run, "phase": run, **{k: iv.get(k) for k in _INTERVAL_KEYS},
              "straddles": False}), end, pair=pair))
     return end

@@ -184,7 +184,7 @@ class Session(EventReader):
         run.ping = as_dict(d.ping)
         run.message = d.message or ""
 
-    def on_interval(self, ev: Event, d: events.Interval) -> None:
+    def on_interval(self, ev: Event, d: events.IntervalMeasured) -> None:
         pair = ev.pair
         if pair is None:
             return
@@ -235,14 +235,14 @@ class Session(EventReader):
         self._config[ev.pair] = dict(config)
         self.initial_configs.setdefault(ev.pair, dict(config))
 
-    def on_knob(self, ev: Event, d: events.Knob) -> None:
+    def on_knob(self, ev: Event, d: events.KnobChanged) -> None:
         pairs = [str(p) for p in d.pairs] if isinstance(d.pairs, list) else []
         self.knob_changes.append({"t": ev.t, **ev.data, "pairs": pairs})
         targets = pairs or ([ev.pair] if ev.pair else list(self._config))
         for pair in targets:
             self._config.setdefault(pair, {})[str(d.knob)] = d.value
 
-    def on_watch(self, ev: Event, d: events.Watch) -> None:
+    def on_watch(self, ev: Event, d: events.WatchSampled) -> None:
         key = (ev.pair, ev.host, str(d.name))
         series = self.watches.get(key)
         if series is None:

@@ -126,7 +126,7 @@ class ConsoleState(EventReader):
         return None
 
     def on_cpu(self, event: Event, p: events.Cpu) -> None:
-        got = sample_figures(event.data)
+        got = sample_figures(p)
         if got is None:
             return
         for lb in self._pairs_of(event):

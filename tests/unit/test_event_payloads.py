@@ -57,7 +57,7 @@ def test_a_key_no_payload_names_is_kept() -> None:
 
 
 def test_an_optional_field_is_left_out_while_none() -> None:
-    tcp = events.Interval(run="A-1", phase=0, start=0.0, end=1.0, bytes=1, bits_per_second=8.0,
+    tcp = events.IntervalMeasured(run="A-1", phase=0, start=0.0, end=1.0, bytes=1, bits_per_second=8.0,
                           retransmits=None, cwnd_bytes=None, omitted=False, straddles=False)
     assert "direction" not in tcp.to_data() and "retransmits" in tcp.to_data()
 

@@ -415,7 +415,7 @@ class Event(Generic[PayloadT]):
     `Event(kind, t, pair, host, data)` still builds one from a record's parts.
     """
 
-    __slots__ = ("kind", "t", "pair", "host", "arrived", "_record", "_payload")
+    __slots__ = ("_payload", "_record", "arrived", "host", "kind", "pair", "t")
 
     kind: EventKind
     t: float

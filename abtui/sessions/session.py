@@ -191,7 +191,7 @@ class Session(EventReader):
         run_id = d.run
         run = self._run(pair, run_id)
         # a journal from before the engine's phase ids: each run is its phase
-        phase_id = d.phase if "phase" in ev.data else ("run", run_id)
+        phase_id = d.phase if ev.recorded("phase") else ("run", run_id)
         if d.straddles:
             phase = NO_PHASE
         else:
@@ -225,7 +225,7 @@ class Session(EventReader):
             ph.config = dict(d.config)
         if d.start is not None:
             ph.start = d.start
-        ph.end = d.end if "end" in ev.data else ev.t
+        ph.end = d.end if ev.recorded("end") else ev.t
         ph.closed = True
 
     def on_config(self, ev: Event, d: events.Config) -> None:
@@ -237,7 +237,7 @@ class Session(EventReader):
 
     def on_knob(self, ev: Event, d: events.KnobChanged) -> None:
         pairs = [str(p) for p in d.pairs] if isinstance(d.pairs, list) else []
-        self.knob_changes.append({"t": ev.t, **ev.data, "pairs": pairs})
+        self.knob_changes.append({"t": ev.t, **ev.record(), "pairs": pairs})
         targets = pairs or ([ev.pair] if ev.pair else list(self._config))
         for pair in targets:
             self._config.setdefault(pair, {})[str(d.knob)] = d.value
@@ -274,7 +274,7 @@ class Session(EventReader):
 
     # the rarer kinds are kept as recorded, one dict each
     def _record(self, into: list[dict[str, Any]], ev: Event) -> None:
-        into.append({"t": ev.t, "pair": ev.pair, "host": ev.host, **ev.data})
+        into.append({"t": ev.t, "pair": ev.pair, "host": ev.host, **ev.record()})
 
     def on_knob_error(self, ev: Event, d: events.KnobError) -> None:
         self._record(self.knob_errors, ev)
@@ -302,7 +302,7 @@ class Session(EventReader):
             self.facts[ev.host] = as_dict(d.facts) or {}
 
     def on_original(self, ev: Event, d: events.Original) -> None:
-        self.originals.append({"t": ev.t, "host": ev.host, **ev.data})
+        self.originals.append({"t": ev.t, "host": ev.host, **ev.record()})
 
     def on_skew(self, ev: Event, d: events.Skew) -> None:
         if isinstance(d.skew_ms, int | float):

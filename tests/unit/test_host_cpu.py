@@ -10,8 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from abtui.core.cpu import FIELDS, busy_cores, sample_figures
-from abtui.core.events import Cpu
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Cpu, Event, EventKind
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.freebsd import FreeBSD
 from abtui.remote.linux import Linux

@@ -108,7 +108,7 @@ class ConsoleState(EventReader):
         return line
 
     def on_other(self, event: Event) -> str | None:
-        return f"{event.kind}: {event.data}"
+        return f"{event.kind}: {event.record()}"
 
     def on_interval(self, event: Event, p: events.Interval) -> None:
         self.intervals_seen += 1

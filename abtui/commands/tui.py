@@ -52,12 +52,12 @@ def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[An
 def _recorded_profile(events: list[Any], path: Path) -> Any:
     """The profile a session recorded (its SESSION_START), else one inferred from its events."""
     from abtui.core.errors import BadInput
-    from abtui.core.events import EventKind
+    from abtui.core.events import EventKind, SessionStart
     from abtui.measure.replay import profile_from_events
     from abtui.profile import parse_profile
 
-    start = next((e for e in events if e.kind is EventKind.SESSION_START), None)
-    text = start.data.get("profile_text") if start else None
+    start = next((e.payload for e in events if e.kind is EventKind.SESSION_START), None)
+    text = start.profile_text if isinstance(start, SessionStart) else None
     if text:
         try:
             return parse_profile(str(text), f"{path} (its profile)")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent
 from abtui.core.model import Profile
 
 Mode = Literal["continuous", "plan"]
@@ -19,7 +19,7 @@ class Controller(Protocol):
     profile: Profile
     session_path: Path | None
 
-    def subscribe(self, callback: Callable[[Event], None]) -> None:
+    def subscribe(self, callback: Callable[[AnyEvent], None]) -> None:
         """Call `callback` for every event, on the event loop's thread, in order."""
 
     async def connect(self) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from abtui.core.events import Cpu
+
 FIELDS = ("user", "system", "irq", "softirq", "idle", "steal")
 BUSY = ("user", "system", "irq", "softirq")
 _BUSY_IX = tuple(FIELDS.index(f) for f in BUSY)
@@ -45,11 +47,11 @@ def busy_cores(total: Sequence[float], cpus: int) -> float | None:
     return None if share is None or cpus < 1 else share * cpus
 
 
-def sample_figures(data: dict[str, Any]) -> tuple[float, float] | None:
+def sample_figures(sample: Cpu) -> tuple[float, float] | None:
     """A CPU event's (busy % of one core, softirq % of all CPU time): 100 = one core busy, as
     top and iperf3 count; None for a record that has no ticks."""
-    total = ticks(data.get("total"))
-    cpus = data.get("cpus")
+    total = ticks(sample.total)
+    cpus: object = sample.cpus
     n = len(cpus) if isinstance(cpus, list) and cpus else 1
     if total is None:
         return None

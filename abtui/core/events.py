@@ -10,15 +10,20 @@ written again is the same record.
 Adding a kind is a change here only: a member of EventKind, a payload class registered with
 `@_payload(EventKind.X)` (import fails while a kind has none), and, in each reader that cares,
 an `on_<kind value>(event, payload)` method.
+
+Payload classes are named for what happened (`IntervalMeasured`, `KnobChanged`,
+`WatchSampled`), never after a `core.model` class: `model.Interval` is what a parser read,
+`IntervalMeasured` the event that carries it.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from abtui.core.model import interval_loss, interval_rate, now
 
@@ -50,6 +55,8 @@ class EventKind(StrEnum):
     SESSION_END = "session_end"
 
 
+# A run's id: the engine's are strings; synthetic streams and older sessions number them.
+RunId = str | int
 # A field's metadata when the journal record leaves it out while it is None.
 OPTIONAL = {"optional": True}
 NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
@@ -64,8 +71,8 @@ class Payload:
     # the field names
     _SPEC: ClassVar[tuple[tuple[str, bool], ...]] = ()
     _KNOWN: ClassVar[frozenset[str]] = frozenset()
-    # set by _payload: fills a new payload's fields from a record's `data`
-    _fill: ClassVar[Callable[[Any, Mapping[str, Any]], None]]
+    # set by _payload: (field name, its slot's setter) per field, to fill a payload read back
+    _SETTERS: ClassVar[tuple[tuple[str, Callable[[object, object], None]], ...]] = ()
 
     extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
 
@@ -80,32 +87,26 @@ class Payload:
         return out
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> Any:
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
         """The payload of a recorded `data` object, its values as recorded (a foreign or
         hand-edited record may hold anything: readers check what they use); a missing key
-        reads as None, an unknown one goes to `extra`."""
+        reads as None, an unknown one goes to `extra`.
+
+        Fields are set through their slots' descriptors (no `__init__`: a recorded value is
+        kept even where it breaks a field's type, and no `exec`-generated code)."""
         payload = object.__new__(cls)
-        cls._fill(payload, data)
+        get = data.get
+        for name, setter in cls._SETTERS:
+            setter(payload, get(name))
         _set_extra(payload, NO_EXTRA if data.keys() <= cls._KNOWN else MappingProxyType(
             {k: v for k, v in data.items() if k not in cls._KNOWN}))
         return payload
 
 
-_set_extra: Callable[[Any, Any], None] = Payload.extra.__set__  # type: ignore[attr-defined,misc]
+_set_extra: Callable[[object, object], None] = Payload.extra.__set__  # type: ignore[attr-defined,misc]
 PAYLOADS: dict[EventKind, type[Payload]] = {}
 P = TypeVar("P", bound=type[Payload])
-
-
-def _filler(cls: type[Payload], names: list[str]) -> Callable[[Any, Mapping[str, Any]], None]:
-    """One function setting each slot from `data` (a loop costs twice as much, and every
-    recorded event a session loads goes through it)."""
-    setters = {f"_set_{name}": getattr(cls, name).__set__ for name in names}
-    body = "".join(f"    _set_{name}(payload, get({name!r}))\n" for name in names)
-    code = f"def fill(payload, data):\n    get = data.get\n{body}"
-    scope: dict[str, Any] = {}
-    exec(code, setters, scope)  # the code is made of the class's field names only
-    fill: Callable[[Any, Mapping[str, Any]], None] = scope["fill"]
-    return fill
+PT = TypeVar("PT", bound=Payload)
 
 
 def _payload(kind: EventKind) -> Callable[[P], P]:
@@ -114,7 +115,7 @@ def _payload(kind: EventKind) -> Callable[[P], P]:
         own = [f for f in fields(cls) if f.name != "extra"]
         cls._SPEC = tuple((f.name, bool(f.metadata.get("optional"))) for f in own)
         cls._KNOWN = frozenset(f.name for f in own)
-        cls._fill = staticmethod(_filler(cls, [f.name for f in own]))  # type: ignore[assignment]
+        cls._SETTERS = tuple((f.name, getattr(cls, f.name).__set__) for f in own)
         PAYLOADS[kind] = cls
         return cls
     return register
@@ -178,7 +179,7 @@ class Config(Payload):
 
 @_payload(EventKind.KNOB)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Knob(Payload):
+class KnobChanged(Payload):
     """A change applied on these pairs (labels) and hosts (aliases)."""
 
     knob: str
@@ -215,7 +216,7 @@ class RunStart(Payload):
     program as the profile names it, no `stdbuf`/shell wrapper); absent in sessions recorded
     before abtui kept it."""
 
-    run: Any
+    run: RunId
     config: dict[str, str]
     phase: int | None = field(default=None, metadata=OPTIONAL)
     host_clock: float | None
@@ -228,14 +229,14 @@ class RunStart(Payload):
 
 @_payload(EventKind.INTERVAL)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Interval(Payload):
+class IntervalMeasured(Payload):
     """One iperf3 interval (pair set): model.Interval's fields and the phase it counts in;
     `straddles` when it began before a knob change and ended after (counted in no phase).
     `direction` for --bidir ("rx": receiver -> sender); UDP adds the receiving side's
     `jitter_ms`, `lost_packets` and `packets` (the datagrams due, lost ones included)."""
 
-    run: Any
-    phase: Any
+    run: RunId
+    phase: int | None
     start: float
     end: float
     bytes: int
@@ -251,13 +252,11 @@ class Interval(Payload):
 
     def rate(self) -> tuple[float, bool] | None:
         """model.interval_rate: bits per second and whether it is --bidir's way back."""
-        return interval_rate({"bits_per_second": self.bits_per_second,
-                              "omitted": self.omitted, "direction": self.direction})
+        return interval_rate(self)
 
     def loss(self) -> tuple[float | None, float | None]:
         """model.interval_loss: UDP loss (%) and jitter (ms)."""
-        return interval_loss({"lost_packets": self.lost_packets, "packets": self.packets,
-                              "jitter_ms": self.jitter_ms})
+        return interval_loss(self)
 
 
 @_payload(EventKind.PING)
@@ -265,18 +264,18 @@ class Interval(Payload):
 class Ping(Payload):
     """One ping reply (pair set); rtt_ms None when it timed out."""
 
-    run: Any
-    phase: Any
+    run: RunId
+    phase: int | None
     seq: int | None
     rtt_ms: float | None
 
 
 @_payload(EventKind.WATCH)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Watch(Payload):
+class WatchSampled(Payload):
     """A watched sysctl's value during a run (pair and host set)."""
 
-    run: Any
+    run: RunId
     name: str
     value: float | str | None
 
@@ -289,9 +288,9 @@ class Cpu(Payload):
     (`total`) and per CPU (`cpus`); `role` the side the host is on ("sender", "receiver");
     the phase it counts in (none when `straddles` a knob change)."""
 
-    run: Any
+    run: RunId
     role: str
-    phase: Any
+    phase: int | None
     straddles: bool
     total: list[int]
     cpus: list[list[int]]
@@ -304,7 +303,7 @@ class RunEnd(Payload):
     asdict(IperfSummary) and asdict(PingSummary) or None; --bidir adds the receiver ->
     sender direction's summary."""
 
-    run: Any
+    run: RunId
     status: str
     summary: dict[str, Any] | None
     ping: dict[str, Any] | None
@@ -317,7 +316,7 @@ class RunEnd(Payload):
 class Phase(Payload):
     """A phase closed (pair set): its id, configuration and span."""
 
-    phase: Any
+    phase: int | None
     config: dict[str, str]
     start: float | None
     end: float | None
@@ -403,39 +402,86 @@ if _missing:  # pragma: no cover - a kind added without its payload class
     raise TypeError(f"event kinds without a payload class: {', '.join(_missing)}")
 
 
-@dataclass(slots=True)
-class Event:
-    """One thing that happened, stamped with the controller's wall clock.
+PayloadT = TypeVar("PayloadT", bound=Payload, covariant=True)
 
-    The engine emits these (`Event.of(payload, ...)`); the session store journals them one
-    JSON line each (`data` as recorded); the console and the session read `payload`.
+
+class Event(Generic[PayloadT]):
+    """One thing that happened, stamped with the controller's wall clock: `Event[P]` carries
+    a payload of class P (`Event.of(events.IntervalMeasured(...))` is an
+    `Event[IntervalMeasured]`; an event read back from a journal is an `Event[Payload]`).
+
+    The engine emits these; the session store journals them one JSON line each (`record()`:
+    the payload's `data` as recorded); the console and the session read `payload`.
+    `Event(kind, t, pair, host, data)` still builds one from a record's parts.
     """
 
+    __slots__ = ("_payload", "_record", "arrived", "host", "kind", "pair", "t")
+
     kind: EventKind
-    t: float = field(default_factory=now)
-    pair: str | None = None
-    host: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    t: float
+    pair: str | None
+    host: str | None
     # perf_counter() when the host's line that made this event arrived: lets the console time
     # an interval from the SSH channel to the screen (benches); never journaled
-    arrived: float | None = field(default=None, compare=False, repr=False)
-    _payload: Payload | None = field(default=None, init=False, compare=False, repr=False)
+    arrived: float | None
+
+    def __init__(self: Event[Payload], kind: EventKind, t: float | None = None,
+                 pair: str | None = None, host: str | None = None,
+                 data: Mapping[str, Any] | None = None, arrived: float | None = None) -> None:
+        self.kind = kind
+        self.t = now() if t is None else t
+        self.pair = pair
+        self.host = host
+        self.arrived = arrived
+        self._record: dict[str, Any] = dict(data) if data else {}
+        self._payload: Payload | None = None
 
     @classmethod
-    def of(cls, payload: Payload, t: float | None = None, pair: str | None = None,
-           host: str | None = None, arrived: float | None = None) -> Event:
+    def of(cls, payload: PT, t: float | None = None, pair: str | None = None,
+           host: str | None = None, arrived: float | None = None) -> Event[PT]:
         """The event of a typed payload."""
-        event = cls(payload.KIND, now() if t is None else t, pair, host, payload.to_data(),
-                    arrived)
+        event: Event[PT] = object.__new__(Event)
+        event.kind = payload.KIND
+        event.t = now() if t is None else t
+        event.pair = pair
+        event.host = host
+        event.arrived = arrived
+        event._record = payload.to_data()
         event._payload = payload
         return event
 
     @property
-    def payload(self) -> Any:
-        """`data` as its kind's payload class (read once)."""
+    def payload(self) -> PayloadT:
+        """The payload, typed (read from the record once)."""
         if self._payload is None:
-            self._payload = PAYLOADS[self.kind].from_data(self.data)
-        return self._payload
+            self._payload = PAYLOADS[self.kind].from_data(self._record)
+        return self._payload  # type: ignore[return-value]  # PAYLOADS[kind] is PayloadT
+
+    def recorded(self, key: str) -> bool:
+        """Whether the record names `key` (a payload reads a missing key as None: this tells
+        a journal older than a field from one that recorded None)."""
+        return key in self._record
+
+    def record(self) -> dict[str, Any]:
+        """The journal's `data` object, a copy."""
+        return dict(self._record)
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        """Deprecated: the record, read-only; read `payload` (typed) or `record()`."""
+        return MappingProxyType(self._record)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return (self.kind, self.t, self.pair, self.host, self._record) == (
+            other.kind, other.t, other.pair, other.host, other._record)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return (f"Event(kind={self.kind!r}, t={self.t!r}, pair={self.pair!r}, "
+                f"host={self.host!r}, data={self._record!r})")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": str(self.kind), "t": self.t}
@@ -443,23 +489,26 @@ class Event:
             out["pair"] = self.pair
         if self.host is not None:
             out["host"] = self.host
-        if self.data:
-            out["data"] = self.data
+        if self._record:
+            out["data"] = self._record
         return out
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Event:
-        return cls(kind=EventKind(obj["kind"]), t=float(obj["t"]), pair=obj.get("pair"),
-                   host=obj.get("host"), data=dict(obj.get("data") or {}))
+    def from_json(cls, obj: Mapping[str, Any]) -> Event[Payload]:
+        return Event(kind=EventKind(obj["kind"]), t=float(obj["t"]), pair=obj.get("pair"),
+                     host=obj.get("host"), data=obj.get("data") or {})
 
 
-Handler = Callable[[Any, Event, Any], Any]
+# Any event, its payload read as its kind's class
+AnyEvent = Event[Payload]
+Handler = Callable[[Any, AnyEvent, Any], Any]
 
 
 class EventReader:
     """The one dispatch from an event to its reader's handler: a subclass defines
-    `on_<kind value>(self, event, payload)` for the kinds it reads (`on_interval`,
-    `on_run_start`, ...); `dispatch` calls it, or `on_other` for a kind it does not read."""
+    `on_<kind value>(self, event, payload)` for the kinds it reads (`on_interval(self,
+    event: Event[IntervalMeasured], payload: IntervalMeasured)`, ...); `dispatch` calls it,
+    or `on_other` for a kind it does not read."""
 
     _handlers: ClassVar[dict[EventKind, Handler]] = {}
 
@@ -468,12 +517,26 @@ class EventReader:
         cls._handlers = {k: getattr(cls, f"on_{k.value}") for k in EventKind
                          if callable(getattr(cls, f"on_{k.value}", None))}
 
-    def dispatch(self, event: Event) -> Any:
+    def dispatch(self, event: AnyEvent) -> Any:
         handler = self._handlers.get(event.kind)
         if handler is None:
             return self.on_other(event)
         return handler(self, event, event.payload)
 
-    def on_other(self, event: Event) -> Any:
+    def on_other(self, event: AnyEvent) -> Any:
         """A kind this reader has no handler for."""
         return None
+
+
+# The payload classes' names before they were told apart from core.model's: kept while
+# other modules move to the new names, each use warned.
+_RENAMED = {"Interval": IntervalMeasured, "Knob": KnobChanged, "Watch": WatchSampled}
+
+
+def __getattr__(name: str) -> Any:
+    cls = _RENAMED.get(name)
+    if cls is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"abtui.core.events.{name} is now {cls.__name__}", DeprecationWarning,
+                  stacklevel=2)
+    return cls

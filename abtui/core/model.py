@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 
 class Role(StrEnum):
@@ -68,21 +68,46 @@ DEFAULT_MIN_EFFECT = 1.0
 DEFAULT_MAX_RUNS = 20
 
 
-def interval_rate(data: dict[str, Any]) -> tuple[float, bool] | None:
+class IntervalRate(Protocol):
+    """What the throughput rule reads of an interval (`events.IntervalMeasured` has it)."""
+
+    @property
+    def bits_per_second(self) -> float: ...
+    @property
+    def omitted(self) -> bool: ...
+    @property
+    def direction(self) -> str | None: ...
+
+
+class DatagramCounts(Protocol):
+    """What the UDP loss rule reads of an interval (`events.IntervalMeasured` has it)."""
+
+    @property
+    def lost_packets(self) -> int | None: ...
+    @property
+    def packets(self) -> int | None: ...
+    @property
+    def jitter_ms(self) -> float | None: ...
+
+
+def interval_rate(interval: IntervalRate) -> tuple[float, bool] | None:
     """An INTERVAL event's bits per second, and whether it is --bidir's way back (receiver
     -> sender, kept apart from the pair's own throughput); None when it counts in no
-    throughput (omitted, or no rate). abtui.reports.stats reads its columns by the same rule."""
-    bps = data.get("bits_per_second")
-    if not isinstance(bps, int | float) or data.get("omitted"):
+    throughput (omitted, or no rate: a recorded value is checked, not trusted).
+    abtui.reports.stats reads its columns by the same rule."""
+    bps: object = interval.bits_per_second
+    if not isinstance(bps, int | float) or interval.omitted:
         return None
-    return float(bps), data.get("direction") == "rx"
+    return float(bps), interval.direction == "rx"
 
 
-def interval_loss(data: dict[str, Any]) -> tuple[float | None, float | None]:
+def interval_loss(interval: DatagramCounts) -> tuple[float | None, float | None]:
     """A UDP INTERVAL event's loss (percent of the datagrams due, lost / total as iperf3
     prints them) and jitter (ms), each None where the interval has none (TCP, no datagram
     due)."""
-    lost, total, jitter = data.get("lost_packets"), data.get("packets"), data.get("jitter_ms")
+    lost: object = interval.lost_packets
+    total: object = interval.packets
+    jitter: object = interval.jitter_ms
     loss = (100.0 * lost / total if isinstance(lost, int) and isinstance(total, int)
             and total > 0 else None)
     return loss, float(jitter) if isinstance(jitter, int | float) else None

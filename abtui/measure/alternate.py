@@ -32,7 +32,7 @@ from typing import Any
 
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, IntervalMeasured
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Profile
 from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import FIRST_LOOK, Assessment, Family, assess
@@ -139,7 +139,8 @@ class Stretches:
         pair = event.pair
         if pair not in self.samples or self.index is None:
             return
-        if event.kind is EventKind.INTERVAL and not event.data.get("straddles"):
+        interval = event.payload if event.kind is EventKind.INTERVAL else None
+        if isinstance(interval, IntervalMeasured) and not interval.straddles:
             got = counted(event)
             if got is not None:
                 self._open.setdefault(pair, Segment()).add(*got)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from abtui.core import events
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
 from abtui.core.events import Event, EventKind
 from abtui.core.model import Profile
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
 
 
+# the kinds whose payload names a run
+RUN_KINDS = frozenset((EventKind.RUN_START, EventKind.INTERVAL, EventKind.PING,
+                       EventKind.WATCH, EventKind.CPU, EventKind.RUN_END))
+
+
 class RunRates:
     """Each run's own figure as its intervals arrive (abtui.reports.throughput: the bits of its
     counted intervals ÷ their seconds), for the line that says it ended."""
@@ -35,7 +41,8 @@ class RunRates:
 
     def __call__(self, event: Event) -> float | None:
         """Take an event in; for a RUN_END, the run's figure (None without intervals)."""
-        key = (event.pair, event.data.get("run"))
+        run = event.payload.run if event.kind in RUN_KINDS else None
+        key = (event.pair, run)
         got = counted(event)
         if got is not None:
             self.runs.setdefault(key, Segment()).add(*got)
@@ -48,26 +55,25 @@ class RunRates:
 def describe(event: Event, rate: float | None = None) -> str | None:
     """The progress line for an event, None for events not worth a line; a RUN_END's line
     carries `rate`, the run's figure (RunRates)."""
-    d = event.data
     who = f"{event.pair}: " if event.pair else (f"{event.host}: " if event.host else "")
-    if event.kind is EventKind.PROGRESS:
-        eta = d.get("eta_s")
-        left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
-        return f"plan: {d.get('done')}/{d.get('total')} steps done{left}"
-    if event.kind is EventKind.RUN_END:
-        got = f", {rate / 1e9:.3f} Gbit/s" if rate is not None else ""
-        why = f": {d['message']}" if d.get("message") else ""
-        return f"{who}run {d.get('run')} {d.get('status')}{got}{why}"
-    if event.kind in (EventKind.ERROR, EventKind.KNOB_ERROR):
-        return f"{who}error: {d.get('message')}"
-    if event.kind is EventKind.LINK and d.get("state") in ("lost", "connected"):
-        return f"{who}link {d.get('state')}{': ' + d['message'] if d.get('message') else ''}"
-    if event.kind is EventKind.KNOB:
-        return f"{d.get('knob')} = {d.get('value')} on {', '.join(d.get('pairs') or [])}"
-    if event.kind is EventKind.DRIFT:
-        return str(event.payload.line(event.host))
-    if event.kind is EventKind.RESTORE and not d.get("ok"):
-        return f"{who}could not restore {d.get('knob')}: {d.get('message')}"
+    match event.payload:
+        case events.Progress(done=done, total=total, eta_s=eta):
+            left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
+            return f"plan: {done}/{total} steps done{left}"
+        case events.RunEnd(run=run, status=status, message=message):
+            got = f", {rate / 1e9:.3f} Gbit/s" if rate is not None else ""
+            why = f": {message}" if message else ""
+            return f"{who}run {run} {status}{got}{why}"
+        case events.Error(message=message) | events.KnobError(message=message):
+            return f"{who}error: {message}"
+        case events.Link(state=state, message=message) if state in ("lost", "connected"):
+            return f"{who}link {state}{': ' + message if message else ''}"
+        case events.KnobChanged(knob=knob, value=value, pairs=pairs):
+            return f"{knob} = {value} on {', '.join(pairs or [])}"
+        case events.Drift() as drift:
+            return drift.line(event.host)
+        case events.Restore(ok=ok, knob=knob, message=message) if not ok:
+            return f"{who}could not restore {knob}: {message}"
     return None
 
 
@@ -163,9 +169,10 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
     order = verdicts.order
 
     def watch(event: Event) -> None:
-        if event.kind is not EventKind.PROGRESS:
+        progress = event.payload
+        if not isinstance(progress, events.Progress):
             return
-        done = event.data.get("done")
+        done = progress.done
         if isinstance(done, int) and done < len(order):
             verdicts.stretches.begin(done, order[done])
         else:

@@ -21,7 +21,7 @@ from pathlib import Path
 from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import BadInput, KnobRefused
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, KnobChanged, RunStart
 from abtui.core.model import Knob, KnobKind, Pair, Profile
 from abtui.measure.synthetic import T0, Synth
 
@@ -34,13 +34,13 @@ def profile_from_events(events: Sequence[Event], name: str = "replay") -> Profil
     for e in events:
         if e.pair and e.pair not in labels:
             labels.append(e.pair)
-        if e.kind is EventKind.RUN_START:
-            for k, v in (e.data.get("config") or {}).items():
+        p = e.payload if e.kind in (EventKind.RUN_START, EventKind.KNOB) else None
+        if isinstance(p, RunStart):
+            for k, v in (p.config or {}).items():
                 knobs.setdefault(k, []).append(str(v))
-        if e.kind is EventKind.KNOB:
-            knobs.setdefault(str(e.data.get("knob")), []).append(str(e.data.get("value")))
-            for label, host in zip(e.data.get("pairs") or [], e.data.get("hosts") or [],
-                                   strict=False):
+        if isinstance(p, KnobChanged):
+            knobs.setdefault(str(p.knob), []).append(str(p.value))
+            for label, host in zip(p.pairs or [], p.hosts or [], strict=False):
                 hosts.setdefault(label, []).append(host)
     if not labels:
         raise BadInput("this recording has no pair events to replay")
@@ -141,10 +141,11 @@ class ReplayController:
         for e in events:
             await self._sleep(e.t - self._vt)
             self._vt = max(self._vt, e.t)
-            if e.kind is EventKind.KNOB:
-                for label in e.data.get("pairs") or []:
+            knob = e.payload if e.kind is EventKind.KNOB else None
+            if isinstance(knob, KnobChanged):
+                for label in knob.pairs or []:
                     if label in self.configs:
-                        self.configs[label][str(e.data["knob"])] = str(e.data["value"])
+                        self.configs[label][str(knob.knob)] = str(knob.value)
             self._emit(e)
             sent += e.kind is EventKind.INTERVAL
             if self.limit is not None and sent >= self.limit:
@@ -250,7 +251,7 @@ class ReplayController:
             if self.running:
                 self._close_phase(label)
             self.configs[label][knob] = value
-        self._emit(Event.of(events.Knob(knob=knob, value=value, pairs=labels, hosts=hosts),
+        self._emit(Event.of(events.KnobChanged(knob=knob, value=value, pairs=labels, hosts=hosts),
                             self._vt))
         if k.kind is KnobKind.TUNNEL:
             for label in labels:

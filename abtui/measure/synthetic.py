@@ -13,7 +13,7 @@ import zlib
 
 from abtui.core import events
 from abtui.core.errors import BadInput
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent, Event
 from abtui.core.model import Knob, KnobKind, LinkState, Pair, Plan, Profile, Scope, TestOptions
 
 T0 = 1_767_225_600.0  # 2026-01-01 00:00 UTC: synthetic sessions' fixed start (no clocks)
@@ -84,7 +84,7 @@ class Synth:
 
     def preamble(self, t: float) -> list[Event]:
         """What connect() reports: session start, every host's link and facts, originals."""
-        out = [Event.of(events.SessionStart(
+        out: list[AnyEvent] = [Event.of(events.SessionStart(
             profile_text=self.profile.source_text or "", abtui_version="replay",
             profile_path=self.profile.source_path or ""), t)]
         for i, pair in enumerate(self.profile.pairs):
@@ -108,7 +108,7 @@ class Synth:
     def tick(self, t: float, run: int, phase: dict[str, int],
              configs: dict[str, dict[str, str]]) -> list[Event]:
         """One interval ending at `t` for every pair, with a ping each."""
-        out = []
+        out: list[AnyEvent] = []
         dt = self.interval
         for pair in self.profile.pairs:
             label = pair.label
@@ -116,7 +116,7 @@ class Synth:
             bps = max(target * (1 + self.rng.gauss(0, 0.03)), 1e6)
             cw = self.cwnd[label] = 0.8 * self.cwnd[label] + 0.2 * (bps / 8 * 0.004)
             retr = self.rng.choice((0, 0, 0, 0, 1, 2, 5, 12))
-            out.append(Event.of(events.Interval(
+            out.append(Event.of(events.IntervalMeasured(
                 run=run, phase=phase[label], start=round(t - T0 - dt, 6),
                 end=round(t - T0, 6), bytes=int(bps / 8 * dt), bits_per_second=bps,
                 retransmits=retr, cwnd_bytes=int(cw), omitted=False,
@@ -153,7 +153,7 @@ def synthetic_events(profile: Profile | None = None, *, pairs: int = 2, interval
                     start=T0, end=t - synth.interval), t - synth.interval, pair=pair.label))
                 configs[pair.label][knob.name] = knob.values[1]
                 phase[pair.label] += 1
-            out.append(Event.of(events.Knob(
+            out.append(Event.of(events.KnobChanged(
                 knob=knob.name, value=knob.values[1],
                 pairs=[p.label for p in profile.pairs],
                 hosts=[p.sender for p in profile.pairs]), t - synth.interval))

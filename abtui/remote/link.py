@@ -326,7 +326,7 @@ class HostLink(HostKeyChecks):
         return result.stdout
 
     # ---- long commands ------------------------------------------------------------------
-    async def stream(self, command: str, *, stderr_lines: int = 50) -> RemoteProcess:
+    async def stream(self, command: str, *, stderr_lines: int = 50) -> RemoteProcess[HostLink]:
         """Start a long command on a channel of its own; lines stream as they are produced."""
         conn = self._conn
         if conn is None:

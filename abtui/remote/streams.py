@@ -11,15 +11,12 @@ import contextlib
 import shlex
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 import asyncssh
 
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
-
-if TYPE_CHECKING:
-    from abtui.remote.link import HostLink
 
 PGID_MARK = "__ABTUI_PGID__"
 
@@ -43,10 +40,24 @@ def group_runs_command(pgid: int, what: str = "") -> str:
             f"'{test} {{f=1}} END {{exit !f}}'")
 
 
-class RemoteProcess:
-    """A streamed remote command: its stdout lines, its process group, and how to end it."""
+class ProcessHost(Protocol):
+    """What a streamed process knows of the link that started it (abtui.remote.link.HostLink):
+    the host's name, whether it is still connected, and how to end a process group there."""
 
-    def __init__(self, link: HostLink, proc: asyncssh.SSHClientProcess[str], command: str,
+    alias: str
+    state: LinkState
+
+    async def kill_group(self, pgid: int, grace: float = 2.0) -> None: ...
+
+
+L = TypeVar("L", bound=ProcessHost)
+
+
+class RemoteProcess(Generic[L]):
+    """A streamed remote command: its stdout lines, its process group, and how to end it;
+    `link` the link that started it (a `RemoteProcess[HostLink]` from HostLink.stream)."""
+
+    def __init__(self, link: L, proc: asyncssh.SSHClientProcess[str], command: str,
                  stderr_lines: int) -> None:
         self.link = link
         self.command = command

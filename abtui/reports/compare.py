@@ -37,13 +37,13 @@ def rows(left: Session, right: Session, match: str = "config") -> list[dict[str,
     """One row per (pair, configuration) found on either side: `config` the configuration's
     identity (what the sides are matched by, the gate's and junit's name; with `match`
     "knobs", abtui.reports.matching's key, host's own values alike), `shown` its name
-    as the report prints it (abtui.reports.report.labels: each value as the profile names it,
+    as the report prints it (abtui.reports.naming.labels: each value as the profile names it,
     `tunnel=ipsec (lab: vxlan)`), taken from the side that has it, the left first. Rows
     go in each profile's order (its matrix's values as it lists them, as the report's
     tables), not the order the (shuffled) runs took: the left's, then what only the right
     has."""
+    from abtui.reports.naming import labels, ordered_cells
     from abtui.reports.procedure.sections import layout_of
-    from abtui.reports.report import labels, ordered_cells
 
     lt, rt = (ordered_cells(s, layout_of(s)[1]) for s in (left, right))
     shown = {**labels(right, rt), **labels(left, lt)}

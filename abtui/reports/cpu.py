@@ -23,6 +23,7 @@ import numpy as np
 from abtui.core import cpu as rules
 from abtui.reports import samples, stats
 from abtui.reports.formatting import fmt_delta, fmt_rate, md_table, rate_unit
+from abtui.reports.naming import labels
 from abtui.sessions.records import NO_PHASE, Run
 from abtui.sessions.session import Session
 
@@ -151,8 +152,6 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
     every = [c for row in cpu.values() for c in row.values()]
     if not any(c.cpu[s] for c in every for s in SIDES):
         return []
-    from abtui.reports.report import labels
-
     names = labels(session, table, short=True)
     out = ["## CPU cost per configuration", ""]
     for side in SIDES:

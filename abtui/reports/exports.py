@@ -8,7 +8,7 @@ import csv
 import json
 import math
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
@@ -21,6 +21,14 @@ from abtui.sessions.session import Session
 CSV_FIELDS = ("session", "pair", "phase", "configuration", "run", "time", "start", "end",
               "bits_per_second", "retransmits", "cwnd_bytes", "rtt_ms", "omitted", "straddles",
               "direction", "jitter_ms", "lost_packets", "packets", "lost_percent")
+
+
+class _Datagrams(NamedTuple):
+    """An interval's UDP columns, as the loss rule reads them."""
+
+    jitter_ms: float | None
+    lost_packets: int | None
+    packets: int | None
 
 
 def _clean(x: float) -> float | None:
@@ -49,8 +57,8 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
         ph = cols["phase"][i]
         phase = session.phases[ph] if ph != NO_PHASE else None
         run = session.runs[cols["run"][i]]
-        udp = {"jitter_ms": _clean(cols["jitter"][i]), "lost_packets": _int(cols["lost"][i]),
-               "packets": _int(cols["packets"][i])}
+        udp = _Datagrams(jitter_ms=_clean(cols["jitter"][i]),
+                         lost_packets=_int(cols["lost"][i]), packets=_int(cols["packets"][i]))
         yield {
             "session": session.name, "pair": pair,
             "phase": phase.id if phase else None,
@@ -63,7 +71,7 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
             # --bidir: "rx" for the receiver -> sender direction, else None
             "direction": "rx" if cols["rx"][i] else None,
             # UDP (the receiving side's line), else None
-            **udp, "lost_percent": interval_loss(udp)[0],
+            **udp._asdict(), "lost_percent": interval_loss(udp)[0],
         }
 
 

@@ -22,6 +22,7 @@ from abtui.reports.formatting import (
     rate_unit,
     rate_unit_of,
 )
+from abtui.reports.naming import common_knobs, config_of, labels, ordered_cells, shown_apart
 from abtui.reports.plots import throughput_chart
 from abtui.sessions.session import Session
 
@@ -135,52 +136,6 @@ def _hosts(session: Session) -> str:
                     rows)
 
 
-def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, stats.Cell]]:
-    """stats.cells in the profile's order (its matrix's values as it lists them), not the
-    order the (shuffled) runs happened to take."""
-    from abtui.reports.procedure.order import config_order
-
-    table = stats.cells(session)
-    key = config_order(doc)
-    return dict(sorted(table.items(), key=lambda kv: key(_config_of(session, kv[1]))))
-
-
-def labels(session: Session, table: dict[str, dict[str, stats.Cell]],
-           short: bool = False) -> dict[str, str]:
-    """Each configuration of a table as printed: the profile's names for the lab's values.
-    `short`: only the knobs that set the rows apart, as the console's table names them (the
-    rest, `common_knobs`, said once above the tables)."""
-    common = common_knobs(session, table) if short else {}
-    return {k: shown_apart(session, _config_of(session, row), common) if row else k
-            for k, row in table.items()}
-
-
-def shown_apart(session: Session, config: dict[str, Any], common: dict[str, Any]) -> str:
-    """A configuration named without the knobs it shares with `common` (said once above)."""
-    from abtui.reports.procedure.order import shown_config
-
-    return shown_config(session, {k: v for k, v in config.items()
-                                  if k not in common or common[k] != v})
-
-
-def common_knobs(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, Any]:
-    """The knobs with one value in every configuration of a table of two or more: a row that
-    repeated them all would bury the one value that differs."""
-    configs = [_config_of(session, row) for row in table.values() if row]
-    if len(configs) < 2:
-        return {}
-    return {k: v for k, v in configs[0].items()
-            if all(k in c and c[k] == v for c in configs[1:])}
-
-
-def _config_of(session: Session, row: dict[str, stats.Cell]) -> dict[str, Any]:
-    """A table row's configuration {knob: value}, from its first cell's first phase."""
-    for c in row.values():
-        if c.phases:
-            return session.phases[c.phases[0]].config
-    return {}
-
-
 def _options(session: Session) -> str:
     """The iperf3 command line each pair ran, one row per distinct line (per direction)."""
     from abtui.reports.commands import command_lines
@@ -261,7 +216,7 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
 
         raise BadInput(f"--base-config {base_config!r}: the session's configurations are "
                        + "; ".join(shown.values()))
-    configs = {c: _config_of(session, row) for c, row in table.items()}
+    configs = {c: config_of(session, row) for c, row in table.items()}
     bases = [base_config] if base_config is not None else []
     for c in table:
         if not any(comparable(doc, configs[b], configs[c]) for b in bases):

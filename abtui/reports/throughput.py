@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import AnyEvent, EventKind, IntervalMeasured
 from abtui.core.model import interval_rate
 
 
@@ -40,13 +40,16 @@ def span_of(start: Any, end: Any) -> float | None:
     return None
 
 
-def counted(event: Event) -> tuple[float, float] | None:
+def counted(event: AnyEvent) -> tuple[float, float] | None:
     """A live INTERVAL event's (bits/s, seconds) when it counts in its pair's throughput (its
     own direction, not omitted: model.interval_rate; its span known), else None."""
-    rate = interval_rate(event.data) if event.kind is EventKind.INTERVAL else None
-    if event.pair is None or rate is None or rate[1]:
+    interval = event.payload if event.kind is EventKind.INTERVAL else None
+    if event.pair is None or not isinstance(interval, IntervalMeasured):
         return None
-    span = span_of(event.data.get("start"), event.data.get("end"))
+    rate = interval_rate(interval)
+    if rate is None or rate[1]:
+        return None
+    span = span_of(interval.start, interval.end)
     return None if span is None else (rate[0], span)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from abtui.core import events
 from abtui.core.errors import BadInput
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent, Event
 from abtui.sessions.paths import LIVE_SUFFIX, sessions_dir
 from abtui.sessions.writer import SessionWriter
 
@@ -105,10 +105,10 @@ def _split_bidir(items: Sequence[ImportItem]) -> list[ImportItem]:
     return out
 
 
-def _events(items: Sequence[ImportItem], t0: float) -> list[Event]:
+def _events(items: Sequence[ImportItem], t0: float) -> list[AnyEvent]:
     items = _split_bidir(items)
     clock = dict.fromkeys((it.pair for it in items), t0)
-    out: list[Event] = []
+    out: list[AnyEvent] = []
     for run, it in enumerate(items, start=1):
         pair, config, r = it.pair, dict(it.config), it.result
         begin = clock[pair]
@@ -138,7 +138,7 @@ _INTERVAL_KEYS = ("start", "end", "bytes", "bits_per_second", "retransmits", "cw
                   "omitted")
 
 
-def _intervals(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: float
+def _intervals(out: list[AnyEvent], r: dict[str, Any], pair: str, run: int, begin: float
                ) -> float:
     end = begin
     for iv in r.get("intervals") or []:
@@ -146,13 +146,13 @@ def _intervals(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: 
             continue
         end = begin + float(iv["end"])
         # the values as the import parsed them (None where the log has none)
-        out.append(Event.of(events.Interval.from_data(
+        out.append(Event.of(events.IntervalMeasured.from_data(
             {"run": run, "phase": run, **{k: iv.get(k) for k in _INTERVAL_KEYS},
              "straddles": False}), end, pair=pair))
     return end
 
 
-def _pings(out: list[Event], r: dict[str, Any], pair: str, run: int, begin: float) -> float:
+def _pings(out: list[AnyEvent], r: dict[str, Any], pair: str, run: int, begin: float) -> float:
     """Replies are spread at 1 s (ping's default) from the run's start."""
     end = begin
     for i, rep in enumerate(r.get("replies") or []):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import AnyEvent, Event, EventKind
 
 FORMAT = "abtui-session"
 VERSION = 1
@@ -125,7 +125,7 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     return header
 
 
-def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
+def iter_events(path: str | os.PathLike[str]) -> Iterator[AnyEvent]:
     """Every event of a session, plain or gzip'ed, in order; kinds this abtui does not know
     (written by a newer minor version) are skipped with one warning on stderr."""
     p = Path(path)
@@ -147,7 +147,7 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
                            "number, \"data\" an object)") from None
 
 
-def load_events(path: str | os.PathLike[str]) -> list[Event]:
+def load_events(path: str | os.PathLike[str]) -> list[AnyEvent]:
     """All events in a list (small sessions, tests); use iter_events or Session for big ones."""
     return list(iter_events(path))
 

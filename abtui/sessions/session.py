@@ -19,7 +19,7 @@ from typing import Any
 from abtui.core import events
 from abtui.core.configuration import config_label
 from abtui.core.cpu import busy_share, ticks
-from abtui.core.events import Event, EventReader
+from abtui.core.events import AnyEvent, Event, EventReader
 from abtui.sessions.records import (
     NAN,
     NO_PHASE,
@@ -99,17 +99,17 @@ class Session(EventReader):
         return session
 
     @classmethod
-    def from_events(cls, events: Iterable[Event], name: str = "") -> Session:
+    def from_events(cls, events: Iterable[AnyEvent], name: str = "") -> Session:
         session = cls(name=name)
         session.feed_all(events)
         return session
 
-    def feed_all(self, events: Iterable[Event]) -> None:
+    def feed_all(self, events: Iterable[AnyEvent]) -> None:
         for ev in events:
             self.feed(ev)
         self._finish()
 
-    def feed(self, ev: Event) -> None:
+    def feed(self, ev: AnyEvent) -> None:
         """Take one event into account (events must come in recorded order)."""
         kind = str(ev.kind)
         self.kinds_seen[kind] = self.kinds_seen.get(kind, 0) + 1
@@ -132,7 +132,7 @@ class Session(EventReader):
             self.intervals[label] = interval_columns()
             self.pings[label] = ping_columns()
 
-    def on_session_start(self, ev: Event, d: events.SessionStart) -> None:
+    def on_session_start(self, ev: Event[events.SessionStart], d: events.SessionStart) -> None:
         self.profile_text = d.profile_text or ""
         self.profile_path = d.profile_path or ""
         self.abtui_version = d.abtui_version or ""
@@ -162,7 +162,7 @@ class Session(EventReader):
             self._phase_ix[key] = ix
         return ix
 
-    def on_run_start(self, ev: Event, d: events.RunStart) -> None:
+    def on_run_start(self, ev: Event[events.RunStart], d: events.RunStart) -> None:
         if ev.pair is None:
             return
         self._config[ev.pair] = as_dict(d.config) or {}
@@ -173,7 +173,7 @@ class Session(EventReader):
         run.options = as_dict(d.options)
         run.argv = as_argv(d.argv)
 
-    def on_run_end(self, ev: Event, d: events.RunEnd) -> None:
+    def on_run_end(self, ev: Event[events.RunEnd], d: events.RunEnd) -> None:
         if ev.pair is None:
             return
         run = self.runs[self._run(ev.pair, d.run)]
@@ -184,14 +184,14 @@ class Session(EventReader):
         run.ping = as_dict(d.ping)
         run.message = d.message or ""
 
-    def on_interval(self, ev: Event, d: events.Interval) -> None:
+    def on_interval(self, ev: Event[events.IntervalMeasured], d: events.IntervalMeasured) -> None:
         pair = ev.pair
         if pair is None:
             return
         run_id = d.run
         run = self._run(pair, run_id)
         # a journal from before the engine's phase ids: each run is its phase
-        phase_id = d.phase if "phase" in ev.data else ("run", run_id)
+        phase_id = d.phase if ev.recorded("phase") else ("run", run_id)
         if d.straddles:
             phase = NO_PHASE
         else:
@@ -206,7 +206,7 @@ class Session(EventReader):
             1 if d.direction == "rx" else 0, as_num(d.jitter_ms), as_num(d.lost_packets),
             as_num(d.packets))
 
-    def on_ping(self, ev: Event, d: events.Ping) -> None:
+    def on_ping(self, ev: Event[events.Ping], d: events.Ping) -> None:
         pair = ev.pair
         if pair is None:
             return
@@ -217,7 +217,7 @@ class Session(EventReader):
         self.pings[pair].append(ev.t, int(seq) if isinstance(seq, int) else -1,
                                 as_num(d.rtt_ms), phase, run)
 
-    def on_phase(self, ev: Event, d: events.Phase) -> None:
+    def on_phase(self, ev: Event[events.Phase], d: events.Phase) -> None:
         if ev.pair is None:
             return
         ph = self.phases[self._phase(ev.pair, d.phase, d.start)]
@@ -225,24 +225,24 @@ class Session(EventReader):
             ph.config = dict(d.config)
         if d.start is not None:
             ph.start = d.start
-        ph.end = d.end if "end" in ev.data else ev.t
+        ph.end = d.end if ev.recorded("end") else ev.t
         ph.closed = True
 
-    def on_config(self, ev: Event, d: events.Config) -> None:
+    def on_config(self, ev: Event[events.Config], d: events.Config) -> None:
         if ev.pair is None:
             return
         config = as_dict(d.config) or {}
         self._config[ev.pair] = dict(config)
         self.initial_configs.setdefault(ev.pair, dict(config))
 
-    def on_knob(self, ev: Event, d: events.Knob) -> None:
+    def on_knob(self, ev: Event[events.KnobChanged], d: events.KnobChanged) -> None:
         pairs = [str(p) for p in d.pairs] if isinstance(d.pairs, list) else []
-        self.knob_changes.append({"t": ev.t, **ev.data, "pairs": pairs})
+        self.knob_changes.append({"t": ev.t, **ev.record(), "pairs": pairs})
         targets = pairs or ([ev.pair] if ev.pair else list(self._config))
         for pair in targets:
             self._config.setdefault(pair, {})[str(d.knob)] = d.value
 
-    def on_watch(self, ev: Event, d: events.Watch) -> None:
+    def on_watch(self, ev: Event[events.WatchSampled], d: events.WatchSampled) -> None:
         key = (ev.pair, ev.host, str(d.name))
         series = self.watches.get(key)
         if series is None:
@@ -254,7 +254,7 @@ class Session(EventReader):
         series[0].append(ev.t)
         series[1].append(value)
 
-    def on_cpu(self, ev: Event, d: events.Cpu) -> None:
+    def on_cpu(self, ev: Event[events.Cpu], d: events.Cpu) -> None:
         if ev.pair is None or ev.host is None:
             return
         total = ticks(d.total)
@@ -273,42 +273,42 @@ class Session(EventReader):
         series.append(ev.t, run, phase, *total, len(cpus) or 1, peak)
 
     # the rarer kinds are kept as recorded, one dict each
-    def _record(self, into: list[dict[str, Any]], ev: Event) -> None:
-        into.append({"t": ev.t, "pair": ev.pair, "host": ev.host, **ev.data})
+    def _record(self, into: list[dict[str, Any]], ev: AnyEvent) -> None:
+        into.append({"t": ev.t, "pair": ev.pair, "host": ev.host, **ev.record()})
 
-    def on_knob_error(self, ev: Event, d: events.KnobError) -> None:
+    def on_knob_error(self, ev: Event[events.KnobError], d: events.KnobError) -> None:
         self._record(self.knob_errors, ev)
 
-    def on_tunnel(self, ev: Event, d: events.Tunnel) -> None:
+    def on_tunnel(self, ev: Event[events.Tunnel], d: events.Tunnel) -> None:
         self._record(self.tunnels, ev)
 
-    def on_link(self, ev: Event, d: events.Link) -> None:
+    def on_link(self, ev: Event[events.Link], d: events.Link) -> None:
         self._record(self.links, ev)
 
-    def on_error(self, ev: Event, d: events.Error) -> None:
+    def on_error(self, ev: Event[events.Error], d: events.Error) -> None:
         self._record(self.errors, ev)
 
-    def on_mark(self, ev: Event, d: events.Mark) -> None:
+    def on_mark(self, ev: Event[events.Mark], d: events.Mark) -> None:
         self._record(self.marks, ev)
 
-    def on_drift(self, ev: Event, d: events.Drift) -> None:
+    def on_drift(self, ev: Event[events.Drift], d: events.Drift) -> None:
         self._record(self.drifts, ev)
 
-    def on_restore(self, ev: Event, d: events.Restore) -> None:
+    def on_restore(self, ev: Event[events.Restore], d: events.Restore) -> None:
         self._record(self.restores, ev)
 
-    def on_facts(self, ev: Event, d: events.Facts) -> None:
+    def on_facts(self, ev: Event[events.Facts], d: events.Facts) -> None:
         if ev.host is not None:
             self.facts[ev.host] = as_dict(d.facts) or {}
 
-    def on_original(self, ev: Event, d: events.Original) -> None:
-        self.originals.append({"t": ev.t, "host": ev.host, **ev.data})
+    def on_original(self, ev: Event[events.Original], d: events.Original) -> None:
+        self.originals.append({"t": ev.t, "host": ev.host, **ev.record()})
 
-    def on_skew(self, ev: Event, d: events.Skew) -> None:
+    def on_skew(self, ev: Event[events.Skew], d: events.Skew) -> None:
         if isinstance(d.skew_ms, int | float):
             self.skews_ms.append(float(d.skew_ms))
 
-    def on_session_end(self, ev: Event, d: events.SessionEnd) -> None:
+    def on_session_end(self, ev: Event[events.SessionEnd], d: events.SessionEnd) -> None:
         self.end_reason = d.reason or "ended"
 
     def _finish(self) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import AnyEvent, EventKind
 from abtui.sessions.paths import finished_path, name_of
 from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 
@@ -30,7 +30,7 @@ _BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, Ev
                          EventKind.PROGRESS, EventKind.LINK})
 
 
-def save_events(path: Path, events: Sequence[Event], *, profile: str = "",
+def save_events(path: Path, events: Sequence[AnyEvent], *, profile: str = "",
                 pairs: Sequence[str] = ()) -> Path:
     """Write `events` as a finished session at exactly `path` (gzip'ed when it ends in
     `.gz`, plain otherwise); journalled beside it first, so a crash leaves no torn file
@@ -94,10 +94,10 @@ class SessionWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: AnyEvent) -> None:
         self.write(event)
 
-    def write(self, event: Event) -> None:
+    def write(self, event: AnyEvent) -> None:
         """Append one event (one write() call); fsync per the policy in the module docstring."""
         if self._fd < 0:
             raise ValueError(f"session {self.path} is closed")

@@ -108,7 +108,7 @@ class ConsoleState(EventReader):
         return line
 
     def on_other(self, event: Event) -> str | None:
-        return f"{event.kind}: {event.data}"
+        return f"{event.kind}: {event.record()}"
 
     def on_interval(self, event: Event, p: events.Interval) -> None:
         self.intervals_seen += 1
@@ -126,7 +126,7 @@ class ConsoleState(EventReader):
         return None
 
     def on_cpu(self, event: Event, p: events.Cpu) -> None:
-        got = sample_figures(event.data)
+        got = sample_figures(p)
         if got is None:
             return
         for lb in self._pairs_of(event):

@@ -67,7 +67,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
     made: the panes drop their sparklines so the phase table and a few log lines still show."""
     import dataclasses
 
-    from abtui.core.events import EventKind
+    from abtui.core.events import Event, EventKind
 
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -75,8 +75,9 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
         last = [e for e in app.events if e.kind is EventKind.INTERVAL][-2:]
         for k in range(1, 4):
             for ev in last:
-                app.receive(dataclasses.replace(ev, t=ev.t + k, data={
-                    **ev.data, "bits_per_second": 12.345e9 * k, "retransmits": 12345}))
+                app.receive(Event.of(dataclasses.replace(
+                    ev.payload, bits_per_second=12.345e9 * k, retransmits=12345),
+                    ev.t + k, ev.pair, ev.host))
         await pilot.pause(0.6)
         pane = app.query_one("#pane-A", PairPane)
         assert "37.03 Gbit/s" in str(pane.query_one("#bps-label").render())

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from abtui.core.events import EventKind
+from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed
@@ -18,9 +18,10 @@ async def test_a_udp_pane_shows_loss_and_jitter() -> None:
     events = synthetic_events(synthetic_profile(2), intervals=4, seed=7)
     udp = [i for i, x in enumerate(events) if x.kind is EventKind.INTERVAL and x.pair == "A"]
     for n, i in enumerate(udp):  # the same events, as a UDP pair's records
-        events[i] = dataclasses.replace(events[i], data={
-            **events[i].data, "retransmits": None, "cwnd_bytes": None,
-            "jitter_ms": 0.01 * (n + 1), "lost_packets": 10 * n, "packets": 1000})
+        ev = events[i]
+        events[i] = Event.of(dataclasses.replace(
+            ev.payload, retransmits=None, cwnd_bytes=None, jitter_ms=0.01 * (n + 1),
+            lost_packets=10 * n, packets=1000), ev.t, ev.pair, ev.host)
     app = make_app(events=events)
     async with app.run_test() as pilot:
         await replayed(pilot, 4)

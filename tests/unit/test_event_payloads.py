@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core import events
+from abtui.core import events, model
 from abtui.core.events import PAYLOADS, Event, EventKind, EventReader
 from abtui.measure.synthetic import synthetic_events
 from abtui.sessions.session import Session
@@ -57,8 +57,9 @@ def test_a_key_no_payload_names_is_kept() -> None:
 
 
 def test_an_optional_field_is_left_out_while_none() -> None:
-    tcp = events.Interval(run="A-1", phase=0, start=0.0, end=1.0, bytes=1, bits_per_second=8.0,
-                          retransmits=None, cwnd_bytes=None, omitted=False, straddles=False)
+    tcp = events.IntervalMeasured(run="A-1", phase=0, start=0.0, end=1.0, bytes=1,
+                                  bits_per_second=8.0, retransmits=None, cwnd_bytes=None,
+                                  omitted=False, straddles=False)
     assert "direction" not in tcp.to_data() and "retransmits" in tcp.to_data()
 
 
@@ -76,3 +77,45 @@ def test_a_kind_a_reader_has_no_handler_for_is_logged_as_it_came() -> None:
     event = Event.of(events.Mark(text="x"))
     assert state.on_other(event) == "mark: {'text': 'x'}"
     assert Session.from_events([event]).kinds_seen == {"mark": 1}
+
+
+def test_payload_classes_are_named_apart_from_the_model_s() -> None:
+    model_classes = {name for name, obj in vars(model).items() if isinstance(obj, type)}
+    names = {cls.__name__ for cls in PAYLOADS.values()}
+    assert not names & model_classes
+    assert {"IntervalMeasured", "KnobChanged", "WatchSampled"} <= names
+
+
+def test_an_old_payload_name_still_resolves_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="IntervalMeasured"):
+        assert events.Interval is events.IntervalMeasured  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = events.NoSuchPayload  # type: ignore[attr-defined]
+
+
+def test_the_record_is_read_only_and_the_payload_typed() -> None:
+    event = Event.of(events.KnobChanged(knob="cc", value="bbr", pairs=["A"], hosts=["a"]), 1.0)
+    with pytest.raises(TypeError):
+        event.data["knob"] = "cubic"  # type: ignore[index]
+    assert event.record() == {"knob": "cc", "value": "bbr", "pairs": ["A"], "hosts": ["a"]}
+    event.record()["knob"] = "cubic"  # a copy: the event is unchanged
+    assert event.payload.knob == "cc" and event.recorded("knob")
+    assert not event.recorded("phase")
+
+
+def test_a_recorded_value_of_the_wrong_type_is_kept_as_recorded() -> None:
+    # readers check what they use: a hand-edited record reads back, never raises on load
+    got = events.IntervalMeasured.from_data({"run": 7, "phase": "three", "bytes": "many"})
+    assert (got.run, got.phase, got.bytes, got.start) == (7, "three", "many", None)
+    assert got.rate() is None
+
+
+def test_the_model_s_rules_read_a_payload() -> None:
+    udp = events.IntervalMeasured(run="A-1", phase=0, start=0.0, end=1.0, bytes=1,
+                                  bits_per_second=8e6, retransmits=None, cwnd_bytes=None,
+                                  omitted=False, straddles=False, jitter_ms=0.5,
+                                  lost_packets=5, packets=200, direction="rx")
+    assert model.interval_rate(udp) == (8e6, True)
+    assert model.interval_loss(udp) == (2.5, 0.5)
+    assert model.interval_rate(events.IntervalMeasured.from_data(
+        {"bits_per_second": 1e9, "omitted": True})) is None

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from abtui.core.cpu import FIELDS, busy_cores, sample_figures
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Cpu, Event, EventKind
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.freebsd import FreeBSD
 from abtui.remote.linux import Linux
@@ -100,7 +100,7 @@ def test_session_keeps_each_hosts_samples() -> None:
     cols = s.cpu[("B", "lab-b-snd")]
     assert len(cols) == 2 * 4 * 5 and cols["cpus"][0] == 2
     assert cols["peak"][0] == pytest.approx(0.75)
-    assert sample_figures({"total": [2 * x for x in BUSY["B"]], "cpus": [1, 2]}) == (
+    assert sample_figures(Cpu.from_data({"total": [2 * x for x in BUSY["B"]], "cpus": [1, 2]})) == (
         pytest.approx(150.0), pytest.approx(10.0))
 
 

@@ -1,0 +1,54 @@
+"""A table's configurations as the report prints them: in the profile's order (its matrix's
+values as it lists them, not the order the shuffled runs took) and named as the profile names
+them, each row shown apart from the knobs every row shares. The report, its CPU section and
+compare name rows through these, so a configuration reads the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abtui.reports import stats
+from abtui.reports.procedure.order import config_order, shown_config
+from abtui.sessions.session import Session
+
+
+def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, stats.Cell]]:
+    """stats.cells in the profile's order (its matrix's values as it lists them), not the
+    order the (shuffled) runs happened to take."""
+    table = stats.cells(session)
+    key = config_order(doc)
+    return dict(sorted(table.items(), key=lambda kv: key(config_of(session, kv[1]))))
+
+
+def labels(session: Session, table: dict[str, dict[str, stats.Cell]],
+           short: bool = False) -> dict[str, str]:
+    """Each configuration of a table as printed: the profile's names for the lab's values.
+    `short`: only the knobs that set the rows apart, as the console's table names them (the
+    rest, `common_knobs`, said once above the tables)."""
+    common = common_knobs(session, table) if short else {}
+    return {k: shown_apart(session, config_of(session, row), common) if row else k
+            for k, row in table.items()}
+
+
+def shown_apart(session: Session, config: dict[str, Any], common: dict[str, Any]) -> str:
+    """A configuration named without the knobs it shares with `common` (said once above)."""
+    return shown_config(session, {k: v for k, v in config.items()
+                                  if k not in common or common[k] != v})
+
+
+def common_knobs(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, Any]:
+    """The knobs with one value in every configuration of a table of two or more: a row that
+    repeated them all would bury the one value that differs."""
+    configs = [config_of(session, row) for row in table.values() if row]
+    if len(configs) < 2:
+        return {}
+    return {k: v for k, v in configs[0].items()
+            if all(k in c and c[k] == v for c in configs[1:])}
+
+
+def config_of(session: Session, row: dict[str, stats.Cell]) -> dict[str, Any]:
+    """A table row's configuration {knob: value}, from its first cell's first phase."""
+    for c in row.values():
+        if c.phases:
+            return session.phases[c.phases[0]].config
+    return {}

@@ -14,8 +14,7 @@ from abtui import cli
 from abtui.commands.lab import parse_nics
 from abtui.core.errors import BadInput
 from abtui.core.model import Knob, KnobKind, Role, Scope, Watch
-from abtui.lab import kernels
-from abtui.lab import moderation
+from abtui.lab import kernels, moderation
 from abtui.lab import vm as lab_vm
 from abtui.lab.mapping import STANDIN_KEY, LabFacts, map_profile
 from abtui.lab.netns import Lab

@@ -144,6 +144,11 @@ def _sweep_rows(cells: Cells, doc: dict[str, Any], pair: str, bp: str | None, kn
     """One pair's rows: (value label, slot, throughput Δ, latency Δ)."""
     session = cells.session
     if pair in refs:
+        unset = phases[pair].get(("—",))
+        if unset and not any((v,) in phases[pair] for v in values):
+            # the knob never touched this pair (the lab could not set it there): one row
+            cell = stats.cell(session, pair, "default", unset)
+            return [("default", Slot(session, pair, cell, unit), "-", "-")]
         out = []
         for label, pooled in _reference_groups(session, doc, pair, knob, values):
             chosen = [ph for v in pooled for ph in phases[pair].get((v,), [])]

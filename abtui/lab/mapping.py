@@ -2,11 +2,10 @@
 lab lacks translated to one it has, so a user's procedure runs unchanged on one machine.
 
 The lab's hosts are Linux namespaces on veth: no FreeBSD sysctls, no NIC interrupt moderation
-(`ethtool -C` is not supported on veth), no kernel IPsec or gre here. VM pairs whose data NIC is
-e1000e have interrupt moderation: a knob and watch for it become the NIC's own
-(abtui.lab.moderation). Each translation is a
-`Translation`: printed one line each, recorded in the session's SESSION_START data so the
-report shows it too. The knob a translation keeps its name and values (the report's columns
+(`ethtool -C` is not supported on veth), no kernel IPsec or gre here; VM pairs whose data NIC
+is e1000e have interrupt moderation, and a knob or watch for it becomes the NIC's own
+(abtui.lab.moderation). Each translation is a `Translation`: printed one line each, recorded
+in the session's SESSION_START data so the report shows it too. The knob a translation keeps its name and values (the report's columns
 stay the community's: `enable_aim = 0, 1, 2`); what the lab writes for each value is the
 stand-in's, through the knob's per-OS values.
 

@@ -143,9 +143,9 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
                                "section naming a kernel per pair for VM hosts)"))
     devices = {d for p in profile.pairs for d in (p.sender_device, p.receiver_device) if d}
     nics = {p.label: facts.nic_of(i) for i, p in enumerate(profile.pairs)}
-    knobs = [_moderation_knob(k, nics, out) or _knob(k, facts, out, nics)
+    knobs = [_moderation_knob(k, nics, out) or _knob(k, facts, out, _of(nics, k.pairs))
              for k in profile.knobs]
-    watches = [_irq_watch(w, nics, out) or _watch(w, facts, devices, out, nics)
+    watches = [_irq_watch(w, nics, out) or _watch(w, facts, devices, out, _of(nics, w.pairs))
                for w in profile.watches]
     test = profile.test
     if test.bind:
@@ -168,6 +168,11 @@ def _tunnel(value: str, facts: LabFacts) -> tuple[str, str]:
         return value, ""
     lab, why = TUNNEL_FALLBACK.get(value, ("vxlan", f"the lab has no {value} tunnels"))
     return (lab, why) if lab in facts.tunnels else ("none", why)
+
+
+def _of(nics: dict[str, str], pairs: Sequence[str]) -> dict[str, str]:
+    """The NICs of the pairs a knob or watch names (every pair when it names none)."""
+    return {p: n for p, n in nics.items() if not pairs or p in pairs}
 
 
 def _nic_words(nics: dict[str, str]) -> str:

@@ -206,3 +206,11 @@ def test_an_interrupt_watch_is_recognised_by_what_it_reads():
                                                command="grep eth0 /proc/interrupts"))
     assert not moderation.is_interrupt_watch(Watch("drops", Role.RECEIVER,
                                                    sysctl="net.core.netdev_max_backlog"))
+
+
+def test_a_stand_in_names_the_nic_of_the_pairs_it_is_for(tmp_path):
+    """The Linux reference's watch on a namespace pair: veth's reason, not its neighbours'."""
+    mapped = _ix_on(tmp_path, ("e1000e", "e1000e", "veth"))
+    why = next(t.why for t in mapped.translations if t.subject == "watch interrupts")
+    assert why.endswith("veth has no interrupts: the receive packet rate is the lab's nearest "
+                        "per-queue reading"), why

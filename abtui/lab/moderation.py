@@ -28,14 +28,23 @@ ITR_MODES = {"0": "off", "1": "dynamic", "3": "dynamic conservative"}
 NATIVE_KEYS = (ITR_KEY,)
 ADAPTIVE_KEYS = ("adaptive-rx", "adaptive-tx")
 IRQ_WINDOW_S = 0.5
-# each data0 vector's interrupts (summed over CPUs) in two readings IRQ_WINDOW_S apart, as
-# `<vector> <interrupts per second>` lines
-IRQ_WATCH = (
-    f"{{ cat /proc/interrupts; echo --; sleep {IRQ_WINDOW_S:g}; cat /proc/interrupts; }} | "
-    "awk '$1 == \"--\" { n = 1; next } $NF ~ /^data0(-|$)/ { s = 0; "
-    "for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; "
-    "if (n) b[$NF] = s; else a[$NF] = s } "
-    f"END {{ for (v in b) printf \"%s %d\\n\", v, (b[v] - a[v]) / {IRQ_WINDOW_S:g} }}'")
+
+
+def irq_command(before: str = "/proc/interrupts", after: str = "/proc/interrupts",
+                window: float = IRQ_WINDOW_S) -> str:
+    """Each data0 vector's interrupts (summed over CPUs) in two readings `window` s apart, as
+    `<vector> <interrupts per second>` lines. One awk does it all: a guest under TCG and
+    load spends most of a sample starting programs from its 9p root, so it starts few."""
+    read = ("function r(f, a,  l, n, x, s, i) { while ((getline l < f) > 0) { "
+            "n = split(l, x); if (x[n] ~ /^data0(-|$)/) { s = 0; "
+            "for (i = 2; i <= n && x[i] ~ /^[0-9]+$/; i++) s += x[i]; a[x[n]] = s } } "
+            "close(f) } ")
+    return (f"awk '{read}BEGIN {{ r(\"{before}\", a); system(\"sleep {window:g}\"); "
+            f"r(\"{after}\", b); for (v in b) printf \"%s %d\\n\", v, "
+            f"(b[v] - a[v]) / {window:g} }}'")
+
+
+IRQ_WATCH = irq_command()
 
 
 def is_moderation(k: Knob) -> bool:

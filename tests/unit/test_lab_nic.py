@@ -180,8 +180,8 @@ def test_the_interrupt_watch_reads_each_data0_vector_per_second(tmp_path):
     before.write_text(PROC_BEFORE)
     after.write_text(PROC_AFTER)
     command = moderation.irq_command(str(before), str(after))
-    assert moderation.IRQ_WATCH == command.replace(str(before), "/proc/interrupts").replace(
-        str(after), "/proc/interrupts")
+    assert command.replace(str(before), "/proc/interrupts").replace(
+        str(after), "/proc/interrupts") == moderation.IRQ_WATCH
     out = subprocess.run(["sh", "-c", command], capture_output=True, text=True,
                          check=True).stdout
     # (400 + 250 - 150) / 0.5 s, (60 + 10 - 20) / 0.5 s, nothing; mgmt0 is not data0

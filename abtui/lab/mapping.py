@@ -5,9 +5,9 @@ The lab's hosts are Linux namespaces on veth: no FreeBSD sysctls, no NIC interru
 (`ethtool -C` is not supported on veth), no kernel IPsec or gre here; VM pairs whose data NIC
 is e1000e have interrupt moderation, and a knob or watch for it becomes the NIC's own
 (abtui.lab.moderation). Each translation is a `Translation`: printed one line each, recorded
-in the session's SESSION_START data so the report shows it too. The knob a translation keeps its name and values (the report's columns
-stay the community's: `enable_aim = 0, 1, 2`); what the lab writes for each value is the
-stand-in's, through the knob's per-OS values.
+in the session's SESSION_START data so the report shows it too. The knob a translation keeps
+its name and values (the report's columns stay the community's: `enable_aim = 0, 1, 2`); what
+the lab writes for each value is the stand-in's, through the knob's per-OS values.
 
 Pure: it maps a profile given what the lab has (LabFacts); abtui.lab.prepare reads those facts
 and brings the lab up.

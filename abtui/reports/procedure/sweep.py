@@ -150,8 +150,8 @@ def _sweep_rows(cells: Cells, doc: dict[str, Any], pair: str, bp: str | None, kn
         unset = phases[pair].get((UNSET,))
         if unset and not any((v,) in phases[pair] for v in values if v != UNSET):
             # the knob never touched this pair (the lab could not set it there): one row
-            cell = stats.cell(session, pair, "default", unset)
-            return [("default", Slot(session, pair, cell, unit), "-", "-")]
+            alone = stats.cell(session, pair, "default", unset)
+            return [("default", Slot(session, pair, alone, unit), "-", "-")]
         out = []
         for label, pooled in _reference_groups(session, doc, pair, knob, values):
             chosen = [ph for v in pooled for ph in phases[pair].get((v,), [])]

@@ -65,10 +65,11 @@ def _demo(args: argparse.Namespace, state: Lab) -> int:
     """The lab brought up (kept when it is up with VM pairs), then the console on it."""
     from abtui.commands.lab import print_reached
 
-    # a lab that is up with VM pairs (`abtui lab up --kernel ...`) keeps them
+    # a lab that is up with VM pairs (`abtui lab up --kernel ... --nic ...`) keeps them
     kernels = {k: v for k, v in state.kernel_specs().items()
                if ord(k) - ord("A") < args.pairs}
-    state.up(pairs=args.pairs, kernels=kernels)
+    nics = {k: v for k, v in state.nic_models().items() if k in kernels}
+    state.up(pairs=args.pairs, kernels=kernels, nics=nics)
     if args.no_ui:
         return print_reached(state)
     from abtui.commands.tui import open_on_hosts

@@ -19,6 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="VM hosts booting this kernel (every pair, or pair PAIR: --kernel "
                          "A=SPEC --kernel B=SPEC): a Debian kernel package name (fetched once "
                          "into a cache), a kernel image with its modules, or a build tree")
+    up.add_argument("--nic", action="append", default=[], metavar="[PAIR=]MODEL",
+                    help="the data NIC of VM pairs (every VM pair, or pair PAIR): e1000e (an "
+                         "emulated Intel 82574L with interrupt throttling: the NIC for "
+                         "interrupt moderation) or virtio (default)")
     sub.add_parser("down", help="remove everything the lab made")
     status = sub.add_parser("status", help="health of every lab host; exit 1 when broken")
     status.add_argument("--json", action="store_true", help="machine-readable status")
@@ -33,13 +37,14 @@ def run(args: argparse.Namespace) -> int:
     if args.lab_command == "up":
         if not 1 <= args.pairs <= MAX_PAIRS:
             raise BadInput(f"--pairs must be between 1 and {MAX_PAIRS}, not {args.pairs}")
-        hosts = lab.up(pairs=args.pairs, kernels=parse_kernels(args.kernel, args.pairs))
+        kernels = parse_kernels(args.kernel, args.pairs)
+        hosts = lab.up(pairs=args.pairs, kernels=kernels, nics=parse_nics(args.nic, kernels))
         print(f"lab up: {len(hosts)} hosts, {args.pairs} pairs", file=sys.stderr)
         status = lab.status()
         for h in status["hosts"]:  # type: ignore[attr-defined]
             if h["kernel"]:
-                print(f"  {h['alias']}: VM, kernel {h['release']} ({status['accel']}, "
-                      f"booted in {h['boot_s']} s)")
+                print(f"  {h['alias']}: VM, kernel {h['release']}, NIC {h['nic']} "
+                      f"({status['accel']}, booted in {h['boot_s']} s)")
         print(f"  profile:    {lab.profile_path}")
         print(f"  ssh_config: {lab.ssh_config}   (try: ssh -F {lab.ssh_config} {hosts[0].alias})")
         return 0
@@ -57,35 +62,55 @@ def run(args: argparse.Namespace) -> int:
             print("lab is down")
         for h in status["hosts"]:  # type: ignore[attr-defined]
             mark = "ok  " if h["ok"] else "DOWN"
-            where = (f"VM {h['release']} ({h['accel']}, booted in {h['boot_s']} s), CPU "
-                     "its own" if h["kernel"] else
+            where = (f"VM {h['release']} ({h['accel']}, booted in {h['boot_s']} s), NIC "
+                     f"{h['nic']}, CPU its own" if h["kernel"] else
                      f"netns {h['release']}, CPU this machine's (shared by every netns host)")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
                   f"ssh {h['address']:<15} data {h['data_address']:<13} {where}")
     return 0 if status["ok"] else 1
 
 
-def parse_kernels(specs: list[str], pairs: int) -> dict[str, str]:
-    """`--kernel SPEC` (every pair) and `--kernel A=SPEC` (one pair) -> pair letter -> SPEC;
-    a pair's own SPEC wins over the one for every pair."""
+def _per_pair(option: str, texts: list[str], letters: list[str]) -> dict[str, str]:
+    """`--OPTION X` (every pair in `letters`) and `--OPTION A=X` (one pair) -> pair letter ->
+    X; a pair's own X wins over the one for every pair."""
     from abtui.core.errors import BadInput
-    from abtui.lab.layout import check_kernel_pairs
 
     every: str | None = None
     per_pair: dict[str, str] = {}
-    for text in specs:
+    for text in texts:
         letter, sep, rest = text.partition("=")
         if sep and len(letter) == 1 and letter.isalpha():
             if letter.upper() in per_pair:
-                raise BadInput(f"--kernel {text}: pair {letter.upper()} is given twice")
+                raise BadInput(f"--{option} {text}: pair {letter.upper()} is given twice")
             per_pair[letter.upper()] = rest
         elif every is not None:
-            raise BadInput(f"--kernel {text}: one SPEC for every pair is given twice (write "
-                           "--kernel A=SPEC for one pair)")
+            raise BadInput(f"--{option} {text}: one value for every pair is given twice "
+                           f"(write --{option} A=... for one pair)")
         else:
             every = text
-    out = {chr(ord("A") + p): every for p in range(pairs)} if every is not None else {}
-    return check_kernel_pairs({**out, **per_pair}, pairs)
+    out = dict.fromkeys(letters, every) if every is not None else {}
+    return {**out, **per_pair}
+
+
+def parse_kernels(specs: list[str], pairs: int) -> dict[str, str]:
+    """`--kernel SPEC` (every pair) and `--kernel A=SPEC` (one pair) -> pair letter -> SPEC;
+    a pair's own SPEC wins over the one for every pair."""
+    from abtui.lab.layout import check_kernel_pairs
+
+    letters = [chr(ord("A") + p) for p in range(pairs)]
+    return check_kernel_pairs(_per_pair("kernel", specs, letters), pairs)
+
+
+def parse_nics(models: list[str], kernels: dict[str, str]) -> dict[str, str]:
+    """`--nic MODEL` (every VM pair) and `--nic A=MODEL` (one VM pair) -> pair letter ->
+    model; a NIC for a pair without VM hosts is bad input."""
+    from abtui.core.errors import BadInput
+    from abtui.lab.layout import check_nic_pairs
+
+    if models and not kernels:
+        raise BadInput(f"--nic {models[0]}: only VM pairs have a NIC model; give the lab a "
+                       "--kernel (namespace pairs are linked by veth)")
+    return check_nic_pairs(_per_pair("nic", models, list(kernels)), kernels)
 
 
 def print_reached(lab: Lab) -> int:

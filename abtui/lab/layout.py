@@ -29,6 +29,22 @@ def check_kernel_pairs(kernels: Mapping[str, str], pairs: int) -> dict[str, str]
     return dict(sorted(out.items()))
 
 
+def check_nic_pairs(nics: Mapping[str, str], kernels: Mapping[str, str]) -> dict[str, str]:
+    """Pair letter (upper case) -> data NIC model, each letter one of the VM pairs."""
+    from abtui.lab.vm import NIC_MODELS
+
+    out = {}
+    for letter, model in nics.items():
+        if model not in NIC_MODELS:
+            raise BadInput(f"--nic {letter}={model}: the NIC models are "
+                           f"{', '.join(NIC_MODELS)}")
+        if letter.upper() not in kernels:
+            raise BadInput(f"--nic {letter}={model}: pair {letter.upper()} has no VM hosts "
+                           "(give it a --kernel); namespace pairs are linked by veth")
+        out[letter.upper()] = model
+    return dict(sorted(out.items()))
+
+
 def default_state_root() -> Path:
     """Where labs keep their keys and configs (`ABTUI_LAB_DIR` overrides)."""
     env = os.environ.get("ABTUI_LAB_DIR")
@@ -51,6 +67,12 @@ class LabHost:
     data_address: str
     root_link: str  # the root-namespace end of its management veth (a VM host's tap)
     kernel: str = ""  # a VM host's kernel SPEC; "" for a namespace host (this machine's kernel)
+    nic: str = ""  # a VM host's data NIC model (abtui.lab.vm.NIC_MODELS); "" for veth
+
+    @property
+    def nic_name(self) -> str:
+        """The data link's device as users know it: `veth`, `virtio`, `e1000e`."""
+        return self.nic or ("virtio" if self.kernel else "veth")
 
     @property
     def vm(self) -> bool:
@@ -125,13 +147,19 @@ class LabLayout:
     def meta_path(self) -> Path:
         return self.state_dir / "lab.json"
 
-    def hosts(self, pairs: int, kernels: Mapping[str, str] | None = None) -> list[LabHost]:
+    def hosts(self, pairs: int, kernels: Mapping[str, str] | None = None,
+              nics: Mapping[str, str] | None = None) -> list[LabHost]:
         """The hosts of a lab with `pairs` pairs; `kernels` (pair letter -> SPEC) marks VM
-        pairs, by default those of the lab that is up."""
+        pairs and `nics` (pair letter -> model) their data NIC, by default those of the lab
+        that is up (a VM pair's NIC, when not named, is abtui.lab.vm.DEFAULT_NIC)."""
+        from abtui.lab.vm import DEFAULT_NIC
+
         if not 1 <= pairs <= MAX_PAIRS:
             raise ValueError(f"a lab has 1 to {MAX_PAIRS} pairs")
         if kernels is None:
             kernels = self.kernel_specs()
+            nics = self.nic_models() if nics is None else nics
+        nics = nics or {}
         out = []
         for p in range(1, pairs + 1):
             letter = chr(ord("a") + p - 1)
@@ -146,6 +174,8 @@ class LabLayout:
                     data_address=f"198.{self.octet}.{p}.{idx}",
                     root_link=f"{self.ifprefix}-{letter}{short[0]}",
                     kernel=kernels.get(letter.upper(), ""),
+                    nic=nics.get(letter.upper(), DEFAULT_NIC)
+                    if letter.upper() in kernels else "",
                 ))
         return out
 
@@ -168,6 +198,11 @@ class LabLayout:
         kernels = self._meta().get("kernels", {})
         return {k: str(v["spec"]) for k, v in kernels.items()} if isinstance(kernels, dict) \
             else {}
+
+    def nic_models(self) -> dict[str, str]:
+        """Pair letter -> data NIC model of the lab's VM pairs (from its record)."""
+        nics = self._meta().get("nics", {})
+        return {str(k): str(v) for k, v in nics.items()} if isinstance(nics, dict) else {}
 
     def _host(self, alias: str) -> LabHost | None:
         return next((x for x in self.hosts(self.pair_count() or MAX_PAIRS) if x.alias == alias),

@@ -2,11 +2,12 @@
 lab lacks translated to one it has, so a user's procedure runs unchanged on one machine.
 
 The lab's hosts are Linux namespaces on veth: no FreeBSD sysctls, no NIC interrupt moderation
-(`ethtool -C` is not supported on veth), no kernel IPsec or gre here. Each translation is a
-`Translation`: printed one line each, recorded in the session's SESSION_START data so the
-report shows it too. The knob a translation keeps its name and values (the report's columns
-stay the community's: `enable_aim = 0, 1, 2`); what the lab writes for each value is the
-stand-in's, through the knob's per-OS values.
+(`ethtool -C` is not supported on veth), no kernel IPsec or gre here; VM pairs whose data NIC
+is e1000e have interrupt moderation, and a knob or watch for it becomes the NIC's own
+(abtui.lab.moderation). Each translation is a `Translation`: printed one line each, recorded
+in the session's SESSION_START data so the report shows it too. The knob a translation keeps
+its name and values (the report's columns stay the community's: `enable_aim = 0, 1, 2`); what
+the lab writes for each value is the stand-in's, through the knob's per-OS values.
 
 Pure: it maps a profile given what the lab has (LabFacts); abtui.lab.prepare reads those facts
 and brings the lab up.
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_IPERF3, Knob, KnobKind, Profile, Scope, Watch
+from abtui.lab import moderation
 from abtui.remote.iperf_cmd import options_for
 
 if TYPE_CHECKING:
@@ -87,6 +89,11 @@ class LabFacts:
     netem: bool = False
     # the receivers' own net.ipv4.tcp_rmem (the stand-in's last level), "" when unknown
     rmem: str = ""
+    # each pair's data NIC (as builds: per lab pair in order): veth, virtio, e1000e
+    nics: tuple[str, ...] = ()
+
+    def nic_of(self, i: int) -> str:
+        return self.nics[i] if i < len(self.nics) else "veth"
 
 
 @dataclass(slots=True)
@@ -135,8 +142,11 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
                                "differ only in what the knobs set (give the profile a [lab] "
                                "section naming a kernel per pair for VM hosts)"))
     devices = {d for p in profile.pairs for d in (p.sender_device, p.receiver_device) if d}
-    knobs = [_knob(k, facts, out) for k in profile.knobs]
-    watches = [_watch(w, facts, devices, out) for w in profile.watches]
+    nics = {p.label: facts.nic_of(i) for i, p in enumerate(profile.pairs)}
+    knobs = [_moderation_knob(k, nics, out) or _knob(k, facts, out, _of(nics, k.pairs))
+             for k in profile.knobs]
+    watches = [_irq_watch(w, nics, out) or _watch(w, facts, devices, out, _of(nics, w.pairs))
+               for w in profile.watches]
     test = profile.test
     if test.bind:
         out.append(Translation("iperf3 -B", test.bind, "(any)", "not a lab address"))
@@ -160,7 +170,71 @@ def _tunnel(value: str, facts: LabFacts) -> tuple[str, str]:
     return (lab, why) if lab in facts.tunnels else ("none", why)
 
 
-def _knob(k: Knob, facts: LabFacts, out: list[Translation]) -> Knob:
+def _of(nics: dict[str, str], pairs: Sequence[str]) -> dict[str, str]:
+    """The NICs of the pairs a knob or watch names (every pair when it names none)."""
+    return {p: n for p, n in nics.items() if not pairs or p in pairs}
+
+
+def _nic_words(nics: dict[str, str]) -> str:
+    """The lab's data NICs as a reason names them: `veth`, `virtio-net and veth`."""
+    names = {"virtio": "virtio-net"}
+    return " and ".join(dict.fromkeys(names.get(n, n) for n in nics.values())) or "veth"
+
+
+def _no_interrupts(nics: dict[str, str]) -> str:
+    words = _nic_words(nics)
+    return "veth has no interrupts" if words == "veth" else \
+        f"{words} {'have' if ' and ' in words else 'has'} no interrupt moderation " \
+        "(`abtui lab up --nic e1000e` has)"
+
+
+def _moderation_knob(k: Knob, nics: dict[str, str], out: list[Translation]) -> Knob | None:
+    """An interrupt-moderation knob on the pairs whose NIC is e1000e: its ITR modes, stated
+    (None: no such pair, or no analog of the knob's setting)."""
+    if k.kind is KnobKind.TUNNEL or not moderation.is_moderation(k):
+        return None
+    wanted = list(k.pairs) or list(nics)
+    on_itr = [p for p in wanted if nics.get(p) == moderation.ITR_NIC]
+    itr = moderation.itr_values(k)
+    if not on_itr or itr is None:
+        return None
+    kind, key = k.for_os("linux")
+    original = k.key + (f" (Linux: {kind} {key})" if (kind, key) != (k.kind, k.key) else "")
+    out.append(Translation(
+        f"knob {k.name}", original,
+        f"ethtool -C {LAB_DEVICE} {moderation.ITR_KEY} on {', '.join(on_itr)}: "
+        f"{moderation.describe(itr)}",
+        "the VM pairs' data NIC is an emulated Intel 82574L (e1000e), whose interrupt "
+        "throttling modes are the analog of adaptive interrupt moderation"
+        + ("" if key == moderation.ITR_KEY else f"; e1000e has no {key}")))
+    others = [p for p in wanted if p not in on_itr]
+    if others:
+        out.append(Translation(
+            f"knob {k.name} on {', '.join(others)}", original, "not set: the pairs run at "
+            "their hosts' own setting",
+            _no_interrupts({p: nics[p] for p in others}).replace(
+                "veth has no interrupts", "veth has no interrupt moderation")))
+    return moderation.itr_knob(k, itr, on_itr)
+
+
+def _irq_watch(w: Watch, nics: dict[str, str], out: list[Translation]) -> Watch | None:
+    """An interrupt watch whose pairs all have e1000e: the NIC's per-vector rates."""
+    wanted = list(w.pairs) or list(nics)
+    if not moderation.is_interrupt_watch(w) or not wanted or \
+            any(nics.get(p) != moderation.ITR_NIC for p in wanted):
+        return None
+    original = f"sysctl {w.sysctl}" if w.sysctl else f"command {w.command!r}"
+    out.append(Translation(
+        f"watch {w.name}", original,
+        f"{w.name}:<vector>: interrupts/s of each {LAB_DEVICE} vector in the guest's "
+        f"/proc/interrupts ({LAB_DEVICE}-rx-0, {LAB_DEVICE}-tx-0, {LAB_DEVICE}; sampled over "
+        f"{moderation.IRQ_WINDOW_S:g} s)",
+        "the e1000e NIC's interrupt vectors: its per-queue interrupt rate"))
+    return moderation.irq_watch(w)
+
+
+def _knob(k: Knob, facts: LabFacts, out: list[Translation],
+          nics: dict[str, str] | None = None) -> Knob:
     if k.kind is KnobKind.TUNNEL:
         values = []
         for v in k.values:
@@ -190,11 +264,11 @@ def _knob(k: Knob, facts: LabFacts, out: list[Translation]) -> Knob:
                                    "the lab hosts' data device"))
             return dataclasses.replace(k, device=None)
         return k
-    return _standin_knob(k, kind, key, out, facts.rmem)
+    return _standin_knob(k, kind, key, out, facts.rmem, _nic_words(nics or {}))
 
 
 def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation],
-                  rmem: str = "") -> Knob:
+                  rmem: str = "", nic: str = "veth") -> Knob:
     """A setting the lab lacks becomes the receivers' tcp_rmem: one level per value, the
     last the hosts' own (`rmem`, when known)."""
     n = len(k.values)
@@ -204,7 +278,9 @@ def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation],
     levels = {v: choices[round(i * (len(choices) - 1) / (n - 1)) if n > 1
                          else len(choices) - 1] for i, v in enumerate(k.values)}
     why = ("not a sysctl of the lab's Linux kernel" if kind is KnobKind.SYSCTL else
-           "veth has no interrupt coalescing" if kind is KnobKind.ETHTOOL_COALESCE else
+           f"{nic} {'have' if ' and ' in nic else 'has'} no interrupt coalescing" + (
+               "" if nic == "veth" else " (`abtui lab up --nic e1000e` has)")
+           if kind is KnobKind.ETHTOOL_COALESCE else
            "this machine's kernel has no netem (VM hosts have it: give the profile a [lab] "
            "kernel)" if kind is KnobKind.NETEM else f"the lab cannot set {kind}")
     shown = ", ".join(f"{v} = {levels[v]!r}" for v in k.values)
@@ -219,7 +295,7 @@ def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation],
 
 
 def _watch(w: Watch, facts: LabFacts, devices: Collection[str],
-           out: list[Translation]) -> Watch:
+           out: list[Translation], nics: dict[str, str] | None = None) -> Watch:
     if w.sysctl is not None:
         if any(fnmatch.fnmatchcase(name, w.sysctl) for name in facts.sysctls):
             return w
@@ -236,8 +312,8 @@ def _watch(w: Watch, facts: LabFacts, devices: Collection[str],
         f"watch {w.name}", original,
         f"{w.name}:{STANDIN_SERIES}: packets/s received on {LAB_DEVICE} "
         f"({_RX}, sampled over 0.25 s)",
-        f"{why}; veth has no interrupts: the receive packet rate is the lab's nearest "
-        "per-queue reading"))
+        f"{why}; {_no_interrupts(nics or {})}: the receive packet rate is the lab's "
+        "nearest per-queue reading"))
     return dataclasses.replace(w, name=f"{w.name}:{STANDIN_SERIES}", sysctl=None,
                                command=STANDIN_WATCH)
 

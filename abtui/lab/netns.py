@@ -8,7 +8,8 @@ listens. Everything the lab makes carries its name prefix, and `down` removes ex
 a user's lab and a test run's never collide.
 
 A pair given a kernel (`up(kernels={"A": SPEC})`) has VM hosts instead (abtui.lab.vm): two
-guests booting that kernel, with the same names, addresses, keys and sshd as namespace hosts,
+guests booting that kernel, their data NIC of the model `up(nics={"A": "e1000e"})` names,
+with the same names, addresses, keys and sshd as namespace hosts,
 their NICs on tap devices (`<prefix>-as`, `<prefix>-asd`, ...) and the pair's data link on a
 bridge of its own (`<prefix>-ad`).
 
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from abtui.core.errors import MissingPrerequisite
 from abtui.core.pids import pid_alive
-from abtui.lab.layout import MAX_PAIRS, LabHost, check_kernel_pairs
+from abtui.lab.layout import MAX_PAIRS, LabHost, check_kernel_pairs, check_nic_pairs
 from abtui.lab.lease import LabInUse
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
 from abtui.lab.vmpairs import VM_BANNER_TIMEOUT, LabVmPairs
@@ -70,15 +71,22 @@ class Lab(LabVmPairs):
                     f"`apt-get install --no-install-recommends {package}` (or run `make demo`)")
 
     # ---- up -----------------------------------------------------------------------------
-    def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None) -> list[LabHost]:
+    def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None,
+           nics: Mapping[str, str] | None = None) -> list[LabHost]:
         """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
-        letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot."""
+        letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot, `nics` a VM pair
+        to its data NIC's model (abtui.lab.vm.NIC_MODELS; the default where not named)."""
+        from abtui.lab.vm import DEFAULT_NIC
+
         wanted = check_kernel_pairs(kernels or {}, pairs)
+        models = {k: DEFAULT_NIC for k in wanted} | check_nic_pairs(nics or {}, wanted)
         existing = self.pair_count()
-        rebuild = bool(existing) and (existing != pairs or self.kernel_specs() != wanted)
+        rebuild = bool(existing) and (existing != pairs or self.kernel_specs() != wanted
+                                      or self._vm_nics() != models)
         if rebuild:  # said before anything is checked or changed
             self.refuse_if_used(f"rebuilding it with {pairs} pairs (it has {existing})"
-                                if existing != pairs else "rebuilding it for other kernels")
+                                if existing != pairs else
+                                "rebuilding it for other kernels or NICs")
         self.check_prerequisites()
         resolved: dict[str, Kernel] = {}
         if wanted:
@@ -89,7 +97,7 @@ class Lab(LabVmPairs):
             resolved = {letter: kernel_specs.resolve(spec) for letter, spec in wanted.items()}
         if rebuild:
             self.down()
-        hosts = self.hosts(pairs, wanted)
+        hosts = self.hosts(pairs, wanted, models)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state_dir, 0o700)
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)
@@ -111,6 +119,7 @@ class Lab(LabVmPairs):
             kept = self._meta().get("boot_s", {})  # of guests that run and are kept
             meta: dict[str, Any] = {"pairs": pairs, "name": self.name, "octet": self.octet,
                                     "kernels": {k: v.to_json() for k, v in resolved.items()},
+                                    "nics": models,
                                     "boot_s": kept if isinstance(kept, dict) else {}}
             self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
@@ -126,6 +135,13 @@ class Lab(LabVmPairs):
                 self.down()
             raise
         return hosts
+
+    def _vm_nics(self) -> dict[str, str]:
+        """The NIC model of each VM pair of the lab that is up (a record from before NIC
+        models were recorded: the default)."""
+        from abtui.lab.vm import DEFAULT_NIC
+
+        return {k: DEFAULT_NIC for k in self.kernel_specs()} | self.nic_models()
 
     def _make_bridge(self) -> None:
         if not Path(f"/sys/class/net/{self.bridge}").exists():
@@ -231,7 +247,7 @@ class Lab(LabVmPairs):
                 # a namespace's /proc/stat is this machine's: its CPU is every host's
                 entry.update({"release": os.uname().release, "accel": "", "boot_s": None,
                               "cpu": "shared"})
-            entry.update({"address": h.mgmt_address, "ok": bool(ok)})
+            entry.update({"address": h.mgmt_address, "ok": bool(ok), "nic": h.nic_name})
             hosts.append(entry)
         return {
             "name": self.name,

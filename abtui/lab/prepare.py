@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from abtui.core.errors import BadInput
-from abtui.core.model import Profile
+from abtui.core.model import KnobKind, Profile
 from abtui.lab.mapping import LAB_TUNNELS, LabFacts, LabMapping, Translation, map_profile, quick
 
 if TYPE_CHECKING:
@@ -32,12 +32,13 @@ def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
     translations: list[Translation] = []
     the_lab = Lab.default() if lab else None
     kernels = lab_kernels_for(profile) if lab else {}
+    nics = lab_nics_for(profile, {**the_lab.kernel_specs(), **kernels}) if the_lab else {}
     if short:
         vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
         profile, shortened = quick(profile, vm=vm)
         translations += [shortened] if shortened else []
     if the_lab is not None:
-        hosts = ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels)
+        hosts = ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels, nics=nics)
         facts = lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
                           ssh_config=str(the_lab.ssh_config))
         mapped = map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
@@ -68,25 +69,61 @@ def lab_kernels_for(profile: Profile) -> dict[str, str]:
             if p.label in named}
 
 
-def ensure_lab(lab: Lab, pairs: int, say: Any,
-               kernels: dict[str, str] | None = None) -> list[LabHost]:
+def moderates_interrupts(profile: Profile) -> bool:
+    """The profile asks for interrupt moderation: a knob of kind ethtool coalesce (on some
+    OS), or ix(4)'s enable_aim."""
+    return any(KnobKind.ETHTOOL_COALESCE in (k.kind, *k.os_kinds.values())
+               or "enable_aim" in " ".join((k.key, *k.os_keys.values()))
+               for k in profile.knobs)
+
+
+def lab_nics_for(profile: Profile, kernels: dict[str, str]) -> dict[str, str]:
+    """The data NIC of each of the profile's VM pairs, by lab pair letter: the profile's
+    [lab] nic(s); else e1000e where it asks for interrupt moderation (the lab's NIC with
+    interrupt throttling); else none named (the lab's default, or what is up)."""
+    import tomllib
+
+    from abtui.profile.load import lab_nics
+
+    named: dict[str, str] = {}
+    if profile.source_text:
+        raw = tomllib.loads(profile.source_text)
+        named = lab_nics(raw, [p.label for p in profile.pairs]) if "lab" in raw else {}
+    auto = "e1000e" if moderates_interrupts(profile) else None
+    out = {}
+    for i, p in enumerate(profile.pairs):
+        letter = chr(ord("A") + i)
+        model = named.get(p.label, auto)
+        if letter in kernels and model:
+            out[letter] = model
+    return out
+
+
+def ensure_lab(lab: Lab, pairs: int, say: Any, kernels: dict[str, str] | None = None,
+               nics: dict[str, str] | None = None) -> list[LabHost]:
     """The lab's hosts, bringing it up (with at least `pairs` pairs) when it is not. With
-    `kernels` (lab pair letter -> SPEC), a lab whose VM pairs boot other kernels is rebuilt."""
+    `kernels` (lab pair letter -> SPEC), a lab whose VM pairs boot other kernels is rebuilt;
+    with `nics` (lab pair letter -> NIC model), one whose VM pairs have other NICs."""
     from abtui.lab.layout import MAX_PAIRS
 
     if pairs > MAX_PAIRS:
         raise BadInput(f"the profile has {pairs} pairs; the lab has at most {MAX_PAIRS}")
     have = lab.pair_count()
-    up = lab.kernel_specs()
+    up, up_nics = lab.kernel_specs(), lab.nic_models()
     mismatch = bool(kernels) and any(up.get(k) != v for k, v in (kernels or {}).items())
+    mismatch |= any(k in up and up_nics.get(k) != v for k, v in (nics or {}).items())
     if have < pairs or mismatch or not lab.status()["ok"]:
         n = max(pairs, have)
         wanted = kernels if kernels else {k: v for k, v in up.items() if ord(k) - 64 <= n}
+        models = {k: v for k, v in up_nics.items() if k in wanted} | \
+            {k: v for k, v in (nics or {}).items() if k in wanted}
         again = f" (it had {have}: rebuilt)" if have and have != n else ""
-        vms = "".join(f", pair {k} on VM hosts booting {v}" for k, v in sorted(wanted.items()))
+        vms = "".join(f", pair {k} on VM hosts booting {v}"
+                      + (f" with NIC {models[k]}" if k in (nics or {}) else "")
+                      for k, v in sorted(wanted.items()))
         say(f"lab: bringing up lab {lab.name!r} with {n} pairs{again}{vms} (take it down with "
             "`abtui lab down`)")
-        return lab.up(n, kernels=wanted)
+        return lab.up(n, kernels=wanted, nics=models)
     return lab.hosts(have)
 
 
@@ -125,8 +162,9 @@ def _vm_facts(host: LabHost, hosts: Sequence[LabHost], ssh_config: str) -> LabFa
     sysctls: frozenset[str] | None = None
     tunnels: list[str] | None = None
     netem, userspace = True, False
-    builds, kernel = [], ""
+    builds, kernel, nics = [], "", []
     for h in receivers:
+        nics.append(h.nic_name)
         if not h.vm:
             kernel = os.uname().release
             facts = lab_facts(h)
@@ -142,4 +180,4 @@ def _vm_facts(host: LabHost, hosts: Sequence[LabHost], ssh_config: str) -> LabFa
         sysctls = names if sysctls is None else sysctls & names
         tunnels = types if tunnels is None else [t for t in tunnels if t in types]
     return LabFacts(sysctls or frozenset(), tuple(tunnels or ("none",)), kernel,
-                    tuple(builds), userspace, netem)
+                    tuple(builds), userspace, netem, nics=tuple(nics))

@@ -4,9 +4,12 @@ virtme-ng (`vng`) boots the kernel in qemu with this machine's root filesystem s
 read-only, so the guest has the same sshd, iperf3, ping, wg and tc as a namespace host. Each
 guest gets two NICs on tap devices in the root namespace: `mgmt0` on the lab's management
 bridge (where its own sshd listens, with the lab's host key and authorized key), and `data0` on
-its pair's data bridge. There is no udev in the guest: the script it runs loads virtio_net,
-names the NICs by their MAC addresses, sets the addresses and runs sshd in the foreground; the
-guest lives as long as that sshd.
+its pair's data bridge. `data0` is one of two NIC models (NIC_MODELS): virtio-net, or an
+emulated Intel 82574L (e1000e), whose interrupt throttling (ITR) the guest driver sets with
+`ethtool -C data0 rx-usecs` and whose vectors show in the guest's /proc/interrupts (the lab's
+analog of ix(4)'s adaptive interrupt moderation). There is no udev in the guest: the script it
+runs loads the NICs' drivers, names the NICs by their MAC addresses, sets the addresses and
+runs sshd in the foreground; the guest lives as long as that sshd.
 
 virtme-ng-init locks every account in the guest's /etc/shadow; sshd (without PAM) refuses a
 locked account even for a key, so the script gives root the host's "no password" mark (`*`)
@@ -32,10 +35,15 @@ from pathlib import Path
 
 from abtui.core.errors import MissingPrerequisite
 from abtui.lab.kernels import Kernel, cache_root
+from abtui.profile.schema import LAB_NICS
 
 QEMU = "qemu-system-x86_64"
 VM_PROGRAMS = {QEMU: "qemu-system-x86", "busybox": "busybox-static"}
 GUEST_MEMORY = "512M"
+# the data NIC's model: qemu's device and the guest's driver module
+NIC_MODELS = {"e1000e": ("e1000e", "e1000e"), "virtio": ("virtio-net-pci", "virtio_net")}
+assert set(NIC_MODELS) == set(LAB_NICS)  # the models a profile's [lab] may name
+DEFAULT_NIC = "virtio"
 KVM_PROBE_SECONDS = 20.0
 ACCEL_ENV = "ABTUI_VM_ACCEL"  # "kvm" or "tcg": skip the probe
 WARM_MODULES = ("wireguard", "esp4", "ip_gre", "vxlan", "sch_netem", "tcp_bbr")
@@ -59,6 +67,7 @@ class Guest:
     data_address: str
     sshd_config: Path
     state_dir: Path
+    nic: str = DEFAULT_NIC  # the data NIC's model (NIC_MODELS)
 
     @property
     def script(self) -> Path:
@@ -127,6 +136,7 @@ def guest_script(g: Guest) -> str:
         f"exec >{log} 2>&1",
         "set -x",
         "modprobe virtio_net",
+        *([f"modprobe {NIC_MODELS[g.nic][1]}"] if NIC_MODELS[g.nic][1] != "virtio_net" else []),
         "for i in /sys/class/net/*; do",
         '  case "$(cat "$i/address")" in',
         f'  {g.mgmt_mac}) ip link set "${{i##*/}}" name mgmt0 ;;',
@@ -159,7 +169,7 @@ def vng_command(g: Guest, accel: str) -> list[str]:
         f"-netdev tap,id=mgmt,ifname={g.mgmt_tap},script=no,downscript=no",
         f"-device virtio-net-pci,netdev=mgmt,mac={g.mgmt_mac}",
         f"-netdev tap,id=data,ifname={g.data_tap},script=no,downscript=no",
-        f"-device virtio-net-pci,netdev=data,mac={g.data_mac}",
+        f"-device {NIC_MODELS[g.nic][0]},netdev=data,mac={g.data_mac}",
     ])
     return [vng, "--run", g.kernel.image, *(["--disable-kvm"] if accel == "tcg" else []),
             "--cpus", "1", "--memory", GUEST_MEMORY, "--name", g.alias,

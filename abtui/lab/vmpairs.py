@@ -36,6 +36,7 @@ class LabVmPairs(LabSsh):
     """A lab's VM hosts: taps, data bridges, guests started and waited for."""
 
     def _guest(self, h: LabHost, kernel: Kernel) -> Guest:
+        from abtui.lab import vm as lab_vm
         from abtui.lab.vm import Guest, mac
 
         p = ord(h.pair.lower()) - ord("a") + 1
@@ -45,7 +46,7 @@ class LabVmPairs(LabSsh):
                      data_mac=mac(self.mgmt, p, role, 1), mgmt_address=h.mgmt_address,
                      data_address=h.data_address,
                      sshd_config=self.state_dir / f"sshd_config-{h.alias}",
-                     state_dir=self.state_dir)
+                     state_dir=self.state_dir, nic=h.nic or lab_vm.DEFAULT_NIC)
 
     def _start_vms(self, hosts: list[LabHost], kernels: Mapping[str, Kernel],
                    meta: dict[str, Any]) -> dict[str, tuple[Guest, float]]:

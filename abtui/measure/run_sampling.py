@@ -63,7 +63,8 @@ class RunSampling(RunBase):
             self._watch_tasks.append(loop.create_task(self._watch_loop(watch, link)))
 
     async def _watch_loop(self, watch: Watch, link: HostLink) -> None:
-        """Sample a watch every `interval` s; a sysctl with `*` is one series per match."""
+        """Sample a watch every `interval` s; a sysctl with `*` is one series per match, a
+        command printing `<series> <number>` lines one series per line."""
         complained = False
         names: list[str] | None = None
         while True:
@@ -81,7 +82,7 @@ class RunSampling(RunBase):
                 else:
                     out = await link.check(sample_command(watch.sysctl, watch.command),
                                            timeout=max(2.0, watch.interval))
-                    samples = [(watch.name, out.strip())]
+                    samples = watch_samples(watch.name, out)
             except RemoteError as exc:
                 if not complained:
                     self._event(events.Error(message=f"watch {watch.name}: {exc.reason}"),
@@ -137,6 +138,17 @@ class RunSampling(RunBase):
     async def _sysctl_names(link: HostLink, pattern: str) -> list[str]:
         listed = await link.check("sysctl -aN 2>/dev/null || sysctl -N -a 2>/dev/null; true")
         return sorted(n for n in listed.split() if fnmatch.fnmatchcase(n, pattern))
+
+
+def watch_samples(name: str, out: str) -> list[tuple[str, str]]:
+    """A command watch's output as (series, value) samples: lines of `<series> <number>`
+    (e.g. one per interrupt vector) are a series each, `name:<series>`; anything else is
+    the watch's one value."""
+    lines = [ln.split() for ln in out.strip().splitlines() if ln.strip()]
+    if lines and all(len(parts) == 2 and isinstance(_number(parts[1]), float)
+                     for parts in lines):
+        return sorted((f"{name}:{parts[0]}", parts[1]) for parts in lines)
+    return [(name, out.strip())]
 
 
 def _number(text: str) -> float | str:

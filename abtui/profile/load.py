@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from abtui.profile.locate import key_lines, line_of
 from abtui.profile.schema import (
     DIRECTION_DIMENSION,
     LAB_FIELDS,
+    LAB_NICS,
     PAIR_FIELDS,
     PLAN_FIELDS,
     REPORT_FIELDS,
@@ -145,6 +147,7 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
     report = read_table(sub_table(raw, "report", ()), REPORT_FIELDS, ("report",))
     if "lab" in raw:  # read by abtui.lab.prepare from the profile copy; checked here
         lab_kernels(raw, labels)
+        lab_nics(raw, labels)
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
                  [k.name for k in knobs])
     tunnels = _tunnels(head["tunnels"], knobs)
@@ -159,16 +162,28 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
 def lab_kernels(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
     """The [lab] section: pair label -> kernel SPEC (`kernel` for every pair, `kernels` per
     label, a label's own winning)."""
+    return _lab_per_pair(raw, labels, "kernel", lambda v: f.text(v, 1000))
+
+
+def lab_nics(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
+    """The [lab] section's data NIC models: pair label -> model (`nic` for every pair, `nics`
+    per label, a label's own winning)."""
+    return _lab_per_pair(raw, labels, "nic", f.one_of(LAB_NICS))
+
+
+def _lab_per_pair(raw: dict[str, Any], labels: list[str], key: str,
+                  conv: Callable[[Any], str]) -> dict[str, str]:
+    """[lab] `key` for every pair and `key`s per label -> pair label -> value."""
     lab = sub_table(raw, "lab", ())
-    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels",))
-    per_pair = sub_table(lab, "kernels", ("lab",))
-    out = {label: head["kernel"] for label in labels} if head["kernel"] else {}
-    for label, spec in per_pair.items():
-        _known_pairs(labels, (label,), ("lab", "kernels", label))
+    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics"))
+    per_pair = sub_table(lab, f"{key}s", ("lab",))
+    out = dict.fromkeys(labels, head[key]) if head[key] else {}
+    for label, value in per_pair.items():
+        _known_pairs(labels, (label,), ("lab", f"{key}s", label))
         try:
-            out[label] = f.text(spec, 1000)
+            out[label] = conv(value)
         except Invalid as exc:
-            raise ProfileError(("lab", "kernels", label), str(exc)) from None
+            raise ProfileError(("lab", f"{key}s", label), str(exc)) from None
     return out
 
 

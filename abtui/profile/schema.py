@@ -195,9 +195,12 @@ REPORT_FIELDS = (
 
 # [lab]: the kernels `abtui run --lab` boots on VM hosts, one for every pair (`kernel`) or per
 # pair label (`kernels = { stock = SPEC, patched = SPEC }`); SPEC as `abtui lab up --kernel`
-# takes it. Read by abtui.lab.prepare from the profile copy; checked here.
+# takes it; and their data NIC's model, for every VM pair (`nic`) or per label (`nics`).
+# Read by abtui.lab.prepare from the profile copy; checked here.
+LAB_NICS = ("e1000e", "virtio")
 LAB_FIELDS = (
     Field("kernel", lambda v: f.text(v, 1000), None),
+    Field("nic", f.one_of(LAB_NICS), None),
 )
 
 SECTIONS = ("profile", "test", "pairs", "knobs", "watches", "plan", "report", "lab")

@@ -43,8 +43,10 @@ def vm_pair_boot_s() -> dict[str, Any]:
         finally:
             lab.down()
     boots = ", ".join(f"{h['alias']} {h['boot_s']} s" for h in status["hosts"])
+    nic = status["hosts"][0].get("nic", "virtio")
     return {"name": "vm_pair_boot_s", "value": round(seconds, 1), "unit": "s",
-            "note": f"{kernel.release}, {status['accel']} ({status['accel_why']}); {boots}; "
+            "note": f"{kernel.release}, NIC {nic}, {status['accel']} ({status['accel_why']}); "
+                    f"{boots}; "
                     f"load {os.getloadavg()[0]:.1f}"}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -17,10 +18,12 @@ from abtui.sessions.session import Session
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 PROCEDURES = ("ix-enable-aim", "softirq-crypto", "wireguard-gro")
+# recorded on the lab's VM pairs (real kernel builds): NAME-vm, of the profile NAME
+VM_GOLDEN = ("ix-enable-aim-vm",)
 UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
 
 
-@pytest.mark.parametrize("name", PROCEDURES)
+@pytest.mark.parametrize("name", PROCEDURES + VM_GOLDEN)
 def test_report_equals_the_pinned_one(name: str) -> None:
     session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
     md = render(session, "md")
@@ -38,10 +41,27 @@ def test_the_golden_sessions_are_the_shipped_procedures() -> None:
     """Each golden session ran its profile as shipped: the same pairs, knobs, plan and report
     layout as the file in profiles/ (a profile changed there wants its session recorded anew)."""
     profiles = GOLDEN.parents[1] / "profiles"
-    for name in PROCEDURES:
+    for name in PROCEDURES + VM_GOLDEN:
         session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
         recorded = tomllib.loads(session.profile_text)
-        shipped = tomllib.loads((profiles / f"{name}.toml").read_text())
+        shipped = tomllib.loads((profiles / f"{name.removesuffix('-vm')}.toml").read_text())
         for part in ("pairs", "knobs", "plan", "report"):
             assert recorded.get(part) == shipped.get(part), (name, part)
         assert session.translations, name  # recorded on the lab: its translations listed
+
+
+def test_the_vm_golden_ran_enable_aim_on_e1000e_with_real_interrupt_rates() -> None:
+    """ix-enable-aim on two real kernel builds: the first table's groups name two different
+    releases, enable_aim was e1000e's interrupt throttling (no stand-in), and the watch table
+    has interrupt rates per data0 vector of each FreeBSD-side pair and value."""
+    session = Session.load(GOLDEN / "ix-enable-aim-vm.abtui.jsonl.gz")
+    md = render(session, "md")
+    table = md.split("## Throughput per kernel and enable_aim", 1)[1].split("## ", 1)[0]
+    releases = set(re.findall(r"\| (?:stock|patched) \((6\.1\.0-\d+-amd64)\) \|", table))
+    assert len(releases) == 2, table
+    knob = next(t for t in session.translations if t["subject"] == "knob enable_aim")
+    assert knob["lab"].startswith("ethtool -C data0 rx-usecs on stock, patched: 0 = 0 (off)")
+    watches = md.split("## Watches per pair and enable_aim", 1)[1].split("## ", 1)[0]
+    for pair in ("stock", "patched"):
+        for value in ("0", "1", "2"):
+            assert f"| {pair} | {value} | interrupt_rate | data0-rx-0 |" in watches, watches

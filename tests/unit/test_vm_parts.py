@@ -225,10 +225,13 @@ class _FakeLab:
     def kernel_specs(self) -> dict[str, str]:
         return dict(self.kernels)
 
+    def nic_models(self) -> dict[str, str]:
+        return {k: "virtio" for k in self.kernels}
+
     def status(self) -> dict:
         return {"ok": True}
 
-    def up(self, n, kernels):
+    def up(self, n, kernels, nics=None):
         self.ups.append((n, kernels))
         return []
 

@@ -89,6 +89,7 @@ def _latency_cells(s: Slot) -> list[str]:
     return ["/".join(fmt_ms(x) for x in (r.min, r.mean, r.max)), fmt_ms(r.stdev)]
 
 
+UNSET = "—"  # Cells.phases' key of a phase without the knob
 LATENCY = Measure(headers=lambda title, unit: ["min/avg/max ms", "stddev"], cells=_latency_cells)
 
 
@@ -104,6 +105,8 @@ def sweep_sections(cells: Cells, doc: dict[str, Any], base: str | None) -> list[
     groups = {p: cells.group(p, [knob]) for p in pairs}
     unit = cells.unit(groups)
     values = [v[0] for v in ordered([k for g in groups.values() for k in g], doc, [knob], session)]
+    # `—`: a pair the knob never touched (the lab could not set it there), not a value
+    values = [v for v in values if v != UNSET] or values
     tp_rows, lat_rows = [], []
     for pair in pairs:
         rows = _sweep_rows(cells, doc, pair, bp, knob, values, phases, groups, unit, refs)
@@ -144,6 +147,11 @@ def _sweep_rows(cells: Cells, doc: dict[str, Any], pair: str, bp: str | None, kn
     """One pair's rows: (value label, slot, throughput Δ, latency Δ)."""
     session = cells.session
     if pair in refs:
+        unset = phases[pair].get((UNSET,))
+        if unset and not any((v,) in phases[pair] for v in values if v != UNSET):
+            # the knob never touched this pair (the lab could not set it there): one row
+            alone = stats.cell(session, pair, "default", unset)
+            return [("default", Slot(session, pair, alone, unit), "-", "-")]
         out = []
         for label, pooled in _reference_groups(session, doc, pair, knob, values):
             chosen = [ph for v in pooled for ph in phases[pair].get((v,), [])]

@@ -19,7 +19,7 @@ from abtui.core.events import Event
 from abtui.core.model import LinkState
 from abtui.measure.engine_hosts import install_hint
 from abtui.measure.engine_verify import EngineVerify
-from abtui.measure.run_base import RunHooks, RunSpec
+from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.runs import PairRun
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE
 
@@ -62,12 +62,10 @@ class EngineRuns(EngineVerify):
             cpu_commands={a: self.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
                           if opts.host_cpu and a in self.dialects})
-        hooks = RunHooks(emit=self.emit, parser_factory=self.parser_factory,
-                         phase_for=self._phase_for, ping_parser_factory=self.ping_parser_factory,
-                         raw_sink=self.raw_sink, orphan=self._add_orphan,
-                         started=self.journal.record_pgid if self.journal else None,
-                         ended=self.journal.forget_pgid if self.journal else None)
-        return PairRun(spec, self.links[pair.sender], self.links[pair.receiver], hooks)
+        owner = OwnerOf(self.emit, self._phase_for, raw_sink=self.raw_sink, book=self.journal,
+                        orphan=self._add_orphan)
+        return PairRun(spec, self.links[pair.sender], self.links[pair.receiver], owner,
+                       RunParsers(self.parser_factory, self.ping_parser_factory))
 
     def _phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
         return self.phases[label].classify(received, duration)

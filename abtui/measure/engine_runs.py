@@ -22,7 +22,7 @@ from abtui.core.model import LinkState, Profile
 from abtui.measure.engine_hosts import HostPool, install_hint
 from abtui.measure.engine_verify import HostGate
 from abtui.measure.phase_book import PhaseBook
-from abtui.measure.run_base import RunHooks, RunSpec
+from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.runs import PairRun
 from abtui.measure.seams import Emit, ParserFactory, PingParserFactory
 from abtui.measure.tasks import Tasks
@@ -110,14 +110,10 @@ class RunScheduler:
             cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
                           if opts.host_cpu and a in self._pool.dialects})
-        journal = self._pool.journal
-        hooks = RunHooks(emit=self._emit, parser_factory=self.parser_factory,
-                         phase_for=self._book.classify,
-                         ping_parser_factory=self.ping_parser_factory,
-                         raw_sink=self.raw_sink, orphan=self._pool.orphans.add,
-                         started=journal.record_pgid if journal else None,
-                         ended=journal.forget_pgid if journal else None)
-        return PairRun(spec, self._pool.links[pair.sender], self._pool.links[pair.receiver], hooks)
+        owner = OwnerOf(self._emit, self._book.classify, raw_sink=self.raw_sink,
+                        book=self._pool.journal, orphan=self._pool.orphans.add)
+        return PairRun(spec, self._pool.links[pair.sender], self._pool.links[pair.receiver],
+                       owner, RunParsers(self.parser_factory, self.ping_parser_factory))
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:
         self._emit(Event.of(events.Error(message=message), pair=label))

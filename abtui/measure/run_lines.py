@@ -27,6 +27,8 @@ class OutputLines:
         # False once nobody reads the lines any more (a listening server's reports): they are
         # still drained, so the channel never blocks, but not queued, so memory stays flat
         self.keep = True
+        self._last: str | None = None  # the line `get` returned last
+        self._back: tuple[str | None, float | None] | None = None  # a line given back
         self.task = asyncio.get_running_loop().create_task(self._pump())
 
     async def _pump(self) -> None:
@@ -39,7 +41,16 @@ class OutputLines:
             self._arrivals.append(time.perf_counter())
             self.queue.put_nowait(None)
 
+    def unget(self) -> None:
+        """Give back the line `get` returned last: the next `get` returns it again, before
+        any line queued since, with the moment it arrived."""
+        self._back = (self._last, self.arrived)
+
     async def get(self, timeout: float | None) -> str | None:
-        line = await asyncio.wait_for(self.queue.get(), timeout)
+        if self._back is not None:
+            (line, self.arrived), self._back = self._back, None
+            self._last = line
+            return line
+        line = self._last = await asyncio.wait_for(self.queue.get(), timeout)
         self.arrived = self._arrivals.popleft()
         return line

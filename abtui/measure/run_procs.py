@@ -1,8 +1,8 @@
 """A run's remote processes: iperf3's server started on a free port, its client and ping
 armed, all released together, and every one of them ended whatever happens.
 
-Kept apart from the streaming (abtui.measure.runs): this is the one place that starts a
-run's processes on a host and ends them, so the one that tells the undo journal of each and
+A part of a run (abtui.measure.runs.PairRun), owning its processes: the one place that starts
+a run's processes on a host and ends them, so the one that tells the undo journal of each and
 leaves orphans (a process on a host whose link dropped) to be ended once the link is back.
 """
 
@@ -13,11 +13,10 @@ import contextlib
 import time
 
 from abtui.core.errors import RemoteError, RunFailed
-from abtui.core.model import LinkState
-from abtui.measure.run_base import RunBase
+from abtui.core.model import LinkState, PingReply, PingSummary
+from abtui.measure.run_context import RunContext
 from abtui.measure.run_lines import OutputLines
 from abtui.measure.run_sides import reads_server, reads_server_cpu
-from abtui.measure.seams import ping_summary_of
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     armed,
@@ -34,8 +33,26 @@ PORT_TRIES = 8
 SERVER_START_TIMEOUT = 5.0
 
 
-class RunProcesses(RunBase):
+class RunProcesses:
     """Preparing, releasing and ending a run's processes; see the module docstring."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.spec = ctx.spec
+        self.sender = ctx.sender
+        self.receiver = ctx.receiver
+        # the iperf3 client command as armed, without the stdbuf or shell around it (RUN_START
+        # records it: the report's "Test options" print what ran, not a rebuild)
+        self.client_argv: list[str] = []
+        self.host_clock: float | None = None  # the sender's clock at release
+        self.server: RemoteProcess | None = None
+        self.server_lines: OutputLines | None = None
+        self.client: RemoteProcess | None = None
+        self.client_lines: OutputLines | None = None
+        self.ping: RemoteProcess | None = None  # armed, for the whole run
+        # with a ping count: replies on the idle link before iperf3 starts, and their summary
+        self.idle_replies: list[PingReply] = []
+        self.idle_summary: PingSummary | None = None
 
     # ---- preparing ----------------------------------------------------------------------
     async def prepare(self) -> None:
@@ -58,9 +75,9 @@ class RunProcesses(RunBase):
             lines = OutputLines(proc)
             outcome = await self._server_outcome(lines, keep)
             if outcome is None:
-                self._server, self._server_lines, self.spec.port = proc, lines, port
+                self.server, self.server_lines, self.spec.port = proc, lines, port
                 return
-            await self._end(proc)
+            await self.end(proc)
             if "address already in use" not in outcome.lower():
                 raise RunFailed(f"{self.receiver.alias}: the iperf3 server did not start: "
                                 f"{outcome}")
@@ -75,35 +92,35 @@ class RunProcesses(RunBase):
         self.client_argv = list(argv)
         if self.spec.stdbuf:
             argv = ["stdbuf", "-oL", *argv]
-        self._client = await self._stream(self.sender, armed(argv, self.spec.bash) + " 2>&1",
+        self.client = await self._stream(self.sender, armed(argv, self.spec.bash) + " 2>&1",
                                           "iperf3 client")
-        self._client_lines = OutputLines(self._client)
-        await self._await_armed(self._client_lines)
+        self.client_lines = OutputLines(self.client)
+        await self._await_armed(self.client_lines)
 
     async def _arm_ping(self) -> None:
         opts = self.spec.options
-        if not opts.ping or self.hooks.ping_parser_factory is None:
+        if not opts.ping or self.ctx.parsers.ping is None:
             return
         if opts.ping_count > 0:  # on the idle link, before iperf3 starts
             await self._idle_ping()
         else:
-            self._ping = await self._stream(self.sender, armed(ping_argv(opts, self.spec.target)),
-                                            "ping")
+            self.ping = await self._stream(self.sender,
+                                           armed(ping_argv(opts, self.spec.target)), "ping")
 
     async def _idle_ping(self) -> None:
-        assert self.hooks.ping_parser_factory is not None
+        assert self.ctx.parsers.ping is not None
         opts = self.spec.options
         argv = ping_argv(opts, self.spec.target)
         argv[1:1] = ["-c", str(opts.ping_count)]
         proc = await self._stream(self.sender, plain(argv), "ping")
-        parser = self.hooks.ping_parser_factory()
+        parser = self.ctx.parsers.ping()
         try:
             async for line in proc.lines():
-                self._idle_replies.extend(parser.feed(line))
+                self.idle_replies.extend(parser.feed(line))
             await proc.wait(timeout=5.0)
         finally:
-            await self._end(proc)
-        self._idle_summary = ping_summary_of(parser.finish())
+            await self.end(proc)
+        self.idle_summary = parser.finish().summary
 
     async def _await_armed(self, lines: OutputLines) -> None:
         try:
@@ -112,7 +129,7 @@ class RunProcesses(RunBase):
             line = None
         if line != ARMED_MARK:
             raise RunFailed(f"{self.sender.alias}: the iperf3 client could not be started: "
-                            f"{line or self._client.stderr if self._client else ''}")
+                            f"{line or self.client.stderr if self.client else ''}")
 
     @staticmethod
     async def _server_outcome(lines: OutputLines, keep: bool = False) -> str | None:
@@ -138,61 +155,57 @@ class RunProcesses(RunBase):
     # ---- releasing ----------------------------------------------------------------------
     def release(self) -> None:
         """Let the armed client go: called for every pair in one loop iteration."""
-        if self._client is not None:
+        if self.client is not None:
             with contextlib.suppress(Exception):
-                self._client.write("\n")
+                self.client.write("\n")
 
     def release_ping(self) -> None:
-        if self._ping is not None:
+        if self.ping is not None:
             with contextlib.suppress(Exception):
-                self._ping.write("\n")
+                self.ping.write("\n")
 
     async def read_clock(self, timeout: float = 5.0) -> float | None:
         """The host's clock at release, printed by the armed command before exec."""
-        assert self._client_lines is not None
+        assert self.client_lines is not None
         try:
-            line = await self._client_lines.get(timeout)
+            line = await self.client_lines.get(timeout)
         except TimeoutError:
             return None
-        if line is None:
-            self._client_lines.queue.put_nowait(None)
-            return None
-        self.host_clock = parse_clock(line)
-        if self.host_clock is None:  # not a clock: keep the line for the parser
-            self._client_lines.queue.put_nowait(line)
+        self.host_clock = parse_clock(line) if line is not None else None
+        if self.host_clock is None:  # not a clock (or the end): kept for the reader
+            self.client_lines.unget()
         return self.host_clock
 
-    async def _end_client(self) -> None:
-        if self._client is not None:
-            await self._client.terminate()
+    async def end_client(self) -> None:
+        """End iperf3's client (a stop, a stall): its output ends, the run goes on to judge."""
+        if self.client is not None:
+            await self.client.terminate()
 
     # ---- ending -------------------------------------------------------------------------
+    async def client_status(self, timeout: float = 5.0) -> int | None:
+        """iperf3's client's exit status once it ended (None: a signal, or no client)."""
+        return await self.client.wait(timeout=timeout) if self.client else None
+
     async def cleanup(self) -> None:
-        """End every process and task this run started, whatever state it is in."""
-        for task in self._watch_tasks:
-            task.cancel()
-        procs = [p for p in (self._client, self._ping, self._server) if p is not None]
-        await asyncio.gather(*(self._end(p) for p in procs), return_exceptions=True)
-        for lines in (self._client_lines, self._server_lines):
+        """End every process this run started, and their readers, whatever state it is in."""
+        procs = [p for p in (self.client, self.ping, self.server) if p is not None]
+        await asyncio.gather(*(self.end(p) for p in procs), return_exceptions=True)
+        for lines in (self.client_lines, self.server_lines):
             if lines is not None:
                 lines.task.cancel()
-        for reader in (self._ping_task, self._server_task):
-            if reader is not None and not reader.done():
-                reader.cancel()
 
     async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess:
         proc = await link.stream(command)
-        if proc.pgid is not None and self.hooks.started is not None:
-            self.hooks.started(link.alias, proc.pgid, what)
+        if proc.pgid is not None:
+            self.ctx.owner.started(link.alias, proc.pgid, what)
         return proc
 
-    async def _end(self, proc: RemoteProcess) -> None:
+    async def end(self, proc: RemoteProcess) -> None:
         if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
-            if self.hooks.orphan is not None:  # ended once the link is back
-                self.hooks.orphan(proc.link, proc.pgid)
+            self.ctx.owner.orphaned(proc.link, proc.pgid)  # ended once the link is back
             await proc.terminate()
             return
         await proc.terminate()
-        if proc.pgid is not None and self.hooks.ended is not None:
-            self.hooks.ended(proc.link.alias, proc.pgid)
+        if proc.pgid is not None:
+            self.ctx.owner.ended(proc.link.alias, proc.pgid)
 

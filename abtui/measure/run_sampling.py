@@ -1,8 +1,9 @@
 """What a run samples beside iperf3: ping replies, watches (sysctls, commands) and host CPU.
 
 Each sampler is a task of the run's own, turning what a host prints into PING, WATCH and CPU
-events; a watch or CPU sample that fails is reported once and its sampler goes on. Kept apart
-from the iperf3 streaming (abtui.measure.runs), which they never hold up.
+events; a watch or CPU sample that fails is reported once and its sampler goes on. A part of
+a run (abtui.measure.runs.PairRun) that owns these tasks; it never holds up the interval
+reader (abtui.measure.run_reader).
 """
 
 from __future__ import annotations
@@ -10,59 +11,101 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
-import shlex
 import time
-from typing import Any
 
 from abtui.core import events
 from abtui.core.errors import RemoteError
-from abtui.core.model import LinkState, Watch
-from abtui.measure.run_base import RunBase
-from abtui.measure.seams import ping_summary_of
+from abtui.core.model import LinkState, PingReply, PingSummary, Watch
+from abtui.measure.run_context import RunContext
+from abtui.measure.seams import PingOutcome
 from abtui.parse.cputimes import parse_cpu_times, since
-from abtui.remote.iperf_cmd import ARMED_MARK, parse_clock, sample_command
+from abtui.remote.iperf_cmd import (
+    ARMED_MARK,
+    interrupt_group,
+    parse_clock,
+    sample_command,
+    sysctl_names_command,
+    sysctl_values_command,
+)
 from abtui.remote.link import HostLink
+from abtui.remote.streams import RemoteProcess
 
 # Host CPU is sampled at the run's interval, never more often than this.
 CPU_MIN_PERIOD = 1.0
 
 
-class RunSampling(RunBase):
-    """The samplers of one run; see the module docstring."""
+class RunSamplers:
+    """The samplers of one run, and their tasks; see the module docstring."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.spec = ctx.spec
+        self.sender = ctx.sender
+        self.receiver = ctx.receiver
+        self._ping: RemoteProcess | None = None
+        self._ping_task: asyncio.Task[PingOutcome] | None = None
+        self._tasks: list[asyncio.Task[None]] = []  # watches and host CPU
+
+    def start(self, ping: RemoteProcess | None, idle: list[PingReply]) -> None:
+        """The run is released: the replies of an idle-link ping out, the armed ping (when
+        there is one) read, the watches and the host CPU sampled until `cancel`."""
+        loop = asyncio.get_running_loop()
+        if ping is not None:
+            self._ping = ping
+            self._ping_task = loop.create_task(self._ping_loop(ping))
+        for reply in idle:
+            self.ctx.event(events.Ping(run=self.spec.run_id,
+                                       phase=self.ctx.phase(time.time(), 0.0)[0],
+                                       seq=reply.seq, rtt_ms=reply.rtt_ms))
+        for watch in self.spec.watches:
+            link = self.sender if watch.role.value == "sender" else self.receiver
+            self._tasks.append(loop.create_task(self.sample_watch(watch, link)))
+        period = max(self.spec.options.interval, CPU_MIN_PERIOD)
+        links = {link.alias: link for link in (self.sender, self.receiver)}
+        for alias, link in links.items():
+            command = self.spec.cpu_commands.get(alias)
+            if command:
+                self._tasks.append(loop.create_task(self.sample_cpu(link, command, period)))
+
+    def stop_samples(self) -> None:
+        """The watches and host CPU end (the run is being cleaned up)."""
+        for task in self._tasks:
+            task.cancel()
+
+    def cancel(self) -> None:
+        """Every task of the samplers ends, the ping reader too."""
+        self.stop_samples()
+        if self._ping_task is not None and not self._ping_task.done():
+            self._ping_task.cancel()
 
     # ---- ping and watches ---------------------------------------------------------------
-    async def _ping_loop(self) -> Any:
-        assert self._ping is not None and self.hooks.ping_parser_factory is not None
-        parser = self.hooks.ping_parser_factory()
-        async for line in self._ping.lines():
+    async def _ping_loop(self, ping: RemoteProcess) -> PingOutcome:
+        assert self.ctx.parsers.ping is not None
+        parser = self.ctx.parsers.ping()
+        async for line in ping.lines():
             if line == ARMED_MARK or parse_clock(line) is not None:
                 continue
             for reply in parser.feed(line):
-                phase, _ = self.hooks.phase_for(self.label, time.time(), 0.0)
-                self._event(events.Ping(run=self.spec.run_id, phase=phase, seq=reply.seq,
-                                        rtt_ms=reply.rtt_ms))
+                phase, _ = self.ctx.phase(time.time(), 0.0)
+                self.ctx.event(events.Ping(run=self.spec.run_id, phase=phase, seq=reply.seq,
+                                           rtt_ms=reply.rtt_ms))
         return parser.finish()
 
-    async def _finish_ping(self) -> Any:
+    async def finish_ping(self, idle: PingSummary | None) -> PingSummary | None:
+        """The ping's summary: the armed ping's, interrupted now; else the idle link's."""
         if self._ping is None or self._ping_task is None:
-            return self._idle_summary
+            return idle
         if self._ping.pgid is not None and self.sender.state is LinkState.CONNECTED:
             # INT makes ping print its summary; read it before the channel closes
             with contextlib.suppress(RemoteError):
-                await self.sender.run(f"kill -INT -{int(self._ping.pgid)} 2>/dev/null; true")
+                await self.sender.run(interrupt_group(self._ping.pgid))
         try:
             result = await asyncio.wait_for(self._ping_task, 3.0)
         except (TimeoutError, Exception):
             return None
-        return ping_summary_of(result)
+        return result.summary
 
-    def _start_watches(self) -> None:
-        loop = asyncio.get_running_loop()
-        for watch in self.spec.watches:
-            link = self.sender if watch.role.value == "sender" else self.receiver
-            self._watch_tasks.append(loop.create_task(self._watch_loop(watch, link)))
-
-    async def _watch_loop(self, watch: Watch, link: HostLink) -> None:
+    async def sample_watch(self, watch: Watch, link: HostLink) -> None:
         """Sample a watch every `interval` s; a sysctl with `*` is one series per match, a
         command printing `<series> <number>` lines one series per line."""
         complained = False
@@ -75,7 +118,7 @@ class RunSampling(RunBase):
                         names = await self._sysctl_names(link, watch.sysctl)
                     if not names:
                         raise RemoteError(link.alias, f"no sysctl matches {watch.sysctl}")
-                    out = await link.check(f"sysctl -n {shlex.join(names)}",
+                    out = await link.check(sysctl_values_command(names),
                                            timeout=max(2.0, watch.interval))
                     samples = list(zip((f"{watch.name}:{n}" for n in names),
                                        out.splitlines(), strict=False))
@@ -85,25 +128,15 @@ class RunSampling(RunBase):
                     samples = watch_samples(watch.name, out)
             except RemoteError as exc:
                 if not complained:
-                    self._event(events.Error(message=f"watch {watch.name}: {exc.reason}"),
+                    self.ctx.event(events.Error(message=f"watch {watch.name}: {exc.reason}"),
                                 host=link.alias)
                     complained = True
                 continue
             for name, text in samples:
-                self._event(events.Watch(run=self.spec.run_id, name=name,
+                self.ctx.event(events.Watch(run=self.spec.run_id, name=name,
                                          value=_number(text.strip())), host=link.alias)
 
-    def _start_cpu(self) -> None:
-        loop = asyncio.get_running_loop()
-        period = max(self.spec.options.interval, CPU_MIN_PERIOD)
-        links = {link.alias: link for link in (self.sender, self.receiver)}
-        for alias, link in links.items():
-            command = self.spec.cpu_commands.get(alias)
-            if command:
-                self._watch_tasks.append(loop.create_task(self._cpu_loop(link, command,
-                                                                         period)))
-
-    async def _cpu_loop(self, link: HostLink, command: str, period: float) -> None:
+    async def sample_cpu(self, link: HostLink, command: str, period: float) -> None:
         """The host's CPU time every `period` s, one round trip each: a CPU event with what
         each state gained since the previous sample (the first one is only the base)."""
         before = None
@@ -117,15 +150,15 @@ class RunSampling(RunBase):
                     raise RemoteError(link.alias, "its CPU time counters were not readable")
             except RemoteError as exc:
                 if not complained:
-                    self._event(events.Error(message=f"host CPU: {exc.reason}"),
+                    self.ctx.event(events.Error(message=f"host CPU: {exc.reason}"),
                                 host=link.alias)
                     complained = True
                 before = None
             else:
                 got = since(before, now) if before is not None else None
                 if got is not None:
-                    phase, straddles = self.hooks.phase_for(self.label, time.time(), period)
-                    self._event(events.Cpu(run=self.spec.run_id, role=role, phase=phase,
+                    phase, straddles = self.ctx.phase(time.time(), period)
+                    self.ctx.event(events.Cpu(run=self.spec.run_id, role=role, phase=phase,
                                            straddles=straddles, total=got[0], cpus=got[1]),
                                 host=link.alias)
                 before = now
@@ -136,7 +169,7 @@ class RunSampling(RunBase):
 
     @staticmethod
     async def _sysctl_names(link: HostLink, pattern: str) -> list[str]:
-        listed = await link.check("sysctl -aN 2>/dev/null || sysctl -N -a 2>/dev/null; true")
+        listed = await link.check(sysctl_names_command())
         return sorted(n for n in listed.split() if fnmatch.fnmatchcase(n, pattern))
 
 

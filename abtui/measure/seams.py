@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from abtui.core.errors import KnobRefused, MissingPrerequisite
 from abtui.core.events import Event
@@ -25,20 +25,42 @@ OutputFormat = Literal["text", "json-stream"]
 Emit = Callable[[Event], None]
 
 
+class IperfOutcome(Protocol):
+    """What an iperf3 parser finishes with (abtui.parse.Iperf3Result)."""
+
+    @property
+    def summary(self) -> IperfSummary | None: ...
+
+    @property
+    def reverse_summary(self) -> IperfSummary | None:
+        """--bidir's other direction."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """iperf3's own message when the test failed."""
+        ...
+
+
+class PingOutcome(Protocol):
+    """What a ping parser finishes with (abtui.parse.PingResult)."""
+
+    @property
+    def summary(self) -> PingSummary | None: ...
+
+
 class IperfParser(Protocol):
     """Incremental iperf3 client-output parser: lines in, finished intervals out."""
 
     def feed(self, line: str) -> list[Interval]: ...
 
-    def finish(self) -> Any:
-        """The result: `.summary` (IperfSummary or None) and `.error` (iperf3's message)."""
+    def finish(self) -> IperfOutcome: ...
 
 
 class PingParser(Protocol):
     def feed(self, line: str) -> list[PingReply]: ...
 
-    def finish(self) -> Any:
-        """The result: `.summary` (PingSummary or None), or a PingSummary itself."""
+    def finish(self) -> PingOutcome: ...
 
 
 ParserFactory = Callable[[OutputFormat], IperfParser]
@@ -70,33 +92,25 @@ class KnobApplier(Protocol):
         ...
 
 
-def iperf_summary_of(result: Any, reverse: bool = False) -> IperfSummary | None:
+def iperf_summary_of(result: IperfOutcome, reverse: bool = False) -> IperfSummary | None:
     """The end-of-test summary (with `reverse`, --bidir's other direction), None when iperf3
     did not get to print one."""
-    summary = getattr(result, "reverse_summary" if reverse else "summary", None)
-    if not isinstance(summary, IperfSummary):
+    summary = result.reverse_summary if reverse else result.summary
+    if summary is None:
         return None
     if summary.sender_bits_per_second is None and summary.receiver_bits_per_second is None:
         return None
     return summary
 
 
-def iperf_error_of(result: Any) -> str | None:
-    error = getattr(result, "error", None)
-    return str(error) if error else None
-
-
-def ping_summary_of(result: Any) -> PingSummary | None:
-    if isinstance(result, PingSummary):
-        return result
-    summary = getattr(result, "summary", None)
-    return summary if isinstance(summary, PingSummary) else None
+def iperf_error_of(result: IperfOutcome) -> str | None:
+    return result.error or None
 
 
 def default_parser_factory() -> ParserFactory:
     """iperf3 parsers from abtui.parse (text for ≤ 3.16, --json-stream for 3.17+)."""
     try:
-        from abtui import parse  # type: ignore[attr-defined]
+        from abtui.parse import Iperf3JsonParser, Iperf3TextParser
     except ImportError as exc:
         raise MissingPrerequisite("abtui.parse is not installed: iperf3 output cannot be "
                                   "read") from exc
@@ -104,19 +118,19 @@ def default_parser_factory() -> ParserFactory:
     def make(fmt: OutputFormat) -> IperfParser:
         # live: each interval goes on as an event, none is kept here (a long run's memory)
         if fmt == "json-stream":
-            return parse.Iperf3JsonParser(keep_intervals=False)  # type: ignore[no-any-return]
-        return parse.Iperf3TextParser(keep_intervals=False)  # type: ignore[no-any-return]
+            return Iperf3JsonParser(keep_intervals=False)
+        return Iperf3TextParser(keep_intervals=False)
 
     return make
 
 
 def default_ping_parser_factory() -> PingParserFactory:
     try:
-        from abtui import parse  # type: ignore[attr-defined]
+        from abtui.parse import PingParser as ParsePing
     except ImportError as exc:
         raise MissingPrerequisite("abtui.parse is not installed: ping output cannot be "
                                   "read") from exc
-    return parse.PingParser  # type: ignore[no-any-return]
+    return ParsePing
 
 
 class NoKnobs:

@@ -166,3 +166,18 @@ def sample_command(sysctl: str | None, command: str | None) -> str:
     if command:
         return f"sh -c {shlex.quote(command)}"
     raise BadInput("a watch needs a sysctl or a command")
+
+
+def interrupt_group(pgid: int) -> str:
+    """SIGINT to a process group (ping then prints its summary); quiet if it is gone."""
+    return f"kill -INT -{int(pgid)} 2>/dev/null; true"
+
+
+def sysctl_names_command() -> str:
+    """Every sysctl's name, one a line (Linux's `-aN`, FreeBSD's `-N -a`)."""
+    return "sysctl -aN 2>/dev/null || sysctl -N -a 2>/dev/null; true"
+
+
+def sysctl_values_command(names: list[str]) -> str:
+    """The values of these sysctls, one a line, in order."""
+    return f"sysctl -n {shlex.join(names)}"

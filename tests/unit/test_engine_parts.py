@@ -14,7 +14,7 @@ from abtui.core.model import TestOptions as Options
 from abtui.measure.headless import describe
 from abtui.measure.phases import PairPhases
 from abtui.measure.plan import expand
-from abtui.measure.run_base import RunSpec
+from abtui.measure.run_context import RunSpec
 from abtui.measure.runs import classify_iperf_error
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,

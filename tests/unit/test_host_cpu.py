@@ -189,8 +189,8 @@ def test_sampler_one_round_trip_per_sample_and_ticks_since_the_previous() -> Non
 
     from abtui.core.model import Pair
     from abtui.core.model import TestOptions as Options
-    from abtui.measure.run_base import RunHooks, RunSpec
-    from abtui.measure.runs import PairRun
+    from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
+    from abtui.measure.run_sampling import RunSamplers
 
     first = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
     second = "cpu  160 0 70 1010 0 5 15 0\ncpu0 160 0 70 1010 0 5 15 0\n"
@@ -199,14 +199,14 @@ def test_sampler_one_round_trip_per_sample_and_ticks_since_the_previous() -> Non
     spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"),
                    options=Options(), target="10.0.0.2", seconds=2, port=5201,
                    cpu_commands={"snd": Linux.cpu_times_command})
-    hooks = RunHooks(emit=events.append, parser_factory=lambda fmt: None,  # type: ignore[arg-type]
-                     phase_for=lambda label, t, span: (3, False))
+    owner = OwnerOf(events.append, lambda label, t, span: (3, False))
     snd = _CpuLink("snd", [first, second, third])
-    run = PairRun(spec, snd, _CpuLink("rcv", []), hooks)  # type: ignore[arg-type]
+    samplers = RunSamplers(RunContext(spec, snd, _CpuLink("rcv", []), owner,  # type: ignore[arg-type]
+                                      RunParsers(lambda fmt: None)))  # type: ignore[arg-type,return-value]
 
     async def sample() -> None:
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(run._cpu_loop(snd, Linux.cpu_times_command, 0.02),  # type: ignore[arg-type]
+            await asyncio.wait_for(samplers.sample_cpu(snd, Linux.cpu_times_command, 0.02),  # type: ignore[arg-type]
                                    0.15)
 
     asyncio.run(sample())

@@ -19,7 +19,7 @@ import pytest
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
-from abtui.measure.run_base import RunHooks, RunSpec
+from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.runs import PairRun
 from abtui.measure.seams import default_parser_factory
 from abtui.remote.iperf_cmd import ARMED_MARK
@@ -107,8 +107,7 @@ async def replay(case: str, stop: bool = False, **options: object) -> list[Event
     opts = Options(duration=0 if stop else 2, interval=1.0, ping=False, **options)  # type: ignore[arg-type]
     spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"), options=opts,
                    target="10.0.0.2", seconds=2, port=5201)
-    hooks = RunHooks(emit=events.append, parser_factory=default_parser_factory(),
-                     phase_for=lambda label, t, span: (0, False))
+    owner = OwnerOf(events.append, lambda label, t, span: (0, False))
     sender = FakeLink("snd", {})
     receiver = FakeLink("rcv", {})
     rc = int((V312 / f"{case}.rc").read_text())
@@ -117,7 +116,8 @@ async def replay(case: str, stop: bool = False, **options: object) -> list[Event
                                           hold_at="iperf3: interrupt" if stop else None)
     receiver.script["server"] = FakeProcess(receiver, (V312 / f"{case}.server.txt").read_text()
                                             .splitlines(), 0, armed=False)
-    run = PairRun(spec, sender, receiver, hooks)  # type: ignore[arg-type]
+    run = PairRun(spec, sender, receiver, owner,  # type: ignore[arg-type]
+                  RunParsers(default_parser_factory()))
     await run.prepare()
     run.release()
     await run.read_clock()

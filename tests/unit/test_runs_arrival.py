@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
-from abtui.measure.run_base import RunHooks, RunSpec
+from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.run_lines import OutputLines as _Lines
+from abtui.parse import Iperf3Result
+from abtui.remote.iperf_cmd import ARMED_MARK
 
 
 class _Proc:
@@ -36,6 +38,21 @@ async def test_each_line_keeps_the_time_it_arrived() -> None:
     assert second - first > 0.15
 
 
+async def test_a_line_given_back_comes_first_with_its_arrival_time() -> None:
+    """The clock read at release gives back a line that is no clock: it used to go to the
+    end of the queue without its arrival time (out of order, and the next read failed)."""
+    lines = _Lines(_Proc())  # type: ignore[arg-type]
+    assert await lines.get(1.0) == "first"
+    first = lines.arrived
+    await asyncio.wait({lines.task}, timeout=1.0)  # "second" and the end are queued
+    assert lines.task.done()
+    lines.unget()
+    assert await lines.get(1.0) == "first" and lines.arrived == first
+    assert await lines.get(1.0) == "second"
+    assert lines.arrived is not None and first is not None and lines.arrived > first
+    assert await lines.get(1.0) is None
+
+
 def test_the_arrival_time_is_not_journaled() -> None:
     ev = Event(EventKind.INTERVAL, 1.0, pair="A", data={"run": 1}, arrived=12.5)
     assert "arrived" not in ev.to_json() and "12.5" not in str(ev.to_json())
@@ -43,20 +60,28 @@ def test_the_arrival_time_is_not_journaled() -> None:
     assert Event.from_json(ev.to_json()) == ev  # the stamp is no part of what an event is
 
 
-class _Link:
-    alias = "h"
-    state = LinkState.CONNECTED
-
-
 class _Silent:
-    """A client whose output never ends, even once it was told to (its link hangs)."""
+    """A process whose output never ends, even once it was told to (its link hangs): the
+    client says it is armed, then one line once released; the server that it listens."""
 
     pgid = None
-    link = _Link()
+    stderr = ""
+
+    def __init__(self, link: _Link, first: list[str], then: list[str]) -> None:
+        self.link = link
+        self._first, self._then = first, then
+        self._released = asyncio.Event()
 
     async def lines(self) -> AsyncIterator[str]:
-        yield "the first line"
+        for line in self._first:
+            yield line
+        await self._released.wait()
+        for line in self._then:
+            yield line
         await asyncio.Event().wait()
+
+    def write(self, data: str) -> None:
+        self._released.set()
 
     async def terminate(self, grace: float = 2.0) -> None:
         pass
@@ -65,40 +90,59 @@ class _Silent:
         return None
 
 
+class _Link:
+    state = LinkState.CONNECTED
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    async def stream(self, command: str) -> _Silent:
+        if " -s " in command:
+            return _Silent(self, ["Server listening on 5201"], [])
+        return _Silent(self, [ARMED_MARK], ["the first line"])
+
+
 class _Parser:
     def feed(self, line: str) -> list:  # type: ignore[type-arg]
         return []
 
-    def finish(self) -> None:
-        return None
+    def finish(self) -> Iperf3Result:
+        return Iperf3Result()
 
 
 async def test_a_stopped_run_whose_client_never_ends_ends_within_a_bound(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """It used to wait for the client's output to end, spinning (a deadline already passed),
     for good: the run never ended, nor the console's start or stop waiting for it."""
     from abtui.core.model import Pair, TestOptions
-    from abtui.measure import runs
+    from abtui.measure import run_reader, runs
 
-    monkeypatch.setattr(runs, "STOP_WAIT_S", 0.5, raising=False)
+    monkeypatch.setattr(run_reader, "STOP_WAIT_S", 0.5)
     events: list[Event] = []
     spec = RunSpec(run_id="A-1", pair=Pair("A", "s", "r", "t"),
-                   options=TestOptions(interval=0.1), target="t", seconds=60, port=5201)
-    hooks = RunHooks(emit=events.append, parser_factory=lambda _f: _Parser(),  # type: ignore[arg-type,return-value]
-                     phase_for=lambda *_: (0, False))
-    run = runs.PairRun(spec, _Link(), _Link(), hooks)  # type: ignore[arg-type]
-    run._client = _Silent()  # type: ignore[assignment]
-    lines = run._client_lines = _Lines(run._client)  # type: ignore[arg-type]
+                   options=TestOptions(interval=0.1, ping=False), target="t", seconds=60,
+                   port=5201)
+    run = runs.PairRun(spec, _Link("s"), _Link("r"),  # type: ignore[arg-type]
+                       OwnerOf(events.append, lambda *_: (0, False)), RunParsers(
+                           lambda _f: _Parser()))
+    await run.prepare()
+    run.release()
+    assert await run.read_clock(1.0) is None  # "the first line" is no clock: left to parse
+    lines = run.processes.client_lines
+    assert lines is not None
     reads = 0
+    waiting = asyncio.Event()  # the first line read, the run waits for more
     get = lines.get
 
     async def counted(timeout: float | None) -> str | None:
         nonlocal reads
         reads += 1
+        if reads == 2:
+            waiting.set()
         return await get(timeout)
 
     lines.get = counted  # type: ignore[method-assign]
     streaming = asyncio.ensure_future(run.stream())
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(waiting.wait(), 5)
     await run.stop()
     done, _ = await asyncio.wait({streaming}, timeout=5)
     assert done and await streaming == "stopped"

@@ -1,0 +1,151 @@
+"""What a run is given (RunSpec, its RunOwner, its RunParsers) and the context its parts share.
+
+A run (abtui.measure.runs.PairRun) is composed of three parts, each an object of its own:
+its remote processes (run_procs.RunProcesses), its samplers beside iperf3 (run_sampling:
+ping, watches, host CPU) and its interval reader (run_reader.IntervalReader). Each owns its
+own state; they share only this RunContext: the spec, the two links, the owner the run
+reports to, and what the run was told (stop, a link lost, retired).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from abtui.core import events
+from abtui.core.events import Event
+from abtui.core.model import Pair, TestOptions, Watch
+from abtui.measure.seams import Emit, ParserFactory, PingParserFactory
+from abtui.remote.link import HostLink
+
+PhaseFor = Callable[[str, float, float], tuple[int, bool]]
+RawSink = Callable[[str, str], None]
+
+
+@dataclass(slots=True)
+class RunSpec:
+    run_id: str
+    pair: Pair
+    options: TestOptions
+    target: str
+    seconds: int
+    port: int
+    config: dict[str, str] = field(default_factory=dict)
+    json_stream: bool = False
+    program: str = "iperf3"
+    bash: bool = False  # the sender has bash: a fork-free clock at release
+    # the sender has stdbuf: iperf3 3.12's --forceflush leaves [SUM] lines in stdio's buffer
+    stdbuf: bool = False
+    # the receiver has stdbuf (its server's lines are read for UDP)
+    receiver_stdbuf: bool = False
+    watches: list[Watch] = field(default_factory=list)
+    # host alias -> the command that prints its CPU time counters (TestOptions.host_cpu):
+    # sampled every max(interval, CPU_MIN_PERIOD) s during the run
+    cpu_commands: dict[str, str] = field(default_factory=dict)
+    # the engine's count of restarting changes on the pair when this run was prepared
+    settings: int = 0
+
+
+class RunOwner(Protocol):
+    """What a run tells whoever runs it (the engine): every member is called, none optional."""
+
+    def emit(self, event: Event) -> None: ...
+
+    def phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
+        """The phase of what arrived at `received` (time.time()) spanning `duration` s, and
+        whether it straddles a change."""
+        ...
+
+    def raw_line(self, run_id: str, line: str) -> None:
+        """Every raw line of iperf3's output as received (the server's under run id +
+        SERVER_SUFFIX)."""
+        ...
+
+    def started(self, host: str, pgid: int, what: str) -> None:
+        """A process group the run started on `host` (the undo journal)."""
+        ...
+
+    def ended(self, host: str, pgid: int) -> None: ...
+
+    def orphaned(self, link: HostLink, pgid: int) -> None:
+        """A process left on a host whose link dropped: to be ended once the link is back."""
+        ...
+
+
+class ProcessBook(Protocol):
+    """Where started process groups are written down (abtui.hosts.undo.UndoJournal)."""
+
+    def record_pgid(self, host: str, pgid: int, what: str = "") -> None: ...
+
+    def forget_pgid(self, host: str, pgid: int) -> None: ...
+
+
+class OwnerOf:
+    """A RunOwner made of the engine's own members: what is not given is not wanted."""
+
+    def __init__(self, emit: Emit, phase_for: PhaseFor, *, raw_sink: RawSink | None = None,
+                 book: ProcessBook | None = None,
+                 orphan: Callable[[HostLink, int], None] | None = None) -> None:
+        self._emit = emit
+        self._phase_for = phase_for
+        self._raw_sink = raw_sink
+        self._book = book
+        self._orphan = orphan
+
+    def emit(self, event: Event) -> None:
+        self._emit(event)
+
+    def phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
+        return self._phase_for(label, received, duration)
+
+    def raw_line(self, run_id: str, line: str) -> None:
+        if self._raw_sink is not None:
+            self._raw_sink(run_id, line)
+
+    def started(self, host: str, pgid: int, what: str) -> None:
+        if self._book is not None:
+            self._book.record_pgid(host, pgid, what)
+
+    def ended(self, host: str, pgid: int) -> None:
+        if self._book is not None:
+            self._book.forget_pgid(host, pgid)
+
+    def orphaned(self, link: HostLink, pgid: int) -> None:
+        if self._orphan is not None:
+            self._orphan(link, pgid)
+
+
+@dataclass(frozen=True, slots=True)
+class RunParsers:
+    """The parsers a run reads iperf3's (and ping's) output with; no ping parser: no ping."""
+
+    iperf: ParserFactory
+    ping: PingParserFactory | None = None
+
+
+class RunContext:
+    """What one run's parts share: given, and what the run was told; see the module docstring."""
+
+    def __init__(self, spec: RunSpec, sender: HostLink, receiver: HostLink, owner: RunOwner,
+                 parsers: RunParsers) -> None:
+        self.spec = spec
+        self.sender = sender
+        self.receiver = receiver
+        self.owner = owner
+        self.parsers = parsers
+        self.stopping = False  # told to stop (the user, or a link lost)
+        self.interrupted: set[str] = set()  # hosts whose link was lost during the run
+        # set when a change this run cannot follow (a restarting knob) began: what it measures
+        # after that belongs to no phase, its successor measures the new configuration
+        self.retired_at: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.spec.pair.label
+
+    def event(self, payload: events.Payload, host: str | None = None) -> None:
+        self.owner.emit(Event.of(payload, pair=self.label, host=host))
+
+    def phase(self, received: float, duration: float) -> tuple[int, bool]:
+        return self.owner.phase_for(self.label, received, duration)

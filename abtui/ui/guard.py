@@ -108,8 +108,8 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
                     _say(out, "left before restoring finished")
                 app.exit_flow.restore_outcome = "failed"
             code = code or 1
-        failed = app.exit_flow.forced_out or app.exit_flow.restore_outcome == "failed" or any(
-            e.kind is EventKind.RESTORE and not e.data.get("ok") for e in app.events)
+        failed = app.exit_flow.forced_out or app.exit_flow.restore_outcome == "failed" or \
+            app.record.restore_failed
         if failed and recover_hint and not gave_up:
             _say(out, RECOVER)
     finally:
@@ -188,7 +188,7 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
             if line:
                 _say(out, "  " + line)
         if listening:
-            app.events.append(event)  # what the console would have kept
+            app.record.keep(event)  # what the console would have kept
     app.controller.subscribe(show)
     try:
         await app.controller.shutdown()
@@ -197,9 +197,7 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
         _say(out, f"restoring failed: {type(exc).__name__}: {exc}")
     else:
         app.exit_flow.restore_outcome = "done"
-        _say(out, "hosts restored" if not any(
-            e.kind is EventKind.RESTORE and not e.data.get("ok") for e in app.events)
-            else "restoring ended")
+        _say(out, "restoring ended" if app.record.restore_failed else "hosts restored")
     finally:
         listening = False
 

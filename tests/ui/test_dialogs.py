@@ -44,7 +44,7 @@ async def test_save_beside_a_live_journal_offers_a_new_name(tmp_path: Path) -> N
         assert paths.name_of(target) != paths.name_of(live)
         await pilot.press("enter")
         await until(pilot, target.exists)
-        assert len(reader.load_events(target)) == len(app.events)
+        assert len(reader.load_events(target)) == app.record.received
         assert "failed" not in log_text(app)
         assert live.exists()  # the live journal is left alone
 
@@ -73,7 +73,7 @@ async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path, 
         assert sorted(p.name for p in tmp_path.iterdir()) == [final]
         # gzip'ed only when the name says so
         assert (target.read_bytes()[:2] == b"\x1f\x8b") == final.endswith(".gz")
-        assert len(reader.load_events(target)) == len(app.events)
+        assert len(reader.load_events(target)) == app.record.received
         assert paths.find_session(str(tmp_path / typed)) == target
         # a second save to the same name is refused in the dialog, before anything is written
         await pilot.press("s")

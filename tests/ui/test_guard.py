@@ -61,7 +61,7 @@ async def test_sigterm_restores_as_ctrl_q_does() -> None:
     assert code == 128 + signal.SIGTERM
     assert app.controller.calls[-1] == ("shutdown",)
     assert app.exit_flow.restore_outcome == "done" and not app.controller._changed
-    assert any(e.kind is EventKind.RESTORE for e in app.events)
+    assert any(e.kind is EventKind.RESTORE for e in app.recent)
     assert out.getvalue() == ""  # restored inside the console, as ctrl+q: nothing to add
 
 

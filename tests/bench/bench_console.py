@@ -1,6 +1,6 @@
 """The console's memory over a long session: the real console (abtui.ui.app, headless, 160×48)
 on a 2-pair synthetic stream at 1 s with a ping per interval, replayed as fast as it folds, a
-knob flipped every simulated hour (a new phase each time), for ABTUI_BENCH_CONSOLE_HOURS
+knob flipped every 20 simulated minutes (a new phase each time), for ABTUI_BENCH_CONSOLE_HOURS
 (default 24) simulated hours, in a fresh subprocess. The stream is paced by the console: it
 never runs more than BACKLOG events ahead of what the console has taken in (live, at 1 s, the
 console is never behind; a stream that outran it would measure its queue instead).
@@ -23,6 +23,9 @@ from tests.bench.judge import measures
 ROOT = Path(__file__).resolve().parents[2]
 HOURS = float(os.environ.get("ABTUI_BENCH_CONSOLE_HOURS", "24"))
 WARMUP_H, FLAT_HOURS, FLAT_MB = 1.0, 3.0, 3.0
+# a knob flipped every 20 simulated minutes: by the end of the first hour a configuration has
+# two runs, so the phase table's significance mark has loaded scipy (~16 MB, once)
+FLIP_S = 1200
 BACKLOG = 400  # events the stream may run ahead of the console (~100 simulated seconds)
 
 CHILD = """
@@ -32,7 +35,7 @@ from abtui.core.events import Event
 from abtui.measure.synthetic import T0, Synth, synthetic_profile
 from abtui.ui.app import AbtuiApp
 
-hours, backlog = float(sys.argv[1]), int(sys.argv[2])
+hours, backlog, FLIP_S = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -83,8 +86,8 @@ class Paced:
             t = T0 + k
             if k % 600 == 0:  # a sample every simulated 10 minutes
                 self.samples.append((round(k / 3600, 3), rss_mb()))
-            if k % 3600 == 0:  # every simulated hour, a knob flip: a new phase
-                value = knob.values[(k // 3600) % len(knob.values)]
+            if k % FLIP_S == 0:  # a knob flip: a new phase
+                value = knob.values[(k // FLIP_S) % len(knob.values)]
                 for label in labels:
                     self.configs[label][knob.name] = value
                     self.phase[label] += 1
@@ -120,7 +123,8 @@ print(json.dumps({"samples": controller.samples, "received": app.record.received
 
 
 def _run(hours: float) -> dict:  # type: ignore[type-arg]
-    out = subprocess.run([sys.executable, "-c", CHILD, str(hours), str(BACKLOG)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-c", CHILD, str(hours), str(BACKLOG),
+                          str(FLIP_S)], cwd=ROOT,
                          check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

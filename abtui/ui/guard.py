@@ -156,6 +156,8 @@ class _Watchdog:
                 os.write(2, TERMINAL_RESET.encode())
         if not self.said:
             _say(self.out, f"restoring did not finish in time; {RECOVER}")
+        with contextlib.suppress(OSError):
+            self.app.journal.close()  # os._exit runs no clean-up: a spool would be left
         os._exit(self.code())
 
 

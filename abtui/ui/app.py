@@ -1,12 +1,13 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
 The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed
-within a refresh budget), abtui.ui.record keeps them and folds them into abtui.ui.state, and
-abtui.ui.eventlog says them. The screen is built and laid out by abtui.ui.layout, the panes
-repainted by abtui.ui.panes, the tables built by abtui.ui.tables; the keys are abtui.ui.keymap's
-and abtui.ui.knobkeys', controller calls abtui.ui.control's (each in a worker; a failure is
-shown in its pane and the log, never as a traceback), leaving abtui.ui.leaving's, bench timings
-abtui.ui.bench's.
+within a refresh budget), abtui.ui.record folds them into abtui.ui.state (keeping a bounded
+window of them), abtui.ui.eventlog says them, and abtui.ui.journal has them all on disk for
+save, export and compare to read in a worker. The screen is built and laid out by
+abtui.ui.layout, the panes repainted by abtui.ui.panes, the tables built by abtui.ui.tables;
+the keys are abtui.ui.keymap's and abtui.ui.knobkeys', controller calls abtui.ui.control's
+(each in a worker; a failure is shown in its pane and the log, never as a traceback), leaving
+abtui.ui.leaving's, bench timings abtui.ui.bench's.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from abtui.ui.control import ControllerCalls
 from abtui.ui.eventlog import EventLog
 from abtui.ui.feed import FLUSH_HZ, EventFeed
 from abtui.ui.files import SessionFiles
+from abtui.ui.journal import ConsoleJournal
 from abtui.ui.keymap import (
     APP_BINDINGS,
     MAIN_ACTIONS,
@@ -100,12 +102,16 @@ class AbtuiApp(App[int]):
         self.screen_layout: MainLayout | None = None  # set on mount
         self.event_log = EventLog()
         self.record = SessionRecord(self.state, self.event_log)
-        self.events = self.record.events  # everything received (what save writes)
+        # every event on disk (what save, export and compare read): the engine's journal, or
+        # the console's own spool; subscribed first, so it has whatever the screen has
+        self.journal = ConsoleJournal(controller.session_path, self.profile.name,
+                                      list(self.state.pairs))
         self.board = PaneBoard(self, self.state)  # the panes' repaints (TEXT_HZ at most)
         self.text_throttle = self.board.text_throttle
         # the phase table's means move slowly: repainted TABLE_HZ times a second at most
         self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
         self.set_keymap(load_keymap() if keymap is None else keymap)
+        controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)
 
     def get_default_screen(self) -> Screen[Any]:
@@ -141,6 +147,9 @@ class AbtuiApp(App[int]):
         gc.freeze()
         self.bench.first_frame()
         self.table.load_stats(lambda: self.table_throttle(force=True))
+
+    def on_unmount(self) -> None:
+        self.journal.close()  # a spool of the console's own is removed
 
     def on_resize(self, event: Any) -> None:
         if self.screen_layout is not None:  # resizes can come before mount
@@ -317,10 +326,15 @@ class AbtuiApp(App[int]):
         self.knobs.tunnel(self._scope_pairs())
 
     # ---- files (abtui.ui.files) ---------------------------------------------------------
-    def events_now(self) -> list[Event]:
-        """Everything received so far, the events still queued for the screen included."""
+    def fold_queued(self) -> None:
+        """Fold in the events still queued for the screen, now."""
         self._flush_events()
-        return list(self.events)
+
+    @property
+    def recent(self) -> deque[Event]:
+        """The latest events received (abtui.ui.record's window; all of them are in
+        `journal`)."""
+        return self.record.recent
 
     def action_export(self) -> None:
         self.files.export()

@@ -1,9 +1,11 @@
 """The console's file dialogs: save a copy of the session, export its report, compare it with a
-saved session, a screenshot. Each asks for a path, then reads or writes off the event loop
-(abtui.ui.tables does the work) and says in the log what it did, or why it failed."""
+saved session or phase by phase, a screenshot. Each asks for a path, then reads the session's
+journal (abtui.ui.journal) and writes off the event loop (abtui.ui.tables does the work) and
+says in the log what it did, or why it failed."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +16,7 @@ from textual.screen import Screen
 from abtui.core.errors import AbtuiError
 from abtui.sessions import paths
 from abtui.ui import tables
+from abtui.ui.record import throughput_series
 from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker
 
 if TYPE_CHECKING:
@@ -38,9 +41,9 @@ class SessionFiles:
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                events = app.events_now()
                 self._in_thread("export", lambda: tables.export_to(
-                    result[0], result[1] or "md", events, app.profile.name, app.state.base))
+                    result[0], result[1] or "md", app.journal.events(), app.profile.name,
+                    app.state.base))
 
         path = app.controller.session_path
         name = paths.name_of(path) if path else paths.session_name(app.profile.name)
@@ -52,9 +55,9 @@ class SessionFiles:
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                events = app.events_now()
                 self._in_thread("save", lambda: tables.save_copy(
-                    result[0], events, app.profile.name, list(app.state.pairs)))
+                    result[0], app.journal.events(), app.profile.name,
+                    list(app.state.pairs)))
 
         # With the engine the session is journalled as it runs (controller.session_path):
         # `s` saves a copy of what the console has received, under another name.
@@ -74,9 +77,8 @@ class SessionFiles:
 
         def chosen(result: object) -> None:
             if isinstance(result, Path):
-                events = app.events_now()
                 self._in_thread("compare", lambda: CompareScreen(
-                    tables.saved_comparison(result, events)))
+                    tables.saved_comparison(result, app.journal.events())))
 
         live = app.controller.session_path
         mine = {live, paths.finished_path(live)} if live else set()
@@ -86,10 +88,15 @@ class SessionFiles:
             lambda ref: paths.find_session(ref, app.sessions_dir)), chosen)
 
     def compare_session(self) -> None:
-        """This session: the phase table, pairs over time, per-configuration bars."""
+        """This session: the phase table, pairs over time, per-configuration bars. The table
+        and bars are the live state's (taken now, on the loop); the lines over time are
+        read from the journal in a worker, as the console keeps no series of its own."""
         app = self.app
-        app.push_screen(CompareScreen(tables.session_comparison(
-            app.profile.name, app.state, app.record.series, app.size.width)))
+        shown = tables.session_comparison(app.profile.name, app.state, {}, app.size.width)
+        pairs, t0 = list(app.state.pairs), app.event_log.t0
+        self._in_thread("compare", lambda: CompareScreen(dataclasses.replace(
+            shown, lines=tables.gbit_lines(throughput_series(app.journal.events(), pairs,
+                                                             t0)))))
 
     def screenshot(self, filename: str | None, path: str | None,
                    time_format: str | None) -> None:

@@ -108,8 +108,8 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
                     _say(out, "left before restoring finished")
                 app.exit_flow.restore_outcome = "failed"
             code = code or 1
-        failed = app.exit_flow.forced_out or app.exit_flow.restore_outcome == "failed" or any(
-            e.kind is EventKind.RESTORE and not e.data.get("ok") for e in app.events)
+        failed = app.exit_flow.forced_out or app.exit_flow.restore_outcome == "failed" or \
+            app.record.restore_failed
         if failed and recover_hint and not gave_up:
             _say(out, RECOVER)
     finally:
@@ -156,6 +156,8 @@ class _Watchdog:
                 os.write(2, TERMINAL_RESET.encode())
         if not self.said:
             _say(self.out, f"restoring did not finish in time; {RECOVER}")
+        with contextlib.suppress(OSError):
+            self.app.journal.close()  # os._exit runs no clean-up: a spool would be left
         os._exit(self.code())
 
 
@@ -188,7 +190,7 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
             if line:
                 _say(out, "  " + line)
         if listening:
-            app.events.append(event)  # what the console would have kept
+            app.record.keep(event)  # what the console would have kept
     app.controller.subscribe(show)
     try:
         await app.controller.shutdown()
@@ -197,9 +199,7 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
         _say(out, f"restoring failed: {type(exc).__name__}: {exc}")
     else:
         app.exit_flow.restore_outcome = "done"
-        _say(out, "hosts restored" if not any(
-            e.kind is EventKind.RESTORE and not e.data.get("ok") for e in app.events)
-            else "restoring ended")
+        _say(out, "restoring ended" if app.record.restore_failed else "hosts restored")
     finally:
         listening = False
 

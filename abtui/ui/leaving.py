@@ -45,6 +45,6 @@ class Leaving:
     def leave(self, code: int) -> None:
         """The hosts are restored (or could not be): exit with `code`."""
         app = self.app
-        app.events_now()  # the last events folded in (the bench counts them)
+        app.fold_queued()  # the last events folded in (the bench counts them)
         app.bench.leaving(app.state.intervals_seen)
         app.exit(code, return_code=code)

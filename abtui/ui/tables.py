@@ -145,8 +145,14 @@ def session_comparison(name: str, state: ConsoleState,
         f"Compare: {name}, phase by phase",
         ["configuration", *(pair_title(state, lb) for lb in state.pairs)],
         [[label, *cells] for label, (_, cells) in zip(fitted, rows, strict=True)],
-        {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in series.items()},
+        gbit_lines(series),
         [str(i + 1) for i in range(len(rows))], bars)
+
+
+def gbit_lines(series: dict[str, list[tuple[float, float]]]
+               ) -> dict[str, list[tuple[float, float]]]:
+    """Lines over time in bit/s as the compare screen draws them: Gbit/s."""
+    return {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in series.items()}
 
 
 def saved_comparison(path: Path, events: list[Event]) -> Comparison:

@@ -30,6 +30,7 @@ BUDGETS: dict[str, str | None] = {
     "overhead_ratio": "0.97..1.03",
     "session_24h_rss_mb": "<= 150",
     "session_24h_file_mb": "<= 30",
+    "console_24h_rss_mb": "<= 150",
     "parse_lines_per_s": ">= 200000",
     "first_frame_s": "<= 1",
     "vm_pair_boot_s": None,

@@ -10,8 +10,9 @@ and 80×24, and pauses. After every step `Walker.check` looks at:
 - alive: the app still runs, and the dialog a step opened is closed again;
 - screen follows the journal: every pane's interval count (`n N`) reaches, within LAG_S, what
   the engine had recorded when the check began;
-- tables, on the events the console has folded (`app.events`, which must be a prefix of what
-  the engine emitted): the phase table (`app.phase_rows()`) equals abtui.stats' cells of the
+- tables, on the events the console has folded (the engine's first `app.record.received`;
+  the window it keeps, `app.recent`, must be their tail): the phase table
+  (`app.phase_rows()`) equals abtui.stats' cells of the
   same events (what `abtui export` computes) — labels, counts and means —; no interval counts
   in two rows and straddling ones in none; a pane's current-phase mean/min/max are those of
   its current phase's non-straddling intervals;
@@ -33,7 +34,8 @@ that is wrong; the walk stops early only when the app is gone. `Failures.report`
 seed and the command that replays it.
 
 Public surface used: app.state (pairs[..].config, phases), app.phase_rows(), app.knob_keys,
-app.events, the widgets' ids (#pane-X #tcp/#config/#head, #knobbar, #phases, #plan-progress),
+app.record.received, app.recent, the widgets' ids (#pane-X #tcp/#config/#head, #knobbar,
+#phases, #plan-progress),
 engine.phases[label].config (the configuration the engine records for the phase in force).
 """
 
@@ -434,7 +436,7 @@ class Walker:
 
     async def folded(self, n: int) -> bool:
         """Until the console has taken in the journal's first `n` events."""
-        return await self.wait_for(lambda: len(self.app.events) >= n, LAG_S)
+        return await self.wait_for(lambda: self.app.record.received >= n, LAG_S)
 
     def _changes(self) -> int:
         return self.journal.changes
@@ -717,7 +719,7 @@ class Walker:
             else None
         if typed:
             typed.parent.mkdir(exist_ok=True)
-        intervals = sum(interval_counts(self.app.events).values())
+        intervals = sum(interval_counts(self.journal[:self.app.record.received]).values())
         lines = len(self.log)
         said = await self._path_dialog("s", "save", typed)
         if said is None:
@@ -873,7 +875,7 @@ class Walker:
                 f"pane {p} shows n {s}, the journal had {t} when the check began "
                 f"(waited {LAG_S:g} s)" for p, (s, t) in late.items()) +
                 # where the events stand (the console's own attributes, for diagnosis)
-                f"; console: {len(app.events)} of {len(self.journal)} events taken in, "
+                f"; console: {app.record.received} of {len(self.journal)} events taken in, "
                 f"{len(app.feed.pending)} queued, next flush due "
                 f"{app.feed.due} (now {time.perf_counter():.3f})")
 
@@ -882,9 +884,12 @@ class Walker:
         from abtui.reports import stats
         from abtui.sessions.session import Session
 
-        events = list(self.app.events)
-        if any(a is not b for a, b in zip(events, self.journal, strict=False)) or \
-                len(events) > len(self.journal):
+        received = self.app.record.received
+        events = self.journal[:received]
+        recent = list(self.app.recent)
+        if received > len(self.journal) or any(
+                a is not b for a, b in zip(recent, events[received - len(recent):],
+                                           strict=True)):
             self.fail("console-events-prefix", "the console's events are not the journal's "
                       "first events (what `s` saves differs from what was recorded)")
         session = Session.from_events(events)
@@ -1069,7 +1074,7 @@ class Walker:
                 await self.settle()
                 await self.wait_for(lambda: not self.open_runs(), 15)
         n = len(self.journal)
-        await self.wait_for(lambda: len(self.app.events) >= n, LAG_S)
+        await self.wait_for(lambda: self.app.record.received >= n, LAG_S)
         await self.pause(1.0)  # the table repaints at most twice a second
         await self.check_tables()
         shown = await self.displayed_table()

@@ -169,7 +169,7 @@ async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name
             assert target.name.endswith(".abtui.jsonl.gz")  # the name it has once finished
             await until(pilot, target.exists)
             events = load_events(target)
-            assert len(events) == len(app.events)
+            assert len(events) == app.record.received
             assert sum(e.kind is EventKind.INTERVAL for e in events) == 20
 
 
@@ -181,7 +181,7 @@ async def test_a_line_said_after_the_last_event_is_stamped_with_the_time_now() -
     app = make_app(intervals=2)
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
-        last = app.events[-1].t - app.events[0].t
+        last = app.recent[-1].t - app.recent[0].t
         await asyncio.sleep(1.5)
         app.say("saved 12 events to somewhere")
         line = app.log_lines[-1]
@@ -314,7 +314,7 @@ async def test_ctrl_q_restores_then_leaves() -> None:
         await pilot.press("ctrl+q")
         await until(pilot, lambda: not app.is_running)
     assert app.controller.calls[-1] == ("shutdown",)
-    restores = [e for e in app.events if e.kind is EventKind.RESTORE]
+    restores = [e for e in app.recent if e.kind is EventKind.RESTORE]
     assert {(e.host, e.data["knob"]) for e in restores} == {("a-snd", "tcp_wmem"),
                                                           ("b-snd", "tcp_wmem")}
     assert app.return_code == 0

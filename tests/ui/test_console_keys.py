@@ -118,16 +118,16 @@ async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: flo
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
         period = 1 / app.feed.flush_hz
-        shown = len(app.events)
+        shown = app.record.received
         # one flush now; the next event arrives `delay` before the next flush is allowed
         app.receive(Event(EventKind.MARK, T0 + 2, data={"text": "first"}))
-        await until(pilot, lambda: len(app.events) == shown + 1, timeout=2)
+        await until(pilot, lambda: app.record.received == shown + 1, timeout=2)
         clock.now += period - delay
         app.receive(Event(EventKind.MARK, T0 + 3, data={"text": "second"}))
-        await until(pilot, lambda: len(app.events) == shown + 2, timeout=2)
+        await until(pilot, lambda: app.record.received == shown + 2, timeout=2)
         clock.now += 1.0
         app.receive(Event(EventKind.MARK, T0 + 4, data={"text": "third"}))
-        await until(pilot, lambda: len(app.events) == shown + 3, timeout=2)
+        await until(pilot, lambda: app.record.received == shown + 3, timeout=2)
         assert "mark: third" in log_text(app)
 
 

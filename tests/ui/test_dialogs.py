@@ -44,7 +44,7 @@ async def test_save_beside_a_live_journal_offers_a_new_name(tmp_path: Path) -> N
         assert paths.name_of(target) != paths.name_of(live)
         await pilot.press("enter")
         await until(pilot, target.exists)
-        assert len(reader.load_events(target)) == len(app.events)
+        assert len(reader.load_events(target)) == app.record.received
         assert "failed" not in log_text(app)
         assert live.exists()  # the live journal is left alone
 
@@ -73,7 +73,7 @@ async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path, 
         assert sorted(p.name for p in tmp_path.iterdir()) == [final]
         # gzip'ed only when the name says so
         assert (target.read_bytes()[:2] == b"\x1f\x8b") == final.endswith(".gz")
-        assert len(reader.load_events(target)) == len(app.events)
+        assert len(reader.load_events(target)) == app.record.received
         assert paths.find_session(str(tmp_path / typed)) == target
         # a second save to the same name is refused in the dialog, before anything is written
         await pilot.press("s")
@@ -182,3 +182,27 @@ async def test_screenshot_and_export_go_to_the_sessions_folder(tmp_path: Path,
         await pilot.press("enter")
         await until(pilot, target.exists)
     assert not list(tmp_path.glob("*.md"))  # nothing in the current directory
+
+
+async def test_save_writes_every_event_not_only_the_window_in_memory(tmp_path: Path) -> None:
+    """The console keeps only its latest events in memory (abtui.ui.record); `s` reads the
+    session's journal in a worker, so the copy is the whole session, however far the window
+    has moved on."""
+    from abtui.ui.record import SessionRecord
+
+    app = make_app(intervals=20)
+    app.record = SessionRecord(app.state, app.event_log, window=5)
+    app.sessions_dir = tmp_path
+    target = tmp_path / "all.abtui.jsonl.gz"
+    async with app.run_test() as pilot:
+        await replayed(pilot, 20)
+        assert len(app.recent) == 5 < app.record.received
+        await pilot.press("s")
+        app.screen.query_one("#path", Input).value = str(target)
+        await pilot.pause()
+        await pilot.press("enter")
+        await until(pilot, target.exists)
+        received = app.record.received
+    events = reader.load_events(target)
+    assert len(events) == received
+    assert sum(e.kind is EventKind.INTERVAL for e in events) == 40

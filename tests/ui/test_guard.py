@@ -61,7 +61,7 @@ async def test_sigterm_restores_as_ctrl_q_does() -> None:
     assert code == 128 + signal.SIGTERM
     assert app.controller.calls[-1] == ("shutdown",)
     assert app.exit_flow.restore_outcome == "done" and not app.controller._changed
-    assert any(e.kind is EventKind.RESTORE for e in app.events)
+    assert any(e.kind is EventKind.RESTORE for e in app.recent)
     assert out.getvalue() == ""  # restored inside the console, as ctrl+q: nothing to add
 
 
@@ -105,11 +105,12 @@ async def test_sigterm_while_restoring_hangs_leaves_within_the_bound() -> None:
 
 
 STUCK = """
-import asyncio, os, signal, time
+import asyncio, os, signal, sys, time
 from abtui.ui.guard import run_console
 from tests.ui.console_kit import make_app
 
 app = make_app(intervals=4)
+print(f"spool {app.journal.path}", file=sys.stderr, flush=True)
 
 async def stuck() -> None:
     time.sleep(600)  # restoring blocks the event loop itself: no timer fires any more
@@ -141,3 +142,5 @@ def test_a_console_whose_event_loop_is_stuck_still_ends_on_sigterm() -> None:
     assert out.returncode == 128 + signal.SIGTERM, out.stderr[-2000:]
     assert "abtui recover" in out.stderr and "did not finish" in out.stderr
     assert time.monotonic() - began < 40
+    spool = Path(out.stderr.split("spool ", 1)[1].split("\n", 1)[0])
+    assert not spool.parent.exists()  # the console's spool went with it

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, Static
 
+from abtui.ui.screens import CompareScreen
 from abtui.ui.widgets import PairPane
-from tests.ui.console_kit import make_app, replayed
+from tests.ui.console_kit import make_app, replayed, until
 
 pytestmark = pytest.mark.ui
 
@@ -72,7 +73,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:
         await replayed(pilot, 2)
-        last = [e for e in app.events if e.kind is EventKind.INTERVAL][-2:]
+        last = [e for e in app.recent if e.kind is EventKind.INTERVAL][-2:]
         for k in range(1, 4):
             for ev in last:
                 app.receive(Event.of(dataclasses.replace(
@@ -172,7 +173,7 @@ async def test_compare_screen_keeps_every_pair_column_in_sight_at_80x24() -> Non
     async with app.run_test(size=(80, 24)) as pilot:
         await with_configs(pilot)
         await pilot.press("ctrl+o")
-        await pilot.pause(0.5)
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen))
         table = app.screen.query_one("#compare-table", DataTable)
         widths = [c.get_render_width(table) for c in table.columns.values()]
         assert len(widths) == 1 + len(app.state.pairs)

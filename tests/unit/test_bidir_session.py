@@ -125,21 +125,14 @@ def test_the_compare_screen_s_lines_keep_the_way_back_apart(tmp_path: Path) -> N
     """The compare screen's throughput over time, live and from a saved session: the way
     back is a line of its own (`A rx`), as on the report's chart, not interleaved with the
     pair's own direction into one zigzag line that is neither."""
-    from types import SimpleNamespace
-
-    from abtui.profile import parse_profile
     from abtui.sessions.writer import SessionWriter
-    from abtui.ui.eventlog import EventLog
-    from abtui.ui.record import SessionRecord
+    from abtui.ui.record import throughput_series
     from abtui.ui.tables import saved_comparison
 
     events = _events()
-    log = EventLog()
-    log.widget = SimpleNamespace(write=lambda text: None)  # type: ignore[assignment]
-    record = SessionRecord(ConsoleState(parse_profile(synth.PROFILE, "synth.toml")), log)
-    record.fold([(ev, 0.0) for ev in events])
-    assert [v for _, v in record.series["A"]] == pytest.approx([5.35e9, 5.15e9])
-    assert [v for _, v in record.series["A rx"]] == pytest.approx([4.83e9, 4.90e9])
+    series = throughput_series(events, ["A"], events[0].t)
+    assert [v for _, v in series["A"]] == pytest.approx([5.35e9, 5.15e9])
+    assert [v for _, v in series["A rx"]] == pytest.approx([4.83e9, 4.90e9])
     with SessionWriter(tmp_path / "s.abtui.jsonl", profile="synth") as w:
         for ev in events:
             w.write(ev)

@@ -7,7 +7,9 @@ A SPEC is one of
 - a kernel image (`.../boot/vmlinuz-RELEASE` or a `bzImage`) whose modules lie in
   `lib/modules/RELEASE` beside its `boot/` folder (the layout of an unpacked package), or in this
   machine's `/lib/modules/RELEASE`;
-- a kernel build tree (a folder with `arch/x86/boot/bzImage`), booted as virtme-ng boots one.
+- a kernel build tree (a folder with `arch/x86/boot/bzImage` and `.config`), booted as
+  virtme-ng boots one: with CONFIG_MODULES=y, the .ko files `make modules` left in the tree
+  (modules.order, modules.builtin, modules.builtin.modinfo and System.map beside them).
 
 Nothing here starts a VM (abtui.lab.vm does).
 """
@@ -36,7 +38,7 @@ class Kernel:
     spec: str
     image: str
     release: str
-    modules: str  # the modules folder (lib/modules/RELEASE), "" for a build tree
+    modules: str  # the modules folder (lib/modules/RELEASE; a tree's .virtme_mods), "" if none
     kind: str  # "package" | "image" | "tree"
 
     def to_json(self) -> dict[str, str]:
@@ -101,8 +103,53 @@ def _tree(spec: str, tree: Path) -> Kernel:
                        f"{image} or .config is missing (run `make` there first)")
     release_file = tree / "include" / "config" / "kernel.release"
     release = release_file.read_text().strip() if release_file.is_file() else ""
-    return Kernel(spec, str(tree.resolve()), release or _release_from_file(image) or "?", "",
-                  "tree")
+    modules = _tree_modules(spec, tree) if _config(tree, "CONFIG_MODULES") == "y" else ""
+    return Kernel(spec, str(tree.resolve()), release or _release_from_file(image) or "?",
+                  modules, "tree")
+
+
+def _config(tree: Path, name: str) -> str:
+    """A .config option's value (`y`, `m`, ...), "" when unset."""
+    m = re.search(rf"^{name}=(\S+)$", (tree / ".config").read_text(errors="replace"), re.M)
+    return m.group(1) if m else ""
+
+
+# virtme-ng's module folder inside a built tree: its own fake release, symlinks to the tree's
+# .ko files, indexed by depmod against the tree's System.map (virtme-prep-kdir-mods makes it)
+TREE_MODULES = Path(".virtme_mods") / "lib" / "modules" / "0.0.0"
+
+
+def _tree_modules(spec: str, tree: Path) -> str:
+    """A built tree's modules, as virtme-ng boots them: the .ko files `make modules` leaves in
+    the tree (listed in modules.order), linked and indexed under .virtme_mods. Prepared here,
+    once, when modules.order is newer than the index: every guest booting the tree (two per
+    pair) then finds it ready instead of running the preparation at the same time."""
+    needed = ("modules.order", "modules.builtin", "modules.builtin.modinfo", "System.map")
+    missing = [n for n in needed if not (tree / n).is_file()]
+    if missing:
+        raise BadInput(f"--kernel {spec}: the tree's .config has CONFIG_MODULES=y but "
+                       f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing "
+                       "(run `make modules` there; guests load their NIC and tunnel drivers "
+                       "as modules)")
+    index = tree / TREE_MODULES / "modules.dep"
+    if not index.is_file() or index.stat().st_mtime < (tree / "modules.order").stat().st_mtime:
+        prep = _beside_python("virtme-prep-kdir-mods")
+        if prep is None:
+            raise MissingPrerequisite(f"--kernel {spec}: virtme-ng's `virtme-prep-kdir-mods` "
+                                      "is missing: `pip install virtme-ng`")
+        env = {**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/sbin:/sbin"}
+        proc = subprocess.run([prep], cwd=tree, capture_output=True, text=True, env=env)
+        if proc.returncode != 0 or not index.is_file():
+            why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+            raise BadInput(f"--kernel {spec}: preparing the tree's modules failed: "
+                           f"{why[-1] if why else f'no {index}'}")
+    return str(tree.resolve() / TREE_MODULES)
+
+
+def _beside_python(program: str) -> str | None:
+    """A program installed beside this Python (abtui's own virtualenv), else on PATH."""
+    beside = Path(sys.executable).parent / program
+    return str(beside) if beside.is_file() else shutil.which(program)
 
 
 def _release_from_file(image: Path) -> str | None:

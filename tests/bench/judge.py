@@ -33,6 +33,7 @@ BUDGETS: dict[str, str | None] = {
     "parse_lines_per_s": ">= 200000",
     "first_frame_s": "<= 1",
     "vm_pair_boot_s": None,
+    "vm_lab_3pairs_up_s": None,
 }
 
 FAILING = ("FAIL", "error")

@@ -20,7 +20,8 @@ PROCEDURES = ("ix-enable-aim", "softirq-crypto", "wireguard-gro")
 # the same procedures recorded on VM hosts booting real Debian kernel builds (name-vm): the
 # release each pair booted, as its first table shows it
 VM_RELEASES = {"wireguard-gro-vm": {"baseline": "6.1.0-47-amd64", "gro-v1": "6.1.0-52-amd64",
-                                    "gro-v2": "6.1.0-57-amd64"}}
+                                    "gro-v2": "6.1.0-57-amd64"},
+               "softirq-crypto-vm": {"BEFORE": "6.1.0-47-amd64", "AFTER": "6.1.0-57-amd64"}}
 GOLDENS = (*PROCEDURES, *VM_RELEASES)
 UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
 

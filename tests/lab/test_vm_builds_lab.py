@@ -96,11 +96,11 @@ def test_wireguard_gro_runs_on_three_real_builds(three_builds: tuple[Lab, list[s
     said = [ln for ln in proc.stderr.splitlines() if ln.startswith("abtui: lab: ")]
     assert not any("knob tunnel" in ln for ln in said), said  # kernel WireGuard: no stand-in
     md = _abtui(lab, "export", str(out)).stdout
-    table = md.split("## Throughput per build\n", 1)[1].split("\n\n", 2)[1]
-    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in table.splitlines()[2:]]
+    part = md.split("## Throughput per build\n", 1)[1].split("\n## ", 1)[0]
+    head, *rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in part.splitlines()
+                   if ln.startswith("|") and "---" not in ln]
     assert [r[0] for r in rows] == [f"{b} ({r})" for b, r in zip(BUILDS, releases, strict=True)]
-    head = table.splitlines()[0]
-    for column in ("[SUM] sender (", "retransmits", "[SUM] receiver ("):
+    for column in ("[SUM] sender (Mbit/s)", "retransmits", "[SUM] receiver (Mbit/s)"):
         assert column in head, head
     doc = json.loads(_abtui(lab, "export", str(out), "--format", "json").stdout)
     for build in BUILDS:

@@ -4,6 +4,7 @@ profile and the --lab mapping of a VM lab."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,21 @@ def test_a_trees_modules_are_indexed_once_where_virtme_ng_boots_them(tmp_path):
     made = (index / "modules.dep").stat().st_mtime_ns
     kernels.resolve(str(tree))  # up to date: not prepared again (two guests boot one tree)
     assert (index / "modules.dep").stat().st_mtime_ns == made
+
+
+def test_a_trees_modules_are_linked_where_virtme_ng_looks(tmp_path):
+    """As virtme-prep-kdir-mods lays them out: each module of modules.order (a 6.1 build lists
+    `.ko`, a newer one `.o`) linked under .virtme_mods/lib/modules/0.0.0/kernel, indexed."""
+    tree = _tree(tmp_path, modules=True)
+    for name in ("net/wireguard/wireguard.ko", "drivers/net/virtio_net.ko"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(b"not an ELF file: depmod warns and lists it")
+    (tree / "modules.order").write_text("net/wireguard/wireguard.ko\ndrivers/net/virtio_net.o\n")
+    moddir = Path(kernels.resolve(str(tree)).modules)
+    for name in ("net/wireguard/wireguard.ko", "drivers/net/virtio_net.ko"):
+        link = moddir / "kernel" / name
+        assert link.is_symlink() and not Path(os.readlink(link)).is_absolute(), link
+        assert link.resolve() == (tree / name).resolve()
+    assert (moddir / "build").resolve() == tree.resolve()
+    dep = (moddir / "modules.dep").read_text()
+    assert "kernel/net/wireguard/wireguard.ko:" in dep, dep

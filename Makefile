@@ -9,8 +9,14 @@ DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux 
 # The kernel builds the VM tests boot (tests/lab/test_vm_lab.py): fetched once into the kernel
 # cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.
 TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64
+# The slow tier's third build (tests/lab/test_vm_builds_lab.py: wireguard-gro on three builds),
+# fetched by `make test-slow` and by `ABTUI_SLOW=1 make test`.
+SLOW_KERNELS := linux-image-6.1.0-52-amd64
+ifeq ($(ABTUI_SLOW),1)
+TEST_KERNELS += $(SLOW_KERNELS)
+endif
 
-.PHONY: setup demo test bench soak reliability lint clean-venv lab-down kernels
+.PHONY: setup demo test test-slow bench soak reliability lint clean-venv lab-down kernels
 
 setup: .deps-stamp $(VENV)/.installed
 
@@ -46,6 +52,12 @@ test: setup kernels
 	$(VENV)/bin/ruff check abtui tests
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
+
+# The slow tier alone (tests marked `slow`, left out of `make test`: six VM guests, minutes);
+# `ABTUI_SLOW=1 make test` runs it with every other tier.
+test-slow: setup
+	@$(MAKE) --no-print-directory kernels ABTUI_SLOW=1
+	ABTUI_SLOW=1 $(VENV)/bin/pytest -q -m slow
 
 bench: setup
 	$(PY) -m tests.bench

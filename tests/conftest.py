@@ -44,7 +44,17 @@ def _root_reason() -> str | None:
     return None
 
 
+def _slow_wanted(config: pytest.Config) -> bool:
+    """The slow tier runs only when asked: ABTUI_SLOW=1 (`make test-slow`) or `-m slow`."""
+    return os.environ.get("ABTUI_SLOW") == "1" or "slow" in (config.option.markexpr or "")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _slow_wanted(config):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
     reason = _root_reason()
     if reason is None:
         return

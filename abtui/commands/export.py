@@ -9,12 +9,15 @@ from pathlib import Path
 from abtui.commands.sessions import add_sessions_dir
 
 
-def add_units(parser: argparse.ArgumentParser) -> None:
-    """--units, as `abtui export` and `abtui compare` take it (the Markdown tables' rates)."""
-    parser.add_argument("--units", choices=("bits", "bytes"), default="bits",
+def add_units(parser: argparse.ArgumentParser, default: str | None = "bits") -> None:
+    """--units, as `abtui export` and `abtui compare` take it (the Markdown tables' rates);
+    export's default (None) leaves a procedure's first table in its community's unit."""
+    own = "" if default else (" (default: bits, except a procedure's first table, which "
+                              "keeps the unit its posts use: softirq-crypto's MB/s)")
+    parser.add_argument("--units", choices=("bits", "bytes"), default=default,
                         help="md: rates in bits per second (Gbit/s, Mbit/s: iperf3's) or "
                              "bytes (MB/s: 10^6 bytes per second); each table picks the unit "
-                             "that keeps 3 significant digits")
+                             f"that keeps 3 significant digits{own}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE",
                         help="write here instead of stdout (plot: .png or .svg for an image, "
                              ".html or .txt for the text chart)")
-    add_units(parser)
+    add_units(parser, default=None)
     parser.add_argument("--base-pair", metavar="LABEL",
                         help="pair the deltas are taken against (default: the profile's "
                              "base_pair, else the first)")

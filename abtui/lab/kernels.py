@@ -7,7 +7,9 @@ A SPEC is one of
 - a kernel image (`.../boot/vmlinuz-RELEASE` or a `bzImage`) whose modules lie in
   `lib/modules/RELEASE` beside its `boot/` folder (the layout of an unpacked package), or in this
   machine's `/lib/modules/RELEASE`;
-- a kernel build tree (a folder with `arch/x86/boot/bzImage`), booted as virtme-ng boots one.
+- a kernel build tree (a folder with `arch/x86/boot/bzImage` and `.config`), booted as
+  virtme-ng boots one: with CONFIG_MODULES=y, the .ko files `make modules` left in the tree
+  (modules.order, modules.builtin, modules.builtin.modinfo and System.map beside them).
 
 Nothing here starts a VM (abtui.lab.vm does).
 """
@@ -36,7 +38,7 @@ class Kernel:
     spec: str
     image: str
     release: str
-    modules: str  # the modules folder (lib/modules/RELEASE), "" for a build tree
+    modules: str  # the modules folder (lib/modules/RELEASE; a tree's .virtme_mods), "" if none
     kind: str  # "package" | "image" | "tree"
 
     def to_json(self) -> dict[str, str]:
@@ -101,8 +103,83 @@ def _tree(spec: str, tree: Path) -> Kernel:
                        f"{image} or .config is missing (run `make` there first)")
     release_file = tree / "include" / "config" / "kernel.release"
     release = release_file.read_text().strip() if release_file.is_file() else ""
-    return Kernel(spec, str(tree.resolve()), release or _release_from_file(image) or "?", "",
-                  "tree")
+    modules = _tree_modules(spec, tree) if _config(tree, "CONFIG_MODULES") == "y" else ""
+    return Kernel(spec, str(tree.resolve()), release or _release_from_file(image) or "?",
+                  modules, "tree")
+
+
+def _config(tree: Path, name: str) -> str:
+    """A .config option's value (`y`, `m`, ...), "" when unset."""
+    m = re.search(rf"^{name}=(\S+)$", (tree / ".config").read_text(errors="replace"), re.M)
+    return m.group(1) if m else ""
+
+
+# virtme-ng's module folder inside a built tree: its own fake release, symlinks to the tree's
+# .ko files, indexed by depmod against the tree's System.map (as virtme-prep-kdir-mods makes it)
+VIRTME_MODS = Path(".virtme_mods")
+TREE_MODULES = VIRTME_MODS / "lib" / "modules" / "0.0.0"
+
+
+def _tree_modules(spec: str, tree: Path) -> str:
+    """A built tree's modules, as virtme-ng boots them: the .ko files `make modules` leaves in
+    the tree (listed in modules.order), linked and indexed under .virtme_mods. Prepared here,
+    once, when modules.order is newer than the index: every guest booting the tree (two per
+    pair) then finds it ready instead of preparing it at the same time."""
+    needed = ("modules.order", "modules.builtin", "modules.builtin.modinfo", "System.map")
+    missing = [n for n in needed if not (tree / n).is_file()]
+    if missing:
+        raise BadInput(f"--kernel {spec}: the tree's .config has CONFIG_MODULES=y but "
+                       f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing "
+                       "(run `make modules` there; guests load their NIC and tunnel drivers "
+                       "as modules)")
+    index = tree / TREE_MODULES / "modules.dep"
+    if not index.is_file() or index.stat().st_mtime < (tree / "modules.order").stat().st_mtime:
+        _link_tree_modules(spec, tree.resolve())
+    return str(tree.resolve() / TREE_MODULES)
+
+
+def _link_tree_modules(spec: str, tree: Path) -> None:
+    """What virtme-ng's virtme-prep-kdir-mods does, link for link (so `vng` finds the folder
+    up to date and leaves it): a relative symlink per module of modules.order under
+    .virtme_mods/lib/modules/0.0.0/kernel, the build's module lists beside them, then
+    `depmod -ae -F System.map` (the same links and the same index: compared on a Debian
+    package's tree). In Python because the script spawns processes per module: 30 s to 65 s
+    for Debian's 4 000 modules on a 2-core machine at load 10–15, this 6–15 s (mostly the
+    filesystem's symlink calls)."""
+    depmod = shutil.which("depmod", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+    if depmod is None:
+        raise MissingPrerequisite(f"--kernel {spec}: `depmod` is missing (kmod) to index the "
+                                  "tree's modules")
+    moddir = tree / TREE_MODULES
+    (moddir / "modules.dep").unlink(missing_ok=True)  # an interrupted run is redone
+    (moddir / "kernel").mkdir(parents=True, exist_ok=True)
+    _symlink(moddir / "build", tree)
+    _symlink(tree / VIRTME_MODS / "usr", tree / VIRTME_MODS)  # depmod's usrmerge lookup
+    for old in [p for p in (moddir / "kernel").rglob("*") if p.is_symlink()]:
+        old.unlink()
+    for line in (tree / "modules.order").read_text().splitlines():
+        name = re.sub(r"\.o$", ".ko", line.strip())
+        if not name:
+            continue
+        if not (tree / name).exists():
+            name = name.removeprefix("kernel/")
+        _symlink(moddir / "kernel" / name, tree / name)
+    for name in ("modules.builtin", "modules.builtin.modinfo", "modules.order"):
+        _symlink(moddir / name, tree / name)
+    proc = subprocess.run([depmod, "-ae", "-F", "System.map", "-b", str(VIRTME_MODS), "0.0.0"],
+                          cwd=tree, capture_output=True, text=True)
+    if proc.returncode != 0 or not (moddir / "modules.dep").is_file():
+        why = proc.stderr.strip().splitlines()
+        raise BadInput(f"--kernel {spec}: indexing the tree's modules failed: "
+                       f"{why[-1] if why else 'depmod wrote no modules.dep'}")
+
+
+def _symlink(link: Path, target: Path) -> None:
+    """`ln -srf TARGET LINK`: a relative symlink, replacing what is there."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(os.path.relpath(target, link.parent))
 
 
 def _release_from_file(image: Path) -> str | None:

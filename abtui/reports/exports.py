@@ -224,8 +224,9 @@ def to_json(session: Session) -> dict[str, Any]:
 
 
 def render(session: Session, fmt: str, base: str | None = None,
-           base_config: str | None = None, units: str = "bits") -> str:
-    """The session as `md` (the review report, rates in `units`: bits or bytes per second),
+           base_config: str | None = None, units: str | None = None) -> str:
+    """The session as `md` (the review report, rates in `units`: bits or bytes per second;
+    None: its procedure's first table in the layout's own unit, the rest in bits),
     `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
     export writes."""
     if fmt == "md":

@@ -47,10 +47,11 @@ def _profile_base_pair(text: str) -> str | None:
 
 
 def markdown(session: Session, base: str | None = None, base_config: str | None = None,
-             chart: bool = True, units: str = "bits") -> str:
+             chart: bool = True, units: str | None = None) -> str:
     """The whole report. `base`: the pair deltas are taken against (profile's base_pair,
     else the first); `base_config`: the configuration for the per-pair delta table; `units`:
-    rates in bits (Gbit/s, Mbit/s) or bytes (MB/s) per second."""
+    rates in bits (Gbit/s, Mbit/s) or bytes (MB/s) per second; None: the procedure's first
+    table in its layout's own unit (the crypto posts' MB/s), every other table in bits."""
     from abtui.reports.procedure.sections import layout_of, sections
 
     _layout, doc = layout_of(session)
@@ -65,6 +66,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
+    units = units or "bits"
     out += ["## Hosts", "", _hosts(session), ""]
     options = _options(session)
     if options:

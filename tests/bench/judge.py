@@ -42,6 +42,7 @@ BUDGETS: dict[str, str | None] = {
     "seq_estimate_calibration": ">= 0.7",
     "seq_power_3pct_family": None,
     "seq_early_overstatement_pct": None,
+    "vm_lab_3pairs_up_s": None,
 }
 
 FAILING = ("FAIL", "error")

@@ -106,7 +106,10 @@ def test_softirq_crypto(lab_env, tmp_path):
     assert "lab: knob tunnel: wireguard → wireguard through wireguard-go" in stderr
     rows = _first(md, "Throughput per tunnel and direction")
     assert rows[0][:2] == ["tunnel", "direction"] and rows[0][4] == "speedup AFTER vs BEFORE"
-    assert re.fullmatch(rf"BEFORE \({UNIT}\)", rows[0][2]) and rows[0][3].startswith("AFTER (")
+    # in MB/s as the crypto posts quote them, each pair with its hosts' kernel release
+    release = re.escape(os.uname().release)
+    assert re.fullmatch(rf"BEFORE \({release}\) \((GB/s|MB/s)\)", rows[0][2]), rows[0]
+    assert rows[0][3] == f"AFTER ({os.uname().release}) {rows[0][2].rsplit(' ', 1)[1]}"
     # the profile's order: ipsec (as the lab ran it) before wireguard, TX before RX
     assert [(r[0], r[1]) for r in rows[1:]] == [
         (t, d) for t in ("ipsec (lab: vxlan)", "wireguard") for d in ("TX", "RX (-R)")]
@@ -126,7 +129,8 @@ def test_wireguard_gro(lab_env, tmp_path):
     assert rows[0][0] == "build" and rows[0][-1] == "Δ vs baseline"
     assert rows[0][2:5] == [f"[SUM] sender ({rows[0][1]})", "retransmits",
                             f"[SUM] receiver ({rows[0][1]})"]
-    assert [r[0] for r in rows[1:]] == ["baseline", "gro-v1", "gro-v2"]
+    assert [r[0] for r in rows[1:]] == [f"{b} ({os.uname().release})"
+                                        for b in ("baseline", "gro-v1", "gro-v2")]
     assert all(re.fullmatch(NUMBER, r[1]) and float(r[1].split()[0]) > 0 for r in rows[1:])
     assert all(re.fullmatch(r"\d+", r[3]) for r in rows[1:])  # retransmits
     assert rows[1][5] == "-"

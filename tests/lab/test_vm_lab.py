@@ -1,7 +1,8 @@
 """VM hosts (abtui.lab.vm): a lab whose pairs boot real Debian kernels under qemu.
 
 One 2-pair VM lab for the whole module (four guests: pair A boots one kernel build, pair B
-another; booting is the expensive part): the hosts are lab hosts like the namespace ones, every
+another, as a built kernel tree assembled from its Debian package: `--kernel TREE` for real;
+booting is the expensive part): the hosts are lab hosts like the namespace ones, every
 tunnel type carries traffic through the tunnel for real (the tunnel's counters rise, and the
 plain link carries only ESP, GRE or UDP, never the inner TCP), netem shapes the data link and
 is restored, `abtui check` and a procedure run on the real kernels, and `lab down` leaves
@@ -32,13 +33,15 @@ from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
+from tests.lab.kernel_tree import tree_from_package
 from tests.lab.namespaces import make_test_lab
 from tests.lab.through import iperf3_mbits
 
 # booting four TCG guests (in the first test's setup) and a procedure's runs take minutes
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1200)]
 ROOT = Path(__file__).resolve().parents[2]
-# Two real builds (6.1.170 and 6.1.192): pair A boots the first, pair B the second.
+# Two real builds (6.1.170 and 6.1.192): pair A boots the first package, pair B the second
+# as a built tree (bzImage, .config, System.map and in-tree modules) made from its package.
 KERNELS = os.environ.get("ABTUI_TEST_KERNELS",
                          "linux-image-6.1.0-47-amd64,linux-image-6.1.0-57-amd64").split(",")
 IPERF_PORT = 5299
@@ -53,10 +56,12 @@ def vm_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         kernels = [resolve(k) for k in KERNELS[:2]]
     except AbtuiError as exc:
         pytest.skip(f"the test kernels cannot be had: {exc}")
+    tree = tree_from_package(kernels[1], tmp_path_factory.mktemp("linux-tree"))
     lab = make_test_lab(tmp_path_factory.mktemp("vmlab"), "v")
     lab.down()
-    # pair A's data NIC is e1000e (interrupt moderation), pair B's the default (virtio)
-    lab.up(pairs=2, kernels={"A": kernels[0].spec, "B": kernels[1].spec}, nics={"A": "e1000e"})
+    # pair A's data NIC is e1000e (interrupt moderation), pair B's the default (virtio); pair B
+    # boots a built tree assembled from a Debian package
+    lab.up(pairs=2, kernels={"A": kernels[0].spec, "B": str(tree)}, nics={"A": "e1000e"})
     try:
         yield lab
     finally:
@@ -143,8 +148,10 @@ def test_vm_hosts_are_lab_hosts(vm_lab: Lab):
     assert status["accel"] in ("kvm", "tcg") and status["accel_why"]
     releases = {h["pair"]: h["release"] for h in status["hosts"]}
     assert releases["A"] != releases["B"]
+    specs = vm_lab.kernel_specs()
+    assert specs["A"] == KERNELS[0] and resolve(specs["B"]).kind == "tree"
     for h in status["hosts"]:
-        assert h["kernel"] == KERNELS[0 if h["pair"] == "A" else 1]
+        assert h["kernel"] == specs[h["pair"]]
         assert h["boot_s"] > 0
     async def each() -> dict[str, str]:
         hosts = await open_hosts(load_profile(vm_lab.profile_path))  # known_hosts verified
@@ -164,6 +171,22 @@ def test_vm_hosts_are_lab_hosts(vm_lab: Lab):
     text = subprocess.run([sys.executable, "-m", "abtui", "lab", "status"], cwd=ROOT,
                           capture_output=True, text=True, env=_lab_env(vm_lab)).stdout
     assert f"VM {releases['A']} ({status['accel']}, booted in" in text
+
+
+def test_a_built_tree_boots_with_its_own_modules(vm_lab: Lab):
+    """Pair B boots the tree: the package's release, and the modules it loads (its NIC's,
+    WireGuard) are the tree's own files, linked by virtme-ng from where `make` left them."""
+    tree = Path(vm_lab.kernel_specs()["B"])
+    want = resolve(KERNELS[1]).release
+    for h in vm_lab.hosts(2)[2:]:
+        out = _ssh(vm_lab, h.alias, "uname -r; for m in virtio_net wireguard; do "
+                   "readlink -f $(modinfo -n $m); done; test -d /sys/module/wireguard && "
+                   "echo loaded")
+        release, virtio_net, wireguard, loaded = out.split()
+        assert release == want, out
+        assert virtio_net == str(tree / "drivers/net/virtio_net.ko"), out
+        assert wireguard == str(tree / "drivers/net/wireguard/wireguard.ko"), out
+        assert loaded == "loaded", out
 
 
 def _lab_env(lab: Lab) -> dict[str, str]:
@@ -253,8 +276,9 @@ def test_softirq_crypto_runs_on_two_real_builds(vm_lab: Lab, tmp_path):
     """The procedure as its authors ran it: BEFORE and AFTER on two kernel builds, real IPsec
     and kernel WireGuard, TX and RX; no tunnel is translated."""
     profile = tmp_path / "softirq-crypto.toml"
+    specs = vm_lab.kernel_specs()  # AFTER: the built tree pair B boots
     profile.write_text((ROOT / "profiles" / "softirq-crypto.toml").read_text() + (
-        f'\n[lab]\nkernels = {{ BEFORE = "{KERNELS[0]}", AFTER = "{KERNELS[1]}" }}\n'))
+        f'\n[lab]\nkernels = {{ BEFORE = "{specs["A"]}", AFTER = "{specs["B"]}" }}\n'))
     out = tmp_path / "s.jsonl"
     proc = subprocess.run([sys.executable, "-m", "abtui", "run", str(profile), "--headless",
                            "--lab", "--quick", "--out", str(out)], cwd=ROOT, capture_output=True,
@@ -264,7 +288,8 @@ def test_softirq_crypto_runs_on_two_real_builds(vm_lab: Lab, tmp_path):
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("abtui: lab: ")]
     assert not any("knob tunnel" in ln for ln in lines), lines
     kernels = next(ln for ln in lines if "lab: kernels:" in ln)
-    assert "BEFORE on VM hosts booting linux-image" in kernels and "AFTER on VM" in kernels
+    assert "BEFORE on VM hosts booting linux-image" in kernels
+    assert f"AFTER on VM hosts booting {specs['B']} (6.1.0-57-amd64)" in kernels, kernels
     report = subprocess.run([sys.executable, "-m", "abtui", "export", str(out), "--format",
                              "json"], cwd=ROOT, capture_output=True, text=True, check=True)
     import json

@@ -18,12 +18,17 @@ from abtui.sessions.session import Session
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 PROCEDURES = ("ix-enable-aim", "softirq-crypto", "wireguard-gro")
-# recorded on the lab's VM pairs (real kernel builds): NAME-vm, of the profile NAME
-VM_GOLDEN = ("ix-enable-aim-vm",)
+# the same procedures recorded on VM hosts booting real Debian kernel builds (name-vm): the
+# release each pair booted, as its first table shows it
+VM_RELEASES = {"wireguard-gro-vm": {"baseline": "6.1.0-47-amd64", "gro-v1": "6.1.0-52-amd64",
+                                    "gro-v2": "6.1.0-57-amd64"},
+               "softirq-crypto-vm": {"BEFORE": "6.1.0-47-amd64", "AFTER": "6.1.0-57-amd64"},
+               "ix-enable-aim-vm": {"stock": "6.1.0-47-amd64", "patched": "6.1.0-57-amd64"}}
+GOLDENS = (*PROCEDURES, *VM_RELEASES)
 UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
 
 
-@pytest.mark.parametrize("name", PROCEDURES + VM_GOLDEN)
+@pytest.mark.parametrize("name", GOLDENS)
 def test_report_equals_the_pinned_one(name: str) -> None:
     session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
     md = render(session, "md")
@@ -41,7 +46,7 @@ def test_the_golden_sessions_are_the_shipped_procedures() -> None:
     """Each golden session ran its profile as shipped: the same pairs, knobs, plan and report
     layout as the file in profiles/ (a profile changed there wants its session recorded anew)."""
     profiles = GOLDEN.parents[1] / "profiles"
-    for name in PROCEDURES + VM_GOLDEN:
+    for name in GOLDENS:
         session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
         recorded = tomllib.loads(session.profile_text)
         shipped = tomllib.loads((profiles / f"{name.removesuffix('-vm')}.toml").read_text())
@@ -65,3 +70,16 @@ def test_the_vm_golden_ran_enable_aim_on_e1000e_with_real_interrupt_rates() -> N
     for pair in ("stock", "patched"):
         for value in ("0", "1", "2"):
             assert f"| {pair} | {value} | interrupt_rate | data0-rx-0 |" in watches, watches
+
+
+@pytest.mark.parametrize("name", list(VM_RELEASES))
+def test_vm_goldens_ran_on_real_builds(name: str) -> None:
+    """Each pair's hosts booted the build its [lab] names, and the first table says which."""
+    session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
+    for pair, release in VM_RELEASES[name].items():
+        for role in ("sender", "receiver"):
+            host = session.hosts_of(pair)[role]
+            assert session.facts[host]["kernel_release"] == release, (pair, host)
+    first = render(session, "md").split("\n## ", 2)[1]
+    for pair, release in VM_RELEASES[name].items():
+        assert f"{pair} ({release})" in first, (pair, first)

@@ -58,6 +58,13 @@ def _rows(lines: list[str], heading: str) -> list[list[str]]:
             for line in part.splitlines() if line.startswith("|") and "---" not in line]
 
 
+def _releases(hosts: dict[str, str]) -> list[Event]:
+    """Facts events: each host's kernel release."""
+    return [Event(EventKind.FACTS, T0, host=h, data={"facts": {"os": "Linux",
+                                                              "kernel_release": r}})
+            for h, r in hosts.items()]
+
+
 FEW = "? (n=1+1: too few runs)"  # one run each: no interval, no verdict possible
 
 
@@ -121,20 +128,27 @@ def test_before_after_speedup_per_tunnel_and_direction():
                             ("AFTER", (1.44 if d == "tx" else 1.0)
                              * (0.21e9 if t == "wireguard" else 1e9)))]
     translation = {"subject": "knob tunnel", "original": "ipsec", "lab": "vxlan", "why": "x"}
-    session = _session("softirq-crypto", runs, translations=[translation])
+    session = _session("softirq-crypto", runs, translations=[translation],
+                       before=_releases({"vm-before": "6.1.0-47-amd64"}))
     assert to_json(session)["translations"] == [translation]
     lines = sections(session, None)
     rows = _rows(lines, "Throughput per tunnel and direction")
-    # 0.21 Gbit/s would read 0.21: Mbit/s keep three digits; the profile's order (ipsec first)
-    assert rows[0] == ["tunnel", "direction", "BEFORE (Mbit/s)", "AFTER (Mbit/s)",
+    # in MB/s, as the crypto posts quote them, each pair with its kernel release where its
+    # hosts' facts gave one; the profile's order (ipsec first)
+    assert rows[0] == ["tunnel", "direction", "BEFORE (6.1.0-47-amd64) (MB/s)", "AFTER (MB/s)",
                        "speedup AFTER vs BEFORE"]
-    assert rows[1:] == [["ipsec (lab: vxlan)", "TX", "1000", "1440", f"+44.0% {FEW}"],
-                        ["ipsec (lab: vxlan)", "RX (-R)", "1000", "1000", f"+0.0% {FEW}"],
-                        ["wireguard", "TX", "210", "302", f"+44.0% {FEW}"],
-                        ["wireguard", "RX (-R)", "210", "210", f"+0.0% {FEW}"]]
+    assert rows[1:] == [["ipsec (lab: vxlan)", "TX", "125", "180", f"+44.0% {FEW}"],
+                        ["ipsec (lab: vxlan)", "RX (-R)", "125", "125", f"+0.0% {FEW}"],
+                        ["wireguard", "TX", "26.2", "37.8", f"+44.0% {FEW}"],
+                        ["wireguard", "RX (-R)", "26.2", "26.2", f"+0.0% {FEW}"]]
     assert _rows(lines, "Lab translations")[1] == ["knob tunnel", "ipsec", "vxlan", "x"]
-    md = markdown(session, chart=False, units="bytes")
-    assert "| ipsec (lab: vxlan) | TX | 125 | 180 |" in md and "BEFORE (MB/s)" in md
+    # asked for bits: 0.21 Gbit/s would read 0.21, Mbit/s keep three digits
+    bits = _rows(sections(session, None, units="bits"), "Throughput per tunnel and direction")
+    assert bits[0][2] == "BEFORE (6.1.0-47-amd64) (Mbit/s)" and bits[3][2:4] == ["210", "302"]
+    md = markdown(session, chart=False)
+    assert "| ipsec (lab: vxlan) | TX | 125 | 180 |" in md and "AFTER (MB/s)" in md
+    # the generic tables stay in iperf3's bits unless asked
+    assert "| AFTER | 8 | direction=tx, tunnel=ipsec (lab: vxlan) | ok | 0:00:01 | 1440 |" in md
     # the generic tables name the profile's tunnel, and never compare tunnels or directions
     assert "| direction=tx, tunnel=ipsec (lab: vxlan) |" in markdown(session, chart=False)
     assert "## Δ vs configuration" not in md
@@ -144,15 +158,18 @@ def test_builds_delta_vs_the_first_with_repetitions():
     runs = [("gro-v2", {}, 1.2e9), ("baseline", {}, 1.0e9), ("gro-v1", {}, 0.9e9),
             ("baseline", {}, 1.0e9), ("gro-v2", {}, 1.2e9), ("gro-v1", {}, 0.9e9)]
     session = _session("wireguard-gro", runs, summary={
-        "sender_bits_per_second": 1.01e9, "retransmits": 162})
+        "sender_bits_per_second": 1.01e9, "retransmits": 162}, before=_releases({
+            "wg-base-snd": "6.1.0-47-amd64", "wg-v1-snd": "6.1.0-52-amd64"}))
     rows = _rows(sections(session, None), "Throughput per build")
     assert rows[0] == ["build", "Mbit/s", "[SUM] sender (Mbit/s)", "retransmits",
                        "[SUM] receiver (Mbit/s)", "Δ vs baseline"]
     # runs that never vary: an interval of zero width, so 0 is outside it: significant (the
     # verdict is the interval's own test)
     sure = "(p<0.001 n=2+2)"
-    assert rows[1:] == [["baseline", "1000", "1010", "162", "1000", "-"],
-                        ["gro-v1", "900", "1010", "162", "900", f"-10.0% [-10.0, -10.0] {sure}"],
+    # each build with its kernel release where its hosts' facts gave one
+    assert rows[1:] == [["baseline (6.1.0-47-amd64)", "1000", "1010", "162", "1000", "-"],
+                        ["gro-v1 (6.1.0-52-amd64)", "900", "1010", "162", "900",
+                         f"-10.0% [-10.0, -10.0] {sure}"],
                         ["gro-v2", "1200", "1010", "162", "1200", f"+20.0% [+20.0, +20.0] {sure}"]]
 
 

@@ -4,6 +4,7 @@ profile and the --lab mapping of a VM lab."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,53 @@ def test_a_vm_host_s_ssh_config_gives_its_links_more_time_to_connect(tmp_path):
     assert HostLink("unit-b-rcv", ssh_config=config, connect_timeout=3).connect_timeout == 3
     assert HostLink("x", ssh_config=str(tmp_path / "missing")).connect_timeout == \
         DEFAULT_CONNECT_TIMEOUT
+
+
+def _tree(root: Path, modules: bool) -> Path:
+    """A built tree's files (empty: nothing here boots), with CONFIG_MODULES=y."""
+    (root / "arch" / "x86" / "boot").mkdir(parents=True)
+    (root / "arch" / "x86" / "boot" / "bzImage").write_bytes(b"\0")
+    (root / ".config").write_text("CONFIG_MODULES=y\nCONFIG_WIREGUARD=m\n")
+    (root / "include" / "config").mkdir(parents=True)
+    (root / "include" / "config" / "kernel.release").write_text("6.13.0\n")
+    if modules:
+        for name in ("modules.order", "modules.builtin", "modules.builtin.modinfo",
+                     "System.map"):
+            (root / name).write_text("")
+    return root
+
+
+def test_a_tree_with_modules_needs_what_make_modules_leaves(tmp_path):
+    tree = _tree(tmp_path, modules=False)
+    with pytest.raises(BadInput, match=r"CONFIG_MODULES=y but modules.order, modules.builtin, "
+                       r"modules.builtin.modinfo, System.map are missing \(run `make modules`"):
+        kernels.resolve(str(tree))
+
+
+def test_a_trees_modules_are_indexed_once_where_virtme_ng_boots_them(tmp_path):
+    tree = _tree(tmp_path, modules=True)
+    k = kernels.resolve(str(tree))
+    index = tree / ".virtme_mods" / "lib" / "modules" / "0.0.0"
+    assert (k.kind, k.release, k.modules) == ("tree", "6.13.0", str(index))
+    assert (index / "modules.dep").is_file()  # virtme-prep-kdir-mods ran, depmod indexed it
+    made = (index / "modules.dep").stat().st_mtime_ns
+    kernels.resolve(str(tree))  # up to date: not prepared again (two guests boot one tree)
+    assert (index / "modules.dep").stat().st_mtime_ns == made
+
+
+def test_a_trees_modules_are_linked_where_virtme_ng_looks(tmp_path):
+    """As virtme-prep-kdir-mods lays them out: each module of modules.order (a 6.1 build lists
+    `.ko`, a newer one `.o`) linked under .virtme_mods/lib/modules/0.0.0/kernel, indexed."""
+    tree = _tree(tmp_path, modules=True)
+    for name in ("net/wireguard/wireguard.ko", "drivers/net/virtio_net.ko"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(b"not an ELF file: depmod warns and lists it")
+    (tree / "modules.order").write_text("net/wireguard/wireguard.ko\ndrivers/net/virtio_net.o\n")
+    moddir = Path(kernels.resolve(str(tree)).modules)
+    for name in ("net/wireguard/wireguard.ko", "drivers/net/virtio_net.ko"):
+        link = moddir / "kernel" / name
+        assert link.is_symlink() and not Path(os.readlink(link)).is_absolute(), link
+        assert link.resolve() == (tree / name).resolve()
+    assert (moddir / "build").resolve() == tree.resolve()
+    dep = (moddir / "modules.dep").read_text()
+    assert "kernel/net/wireguard/wireguard.ko:" in dep, dep

@@ -1,6 +1,6 @@
 """The `before-after` layout's first table (softirq crypto): per tunnel and direction, in the
-profile's order, the base pair's and the other pairs' throughput and each one's speedup in
-percent.
+profile's order, the base pair's and the other pairs' throughput (each pair titled with its
+kernel release) and each one's speedup in percent.
 """
 
 from __future__ import annotations
@@ -8,7 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.reports.formatting import legend
-from abtui.reports.procedure.order import DIRECTION, base_pair, ordered, pairs_in_order, shown_value
+from abtui.reports.procedure.order import (
+    DIRECTION,
+    base_pair,
+    kernel_group,
+    ordered,
+    pairs_in_order,
+    shown_value,
+)
 from abtui.reports.procedure.table import Cells, Row, Slot, first_table
 
 DIRECTION_NAMES = {"tx": "TX", "rx": "RX (-R)", "bidir": "bidir"}
@@ -32,7 +39,8 @@ def before_after_sections(cells: Cells, doc: dict[str, Any], base: str | None) -
         deltas = [cells.delta(base_cell, groups[p].get(combo)) for p in others]
         rows.append(Row([*label, DIRECTION_NAMES.get(combo[-1], combo[-1])], slots, deltas))
     return ["## Throughput per " + " and ".join([*matrix, "direction"]), "",
-            first_table([*matrix, "direction"], order, [f"speedup {p} vs {bp}" for p in others],
+            first_table([*matrix, "direction"], [kernel_group(session, p) for p in order],
+                        [f"speedup {p} vs {bp}" for p in others],
                         rows, unit), "",
             legend(bp or "the base pair", spread=False).replace("Δ: change", "speedup: change"),
             ""]

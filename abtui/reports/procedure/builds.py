@@ -1,5 +1,6 @@
-"""The `builds` layout's first table (WireGuard GRO): per build, throughput and Δ vs the first,
-then iperf3's own `[SUM]` sender (with retransmits) and receiver figures.
+"""The `builds` layout's first table (WireGuard GRO): per build (its label and kernel release),
+throughput and Δ vs the first, then iperf3's own `[SUM]` sender (with retransmits) and
+receiver figures.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 from abtui.reports import samples
 from abtui.reports.formatting import fmt_bps, legend
-from abtui.reports.procedure.order import base_pair, pairs_in_order
+from abtui.reports.procedure.order import base_pair, kernel_group, pairs_in_order
 from abtui.reports.procedure.table import Cells, Measure, Row, Slot, first_table, titled
 
 
@@ -46,7 +47,7 @@ def builds_sections(cells: Cells, doc: dict[str, Any], base: str | None) -> list
     groups = {p: cells.group(p, []) for p in order}
     unit = cells.unit(groups)
     base_cell = groups.get(first or "", {}).get(())
-    rows = [Row([p], [Slot(session, p, groups[p].get(()), unit)],
+    rows = [Row([kernel_group(session, p)], [Slot(session, p, groups[p].get(()), unit)],
                 ["-" if p == first else cells.delta(base_cell, groups[p].get(()))])
             for p in order]
     return ["## Throughput per build", "",

@@ -20,6 +20,10 @@ from abtui.sessions.session import Session
 # A profile's `[report] layout` -> the builder of its first tables (add a layout here)
 LAYOUTS: dict[str, Callable[[Cells, dict[str, Any], str | None], list[str]]] = {
     "sweep": sweep_sections, "before-after": before_after_sections, "builds": builds_sections}
+# The unit a layout's first table shows rates in unless the reader asks for another (`abtui
+# export --units`): the crypto posts quote MB/s ("9.5 MB/s TX and 11.9 MB/s RX"); the others
+# quote iperf3's own bits per second
+LAYOUT_UNITS: dict[str, str] = {"before-after": "bytes"}
 
 
 def layout_of(session: Session) -> tuple[str | None, dict[str, Any]]:
@@ -34,14 +38,17 @@ def layout_of(session: Session) -> tuple[str | None, dict[str, Any]]:
 
 
 def sections(session: Session, base: str | None,
-             seen: list[stats.Delta | None] | None = None, units: str = "bits") -> list[str]:
+             seen: list[stats.Delta | None] | None = None, units: str | None = None
+             ) -> list[str]:
     """Markdown lines of the procedure's sections (none without a layout), translations.
-    Every Δ printed is appended to `seen` (the report's notes explain a missing interval)."""
+    Every Δ printed is appended to `seen` (the report's notes explain a missing interval).
+    `units`: bits or bytes per second; None: the layout's own (LAYOUT_UNITS, else bits)."""
     layout, doc = layout_of(session)
     out: list[str] = []
     builder = LAYOUTS.get(layout or "")
     if builder is not None:
-        out += builder(Cells(session, seen if seen is not None else [], units), doc, base)
+        own = units or LAYOUT_UNITS.get(layout or "", "bits")
+        out += builder(Cells(session, seen if seen is not None else [], own), doc, base)
     if session.translations:
         out += ["## Lab translations", "",
                 md_table(["what", "profile", "lab", "why"],

@@ -303,7 +303,8 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
             elif key == "ctrl+e":  # min_effect steps on; ctrl+a again stops the alternation
                 if not term_wait_quiet(term, lambda s: "min effect" in s, 10):
                     problems.append("ctrl+e: min effect not shown")
-                if "), running" in term.screen():  # not ended by its rule already
+                # not ended by its rule already (the header may wrap before "running")
+                if re.search(r"\),\s+running", term.screen()):
                     term.keys(tmux_key("ctrl+a"))
                 if not term_wait_quiet(term, lambda s: "ended:" in s, 30):
                     problems.append("ctrl+a again: the alternation did not end; screen:\n"

@@ -58,9 +58,7 @@ class ConsoleAlternation:
             app.fail(str(exc))
             return
         if not app.state.running or app.calls.mode != "continuous":
-            app.run_controller("start", "continuous")
-            await app.workers.wait_for_complete([w for w in app.workers
-                                                 if w.group == "controller"])
+            await app.calls.start("continuous")
         live = self.live = LiveAlternation(app.controller, alt, self.min_effect,
                                            notify=self.show)
         app.say(f"alternating {alt.knob}: {' / '.join(alt.values)} every {alt.every:g} s")

@@ -31,7 +31,7 @@ class KnobKeys:
 
     def apply(self, name: str, value: str, pairs: list[str]) -> None:
         app = self.app
-        app.alternation.flipped_by_hand(name, lambda: app.calls.set_knob(name, value, pairs))
+        app.alternation.flipped_by_hand(name, lambda: app.set_knob(name, value, pairs))
 
     def tunnel(self, pairs: list[str]) -> None:
         """ctrl+t: the tunnel switcher for `pairs`, when the profile has a tunnel knob."""

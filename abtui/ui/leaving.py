@@ -3,8 +3,11 @@ every knob (abtui.ui.control), then the app exits; a second ctrl+q forces out at
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING
 
+from abtui.ui.control import CONTROL_WAIT_S
 from abtui.ui.screens import QuitScreen
 
 if TYPE_CHECKING:
@@ -35,7 +38,21 @@ class Leaving:
         self.begun = True
         self.screen = QuitScreen()
         app.push_screen(self.screen)
-        app.calls.restore_and_exit()
+        app.run_worker(self._restore_and_exit(), group="shutdown", exit_on_error=False)
+
+    async def _restore_and_exit(self) -> None:
+        app = self.app
+        code = 0
+        try:
+            with contextlib.suppress(TimeoutError):  # an alternation flips no more
+                await asyncio.wait_for(app.alternation.end(), CONTROL_WAIT_S)
+            await app.calls.shutdown()
+            self.restore_outcome = "done"
+        except Exception as exc:
+            code = 1
+            self.restore_outcome = "failed"
+            app.fail(f"restoring failed: {type(exc).__name__}: {exc}")
+        self.leave(code)
 
     def show(self) -> None:
         """The restore lines so far, on the quit screen once it is up."""

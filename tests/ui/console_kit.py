@@ -12,6 +12,7 @@ from abtui.core.events import Event
 from abtui.measure.replay import ReplayController
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
+from abtui.ui.pacing import Clock
 
 
 class SpyController(ReplayController):
@@ -31,12 +32,12 @@ class SpyController(ReplayController):
 
 
 def make_app(pairs: int = 2, intervals: int = 20, events: list[Event] | None = None,
-             **kwargs) -> AbtuiApp:  # type: ignore[no-untyped-def]
+             clock: Clock | None = None, **kwargs) -> AbtuiApp:  # type: ignore[no-untyped-def]
     profile = synthetic_profile(pairs)
     if events is None:
         events = synthetic_events(profile, intervals=intervals, seed=7)
     ctl = SpyController(profile, events, speed=math.inf, **kwargs)
-    return AbtuiApp(ctl, title="abtui — test — REPLAY")
+    return AbtuiApp(ctl, title="abtui — test — REPLAY", clock=clock)
 
 
 async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:

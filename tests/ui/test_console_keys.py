@@ -4,9 +4,6 @@ controller however the flushes are timed."""
 
 from __future__ import annotations
 
-import time
-import types
-
 import pytest
 from textual.widgets import Input
 
@@ -88,33 +85,24 @@ async def test_a_mark_typed_in_the_dialog_reaches_the_log() -> None:
 
 
 class FakeClock:
-    """The console's perf_counter, moved by the test (asyncio's and Textual's clocks run on)."""
+    """The console's clock (its scheduler's: flushes and throttles), moved by the test
+    (asyncio's and Textual's clocks run on)."""
 
     def __init__(self) -> None:
         self.now = 1000.0
-        self.module = types.SimpleNamespace(perf_counter=lambda: self.now, time=time.time,
-                                            monotonic=time.monotonic)
 
-    @classmethod
-    def installed(cls, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-        """A clock the console's flushes and throttles (abtui.ui.app, abtui.ui.pacing) read."""
-        import abtui.ui.feed as feed_module
-        import abtui.ui.pacing as pacing
-
-        clock = cls()
-        monkeypatch.setattr(feed_module, "time", clock.module)
-        monkeypatch.setattr(pacing, "time", clock.module)
-        return clock
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.mark.parametrize("delay", [1e-9, 1e-4])
-async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: float) -> None:
+async def test_a_flush_due_in_a_tiny_delay_still_happens(delay: float) -> None:
     """Textual's one-shot timer never fires when its delay is shorter than the time between
     two clock readings in its task (1e-7 s and less always; longer ones when the process is
     descheduled); a flush scheduled that way must still happen, and later ones too."""
 
-    clock = FakeClock.installed(monkeypatch)
-    app = make_app(intervals=1)
+    clock = FakeClock()
+    app = make_app(intervals=1, clock=clock)
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
         period = 1 / app.feed.flush_hz
@@ -131,10 +119,9 @@ async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: flo
         assert "mark: third" in log_text(app)
 
 
-async def test_pane_numbers_follow_when_their_repaint_falls_due_in_a_tiny_delay(
-        monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    clock = FakeClock.installed(monkeypatch)
-    app = make_app(intervals=1)
+async def test_pane_numbers_follow_when_their_repaint_falls_due_in_a_tiny_delay() -> None:
+    clock = FakeClock()
+    app = make_app(intervals=1, clock=clock)
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
         throttle = app.text_throttle

@@ -104,7 +104,7 @@ class AbtuiApp(App[int]):
         self.knobs = KnobKeys(self)  # a knob's key, ctrl+t
         self.exit_flow = Leaving(self)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
-        self.event_log = EventLog()
+        self.event_log = EventLog(self.scheduler.clock)
         self.record = SessionRecord(self.state, self.event_log)
         self.events = self.record.events  # everything received (what save writes)
         self.board = PaneBoard(self.scheduler, self.state)  # the panes' repaints (TEXT_HZ at most)
@@ -169,6 +169,12 @@ class AbtuiApp(App[int]):
         """Return once every event received is on screen and no repaint is waiting (for
         tests and scripts that drive the console)."""
         await self.scheduler.until(lambda: not self.feed.pending and not self.scheduler.busy)
+
+    async def caught_up(self) -> None:
+        """Return once every event received before this call is folded in (events may
+        keep coming: for tests and scripts that drive a live console)."""
+        target = self.feed.queued
+        await self.scheduler.until(lambda: self.feed.taken >= target)
 
     @property
     def log_lines(self) -> deque[str]:

@@ -28,6 +28,8 @@ class EventFeed:
         self.flush: Callable[[], None] = lambda: None  # set by the app
         self._wakeup = scheduler.wakeup(lambda: self.flush())
         self._tokens, self._filled = float(FLUSH_BURST), 0.0  # see wait
+        self.queued = 0  # events queued so far
+        self.taken = 0  # ... and handed to the screen
 
     @property
     def due(self) -> float | None:
@@ -39,6 +41,7 @@ class EventFeed:
         on the SSH channel when the engine stamped it, a replay's from here)."""
         now = self.clock()
         self.pending.append((event, now if event.arrived is None else event.arrived))
+        self.queued += 1
         return now
 
     def schedule(self, event: Event, now: float) -> None:
@@ -66,4 +69,5 @@ class EventFeed:
         if not ready:
             return []
         batch, self.pending = self.pending, []
+        self.taken += len(batch)
         return batch

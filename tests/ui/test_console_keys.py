@@ -11,7 +11,7 @@ from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher
-from tests.ui.console_kit import SpyController, make_app, replayed, until
+from tests.ui.console_kit import FakeClock, SpyController, make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
 
@@ -66,7 +66,7 @@ async def test_keys_behind_a_dialog_do_not_act() -> None:
         await pilot.press("ctrl+t")
         assert isinstance(app.screen, TunnelSwitcher)
         await pilot.press("tab", "w", "space")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.scope_index == 0
         assert not [c for c in app.controller.calls if c[0] == "set_knob"]
         await pilot.press("escape")
@@ -82,17 +82,6 @@ async def test_a_mark_typed_in_the_dialog_reaches_the_log() -> None:
         app.screen.query_one("#text", Input).value = "cable swapped"
         await pilot.press("enter")
         await until(pilot, lambda: "mark: cable swapped" in log_text(app))
-
-
-class FakeClock:
-    """The console's clock (its scheduler's: flushes and throttles), moved by the test
-    (asyncio's and Textual's clocks run on)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.mark.parametrize("delay", [1e-9, 1e-4])

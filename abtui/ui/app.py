@@ -1,10 +1,11 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
-The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed
-within a refresh budget), abtui.ui.record keeps them and folds them into abtui.ui.state, and
-abtui.ui.eventlog says them. The screen is built and laid out by abtui.ui.layout, the panes
-repainted by abtui.ui.panes, the tables built by abtui.ui.tables; the keys are abtui.ui.keymap's
-and abtui.ui.knobkeys', controller calls abtui.ui.control's (each in a worker; a failure is
+The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed within
+a refresh budget by abtui.ui.pacing's one scheduler), abtui.ui.record keeps them and folds them
+into abtui.ui.state, and abtui.ui.eventlog says them. The screen is built and laid out by
+abtui.ui.layout, the panes repainted by abtui.ui.panes, the tables built by abtui.ui.tables; the
+keys are abtui.ui.keymap's and abtui.ui.knobkeys', controller calls abtui.ui.control's (each in
+a worker, posting the typed messages of abtui.ui.messages, handled here with `@on`; a failure is
 shown in its pane and the log, never as a traceback), leaving abtui.ui.leaving's, bench timings
 abtui.ui.bench's.
 """
@@ -100,9 +101,12 @@ class AbtuiApp(App[int]):
         self.bench = BenchProbe(bench_file)
         self.files = SessionFiles(self)
         self.calls = ControllerCalls(controller, self.state, self.post_message)
-        self.alternation = ConsoleAlternation(self)  # ctrl+a, ctrl+e
-        self.knobs = KnobKeys(self)  # a knob's key, ctrl+t
-        self.exit_flow = Leaving(self)  # ctrl+q
+        self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
+                                              self.calls)  # ctrl+a, ctrl+e
+        self.knobs = KnobKeys(self, self.profile, self.state, self.alternation,
+                              self.set_knob)  # a knob's key, ctrl+t
+        self.exit_flow = Leaving(self, self.state, self.calls, self.alternation, self.bench,
+                                 self.fail, self.events_now)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
         self.event_log = EventLog(self.scheduler.clock)
         self.record = SessionRecord(self.state, self.event_log)
@@ -134,7 +138,8 @@ class AbtuiApp(App[int]):
         self._knobbar = self.query_one("#knobbar", KnobBar)
         self.board.panes = list(self.query(PairPane))
         self.table.rebuild(self.state, self.size.width)
-        self.screen_layout = MainLayout(self)
+        self.screen_layout = MainLayout(self, self.state, self.board.panes, self.table,
+                                        self.update_knobbar)
         self.screen_layout.fit()
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed

@@ -25,13 +25,9 @@ class Leaving:
     def __init__(self, app: App[Any], state: ConsoleState, calls: ControllerCalls,
                  alternation: ConsoleAlternation, bench: BenchProbe,
                  fail: Callable[[str], None], fold: Callable[[], object]) -> None:
-        self.app = app
-        self.state = state
-        self.calls = calls
-        self.alternation = alternation
-        self.bench = bench
-        self.fail = fail
-        self.fold = fold
+        self.app, self.state, self.calls = app, state, calls
+        self.alternation, self.bench = alternation, bench
+        self.fail, self.fold = fail, fold
         self.begun = False
         self.screen: QuitScreen | None = None
         # how leaving went, for abtui.ui.guard: "done" or "failed" once the controller's

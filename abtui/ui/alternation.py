@@ -5,16 +5,21 @@ flips and the lines are the domain's; this only shows them."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from textual.app import App
 from textual.widgets import Static
 
+from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
+from abtui.core.model import Profile
 from abtui.core.text import visible
+from abtui.ui.control import ControllerCalls
+from abtui.ui.messages import Failed, Said
+from abtui.ui.state import ConsoleState
 
 if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation starts
     from abtui.measure.alternate import LiveAlternation
-    from abtui.ui.app import AbtuiApp
 
 
 class VerdictPanel(Static):
@@ -28,12 +33,18 @@ class VerdictPanel(Static):
 
 class ConsoleAlternation:
     """ctrl+a and ctrl+e: start or stop alternating the knob last flipped (measuring
-    continuously first), and step min_effect; the verdicts go to the app's VerdictPanel."""
+    continuously first), and step min_effect; the verdicts go to the app's VerdictPanel, its
+    lines to the log as messages (abtui.ui.messages)."""
 
-    def __init__(self, app: AbtuiApp) -> None:
-        self.app = app
+    def __init__(self, app: App[Any], controller: Controller, profile: Profile,
+                 state: ConsoleState, calls: ControllerCalls) -> None:
+        self.app = app  # runs the workers, holds the panel, notifies
+        self.controller = controller
+        self.profile = profile
+        self.state = state
+        self.calls = calls
         self.live: LiveAlternation | None = None
-        self.min_effect = app.profile.min_effect
+        self.min_effect = profile.min_effect
         self.every: float | None = None  # seconds a value is held (None: the default)
         self.last_knob: str | None = None  # set by every knob flip the console asks for
 
@@ -47,27 +58,27 @@ class ConsoleAlternation:
         live = self.live
         if live is not None and live.running:
             await live.stop()
-            app.say(f"alternation of {live.alt.knob} stopped")
+            app.post_message(Said(f"alternation of {live.alt.knob} stopped"))
             self.show()
             return
-        first = next(iter(app.state.pairs))
+        first = next(iter(self.state.pairs))
         try:
-            alt = console_alternation(app.profile, self.last_knob, app.state.pairs[first].config,
+            alt = console_alternation(self.profile, self.last_knob,
+                                      self.state.pairs[first].config,
                                       *([self.every] if self.every else []))
         except AbtuiError as exc:
-            app.fail(str(exc))
+            app.post_message(Failed(str(exc)))
             return
-        if not app.state.running or app.calls.mode != "continuous":
-            app.run_controller("start", "continuous")
-            await app.workers.wait_for_complete([w for w in app.workers
-                                                 if w.group == "controller"])
-        live = self.live = LiveAlternation(app.controller, alt, self.min_effect,
+        if not self.state.running or self.calls.mode != "continuous":
+            await self.calls.start("continuous")
+        live = self.live = LiveAlternation(self.controller, alt, self.min_effect,
                                            notify=self.show)
-        app.say(f"alternating {alt.knob}: {' / '.join(alt.values)} every {alt.every:g} s")
+        app.post_message(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
+                              f"every {alt.every:g} s"))
         try:
             await live.start()
         except Exception as exc:  # a host error must never take the console down
-            app.fail(f"alternation of {alt.knob} failed: {exc}")
+            app.post_message(Failed(f"alternation of {alt.knob} failed: {exc}"))
         self.show()
 
     async def end(self) -> None:
@@ -88,7 +99,7 @@ class ConsoleAlternation:
 
         async def stop_then() -> None:
             await live.stop()
-            self.app.say(f"alternation of {knob} stopped: flipped by hand")
+            self.app.post_message(Said(f"alternation of {knob} stopped: flipped by hand"))
             self.show()
             then()
 

@@ -1,13 +1,14 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
-The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed
-within a refresh budget), abtui.ui.record folds them into abtui.ui.state (keeping a bounded
-window of them), abtui.ui.eventlog says them, and abtui.ui.journal has them all on disk for
-save, export and compare to read in a worker. The screen is built and laid out by
-abtui.ui.layout, the panes repainted by abtui.ui.panes, the tables built by abtui.ui.tables;
-the keys are abtui.ui.keymap's and abtui.ui.knobkeys', controller calls abtui.ui.control's
-(each in a worker; a failure is shown in its pane and the log, never as a traceback), leaving
-abtui.ui.leaving's, bench timings abtui.ui.bench's.
+The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed within
+a refresh budget by abtui.ui.pacing's one scheduler), abtui.ui.record folds them into
+abtui.ui.state (keeping a bounded window of them), abtui.ui.eventlog says them, and
+abtui.ui.journal has them all on disk for save, export and compare to read in a worker. The
+screen is built and laid out by abtui.ui.layout, the panes repainted by abtui.ui.panes, the
+tables built by abtui.ui.tables; the keys are abtui.ui.keymap's and abtui.ui.knobkeys',
+controller calls abtui.ui.control's (each in a worker, posting the typed messages of
+abtui.ui.messages, handled here with `@on`; a failure is shown in its pane and the log, never
+as a traceback), leaving abtui.ui.leaving's, bench timings abtui.ui.bench's.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import ProgressBar, RichLog
 
-from abtui.core.controller import Controller
+from abtui.core.controller import Controller, Mode
 from abtui.core.events import Event
 from abtui.core.text import visible
 from abtui.ui import tables
@@ -49,10 +51,12 @@ from abtui.ui.knobbar import KnobBar, knobbar_content, show_progress
 from abtui.ui.knobkeys import KnobKeys
 from abtui.ui.layout import MainLayout, main_widgets
 from abtui.ui.leaving import Leaving
-from abtui.ui.pacing import Throttle
+from abtui.ui.messages import Failed, KnobSet, Said, Started
+from abtui.ui.pacing import Clock, Scheduler, Throttle
 from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
+from abtui.ui.screens import TextPrompt
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
@@ -79,7 +83,8 @@ class AbtuiApp(App[int]):
                  history: int = 120, bench_file: str | None = None,
                  save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None,
-                 keymap: dict[str, str] | None = None) -> None:
+                 keymap: dict[str, str] | None = None,
+                 clock: Clock | None = None) -> None:
         super().__init__()
         self.controller = controller
         self.profile = controller.profile
@@ -91,25 +96,30 @@ class AbtuiApp(App[int]):
         self.sessions_dir = sessions_dir  # where sessions are (None: abtui's folder)
         self.scopes = ["all", *self.state.pairs]
         self.knob_keys = assign_keys(self.profile, self.RESERVED)
-        self.feed = EventFeed(self.call_later, flush_hz)
+        # every deferred flush and repaint (abtui.ui.pacing); `clock` for tests
+        self.scheduler = Scheduler(self.call_later, *([clock] if clock else []))
+        self.feed = EventFeed(self.scheduler, flush_hz)
         self.feed.flush = self._flush_events
         self.bench = BenchProbe(bench_file)
         self.files = SessionFiles(self)
-        self.calls = ControllerCalls(self)
-        self.alternation = ConsoleAlternation(self)  # ctrl+a, ctrl+e
-        self.knobs = KnobKeys(self)  # a knob's key, ctrl+t
-        self.exit_flow = Leaving(self)  # ctrl+q
+        self.calls = ControllerCalls(controller, self.state, self.post_message)
+        self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
+                                              self.calls)  # ctrl+a, ctrl+e
+        self.knobs = KnobKeys(self, self.profile, self.state, self.alternation,
+                              self.set_knob)  # a knob's key, ctrl+t
+        self.exit_flow = Leaving(self, self.state, self.calls, self.alternation, self.bench,
+                                 self.fail, self.fold_queued)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
-        self.event_log = EventLog()
+        self.event_log = EventLog(self.scheduler.clock)
         self.record = SessionRecord(self.state, self.event_log)
         # every event on disk (what save, export and compare read): the engine's journal, or
         # the console's own spool; subscribed first, so it has whatever the screen has
         self.journal = ConsoleJournal(controller.session_path, self.profile.name,
                                       list(self.state.pairs))
-        self.board = PaneBoard(self, self.state)  # the panes' repaints (TEXT_HZ at most)
+        self.board = PaneBoard(self.scheduler, self.state)  # the panes' repaints (TEXT_HZ at most)
         self.text_throttle = self.board.text_throttle
         # the phase table's means move slowly: repainted TABLE_HZ times a second at most
-        self.table_throttle = Throttle(self, TABLE_HZ, self._update_phase_table)
+        self.table_throttle = Throttle(self.scheduler, TABLE_HZ, self._update_phase_table)
         self.set_keymap(load_keymap() if keymap is None else keymap)
         controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)
@@ -134,12 +144,13 @@ class AbtuiApp(App[int]):
         self._knobbar = self.query_one("#knobbar", KnobBar)
         self.board.panes = list(self.query(PairPane))
         self.table.rebuild(self.state, self.size.width)
-        self.screen_layout = MainLayout(self)
+        self.screen_layout = MainLayout(self, self.state, self.board.panes, self.table,
+                                        self.update_knobbar)
         self.screen_layout.fit()
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
         if self.autostart:
-            self.run_controller("start", "continuous")
+            self.start("continuous")
 
     def _first_frame_shown(self) -> None:
         # what start-up built lives as long as the app: keep it out of the collector's
@@ -171,7 +182,13 @@ class AbtuiApp(App[int]):
     async def settled(self) -> None:
         """Return once every event received is on screen and no repaint is waiting (for
         tests and scripts that drive the console)."""
-        await self.feed.settled(self.table_throttle, self.text_throttle)
+        await self.scheduler.until(lambda: not self.feed.pending and not self.scheduler.busy)
+
+    async def caught_up(self) -> None:
+        """Return once every event received before this call is folded in (events may
+        keep coming: for tests and scripts that drive a live console)."""
+        target = self.feed.queued
+        await self.scheduler.until(lambda: self.feed.taken >= target)
 
     @property
     def log_lines(self) -> deque[str]:
@@ -270,31 +287,65 @@ class AbtuiApp(App[int]):
         self.notify(visible(message), severity="error", timeout=6, markup=False)
         self._apply_dirty()
 
-    # ---- controller calls (abtui.ui.control) -------------------------------------------
-    def run_controller(self, method: str, *args: Any) -> None:
-        self.calls.run(method, *args)
+    # ---- controller calls (abtui.ui.control), each in a worker -----------------------
+    def start(self, mode: Mode) -> None:
+        """Measure in `mode` (after any controller call asked before)."""
+        self.run_worker(self.calls.start(mode), group="controller", exit_on_error=False)
 
     def plan_progress(self) -> dict[str, Any] | None:
         return self.calls.plan_progress()
 
     def action_start_stop(self) -> None:
-        self.calls.start_stop()
+        """space: stop while measuring, else start measuring continuously."""
+        if self.calls.measuring():
+            self.action_stop()
+        else:
+            self.start("continuous")
 
     def action_start(self) -> None:
-        self.run_controller("start", "continuous")
+        self.start("continuous")
 
     def action_stop(self) -> None:
-        self.run_controller("stop")
+        self.run_worker(self.calls.stop(), group="controller", exit_on_error=False)
 
     def action_plan(self) -> None:
         """Run the profile's plan: every value of its matrix, with progress and time left."""
-        self.run_controller("start", "plan")
+        self.start("plan")
 
     def action_restart(self) -> None:
-        self.run_controller("start", "continuous")
+        self.start("continuous")
 
     def action_mark(self) -> None:
-        self.calls.mark()
+        """m: ask what just happened, then have the controller mark the timeline."""
+        def done(text: object) -> None:
+            if isinstance(text, str) and text:
+                self.run_worker(self.calls.mark(text), group="controller",
+                                exit_on_error=False)
+
+        self.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
+
+    def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
+        """A knob's change on `pairs`, in a worker."""
+        self.run_worker(self.calls.set_knob(name, value, pairs), group="knobs",
+                        exit_on_error=False)
+
+    @on(Said)
+    def _said(self, message: Said) -> None:
+        self.say(message.line)
+
+    @on(Failed)
+    def _failed(self, message: Failed) -> None:
+        self.fail(message.text, message.pairs)
+
+    @on(Started)
+    def _started(self, message: Started) -> None:
+        self.progress = None  # the last plan's
+        self.update_knobbar()
+
+    @on(KnobSet)
+    def _knob_set(self, message: KnobSet) -> None:
+        for label in message.pairs:
+            self.state.pairs[label].error = ""
 
     def action_alternate(self) -> None:
         """Alternate the knob last flipped with a live verdict (abtui.ui.alternation), or stop."""

@@ -1,120 +1,96 @@
-"""The console's calls into the controller, each in a worker: one at a time in the order
-asked, a knob change, and leaving (stop, restore every knob, exit). A failure is said in the
-pane and the log, never a traceback."""
+"""The console's calls into the controller: one at a time in the order asked, a knob change,
+and the controller's shutdown when leaving. Each is a coroutine the app runs in a worker;
+what the screen should show is posted as a typed message (abtui.ui.messages), and a failure
+is said in the pane and the log, never a traceback."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from abtui.core.controller import Mode
+from textual.message import Message
+
+from abtui.core.controller import Controller, Mode
 from abtui.core.errors import KnobRefused
-from abtui.ui.screens import TextPrompt
-
-if TYPE_CHECKING:
-    from abtui.ui.app import AbtuiApp
+from abtui.ui.messages import Failed, KnobSet, Said, Started
+from abtui.ui.state import ConsoleState
 
 CONTROL_WAIT_S = 10.0  # leaving waits this long for a controller call under way
 
 
 class ControllerCalls:
-    """What the app's keys ask of the controller."""
+    """What the console's keys ask of `controller`; `post` hands a message to the screen."""
 
-    def __init__(self, app: AbtuiApp) -> None:
-        self.app = app
+    def __init__(self, controller: Controller, state: ConsoleState,
+                 post: Callable[[Message], object]) -> None:
+        self.controller = controller
+        self.state = state
+        self.post = post
         self.lock = asyncio.Lock()
         self.connected = False  # the controller's connect() has returned
         self.mode: Mode | None = None  # what the console last started
 
-    def started(self, mode: Mode) -> None:
-        """The controller is about to start in `mode`: the last plan's progress goes."""
-        self.mode = mode
-        self.app.state.progress = None
-        self.app.progress = None
-        self.app.update_knobbar()
-
     def plan_progress(self) -> dict[str, Any] | None:
         """The plan's last PROGRESS while the plan is what the console last started."""
-        return self.app.state.progress if self.mode == "plan" else None
+        return self.state.progress if self.mode == "plan" else None
 
     def measuring(self) -> bool:
         """Runs going on, or a plan between its steps."""
         p = self.plan_progress()
-        return self.app.state.running or (p is not None
-                                          and (p.get("done") or 0) < (p.get("total") or 0))
+        return self.state.running or (p is not None
+                                      and (p.get("done") or 0) < (p.get("total") or 0))
 
-    def start_stop(self) -> None:
-        """space: stop while measuring, else start measuring continuously."""
-        self.run("stop") if self.measuring() else self.run("start", "continuous")
+    async def start(self, mode: Mode = "continuous") -> None:
+        """Connect once, end whatever runs, then start in `mode` (after any call asked
+        before this one)."""
+        async def call() -> None:
+            if not self.connected:
+                await self.controller.connect()
+                self.connected = True
+            await self.controller.stop()
+            self.mode = mode
+            self.state.progress = None  # the last plan's
+            self.post(Started(mode))
+            await self.controller.start(mode)
 
-    def run(self, method: str, *args: Any) -> None:
-        """One controller call at a time, in the order asked (a second key waits for the
-        first). "start" connects once, ends whatever runs, then starts in the mode given."""
-        self.app.run_worker(self._run(method, *args), group="controller", exit_on_error=False)
+        await self._in_turn("start", call)
 
-    async def _run(self, method: str, *args: Any) -> None:
-        app, controller = self.app, self.app.controller
+    async def stop(self) -> None:
+        async def call() -> None:
+            self.mode = None
+            await self.controller.stop()
+
+        await self._in_turn("stop", call)
+
+    async def mark(self, text: str) -> None:
+        await self._in_turn("mark", lambda: self.controller.mark(text))
+
+    async def _in_turn(self, what: str, call: Callable[[], Awaitable[None]]) -> None:
         async with self.lock:
             try:
-                if method == "start":
-                    if not self.connected:
-                        await controller.connect()
-                        self.connected = True
-                    await controller.stop()
-                    mode: Mode = args[0] if args else "continuous"
-                    self.started(mode)
-                    await controller.start(mode)
-                    return
-                if method == "stop":
-                    self.mode = None
-                await getattr(controller, method)(*args)
-            except Exception as exc:
-                app.fail(f"{method} failed: {type(exc).__name__}: {exc}")
+                await call()
+            except Exception as exc:  # a host error must never take the console down
+                self.post(Failed(f"{what} failed: {type(exc).__name__}: {exc}"))
 
-    def mark(self) -> None:
-        """m: ask what just happened, then have the controller mark the timeline."""
-        def done(text: object) -> None:
-            if isinstance(text, str) and text:
-                self.run("mark", text)
-
-        self.app.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
-
-    def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        self.app.run_worker(self._set_knob(name, value, pairs), group="knobs",
-                            exit_on_error=False)
-
-    async def _set_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        app = self.app
-        if all(app.state.pairs[lb].config.get(name) == value for lb in pairs):
-            app.say(f"{name} is {value} already on {', '.join(pairs)}")
+    async def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
+        if all(self.state.pairs[lb].config.get(name) == value for lb in pairs):
+            self.post(Said(f"{name} is {value} already on {', '.join(pairs)}"))
             return
-        app.say(f"setting {name}={value} on {', '.join(pairs)}…")
+        self.post(Said(f"setting {name}={value} on {', '.join(pairs)}…"))
         try:
-            await app.controller.set_knob(name, value, pairs)
+            await self.controller.set_knob(name, value, pairs)
         except KnobRefused as exc:
-            app.fail(f"{name}={value} refused: {exc}", pairs)
+            self.post(Failed(f"{name}={value} refused: {exc}", pairs))
         except Exception as exc:  # a host error must never take the console down
-            app.fail(f"{name}={value} failed: {type(exc).__name__}: {exc}", pairs)
+            self.post(Failed(f"{name}={value} failed: {type(exc).__name__}: {exc}", pairs))
         else:
-            for label in pairs:
-                app.state.pairs[label].error = ""
+            self.post(KnobSet(pairs))
 
-    def restore_and_exit(self) -> None:
-        self.app.run_worker(self._restore_and_exit(), group="shutdown", exit_on_error=False)
-
-    async def _restore_and_exit(self) -> None:
-        app = self.app
-        code = 0
-        try:
-            with contextlib.suppress(TimeoutError):  # an alternation flips no more
-                await asyncio.wait_for(app.alternation.end(), CONTROL_WAIT_S)
-            with contextlib.suppress(TimeoutError):  # a start or stop under way ends first
-                await asyncio.wait_for(self.lock.acquire(), CONTROL_WAIT_S)
-            await app.controller.shutdown()
-            app.exit_flow.restore_outcome = "done"
-        except Exception as exc:
-            code = 1
-            app.exit_flow.restore_outcome = "failed"
-            app.fail(f"restoring failed: {type(exc).__name__}: {exc}")
-        app.exit_flow.leave(code)
+    async def shutdown(self) -> None:
+        """Leaving: a call under way ends first (CONTROL_WAIT_S at most), then the
+        controller stops and restores every knob (raising what restoring raised)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.lock.acquire(), CONTROL_WAIT_S)
+        await self.controller.shutdown()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 
 from textual.widgets import RichLog
 
@@ -19,19 +20,20 @@ LOG_LINES = 2000  # lines the log keeps
 class EventLog:
     """What the console says in its log, the events' lines and its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock  # the console's (a test's, to move time on)
         self.lines: deque[str] = deque(maxlen=LOG_LINES)
         self.widget: RichLog | None = None  # set on mount
         self.t0: float | None = None  # the session's first event's time
         self.last_t: float | None = None  # the last event's time
-        self.last_shown = 0.0  # when it was folded in (time.monotonic)
+        self.last_shown = 0.0  # when it was folded in (self.clock)
 
     def event_line(self, t: float, line: str | None) -> None:
         """An event at `t` was folded in; `line` (if any) is what the log says of it."""
         if self.t0 is None:
             self.t0 = t
         self.last_t = t
-        self.last_shown = time.monotonic()
+        self.last_shown = self.clock()
         if line is not None:
             self.write(f"{t - self.t0:+8.1f}s  {line}")
 
@@ -39,7 +41,7 @@ class EventLog:
         """Seconds since the session's first event, now."""
         if self.t0 is None or self.last_t is None:
             return 0.0
-        return self.last_t - self.t0 + (time.monotonic() - self.last_shown)
+        return self.last_t - self.t0 + (self.clock() - self.last_shown)
 
     def say(self, line: str) -> None:
         """A line of the console's own, stamped like the events'."""

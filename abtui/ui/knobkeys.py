@@ -4,47 +4,54 @@ abtui.ui.control; the knob is remembered for the alternation (ctrl+a)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import App
 
 from abtui.core.configuration import cycle
-from abtui.core.model import KnobKind
+from abtui.core.model import KnobKind, Profile
+from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.screens import TunnelSwitcher
+from abtui.ui.state import ConsoleState
 
-if TYPE_CHECKING:
-    from abtui.ui.app import AbtuiApp
+SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, in a worker
 
 
 class KnobKeys:
-    """The knob keys of one app."""
+    """The knob keys of one console: `app` shows the switcher and notices."""
 
-    def __init__(self, app: AbtuiApp) -> None:
+    def __init__(self, app: App[Any], profile: Profile, state: ConsoleState,
+                 alternation: ConsoleAlternation, set_knob: SetKnob) -> None:
         self.app = app
+        self.profile = profile
+        self.state = state
+        self.alternation = alternation
+        self.set_knob = set_knob
 
     def flip(self, name: str, pairs: list[str]) -> None:
         """A knob's key: its next value on `pairs` (the first pair's value decides)."""
         try:
-            knob = self.app.profile.knob(name)
+            knob = self.profile.knob(name)
         except KeyError:
             return
-        ps = self.app.state.pairs[pairs[0]]
+        ps = self.state.pairs[pairs[0]]
         self.apply(name, cycle(knob.values, ps.config.get(name), ps.original.get(name)), pairs)
 
     def apply(self, name: str, value: str, pairs: list[str]) -> None:
-        app = self.app
-        app.alternation.flipped_by_hand(name, lambda: app.calls.set_knob(name, value, pairs))
+        self.alternation.flipped_by_hand(name, lambda: self.set_knob(name, value, pairs))
 
     def tunnel(self, pairs: list[str]) -> None:
         """ctrl+t: the tunnel switcher for `pairs`, when the profile has a tunnel knob."""
-        app = self.app
-        knob = next((k for k in app.profile.knobs if k.kind is KnobKind.TUNNEL), None)
+        knob = next((k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL), None)
         if knob is None:
-            app.notify("this profile has no tunnel knob", severity="warning")
+            self.app.notify("this profile has no tunnel knob", severity="warning")
             return
-        choices = app.state.tunnel_choices(list(knob.values), pairs)
-        current = app.state.pairs[pairs[0]].tunnel
+        choices = self.state.tunnel_choices(list(knob.values), pairs)
+        current = self.state.pairs[pairs[0]].tunnel
 
         def chosen(value: object) -> None:
             if isinstance(value, str):
                 self.apply(knob.name, value, pairs)
 
-        app.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)
+        self.app.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)

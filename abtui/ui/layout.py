@@ -6,9 +6,9 @@ is hidden), so every pane, knob and table row stays in reach."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.containers import Grid, Horizontal
 from textual.widget import Widget
 from textual.widgets import Footer, Header, ProgressBar, RichLog
@@ -19,9 +19,6 @@ from abtui.ui.knobbar import KnobBar
 from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
 from abtui.ui.widgets import PairPane
-
-if TYPE_CHECKING:
-    from abtui.ui.app import AbtuiApp
 
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
@@ -48,16 +45,21 @@ class MainLayout:
     """The main screen's grid and bottom, found once it is mounted, laid out again on any
     change of size (or of what the panes and the knob bar hold)."""
 
-    def __init__(self, app: AbtuiApp) -> None:
-        self.app = app
+    def __init__(self, app: App[Any], state: ConsoleState, panes: list[PairPane],
+                 table: PhaseTable, knobbar: Callable[[int], int]) -> None:
+        self.app = app  # its size, and where the grid and bottom are found
+        self.state = state
+        self.panes = panes
+        self.table = table
+        self.knobbar = knobbar  # lays the knob bar out for a width: the lines it took
         self.grid = app.query_one("#panes", Grid)
         self.bottom = app.query_one("#bottom")
 
     def fit(self, width: int | None = None, height: int | None = None) -> None:
         """Lay the screen out for `width` × `height` (the app's size by default)."""
-        app = self.app
-        lay_out(app.state, self.grid, app.board.panes, app.table, self.bottom,
-                app.update_knobbar, width or app.size.width, height or app.size.height)
+        size = self.app.size
+        lay_out(self.state, self.grid, self.panes, self.table, self.bottom,
+                self.knobbar, width or size.width, height or size.height)
 
 
 def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: PhaseTable,

@@ -3,19 +3,31 @@ every knob (abtui.ui.control), then the app exits; a second ctrl+q forces out at
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
 
+from textual.app import App
+
+from abtui.ui.alternation import ConsoleAlternation
+from abtui.ui.bench import BenchProbe
+from abtui.ui.control import CONTROL_WAIT_S, ControllerCalls
 from abtui.ui.screens import QuitScreen
-
-if TYPE_CHECKING:
-    from abtui.ui.app import AbtuiApp
+from abtui.ui.state import ConsoleState
 
 
 class Leaving:
-    """The quit flow of one app; `begun` once ctrl+q (or a signal) started restoring."""
+    """The quit flow of one console; `begun` once ctrl+q (or a signal) started restoring.
+    `app` shows the quit screen and exits; `fail` says a failure; `fold` folds in the
+    events still queued for the screen."""
 
-    def __init__(self, app: AbtuiApp) -> None:
-        self.app = app
+    def __init__(self, app: App[Any], state: ConsoleState, calls: ControllerCalls,
+                 alternation: ConsoleAlternation, bench: BenchProbe,
+                 fail: Callable[[str], None], fold: Callable[[], object]) -> None:
+        self.app, self.state, self.calls = app, state, calls
+        self.alternation, self.bench = alternation, bench
+        self.fail, self.fold = fail, fold
         self.begun = False
         self.screen: QuitScreen | None = None
         # how leaving went, for abtui.ui.guard: "done" or "failed" once the controller's
@@ -26,25 +38,36 @@ class Leaving:
 
     def quit(self) -> None:
         """ctrl+q: restore the hosts and leave; a second one forces out."""
-        app = self.app
         if self.begun:
             self.forced_out = True
-            app.bench.leaving(app.state.intervals_seen)
-            app.exit(1, return_code=1)
+            self.bench.leaving(self.state.intervals_seen)
+            self.app.exit(1, return_code=1)
             return
         self.begun = True
         self.screen = QuitScreen()
-        app.push_screen(self.screen)
-        app.calls.restore_and_exit()
+        self.app.push_screen(self.screen)
+        self.app.run_worker(self._restore_and_exit(), group="shutdown", exit_on_error=False)
+
+    async def _restore_and_exit(self) -> None:
+        code = 0
+        try:
+            with contextlib.suppress(TimeoutError):  # an alternation flips no more
+                await asyncio.wait_for(self.alternation.end(), CONTROL_WAIT_S)
+            await self.calls.shutdown()
+            self.restore_outcome = "done"
+        except Exception as exc:
+            code = 1
+            self.restore_outcome = "failed"
+            self.fail(f"restoring failed: {type(exc).__name__}: {exc}")
+        self.leave(code)
 
     def show(self) -> None:
         """The restore lines so far, on the quit screen once it is up."""
         if self.screen is not None:
-            self.screen.show(self.app.state.restoring)
+            self.screen.show(self.state.restoring)
 
     def leave(self, code: int) -> None:
         """The hosts are restored (or could not be): exit with `code`."""
-        app = self.app
-        app.fold_queued()  # the last events folded in (the bench counts them)
-        app.bench.leaving(app.state.intervals_seen)
-        app.exit(code, return_code=code)
+        self.fold()  # the last events folded in (the bench counts them)
+        self.bench.leaving(self.state.intervals_seen)
+        self.app.exit(code, return_code=code)

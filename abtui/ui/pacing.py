@@ -1,11 +1,13 @@
-"""Rate limits for the console's repaints that cannot lose their last call.
+"""The console's one scheduler: every deferred repaint and flush is a `Wakeup` of one
+`Scheduler`, which reads one (injectable) clock and says when nothing is left to do.
 
 Textual's one-shot `set_timer` is not used here: its timer task reads the clock twice before
 sleeping, and when more than `delay` passes between the two readings (a tiny delay, or the
 process descheduled on a busy machine, or another thread holding the GIL) it counts the tick
 as skipped and never calls back. A flag saying "a call is scheduled" then stays set for good
 and the screen stops following the controller. asyncio's own `call_later` always fires; the
-callback is handed to the app's message queue like any other.
+callback is handed to the app's message queue (`post`) like any other, and a wake-up overdue
+by STALE_S is taken as lost and scheduled again.
 """
 
 from __future__ import annotations
@@ -13,63 +15,126 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
-
-from textual.app import App
 
 STALE_S = 1.0  # a scheduled call this overdue is taken as lost and scheduled again
+
+Clock = Callable[[], float]
+Post = Callable[[Callable[[], None]], object]  # the app's call_later: False once closing
+
+
+class Scheduler:
+    """Owns the console's wake-ups, its clock, and the signal that one ran or was dropped
+    (what `until` waits on: no polling)."""
+
+    def __init__(self, post: Post, clock: Clock = time.perf_counter) -> None:
+        self.post = post
+        self.clock = clock
+        self._wakeups: list[Wakeup] = []
+        self._changed = asyncio.Event()
+
+    def wakeup(self, action: Callable[[], object]) -> Wakeup:
+        """A new wake-up that runs `action`."""
+        w = Wakeup(self, action)
+        self._wakeups.append(w)
+        return w
+
+    @property
+    def busy(self) -> bool:
+        """A wake-up is scheduled."""
+        return any(w.pending for w in self._wakeups)
+
+    def changed(self) -> None:
+        """A wake-up ran or was dropped: whoever waits in `until` looks again."""
+        self._changed.set()
+
+    async def until(self, done: Callable[[], bool]) -> None:
+        """Return once `done()` holds, looking again each time a wake-up runs or is dropped."""
+        while not done():
+            self._changed.clear()
+            await self._changed.wait()
+
+
+class Wakeup:
+    """One deferred call: at most one scheduled at a time, the earliest asked for wins."""
+
+    def __init__(self, scheduler: Scheduler, action: Callable[[], object]) -> None:
+        self.scheduler = scheduler
+        self.action = action
+        self.due: float | None = None  # when the scheduled call should run, if one is
+        self._handle: asyncio.TimerHandle | None = None
+        self._token = 0  # the scheduled call's; a call posted before a cancel does nothing
+
+    @property
+    def pending(self) -> bool:
+        return self.due is not None
+
+    def at(self, due: float) -> None:
+        """Run the action at `due` (clock time), unless a call no later is already on its
+        way (one overdue by STALE_S is taken as lost and replaced)."""
+        now = self.scheduler.clock()
+        if self.due is not None and self.due <= due and now - self.due < STALE_S:
+            return
+        self.cancel(notify=False)
+        self.due = due
+        self._token += 1
+        token = self._token
+        if due > now:
+            self._handle = asyncio.get_running_loop().call_later(due - now, self._post, token)
+        else:  # after the messages queued now (the rest of a burst)
+            self._post(token)
+
+    def cancel(self, *, notify: bool = True) -> None:
+        """No call scheduled any more (one already posted does nothing)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self.due is not None:
+            self.due = None
+            self._token += 1
+            if notify:
+                self.scheduler.changed()
+
+    def _post(self, token: int) -> None:
+        self._handle = None
+        if not self.scheduler.post(lambda: self._fire(token)):
+            self.cancel()  # the app is closing: nothing to show any more
+
+    def _fire(self, token: int) -> None:
+        if token != self._token:
+            return  # cancelled, or replaced by a later call
+        self.due = None
+        self._token += 1
+        try:
+            self.action()
+        finally:
+            self.scheduler.changed()
 
 
 class Throttle:
     """Run `action` at most `hz` times a second; a call inside the window runs it once at the
-    window's end, so the last values always show.
+    window's end, so the last values always show."""
 
-    With `defer`, a call that is already due runs after the messages queued now (the rest of
-    a burst of events is folded in by the same run) instead of at once."""
+    def __init__(self, scheduler: Scheduler, hz: float, action: Callable[[], object]) -> None:
+        self.clock = scheduler.clock
+        self.period = 1 / hz
+        self.action = action
+        self.at = -1e9  # when it last ran (clock time)
+        self._wakeup = scheduler.wakeup(self._run)
 
-    def __init__(self, app: App[Any], hz: float, action: Callable[[], object], *,
-                 defer: bool = False) -> None:
-        self.app, self.period, self.action, self.defer = app, 1 / hz, action, defer
-        self.at = -1e9  # when it last ran (perf_counter)
-        self.pending = False  # a run is scheduled
-        self.due = 0.0  # when the scheduled run should happen
-        self._handle: asyncio.TimerHandle | None = None
+    @property
+    def pending(self) -> bool:
+        """A run is scheduled."""
+        return self._wakeup.pending
 
     def __call__(self, force: bool = False) -> None:
-        now = time.perf_counter()
-        if self.pending and now - self.due > STALE_S:
-            self._cancel()  # its wake-up was lost (the app was busy or closing): again
-        if force:
-            self._run(now)
-            return
-        if self.pending:
-            return
-        delay = self.at + self.period - now
-        if delay <= 0 and not self.defer:
-            self._run(now)
-            return
-        self.pending, self.due = True, now + max(delay, 0.0)
-        if delay <= 0:
-            self._post()
+        now = self.clock()
+        due = self.at + self.period
+        if force or due <= now:
+            self._run()
         else:
-            self._handle = asyncio.get_running_loop().call_later(delay, self._post)
+            self._wakeup.at(due)
 
-    def _post(self) -> None:
-        self._handle = None
-        if not self.app.call_later(self._late):
-            self.pending = False  # the app is closing: nothing to show any more
-
-    def _late(self) -> None:
-        if self.pending:
-            self._run(time.perf_counter())
-
-    def _cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        self.pending = False
-
-    def _run(self, now: float) -> None:
-        self._cancel()
-        self.at = now
+    def _run(self) -> None:
+        self._wakeup.cancel()
+        self.at = self.clock()
         self.action()

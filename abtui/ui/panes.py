@@ -3,12 +3,9 @@ shared scale moves), numbers at most TEXT_HZ times a second, and the scope's out
 
 from __future__ import annotations
 
-from typing import Any
-
-from textual.app import App
 from textual.widget import Widget
 
-from abtui.ui.pacing import Throttle
+from abtui.ui.pacing import Scheduler, Throttle
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
@@ -25,12 +22,12 @@ def pane_label(widget: Widget | None) -> str | None:
 class PaneBoard:
     """The main screen's panes (set on mount) and what of them is due a repaint."""
 
-    def __init__(self, app: App[Any], state: ConsoleState) -> None:
+    def __init__(self, scheduler: Scheduler, state: ConsoleState) -> None:
         self.state = state
         self.panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
         self._text_due: set[str] = set()
-        self.text_throttle = Throttle(app, TEXT_HZ, self._refresh_text)
+        self.text_throttle = Throttle(scheduler, TEXT_HZ, self._refresh_text)
 
     def changed(self, pairs: set[str], *, now: bool) -> None:
         """These pairs changed: their charts redraw (all when the scale moved), their numbers

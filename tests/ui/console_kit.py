@@ -12,6 +12,7 @@ from abtui.core.events import Event
 from abtui.measure.replay import ReplayController
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
+from abtui.ui.pacing import Clock
 
 
 class SpyController(ReplayController):
@@ -30,13 +31,24 @@ class SpyController(ReplayController):
         await super().shutdown()
 
 
+class FakeClock:
+    """The console's clock (its scheduler's: flushes and throttles), moved by the test
+    (asyncio's and Textual's clocks run on)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def make_app(pairs: int = 2, intervals: int = 20, events: list[Event] | None = None,
-             **kwargs) -> AbtuiApp:  # type: ignore[no-untyped-def]
+             clock: Clock | None = None, **kwargs) -> AbtuiApp:  # type: ignore[no-untyped-def]
     profile = synthetic_profile(pairs)
     if events is None:
         events = synthetic_events(profile, intervals=intervals, seed=7)
     ctl = SpyController(profile, events, speed=math.inf, **kwargs)
-    return AbtuiApp(ctl, title="abtui — test — REPLAY")
+    return AbtuiApp(ctl, title="abtui — test — REPLAY", clock=clock)
 
 
 async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -46,7 +58,26 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -
             break
         await pilot.pause(0.02)
     assert cond(), "condition not reached in time"
-    await pilot.pause(0.1)  # one more flush and refresh
+    app: AbtuiApp = pilot.app  # type: ignore[assignment]
+    await app.caught_up()  # what the controller said so far is on screen (it may go on)
+    await pilot.pause()
+
+
+async def started(pilot: Pilot) -> None:
+    """Wait until start-up is over: the significance marks' import (numpy, in a thread,
+    holding the GIL for a second or more) is done and the screen has settled."""
+    from abtui.ui.phase_rows import LOADED
+
+    await until(pilot, lambda: "stats" in LOADED)
+    await settle(pilot)
+
+
+async def settle(pilot: Pilot) -> None:
+    """Wait until every event received is on screen, no repaint is waiting and the
+    messages that posted are handled (the app's public hook; no fixed sleep)."""
+    app: AbtuiApp = pilot.app  # type: ignore[assignment]
+    await app.settled()
+    await pilot.pause()
 
 
 async def replayed(pilot: Pilot, intervals: int) -> None:
@@ -56,5 +87,4 @@ async def replayed(pilot: Pilot, intervals: int) -> None:
     n = intervals * len(app.state.pairs)
     await until(pilot, lambda: app.state.intervals_seen >= n
                 and not app.controller.running)  # type: ignore[attr-defined]
-    await app.settled()
-    await pilot.pause(0.1)  # one more refresh
+    await settle(pilot)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.binding import Binding
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, HelpPanel, Input, ProgressBar
 
 from abtui.core.events import Event, EventKind
@@ -19,7 +19,7 @@ from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, TunnelSwitcher
 from abtui.ui.widgets import PairPane, ScaledSparkline
-from tests.ui.console_kit import SpyController, make_app, replayed, until
+from tests.ui.console_kit import FakeClock, SpyController, make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
 
@@ -176,13 +176,12 @@ async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name
 async def test_a_line_said_after_the_last_event_is_stamped_with_the_time_now() -> None:
     """A save, export or mark after measuring stopped: its log line says the seconds since
     the session's start now, not the last event's time."""
-    import asyncio
-
-    app = make_app(intervals=2)
+    clock = FakeClock()
+    app = make_app(intervals=2, clock=clock)
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
         last = app.recent[-1].t - app.recent[0].t
-        await asyncio.sleep(1.5)
+        clock.now += 1.5
         app.say("saved 12 events to somewhere")
         line = app.log_lines[-1]
         assert line.endswith("saved 12 events to somewhere")
@@ -202,7 +201,9 @@ async def test_help_palette_compare_and_tunnel_switcher_open() -> None:
         await pilot.press("ctrl+p")
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"compare")
-        await pilot.pause(0.3)
+        hits = app.screen.query_one(CommandList)
+        await until(pilot, lambda: hits.option_count > 0 and "compare" in str(
+            hits.get_option_at_index(0).prompt).lower())  # the search has answered
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CompareScreen))
         assert app.screen.query_one("#compare-table", DataTable).row_count == 2
@@ -228,7 +229,7 @@ async def test_the_tunnel_switcher_disables_what_a_host_cannot_make() -> None:
             "alias": b_rcv, "kernel_release": "6.1.0-19-amd64", "tunnels": {
                 "none": "yes", "wireguard": "userspace",
                 "vxlan": "no: the kernel has no vxlan support"}}}))
-        await pilot.pause(0.2)
+        await settle(pilot)
         await pilot.press("tab")  # scope: from A+B to A
         await pilot.press("ctrl+t")
         assert isinstance(app.screen, TunnelSwitcher)
@@ -326,7 +327,7 @@ async def test_second_ctrl_q_forces_out_when_restoring_hangs() -> None:
         await replayed(pilot, 2)
         app.controller._changed.add(("tso", "a-snd"))  # something to restore, slowly
         await pilot.press("ctrl+q")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: bool(app.screen.query("Label")))
         assert app.is_running and "Leaving" in str(app.screen.query_one("Label").render())
         await pilot.press("ctrl+q")
         await until(pilot, lambda: not app.is_running)
@@ -352,9 +353,9 @@ async def test_keys_do_nothing_once_leaving_has_begun() -> None:
         await replayed(pilot, 2)
         app.controller._changed.add(("tso", "a-snd"))  # restoring takes a while
         await pilot.press("ctrl+q")
-        await pilot.pause(0.1)
+        await settle(pilot)
         await pilot.press("w", "space", "p")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert not [c for c in app.controller.calls if c[0] == "set_knob"]
         assert not app.controller.running
         await pilot.press("ctrl+q")

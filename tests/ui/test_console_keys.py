@@ -4,9 +4,6 @@ controller however the flushes are timed."""
 
 from __future__ import annotations
 
-import time
-import types
-
 import pytest
 from textual.widgets import Input
 
@@ -14,7 +11,7 @@ from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher
-from tests.ui.console_kit import SpyController, make_app, replayed, until
+from tests.ui.console_kit import FakeClock, SpyController, make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
 
@@ -69,7 +66,7 @@ async def test_keys_behind_a_dialog_do_not_act() -> None:
         await pilot.press("ctrl+t")
         assert isinstance(app.screen, TunnelSwitcher)
         await pilot.press("tab", "w", "space")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.scope_index == 0
         assert not [c for c in app.controller.calls if c[0] == "set_knob"]
         await pilot.press("escape")
@@ -87,34 +84,14 @@ async def test_a_mark_typed_in_the_dialog_reaches_the_log() -> None:
         await until(pilot, lambda: "mark: cable swapped" in log_text(app))
 
 
-class FakeClock:
-    """The console's perf_counter, moved by the test (asyncio's and Textual's clocks run on)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.module = types.SimpleNamespace(perf_counter=lambda: self.now, time=time.time,
-                                            monotonic=time.monotonic)
-
-    @classmethod
-    def installed(cls, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-        """A clock the console's flushes and throttles (abtui.ui.app, abtui.ui.pacing) read."""
-        import abtui.ui.feed as feed_module
-        import abtui.ui.pacing as pacing
-
-        clock = cls()
-        monkeypatch.setattr(feed_module, "time", clock.module)
-        monkeypatch.setattr(pacing, "time", clock.module)
-        return clock
-
-
 @pytest.mark.parametrize("delay", [1e-9, 1e-4])
-async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: float) -> None:
+async def test_a_flush_due_in_a_tiny_delay_still_happens(delay: float) -> None:
     """Textual's one-shot timer never fires when its delay is shorter than the time between
     two clock readings in its task (1e-7 s and less always; longer ones when the process is
     descheduled); a flush scheduled that way must still happen, and later ones too."""
 
-    clock = FakeClock.installed(monkeypatch)
-    app = make_app(intervals=1)
+    clock = FakeClock()
+    app = make_app(intervals=1, clock=clock)
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
         period = 1 / app.feed.flush_hz
@@ -131,10 +108,9 @@ async def test_a_flush_due_in_a_tiny_delay_still_happens(monkeypatch, delay: flo
         assert "mark: third" in log_text(app)
 
 
-async def test_pane_numbers_follow_when_their_repaint_falls_due_in_a_tiny_delay(
-        monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    clock = FakeClock.installed(monkeypatch)
-    app = make_app(intervals=1)
+async def test_pane_numbers_follow_when_their_repaint_falls_due_in_a_tiny_delay() -> None:
+    clock = FakeClock()
+    app = make_app(intervals=1, clock=clock)
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
         throttle = app.text_throttle

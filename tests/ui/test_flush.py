@@ -13,7 +13,8 @@ from pathlib import Path
 from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from tests.ui.console_kit import SpyController, until
+from abtui.ui.feed import LAZY_S
+from tests.ui.console_kit import FakeClock, SpyController, started, until
 
 
 def _quiet_app(**kw: object) -> tuple[AbtuiApp, list[Event]]:
@@ -31,7 +32,7 @@ def _of(events: list[Event], kind: EventKind) -> list[Event]:
 async def test_an_interval_is_timed_from_its_arrival_on_the_ssh_channel(tmp_path: Path) -> None:
     app, events = _quiet_app(bench_file=str(tmp_path / "bench.jsonl"))
     async with app.run_test() as pilot:
-        await pilot.pause(0.5)  # start-up's first refreshes are over
+        await started(pilot)
         first = _of(events, EventKind.INTERVAL)[0]
         arrived = time.perf_counter() - 5.0  # its line came in 5 s ago (the loop was busy)
         app.receive(dataclasses.replace(first, arrived=arrived))
@@ -41,21 +42,22 @@ async def test_an_interval_is_timed_from_its_arrival_on_the_ssh_channel(tmp_path
 
 
 async def test_ping_replies_wait_for_the_next_flush_and_an_interval_never_does() -> None:
-    app, events = _quiet_app()
+    clock = FakeClock()
+    app, events = _quiet_app(clock=clock)
     async with app.run_test() as pilot:
-        await pilot.pause(0.5)  # start-up's flushes are over, the refresh budget is full
+        await started(pilot)
+        clock.now += 1.0  # ... and the refresh budget is full again
         pings, intervals = _of(events, EventKind.PING), _of(events, EventKind.INTERVAL)
         app.receive(pings[0])
         assert app.feed.due is not None
-        assert app.feed.due - time.perf_counter() > 0.3  # the ping waits (LAZY_S)
-        await pilot.pause(0.1)
+        assert app.feed.due - clock.now >= LAZY_S  # the ping waits ...
         assert app.feed.pending  # ... and is not shown yet
         app.receive(intervals[0])
-        assert app.feed.due <= time.perf_counter()  # the interval goes at once, the ping too
+        assert app.feed.due <= clock.now  # the interval goes at once, the ping too
         await until(pilot, lambda: not app.feed.pending)
         assert app.state.pairs["A"].intervals == 1 and app.state.pairs["A"].rtt
         app.receive(intervals[1])  # right after that flush: at once still (a burst)
-        assert app.feed.due <= time.perf_counter()
+        assert app.feed.due <= clock.now
 
 
 async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
@@ -63,7 +65,7 @@ async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
     intervals, none lost."""
     app, events = _quiet_app()
     async with app.run_test() as pilot:
-        await pilot.pause(0.5)
+        await started(pilot)
         flushes = 0
         flush = app.feed.flush
 

@@ -73,7 +73,7 @@ async def test_forcing_out_says_abtui_recover_will_finish() -> None:
         await until(pilot, lambda: app.state.intervals_seen >= 4)
         app.controller._changed.add(("tso", "a-snd"))  # something to restore, slowly
         await pilot.press("ctrl+q")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.exit_flow.begun)
         await pilot.press("ctrl+q")
 
     code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)

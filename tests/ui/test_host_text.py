@@ -11,7 +11,7 @@ from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.measure.synthetic import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher
-from tests.ui.console_kit import make_app, replayed, until
+from tests.ui.console_kit import make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
 
@@ -45,7 +45,7 @@ async def test_host_strings_reach_the_screen_and_log_as_text() -> None:
             app.receive(event)
         await until(pilot, lambda: app.state.pairs["A"].error != "")
         app.action_set_scope("A")
-        await pilot.pause(0.3)
+        await settle(pilot)
         pane = app.query_one("#pane-A")
         head = str(pane.query_one("#head").render())
         assert f"6.1 {SHOWN} {SHOWN_ESC}" in head

@@ -13,7 +13,7 @@ from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.keymap import keymap_path, load_keymap
 from abtui.ui.screens import TextPrompt
-from tests.ui.console_kit import SpyController, replayed, until
+from tests.ui.console_kit import SpyController, replayed, settle, until
 
 pytestmark = pytest.mark.ui
 
@@ -37,7 +37,7 @@ async def test_a_keymap_file_rebinds_a_console_key_and_a_knob(tmp_path: Path,
         await pilot.press("f5")  # tso's new key
         await until(pilot, lambda: ("set_knob", "tso", "off", ["A", "B"]) in app.controller.calls)
         await pilot.press("m")  # no longer mark
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert not isinstance(app.screen, TextPrompt)
         await pilot.press("ctrl+k")
         await until(pilot, lambda: isinstance(app.screen, TextPrompt))

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 
 from abtui.ui.screens import CompareScreen
 from abtui.ui.widgets import PairPane
-from tests.ui.console_kit import make_app, replayed, until
+from tests.ui.console_kit import make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
 
@@ -43,7 +43,7 @@ async def test_every_knob_and_pane_in_reach_at_80x24(pairs: int) -> None:
             # tab scopes the knobs to each pair in turn and brings its pane into view
             while app.scopes[app.scope_index] != label:
                 await pilot.press("tab")
-            await pilot.pause(0.1)
+            await settle(pilot)
             pane = app.query_one(f"#pane-{label}", PairPane)
             assert pane.has_class("-scoped")
             assert fully_shown(app, pane), label
@@ -79,7 +79,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
                 app.receive(Event.of(dataclasses.replace(
                     ev.payload, bits_per_second=12.345e9 * k, retransmits=12345),
                     ev.t + k, ev.pair, ev.host))
-        await pilot.pause(0.6)
+        await settle(pilot)
         pane = app.query_one("#pane-A", PairPane)
         assert "37.03 Gbit/s" in str(pane.query_one("#bps-label").render())
         table, log = app.query_one("#phases", DataTable), app.query_one("#log")
@@ -120,7 +120,7 @@ async def with_configs(pilot) -> None:  # type: ignore[no-untyped-def]
                 "run": 9, "phase": phase, "start": 1.0, "end": 2.0,
                 "bits_per_second": 1e9}))
         t, phase = t + 2, phase + 1
-    await pilot.pause(1.2)  # the table repaints twice a second at most
+    await settle(pilot)  # the table repaints twice a second at most: its last one is in
 
 
 async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> None:
@@ -139,7 +139,7 @@ async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> 
         assert len(set(shown)) == len(shown), shown
         assert shown[0] == "initial" and "tunnel=vxlan" in " ".join(shown)
         await pilot.resize_terminal(160, 48)
-        await pilot.pause(0.5)
+        await settle(pilot)
         width = table.columns[next(iter(table.columns))].width
         shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert len(set(shown)) == len(shown), shown
@@ -158,11 +158,11 @@ async def test_hiding_the_log_gives_its_room_to_the_phase_table_at_80x24() -> No
         shown = table.region.height
         assert shown < bottom.region.height  # the log below it
         await pilot.press("ctrl+l")
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert not app.query_one("#log").display
         assert table.region.height == bottom.region.height > shown
         await pilot.press("ctrl+l")  # and back
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert table.region.height == shown
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.console_kit import make_app, replayed
+from tests.ui.console_kit import make_app, replayed, settle
 
 pytestmark = pytest.mark.ui
 
@@ -16,7 +16,7 @@ async def _settled(pilot) -> None:  # type: ignore[no-untyped-def]
     await replayed(pilot, 24)
     # the log follows its end lazily (after its next layout): pin it there, then settle
     pilot.app.query_one("#log").scroll_end(animate=False, immediate=True)
-    await pilot.pause(0.1)
+    await settle(pilot)
 
 
 def test_main_screen_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
@@ -28,7 +28,7 @@ def test_main_screen_80x24_four_pairs(snap_compare) -> None:  # type: ignore[no-
     async def settled_on_d(pilot) -> None:  # type: ignore[no-untyped-def]
         await _settled(pilot)
         await pilot.press("tab", "tab", "tab", "tab")
-        await pilot.pause(0.1)
+        await settle(pilot)
 
     assert snap_compare(make_app(pairs=4, intervals=24), terminal_size=(80, 24),
                         run_before=settled_on_d)

@@ -1,0 +1,95 @@
+"""The console's one scheduler (abtui.ui.pacing), driven by a test clock and a test queue."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from abtui.ui.pacing import STALE_S, Scheduler, Throttle
+
+
+class Queue:
+    """The app's call_later: callbacks kept until the test runs them (or drops them)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Callable[[], None]] = []
+        self.closing = False
+        self.posted = asyncio.Event()
+
+    def __call__(self, fn: Callable[[], None]) -> bool:
+        if self.closing:
+            return False
+        self.calls.append(fn)
+        self.posted.set()
+        return True
+
+    def run(self) -> None:
+        calls, self.calls = self.calls, []
+        for fn in calls:
+            fn()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_lost_wakeup_is_scheduled_again_once_stale() -> None:
+    queue, clock, ran = Queue(), Clock(), []
+    w = Scheduler(queue, clock).wakeup(lambda: ran.append(clock.now))
+    w.at(clock.now)
+    queue.calls.clear()  # the posted call is lost
+    w.at(clock.now + 0.1)
+    assert not queue.calls  # a call no later is on its way: kept
+    clock.now += STALE_S + 0.1
+    w.at(clock.now)  # ... but it is overdue: taken as lost, posted again
+    queue.run()
+    assert ran == [clock.now] and not w.pending
+
+
+async def test_a_cancelled_call_already_posted_does_nothing() -> None:
+    queue, clock, ran = Queue(), Clock(), []
+    w = Scheduler(queue, clock).wakeup(lambda: ran.append(1))
+    w.at(clock.now)
+    w.cancel()
+    w.at(clock.now)
+    queue.run()  # two posted calls: only the live one runs
+    assert ran == [1]
+
+
+async def test_a_closing_app_leaves_nothing_pending() -> None:
+    queue, clock = Queue(), Clock()
+    s = Scheduler(queue, clock)
+    w = s.wakeup(lambda: None)
+    queue.closing = True
+    w.at(clock.now)
+    assert not w.pending and not s.busy
+
+
+async def test_until_wakes_when_a_wakeup_runs_not_on_a_poll() -> None:
+    queue, clock = Queue(), Clock()
+    s = Scheduler(queue, clock)
+    done: list[int] = []
+    w = s.wakeup(lambda: done.append(1))
+    w.at(clock.now)
+    waiter = asyncio.create_task(s.until(lambda: bool(done)))
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    queue.run()
+    await asyncio.wait_for(waiter, 1.0)
+
+
+async def test_a_throttle_runs_at_most_once_a_period_and_the_last_call_shows() -> None:
+    queue, clock, ran = Queue(), Clock(), []
+    t = Throttle(Scheduler(queue, clock), 2, lambda: ran.append(clock.now))
+    t()
+    t()
+    t()
+    assert ran == [100.0] and t.pending  # the later calls wait for the window's end
+    clock.now += 0.5
+    await asyncio.wait_for(queue.posted.wait(), 5.0)  # asyncio's timer posted the call
+    queue.run()
+    assert ran == [100.0, 100.5] and not t.pending

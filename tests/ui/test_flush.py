@@ -5,7 +5,6 @@ FLUSH_HZ flushes a second; and an interval's latency counts from its line's arri
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ async def test_an_interval_is_timed_from_its_arrival_on_the_ssh_channel(tmp_path
         await started(pilot)
         first = _of(events, EventKind.INTERVAL)[0]
         arrived = time.perf_counter() - 5.0  # its line came in 5 s ago (the loop was busy)
-        app.receive(dataclasses.replace(first, arrived=arrived))
+        app.receive(Event.of(first.payload, first.t, first.pair, first.host, arrived=arrived))
         await until(pilot, lambda: app.bench.shown_intervals == 1)
         ((_, latency),) = app.bench.latencies
         assert 5.0 <= latency < 60

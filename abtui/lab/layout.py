@@ -1,7 +1,8 @@
 """A lab's layout: its name, address block and interface prefix, and from them every host's
 alias, namespace, addresses and links, and the paths of its keys and configs; what is up is read
 from the lab's record (lab.json). Nothing here touches the machine, so naming is testable (and
-used) without root; abtui.lab.netns builds a lab from this layout.
+used) without root; abtui.lab.netns.Lab is given one and its other parts (SSH access, VM pairs)
+are given it too.
 """
 
 from __future__ import annotations
@@ -179,7 +180,8 @@ class LabLayout:
                 ))
         return out
 
-    def _meta(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
+        """The lab's record (lab.json) as `up` wrote it; {} when there is none."""
         try:
             meta = json.loads(self.meta_path.read_text())
         except (OSError, ValueError):
@@ -189,24 +191,32 @@ class LabLayout:
     def pair_count(self) -> int:
         """Pairs of the lab that is up (from its record), 0 when none is recorded."""
         try:
-            return int(self._meta()["pairs"])
+            return int(self.record()["pairs"])
         except (KeyError, TypeError, ValueError):
             return 0
 
     def kernel_specs(self) -> dict[str, str]:
         """Pair letter -> kernel SPEC of the lab's VM pairs (from its record)."""
-        kernels = self._meta().get("kernels", {})
+        kernels = self.record().get("kernels", {})
         return {k: str(v["spec"]) for k, v in kernels.items()} if isinstance(kernels, dict) \
             else {}
 
     def nic_models(self) -> dict[str, str]:
         """Pair letter -> data NIC model of the lab's VM pairs (from its record)."""
-        nics = self._meta().get("nics", {})
+        nics = self.record().get("nics", {})
         return {str(k): str(v) for k, v in nics.items()} if isinstance(nics, dict) else {}
 
-    def _host(self, alias: str) -> LabHost | None:
+    def host(self, alias: str) -> LabHost | None:
+        """The host of that alias in the lab that is up (or the largest lab), None if none."""
         return next((x for x in self.hosts(self.pair_count() or MAX_PAIRS) if x.alias == alias),
                     None)
+
+    def vm_nics(self) -> dict[str, str]:
+        """The NIC model of each VM pair of the lab that is up (a record from before NIC
+        models were recorded: the default)."""
+        from abtui.lab.vm import DEFAULT_NIC
+
+        return {k: DEFAULT_NIC for k in self.kernel_specs()} | self.nic_models()
 
     def data_bridge(self, pair: str) -> str:
         """The bridge a VM pair's data link runs on."""

@@ -14,8 +14,9 @@ their NICs on tap devices (`<prefix>-as`, `<prefix>-asd`, ...) and the pair's da
 bridge of its own (`<prefix>-ad`).
 
 This module brings a lab up (namespaces, veth links, the management bridge), takes it down and
-says how it is; the lab's names and addresses are abtui.lab.layout's, its keys, sshd and client
-files abtui.lab.ssh_access's, its VM pairs abtui.lab.vmpairs'.
+says how it is. A Lab owns its parts: its names and addresses (abtui.lab.layout.LabLayout), its
+keys, sshd and client files (abtui.lab.ssh_access.LabSsh, given the layout) and its VM pairs
+(abtui.lab.vmpairs.LabVmPairs, given both).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from abtui.core.errors import MissingPrerequisite
 from abtui.core.pids import pid_alive
-from abtui.lab.layout import MAX_PAIRS, LabHost, check_kernel_pairs, check_nic_pairs
+from abtui.lab.layout import MAX_PAIRS, LabHost, LabLayout, check_kernel_pairs, check_nic_pairs
 from abtui.lab.lease import LabInUse
+from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
 from abtui.lab.vmpairs import VM_BANNER_TIMEOUT, LabVmPairs
 
@@ -55,8 +57,90 @@ def _which(program: str) -> str | None:
     return shutil.which(program, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
 
 
-class Lab(LabVmPairs):
-    """A lab brought up, taken down and asked how it is: namespaces, links and daemons."""
+class Lab:
+    """A lab brought up, taken down and asked how it is: namespaces, links and daemons.
+
+    Composed of parts it owns: its layout (names, addresses, paths, its record), its SSH
+    access (keys, sshd, client files) given the layout, and its VM pairs given both. The
+    names callers read (`lab.hosts(...)`, `lab.ssh_config`, ...) are the layout's, given
+    through."""
+
+    def __init__(self, name: str = "lab", octet: int = 18, ifprefix: str = "abl",
+                 state_dir: Path | None = None, mgmt: int = 255, *,
+                 layout: LabLayout | None = None) -> None:
+        self.layout = layout or LabLayout(name=name, octet=octet, ifprefix=ifprefix,
+                                          state_dir=state_dir, mgmt=mgmt)
+        self.ssh = LabSsh(self.layout)
+        self.vms = LabVmPairs(self.layout, self.ssh)
+
+    @classmethod
+    def default(cls) -> Self:
+        """The user's lab; ABTUI_LAB="name,ifprefix,mgmt" picks other names (tests do)."""
+        return cls(layout=LabLayout.default())
+
+    # ---- the layout's names, given through ----------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.layout.name
+
+    @property
+    def octet(self) -> int:
+        return self.layout.octet
+
+    @property
+    def ifprefix(self) -> str:
+        return self.layout.ifprefix
+
+    @property
+    def mgmt(self) -> int:
+        return self.layout.mgmt
+
+    @property
+    def state_dir(self) -> Path:
+        return self.layout.state_dir
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.layout.ssh_config
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.layout.known_hosts
+
+    @property
+    def client_key(self) -> Path:
+        return self.layout.client_key
+
+    @property
+    def profile_path(self) -> Path:
+        return self.layout.profile_path
+
+    @property
+    def meta_path(self) -> Path:
+        return self.layout.meta_path
+
+    def hosts(self, pairs: int, kernels: Mapping[str, str] | None = None,
+              nics: Mapping[str, str] | None = None) -> list[LabHost]:
+        return self.layout.hosts(pairs, kernels, nics)
+
+    def pair_count(self) -> int:
+        return self.layout.pair_count()
+
+    def kernel_specs(self) -> dict[str, str]:
+        return self.layout.kernel_specs()
+
+    def nic_models(self) -> dict[str, str]:
+        return self.layout.nic_models()
+
+    def refuse_if_used(self, doing: str) -> None:
+        self.layout.refuse_if_used(doing)
+
+    # ---- the SSH access's, given through ------------------------------------------------
+    def start_sshd(self, alias: str) -> None:
+        self.ssh.start_sshd(alias)
+
+    def sshd_pid(self, alias: str) -> int | None:
+        return self.ssh.sshd_pid(alias)
 
     # ---- prerequisites ------------------------------------------------------------------
     @staticmethod
@@ -82,7 +166,7 @@ class Lab(LabVmPairs):
         models = {k: DEFAULT_NIC for k in wanted} | check_nic_pairs(nics or {}, wanted)
         existing = self.pair_count()
         rebuild = bool(existing) and (existing != pairs or self.kernel_specs() != wanted
-                                      or self._vm_nics() != models)
+                                      or self.layout.vm_nics() != models)
         if rebuild:  # said before anything is checked or changed
             self.refuse_if_used(f"rebuilding it with {pairs} pairs (it has {existing})"
                                 if existing != pairs else
@@ -102,7 +186,7 @@ class Lab(LabVmPairs):
         os.chmod(self.state_dir, 0o700)
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)
         try:
-            self._make_keys(hosts)
+            self.ssh.make_keys(hosts)
             self._make_bridge()
             present = set(self._netns_list())
             for h in hosts:
@@ -114,21 +198,21 @@ class Lab(LabVmPairs):
                     self._make_data_link(snd, rcv)
             for h in hosts:
                 if not h.vm:
-                    self._start_sshd(h)
-            self._write_client_files(hosts)
-            kept = self._meta().get("boot_s", {})  # of guests that run and are kept
+                    self.ssh.start(h)
+            self.ssh.write_client_files(hosts)
+            kept = self.layout.record().get("boot_s", {})  # of guests that run and are kept
             meta: dict[str, Any] = {"pairs": pairs, "name": self.name, "octet": self.octet,
                                     "kernels": {k: v.to_json() for k, v in resolved.items()},
                                     "nics": models,
                                     "boot_s": kept if isinstance(kept, dict) else {}}
             self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
-            started = self._start_vms(hosts, resolved, meta) if resolved else {}
+            started = self.vms.start(hosts, resolved, meta) if resolved else {}
             for h in hosts:
                 if not h.vm:
-                    self._wait_ssh(h)
+                    self.ssh.wait(h)
             if started:
-                meta["boot_s"].update(self._wait_vms(hosts, started))
+                meta["boot_s"].update(self.vms.wait(hosts, started))
                 self.meta_path.write_text(json.dumps(meta))
         except BaseException:
             with contextlib.suppress(LabInUse):  # a lab others use is left as it is
@@ -136,18 +220,12 @@ class Lab(LabVmPairs):
             raise
         return hosts
 
-    def _vm_nics(self) -> dict[str, str]:
-        """The NIC model of each VM pair of the lab that is up (a record from before NIC
-        models were recorded: the default)."""
-        from abtui.lab.vm import DEFAULT_NIC
-
-        return {k: DEFAULT_NIC for k in self.kernel_specs()} | self.nic_models()
-
     def _make_bridge(self) -> None:
-        if not Path(f"/sys/class/net/{self.bridge}").exists():
-            run(["ip", "link", "add", "name", self.bridge, "type", "bridge"])
-        run(["ip", "addr", "replace", f"{self.bridge_address}/24", "dev", self.bridge])
-        run(["ip", "link", "set", self.bridge, "up"])
+        bridge = self.layout.bridge
+        if not Path(f"/sys/class/net/{bridge}").exists():
+            run(["ip", "link", "add", "name", bridge, "type", "bridge"])
+        run(["ip", "addr", "replace", f"{self.layout.bridge_address}/24", "dev", bridge])
+        run(["ip", "link", "set", bridge, "up"])
 
     def _netns_list(self) -> list[str]:
         out = run(["ip", "netns", "list"], check=False)
@@ -160,7 +238,7 @@ class Lab(LabVmPairs):
         run(["ip", "link", "del", h.root_link], check=False)
         run(["ip", "link", "add", "name", h.root_link, "type", "veth",
              "peer", "name", "mgmt0", "netns", h.netns])
-        run(["ip", "link", "set", h.root_link, "master", self.bridge, "up"])
+        run(["ip", "link", "set", h.root_link, "master", self.layout.bridge, "up"])
         run([*ns, "addr", "add", f"{h.mgmt_address}/24", "dev", "mgmt0"])
         run([*ns, "link", "set", "mgmt0", "up"])
 
@@ -194,15 +272,15 @@ class Lab(LabVmPairs):
         """Remove every namespace, link, process and file of this lab, and nothing else;
         LabInUse (nothing removed) while another process uses it (abtui.lab.lease)."""
         self.refuse_if_used("taking it down")
-        namespaces = [n for n in self._netns_list() if n.startswith(self.netns_prefix)]
+        namespaces = [n for n in self._netns_list() if n.startswith(self.layout.netns_prefix)]
         pids: set[int] = set()
         for ns in namespaces:
             pids.update(int(p) for p in run(["ip", "netns", "pids", ns], check=False).split())
         for h in self.hosts(MAX_PAIRS):
-            pid = self._sshd_pid(h)
+            pid = self.ssh.pid_of(h)
             if pid is not None:
                 pids.add(pid)
-        pids.update(self._vm_pids())
+        pids.update(self.vms.pids())
         terminate(pids)
         for ns in namespaces:
             run(["ip", "netns", "del", ns], check=False)
@@ -222,12 +300,12 @@ class Lab(LabVmPairs):
             if name.startswith(f"{self.ifprefix}-"):
                 names.append(name)
         # the bridge last: its ports first
-        return sorted(names, key=lambda n: n == self.bridge)
+        return sorted(names, key=lambda n: n == self.layout.bridge)
 
     # ---- status -------------------------------------------------------------------------
     def status(self) -> dict[str, object]:
         pairs = self.pair_count()
-        meta = self._meta()
+        meta = self.layout.record()
         kernels = meta.get("kernels", {})
         boot = meta.get("boot_s", {})
         present = set(self._netns_list())
@@ -242,7 +320,7 @@ class Lab(LabVmPairs):
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias),
                               "cpu": "own"})
             else:
-                ok = h.netns in present and self._sshd_pid(h) is not None and \
+                ok = h.netns in present and self.ssh.pid_of(h) is not None and \
                     ssh_banner(h.mgmt_address)[0]
                 # a namespace's /proc/stat is this machine's: its CPU is every host's
                 entry.update({"release": os.uname().release, "accel": "", "boot_s": None,

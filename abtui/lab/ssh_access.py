@@ -18,31 +18,36 @@ SSHD = "/usr/sbin/sshd"
 VM_CONNECT_TIMEOUT = 60
 
 
-class LabSsh(LabLayout):
-    """A lab's SSH side: keys, sshd configs and daemons, client files."""
+class LabSsh:
+    """A lab's SSH side: keys, sshd configs and daemons, client files; named by its layout."""
 
-    def _make_keys(self, hosts: list[LabHost]) -> None:
-        if not self.client_key.exists():
-            run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"abtui-{self.name}",
-                 "-f", str(self.client_key)])
+    def __init__(self, layout: LabLayout) -> None:
+        self.layout = layout
+
+    def make_keys(self, hosts: list[LabHost]) -> None:
+        """The lab's client key and each host's key (kept when they exist), the client key
+        authorized."""
+        if not self.layout.client_key.exists():
+            run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"abtui-{self.layout.name}",
+                 "-f", str(self.layout.client_key)])
         for h in hosts:
-            key = self.state_dir / f"host_{h.alias}"
+            key = self.layout.state_dir / f"host_{h.alias}"
             if not key.exists():
                 run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.alias,
                      "-f", str(key)])
-        (self.state_dir / "authorized_keys").write_text(
-            Path(f"{self.client_key}.pub").read_text())
+        (self.layout.state_dir / "authorized_keys").write_text(
+            Path(f"{self.layout.client_key}.pub").read_text())
 
     def start_sshd(self, alias: str) -> None:
         """Start a host's sshd again if it is not running (after a crash, or a fault test
         that killed it) and wait until it answers."""
-        h = self._host(alias)
+        h = self.layout.host(alias)
         if h is None:
-            raise LabError(f"{alias}: no such host in lab {self.name}")
+            raise LabError(f"{alias}: no such host in lab {self.layout.name}")
         if h.vm:
             raise LabError(f"{alias} is a VM host: its sshd runs in the guest (`abtui lab up` "
                            "again boots a guest that stopped)")
-        running = self._sshd_pid(h)
+        running = self.pid_of(h)
         if running is not None and not ssh_banner(h.mgmt_address)[0]:
             # just killed and not yet reaped by the kernel: wait for it to go, or the
             # "already running" check below would skip the start
@@ -52,41 +57,43 @@ class LabSsh(LabLayout):
             if pid_alive(running):
                 raise LabError(f"sshd on {alias} (PID {running}) runs but does not answer "
                                f"on {h.mgmt_address}:22")
-        self._start_sshd(h)
-        self._wait_ssh(h)
+        self.start(h)
+        self.wait(h)
 
     def sshd_pid(self, alias: str) -> int | None:
         """The PID of a host's sshd daemon (from its pidfile), None when it is not running."""
-        h = self._host(alias)
-        return None if h is None else self._sshd_pid(h)
+        h = self.layout.host(alias)
+        return None if h is None else self.pid_of(h)
 
-    def _sshd_pidfile(self, h: LabHost) -> Path:
-        return self.state_dir / f"sshd-{h.alias}.pid"
+    def _pidfile(self, h: LabHost) -> Path:
+        return self.layout.state_dir / f"sshd-{h.alias}.pid"
 
-    def _sshd_pid(self, h: LabHost) -> int | None:
-        pid = pidfile_pid(self._sshd_pidfile(h))
+    def pid_of(self, h: LabHost) -> int | None:
+        """The PID of a namespace host's sshd, None when it is not running."""
+        pid = pidfile_pid(self._pidfile(h))
         # a killed sshd may linger as a zombie
         return pid if pid is not None and pid_alive(pid) else None
 
-    def _start_sshd(self, h: LabHost) -> None:
-        if self._sshd_pid(h) is not None:
+    def start(self, h: LabHost) -> None:
+        """A namespace host's sshd started (unless it runs), in a UTS namespace of its own."""
+        if self.pid_of(h) is not None:
             return
-        cfg = self._write_sshd_config(h, self._sshd_pidfile(h))
+        cfg = self.write_config(h, self._pidfile(h))
         # The sshd daemon keeps the UTS namespace alive: every SSH session sees `hostname`.
         run(["ip", "netns", "exec", h.netns, "unshare", "--uts", "sh", "-c",
              'hostname "$0" && exec "$1" -f "$2"', h.alias, SSHD, str(cfg)])
 
-    def _write_sshd_config(self, h: LabHost, pidfile: Path | str,
+    def write_config(self, h: LabHost, pidfile: Path | str,
                            extra: tuple[str, ...] = ()) -> Path:
         """A host's sshd_config: its address, its host key, the lab's client key only."""
-        cfg = self.state_dir / f"sshd_config-{h.alias}"
+        cfg = self.layout.state_dir / f"sshd_config-{h.alias}"
         cfg.write_text("\n".join([
             *extra,
             f"ListenAddress {h.mgmt_address}",
             "Port 22",
-            f"HostKey {self.state_dir / ('host_' + h.alias)}",
+            f"HostKey {self.layout.state_dir / ('host_' + h.alias)}",
             f"PidFile {pidfile}",
-            f"AuthorizedKeysFile {self.state_dir / 'authorized_keys'}",
+            f"AuthorizedKeysFile {self.layout.state_dir / 'authorized_keys'}",
             "PermitRootLogin prohibit-password",
             "PasswordAuthentication no",
             "KbdInteractiveAuthentication no",
@@ -106,7 +113,8 @@ class LabSsh(LabLayout):
         ]))
         return cfg
 
-    def _wait_ssh(self, h: LabHost, timeout: float = 10.0) -> None:
+    def wait(self, h: LabHost, timeout: float = 10.0) -> None:
+        """Until the host's sshd answers; LabError after `timeout` s."""
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
@@ -116,22 +124,24 @@ class LabSsh(LabLayout):
             time.sleep(0.05)
         raise LabError(f"sshd on {h.alias} ({h.mgmt_address}) did not answer: {last}")
 
-    def _write_client_files(self, hosts: list[LabHost]) -> None:
+    def write_client_files(self, hosts: list[LabHost]) -> None:
+        """known_hosts and ssh_config for these hosts (what `abtui` and `ssh -F` read)."""
         lines = []
         for h in hosts:
-            pub = Path(self.state_dir / f"host_{h.alias}.pub").read_text().split()
+            pub = Path(self.layout.state_dir / f"host_{h.alias}.pub").read_text().split()
             lines.append(f"{h.alias},{h.mgmt_address} {pub[0]} {pub[1]}")
-        self.known_hosts.write_text("\n".join(lines) + "\n")
-        blocks = [f"# abtui lab '{self.name}': generated by `abtui lab up`; use with ssh -F\n"]
+        self.layout.known_hosts.write_text("\n".join(lines) + "\n")
+        blocks = [f"# abtui lab '{self.layout.name}': generated by `abtui lab up`; use with "
+                  "ssh -F\n"]
         for h in hosts:
             blocks.append("\n".join([
                 f"Host {h.alias}",
                 f"    HostName {h.mgmt_address}",
                 "    User root",
                 "    Port 22",
-                f"    IdentityFile {self.client_key}",
+                f"    IdentityFile {self.layout.client_key}",
                 "    IdentitiesOnly yes",
-                f"    UserKnownHostsFile {self.known_hosts}",
+                f"    UserKnownHostsFile {self.layout.known_hosts}",
                 "    GlobalKnownHostsFile /dev/null",
                 f"    HostKeyAlias {h.alias}",
                 "    StrictHostKeyChecking yes",
@@ -141,4 +151,4 @@ class LabSsh(LabLayout):
                 *([f"    ConnectTimeout {VM_CONNECT_TIMEOUT}"] if h.vm else []),
                 "",
             ]))
-        self.ssh_config.write_text("\n".join(blocks))
+        self.layout.ssh_config.write_text("\n".join(blocks))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from abtui.core.errors import LabError
 from abtui.core.pids import pid_alive
-from abtui.lab.layout import LabHost
+from abtui.lab.layout import LabHost, LabLayout
 from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner
 
@@ -32,23 +32,29 @@ VM_BANNER_TIMEOUT = 8.0
 VM_SSHD_OPTIONS = ("KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",)
 
 
-class LabVmPairs(LabSsh):
-    """A lab's VM hosts: taps, data bridges, guests started and waited for."""
+class LabVmPairs:
+    """A lab's VM hosts: taps, data bridges, guests started and waited for; named by the
+    lab's layout, their sshd configured by its SSH side."""
 
-    def _guest(self, h: LabHost, kernel: Kernel) -> Guest:
+    def __init__(self, layout: LabLayout, ssh: LabSsh) -> None:
+        self.layout = layout
+        self.ssh = ssh
+
+    def guest(self, h: LabHost, kernel: Kernel) -> Guest:
+        """The guest a VM host runs as, booting `kernel`."""
         from abtui.lab import vm as lab_vm
         from abtui.lab.vm import Guest, mac
 
         p = ord(h.pair.lower()) - ord("a") + 1
         role = 1 if h.role == "sender" else 2
         return Guest(alias=h.alias, kernel=kernel, mgmt_tap=h.root_link,
-                     data_tap=f"{h.root_link}d", mgmt_mac=mac(self.mgmt, p, role, 0),
-                     data_mac=mac(self.mgmt, p, role, 1), mgmt_address=h.mgmt_address,
+                     data_tap=f"{h.root_link}d", mgmt_mac=mac(self.layout.mgmt, p, role, 0),
+                     data_mac=mac(self.layout.mgmt, p, role, 1), mgmt_address=h.mgmt_address,
                      data_address=h.data_address,
-                     sshd_config=self.state_dir / f"sshd_config-{h.alias}",
-                     state_dir=self.state_dir, nic=h.nic or lab_vm.DEFAULT_NIC)
+                     sshd_config=self.layout.state_dir / f"sshd_config-{h.alias}",
+                     state_dir=self.layout.state_dir, nic=h.nic or lab_vm.DEFAULT_NIC)
 
-    def _start_vms(self, hosts: list[LabHost], kernels: Mapping[str, Kernel],
+    def start(self, hosts: list[LabHost], kernels: Mapping[str, Kernel],
                    meta: dict[str, Any]) -> dict[str, tuple[Guest, float]]:
         """Taps, data bridges and guests of the VM pairs (a guest that runs is kept); the
         guests started, with their start times."""
@@ -56,33 +62,33 @@ class LabVmPairs(LabSsh):
 
         accel, why = lab_vm.accelerator(next(iter(kernels.values())))
         meta.update({"accel": accel, "accel_why": why})
-        self.meta_path.write_text(json.dumps(meta))
+        self.layout.meta_path.write_text(json.dumps(meta))
         started: dict[str, tuple[Guest, float]] = {}
         for h in hosts:
             if not h.vm:
                 continue
-            g = self._guest(h, kernels[h.pair])
-            bridge = self.data_bridge(h.pair)
+            g = self.guest(h, kernels[h.pair])
+            bridge = self.layout.data_bridge(h.pair)
             if not Path(f"/sys/class/net/{bridge}").exists():
                 run(["ip", "link", "add", "name", bridge, "type", "bridge"])
                 run(["ip", "link", "set", bridge, "up"])
             alive = lab_vm.qemu_pid(g)
             if alive is not None and pid_alive(alive):
                 continue
-            for tap, master in ((g.mgmt_tap, self.bridge), (g.data_tap, bridge)):
+            for tap, master in ((g.mgmt_tap, self.layout.bridge), (g.data_tap, bridge)):
                 run(["ip", "link", "del", tap], check=False)
                 run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"])
                 run(["ip", "link", "set", tap, "master", master, "up"])
             # the guest's own /run; a key exchange without the post-quantum part, which costs
             # seconds of emulated CPU per connection under TCG
-            self._write_sshd_config(h, "/run/sshd.pid", VM_SSHD_OPTIONS)
+            self.ssh.write_config(h, "/run/sshd.pid", VM_SSHD_OPTIONS)
             g.pidfile.unlink(missing_ok=True)
             vng = lab_vm.launch(g, accel)
-            (self.state_dir / f"vng-{h.alias}.pid").write_text(f"{vng}\n")
+            (self.layout.state_dir / f"vng-{h.alias}.pid").write_text(f"{vng}\n")
             started[h.alias] = (g, time.monotonic())
         return started
 
-    def _wait_vms(self, hosts: list[LabHost], started: Mapping[str, tuple[Guest, float]],
+    def wait(self, hosts: list[LabHost], started: Mapping[str, tuple[Guest, float]],
                   timeout: float = VM_BOOT_TIMEOUT) -> dict[str, float]:
         """Wait for every started guest's sshd; seconds from start to SSH, per host."""
         from abtui.lab import vm as lab_vm
@@ -97,7 +103,7 @@ class LabVmPairs(LabSsh):
                     boot[alias] = round(time.monotonic() - t0, 1)
                     del waiting[alias]
                     continue
-                vng = pidfile_pid(self.state_dir / f"vng-{alias}.pid")
+                vng = pidfile_pid(self.layout.state_dir / f"vng-{alias}.pid")
                 if vng is None or not pid_alive(vng):
                     raise LabError(f"VM host {alias} ({g.kernel.spec}) stopped while booting: "
                                    f"{lab_vm.log_tail(g)}")
@@ -109,15 +115,16 @@ class LabVmPairs(LabSsh):
             time.sleep(0.25)
         return boot
 
-    def _vm_pids(self) -> set[int]:
+    def pids(self) -> set[int]:
         """The lab's guests (qemu) and their virtme-ng processes: from their pidfiles, and any
         qemu whose command line names a pidfile in this lab's folder (its file lost)."""
         pids = set()
-        for path in [*self.state_dir.glob("vm-*.pid"), *self.state_dir.glob("vng-*.pid")]:
+        state = self.layout.state_dir
+        for path in [*state.glob("vm-*.pid"), *state.glob("vng-*.pid")]:
             pid = pidfile_pid(path)
             if pid is not None and pid_alive(pid):
                 pids.add(pid)
-        ours = f"{self.state_dir}/vm-"
+        ours = f"{self.layout.state_dir}/vm-"
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit():
                 continue

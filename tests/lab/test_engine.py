@@ -223,7 +223,7 @@ async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab, reliability: 
 async def test_missing_iperf3_and_unreachable_host_are_clear_errors(lab: Lab, tmp_path):
     config = tmp_path / "ssh_config"
     config.write_text(lab.ssh_config.read_text() + "\nHost nowhere-rcv\n"
-                      f"    HostName {lab.bridge_address}\n    Port 1\n    User root\n")
+                      f"    HostName {lab.layout.bridge_address}\n    Port 1\n    User root\n")
     profile = lab_profile(lab, duration=1)
     profile.ssh_config = str(config)
     profile.pairs[1] = Pair(**{**_pair_dict(profile.pairs[1]), "receiver": "nowhere-rcv"})

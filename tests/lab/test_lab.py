@@ -29,7 +29,8 @@ def _snapshot(lab: Lab) -> tuple[set[str], set[str], set[int]]:
              .splitlines() if line.strip()}
     links = set(re.findall(r"^\d+: ([^:@]+)", subprocess.run(
         ["ip", "-o", "link", "show"], capture_output=True, text=True).stdout, re.M))
-    netns = {n for n in netns if not n.startswith("abtui-") or n.startswith(lab.netns_prefix)}
+    ours = lab.layout.netns_prefix
+    netns = {n for n in netns if not n.startswith("abtui-") or n.startswith(ours)}
     links = {n for n in links if not _OTHER_LAB_LINK.match(n) or n.startswith(f"{lab.ifprefix}-")}
     pids = {int(p) for p in os.listdir("/proc") if p.isdigit()}
     return netns, links, pids

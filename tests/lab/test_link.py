@@ -138,7 +138,7 @@ async def test_reconnects_after_sshd_restart_and_refuses_a_changed_host_key(lab:
         assert link.state is not LinkState.CONNECTED
         assert any(s is LinkState.LOST and "CHANGED" in m for s, m in states), states
     finally:
-        lab._write_client_files(lab.hosts(2))  # trust the new key: the lab works again
+        lab.ssh.write_client_files(lab.hosts(2))  # trust the new key: the lab works again
         lab.start_sshd(host.alias)
     assert await link.wait_connected(timeout=15)
     await link.close()

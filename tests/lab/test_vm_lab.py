@@ -408,7 +408,7 @@ def test_ix_enable_aim_runs_on_e1000e_with_interrupt_rates_per_vector(vm_lab: La
 
 
 def test_down_removes_every_vm_link_process_and_file(vm_lab: Lab):
-    pids = {p for p in vm_lab._vm_pids()}
+    pids = {p for p in vm_lab.vms.pids()}
     assert len(pids) >= 4  # four guests (qemu) and their virtme-ng
     vm_lab.down()
     deadline = time.monotonic() + 10

@@ -17,7 +17,7 @@ def test_hosts_names_and_addresses(tmp_path):
     assert [h.mgmt_address for h in hosts] == ["198.18.255.11", "198.18.255.12",
                                                "198.18.255.21", "198.18.255.22"]
     assert hosts[1].data_address == "198.18.1.2" and hosts[2].data_address == "198.18.2.1"
-    names = [h.root_link for h in hosts] + [lab.bridge]
+    names = [h.root_link for h in hosts] + [lab.layout.bridge]
     assert len(set(names)) == len(names)  # no root link collides with another or the bridge
     assert all(len(n) <= 15 for n in names)
 
@@ -27,6 +27,26 @@ def test_hosts_names_and_addresses(tmp_path):
 def test_rejects_addresses_outside_the_benchmark_block(kwargs, tmp_path):
     with pytest.raises(ValueError):
         Lab(state_dir=tmp_path, **kwargs)
+
+
+def test_a_lab_is_composed_of_parts_sharing_one_layout(tmp_path, monkeypatch):
+    """The layout, the SSH access and the VM pairs are objects of their own, each given the
+    layout; `Lab.default()` takes its names from ABTUI_LAB, and the names callers read are the
+    layout's."""
+    from abtui.lab.layout import LabLayout
+    from abtui.lab.ssh_access import LabSsh
+    from abtui.lab.vmpairs import LabVmPairs
+
+    monkeypatch.setenv("ABTUI_LAB", "zlab,zla,233")
+    lab = Lab.default()
+    assert isinstance(lab.layout, LabLayout) and not isinstance(lab, LabLayout)
+    assert isinstance(lab.ssh, LabSsh) and isinstance(lab.vms, LabVmPairs)
+    assert not isinstance(lab.ssh, LabLayout) and not isinstance(lab.vms, LabSsh)
+    assert lab.ssh.layout is lab.layout is lab.vms.layout and lab.vms.ssh is lab.ssh
+    assert (lab.name, lab.octet, lab.ifprefix, lab.mgmt) == ("zlab", 19, "zla", 233)
+    assert lab.hosts(1)[0].mgmt_address == "198.19.233.11" and lab.ssh_config == \
+        lab.layout.state_dir / "ssh_config"
+    assert Lab(state_dir=tmp_path, name="x").state_dir == tmp_path  # the constructor as before
 
 
 def test_pairs_bounds(tmp_path):

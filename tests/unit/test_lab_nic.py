@@ -33,7 +33,7 @@ def _lab(tmp_path: Path) -> Lab:
 def _guest(tmp_path: Path, nic: str) -> lab_vm.Guest:
     h = _lab(tmp_path).hosts(1, {"A": "k"}, {"A": nic})[1]
     k = kernels.Kernel("k", "/k/vmlinuz-6.1", "6.1", "/k/lib/modules/6.1", "image")
-    return _lab(tmp_path)._guest(h, k)
+    return _lab(tmp_path).vms.guest(h, k)
 
 
 def test_the_data_nic_model_is_the_guests_qemu_device_and_driver(tmp_path, monkeypatch):

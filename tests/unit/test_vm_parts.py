@@ -114,7 +114,7 @@ def _guest(tmp_path) -> lab_vm.Guest:
     lab = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path, mgmt=230)
     h = lab.hosts(1, {"A": "k"})[1]
     k = kernels.Kernel("k", "/k/vmlinuz-6.1", "6.1", "/k/lib/modules/6.1", "image")
-    return lab._guest(h, k)
+    return lab.vms.guest(h, k)
 
 
 def test_the_guest_script_names_nics_by_mac_and_runs_sshd(tmp_path):
@@ -283,7 +283,7 @@ def test_a_vm_host_s_ssh_config_gives_its_links_more_time_to_connect(tmp_path):
     hosts = lab.hosts(2, {"B": "k"})
     for h in hosts:
         (tmp_path / f"host_{h.alias}.pub").write_text("ssh-ed25519 AAAAC3Nza x\n")
-    lab._write_client_files(hosts)
+    lab.ssh.write_client_files(hosts)
     config = str(lab.ssh_config)
     assert HostLink("unit-a-snd", ssh_config=config).connect_timeout == DEFAULT_CONNECT_TIMEOUT
     assert HostLink("unit-b-rcv", ssh_config=config).connect_timeout == 60

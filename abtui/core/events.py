@@ -18,7 +18,6 @@ Payload classes are named for what happened (`IntervalMeasured`, `KnobChanged`,
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
@@ -526,17 +525,3 @@ class EventReader:
     def on_other(self, event: AnyEvent) -> Any:
         """A kind this reader has no handler for."""
         return None
-
-
-# The payload classes' names before they were told apart from core.model's: kept while
-# other modules move to the new names, each use warned.
-_RENAMED = {"Interval": IntervalMeasured, "Knob": KnobChanged, "Watch": WatchSampled}
-
-
-def __getattr__(name: str) -> Any:
-    cls = _RENAMED.get(name)
-    if cls is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"abtui.core.events.{name} is now {cls.__name__}", DeprecationWarning,
-                  stacklevel=2)
-    return cls

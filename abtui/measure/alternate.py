@@ -32,7 +32,7 @@ from typing import Any
 
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind, IntervalMeasured
+from abtui.core.events import AnyEvent, EventKind, IntervalMeasured
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Profile
 from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import FIRST_LOOK, Assessment, Family, assess
@@ -135,7 +135,7 @@ class Stretches:
         self._open.clear()
         self.index = self.value = None
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: AnyEvent) -> None:
         pair = event.pair
         if pair not in self.samples or self.index is None:
             return
@@ -358,7 +358,7 @@ class LiveAlternation:
         self._starting = False  # start() is setting the first value
         controller.subscribe(self._on_event)
 
-    def _on_event(self, event: Event) -> None:
+    def _on_event(self, event: AnyEvent) -> None:
         if self._active:
             self.verdicts.stretches(event)
 

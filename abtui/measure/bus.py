@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent
 
-Callback = Callable[[Event], None]
+Callback = Callable[[AnyEvent], None]
 
 
 class Subscription:
@@ -50,6 +50,6 @@ class EventBus:
     def subscribe(self, callback: Callback) -> Subscription:
         return Subscription(self._subscribers, callback)
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: AnyEvent) -> None:
         for callback in tuple(self._subscribers):
             callback(event)

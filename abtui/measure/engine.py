@@ -27,7 +27,7 @@ from abtui import __version__
 from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import AbtuiError, KnobRefused
-from abtui.core.events import Event, EventKind
+from abtui.core.events import AnyEvent, Event, EventKind
 from abtui.core.model import LinkState, Pair, Profile, TestOptions, now
 from abtui.hosts.restore import Orphans, settle_journal
 from abtui.hosts.undo import UndoJournal
@@ -144,13 +144,13 @@ class Engine:
         return self.book.options(pair)
 
     # ---- events -------------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[Event], None]) -> Subscription:
+    def subscribe(self, callback: Callable[[AnyEvent], None]) -> Subscription:
         """Every event from now on, until the returned handle is closed."""
         return self.bus.subscribe(callback)
 
-    def emit(self, event: Event) -> None:
-        if event.kind is EventKind.RUN_END and event.data.get("status") in ("error",
-                                                                            "incomplete"):
+    def emit(self, event: AnyEvent) -> None:
+        if (event.kind is EventKind.RUN_END and isinstance(end := event.payload, events.RunEnd)
+                and end.status in ("error", "incomplete")):
             self.failed_runs += 1
         self.bus.emit(event)
 

@@ -189,8 +189,8 @@ class KnobChanger:
         if k.kind is not KnobKind.IPERF3:
             for label in labels:
                 self._applied.setdefault(label, set()).add(k.name)
-        self._emit(Event.of(events.Knob(knob=k.name, value=value, pairs=list(labels),
-                                       hosts=self._hosts(k, labels))))
+        self._emit(Event.of(events.KnobChanged(knob=k.name, value=value, pairs=list(labels),
+                                              hosts=self._hosts(k, labels))))
         for label, target in targets.items():
             self._book.targets[label] = target
             self._emit(Event.of(events.Tunnel(type=value, target=target), pair=label))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from abtui.core import events
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
-from abtui.core.events import Event, EventKind
+from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine import Engine
 from abtui.measure.engine_knobs import KnobApplierFactory
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
 
 # the kinds whose payload names a run
-RUN_KINDS = frozenset((EventKind.RUN_START, EventKind.INTERVAL, EventKind.PING,
-                       EventKind.WATCH, EventKind.CPU, EventKind.RUN_END))
+# the payloads that name their run
+RUN_PAYLOADS = (events.RunStart, events.IntervalMeasured, events.Ping, events.WatchSampled,
+                events.Cpu, events.RunEnd)
 
 
 class RunRates:
@@ -39,9 +40,10 @@ class RunRates:
     def __init__(self) -> None:
         self.runs: dict[tuple[str | None, object], Segment] = {}
 
-    def __call__(self, event: Event) -> float | None:
+    def __call__(self, event: AnyEvent) -> float | None:
         """Take an event in; for a RUN_END, the run's figure (None without intervals)."""
-        run = event.payload.run if event.kind in RUN_KINDS else None
+        p = event.payload
+        run = p.run if isinstance(p, RUN_PAYLOADS) else None
         key = (event.pair, run)
         got = counted(event)
         if got is not None:
@@ -52,7 +54,7 @@ class RunRates:
         return None
 
 
-def describe(event: Event, rate: float | None = None) -> str | None:
+def describe(event: AnyEvent, rate: float | None = None) -> str | None:
     """The progress line for an event, None for events not worth a line; a RUN_END's line
     carries `rate`, the run's figure (RunRates)."""
     who = f"{event.pair}: " if event.pair else (f"{event.host}: " if event.host else "")
@@ -85,7 +87,7 @@ class Tally:
     def __init__(self) -> None:
         self.rates: dict[str, Segment] = {}
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: AnyEvent) -> None:
         got = counted(event)
         if got is not None and event.pair:
             self.rates.setdefault(event.pair, Segment()).add(*got)
@@ -168,7 +170,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
     finished, decided = asyncio.Event(), asyncio.Event()
     order = verdicts.order
 
-    def watch(event: Event) -> None:
+    def watch(event: AnyEvent) -> None:
         progress = event.payload
         if not isinstance(progress, events.Progress):
             return
@@ -216,7 +218,7 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     run_rates = RunRates()
     setting = False  # while --set values are applied: a refusal is said once, below
 
-    def show(event: Event) -> None:
+    def show(event: AnyEvent) -> None:
         rate = run_rates(event)
         line = describe(event, rate) if not (setting and event.kind is EventKind.KNOB_ERROR) \
             else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from abtui.core import events
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent, Event
 
 SLACK_S = 0.05
 
@@ -43,7 +43,7 @@ class PairPhases:
         self.pending = None
 
     def commit_change(self, begin: float, end: float,
-                      updates: dict[str, str]) -> Event | None:
+                      updates: dict[str, str]) -> AnyEvent | None:
         """Close the current phase and open the next; returns the PHASE event of the old one.
 
         A phase in which nothing was measured is not closed: the change becomes part of it."""
@@ -62,7 +62,7 @@ class PairPhases:
         self.pending = None
         return closed
 
-    def close(self, t: float) -> Event | None:
+    def close(self, t: float) -> AnyEvent | None:
         """At stop: the PHASE event for the phase in force (None when nothing was measured in
         it); a later start opens the next phase with the same configuration."""
         if not self.measured:

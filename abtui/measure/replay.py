@@ -21,12 +21,12 @@ from pathlib import Path
 from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import BadInput, KnobRefused
-from abtui.core.events import Event, EventKind, KnobChanged, RunStart
+from abtui.core.events import AnyEvent, Event, EventKind, KnobChanged, RunStart
 from abtui.core.model import Knob, KnobKind, Pair, Profile
 from abtui.measure.synthetic import T0, Synth
 
 
-def profile_from_events(events: Sequence[Event], name: str = "replay") -> Profile:
+def profile_from_events(events: Sequence[AnyEvent], name: str = "replay") -> Profile:
     """A profile good enough to show a recording: its pairs, and knobs seen in it."""
     labels: list[str] = []
     hosts: dict[str, list[str]] = {}
@@ -59,7 +59,7 @@ class ReplayController:
     step_delay: seconds each knob change and each restore takes (to show progress).
     """
 
-    def __init__(self, profile: Profile, events: Sequence[Event] | None = None, *,
+    def __init__(self, profile: Profile, events: Sequence[AnyEvent] | None = None, *,
                  speed: float = 1.0, seed: int = 0, refuse: Iterable[str] = (),
                  step_delay: float = 0.0, limit: int | None = None) -> None:
         self.profile = profile
@@ -70,7 +70,7 @@ class ReplayController:
         self.limit = limit
         self._recording = list(events) if events is not None else None
         self._synth = Synth(profile, seed)
-        self._subscribers: list[Callable[[Event], None]] = []
+        self._subscribers: list[Callable[[AnyEvent], None]] = []
         self.configs = {p.label: {k.name: k.values[0] for k in profile.knobs}
                         for p in profile.pairs}
         self.phase = {p.label: 0 for p in profile.pairs}
@@ -82,10 +82,10 @@ class ReplayController:
         self.connected = False
 
     # ---- plumbing ---------------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[Event], None]) -> None:
+    def subscribe(self, callback: Callable[[AnyEvent], None]) -> None:
         self._subscribers.append(callback)
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: AnyEvent) -> None:
         for cb in self._subscribers:
             cb(event)
 
@@ -136,7 +136,7 @@ class ReplayController:
         else:
             self._task = asyncio.create_task(self._ticks(self.limit))
 
-    async def _replay(self, events: list[Event]) -> None:
+    async def _replay(self, events: list[AnyEvent]) -> None:
         sent = 0
         for e in events:
             await self._sleep(e.t - self._vt)

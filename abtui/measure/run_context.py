@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from abtui.core import events
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent, Event
 from abtui.core.model import Pair, TestOptions, Watch
 from abtui.measure.seams import Emit, ParserFactory, PingParserFactory
 from abtui.remote.link import HostLink
@@ -50,7 +50,7 @@ class RunSpec:
 class RunOwner(Protocol):
     """What a run tells whoever runs it (the engine): every member is called, none optional."""
 
-    def emit(self, event: Event) -> None: ...
+    def emit(self, event: AnyEvent) -> None: ...
 
     def phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
         """The phase of what arrived at `received` (time.time()) spanning `duration` s, and
@@ -93,7 +93,7 @@ class OwnerOf:
         self._book = book
         self._orphan = orphan
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: AnyEvent) -> None:
         self._emit(event)
 
     def phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections import deque
 
+from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
 
 
@@ -19,7 +20,7 @@ class OutputLines:
 
     Waiting on the queue with a timeout never disturbs the SSH channel's reader."""
 
-    def __init__(self, proc: RemoteProcess) -> None:
+    def __init__(self, proc: RemoteProcess[HostLink]) -> None:
         self.proc = proc
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._arrivals: deque[float] = deque()  # perf_counter() of each queued line

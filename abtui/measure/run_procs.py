@@ -45,11 +45,11 @@ class RunProcesses:
         # records it: the report's "Test options" print what ran, not a rebuild)
         self.client_argv: list[str] = []
         self.host_clock: float | None = None  # the sender's clock at release
-        self.server: RemoteProcess | None = None
+        self.server: RemoteProcess[HostLink] | None = None
         self.server_lines: OutputLines | None = None
-        self.client: RemoteProcess | None = None
+        self.client: RemoteProcess[HostLink] | None = None
         self.client_lines: OutputLines | None = None
-        self.ping: RemoteProcess | None = None  # armed, for the whole run
+        self.ping: RemoteProcess[HostLink] | None = None  # armed, for the whole run
         # with a ping count: replies on the idle link before iperf3 starts, and their summary
         self.idle_replies: list[PingReply] = []
         self.idle_summary: PingSummary | None = None
@@ -194,13 +194,13 @@ class RunProcesses:
             if lines is not None:
                 lines.task.cancel()
 
-    async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess:
+    async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess[HostLink]:
         proc = await link.stream(command)
         if proc.pgid is not None:
             self.ctx.owner.started(link.alias, proc.pgid, what)
         return proc
 
-    async def end(self, proc: RemoteProcess) -> None:
+    async def end(self, proc: RemoteProcess[HostLink]) -> None:
         if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
             self.ctx.owner.orphaned(proc.link, proc.pgid)  # ended once the link is back
             await proc.terminate()

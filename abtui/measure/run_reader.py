@@ -127,7 +127,7 @@ class IntervalReader:
         phase, straddles = self.ctx.phase(received, interval.end - interval.start)
         if self.ctx.retired_at is not None and received > self.ctx.retired_at:
             straddles = True
-        payload = events.Interval(
+        payload = events.IntervalMeasured(
             run=self.ctx.spec.run_id, phase=phase, **interval.to_json(), straddles=straddles,
             jitter_ms=interval.jitter_ms, lost_packets=interval.lost_packets,
             packets=interval.packets, direction=interval.direction)

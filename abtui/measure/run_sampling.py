@@ -42,11 +42,11 @@ class RunSamplers:
         self.spec = ctx.spec
         self.sender = ctx.sender
         self.receiver = ctx.receiver
-        self._ping: RemoteProcess | None = None
+        self._ping: RemoteProcess[HostLink] | None = None
         self._ping_task: asyncio.Task[PingOutcome] | None = None
         self._tasks: list[asyncio.Task[None]] = []  # watches and host CPU
 
-    def start(self, ping: RemoteProcess | None, idle: list[PingReply]) -> None:
+    def start(self, ping: RemoteProcess[HostLink] | None, idle: list[PingReply]) -> None:
         """The run is released: the replies of an idle-link ping out, the armed ping (when
         there is one) read, the watches and the host CPU sampled until `cancel`."""
         loop = asyncio.get_running_loop()
@@ -79,7 +79,7 @@ class RunSamplers:
             self._ping_task.cancel()
 
     # ---- ping and watches ---------------------------------------------------------------
-    async def _ping_loop(self, ping: RemoteProcess) -> PingOutcome:
+    async def _ping_loop(self, ping: RemoteProcess[HostLink]) -> PingOutcome:
         assert self.ctx.parsers.ping is not None
         parser = self.ctx.parsers.ping()
         async for line in ping.lines():
@@ -133,8 +133,9 @@ class RunSamplers:
                     complained = True
                 continue
             for name, text in samples:
-                self.ctx.event(events.Watch(run=self.spec.run_id, name=name,
-                                         value=_number(text.strip())), host=link.alias)
+                self.ctx.event(events.WatchSampled(run=self.spec.run_id, name=name,
+                                                value=_number(text.strip())),
+                               host=link.alias)
 
     async def sample_cpu(self, link: HostLink, command: str, period: float) -> None:
         """The host's CPU time every `period` s, one round trip each: a CPU event with what

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from abtui.core.errors import KnobRefused, MissingPrerequisite
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent
 from abtui.core.model import Interval, IperfSummary, Knob, Pair, PingReply, PingSummary, Profile
 from abtui.hosts.undo import UndoJournal
 from abtui.remote.dialect import Dialect
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from abtui.sessions.writer import SessionWriter
 
 OutputFormat = Literal["text", "json-stream"]
-Emit = Callable[[Event], None]
+Emit = Callable[[AnyEvent], None]
 
 
 class IperfOutcome(Protocol):

@@ -22,13 +22,13 @@ from types import TracebackType
 from typing import Protocol
 
 from abtui.core.controller import Mode
-from abtui.core.events import Event
+from abtui.core.events import AnyEvent
 
 
 class Journal(Protocol):
     """Where a session's events are written (abtui.sessions.writer.SessionWriter)."""
 
-    def write(self, event: Event) -> None: ...
+    def write(self, event: AnyEvent) -> None: ...
 
     def close(self) -> Path: ...
 
@@ -37,7 +37,7 @@ class Measuring(Protocol):
     """What a session drives (abtui.measure.engine.Engine): a Controller whose shutdown
     says why the session ended."""
 
-    def subscribe(self, callback: Callable[[Event], None]) -> object: ...
+    def subscribe(self, callback: Callable[[AnyEvent], None]) -> object: ...
 
     async def connect(self) -> None: ...
 

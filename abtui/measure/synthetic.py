@@ -82,7 +82,7 @@ class Synth:
                 f *= 1.0 - 0.08 * idx - 0.02 * (_stable(name + value) % 5)
         return max(f, 0.02)
 
-    def preamble(self, t: float) -> list[Event]:
+    def preamble(self, t: float) -> list[AnyEvent]:
         """What connect() reports: session start, every host's link and facts, originals."""
         out: list[AnyEvent] = [Event.of(events.SessionStart(
             profile_text=self.profile.source_text or "", abtui_version="replay",
@@ -106,7 +106,7 @@ class Synth:
         return out
 
     def tick(self, t: float, run: int, phase: dict[str, int],
-             configs: dict[str, dict[str, str]]) -> list[Event]:
+             configs: dict[str, dict[str, str]]) -> list[AnyEvent]:
         """One interval ending at `t` for every pair, with a ping each."""
         out: list[AnyEvent] = []
         dt = self.interval
@@ -130,7 +130,7 @@ class Synth:
 
 def synthetic_events(profile: Profile | None = None, *, pairs: int = 2, intervals: int = 30,
                      interval: float = 1.0, seed: int = 0,
-                     flip_at: int | None = None) -> list[Event]:
+                     flip_at: int | None = None) -> list[AnyEvent]:
     """A fixed, deterministic recording: preamble, RUN_START, `intervals` intervals per pair;
     at `flip_at` (default: half-way) the first knob takes its second value on every pair."""
     profile = profile or synthetic_profile(pairs, interval)

@@ -92,7 +92,7 @@ class PairState:
                 return str(s)
         return str(LinkState.CONNECTED)
 
-    def show(self, bps: float, d: events.Interval) -> None:
+    def show(self, bps: float, d: events.IntervalMeasured) -> None:
         """One interval in the pair's own direction, as the pane shows it: its series, the
         latest figures and counters, the link back up (data flows)."""
         self.intervals += 1

@@ -110,7 +110,7 @@ class ConsoleState(EventReader):
     def on_other(self, event: Event) -> str | None:
         return f"{event.kind}: {event.record()}"
 
-    def on_interval(self, event: Event, p: events.Interval) -> None:
+    def on_interval(self, event: Event, p: events.IntervalMeasured) -> None:
         self.intervals_seen += 1
         for lb in self._pairs_of(event):
             self._interval(self.pairs[lb], p)
@@ -122,7 +122,7 @@ class ConsoleState(EventReader):
                 self.pairs[lb].rtt.append(float(rtt))
                 self.pairs[lb].rtt_phase.add(float(rtt))
 
-    def on_watch(self, event: Event, p: events.Watch) -> None:
+    def on_watch(self, event: Event, p: events.WatchSampled) -> None:
         return None
 
     def on_cpu(self, event: Event, p: events.Cpu) -> None:
@@ -188,7 +188,7 @@ class ConsoleState(EventReader):
         self.dirty.status = True
         return f"pair {event.pair}: run ended ({p.status})"
 
-    def on_knob(self, event: Event, p: events.Knob) -> str:
+    def on_knob(self, event: Event, p: events.KnobChanged) -> str:
         return self._knob(p)
 
     def on_tunnel(self, event: Event, p: events.Tunnel) -> str:
@@ -306,7 +306,7 @@ class ConsoleState(EventReader):
             out.append((t, why))
         return out
 
-    def _interval(self, ps: PairState, d: events.Interval) -> None:
+    def _interval(self, ps: PairState, d: events.IntervalMeasured) -> None:
         rate = d.rate()
         if rate is None:
             return
@@ -331,7 +331,7 @@ class ConsoleState(EventReader):
         ps.segment.add(bps, span_of(d.start, d.end))
         self.dirty.phases = True
 
-    def _knob(self, d: events.Knob) -> str:
+    def _knob(self, d: events.KnobChanged) -> str:
         name, value = str(d.knob), str(d.value)
         labels = [lb for lb in d.pairs or [] if lb in self.pairs]
         is_tunnel = self._is_tunnel(name)

@@ -91,8 +91,9 @@ class Paced:
                 for label in labels:
                     self.configs[label][knob.name] = value
                     self.phase[label] += 1
-                self.emit(Event.of(events.Knob(knob=knob.name, value=value, pairs=labels,
-                                               hosts=[p.sender for p in self.profile.pairs]),
+                self.emit(Event.of(events.KnobChanged(knob=knob.name, value=value, pairs=labels,
+                                                      hosts=[p.sender
+                                                             for p in self.profile.pairs]),
                                    t - 0.5))
             for event in self.synth.tick(t, 0, self.phase, self.configs):
                 self.emit(event)

@@ -90,10 +90,10 @@ class Recorder:
         return [e for e in self.events if e.kind is kind and (pair is None or e.pair == pair)]
 
     def intervals(self, run: str) -> list[dict]:
-        return [e.data for e in self.of(EventKind.INTERVAL) if e.data["run"] == run]
+        return [e.record() for e in self.of(EventKind.INTERVAL) if e.payload.run == run]
 
     def run_end(self, run: str) -> dict:
-        (end,) = [e.data for e in self.of(EventKind.RUN_END) if e.data["run"] == run]
+        (end,) = [e.record() for e in self.of(EventKind.RUN_END) if e.payload.run == run]
         return end
 
 

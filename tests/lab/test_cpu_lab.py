@@ -33,7 +33,7 @@ async def test_recorded_cpu_is_what_iperf3_printed_and_hosts_are_sampled(lab: La
     # A receives (-R): only its server, the sender, prints a CPU line in text mode
     profile.pairs[0] = dataclasses.replace(profile.pairs[0], overrides={"reverse": True})
     rec, _ = await run_plan(profile)
-    starts = {e.pair: e.data["run"] for e in rec.of(EventKind.RUN_START)}
+    starts = {e.pair: e.payload.run for e in rec.of(EventKind.RUN_START)}
 
     forward = rec.run_end(starts["B"])
     assert forward["status"] == "ok"
@@ -51,12 +51,12 @@ async def test_recorded_cpu_is_what_iperf3_printed_and_hosts_are_sampled(lab: La
     # every host sampled once a second (the 0.5 s interval is shorter), all CPUs in each
     hosts = lab.hosts(2)
     samples = rec.of(EventKind.CPU)
-    by_host = {h.alias: [e.data for e in samples if e.host == h.alias] for h in hosts}
+    by_host = {h.alias: [e.record() for e in samples if e.host == h.alias] for h in hosts}
     for alias, got in by_host.items():
         assert len(got) >= 2, alias
         assert all(len(d["total"]) == 6 and len(d["cpus"]) == os.cpu_count() for d in got)
         assert all(sum(d["total"]) > 0 for d in got)
-    facts = {e.host: e.data["facts"] for e in rec.of(EventKind.FACTS)}
+    facts = {e.host: e.payload.facts for e in rec.of(EventKind.FACTS)}
     assert {f["cpu_scope"] for f in facts.values()} == {"shared"}
 
     session = Session.from_events(rec.events)

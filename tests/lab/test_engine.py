@@ -60,16 +60,16 @@ async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
     finally:
         await engine.shutdown()
     starts = rec.of(EventKind.RUN_START)
-    first = {e.pair: e.data for e in starts[:2]}
+    first = {e.pair: e.record() for e in starts[:2]}
     assert set(first) == {"A", "B"}
     assert all(isinstance(d["host_clock"], float) for d in first.values())
-    (skew,) = [e.data for e in rec.of(EventKind.SKEW)][:1]
+    (skew,) = [e.record() for e in rec.of(EventKind.SKEW)][:1]
     assert set(skew["clocks"]) == {"A", "B"} and 0 <= skew["skew_ms"] < 1000
     assert skew["skew_ms"] == pytest.approx(
         abs(skew["clocks"]["A"] - skew["clocks"]["B"]) * 1e3)
     assert engine.skews[0] == skew["skew_ms"]
     for pair in ("A", "B"):
-        runs = [e.data["run"] for e in starts if e.pair == pair]
+        runs = [e.payload.run for e in starts if e.pair == pair]
         assert len(runs) >= 2, f"pair {pair}: the first chunk was not followed by another"
         ended = rec.run_end(runs[0])
         assert ended["status"] == "ok", ended
@@ -78,18 +78,18 @@ async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
         assert len(rec.intervals(runs[0])) == 4  # 2 s at 0.5 s
         assert rec.run_end(runs[-1])["status"] == "stopped"
         # the next chunk was prepared ahead: it starts right after the first one ended
-        end_t = next(e.t for e in rec.of(EventKind.RUN_END, pair) if e.data["run"] == runs[0])
-        start_t = next(e.t for e in starts if e.data["run"] == runs[1])
+        end_t = next(e.t for e in rec.of(EventKind.RUN_END, pair) if e.payload.run == runs[0])
+        start_t = next(e.t for e in starts if e.payload.run == runs[1])
         assert 0 <= start_t - end_t < 0.3, start_t - end_t
         assert rec.of(EventKind.PING, pair), f"pair {pair}: no ping replies"
     assert rec.events[-1].kind is EventKind.SESSION_END
     # a glob is one series per sysctl the host lists (tcp_mem is not per namespace)
-    watched = {(e.pair, e.host, e.data["name"]) for e in rec.of(EventKind.WATCH)}
+    watched = {(e.pair, e.host, e.payload.name) for e in rec.of(EventKind.WATCH)}
     hosts = lab.hosts(2)
     assert watched == {(pair, host, f"mem:net.ipv4.tcp_{m}")
                        for pair, host in (("A", hosts[0].alias), ("B", hosts[2].alias))
                        for m in ("rmem", "wmem")} | {("B", hosts[3].alias, "fin")}
-    fin = [e.data["value"] for e in rec.of(EventKind.WATCH) if e.data["name"] == "fin"]
+    fin = [e.payload.value for e in rec.of(EventKind.WATCH) if e.payload.name == "fin"]
     assert fin and all(v == float(ns_exec(lab, hosts[3].alias, "sysctl", "-n",
                                           "net.ipv4.tcp_fin_timeout")) for v in fin)
 
@@ -113,7 +113,7 @@ async def test_plan_reverse_parallel_and_udp(lab: Lab):
         await until(clients, timeout=3.0)
 
     rec, _ = await run_plan(profile, during)
-    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    starts = {e.pair: e.record() for e in rec.of(EventKind.RUN_START)}
     # RUN_START records the command exactly as it ran (no stdbuf or shell around it)
     assert {pair: " ".join(d["argv"]) for pair, d in starts.items()} == ran
     assert "-R" in starts["A"]["argv"] and "-P" in starts["B"]["argv"]
@@ -125,13 +125,13 @@ async def test_plan_reverse_parallel_and_udp(lab: Lab):
         run = starts[pair]["run"]
         assert rec.run_end(run)["status"] == "ok"
         assert_matches_printed(rec, run)
-    progress = [e.data for e in rec.of(EventKind.PROGRESS)]
+    progress = [e.record() for e in rec.of(EventKind.PROGRESS)]
     assert progress[0]["done"] == 0 and progress[-1]["done"] == progress[-1]["total"] == 1
 
     udp = lab_profile(lab, duration=1, udp=True, bitrate="20M")
     rec, _ = await run_plan(udp)
     for start in rec.of(EventKind.RUN_START):
-        run = start.data["run"]
+        run = start.payload.run
         assert rec.run_end(run)["status"] == "ok"
         # the intervals are the server's lines (what arrived): tests/lab/test_udp.py
         assert all(d["packets"] > 0 for d in rec.intervals(run))
@@ -167,24 +167,24 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
     after = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
     assert after == original
     (knob,) = rec.of(EventKind.KNOB)
-    assert knob.data["pairs"] == ["A", "B"] and knob.data["hosts"] == snd
+    assert knob.payload.pairs == ["A", "B"] and knob.payload.hosts == snd
     assert len(rec.of(EventKind.RESTORE)) == 2
     for pair in ("A", "B"):
-        phases = [e.data for e in rec.of(EventKind.PHASE, pair)]
+        phases = [e.record() for e in rec.of(EventKind.PHASE, pair)]
         assert [p["phase"] for p in phases] == [0, 1]
         # the first phase has what the hosts had (read on connect), the second the flip
         assert phases[0]["config"] == {"tcp_wmem": " ".join(original[snd[0]])}
         assert phases[1]["config"] == {"tcp_wmem": WMEM[1]}
         ivs = [e for e in rec.of(EventKind.INTERVAL, pair)]
-        clean = [e for e in ivs if not e.data["straddles"]]
-        assert {e.data["phase"] for e in clean} == {0, 1}
+        clean = [e for e in ivs if not e.payload.straddles]
+        assert {e.payload.phase for e in clean} == {0, 1}
         # an interval counted in a phase was measured wholly inside it
         for e in clean:
-            span = (e.t - (e.data["end"] - e.data["start"]), e.t)
-            phase = phases[e.data["phase"]]
+            span = (e.t - (e.payload.end - e.payload.start), e.t)
+            phase = phases[e.payload.phase]
             assert phase["start"] - 0.05 <= span[0] and span[1] <= phase["end"] + 0.1, e
         # one run went on through the change: the knob does not restart iperf3
-        assert len({e.data["run"] for e in ivs}) == 1
+        assert len({e.payload.run for e in ivs}) == 1
 
 
 @pytest.mark.reliability(
@@ -207,10 +207,10 @@ async def test_errors_end_one_pair_and_the_other_goes_on(lab: Lab, reliability: 
     finally:
         squatter.terminate()
         squatter.wait()
-    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    starts = {e.pair: e.record() for e in rec.of(EventKind.RUN_START)}
     end_a = rec.run_end(starts["A"]["run"])
     assert end_a["status"] == "error" and "connection refused" in end_a["message"]
-    assert any("connection refused" in e.data["message"] for e in rec.of(EventKind.ERROR, "A"))
+    assert any("connection refused" in e.payload.message for e in rec.of(EventKind.ERROR, "A"))
     assert starts["B"]["port"] == 5202
     assert rec.run_end(starts["B"]["run"])["status"] == "ok"
     assert_matches_printed(rec, starts["B"]["run"])
@@ -229,10 +229,10 @@ async def test_missing_iperf3_and_unreachable_host_are_clear_errors(lab: Lab, tm
     profile.pairs[1] = Pair(**{**_pair_dict(profile.pairs[1]), "receiver": "nowhere-rcv"})
     profile.test.iperf3 = "iperf3-not-installed"
     rec, engine = await run_plan(profile)
-    ends = {e.pair: e.data for e in rec.of(EventKind.RUN_END)}
+    ends = {e.pair: e.record() for e in rec.of(EventKind.RUN_END)}
     assert "iperf3 is not installed" in ends["A"]["message"]
     assert "nowhere-rcv is not connected" in ends["B"]["message"]
-    failed = [e.data for e in rec.of(EventKind.LINK) if e.host == "nowhere-rcv"]
+    failed = [e.record() for e in rec.of(EventKind.LINK) if e.host == "nowhere-rcv"]
     assert any(d["state"] == "failed" and "cannot reach nowhere-rcv" in d["message"]
                for d in failed)
     assert engine.failed_runs == 2
@@ -247,10 +247,10 @@ async def test_a_stalled_stream_is_flagged_and_ended(lab: Lab):
         os.kill(pid, signal.SIGSTOP)  # the client we started freezes: no more intervals
 
     rec, _ = await run_plan(lab_profile(lab, duration=3), freeze)
-    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    starts = {e.pair: e.record() for e in rec.of(EventKind.RUN_START)}
     end_a = rec.run_end(starts["A"]["run"])
     assert end_a["status"] == "error" and "stalled" in end_a["message"]
-    assert any("stalled" in e.data["message"] for e in rec.of(EventKind.ERROR, "A"))
+    assert any("stalled" in e.payload.message for e in rec.of(EventKind.ERROR, "A"))
     assert rec.run_end(starts["B"]["run"])["status"] == "ok"
 
 
@@ -268,7 +268,7 @@ async def test_a_link_lost_mid_run_keeps_the_intervals(lab: Lab):
     rec, _ = await run_plan(lab_profile(lab, duration=3), drop)
     kept = len([e for e in rec.of(EventKind.INTERVAL, "A")])
     assert reconnected == [True]
-    starts = {e.pair: e.data for e in rec.of(EventKind.RUN_START)}
+    starts = {e.pair: e.record() for e in rec.of(EventKind.RUN_START)}
     end_a = rec.run_end(starts["A"]["run"])
     assert end_a["status"] == "incomplete" and "lost mid-run" in end_a["message"]
     assert kept >= 2
@@ -306,8 +306,8 @@ def test_headless_cli_ctrl_c_ends_everything(lab: Lab, tmp_path):
     assert proc.returncode == 130, err
     events = load_events(out)
     assert events[-1].kind is EventKind.SESSION_END
-    assert events[-1].data == {"reason": "interrupted"}
-    assert sorted(e.data["status"] for e in events if e.kind is EventKind.RUN_END) == \
+    assert events[-1].record() == {"reason": "interrupted"}
+    assert sorted(e.payload.status for e in events if e.kind is EventKind.RUN_END) == \
         ["stopped", "stopped"]
     assert "session written to" in err and err.rstrip().endswith("abtui: interrupted")
 
@@ -321,14 +321,14 @@ async def test_a_tunnel_change_restarts_the_pair_against_the_new_target(lab: Lab
     try:
         await flip_while_measuring(engine, rec, "tunnel", "vxlan", ["A"])
         await until(lambda: len(rec.of(EventKind.RUN_START, "A")) >= 2)
-        await until(lambda: rec.of(EventKind.INTERVAL, "A")[-1].data["run"] != "A-1")
+        await until(lambda: rec.of(EventKind.INTERVAL, "A")[-1].payload.run != "A-1")
     finally:
         await engine.shutdown()
     (tunnel,) = rec.of(EventKind.TUNNEL)
-    target = tunnel.data["target"]
-    assert tunnel.pair == "A" and tunnel.data["type"] == "vxlan"
+    target = tunnel.payload.target
+    assert tunnel.pair == "A" and tunnel.payload.type == "vxlan"
     assert target != profile.pairs[0].target
-    a_runs = [e.data for e in rec.of(EventKind.RUN_START, "A")]
+    a_runs = [e.record() for e in rec.of(EventKind.RUN_START, "A")]
     assert [r["target"] for r in a_runs[:2]] == [profile.pairs[0].target, target]
     assert a_runs[1]["config"] == {"tcp_wmem": WMEM[0], "tunnel": "vxlan"}  # as read, + the flip
     assert rec.run_end(a_runs[0]["run"])["status"] == "stopped"
@@ -343,19 +343,19 @@ async def test_plan_walks_the_knob_matrix_with_progress(lab: Lab):
     profile = lab_profile(lab, duration=1)
     profile.plan = Plan(matrix=("tcp_wmem",), repetitions=1, shuffle=True, seed=1, pause=0.1)
     rec, engine = await run_plan(profile)
-    knobs = [e.data["value"] for e in rec.of(EventKind.KNOB)]
+    knobs = [e.payload.value for e in rec.of(EventKind.KNOB)]
     assert sorted(knobs) == sorted(WMEM)  # each value set once, in the seeded order
-    progress = [(e.data["done"], e.data["total"]) for e in rec.of(EventKind.PROGRESS)]
+    progress = [(e.payload.done, e.payload.total) for e in rec.of(EventKind.PROGRESS)]
     assert progress == [(0, 2), (1, 2), (2, 2)]
-    assert rec.of(EventKind.PROGRESS)[-1].data["eta_s"] == 0
+    assert rec.of(EventKind.PROGRESS)[-1].payload.eta_s == 0
     for pair in ("A", "B"):
-        starts = [e.data for e in rec.of(EventKind.RUN_START, pair)]
+        starts = [e.record() for e in rec.of(EventKind.RUN_START, pair)]
         assert [s["config"]["tcp_wmem"] for s in starts] == knobs
         assert all(rec.run_end(s["run"])["status"] == "ok" for s in starts)
     assert len(engine.skews) == 2  # every step started both pairs together
-    assert any("seed 1" in e.data["text"] for e in rec.of(EventKind.MARK))
+    assert any("seed 1" in e.payload.text for e in rec.of(EventKind.MARK))
     assert len(rec.of(EventKind.RESTORE)) == 2 and all(
-        e.data["ok"] for e in rec.of(EventKind.RESTORE))
+        e.payload.ok for e in rec.of(EventKind.RESTORE))
 
 
 async def test_terminate_ends_a_silent_process_group(lab: Lab):
@@ -395,7 +395,7 @@ async def test_bidir_gives_both_directions_as_printed(lab: Lab):
     profile = lab_profile(lab, duration=2)
     profile.pairs = [Pair(**{**_pair_dict(profile.pairs[0]), "overrides": {"bidir": True}})]
     rec, _ = await run_plan(profile)
-    (start,) = [e.data for e in rec.of(EventKind.RUN_START)]
+    (start,) = [e.record() for e in rec.of(EventKind.RUN_START)]
     run = start["run"]
     assert start["options"]["bidir"] is True
     end = rec.run_end(run)
@@ -441,7 +441,7 @@ async def test_a_3_17_plus_sender_is_run_with_json_stream(lab: Lab, tmp_path: Pa
     rec, _ = await run_plan(profile)
     argv = (tmp_path / "argv").read_text().split()
     assert "--json-stream" in argv and "--forceflush" not in argv
-    (start,) = [e.data for e in rec.of(EventKind.RUN_START)]
+    (start,) = [e.record() for e in rec.of(EventKind.RUN_START)]
     end = rec.run_end(start["run"])
     assert end["status"] == "ok", end
     streamed = [json.loads(line) for line in recording.read_text().splitlines()]

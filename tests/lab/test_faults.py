@@ -66,7 +66,7 @@ async def run_with(lab: Lab, tmp_path: Path, fault) -> tuple[Recorder, Path]:  #
         except AssertionError:
             for e in rec.events:
                 if e.kind not in (EventKind.INTERVAL, EventKind.WATCH):
-                    print(round(e.t % 1000, 2), e.kind, e.pair, e.host, e.data)
+                    print(round(e.t % 1000, 2), e.kind, e.pair, e.host, e.record())
             raise
     finally:
         await engine.shutdown()
@@ -82,7 +82,7 @@ def assert_contiguous(intervals: list[dict]) -> None:
 
 
 def links_of(rec: Recorder, alias: str) -> list[str]:
-    return [e.data["state"] for e in rec.of(EventKind.LINK) if e.host == alias]
+    return [e.payload.state for e in rec.of(EventKind.LINK) if e.host == alias]
 
 
 def is_subsequence(wanted: list[str], seen: list[str]) -> bool:
@@ -110,7 +110,7 @@ async def test_sshd_killed_on_a_receiver(lab: Lab, tmp_path: Path, reliability: 
         finally:  # the lab's sshd comes back even when this test fails
             await asyncio.to_thread(lab.start_sshd, rcv)
         marks["back"] = time.time()
-        await until(lambda: len({e.data["run"] for e in rec.of(EventKind.INTERVAL, "B")}) >= 2,
+        await until(lambda: len({e.payload.run for e in rec.of(EventKind.INTERVAL, "B")}) >= 2,
                     timeout=20)
         await until(lambda: len(rec.of(EventKind.INTERVAL, "B")) >= 2, timeout=5)
         marks["measuring"] = time.time()
@@ -119,7 +119,7 @@ async def test_sshd_killed_on_a_receiver(lab: Lab, tmp_path: Path, reliability: 
     rec, path = await run_with(lab, tmp_path, fault)
     assert is_subsequence(["lost", "reconnecting", "connected"], links_of(rec, rcv)), \
         links_of(rec, rcv)
-    runs_b = [e.data["run"] for e in rec.of(EventKind.RUN_START, "B")]
+    runs_b = [e.payload.run for e in rec.of(EventKind.RUN_START, "B")]
     assert len(runs_b) >= 2, runs_b
     first = rec.run_end(runs_b[0])
     assert first["status"] == "incomplete" and f"link to {rcv} lost mid-run" in first["message"]
@@ -128,20 +128,20 @@ async def test_sshd_killed_on_a_receiver(lab: Lab, tmp_path: Path, reliability: 
     # never stitched: the new run counts from its own start, after the old one ended
     after = rec.intervals(runs_b[-1])
     assert after and after[0]["start"] == 0.0
-    end_t = next(e.t for e in rec.of(EventKind.RUN_END, "B") if e.data["run"] == runs_b[0])
+    end_t = next(e.t for e in rec.of(EventKind.RUN_END, "B") if e.payload.run == runs_b[0])
     assert all(e.t <= end_t for e in rec.of(EventKind.INTERVAL, "B")
-               if e.data["run"] == runs_b[0])
+               if e.payload.run == runs_b[0])
     # what arrived before the drop is in the session file, as received
-    saved = [e.data for e in load_events(path)
-             if e.kind is EventKind.INTERVAL and e.data["run"] == runs_b[0]]
+    saved = [e.record() for e in load_events(path)
+             if e.kind is EventKind.INTERVAL and e.payload.run == runs_b[0]]
     assert [(d["start"], d["end"], d["bytes"]) for d in saved] == \
         [(d["start"], d["end"], d["bytes"]) for d in before]
     # pair A went on: one run, no interval missing
     a = rec.of(EventKind.INTERVAL, "A")
-    assert len({e.data["run"] for e in a}) == 1
+    assert len({e.payload.run for e in a}) == 1
     gap = max_gap(a)
     assert gap <= 2 * INTERVAL, f"pair A waited {gap:.2f} s between intervals"
-    assert_contiguous([e.data for e in a])
+    assert_contiguous([e.record() for e in a])
     reliability.row(
         intervals_kept=len(before), other_pair_max_gap_s=gap,
         recovery_s=marks["measuring"] - marks["back"])
@@ -170,20 +170,20 @@ async def test_data_link_down_stalls_and_recovers(lab: Lab, tmp_path: Path,
         finally:
             link("up")
         marks["up"] = time.time()
-        first = rec.of(EventKind.RUN_START, "A")[0].data["run"]
-        await until(lambda: any(e.data["run"] != first and e.data["bytes"] > 0
+        first = rec.of(EventKind.RUN_START, "A")[0].payload.run
+        await until(lambda: any(e.payload.run != first and e.payload.bytes > 0
                                 for e in rec.of(EventKind.INTERVAL, "A")), timeout=20)
         marks["measuring"] = time.time()
         await asyncio.sleep(0.5)
 
     rec, _ = await run_with(lab, tmp_path, fault)
-    errors = [e.data["message"] for e in rec.of(EventKind.ERROR, "A")]
+    errors = [e.payload.message for e in rec.of(EventKind.ERROR, "A")]
     assert any("stalled" in m for m in errors), errors
-    runs_a = [e.data["run"] for e in rec.of(EventKind.RUN_START, "A")]
+    runs_a = [e.payload.run for e in rec.of(EventKind.RUN_START, "A")]
     assert len(runs_a) >= 2 and rec.run_end(runs_a[0])["status"] == "error"
     b = rec.of(EventKind.INTERVAL, "B")
-    assert len({e.data["run"] for e in b}) == 1 and not rec.of(EventKind.ERROR, "B")
-    assert_contiguous([e.data for e in b])
+    assert len({e.payload.run for e in b}) == 1 and not rec.of(EventKind.ERROR, "B")
+    assert_contiguous([e.record() for e in b])
     gap = max_gap(b)
     assert gap <= 2 * INTERVAL, f"pair B waited {gap:.2f} s between intervals"
     reliability.row(
@@ -294,26 +294,26 @@ def test_controller_sigkilled_loses_nothing_and_recover_sets_all_back(
     kept, printed = {}, {}
     for pair in ("A", "B"):
         ivs = [e for e in events if e.kind is EventKind.INTERVAL and e.pair == pair]
-        (run,) = {e.data["run"] for e in ivs}
+        (run,) = {e.payload.run for e in ivs}
         start = next(e for e in events if e.kind is EventKind.RUN_START
-                     and e.data["run"] == run)
-        config = start.data["config"]  # every knob as the hosts had it, with the two set
+                     and e.payload.run == run)
+        config = start.payload.config  # every knob as the hosts had it, with the two set
         assert set(config) == {k.name for k in load_profile(lab.profile_path).knobs}
         assert (config["tcp_rmem"], config["tunnel"]) == (RMEM_SMALL, "vxlan")
-        assert start.data["target"] != next(p for p in load_profile(lab.profile_path).pairs
+        assert start.payload.target != next(p for p in load_profile(lab.profile_path).pairs
                                             if p.label == pair).target
-        assert_contiguous([e.data for e in ivs])
+        assert_contiguous([e.record() for e in ivs])
         # the journal holds exactly what iperf3 printed on the sender, in order...
         sender = next(p for p in load_profile(lab.profile_path).pairs if p.label == pair).sender
         on_host = _host_intervals(logs / f"{sender}.log")
-        journal = [(e.data["start"], e.data["end"], e.data["bytes"],
-                    e.data["bits_per_second"]) for e in ivs]
+        journal = [(e.payload.start, e.payload.end, e.payload.bytes,
+                    e.payload.bits_per_second) for e in ivs]
         assert journal == on_host[:len(journal)], (journal, on_host)
         # ...up to the kill: what the host printed before it, less the interval in flight
         printed_before = [iv for iv in on_host if start.t + iv[1] < killed]
         missing = printed_before[len(journal):]
         assert len(missing) <= 1, f"pair {pair}: {missing} printed on {sender} but not kept"
-        in_flight = killed - (start.t + ivs[-1].data["end"])
+        in_flight = killed - (start.t + ivs[-1].payload.end)
         assert in_flight < 2 * interval, f"pair {pair}: {in_flight:.2f} s lost before the kill"
         kept[pair], printed[pair] = len(ivs), len(printed_before)
     # the next start offers recovery
@@ -393,7 +393,7 @@ class Soak:
 
     def __call__(self, event: Event) -> None:
         if event.kind is EventKind.INTERVAL:
-            run, d = event.data["run"], event.data
+            run, d = event.payload.run, event.record()
             self.runs.add(run)
             if abs(self.last_end.get(run, 0.0) - d["start"]) > 0.01:
                 self.holes.append(f"{run}: {self.last_end.get(run)} -> {d['start']}")
@@ -402,7 +402,7 @@ class Soak:
         elif event.kind is EventKind.KNOB:
             self.knobs += 1
         elif event.kind in (EventKind.ERROR, EventKind.KNOB_ERROR):
-            self.errors.append(str(event.data.get("message")))
+            self.errors.append(str(event.payload.message))
 
 
 def _rss_kib() -> int:

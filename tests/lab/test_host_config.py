@@ -39,7 +39,7 @@ async def test_the_hosts_values_are_the_first_phase_and_flips_return_to_them(lab
     engine = make_engine(profile, rec)
     try:
         await engine.connect()
-        configs = {e.pair: e.data["config"] for e in rec.of(EventKind.CONFIG)}
+        configs = {e.pair: e.payload.config for e in rec.of(EventKind.CONFIG)}
         assert configs == {"A": {"tcp_wmem": HOSTS_OWN}, "B": {"tcp_wmem": HOSTS_OWN}}
         state = ConsoleState(profile)
         for e in rec.events:

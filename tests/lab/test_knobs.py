@@ -50,7 +50,7 @@ async def test_flip_on_four_hosts_is_read_back_and_restored(lab: Lab, tmp_path):
         result = await manager.apply(knob, new, resolve_targets(profile.pairs, knob))
         assert result.values == dict.fromkeys(_aliases(lab), new)
         assert {a: _sysctl(lab, a) for a in _aliases(lab)} == dict.fromkeys(_aliases(lab), new)
-        originals = {e.host: e.data["value"] for e in events if e.kind is EventKind.ORIGINAL}
+        originals = {e.host: e.payload.value for e in events if e.kind is EventKind.ORIGINAL}
         assert originals == before
         assert len(read_journal(journal.path).originals) == 4
     finally:
@@ -59,7 +59,7 @@ async def test_flip_on_four_hosts_is_read_back_and_restored(lab: Lab, tmp_path):
     assert all(r.ok for r in restored)
     assert {a: _sysctl(lab, a) for a in _aliases(lab)} == before
     assert read_journal(journal.path).empty
-    assert [e.data["ok"] for e in events if e.kind is EventKind.RESTORE] == [True] * 4
+    assert [e.payload.ok for e in events if e.kind is EventKind.RESTORE] == [True] * 4
 
 
 @pytest.mark.reliability(

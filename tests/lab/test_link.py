@@ -325,14 +325,14 @@ def test_user_at_host_and_host_port_destinations_run_a_session(lab: Lab, tmp_pat
     events = load_events(out)
     hosts = set(written.values())
     assert {e.host for e in events if e.kind is EventKind.LINK
-            and e.data["state"] == "connected"} == hosts
-    facts = {e.host: e.data["facts"]["hostname"] for e in events if e.kind is EventKind.FACTS}
+            and e.payload.state == "connected"} == hosts
+    facts = {e.host: e.payload.facts["hostname"] for e in events if e.kind is EventKind.FACTS}
     assert facts == {dest: alias for alias, dest in written.items()}  # the right hosts
     for pair in ("A", "B"):
         assert sum(e.kind is EventKind.INTERVAL and e.pair == pair for e in events) >= 2
     senders = {written[a_snd], written[b_snd]}
     assert {e.host for e in events if e.kind is EventKind.ORIGINAL} == senders
-    assert {e.host for e in events if e.kind is EventKind.RESTORE and e.data["ok"]} == senders
+    assert {e.host for e in events if e.kind is EventKind.RESTORE and e.payload.ok} == senders
     assert "error" not in run.stderr
 
 

@@ -22,8 +22,8 @@ async def test_a_continuous_run_s_phases_export_their_own_figures(lab: Lab) -> N
     engine = make_engine(lab_profile(lab), rec)
 
     def counted(pair: str, phase: object) -> int:
-        return sum(1 for e in rec.of(EventKind.INTERVAL, pair) if e.data["phase"] == phase
-                   and not e.data["straddles"] and not e.data["omitted"])
+        return sum(1 for e in rec.of(EventKind.INTERVAL, pair) if e.payload.phase == phase
+                   and not e.payload.straddles and not e.payload.omitted)
 
     try:
         await engine.connect()

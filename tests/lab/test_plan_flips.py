@@ -30,19 +30,19 @@ async def test_a_restarting_knob_flipped_mid_step_measures_the_new_setting(lab: 
         await asyncio.wait_for(engine.wait(), 30)
     finally:
         await engine.shutdown()
-    assert not rec.of(EventKind.ERROR), [e.data for e in rec.of(EventKind.ERROR)]
-    a_runs = [e.data for e in rec.of(EventKind.RUN_START, "A")]
+    assert not rec.of(EventKind.ERROR), [e.record() for e in rec.of(EventKind.ERROR)]
+    a_runs = [e.record() for e in rec.of(EventKind.RUN_START, "A")]
     assert len(a_runs) == 2, a_runs  # the step's run, and the one after the flip
     first, second = (r["run"] for r in a_runs)
     assert rec.run_end(first)["status"] == "stopped"
     assert rec.run_end(second)["status"] == "ok"
     assert a_runs[1]["config"]["tcp_wmem"] == WMEM[1]
-    old = [e for e in rec.of(EventKind.INTERVAL, "A") if e.data["run"] == first]
-    assert all(e.data["straddles"] for e in old if e.t > flipped)
-    new = [e.data for e in rec.of(EventKind.INTERVAL, "A") if e.data["run"] == second]
+    old = [e for e in rec.of(EventKind.INTERVAL, "A") if e.payload.run == first]
+    assert all(e.payload.straddles for e in old if e.t > flipped)
+    new = [e.record() for e in rec.of(EventKind.INTERVAL, "A") if e.payload.run == second]
     counted = [d for d in new if not d["straddles"]]
     assert len(counted) >= 4 and {d["phase"] for d in counted} == {a_runs[1]["phase"]}
     # B was not touched: one run through the step
     assert [rec.run_end(r["run"])["status"] for r in
-            (e.data for e in rec.of(EventKind.RUN_START, "B"))] == ["ok"]
-    assert [e.data["done"] for e in rec.of(EventKind.PROGRESS)] == [0, 1]
+            (e.record() for e in rec.of(EventKind.RUN_START, "B"))] == ["ok"]
+    assert [e.payload.done for e in rec.of(EventKind.PROGRESS)] == [0, 1]

@@ -45,7 +45,7 @@ async def reset_and_drop(lab: Lab, rec: Recorder, alias: str) -> None:
 
 
 def phases_of(rec: Recorder, pair: str) -> dict[int, dict[str, str]]:
-    return {e.data["phase"]: e.data["config"] for e in rec.of(EventKind.PHASE, pair)}
+    return {e.payload.phase: e.payload.config for e in rec.of(EventKind.PHASE, pair)}
 
 
 def after(rec: Recorder, kind: EventKind, pair: str, t: float) -> list[Event]:
@@ -64,7 +64,7 @@ async def drive(lab: Lab, rec: Recorder, engine: Engine, flip: bool) -> tuple[fl
     drift_t = rec.of(EventKind.DRIFT)[0].t
     # runs go on after the reconnect: enough intervals of the new phase on A
     await until(lambda: len([e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
-                             if not e.data["straddles"]]) >= 4, timeout=30)
+                             if not e.payload.straddles]) >= 4, timeout=30)
     return drift_t, wmem(lab, snd_a)
 
 
@@ -91,39 +91,39 @@ async def test_a_reset_host_is_read_again_and_the_flip_re_applied(lab: Lab,
     # recorded: what the host had, what abtui had set, what it did
     (drift,) = rec.of(EventKind.DRIFT)
     assert drift.host == snd_a
-    assert drift.data["value"] == RESET and drift.data["expected"] == WMEM[1]
-    assert drift.data["action"] == "re-applied" and drift.data["pairs"] == ["A"]
+    assert drift.payload.value == RESET and drift.payload.expected == WMEM[1]
+    assert drift.payload.action == "re-applied" and drift.payload.pairs == ["A"]
     assert during == WMEM[1]  # re-applied on the host, read back
     # a namespace host runs this machine's kernel: the same boot, so no "rebooted"
     assert boot == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    assert drift.data["message"] == ""
+    assert drift.payload.message == ""
     # the phase ended: A's phase in force at the drop is closed, a new one follows
     lost = next(e.t for e in rec.events if e.kind is EventKind.LINK and e.host == snd_a
-                and e.data["state"] == "lost")
+                and e.payload.state == "lost")
     phases = phases_of(rec, "A")
-    closed = [e.data for e in rec.of(EventKind.PHASE, "A") if e.t >= lost]
+    closed = [e.record() for e in rec.of(EventKind.PHASE, "A") if e.t >= lost]
     assert closed and closed[0]["end"] == pytest.approx(lost, abs=0.5)
     # nothing is counted between the loss and the verified re-apply; after it, the value
     # the host has again
     for e in after(rec, EventKind.INTERVAL, "A", lost):
         if e.t <= drift_t:
-            assert e.data["straddles"], e
+            assert e.payload.straddles, e
     counted = [e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
-               if not e.data["straddles"]]
-    assert counted and {phases[e.data["phase"]]["tcp_wmem"] for e in counted} == {WMEM[1]}
+               if not e.payload.straddles]
+    assert counted and {phases[e.payload.phase]["tcp_wmem"] for e in counted} == {WMEM[1]}
     starts = after(rec, EventKind.RUN_START, "A", lost)
-    assert starts and all(s.data["config"]["tcp_wmem"] == WMEM[1] for s in starts)
+    assert starts and all(s.payload.config["tcp_wmem"] == WMEM[1] for s in starts)
     # pair B, on other hosts, went on untouched: one phase for the flip, no drift
-    assert not [e for e in rec.of(EventKind.DRIFT) if "B" in e.data["pairs"]]
+    assert not [e for e in rec.of(EventKind.DRIFT) if "B" in e.payload.pairs]
     # the original is still the host's true original: set back on exit, not the reset value
     assert {" ".join(v.split()) for (h, *_), v in journalled.items() if h == snd_a} == \
         {original}
     assert wmem(lab, snd_a) == original and wmem(lab, snd_b) == original
     back = next(e.t for e in rec.events if e.kind is EventKind.LINK and e.host == snd_a
-                and e.data["state"] == "connected" and e.t > lost)
+                and e.payload.state == "connected" and e.t > lost)
     reliability.row(drift_after_reconnect_s=drift_t - back,
                     intervals_not_counted=len([e for e in after(rec, EventKind.INTERVAL, "A",
-                                                                lost) if e.data["straddles"]]),
+                                                                lost) if e.payload.straddles]),
                     counted_after=len(counted))
 
 
@@ -138,13 +138,13 @@ async def test_a_knob_abtui_never_set_is_relabelled_with_the_hosts_value(lab: La
         await engine.shutdown()
         ns_exec(lab, snd_a, "sysctl", "-qw", f"{KEY}={original}")  # our own out-of-band change
     (drift,) = rec.of(EventKind.DRIFT)
-    assert drift.data["action"] == "relabelled" and drift.data["value"] == RESET
+    assert drift.payload.action == "relabelled" and drift.payload.value == RESET
     assert during == RESET  # abtui did not overrule the host's own value
     phases = phases_of(rec, "A")
     counted = [e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
-               if not e.data["straddles"]]
-    assert counted and {phases[e.data["phase"]]["tcp_wmem"] for e in counted} == {RESET}
-    assert all(s.data["config"]["tcp_wmem"] == RESET
+               if not e.payload.straddles]
+    assert counted and {phases[e.payload.phase]["tcp_wmem"] for e in counted} == {RESET}
+    assert all(s.payload.config["tcp_wmem"] == RESET
                for s in after(rec, EventKind.RUN_START, "A", drift_t))
     assert not rec.of(EventKind.RESTORE)  # nothing abtui set, nothing to set back
 
@@ -171,21 +171,21 @@ async def test_a_tunnel_end_a_reset_removed_is_made_again(lab: Lab):
         await until(lambda: rec.of(EventKind.DRIFT), timeout=20)
         drift_t = rec.of(EventKind.DRIFT)[0].t
         await until(lambda: len([e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
-                                 if not e.data["straddles"]]) >= 2, timeout=30)
+                                 if not e.payload.straddles]) >= 2, timeout=30)
         again = vxlan_ends(lab, rcv_a)
     finally:
         await engine.shutdown()
     (drift,) = rec.of(EventKind.DRIFT)
-    assert (drift.host, drift.data["knob"], drift.data["value"], drift.data["expected"],
-            drift.data["action"]) == (rcv_a, "tunnel", "none", "vxlan", "re-applied")
+    assert (drift.host, drift.payload.knob, drift.payload.value, drift.payload.expected,
+            drift.payload.action) == (rcv_a, "tunnel", "none", "vxlan", "re-applied")
     assert len(again) == 1  # made again on the host
-    retarget = after(rec, EventKind.TUNNEL, "A", drift_t - 5)[-1].data["target"]
+    retarget = after(rec, EventKind.TUNNEL, "A", drift_t - 5)[-1].payload.target
     starts = after(rec, EventKind.RUN_START, "A", drift_t)
-    assert starts and all(s.data["target"] == retarget == engine.targets["A"] for s in starts)
+    assert starts and all(s.payload.target == retarget == engine.targets["A"] for s in starts)
     phases = phases_of(rec, "A")
     counted = [e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
-               if not e.data["straddles"]]
-    assert {phases[e.data["phase"]]["tunnel"] for e in counted} == {"vxlan"}
+               if not e.payload.straddles]
+    assert {phases[e.payload.phase]["tunnel"] for e in counted} == {"vxlan"}
     assert first != lab.hosts(2)[1].data_address
     for h in lab.hosts(1):  # and removed on exit
         assert vxlan_ends(lab, h.alias) == []

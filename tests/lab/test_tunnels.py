@@ -62,7 +62,7 @@ async def test_wireguard_and_vxlan_carry_iperf3_and_leave_nothing(lab: Lab):
         assert await manager.switch("A", "none") == a.target
         await manager.down_all()
         assert _traces(lab, manager.tag) == []
-        assert [(e.pair, e.data["type"]) for e in events][-2:] in (
+        assert [(e.pair, e.payload.type) for e in events][-2:] in (
             [("A", "none"), ("B", "none")], [("B", "none"), ("A", "none")])
     finally:
         await manager.down_all()
@@ -102,7 +102,7 @@ async def test_engine_facts_say_which_tunnels_each_host_can_make(lab: Lab, tmp_p
 
     facts = {}
     engine = Engine(load_profile(lab.profile_path), journal=UndoJournal(tmp_path))
-    engine.subscribe(lambda e: facts.update({e.host: e.data["facts"]})
+    engine.subscribe(lambda e: facts.update({e.host: e.payload.facts})
                      if e.kind is EventKind.FACTS else None)
     try:
         await engine.connect()

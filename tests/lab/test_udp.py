@@ -69,7 +69,7 @@ async def test_udp_table_shows_what_arrived_with_its_loss(lab: Lab) -> None:
     (config_row,) = rows  # one configuration
     config = config_row[0]
     for start in rec.of(EventKind.RUN_START):
-        pair, run = start.pair, start.data["run"]
+        pair, run = start.pair, start.payload.run
         end = rec.run_end(run)
         assert end["status"] == "ok", end
         summary = end["summary"]
@@ -107,7 +107,7 @@ async def test_udp_reverse_reads_the_client_s_own_lines(lab: Lab) -> None:
                              "overrides": {"reverse": True}}) for p in profile.pairs]
     rec, _ = await run_plan(profile)
     for start in rec.of(EventKind.RUN_START):
-        run = start.data["run"]
+        run = start.payload.run
         assert rec.run_end(run)["status"] == "ok"
         assert rec.run_end(run)["summary"]["sender_cpu"] is not None
         arrived = received(rec.raw[run])
@@ -127,7 +127,7 @@ async def test_a_stopped_run_s_unheard_figures_are_unknown_not_0(lab: Lab, udp: 
         await until(lambda: len(rec.of(EventKind.INTERVAL)) >= 4)
     finally:
         await engine.shutdown()
-    ends = [e.data for e in rec.of(EventKind.RUN_END)]
+    ends = [e.record() for e in rec.of(EventKind.RUN_END)]
     assert len(ends) == 2 and all(d["status"] == "stopped" for d in ends), ends
     for end in ends:
         summary = end["summary"]

@@ -247,7 +247,7 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
     assert alt.values == ("4096 16384 4194304", "4096 16384 65536") and alt.until_verdict
     changed: list[int] = []
     marks: list[str] = []
-    ctl.subscribe(lambda e: marks.append(e.data["text"]) if e.kind is EventKind.MARK else None)
+    ctl.subscribe(lambda e: marks.append(e.payload.text) if e.kind is EventKind.MARK else None)
     live = LiveAlternation(ctl, alt, 1.0, notify=lambda: changed.append(1))
     await live.start()
     seed = live.verdicts.seed  # drawn by the console, recorded in the session

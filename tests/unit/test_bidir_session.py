@@ -98,8 +98,8 @@ def test_compare_puts_the_way_back_in_a_table_of_its_own():
 
     left = Session.from_events(_events(), name="before")
     faster = [Event(e.kind, e.t, pair=e.pair, host=e.host, data={
-        **e.data, "bits_per_second": e.data["bits_per_second"] * 1.1})
-        if e.kind is EventKind.INTERVAL and e.data.get("direction") == "rx" else e
+        **e.record(), "bits_per_second": e.payload.bits_per_second * 1.1})
+        if e.kind is EventKind.INTERVAL and e.payload.direction == "rx" else e
         for e in _events()]
     right = Session.from_events(faster, name="after")
     md = compare.markdown(left, right)

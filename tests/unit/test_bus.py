@@ -13,13 +13,13 @@ def mark(text: str) -> Event:
 def test_a_closed_subscription_gets_nothing_more_and_closing_twice_is_harmless():
     bus = EventBus()
     seen: list[str] = []
-    handle = bus.subscribe(lambda e: seen.append(e.data["text"]))
+    handle = bus.subscribe(lambda e: seen.append(e.payload.text))
     bus.emit(mark("one"))
     handle.close()
     handle.close()
     bus.emit(mark("two"))
     assert seen == ["one"] and not handle.active
-    with bus.subscribe(lambda e: seen.append("with " + e.data["text"])):
+    with bus.subscribe(lambda e: seen.append("with " + e.payload.text)):
         bus.emit(mark("three"))
     bus.emit(mark("four"))
     assert seen == ["one", "with three"]
@@ -54,4 +54,4 @@ def test_the_engine_s_subscribe_returns_the_handle():
     engine.emit(mark("x"))
     handle.close()
     engine.emit(mark("y"))
-    assert [e.data["text"] for e in seen] == ["x"]
+    assert [e.payload.text for e in seen] == ["x"]

@@ -147,7 +147,7 @@ def test_phases_straddling_intervals_count_in_neither():
     assert ph.classify(101.02, 0.5) == (0, True)
     closed = ph.commit_change(101.0, 101.01, {"aim": "1"})
     assert closed is not None and closed.kind is EventKind.PHASE
-    assert closed.data == {"phase": 0, "config": {}, "start": 100.0, "end": 101.0}
+    assert closed.record() == {"phase": 0, "config": {}, "start": 100.0, "end": 101.0}
     assert ph.phase == 1 and ph.config == {"aim": "1"} and ph.start == 101.01
     # measured before the change but arrived after it: straddles, stamped with the new phase
     assert ph.classify(101.3, 0.5) == (1, True)
@@ -160,7 +160,7 @@ def test_phases_straddling_intervals_count_in_neither():
     assert ph.classify(102.2, 0.1) == (1, False)
     ph.measured = True
     closed = ph.close(103.0)
-    assert closed is not None and closed.data == {"phase": 1, "config": {"aim": "1"},
+    assert closed is not None and closed.record() == {"phase": 1, "config": {"aim": "1"},
                                                   "start": 101.01, "end": 103.0}
     assert (ph.phase, ph.start, ph.measured) == (2, 103.0, False)  # a later start: phase 2
 
@@ -245,7 +245,7 @@ async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the
         seen: list[Event] = []
         engine.subscribe(seen.append)
         await engine.shutdown("done")
-        errors = [e.data["message"] for e in seen if e.kind is EventKind.ERROR]
+        errors = [e.payload.message for e in seen if e.kind is EventKind.ERROR]
         assert errors == left
         assert seen[-1].kind is EventKind.SESSION_END
         assert journal.path.exists() == bool(left)
@@ -273,7 +273,7 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     assert engine.applier.asked == [("aim", "0", ["A"]), ("aim", "1", ["A"])]
     assert [(e.kind, e.pair) for e in events] == [(EventKind.KNOB, None),
                                                    (EventKind.PHASE, "A")]
-    assert events[1].data["config"] == {"aim": "0"}
+    assert events[1].payload.config == {"aim": "0"}
     assert engine.phases["A"].config == {"aim": "1"} and engine.phases["B"].config == {}
     events.clear()
     with pytest.raises(KnobRefused, match="invalid value"):

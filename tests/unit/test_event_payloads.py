@@ -86,9 +86,9 @@ def test_payload_classes_are_named_apart_from_the_model_s() -> None:
     assert {"IntervalMeasured", "KnobChanged", "WatchSampled"} <= names
 
 
-def test_an_old_payload_name_still_resolves_with_a_warning() -> None:
-    with pytest.warns(DeprecationWarning, match="IntervalMeasured"):
-        assert events.Interval is events.IntervalMeasured  # type: ignore[attr-defined]
+def test_the_old_payload_names_are_gone() -> None:
+    for old in ("Interval", "Knob", "Watch"):
+        assert not hasattr(events, old), old
     with pytest.raises(AttributeError):
         _ = events.NoSuchPayload  # type: ignore[attr-defined]
 

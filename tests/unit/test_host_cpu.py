@@ -80,14 +80,14 @@ def cpu_session(facts: dict[str, object] | None = None) -> Session:
                                     data={"facts": {"alias": h, "cpu_count": 2, **(facts or {})}})
                 continue
             if ev.kind is EventKind.RUN_END and ev.pair:
-                ev.data["summary"]["sender_cpu"] = {"total": 25.4, "user": 0.3, "system": 25.1}
-                ev.data["summary"]["receiver_cpu"] = None
+                ev.payload.summary["sender_cpu"] = {"total": 25.4, "user": 0.3, "system": 25.1}
+                ev.payload.summary["receiver_cpu"] = None
             yield ev
             if ev.kind is EventKind.INTERVAL and ev.pair:
                 for role, h in zip(("sender", "receiver"), hosts[ev.pair], strict=True):
                     row = BUSY[ev.pair]
                     yield Event(EventKind.CPU, ev.t, pair=ev.pair, host=h, data={
-                        "run": ev.data["run"], "role": role, "phase": ev.data["phase"],
+                        "run": ev.payload.run, "role": role, "phase": ev.payload.phase,
                         "straddles": False, "total": [2 * x for x in row],
                         "cpus": [row, row]})
     return Session.from_events(events())
@@ -211,13 +211,13 @@ def test_sampler_one_round_trip_per_sample_and_ticks_since_the_previous() -> Non
 
     asyncio.run(sample())
     cpu = [e for e in events if e.kind is EventKind.CPU]
-    assert [e.data["total"] for e in cpu] == [[60, 20, 5, 5, 10, 0], [10, 5, 0, 0, 90, 0]]
-    assert cpu[0].host == "snd" and cpu[0].data["role"] == "sender"
-    assert cpu[0].data["phase"] == 3 and cpu[0].data["cpus"] == [[60, 20, 5, 5, 10, 0]]
+    assert [e.payload.total for e in cpu] == [[60, 20, 5, 5, 10, 0], [10, 5, 0, 0, 90, 0]]
+    assert cpu[0].host == "snd" and cpu[0].payload.role == "sender"
+    assert cpu[0].payload.phase == 3 and cpu[0].payload.cpus == [[60, 20, 5, 5, 10, 0]]
     assert snd.commands[:3] == [Linux.cpu_times_command] * 3
     # the link lost afterwards: said once, not once per sample
     errors = [e for e in events if e.kind is EventKind.ERROR]
-    assert len(errors) == 1 and "host CPU" in errors[0].data["message"]
+    assert len(errors) == 1 and "host CPU" in errors[0].payload.message
 
 
 def test_a_procedures_first_table_shows_cpu_when_the_session_has_it() -> None:
@@ -231,9 +231,9 @@ def test_a_procedures_first_table_shows_cpu_when_the_session_has_it() -> None:
 
     def with_cpu() -> Iterator[Event]:
         for ev in reader.iter_events(golden):
-            if ev.kind is EventKind.RUN_END and ev.data.get("summary"):
-                ev.data["summary"]["sender_cpu"] = {"total": 40.0, "user": 1.0, "system": 39.0}
-                ev.data["summary"]["receiver_cpu"] = {"total": 80.0, "user": 2.0,
+            if ev.kind is EventKind.RUN_END and ev.payload.summary:
+                ev.payload.summary["sender_cpu"] = {"total": 40.0, "user": 1.0, "system": 39.0}
+                ev.payload.summary["receiver_cpu"] = {"total": 80.0, "user": 2.0,
                                                       "system": 78.0}
             yield ev
 

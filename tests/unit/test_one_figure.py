@@ -180,7 +180,7 @@ def test_one_report_one_figure_per_cell_equal_to_the_console_s() -> None:
     generic = _table(md, "Throughput per configuration")
     pairs = [h.split(" (")[0] for h in generic[0][1:4]]
     assert generic[0][1:4] == [f"{p} (Gbit/s)" for p in pairs]
-    state = ConsoleState(parse_profile(events[0].data["profile_text"], "ix.toml"))
+    state = ConsoleState(parse_profile(events[0].payload.profile_text, "ix.toml"))
     for ev in events:
         state.apply(ev)
     console = {row.config["enable_aim"]: state.phase_cells(row) for row in state.phases.values()}
@@ -232,9 +232,9 @@ def test_a_run_s_figure_is_its_bits_over_its_seconds_everywhere() -> None:
     runs = _table(report.markdown(session, chart=False), "Runs")
     assert runs[0][5:7] == ["throughput (Gbit/s)", "intervals"]
     for run, line, row in zip(doc["runs"], lines, runs[1:], strict=True):
-        counted = [e.data for e in events if e.kind is EventKind.INTERVAL
-                   and e.pair == run["pair"] and e.data["run"] == run["run"]
-                   and not e.data["omitted"]]
+        counted = [e.record() for e in events if e.kind is EventKind.INTERVAL
+                   and e.pair == run["pair"] and e.payload.run == run["run"]
+                   and not e.payload.omitted]
         bits = sum(d["bits_per_second"] * (d["end"] - d["start"]) for d in counted)
         want = bits / sum(d["end"] - d["start"] for d in counted)
         assert run["bits_per_second"] == pytest.approx(want, rel=1e-12)

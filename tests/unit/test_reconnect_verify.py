@@ -95,13 +95,13 @@ async def test_a_value_abtui_set_is_re_applied_and_the_phase_ends():
     seen.clear()
     await reconnect(engine, "r", {"r": "4096 87380 6291456"}, fake)
     (drift,) = of(seen, EventKind.DRIFT)
-    assert drift.host == "r" and drift.data["action"] == "re-applied"
-    assert drift.data["value"] == "4096 87380 6291456" and drift.data["expected"] == low
+    assert drift.host == "r" and drift.payload.action == "re-applied"
+    assert drift.payload.value == "4096 87380 6291456" and drift.payload.expected == low
     assert drift.payload.line("r") == ("rmem on r is 4096 87380 6291456 after reconnect, "
                                        f"was set to {low}: re-applied")
     assert fake.applied[-1] == (low, ["A"]) and fake.values["r"] == low
     (phase,) = of(seen, EventKind.PHASE)
-    assert phase.pair == "A" and phase.data["config"] == {"rmem": low}
+    assert phase.pair == "A" and phase.payload.config == {"rmem": low}
     assert engine.phases["A"].phase == 2 and engine.phases["A"].config == {"rmem": low}
     assert engine.phases["A"].pending is None and not engine.gate
     assert engine.phases["B"].phase == 0  # the other pair's hosts did not drop
@@ -113,11 +113,11 @@ async def test_the_host_s_own_value_is_relabelled_for_its_role_only():
     assert engine.phases["A"].config == {"rmem": f"{low}/{high}"}
     await reconnect(engine, "r", {"r": "4096 87380 6291456"}, fake, boot="boot-2")
     (drift,) = of(seen, EventKind.DRIFT)
-    assert drift.data["action"] == "relabelled" and drift.data["expected"] == high
-    assert drift.data["message"].startswith("the host rebooted; abtui never set it")
+    assert drift.payload.action == "relabelled" and drift.payload.expected == high
+    assert drift.payload.message.startswith("the host rebooted; abtui never set it")
     assert not fake.applied  # abtui does not overrule what it never set
     assert engine.phases["A"].config == {"rmem": f"{low}/4096 87380 6291456"}
-    assert [e.data["config"] for e in of(seen, EventKind.PHASE)] == [{"rmem": f"{low}/{high}"}]
+    assert [e.payload.config for e in of(seen, EventKind.PHASE)] == [{"rmem": f"{low}/{high}"}]
 
 
 async def test_a_refused_re_apply_is_relabelled_with_the_reason():
@@ -127,8 +127,8 @@ async def test_a_refused_re_apply_is_relabelled_with_the_reason():
     fake.refuse = True
     await reconnect(engine, "s2", {"s2": high}, fake)
     (drift,) = of(seen, EventKind.DRIFT)
-    assert drift.data["action"] == "relabelled" and drift.data["pairs"] == ["B"]
-    assert "re-apply refused" in drift.data["message"] and "read-only" in drift.data["message"]
+    assert drift.payload.action == "relabelled" and drift.payload.pairs == ["B"]
+    assert "re-apply refused" in drift.payload.message and "read-only" in drift.payload.message
     assert engine.phases["B"].config == {"rmem": f"{high}/{low}"}
     assert engine.phases["A"].config == {"rmem": low}
 
@@ -162,7 +162,7 @@ async def test_a_link_lost_again_while_reading_is_read_on_the_next_reconnect():
     fake.drop_while_reading = None
     await reconnect(engine, "r")
     (drift,) = of(seen, EventKind.DRIFT)
-    assert drift.data["value"] == low and not engine.gate
+    assert drift.payload.value == low and not engine.gate
 
 
 def test_role_value_undoes_pair_value():
@@ -274,19 +274,19 @@ async def test_a_tunnel_whose_end_is_gone_is_made_again_or_dropped():
         seen.clear()
         await reconnect(engine, "r")
         (drift,) = of(seen, EventKind.DRIFT)
-        assert (drift.data["knob"], drift.data["value"], drift.data["expected"]) == \
+        assert (drift.payload.knob, drift.payload.value, drift.payload.expected) == \
             ("tunnel", "none", "vxlan")
         (tunnel,) = of(seen, EventKind.TUNNEL)
         if not refuse:  # made again: a new target, the pair still labelled vxlan
-            assert drift.data["action"] == "re-applied"
-            assert engine.targets["A"] == tunnel.data["target"] == "10.99.2.2" != first
+            assert drift.payload.action == "re-applied"
+            assert engine.targets["A"] == tunnel.payload.target == "10.99.2.2" != first
             assert engine.phases["A"].config["tunnel"] == "vxlan"
         else:  # could not: what is left removed, the pair measured direct and labelled so
-            assert drift.data["action"] == "relabelled" and "does not answer" in \
-                drift.data["message"]
-            assert engine.targets["A"] == tunnel.data["target"] == "198.18.1.2"
+            assert drift.payload.action == "relabelled" and "does not answer" in \
+                drift.payload.message
+            assert engine.targets["A"] == tunnel.payload.target == "198.18.1.2"
             assert engine.phases["A"].config["tunnel"] == "none"
-        assert of(seen, EventKind.PHASE)[0].data["config"]["tunnel"] == "vxlan"
+        assert of(seen, EventKind.PHASE)[0].payload.config["tunnel"] == "vxlan"
 
 
 async def test_the_gate_holds_a_dropped_host_until_it_is_read_again():

@@ -27,16 +27,16 @@ def test_synthetic_events_are_deterministic_and_realistic() -> None:
     ivals = [e for e in a if e.kind is EventKind.INTERVAL and e.pair == "A"]
     assert len(ivals) == 40
     first, second = ivals[:20], ivals[20:]
-    mean1 = sum(e.data["bits_per_second"] for e in first) / 20
-    mean2 = sum(e.data["bits_per_second"] for e in second) / 20
+    mean1 = sum(e.payload.bits_per_second for e in first) / 20
+    mean2 = sum(e.payload.bits_per_second for e in second) / 20
     assert 2e9 < mean1 < 5e9  # a few Gbit/s
     assert 0.4 < mean2 / mean1 < 0.6  # the flip to a 64 KiB tcp_wmem about halves it
-    assert len({round(e.data["bits_per_second"]) for e in first}) == 20  # noise
-    assert all(e.data["cwnd_bytes"] > 0 and e.data["retransmits"] >= 0 for e in ivals)
+    assert len({round(e.payload.bits_per_second) for e in first}) == 20  # noise
+    assert all(e.payload.cwnd_bytes > 0 and e.payload.retransmits >= 0 for e in ivals)
     pings = [e for e in a if e.kind is EventKind.PING]
-    assert all(0 < e.data["rtt_ms"] < 5 for e in pings)
+    assert all(0 < e.payload.rtt_ms < 5 for e in pings)
     knob = [e for e in a if e.kind is EventKind.KNOB]
-    assert len(knob) == 1 and knob[0].data["pairs"] == ["A", "B"]
+    assert len(knob) == 1 and knob[0].payload.pairs == ["A", "B"]
 
 
 async def test_live_stream_follows_set_knob_and_phases() -> None:
@@ -49,15 +49,15 @@ async def test_live_stream_follows_set_knob_and_phases() -> None:
     await ctl.set_knob("tso", "off", ["B"])
     assert ctl.configs["B"]["tso"] == "off" and ctl.configs["A"]["tso"] == "on"
     kb = [e for e in got if e.kind is EventKind.KNOB][-1]
-    assert kb.data == {"knob": "tso", "value": "off", "pairs": ["B"], "hosts": ["b-snd"]}
+    assert kb.record() == {"knob": "tso", "value": "off", "pairs": ["B"], "hosts": ["b-snd"]}
     ctl.limit = 10
     await ctl.start()  # already ran once: a new run, same controller
     await ctl._task  # type: ignore[misc]
-    b = [e.data["bits_per_second"] for e in got if e.kind is EventKind.INTERVAL and e.pair == "B"]
+    b = [e.payload.bits_per_second for e in got if e.kind is EventKind.INTERVAL and e.pair == "B"]
     assert sum(b[10:]) / 10 < 0.5 * sum(b[:10]) / 10  # tso off: ~0.4
     await ctl.shutdown()
     restores = [e for e in got if e.kind is EventKind.RESTORE]
-    assert [(e.host, e.data["knob"], e.data["value"]) for e in restores] == [
+    assert [(e.host, e.payload.knob, e.payload.value) for e in restores] == [
         ("b-snd", "tso", "on")]
     assert got[-1].kind is EventKind.SESSION_END
     assert ctl.configs["B"]["tso"] == "on"
@@ -72,13 +72,13 @@ async def test_set_knob_while_running_closes_the_phase() -> None:
     await ctl.set_knob("cc", "bbr")
     await ctl.stop()
     phases = [e for e in got if e.kind is EventKind.PHASE]
-    assert {(e.pair, e.data["phase"], e.data["config"]["cc"]) for e in phases[:2]} == {
+    assert {(e.pair, e.payload.phase, e.payload.config["cc"]) for e in phases[:2]} == {
         ("A", 0, "reno"), ("B", 0, "reno")}
     ends = [e for e in got if e.kind is EventKind.RUN_END]
-    assert {e.data["status"] for e in ends} == {"stopped"}
+    assert {e.payload.status for e in ends} == {"stopped"}
     later = [e for e in got if e.kind is EventKind.INTERVAL and got.index(e) > got.index(
         phases[0])]
-    assert all(e.data["phase"] == 1 for e in later)
+    assert all(e.payload.phase == 1 for e in later)
 
 
 async def test_refused_knob_raises_and_reports() -> None:

@@ -133,16 +133,16 @@ def intervals(events: list[Event]) -> list[dict[str, float]]:
     out = []
     for e in events:
         if e.kind is EventKind.INTERVAL:
-            d = {"start": e.data["start"], "end": e.data["end"], "bps": e.data["bits_per_second"]}
-            if "jitter_ms" in e.data:
-                d.update(jitter=e.data["jitter_ms"], lost=e.data["lost_packets"],
-                         packets=e.data["packets"])
+            d = {"start": e.payload.start, "end": e.payload.end, "bps": e.payload.bits_per_second}
+            if e.recorded("jitter_ms"):
+                d.update(jitter=e.payload.jitter_ms, lost=e.payload.lost_packets,
+                         packets=e.payload.packets)
             out.append(d)
     return out
 
 
 def run_end(events: list[Event]) -> dict:
-    (end,) = [e.data for e in events if e.kind is EventKind.RUN_END]
+    (end,) = [e.record() for e in events if e.kind is EventKind.RUN_END]
     return end
 
 
@@ -262,7 +262,7 @@ def test_udp_bidir_takes_each_direction_from_its_receiver() -> None:
     """--bidir UDP: the pair's own direction arrives at the server ([RX-S] lines), the way back
     at the client ([RX-C] lines); neither sender's lines are read as throughput."""
     events = asyncio.run(replay("udp-bidir", udp=True, bitrate="10M", bidir=True))
-    got = [(e.data["direction"], e.data["start"], e.data["jitter_ms"]) for e in events
+    got = [(e.payload.direction, e.payload.start, e.payload.jitter_ms) for e in events
            if e.kind is EventKind.INTERVAL]
     expected = []
     for side, role, direction in (("server", "RX-S", "tx"), ("client", "RX-C", "rx")):

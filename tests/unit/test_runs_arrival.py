@@ -146,5 +146,5 @@ async def test_a_stopped_run_whose_client_never_ends_ends_within_a_bound(monkeyp
     await run.stop()
     done, _ = await asyncio.wait({streaming}, timeout=5)
     assert done and await streaming == "stopped"
-    assert [e.data["status"] for e in events if e.kind is EventKind.RUN_END] == ["stopped"]
+    assert [e.payload.status for e in events if e.kind is EventKind.RUN_END] == ["stopped"]
     assert reads < 10  # it waited for the output; it did not spin on a passed deadline

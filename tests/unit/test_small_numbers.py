@@ -35,9 +35,9 @@ def _with(events: Iterable[Event], summary: dict[str, Any],
     updated with `options`."""
     for ev in events:
         if ev.kind is EventKind.RUN_END:
-            ev = Event(ev.kind, ev.t, ev.pair, ev.host, {**ev.data, "summary": dict(summary)})
+            ev = Event(ev.kind, ev.t, ev.pair, ev.host, {**ev.record(), "summary": dict(summary)})
         elif ev.kind is EventKind.RUN_START and options:
-            data = {**ev.data, "options": {**ev.data["options"], **options}}
+            data = {**ev.record(), "options": {**ev.payload.options, **options}}
             ev = Event(ev.kind, ev.t, ev.pair, ev.host, data)
         yield ev
 
@@ -92,8 +92,8 @@ def test_phase_summary_fields_nobody_measured_are_null_when_the_side_is_unknown(
     """Runs that recorded no options saying which side measured (a foreign record): the
     phase's rate is still the tables' figure, but neither side's is claimed."""
     events = [Event(ev.kind, ev.t, ev.pair, ev.host,
-                    {**ev.data, "options": None} if ev.kind is EventKind.RUN_START
-                    else ev.data) for ev in _with(synth.continuous(FLIPS, RATES), OWN)]
+                    {**ev.record(), "options": None} if ev.kind is EventKind.RUN_START
+                    else ev.record()) for ev in _with(synth.continuous(FLIPS, RATES), OWN)]
     s = _summaries(Session.from_events(events), "A")[1]
     assert s["bits_per_second"] == pytest.approx(5e9, rel=0.02)
     assert s["sender_bits_per_second"] is None and s["receiver_bits_per_second"] is None
@@ -178,7 +178,7 @@ def test_the_compare_screen_has_no_figure_where_a_pair_measured_nothing() -> Non
     unknown (None), drawn as no bar with the row's name marked; never a 0 Gbit/s bar."""
     state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
     for ev in synth.continuous(FLIPS[:2], RATES, seconds=4):
-        if not (ev.kind is EventKind.INTERVAL and ev.pair == "B" and ev.data["phase"] == 1):
+        if not (ev.kind is EventKind.INTERVAL and ev.pair == "B" and ev.payload.phase == 1):
             state.apply(ev)
     c = session_comparison("s", state, {}, 120)
     assert [r[2] for r in c.rows][1] == "—"

@@ -76,7 +76,7 @@ def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
     with open(path, "ab") as f:
         f.write(b'{"kind":"mark","t":99.0,"data":{"te')
     events = reader.load_events(path)
-    assert [e.data["text"] for e in events] == ["m0", "m1", "m2", "m3", "m4"]
+    assert [e.payload.text for e in events] == ["m0", "m1", "m2", "m3", "m4"]
 
 
 def test_damaged_middle_line_names_file_and_line(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_unknown_kind_is_skipped_with_a_warning(tmp_path: Path, capsys) -> None:
     path = _live(tmp_path, events=1)
     with open(path, "a") as f:
         f.write('{"kind":"hologram","t":1}\n{"kind":"mark","t":2,"data":{"text":"z"}}\n')
-    assert [e.data["text"] for e in reader.load_events(path)] == ["m0", "z"]
+    assert [e.payload.text for e in reader.load_events(path)] == ["m0", "z"]
     assert "unknown event kind 'hologram'" in capsys.readouterr().err
 
 

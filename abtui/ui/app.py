@@ -92,8 +92,6 @@ class AbtuiApp(App[int]):
         self.title = title or f"abtui — {self.profile.name}"
         self.sub_title = subtitle
         self.autostart = autostart
-        self.save_dir = save_dir  # where saves and exports are offered (None: the sessions')
-        self.sessions_dir = sessions_dir  # where sessions are (None: abtui's folder)
         self.scopes = ["all", *self.state.pairs]
         self.knob_keys = assign_keys(self.profile, self.RESERVED)
         # every deferred flush and repaint (abtui.ui.pacing); `clock` for tests
@@ -101,7 +99,6 @@ class AbtuiApp(App[int]):
         self.feed = EventFeed(self.scheduler, flush_hz)
         self.feed.flush = self._flush_events
         self.bench = BenchProbe(bench_file)
-        self.files = SessionFiles(self)
         self.calls = ControllerCalls(controller, self.state, self.post_message)
         self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
                                               self.calls)  # ctrl+a, ctrl+e
@@ -116,6 +113,9 @@ class AbtuiApp(App[int]):
         # the console's own spool; subscribed first, so it has whatever the screen has
         self.journal = ConsoleJournal(controller.session_path, self.profile.name,
                                       list(self.state.pairs))
+        self.files = SessionFiles(self, controller, self.state, self.journal, self.event_log,
+                                  done=self.done, fail=self.fail, save_dir=save_dir,
+                                  sessions_dir=sessions_dir)
         self.board = PaneBoard(self.scheduler, self.state)  # the panes' repaints (TEXT_HZ at most)
         self.text_throttle = self.board.text_throttle
         # the phase table's means move slowly: repainted TABLE_HZ times a second at most
@@ -123,6 +123,24 @@ class AbtuiApp(App[int]):
         self.set_keymap(load_keymap() if keymap is None else keymap)
         controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)
+
+    @property
+    def save_dir(self) -> str | Path | None:
+        """Where saves and exports are offered (None: the sessions folder)."""
+        return self.files.save_dir
+
+    @save_dir.setter
+    def save_dir(self, folder: str | Path | None) -> None:
+        self.files.save_dir = folder
+
+    @property
+    def sessions_dir(self) -> str | Path | None:
+        """Where sessions are (None: abtui's folder)."""
+        return self.files.sessions_dir
+
+    @sessions_dir.setter
+    def sessions_dir(self, folder: str | Path | None) -> None:
+        self.files.sessions_dir = folder
 
     def get_default_screen(self) -> Screen[Any]:
         return ConsoleScreen.for_knobs(self.knob_keys)

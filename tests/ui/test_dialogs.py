@@ -104,7 +104,7 @@ async def test_compare_with_a_saved_session_from_the_list_or_by_name(tmp_path: P
     app.sessions_dir = tmp_path
     async with app.run_test(size=(120, 36)) as pilot:
         await replayed(pilot, 10)
-        await app.run_action("compare_saved")
+        await app.run_action("compare_saved", app.main_screen)
         await pilot.pause()
         assert isinstance(app.screen, SessionPicker)
         assert "will write" not in str(app.screen.query_one("Label").render())
@@ -115,7 +115,7 @@ async def test_compare_with_a_saved_session_from_the_list_or_by_name(tmp_path: P
         await until(pilot, lambda: isinstance(app.screen, CompareScreen))
         assert app.screen.comparison.columns[2] == "before"
         await pilot.press("escape")
-        await app.run_action("compare_saved")
+        await app.run_action("compare_saved", app.main_screen)
         await pilot.pause()
         box = app.screen.query_one("#session", Input)
         box.value = "before"  # a name, as `abtui compare before …` takes it

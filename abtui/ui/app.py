@@ -5,10 +5,11 @@ a refresh budget by abtui.ui.pacing's one scheduler), abtui.ui.record folds them
 abtui.ui.state (keeping a bounded window of them), abtui.ui.eventlog says them, and
 abtui.ui.journal has them all on disk for save, export and compare to read in a worker. The
 screen is built and laid out by abtui.ui.layout, the panes repainted by abtui.ui.panes, the
-tables built by abtui.ui.tables; the keys are abtui.ui.keymap's and abtui.ui.knobkeys',
-controller calls abtui.ui.control's (each in a worker, posting the typed messages of
-abtui.ui.messages, handled here with `@on`; a failure is shown in its pane and the log, never
-as a traceback), leaving abtui.ui.leaving's, bench timings abtui.ui.bench's.
+tables built by abtui.ui.tables; the keys are abtui.ui.keymap's, acted on by the main
+screen (abtui.ui.main_screen) and abtui.ui.knobkeys, controller calls abtui.ui.control's
+(each in a worker, posting the typed messages of abtui.ui.messages, handled here with `@on`;
+a failure is shown in its pane and the log, never as a traceback), leaving
+abtui.ui.leaving's, bench timings abtui.ui.bench's.
 """
 
 from __future__ import annotations
@@ -121,24 +122,6 @@ class AbtuiApp(App[int]):
         self.set_keymap(load_keymap() if keymap is None else keymap)
         controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)
-
-    @property
-    def save_dir(self) -> str | Path | None:
-        """Where saves and exports are offered (None: the sessions folder)."""
-        return self.files.save_dir
-
-    @save_dir.setter
-    def save_dir(self, folder: str | Path | None) -> None:
-        self.files.save_dir = folder
-
-    @property
-    def sessions_dir(self) -> str | Path | None:
-        """Where sessions are (None: abtui's folder)."""
-        return self.files.sessions_dir
-
-    @sessions_dir.setter
-    def sessions_dir(self, folder: str | Path | None) -> None:
-        self.files.sessions_dir = folder
 
     @property
     def main_screen(self) -> MainScreen:

@@ -144,7 +144,7 @@ async def test_refused_knob_shows_in_pane_and_log_never_a_traceback() -> None:
 async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name: str | None,
                                                         check: str) -> None:  # type: ignore[no-untyped-def]
     app = make_app(intervals=10)
-    app.save_dir = app.sessions_dir = tmp_path
+    app.files.save_dir = app.files.sessions_dir = tmp_path
     async with app.run_test() as pilot:
         await replayed(pilot, 10)
         await pilot.press(key)

@@ -5,10 +5,11 @@ a refresh budget by abtui.ui.pacing's one scheduler), abtui.ui.record folds them
 abtui.ui.state (keeping a bounded window of them), abtui.ui.eventlog says them, and
 abtui.ui.journal has them all on disk for save, export and compare to read in a worker. The
 screen is built and laid out by abtui.ui.layout, the panes repainted by abtui.ui.panes, the
-tables built by abtui.ui.tables; the keys are abtui.ui.keymap's and abtui.ui.knobkeys',
-controller calls abtui.ui.control's (each in a worker, posting the typed messages of
-abtui.ui.messages, handled here with `@on`; a failure is shown in its pane and the log, never
-as a traceback), leaving abtui.ui.leaving's, bench timings abtui.ui.bench's.
+tables built by abtui.ui.tables; the keys are abtui.ui.keymap's, acted on by the main
+screen (abtui.ui.main_screen) and abtui.ui.knobkeys, controller calls abtui.ui.control's
+(each in a worker, posting the typed messages of abtui.ui.messages, handled here with `@on`;
+a failure is shown in its pane and the log, never as a traceback), leaving
+abtui.ui.leaving's, bench timings abtui.ui.bench's.
 """
 
 from __future__ import annotations
@@ -39,9 +40,7 @@ from abtui.ui.files import SessionFiles
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.keymap import (
     APP_BINDINGS,
-    MAIN_ACTIONS,
     RESERVED,
-    ConsoleScreen,
     assign_keys,
     load_keymap,
     palette_actions,
@@ -51,12 +50,12 @@ from abtui.ui.knobbar import KnobBar, knobbar_content, show_progress
 from abtui.ui.knobkeys import KnobKeys
 from abtui.ui.layout import MainLayout, main_widgets
 from abtui.ui.leaving import Leaving
+from abtui.ui.main_screen import MainScreen
 from abtui.ui.messages import Failed, KnobSet, Said, Started
 from abtui.ui.pacing import Clock, Scheduler, Throttle
 from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
-from abtui.ui.screens import TextPrompt
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
@@ -72,7 +71,6 @@ class AbtuiApp(App[int]):
     TITLE = "abtui"
     BINDINGS = APP_BINDINGS
     RESERVED = RESERVED
-    MAIN_ACTIONS = MAIN_ACTIONS
 
     scope_index: reactive[int] = reactive(0, init=False)  # where knobs apply: scopes[i]
     running: reactive[bool] = reactive(False, init=False)  # runs going on
@@ -92,8 +90,6 @@ class AbtuiApp(App[int]):
         self.title = title or f"abtui — {self.profile.name}"
         self.sub_title = subtitle
         self.autostart = autostart
-        self.save_dir = save_dir  # where saves and exports are offered (None: the sessions')
-        self.sessions_dir = sessions_dir  # where sessions are (None: abtui's folder)
         self.scopes = ["all", *self.state.pairs]
         self.knob_keys = assign_keys(self.profile, self.RESERVED)
         # every deferred flush and repaint (abtui.ui.pacing); `clock` for tests
@@ -101,7 +97,6 @@ class AbtuiApp(App[int]):
         self.feed = EventFeed(self.scheduler, flush_hz)
         self.feed.flush = self._flush_events
         self.bench = BenchProbe(bench_file)
-        self.files = SessionFiles(self)
         self.calls = ControllerCalls(controller, self.state, self.post_message)
         self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
                                               self.calls)  # ctrl+a, ctrl+e
@@ -110,12 +105,16 @@ class AbtuiApp(App[int]):
         self.exit_flow = Leaving(self, self.state, self.calls, self.alternation, self.bench,
                                  self.fail, self.fold_queued)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
+        self._main_screen: MainScreen | None = None  # built when Textual asks for it
         self.event_log = EventLog(self.scheduler.clock)
         self.record = SessionRecord(self.state, self.event_log)
         # every event on disk (what save, export and compare read): the engine's journal, or
         # the console's own spool; subscribed first, so it has whatever the screen has
         self.journal = ConsoleJournal(controller.session_path, self.profile.name,
                                       list(self.state.pairs))
+        self.files = SessionFiles(self, controller, self.state, self.journal, self.event_log,
+                                  done=self.done, fail=self.fail, save_dir=save_dir,
+                                  sessions_dir=sessions_dir)
         self.board = PaneBoard(self.scheduler, self.state)  # the panes' repaints (TEXT_HZ at most)
         self.text_throttle = self.board.text_throttle
         # the phase table's means move slowly: repainted TABLE_HZ times a second at most
@@ -124,13 +123,22 @@ class AbtuiApp(App[int]):
         controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)
 
+    @property
+    def main_screen(self) -> MainScreen:
+        """The console's main screen (abtui.ui.main_screen): the main keys and their actions."""
+        if self._main_screen is None:
+            self._main_screen = MainScreen.for_knobs(self, self.knob_keys)
+        return self._main_screen
+
     def get_default_screen(self) -> Screen[Any]:
-        return ConsoleScreen.for_knobs(self.knob_keys)
+        return self.main_screen
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """The palette: Textual's own commands, then every console action, knobs included."""
+        """The palette: Textual's own commands, then every console action (run on the main
+        screen), knobs included."""
         yield from super().get_system_commands(screen)
-        yield from system_commands(self.palette_actions(), self.run_action)
+        yield from system_commands(self.palette_actions(),
+                                   lambda action: self.run_action(action, self.main_screen))
 
     def palette_actions(self) -> list[tuple[str, str, str]]:
         return palette_actions(self.knob_keys, self.scopes)
@@ -235,16 +243,13 @@ class AbtuiApp(App[int]):
         self.table.refresh_cells(self.state, self.size.width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Once leaving has begun, only ctrl+q (to force out) still acts; while a dialog or
-        the compare screen is up, the main screen's keys are its own (tab moves the focus
-        in a dialog, letters type), never the scope's or a knob's behind it."""
-        if self.exit_flow.begun:
-            return action == "quit"
-        return action not in self.MAIN_ACTIONS or len(self.screen_stack) == 1
+        """Once leaving has begun, only ctrl+q (to force out) still acts (the main screen's
+        keys check the same: abtui.ui.main_screen)."""
+        return action == "quit" if self.exit_flow.begun else True
 
     def knobbar(self, width: int | None = None) -> Content:
         """The knob bar's lines for the screen's width (or `width` columns)."""
-        return knobbar_content(self.scopes[self.scope_index], self._scope_pairs(),
+        return knobbar_content(self.scopes[self.scope_index], self.scope_pairs(),
                                self.knob_keys, self.state, self.plan_progress(),
                                (width or self.size.width) - 2)  # less the padding
 
@@ -252,14 +257,15 @@ class AbtuiApp(App[int]):
         return self._knobbar.show(self.knobbar(width))
 
     # ---- scope and knobs ------------------------------------------------------------------
-    def _scope_pairs(self) -> list[str]:
+    def scope_pairs(self) -> list[str]:
+        """The pairs knobs apply to: the scope's."""
         scope = self.scopes[self.scope_index]
         return list(self.state.pairs) if scope == "all" else [scope]
 
-    def action_cycle_scope(self) -> None:
+    def cycle_scope(self) -> None:
         self.scope_index = (self.scope_index + 1) % len(self.scopes)
 
-    def action_set_scope(self, scope: str) -> None:
+    def set_scope(self, scope: str) -> None:
         if scope in self.scopes:
             self.scope_index = self.scopes.index(scope)
 
@@ -267,15 +273,12 @@ class AbtuiApp(App[int]):
         """Knobs now apply to this scope: its panes are outlined, and a single pair's pane
         is scrolled into sight (tab reaches every pane, however many scroll off)."""
         self.update_knobbar()
-        self.board.outline(set(self._scope_pairs()))
+        self.board.outline(set(self.scope_pairs()))
 
     def on_click(self, event: Any) -> None:
         """A click in a pane scopes the knobs to its pair."""
         if (label := pane_label(event.widget)) is not None:
-            self.action_set_scope(label)
-
-    def action_knob(self, name: str) -> None:
-        self.knobs.flip(name, self._scope_pairs())
+            self.set_scope(label)
 
     def say(self, line: str) -> None:
         """A line in the event log, stamped like the events'."""
@@ -294,35 +297,6 @@ class AbtuiApp(App[int]):
 
     def plan_progress(self) -> dict[str, Any] | None:
         return self.calls.plan_progress()
-
-    def action_start_stop(self) -> None:
-        """space: stop while measuring, else start measuring continuously."""
-        if self.calls.measuring():
-            self.action_stop()
-        else:
-            self.start("continuous")
-
-    def action_start(self) -> None:
-        self.start("continuous")
-
-    def action_stop(self) -> None:
-        self.run_worker(self.calls.stop(), group="controller", exit_on_error=False)
-
-    def action_plan(self) -> None:
-        """Run the profile's plan: every value of its matrix, with progress and time left."""
-        self.start("plan")
-
-    def action_restart(self) -> None:
-        self.start("continuous")
-
-    def action_mark(self) -> None:
-        """m: ask what just happened, then have the controller mark the timeline."""
-        def done(text: object) -> None:
-            if isinstance(text, str) and text:
-                self.run_worker(self.calls.mark(text), group="controller",
-                                exit_on_error=False)
-
-        self.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
 
     def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
         """A knob's change on `pairs`, in a worker."""
@@ -347,34 +321,18 @@ class AbtuiApp(App[int]):
         for label in message.pairs:
             self.state.pairs[label].error = ""
 
-    def action_alternate(self) -> None:
-        """Alternate the knob last flipped with a live verdict (abtui.ui.alternation), or stop."""
-        self.alternation.toggle()
-
-    def action_min_effect(self) -> None:
-        self.alternation.next_min_effect()
-
-    def action_toggle_log(self) -> None:
+    def toggle_log(self) -> None:
+        """ctrl+l: the event log shown or hidden, the layout fitted to it."""
         log = self.event_log.widget
         assert log is not None and self.screen_layout is not None
         log.display = not log.display
         self.screen_layout.bottom.set_class(not log.display, "-nolog")
-
-    def action_help(self) -> None:
-        """Textual's keys panel, every binding of the screen (knobs included); again hides it."""
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:
         """The palette's Screenshot (abtui.ui.files: in the sessions folder)."""
         self.files.screenshot(filename, path, time_format)
         return None
-
-    def action_tunnel(self) -> None:
-        self.knobs.tunnel(self._scope_pairs())
 
     # ---- files (abtui.ui.files) ---------------------------------------------------------
     def fold_queued(self) -> None:
@@ -387,23 +345,10 @@ class AbtuiApp(App[int]):
         `journal`)."""
         return self.record.recent
 
-    def action_export(self) -> None:
-        self.files.export()
-
-    def action_save(self) -> None:
-        self.files.save()
-
-    def action_compare_saved(self) -> None:
-        self.files.compare_saved()
-
     def done(self, line: str) -> None:
         """What a dialog did: said in the log and a notification."""
         self.say(line)
         self.notify(visible(line), markup=False)
-
-    def action_compare(self) -> None:
-        """This session: the phase table, pairs over time, per-configuration bars."""
-        self.files.compare_session()
 
     # ---- leaving --------------------------------------------------------------------------
     @property

@@ -9,32 +9,50 @@ import dataclasses
 import io
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from textual.app import App
 from textual.screen import Screen
 
+from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.sessions import paths
 from abtui.ui import tables
+from abtui.ui.eventlog import EventLog
+from abtui.ui.journal import ConsoleJournal
 from abtui.ui.record import throughput_series
 from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker
-
-if TYPE_CHECKING:
-    from abtui.ui.app import AbtuiApp
+from abtui.ui.state import ConsoleState
 
 EXPORT_FORMATS = ("md", "csv", "json")
 
 
 class SessionFiles:
-    """What `s`, `e`, the palette's compare-with-saved and its Screenshot do for the app."""
+    """What `s`, `e`, the palette's compare-with-saved and its Screenshot do for the app.
 
-    def __init__(self, app: AbtuiApp) -> None:
+    Given its collaborators (the app only as Textual's App: screens, workers, screenshots),
+    so it never imports the console that owns it."""
+
+    def __init__(self, app: App[Any], controller: Controller, state: ConsoleState,
+                 journal: ConsoleJournal, event_log: EventLog, *,
+                 done: Callable[[str], None], fail: Callable[[str], None],
+                 save_dir: str | Path | None = None,
+                 sessions_dir: str | Path | None = None) -> None:
         self.app = app
+        self.controller = controller
+        self.profile = controller.profile
+        self.state = state
+        self.journal = journal
+        self.event_log = event_log
+        self.done = done  # what a dialog did: said in the log and a notification
+        self.fail = fail
+        self.save_dir = save_dir  # where saves and exports are offered (None: the sessions')
+        self.sessions_dir = sessions_dir  # where sessions are (None: abtui's folder)
 
     def folder(self) -> Path:
         """Where the console offers to write: the sessions folder (or `save_dir`)."""
-        app = self.app
-        return Path(app.save_dir) if app.save_dir else paths.sessions_dir(app.sessions_dir)
+        return (Path(self.save_dir) if self.save_dir
+                else paths.sessions_dir(self.sessions_dir))
 
     def export(self) -> None:
         app = self.app
@@ -42,11 +60,11 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
                 self._in_thread("export", lambda: tables.export_to(
-                    result[0], result[1] or "md", app.journal.events(), app.profile.name,
-                    app.state.base))
+                    result[0], result[1] or "md", self.journal.events(), self.profile.name,
+                    self.state.base))
 
-        path = app.controller.session_path
-        name = paths.name_of(path) if path else paths.session_name(app.profile.name)
+        path = self.controller.session_path
+        name = paths.name_of(path) if path else paths.session_name(self.profile.name)
         app.push_screen(PathPrompt("Export the session (the report abtui export writes)",
                                    str(self.folder() / f"{name}.md"), EXPORT_FORMATS), chosen)
 
@@ -56,16 +74,16 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
                 self._in_thread("save", lambda: tables.save_copy(
-                    result[0], app.journal.events(), app.profile.name,
-                    list(app.state.pairs)))
+                    result[0], self.journal.events(), self.profile.name,
+                    list(self.state.pairs)))
 
         # With the engine the session is journalled as it runs (controller.session_path):
         # `s` saves a copy of what the console has received, under another name.
-        live = app.controller.session_path
+        live = self.controller.session_path
         note = (f"This session is being written to {live} as it runs (finished there when "
                 "you quit); this saves a copy of it so far.") if live else ""
-        default = paths.new_session_path(app.profile.name, self.folder() if app.save_dir
-                                         else app.sessions_dir)
+        default = paths.new_session_path(self.profile.name, self.folder() if self.save_dir
+                                         else self.sessions_dir)
         app.push_screen(PathPrompt("Save the session", str(paths.finished_path(default)),
                                    note=note, resolve=paths.saved_path, replace=False),
                         chosen)
@@ -78,24 +96,24 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, Path):
                 self._in_thread("compare", lambda: CompareScreen(
-                    tables.saved_comparison(result, app.journal.events())))
+                    tables.saved_comparison(result, self.journal.events())))
 
-        live = app.controller.session_path
+        live = self.controller.session_path
         mine = {live, paths.finished_path(live)} if live else set()
-        saved = [p for p in reversed(paths.list_sessions(app.sessions_dir)) if p not in mine]
+        saved = [p for p in reversed(paths.list_sessions(self.sessions_dir)) if p not in mine]
         app.push_screen(SessionPicker(
             "Compare with a saved session", saved,
-            lambda ref: paths.find_session(ref, app.sessions_dir)), chosen)
+            lambda ref: paths.find_session(ref, self.sessions_dir)), chosen)
 
     def compare_session(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars. The table
         and bars are the live state's (taken now, on the loop); the lines over time are
         read from the journal in a worker, as the console keeps no series of its own."""
         app = self.app
-        shown = tables.session_comparison(app.profile.name, app.state, {}, app.size.width)
-        pairs, t0 = list(app.state.pairs), app.event_log.t0
+        shown = tables.session_comparison(self.profile.name, self.state, {}, app.size.width)
+        pairs, t0 = list(self.state.pairs), self.event_log.t0
         self._in_thread("compare", lambda: CompareScreen(dataclasses.replace(
-            shown, lines=tables.gbit_lines(throughput_series(app.journal.events(), pairs,
+            shown, lines=tables.gbit_lines(throughput_series(self.journal.events(), pairs,
                                                              t0)))))
 
     def screenshot(self, filename: str | None, path: str | None,
@@ -104,14 +122,14 @@ class SessionFiles:
         not exist), and where it went said in the log."""
         app = self.app
         folder = Path(path) if path else self.folder()
-        name = filename or f"{paths.session_name(app.profile.name)}.svg"
+        name = filename or f"{paths.session_name(self.profile.name)}.svg"
         try:
             folder.mkdir(parents=True, exist_ok=True)
             written = app.save_screenshot(name, str(folder), time_format)
         except OSError as exc:
-            app.fail(f"screenshot failed: {exc}")
+            self.fail(f"screenshot failed: {exc}")
             return
-        app.done(f"screenshot saved to {written}")
+        self.done(f"screenshot saved to {written}")
 
     def screen_text(self) -> str:
         """The screen as plain text, laid out as a screenshot shows it (for scripts and the
@@ -142,10 +160,10 @@ class SessionFiles:
         try:
             result = job()
         except (OSError, ValueError, AbtuiError) as exc:
-            app.call_from_thread(app.fail, f"{what} failed: {exc}")
+            app.call_from_thread(self.fail, f"{what} failed: {exc}")
             return
         if isinstance(result, Screen):
             app.call_from_thread(app.push_screen, result)
         else:
-            app.call_from_thread(app.done, result)
+            app.call_from_thread(self.done, result)
 

@@ -13,11 +13,9 @@ import string
 import tomllib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
 
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 
 from abtui.core.errors import BadInput
 from abtui.core.model import Profile
@@ -25,10 +23,12 @@ from abtui.profile import RESERVED_KEYS
 
 AUTO_KEYS = "1234567890" + string.ascii_lowercase  # free ones, in this order
 
-# The console's keys. Those acting on the main screen only are its screen's bindings
-# (ConsoleScreen), the knob keys after them; quit and the scope keys are the app's.
+# The console's keys. Quit is the app's (it acts on any screen); the others act on the main
+# screen only and are its bindings (abtui.ui.main_screen), the knob keys after them.
 APP_BINDINGS: list[BindingType] = [
     Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+]
+SCOPE_BINDINGS: list[Binding] = [
     Binding("tab", "cycle_scope", "Scope", id="scope", priority=True),
     Binding("a", "set_scope('A')", "Scope A", id="scope_a", show=False),
     Binding("b", "set_scope('B')", "Scope B", id="scope_b", show=False),
@@ -47,18 +47,13 @@ SCREEN_BINDINGS: list[Binding] = [
     Binding("ctrl+e", "min_effect", "Min effect", id="min_effect", show=False),
     Binding("question_mark", "help", "Help", id="help", key_display="?"),
 ]
-CONSOLE_BINDINGS: list[BindingType] = [*APP_BINDINGS[:2], *SCREEN_BINDINGS]  # the palette's
+# the palette's, each action run on the main screen (quit is the app's)
+CONSOLE_BINDINGS: list[BindingType] = [
+    Binding("ctrl+q", "app.quit", "Quit", id="quit"), SCOPE_BINDINGS[0], *SCREEN_BINDINGS]
 # Plain keys the console keeps for itself (profiles may not bind these: abtui.profile);
 # every other action is on a ctrl key, so knobs may take any other letter.
 RESERVED: frozenset[str] = frozenset(
     {"question_mark" if k == "?" else k for k in RESERVED_KEYS})
-# what acts on the main screen (its scope, knobs, runs): nothing behind another screen
-MAIN_ACTIONS: frozenset[str] = frozenset(
-    {"cycle_scope", "set_scope", "start_stop", "start", "stop", "restart", "plan", "mark",
-     "save", "export", "compare", "compare_saved", "tunnel", "toggle_log", "knob",
-     "help", "alternate", "min_effect"})
-
-
 def assign_keys(profile: Profile, reserved: frozenset[str]) -> dict[str, str]:
     """Every knob a key (key -> knob name): its profile binding when free, else the next free
     one; more knobs than keys leaves the last without one (the palette still lists them)."""
@@ -78,24 +73,6 @@ def assign_keys(profile: Profile, reserved: frozenset[str]) -> dict[str, str]:
 
 def knob_binding_id(knob: str) -> str:
     return f"knob.{knob}"
-
-
-class ConsoleScreen(Screen[None]):
-    """The main screen; `for_knobs` gives it the knob keys as bindings of its own, so they act
-    (and show in the footer and the keys panel) on it alone, never behind a dialog."""
-
-    BINDINGS: ClassVar[list[BindingType]] = []
-
-    @classmethod
-    def for_knobs(cls, knob_keys: dict[str, str]) -> ConsoleScreen:
-        # the app's ctrl+q (a priority binding) takes this one's place in the footer: first
-        quit_ = Binding("ctrl+q", "app.quit", "Quit", id="quit")
-        main = [Binding(b.key, f"app.{b.action}", b.description, show=b.show,
-                        key_display=b.key_display, id=b.id) for b in SCREEN_BINDINGS]
-        knobs = [Binding(key, f"app.knob('{knob}')", knob, id=knob_binding_id(knob))
-                 for key, knob in knob_keys.items()]
-        bindings: list[BindingType] = [quit_, *main, *knobs]
-        return type("KnobScreen", (cls,), {"BINDINGS": bindings})(id="_default")
 
 
 def keymap_path() -> Path:

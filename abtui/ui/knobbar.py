@@ -31,13 +31,13 @@ def knobbar_content(scope: str, scope_pairs: list[str], knob_keys: dict[str, str
                     width: int) -> Content:
     """The bar for `scope` ("all" or a pair) in `width` columns; `progress` the plan's."""
     shown = "A+B" if scope == "all" and len(state.pairs) == 2 else scope
-    chips = [Content.from_markup("[@click=app.cycle_scope][b reverse] $scope [/][/]",
+    chips = [Content.from_markup("[@click=screen.cycle_scope][b reverse] $scope [/][/]",
                                  scope=visible(shown))]
     for key, knob in knob_keys.items():
         value = state.knob_value(knob, scope_pairs)
         markup = "[b $accent]$key[/] $knob=$value"
         if KNOB_NAME.fullmatch(knob):
-            markup = f"[@click=app.knob('{knob}')]{markup}[/]"
+            markup = f"[@click=screen.knob('{knob}')]{markup}[/]"
         chips.append(Content.from_markup(markup, key=visible(key), knob=visible(knob),
                                          value=visible(str(value))))
     run = "running" if state.running else "stopped"

@@ -32,7 +32,7 @@ class SessionRecord:
         gone, as well as the screen's)."""
         self.recent.append(event)
         self.received += 1
-        if event.kind is EventKind.RESTORE and not event.data.get("ok"):
+        if event.kind is EventKind.RESTORE and not event.payload.ok:
             self.restore_failed = True
 
     def fold(self, batch: list[tuple[Event, float]]) -> list[float]:

@@ -216,7 +216,7 @@ class ConsoleState(EventReader):
         return f"mark: {p.text}"
 
     def on_progress(self, event: Event, p: events.Progress) -> None:
-        self.progress = dict(event.data)
+        self.progress = p.to_data()  # the plan's progress as the knob bar reads it
         self.dirty.status = True
 
     def on_restore(self, event: Event, p: events.Restore) -> str:

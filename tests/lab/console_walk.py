@@ -1070,7 +1070,7 @@ class Walker:
             if not await self.wait_for(lambda: not self.open_runs(), 8):
                 self.fail("space-stops", f"the final space left runs open on "
                           f"{sorted(self.open_runs())}; stopping from the palette")
-                self.app.action_stop()  # the palette's "Stop measuring"
+                self.app.main_screen.action_stop()  # the palette's "Stop measuring"
                 await self.settle()
                 await self.wait_for(lambda: not self.open_runs(), 15)
         n = len(self.journal)

@@ -56,7 +56,7 @@ async def test_an_exception_in_a_handler_restores_the_lab_hosts(lab: Lab,
         await until(pilot, lambda: all(p.intervals >= 2 for p in app.state.pairs.values()), 60)
         await pilot.press("r")  # the lab profile's tcp_rmem key
         await until(pilot, lambda: all(rmem(lab, h) != before[h] for h in receivers), 30)
-        app.action_mark = boom  # type: ignore[method-assign]
+        app.main_screen.action_mark = boom  # type: ignore[method-assign]
         await pilot.press("m")
 
     code = await run_console(app, out=out, headless=True, size=(120, 36), auto_pilot=drive)

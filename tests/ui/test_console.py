@@ -144,7 +144,7 @@ async def test_refused_knob_shows_in_pane_and_log_never_a_traceback() -> None:
 async def test_export_and_save_write_the_confirmed_path(tmp_path, key: str, name: str | None,
                                                         check: str) -> None:  # type: ignore[no-untyped-def]
     app = make_app(intervals=10)
-    app.save_dir = app.sessions_dir = tmp_path
+    app.files.save_dir = app.files.sessions_dir = tmp_path
     async with app.run_test() as pilot:
         await replayed(pilot, 10)
         await pilot.press(key)
@@ -272,7 +272,7 @@ async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[n
     app = make_app(intervals=10)
     async with app.run_test(size=(120, 36)) as pilot:
         await replayed(pilot, 10)
-        await app.run_action("compare_saved")
+        await app.run_action("compare_saved", app.main_screen)
         await pilot.pause()
         app.screen.query_one("#session", Input).value = str(path)
         app.screen.query_one("#session", Input).focus()
@@ -286,7 +286,7 @@ async def test_compare_with_a_saved_session(tmp_path) -> None:  # type: ignore[n
         assert all("%" in r[4] for r in c.rows)  # a delta for each matched configuration
         assert set(c.lines) == {"saved A", "saved B", "now A", "now B"}
         await pilot.press("escape")
-        await app.run_action("compare_saved")
+        await app.run_action("compare_saved", app.main_screen)
         await pilot.pause()
         app.screen.query_one("#session", Input).value = str(tmp_path / "missing")
         app.screen.query_one("#session", Input).focus()
@@ -300,7 +300,7 @@ async def test_palette_lists_every_binding_and_knob() -> None:
     async with app.run_test() as pilot:
         await replayed(pilot, 1)
         actions = {a for _, a, _ in app.palette_actions()}
-        for b in app.BINDINGS:
+        for b in app.main_screen.BINDINGS:  # the main keys, quit and the knobs included
             assert b.action in actions  # type: ignore[union-attr]
         for knob in app.profile.knobs:
             assert f"knob('{knob.name}')" in actions

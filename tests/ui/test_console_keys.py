@@ -140,3 +140,21 @@ async def test_after_a_plan_space_measures_continuously_without_the_plans_progre
         assert "failed" not in log_text(app)
         await pilot.press("space")
         await until(pilot, lambda: not ctl.running)
+
+
+async def test_clicks_on_the_knob_bar_scope_and_flip_on_the_main_screen() -> None:
+    """The bar's chips are links to the main screen's actions (abtui.ui.main_screen)."""
+    from abtui.ui.knobbar import KnobBar
+
+    app = make_app(intervals=2)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await replayed(pilot, 2)
+        bar = app.query_one("#knobbar", KnobBar)
+        first = app.knobbar().plain.splitlines()[0]
+        await pilot.click(bar, offset=(1 + first.index(" A+B ") + 1, 0))  # padding 0 1
+        await until(pilot, lambda: app.scope_index == 1)
+        first = app.knobbar().plain.splitlines()[0]
+        await pilot.click(bar, offset=(1 + first.index("tso=") + 1, 0))
+        await until(pilot, lambda: any(c[0] == "set_knob" for c in app.controller.calls))
+        assert [c for c in app.controller.calls if c[0] == "set_knob"][-1][:2] == ("set_knob",
+                                                                                   "tso")

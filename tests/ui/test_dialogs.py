@@ -34,7 +34,7 @@ async def test_save_beside_a_live_journal_offers_a_new_name(tmp_path: Path) -> N
     live = paths.new_session_path("synthetic", tmp_path)
     live.write_text("")  # the engine's journal, being written
     app.controller.session_path = live
-    app.sessions_dir = tmp_path
+    app.files.sessions_dir = tmp_path
     async with app.run_test() as pilot:
         await replayed(pilot, 6)
         await pilot.press("s")
@@ -60,7 +60,7 @@ async def test_a_typed_session_path_writes_what_the_dialog_says(tmp_path: Path, 
     from abtui.cli import main
 
     app = make_app(intervals=4)
-    app.sessions_dir = tmp_path
+    app.files.sessions_dir = tmp_path
     async with app.run_test() as pilot:
         await replayed(pilot, 4)
         await pilot.press("s")
@@ -101,10 +101,10 @@ async def test_compare_with_a_saved_session_from_the_list_or_by_name(tmp_path: P
     before = _saved(tmp_path, "before")
     _saved(tmp_path, "older")
     app = make_app(intervals=10)
-    app.sessions_dir = tmp_path
+    app.files.sessions_dir = tmp_path
     async with app.run_test(size=(120, 36)) as pilot:
         await replayed(pilot, 10)
-        await app.run_action("compare_saved")
+        await app.run_action("compare_saved", app.main_screen)
         await pilot.pause()
         assert isinstance(app.screen, SessionPicker)
         assert "will write" not in str(app.screen.query_one("Label").render())
@@ -115,7 +115,7 @@ async def test_compare_with_a_saved_session_from_the_list_or_by_name(tmp_path: P
         await until(pilot, lambda: isinstance(app.screen, CompareScreen))
         assert app.screen.comparison.columns[2] == "before"
         await pilot.press("escape")
-        await app.run_action("compare_saved")
+        await app.run_action("compare_saved", app.main_screen)
         await pilot.pause()
         box = app.screen.query_one("#session", Input)
         box.value = "before"  # a name, as `abtui compare before …` takes it
@@ -169,7 +169,7 @@ async def test_screenshot_and_export_go_to_the_sessions_folder(tmp_path: Path,
     folder = tmp_path / "sessions"
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/Downloads there
     app = make_app(intervals=2)
-    app.sessions_dir = folder
+    app.files.sessions_dir = folder
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
         app.deliver_screenshot()  # what the palette's Screenshot calls
@@ -192,7 +192,7 @@ async def test_save_writes_every_event_not_only_the_window_in_memory(tmp_path: P
 
     app = make_app(intervals=20)
     app.record = SessionRecord(app.state, app.event_log, window=5)
-    app.sessions_dir = tmp_path
+    app.files.sessions_dir = tmp_path
     target = tmp_path / "all.abtui.jsonl.gz"
     async with app.run_test() as pilot:
         await replayed(pilot, 20)

@@ -35,7 +35,7 @@ async def test_an_exception_in_a_handler_still_restores() -> None:
 
     async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
         await flipped(pilot, app)
-        app.action_mark = boom  # type: ignore[method-assign]
+        app.main_screen.action_mark = boom  # type: ignore[method-assign]
         await pilot.press("m")
 
     code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive)

@@ -44,7 +44,7 @@ async def test_host_strings_reach_the_screen_and_log_as_text() -> None:
         ):
             app.receive(event)
         await until(pilot, lambda: app.state.pairs["A"].error != "")
-        app.action_set_scope("A")
+        app.set_scope("A")
         await settle(pilot)
         pane = app.query_one("#pane-A")
         head = str(pane.query_one("#head").render())

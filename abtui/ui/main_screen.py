@@ -1,0 +1,146 @@
+"""The console's main screen: it owns the main keys (scope, runs, knobs, dialogs) and their
+actions, so they act on it alone and never behind a dialog; the app keeps what is the app's
+(the controller, the event feed, the screens, ctrl+q). Given the console it drives as a
+`Console` (what its actions use), it never imports the app."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol
+
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from abtui.core.controller import Mode
+from abtui.ui.alternation import ConsoleAlternation
+from abtui.ui.control import ControllerCalls
+from abtui.ui.files import SessionFiles
+from abtui.ui.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
+from abtui.ui.knobkeys import KnobKeys
+from abtui.ui.screens import TextPrompt
+
+
+class Console(Protocol):
+    """What the main screen's actions act on (abtui.ui.app.AbtuiApp is one)."""
+
+    calls: ControllerCalls
+    alternation: ConsoleAlternation
+    knobs: KnobKeys
+    files: SessionFiles
+
+    @property
+    def leaving(self) -> bool: ...
+
+    def start(self, mode: Mode) -> None: ...
+
+    def cycle_scope(self) -> None: ...
+
+    def set_scope(self, scope: str) -> None: ...
+
+    def scope_pairs(self) -> list[str]: ...
+
+    def toggle_log(self) -> None: ...
+
+
+class MainScreen(Screen[None]):
+    """The main screen; `for_knobs` gives it the knob keys as bindings of its own, so they act
+    (and show in the footer and the keys panel) on it alone, never behind a dialog."""
+
+    BINDINGS: ClassVar[list[BindingType]] = []
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(id="_default")
+        self.console = console
+
+    @classmethod
+    def for_knobs(cls, console: Console, knob_keys: dict[str, str]) -> MainScreen:
+        # the app's ctrl+q (a priority binding) takes this one's place in the footer: first
+        quit_ = Binding("ctrl+q", "app.quit", "Quit", id="quit")
+        knobs = [Binding(key, f"knob('{knob}')", knob, id=knob_binding_id(knob))
+                 for key, knob in knob_keys.items()]
+        bindings: list[BindingType] = [quit_, *SCOPE_BINDINGS, *SCREEN_BINDINGS, *knobs]
+        return type("KnobScreen", (cls,), {"BINDINGS": bindings})(console)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Once leaving has begun nothing here acts (ctrl+q, the app's, still does); while a
+        dialog or the compare screen is up, its keys are its own (tab moves the focus in a
+        dialog, letters type), never the scope's or a knob's behind it (the palette's
+        entries run here too)."""
+        return not self.console.leaving and self.app.screen is self
+
+    # ---- scope and knobs ------------------------------------------------------------------
+    def action_cycle_scope(self) -> None:
+        self.console.cycle_scope()
+
+    def action_set_scope(self, scope: str) -> None:
+        self.console.set_scope(scope)
+
+    def action_knob(self, name: str) -> None:
+        self.console.knobs.flip(name, self.console.scope_pairs())
+
+    def action_tunnel(self) -> None:
+        self.console.knobs.tunnel(self.console.scope_pairs())
+
+    # ---- runs (abtui.ui.control), each in a worker ----------------------------------------
+    def action_start_stop(self) -> None:
+        """space: stop while measuring, else start measuring continuously."""
+        if self.console.calls.measuring():
+            self.action_stop()
+        else:
+            self.console.start("continuous")
+
+    def action_start(self) -> None:
+        self.console.start("continuous")
+
+    def action_stop(self) -> None:
+        self.app.run_worker(self.console.calls.stop(), group="controller",
+                            exit_on_error=False)
+
+    def action_plan(self) -> None:
+        """Run the profile's plan: every value of its matrix, with progress and time left."""
+        self.console.start("plan")
+
+    def action_restart(self) -> None:
+        self.console.start("continuous")
+
+    def action_mark(self) -> None:
+        """m: ask what just happened, then have the controller mark the timeline."""
+        def done(text: object) -> None:
+            if isinstance(text, str) and text:
+                self.app.run_worker(self.console.calls.mark(text), group="controller",
+                                    exit_on_error=False)
+
+        self.app.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
+
+    def action_alternate(self) -> None:
+        """Alternate the knob last flipped with a live verdict (abtui.ui.alternation), or
+        stop."""
+        self.console.alternation.toggle()
+
+    def action_min_effect(self) -> None:
+        self.console.alternation.next_min_effect()
+
+    # ---- the screen -----------------------------------------------------------------------
+    def action_toggle_log(self) -> None:
+        self.console.toggle_log()
+
+    def action_help(self) -> None:
+        """Textual's keys panel, every binding of the screen (knobs included); again hides
+        it."""
+        if self.query("HelpPanel"):
+            self.app.action_hide_help_panel()
+        else:
+            self.app.action_show_help_panel()
+
+    # ---- files (abtui.ui.files) -----------------------------------------------------------
+    def action_export(self) -> None:
+        self.console.files.export()
+
+    def action_save(self) -> None:
+        self.console.files.save()
+
+    def action_compare_saved(self) -> None:
+        self.console.files.compare_saved()
+
+    def action_compare(self) -> None:
+        """This session: the phase table, pairs over time, per-configuration bars."""
+        self.console.files.compare_session()

@@ -68,7 +68,7 @@ class _Client(asyncssh.SSHClient):
     def validate_host_public_key(self, host: str, addr: str, port: int,
                                  key: asyncssh.SSHKey) -> bool:
         """Called only for a key known_hosts does not list: tell unknown from changed."""
-        return self._link._judge_host_key(host, addr, port, key)
+        return self._link.host_keys.judge(host, addr, port, key)
 
 
 
@@ -91,7 +91,7 @@ def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") ->
     return f"{alias}: {exc}"
 
 
-class HostLink(HostKeyChecks):
+class HostLink:
     """One host: connection, control shell, streamed processes, reconnects."""
 
     def __init__(self, alias: str, *, ssh_config: str | None = None,
@@ -105,13 +105,14 @@ class HostLink(HostKeyChecks):
         except ValueError as exc:  # said by connect(), as any other reason not to connect
             self.destination, self._invalid = Destination(alias, alias), str(exc)
         self.accept_new_host_keys = accept_new_host_keys
-        # what the last host-key check found (a one-line message), and keys we recorded
-        self.hostkey_problem = ""
-        self.accepted_new_key = False
         self.uid: int | None = None
         self.boot_id: str | None = None  # this boot of the host, read on each connect
         self.ssh_config = ssh_config
         self.known_hosts = known_hosts
+        # the host-key checks: what the last one found, and keys recorded
+        self.host_keys = HostKeyChecks(alias, self.destination, ssh_config=ssh_config,
+                                       known_hosts=known_hosts,
+                                       accept_new_host_keys=accept_new_host_keys)
         self.sudo = sudo
         # a slow host (an emulated VM) gets what its ssh_config's ConnectTimeout says
         self.connect_timeout = connect_timeout or configured_connect_timeout(
@@ -163,13 +164,26 @@ class HostLink(HostKeyChecks):
             raise
         self._set_state(LinkState.CONNECTED)
 
+    @property
+    def hostkey_problem(self) -> str:
+        """What the last host-key check found (a one-line message; empty when none)."""
+        return self.host_keys.problem
+
+    @property
+    def accepted_new_key(self) -> bool:
+        """Whether this link recorded a host key it did not know (accept_new_host_keys)."""
+        return self.host_keys.accepted_new_key
+
+    def known_hosts_files(self) -> list[str]:
+        return self.host_keys.known_hosts_files()
+
     def _shell_command(self) -> str:
         """The control shell: bash where present (its `read` takes procfs files whole)."""
         shell = "command -v bash >/dev/null 2>&1 && exec bash --noprofile --norc; exec sh"
         return f"{'sudo -n ' if self.sudo else ''}sh -c {shlex.quote(shell)}"
 
     async def _open(self) -> None:
-        self.hostkey_problem = ""
+        self.host_keys.problem = ""
         if self._invalid:
             raise RemoteError(self.alias, self._invalid)
         host, extra = self.destination.connect_args()

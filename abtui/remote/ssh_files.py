@@ -54,15 +54,19 @@ def configured_connect_timeout(ssh_config: str | None, host: str) -> float | Non
 
 
 class HostKeyChecks:
-    """The host-key side of a link (abtui.remote.link.HostLink sets these attributes)."""
+    """The host-key side of one link (abtui.remote.link.HostLink owns one): which known_hosts
+    files it checks, what the last check found (`problem`, a one-line message) and whether it
+    recorded a new key (`accepted_new_key`)."""
 
-    alias: str
-    destination: Destination
-    ssh_config: str | None
-    known_hosts: str | None
-    accept_new_host_keys: bool
-    hostkey_problem: str
-    accepted_new_key: bool
+    def __init__(self, alias: str, destination: Destination, *, ssh_config: str | None,
+                 known_hosts: str | None, accept_new_host_keys: bool) -> None:
+        self.alias = alias
+        self.destination = destination
+        self.ssh_config = ssh_config
+        self.known_hosts = known_hosts
+        self.accept_new_host_keys = accept_new_host_keys
+        self.problem = ""
+        self.accepted_new_key = False
 
     def known_hosts_files(self) -> list[str]:
         """The known_hosts files this link checks (explicit, else from ssh_config, else ~)."""
@@ -81,20 +85,20 @@ class HostKeyChecks:
             return [str(f) for f in files if isinstance(f, str | Path)]
         return [str(Path("~/.ssh/known_hosts").expanduser())]
 
-    def _judge_host_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+    def judge(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         """Refuse a changed key always; accept (and record) an unknown one only if allowed."""
         files = self.known_hosts_files()
         entry = known_hosts_entry(files, host, addr, port)
         name = host if port == 22 else f"[{host}]:{port}"  # as known_hosts lists it
         if entry is not None:
-            self.hostkey_problem = (
+            self.problem = (
                 f"host key of {self.alias} has CHANGED: {entry[0]} line {entry[1]} holds "
                 f"another key for {name}. If the host was reinstalled, remove that line "
                 f"(ssh-keygen -R {shlex.quote(name)} -f {entry[0]}) and connect again; "
                 "otherwise someone may be intercepting the connection. Refused.")
             return False
         if not self.accept_new_host_keys:
-            self.hostkey_problem = (
+            self.problem = (
                 f"host key of {self.alias} is unknown (not in {', '.join(files)}): verify it, "
                 f"add it (ssh-keyscan), or set accept_new_host_keys = true in the profile")
             return False

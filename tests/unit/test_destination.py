@@ -85,8 +85,8 @@ def test_a_new_key_on_another_port_is_recorded_as_ssh_does(tmp_path):
     known.write_text("")
     link = HostLink("root@snd:2222", known_hosts=str(known), accept_new_host_keys=True)
     key = asyncssh.generate_private_key("ssh-ed25519")
-    assert link._judge_host_key("snd", "127.0.0.1", 2222, key)
-    assert link._judge_host_key("rcv", "127.0.0.2", 22, key)
+    assert link.host_keys.judge("snd", "127.0.0.1", 2222, key)
+    assert link.host_keys.judge("rcv", "127.0.0.2", 22, key)
     names = [line.split()[0] for line in known.read_text().splitlines()]
     assert names == ["[snd]:2222", "rcv"]
     trusted = asyncssh.import_known_hosts(known.read_text())

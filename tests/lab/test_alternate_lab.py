@@ -149,9 +149,14 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
         lab: Lab, tmp_path: Path) -> None:
     """tcp_wmem between two maxima one byte apart (no difference at all) while both CPUs are
     loaded on every other stretch: with strict ABAB the old rule reported a −26 % difference
-    on both pairs; each block's order drawn at random, no seed claims one."""
+    on both pairs (a false claim in 93 % of simulated runs); each block's order drawn at
+    random, a run claims one at most at the family's rate (≤ 6 %, tests/bench/bench_seq.py).
+    Of three seeds at most one may claim: at 6 % a run that happens 1 % of the time, under
+    the old rule's 93 % 1.4 % of the time. (Asserting that none claims would fail one CI run
+    in six on chance alone: one did, +24.5 % [+3.5, +49.8] at block 8 of seed 1.)"""
     every = 1.0
     seen = {}
+    claimed = []
     for seed in (1, 2, 3):
         load = [subprocess.Popen([sys.executable, "-c", LOAD, str(every)]) for _ in range(2)]
         try:
@@ -166,6 +171,8 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
         assert "alternation ended (--max-runs 10 reached) after " in proc.stderr, proc.stderr
         final = _final(proc.stderr, "tcp_wmem")
         assert set(final) == {"A", "B"}, proc.stderr
-        assert not any("significant" in line for line in final.values()), final
+        if any("significant" in line for line in final.values()):
+            claimed.append(seed)
         seen[seed] = (final, round(took, 1))
-    print(f"\nA/A under a periodic load, no claim: {seen}")
+    assert len(claimed) <= 1, f"A/A runs that claimed a difference: seeds {claimed}: {seen}"
+    print(f"\nA/A under a periodic load, claims in seeds {claimed or 'none'}: {seen}")

@@ -107,7 +107,7 @@ async def test_sigterm_while_restoring_hangs_leaves_within_the_bound() -> None:
 STUCK = """
 import asyncio, os, signal, sys, time
 from abtui.ui.guard import run_console
-from tests.ui.console_kit import make_app
+from tests.ui.console_kit import make_app, until
 
 app = make_app(intervals=4)
 print(f"spool {app.journal.path}", file=sys.stderr, flush=True)
@@ -118,8 +118,7 @@ async def stuck() -> None:
 app.controller.shutdown = stuck
 
 async def drive(pilot) -> None:
-    while app.state.intervals_seen < 4:
-        await pilot.pause(0.05)
+    await until(pilot, lambda: app.state.intervals_seen >= 4)
     os.kill(os.getpid(), signal.SIGTERM)
 
 asyncio.run(run_console(app, headless=True, size=(100, 30), auto_pilot=drive,

@@ -44,6 +44,7 @@ class Measured:
 
     parts: tuple[tuple[str, float | None], ...] = ()
     rate: float | None = None
+    across: bool = False  # every interval of the run straddled a flip: in no configuration
 
 
 @dataclass(slots=True)
@@ -146,7 +147,8 @@ class RunRates:
             return Measured(tuple((what, seg.rate) for what, seg in named.items()),
                             run.whole.rate)
         what = next(iter(named), self._name(run.direction, run.config))
-        return Measured(((what, run.whole.rate),), run.whole.rate)  # the run's own figure
+        return Measured(((what, run.whole.rate),), run.whole.rate,  # the run's own figure
+                        across=not named and run.whole.rate is not None)
 
     def _name(self, direction: str, config: dict[str, str]) -> str:
         """`TX, tcp_rmem=4096 131072 6291456`: the direction and the knobs in play."""
@@ -181,6 +183,8 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
                 return f"{who}run {run} {status}{whole}: {each}{why}"
             at = f" ({parts[0][0]})" if parts and parts[0][0] else ""
             got = f", {rate_text(parts[0][1])}" if parts and parts[0][1] is not None else ""
+            if measured is not None and measured.across:
+                got += " across a flip (counted in no configuration)"
             return f"{who}run {run}{at} {status}{got}{why}"
         case events.Error(message=message) | events.KnobError(message=message):
             return f"{who}error: {message}"

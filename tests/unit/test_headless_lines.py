@@ -127,3 +127,16 @@ def test_plan_progress_says_the_direction_and_the_values_of_its_step() -> None:
         f"A: run A-2 (RX (-R), tcp_rmem={NEW}) ok, 2.00 Gbit/s",
         f"B: run B-2 (RX (-R), tcp_rmem={NEW}) ok, 2.00 Gbit/s",
         f"plan: 1/4 steps done (RX (-R), tcp_rmem={NEW}), about 30 s left"]
+
+
+def test_a_run_whose_every_interval_straddled_a_flip_says_so() -> None:
+    """Its figure counts in no configuration: the line names where it started and says its
+    figure lies across a flip."""
+    evs = [_start("A-4", {"tso": "on"}, pair="A"),
+           Event.of(events.KnobChanged(knob="tso", value="off", pairs=["A"], hosts=["a"])),
+           _interval("A-4", 0, 0.0, 4e9, pair="A", straddles=True),
+           Event.of(events.RunEnd(run="A-4", status="stopped", summary=None, ping=None,
+                                  message=""), pair="A")]
+    assert _lines(RunRates(), evs)[-1] == \
+        "A: run A-4 (TX, tso=on) stopped, 4.00 Gbit/s across a flip (counted in no " \
+        "configuration)"

@@ -31,11 +31,6 @@ if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
 
 
-# the payloads that name their run
-RUN_PAYLOADS = (events.RunStart, events.IntervalMeasured, events.Ping, events.WatchSampled,
-                events.Cpu, events.RunEnd)
-
-
 @dataclass(frozen=True, slots=True)
 class Measured:
     """What a run (at its RUN_END) or a plan's step (at its PROGRESS) measured: `parts`, each
@@ -54,7 +49,6 @@ class _Run:
     knob change (abtui.measure.phases: a straddling one belongs to neither side)."""
 
     config: dict[str, str]
-    phase: int | None
     direction: str
     whole: Segment = field(default_factory=Segment)
     phases: dict[int, Segment] = field(default_factory=dict)
@@ -82,7 +76,7 @@ class RunRates:
         self.runs: dict[tuple[str | None, object], _Run] = {}
         self.config: dict[str, dict[str, str]] = {}  # per pair, as last known
         self.phase_config: dict[str, dict[int, dict[str, str]]] = {}
-        self.step: list[str] = []  # what the runs of the plan's step in progress run at
+        self.step: dict[str, None] = {}  # what the plan's step in progress runs at
 
     def __call__(self, event: AnyEvent) -> Measured | None:
         """Take an event in; for a RUN_END what the run measured, for a PROGRESS what the
@@ -101,19 +95,19 @@ class RunRates:
                     self.config.setdefault(label, {})[str(knob)] = str(value)
             case events.RunStart(run=run, config=config, phase=phase, options=options):
                 self._configure(pair, config, phase)
-                started = _Run(dict(self.config.get(pair, {})), phase, direction_of(options))
+                started = _Run(dict(self.config.get(pair, {})), direction_of(options))
                 self.runs[(event.pair, run)] = started
-                self.step.append(self._name(started.direction, started.config))
+                self.step[self._name(started.direction, started.config)] = None
             case events.IntervalMeasured(run=run, phase=phase, straddles=straddles):
                 # a run whose start was not seen: its direction is not known
                 seen = self.runs.setdefault((event.pair, run),
-                                            _Run(dict(self.config.get(pair, {})), None, ""))
+                                            _Run(dict(self.config.get(pair, {})), ""))
                 self._interval(event, seen, phase, straddles)
             case events.RunEnd(run=run):
                 ended = self.runs.pop((event.pair, run), None)
                 return None if ended is None else self._measured(pair, ended)
             case events.Progress():
-                step, self.step = list(dict.fromkeys(self.step)), []
+                step, self.step = self.step, {}
                 return Measured(tuple((what, None) for what in step))
         return None
 

@@ -125,11 +125,15 @@ def _until(what: str, cond: Callable[[], bool], timeout: float,
 
 @pytest.mark.lab
 @pytest.mark.timeout(240)
-def test_demo_ends_promptly_on_sigterm_without_asking(term: Term, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_demo_ends_promptly_on_sigterm_without_asking(term: Term, tmp_path: Path,
+                                                      sig: signal.Signals) -> None:
     """`abtui demo` (neither --keep-lab nor --down) in a real terminal, a knob flipped, then
-    SIGTERM: the hosts restored, the session written, and it ends within seconds with 143 as
-    `abtui tui` does, never asking whether to take the lab down (nobody is there to answer);
-    one line says the lab is left up and how to take it down."""
+    SIGTERM (or SIGHUP: the terminal went away): the hosts restored, the session written,
+    and it ends within seconds with 128 + the signal (143 for SIGTERM, as `abtui tui`),
+    never asking whether to take the lab down (nobody is there to answer); after SIGTERM
+    one line says the lab is left up and how to take it down (after SIGHUP there is no
+    terminal to say it to)."""
     from abtui.lab.netns import Lab
     from tests.lab.namespaces import lab_names
 
@@ -158,17 +162,18 @@ def test_demo_ends_promptly_on_sigterm_without_asking(term: Term, tmp_path: Path
             return term.tmux("capture-pane", "-p", "-J", "-S", "-300", "-t", "e2e")
 
         sent = time.monotonic()
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, sig)
         _until("the demo's end", rc.exists, 60, history)
         took = time.monotonic() - sent
         shown = history()
         assert "Take the lab down" not in shown, shown
-        assert rc.read_text().strip() == "143", shown
-        assert took < DEMO_SIGTERM_S, f"{took:.1f} s from SIGTERM to the end\n{shown}"
-        assert re.search(rf"lab {name} left up .*`abtui lab down`", shown), shown
+        assert rc.read_text().strip() == str(128 + sig), shown
+        assert took < DEMO_SIGTERM_S, f"{took:.1f} s from {sig.name} to the end\n{shown}"
+        if sig == signal.SIGTERM:
+            assert re.search(rf"lab {name} left up .*`abtui lab down`", shown), shown
         assert rmem() == original  # restored before it ended
         assert list(sessions.glob("*.abtui.jsonl.gz")), shown  # the session, finished
-        print(f"SIGTERM to the demo's end: {took:.2f} s")
+        print(f"{sig.name} to the demo's end: {took:.2f} s")
     finally:
         end_console(pid)  # before its hosts go: it restores them
         subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]

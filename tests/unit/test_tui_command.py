@@ -112,6 +112,21 @@ def test_demo_after_a_signal_never_asks(monkeypatch) -> None:  # type: ignore[no
                            signalled=True) is False
 
 
+def test_demo_in_the_background_never_asks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A terminal this process is not the foreground of (`abtui demo &`): reading it would
+    stop the process (SIGTTIN), so no question; the lab stays up."""
+    import argparse
+    import builtins
+    import os
+
+    from abtui.commands import demo
+
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    monkeypatch.setattr(os, "tcgetpgrp", lambda _fd: os.getpgrp() + 1)
+    monkeypatch.setattr(builtins, "input", lambda _q="": _Terminal().readline())
+    assert demo._take_down(argparse.Namespace(down=False, keep_lab=False)) is False
+
+
 def test_demo_signal_while_asking_answers_no(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """SIGTERM while the question waits: it stops waiting, with the signal's number (the
     demo then ends with 128 + it, the lab left up), and the handlers are as they were."""

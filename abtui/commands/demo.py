@@ -1,9 +1,18 @@
 """`abtui demo`: bring the local lab up and open the console on it; on leaving, offer to take
-the lab down (`--keep-lab` / `--down` decide without asking)."""
+the lab down (`--keep-lab` / `--down` decide without asking).
+
+The question is only asked of a person at the terminal: never when stdin is not a terminal
+(or not this process's foreground), and never after a signal ended the console (SIGTERM, or
+SIGHUP: the terminal went away), which must end promptly; a signal while it asks answers no.
+The lab is then left up and one line says how to take it down.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -22,16 +31,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="take the lab down after the console closes (no question)")
 
 
-def _take_down(args: argparse.Namespace) -> bool:
+# what ends the console with 128 + its number (abtui.ui.guard): no one is left to answer
+SIGNALLED = 128
+ASKED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # answer the question with no
+
+
+class _Signalled(Exception):
+    """A signal arrived while the question waited for its answer."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _take_down(args: argparse.Namespace, signalled: bool = False) -> bool:
+    """Whether to take the lab down: the flags, else the question when someone can answer it
+    (a terminal in the foreground, and the console not ended by a signal)."""
     if args.down or args.keep_lab:
         return bool(args.down)
-    if not sys.stdin.isatty():
+    if signalled or not _can_ask():
         return False
+    return _ask("Take the lab down? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def _can_ask() -> bool:
+    """stdin is a terminal and this process its foreground: input() would not block on
+    nothing, nor stop the process (SIGTTIN) in the background."""
     try:
-        answer = input("Take the lab down? [y/N] ")
-    except EOFError:
+        return sys.stdin.isatty() and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError, AttributeError):
         return False
-    return answer.strip().lower() in ("y", "yes")
+
+
+def _ask(question: str) -> str:
+    """The answer ("" at end of input); _Signalled when SIGTERM/SIGHUP arrives meanwhile."""
+    def answer_no(signum: int, _frame: object) -> None:
+        raise _Signalled(signum)
+
+    previous = {sig: signal.signal(sig, answer_no) for sig in ASKED_SIGNALS}
+    try:
+        return input(question)
+    except EOFError:
+        return ""
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def demo_title(lab_name: str) -> str:
@@ -49,7 +93,13 @@ def run(args: argparse.Namespace) -> int:
         code = _demo(args, state)
     if args.no_ui:
         return code
-    if _take_down(args):
+    try:
+        down = _take_down(args, signalled=code > SIGNALLED)
+    except _Signalled as sig:  # asked, and ended meanwhile: the lab stays, the code says why
+        with contextlib.suppress(OSError):
+            print(file=sys.stderr)  # the question's line ends before the next one
+        down, code = False, SIGNALLED + sig.signum
+    if down:
         try:
             state.down()
         except lease.LabInUse as exc:  # another console or run uses it: it stays up

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
 from abtui.core.events import AnyEvent, EventKind, IntervalMeasured
@@ -218,9 +219,11 @@ class Verdicts:
         return lines
 
     def line(self, key: tuple[str, str], got: Assessment) -> str:
+        """One comparison's line; its blocks counted as the header counts them (a comparison
+        on fewer says why)."""
         pair, value = key
         return f"{pair}: {self.stretches.knob}={value} vs {self.stretches.values[0]}: " \
-               f"{got.line()}"
+               f"{got.line(self.blocks())}"
 
     def summary(self) -> list[str]:
         return [self.line(k, a) for k, a in self.current().items()]
@@ -345,13 +348,20 @@ class LiveAlternation:
     when the verdicts have a new look and when the alternation ends."""
 
     def __init__(self, controller: Controller, alt: Alternation, min_effect: float,
-                 notify: Callable[[], None] = lambda: None) -> None:
+                 notify: Callable[[], None] = lambda: None,
+                 before: Mapping[str, str] | None = None) -> None:
         self.controller = controller
         self.alt = alt
         self.verdicts = verdicts_for(controller.profile, alt)  # draws the order's seed
         self.verdicts.min_effect = min_effect
         self.notify = notify
         self.why: str | None = None  # why it ended; None while it runs
+        # the knob's value on each pair before it started, set back when it ends (None: the
+        # base value, on every pair it flips); what was set back, for the line that says so
+        self.before = dict(before) if before is not None else None
+        self.set_back: list[str] = []
+        self.held: str | None = None  # the value it set last
+        self._keep = False  # stop(restore=False): the knob is left as it is
         self._task: asyncio.Task[Any] | None = None
         self._stop = asyncio.Event()
         self._active = False
@@ -377,7 +387,7 @@ class LiveAlternation:
         self._active = self._starting = True
         try:
             first = self.verdicts.order[0]
-            await self.controller.set_knob(self.alt.knob, first)
+            await self._flip(self.alt.knob, first)
             self.verdicts.stretches.begin(0, first)
             await self.controller.mark(order_line(self.alt.knob, self.verdicts.seed,
                                                   self.alt.values))
@@ -388,21 +398,51 @@ class LiveAlternation:
         finally:
             self._starting = False
 
+    async def _flip(self, knob: str, value: str) -> None:
+        await self.controller.set_knob(knob, value)
+        self.held = value
+
     async def _run(self) -> None:
         try:
-            self.why = await drive(self.controller.set_knob, self.alt, self.verdicts,
+            self.why = await drive(self._flip, self.alt, self.verdicts,
                                    lambda _line: self.notify(), stop=self._stop)
         except Exception as exc:  # a refused flip: it cannot go on
             self.why = f"error: {exc}"
         self.verdicts.stretches.close()
         self._active = False
+        if not self._keep:
+            await self._restore()
         self.notify()
 
-    async def stop(self) -> None:
-        """Stop flipping (the knob stays where it is); the verdicts so far remain. A flip
-        under way is let finish first: cancelled halfway, the hosts could have the new value
-        while the engine's phase never learnt it, and every later interval would be counted
+    async def _restore(self) -> None:
+        """However it ended (the rule, the maximum, the key), the knob goes back to what each
+        pair had before it started: an alternation is a measurement, not a change of the
+        hosts' setting. A value that could not be set back is said in `why`."""
+        if self.held is None:
+            return  # it never set a value
+        by_value: dict[str, list[str]] = {}
+        for pair, value in (self.before or {}).items():
+            if value != UNKNOWN:
+                by_value.setdefault(value, []).append(pair)
+        wanted: list[tuple[str, list[str] | None]] = [*by_value.items()] \
+            if self.before is not None else [(self.alt.values[0], None)]  # the base, all
+        for value, pairs in wanted:
+            if value == self.held:
+                continue
+            try:
+                await self.controller.set_knob(self.alt.knob, value, pairs)
+            except Exception as exc:  # the hosts keep the last value: said, never raised
+                self.why = f"{self.why}; {self.alt.knob} not set back to {value}: {exc}"
+            else:
+                self.set_back.append(value)
+
+    async def stop(self, restore: bool = True) -> None:
+        """Stop flipping; the verdicts so far remain, and the knob goes back to its value
+        from before (`restore`; not when a flip by hand or leaving follows). A flip under
+        way is let finish first: cancelled halfway, the hosts could have the new value while
+        the engine's phase never learnt it, and every later interval would be counted
         nowhere."""
+        self._keep = not restore
         self._stop.set()
         if self._task is not None and not self._task.done():
             await self._task

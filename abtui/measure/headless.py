@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -18,8 +19,11 @@ from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine import Engine
 from abtui.measure.engine_knobs import KnobApplierFactory
+from abtui.measure.plan import DIRECTION
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.measure.session import ControllerSession
+from abtui.reports.formatting import fmt_bps, rate_unit
+from abtui.reports.procedure.before_after import DIRECTION_NAMES
 from abtui.reports.throughput import Segment, counted
 from abtui.sessions.paths import new_session_path
 
@@ -27,45 +31,155 @@ if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
 
 
-# the kinds whose payload names a run
-# the payloads that name their run
-RUN_PAYLOADS = (events.RunStart, events.IntervalMeasured, events.Ping, events.WatchSampled,
-                events.Cpu, events.RunEnd)
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What a run (at its RUN_END) or a plan's step (at its PROGRESS) measured: `parts`, each
+    configuration it counted in, named by its direction and the knobs in play, with that
+    configuration's figure (None: none, or a step); `rate` the run's own figure."""
+
+    parts: tuple[tuple[str, float | None], ...] = ()
+    rate: float | None = None
+    across: bool = False  # every interval of the run straddled a flip: in no configuration
+
+
+@dataclass(slots=True)
+class _Run:
+    """One run so far: the configuration it started in, its direction, its own figure (every
+    interval it counted, as the runs table) and, per phase, its intervals that counted in no
+    knob change (abtui.measure.phases: a straddling one belongs to neither side)."""
+
+    config: dict[str, str]
+    direction: str
+    whole: Segment = field(default_factory=Segment)
+    phases: dict[int, Segment] = field(default_factory=dict)
+
+
+def direction_of(options: object) -> str:
+    """A run's direction as the reports name it (TX, RX (-R), bidir) from its test options."""
+    opts = options if isinstance(options, dict) else {}
+    key = "bidir" if opts.get("bidir") else "rx" if opts.get("reverse") else "tx"
+    return DIRECTION_NAMES[key]
 
 
 class RunRates:
-    """Each run's own figure as its intervals arrive (abtui.reports.throughput: the bits of its
-    counted intervals ÷ their seconds), for the line that says it ended."""
+    """Each run's figure and what it measured, as its events arrive, for the line that says it
+    ended: a run names the values it ran at and never one it did not (a run stopped by a
+    flip ran at the value before it), and a plan's step its direction and values.
 
-    def __init__(self) -> None:
-        self.runs: dict[tuple[str | None, object], Segment] = {}
+    The knobs in play are named: `named` (the plan's matrix, the alternated knob, --set
+    ones) and every knob a KNOB event changed so far. A phase's configuration is the run's
+    at its start, a PHASE event's, or the pair's as KNOB events left it when a run counted
+    in a new phase."""
 
-    def __call__(self, event: AnyEvent) -> float | None:
-        """Take an event in; for a RUN_END, the run's figure (None without intervals)."""
-        p = event.payload
-        run = p.run if isinstance(p, RUN_PAYLOADS) else None
-        key = (event.pair, run)
-        got = counted(event)
-        if got is not None:
-            self.runs.setdefault(key, Segment()).add(*got)
-        if event.kind is EventKind.RUN_END:
-            seg = self.runs.pop(key, None)
-            return seg.rate if seg is not None else None
+    def __init__(self, named: Sequence[str] = ()) -> None:
+        self.named = list(dict.fromkeys(named))
+        self.runs: dict[tuple[str | None, object], _Run] = {}
+        self.config: dict[str, dict[str, str]] = {}  # per pair, as last known
+        self.phase_config: dict[str, dict[int, dict[str, str]]] = {}
+        self.step: dict[str, None] = {}  # what the plan's step in progress runs at
+
+    def __call__(self, event: AnyEvent) -> Measured | None:
+        """Take an event in; for a RUN_END what the run measured, for a PROGRESS what the
+        step did (None for others, and for a RUN_END of a run never seen)."""
+        p, pair = event.payload, event.pair or ""
+        match p:
+            case events.Config(config=config) if pair:
+                self._configure(pair, config, None)
+            case events.Phase(phase=int() as phase, config=dict() as config) if pair:
+                # a phase closed, with the values it had (the pair's own have moved on)
+                self.phase_config.setdefault(pair, {})[phase] = \
+                    {str(k): str(v) for k, v in config.items()}
+            case events.KnobChanged(knob=knob, value=value, pairs=pairs):
+                self.named += [] if knob in self.named else [str(knob)]
+                for label in pairs or []:
+                    self.config.setdefault(label, {})[str(knob)] = str(value)
+            case events.RunStart(run=run, config=config, phase=phase, options=options):
+                self._configure(pair, config, phase)
+                started = _Run(dict(self.config.get(pair, {})), direction_of(options))
+                self.runs[(event.pair, run)] = started
+                self.step[self._name(started.direction, started.config)] = None
+            case events.IntervalMeasured(run=run, phase=phase, straddles=straddles):
+                # a run whose start was not seen: its direction is not known
+                seen = self.runs.setdefault((event.pair, run),
+                                            _Run(dict(self.config.get(pair, {})), ""))
+                self._interval(event, seen, phase, straddles)
+            case events.RunEnd(run=run):
+                ended = self.runs.pop((event.pair, run), None)
+                return None if ended is None else self._measured(pair, ended)
+            case events.Progress():
+                step, self.step = self.step, {}
+                return Measured(tuple((what, None) for what in step))
         return None
 
+    def _configure(self, pair: str, config: object, phase: object) -> None:
+        if not isinstance(config, dict):
+            return
+        self.config[pair] = {str(k): str(v) for k, v in config.items()}
+        if isinstance(phase, int):
+            self.phase_config.setdefault(pair, {})[phase] = dict(self.config[pair])
 
-def describe(event: AnyEvent, rate: float | None = None) -> str | None:
-    """The progress line for an event, None for events not worth a line; a RUN_END's line
-    carries `rate`, the run's figure (RunRates)."""
+    def _interval(self, event: AnyEvent, run: _Run, phase: object, straddles: object) -> None:
+        got = counted(event)
+        if got is None:
+            return
+        run.whole.add(*got)
+        if straddles or not isinstance(phase, int):
+            return
+        known = self.phase_config.setdefault(event.pair or "", {})
+        known.setdefault(phase, dict(self.config.get(event.pair or "", run.config)))
+        run.phases.setdefault(phase, Segment()).add(*got)
+
+    def _measured(self, pair: str, run: _Run) -> Measured:
+        known = self.phase_config.get(pair, {})
+        named: dict[str, Segment] = {}  # phases that read alike are one configuration here
+        for phase, seg in sorted(run.phases.items()):
+            same = named.setdefault(self._name(run.direction, known.get(phase, run.config)),
+                                    Segment())
+            same.bits, same.seconds, same.n = (same.bits + seg.bits, same.seconds + seg.seconds,
+                                               same.n + seg.n)
+        if len(named) > 1:
+            return Measured(tuple((what, seg.rate) for what, seg in named.items()),
+                            run.whole.rate)
+        what = next(iter(named), self._name(run.direction, run.config))
+        return Measured(((what, run.whole.rate),), run.whole.rate,  # the run's own figure
+                        across=not named and run.whole.rate is not None)
+
+    def _name(self, direction: str, config: dict[str, str]) -> str:
+        """`TX, tcp_rmem=4096 131072 6291456`: the direction and the knobs in play."""
+        return ", ".join([*([direction] if direction else []),
+                          *(f"{k}={config[k]}" for k in self.named if k in config)])
+
+
+def rate_text(bps: float) -> str:
+    """One rate in the unit that suits it, as the tables print rates."""
+    unit = rate_unit([bps])
+    return f"{fmt_bps(bps, unit.div)} {unit.name}"
+
+
+def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
+    """The progress line for an event, None for events not worth a line; a RUN_END's and a
+    PROGRESS's line say what it `measured` (RunRates): the direction and values it ran at,
+    with the figure of each."""
     who = f"{event.pair}: " if event.pair else (f"{event.host}: " if event.host else "")
+    parts = measured.parts if measured is not None else ()
     match event.payload:
         case events.Progress(done=done, total=total, eta_s=eta):
             left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
-            return f"plan: {done}/{total} steps done{left}"
+            at = f" ({'; '.join(what for what, _ in parts)})" if parts else ""
+            return f"plan: {done}/{total} steps done{at}{left}"
         case events.RunEnd(run=run, status=status, message=message):
-            got = f", {rate / 1e9:.3f} Gbit/s" if rate is not None else ""
             why = f": {message}" if message else ""
-            return f"{who}run {run} {status}{got}{why}"
+            if len(parts) > 1:  # a run that went on through a flip: each value its figure
+                each = "; ".join(f"({what}) {rate_text(r) if r is not None else 'no figure'}"
+                                 for what, r in parts)
+                whole = f", {rate_text(measured.rate)}" \
+                    if measured is not None and measured.rate is not None else ""
+                return f"{who}run {run} {status}{whole}: {each}{why}"
+            at = f" ({parts[0][0]})" if parts and parts[0][0] else ""
+            got = f", {rate_text(parts[0][1])}" if parts and parts[0][1] is not None else ""
+            if measured is not None and measured.across:
+                got += " across a flip (counted in no configuration)"
+            return f"{who}run {run}{at} {status}{got}{why}"
         case events.Error(message=message) | events.KnobError(message=message):
             return f"{who}error: {message}"
         case events.Link(state=state, message=message) if state in ("lost", "connected"):
@@ -215,12 +329,15 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     def say(line: str) -> None:
         print(f"abtui: {line}", file=stream, flush=True)
 
-    run_rates = RunRates()
+    # the knobs a line names: what this run varies (and every knob a flip changes later)
+    varied = [alternation.knob] if alternation is not None else \
+        [] if duration is not None else [m for m in profile.plan.matrix if m != DIRECTION]
+    run_rates = RunRates([*varied, *(knob for knob, _ in settings)])
     setting = False  # while --set values are applied: a refusal is said once, below
 
     def show(event: AnyEvent) -> None:
-        rate = run_rates(event)
-        line = describe(event, rate) if not (setting and event.kind is EventKind.KNOB_ERROR) \
+        measured = run_rates(event)
+        line = describe(event, measured) if not (setting and event.kind is EventKind.KNOB_ERROR) \
             else None
         if line:
             say(line)

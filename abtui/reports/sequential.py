@@ -304,10 +304,15 @@ class Assessment:
             return f"{self.delta.pct:+.1f}%"
         return "~" if self.n >= FIRST_LOOK else "?"
 
-    def line(self) -> str:
+    def line(self, blocks: int | None = None) -> str:
         """`Δ -81.2% [-84.0, -78.1], -81.2% significant (3 blocks; stopped early: Δ may
-        overstate the effect)` or `Δ … ~ (4 blocks), about 6 more blocks to resolve 1%`."""
-        ns = f"{self.n} block{'s' if self.n != 1 else ''}"
+        overstate the effect)` or `Δ … ~ (4 blocks), about 6 more blocks to resolve 1%`.
+
+        `blocks`: the complete blocks of the schedule so far (the count an alternation's
+        header gives). A comparison judged on fewer says so with that count: one decided at
+        an earlier look says at which, and one that left blocks out (its stretch on this
+        pair counted under half its time: a stop, a failed run) how many."""
+        ns = self._blocks(blocks)
         if self.delta is None:
             return f"? ({ns})"
         text = f"Δ {self.delta}, {self.verdict}"
@@ -327,6 +332,15 @@ class Assessment:
             return f"{text}, about {self.more} more block{'s' if self.more != 1 else ''} " \
                    f"to resolve {self.min_effect:g}%"
         return text
+
+    def _blocks(self, blocks: int | None) -> str:
+        """How many blocks this comparison stands on, against the schedule's `blocks`."""
+        if blocks is None or blocks <= self.n:
+            return f"{self.n} block{'s' if self.n != 1 else ''}"
+        of = f"{self.n} of {blocks} block{'s' if blocks != 1 else ''}"
+        if self.significant:
+            return f"decided at {of}"
+        return f"{of}: {blocks - self.n} left out, a stretch under half its time"
 
 
 def _pct(x: float) -> float:

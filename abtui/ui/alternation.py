@@ -46,7 +46,16 @@ class ConsoleAlternation:
         self.live: LiveAlternation | None = None
         self.min_effect = profile.min_effect
         self.every: float | None = None  # seconds a value is held (None: the default)
-        self.last_knob: str | None = None  # set by every knob flip the console asks for
+
+    @property
+    def last_knob(self) -> str | None:
+        """The knob ctrl+a alternates: the one flipped last, by a key (when pressed) or by
+        anything else the console saw change (the plan's steps: a KNOB event)."""
+        return self.state.last_knob
+
+    @last_knob.setter
+    def last_knob(self, knob: str | None) -> None:
+        self.state.last_knob = knob
 
     def toggle(self) -> None:
         self.app.run_worker(self._toggle(), group="alternate", exit_on_error=False)
@@ -58,7 +67,9 @@ class ConsoleAlternation:
         live = self.live
         if live is not None and live.running:
             await live.stop()
-            app.post_message(Said(f"alternation of {live.alt.knob} stopped"))
+            back = f"; {live.alt.knob} back to {', '.join(live.set_back)}" \
+                if live.set_back else ""
+            app.post_message(Said(f"alternation of {live.alt.knob} stopped{back}"))
             self.show()
             return
         first = next(iter(self.state.pairs))
@@ -71,8 +82,11 @@ class ConsoleAlternation:
             return
         if not self.state.running or self.calls.mode != "continuous":
             await self.calls.start("continuous")
+        knob = self.profile.knob(alt.knob)
+        before = {lb: ps.config[alt.knob] for lb, ps in self.state.pairs.items()
+                  if (not knob.pairs or lb in knob.pairs) and alt.knob in ps.config}
         live = self.live = LiveAlternation(self.controller, alt, self.min_effect,
-                                           notify=self.show)
+                                           notify=self.show, before=before)
         app.post_message(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
                               f"every {alt.every:g} s"))
         try:
@@ -85,7 +99,7 @@ class ConsoleAlternation:
         """Leaving: no flip after this returns (one under way finishes first), so restoring
         the hosts is the last change they see."""
         if self.live is not None and self.live.running:
-            await self.live.stop()
+            await self.live.stop(restore=False)  # restoring the hosts sets it back
             self.show()
 
     def flipped_by_hand(self, knob: str, then: Callable[[], None]) -> None:
@@ -98,7 +112,7 @@ class ConsoleAlternation:
             return
 
         async def stop_then() -> None:
-            await live.stop()
+            await live.stop(restore=False)  # the key's value follows
             self.app.post_message(Said(f"alternation of {knob} stopped: flipped by hand"))
             self.show()
             then()

@@ -69,6 +69,8 @@ class ConsoleState(EventReader):
         self.restoring: list[str] = []
         self.ended = False
         self.intervals_seen = 0
+        # the knob of the last KNOB event: a flip by key, by the plan or by an alternation
+        self.last_knob: str | None = None
         # host -> tunnel type -> "yes"/"kernel"/"userspace"/"no: why", as its facts said
         self.host_tunnels: dict[str, dict[str, str]] = {}
 
@@ -333,6 +335,7 @@ class ConsoleState(EventReader):
 
     def _knob(self, d: events.KnobChanged) -> str:
         name, value = str(d.knob), str(d.value)
+        self.last_knob = name
         labels = [lb for lb in d.pairs or [] if lb in self.pairs]
         is_tunnel = self._is_tunnel(name)
         for lb in labels:

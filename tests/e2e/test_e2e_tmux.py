@@ -112,6 +112,74 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
         lab.down()
 
 
+DEMO_SIGTERM_S = 10.0  # SIGTERM to the demo's end: restoring a namespace lab takes ~1 s
+
+
+def _until(what: str, cond: Callable[[], bool], timeout: float,
+           shown: Callable[[], str] = lambda: "") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{shown()}"
+        time.sleep(0.2)
+
+
+@pytest.mark.lab
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_demo_ends_promptly_on_sigterm_without_asking(term: Term, tmp_path: Path,
+                                                      sig: signal.Signals) -> None:
+    """`abtui demo` (neither --keep-lab nor --down) in a real terminal, a knob flipped, then
+    SIGTERM (or SIGHUP: the terminal went away): the hosts restored, the session written,
+    and it ends within seconds with 128 + the signal (143 for SIGTERM, as `abtui tui`),
+    never asking whether to take the lab down (nobody is there to answer); after SIGTERM
+    one line says the lab is left up and how to take it down (after SIGHUP there is no
+    terminal to say it to)."""
+    from abtui.lab.netns import Lab
+    from tests.lab.namespaces import lab_names
+
+    name, ifprefix, mgmt = lab_names("d")
+    lab = Lab(name=name, octet=19, ifprefix=ifprefix, mgmt=mgmt, state_dir=tmp_path / name)
+    lab.down()  # leftovers of a killed run
+    rc = tmp_path / "rc"
+    sessions = tmp_path / "sessions"
+    env = (f"ABTUI_LAB={name},{ifprefix},{mgmt} ABTUI_LAB_DIR={tmp_path} "
+           f"ABTUI_SESSIONS_DIR={sessions}")
+    cmd = f"cd {ROOT} && {env} {sys.executable} -m abtui demo; echo $? > {rc}; sleep 120"
+    receivers = [f"{name}-a-rcv", f"{name}-b-rcv"]
+
+    def rmem() -> dict[str, list[str]]:
+        return {h: _ns(h, "sysctl", "-n", "net.ipv4.tcp_rmem").split() for h in receivers}
+
+    pid = 0
+    try:
+        term.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "36", cmd)
+        pid = console_pid(term)
+        term.wait("intervals from both lab pairs", lambda s: intervals_shown(s) >= 2, 90)
+        original = rmem()
+        term.keys("r")  # tcp_rmem to the next value of its cycle: a change to restore
+        _until("tcp_rmem flipped on the hosts", lambda: rmem() != original, 30)
+        def history() -> str:
+            return term.tmux("capture-pane", "-p", "-J", "-S", "-300", "-t", "e2e")
+
+        sent = time.monotonic()
+        os.kill(pid, sig)
+        _until("the demo's end", rc.exists, 60, history)
+        took = time.monotonic() - sent
+        shown = history()
+        assert "Take the lab down" not in shown, shown
+        assert rc.read_text().strip() == str(128 + sig), shown
+        assert took < DEMO_SIGTERM_S, f"{took:.1f} s from {sig.name} to the end\n{shown}"
+        if sig == signal.SIGTERM:
+            assert re.search(rf"lab {name} left up .*`abtui lab down`", shown), shown
+        assert rmem() == original  # restored before it ended
+        assert list(sessions.glob("*.abtui.jsonl.gz")), shown  # the session, finished
+        print(f"{sig.name} to the demo's end: {took:.2f} s")
+    finally:
+        end_console(pid)  # before its hosts go: it restores them
+        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        lab.down()
+
+
 # ---- the console on the shared lab, in a real terminal: every key, and crashes -------------
 
 def readme_keys() -> list[str]:

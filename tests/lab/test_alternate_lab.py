@@ -69,7 +69,9 @@ def test_a_knob_that_matters_is_found_and_the_run_stops(lab: Lab, tmp_path: Path
     final = _final(proc.stderr)
     assert set(final) == {"A", "B"}, proc.stderr
     for line in final.values():
-        assert re.search(r"-\d+\.\d% significant \(\d+ blocks", line), line
+        # decided at this look, or at an earlier one than the other pair's
+        assert re.search(r"-\d+\.\d% significant \((decided at )?\d+ (of \d+ )?blocks",
+                         line), line
     rounds = int(re.search(r"after (\d+) block", proc.stderr)[1])  # type: ignore[index]
     assert rounds < 12
     print(f"\nstopped by the rule after {rounds} blocks, {took:.1f} s")
@@ -176,3 +178,43 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
         seen[seed] = (final, round(took, 1))
     assert len(claimed) <= 1, f"A/A runs that claimed a difference: seeds {claimed}: {seen}"
     print(f"\nA/A under a periodic load, claims in seeds {claimed or 'none'}: {seen}")
+
+
+async def test_the_console_alternation_sets_the_knob_back_on_the_hosts(
+        lab: Lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The console's alternation (ctrl+a) on the engine, tcp_wmem on the lab's senders,
+    stopped (ctrl+a again) while it holds the other value: the hosts' tcp_wmem goes back to
+    what they had before it began (it used to stay at the value held when stopped)."""
+    import asyncio
+
+    from abtui.core.model import DEFAULT_MAX_RUNS
+    from abtui.measure import alternate
+    from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine
+    from tests.lab.namespaces import ns_exec
+
+    profile = lab_profile(lab)
+    senders = [p.sender for p in profile.pairs]
+
+    def wmem() -> set[str]:
+        return {" ".join(ns_exec(lab, h, "sysctl", "-n", "net.ipv4.tcp_wmem").split())
+                for h in senders}
+
+    engine = make_engine(profile, Recorder())
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        (before,) = wmem()
+        assert before == WMEM[0]  # the lab's own value, the base
+        alt = alternate.console_alternation(profile, "tcp_wmem", {"tcp_wmem": before}, 30.0)
+        seed = next(s for s in range(100)
+                    if alternate.schedule(alt.values, DEFAULT_MAX_RUNS, s)[0] != before)
+        monkeypatch.setattr(alternate, "new_seed", lambda: seed)
+        live = alternate.LiveAlternation(engine, alt, 1.0,
+                                         before={p.label: before for p in profile.pairs})
+        await live.start()  # its first stretch holds the other value
+        assert wmem() == {WMEM[1]}
+        await asyncio.wait_for(live.stop(), 30)
+        assert wmem() == {before}
+        assert live.why == "stopped" and live.set_back == [before]
+    finally:
+        await engine.shutdown()

@@ -454,3 +454,88 @@ async def test_a_3_17_plus_sender_is_run_with_json_stream(lab: Lab, tmp_path: Pa
         final["sum_sent"]["bits_per_second"])
     assert end["summary"]["receiver_bits_per_second"] == pytest.approx(
         final["sum_received"]["bits_per_second"])
+
+
+class _Lines:
+    """A progress stream that keeps the lines run_headless says."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+    def runs(self) -> dict[str, str]:
+        """Each run's line, by run id."""
+        return {m.group(1): line for line in self.text.splitlines()
+                if (m := re.match(r"abtui: [AB]: run (\S+)", line))}
+
+
+def _measured_values(events: list, knob: str) -> dict[str, set[str]]:  # type: ignore[type-arg]
+    """Per run, the values of `knob` its counted intervals (those straddling no flip) were
+    measured at, from the session's own record: each phase's configuration."""
+    config = {(e.pair, e.payload.phase): e.payload.config for e in events
+              if e.kind is EventKind.PHASE}
+    out: dict[str, set[str]] = {}
+    for e in events:
+        if e.kind is EventKind.INTERVAL and not e.payload.straddles and not e.payload.omitted:
+            out.setdefault(str(e.payload.run), set()).add(
+                config[(e.pair, e.payload.phase)][knob])
+    return out
+
+
+async def test_headless_lines_name_the_values_and_direction_each_run_measured(lab: Lab,
+                                                                                tmp_path):
+    """A plan of tcp_wmem × direction on the lab: each run's line names the direction it ran
+    (RX (-R) for a reverse run) and the tcp_wmem value its intervals were measured at, and
+    each step's progress line the same; never a value the run did not measure."""
+    profile = lab_profile(lab, duration=1)
+    profile.plan = Plan(matrix=("tcp_wmem", "direction"), directions=("tx", "rx"),
+                        repetitions=1, shuffle=False, pause=0.1)
+    out, said = tmp_path / "plan.jsonl", _Lines()
+    assert await run_headless(profile, out, progress=said,
+                              journal=UndoJournal(tmp_path / "undo")) == 0
+    events = load_events(out)
+    starts = {str(e.payload.run): e.payload for e in events if e.kind is EventKind.RUN_START}
+    measured = _measured_values(events, "tcp_wmem")
+    lines = said.runs()
+    assert sorted(lines) == sorted(starts) and len(starts) == 8, said.text
+    for run, start in starts.items():
+        way = "RX (-R)" if start.options["reverse"] else "TX"
+        (value,) = measured[run]
+        assert f"run {run} ({way}, tcp_wmem={value}) ok, " in lines[run], lines[run]
+    steps = [line for line in said.text.splitlines() if " steps done (" in line]
+    assert [s.split("steps done (")[1].split(",")[0] for s in steps] == ["TX", "RX (-R)"] * 2, \
+        said.text
+    for step, value in zip(steps, [WMEM[0], WMEM[0], WMEM[1], WMEM[1]], strict=True):
+        assert f"tcp_wmem={value})" in step, step
+
+
+async def test_headless_alternation_lines_name_only_values_measured(lab: Lab, tmp_path):
+    """`--alternate tcp_wmem` flipping on a continuous run (a setting the run goes on
+    through): each run's line names exactly the values its intervals were measured at, each
+    with its own figure when there are two."""
+    from abtui.measure.alternate import Alternation
+
+    profile = lab_profile(lab)
+    out, said = tmp_path / "alt.jsonl", _Lines()
+    alt = Alternation("tcp_wmem", WMEM, every=1.0, max_runs=2, seed=3)
+    await run_headless(profile, out, duration=4.5, progress=said, alternation=alt,
+                       journal=UndoJournal(tmp_path / "undo"))
+    events = load_events(out)
+    measured = _measured_values(events, "tcp_wmem")
+    lines = said.runs()
+    assert measured and set(lines) >= set(measured), said.text
+    for run, line in lines.items():
+        named = set(re.findall(r"tcp_wmem=([\d ]+\d)", line))
+        values = measured.get(run)
+        if values is None:  # every interval straddled a flip: it says so, and its start
+            assert "across a flip" in line and len(named) == 1, line
+            continue
+        assert named == values, (line, values)
+        if len(values) > 1:  # each value its own figure
+            assert all(re.search(rf"\(TX, tcp_wmem={v}\) [\d.]+ [GMk]bit/s", lines[run])
+                       for v in values), lines[run]

@@ -135,3 +135,40 @@ async def test_leaving_while_alternating_ends_the_alternation_before_restoring()
     # its flipping task is over (no flip can follow) and none came once restoring began
     assert alt.live is not None and not alt.live.running
     assert ctl.late == []
+
+
+async def test_ctrl_a_after_p_alternates_the_plan_s_knob_and_stopping_sets_it_back(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`u` flips the tunnel by key, then `p` runs the plan, whose steps flip tso and tcp_wmem
+    (tso last): ctrl+a alternates the knob the plan flipped last, not the tunnel; ctrl+a
+    again stops it and sets tso back to the value it had before the alternation began (not
+    the value it held when stopped); the log says so."""
+    from abtui.core.model import DEFAULT_MAX_RUNS
+    from abtui.measure import alternate
+
+    # an order whose first stretch holds the other value: the stop has something to undo
+    seed = next(s for s in range(100)
+                if alternate.schedule(("off", "on"), DEFAULT_MAX_RUNS, s)[0] == "on")
+    monkeypatch.setattr(alternate, "new_seed", lambda: seed)
+    ctl = ReplayController(synthetic_profile(1), speed=400)
+    app = AbtuiApp(ctl, title="abtui — test")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await until(pilot, lambda: app.state.running)
+        app.alternation.every = 5.0
+        await pilot.press("u")  # tunnel: none -> wireguard, by key
+        await until(pilot, lambda: app.state.pairs["A"].config.get("tunnel") == "wireguard")
+        await pilot.press("p")  # the plan: tcp_wmem × tso, its last step tso=off
+        await until(pilot, lambda: (app.state.progress or {}).get("done") == 4)
+        assert app.state.pairs["A"].config["tso"] == "off"
+        await pilot.press("ctrl+a")
+        alt = app.alternation
+        await until(pilot, lambda: alt.live is not None and alt.live.running
+                    and app.state.pairs["A"].config.get("tso") == "on")
+        assert alt.live is not None and alt.live.alt.knob == "tso"
+        assert _panel(app).startswith("alternating tso every 5 s")
+        await pilot.press("ctrl+a")
+        await until(pilot, lambda: "ended: stopped" in _panel(app))
+        await until(pilot, lambda: app.state.pairs["A"].config.get("tso") == "off")
+        assert ctl.configs["A"]["tso"] == "off"
+        assert ctl.configs["A"]["tunnel"] == "wireguard"  # not touched
+        assert "alternation of tso stopped; tso back to off" in "\n".join(app.log_lines)

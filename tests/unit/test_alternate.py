@@ -260,6 +260,8 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
         await asyncio.sleep(0.05)
     await ctl.stop()
     assert live.why == "verdict", live.lines()
+    # ended by its rule: the knob back to the value it had before (the base)
+    assert {ctl.configs[p]["tcp_wmem"] for p in "AB"} == {alt.values[0]}
     lines = live.lines()
     assert lines[0].startswith("alternating tcp_wmem every 0.05 s (") and "ended: verdict" \
         in lines[0]
@@ -286,9 +288,9 @@ async def test_the_console_alternation_stops_by_key() -> None:
     await live.start()
     await asyncio.sleep(0.12)
     await live.stop()
-    flips = ctl.configs["A"]["tso"]
+    assert ctl.configs["A"]["tso"] == "off"  # the value from before it started
     await asyncio.sleep(0.12)
-    assert ctl.configs["A"]["tso"] == flips and live.why == "stopped" and not live.running
+    assert ctl.configs["A"]["tso"] == "off" and live.why == "stopped" and not live.running
     await ctl.stop()
     with pytest.raises(BadInput, match="no knob"):
         console_alternation(parse_profile(PROFILE.split("[[knobs]]")[0], "t.toml"), None, {})
@@ -324,10 +326,12 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     while ctl.begun < 2:  # the first flip after the base value is under way
         await asyncio.sleep(0.01)
     await live.stop()
-    assert ctl.done == ctl.begun == 2 and ctl.configs["A"]["tso"] == ctl.last
+    # the flip under way finished, then the knob went back to its value from before
+    assert ctl.done == ctl.begun >= 2 and ctl.configs["A"]["tso"] == ctl.last == "off"
     assert live.why == "stopped" and not live.running
+    begun = ctl.begun
     await asyncio.sleep(0.2)
-    assert ctl.begun == 2  # and no flip after the stop
+    assert ctl.begun == begun  # and no flip after the stop
     await ctl.stop()
 
 
@@ -391,3 +395,57 @@ def test_seed_replays_the_plans_shuffle(tmp_path, monkeypatch) -> None:  # type:
     assert got[0].plan.seed == 99  # type: ignore[attr-defined]
     order = [s.config["rmem"] for s in expand(got[0])]  # type: ignore[arg-type]
     assert sorted(order[:2]) == sorted(order[2:4]) == sorted(order[4:])  # blocks of both
+
+
+def test_each_row_counts_the_blocks_the_header_counts() -> None:
+    """The header says the schedule's complete blocks; a row judged on fewer (its pair's
+    stretch of a block counted under half its time: a stall, a stop) says so with the same
+    count, never a count of its own that reads as a contradiction."""
+    s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=1.0)
+    order = schedule((BIG, SMALL), 20, 5)
+    v = Verdicts(s, order, 5, Family(1, 20), min_effect=1.0)
+    for i, value in enumerate(order[:4]):  # two blocks; block 2's second stretch too short
+        s.begin(i, value)
+        s(interval("A", i, 5e9, 0, 0.4 if i == 3 else 2))
+    s.close()
+    assert v.blocks() == 2
+    (row,) = v.summary()
+    assert "(1 of 2 blocks: 1 left out, a stretch under half its time)" in row, row
+
+
+def test_a_row_decided_at_an_earlier_look_says_at_which() -> None:
+    noise = iter([1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.02, 0.97] * 10)
+    v = _verdicts((10e9, 2e9), lambda _i: next(noise), 20)
+    i = 0
+    while not v.all_significant:
+        v.stretches.begin(i, v.order[i])
+        i += 1
+    decided = v.current()[("A", SMALL)].n
+    for j in range(i, i + 4):  # two more blocks after the decision
+        v.stretches.begin(j, v.order[j])
+    v.stretches.close()
+    (row,) = v.summary()
+    assert f"significant (decided at {decided} of {v.blocks()} blocks;" in row, row
+    assert v.blocks() > decided
+
+
+async def test_the_console_alternation_sets_back_each_pair_s_own_value() -> None:
+    """Pairs that had different values before (a flip on one scope): each gets its own back,
+    whichever value the alternation held last."""
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
+
+    profile = synthetic_profile(pairs=2)
+    ctl = ReplayController(profile, speed=400)
+    await ctl.start("continuous")
+    await ctl.set_knob("tso", "off", ["B"])
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "on"}, 0.05), 1.0,
+                           before={"A": "on", "B": "off"})
+    await live.start()
+    await asyncio.sleep(0.12)
+    await live.stop()
+    assert (ctl.configs["A"]["tso"], ctl.configs["B"]["tso"]) == ("on", "off")
+    await ctl.stop()

@@ -11,7 +11,7 @@ from abtui.core.errors import BadInput
 from abtui.core.events import Event, EventKind
 from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile
 from abtui.core.model import TestOptions as Options
-from abtui.measure.headless import describe
+from abtui.measure.headless import Measured, describe
 from abtui.measure.phases import PairPhases
 from abtui.measure.plan import expand
 from abtui.measure.run_context import RunSpec
@@ -184,7 +184,7 @@ def test_progress_lines():
     end = Event(EventKind.RUN_END, pair="A", data={
         "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
         "message": ""})
-    assert describe(end, 9.41e9) == "A: run A-1 ok, 9.410 Gbit/s"
+    assert describe(end, Measured((("TX", 9.41e9),), 9.41e9)) == "A: run A-1 (TX) ok, 9.41 Gbit/s"
     assert describe(end) == "A: run A-1 ok"  # no intervals: no figure
     assert describe(Event(EventKind.INTERVAL, pair="A")) is None
 

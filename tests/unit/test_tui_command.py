@@ -84,6 +84,74 @@ def test_demo_leaving_decides_from_flags_and_never_asks_without_a_terminal(
     assert _take_down(argparse.Namespace(down=False, keep_lab=False)) is False
 
 
+class _Terminal:
+    """A stdin that says it is a terminal and must not be read."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 0
+
+    def readline(self) -> str:
+        raise AssertionError("asked after a signal")
+
+
+def test_demo_after_a_signal_never_asks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The console ended by SIGTERM or SIGHUP: nobody is there to answer, so no question,
+    even on a terminal (the lab stays up)."""
+    import argparse
+    import builtins
+
+    from abtui.commands import demo
+
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    monkeypatch.setattr(demo, "_can_ask", lambda: True)
+    monkeypatch.setattr(builtins, "input", lambda _q="": _Terminal().readline())
+    assert demo._take_down(argparse.Namespace(down=False, keep_lab=False),
+                           signalled=True) is False
+
+
+def test_demo_in_the_background_never_asks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A terminal this process is not the foreground of (`abtui demo &`): reading it would
+    stop the process (SIGTTIN), so no question; the lab stays up."""
+    import argparse
+    import builtins
+    import os
+
+    from abtui.commands import demo
+
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    monkeypatch.setattr(os, "tcgetpgrp", lambda _fd: os.getpgrp() + 1)
+    monkeypatch.setattr(builtins, "input", lambda _q="": _Terminal().readline())
+    assert demo._take_down(argparse.Namespace(down=False, keep_lab=False)) is False
+
+
+def test_demo_signal_while_asking_answers_no(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """SIGTERM while the question waits: it stops waiting, with the signal's number (the
+    demo then ends with 128 + it, the lab left up), and the handlers are as they were."""
+    import builtins
+    import os
+    import signal
+
+    import pytest
+
+    from abtui.commands import demo
+
+    def waiting(_question: str = "") -> str:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10**8):  # the handler runs at the next bytecode boundary
+            pass
+        raise AssertionError("SIGTERM did not end the question")
+
+    monkeypatch.setattr(builtins, "input", waiting)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(demo._Signalled) as got:
+        demo._ask("Take the lab down? [y/N] ")
+    assert got.value.signum == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
 def test_the_demo_title_names_the_lab_once() -> None:
     from abtui.commands.demo import demo_title
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from abtui.core import events
+from abtui.core import events, numbers
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
@@ -63,7 +63,7 @@ def describe(event: AnyEvent, rate: float | None = None) -> str | None:
             left = f", about {eta:.0f} s left" if isinstance(eta, int | float) else ""
             return f"plan: {done}/{total} steps done{left}"
         case events.RunEnd(run=run, status=status, message=message):
-            got = f", {rate / 1e9:.3f} Gbit/s" if rate is not None else ""
+            got = f", {numbers.rate(rate)}" if rate is not None else ""
             why = f": {message}" if message else ""
             return f"{who}run {run} {status}{got}{why}"
         case events.Error(message=message) | events.KnobError(message=message):
@@ -93,12 +93,13 @@ class Tally:
             self.rates.setdefault(event.pair, Segment()).add(*got)
 
     def line(self, elapsed: float, duration: float, pairs: Sequence[str]) -> str:
-        """`+20/60 s: A 12.01 Gbit/s (5 intervals), B no intervals`, then start afresh."""
+        """`+20/60 s: A 12.0 Gbit/s (5 intervals), B 980 Mbit/s (5 intervals), C no intervals`
+        (abtui.core.numbers.rate), then start afresh."""
         parts = []
         for pair in pairs:
             seg = self.rates.get(pair)
             rate = seg.rate if seg is not None else None
-            parts.append(f"{pair} {rate / 1e9:.2f} Gbit/s ({seg.n} "
+            parts.append(f"{pair} {numbers.rate(rate)} ({seg.n} "
                          f"interval{'s' if seg.n != 1 else ''})"
                          if seg is not None and rate is not None else f"{pair} no intervals")
         self.rates.clear()

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from abtui.core import cpu as rules
+from abtui.core.numbers import rate_unit
 from abtui.reports import samples, stats
-from abtui.reports.formatting import fmt_delta, fmt_rate, md_table, rate_unit
+from abtui.reports.formatting import fmt_delta, fmt_rate, md_table
 from abtui.reports.naming import labels
 from abtui.sessions.records import NO_PHASE, Run
 from abtui.sessions.session import Session

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from abtui.core.errors import BadInput
-from abtui.reports.formatting import rate_unit
+from abtui.core.numbers import rate_unit
 from abtui.sessions.session import Session
 
 MARKERS = ("*", "+", "o", "x", "#", "@", "%", "=")

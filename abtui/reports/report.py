@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.core import events
+from abtui.core.numbers import rate_unit
 from abtui.reports import samples, stats
 from abtui.reports.formatting import (
     fmt_bps,
@@ -19,7 +20,6 @@ from abtui.reports.formatting import (
     legend,
     md_table,
     no_interval_note,
-    rate_unit,
     rate_unit_of,
 )
 from abtui.reports.naming import common_knobs, config_of, labels, ordered_cells, shown_apart
@@ -190,7 +190,7 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
             if q is None:
                 continue
             rows.append([shown[config], pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
-                         fmt_mean_sd(q.jitter, 1.0, digits=3, warn=False)])
+                         fmt_mean_sd(q.jitter, 1.0, warn=False)])
     if not rows:
         return ""
     return md_table(["configuration", "pair", "lost %", "lost/datagrams", "jitter (ms)"],

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from abtui.core.numbers import Unit
 from abtui.reports import stats
-from abtui.reports.formatting import Unit, fmt_delta, fmt_ms, legend, md_table
+from abtui.reports.formatting import fmt_delta, fmt_ms, legend, md_table
 from abtui.reports.procedure.order import (
     DIRECTION,
     base_pair,

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from abtui.core.numbers import Unit
 from abtui.reports import cpu, stats
-from abtui.reports.formatting import Unit, fmt_cell, fmt_compare, md_table, rate_unit_of
+from abtui.reports.formatting import fmt_cell, fmt_compare, md_table, rate_unit_of
 from abtui.reports.procedure.order import text_of
 from abtui.sessions.records import Phase, Run
 from abtui.sessions.session import Session

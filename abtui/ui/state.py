@@ -21,10 +21,11 @@ from abtui.core.model import (
     Profile,
     tunnel_refusal,
 )
+from abtui.core.numbers import Unit
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, span_of
 from abtui.ui.pair_state import HISTORY, PairState, Running
-from abtui.ui.phase_rows import PhaseRow, phase_cells
+from abtui.ui.phase_rows import PhaseRow, phase_cells, table_unit
 
 config_key = config_id  # a phase row's identity: the one rule of abtui.core.configuration
 
@@ -358,6 +359,11 @@ class ConsoleState(EventReader):
         rmax = max((max(p.rtt) for p in self.pairs.values() if p.rtt), default=1.0)
         return bmax, rmax
 
-    def phase_cells(self, row: PhaseRow) -> list[str]:
-        """One cell per pair (abtui.ui.phase_rows.phase_cells)."""
-        return phase_cells(row, self.pairs, self.base)
+    def rate_unit(self) -> Unit:
+        """The phase table's one unit (abtui.ui.phase_rows.table_unit)."""
+        return table_unit(self.phases.values(), self.pairs)
+
+    def phase_cells(self, row: PhaseRow, unit: Unit | None = None) -> list[str]:
+        """One cell per pair in `unit` (the table's, rate_unit(), when not given;
+        abtui.ui.phase_rows.phase_cells)."""
+        return phase_cells(row, self.pairs, self.base, unit or self.rate_unit())

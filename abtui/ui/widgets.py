@@ -17,6 +17,7 @@ from textual.strip import Strip
 from textual.widgets import Sparkline, Static
 
 from abtui.core.model import LinkState
+from abtui.core.numbers import rate_unit
 from abtui.core.text import UNKNOWN, visible
 from abtui.ui.pair_state import PairState
 
@@ -24,13 +25,6 @@ BARS = " ▁▂▃▄▅▆▇█"
 DIM = "dim"
 PANE_INNER = 34  # a pane's text width before its first layout (40 columns less the frame)
 Part = str | tuple[str, str]  # text, or (text, style)
-
-
-def human_bits(bps: float | None) -> str:
-    """Gbit/s to 2 decimals; UNKNOWN for a figure nobody measured."""
-    if bps is None or not math.isfinite(bps):
-        return UNKNOWN
-    return f"{bps / 1e9:.2f}"
 
 
 def ms(value: float) -> str:
@@ -247,11 +241,13 @@ class PairPane(Vertical):
         self._set("config", *self._config_chips(self.has_class("-compact")))
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
+        # one unit for the pane's rates, so they compare (abtui.core.numbers)
+        unit = rate_unit([now, s.phase_rate, p.lo, p.hi, s.rx_bps])
         back: list[list[Part]] = [] if s.rx_bps is None else [
-            [("⇄ rx ", DIM), human_bits(s.rx_bps)]]
-        self._set("bps-label", [(human_bits(now), "bold"), " Gbit/s"],
-                  [("mean ", DIM), human_bits(s.phase_rate)], [("min ", DIM), human_bits(p.lo)],
-                  [("max ", DIM), human_bits(p.hi)], *back)
+            [("⇄ rx ", DIM), unit.figure(s.rx_bps)]]
+        self._set("bps-label", [(unit.figure(now), "bold"), f" {unit.name}"],
+                  [("mean ", DIM), unit.figure(s.phase_rate)],
+                  [("min ", DIM), unit.figure(p.lo)], [("max ", DIM), unit.figure(p.hi)], *back)
         r = s.rtt_phase
         self._set("rtt-label", [("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else UNKNOWN, "bold"),
                                 " ms"], [("mean ", DIM), ms(r.mean)], [("max ", DIM), ms(r.hi)])

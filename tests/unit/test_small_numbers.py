@@ -137,7 +137,7 @@ def test_an_interval_of_unknown_span_counts_in_no_rate() -> None:
     for ev in events:
         state.apply(ev)
     (row,) = state.phases.values()
-    assert state.phase_cells(row)[0] == "10.00 n1"
+    assert state.phase_cells(row)[0] == "10.0 n1"
     assert state.pairs["A"].phase_rate == pytest.approx(10e9)
 
 

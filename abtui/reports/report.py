@@ -22,7 +22,14 @@ from abtui.reports.formatting import (
     no_interval_note,
     rate_unit_of,
 )
-from abtui.reports.naming import common_knobs, config_of, labels, ordered_cells, shown_apart
+from abtui.reports.naming import (
+    common_knobs,
+    config_of,
+    labels,
+    ordered_cells,
+    shown_apart,
+    title,
+)
 from abtui.reports.plots import throughput_chart
 from abtui.sessions.session import Session
 
@@ -58,7 +65,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     table = ordered_cells(session, doc)
     bp = base_pair(session, base)
     seen: list[stats.Delta | None] = []  # every Δ printed, for the notes
-    out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session)]
+    out = [f"# {title(session)}", "", *_overview(session)]
     common = common_knobs(session, table)
     if common:  # the tables below name each configuration by what sets it apart
         from abtui.reports.procedure.order import shown_config
@@ -100,6 +107,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 def _overview(session: Session) -> list[str]:
     lines = [f"- profile: {session.profile_name or '?'}"
              + (f" (`{session.profile_path}`)" if session.profile_path else ""),
+             f"- session: {session.name or '(unnamed)'}",
              f"- started: {fmt_time(session.start_t)}, duration {fmt_duration(session.duration)}"
              + (f", ended: {session.end_reason}" if session.end_reason else ", cut short"),
              "- pairs: " + ", ".join(_pair_text(session, p) for p in session.pairs)]

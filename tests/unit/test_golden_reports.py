@@ -83,3 +83,14 @@ def test_vm_goldens_ran_on_real_builds(name: str) -> None:
     first = render(session, "md").split("\n## ", 2)[1]
     for pair, release in VM_RELEASES[name].items():
         assert f"{pair} ({release})" in first, (pair, first)
+
+
+def test_a_shared_machine_s_cpu_is_not_printed_as_a_pair_s() -> None:
+    """linux-ref ran on namespace hosts (this machine's CPUs): the first table's CPU cells
+    read `shared` (not the whole machine's 200 %), with the caveat right under the table."""
+    md = render(Session.load(GOLDEN / "ix-enable-aim-vm.abtui.jsonl.gz"), "md")
+    first = md.split("## Throughput per kernel and enable_aim", 1)[1].split("## ", 1)[0]
+    row = next(ln for ln in first.splitlines() if ln.startswith("| linux-ref"))
+    assert row.split(" | ")[3:5] == ["shared", "shared"], row
+    after = first.split(row, 1)[1].lstrip("\n")
+    assert after.startswith("⚠ `shared`: the host CPU of nclab-c-rcv, nclab-c-snd"), after

@@ -95,6 +95,24 @@ class ConsoleState(EventReader):
         ps.phase_segments.append(ps.segment)
         self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
 
+    def _drop_unmeasured(self, ps: PairState) -> None:
+        """The run starts under another configuration than the pair's phase in force, which
+        no interval came under (a plan's flip the run's own configuration overrode, as at a
+        VM lab's start): that phase never was. Its empty stretch leaves its row, and a row
+        left with no stretch at all leaves the table (else a row of `—` stays for good)."""
+        key = config_key(ps.config)
+        row = self.phases.get(key)
+        if row is None or ps.segment is None or ps.segment.n or ps.label in row.per_pair:
+            return
+        mine = [s for s in row.segments.get(ps.label, []) if s is not ps.segment]
+        if mine:
+            row.segments[ps.label] = mine
+        else:
+            row.segments.pop(ps.label, None)
+        if not row.segments and not row.per_pair:
+            del self.phases[key]
+            self.dirty.phases = True
+
     def _pairs_of(self, event: Event) -> list[str]:
         if event.pair is not None:
             return [event.pair] if event.pair in self.pairs else []
@@ -169,6 +187,8 @@ class ConsoleState(EventReader):
             # it, not a new phase: the pane's phase numbers go on
             same = ps.segment is not None and config == ps.config and (
                 phase is None or ps.phase_id is None or phase == ps.phase_id)
+            if config != ps.config:
+                self._drop_unmeasured(ps)
             ps.config, ps.phase_id = config, phase
             ps.status = "running"
             ps.error = ""

@@ -105,3 +105,11 @@ def rate_unit(values: Iterable[float | None], units: str = "bits") -> Unit:
 def rate(bps: float | None, units: str = "bits") -> str:
     """One rate on its own, in the unit it reads best in: `9.41 Gbit/s`, `21.4 Mbit/s`, `—`."""
     return rate_unit([bps], units).text(bps)
+
+
+def ms(x: float | None) -> str:
+    """A time in ms as ping prints it: 3 significant digits, at most 3 decimals (`0.045`,
+    `1.23`, `15.9`); UNKNOWN when not a number."""
+    if x is None or not _finite(x):
+        return UNKNOWN
+    return f"{x:.3f}" if abs(x) < 1 else sig(x)

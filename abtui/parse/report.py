@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from statistics import fmean
 
+from abtui.core import numbers
 from abtui.core.model import CpuUtil, IperfSummary
 from abtui.parse.importer import ImportResult
 from abtui.parse.iperf3_result import Iperf3Result
 from abtui.parse.ping import PingResult
 
-
-def rate(bps: float | None) -> str:
-    """Bits per second with iperf3's 1000-based prefixes."""
-    if bps is None:
-        return "-"
-    for div, unit in ((1e12, "Tbit/s"), (1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "Kbit/s")):
-        if abs(bps) >= div:
-            return f"{bps / div:.3g} {unit}"
-    return f"{bps:.3g} bit/s"
-
-
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
+rate = numbers.rate  # 3 significant digits, iperf3's 1000-based units (`19.0 Gbit/s`)
+_ms = numbers.ms
 
 
 def describe(item: ImportResult) -> list[str]:

@@ -5,7 +5,6 @@ abtui.core.numbers', which the console and progress lines share."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -63,12 +62,7 @@ def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False, spread: bool = 
     return fmt_rate(c.throughput, div, c.noisy, spread)
 
 
-def fmt_ms(x: float | None) -> str:
-    """A time in ms as ping prints it: 3 significant digits, at most 3 decimals (`0.045`,
-    `1.23`, `15.9`)."""
-    if x is None or not math.isfinite(x):
-        return "—"
-    return f"{x:.3f}" if abs(x) < 1 else sig(x)
+fmt_ms = numbers.ms  # a time in ms as ping prints it (`0.045`, `1.23`, `15.9`)
 
 
 def fmt_bps(bps: object, div: float) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.core import events
-from abtui.core.numbers import rate_unit
+from abtui.core.numbers import rate_unit, sig
 from abtui.reports import samples, stats
 from abtui.reports.formatting import (
     fmt_bps,
@@ -112,7 +112,7 @@ def _overview(session: Session) -> list[str]:
              + (f", ended: {session.end_reason}" if session.end_reason else ", cut short"),
              "- pairs: " + ", ".join(_pair_text(session, p) for p in session.pairs)]
     if session.skews_ms:
-        lines.append(f"- start skew between pairs: max {max(session.skews_ms):.2f} ms "
+        lines.append(f"- start skew between pairs: max {fmt_ms(max(session.skews_ms))} ms "
                      f"over {len(session.skews_ms)} synchronized start(s)")
     return lines
 
@@ -207,7 +207,7 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}"
+    return sig(x)  # 3 significant digits, — when unknown
 
 
 def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
@@ -293,7 +293,7 @@ def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None =
 def _udp_summary(s: dict[str, Any] | None) -> list[str]:
     lost, jitter = (s or {}).get("lost_percent"), (s or {}).get("jitter_ms")
     return [_pct(lost) if _is_num(lost) else "—",
-            f"{jitter:.3f}" if _is_num(jitter) else "—"]
+            fmt_ms(jitter) if _is_num(jitter) else "—"]
 
 
 def _is_num(x: Any) -> bool:

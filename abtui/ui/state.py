@@ -21,7 +21,7 @@ from abtui.core.model import (
     Profile,
     tunnel_refusal,
 )
-from abtui.core.numbers import Unit
+from abtui.core.numbers import Unit, ms
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, span_of
 from abtui.ui.pair_state import HISTORY, PairState, Running
@@ -255,7 +255,7 @@ class ConsoleState(EventReader):
     def on_skew(self, event: Event, p: events.Skew) -> str:
         skew = p.skew_ms
         known = isinstance(skew, int | float) and not isinstance(skew, bool)
-        return f"start skew {skew:.2f} ms" if known else f"start skew {UNKNOWN}"
+        return f"start skew {ms(skew)} ms" if known else f"start skew {UNKNOWN}"
 
     def on_session_start(self, event: Event, p: events.SessionStart) -> str:
         where = p.profile_path or self.profile.name

@@ -17,7 +17,7 @@ from textual.strip import Strip
 from textual.widgets import Sparkline, Static
 
 from abtui.core.model import LinkState
-from abtui.core.numbers import rate_unit
+from abtui.core.numbers import ms, rate_unit, sig
 from abtui.core.text import UNKNOWN, visible
 from abtui.ui.pair_state import PairState
 
@@ -25,10 +25,6 @@ BARS = " ▁▂▃▄▅▆▇█"
 DIM = "dim"
 PANE_INNER = 34  # a pane's text width before its first layout (40 columns less the frame)
 Part = str | tuple[str, str]  # text, or (text, style)
-
-
-def ms(value: float) -> str:
-    return UNKNOWN if not math.isfinite(value) else f"{value:.3f}"
 
 
 def human_bytes(n: int | None) -> str:
@@ -254,8 +250,8 @@ class PairPane(Vertical):
         retr = UNKNOWN if s.retransmits is None else str(s.retransmits)
         total = UNKNOWN if s.retransmits_total is None else str(s.retransmits_total)
         if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
-            jitter = UNKNOWN if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
-            self._set("tcp", [("lost ", DIM), f"{s.loss_pct:.2f}%"],
+            jitter = ms(s.jitter_ms)
+            self._set("tcp", [("lost ", DIM), f"{sig(s.loss_pct)}%"],
                       [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)],
                       *cpu_chips(s))
         else:

@@ -77,7 +77,7 @@ def _extras(s: IperfSummary) -> str:
     if s.jitter_ms is not None:
         parts.append(f"jitter {_ms(s.jitter_ms)} ms")
     if s.lost_percent is not None:
-        parts.append(f"lost {s.lost_percent:.3g} %")
+        parts.append(f"lost {numbers.sig(s.lost_percent)} %")
     return "".join(f", {p}" for p in parts)
 
 

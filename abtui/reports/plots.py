@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from abtui.core.errors import BadInput
-from abtui.core.numbers import rate_unit
+from abtui.core.numbers import rate_unit, sig
 from abtui.reports.naming import title
 from abtui.sessions.session import Session
 
@@ -74,6 +74,11 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
         plt.plot(x.tolist(), (y / div).tolist(), label=pair, marker=marker)
     for boundary in phase_boundaries(session):
         plt.vline(boundary - t0)
+    xs = [float(v) for _, x, _ in series for v in (x.min(), x.max())]
+    ys = [float(v) / div for _, _, y in series for v in (y.min(), y.max())]
+    for axis, (low, high) in ((plt.xticks, (min(xs), max(xs))), (plt.yticks, (min(ys), max(ys)))):
+        ticks = np.linspace(low, high, 5).tolist()
+        axis(ticks, [sig(t) for t in ticks])  # 3 significant digits, as every figure
     plt.title(TITLE)
     plt.xlabel("seconds since start")
     plt.ylabel(unit.name)

@@ -27,6 +27,17 @@ _SCALES = {"bits": ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1.0, "bi
            "bytes": ((8e9, "GB/s"), (8e6, "MB/s"), (8e3, "kB/s"), (8.0, "B/s"))}
 
 
+# The unit a `[report] layout` shows rates in unless the reader asks for another (`abtui
+# export --units`), the console's too: the crypto posts quote MB/s ("9.5 MB/s TX and 11.9 MB/s
+# RX"); the others quote iperf3's own bits per second
+LAYOUT_UNITS: dict[str, str] = {"before-after": "bytes"}
+
+
+def layout_units(layout: str | None) -> str:
+    """`bits` or `bytes`: the unit a profile's `[report] layout` shows rates in."""
+    return LAYOUT_UNITS.get(layout or "", "bits")
+
+
 def _finite(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 

@@ -51,11 +51,13 @@ def significance(base: list[Segment], other: list[Segment]) -> str:
     return "*" if stats.verdict(a, b).significant else "~"
 
 
-def table_unit(rows: Iterable[PhaseRow], pairs: Iterable[str]) -> Unit:
+def table_unit(rows: Iterable[PhaseRow], pairs: Iterable[str], units: str = "bits") -> Unit:
     """The one unit of the phase table's figures, so its rows and columns compare: the
-    largest in which its smallest figure still reads ≥ 1 (abtui.core.numbers.rate_unit)."""
+    largest in which its smallest figure still reads ≥ 1 (abtui.core.numbers.rate_unit), in
+    `units` (bits or bytes per second)."""
     labels = list(pairs)
-    return rate_unit(configuration_rate(r.segments.get(p, [])) for r in rows for p in labels)
+    return rate_unit((configuration_rate(r.segments.get(p, [])) for r in rows for p in labels),
+                     units)
 
 
 def phase_cells(row: PhaseRow, pairs: Iterable[str], base_pair: str, unit: Unit) -> list[str]:

@@ -21,7 +21,7 @@ from abtui.core.model import (
     Profile,
     tunnel_refusal,
 )
-from abtui.core.numbers import Unit, ms
+from abtui.core.numbers import Unit, layout_units, ms
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, span_of
 from abtui.ui.pair_state import HISTORY, PairState, Running
@@ -49,10 +49,12 @@ class ConsoleState(EventReader):
     def __init__(self, profile: Profile, history: int = HISTORY) -> None:
         self.profile = profile
         self.base = profile.base_pair or (profile.pairs[0].label if profile.pairs else "")
+        self.units = layout_units(profile.layout)  # rates in bits or bytes per second
         self.pairs: dict[str, PairState] = {}
         for p in profile.pairs:
             # unknown ("?") until the hosts say, on connect
             ps = PairState(p.label, p.sender, p.receiver, {})
+            ps.units = self.units
             ps.bps = deque(maxlen=history)
             ps.rtt = deque(maxlen=history)
             ps.markers = deque(maxlen=history)
@@ -381,7 +383,7 @@ class ConsoleState(EventReader):
 
     def rate_unit(self) -> Unit:
         """The phase table's one unit (abtui.ui.phase_rows.table_unit)."""
-        return table_unit(self.phases.values(), self.pairs)
+        return table_unit(self.phases.values(), self.pairs, self.units)
 
     def phase_cells(self, row: PhaseRow, unit: Unit | None = None) -> list[str]:
         """One cell per pair in `unit` (the table's, rate_unit(), when not given;

@@ -238,7 +238,7 @@ class PairPane(Vertical):
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
         # one unit for the pane's rates, so they compare (abtui.core.numbers)
-        unit = rate_unit([now, s.phase_rate, p.lo, p.hi, s.rx_bps])
+        unit = rate_unit([now, s.phase_rate, p.lo, p.hi, s.rx_bps], s.units)
         back: list[list[Part]] = [] if s.rx_bps is None else [
             [("⇄ rx ", DIM), unit.figure(s.rx_bps)]]
         self._set("bps-label", [(unit.figure(now), "bold"), f" {unit.name}"],

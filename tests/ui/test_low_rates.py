@@ -56,3 +56,24 @@ async def test_a_few_mbit_read_in_mbit_with_three_digits(size: tuple[int, int]) 
         for i in range(table.row_count):
             cells = [str(c) for c in table.get_row_at(i)][1:]
             assert all(_three_digits(cell.split()[0]) for cell in cells), cells
+
+
+async def test_a_crypto_profile_s_console_reads_megabytes_per_second() -> None:
+    """A profile whose report is the crypto posts' (`[report] layout = "before-after"`,
+    quoted in MB/s): the console's panes and phase table are in bytes per second too."""
+    import math
+
+    from abtui.ui.app import AbtuiApp
+    from tests.ui.console_kit import SpyController
+
+    profile = dataclasses.replace(synthetic_profile(2), layout="before-after")
+    app = AbtuiApp(SpyController(profile, _slow(), speed=math.inf), title="abtui — test")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.state.intervals_seen >= INTERVALS * 2
+                    and not app.controller.running)  # type: ignore[attr-defined]
+        await app.settled()
+        text = str(app.query_one("#pane-A #bps-label", Static).render())
+        assert " kB/s" in text or " MB/s" in text, text
+        table = app.query_one("#phases", DataTable)
+        titles = [str(c.label) for c in table.columns.values()]
+        assert titles[1].endswith("B/s (base)") and "bit/s" not in titles[1], titles

@@ -94,3 +94,13 @@ def test_a_shared_machine_s_cpu_is_not_printed_as_a_pair_s() -> None:
     assert row.split(" | ")[3:5] == ["shared", "shared"], row
     after = first.split(row, 1)[1].lstrip("\n")
     assert after.startswith("⚠ `shared`: the host CPU of nclab-c-rcv, nclab-c-snd"), after
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_every_generic_row_names_its_configuration(name: str) -> None:
+    """A pair none of the profile's knobs applies to (linux-ref on ix-enable-aim) ran under a
+    configuration of no knob: its rows read `(defaults)`, never an empty first cell."""
+    md = render(Session.load(GOLDEN / f"{name}.abtui.jsonl.gz"), "md")
+    for section in ("## Throughput per configuration", "## CPU cost per configuration"):
+        body = md.split(section, 1)[1].split("\n## ", 1)[0] if section in md else ""
+        assert not [ln for ln in body.splitlines() if ln.startswith("|  |")], (name, section)

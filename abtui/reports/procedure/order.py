@@ -74,8 +74,10 @@ def _original(session: Session, knob: str, value: str) -> str:
 
 def shown_config(session: Session, config: dict[str, Any]) -> str:
     """A configuration as tables name it, each value as the profile names it (`tunnel=ipsec
-    (lab: vxlan)`); the session's own label otherwise."""
-    if not any(str(t.get("subject", "")).startswith("knob ") for t in session.translations):
+    (lab: vxlan)`); the session's own label otherwise, and for a configuration of no knob
+    (a pair none of the profile's knobs applies to) `(defaults)`, never an empty cell."""
+    if not config or not any(str(t.get("subject", "")).startswith("knob ")
+                             for t in session.translations):
         return config_key(config)
     return ", ".join(f"{k}={shown_value(session, k, text_of(v))}"
                      for k, v in sorted(config.items()))

@@ -20,7 +20,6 @@ from abtui.core.text import UNKNOWN
 # iperf3 prints rates with three significant digits (`9.41 Gbits/sec`, `155 Mbits/sec`): no
 # figure abtui prints claims more.
 SIG_DIGITS = 3
-UNITS = ("bits", "bytes")
 # (divisor of bits/s, name), largest first: bits as iperf3 counts them (1000-based); bytes as
 # the crypto posts write them (MB/s: 10^6 bytes per second).
 _SCALES = {"bits": ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1.0, "bit/s")),

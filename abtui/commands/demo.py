@@ -78,10 +78,20 @@ def _ask(question: str) -> str:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
+def lab_named(lab_name: str) -> str:
+    """The lab as a line names it, its name said once: "lab" (not "lab lab"), "h5labu",
+    "lab bench"."""
+    return lab_name if "lab" in lab_name.lower() else f"lab {lab_name}"
+
+
 def demo_title(lab_name: str) -> str:
-    """The console's title: the lab's name, said once ("lab", not "lab lab")."""
-    return f"abtui demo — {lab_name}" if "lab" in lab_name.lower() else \
-        f"abtui demo — lab {lab_name}"
+    """The console's title: the lab's name, said once."""
+    return f"abtui demo — {lab_named(lab_name)}"
+
+
+def left_up(lab_name: str) -> str:
+    """What the demo says when it leaves the lab up: `lab left up (...)`, not `lab lab`."""
+    return f"{lab_named(lab_name)} left up (`abtui lab down` removes it)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             return code
         print("lab down", file=sys.stderr)
     else:
-        print(f"lab {state.name} left up (`abtui lab down` removes it)", file=sys.stderr)
+        print(left_up(state.name), file=sys.stderr)
     return code
 
 

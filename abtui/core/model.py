@@ -253,6 +253,9 @@ class Profile:
     description: str = ""
     # [report] min_effect: the smallest change in percent worth resolving (live verdict)
     min_effect: float = DEFAULT_MIN_EFFECT
+    # [report] layout: the procedure table the report opens with (abtui.reports.procedure);
+    # its unit is the console's too (abtui.core.numbers.layout_units)
+    layout: str | None = None
 
     def pair(self, label: str) -> Pair:
         for p in self.pairs:

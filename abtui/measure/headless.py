@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from abtui.core import events
+from abtui.core import events, numbers
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
@@ -22,7 +22,6 @@ from abtui.measure.engine_knobs import KnobApplierFactory
 from abtui.measure.plan import DIRECTION
 from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
 from abtui.measure.session import ControllerSession
-from abtui.reports.formatting import fmt_bps, rate_unit
 from abtui.reports.procedure.before_after import DIRECTION_NAMES
 from abtui.reports.throughput import Segment, counted
 from abtui.sessions.paths import new_session_path
@@ -150,12 +149,6 @@ class RunRates:
                           *(f"{k}={config[k]}" for k in self.named if k in config)])
 
 
-def rate_text(bps: float) -> str:
-    """One rate in the unit that suits it, as the tables print rates."""
-    unit = rate_unit([bps])
-    return f"{fmt_bps(bps, unit.div)} {unit.name}"
-
-
 def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
     """The progress line for an event, None for events not worth a line; a RUN_END's and a
     PROGRESS's line say what it `measured` (RunRates): the direction and values it ran at,
@@ -170,13 +163,13 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
         case events.RunEnd(run=run, status=status, message=message):
             why = f": {message}" if message else ""
             if len(parts) > 1:  # a run that went on through a flip: each value its figure
-                each = "; ".join(f"({what}) {rate_text(r) if r is not None else 'no figure'}"
+                each = "; ".join(f"({what}) {numbers.rate(r) if r is not None else 'no figure'}"
                                  for what, r in parts)
-                whole = f", {rate_text(measured.rate)}" \
+                whole = f", {numbers.rate(measured.rate)}" \
                     if measured is not None and measured.rate is not None else ""
                 return f"{who}run {run} {status}{whole}: {each}{why}"
             at = f" ({parts[0][0]})" if parts and parts[0][0] else ""
-            got = f", {rate_text(parts[0][1])}" if parts and parts[0][1] is not None else ""
+            got = f", {numbers.rate(parts[0][1])}" if parts and parts[0][1] is not None else ""
             if measured is not None and measured.across:
                 got += " across a flip (counted in no configuration)"
             return f"{who}run {run}{at} {status}{got}{why}"
@@ -207,12 +200,13 @@ class Tally:
             self.rates.setdefault(event.pair, Segment()).add(*got)
 
     def line(self, elapsed: float, duration: float, pairs: Sequence[str]) -> str:
-        """`+20/60 s: A 12.01 Gbit/s (5 intervals), B no intervals`, then start afresh."""
+        """`+20/60 s: A 12.0 Gbit/s (5 intervals), B 980 Mbit/s (5 intervals), C no intervals`
+        (abtui.core.numbers.rate), then start afresh."""
         parts = []
         for pair in pairs:
             seg = self.rates.get(pair)
             rate = seg.rate if seg is not None else None
-            parts.append(f"{pair} {rate / 1e9:.2f} Gbit/s ({seg.n} "
+            parts.append(f"{pair} {numbers.rate(rate)} ({seg.n} "
                          f"interval{'s' if seg.n != 1 else ''})"
                          if seg is not None and rate is not None else f"{pair} no intervals")
         self.rates.clear()

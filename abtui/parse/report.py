@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from statistics import fmean
 
+from abtui.core import numbers
 from abtui.core.model import CpuUtil, IperfSummary
 from abtui.parse.importer import ImportResult
 from abtui.parse.iperf3_result import Iperf3Result
 from abtui.parse.ping import PingResult
 
-
-def rate(bps: float | None) -> str:
-    """Bits per second with iperf3's 1000-based prefixes."""
-    if bps is None:
-        return "-"
-    for div, unit in ((1e12, "Tbit/s"), (1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "Kbit/s")):
-        if abs(bps) >= div:
-            return f"{bps / div:.3g} {unit}"
-    return f"{bps:.3g} bit/s"
-
-
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
+rate = numbers.rate  # 3 significant digits, iperf3's 1000-based units (`19.0 Gbit/s`)
+_ms = numbers.ms
 
 
 def describe(item: ImportResult) -> list[str]:
@@ -87,7 +77,7 @@ def _extras(s: IperfSummary) -> str:
     if s.jitter_ms is not None:
         parts.append(f"jitter {_ms(s.jitter_ms)} ms")
     if s.lost_percent is not None:
-        parts.append(f"lost {s.lost_percent:.3g} %")
+        parts.append(f"lost {numbers.sig(s.lost_percent)} %")
     return "".join(f", {p}" for p in parts)
 
 

@@ -156,7 +156,7 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
     head.pop("version")
     return Profile(**{**head, "name": head["name"] or stem, "tunnels": tunnels}, pairs=pairs,
                    knobs=knobs, test=TestOptions(**test), watches=watches, plan=plan,
-                   min_effect=report["min_effect"])
+                   min_effect=report["min_effect"], layout=report["layout"])
 
 
 def lab_kernels(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:

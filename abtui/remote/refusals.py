@@ -66,12 +66,16 @@ def classify_error(stderr: str, status: int) -> str:
 
 
 def reason_line(stderr: str, status: int) -> str:
-    """`<why>: <the tool's last line>`, one line; for a value the kernel refused, `<why>: the
-    kernel refused it (<its reason>)` and what the host allows, where it says."""
+    """`<why>: <the tool's last line>`, one line (the line alone when it already starts with
+    `<why>`: `unknown key net.ipv4.x`, never `unknown key: unknown key net.ipv4.x`); for a
+    value the kernel refused, `<why>: the kernel refused it (<its reason>)` and what the host
+    allows, where it says."""
     why = classify_error(stderr, status)
     refused = write_refusal(stderr)
     if refused is not None:
         errno, hint = refused
         return f"{why}: the kernel refused it ({errno}){'; ' + hint if hint else ''}"
     last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+    if last.lower().startswith(why):  # our script's own words (`unknown key net.ipv4.x`)
+        return last
     return f"{why}: {last}" if last else f"{why} (exit {status})"

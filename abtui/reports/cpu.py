@@ -9,26 +9,30 @@ run within a phase), so Δ, interval and verdict come from abtui.reports.stats u
 Where a figure comes from: the host's CPU samples (CPU events: busy ticks ÷ all ticks × CPUs
 over the samples of that run and phase), else iperf3's own figure of the run (its `CPU
 Utilization`, the iperf3 process alone, a run only when it lies within one configuration). A
-namespace host's samples are the whole machine's (abtui.core.cpu.SHARED_NOTE): the section
-says so instead of passing them off as the host's own.
+namespace host's samples are the whole machine's (abtui.core.cpu.SHARED_NOTE), and so are a
+side's whose sender and receiver are one host: such a cell reads `shared` (no figure, no Δ: a
+whole machine's 196-200 % compared with another's +0.0 % says nothing about the pair), with
+the caveat right under the table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from abtui.core import cpu as rules
+from abtui.core.numbers import rate_unit
 from abtui.reports import samples, stats
-from abtui.reports.formatting import fmt_delta, fmt_rate, md_table, rate_unit
+from abtui.reports.formatting import fmt_delta, fmt_rate, md_table
 from abtui.reports.naming import labels
 from abtui.sessions.records import NO_PHASE, Run
 from abtui.sessions.session import Session
 
 SIDES = ("sender", "receiver")
 Key = tuple[int, int]  # (run index, phase index)
+SHARED_CELL = "shared"  # a CPU cell whose host's samples are the whole machine's
 
 
 def host_samples(session: Session, pair: str, host: str | None,
@@ -72,6 +76,7 @@ class CpuCell:
         self.efficiency: dict[str, list[float]] = {}
         self.source: dict[str, str] = {}
         self.cycles: dict[str, bool] = {}
+        self.shared: dict[str, bool] = {}  # side -> its samples are a shared machine's
         hosts = session.hosts_of(pair)
         segs = samples.keyed_segments(session, pair, phases=phases)
         for side in SIDES:
@@ -79,6 +84,9 @@ class CpuCell:
             mhz = (session.facts.get(host or "") or {}).get("cpu_mhz")
             self.cycles[side] = isinstance(mhz, int | float) and mhz > 0
             sampled = host_samples(session, pair, host, phases)
+            self.shared[side] = bool(sampled) and (
+                rules.shared(session.facts.get(host or "")) or
+                (bool(hosts.get("sender")) and hosts.get("sender") == hosts.get("receiver")))
             if sampled:
                 self.source[side] = "host"
                 self.cpu[side] = [c * 100 for c, _ in sampled.values()]
@@ -124,17 +132,19 @@ def _get(what: str, side: str) -> Callable[[CpuCell], list[float]]:
 
 def _metric_table(session: Session, cpu: dict[str, dict[str, CpuCell]], bp: str | None,
                   get: Callable[[CpuCell], list[float]], div: float,
-                  seen: list[stats.Delta | None], names: dict[str, str]) -> str:
+                  seen: list[stats.Delta | None], names: dict[str, str], side: str) -> str:
     """configuration (named as the throughput table names it) | each pair's figure | Δ of
-    each other pair vs the base pair."""
+    each other pair vs the base pair; SHARED_CELL and no Δ where `side`'s host's figures
+    are a shared machine's."""
     others = [p for p in session.pairs if p != bp]
     rows = []
     for config, row in cpu.items():
-        figures = [fmt_rate(stats.summarize(get(row[p])), div) if p in row else "—"
+        figures = [(SHARED_CELL if row[p].shared[side] else
+                    fmt_rate(stats.summarize(get(row[p])), div)) if p in row else "—"
                    for p in session.pairs]
         deltas = []
         for p in others:
-            if bp not in row or p not in row:
+            if bp not in row or p not in row or row[bp].shared[side] or row[p].shared[side]:
                 deltas.append("—")
                 continue
             d, v = stats.compare_samples(get(row[bp]), get(row[p]))
@@ -153,17 +163,18 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
     if not any(c.cpu[s] for c in every for s in SIDES):
         return []
     names = labels(session, table, short=True)
-    out = ["## CPU cost per configuration", ""]
+    out = ["## CPU cost per configuration", "", *shared_note(session, every)]
     for side in SIDES:
         sources = {c.source[side] for c in every} - {""}
         what = " and ".join("the host's CPU samples" if s == "host" else "iperf3's own figure"
                             for s in sorted(sources)) or "nothing recorded"
         out += [f"### {side.capitalize()} CPU (% of one core; {what})", "",
-                _metric_table(session, cpu, bp, _get("cpu", side), 1.0, seen, names), ""]
+                _metric_table(session, cpu, bp, _get("cpu", side), 1.0, seen, names, side),
+                ""]
         if any(c.softirq[side] for c in every):
             out += [f"{side.capitalize()} softirq share of all its CPU time (%):", "",
                     _metric_table(session, cpu, bp, _get("softirq", side), 1.0, seen,
-                                  names), ""]
+                                  names, side), ""]
     for side in SIDES:
         cyc = all(c.cycles[side] for c in every if c.efficiency[side])
         if not any(c.efficiency[side] for c in every):
@@ -175,14 +186,23 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
             div, title = u.div, f"{u.name} per busy core (more is better)"
         out += [f"### {side.capitalize()} efficiency: {title}", "",
                 _metric_table(session, cpu, bp, _get("efficiency", side), div, seen,
-                              names), ""]
+                              names, side), ""]
     out += [LEGEND, ""]
-    shared = sorted(h for h, f in session.facts.items() if rules.shared(f))
-    if shared:
-        out += [f"⚠ Host CPU of {', '.join(shared)} is {rules.SHARED_NOTE}: their sender "
-                "and receiver figures are one machine's, every pair's traffic included; "
-                "iperf3's own figures (the runs table) are its process's alone.", ""]
     return out
+
+
+def shared_note(session: Session, cells: Iterable[CpuCell]) -> list[str]:
+    """The caveat a table with SHARED_CELL cells carries right under its title (empty when
+    it has none): whose figures they would have been, and why they are not shown."""
+    if not any(c.shared[side] for c in cells for side in SIDES):
+        return []
+    hosts = sorted(h for h, f in session.facts.items() if rules.shared(f))
+    who = f"the host CPU of {', '.join(hosts)} is" if hosts else \
+        "a pair's sender and receiver are one host, whose CPU is"
+    return [f"⚠ `{SHARED_CELL}`: {who} {rules.SHARED_NOTE}. Its samples are one machine's, "
+            "every pair's traffic included, whatever the pair itself did: no figure and no "
+            "Δ is printed for them. iperf3's own figures (the runs table) are its "
+            "process's alone.", ""]
 
 
 LEGEND = ("CPU %: busy time (user, system, irq, softirq) ÷ elapsed, 100 = one core busy; "
@@ -201,11 +221,13 @@ def has_cpu(session: Session) -> bool:
 
 def slot_cells(session: Session, pair: str, phases: list[int] | None) -> list[str]:
     """A procedure table's CPU cells for one pair's cell: sender and receiver CPU %, the
-    mean of their run-level values as the CPU section has them (— where none)."""
+    mean of their run-level values as the CPU section has them (— where none, SHARED_CELL
+    where they are a shared machine's)."""
     if phases is None:
         return ["—", "—"]
     c = CpuCell(session, pair, phases)
-    return [fmt_rate(stats.summarize(c.cpu[side]), 1.0, spread=False) for side in SIDES]
+    return [SHARED_CELL if c.shared[side] else
+            fmt_rate(stats.summarize(c.cpu[side]), 1.0, spread=False) for side in SIDES]
 
 
 def cell_json(c: CpuCell) -> dict[str, Any]:
@@ -215,6 +237,7 @@ def cell_json(c: CpuCell) -> dict[str, Any]:
     for side in SIDES:
         out[side] = {
             "source": c.source[side] or None,
+            "shared": c.shared[side],  # the host's samples are a shared machine's
             "cpu_percent": stats.summarize(c.cpu[side]).to_json(),
             "run_samples": c.cpu[side],
             "softirq_percent": stats.summarize(c.softirq[side]).to_json(),

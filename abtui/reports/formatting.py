@@ -1,67 +1,16 @@
 """How every table prints a figure, a Δ and its verdict, one place for all of them (the generic
 report, the procedures' tables, compare, the console's compare screen): the same cell is never
-formatted two ways."""
+formatted two ways. The numbers themselves (3 significant digits, units) are
+abtui.core.numbers', which the console and progress lines share."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from abtui.core import numbers
+from abtui.core.numbers import Unit, rate_unit, sig
 from abtui.reports import stats
-
-# iperf3 prints rates with three significant digits (`9.41 Gbits/sec`, `155 Mbits/sec`): a
-# table's figures never claim more.
-SIG_DIGITS = 3
-UNITS = ("bits", "bytes")
-# (divisor of bits/s, name), largest first: bits as iperf3 counts them (1000-based); bytes as
-# the crypto posts write them (MB/s: 10^6 bytes per second).
-_SCALES = {"bits": ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"), (1.0, "bit/s")),
-           "bytes": ((8e9, "GB/s"), (8e6, "MB/s"), (8e3, "kB/s"), (8.0, "B/s"))}
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """The unit a table's rates are shown in: bits/s divided by `div`, named `name`."""
-
-    div: float
-    name: str
-
-
-def rate_unit(values: Iterable[float], units: str = "bits") -> Unit:
-    """The largest unit in which every value still has 3 significant digits before rounding
-    (its smallest value ≥ 1): 0.21 Gbit/s reads `210 Mbit/s`, 9.41 Gbit/s `9.41 Gbit/s`.
-    `units`: "bits" (Gbit/s, Mbit/s) or "bytes" (GB/s, MB/s)."""
-    if units not in _SCALES:
-        raise ValueError(f"units {units!r}: bits or bytes")
-    finite = [abs(v) for v in values if math.isfinite(v) and v]
-    low = min(finite, default=0.0)
-    scales = _SCALES[units]
-    for div, name in scales:
-        if low >= div:
-            return Unit(div, name)
-    return Unit(*scales[-1]) if low else Unit(*scales[1])
-
-
-def sig(x: float, digits: int = SIG_DIGITS) -> str:
-    """`x` with `digits` significant digits and no exponent: 9.412 -> 9.41, 155.0 -> 155,
-    10807 -> 10800, 0.2134 -> 0.213."""
-    if not math.isfinite(x):
-        return "—"
-    if x == 0:
-        return "0"
-    places = digits - 1 - math.floor(math.log10(abs(x)))
-    rounded = round(x, places)
-    if rounded and math.floor(math.log10(abs(rounded))) != math.floor(math.log10(abs(x))):
-        places -= 1  # 999.6 -> 1000: one place fewer
-    return f"{round(x, places):.{max(places, 0)}f}"
-
-
-def _places(x: float, digits: int = SIG_DIGITS) -> int:
-    """The decimal places `sig` gives `x` (a stdev is shown to the mean's places)."""
-    text = sig(x, digits)
-    return len(text.partition(".")[2])
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -81,26 +30,26 @@ def fmt_duration(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def fmt_mean_sd(s: stats.Summary, div: float, digits: int = 2, warn: bool = True) -> str:
-    """`mean ± stdev` of per-interval values (UDP jitter); ⚠ when noisy."""
+def fmt_mean_sd(s: stats.Summary, div: float, warn: bool = True) -> str:
+    """`mean ± stdev` of per-interval values (UDP jitter), 3 significant digits; ⚠ when
+    noisy."""
     if not s.n or s.mean is None:
         return "—"
-    text = f"{s.mean / div:.{digits}f}"
-    if s.stdev is not None:
-        text += f" ± {s.stdev / div:.{digits}f}"
+    text = numbers.spread(s.mean / div, None if s.stdev is None else s.stdev / div)
     return text + (" ⚠" if warn and s.noisy else "")
 
 
 def fmt_rate(s: stats.Summary, div: float, noisy: bool = False, spread: bool = True) -> str:
     """A cell's one figure: the mean of its run-level values to 3 significant digits, then
-    (`spread`) `± stdev (n=runs)` to the mean's places when there are several runs, ⚠ when
+    (`spread`) `± stdev (n=runs)` (abtui.core.numbers.spread) when there are several runs, ⚠ when
     its intervals are too noisy; `—` when it has none."""
     if not s.n or s.mean is None:
         return "—"
     mean = s.mean / div
-    text = sig(mean)
     if spread and s.stdev is not None:
-        text += f" ± {s.stdev / div:.{_places(mean)}f} (n={s.n})"
+        text = f"{numbers.spread(mean, s.stdev / div)} (n={s.n})"
+    else:
+        text = sig(mean)
     return text + (" ⚠" if noisy else "")
 
 
@@ -113,17 +62,13 @@ def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False, spread: bool = 
     return fmt_rate(c.throughput, div, c.noisy, spread)
 
 
-def fmt_ms(x: float | None) -> str:
-    """A time in ms as ping prints it: 3 significant digits, at most 3 decimals (`0.045`,
-    `1.23`, `15.9`)."""
-    if x is None or not math.isfinite(x):
-        return "—"
-    return f"{x:.3f}" if abs(x) < 1 else sig(x)
+fmt_ms = numbers.ms  # a time in ms as ping prints it (`0.045`, `1.23`, `15.9`)
 
 
 def fmt_bps(bps: object, div: float) -> str:
-    """One rate (bits/s) in a table's unit, 3 significant digits; `—` when not a number."""
-    if isinstance(bps, int | float) and not isinstance(bps, bool) and math.isfinite(bps):
+    """One rate (bits/s) in a table's unit (bits/s ÷ `div`), 3 significant digits; `—` when
+    not a number."""
+    if isinstance(bps, int | float) and not isinstance(bps, bool):
         return sig(bps / div)
     return "—"
 

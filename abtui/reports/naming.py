@@ -5,6 +5,7 @@ compare name rows through these, so a configuration reads the same everywhere.""
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 from abtui.reports import stats
@@ -12,11 +13,29 @@ from abtui.reports.procedure.order import config_order, shown_config
 from abtui.sessions.session import Session
 
 
+def title(session: Session) -> str:
+    """What a report or chart is called: the profile's name and description (`ix-enable-aim:
+    ix(4) adaptive interrupt moderation ...`), not the session file's name (`--out aim`),
+    which the report lists below it; the session's name only without a profile."""
+    try:
+        doc = tomllib.loads(session.profile_text) if session.profile_text else {}
+    except tomllib.TOMLDecodeError:
+        doc = {}
+    head = doc.get("profile")
+    head = head if isinstance(head, dict) else {}
+    name = head.get("name") if isinstance(head.get("name"), str) else session.profile_name
+    about = head.get("description") if isinstance(head.get("description"), str) else ""
+    if not name:
+        return session.name or "abtui session"
+    return f"{name}: {about}" if about else str(name)
+
+
 def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, stats.Cell]]:
-    """stats.cells in the profile's order (its matrix's values as it lists them), not the
-    order the (shuffled) runs happened to take."""
+    """stats.cells in the profile's order (its matrix's values as it lists them; the hosts'
+    own value of a knob first where the profile does not list it; other values it does not
+    list after, by name), not the order the (shuffled) runs or the console's flips took."""
     table = stats.cells(session)
-    key = config_order(doc)
+    key = config_order(doc, session)
     return dict(sorted(table.items(), key=lambda kv: key(config_of(session, kv[1]))))
 
 

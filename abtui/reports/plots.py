@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from abtui.core.errors import BadInput
-from abtui.reports.formatting import rate_unit
+from abtui.core.numbers import rate_unit, sig
+from abtui.reports.naming import title
 from abtui.sessions.session import Session
 
 MARKERS = ("*", "+", "o", "x", "#", "@", "%", "=")
@@ -73,6 +74,11 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
         plt.plot(x.tolist(), (y / div).tolist(), label=pair, marker=marker)
     for boundary in phase_boundaries(session):
         plt.vline(boundary - t0)
+    xs = [float(v) for _, x, _ in series for v in (x.min(), x.max())]
+    ys = [float(v) / div for _, _, y in series for v in (y.min(), y.max())]
+    for axis, (low, high) in ((plt.xticks, (min(xs), max(xs))), (plt.yticks, (min(ys), max(ys)))):
+        ticks = np.linspace(low, high, 5).tolist()
+        axis(ticks, [sig(t) for t in ticks])  # 3 significant digits, as every figure
     plt.title(TITLE)
     plt.xlabel("seconds since start")
     plt.ylabel(unit.name)
@@ -82,12 +88,19 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
 
 def phase_boundaries(session: Session) -> list[float]:
     """Times at which a phase began, after the first, across all pairs (merged within 1 s)."""
-    starts = sorted({round(p.start, 1) for p in session.phases if p.start is not None})
-    out: list[float] = []
-    for s in starts[1:] if starts else []:
-        if not out or s - out[-1] >= 1.0:
-            out.append(s)
-    return [b for b in out if starts and b > starts[0]]
+    return [t for t, _ in phase_starts(session)[1:]]
+
+
+def phase_starts(session: Session) -> list[tuple[float, str]]:
+    """Each phase's start across all pairs (starts within 1 s merged, the first kept) and the
+    configuration it began, as tables name it."""
+    starts = sorted({(round(p.start, 1), p.index): p for p in session.phases
+                     if p.start is not None}.items(), key=lambda kv: kv[0])
+    out: list[tuple[float, str]] = []
+    for (t, _), phase in starts:
+        if not out or t - out[-1][0] >= 1.0:
+            out.append((t, session.config_label(phase.config)))
+    return out
 
 
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -134,16 +147,20 @@ def save_image(session: Session, path: Path, size: tuple[float, float] = (10.0, 
             ax.plot(*_broken(x, y / unit.div), label=label, linewidth=1.2, marker=".",
                     markersize=3)
         t0 = session.start_t or 0.0
-        for boundary in phase_boundaries(session):
-            ax.axvline(boundary - t0, color="0.6", linewidth=0.8, linestyle="--")
-        ax.set_ylabel(unit.name)
         ax.set_ylim(bottom=0)
+        top = ax.get_ylim()[1]
+        for i, (start, name) in enumerate(phase_starts(session)):
+            if i:  # a boundary: a line; every phase named where it begins
+                ax.axvline(start - t0, color="0.6", linewidth=0.8, linestyle="--")
+            ax.text(start - t0, top, f" {name}", rotation=90, va="top", ha="left",
+                    fontsize="x-small", color="0.35", clip_on=True)
+        ax.set_ylabel(unit.name)
         ax.legend(loc="lower right", fontsize="small")
     else:
         ax.text(0.5, 0.5, "no intervals recorded", ha="center", va="center",
                 transform=ax.transAxes)
     ax.set_xlabel("seconds since start")
-    ax.set_title(f"{session.name or 'abtui session'}: {TITLE}", fontsize="medium")
+    ax.set_title(f"{title(session)}\n{TITLE}", fontsize="medium")
     ax.grid(True, linewidth=0.3)
     fig.tight_layout()
     import matplotlib
@@ -220,7 +237,7 @@ def ansi_to_html(text: str) -> str:
 
 def chart_html(session: Session, width: int = 100, height: int = 22) -> str:
     """A complete, valid HTML page with the coloured text chart (escaped, in <pre>)."""
-    name = html.escape(session.name or "abtui session")
+    name = html.escape(title(session))
     body = ansi_to_html(throughput_chart(session, width, height, color=True)) or \
         "(no intervals recorded)"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

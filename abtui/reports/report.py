@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.core import events
+from abtui.core.numbers import rate_unit, sig
 from abtui.reports import samples, stats
 from abtui.reports.formatting import (
     fmt_bps,
@@ -19,10 +20,16 @@ from abtui.reports.formatting import (
     legend,
     md_table,
     no_interval_note,
-    rate_unit,
     rate_unit_of,
 )
-from abtui.reports.naming import common_knobs, config_of, labels, ordered_cells, shown_apart
+from abtui.reports.naming import (
+    common_knobs,
+    config_of,
+    labels,
+    ordered_cells,
+    shown_apart,
+    title,
+)
 from abtui.reports.plots import throughput_chart
 from abtui.sessions.session import Session
 
@@ -58,7 +65,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     table = ordered_cells(session, doc)
     bp = base_pair(session, base)
     seen: list[stats.Delta | None] = []  # every Δ printed, for the notes
-    out = [f"# abtui session {session.name or '(unnamed)'}", "", *_overview(session)]
+    out = [f"# {title(session)}", "", *_overview(session)]
     common = common_knobs(session, table)
     if common:  # the tables below name each configuration by what sets it apart
         from abtui.reports.procedure.order import shown_config
@@ -100,11 +107,12 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 def _overview(session: Session) -> list[str]:
     lines = [f"- profile: {session.profile_name or '?'}"
              + (f" (`{session.profile_path}`)" if session.profile_path else ""),
+             f"- session: {session.name or '(unnamed)'}",
              f"- started: {fmt_time(session.start_t)}, duration {fmt_duration(session.duration)}"
              + (f", ended: {session.end_reason}" if session.end_reason else ", cut short"),
              "- pairs: " + ", ".join(_pair_text(session, p) for p in session.pairs)]
     if session.skews_ms:
-        lines.append(f"- start skew between pairs: max {max(session.skews_ms):.2f} ms "
+        lines.append(f"- start skew between pairs: max {fmt_ms(max(session.skews_ms))} ms "
                      f"over {len(session.skews_ms)} synchronized start(s)")
     return lines
 
@@ -190,7 +198,7 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
             if q is None:
                 continue
             rows.append([shown[config], pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
-                         fmt_mean_sd(q.jitter, 1.0, digits=3, warn=False)])
+                         fmt_mean_sd(q.jitter, 1.0, warn=False)])
     if not rows:
         return ""
     return md_table(["configuration", "pair", "lost %", "lost/datagrams", "jitter (ms)"],
@@ -199,7 +207,7 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}"
+    return sig(x)  # 3 significant digits, — when unknown
 
 
 def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
@@ -285,7 +293,7 @@ def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None =
 def _udp_summary(s: dict[str, Any] | None) -> list[str]:
     lost, jitter = (s or {}).get("lost_percent"), (s or {}).get("jitter_ms")
     return [_pct(lost) if _is_num(lost) else "—",
-            f"{jitter:.3f}" if _is_num(jitter) else "—"]
+            fmt_ms(jitter) if _is_num(jitter) else "—"]
 
 
 def _is_num(x: Any) -> bool:

@@ -113,8 +113,8 @@ class SessionFiles:
         shown = tables.session_comparison(self.profile.name, self.state, {}, app.size.width)
         pairs, t0 = list(self.state.pairs), self.event_log.t0
         self._in_thread("compare", lambda: CompareScreen(dataclasses.replace(
-            shown, lines=tables.gbit_lines(throughput_series(self.journal.events(), pairs,
-                                                             t0)))))
+            shown, lines=tables.unit_lines(throughput_series(self.journal.events(), pairs,
+                                                             t0), shown.unit))))
 
     def screenshot(self, filename: str | None, path: str | None,
                    time_format: str | None) -> None:

@@ -73,6 +73,7 @@ class PairState:
     # hosts whose CPU figures are the whole machine's (namespace hosts)
     cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
     cpu_shared: set[str] = field(default_factory=set)
+    units: str = "bits"  # its rates in bits or bytes per second (the profile's report layout)
 
     @property
     def phase_rate(self) -> float | None:

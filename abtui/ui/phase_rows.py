@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from abtui.core.numbers import Unit, rate_unit
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values
 from abtui.ui.pair_state import Running
@@ -50,10 +51,20 @@ def significance(base: list[Segment], other: list[Segment]) -> str:
     return "*" if stats.verdict(a, b).significant else "~"
 
 
-def phase_cells(row: PhaseRow, pairs: Iterable[str], base_pair: str) -> list[str]:
-    """One cell per pair: the configuration's throughput in Gbit/s as every table defines
-    it (abtui.reports.throughput: the mean of its run-level values), their number, then the Δ vs
-    the base pair and the significance mark; UNKNOWN where the pair has no figure."""
+def table_unit(rows: Iterable[PhaseRow], pairs: Iterable[str], units: str = "bits") -> Unit:
+    """The one unit of the phase table's figures, so its rows and columns compare: the
+    largest in which its smallest figure still reads ≥ 1 (abtui.core.numbers.rate_unit), in
+    `units` (bits or bytes per second)."""
+    labels = list(pairs)
+    return rate_unit((configuration_rate(r.segments.get(p, [])) for r in rows for p in labels),
+                     units)
+
+
+def phase_cells(row: PhaseRow, pairs: Iterable[str], base_pair: str, unit: Unit) -> list[str]:
+    """One cell per pair: the configuration's throughput in the table's `unit` as every table
+    defines it (abtui.reports.throughput: the mean of its run-level values) to 3 significant
+    digits, their number, then the Δ vs the base pair and the significance mark; UNKNOWN
+    where the pair has no figure."""
     base = configuration_rate(row.segments.get(base_pair, []))
     cells = []
     for label in pairs:
@@ -62,7 +73,7 @@ def phase_cells(row: PhaseRow, pairs: Iterable[str], base_pair: str) -> list[str
         if rate is None:
             cells.append(UNKNOWN)
             continue
-        text = f"{rate / 1e9:.2f} n{len(run_values(segments))}"
+        text = f"{unit.figure(rate)} n{len(run_values(segments))}"
         delta = change_pct(base, rate) if label != base_pair else None
         if delta is not None:
             mark = significance(row.segments.get(base_pair, []), segments)

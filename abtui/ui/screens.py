@@ -272,15 +272,15 @@ class CompareScreen(Screen[None]):
         for row in c.rows:  # rich Text: a DataTable reads a str cell as markup
             table.add_row(*(Text(visible(cell)) for cell in row))
         over = self.query_one("#over-time", PlotextPlot).plt
-        over.title("Gbit/s over time")
+        over.title(f"{c.unit.name} over time")
         for label, pts in c.lines.items():
             if pts:
                 over.plot([t for t, _ in pts], [v for _, v in pts], label=label)
         over.xlabel("s")
         bars = self.query_one("#per-phase", PlotextPlot).plt
         names, heights = c.drawn_bars()
-        bars.title(f"mean Gbit/s per row ({UNKNOWN}: not measured)"
-                   if names != c.bar_names else "mean Gbit/s per row")
+        bars.title(f"mean {c.unit.name} per row ({UNKNOWN}: not measured)"
+                   if names != c.bar_names else f"mean {c.unit.name} per row")
         if names and heights:
             bars.multiple_bar(names, heights,  # type: ignore[call-arg]
                               labels=list(c.bars))  # plotext's keyword; its stub says label

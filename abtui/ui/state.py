@@ -21,10 +21,11 @@ from abtui.core.model import (
     Profile,
     tunnel_refusal,
 )
+from abtui.core.numbers import Unit, layout_units, ms
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, span_of
 from abtui.ui.pair_state import HISTORY, PairState, Running
-from abtui.ui.phase_rows import PhaseRow, phase_cells
+from abtui.ui.phase_rows import PhaseRow, phase_cells, table_unit
 
 config_key = config_id  # a phase row's identity: the one rule of abtui.core.configuration
 
@@ -48,10 +49,12 @@ class ConsoleState(EventReader):
     def __init__(self, profile: Profile, history: int = HISTORY) -> None:
         self.profile = profile
         self.base = profile.base_pair or (profile.pairs[0].label if profile.pairs else "")
+        self.units = layout_units(profile.layout)  # rates in bits or bytes per second
         self.pairs: dict[str, PairState] = {}
         for p in profile.pairs:
             # unknown ("?") until the hosts say, on connect
             ps = PairState(p.label, p.sender, p.receiver, {})
+            ps.units = self.units
             ps.bps = deque(maxlen=history)
             ps.rtt = deque(maxlen=history)
             ps.markers = deque(maxlen=history)
@@ -95,6 +98,24 @@ class ConsoleState(EventReader):
         ps.segment = Segment()
         ps.phase_segments.append(ps.segment)
         self._phase_row(ps.config).segments.setdefault(ps.label, []).append(ps.segment)
+
+    def _drop_unmeasured(self, ps: PairState) -> None:
+        """The run starts under another configuration than the pair's phase in force, which
+        no interval came under (a plan's flip the run's own configuration overrode, as at a
+        VM lab's start): that phase never was. Its empty stretch leaves its row, and a row
+        left with no stretch at all leaves the table (else a row of `—` stays for good)."""
+        key = config_key(ps.config)
+        row = self.phases.get(key)
+        if row is None or ps.segment is None or ps.segment.n or ps.label in row.per_pair:
+            return
+        mine = [s for s in row.segments.get(ps.label, []) if s is not ps.segment]
+        if mine:
+            row.segments[ps.label] = mine
+        else:
+            row.segments.pop(ps.label, None)
+        if not row.segments and not row.per_pair:
+            del self.phases[key]
+            self.dirty.phases = True
 
     def _pairs_of(self, event: Event) -> list[str]:
         if event.pair is not None:
@@ -170,6 +191,8 @@ class ConsoleState(EventReader):
             # it, not a new phase: the pane's phase numbers go on
             same = ps.segment is not None and config == ps.config and (
                 phase is None or ps.phase_id is None or phase == ps.phase_id)
+            if config != ps.config:
+                self._drop_unmeasured(ps)
             ps.config, ps.phase_id = config, phase
             ps.status = "running"
             ps.error = ""
@@ -236,7 +259,7 @@ class ConsoleState(EventReader):
     def on_skew(self, event: Event, p: events.Skew) -> str:
         skew = p.skew_ms
         known = isinstance(skew, int | float) and not isinstance(skew, bool)
-        return f"start skew {skew:.2f} ms" if known else f"start skew {UNKNOWN}"
+        return f"start skew {ms(skew)} ms" if known else f"start skew {UNKNOWN}"
 
     def on_session_start(self, event: Event, p: events.SessionStart) -> str:
         where = p.profile_path or self.profile.name
@@ -361,6 +384,11 @@ class ConsoleState(EventReader):
         rmax = max((max(p.rtt) for p in self.pairs.values() if p.rtt), default=1.0)
         return bmax, rmax
 
-    def phase_cells(self, row: PhaseRow) -> list[str]:
-        """One cell per pair (abtui.ui.phase_rows.phase_cells)."""
-        return phase_cells(row, self.pairs, self.base)
+    def rate_unit(self) -> Unit:
+        """The phase table's one unit (abtui.ui.phase_rows.table_unit)."""
+        return table_unit(self.phases.values(), self.pairs, self.units)
+
+    def phase_cells(self, row: PhaseRow, unit: Unit | None = None) -> list[str]:
+        """One cell per pair in `unit` (the table's, rate_unit(), when not given;
+        abtui.ui.phase_rows.phase_cells)."""
+        return phase_cells(row, self.pairs, self.base, unit or self.rate_unit())

@@ -13,6 +13,7 @@ from textual.widgets import DataTable
 
 from abtui.core.events import Event
 from abtui.core.labels import fit_labels
+from abtui.core.numbers import Unit, rate_unit
 from abtui.core.text import UNKNOWN, visible
 from abtui.reports.throughput import configuration_rate
 from abtui.ui.phase_rows import LOADED
@@ -29,10 +30,11 @@ class Comparison:
     title: str
     columns: list[str]
     rows: list[list[str]]
-    lines: dict[str, list[tuple[float, float]]]  # label -> (seconds, Gbit/s)
+    lines: dict[str, list[tuple[float, float]]]  # label -> (seconds, rate in `unit`)
     bar_names: list[str] = field(default_factory=list)  # one per table row
-    # label -> Gbit/s per row; None where that side has no figure for the row
+    # label -> rate in `unit` per row; None where that side has no figure for the row
     bars: dict[str, list[float | None]] = field(default_factory=dict)
+    unit: Unit = field(default_factory=lambda: rate_unit([]))  # its table's, lines' and bars'
 
     def drawn_bars(self) -> tuple[list[str], list[list[float]]]:
         """The bar chart as plotext draws it: a row's name marked UNKNOWN where a side has
@@ -43,15 +45,18 @@ class Comparison:
         return names, [[0.0 if x is None else x for x in v] for v in self.bars.values()]
 
 
-def pair_title(state: ConsoleState, label: str) -> str:
-    """A pair's column in the phase tables: what its cells hold (mean Gbit/s, and for the
-    others the Δ % vs the base pair)."""
-    return f"{label} Gbit/s (base)" if label == state.base else f"{label} Gbit/s Δ%"
+def pair_title(state: ConsoleState, label: str, unit: Unit) -> str:
+    """A pair's column in the phase tables: what its cells hold (the mean in the table's
+    unit, and for the others the Δ % vs the base pair)."""
+    return f"{label} {unit.name} (base)" if label == state.base else \
+        f"{label} {unit.name} Δ%"
 
 
-def phase_rows(state: ConsoleState) -> list[tuple[str, list[str]]]:
-    """Each configuration's label and cells, in the order they appeared."""
-    return [(state.row_label(r), state.phase_cells(r)) for r in state.phases.values()]
+def phase_rows(state: ConsoleState, unit: Unit | None = None) -> list[tuple[str, list[str]]]:
+    """Each configuration's label and cells (in `unit`, the table's when not given), in the
+    order they appeared."""
+    unit = unit or state.rate_unit()
+    return [(state.row_label(r), state.phase_cells(r, unit)) for r in state.phases.values()]
 
 
 def label_width(state: ConsoleState, screen_width: int, labels: list[str],
@@ -72,6 +77,7 @@ class PhaseTable(DataTable[Text]):
     cell text, never markup."""
 
     label_cols = 0  # the configuration column, as laid out
+    unit: Unit | None = None  # the unit its columns name, as laid out
     _scipy_asked = False
     _on_loaded: Callable[[], None] | None = None
 
@@ -101,7 +107,8 @@ class PhaseTable(DataTable[Text]):
     def rebuild(self, state: ConsoleState, screen_width: int) -> None:
         """A new configuration: lay the table out again. Labels too long for their column are
         shortened alike (abtui.core.labels)."""
-        rows = [(repr(k), visible(state.row_label(r)), state.phase_cells(r))
+        unit = self.unit = state.rate_unit()
+        rows = [(repr(k), visible(state.row_label(r)), state.phase_cells(r, unit))
                 for k, r in state.phases.items()]
         width = label_width(state, screen_width, [lb for _, lb, _ in rows])
         fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
@@ -110,7 +117,7 @@ class PhaseTable(DataTable[Text]):
         self.clear(columns=True)
         self.add_column("configuration", key="config", width=width)
         for label in state.pairs:
-            self.add_column(Text(visible(pair_title(state, label))), key=label,
+            self.add_column(Text(visible(pair_title(state, label, unit))), key=label,
                             width=CELL_WIDTH)
         for (key, _, cells), shown in zip(rows, fitted, strict=True):
             self.add_row(Text(shown), *(Text(c) for c in cells), key=key)
@@ -122,12 +129,13 @@ class PhaseTable(DataTable[Text]):
         if LOADED.pop("want_scipy", False) and not self._scipy_asked:
             self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
             self._load("scipy.special", "scipy")
-        if len(self.rows) != len(state.phases):
-            self.rebuild(state, screen_width)
+        unit = state.rate_unit()
+        if len(self.rows) != len(state.phases) or unit != self.unit:
+            self.rebuild(state, screen_width)  # a new row, or a new unit for the columns
             return
         labels = list(state.pairs)
         for key, row in state.phases.items():
-            for label, cell in zip(labels, state.phase_cells(row), strict=True):
+            for label, cell in zip(labels, state.phase_cells(row, unit), strict=True):
                 self.update_cell(repr(key), label, Text(cell))
 
 
@@ -136,23 +144,24 @@ def session_comparison(name: str, state: ConsoleState,
                        screen_width: int) -> Comparison:
     """This session: the phase table, pairs over time, per-configuration bars; labels too
     long for the screen fitted as the phase table's are (abtui.core.labels)."""
-    rows = phase_rows(state)
+    unit = state.rate_unit()
+    rows = phase_rows(state, unit)
     width = label_width(state, screen_width, [lb for lb, _ in rows], whole=True)
     fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
-    bars = {label: [_gbit(configuration_rate(r.segments.get(label, [])))
+    bars = {label: [_scaled(configuration_rate(r.segments.get(label, [])), unit)
                     for r in state.phases.values()] for label in state.pairs}
     return Comparison(
         f"Compare: {name}, phase by phase",
-        ["configuration", *(pair_title(state, lb) for lb in state.pairs)],
+        ["configuration", *(pair_title(state, lb, unit) for lb in state.pairs)],
         [[label, *cells] for label, (_, cells) in zip(fitted, rows, strict=True)],
-        gbit_lines(series),
-        [str(i + 1) for i in range(len(rows))], bars)
+        unit_lines(series, unit),
+        [str(i + 1) for i in range(len(rows))], bars, unit)
 
 
-def gbit_lines(series: dict[str, list[tuple[float, float]]]
+def unit_lines(series: dict[str, list[tuple[float, float]]], unit: Unit
                ) -> dict[str, list[tuple[float, float]]]:
-    """Lines over time in bit/s as the compare screen draws them: Gbit/s."""
-    return {lb: [(t, v / 1e9) for t, v in pts] for lb, pts in series.items()}
+    """Lines over time in bit/s as the compare screen draws them: in its table's unit."""
+    return {lb: [(t, v / unit.div) for t, v in pts] for lb, pts in series.items()}
 
 
 def saved_comparison(path: Path, events: list[Event]) -> Comparison:
@@ -160,12 +169,13 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
     the saved one cannot be read."""
     from abtui.reports import compare
     from abtui.reports.exports import interval_rows
-    from abtui.reports.formatting import fmt_cell, fmt_compare
+    from abtui.reports.formatting import fmt_cell, fmt_compare, rate_unit_of
     from abtui.sessions.session import Session
 
     saved = Session.load(path)
     now = Session.from_events(events, name="this session")
     table = compare.rows(saved, now)
+    unit = rate_unit_of(c for r in table for c in (r["left"], r["right"]))
     lines: dict[str, list[tuple[float, float]]] = {}
     for side, session in (("saved", saved), ("now", now)):
         for pair in session.pairs:
@@ -173,21 +183,23 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
             for r in interval_rows(session, pair):  # --bidir's way back: a line of its own
                 if r["bits_per_second"] is not None:
                     key = f"{side} {pair}" + (" rx" if r["direction"] == "rx" else "")
-                    lines.setdefault(key, []).append((r["time"], r["bits_per_second"] / 1e9))
+                    lines.setdefault(key, []).append((r["time"],
+                                                      r["bits_per_second"] / unit.div))
     rows = [[r["pair"], r["config"],
-             fmt_cell(r["left"], 1e9), fmt_cell(r["right"], 1e9),
+             fmt_cell(r["left"], unit.div), fmt_cell(r["right"], unit.div),
              fmt_compare(r["left"], r["right"])] for r in table]
     mean = [(r["left"].throughput.mean if r["left"] else None,
              r["right"].throughput.mean if r["right"] else None) for r in table]
     return Comparison(
-        f"Compare: {saved.name} → this session (Gbit/s)",
+        f"Compare: {saved.name} → this session ({unit.name})",
         ["pair", "configuration", saved.name, "this session", "Δ"], rows, lines,
         [str(i + 1) for i in range(len(rows))],
-        {"saved": [_gbit(a) for a, _ in mean], "now": [_gbit(b) for _, b in mean]})
+        {"saved": [_scaled(a, unit) for a, _ in mean],
+         "now": [_scaled(b, unit) for _, b in mean]}, unit)
 
 
-def _gbit(bps: float | None) -> float | None:
-    return None if bps is None else bps / 1e9
+def _scaled(bps: float | None, unit: Unit) -> float | None:
+    return None if bps is None else bps / unit.div
 
 
 def save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:

@@ -17,6 +17,7 @@ from textual.strip import Strip
 from textual.widgets import Sparkline, Static
 
 from abtui.core.model import LinkState
+from abtui.core.numbers import ms, rate_unit, sig
 from abtui.core.text import UNKNOWN, visible
 from abtui.ui.pair_state import PairState
 
@@ -24,17 +25,6 @@ BARS = " ▁▂▃▄▅▆▇█"
 DIM = "dim"
 PANE_INNER = 34  # a pane's text width before its first layout (40 columns less the frame)
 Part = str | tuple[str, str]  # text, or (text, style)
-
-
-def human_bits(bps: float | None) -> str:
-    """Gbit/s to 2 decimals; UNKNOWN for a figure nobody measured."""
-    if bps is None or not math.isfinite(bps):
-        return UNKNOWN
-    return f"{bps / 1e9:.2f}"
-
-
-def ms(value: float) -> str:
-    return UNKNOWN if not math.isfinite(value) else f"{value:.3f}"
 
 
 def human_bytes(n: int | None) -> str:
@@ -247,19 +237,21 @@ class PairPane(Vertical):
         self._set("config", *self._config_chips(self.has_class("-compact")))
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
+        # one unit for the pane's rates, so they compare (abtui.core.numbers)
+        unit = rate_unit([now, s.phase_rate, p.lo, p.hi, s.rx_bps], s.units)
         back: list[list[Part]] = [] if s.rx_bps is None else [
-            [("⇄ rx ", DIM), human_bits(s.rx_bps)]]
-        self._set("bps-label", [(human_bits(now), "bold"), " Gbit/s"],
-                  [("mean ", DIM), human_bits(s.phase_rate)], [("min ", DIM), human_bits(p.lo)],
-                  [("max ", DIM), human_bits(p.hi)], *back)
+            [("⇄ rx ", DIM), unit.figure(s.rx_bps)]]
+        self._set("bps-label", [(unit.figure(now), "bold"), f" {unit.name}"],
+                  [("mean ", DIM), unit.figure(s.phase_rate)],
+                  [("min ", DIM), unit.figure(p.lo)], [("max ", DIM), unit.figure(p.hi)], *back)
         r = s.rtt_phase
         self._set("rtt-label", [("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else UNKNOWN, "bold"),
                                 " ms"], [("mean ", DIM), ms(r.mean)], [("max ", DIM), ms(r.hi)])
         retr = UNKNOWN if s.retransmits is None else str(s.retransmits)
         total = UNKNOWN if s.retransmits_total is None else str(s.retransmits_total)
         if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
-            jitter = UNKNOWN if s.jitter_ms is None else f"{s.jitter_ms:.3f}"
-            self._set("tcp", [("lost ", DIM), f"{s.loss_pct:.2f}%"],
+            jitter = ms(s.jitter_ms)
+            self._set("tcp", [("lost ", DIM), f"{sig(s.loss_pct)}%"],
                       [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)],
                       *cpu_chips(s))
         else:

@@ -73,7 +73,7 @@ STALL_S = 8.0  # an open run must have delivered an interval this recently
 BIG, SMALL = (160, 48), (80, 24)
 BUSY_GROUPS = {"knobs", "controller", "files"}
 COUNT = re.compile(r"\bn (\d+)\b")
-CELL = re.compile(r"(-?\d+\.\d+)\s*n(\d+)")
+CELL = re.compile(r"(-?\d+(?:\.\d+)?)\s*n(\d+)")
 # what the console logs when one of its own calls fails or a host refuses a knob (a run's
 # error — a stream that stalls on a loaded machine — is the engine's report, noted apart)
 ERROR_LINE = re.compile(r"\b(failed|refused)\b|Traceback", re.I)
@@ -247,7 +247,8 @@ def interval_counts(events: Iterable[Event]) -> Counter[str]:
 
 
 def parse_cell(cell: str) -> tuple[float, int] | None:
-    """A phase-table cell's figure and count: "12.34 n5 +1.2%" -> (12.34, 5)."""
+    """A phase-table cell's figure and count: "12.3 n5 +1.2%" -> (12.3, 5), "155 n2" ->
+    (155.0, 2)."""
     m = CELL.search(cell)
     return (float(m.group(1)), int(m.group(2))) if m else None
 
@@ -267,17 +268,18 @@ Table = dict[str, dict[str, Cell | None]]  # row label -> pair -> cell (None: "�
 
 
 def console_table(rows: Sequence[tuple[str, Sequence[str]]], pairs: Sequence[str],
-                  intervals: Sequence[dict[str, int]] | None = None) -> Table:
+                  intervals: Sequence[dict[str, int]] | None = None,
+                  div: float = 1e9) -> Table:
     """The phase table from its labels and cells as shown (`app.phase_rows()`, or read off
-    the screen), with each row's interval counts per pair when the console's state is at
-    hand."""
+    the screen; its figures in bits/s ÷ `div`, the unit its columns name), with each row's
+    interval counts per pair when the console's state is at hand."""
     out: Table = {}
     for i, (label, cells) in enumerate(rows):
         row: dict[str, Cell | None] = {}
         for p, text in zip(pairs, cells, strict=False):
             got = parse_cell(str(text))
             row[p] = None if got is None else Cell(
-                got[0], got[1], intervals[i].get(p) if intervals is not None else None)
+                got[0] * div / 1e9, got[1], intervals[i].get(p) if intervals is not None else None)
         out[str(label)] = row
     return out
 
@@ -335,7 +337,7 @@ def differs(a: Cell | None, b: Cell | None) -> bool:
     it, in how many intervals they hold."""
     if a is None or b is None:
         return (a is None) != (b is None)
-    if a.n != b.n or abs(a.gbit - b.gbit) > 0.011:
+    if a.n != b.n or abs(a.gbit - b.gbit) > 0.0051 * max(abs(a.gbit), abs(b.gbit)):
         return True
     return a.intervals is not None and b.intervals is not None and a.intervals != b.intervals
 
@@ -369,6 +371,7 @@ class Walker:
         self.size = BIG
         self.step = -1
         self.readings: list[Reading] = []
+        self.shown_div = 1e9  # the unit (bits/s ÷ div) of the table finish() read off the screen
         self.read_at = -1  # how many changes the journal held at the last reading
         self.log: list[str] = []
         self.log_checked = 0
@@ -899,7 +902,8 @@ class Walker:
                                for c in row.values()), labels)
         counts = [{p: sum(seg.n for seg in segs) for p, segs in row.segments.items()}
                   for row in self.app.state.phases.values()]
-        console = console_table(self.app.phase_rows(), self.pairs, counts)
+        unit = self.app.state.rate_unit()  # the unit phase_rows() prints in, now
+        console = console_table(self.app.phase_rows(), self.pairs, counts, unit.div)
         for kind, diff in table_differences(console, export, self.pairs).items():
             self.fail(f"table-{kind}=export", "; ".join(diff))
         # every interval counts once, straddling ones nowhere
@@ -1091,6 +1095,7 @@ class Walker:
             self.fail("table-labels-distinct", f"at {w}x{h}, rows of different configurations "
                       f"read the same: {sorted({x for x in labels if labels.count(x) > 1})}")
         shown = [(a, cb) for (a, _), (_, cb) in zip(rows, shown, strict=False)]
+        self.shown_div = self.app.state.rate_unit().div  # the unit the table showed
         await self.press("ctrl+q")
         if not await self.wait_for(lambda: self.app.return_code is not None, 90):
             self.fail("quits", "ctrl+q: still running 90 s later")
@@ -1169,7 +1174,7 @@ def export_json(path: Path) -> dict[str, Any]:
 
 def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]] | None,
                  journal: list[Event], readings: list[Reading], originals: Reading,
-                 profile: Profile, failures: Failures, step: int) -> None:
+                 profile: Profile, failures: Failures, step: int, div: float = 1e9) -> None:
     """The saved session's export against the screen, the journal and the hosts: each
     phase's configuration against the readings taken while it measured."""
     pairs = [p.label for p in profile.pairs]
@@ -1177,7 +1182,7 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
         labels = {ph["configuration"]: ph.get("label", ph["configuration"])
                   for ph in doc["phases"]}
         export = export_table(doc["configurations"], labels)
-        for kind, diff in table_differences(console_table(shown, pairs), export,
+        for kind, diff in table_differences(console_table(shown, pairs, div=div), export,
                                             pairs).items():
             failures.add(f"screen-table-{kind}=abtui-export", step, "; ".join(diff))
     # no interval in two phases, straddling ones in none

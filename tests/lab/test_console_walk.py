@@ -127,7 +127,7 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
     failures.notes += [f"engine error ×{n}: {m}" for m, n in errors.most_common()]
     readings = walker.readings if walker else []
     check_export(export_json(path), shown, journal, readings, originals, profile, failures,
-                 len(steps))
+                 len(steps), walker.shown_div if walker else 1e9)
     report = failures.report(seed, STEPS, steps, test)
     print(report)
     if failures:

@@ -8,9 +8,9 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from abtui.core.events import Event, EventKind
+from abtui.core.numbers import sig
 from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.ui.screens import CompareScreen
-from abtui.ui.widgets import human_bits
 from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui
@@ -60,7 +60,9 @@ async def test_the_pane_s_mean_is_the_phase_s_run_level_figure() -> None:
         rate = pane.phase_rate
         assert rate is not None and pane.phase.mean < rate * 0.85  # the two differ here
         numbers = str(app.query_one("#pane-A #bps-label", Static).render())
-        assert f"mean {human_bits(rate)}" in numbers, numbers
+        # the pane's rates share the unit of its smallest (the 10 Mbit/s interval): Mbit/s
+        assert numbers.startswith("10.0 Mbit/s") and f"mean {sig(rate / 1e6)}" in numbers, \
+            numbers
         row = next(r for r in app.state.phases.values() if "A" in r.segments
                    and pane.segment in r.segments["A"])
-        assert app.state.phase_cells(row)[0].split()[0] == human_bits(rate)
+        assert app.state.phase_cells(row)[0].split()[0] == sig(rate / 1e9)  # the table's Gbit/s

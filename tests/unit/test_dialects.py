@@ -17,7 +17,14 @@ from abtui.remote.freebsd import (
     parse_sysctl_change,
 )
 from abtui.remote.linux import Linux, parse_ethtool_coalesce, parse_ethtool_feature
-from abtui.remote.refusals import EXIT_WRITE, READ_ONLY, UNKNOWN_KEY, classify_error, reason_line
+from abtui.remote.refusals import (
+    EXIT_UNKNOWN,
+    EXIT_WRITE,
+    READ_ONLY,
+    UNKNOWN_KEY,
+    classify_error,
+    reason_line,
+)
 
 
 def _unwrap(command: str) -> str:
@@ -153,6 +160,14 @@ def test_a_refused_congestion_control_says_why_and_what_is_allowed(stderr):
         body = _unwrap(dialect.write_command(s, "nosuchcc"))
         assert "/proc/sys/net/ipv4/tcp_allowed_congestion_control" in body
         assert f"return {EXIT_WRITE}" in body
+
+
+def test_an_unknown_key_is_said_once():
+    # our script says `unknown key <key>` and exits EXIT_UNKNOWN: the line said it twice
+    assert reason_line("unknown key net.ipv4.nope\n", EXIT_UNKNOWN) == \
+        "unknown key net.ipv4.nope"
+    assert reason_line("sysctl: cannot stat /proc/sys/net/ipv4/nope\n", 1) == \
+        "unknown key: sysctl: cannot stat /proc/sys/net/ipv4/nope"
 
 
 def test_linux_sysctl_through_proc_and_classic():

@@ -185,6 +185,9 @@ def test_progress_lines():
         "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
         "message": ""})
     assert describe(end, Measured((("TX", 9.41e9),), 9.41e9)) == "A: run A-1 (TX) ok, 9.41 Gbit/s"
+    # 3 significant digits in the unit the figure reads best in (not `20.400`, not `0.021`)
+    assert describe(end, Measured((("TX", 20.4e9),), 20.4e9)) == "A: run A-1 (TX) ok, 20.4 Gbit/s"
+    assert describe(end, Measured((("TX", 21.4e6),), 21.4e6)) == "A: run A-1 (TX) ok, 21.4 Mbit/s"
     assert describe(end) == "A: run A-1 ok"  # no intervals: no figure
     assert describe(Event(EventKind.INTERVAL, pair="A")) is None
 
@@ -311,14 +314,14 @@ def test_continuous_progress_lines_say_each_pair_s_rate_since_the_last():
 
     tally = Tally()
     for pair, bps, extra in (("A", 10e9, {}), ("A", 12e9, {}), ("A", 1e9, {"omitted": True}),
-                             ("A", 3e9, {"direction": "rx"}), ("B", 9e9, {})):
+                             ("A", 3e9, {"direction": "rx"}), ("B", 0.0214e9, {})):
         tally(Event(EventKind.INTERVAL, pair=pair, data={
             "bits_per_second": bps, "start": 0.0, "end": 1.0, **extra}))
     # an interval of unknown span (no start or end) counts in no rate
     tally(Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": 1e9}))
     tally(Event(EventKind.PING, pair="B", data={"rtt_ms": 0.1}))
     assert tally.line(20.2, 60, ["A", "B", "C"]) == \
-        "+20/60 s: A 11.00 Gbit/s (2 intervals), B 9.00 Gbit/s (1 interval), C no intervals"
+        "+20/60 s: A 11.0 Gbit/s (2 intervals), B 21.4 Mbit/s (1 interval), C no intervals"
     assert tally.line(40, 60, ["A"]) == "+40/60 s: A no intervals"  # afresh after each line
     assert [tick_seconds(d) for d in (5, 16, 60, 600, 86400)] == [None, 5, 6, 60, 60]
 

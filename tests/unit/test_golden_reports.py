@@ -83,3 +83,24 @@ def test_vm_goldens_ran_on_real_builds(name: str) -> None:
     first = render(session, "md").split("\n## ", 2)[1]
     for pair, release in VM_RELEASES[name].items():
         assert f"{pair} ({release})" in first, (pair, first)
+
+
+def test_a_shared_machine_s_cpu_is_not_printed_as_a_pair_s() -> None:
+    """linux-ref ran on namespace hosts (this machine's CPUs): the first table's CPU cells
+    read `shared` (not the whole machine's 200 %), with the caveat right under the table."""
+    md = render(Session.load(GOLDEN / "ix-enable-aim-vm.abtui.jsonl.gz"), "md")
+    first = md.split("## Throughput per kernel and enable_aim", 1)[1].split("## ", 1)[0]
+    row = next(ln for ln in first.splitlines() if ln.startswith("| linux-ref"))
+    assert row.split(" | ")[3:5] == ["shared", "shared"], row
+    after = first.split(row, 1)[1].lstrip("\n")
+    assert after.startswith("⚠ `shared`: the host CPU of nclab-c-rcv, nclab-c-snd"), after
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_every_generic_row_names_its_configuration(name: str) -> None:
+    """A pair none of the profile's knobs applies to (linux-ref on ix-enable-aim) ran under a
+    configuration of no knob: its rows read `(defaults)`, never an empty first cell."""
+    md = render(Session.load(GOLDEN / f"{name}.abtui.jsonl.gz"), "md")
+    for section in ("## Throughput per configuration", "## CPU cost per configuration"):
+        body = md.split(section, 1)[1].split("\n## ", 1)[0] if section in md else ""
+        assert not [ln for ln in body.splitlines() if ln.startswith("|  |")], (name, section)

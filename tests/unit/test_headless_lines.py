@@ -3,9 +3,9 @@ payloads (the same lines as when they were read from the records)."""
 
 from __future__ import annotations
 
-from abtui.core import events
+from abtui.core import events, numbers
 from abtui.core.events import Event, EventKind
-from abtui.measure.headless import RunRates, describe, rate_text
+from abtui.measure.headless import RunRates, describe
 
 
 def test_each_kind_worth_a_line_says_it() -> None:
@@ -106,7 +106,7 @@ def test_a_run_through_a_flip_gives_each_value_its_figure() -> None:
            *(_interval("A-1", 1, t, 4e9, pair="A") for t in range(4, 7)),
            Event.of(events.RunEnd(run="A-1", status="ok", summary=None, ping=None,
                                   message=""), pair="A")]
-    whole = rate_text((3 * 9e9 + 6e9 + 3 * 4e9) / 7)
+    whole = numbers.rate((3 * 9e9 + 6e9 + 3 * 4e9) / 7)
     assert _lines(RunRates(), evs)[-1] == \
         f"A: run A-1 ok, {whole}: (TX, tso=on) 9.00 Gbit/s; (TX, tso=off) 4.00 Gbit/s"
 

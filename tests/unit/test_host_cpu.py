@@ -127,13 +127,28 @@ def test_report_cpu_and_efficiency_per_configuration_with_delta_and_verdict() ->
     assert "whole machine's CPU" not in report
 
 
-def test_cycles_per_byte_with_the_frequency_and_the_shared_machine_said() -> None:
-    report = markdown(cpu_session({"cpu_mhz": 2000.0, "cpu_scope": "shared"}), chart=False)
+def test_cycles_per_byte_with_the_frequency() -> None:
+    report = markdown(cpu_session({"cpu_mhz": 2000.0}), chart=False)
     eff = section(report, "### Sender efficiency: CPU cycles per byte (fewer is better)")
     # 1 core at 2 GHz moving 10 Gbit/s: 2e9 / 1.25e9 = 1.6 cycles per byte
     assert eff[0][1] == "1.60 ± 0.00 (n=4)"
-    assert "⚠ Host CPU of lab-a-rcv, lab-a-snd, lab-b-rcv, lab-b-snd is the whole machine's" \
-        in report
+
+
+def test_a_shared_machine_s_cpu_reads_shared_with_no_delta_and_the_caveat_at_once() -> None:
+    """Namespace hosts: every figure is the whole machine's (196-200 % on the lab, +0.0 %
+    between pairs), so no cell prints one and no Δ compares them; the caveat sits under
+    the section's title, before the first table, not after the last."""
+    report = markdown(cpu_session({"cpu_mhz": 2000.0, "cpu_scope": "shared"}), chart=False)
+    cpu = report.split("## CPU cost per configuration", 1)[1].split("\n## ", 1)[0]
+    caveat = cpu.index("⚠ `shared`: the host CPU of lab-a-rcv, lab-a-snd, lab-b-rcv, "
+                       "lab-b-snd is the whole machine's")
+    assert caveat < cpu.index("### Sender CPU")
+    for title in ("### Sender CPU (% of one core; the host's CPU samples)",
+                  "### Receiver CPU (% of one core; the host's CPU samples)",
+                  "Sender softirq share of all its CPU time (%):",
+                  "### Sender efficiency: CPU cycles per byte (fewer is better)"):
+        for row in section(report, title):
+            assert row[1:] == ["shared", "shared", "—"], (title, row)
 
 
 def test_without_samples_the_report_uses_iperf3s_own_figures() -> None:

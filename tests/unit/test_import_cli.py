@@ -85,7 +85,7 @@ def test_readable_summary(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out.splitlines()
     assert rc == 0
     assert out[0].endswith("udp-fast.client.txt: iperf3 text (client, udp)")
-    assert "sender 19 Gbit/s, receiver 15.5 Gbit/s, jitter 0.122 ms, lost 17.9 %" in out[2]
+    assert "sender 19.0 Gbit/s, receiver 15.5 Gbit/s, jitter 0.122 ms, lost 17.9 %" in out[2]
     assert "5 sent, 5 received, 0 % loss" in out[4]
 
 

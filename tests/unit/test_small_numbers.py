@@ -137,7 +137,7 @@ def test_an_interval_of_unknown_span_counts_in_no_rate() -> None:
     for ev in events:
         state.apply(ev)
     (row,) = state.phases.values()
-    assert state.phase_cells(row)[0] == "10.00 n1"
+    assert state.phase_cells(row)[0] == "10.0 n1"
     assert state.pairs["A"].phase_rate == pytest.approx(10e9)
 
 
@@ -193,7 +193,7 @@ def test_the_console_never_says_0_for_a_skew_or_retransmits_nobody_reported() ->
     state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
     assert state.apply(Event(EventKind.SKEW, T0, data={"skew_ms": None})) == "start skew —"
     assert state.apply(Event(EventKind.SKEW, T0, data={"skew_ms": 0.25})) == \
-        "start skew 0.25 ms"
+        "start skew 0.250 ms"
     for end in (1.0, 2.0):
         state.apply(Event(EventKind.INTERVAL, T0 + end, "A", data={
             "run": 1, "phase": 0, "start": end - 1, "end": end, "bits_per_second": 9e9}))

@@ -158,3 +158,10 @@ def test_the_demo_title_names_the_lab_once() -> None:
     assert demo_title("lab") == "abtui demo — lab"
     assert demo_title("h5labu") == "abtui demo — h5labu"
     assert demo_title("bench") == "abtui demo — lab bench"
+
+
+def test_the_lab_left_up_is_named_once() -> None:
+    from abtui.commands.demo import left_up
+
+    assert left_up("lab") == "lab left up (`abtui lab down` removes it)"  # not "lab lab"
+    assert left_up("bench").startswith("lab bench left up")

@@ -44,16 +44,21 @@ def config_order(doc: dict[str, Any], session: Session | None = None
 
 def value_order(doc: dict[str, Any], names: Sequence[str], session: Session | None
                 ) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """Sort key for configurations by their values of `names`, in that order (config_order)."""
+    """Sort key for configurations by their values of `names`, in that order (config_order);
+    a value the profile does not list comes first when it is the hosts' own (the session's
+    baseline, read on connect: the base a console session flips away from), else after the
+    listed ones, by name."""
     orders = {n: knob_values(doc, n) for n in names}
+    own = (session.baseline() if session is not None else None) or {}
 
     def key(config: dict[str, Any]) -> tuple[Any, ...]:
         out: list[Any] = []
         for n in names:
-            v = text_of(config.get(n, ""))
-            v = _original(session, n, v) if session is not None else v
+            raw = text_of(config.get(n, ""))
+            v = _original(session, n, raw) if session is not None else raw
             values = orders[n]
-            out.append((values.index(v), "") if v in values else (len(values), v))
+            out.append((values.index(v), "") if v in values else
+                       (-1, "") if n in own and text_of(own[n]) == raw else (len(values), v))
         return tuple(out)
 
     return key
@@ -69,8 +74,10 @@ def _original(session: Session, knob: str, value: str) -> str:
 
 def shown_config(session: Session, config: dict[str, Any]) -> str:
     """A configuration as tables name it, each value as the profile names it (`tunnel=ipsec
-    (lab: vxlan)`); the session's own label otherwise."""
-    if not any(str(t.get("subject", "")).startswith("knob ") for t in session.translations):
+    (lab: vxlan)`); the session's own label otherwise, and for a configuration of no knob
+    (a pair none of the profile's knobs applies to) `(defaults)`, never an empty cell."""
+    if not config or not any(str(t.get("subject", "")).startswith("knob ")
+                             for t in session.translations):
         return config_key(config)
     return ", ".join(f"{k}={shown_value(session, k, text_of(v))}"
                      for k, v in sorted(config.items()))

@@ -9,6 +9,7 @@ import tomllib
 from collections.abc import Callable
 from typing import Any
 
+from abtui.core.numbers import layout_units
 from abtui.reports import stats
 from abtui.reports.formatting import md_table
 from abtui.reports.procedure.before_after import before_after_sections
@@ -20,10 +21,6 @@ from abtui.sessions.session import Session
 # A profile's `[report] layout` -> the builder of its first tables (add a layout here)
 LAYOUTS: dict[str, Callable[[Cells, dict[str, Any], str | None], list[str]]] = {
     "sweep": sweep_sections, "before-after": before_after_sections, "builds": builds_sections}
-# The unit a layout's first table shows rates in unless the reader asks for another (`abtui
-# export --units`): the crypto posts quote MB/s ("9.5 MB/s TX and 11.9 MB/s RX"); the others
-# quote iperf3's own bits per second
-LAYOUT_UNITS: dict[str, str] = {"before-after": "bytes"}
 
 
 def layout_of(session: Session) -> tuple[str | None, dict[str, Any]]:
@@ -47,7 +44,7 @@ def sections(session: Session, base: str | None,
     out: list[str] = []
     builder = LAYOUTS.get(layout or "")
     if builder is not None:
-        own = units or LAYOUT_UNITS.get(layout or "", "bits")
+        own = units or layout_units(layout)
         out += builder(Cells(session, seen if seen is not None else [], own), doc, base)
     if session.translations:
         out += ["## Lab translations", "",

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from abtui.core.numbers import Unit, sig
 from abtui.reports import stats
-from abtui.reports.formatting import Unit, fmt_delta, fmt_ms, legend, md_table
+from abtui.reports.formatting import fmt_delta, fmt_ms, legend, md_table
 from abtui.reports.procedure.order import (
     DIRECTION,
     base_pair,
@@ -205,8 +206,8 @@ def _watch_table(session: Session, groups: dict[str, dict[tuple[str, ...], list[
             s = stats.summarize(v[inside])
             if not s.n or s.mean is None or math.isnan(s.mean):
                 continue
-            rows.append([pair, value[0], watch, series or watch, f"{s.mean:.0f}",
-                         f"{s.min:.0f}", f"{s.max:.0f}", str(s.n)])
+            rows.append([pair, value[0], watch, series or watch, sig(s.mean), sig(s.min),
+                         sig(s.max), str(s.n)])
     if not rows:
         return "(no watch samples recorded)"
     return md_table(["pair", knob, "watch", "series (queue)", "mean", "min", "max", "samples"],

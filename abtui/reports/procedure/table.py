@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from abtui.core.numbers import Unit
 from abtui.reports import cpu, stats
-from abtui.reports.formatting import Unit, fmt_cell, fmt_compare, md_table, rate_unit_of
+from abtui.reports.formatting import fmt_cell, fmt_compare, md_table, rate_unit_of
 from abtui.reports.procedure.order import text_of
 from abtui.sessions.records import Phase, Run
 from abtui.sessions.session import Session
@@ -65,6 +66,8 @@ class Measure:
     cells: Callable[[Slot], list[str]]
     # whether a session's tables show this group at all (CPU: only sessions that have it)
     shown: Callable[[Session], bool] = lambda session: True
+    # the caveat its cells need, printed right under the table (CPU: a shared machine's)
+    note: Callable[[Session, list[Slot]], list[str]] = lambda session, slots: []
 
 
 def titled(title: str, what: str) -> str:
@@ -80,7 +83,9 @@ CPU = Measure(
     headers=lambda title, unit: [titled(title, "sender CPU %"),
                                  titled(title, "receiver CPU %")],
     cells=lambda s: cpu.slot_cells(s.session, s.pair, s.cell.phases if s.cell else None),
-    shown=cpu.has_cpu)
+    shown=cpu.has_cpu,
+    note=lambda session, slots: cpu.shared_note(
+        session, [cpu.CpuCell(session, s.pair, s.cell.phases) for s in slots if s.cell]))
 
 # The column groups every layout's first table shows per pair, left to right (add one here).
 MEASURES: list[Measure] = [THROUGHPUT, CPU]
@@ -105,7 +110,10 @@ def first_table(labels: list[str], titles: list[str], deltas: list[str], rows: l
               *deltas]
     body = [[*r.labels, *[c for s in r.slots for m in groups for c in m.cells(s)], *r.deltas]
             for r in rows]
-    return md_table(header, body)
+    slots = [s for r in rows for s in r.slots]
+    notes = [line for m in groups if session is not None
+             for line in m.note(session, slots) if line]
+    return "\n\n".join([md_table(header, body), *notes])
 
 
 def run_groups(session: Session, pair: str, keys: Sequence[str]

@@ -25,6 +25,7 @@ from abtui.profile.schema import (
     KNOB_FIELDS,
     PAIR_FIELDS,
     PLAN_FIELDS,
+    REPORT_FIELDS,
     TEST_FIELDS,
     WATCH_FIELDS,
     Field,
@@ -198,6 +199,34 @@ def _write_profile(doc: Any, profile: Profile, base: Path, stem: str) -> None:
             "direction" not in doc.get("plan", {}).get("matrix", []):
         plan["matrix"] = plan["matrix"][:-1]  # the loader appends it when it is not written
     _merge_section(doc, "plan", PLAN_FIELDS, plan)
+    _merge_section(doc, "report", REPORT_FIELDS,
+                   {"layout": profile.layout, "min_effect": profile.min_effect})
+    _carry_unmodelled(doc, profile.source_text)
+
+
+# what the model does not hold but a profile's own file does: the report's reference pairs and
+# the [lab] kernels/NICs (read from the profile copy); a new file must not lose them
+_UNMODELLED = {"report": ("reference",), "lab": None}
+
+
+def _carry_unmodelled(doc: Any, source_text: str | None) -> None:
+    """Copy into `doc` the keys of `_UNMODELLED` (None: the whole section) that the profile's
+    own text has and `doc` lacks, so saving to a new file keeps them."""
+    if not source_text:
+        return
+    try:
+        source = tomlkit.parse(source_text)
+    except tomlkit.exceptions.TOMLKitError:
+        return  # the profile loaded from it, so this is not expected; nothing to carry
+    for section, keys in _UNMODELLED.items():
+        src = source.get(section)
+        if src is None:
+            continue
+        if section not in doc:
+            doc[section] = tomlkit.table()
+        for key in src if keys is None else keys:
+            if key in src and key not in doc[section]:
+                doc[section][key] = src[key]
 
 
 def save_profile(profile: Profile, path: str | Path, *,

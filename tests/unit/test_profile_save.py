@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,20 @@ def test_minimal_new_profile_omits_defaults(tmp_path):
     text = path.read_text()
     assert "duration = 0" in text and "port" not in text and "name" not in text
     assert bare(load_profile(path)) == dataclasses.replace(p, tunnels=("none",))
+
+
+def test_a_new_file_keeps_what_the_model_does_not_hold(tmp_path):
+    """[report] (layout, min_effect, reference) and [lab] survive a save to a new file: the
+    report and `abtui run --lab` read them from the profile copy."""
+    text = (PROFILES / "ix-enable-aim.toml").read_text() + (
+        '\n[lab]\nkernel = "6.1.0-57"\n')
+    src = tmp_path / "src.toml"
+    src.write_text(text.replace('layout = "sweep"', 'layout = "sweep"\nmin_effect = "3%"'))
+    original = load_profile(src)
+    out = save_profile(original, tmp_path / "new.toml")
+    saved = tomllib.loads(out.read_text())
+    # min_effect as a plain number of percent, which the loader reads as written "3%"
+    assert saved["report"] == {"layout": "sweep", "min_effect": 3.0,
+                               "reference": ["linux-ref"]}
+    assert saved["lab"] == {"kernel": "6.1.0-57"}
+    assert bare(load_profile(out)) == bare(original)

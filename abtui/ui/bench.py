@@ -1,6 +1,7 @@
-"""What the console's benches measure (tests/bench/bench_ui.py), kept out of the app: when the
-first frame was shown, and each interval's time from its line's arrival to the refresh that
-showed it; written as JSON lines to $ABTUI_BENCH_FILE (nothing is kept without one)."""
+"""What the console's benches measure (tests/bench/bench_ui.py, bench_demo.py), kept out of the
+app: when the first frame was shown, when the first interval was (the first live number), and
+each interval's time from its line's arrival to the refresh that showed it; written as JSON
+lines to $ABTUI_BENCH_FILE (nothing is kept without one)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ class BenchProbe:
             wall = time.time()  # when shown, for benches that skip a warm-up
             self.latencies.extend((wall, now - s) for s in stamps)
             if self.first_interval_at is None:
-                self.first_interval_at = time.time()
+                self.first_interval_at = wall
+                self._write({"first_interval": wall})  # the first live number on screen
 
     def leaving(self, received: int) -> None:
         self._write({"received": received, "shown": self.shown_intervals,

@@ -1,0 +1,109 @@
+"""`make demo` to the first live number, warm: what a user waits for the second time.
+
+Warm means the virtual environment is installed and the lab is up, as the first `make demo`
+leaves it (leaving the console asks "Take the lab down? [y/N]", and no is the default). The
+bench runs the real `make demo` in a real terminal (tmux, 160×48) at the repository root, on
+a lab of its own names (ABTUI_BENCH_LAB, via ABTUI_LAB and a temporary ABTUI_LAB_DIR), and
+times from the spawn to the first interval on screen (the console's bench file says when the
+refresh that showed it completed). It leaves with ctrl+q and answers no, so the next run is
+warm too; the median of RUNS runs is the record. The lab is taken down at the end, even when
+a run fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from abtui.lab.netns import Lab
+from tests.bench.bench_ui import ROOT, TMUX, _records, _wait
+from tests.bench.judge import measures
+from tests.bench.labs import bench_lab
+
+RUNS = int(os.environ.get("ABTUI_BENCH_DEMO_RUNS", "3"))
+PROMPT = "Take the lab down?"
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process under `pid` (children first found, depth first)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                out += [int(child), *_descendants(int(child))]
+    return out
+
+
+def _screen(socket: str) -> str:
+    return subprocess.run([TMUX, "-S", socket, "capture-pane", "-p", "-t", "d"],
+                          capture_output=True, text=True).stdout
+
+
+def demo_to_first_number(lab: Lab, tmp: Path) -> float:
+    """One `make demo` in tmux on `lab`: seconds from the spawn to the first live number."""
+    if TMUX is None:
+        raise RuntimeError("tmux is needed for the demo benchmark (apt-get install tmux)")
+    bench = tmp / f"demo-{time.monotonic_ns()}.jsonl"
+    rc = bench.with_suffix(".rc")
+    socket = str(tmp / "tmux")  # a tmux server of this run's own
+    env = {"ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
+           "ABTUI_LAB_DIR": str(lab.state_dir.parent), "ABTUI_BENCH_FILE": str(bench)}
+    assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    cmd = f"cd {shlex.quote(str(ROOT))} && {assigns} make --no-print-directory demo; " \
+          f"echo $? > {shlex.quote(str(rc))}"
+    pane = 0
+    t0 = time.time()
+    try:
+        subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", "d", "-x", "160", "-y",
+                        "48", cmd], check=True)
+        pane = int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", "d",
+                                   "#{pane_pid}"], capture_output=True, text=True,
+                                  check=True).stdout)
+        first = _wait(lambda: next((r for r in _records(bench) if "first_interval" in r),
+                                   None), 60, "the first live number")
+        subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "d", "C-q"], check=True)
+        _wait(lambda: PROMPT in _screen(socket) or rc.exists(), 60, "the console to close")
+        if not rc.exists():
+            subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "d", "n", "Enter"],
+                           check=True)
+        _wait(rc.exists, 30, "`make demo` to end")
+        if rc.read_text().strip() != "0":
+            raise RuntimeError(f"`make demo` exited {rc.read_text().strip()}")
+        return float(first["first_interval"] - t0)
+    except Exception as exc:  # what the terminal shows says why, more often than not
+        shown = " | ".join(line.strip() for line in _screen(socket).splitlines()
+                           if line.strip())
+        raise RuntimeError(f"{exc}; the terminal showed: {shown[-400:]!r}") from exc
+    finally:
+        for pid in reversed(_descendants(pane) if pane else []):  # ours: started by this run
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        subprocess.run([TMUX, "-S", socket, "kill-server"], capture_output=True)
+
+
+@measures("demo_first_number_warm_s")
+def demo_warm() -> dict:
+    with tempfile.TemporaryDirectory(prefix="abtui-bench-") as tmp:
+        lab = bench_lab(Path(tmp))
+        lab.down()  # leftovers of an earlier, killed bench
+        lab.up(pairs=2)  # what the first `make demo` left up
+        try:
+            times = [demo_to_first_number(lab, Path(tmp)) for _ in range(RUNS)]
+        finally:
+            lab.down()
+    return {"name": "demo_first_number_warm_s", "value": round(statistics.median(times), 2),
+            "unit": "s",
+            "note": f"`make demo` in tmux 160x48, venv installed and lab up: spawn to the first "
+                    f"interval on screen, median of {RUNS} "
+                    f"({', '.join(f'{t:.2f}' for t in times)} s); "
+                    f"load {os.getloadavg()[0]:.1f}"}
+
+
+RECORDS = [demo_warm]

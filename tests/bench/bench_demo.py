@@ -46,8 +46,9 @@ def _screen(socket: str) -> str:
                           capture_output=True, text=True).stdout
 
 
-def demo_to_first_number(lab: Lab, tmp: Path) -> float:
-    """One `make demo` in tmux on `lab`: seconds from the spawn to the first live number."""
+def demo_to_first_number(lab: Lab, tmp: Path, root: Path = ROOT, timeout: float = 60) -> float:
+    """One `make demo` in tmux at `root` on `lab`: seconds from the spawn to the first live
+    number."""
     if TMUX is None:
         raise RuntimeError("tmux is needed for the demo benchmark (apt-get install tmux)")
     bench = tmp / f"demo-{time.monotonic_ns()}.jsonl"
@@ -56,7 +57,7 @@ def demo_to_first_number(lab: Lab, tmp: Path) -> float:
     env = {"ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
            "ABTUI_LAB_DIR": str(lab.state_dir.parent), "ABTUI_BENCH_FILE": str(bench)}
     assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    cmd = f"cd {shlex.quote(str(ROOT))} && {assigns} make --no-print-directory demo; " \
+    cmd = f"cd {shlex.quote(str(root))} && {assigns} make --no-print-directory demo; " \
           f"echo $? > {shlex.quote(str(rc))}"
     pane = 0
     t0 = time.time()
@@ -67,7 +68,7 @@ def demo_to_first_number(lab: Lab, tmp: Path) -> float:
                                    "#{pane_pid}"], capture_output=True, text=True,
                                   check=True).stdout)
         first = _wait(lambda: next((r for r in _records(bench) if "first_interval" in r),
-                                   None), 60, "the first live number")
+                                   None), timeout, "the first live number")
         subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "d", "C-q"], check=True)
         _wait(lambda: PROMPT in _screen(socket) or rc.exists(), 60, "the console to close")
         if not rc.exists():
@@ -106,4 +107,31 @@ def demo_warm() -> dict:
                     f"load {os.getloadavg()[0]:.1f}"}
 
 
+def demo_cold() -> str:
+    """`make demo` cold, measured by hand (`python -m tests.bench.bench_demo`; not a record:
+    it downloads every dependency): a fresh clone of this repository into a temporary folder,
+    no virtual environment, no uv or pip cache (a fresh one), the bench lab down; from the
+    clone to the first live number, and the warm run right after it."""
+    with tempfile.TemporaryDirectory(prefix="abtui-cold-") as tmp:
+        lab = bench_lab(Path(tmp))
+        lab.down()
+        clone = Path(tmp) / "abtui"
+        t0 = time.monotonic()
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        cloned = time.monotonic() - t0
+        os.environ["UV_CACHE_DIR"] = str(Path(tmp) / "uv-cache")  # inherited by tmux's server
+        os.environ["PIP_NO_CACHE_DIR"] = "1"
+        try:
+            cold = demo_to_first_number(lab, Path(tmp), clone, timeout=600)
+            warm = demo_to_first_number(lab, Path(tmp), clone)
+        finally:
+            lab.down()
+    return (f"make demo cold: {cloned + cold:.1f} s (clone {cloned:.1f} s, then {cold:.1f} s "
+            f"to the first live number); warm right after: {warm:.2f} s; "
+            f"load {os.getloadavg()[0]:.1f}")
+
+
 RECORDS = [demo_warm]
+
+if __name__ == "__main__":
+    print(demo_cold())

@@ -48,6 +48,14 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (not gone, not a zombie waiting to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _records(path: Path) -> list[dict]:
     """The app's complete lines so far (the last one may still be being written)."""
     if not path.exists():
@@ -98,6 +106,9 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "b", "C-q"], check=True)
         last = _wait(lambda: next((r for r in _records(bench) if "shown" in r), None), 30,
                      "the console to quit")
+        # it says so before it has restored the hosts and closed the session: the lab (and
+        # its lease) must not be taken down under it
+        _wait(lambda: not _running(pid), 30, "the console to exit")
     except Exception as exc:  # what the terminal shows says why, more often than not
         screen = subprocess.run([TMUX, "-S", socket, "capture-pane", "-p", "-t", "b"],
                                 capture_output=True, text=True).stdout

@@ -48,10 +48,10 @@ INSTALL = $(if $(wildcard $(VENV)/bin/uv),$(VENV)/bin/uv pip install -q --python
 	$(PY) -m pip install -q)
 # What the console and the lab import, compiled once: uv does not compile what it installs,
 # and where PYTHONDONTWRITEBYTECODE is set Python never caches a compiled module, so each start
-# would compile them again (a second of CPU). Imported, not compileall'd: scipy alone would take
-# half a minute.
+# would compile them again (a second of CPU). Imported, not compileall'd: all of scipy would
+# take half a minute, and the console needs only scipy.special, minutes in (a verdict).
 WARM_IMPORTS := abtui.commands.demo abtui.commands.tui abtui.lab.netns abtui.measure.engine \
-	abtui.ui.app abtui.ui.guard abtui.reports.stats scipy.special
+	abtui.ui.app abtui.ui.guard abtui.reports.stats
 
 # What `make demo` needs: abtui and its dependencies, no test or VM tools.
 $(VENV)/.installed-run: pyproject.toml | $(PY)

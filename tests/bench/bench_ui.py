@@ -123,6 +123,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
     if last["first_interval_at"] is None:
         raise RuntimeError("the console showed no interval")
     return {"cpu_pct": 100 * (c1 - c0) / (w1 - w0), "first_frame_s": first["first_frame"] - t0,
+            "first_frame_cpu_s": first.get("cpu_s", float("nan")),
             "received": last["received"], "shown": last["shown"],
             "span": last["exit_at"] - last["first_interval_at"],
             "latencies": [lat * 1000 for at, lat in last["latencies"] if at >= since]}
@@ -155,7 +156,9 @@ def console_live() -> list[dict]:
         _latency("ui_latency_p99_ms", r["latencies"],
                  "live: line on the SSH channel -> refresh shown, 2 pairs at 1 s"),
         {"name": "first_frame_s", "value": round(r["first_frame_s"], 3), "unit": "s",
-         "note": "tmux spawn + `python -m abtui tui LAB-PROFILE` to the first frame"},
+         "note": "tmux spawn + `python -m abtui tui LAB-PROFILE` to the first frame; "
+                 f"the console's CPU time by then {r['first_frame_cpu_s']:.3f} s; "
+                 f"load {load:.1f}"},
     ]
 
 

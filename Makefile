@@ -71,11 +71,14 @@ kernels: setup
 	  $(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null; } || \
 	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
 
-# abtui's own modules compiled ahead (a no-op when up to date): where PYTHONDONTWRITEBYTECODE
-# is set, Python never caches them, and every start compiled ~100 modules again (0.3 s of CPU)
-demo: .deps-stamp $(VENV)/.installed-run
-	@$(PY) -m compileall -q abtui >/dev/null
+demo: .deps-stamp $(VENV)/.installed-run $(VENV)/.compiled
 	$(VENV)/bin/abtui demo
+
+# abtui's own modules compiled ahead, again when one changed: where PYTHONDONTWRITEBYTECODE is
+# set, Python never caches them, and every start compiled ~100 modules again (0.3 s of CPU)
+$(VENV)/.compiled: $(VENV)/.installed-run $(shell find abtui -name '*.py')
+	@$(PY) -m compileall -q abtui >/dev/null
+	@touch $@
 
 test: setup kernels
 	$(VENV)/bin/ruff check abtui tests

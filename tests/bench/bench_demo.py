@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from abtui.lab.netns import Lab
-from tests.bench.bench_ui import ROOT, TMUX, _records, _wait
+from tests.bench.bench_ui import ROOT, TMUX, _wait, first_record, spawn
 from tests.bench.judge import measures
 from tests.bench.labs import bench_lab
 
@@ -63,13 +63,8 @@ def demo_to_first_number(lab: Lab, tmp: Path, root: Path = ROOT, timeout: float 
     pane = 0
     t0 = time.time()
     try:
-        subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", "d", "-x", "160", "-y",
-                        "48", cmd], check=True)
-        pane = int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", "d",
-                                   "#{pane_pid}"], capture_output=True, text=True,
-                                  check=True).stdout)
-        first = _wait(lambda: next((r for r in _records(bench) if "first_interval" in r),
-                                   None), timeout, "the first live number")
+        pane = spawn(socket, "d", cmd)
+        first = first_record(bench, "first_interval", timeout, "the first live number")
         subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "d", "C-q"], check=True)
         _wait(lambda: PROMPT in _screen(socket) or rc.exists(), 60, "the console to close")
         if not rc.exists():

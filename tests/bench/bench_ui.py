@@ -77,6 +77,20 @@ def _wait(cond, timeout: float, what: str):  # type: ignore[no-untyped-def]
     raise RuntimeError(f"timed out waiting for {what}")
 
 
+def spawn(socket: str, session: str, cmd: str) -> int:
+    """`cmd` in a new 160×48 tmux session on a server of its own (`socket`): its pane's PID."""
+    subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", session, "-x", "160", "-y",
+                    "48", cmd], check=True)
+    return int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", session,
+                               "#{pane_pid}"], capture_output=True, text=True,
+                              check=True).stdout)
+
+
+def first_record(bench: Path, key: str, timeout: float, what: str) -> dict:
+    """The first line of the app's bench file that has `key`, once it is written."""
+    return _wait(lambda: next((r for r in _records(bench) if key in r), None), timeout, what)
+
+
 def run_console(args: list[str], window: float, warmup: float = 3.0,
                 env: dict[str, str] | None = None) -> dict[str, Any]:
     """`python -m abtui tui ARGS` in tmux: measure over `window` after the first frame and
@@ -92,13 +106,8 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
     t0 = time.time()
     pid = 0
     try:
-        subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", "b", "-x", "160", "-y",
-                        "48", cmd], check=True)
-        pid = int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", "b",
-                                  "#{pane_pid}"], capture_output=True, text=True,
-                                 check=True).stdout)
-        first = _wait(lambda: next((r for r in _records(bench) if "first_frame" in r), None),
-                      20, "the first frame")
+        pid = spawn(socket, "b", cmd)
+        first = first_record(bench, "first_frame", 20, "the first frame")
         time.sleep(warmup)  # imports done, links up, panes filled
         c0, w0, since = _cpu_seconds(pid), time.monotonic(), time.time()
         time.sleep(window)

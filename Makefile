@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+comma := ,
+empty :=
+space := $(empty) $(empty)
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
 	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static
 DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo \
@@ -33,9 +36,32 @@ setup: .deps-stamp $(VENV)/.installed
 	@mkdir -p /run/sshd
 	@touch $@
 
-$(VENV)/.installed: pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test,vm,plot]'
+# The virtual environment, created without pip and given uv from the package index (by the
+# system's pip): uv installs abtui's dependencies in a third of pip's time (docs/performance.md:
+# `make demo` cold). Where uv cannot be had, a venv with pip does the same, slower.
+$(PY):
+	@python3 -m venv --without-pip $(VENV) && \
+	  python3 -m pip --python $(PY) install -q uv >/dev/null 2>&1 || \
+	  { rm -rf $(VENV) && python3 -m venv $(VENV); }
+
+INSTALL = $(if $(wildcard $(VENV)/bin/uv),$(VENV)/bin/uv pip install -q --python $(PY),\
+	$(PY) -m pip install -q)
+# What the console and the lab import, compiled once: uv does not compile what it installs,
+# and where PYTHONDONTWRITEBYTECODE is set Python never caches a compiled module, so each start
+# would compile them again (a second of CPU). Imported, not compileall'd: all of scipy would
+# take half a minute, and the console needs only scipy.special, minutes in (a verdict).
+WARM_IMPORTS := abtui.commands.demo abtui.commands.tui abtui.lab.netns abtui.measure.engine \
+	abtui.ui.app abtui.ui.guard abtui.reports.stats
+
+# What `make demo` needs: abtui and its dependencies, no test or VM tools.
+$(VENV)/.installed-run: pyproject.toml | $(PY)
+	$(INSTALL) -e .
+	@env -u PYTHONDONTWRITEBYTECODE $(PY) -c 'import $(subst $(space),$(comma) ,$(WARM_IMPORTS))'
+	@touch $@
+
+# Everything: the tests, lint and VM tools and the plot images' matplotlib too.
+$(VENV)/.installed: $(VENV)/.installed-run
+	$(INSTALL) -e '.[test,vm,plot]'
 	@touch $@
 
 # apt's package lists may be missing or stale on a fresh machine: updated once, then retried.
@@ -45,8 +71,14 @@ kernels: setup
 	  $(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null; } || \
 	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
 
-demo: setup
+demo: .deps-stamp $(VENV)/.installed-run $(VENV)/.compiled
 	$(VENV)/bin/abtui demo
+
+# abtui's own modules compiled ahead, again when one changed: where PYTHONDONTWRITEBYTECODE is
+# set, Python never caches them, and every start compiled ~100 modules again (0.3 s of CPU)
+$(VENV)/.compiled: $(VENV)/.installed-run $(shell find abtui -name '*.py')
+	@$(PY) -m compileall -q abtui >/dev/null
+	@touch $@
 
 test: setup kernels
 	$(VENV)/bin/ruff check abtui tests
@@ -59,7 +91,8 @@ test-slow: setup
 	@$(MAKE) --no-print-directory kernels ABTUI_SLOW=1
 	ABTUI_SLOW=1 $(VENV)/bin/pytest -q -m slow
 
-bench: setup
+# abtui compiled as `make demo` leaves it: the first frame is timed as a user gets it
+bench: setup $(VENV)/.compiled
 	$(PY) -m tests.bench
 
 # reliability.md: the fault scenarios' outcomes of one run, written only when asked

@@ -30,7 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `command`, only that subcommand's module is imported for its
+    arguments (the others are listed by name and help): importing every command's module
+    pulled numpy in through `compare` before the console's first frame."""
     parser = argparse.ArgumentParser(
         prog="abtui",
         description="Live, side-by-side A/B testing of kernels and network settings.",
@@ -41,8 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         if importlib.util.find_spec(f"abtui.commands.{module}") is None:
             continue  # not built yet
         sp = sub.add_parser(name, help=help_text, description=help_text)
-        mod = _command_module(module)
-        mod.add_arguments(sp)
+        if command is None or name == command:
+            _command_module(module).add_arguments(sp)
         sp.set_defaults(_module=module)
     return parser
 
@@ -56,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help",
                                                                               "--version")):
         args_list = ["tui", *args_list]
-    parser = build_parser()
+    parser = build_parser(args_list[0] if args_list[0] in COMMANDS else None)
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:  # argparse: 2 for bad arguments, 0 for --help

@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import asyncssh
-
 from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout
+from abtui.remote.sshlib import asyncssh, load
 from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
 
 KEEPALIVE_INTERVAL = 2.0
@@ -54,22 +54,28 @@ class CommandResult:
         return self.exit_status == 0
 
 
-class _Client(asyncssh.SSHClient):
-    def __init__(self, link: HostLink) -> None:
-        self._link = link
-        self._conn: asyncssh.SSHClientConnection | None = None
+@functools.cache
+def _client_class() -> Callable[[HostLink], asyncssh.SSHClient]:
+    """The asyncssh client class of a link (defined on first use: asyncssh is imported then,
+    abtui.remote.sshlib)."""
 
-    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
-        self._conn = conn
+    class _Client(asyncssh.SSHClient):
+        def __init__(self, link: HostLink) -> None:
+            self._link = link
+            self._conn: asyncssh.SSHClientConnection | None = None
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._link._on_connection_lost(self._conn, exc)
+        def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+            self._conn = conn
 
-    def validate_host_public_key(self, host: str, addr: str, port: int,
-                                 key: asyncssh.SSHKey) -> bool:
-        """Called only for a key known_hosts does not list: tell unknown from changed."""
-        return self._link.host_keys.judge(host, addr, port, key)
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._link._on_connection_lost(self._conn, exc)
 
+        def validate_host_public_key(self, host: str, addr: str, port: int,
+                                     key: asyncssh.SSHKey) -> bool:
+            """Called only for a key known_hosts does not list: tell unknown from changed."""
+            return self._link.host_keys.judge(host, addr, port, key)
+
+    return _Client
 
 
 def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") -> str:
@@ -114,9 +120,7 @@ class HostLink:
                                        known_hosts=known_hosts,
                                        accept_new_host_keys=accept_new_host_keys)
         self.sudo = sudo
-        # a slow host (an emulated VM) gets what its ssh_config's ConnectTimeout says
-        self.connect_timeout = connect_timeout or configured_connect_timeout(
-            ssh_config, self.destination.host) or DEFAULT_CONNECT_TIMEOUT
+        self._connect_timeout = connect_timeout  # None: read on first use (connect_timeout)
         self.on_state = on_state
         self.reconnect = reconnect
         self.state = LinkState.CLOSED
@@ -129,12 +133,22 @@ class HostLink:
         self._connected = asyncio.Event()
 
     # ---- connection ---------------------------------------------------------------------
+    @property
+    def connect_timeout(self) -> float:
+        """Given, else what the host's ssh_config block's ConnectTimeout says (a slow host,
+        an emulated VM), else the default; read when first needed, as connecting does (the
+        ssh_config is read by asyncssh, not imported before then)."""
+        if self._connect_timeout is None:
+            self._connect_timeout = configured_connect_timeout(
+                self.ssh_config, self.destination.host) or DEFAULT_CONNECT_TIMEOUT
+        return self._connect_timeout
+
     def _options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {
             "keepalive_interval": KEEPALIVE_INTERVAL,
             "keepalive_count_max": KEEPALIVE_COUNT_MAX,
             "connect_timeout": self.connect_timeout,
-            "client_factory": lambda: _Client(self),
+            "client_factory": lambda: _client_class()(self),
         }
         if self.ssh_config:
             opts["config"] = [self.ssh_config]
@@ -187,6 +201,7 @@ class HostLink:
         if self._invalid:
             raise RemoteError(self.alias, self._invalid)
         host, extra = self.destination.connect_args()
+        await load()  # the first link imports asyncssh off the event loop
         conn = await asyncio.wait_for(asyncssh.connect(host, **extra, **self._options()),
                                       self.connect_timeout)
         try:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-import asyncssh
-
 from abtui.core.destination import Destination
+from abtui.remote.sshlib import asyncssh
 
 
 def known_hosts_entry(files: list[str], host: str, addr: str,

@@ -13,10 +13,9 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Generic, Protocol, TypeVar
 
-import asyncssh
-
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
+from abtui.remote.sshlib import asyncssh
 
 PGID_MARK = "__ABTUI_PGID__"
 

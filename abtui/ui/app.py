@@ -157,14 +157,14 @@ class AbtuiApp(App[int]):
         self.screen_layout.fit()
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
-        if self.autostart:
-            self.start("continuous")
 
     def _first_frame_shown(self) -> None:
         # what start-up built lives as long as the app: keep it out of the collector's
         # full passes, which otherwise stall a busy console for 100+ ms
         gc.freeze()
         self.bench.first_frame()
+        if self.autostart:  # after the first frame: connecting imports asyncssh (0.3 s)
+            self.start("continuous")
         self.table.load_stats(lambda: self.table_throttle(force=True))
 
     def on_unmount(self) -> None:

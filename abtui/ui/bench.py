@@ -1,6 +1,7 @@
-"""What the console's benches measure (tests/bench/bench_ui.py), kept out of the app: when the
-first frame was shown, and each interval's time from its line's arrival to the refresh that
-showed it; written as JSON lines to $ABTUI_BENCH_FILE (nothing is kept without one)."""
+"""What the console's benches measure (tests/bench/bench_ui.py, bench_demo.py), kept out of the
+app: when the first frame was shown, when the first interval was (the first live number), and
+each interval's time from its line's arrival to the refresh that showed it; written as JSON
+lines to $ABTUI_BENCH_FILE (nothing is kept without one)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ class BenchProbe:
         self.first_interval_at: float | None = None
 
     def first_frame(self) -> None:
-        self._write({"first_frame": time.time()})
+        # the process's CPU time too: a figure the machine's load does not stretch
+        self._write({"first_frame": time.time(), "cpu_s": time.process_time()})
 
     def shown(self, stamps: list[float]) -> None:
         """Intervals that arrived at `stamps` (perf_counter) are on screen now."""
@@ -29,7 +31,9 @@ class BenchProbe:
             wall = time.time()  # when shown, for benches that skip a warm-up
             self.latencies.extend((wall, now - s) for s in stamps)
             if self.first_interval_at is None:
-                self.first_interval_at = time.time()
+                self.first_interval_at = wall
+                self._write({"first_interval": wall,  # the first live number on screen
+                             "cpu_s": time.process_time()})
 
     def leaving(self, received: int) -> None:
         self._write({"received": received, "shown": self.shown_intervals,

@@ -48,6 +48,14 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (not gone, not a zombie waiting to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _records(path: Path) -> list[dict]:
     """The app's complete lines so far (the last one may still be being written)."""
     if not path.exists():
@@ -69,6 +77,20 @@ def _wait(cond, timeout: float, what: str):  # type: ignore[no-untyped-def]
     raise RuntimeError(f"timed out waiting for {what}")
 
 
+def spawn(socket: str, session: str, cmd: str) -> int:
+    """`cmd` in a new 160×48 tmux session on a server of its own (`socket`): its pane's PID."""
+    subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", session, "-x", "160", "-y",
+                    "48", cmd], check=True)
+    return int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", session,
+                               "#{pane_pid}"], capture_output=True, text=True,
+                              check=True).stdout)
+
+
+def first_record(bench: Path, key: str, timeout: float, what: str) -> dict:
+    """The first line of the app's bench file that has `key`, once it is written."""
+    return _wait(lambda: next((r for r in _records(bench) if key in r), None), timeout, what)
+
+
 def run_console(args: list[str], window: float, warmup: float = 3.0,
                 env: dict[str, str] | None = None) -> dict[str, Any]:
     """`python -m abtui tui ARGS` in tmux: measure over `window` after the first frame and
@@ -84,13 +106,8 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
     t0 = time.time()
     pid = 0
     try:
-        subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", "b", "-x", "160", "-y",
-                        "48", cmd], check=True)
-        pid = int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", "b",
-                                  "#{pane_pid}"], capture_output=True, text=True,
-                                 check=True).stdout)
-        first = _wait(lambda: next((r for r in _records(bench) if "first_frame" in r), None),
-                      20, "the first frame")
+        pid = spawn(socket, "b", cmd)
+        first = first_record(bench, "first_frame", 20, "the first frame")
         time.sleep(warmup)  # imports done, links up, panes filled
         c0, w0, since = _cpu_seconds(pid), time.monotonic(), time.time()
         time.sleep(window)
@@ -98,6 +115,9 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "b", "C-q"], check=True)
         last = _wait(lambda: next((r for r in _records(bench) if "shown" in r), None), 30,
                      "the console to quit")
+        # it says so before it has restored the hosts and closed the session: the lab (and
+        # its lease) must not be taken down under it
+        _wait(lambda: not _running(pid), 30, "the console to exit")
     except Exception as exc:  # what the terminal shows says why, more often than not
         screen = subprocess.run([TMUX, "-S", socket, "capture-pane", "-p", "-t", "b"],
                                 capture_output=True, text=True).stdout
@@ -112,6 +132,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
     if last["first_interval_at"] is None:
         raise RuntimeError("the console showed no interval")
     return {"cpu_pct": 100 * (c1 - c0) / (w1 - w0), "first_frame_s": first["first_frame"] - t0,
+            "first_frame_cpu_s": first.get("cpu_s", float("nan")),
             "received": last["received"], "shown": last["shown"],
             "span": last["exit_at"] - last["first_interval_at"],
             "latencies": [lat * 1000 for at, lat in last["latencies"] if at >= since]}
@@ -144,7 +165,9 @@ def console_live() -> list[dict]:
         _latency("ui_latency_p99_ms", r["latencies"],
                  "live: line on the SSH channel -> refresh shown, 2 pairs at 1 s"),
         {"name": "first_frame_s", "value": round(r["first_frame_s"], 3), "unit": "s",
-         "note": "tmux spawn + `python -m abtui tui LAB-PROFILE` to the first frame"},
+         "note": "tmux spawn + `python -m abtui tui LAB-PROFILE` to the first frame; "
+                 f"the console's CPU time by then {r['first_frame_cpu_s']:.3f} s; "
+                 f"load {load:.1f}"},
     ]
 
 

@@ -1,0 +1,56 @@
+"""Start-up imports only what the first frame needs (docs/performance.md: `first_frame_s`,
+`demo_first_number_warm_s`): a subcommand imports its own module, not every command's (numpy
+came in through `compare`), and the engine and the console import asyncssh only when a link
+connects. Each checked in a fresh interpreter, since one test's imports would hide another's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("numpy", "scipy", "asyncssh", "cryptography", "matplotlib", "plotext")
+
+
+def _loaded_after(code: str) -> list[str]:
+    probe = f"{code}\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", f"import sys\n{probe}"], capture_output=True,
+                         text=True, check=True, timeout=120).stdout.strip().splitlines()
+    return [m for m in out[-1].split(",") if m] if out else []
+
+
+def test_a_subcommand_s_arguments_import_no_other_command() -> None:
+    """`abtui demo` / `abtui tui` parse their arguments without importing `compare` (and
+    with it numpy and abtui.reports.stats)."""
+    for command in ("demo", "tui", "lab"):
+        code = ("import contextlib, io\nfrom abtui.cli import main\n"
+                f"with contextlib.redirect_stdout(io.StringIO()): main([{command!r}, '--help'])")
+        assert _loaded_after(code) == [], command
+
+
+def test_every_subcommand_is_still_listed_and_parses() -> None:
+    from abtui.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    assert set(COMMANDS) <= set(parser.format_help().replace(",", " ").split())
+    args = build_parser("compare").parse_args(["compare", "a", "b", "--format", "json"])
+    assert args._module == "compare" and args.format == "json"
+
+
+def test_the_console_and_the_engine_import_no_ssh_until_a_link_connects() -> None:
+    code = ("import abtui.commands.demo, abtui.commands.tui, abtui.lab.netns, abtui.ui.app, "
+            "abtui.ui.guard, abtui.measure.engine\n"
+            "from abtui.remote.link import HostLink\n"
+            "link = HostLink('lab-a-snd', ssh_config='/nonexistent')")
+    assert _loaded_after(code) == []
+
+
+def test_a_link_imports_asyncssh_when_it_needs_it() -> None:
+    """The check above can fail: reading a link's ConnectTimeout (asyncssh's ssh_config
+    reader) does import it, and the lazy module is the real one."""
+    code = ("from abtui.remote.link import HostLink\n"
+            "from abtui.remote.sshlib import asyncssh\n"
+            "link = HostLink('lab-a-snd', ssh_config='/nonexistent')\n"
+            "assert link.connect_timeout == 10.0\n"
+            "import asyncssh as real\n"
+            "assert asyncssh.Error is real.Error")
+    assert "asyncssh" in _loaded_after(code)

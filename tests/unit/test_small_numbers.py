@@ -132,7 +132,7 @@ def test_an_interval_of_unknown_span_counts_in_no_rate() -> None:
     assert stats.phase_rate(session, session.phases[0]).mean == pytest.approx(10e9)
     assert _summaries(session, "A")[0]["bits_per_second"] == pytest.approx(10e9)
     rates = RunRates()
-    assert [r for ev in events if (r := rates(ev)) is not None] == [pytest.approx(10e9)]
+    assert [r.rate for ev in events if (r := rates(ev)) is not None] == [pytest.approx(10e9)]
     state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
     for ev in events:
         state.apply(ev)

@@ -33,6 +33,7 @@ from abtui.lab.netns import Lab
 from abtui.ui.app import FLUSH_HZ
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
+from tests.e2e.term import STARTED, end_console
 
 ROOT = Path(__file__).resolve().parents[2]
 TMUX = shutil.which("tmux")
@@ -89,6 +90,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         pid = int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", "b",
                                   "#{pane_pid}"], capture_output=True, text=True,
                                  check=True).stdout)
+        STARTED[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()  # end_console ends it
         first = _wait(lambda: next((r for r in _records(bench) if "first_frame" in r), None),
                       20, "the first frame")
         time.sleep(warmup)  # imports done, links up, panes filled
@@ -104,9 +106,11 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         shown = " | ".join(line.strip() for line in screen.splitlines() if line.strip())
         raise RuntimeError(f"{exc}; the terminal showed: {shown[-400:]!r}") from exc
     finally:
-        from tests.e2e.term import end_console
-
-        end_console(pid)  # (exec: the pane's process is the console)
+        # (exec: the pane's process is the console) gone before the lab is taken down: a
+        # console still restoring its hosts holds the lab's lease
+        with contextlib.suppress(RuntimeError):
+            _wait(lambda: not Path(f"/proc/{pid}").exists(), 30, "the console to exit")
+        end_console(pid)
         subprocess.run([TMUX, "-S", socket, "kill-server"], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     if last["first_interval_at"] is None:

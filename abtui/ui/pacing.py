@@ -118,7 +118,9 @@ class Throttle:
     the window's end, and a call less than `slack / 2` before the end runs it at once: while
     flushes keep coming, the throttled repaint rides on one of them and shares its frame
     instead of costing a frame of its own (Textual renders everything a frame's dirty
-    rectangle covers, so on a busy console each frame costs about the same)."""
+    rectangle covers, so on a busy console each frame costs about the same). A call less
+    than `slack / 2` after a run runs too: it belongs to the same burst of events (two pairs'
+    intervals a few ms apart), whose flushes make a frame anyway."""
 
     def __init__(self, scheduler: Scheduler, hz: float, action: Callable[[], object], *,
                  slack: float = 0.0) -> None:
@@ -142,7 +144,7 @@ class Throttle:
     def __call__(self, force: bool = False) -> None:
         now = self.clock()
         due = self.at + self.period
-        if force or due - self.slack / 2 <= now:
+        if force or due - self.slack / 2 <= now or now - self.at < self.slack / 2:
             self._run()
         else:
             self._wakeup.at(due + self.slack)

@@ -115,10 +115,13 @@ class AbtuiApp(App[int]):
         self.files = SessionFiles(self, controller, self.state, self.journal, self.event_log,
                                   done=self.done, fail=self.fail, save_dir=save_dir,
                                   sessions_dir=sessions_dir)
-        self.board = PaneBoard(self.scheduler, self.state)  # the panes' repaints (TEXT_HZ at most)
+        # the panes' repaints (TEXT_HZ at most); the numbers and the phase table are repainted
+        # in a flush's frame while flushes keep coming, not in frames of their own
+        self.board = PaneBoard(self.scheduler, self.state, slack=1 / flush_hz)
         self.text_throttle = self.board.text_throttle
         # the phase table's means move slowly: repainted TABLE_HZ times a second at most
-        self.table_throttle = Throttle(self.scheduler, TABLE_HZ, self._update_phase_table)
+        self.table_throttle = Throttle(self.scheduler, TABLE_HZ, self._update_phase_table,
+                                       slack=1 / flush_hz)
         self.set_keymap(load_keymap() if keymap is None else keymap)
         controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from abtui.core.events import Event, EventKind
 from abtui.ui.pacing import Scheduler
 
-FLUSH_HZ = 5  # flushes a second at most when events never pause (see wait)
+FLUSH_HZ = 10  # flushes a second at most when events never pause (see wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
-LAZY_S = 0.5  # ping replies and watch samples wait this long at most to be shown
+LAZY_S = 1.0  # ping replies and watch samples wait this long at most to be shown
 LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH, EventKind.CPU})
 
 

@@ -112,11 +112,21 @@ class Wakeup:
 
 class Throttle:
     """Run `action` at most `hz` times a second; a call inside the window runs it once at the
-    window's end, so the last values always show."""
+    window's end, so the last values always show.
 
-    def __init__(self, scheduler: Scheduler, hz: float, action: Callable[[], object]) -> None:
+    With `slack` (the period of the console's flushes), the deferred run waits `slack` past
+    the window's end, and a call less than `slack / 2` before the end runs it at once: while
+    flushes keep coming, the throttled repaint rides on one of them and shares its frame
+    instead of costing a frame of its own (Textual renders everything a frame's dirty
+    rectangle covers, so on a busy console each frame costs about the same). A call less
+    than `slack / 2` after a run runs too: it belongs to the same burst of events (two pairs'
+    intervals a few ms apart), whose flushes make a frame anyway."""
+
+    def __init__(self, scheduler: Scheduler, hz: float, action: Callable[[], object], *,
+                 slack: float = 0.0) -> None:
         self.clock = scheduler.clock
         self.period = 1 / hz
+        self.slack = slack
         self.action = action
         self.at = -1e9  # when it last ran (clock time)
         self._wakeup = scheduler.wakeup(self._run)
@@ -126,13 +136,18 @@ class Throttle:
         """A run is scheduled."""
         return self._wakeup.pending
 
+    @property
+    def due(self) -> float | None:
+        """When the scheduled run comes (clock time), if one is."""
+        return self._wakeup.due
+
     def __call__(self, force: bool = False) -> None:
         now = self.clock()
         due = self.at + self.period
-        if force or due <= now:
+        if force or due - self.slack / 2 <= now or now - self.at < self.slack / 2:
             self._run()
         else:
-            self._wakeup.at(due)
+            self._wakeup.at(due + self.slack)
 
     def _run(self) -> None:
         self._wakeup.cancel()

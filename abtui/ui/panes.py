@@ -22,12 +22,13 @@ def pane_label(widget: Widget | None) -> str | None:
 class PaneBoard:
     """The main screen's panes (set on mount) and what of them is due a repaint."""
 
-    def __init__(self, scheduler: Scheduler, state: ConsoleState) -> None:
+    def __init__(self, scheduler: Scheduler, state: ConsoleState, slack: float = 0.0) -> None:
         self.state = state
         self.panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
         self._text_due: set[str] = set()
-        self.text_throttle = Throttle(scheduler, TEXT_HZ, self._refresh_text)
+        # `slack`: the numbers ride on a flush's frame (abtui.ui.pacing.Throttle)
+        self.text_throttle = Throttle(scheduler, TEXT_HZ, self._refresh_text, slack=slack)
 
     def changed(self, pairs: set[str], *, now: bool) -> None:
         """These pairs changed: their charts redraw (all when the scale moved), their numbers

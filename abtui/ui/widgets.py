@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -14,6 +14,8 @@ from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
+from textual.style import Style as TextualStyle
+from textual.visual import VisualType
 from textual.widgets import Sparkline, Static
 
 from abtui.core.model import LinkState
@@ -112,6 +114,69 @@ class ScaledSparkline(Sparkline):
         return strips
 
 
+class PackedText(Static):
+    """A pane's packed lines (abtui.ui.widgets.pack_chips: the pane fits them to its width,
+    so nothing wraps), drawn straight from each line's spans and kept until the next update.
+    Textual's general rendering of a Static (wrapping, a style per cell run carrying its
+    offset for mouse selection) was most of a busy console's frame: each pane repaints its
+    numbers up to TEXT_HZ times a second. Mouse selection of these lines is left out."""
+
+    ALLOW_SELECT = False
+    _strips: list[Strip] | None = None
+    _strips_width = -1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._styles: dict[tuple[str | TextualStyle, TextualStyle], Style] = {}
+
+    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
+        self._packed = content if isinstance(content, Content) else Content(str(content))
+        self._strips = None
+        super().update(content, layout=layout)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips = None  # a theme change recolours the text
+        self._styles.clear()
+
+    def render_line(self, y: int) -> Strip:  # type: ignore[override]
+        width = self.content_region.width
+        if self._strips is None or self._strips_width != width:
+            base = self.visual_style
+            packed: Content = getattr(self, "_packed", Content(""))
+            self._strips = [Strip(self._segments(line, base), line.cell_length)
+                            .adjust_cell_length(width, base.background_style.rich_style)
+                            for line in packed.split("\n", allow_blank=True)]
+            self._strips_width = width
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(width, self.visual_style.background_style.rich_style)
+
+    def _segments(self, line: Content, base: TextualStyle) -> list[Segment]:
+        """A line's segments: its text between spans in the base style, each span's in the
+        base style plus its own (kept per style); Textual's rendering where spans overlap."""
+        plain, at, out = line.plain, 0, []
+        base_rich = base.rich_style
+        for span in sorted(line.spans, key=lambda sp: sp.start):
+            if span.start < at:
+                return line.render_segments(base)
+            if span.start > at:
+                out.append(Segment(plain[at:span.start], base_rich))
+            out.append(Segment(plain[span.start:span.end], self._rich(span.style, base)))
+            at = span.end
+        if at < len(plain):
+            out.append(Segment(plain[at:], base_rich))
+        return out
+
+    def _rich(self, style: str | TextualStyle, base: TextualStyle) -> Style:
+        key = (style, base)
+        got = self._styles.get(key)
+        if got is None:
+            extra = TextualStyle.parse(style) if isinstance(style, str) else style
+            got = self._styles[key] = (base + extra).rich_style
+        return got
+
+
 LINK_TEXT: dict[str, str] = {
     LinkState.CONNECTED: "[b $success]● connected[/]",
     LinkState.CONNECTING: "[b $warning]◌ connecting[/]",
@@ -140,13 +205,13 @@ class PairPane(Vertical):
             visible(f"{state.label}  {state.sender} → {state.receiver}"))
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(id="head", classes="head", markup=True)
-        yield Static(id="config", classes="config")
-        yield Static(id="bps-label", classes="metric")
+        yield PackedText(id="head", classes="head", markup=True)
+        yield PackedText(id="config", classes="config")
+        yield PackedText(id="bps-label", classes="metric")
         yield ScaledSparkline(id="bps", classes="spark")
-        yield Static(id="rtt-label", classes="metric")
+        yield PackedText(id="rtt-label", classes="metric")
         yield ScaledSparkline(id="rtt", classes="spark rtt")
-        yield Static(id="tcp", classes="metric")
+        yield PackedText(id="tcp", classes="metric")
         yield Static(id="error", classes="error")
 
     def on_mount(self) -> None:

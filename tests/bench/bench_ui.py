@@ -33,6 +33,7 @@ from abtui.lab.netns import Lab
 from abtui.ui.app import FLUSH_HZ
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
+from tests.e2e.term import STARTED, end_console
 
 ROOT = Path(__file__).resolve().parents[2]
 TMUX = shutil.which("tmux")
@@ -81,9 +82,11 @@ def spawn(socket: str, session: str, cmd: str) -> int:
     """`cmd` in a new 160×48 tmux session on a server of its own (`socket`): its pane's PID."""
     subprocess.run([TMUX, "-S", socket, "new-session", "-d", "-s", session, "-x", "160", "-y",
                     "48", cmd], check=True)
-    return int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", session,
-                               "#{pane_pid}"], capture_output=True, text=True,
-                              check=True).stdout)
+    pid = int(subprocess.run([TMUX, "-S", socket, "display", "-p", "-t", session,
+                              "#{pane_pid}"], capture_output=True, text=True,
+                             check=True).stdout)
+    STARTED[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()  # end_console ends only it
+    return pid
 
 
 def first_record(bench: Path, key: str, timeout: float, what: str) -> dict:
@@ -111,7 +114,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         time.sleep(warmup)  # imports done, links up, panes filled
         c0, w0, since = _cpu_seconds(pid), time.monotonic(), time.time()
         time.sleep(window)
-        c1, w1 = _cpu_seconds(pid), time.monotonic()
+        c1, w1, until = _cpu_seconds(pid), time.monotonic(), time.time()
         subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "b", "C-q"], check=True)
         last = _wait(lambda: next((r for r in _records(bench) if "shown" in r), None), 30,
                      "the console to quit")
@@ -124,9 +127,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         shown = " | ".join(line.strip() for line in screen.splitlines() if line.strip())
         raise RuntimeError(f"{exc}; the terminal showed: {shown[-400:]!r}") from exc
     finally:
-        from tests.e2e.term import end_console
-
-        end_console(pid)  # (exec: the pane's process is the console)
+        end_console(pid)  # (exec: the pane's process is the console) after a failure
         subprocess.run([TMUX, "-S", socket, "kill-server"], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     if last["first_interval_at"] is None:
@@ -135,7 +136,9 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
             "first_frame_cpu_s": first.get("cpu_s", float("nan")),
             "received": last["received"], "shown": last["shown"],
             "span": last["exit_at"] - last["first_interval_at"],
-            "latencies": [lat * 1000 for at, lat in last["latencies"] if at >= since]}
+            # the window's, as its CPU is: not what was shown while ctrl+q took the console
+            # down (the quit screen, the hosts restored)
+            "latencies": [lat * 1000 for at, lat in last["latencies"] if since <= at <= until]}
 
 
 def _p99(values: list[float]) -> float:

@@ -12,7 +12,7 @@ from pathlib import Path
 from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from abtui.ui.feed import LAZY_S
+from abtui.ui.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
 from tests.ui.console_kit import FakeClock, SpyController, started, until
 
 
@@ -60,8 +60,8 @@ async def test_ping_replies_wait_for_the_next_flush_and_an_interval_never_does()
 
 
 async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
-    """40 intervals a second: a handful of flushes a second (FLUSH_HZ), each showing several
-    intervals, none lost."""
+    """40 intervals a second: FLUSH_HZ flushes a second (after a burst of FLUSH_BURST), each
+    showing several intervals, none lost."""
     app, events = _quiet_app()
     async with app.run_test() as pilot:
         await started(pilot)
@@ -82,4 +82,32 @@ async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
         elapsed = time.perf_counter() - t0
         await until(pilot, lambda: not app.feed.pending)
         assert app.state.pairs["A"].intervals == len(intervals)  # none lost
-        assert 2 <= flushes <= len(intervals) / 4, (flushes, elapsed)
+        assert 2 <= flushes <= FLUSH_BURST + FLUSH_HZ * elapsed + 1, (flushes, elapsed)
+        assert flushes < len(intervals) / 2  # each flush showed several
+
+
+async def test_two_pairs_intervals_ms_apart_show_their_numbers_in_that_burst() -> None:
+    """Pair B's interval 10 ms after A's: B's numbers are repainted with its flush (the frame
+    that burst makes anyway), not deferred to a frame of their own a throttle window later."""
+    clock = FakeClock()
+    profile = synthetic_profile(2)
+    events = synthetic_events(profile, intervals=10, seed=3)
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await started(pilot)
+        for e in events:  # the preamble and the run's start
+            if e.kind is EventKind.INTERVAL:
+                break
+            app.receive(e)
+        await app.settled()
+        clock.now += 1.0
+        a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
+        app.receive(a)
+        await until(pilot, lambda: app.state.pairs["A"].intervals == 1)
+        clock.now += 0.01
+        before = str(app.query_one("#pane-B #bps-label").render())
+        app.receive(b)
+        await until(pilot, lambda: app.state.pairs["B"].intervals == 1)
+        assert not app.text_throttle.pending  # nothing left for a frame of its own
+        await pilot.pause()
+        assert str(app.query_one("#pane-B #bps-label").render()) != before  # its numbers

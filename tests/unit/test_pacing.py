@@ -93,3 +93,30 @@ async def test_a_throttle_runs_at_most_once_a_period_and_the_last_call_shows() -
     await asyncio.wait_for(queue.posted.wait(), 5.0)  # asyncio's timer posted the call
     queue.run()
     assert ran == [100.0, 100.5] and not t.pending
+
+
+async def test_a_throttle_with_slack_rides_on_the_next_call_instead_of_a_call_of_its_own(
+) -> None:
+    """The console's numbers and table (slack: a flush's period) are repainted by a flush
+    while flushes keep coming, so they share its frame; the deferred run comes only when
+    none does, `slack` past the window's end."""
+    queue, clock, ran = Queue(), Clock(), []
+    t = Throttle(Scheduler(queue, clock), 5, lambda: ran.append(round(clock.now, 3)),
+                 slack=0.1)
+    t()  # runs: at 100.0
+    clock.now += 0.01
+    t()  # the same burst (another pair's interval, 10 ms later): its flush's frame shows it
+    assert ran == [100.0, 100.01]
+    clock.now += 0.09
+    t()  # inside the window (ends at 100.21): deferred to 100.31, not 100.21
+    assert ran == [100.0, 100.01] and t.due is not None and round(t.due, 3) == 100.31
+    clock.now += 0.09  # 100.19: a flush a little before the window's end runs it
+    t()
+    assert ran == [100.0, 100.01, 100.19] and not t.pending
+    clock.now += 0.06
+    t()  # no flush after this one: the deferred run comes at the window's end + slack
+    assert t.due is not None and round(t.due, 3) == 100.49
+    clock.now = 100.5
+    await asyncio.wait_for(queue.posted.wait(), 5.0)
+    queue.run()
+    assert ran == [100.0, 100.01, 100.19, 100.5]

@@ -1,0 +1,98 @@
+"""The control shell's framing (abtui.remote.link.ControlShell) with a fake SSH process: a
+command is written while its TCP socket is corked (asyncssh's two packets leave in one
+segment) and uncorked right after, even when the write fails; the end marks are one shell's,
+so the patterns asyncssh searches with are compiled once, not per command."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+from typing import Any
+
+import pytest
+
+from abtui.remote.link import ControlShell
+
+
+class Reader:
+    def __init__(self) -> None:
+        self.data = ""
+        self.patterns: list[re.Pattern[str]] = []
+
+    async def readuntil(self, pattern: re.Pattern[str], max_len: int = 0) -> str:
+        self.patterns.append(pattern)
+        m = pattern.search(self.data)
+        assert m is not None
+        out, self.data = self.data[: m.end()], self.data[m.end():]
+        return out
+
+
+class Writer:
+    def __init__(self, sock: Sock, fail: bool = False) -> None:
+        self.sock, self.fail = sock, fail
+        self.corked_writes: list[bool] = []
+
+    def write(self, text: str) -> None:
+        self.corked_writes.append(self.sock.corked)
+        if self.fail:
+            raise BrokenPipeError("gone")
+
+
+class Sock:
+    type, family = socket.SOCK_STREAM, socket.AF_INET
+
+    def __init__(self) -> None:
+        self.corked = False
+        self.calls: list[int] = []
+
+    def setsockopt(self, level: int, name: int, value: int) -> None:
+        assert (level, name) == (socket.IPPROTO_TCP, socket.TCP_CORK)
+        self.corked = bool(value)
+        self.calls.append(value)
+
+
+class Conn:
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+
+    def get_extra_info(self, name: str) -> Any:
+        return self.sock if name == "socket" else None
+
+
+class Process:
+    def __init__(self, sock: Sock, fail: bool = False) -> None:
+        self.stdin, self.stdout, self.stderr = Writer(sock, fail), Reader(), Reader()
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="no TCP_CORK on this OS")
+async def test_a_command_is_written_corked_and_its_result_read_by_one_shells_patterns() -> None:
+    sock = Sock()
+    proc = Process(sock)
+    shell = ControlShell(proc, Conn(sock))  # type: ignore[arg-type]
+    for n, (out, err, status) in enumerate([("hi\n", "oops\n", 3), ("x", "", 0)]):
+        shell.send("true", "{", "}")
+        assert proc.stdin.corked_writes[n] and not sock.corked
+        proc.stdout.data = f"{out}\n{shell.mark} {status}\n"
+        proc.stderr.data = f"{err}\n{shell.mark}\n"
+        result = await asyncio.wait_for(shell.result(), 5)
+        assert (result.stdout, result.stderr, result.exit_status) == (out.rstrip("\n"), err,
+                                                                      status)
+    assert len({id(p) for p in proc.stdout.patterns + proc.stderr.patterns}) == 2
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="no TCP_CORK on this OS")
+async def test_a_failed_write_leaves_the_socket_uncorked() -> None:
+    sock = Sock()
+    shell = ControlShell(Process(sock, fail=True), Conn(sock))  # type: ignore[arg-type]
+    with pytest.raises(BrokenPipeError):
+        shell.send("true", "{", "}")
+    assert sock.calls == [1, 0] and not sock.corked
+
+
+async def test_a_link_without_a_tcp_socket_writes_uncorked() -> None:
+    sock = Sock()
+    proc = Process(sock)
+    shell = ControlShell(proc, Conn(None))  # type: ignore[arg-type]
+    shell.send("true", "(", ")")
+    assert proc.stdin.corked_writes == [False] and sock.calls == []

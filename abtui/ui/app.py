@@ -25,7 +25,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import ProgressBar, RichLog
+from textual.widgets import ProgressBar
 
 from abtui.core.controller import Controller, Mode
 from abtui.core.events import Event
@@ -34,7 +34,7 @@ from abtui.ui import tables
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
 from abtui.ui.control import ControllerCalls
-from abtui.ui.eventlog import EventLog
+from abtui.ui.eventlog import EventLog, LogView
 from abtui.ui.feed import FLUSH_HZ, EventFeed
 from abtui.ui.files import SessionFiles
 from abtui.ui.journal import ConsoleJournal
@@ -147,7 +147,7 @@ class AbtuiApp(App[int]):
         yield from main_widgets(self.state)
 
     def on_mount(self) -> None:
-        self.event_log.widget = self.query_one("#log", RichLog)
+        self.event_log.attach(self.query_one("#log", LogView))
         self.table = self.query_one("#phases", tables.PhaseTable)
         self._knobbar = self.query_one("#knobbar", KnobBar)
         self.board.panes = list(self.query(PairPane))

@@ -11,10 +11,10 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.containers import Grid, Horizontal
 from textual.widget import Widget
-from textual.widgets import Footer, Header, ProgressBar, RichLog
+from textual.widgets import Footer, Header, ProgressBar
 
 from abtui.ui.alternation import VerdictPanel
-from abtui.ui.eventlog import LOG_LINES
+from abtui.ui.eventlog import LogView
 from abtui.ui.knobbar import KnobBar
 from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
@@ -37,7 +37,7 @@ def main_widgets(state: ConsoleState) -> ComposeResult:
     yield VerdictPanel(id="verdicts")
     with Horizontal(id="bottom"):
         yield PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
-        yield RichLog(id="log", max_lines=LOG_LINES, wrap=False, markup=False)
+        yield LogView(id="log")
     yield Footer()
 
 

@@ -287,11 +287,17 @@ def cpu_chips(s: PairState) -> list[list[Part]]:
 
 def pack_chips(chips: Sequence[Content], width: int, gap: int = 2) -> Content:
     """Chips side by side, `gap` cells apart, in as many lines of `width` cells as they need;
-    a chip moves to the next line whole (only one wider than a line is cut by wrapping)."""
+    a chip moves to the next line whole, and one wider than a line (a long error) is wrapped
+    at its words into lines of its own, so the lines counted are the lines shown."""
     lines: list[list[Content]] = [[]]
     used = 0
     for chip in chips:
         w = chip.cell_length
+        if w > width > 0:
+            parts = chip.wrap(width)
+            lines[-1:] = [*([lines[-1]] if lines[-1] else []), *([p] for p in parts)]
+            used = parts[-1].cell_length if parts else 0
+            continue
         if lines[-1] and used + gap + w > width:
             lines.append([])
             used = 0

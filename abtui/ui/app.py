@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from abtui.ui.pacing import Clock, Scheduler, Throttle
 from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
+from abtui.ui.screens import CompareScreen
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
@@ -137,8 +138,14 @@ class AbtuiApp(App[int]):
         """The palette: Textual's own commands, then every console action (run on the main
         screen), knobs included."""
         yield from super().get_system_commands(screen)
-        yield from system_commands(self.palette_actions(),
-                                   lambda action: self.run_action(action, self.main_screen))
+        yield from system_commands(self.palette_actions(), self._from_palette)
+
+    def _from_palette(self, action: str) -> Awaitable[Any]:
+        """A palette entry acts on the main screen; chosen over the compare screen, that
+        screen gives way first (a new comparison takes its place)."""
+        if isinstance(self.screen, CompareScreen):
+            self.pop_screen()
+        return self.run_action(action, self.main_screen)
 
     def palette_actions(self) -> list[tuple[str, str, str]]:
         return palette_actions(self.knob_keys, self.scopes)

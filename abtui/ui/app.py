@@ -181,6 +181,12 @@ class AbtuiApp(App[int]):
         if self.screen_layout is not None:  # resizes can come before mount
             self.screen_layout.fit(event.size.width, event.size.height)
 
+    def on_verdict_panel_changed(self) -> None:
+        """The alternation's panel shown, hidden or ended: room and keys change with it."""
+        if self.screen_layout is not None:
+            self.screen_layout.fit()
+        self.refresh_bindings()
+
     def on_pair_pane_grew(self) -> None:
         """Longer numbers wrapped a pane's line: the panes may no longer fit in full."""
         if self.screen_layout is not None:
@@ -329,11 +335,10 @@ class AbtuiApp(App[int]):
             self.state.pairs[label].error = ""
 
     def toggle_log(self) -> None:
-        """ctrl+l: the event log shown or hidden, the layout fitted to it."""
-        log = self.event_log.widget
-        assert log is not None and self.screen_layout is not None
-        log.display = not log.display
-        self.screen_layout.bottom.set_class(not log.display, "-nolog")
+        """ctrl+l: the event log shown or hidden (on a short narrow screen, whole or only its
+        latest line), the layout fitted to it."""
+        if self.screen_layout is not None:
+            self.screen_layout.toggle_log()
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:

@@ -20,6 +20,7 @@ from textual.widgets import RichLog
 from abtui.core.text import visible
 
 LOG_LINES = 2000  # lines the log keeps
+COLLAPSED_ROWS = 6  # rows a collapsed log gives its latest line at most
 STAMP = re.compile(r"^ *[+-]\d+\.\ds  ")  # a line's time stamp, as EventLog writes it
 
 
@@ -36,6 +37,20 @@ class LogView(RichLog):
                          **kwargs)  # type: ignore[arg-type]
         self.texts: Iterable[str] = ()  # every line written, to wrap again
         self._wrapped_at = 0  # the width the lines were wrapped at (0: not known yet)
+        self.collapsed = False  # only the latest line in sight (a short narrow screen)
+        self._last_rows = 1  # the rows the latest line took, wrapped
+        self._height: int | None = None  # the height set while collapsed
+
+    def collapse(self, collapsed: bool) -> None:
+        """Show only the latest line (whole, up to COLLAPSED_ROWS rows), or every line."""
+        self.collapsed = collapsed
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        height = 1 + min(self._last_rows, COLLAPSED_ROWS) if self.collapsed else None
+        if height != self._height:  # None: the stylesheet's again
+            self._height = height
+            self.styles.height = height
 
     def on_resize(self, event: Resize) -> None:
         width = self.scrollable_content_region.width
@@ -55,12 +70,16 @@ class LogView(RichLog):
         width = self._wrapped_at
         stamp = STAMP.match(text)
         indent = len(stamp.group(0)) if stamp else 0
-        if not width or len(text) <= width or not 0 < indent < width // 2:
-            self.write(text, scroll_end=scroll_end)
-            return
-        head, rest = text[:indent], Content(text[indent:]).wrap(width - indent)
-        self.write("\n".join(head + line.plain if i == 0 else " " * indent + line.plain
-                              for i, line in enumerate(rest)), scroll_end=scroll_end)
+        before = len(self.lines)
+        if width and len(text) > width and 0 < indent < width // 2:
+            head, rest = text[:indent], Content(text[indent:]).wrap(width - indent)
+            text = "\n".join(head + line.plain if i == 0 else " " * indent + line.plain
+                             for i, line in enumerate(rest))
+        # at the width it was wrapped for, even while hidden (no width of its own then)
+        self.write(text, width=width or None, scroll_end=scroll_end)
+        self._last_rows = max(1, len(self.lines) - before)
+        if self.collapsed:
+            self._fit_height()
 
 
 class EventLog:

@@ -65,6 +65,8 @@ class MainScreen(Screen[None]):
         dialog or the compare screen is up, its keys are its own (tab moves the focus in a
         dialog, letters type), never the scope's or a knob's behind it (the palette's
         entries run here too)."""
+        if action == "close_verdicts" and not self.console.alternation.ended():
+            return False  # nothing to close: not in the footer either
         return not self.console.leaving and self.app.screen is self
 
     # ---- scope and knobs ------------------------------------------------------------------
@@ -115,6 +117,10 @@ class MainScreen(Screen[None]):
         """Alternate the knob last flipped with a live verdict (abtui.ui.alternation), or
         stop."""
         self.console.alternation.toggle()
+
+    def action_close_verdicts(self) -> None:
+        """escape: an ended alternation's verdict panel closed, its rows given back."""
+        self.console.alternation.close()
 
     def action_min_effect(self) -> None:
         self.console.alternation.next_min_effect()

@@ -198,15 +198,25 @@ class PairPane(Vertical):
         return [[f"{k}=", (v, "bold")] for k, v in self.state.config.items()
                 if compact or k != "tunnel"]
 
+    def _head_chips(self, compact: bool) -> list[list[Part]]:
+        """The kernel (both hosts' when they differ) and the tunnel (compact: in the knobs'
+        line instead, so the kernel's keeps one line in a narrow pane)."""
+        s = self.state
+        kernels = sorted({k for k in s.kernels.values() if k})
+        kernel: list[Part] = [("kernel ", DIM), " / ".join(kernels) or "?"]
+        return [kernel] if compact else [kernel, [("tunnel ", DIM), s.tunnel]]
+
     def height_for(self, width: int, compact: bool) -> int:
-        """Rows this pane takes at `width` columns, frame included (compact: no sparklines
-        and no head line)."""
+        """Rows this pane takes at `width` columns, frame included (compact: no
+        sparklines)."""
         inner = width - 4
-        config = [Content.assemble(*c) for c in self._config_chips(compact)]
-        rows = 2 + _lines(config, inner)
-        for name in ("bps-label", "rtt-label", "tcp", *(() if compact else ("head",))):
-            rows += _lines(self._chips.get(name, []), inner)
-        return rows + (0 if compact else 3) + (1 if self.state.error else 0)
+        rows = 2
+        for chips in (self._config_chips(compact), self._head_chips(compact)):
+            rows += _lines([Content.assemble(*c) for c in chips], inner)
+        for name in ("bps-label", "rtt-label", "tcp", "error"):
+            if name != "error" or self.state.error:
+                rows += _lines(self._chips.get(name, []), inner)
+        return rows + (0 if compact else 3)
 
     def on_resize(self) -> None:
         width = self.content_region.width
@@ -241,10 +251,9 @@ class PairPane(Vertical):
         """The numbers (the console throttles these: digits changing 10 times a second are
         unreadable, and each text line costs a repaint)."""
         s = self.state
-        kernels = sorted({k for k in s.kernels.values() if k})
-        self._set("head", [("kernel ", DIM), " / ".join(kernels) or "?"],
-                  [("tunnel ", DIM), s.tunnel])
-        self._set("config", *self._config_chips(self.has_class("-compact")))
+        compact = self.has_class("-compact")
+        self._set("head", *self._head_chips(compact))
+        self._set("config", *self._config_chips(compact))
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
         back: list[list[Part]] = [] if s.rx_bps is None else [

@@ -13,7 +13,7 @@ from abtui.measure.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.layout import TABLE_MIN
 from abtui.ui.widgets import PairPane
-from tests.ui.console_kit import make_app, replayed, settle, until
+from tests.ui.console_kit import alternating, make_app, replayed, settle, until
 from tests.ui.test_small_screen import fully_shown, with_configs
 
 pytestmark = pytest.mark.ui
@@ -57,12 +57,7 @@ async def test_kernel_lines_table_rows_log_line_and_the_keys_panel_in_sight(
 async def alternated(pilot) -> None:  # type: ignore[no-untyped-def]
     """tcp_wmem alternated on a live synthetic stream until the rule's verdict."""
     app = pilot.app
-    await until(pilot, lambda: app.state.running)
-    app.alternation.every = 0.05
-    await pilot.press("w")  # tcp_wmem to 64 KiB: the knob to alternate, its base now
-    await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") ==
-                "4096 16384 65536")
-    await pilot.press("ctrl+a")
+    await alternating(pilot, 0.05)
     await until(pilot, lambda: app.alternation.live is not None
                 and app.alternation.live.why == "verdict", timeout=30)
 
@@ -95,12 +90,7 @@ async def test_an_ended_alternation_s_panel_is_whole_and_escape_closes_it(
 async def test_escape_does_not_close_a_running_alternation_s_panel() -> None:
     app = AbtuiApp(ReplayController(synthetic_profile(2), speed=400), title="abtui — test")
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.state.running)
-        app.alternation.every = 5.0
-        await pilot.press("w")
-        await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") ==
-                    "4096 16384 65536")
-        await pilot.press("ctrl+a")
+        await alternating(pilot, 5.0)
         live = app.alternation
         await until(pilot, lambda: live.live is not None and live.live.running)
         assert "Close verdicts" not in footer(app)

@@ -117,9 +117,7 @@ def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: Phase
     compact = rows * full > room
     for pane in panes:
         if pane.has_class("-compact") != compact:
-            pane.set_class(compact, "-compact")
-            if pane.is_mounted:
-                pane.refresh_text()
+            pane.set_compact(compact)
     screen_width = table.app.size.width
     if not table.fits(state, screen_width):
         table.rebuild(state, screen_width)

@@ -218,6 +218,14 @@ class PairPane(Vertical):
                 rows += _lines(self._chips.get(name, []), inner)
         return rows + (0 if compact else 3)
 
+    def set_compact(self, compact: bool) -> None:
+        """Sparklines dropped (or back): each line packed again from scratch, so a line that
+        took two rows before keeps no padding row it no longer needs."""
+        self.set_class(compact, "-compact")
+        self._lines.clear()
+        if self.is_mounted:
+            self.refresh_text()
+
     def on_resize(self) -> None:
         width = self.content_region.width
         if width != self._width:

@@ -112,3 +112,26 @@ async def test_the_log_collapsed_at_80x24_shows_a_long_latest_line_whole() -> No
         assert log.region.height >= 4  # its border and the line's three rows
         screen = app.files.screen_text().splitlines()
         assert words(line) in words(" ".join(screen[log.region.y:log.region.bottom]))
+
+
+async def test_a_pane_made_compact_keeps_no_blank_row_of_its_longer_head() -> None:
+    """A kernel line too long for the pane with the tunnel beside it takes two rows; made
+    compact (the tunnel goes to the knobs' line) it takes one, with no padding row left."""
+    from abtui.core.events import Event, EventKind
+
+    app = make_app(pairs=2, intervals=2)
+    async with app.run_test(size=(80, 40)) as pilot:
+        await replayed(pilot, 2)
+        t = app.event_log.last_t or 0.0
+        for pair in app.state.pairs.values():
+            for host in (pair.sender, pair.receiver):
+                app.receive(Event(EventKind.FACTS, t, host=host, data={"facts": {
+                    "os": "Linux", "kernel_release": "6.18.44-fc-v1045-long"}}))
+        await settle(pilot)
+        head = app.query_one("#pane-A", PairPane).query_one("#head")
+        assert head.region.height == 2  # kernel, then the tunnel
+        await pilot.resize_terminal(80, 20)
+        await settle(pilot)
+        pane = app.query_one("#pane-A", PairPane)
+        assert pane.has_class("-compact")
+        assert head.region.height == 1 == len(str(head.render()).splitlines())

@@ -158,9 +158,9 @@ class AbtuiApp(App[int]):
         self.table = self.query_one("#phases", tables.PhaseTable)
         self._knobbar = self.query_one("#knobbar", KnobBar)
         self.board.panes = list(self.query(PairPane))
-        self.table.rebuild(self.state, self.size.width)
+        self.table.rebuild(self.state, self.main_width)
         self.screen_layout = MainLayout(self, self.state, self.board.panes, self.table,
-                                        self.update_knobbar)
+                                        self.update_knobbar, lambda: self.main_width)
         self.screen_layout.fit()
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
@@ -179,7 +179,26 @@ class AbtuiApp(App[int]):
 
     def on_resize(self, event: Any) -> None:
         if self.screen_layout is not None:  # resizes can come before mount
-            self.screen_layout.fit(event.size.width, event.size.height)
+            self.screen_layout.fit(event.size.width - self.keys_panel_width(),
+                                   event.size.height)
+
+    def keys_panel_width(self) -> int:
+        """The columns the keys panel (`?`) takes beside the main screen's widgets (0 when
+        it is closed)."""
+        panel = self.main_screen.query("HelpPanel") if self._main_screen else None
+        return panel.first().outer_size.width if panel else 0
+
+    @property
+    def main_width(self) -> int:
+        """The columns the main screen's own widgets have: the terminal's, less the keys
+        panel's while it is open beside them."""
+        return self.size.width - self.keys_panel_width()
+
+    def relayout(self) -> None:
+        """Lay the main screen out again for the room it has (the keys panel opened or
+        closed beside it)."""
+        if self.screen_layout is not None:
+            self.screen_layout.fit()
 
     def on_verdict_panel_changed(self) -> None:
         """The alternation's panel shown, hidden or ended: room and keys change with it."""
@@ -253,7 +272,7 @@ class AbtuiApp(App[int]):
         return tables.phase_rows(self.state)
 
     def _update_phase_table(self) -> None:
-        self.table.refresh_cells(self.state, self.size.width)
+        self.table.refresh_cells(self.state, self.main_width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Once leaving has begun, only ctrl+q (to force out) still acts (the main screen's
@@ -264,7 +283,7 @@ class AbtuiApp(App[int]):
         """The knob bar's lines for the screen's width (or `width` columns)."""
         return knobbar_content(self.scopes[self.scope_index], self.scope_pairs(),
                                self.knob_keys, self.state, self.plan_progress(),
-                               (width or self.size.width) - 2)  # less the padding
+                               (width or self.main_width) - 2)  # less the padding
 
     def update_knobbar(self, width: int | None = None) -> int:
         return self._knobbar.show(self.knobbar(width))

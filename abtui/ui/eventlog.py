@@ -62,7 +62,7 @@ class LogView(RichLog):
         self.clear()
         for text in self.texts:
             self.add(text, scroll_end=False)
-        self.scroll_end(animate=False, immediate=True)
+        self.scroll_end(animate=False, x_axis=False)
 
     def add(self, text: str, scroll_end: bool | None = None) -> None:
         """A line of the log, wrapped at the log's width with its continuation lines indented

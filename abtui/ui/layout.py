@@ -54,8 +54,11 @@ class MainLayout:
     them and the table keeps TABLE_MIN rows."""
 
     def __init__(self, app: App[Any], state: ConsoleState, panes: list[PairPane],
-                 table: PhaseTable, knobbar: Callable[[int], int]) -> None:
+                 table: PhaseTable, knobbar: Callable[[int], int],
+                 main_width: Callable[[], int] | None = None) -> None:
         self.app = app  # its size, and where the grid and bottom are found
+        # the columns the main screen's widgets have (the keys panel may take some)
+        self.main_width = main_width or (lambda: app.size.width)
         self.state = state
         self.panes = panes
         self.table = table
@@ -75,7 +78,7 @@ class MainLayout:
     def fit(self, width: int | None = None, height: int | None = None) -> None:
         """Lay the screen out for `width` × `height` (the app's size by default)."""
         size = self.app.size
-        width, height = width or size.width, height or size.height
+        width, height = width or self.main_width(), height or size.height
         grid_rows, bar_lines = lay_out(self.state, self.grid, self.panes, self.table,
                                        self.bottom, self.knobbar, width, height)
         small = width < NARROW_COLUMNS and height < SHORT_ROWS
@@ -118,9 +121,8 @@ def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: Phase
     for pane in panes:
         if pane.has_class("-compact") != compact:
             pane.set_compact(compact)
-    screen_width = table.app.size.width
-    if not table.fits(state, screen_width):
-        table.rebuild(state, screen_width)
+    if not table.fits(state, width):
+        table.rebuild(state, width)
     # narrow: the log goes under the table instead of beside it
     narrow, short = width < NARROW_COLUMNS, height < SHORT_ROWS
     bottom.set_class(narrow, "-narrow").set_class(narrow and short, "-short")

@@ -40,6 +40,8 @@ class Console(Protocol):
 
     def toggle_log(self) -> None: ...
 
+    def relayout(self) -> None: ...
+
 
 class MainScreen(Screen[None]):
     """The main screen; `for_knobs` gives it the knob keys as bindings of its own, so they act
@@ -136,6 +138,8 @@ class MainScreen(Screen[None]):
             self.app.action_hide_help_panel()
         else:
             self.app.action_show_help_panel()
+        # the screen's widgets laid out again for the room the panel leaves them
+        self.call_after_refresh(self.console.relayout)
 
     # ---- files (abtui.ui.files) -----------------------------------------------------------
     def action_export(self) -> None:

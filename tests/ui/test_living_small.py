@@ -135,3 +135,26 @@ async def test_a_pane_made_compact_keeps_no_blank_row_of_its_longer_head() -> No
         pane = app.query_one("#pane-A", PairPane)
         assert pane.has_class("-compact")
         assert head.region.height == 1 == len(str(head.render()).splitlines())
+
+
+async def test_the_keys_panel_at_80x24_leaves_the_knob_bar_whole_beside_it() -> None:
+    """`?` opens the keys panel beside the screen: the knob bar and panes are laid out again
+    for the columns left (every knob still in sight), and again when it closes."""
+    from textual.widgets import Static
+
+    from tests.ui.test_small_screen import lines_of
+
+    app = make_app(pairs=2, intervals=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replayed(pilot, 2)
+        bar = app.query_one("#knobbar", Static)
+        for opened in (True, False):
+            await pilot.press("question_mark")
+            await until(pilot, lambda o=opened: bool(app.screen.query("HelpPanel")) == o)
+            await settle(pilot)
+            shown = lines_of(bar)
+            assert fully_shown(app, bar) and bar.region.height == len(shown)
+            assert all(len(line) <= bar.content_region.width for line in shown), shown
+            for key, knob in app.knob_keys.items():
+                assert f"{key} {knob}=" in " ".join(shown), (knob, shown)
+            assert (bar.region.width < 60) == opened

@@ -26,6 +26,7 @@ SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of 
 NARROW_COLUMNS = 100  # a screen this narrow has the log under the phase table, not beside it
 TABLE_MIN = 3  # rows the phase table keeps on a short screen (its header, two rows)
 TABLE_ROWS = 4  # its rows a short screen keeps in sight when it can (the panes scroll)
+PANES_MIN = 6  # rows the panes keep beside an alternation's verdicts: border, kernel, knobs
 
 
 def main_widgets(state: ConsoleState) -> ComposeResult:
@@ -90,15 +91,16 @@ class MainLayout:
         self.bottom.set_class(collapsed, "-collapsed")
         self.bottom.set_class(not self.log.display, "-nolog")
         if small:
-            # the verdicts whole (up to a third of the screen) and the table TABLE_MIN rows,
-            # else the table TABLE_ROWS and the log's latest line; the panes the rest, their
-            # head lines first (the grid scrolls, tab brings a pane into view)
-            shown = min(self.verdicts.rows_for(width - 2), max(3, height // 3)) \
-                if verdicts else 0
-            below = TABLE_MIN if verdicts else 1 + min(len(self.state.phases), TABLE_ROWS) + 2
+            # the verdicts whole (the panes keep PANES_MIN rows: their hosts and kernel) and
+            # the table TABLE_MIN rows, else the table TABLE_ROWS and the log's latest line;
+            # the panes the rest, their head lines first (the grid scrolls, tab brings a pane
+            # into view)
             room = height - 2 - bar_lines - (1 if self.progress.display else 0)
+            shown = min(self.verdicts.rows_for(width - 2),
+                        max(3, room - TABLE_MIN - PANES_MIN)) if verdicts else 0
+            below = TABLE_MIN if verdicts else 1 + min(len(self.state.phases), TABLE_ROWS) + 2
             self.verdicts.styles.max_height = shown or None
-            self.grid.styles.max_height = max(4, min(grid_rows, room - shown - below))
+            self.grid.styles.max_height = max(PANES_MIN, min(grid_rows, room - shown - below))
         else:
             self.verdicts.styles.max_height = None
             self.grid.styles.max_height = None  # the stylesheet's

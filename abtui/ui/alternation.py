@@ -44,13 +44,15 @@ class VerdictPanel(Static):
     def show(self, live: LiveAlternation | None) -> None:
         ended = live is not None and has_ended(live)
         lines = tuple(visible(line) for line in live.lines()) if live is not None else ()
-        changed = (self.display != (live is not None) or ended != self.ended
-                   or len(lines) != len(self.shown))
+        width = self.app.size.width - 2  # less its padding
+        rows = self.rows_for(width)
+        changed = self.display != (live is not None) or ended != self.ended
         self.display = live is not None
         self.ended = ended
         if live is not None:
             self.shown = lines
             self.update("\n".join(lines))
+        changed = changed or self.rows_for(width) != rows  # its lines wrap into more rows
         if changed:
             self.post_message(self.Changed())
 

@@ -24,7 +24,7 @@ PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
 SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
 NARROW_COLUMNS = 100  # a screen this narrow has the log under the phase table, not beside it
-TABLE_MIN = 3  # rows the phase table keeps on a short screen (its header, two rows)
+TABLE_MIN = 4  # rows the phase table keeps on a short screen (its header, three rows)
 TABLE_ROWS = 4  # its rows a short screen keeps in sight when it can (the panes scroll)
 PANES_MIN = 6  # rows the panes keep beside an alternation's verdicts: border, kernel, knobs
 

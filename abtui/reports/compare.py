@@ -33,7 +33,19 @@ def _pair_map(left: Session, right: Session) -> list[tuple[str, str]]:
     return [(p, "") for p in left.pairs] + [("", p) for p in right.pairs]
 
 
-def rows(left: Session, right: Session, match: str = "config") -> list[dict[str, Any]]:
+def common_knobs(left: Session, right: Session) -> dict[str, Any]:
+    """The knobs with one value in every configuration of both sessions: a table of the two
+    that names each row by what sets it apart (`rows`' `common`) says these once above it,
+    as the report does (abtui.reports.naming)."""
+    from abtui.reports.naming import config_of, ordered_cells, shared_knobs
+    from abtui.reports.procedure.sections import layout_of
+
+    return shared_knobs([config_of(s, row) for s in (left, right)
+                         for row in ordered_cells(s, layout_of(s)[1]).values() if row])
+
+
+def rows(left: Session, right: Session, match: str = "config",
+         common: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per (pair, configuration) found on either side: `config` the configuration's
     identity (what the sides are matched by, the gate's and junit's name; with `match`
     "knobs", abtui.reports.matching's key, host's own values alike), `shown` its name
@@ -41,12 +53,12 @@ def rows(left: Session, right: Session, match: str = "config") -> list[dict[str,
     `tunnel=ipsec (lab: vxlan)`), taken from the side that has it, the left first. Rows
     go in each profile's order (its matrix's values as it lists them, as the report's
     tables), not the order the (shuffled) runs took: the left's, then what only the right
-    has."""
+    has. With `common` (common_knobs), `shown` leaves out the knobs every row shares."""
     from abtui.reports.naming import labels, ordered_cells
     from abtui.reports.procedure.sections import layout_of
 
     lt, rt = (ordered_cells(s, layout_of(s)[1]) for s in (left, right))
-    shown = {**labels(right, rt), **labels(left, lt)}
+    shown = {**labels(right, rt, common=common), **labels(left, lt, common=common)}
     if match == "knobs":
         shared = matching.knobs_of(left) & matching.knobs_of(right)
         lt, rt = matching.rekeyed(left, lt, shared), matching.rekeyed(right, rt, shared)

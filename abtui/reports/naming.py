@@ -40,11 +40,13 @@ def ordered_cells(session: Session, doc: dict[str, Any]) -> dict[str, dict[str, 
 
 
 def labels(session: Session, table: dict[str, dict[str, stats.Cell]],
-           short: bool = False) -> dict[str, str]:
+           short: bool = False, common: dict[str, Any] | None = None) -> dict[str, str]:
     """Each configuration of a table as printed: the profile's names for the lab's values.
     `short`: only the knobs that set the rows apart, as the console's table names them (the
-    rest, `common_knobs`, said once above the tables)."""
-    common = common_knobs(session, table) if short else {}
+    rest, `common_knobs`, said once above the tables); `common`: those knobs, when more
+    than this table shares them (two sessions side by side)."""
+    if common is None:
+        common = common_knobs(session, table) if short else {}
     return {k: shown_apart(session, config_of(session, row), common) if row else k
             for k, row in table.items()}
 
@@ -58,7 +60,11 @@ def shown_apart(session: Session, config: dict[str, Any], common: dict[str, Any]
 def common_knobs(session: Session, table: dict[str, dict[str, stats.Cell]]) -> dict[str, Any]:
     """The knobs with one value in every configuration of a table of two or more: a row that
     repeated them all would bury the one value that differs."""
-    configs = [config_of(session, row) for row in table.values() if row]
+    return shared_knobs([config_of(session, row) for row in table.values() if row])
+
+
+def shared_knobs(configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The knobs with one value in every one of two or more configurations."""
     if len(configs) < 2:
         return {}
     return {k: v for k, v in configs[0].items()

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
+from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from abtui.core.controller import Controller
@@ -22,13 +24,41 @@ if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation start
     from abtui.measure.alternate import LiveAlternation
 
 
+def has_ended(live: LiveAlternation) -> bool:
+    """The alternation has said why it ended (its last notice comes just before its task is
+    done), or is not running."""
+    return live.why is not None or not live.running
+
+
 class VerdictPanel(Static):
-    """One line for the alternation, one per pair and compared value; hidden until used."""
+    """One line for the alternation, one per pair and compared value; hidden until used, and
+    again once an ended alternation's panel is closed (escape)."""
+
+    class Changed(Message):
+        """Shown, hidden, or the alternation ended: the layout and the footer's keys may
+        change."""
+
+    ended = False  # what it shows is an alternation that has ended
+    shown: tuple[str, ...] = ()  # its lines
 
     def show(self, live: LiveAlternation | None) -> None:
+        ended = live is not None and has_ended(live)
+        lines = tuple(visible(line) for line in live.lines()) if live is not None else ()
+        width = self.app.size.width - 2  # less its padding
+        rows = self.rows_for(width)
+        changed = self.display != (live is not None) or ended != self.ended
         self.display = live is not None
+        self.ended = ended
         if live is not None:
-            self.update("\n".join(visible(line) for line in live.lines()))
+            self.shown = lines
+            self.update("\n".join(lines))
+        changed = changed or self.rows_for(width) != rows  # its lines wrap into more rows
+        if changed:
+            self.post_message(self.Changed())
+
+    def rows_for(self, width: int) -> int:
+        """The rows its lines take wrapped at `width` cells."""
+        return sum(len(Content(line).wrap(max(width, 1))) for line in self.shown)
 
 
 class ConsoleAlternation:
@@ -127,6 +157,16 @@ class ConsoleAlternation:
         if self.live is not None:
             self.live.set_min_effect(self.min_effect)
         self.app.notify(f"min effect {self.min_effect:g}%", timeout=2)
+
+    def ended(self) -> bool:
+        """An alternation has ended and its panel still shows it."""
+        return self.live is not None and has_ended(self.live)
+
+    def close(self) -> None:
+        """escape: an ended alternation's panel closed (ctrl+a starts another)."""
+        if self.ended():
+            self.live = None
+            self.show()
 
     def show(self) -> None:
         self.app.query_one("#verdicts", VerdictPanel).show(self.live)

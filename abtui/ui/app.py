@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import ProgressBar, RichLog
+from textual.widgets import ProgressBar
 
 from abtui.core.controller import Controller, Mode
 from abtui.core.events import Event
@@ -34,7 +34,7 @@ from abtui.ui import tables
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
 from abtui.ui.control import ControllerCalls
-from abtui.ui.eventlog import EventLog
+from abtui.ui.eventlog import EventLog, LogView
 from abtui.ui.feed import FLUSH_HZ, EventFeed
 from abtui.ui.files import SessionFiles
 from abtui.ui.journal import ConsoleJournal
@@ -56,6 +56,7 @@ from abtui.ui.pacing import Clock, Scheduler, Throttle
 from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
+from abtui.ui.screens import CompareScreen
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
@@ -140,8 +141,14 @@ class AbtuiApp(App[int]):
         """The palette: Textual's own commands, then every console action (run on the main
         screen), knobs included."""
         yield from super().get_system_commands(screen)
-        yield from system_commands(self.palette_actions(),
-                                   lambda action: self.run_action(action, self.main_screen))
+        yield from system_commands(self.palette_actions(), self._from_palette)
+
+    def _from_palette(self, action: str) -> Awaitable[Any]:
+        """A palette entry acts on the main screen; chosen over the compare screen, that
+        screen gives way first (a new comparison takes its place)."""
+        if isinstance(self.screen, CompareScreen):
+            self.pop_screen()
+        return self.run_action(action, self.main_screen)
 
     def palette_actions(self) -> list[tuple[str, str, str]]:
         return palette_actions(self.knob_keys, self.scopes)
@@ -150,13 +157,13 @@ class AbtuiApp(App[int]):
         yield from main_widgets(self.state)
 
     def on_mount(self) -> None:
-        self.event_log.widget = self.query_one("#log", RichLog)
+        self.event_log.attach(self.query_one("#log", LogView))
         self.table = self.query_one("#phases", tables.PhaseTable)
         self._knobbar = self.query_one("#knobbar", KnobBar)
         self.board.panes = list(self.query(PairPane))
-        self.table.rebuild(self.state, self.size.width)
+        self.table.rebuild(self.state, self.main_width)
         self.screen_layout = MainLayout(self, self.state, self.board.panes, self.table,
-                                        self.update_knobbar)
+                                        self.update_knobbar, lambda: self.main_width)
         self.screen_layout.fit()
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
@@ -175,7 +182,32 @@ class AbtuiApp(App[int]):
 
     def on_resize(self, event: Any) -> None:
         if self.screen_layout is not None:  # resizes can come before mount
-            self.screen_layout.fit(event.size.width, event.size.height)
+            self.screen_layout.fit(event.size.width - self.keys_panel_width(),
+                                   event.size.height)
+
+    def keys_panel_width(self) -> int:
+        """The columns the keys panel (`?`) takes beside the main screen's widgets (0 when
+        it is closed)."""
+        panel = self.main_screen.query("HelpPanel") if self._main_screen else None
+        return panel.first().outer_size.width if panel else 0
+
+    @property
+    def main_width(self) -> int:
+        """The columns the main screen's own widgets have: the terminal's, less the keys
+        panel's while it is open beside them."""
+        return self.size.width - self.keys_panel_width()
+
+    def relayout(self) -> None:
+        """Lay the main screen out again for the room it has (the keys panel opened or
+        closed beside it)."""
+        if self.screen_layout is not None:
+            self.screen_layout.fit()
+
+    def on_verdict_panel_changed(self) -> None:
+        """The alternation's panel shown, hidden or ended: room and keys change with it."""
+        if self.screen_layout is not None:
+            self.screen_layout.fit()
+        self.refresh_bindings()
 
     def on_pair_pane_grew(self) -> None:
         """Longer numbers wrapped a pane's line: the panes may no longer fit in full."""
@@ -243,7 +275,7 @@ class AbtuiApp(App[int]):
         return tables.phase_rows(self.state)
 
     def _update_phase_table(self) -> None:
-        self.table.refresh_cells(self.state, self.size.width)
+        self.table.refresh_cells(self.state, self.main_width)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Once leaving has begun, only ctrl+q (to force out) still acts (the main screen's
@@ -254,7 +286,7 @@ class AbtuiApp(App[int]):
         """The knob bar's lines for the screen's width (or `width` columns)."""
         return knobbar_content(self.scopes[self.scope_index], self.scope_pairs(),
                                self.knob_keys, self.state, self.plan_progress(),
-                               (width or self.size.width) - 2)  # less the padding
+                               (width or self.main_width) - 2)  # less the padding
 
     def update_knobbar(self, width: int | None = None) -> int:
         return self._knobbar.show(self.knobbar(width))
@@ -325,11 +357,10 @@ class AbtuiApp(App[int]):
             self.state.pairs[label].error = ""
 
     def toggle_log(self) -> None:
-        """ctrl+l: the event log shown or hidden, the layout fitted to it."""
-        log = self.event_log.widget
-        assert log is not None and self.screen_layout is not None
-        log.display = not log.display
-        self.screen_layout.bottom.set_class(not log.display, "-nolog")
+        """ctrl+l: the event log shown or hidden (on a short narrow screen, whole or only its
+        latest line), the layout fitted to it."""
+        if self.screen_layout is not None:
+            self.screen_layout.toggle_log()
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:

@@ -34,6 +34,10 @@ SCOPE_BINDINGS: list[Binding] = [
     Binding("b", "set_scope('B')", "Scope B", id="scope_b", show=False),
 ]
 SCREEN_BINDINGS: list[Binding] = [
+    # first, so an 80-column footer has them: the keys panel, and closing an ended
+    # alternation's verdicts (shown only then)
+    Binding("question_mark", "help", "Keys", id="help", key_display="?"),
+    Binding("escape", "close_verdicts", "Close verdicts", id="close_verdicts"),
     Binding("space", "start_stop", "Start/stop", id="start_stop"),
     Binding("ctrl+r", "restart", "Restart", id="restart"),
     Binding("p", "plan", "Plan", id="plan"),
@@ -45,7 +49,6 @@ SCREEN_BINDINGS: list[Binding] = [
     Binding("ctrl+l", "toggle_log", "Log", id="log"),
     Binding("ctrl+a", "alternate", "Alternate", id="alternate", show=False),
     Binding("ctrl+e", "min_effect", "Min effect", id="min_effect", show=False),
-    Binding("question_mark", "help", "Help", id="help", key_display="?"),
 ]
 # the palette's, each action run on the main screen (quit is the app's)
 CONSOLE_BINDINGS: list[BindingType] = [

@@ -1,7 +1,7 @@
 """The main screen's widgets, and how they fit any terminal: panes PANE_WIDTH columns each;
-when the screen is too short for them and the phase table, panes drop their sparklines (and,
-narrow, the table takes most of the room below them, the log the rest, all of it while the log
-is hidden), so every pane, knob and table row stays in reach."""
+when the screen is too short for them and the phase table, panes drop their sparklines (their
+kernel line stays) and, narrow, the log collapses to its latest line under the table, so every
+pane, knob and table row stays in reach."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.containers import Grid, Horizontal
 from textual.widget import Widget
-from textual.widgets import Footer, Header, ProgressBar, RichLog
+from textual.widgets import Footer, Header, ProgressBar
 
 from abtui.ui.alternation import VerdictPanel
-from abtui.ui.eventlog import LOG_LINES
+from abtui.ui.eventlog import LogView
 from abtui.ui.knobbar import KnobBar
 from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
@@ -23,6 +23,10 @@ from abtui.ui.widgets import PairPane
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes
 SHORT_ROWS = 30  # a screen this short and narrow gives the phase table most of the bottom
+NARROW_COLUMNS = 100  # a screen this narrow has the log under the phase table, not beside it
+TABLE_MIN = 4  # rows the phase table keeps on a short screen (its header, three rows)
+TABLE_ROWS = 4  # its rows a short screen keeps in sight when it can (the panes scroll)
+PANES_MIN = 6  # rows the panes keep beside an alternation's verdicts: border, kernel, knobs
 
 
 def main_widgets(state: ConsoleState) -> ComposeResult:
@@ -37,35 +41,76 @@ def main_widgets(state: ConsoleState) -> ComposeResult:
     yield VerdictPanel(id="verdicts")
     with Horizontal(id="bottom"):
         yield PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
-        yield RichLog(id="log", max_lines=LOG_LINES, wrap=False, markup=False)
+        yield LogView(id="log")
     yield Footer()
 
 
 class MainLayout:
     """The main screen's grid and bottom, found once it is mounted, laid out again on any
-    change of size (or of what the panes and the knob bar hold)."""
+    change of size (or of what the panes, the knob bar and the verdict panel hold).
+
+    On a short narrow screen (80×24) the event log collapses to its latest line (a long one
+    whole), so the phase table keeps the bottom's rows; `ctrl+l` shows the log whole there,
+    and hides it elsewhere. While the alternation's verdicts show there, the log makes way for
+    them and the table keeps TABLE_MIN rows."""
 
     def __init__(self, app: App[Any], state: ConsoleState, panes: list[PairPane],
-                 table: PhaseTable, knobbar: Callable[[int], int]) -> None:
+                 table: PhaseTable, knobbar: Callable[[int], int],
+                 main_width: Callable[[], int] | None = None) -> None:
         self.app = app  # its size, and where the grid and bottom are found
+        # the columns the main screen's widgets have (the keys panel may take some)
+        self.main_width = main_width or (lambda: app.size.width)
         self.state = state
         self.panes = panes
         self.table = table
         self.knobbar = knobbar  # lays the knob bar out for a width: the lines it took
         self.grid = app.query_one("#panes", Grid)
         self.bottom = app.query_one("#bottom")
+        self.log = app.query_one("#log", LogView)
+        self.verdicts = app.query_one("#verdicts", VerdictPanel)
+        self.progress = app.query_one("#plan-progress", ProgressBar)
+        self.log_toggled = False  # ctrl+l: the log whole (short screens) or hidden (others)
+
+    def toggle_log(self) -> None:
+        """ctrl+l: on a short narrow screen the log whole or collapsed, else shown or hidden."""
+        self.log_toggled = not self.log_toggled
+        self.fit()
 
     def fit(self, width: int | None = None, height: int | None = None) -> None:
         """Lay the screen out for `width` × `height` (the app's size by default)."""
         size = self.app.size
-        lay_out(self.state, self.grid, self.panes, self.table, self.bottom,
-                self.knobbar, width or size.width, height or size.height)
+        width, height = width or self.main_width(), height or size.height
+        grid_rows, bar_lines = lay_out(self.state, self.grid, self.panes, self.table,
+                                       self.bottom, self.knobbar, width, height)
+        small = width < NARROW_COLUMNS and height < SHORT_ROWS
+        collapsed = small and not self.log_toggled
+        verdicts = bool(self.verdicts.display)
+        self.log.display = not (self.log_toggled and not small) and not (
+            collapsed and verdicts)
+        self.log.collapse(collapsed)
+        self.bottom.set_class(collapsed, "-collapsed")
+        self.bottom.set_class(not self.log.display, "-nolog")
+        if small:
+            # the verdicts whole (the panes keep PANES_MIN rows: their hosts and kernel) and
+            # the table TABLE_MIN rows, else the table TABLE_ROWS and the log's latest line;
+            # the panes the rest, their head lines first (the grid scrolls, tab brings a pane
+            # into view)
+            room = height - 2 - bar_lines - (1 if self.progress.display else 0)
+            shown = min(self.verdicts.rows_for(width - 2),
+                        max(3, room - TABLE_MIN - PANES_MIN)) if verdicts else 0
+            below = TABLE_MIN if verdicts else 1 + min(len(self.state.phases), TABLE_ROWS) + 2
+            self.verdicts.styles.max_height = shown or None
+            self.grid.styles.max_height = max(PANES_MIN, min(grid_rows, room - shown - below))
+        else:
+            self.verdicts.styles.max_height = None
+            self.grid.styles.max_height = None  # the stylesheet's
 
 
 def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: PhaseTable,
-            bottom: Widget, knobbar: Callable[[int], int], width: int, height: int) -> None:
+            bottom: Widget, knobbar: Callable[[int], int], width: int,
+            height: int) -> tuple[int, int]:
     """Lay the screen out for `width` × `height`; `knobbar(width)` lays the knob bar out and
-    says how many lines it took."""
+    says how many lines it took. Returns the rows the panes want, and the knob bar's."""
     n = max(len(state.pairs), 1)
     cols = max(1, min(n, width // PANE_WIDTH))
     grid.styles.grid_size_columns = cols
@@ -77,12 +122,10 @@ def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: Phase
     compact = rows * full > room
     for pane in panes:
         if pane.has_class("-compact") != compact:
-            pane.set_class(compact, "-compact")
-            if pane.is_mounted:
-                pane.refresh_text()
-    screen_width = table.app.size.width
-    if not table.fits(state, screen_width):
-        table.rebuild(state, screen_width)
+            pane.set_compact(compact)
+    if not table.fits(state, width):
+        table.rebuild(state, width)
     # narrow: the log goes under the table instead of beside it
-    narrow, short = width < 100, height < SHORT_ROWS
+    narrow, short = width < NARROW_COLUMNS, height < SHORT_ROWS
     bottom.set_class(narrow, "-narrow").set_class(narrow and short, "-short")
+    return rows * max((p.height_for(pane_w, compact) for p in panes), default=0), bar_lines

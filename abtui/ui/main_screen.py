@@ -40,6 +40,8 @@ class Console(Protocol):
 
     def toggle_log(self) -> None: ...
 
+    def relayout(self) -> None: ...
+
 
 class MainScreen(Screen[None]):
     """The main screen; `for_knobs` gives it the knob keys as bindings of its own, so they act
@@ -65,6 +67,8 @@ class MainScreen(Screen[None]):
         dialog or the compare screen is up, its keys are its own (tab moves the focus in a
         dialog, letters type), never the scope's or a knob's behind it (the palette's
         entries run here too)."""
+        if action == "close_verdicts" and not self.console.alternation.ended():
+            return False  # nothing to close: not in the footer either
         return not self.console.leaving and self.app.screen is self
 
     # ---- scope and knobs ------------------------------------------------------------------
@@ -116,6 +120,10 @@ class MainScreen(Screen[None]):
         stop."""
         self.console.alternation.toggle()
 
+    def action_close_verdicts(self) -> None:
+        """escape: an ended alternation's verdict panel closed, its rows given back."""
+        self.console.alternation.close()
+
     def action_min_effect(self) -> None:
         self.console.alternation.next_min_effect()
 
@@ -130,6 +138,8 @@ class MainScreen(Screen[None]):
             self.app.action_hide_help_panel()
         else:
             self.app.action_show_help_panel()
+        # the screen's widgets laid out again for the room the panel leaves them
+        self.call_after_refresh(self.console.relayout)
 
     # ---- files (abtui.ui.files) -----------------------------------------------------------
     def action_export(self) -> None:

@@ -29,7 +29,7 @@ from textual.widgets.option_list import Option
 
 from abtui.core.errors import BadInput
 from abtui.core.text import UNKNOWN, visible
-from abtui.ui.tables import Comparison
+from abtui.ui.tables import Comparison, column_widths
 
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
 
@@ -256,6 +256,9 @@ class CompareScreen(Screen[None]):
         from textual_plotext import PlotextPlot
 
         yield Static(Content(visible(self.comparison.title)), classes="dialog-title")
+        if self.comparison.note:
+            yield Static(Content(visible(self.comparison.note)), id="compare-note",
+                         classes="dim")
         table: DataTable[str] = DataTable(id="compare-table", cursor_type="row")
         yield table
         with Horizontal(id="charts"):
@@ -268,9 +271,14 @@ class CompareScreen(Screen[None]):
 
         c = self.comparison
         table = self.query_one("#compare-table", DataTable)
-        table.add_columns(*(Text(visible(col)) for col in c.columns))
-        for row in c.rows:  # rich Text: a DataTable reads a str cell as markup
-            table.add_row(*(Text(visible(cell)) for cell in row))
+        columns = [visible(col) for col in c.columns]
+        rows = [[visible(cell) for cell in row] for row in c.rows]
+        # the screen's width (less a scrollbar's): cells too long for it wrap, never cut
+        widths = column_widths(columns, rows, self.app.size.width - 2)
+        for col, width in zip(columns, widths, strict=True):
+            table.add_column(Text(col), width=width)
+        for row in rows:  # rich Text: a DataTable reads a str cell as markup
+            table.add_row(*(Text(cell) for cell in row), height=None)
         over = self.query_one("#over-time", PlotextPlot).plt
         over.title(f"{c.unit.name} over time")
         for label, pts in c.lines.items():

@@ -18,6 +18,7 @@ from abtui.core.cpu import sample_figures
 from abtui.core.events import Event, EventReader
 from abtui.core.model import (
     KnobKind,
+    LinkState,
     Profile,
     tunnel_refusal,
 )
@@ -160,9 +161,14 @@ class ConsoleState(EventReader):
         return None
 
     def on_link(self, event: Event, p: events.Link) -> str:
+        """A host's link state; one that could not connect keeps saying so when its link is
+        then closed (a failed start closes every link): it never was up."""
         state = str(p.state if p.state is not None else "")
+        host = str(event.host)
         for lb in self._pairs_of(event):
-            self.pairs[lb].links[str(event.host)] = state
+            links = self.pairs[lb].links
+            if not (state == LinkState.CLOSED and links.get(host) == LinkState.FAILED):
+                links[host] = state
         msg = f": {p.message}" if p.message else ""
         return f"{event.host}: link {state}{msg}"
 

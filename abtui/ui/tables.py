@@ -35,6 +35,7 @@ class Comparison:
     # label -> rate in `unit` per row; None where that side has no figure for the row
     bars: dict[str, list[float | None]] = field(default_factory=dict)
     unit: Unit = field(default_factory=lambda: rate_unit([]))  # its table's, lines' and bars'
+    note: str = ""  # said once above the table (the knobs every row shares)
 
     def drawn_bars(self) -> tuple[list[str], list[list[float]]]:
         """The bar chart as plotext draws it: a row's name marked UNKNOWN where a side has
@@ -43,6 +44,27 @@ class Comparison:
         names = [f"{name}{UNKNOWN}" if any(v[i] is None for v in self.bars.values())
                  else name for i, name in enumerate(self.bar_names)]
         return names, [[0.0 if x is None else x for x in v] for v in self.bars.values()]
+
+
+def column_widths(columns: list[str], rows: list[list[str]], room: int,
+                  padding: int = 2) -> list[int]:
+    """Each column's width so the table fits `room` cells (each column `padding` more): as
+    wide as its widest cell where all fit, else the widest columns narrowed alike (their
+    cells wrap), never below their header."""
+    want = [max([len(c), *(len(r[i]) for r in rows if i < len(r))])
+            for i, c in enumerate(columns)]
+    floor = [max(len(c), 6) for c in columns]
+    budget = room - padding * len(columns)
+    if sum(want) <= budget:
+        return want
+    lo, hi = 1, max(want)
+    while lo < hi:  # the widest cap under which the columns still fit
+        cap = (lo + hi + 1) // 2
+        if sum(max(min(w, cap), f) for w, f in zip(want, floor, strict=True)) <= budget:
+            lo = cap
+        else:
+            hi = cap - 1
+    return [max(min(w, lo), f) for w, f in zip(want, floor, strict=True)]
 
 
 def pair_title(state: ConsoleState, label: str, unit: Unit) -> str:
@@ -170,11 +192,14 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
     from abtui.reports import compare
     from abtui.reports.exports import interval_rows
     from abtui.reports.formatting import fmt_cell, fmt_compare, rate_unit_of
+    from abtui.reports.procedure.order import shown_config
     from abtui.sessions.session import Session
 
     saved = Session.load(path)
     now = Session.from_events(events, name="this session")
-    table = compare.rows(saved, now)
+    # rows named by what sets them apart, as the report's tables are; the rest said once
+    common = compare.common_knobs(saved, now)
+    table = compare.rows(saved, now, common=common)
     unit = rate_unit_of(c for r in table for c in (r["left"], r["right"]))
     lines: dict[str, list[tuple[float, float]]] = {}
     for side, session in (("saved", saved), ("now", now)):
@@ -185,7 +210,7 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
                     key = f"{side} {pair}" + (" rx" if r["direction"] == "rx" else "")
                     lines.setdefault(key, []).append((r["time"],
                                                       r["bits_per_second"] / unit.div))
-    rows = [[r["pair"], r["config"],
+    rows = [[r["pair"], r["shown"],
              fmt_cell(r["left"], unit.div), fmt_cell(r["right"], unit.div),
              fmt_compare(r["left"], r["right"])] for r in table]
     mean = [(r["left"].throughput.mean if r["left"] else None,
@@ -195,7 +220,8 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
         ["pair", "configuration", saved.name, "this session", "Δ"], rows, lines,
         [str(i + 1) for i in range(len(rows))],
         {"saved": [_scaled(a, unit) for a, _ in mean],
-         "now": [_scaled(b, unit) for _, b in mean]}, unit)
+         "now": [_scaled(b, unit) for _, b in mean]}, unit,
+        f"in every configuration: {shown_config(saved, common)}" if common else "")
 
 
 def _scaled(bps: float | None, unit: Unit) -> float | None:

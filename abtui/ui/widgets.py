@@ -253,15 +253,33 @@ class PairPane(Vertical):
         return [[f"{k}=", (v, "bold")] for k, v in self.state.config.items()
                 if compact or k != "tunnel"]
 
+    def _head_chips(self, compact: bool) -> list[list[Part]]:
+        """The kernel (both hosts' when they differ) and the tunnel (compact: in the knobs'
+        line instead, so the kernel's keeps one line in a narrow pane)."""
+        s = self.state
+        kernels = sorted({k for k in s.kernels.values() if k})
+        kernel: list[Part] = [("kernel ", DIM), " / ".join(kernels) or "?"]
+        return [kernel] if compact else [kernel, [("tunnel ", DIM), s.tunnel]]
+
     def height_for(self, width: int, compact: bool) -> int:
-        """Rows this pane takes at `width` columns, frame included (compact: no sparklines
-        and no head line)."""
+        """Rows this pane takes at `width` columns, frame included (compact: no
+        sparklines)."""
         inner = width - 4
-        config = [Content.assemble(*c) for c in self._config_chips(compact)]
-        rows = 2 + _lines(config, inner)
-        for name in ("bps-label", "rtt-label", "tcp", *(() if compact else ("head",))):
-            rows += _lines(self._chips.get(name, []), inner)
-        return rows + (0 if compact else 3) + (1 if self.state.error else 0)
+        rows = 2
+        for chips in (self._config_chips(compact), self._head_chips(compact)):
+            rows += _lines([Content.assemble(*c) for c in chips], inner)
+        for name in ("bps-label", "rtt-label", "tcp", "error"):
+            if name != "error" or self.state.error:
+                rows += _lines(self._chips.get(name, []), inner)
+        return rows + (0 if compact else 3)
+
+    def set_compact(self, compact: bool) -> None:
+        """Sparklines dropped (or back): each line packed again from scratch, so a line that
+        took two rows before keeps no padding row it no longer needs."""
+        self.set_class(compact, "-compact")
+        self._lines.clear()
+        if self.is_mounted:
+            self.refresh_text()
 
     def on_resize(self) -> None:
         width = self.content_region.width
@@ -296,10 +314,9 @@ class PairPane(Vertical):
         """The numbers (the console throttles these: digits changing 10 times a second are
         unreadable, and each text line costs a repaint)."""
         s = self.state
-        kernels = sorted({k for k in s.kernels.values() if k})
-        self._set("head", [("kernel ", DIM), " / ".join(kernels) or "?"],
-                  [("tunnel ", DIM), s.tunnel])
-        self._set("config", *self._config_chips(self.has_class("-compact")))
+        compact = self.has_class("-compact")
+        self._set("head", *self._head_chips(compact))
+        self._set("config", *self._config_chips(compact))
         p = s.phase
         now = s.bps[-1] if s.bps else math.nan
         # one unit for the pane's rates, so they compare (abtui.core.numbers)
@@ -344,11 +361,17 @@ def cpu_chips(s: PairState) -> list[list[Part]]:
 
 def pack_chips(chips: Sequence[Content], width: int, gap: int = 2) -> Content:
     """Chips side by side, `gap` cells apart, in as many lines of `width` cells as they need;
-    a chip moves to the next line whole (only one wider than a line is cut by wrapping)."""
+    a chip moves to the next line whole, and one wider than a line (a long error) is wrapped
+    at its words into lines of its own, so the lines counted are the lines shown."""
     lines: list[list[Content]] = [[]]
     used = 0
     for chip in chips:
         w = chip.cell_length
+        if w > width > 0:
+            parts = chip.wrap(width)
+            lines[-1:] = [*([lines[-1]] if lines[-1] else []), *([p] for p in parts)]
+            used = parts[-1].cell_length if parts else 0
+            continue
         if lines[-1] and used + gap + w > width:
             lines.append([])
             used = 0

@@ -88,3 +88,16 @@ async def replayed(pilot: Pilot, intervals: int) -> None:
     await until(pilot, lambda: app.state.intervals_seen >= n
                 and not app.controller.running)  # type: ignore[attr-defined]
     await settle(pilot)
+
+
+async def alternating(pilot: Pilot, every: float) -> None:
+    """On a live synthetic stream: tcp_wmem flipped to 64 KiB by its key (the knob ctrl+a
+    alternates, its base now), then ctrl+a, alternating every `every` seconds."""
+    app: AbtuiApp = pilot.app  # type: ignore[assignment]
+    await until(pilot, lambda: app.state.running)
+    app.alternation.every = every
+    await pilot.press("w")
+    await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") ==
+                "4096 16384 65536")
+    await pilot.press("ctrl+a")
+    await until(pilot, lambda: app.alternation.live is not None)

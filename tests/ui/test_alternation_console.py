@@ -10,7 +10,7 @@ import re
 from abtui.measure.replay import ReplayController
 from abtui.measure.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
-from tests.ui.console_kit import until
+from tests.ui.console_kit import alternating, until
 
 
 def _panel(app: AbtuiApp) -> str:
@@ -83,12 +83,7 @@ async def test_a_flip_by_hand_of_the_alternated_knob_ends_the_alternation() -> N
     ctl = ReplayController(synthetic_profile(1), speed=400)
     app = AbtuiApp(ctl, title="abtui — test")
     async with app.run_test(size=(140, 45)) as pilot:
-        await until(pilot, lambda: app.state.running)
-        app.alternation.every = 5.0
-        await pilot.press("w")
-        await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") ==
-                    "4096 16384 65536")
-        await pilot.press("ctrl+a")
+        await alternating(pilot, 5.0)
         alt = app.alternation
         await until(pilot, lambda: alt.live is not None and alt.live.running)
         # the first stretch holds the base or the other value, as the order was drawn

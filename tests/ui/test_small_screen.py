@@ -85,7 +85,11 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
         table, log = app.query_one("#phases", DataTable), app.query_one("#log")
         assert fully_shown(app, table) and table.region.height >= 1 + table.row_count
         assert pane.has_class("-compact")
-        assert log.display and log.region.height >= 5  # its border and four lines
+        assert log.display and log.region.height >= 2  # collapsed: its latest line
+        await pilot.press("ctrl+l")  # the log whole: its border and four lines at least
+        await settle(pilot)
+        assert log.display and log.region.height >= 5
+        assert fully_shown(app, table) and table.region.height >= 1 + table.row_count
         for label in app.state.pairs:
             assert fully_shown(app, app.query_one(f"#pane-{label}", PairPane))
 
@@ -148,19 +152,44 @@ async def test_phase_table_rows_stay_distinct_at_80x24_and_whole_at_160x48() -> 
         assert sum(a == b for a, b in zip(full, shown, strict=True)) >= len(full) - 1
 
 
-async def test_hiding_the_log_gives_its_room_to_the_phase_table_at_80x24() -> None:
+async def test_the_log_collapses_to_its_latest_line_at_80x24_and_ctrl_l_shows_it_whole(
+        ) -> None:
+    """At 80×24 the phase table keeps the bottom but for the log's latest line; ctrl+l shows
+    the log whole (the table scrolls in what is left), and collapses it again."""
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 24)) as pilot:
         await with_configs(pilot)
+        table, log = app.query_one("#phases", DataTable), app.query_one("#log")
+        bottom = app.query_one("#bottom")
+        latest = app.log_lines[-1]
+        assert log.display and log.region.height == 2  # its border, its latest line
+        assert table.region.height == bottom.region.height - 2
+        assert " ".join(latest.split()) in " ".join(
+            app.files.screen_text().splitlines()[log.region.y + 1].split())
+        collapsed = table.region.height
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        assert log.display and log.region.height >= 5
+        assert 3 <= table.region.height < collapsed
+        await pilot.press("ctrl+l")  # and back
+        await settle(pilot)
+        assert table.region.height == collapsed and log.region.height == 2
+
+
+async def test_hiding_the_log_gives_its_room_to_the_phase_table_at_90x30() -> None:
+    """Not short (30 rows): the log is whole under the table; ctrl+l hides it."""
+    app = make_app(pairs=4, intervals=2)
+    async with app.run_test(size=(90, 30)) as pilot:
+        await with_configs(pilot)
         table = app.query_one("#phases", DataTable)
         bottom = app.query_one("#bottom")
-        assert table.row_count + 1 > bottom.region.height  # more rows than room: it scrolls
+        assert table.row_count + 1 > table.region.height  # more rows than room: it scrolls
         shown = table.region.height
         assert shown < bottom.region.height  # the log below it
         await pilot.press("ctrl+l")
         await settle(pilot)
         assert not app.query_one("#log").display
-        assert table.region.height == bottom.region.height > shown
+        assert table.region.height > shown
         await pilot.press("ctrl+l")  # and back
         await settle(pilot)
         assert table.region.height == shown

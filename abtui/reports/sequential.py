@@ -315,7 +315,7 @@ class Assessment:
         ns = self._blocks(blocks)
         if self.delta is None:
             return f"? ({ns})"
-        text = f"Δ {self.delta}, {self.verdict}"
+        text = f"Δ {self._delta_text()}, {self.verdict}"
         if self.significant:
             early = "; stopped early: Δ may overstate the effect" if self.early else ""
             return f"{text} significant ({ns}{early})"
@@ -332,6 +332,16 @@ class Assessment:
             return f"{text}, about {self.more} more block{'s' if self.more != 1 else ''} " \
                    f"to resolve {self.min_effect:g}%"
         return text
+
+    def _delta_text(self) -> str:
+        """The Δ with its interval; at the first looks the spending boundary is so wide that
+        the interval reaches -100 % and beyond a million percent, which says nothing a
+        reader can use (`[-100.0, +inf]`): then only that it is not bounded yet."""
+        d = self.delta
+        assert d is not None
+        if d.low is not None and d.high is not None and d.low <= -99.95 and d.high >= 1e6:
+            return f"{d.pct:+.1f}% (interval not bounded yet)"
+        return str(d)
 
     def _blocks(self, blocks: int | None) -> str:
         """How many blocks this comparison stands on, against the schedule's `blocks`."""

@@ -76,6 +76,20 @@ def test_assess_says_significant_not_yet_and_too_few() -> None:
     assert early.verdict == "~" and "too few blocks yet" in early.line()
 
 
+def test_an_unbounded_first_look_says_so_instead_of_minus_100_to_inf() -> None:
+    """At the first looks the boundary is so wide that the interval reads `[-100.0, +inf]`
+    (seen in the console at 3 blocks): the line says it is not bounded yet instead."""
+    design = sq.Family(2, 20).design()
+    first = sq.assess([0.03, 0.08, -0.02], design)
+    d = first.delta
+    assert d is not None and d.low is not None and d.high is not None
+    assert d.low <= -99.95 and d.high >= 1e6  # what the bare interval would print
+    assert "interval not bounded yet" in first.line() and "inf" not in first.line()
+    later = sq.assess([0.03, 0.08, -0.02, 0.05, 0.04, 0.06, 0.01, 0.05, 0.04, 0.03, 0.05, 0.04],
+                      design)  # block 11 on: the randomised order could claim, so bounded
+    assert "[" in later.line() and "not bounded" not in later.line()
+
+
 def test_interval_and_verdict_never_disagree() -> None:
     rng = np.random.default_rng(5)
     design = sq.Family(2, 12).design()
@@ -119,7 +133,8 @@ def test_the_estimate_is_calibrated_in_a_small_simulation() -> None:
 
 def test_a_first_look_interval_may_be_unbounded_and_says_so() -> None:
     """Early looks of a 20-look design are drawn at levels far below 2^(1 − n): the interval
-    is unbounded there ([-100.0, +inf]), never an overflow, and the verdict `~`."""
+    is unbounded there ([-100.0, +inf]), never an overflow, said as not bounded yet, and the
+    verdict `~`."""
     got = sq.assess([-2.0, -2.1], sq.Family(1, 20).design())
     assert got.delta is not None and got.delta.high == float("inf")
-    assert "[-100.0, +inf]" in got.line() and got.verdict == "~"
+    assert "interval not bounded yet" in got.line() and got.verdict == "~"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from abtui.commands.demo import lab_named
 from tests.e2e.term import TMUX, Term, console_pid, end_console, intervals_shown
 
 pytestmark = [pytest.mark.ui,
@@ -170,7 +171,8 @@ def test_demo_ends_promptly_on_sigterm_without_asking(term: Term, tmp_path: Path
         assert rc.read_text().strip() == str(128 + sig), shown
         assert took < DEMO_SIGTERM_S, f"{took:.1f} s from {sig.name} to the end\n{shown}"
         if sig == signal.SIGTERM:
-            assert re.search(rf"lab {name} left up .*`abtui lab down`", shown), shown
+            assert re.search(rf"{re.escape(lab_named(name))} left up .*`abtui lab down`", shown), \
+                shown  # the lab named once: `rplabd left up`, `lab x left up`
         assert rmem() == original  # restored before it ended
         assert list(sessions.glob("*.abtui.jsonl.gz")), shown  # the session, finished
         print(f"{sig.name} to the demo's end: {took:.2f} s")

@@ -14,6 +14,7 @@ import pytest
 
 from abtui.core.events import EventKind
 from abtui.core.model import Pair
+from abtui.core.numbers import sig
 from abtui.lab.netns import Lab
 from abtui.measure.run_sides import STUB_FRACTION
 from abtui.measure.runs import SERVER_SUFFIX
@@ -94,7 +95,7 @@ async def test_udp_table_shows_what_arrived_with_its_loss(lab: Lab) -> None:
         # with its loss: the intervals' datagrams, as iperf3 counted them
         lost = sum(d["lost"] for d in arrived)
         due = sum(d["packets"] for d in arrived)
-        assert [config, pair, f"{100 * lost / due:.2f}", f"{lost}/{due}"] in [
+        assert [config, pair, sig(100 * lost / due), f"{lost}/{due}"] in [
             r[:4] for r in table(report, "UDP loss and jitter")[1]]
         assert 100 * lost / due == pytest.approx(summary["lost_percent"], abs=2.0)
 

@@ -118,11 +118,14 @@ def test_md_export_of_a_lab_session_has_the_review_tables(measured, tmp_path: Pa
     md = report.markdown(_session(tmp_path / "both.abtui.jsonl", items))
     assert "| configuration | A (Mbit/s) | B (Mbit/s) | Δ B vs A |" in md
     # 3 significant digits, as iperf3 prints them
-    assert "| bitrate=200M | 200 ± " in md or "| bitrate=200M | 199 ± " in md
+    mean = re.search(r"^\| bitrate=200M \| (\d{3}) ± ", md, re.M)
+    assert mean is not None and 196 <= int(mean[1]) <= 204, md
     assert "## Δ vs configuration `bitrate=200M`" in md
     row = next(line for line in md.splitlines() if line.startswith("| bitrate=400M | +"))
     # both pairs faster, significantly (Welch's t on the log ratio: no "~", p below 0.05)
     cells = re.findall(r"\+[\d.]+% \[[^\]]+\] (~ )?\(p[<=]([\d.]+) n=4\+4\)", row)
     assert len(cells) == 2 and all(not tilde and float(p) < 0.05 for tilde, p in cells), row
-    assert "| A | 1 | bitrate=200M | ok | 0:00:01 | 200 |" in md or \
-        "| A | 1 | bitrate=200M | ok | 0:00:01 | 199 |" in md
+    # a 200M run's figure at 3 significant digits (iperf3's pacing lands within 2 % of it;
+    # under load a 1 s run read 201 or 198)
+    run = re.search(r"^\| A \| 1 \| bitrate=200M \| ok \| 0:00:0\d \| (\d{3}) \|", md, re.M)
+    assert run is not None and 196 <= int(run[1]) <= 204, md

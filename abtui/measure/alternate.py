@@ -410,9 +410,10 @@ class LiveAlternation:
             self.why = f"error: {exc}"
         self.verdicts.stretches.close()
         self._active = False
+        self.notify()  # ended, said at once: setting the knob back takes a flip (seconds)
         if not self._keep:
             await self._restore()
-        self.notify()
+            self.notify()
 
     async def _restore(self) -> None:
         """However it ended (the rule, the maximum, the key), the knob goes back to what each

@@ -296,6 +296,49 @@ async def test_the_console_alternation_stops_by_key() -> None:
         console_alternation(parse_profile(PROFILE.split("[[knobs]]")[0], "t.toml"), None, {})
 
 
+async def test_an_ended_alternation_says_so_before_its_knob_is_set_back() -> None:
+    """Setting the knob back is a flip (seconds under load, on a tunnel): the panel says
+    "ended: stopped" as soon as it ends, not only once the hosts have the old value (a CI run
+    under load saw "running" for 30 s after ctrl+a again)."""
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
+
+    class HeldRestore(ReplayController):
+        hold = False
+        release = asyncio.Event()
+
+        async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
+            if self.hold:
+                await self.release.wait()
+            await super().set_knob(knob, value, pairs)
+
+    profile = synthetic_profile(pairs=1)
+    ctl = HeldRestore(profile, speed=400)
+    await ctl.start("continuous")
+    shown: list[str] = []
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0,
+                           notify=lambda: shown.append(live.lines()[0]), before={"A": "off"})
+    await live.start()
+    while live.held != "on":  # holding the other value: stopping must set it back
+        await asyncio.sleep(0.01)
+    ctl.hold = True
+    stopping = asyncio.ensure_future(live.stop())
+    for _ in range(500):  # 5 s at most
+        if any("ended: stopped" in line for line in shown):
+            break
+        await asyncio.sleep(0.01)
+    assert any("ended: stopped" in line for line in shown), shown
+    assert not stopping.done()
+    assert ctl.configs["A"]["tso"] == "on"  # not set back yet, and already said ended
+    ctl.release.set()
+    await stopping
+    assert ctl.configs["A"]["tso"] == "off" and live.set_back == ["off"]
+    await ctl.stop()
+
+
 async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -> None:
     """ctrl+a again while a flip is being applied (a tunnel takes seconds): the flip completes
     before the alternation ends. Cancelled halfway, the hosts could have the new value while

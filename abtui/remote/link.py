@@ -29,7 +29,7 @@ from typing import Any
 from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
-from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout
+from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
 from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
 
@@ -44,6 +44,12 @@ BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
 
 StateCallback = Callable[["HostLink", LinkState, str], None]
 STATUS_DIGITS = 12  # room for the exit status in the framing's end mark (see ControlShell)
+# The ciphers offered first: AEAD only, AES-GCM ahead of chacha20-poly1305 (asyncssh's first
+# choice), then asyncssh's other defaults for servers without these. AES-GCM is one OpenSSL
+# call a packet (AES-NI); asyncssh's chacha20-poly1305 builds three cipher objects and a
+# Poly1305 tag in Python per packet: 7-9 us against 47 us a packet, most of the client's
+# crypto on a knob flip (docs/performance.md). An ssh_config `Ciphers` line still decides.
+CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com")
 
 
 @dataclass(slots=True)
@@ -214,6 +220,9 @@ class HostLink:
         }
         if self.ssh_config:
             opts["config"] = [self.ssh_config]
+        if CIPHERS and configured_option(self.ssh_config, self.destination.host,
+                                         "Ciphers") is None:
+            opts["encryption_algs"] = "^" + ",".join(CIPHERS)
         if self.known_hosts:
             opts["known_hosts"] = self.known_hosts
         return opts

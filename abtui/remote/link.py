@@ -29,6 +29,7 @@ from typing import Any
 from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
+from abtui.remote.dialect import FUNCTION
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
 from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
@@ -44,6 +45,10 @@ BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
 
 # Bash 5 (its `read -N` reads a block in one read(2), and takes LC_ALL for that read alone).
 BULK_PROBE = 'case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) echo bulk ;; esac'
+
+# A dialect's command (abtui.remote.dialect.as_function): a function defined and called at once.
+_DEF_HEAD, _DEF_TAIL = f"{FUNCTION}() {{\n", f"\n}}; {FUNCTION}"
+MAX_FUNCTIONS = 256  # dialect commands a bulk shell keeps defined (a flip's are a handful)
 
 StateCallback = Callable[["HostLink", LinkState, str], None]
 STATUS_DIGITS = 12  # room for the exit status in the framing's end mark (see ControlShell)
@@ -126,6 +131,9 @@ class ControlShell:
         self.out_len = len(self.mark) + 3 + STATUS_DIGITS
         self.err_len = len(self.mark) + 2
         self.bulk = False  # commands read whole by bash's `read -N` (bulk_loop)
+        # a dialect command's text -> the name of the function it stays defined as
+        self.functions: dict[str, str] = {}
+        self._defining: tuple[str, str] | None = None
         sock = conn.get_extra_info("socket")
         # TCP_CORK: asyncssh sends an SSH_MSG_IGNORE packet before each data packet, in a
         # write of its own; corked, the two leave in one segment (one wake-up of the host's
@@ -137,7 +145,7 @@ class ControlShell:
     def send(self, command: str, opening: str, closing: str) -> None:
         """Write `command`, framed, to the shell's stdin (one TCP segment where it can)."""
         if self.bulk:  # the loop of `bulk_loop` frames it: the block's length, then the block
-            block = f"{opening} {command}\n{closing}"
+            block = f"{opening} {self._named(command)}\n{closing}"
             framed = f"{len(block.encode())}\n{block}"
         else:
             framed = (f"{opening} {command}\n{closing} </dev/null; "
@@ -157,6 +165,23 @@ class ControlShell:
         finally:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+
+    def _named(self, command: str) -> str:
+        """A dialect's command, sent again, as the call of the function its first sending
+        defined: bash parses the ~650 characters of a knob flip's command once per shell, not
+        per flip (0.05 ms of the host's CPU a command). Defined once its command ran with a
+        status other than 2 (a definition bash could not parse is sent whole again)."""
+        self._defining = None
+        if not (command.startswith(_DEF_HEAD) and command.endswith(_DEF_TAIL)):
+            return command
+        name = self.functions.get(command)
+        if name is not None:
+            return name
+        if len(self.functions) >= MAX_FUNCTIONS:
+            return command
+        name = f"abtui_f{len(self.functions)}"
+        self._defining = (command, name)
+        return f"{name}() {{\n{command[len(_DEF_HEAD):-len(_DEF_TAIL)]}\n}}; {name}"
 
     def bulk_loop(self) -> str:
         """The loop bash runs to read each command whole: bash reads a script from a pipe one
@@ -186,7 +211,11 @@ class ControlShell:
         assert end is not None  # readuntil returns what ends with the mark
         stdout = out[: end.start()]
         stderr = err[: -(len(self.mark) + 2)]
-        return CommandResult(int(end.group(1)), stdout.removesuffix("\n") if
+        status = int(end.group(1))
+        if self._defining is not None and status != 2:
+            self.functions[self._defining[0]] = self._defining[1]
+        self._defining = None
+        return CommandResult(status, stdout.removesuffix("\n") if
                              stdout.endswith("\n") else stdout, stderr)
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from abtui.remote.dialect import as_function
 from abtui.remote.link import ControlShell
 
 
@@ -153,6 +154,36 @@ async def test_bash_reads_each_command_whole_and_frames_it_as_before() -> None:
                 assert result.exit_status == 2 and "syntax error" in result.stderr
             else:
                 assert got == want
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+async def test_a_dialect_command_sent_again_calls_the_function_its_first_sending_defined() -> None:
+    """The second sending of the same dialect command is a call of a few bytes, with the same
+    result; a definition bash cannot parse is not kept (sent whole again, same error)."""
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "--noprofile", "--norc", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    written: list[str] = []
+    try:
+        pipe = PipeProcess(proc)
+        write = pipe.write
+        pipe.write = lambda text: (written.append(text), write(text))[1]  # type: ignore[method-assign]
+        shell = ControlShell(pipe, Conn(None))  # type: ignore[arg-type]
+        await asyncio.wait_for(shell.start_bulk(), 5)
+        flip = as_function("n=$((${n:-0} + 1)); echo \"run $n\"; [ $n -lt 2 ] || return 7")
+        broken = as_function("if then; echo never reached here")
+        seen = []
+        for command in (flip, flip, broken, broken):
+            shell.send(command, "{", "}")
+            result = await asyncio.wait_for(shell.result(), 5)
+            seen.append((result.stdout, result.exit_status, len(written[-1])))
+        assert [s[:2] for s in seen[:2]] == [("run 1", 0), ("run 2", 7)]
+        assert seen[1][2] < 40 < seen[0][2]  # the call, not the definition
+        assert [s[1] for s in seen[2:]] == [2, 2] and seen[3][2] == seen[2][2] > 40
     finally:
         proc.kill()
         await proc.wait()

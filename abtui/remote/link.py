@@ -348,8 +348,11 @@ class HostLink:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
-        async with asyncio.timeout(self.connect_timeout):
-            await shell.start_bulk()
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                await shell.start_bulk()
+        except asyncio.IncompleteReadError as exc:
+            raise RemoteError(self.alias, "the control shell ended as it started") from exc
         ident = await self.run(f"id -u; {BOOT_ID_COMMAND}", timeout=self.connect_timeout)
         lines = [line.strip() for line in ident.stdout.splitlines()]
         self.uid = int(lines[0]) if lines and lines[0].isdigit() else None

@@ -95,9 +95,13 @@ def same_value(a: str | None, b: str | None) -> bool:
 SWAP_MARK = "__ABTUI_SWAP__"
 
 
+FUNCTION = "abtui_do"
+
+
 def as_function(body: str) -> str:
-    """A command as a shell function defined and called at once (see Dialect.read_command)."""
-    return f"abtui_do() {{\n{body}\n}}; abtui_do"
+    """A command as a shell function defined and called at once (see Dialect.read_command;
+    a control shell may keep it defined, abtui.remote.link.ControlShell)."""
+    return f"{FUNCTION}() {{\n{body}\n}}; {FUNCTION}"
 
 
 class Dialect:

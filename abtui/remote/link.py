@@ -29,7 +29,8 @@ from typing import Any
 from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
-from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout
+from abtui.remote.dialect import FUNCTION
+from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
 from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
 
@@ -42,8 +43,21 @@ RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
                    "sysctl -n kern.boottime 2>/dev/null || true")
 
+# Bash 5 (its `read -N` reads a block in one read(2), and takes LC_ALL for that read alone).
+BULK_PROBE = 'case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) echo bulk ;; esac'
+
+# A dialect's command (abtui.remote.dialect.as_function): a function defined and called at once.
+_DEF_HEAD, _DEF_TAIL = f"{FUNCTION}() {{\n", f"\n}}; {FUNCTION}"
+MAX_FUNCTIONS = 256  # dialect commands a bulk shell keeps defined (a flip's are a handful)
+
 StateCallback = Callable[["HostLink", LinkState, str], None]
 STATUS_DIGITS = 12  # room for the exit status in the framing's end mark (see ControlShell)
+# The ciphers offered first: AEAD only, AES-GCM ahead of chacha20-poly1305 (asyncssh's first
+# choice), then asyncssh's other defaults for servers without these. AES-GCM is one OpenSSL
+# call a packet (AES-NI); asyncssh's chacha20-poly1305 builds three cipher objects and a
+# Poly1305 tag in Python per packet: 7-9 us against 47 us a packet, most of the client's
+# crypto on a knob flip (docs/performance.md). An ssh_config `Ciphers` line still decides.
+CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com")
 
 
 @dataclass(slots=True)
@@ -116,6 +130,10 @@ class ControlShell:
         self.err_end = re.compile(re.escape(f"\n{self.mark}\n"))
         self.out_len = len(self.mark) + 3 + STATUS_DIGITS
         self.err_len = len(self.mark) + 2
+        self.bulk = False  # commands read whole by bash's `read -N` (bulk_loop)
+        # a dialect command's text -> the name of the function it stays defined as
+        self.functions: dict[str, str] = {}
+        self._defining: tuple[str, str] | None = None
         sock = conn.get_extra_info("socket")
         # TCP_CORK: asyncssh sends an SSH_MSG_IGNORE packet before each data packet, in a
         # write of its own; corked, the two leave in one segment (one wake-up of the host's
@@ -126,8 +144,12 @@ class ControlShell:
 
     def send(self, command: str, opening: str, closing: str) -> None:
         """Write `command`, framed, to the shell's stdin (one TCP segment where it can)."""
-        framed = (f"{opening} {command}\n{closing} </dev/null; "
-                  f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2\n")
+        if self.bulk:  # the loop of `bulk_loop` frames it: the block's length, then the block
+            block = f"{opening} {self._named(command)}\n{closing}"
+            framed = f"{len(block.encode())}\n{block}"
+        else:
+            framed = (f"{opening} {command}\n{closing} </dev/null; "
+                      f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2\n")
         sock = self._sock
         if sock is None:
             self.process.stdin.write(framed)
@@ -144,6 +166,43 @@ class ControlShell:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
 
+    def _named(self, command: str) -> str:
+        """A dialect's command, sent again, as the call of the function its first sending
+        defined: bash parses the ~650 characters of a knob flip's command once per shell, not
+        per flip (0.05 ms of the host's CPU a command). Defined once its command ran with a
+        status other than 2 (a definition bash could not parse is sent whole again)."""
+        self._defining = None
+        if not (command.startswith(_DEF_HEAD) and command.endswith(_DEF_TAIL)):
+            return command
+        name = self.functions.get(command)
+        if name is not None:
+            return name
+        if len(self.functions) >= MAX_FUNCTIONS:
+            return command
+        name = f"abtui_f{len(self.functions)}"
+        self._defining = (command, name)
+        return f"{name}() {{\n{command[len(_DEF_HEAD):-len(_DEF_TAIL)]}\n}}; {name}"
+
+    def bulk_loop(self) -> str:
+        """The loop bash runs to read each command whole: bash reads a script from a pipe one
+        byte a read(2) (so that a child could read what follows), ~0.3 ms of the host's CPU
+        for a knob flip's command; `read -N` takes the block in one read. Its length is in
+        bytes (LC_ALL=C for that read only); the loop prints the end marks, also after a
+        command that does not parse (eval's status 2, bash's message on stderr)."""
+        return ("while IFS= read -r __abtui_n && LC_ALL=C IFS= read -r -N \"$__abtui_n\" "
+                "__abtui_c; do eval \"$__abtui_c\" </dev/null; "
+                f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2; "
+                "done\n")
+
+    async def start_bulk(self) -> None:
+        """Where the shell is bash 5 or later, switch it to `bulk_loop` (else it stays the
+        shell reading stdin itself, as sh does)."""
+        self.send(BULK_PROBE, "{", "}")
+        probe = await self.result()
+        if probe.stdout.strip() == "bulk":
+            self.process.stdin.write(self.bulk_loop())
+            self.bulk = True
+
     async def result(self) -> CommandResult:
         """The command's stdout, stderr and exit status, once both end marks are read."""
         out = await self.process.stdout.readuntil(self.out_end, self.out_len)
@@ -152,7 +211,11 @@ class ControlShell:
         assert end is not None  # readuntil returns what ends with the mark
         stdout = out[: end.start()]
         stderr = err[: -(len(self.mark) + 2)]
-        return CommandResult(int(end.group(1)), stdout.removesuffix("\n") if
+        status = int(end.group(1))
+        if self._defining is not None and status != 2:
+            self.functions[self._defining[0]] = self._defining[1]
+        self._defining = None
+        return CommandResult(status, stdout.removesuffix("\n") if
                              stdout.endswith("\n") else stdout, stderr)
 
     def close(self) -> None:
@@ -214,6 +277,9 @@ class HostLink:
         }
         if self.ssh_config:
             opts["config"] = [self.ssh_config]
+        if CIPHERS and configured_option(self.ssh_config, self.destination.host,
+                                         "Ciphers") is None:
+            opts["encryption_algs"] = "^" + ",".join(CIPHERS)
         if self.known_hosts:
             opts["known_hosts"] = self.known_hosts
         return opts
@@ -282,6 +348,11 @@ class HostLink:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                await shell.start_bulk()
+        except asyncio.IncompleteReadError as exc:
+            raise RemoteError(self.alias, "the control shell ended as it started") from exc
         ident = await self.run(f"id -u; {BOOT_ID_COMMAND}", timeout=self.connect_timeout)
         lines = [line.strip() for line in ident.stdout.splitlines()]
         self.uid = int(lines[0]) if lines and lines[0].isdigit() else None
@@ -392,9 +463,13 @@ class HostLink:
         conn = self._conn
         if conn is None:
             return
-        with contextlib.suppress(asyncssh.Error, OSError):
-            self._shell = ControlShell(await conn.create_process(
+        with contextlib.suppress(asyncssh.Error, OSError, TimeoutError,
+                                 asyncio.IncompleteReadError):
+            shell = ControlShell(await conn.create_process(
                 self._shell_command(), encoding="utf-8", errors="replace"), conn)
+            async with asyncio.timeout(self.connect_timeout):
+                await shell.start_bulk()
+            self._shell = shell
 
     async def check(self, command: str, timeout: float = 10.0) -> str:
         """Run a command and return stdout; a non-zero exit raises RemoteError with stderr."""

@@ -7,6 +7,7 @@ known_hosts line that holds the old key).
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -39,15 +40,33 @@ def configured_connect_timeout(ssh_config: str | None, host: str) -> float | Non
     reader), None where it sets none or the file cannot be read (connecting says why)."""
     if not ssh_config:
         return None
+    value = configured_option(ssh_config, host, "ConnectTimeout")
+    try:
+        return float(value) if isinstance(value, int | float | str) and value else None
+    except ValueError:
+        return None
+
+
+def configured_option(ssh_config: str | None, host: str, name: str) -> object | None:
+    """An option of the host's block, read by asyncssh's own config reader from the
+    ssh_config given, else from ~/.ssh/config as asyncssh reads it by default; None where it
+    is not set or the file cannot be read (connecting says why)."""
+    if ssh_config:
+        paths = [ssh_config]
+    else:
+        default = Path("~", ".ssh", "config").expanduser()
+        paths = [str(default)] if os.access(default, os.R_OK) else []
+    if not paths:
+        return None
     try:
         import getpass
 
         from asyncssh.config import SSHClientConfig
 
-        config = SSHClientConfig.load(None, [ssh_config], False, False, False,
+        config = SSHClientConfig.load(None, paths, False, False, False,
                                       getpass.getuser(), (), host, ())
-        value = config.get("ConnectTimeout", None)
-        return float(value) if isinstance(value, int | float | str) and value else None
+        value = config.get(name, None)
+        return value if value not in (None, "", ()) else None
     except Exception:  # asyncssh's reader: any trouble means the default
         return None
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 import socket
 from typing import Any
 
 import pytest
 
+from abtui.remote.dialect import as_function
 from abtui.remote.link import ControlShell
 
 
@@ -96,3 +98,92 @@ async def test_a_link_without_a_tcp_socket_writes_uncorked() -> None:
     shell = ControlShell(proc, Conn(None))  # type: ignore[arg-type]
     shell.send("true", "(", ")")
     assert proc.stdin.corked_writes == [False] and sock.calls == []
+
+
+class PipeProcess:
+    """A real bash on pipes, as sshd gives the control shell: its stdin a pipe."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.stdin = self
+        self.stdout = Stream(proc.stdout)
+        self.stderr = Stream(proc.stderr)
+        self.written: list[str] = []
+
+    def write(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.written.append(text)
+        self.proc.stdin.write(text.encode())
+
+
+class Stream:
+    def __init__(self, reader: Any) -> None:
+        self.reader, self.buf = reader, ""
+
+    async def readuntil(self, pattern: re.Pattern[str], max_len: int = 0) -> str:
+        while (m := pattern.search(self.buf)) is None:
+            chunk = await self.reader.read(4096)
+            assert chunk, "the shell ended"
+            self.buf += chunk.decode()
+        out, self.buf = self.buf[: m.end()], self.buf[m.end():]
+        return out
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+async def test_bash_reads_each_command_whole_and_frames_it_as_before() -> None:
+    """bash 5 switches to the loop that reads a command with one `read -N` (its length in
+    bytes, whatever the locale); output, stderr, exit status, a multibyte argument, a command
+    that does not parse and `isolate` keep their meaning."""
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "--noprofile", "--norc", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"})
+    try:
+        shell = ControlShell(PipeProcess(proc), Conn(None))  # type: ignore[arg-type]
+        await asyncio.wait_for(shell.start_bulk(), 5)
+        assert shell.bulk
+        cases = [("printf 'é\\nx'; echo oops >&2; f() { return 3; }; f", "{", "}",
+                  ("é\nx", "oops\n", 3)),
+                 ("x=1; exit 4", "(", ")", ("", "", 4)),
+                 ("echo \"${x:-unset}\"", "{", "}", ("unset", "", 0)),
+                 ("if then", "{", "}", None),
+                 ("echo still here", "{", "}", ("still here", "", 0))]
+        for command, opening, closing, want in cases:
+            shell.send(command, opening, closing)
+            result = await asyncio.wait_for(shell.result(), 5)
+            got = (result.stdout, result.stderr, result.exit_status)
+            if want is None:  # bash says why on stderr, status 2, the shell goes on
+                assert result.exit_status == 2 and "syntax error" in result.stderr
+            else:
+                assert got == want
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+async def test_a_dialect_command_sent_again_calls_the_function_its_first_sending_defined() -> None:
+    """The second sending of the same dialect command is a call of a few bytes, with the same
+    result; a definition bash cannot parse is not kept (sent whole again, same error)."""
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "--noprofile", "--norc", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    try:
+        pipe = PipeProcess(proc)
+        written = pipe.written
+        shell = ControlShell(pipe, Conn(None))  # type: ignore[arg-type]
+        await asyncio.wait_for(shell.start_bulk(), 5)
+        flip = as_function("n=$((${n:-0} + 1)); echo \"run $n\"; [ $n -lt 2 ] || return 7")
+        broken = as_function("if then; echo never reached here")
+        seen = []
+        for command in (flip, flip, broken, broken):
+            shell.send(command, "{", "}")
+            result = await asyncio.wait_for(shell.result(), 5)
+            seen.append((result.stdout, result.exit_status, len(written[-1])))
+        assert [s[:2] for s in seen[:2]] == [("run 1", 0), ("run 2", 7)]
+        assert seen[1][2] < 40 < seen[0][2]  # the call, not the definition
+        assert [s[1] for s in seen[2:]] == [2, 2] and seen[3][2] == seen[2][2] > 40
+    finally:
+        proc.kill()
+        await proc.wait()

@@ -152,8 +152,11 @@ class PhaseTable(DataTable[Text]):
             self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
             self._load("scipy.special", "scipy")
         unit = state.rate_unit()
-        if len(self.rows) != len(state.phases) or unit != self.unit:
-            self.rebuild(state, screen_width)  # a new row, or a new unit for the columns
+        keys = [repr(k) for k in state.phases]
+        if [k.value for k in self.rows] != keys or unit != self.unit:
+            # a new row, one gone (a phase a run overrode before any interval: as many rows
+            # as before, other keys), or a new unit for the columns
+            self.rebuild(state, screen_width)
             return
         labels = list(state.pairs)
         for key, row in state.phases.items():

@@ -132,10 +132,8 @@ class RunRates:
         known = self.phase_config.get(pair, {})
         named: dict[str, Segment] = {}  # phases that read alike are one configuration here
         for phase, seg in sorted(run.phases.items()):
-            same = named.setdefault(self._name(run.direction, known.get(phase, run.config)),
-                                    Segment())
-            same.bits, same.seconds, same.n = (same.bits + seg.bits, same.seconds + seg.seconds,
-                                               same.n + seg.n)
+            named.setdefault(self._name(run.direction, known.get(phase, run.config)),
+                             Segment()).merge(seg)
         if len(named) > 1:
             return Measured(tuple((what, seg.rate) for what, seg in named.items()),
                             run.whole.rate)

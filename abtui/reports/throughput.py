@@ -69,6 +69,12 @@ class Segment:
         self.seconds += span
         self.n += 1
 
+    def merge(self, other: Segment) -> None:
+        """Take in another segment's intervals (one configuration counted over phases)."""
+        self.bits += other.bits
+        self.seconds += other.seconds
+        self.n += other.n
+
     @property
     def rate(self) -> float | None:
         """Bits per second over the segment; None before any time has been counted."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from abtui.core.text import UNKNOWN
 
@@ -37,7 +38,7 @@ def layout_units(layout: str | None) -> str:
     return LAYOUT_UNITS.get(layout or "", "bits")
 
 
-def _finite(x: object) -> bool:
+def _finite(x: object) -> TypeGuard[int | float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -86,10 +87,10 @@ class Unit:
     div: float
     name: str
 
-    def figure(self, bps: float | None) -> str:
+    def figure(self, bps: object) -> str:
         """One rate (bits/s) in this unit, 3 significant digits, no unit name; UNKNOWN when
-        not a number."""
-        return sig(bps / self.div) if bps is not None and _finite(bps) else UNKNOWN
+        not a number (a JSON row's field may hold anything)."""
+        return sig(bps / self.div) if _finite(bps) else UNKNOWN
 
     def text(self, bps: float | None) -> str:
         """`9.41 Gbit/s`; UNKNOWN when not a number."""

@@ -65,14 +65,6 @@ def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False, spread: bool = 
 fmt_ms = numbers.ms  # a time in ms as ping prints it (`0.045`, `1.23`, `15.9`)
 
 
-def fmt_bps(bps: object, div: float) -> str:
-    """One rate (bits/s) in a table's unit (bits/s ÷ `div`), 3 significant digits; `—` when
-    not a number."""
-    if isinstance(bps, int | float) and not isinstance(bps, bool):
-        return sig(bps / div)
-    return "—"
-
-
 def fmt_delta(d: stats.Delta | None, v: stats.Verdict) -> str:
     """`+6.2% [+4.1, +8.3] (p=0.008 n=5+5)`, `+0.4% [-2.0, +2.9] ~ (p=0.40 n=5+5)`,
     `+10.0% ? (n=1+1: too few runs)` (no interval with fewer than 2 runs on a side). Interval

@@ -10,7 +10,6 @@ from abtui.core import events
 from abtui.core.numbers import rate_unit, sig
 from abtui.reports import samples, stats
 from abtui.reports.formatting import (
-    fmt_bps,
     fmt_cell,
     fmt_compare,
     fmt_duration,
@@ -272,12 +271,12 @@ def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None =
         rates_seen += [float(x) for x in (snd, rcv, rate) if x is not None and _is_num(x)]
         rows.append((r, tp, rate, snd, rcv, s.get("retransmits")))
     u = rate_unit(rates_seen, units)
-    div, unit = u.div, u.name
+    unit = u.name
     # UDP runs: iperf3's own loss and jitter (the receiver's summary line)
     udp = any((r.summary or {}).get("protocol") == "udp" for r in session.runs)
     body = [[r.pair, str(r.id), shown_apart(session, r.config, common or {}), r.status,
              fmt_duration(r.end - r.start) if r.end and r.start else "—",
-             _rate(rate, div), str(tp.n), _rate(snd, div), _rate(rcv, div),
+             u.figure(rate), str(tp.n), u.figure(snd), u.figure(rcv),
              "—" if retr is None else str(retr),
              *(_udp_summary(r.summary) if udp else []), *cpu.run_columns(r), r.message]
             for r, tp, rate, snd, rcv, retr in rows]
@@ -298,10 +297,6 @@ def _udp_summary(s: dict[str, Any] | None) -> list[str]:
 
 def _is_num(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
-
-
-def _rate(bps: Any, div: float) -> str:
-    return fmt_bps(bps, div)
 
 
 def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],

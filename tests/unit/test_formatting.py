@@ -41,6 +41,13 @@ def test_a_column_shares_the_unit_of_its_smallest_figure() -> None:
     assert rate_unit([]).name == "Mbit/s"  # nothing measured yet
 
 
+@pytest.mark.parametrize("value", [None, "9.41e9", True, math.nan, math.inf, {"bps": 1}])
+def test_a_figure_from_a_json_row_that_is_not_a_number_reads_unknown(value: object) -> None:
+    # the session's rows are JSON: a host's summary can hold anything in a rate's field
+    assert rate_unit([1e9]).figure(value) == "—"
+    assert rate_unit([1e9]).figure(9.41e9) == "9.41"
+
+
 @pytest.mark.parametrize(("mean", "sd", "want"), [
     (7704, 3407, "7700 ± 3410"), (9.41, 0.123, "9.41 ± 0.12"), (1.2, 12.345, "1.20 ± 12.3"),
     (200, 0, "200 ± 0"), (1.6, 0.0, "1.60 ± 0.00"), (1.88, 0.39, "1.88 ± 0.39"),

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from abtui.reports import samples
-from abtui.reports.formatting import fmt_bps, legend
+from abtui.reports.formatting import legend
 from abtui.reports.procedure.order import base_pair, kernel_group, pairs_in_order
 from abtui.reports.procedure.table import Cells, Measure, Row, Slot, first_table, titled
 
@@ -28,9 +28,9 @@ def _sum_lines(s: Slot) -> list[str]:
         return math.fsum(xs) / len(xs) if xs else None
 
     retr = mean("retransmits")
-    return [fmt_bps(mean("sender_bits_per_second"), s.unit.div),
+    return [s.unit.figure(mean("sender_bits_per_second")),
             "—" if retr is None else f"{retr:.0f}",
-            fmt_bps(mean("receiver_bits_per_second"), s.unit.div)]
+            s.unit.figure(mean("receiver_bits_per_second"))]
 
 
 SUM_LINES = Measure(

@@ -254,7 +254,7 @@ class AbtuiApp(App[int]):
             return
         self.board.changed(dirty.pairs, now=dirty.knobs)  # a knob's new value shows at once
         if dirty.phases:
-            self.table_throttle(force=len(self.table.rows) != len(self.state.phases))
+            self.table_throttle(force=self.table.rows_changed(self.state))
         if dirty.knobs and self.screen_layout:  # a value's length may rewrap bar and panes
             self.screen_layout.fit()
         self.running = self.state.running

@@ -146,18 +146,21 @@ class PhaseTable(DataTable[Text]):
         if rows:
             self.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
 
+    def rows_changed(self, state: ConsoleState) -> bool:
+        """A new row, one gone (a phase a run overrode before any interval: as many rows as
+        before, other keys), or a new unit for the columns: the table is rebuilt, at once."""
+        return ([k.value for k in self.rows] != [repr(k) for k in state.phases]
+                or state.rate_unit() != self.unit)
+
     def refresh_cells(self, state: ConsoleState, screen_width: int) -> None:
         """New numbers: the cells updated in place (a new row lays the table out again)."""
         if LOADED.pop("want_scipy", False) and not self._scipy_asked:
             self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
             self._load("scipy.special", "scipy")
-        unit = state.rate_unit()
-        keys = [repr(k) for k in state.phases]
-        if [k.value for k in self.rows] != keys or unit != self.unit:
-            # a new row, one gone (a phase a run overrode before any interval: as many rows
-            # as before, other keys), or a new unit for the columns
+        if self.rows_changed(state):
             self.rebuild(state, screen_width)
             return
+        unit = state.rate_unit()
         labels = list(state.pairs)
         for key, row in state.phases.items():
             for label, cell in zip(labels, state.phase_cells(row, unit), strict=True):

@@ -1,7 +1,10 @@
 """The test lab's names and a side channel into its namespaces: what lab tests (and the
 end-to-end ones) use to look at hosts without going through abtui.
 
-ABTUI_TEST_LAB="name,ifprefix,mgmt" picks the test lab's names (default "tlab,abt,254").
+ABTUI_TEST_LAB="name,ifprefix,mgmt" picks the test lab's names (default "tlab,abt,254"). A
+test run takes that management subnet and the two below it (mgmt-1 for the end-to-end tests'
+demo lab, mgmt-2 for the CLI's up/down cycle): give runs that share a machine management
+numbers at least 3 apart.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from pathlib import Path
 
 from abtui.lab.netns import Lab
 
+# the test lab, the end-to-end tests' demo lab, the CLI cycle's lab: each its own subnet
+SUFFIXES = ("", "d", "c")
+
 
 def lab_names(suffix: str = "") -> tuple[str, str, int]:
+    """(name, ifprefix, mgmt) of the test lab, or of the lab named by `suffix` beside it."""
     raw = os.environ.get("ABTUI_TEST_LAB", "tlab,abt,254")
     name, ifprefix, mgmt = raw.split(",")
-    return name + suffix, ifprefix + suffix, int(mgmt) - (1 if suffix else 0)
+    return name + suffix, ifprefix + suffix, int(mgmt) - SUFFIXES.index(suffix)
 
 
 def make_test_lab(tmp: Path, suffix: str = "") -> Lab:

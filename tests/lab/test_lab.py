@@ -13,7 +13,7 @@ import pytest
 
 from abtui.lab.netns import Lab
 from abtui.remote.probe import probe_hosts
-from tests.lab.namespaces import make_test_lab
+from tests.lab.namespaces import lab_names, make_test_lab
 
 pytestmark = pytest.mark.lab
 
@@ -141,8 +141,9 @@ def test_lab_status_reports_broken_host(lab: Lab, tmp_path):
 
 
 def test_cli_up_status_down_cycle_leaves_the_machine_as_it_was(tmp_path):
-    env = dict(os.environ, ABTUI_LAB="clab,abc,234", ABTUI_LAB_DIR=str(tmp_path))
-    clab = Lab(name="clab", octet=19, ifprefix="abc", mgmt=234, state_dir=tmp_path / "clab")
+    name, ifprefix, mgmt = lab_names("c")
+    env = dict(os.environ, ABTUI_LAB=f"{name},{ifprefix},{mgmt}", ABTUI_LAB_DIR=str(tmp_path))
+    clab = Lab(name=name, octet=19, ifprefix=ifprefix, mgmt=mgmt, state_dir=tmp_path / name)
     netns0, links0, _ = _snapshot(clab)
     sshd0 = _sshd_pids(clab)
 
@@ -156,7 +157,7 @@ def test_cli_up_status_down_cycle_leaves_the_machine_as_it_was(tmp_path):
         st = abtui("lab", "status", "--json")
         assert st.returncode == 0, st.stderr
         status = json.loads(st.stdout)
-        assert [h["alias"] for h in status["hosts"]] == ["clab-a-snd", "clab-a-rcv"]
+        assert [h["alias"] for h in status["hosts"]] == [f"{name}-a-snd", f"{name}-a-rcv"]
         assert all(h["ok"] for h in status["hosts"])
         assert status["ssh_config"].startswith(str(tmp_path))
         bad = abtui("lab", "up", "--pairs", "9")

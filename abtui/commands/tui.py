@@ -94,6 +94,15 @@ def run(args: argparse.Namespace) -> int:
     return open_console(controller, f"abtui — {controller.profile.name} — {label}")
 
 
+def session_subtitle(path: Path, recover: bool = False) -> str:
+    """The header's second part: the session's name (its folder and suffixes are said on
+    exit), after a reminder to recover when earlier changes are still on hosts, which a
+    narrow header must not cut off first."""
+    from abtui.sessions.paths import name_of
+
+    return ("⚠ run `abtui recover` — " if recover else "") + f"session {name_of(path)}"
+
+
 def open_on_hosts(profile: Any, title: str) -> int:
     """The console driving the engine on the profile's hosts, journalling the session."""
     import sys
@@ -114,8 +123,7 @@ def open_on_hosts(profile: Any, title: str) -> int:
     writer = open_session_writer(path, profile, compact=True)
     engine.subscribe(writer.write)
     try:
-        subtitle = f"session {path.name}" + (" — earlier changes left on hosts: run "
-                                             "`abtui recover`" if notice else "")
+        subtitle = session_subtitle(path, bool(notice))
         with lease.hold(lease.labs_of(profile)):  # no other command takes its lab down
             return open_console(engine, title, subtitle=subtitle, on_hosts=True)
     finally:

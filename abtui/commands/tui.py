@@ -7,9 +7,11 @@ On real hosts the console drives the engine; with `--replay` it drives a ReplayC
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,18 +87,40 @@ def open_console(controller: Any, title: str, subtitle: str = "", *,
     return asyncio.run(run_console(app, recover_hint=on_hosts, linger=True))
 
 
-def run(args: argparse.Namespace) -> int:
-    from abtui.profile import load_profile
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector off while the console is imported and built: start-up makes
+    hundreds of thousands of objects, all kept, and the collector's passes over them were 4 %
+    of the work to the first frame (instructions counted). The console turns it back on once
+    its first frame is shown (abtui.ui.app, after freezing what start-up built); this puts
+    back what it was when the console ends, or never opened."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
-    profile = load_profile(args.profile) if args.profile else None
-    if args.replay is None and profile is not None:
-        return open_on_hosts(profile, f"abtui — {profile.name}")
-    controller, label = replay_controller(args, profile)
-    return open_console(controller, f"abtui — {controller.profile.name} — {label}")
+
+def run(args: argparse.Namespace) -> int:
+    with collector_paused():
+        from abtui.profile import load_profile
+
+        profile = load_profile(args.profile) if args.profile else None
+        if args.replay is None and profile is not None:
+            return open_on_hosts(profile, f"abtui — {profile.name}")
+        controller, label = replay_controller(args, profile)
+        return open_console(controller, f"abtui — {controller.profile.name} — {label}")
 
 
 def open_on_hosts(profile: Any, title: str) -> int:
     """The console driving the engine on the profile's hosts, journalling the session."""
+    with collector_paused():
+        return _open_on_hosts(profile, title)
+
+
+def _open_on_hosts(profile: Any, title: str) -> int:
     import sys
 
     from abtui.hosts.undo import recovery_notice

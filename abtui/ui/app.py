@@ -170,8 +170,10 @@ class AbtuiApp(App[int]):
 
     def _first_frame_shown(self) -> None:
         # what start-up built lives as long as the app: keep it out of the collector's
-        # full passes, which otherwise stall a busy console for 100+ ms
+        # full passes, which otherwise stall a busy console for 100+ ms; the collector, off
+        # while the console was built (abtui.commands.tui), runs from now on
         gc.freeze()
+        gc.enable()
         self.bench.first_frame()
         if self.autostart:  # after the first frame: connecting imports asyncssh (0.3 s)
             self.start("continuous")

@@ -4,6 +4,7 @@ would otherwise delay the first frame (docs/performance.md: `first_frame_s`)."""
 
 from __future__ import annotations
 
+import gc
 import math
 from pathlib import Path
 
@@ -53,3 +54,20 @@ async def test_without_autostart_it_never_starts(tmp_path: Path) -> None:
                                                       else ""))
         await app.settled()
         assert ctl.starts == []
+
+
+async def test_the_collector_runs_again_from_the_first_frame(tmp_path: Path) -> None:
+    """`abtui tui` builds the console with the garbage collector off (abtui.commands.tui):
+    the console turns it back on once its first frame is shown, or a session's cycles would
+    never be collected."""
+    bench = tmp_path / "bench.jsonl"
+    gc.disable()
+    try:
+        app = AbtuiApp(StartSpy(bench), title="abtui — test", bench_file=str(bench),
+                       autostart=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: "first_frame" in (bench.read_text() if bench.exists()
+                                                          else ""))
+            assert gc.isenabled()
+    finally:
+        gc.enable()

@@ -5,6 +5,8 @@ connects. Each checked in a fresh interpreter, since one test's imports would hi
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
@@ -54,3 +56,40 @@ def test_a_link_imports_asyncssh_when_it_needs_it() -> None:
             "import asyncssh as real\n"
             "assert asyncssh.Error is real.Error")
     assert "asyncssh" in _loaded_after(code)
+
+
+def test_the_engine_is_built_after_the_console_opens_and_journals_first(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`abtui tui PROFILE` opens the console before the engine's modules are imported (the
+    first frame does not need them); the engine, built on the console's first call, still
+    has the session's journal as its first subscriber and closes the session on shutdown."""
+    from tests.unit.test_tui_command import lab_profile_text
+
+    profile = tmp_path / "lab.toml"
+    profile.write_text(lab_profile_text())
+    code = f"""
+import asyncio, json, os, sys
+import abtui.commands.tui as tui
+from abtui.profile import load_profile
+seen = {{}}
+def console(controller, title, subtitle="", *, on_hosts=False):
+    seen["engine_at_open"] = "abtui.measure.engine" in sys.modules
+    on_disk = []
+    def shown(event):
+        on_disk.append(controller.session_path.read_text().count(event.kind.value))
+    controller.subscribe(shown)
+    asyncio.run(controller.shutdown())
+    seen["engine_after"] = "abtui.measure.engine" in sys.modules
+    seen["on_disk"] = on_disk
+    return 0
+tui.open_console = console
+tui.open_on_hosts(load_profile({str(profile)!r}), "t")
+print(json.dumps(seen))
+"""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_DATA_HOME": str(tmp_path / "data")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120, env=env).stdout.strip().splitlines()
+    seen = json.loads(out[-1])
+    assert seen["engine_at_open"] is False and seen["engine_after"] is True
+    # every event the console was handed was in the session's file already
+    assert seen["on_disk"] and all(n >= 1 for n in seen["on_disk"]), seen

@@ -165,3 +165,31 @@ def test_the_lab_left_up_is_named_once() -> None:
 
     assert left_up("lab") == "lab left up (`abtui lab down` removes it)"  # not "lab lab"
     assert left_up("bench").startswith("lab bench left up")
+
+
+def test_the_console_is_built_with_the_collector_off_and_it_comes_back(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Start-up runs without collector passes (abtui.commands.tui.collector_paused); the
+    collector is back on however the console ends (the console itself turns it on at its
+    first frame: tests/ui/test_start_order.py)."""
+    import gc
+
+    import pytest
+
+    import abtui.commands.tui as tui
+    from abtui.cli import build_parser
+
+    args = build_parser("tui").parse_args(["tui", "--replay"])
+    seen: list[bool] = []
+    monkeypatch.setattr(tui, "open_console",
+                        lambda c, t, subtitle="": seen.append(gc.isenabled()) or 0)
+    assert gc.isenabled()
+    assert tui.run(args) == 0
+    assert seen == [False] and gc.isenabled()
+
+    def fails(c, t, subtitle=""):  # type: ignore[no-untyped-def]
+        raise RuntimeError("the console could not open")
+
+    monkeypatch.setattr(tui, "open_console", fails)
+    with pytest.raises(RuntimeError):
+        tui.run(args)
+    assert gc.isenabled()

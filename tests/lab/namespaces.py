@@ -2,9 +2,9 @@
 end-to-end ones) use to look at hosts without going through abtui.
 
 ABTUI_TEST_LAB="name,ifprefix,mgmt" picks the test lab's names (default "tlab,abt,254"). A
-test run takes that management subnet and the two below it (mgmt-1 for the end-to-end tests'
-demo lab, mgmt-2 for the CLI's up/down cycle): give runs that share a machine management
-numbers at least 3 apart.
+test run takes that management subnet and the one below it, for the labs a test brings up
+beside the test lab (named with a suffix: the end-to-end tests' demo lab, the CLI's up/down
+cycle, ...; one at a time): give runs that share a machine management numbers 2 apart.
 """
 
 from __future__ import annotations
@@ -19,15 +19,12 @@ from pathlib import Path
 
 from abtui.lab.netns import Lab
 
-# the test lab, the end-to-end tests' demo lab, the CLI cycle's lab: each its own subnet
-SUFFIXES = ("", "d", "c")
-
 
 def lab_names(suffix: str = "") -> tuple[str, str, int]:
-    """(name, ifprefix, mgmt) of the test lab, or of the lab named by `suffix` beside it."""
+    """(name, ifprefix, mgmt) of the test lab, or of a lab named by `suffix` beside it."""
     raw = os.environ.get("ABTUI_TEST_LAB", "tlab,abt,254")
     name, ifprefix, mgmt = raw.split(",")
-    return name + suffix, ifprefix + suffix, int(mgmt) - SUFFIXES.index(suffix)
+    return name + suffix, ifprefix + suffix, int(mgmt) - (1 if suffix else 0)
 
 
 def make_test_lab(tmp: Path, suffix: str = "") -> Lab:

@@ -63,7 +63,7 @@ class Series:
 class PairPane(Widget):
     """One pair: who, kernel, knobs, tunnel; throughput and RTT charts; numbers; link.
 
-    Tests and scripts read what it shows with `text(line)`, `series(chart)`, `shows(band)`
+    Tests and scripts read what it shows with `text(line)`, `rows(line)`, `series(chart)`, `shows(band)`
     and `band_region(band)`."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -98,9 +98,13 @@ class PairPane(Widget):
         self.refresh_from_state((1.0, 1.0))  # its size is known at its first layout
 
     # ---- what it shows (tests and scripts read these) -----------------------------------
+    def rows(self, line: Line) -> list[str]:
+        """A text line's rows as shown (padding rows included)."""
+        return [row.plain for row in self._packed.get(line, [])]
+
     def text(self, line: Line) -> str:
-        """The rows of a text line as shown, one per line of the string."""
-        return "\n".join(row.plain for row in self._packed.get(line, []))
+        """A text line as shown, its rows joined by newlines."""
+        return "\n".join(self.rows(line))
 
     def series(self, chart: Chart) -> Series:
         return self._charts[chart]

@@ -32,8 +32,8 @@ async def test_panes_show_host_cpu_and_the_shared_machine() -> None:
     app = make_app(events=out)
     async with app.run_test() as pilot:
         await replayed(pilot, 4)
-        text_a = str(app.query_one(f"#pane-{a.label}", PairPane).query_one("#tcp").render())
-        text_b = str(app.query_one(f"#pane-{b.label}", PairPane).query_one("#tcp").render())
+        text_a = app.query_one(f"#pane-{a.label}", PairPane).text("tcp")
+        text_b = app.query_one(f"#pane-{b.label}", PairPane).text("tcp")
     # sender: 90 of 200 ticks busy on 2 CPUs = 90 % of one core, softirq 20/200 = 10 %
     assert "cpu snd machine 90% si 10%" in text_a and "cpu rcv machine 50% si 12%" in text_a
     assert "cpu snd 90% si 10%" in text_b and "machine" not in text_b

@@ -63,8 +63,8 @@ class Series:
 class PairPane(Widget):
     """One pair: who, kernel, knobs, tunnel; throughput and RTT charts; numbers; link.
 
-    Tests and scripts read what it shows with `text(line)`, `rows(line)`, `series(chart)`, `shows(band)`
-    and `band_region(band)`."""
+    Tests and scripts read what it shows with `text(line)`, `rows(line)`, `series(chart)`,
+    `shows(band)` and `band_region(band)`."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "pane--config", "pane--error", "pane--bps-low", "pane--bps-high", "pane--rtt-low",

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from textual.content import Content
 
-from abtui.core.text import UNKNOWN
+from abtui.core.text import UNKNOWN, visible
 from abtui.ui.pair_state import PairState
 
 DIM = "dim"
@@ -56,6 +57,39 @@ def pack_chips(chips: Sequence[Content], width: int, gap: int = 2) -> Content:
     return Content("\n").join(Content(" " * gap).join(line) for line in lines)
 
 
-def count_lines(chips: Sequence[Content], width: int) -> int:
-    """The lines `chips` take at `width` cells."""
-    return pack_chips(chips, width).plain.count("\n") + 1
+
+Styled = tuple[str, str | None]  # a run of text, in its style or the line's own
+Row = Content | list[Styled]  # a packed line: runs (the quick way), or Content (wrapped)
+
+
+def styled(chip: Sequence[Part]) -> list[Styled]:
+    """A chip's parts as (text, style) runs, what a host sent made visible."""
+    return [(visible(p), None) if isinstance(p, str) else (visible(p[0]), p[1])
+            for p in chip if (p if isinstance(p, str) else p[0])]
+
+
+def pack_rows(chips: Sequence[Sequence[Styled]], width: int, gap: int = 2) -> list[Row]:
+    """`pack_chips` for chips as runs, the rows as runs too: no Content built for what is
+    repacked several times a second. A chip wider than a line is wrapped at its words (by
+    pack_chips: those rows are Content)."""
+    widths = [sum(cell_len(text) for text, _ in chip) for chip in chips]
+    if any(w > width > 0 for w in widths):
+        packed = pack_chips([Content.assemble(*(t if st is None else (t, st) for t, st in chip))
+                            for chip in chips], width, gap)
+        return list(packed.split("\n", allow_blank=True))
+    rows: list[list[Styled]] = [[]]
+    used = 0
+    for chip, w in zip(chips, widths, strict=True):
+        if rows[-1] and used + gap + w > width:
+            rows.append([])
+            used = 0
+        if rows[-1]:
+            rows[-1].append((" " * gap, None))
+            used += gap
+        used += w
+        rows[-1].extend(chip)
+    return list(rows)
+
+
+def row_text(row: Row) -> str:
+    return row.plain if isinstance(row, Content) else "".join(text for text, _ in row)

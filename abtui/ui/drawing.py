@@ -8,7 +8,9 @@ its rows itself with these, keeps them, and redraws only the rows that changed."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.content import Content
@@ -28,9 +30,18 @@ class TextDrawer:
     def forget(self) -> None:
         self._styles.clear()
 
-    def strip(self, line: Content, base: TextualStyle, width: int) -> Strip:
-        """`line` in `base` (its spans' styles over it), padded or cut to `width` cells."""
-        return Strip(self._segments(line, base), line.cell_length).adjust_cell_length(
+    def strip(self, line: Content | Sequence[tuple[str, str | None]], base: TextualStyle,
+              width: int) -> Strip:
+        """`line` in `base` (its spans' or runs' styles over it), padded or cut to `width`
+        cells."""
+        if isinstance(line, Content):
+            segments, length = self._segments(line, base), line.cell_length
+        else:
+            base_rich = base.rich_style
+            segments = [Segment(text, base_rich if style is None else self._rich(style, base))
+                        for text, style in line]
+            length = sum(cell_len(text) for text, _ in line)
+        return Strip(segments, length).adjust_cell_length(
             width, base.background_style.rich_style)
 
     def _segments(self, line: Content, base: TextualStyle) -> list[Segment]:
@@ -58,6 +69,18 @@ class TextDrawer:
         return got
 
 
+@lru_cache(maxsize=8)
+def _columns(height: int) -> dict[tuple[int, bool], tuple[str, ...]]:
+    """A column's character per row (top first), by its filled eighths and whether a knob
+    changed there (`┆` where its bar leaves the row empty)."""
+    out = {}
+    for filled in range(8 * height + 1):
+        for marked in (False, True):
+            parts = [min(max(filled - 8 * (height - 1 - y), 0), 8) for y in range(height)]
+            out[filled, marked] = tuple(BARS[p] if p or not marked else "┆" for p in parts)
+    return out
+
+
 def chart_strips(data: Sequence[float], markers: Sequence[bool], ceiling: float, width: int,
                  height: int, palette: tuple[Style, Style, Style, Style]) -> list[Strip]:
     """A bar per value (the latest `width`), scaled 0..`ceiling` (shared by every pane so
@@ -70,24 +93,20 @@ def chart_strips(data: Sequence[float], markers: Sequence[bool], ceiling: float,
     ceiling = ceiling or 1.0
     base, low, high, mark = palette
     levels = 8 * height
-    filled = [max(1, round(min(v / ceiling, 1.0) * levels)) if v > 0 else 0 for v in values]
-    styles = [mark if m else high if v >= 0.66 * ceiling else low
-              for v, m in zip(values, marks, strict=True)]
+    columns = _columns(height)
+    cells = [columns[max(1, round(min(v / ceiling, 1.0) * levels)) if v > 0 else 0, m]
+             for v, m in zip(values, marks, strict=True)]
+    runs: list[tuple[int, int, Style]] = []  # (start, end, style): the same in every row
+    for i, (v, m) in enumerate(zip(values, marks, strict=True)):
+        style = mark if m else high if v >= 0.66 * ceiling else low
+        if runs and runs[-1][2] is style:
+            runs[-1] = (runs[-1][0], i + 1, style)
+        else:
+            runs.append((i, i + 1, style))
+    blank = Segment(" " * (width - len(values)), base)
     strips = []
     for y in range(height):
-        floor = 8 * (height - 1 - y)
-        segments = [Segment(" " * (width - len(values)), base)]
-        run: list[str] = []
-        run_style: Style | None = None
-        for f, style, m in zip(filled, styles, marks, strict=True):
-            part = min(max(f - floor, 0), 8)
-            char = BARS[part] if part or not m else "┆"
-            if style is not run_style and run:
-                segments.append(Segment("".join(run), run_style))
-                run = []
-            run_style = style
-            run.append(char)
-        if run:
-            segments.append(Segment("".join(run), run_style))
-        strips.append(Strip(segments, width))
+        row = "".join(cell[y] for cell in cells)
+        strips.append(Strip([blank, *(Segment(row[a:b], style) for a, b, style in runs)],
+                            width))
     return strips

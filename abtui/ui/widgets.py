@@ -25,7 +25,18 @@ from textual.widget import Widget
 from abtui.core.model import LinkState
 from abtui.core.numbers import ms, rate_unit, sig
 from abtui.core.text import UNKNOWN, visible
-from abtui.ui.chips import DIM, Part, count_lines, cpu_chips, human_bytes, pack_chips
+from abtui.ui.chips import (
+    DIM,
+    Part,
+    Row,
+    Styled,
+    cpu_chips,
+    human_bytes,
+    pack_chips,
+    pack_rows,
+    row_text,
+    styled,
+)
 from abtui.ui.drawing import TextDrawer, chart_strips
 from abtui.ui.pair_state import PairState
 
@@ -81,8 +92,8 @@ class PairPane(Widget):
         super().__init__(id=f"pane-{state.label}", classes="pane")
         self.state = state
         self._texts: dict[str, str] = {}
-        self._chips: dict[str, list[Content]] = {}  # each text line's chips
-        self._packed: dict[str, list[Content]] = {}  # and its rows, as packed
+        self._chips: dict[str, list[list[Styled]]] = {}  # each text line's chips
+        self._packed: dict[str, list[Row]] = {}  # and its rows, as packed
         self._lines: dict[str, int] = {}  # how many rows it keeps (it only grows)
         self._width = 0  # the text width they were packed into
         self._charts: dict[str, Series] = {"bps": Series(), "rtt": Series()}
@@ -100,7 +111,7 @@ class PairPane(Widget):
     # ---- what it shows (tests and scripts read these) -----------------------------------
     def rows(self, line: Line) -> list[str]:
         """A text line's rows as shown (padding rows included)."""
-        return [row.plain for row in self._packed.get(line, [])]
+        return [row_text(row) for row in self._packed.get(line, [])]
 
     def text(self, line: Line) -> str:
         """A text line as shown, its rows joined by newlines."""
@@ -187,8 +198,9 @@ class PairPane(Widget):
             return
         top = sum(self._rows_of(b) for b in BANDS[:BANDS.index(band)])
         rows = self._rows_of(band)
-        if rows:
-            self.refresh(Region(0, top, self.content_region.width, rows))
+        if rows:  # the pane's whole width (its frame's too): lines neither cropped nor cut
+            left = self.content_offset.x
+            self.refresh(Region(-left, top, self.outer_size.width, rows))
 
     def _relayout(self, grew: bool) -> None:
         """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""
@@ -211,20 +223,17 @@ class PairPane(Widget):
         key = "|".join("".join(p if isinstance(p, str) else p[0] for p in c) for c in chips)
         if self._texts.get(name) != key:
             self._texts[name] = key
-            self._chips[name] = [Content.assemble(*(
-                visible(p) if isinstance(p, str) else (visible(p[0]), p[1]) for p in c))
-                for c in chips]
+            self._chips[name] = [styled(c) for c in chips]
             self._show(name)
 
     def _show(self, name: str, width_changed: bool = False) -> None:
         """Pack a line's chips into the pane's width. Its height only grows while the width
         stays (a shorter text is padded): numbers changing length (9.99 → 10.00) near the
         edge would otherwise make the pane jump, and each jump costs a layout pass."""
-        content = pack_chips(self._chips[name], self.content_region.width or PANE_INNER)
-        rows = content.split("\n", allow_blank=True)
+        rows = pack_rows(self._chips[name], self.content_region.width or PANE_INNER)
         before = self._lines.get(name, 0)
         had = 0 if width_changed else before
-        rows += [Content("")] * (had - len(rows))
+        rows += [[] for _ in range(had - len(rows))]
         self._packed[name] = rows
         self._lines[name] = len(rows)
         self._strips.pop(name, None)
@@ -251,10 +260,10 @@ class PairPane(Widget):
         inner = width - 4
         rows = 2
         for chips in (self._config_chips(compact), self._head_chips(compact)):
-            rows += count_lines([Content.assemble(*c) for c in chips], inner)
+            rows += len(pack_rows([styled(c) for c in chips], inner))
         for name in ("bps-label", "rtt-label", "tcp", "error"):
             if name != "error" or self.state.error:
-                rows += count_lines(self._chips.get(name, []), inner)
+                rows += len(pack_rows(self._chips.get(name, []), inner))
         return rows + (0 if compact else sum(CHART_ROWS.values()))
 
     def set_compact(self, compact: bool) -> None:

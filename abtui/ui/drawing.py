@@ -7,15 +7,22 @@ its rows itself with these, keeps them, and redraws only the rows that changed."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual._styles_cache import StylesCache
+from textual.color import Color
 from textual.content import Content
+from textual.geometry import Size, Spacing
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
+
+if TYPE_CHECKING:
+    from textual.css.styles import StylesBase
 
 BARS = " ▁▂▃▄▅▆▇█"
 
@@ -110,3 +117,81 @@ def chart_strips(data: Sequence[float], markers: Sequence[bool], ceiling: float,
         strips.append(Strip([blank, *(Segment(row[a:b], style) for a, b, style in runs)],
                             width))
     return strips
+
+
+Frame = tuple[int, int, tuple[Segment, ...], tuple[Segment, ...]]  # rows above, rows to the
+# last content row, and a content row's segments to its left and right (border, padding)
+
+
+class FramedLines(StylesCache):
+    """A StylesCache for a widget whose content rows change often (a pane's charts, ten times
+    a second): a content row is its frame's left and right segments, kept, around the
+    widget's own strip, instead of Textual's general path (border, padding, hatch, tint,
+    opacity worked out again for every row). Only for the simple case — no hatch, tint,
+    outline nor opacity — which the pane's styles are; otherwise, and for the border rows,
+    Textual's own rendering."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._frames: dict[tuple[object, ...], Frame | None] = {}
+        self.quick_rows = 0  # content rows framed the quick way (for tests)
+
+    def clear(self) -> None:
+        super().clear()
+        self._frames.clear()
+
+    def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size,
+                    padding: Spacing, base_background: Color, background: Color,
+                    render_content_line: Callable[[int], Strip], *rest: Any) -> Strip:
+        # rest: the border's title and subtitle (its top and bottom rows only), opacity,
+        # ANSI theme, native ANSI
+        key = (getattr(styles, "_cache_key", None), size, content_size, padding,
+               base_background, background, rest[2], id(rest[3]), rest[4])
+        if key not in self._frames:
+            self._frames[key] = self._frame(styles, size, content_size, padding,
+                                            base_background, background, rest)
+        frame = self._frames[key]
+        line = None
+        if frame is not None and frame[0] <= y < frame[1]:
+            line = render_content_line(y - frame[0])
+        if frame is None or line is None or line.cell_length != content_size.width:
+            return super().render_line(styles, y, size, content_size, padding,
+                                       base_background, background, render_content_line,
+                                       *rest)
+        self.quick_rows += 1
+        return Strip([*frame[2], *line, *frame[3]], size.width)
+
+    def _frame(self, styles: StylesBase, size: Size, content_size: Size, padding: Spacing,
+               base_background: Color, background: Color,
+               rest: tuple[Any, ...]) -> Frame | None:
+        """A content row's left and right segments, cut from Textual's rendering of a blank
+        row; None where they are not the same for every row (hatch, tint, outline,
+        opacity)."""
+        if (styles.has_rule("hatch") and styles.hatch != "none") or styles.tint.a \
+                or rest[2] != 1.0 or styles.text_opacity != 1.0 \
+                or any(edge for edge, _ in styles.outline):
+            return None
+        gutter = styles.gutter
+        if not content_size.height or content_size.width != size.width - gutter.width:
+            return None
+        blank = Strip.blank(content_size.width)
+        row = super().render_line(styles, gutter.top, size, content_size, padding,
+                                  base_background, background, lambda _y: blank, *rest)
+        segments = list(row)
+        at, cut = 0, 0
+        while cut < len(segments) and at < gutter.left:
+            at += segments[cut].cell_length
+            cut += 1
+        tail: list[Segment] = []
+        width = 0
+        for segment in reversed(segments[cut:]):
+            if width >= gutter.right:
+                break
+            tail.insert(0, segment)
+            width += segment.cell_length
+        middle = segments[cut:len(segments) - len(tail)]
+        if at != gutter.left or width != gutter.right or [s.text for s in middle] != \
+                [s.text for s in blank]:
+            return None  # not cut where expected: Textual's own way for every row
+        return (gutter.top, gutter.top + content_size.height, tuple(segments[:cut]),
+                tuple(tail))

@@ -37,7 +37,7 @@ from abtui.ui.chips import (
     row_text,
     styled,
 )
-from abtui.ui.drawing import TextDrawer, chart_strips
+from abtui.ui.drawing import FramedLines, TextDrawer, chart_strips
 from abtui.ui.pair_state import PairState
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series", "pack_chips"]
@@ -102,6 +102,7 @@ class PairPane(Widget):
         self._error_shown = False  # the error line takes rows (as last laid out)
         self._rows: list[tuple[str, int]] | None = None  # the pane's row → (band, its row)
         self._drawer = TextDrawer()
+        self._styles_cache = FramedLines()  # its content rows framed the quick way
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
         self._grew = False
         self.border_title = Content(  # type: ignore[assignment]
@@ -190,6 +191,7 @@ class PairPane(Widget):
         self._palettes.clear()  # a theme change (or the pane's class) recolours its rows
         self._drawer.forget()
         self._strips.clear()
+        self._styles_cache.clear()  # its frame too
 
     def _repaint(self, band: str) -> None:
         """Only the band's rows repainted (the rest of the pane is kept as drawn)."""

@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 import abtui.ui
 from abtui.ui.chips import pack_chips
+from abtui.ui.drawing import FramedLines
 from abtui.ui.pair_state import PairState
 from abtui.ui.widgets import PairPane
 
@@ -85,6 +86,8 @@ async def test_a_pane_s_lines_are_drawn_as_a_static_draws_them() -> None:
             assert shown == pane.rows(band)  # what the pane says it shows
         assert any(style is not None and style.bold for line in _band(pane, "config")
                    for _ch, style in line)  # the spans' own styles are drawn
+        framed = pane._styles_cache
+        assert isinstance(framed, FramedLines) and framed.quick_rows > 0  # framed the quick way
         app.theme = "textual-light"  # recoloured: the kept strips and styles are not reused
         await pilot.pause()
         for band in ("config", "error"):

@@ -101,6 +101,8 @@ class PairPane(Widget):
         self._strips_width = 0  # at this width
         self._error_shown = False  # the error line takes rows (as last laid out)
         self._rows: list[tuple[str, int]] | None = None  # the pane's row → (band, its row)
+        self._spans: dict[str, tuple[int, int]] = {}  # each band's first row and rows
+        self._dirty: set[str] = set()  # bands to repaint (at the end of the update)
         self._drawer = TextDrawer()
         self._styles_cache = FramedLines()  # its content rows framed the quick way
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
@@ -143,6 +145,10 @@ class PairPane(Widget):
     def _row_map(self) -> list[tuple[str, int]]:
         if self._rows is None:
             self._rows = [(band, i) for band in BANDS for i in range(self._rows_of(band))]
+            top, self._spans = 0, {}
+            for band in BANDS:
+                self._spans[band] = (top, self._rows_of(band))
+                top += self._spans[band][1]
         return self._rows
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
@@ -194,15 +200,22 @@ class PairPane(Widget):
         self._styles_cache.clear()  # its frame too
 
     def _repaint(self, band: str) -> None:
-        """Only the band's rows repainted (the rest of the pane is kept as drawn)."""
+        """Only the band's rows repainted (the rest of the pane is kept as drawn), with the
+        others changed in the same update (_flush)."""
         self._strips.pop(band, None)
-        if not self.is_mounted or self._rows is None:
-            return
-        top = sum(self._rows_of(b) for b in BANDS[:BANDS.index(band)])
-        rows = self._rows_of(band)
-        if rows:  # the pane's whole width (its frame's too): lines neither cropped nor cut
-            left = self.content_offset.x
-            self.refresh(Region(-left, top, self.outer_size.width, rows))
+        self._dirty.add(band)
+
+    def _flush(self) -> None:
+        """Repaint the bands that changed: one refresh, a region each, over the pane's whole
+        width (its frame's too: lines neither cropped nor cut at the content's edge)."""
+        dirty, self._dirty = self._dirty, set()
+        if not dirty or not self.is_mounted or self._rows is None:
+            return  # (a layout pass is due, or was never made: it paints the whole pane)
+        left, width = self.content_offset.x, self.outer_size.width
+        regions = [Region(-left, top, width, rows) for top, rows in
+                   (self._spans[band] for band in dirty) if rows]
+        if regions:
+            self.refresh(*regions)
 
     def _relayout(self, grew: bool) -> None:
         """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""
@@ -285,6 +298,7 @@ class PairPane(Widget):
             self._strips.clear()
             for name in self._chips:
                 self._show(name, width_changed=True)
+            self._flush()
             self._announce()
 
     def refresh_from_state(self, scale: tuple[float, float]) -> None:
@@ -303,6 +317,7 @@ class PairPane(Widget):
             self.border_subtitle = subtitle
         self._chart("bps", Series(list(s.bps), list(s.markers), scale[0]))
         self._chart("rtt", Series(list(s.rtt), [], scale[1]))
+        self._flush()
 
     def _chart(self, name: str, series: Series) -> None:
         if series != self._charts[name]:
@@ -343,5 +358,6 @@ class PairPane(Widget):
         if self._error_shown != bool(s.error):  # the error line shown or gone
             self._error_shown = bool(s.error)
             self._relayout(grew=False)
+        self._flush()
         self._announce()
 

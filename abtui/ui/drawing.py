@@ -37,10 +37,10 @@ class TextDrawer:
     def forget(self) -> None:
         self._styles.clear()
 
-    def strip(self, line: Content | Sequence[tuple[str, str | None]], base: TextualStyle,
-              width: int) -> Strip:
+    def cells(self, line: Content | Sequence[tuple[str, str | None]], base: TextualStyle,
+              width: int) -> list[Segment]:
         """`line` in `base` (its spans' or runs' styles over it), padded or cut to `width`
-        cells."""
+        cells, as segments (a Strip costs seven caches: made once, by the frame)."""
         if isinstance(line, Content):
             segments, length = self._segments(line, base), line.cell_length
         else:
@@ -48,8 +48,11 @@ class TextDrawer:
             segments = [Segment(text, base_rich if style is None else self._rich(style, base))
                         for text, style in line]
             length = sum(cell_len(text) for text, _ in line)
-        return Strip(segments, length).adjust_cell_length(
-            width, base.background_style.rich_style)
+        if length < width:
+            segments.append(Segment(" " * (width - length), base.background_style.rich_style))
+        elif length > width:
+            segments = list(Strip(segments, length).crop(0, width))
+        return segments
 
     def _segments(self, line: Content, base: TextualStyle) -> list[Segment]:
         """A line's segments: its text between spans in the base style, each span's in the
@@ -88,12 +91,12 @@ def _columns(height: int) -> dict[tuple[int, bool], tuple[str, ...]]:
     return out
 
 
-def chart_strips(data: Sequence[float], markers: Sequence[bool], ceiling: float, width: int,
-                 height: int, palette: tuple[Style, Style, Style, Style]) -> list[Strip]:
+def chart_rows(data: Sequence[float], markers: Sequence[bool], ceiling: float, width: int,
+               height: int, palette: tuple[Style, Style, Style, Style]) -> list[list[Segment]]:
     """A bar per value (the latest `width`), scaled 0..`ceiling` (shared by every pane so
     heights compare) over `height` rows; a marked column (a knob changed) in the marker
     style, `┆` where its bar is empty. `palette`: base, low, high and marker styles. Runs of
-    one style are one segment (cheap to compose)."""
+    one style are one segment (cheap to compose); each row as segments, `width` cells."""
     values = list(data)[-width:] if width else []
     marks = list(markers)[-len(values):] if values else []
     marks = [False] * (len(values) - len(marks)) + marks
@@ -111,12 +114,11 @@ def chart_strips(data: Sequence[float], markers: Sequence[bool], ceiling: float,
         else:
             runs.append((i, i + 1, style))
     blank = Segment(" " * (width - len(values)), base)
-    strips = []
+    rows = []
     for y in range(height):
         row = "".join(cell[y] for cell in cells)
-        strips.append(Strip([blank, *(Segment(row[a:b], style) for a, b, style in runs)],
-                            width))
-    return strips
+        rows.append([blank, *(Segment(row[a:b], style) for a, b, style in runs)])
+    return rows
 
 
 Frame = tuple[int, int, tuple[Segment, ...], tuple[Segment, ...]]  # rows above, rows to the
@@ -126,13 +128,15 @@ Frame = tuple[int, int, tuple[Segment, ...], tuple[Segment, ...]]  # rows above,
 class FramedLines(StylesCache):
     """A StylesCache for a widget whose content rows change often (a pane's charts, ten times
     a second): a content row is its frame's left and right segments, kept, around the
-    widget's own strip, instead of Textual's general path (border, padding, hatch, tint,
-    opacity worked out again for every row). Only for the simple case — no hatch, tint,
-    outline nor opacity — which the pane's styles are; otherwise, and for the border rows,
-    Textual's own rendering."""
+    widget's own segments for the row (`cells(y, width)`: exactly `width` cells), instead of
+    Textual's general path (border, padding, hatch, tint and opacity worked out again for
+    every row, and a Strip, seven caches each, made for the content on its way). Only for
+    the simple case — no hatch, tint, outline nor opacity — which the pane's styles are;
+    otherwise, and for the border rows, Textual's own rendering."""
 
-    def __init__(self) -> None:
+    def __init__(self, cells: Callable[[int, int], Sequence[Segment] | None]) -> None:
         super().__init__()
+        self._cells = cells  # a content row's segments at a width, if the widget has them
         self._frames: dict[tuple[object, ...], Frame | None] = {}
         self.quick_rows = 0  # content rows framed the quick way (for tests)
 
@@ -151,15 +155,15 @@ class FramedLines(StylesCache):
             self._frames[key] = self._frame(styles, size, content_size, padding,
                                             base_background, background, rest)
         frame = self._frames[key]
-        line = None
+        cells = None
         if frame is not None and frame[0] <= y < frame[1]:
-            line = render_content_line(y - frame[0])
-        if frame is None or line is None or line.cell_length != content_size.width:
+            cells = self._cells(y - frame[0], content_size.width)
+        if frame is None or cells is None:
             return super().render_line(styles, y, size, content_size, padding,
                                        base_background, background, render_content_line,
                                        *rest)
         self.quick_rows += 1
-        return Strip([*frame[2], *line, *frame[3]], size.width)
+        return Strip([*frame[2], *cells, *frame[3]], size.width)
 
     def _frame(self, styles: StylesBase, size: Size, content_size: Size, padding: Spacing,
                base_background: Color, background: Color,

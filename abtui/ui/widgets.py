@@ -11,10 +11,11 @@ styles every widget of the region that changed."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
+from rich.segment import Segment
 from rich.style import Style
 from textual.content import Content
 from textual.geometry import Region, Size
@@ -37,7 +38,7 @@ from abtui.ui.chips import (
     row_text,
     styled,
 )
-from abtui.ui.drawing import FramedLines, TextDrawer, chart_strips
+from abtui.ui.drawing import FramedLines, TextDrawer, chart_rows
 from abtui.ui.pair_state import PairState
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series", "pack_chips"]
@@ -97,14 +98,14 @@ class PairPane(Widget):
         self._lines: dict[str, int] = {}  # how many rows it keeps (it only grows)
         self._width = 0  # the text width they were packed into
         self._charts: dict[str, Series] = {"bps": Series(), "rtt": Series()}
-        self._strips: dict[str, list[Strip]] = {}  # each band's rows, drawn
-        self._strips_width = 0  # at this width
+        self._cells: dict[str, list[list[Segment]]] = {}  # each band's rows, drawn
+        self._cells_width = 0  # at this width
         self._error_shown = False  # the error line takes rows (as last laid out)
         self._rows: list[tuple[str, int]] | None = None  # the pane's row → (band, its row)
         self._spans: dict[str, tuple[int, int]] = {}  # each band's first row and rows
         self._dirty: set[str] = set()  # bands to repaint (at the end of the update)
         self._drawer = TextDrawer()
-        self._styles_cache = FramedLines()  # its content rows framed the quick way
+        self._styles_cache = FramedLines(self._row_cells)  # its content rows framed the quick way
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
         self._grew = False
         self.border_title = Content(  # type: ignore[assignment]
@@ -158,28 +159,33 @@ class PairPane(Widget):
         return len(self._row_map())
 
     def render_line(self, y: int) -> Strip:
-        rows = self._row_map()
         width = self.content_region.width
-        if y >= len(rows):
+        cells = self._row_cells(y, width)
+        if cells is None:
             return Strip.blank(width, self.visual_style.background_style.rich_style)
-        band, i = rows[y]
-        if width != self._strips_width:  # (a resize's event may come after its frame)
-            self._strips.clear()
-            self._strips_width = width
-        strips = self._strips.get(band)
-        if strips is None:
-            strips = self._strips[band] = list(self._draw(band, width))
-        return strips[i]
+        return Strip(cells, width)
 
-    def _draw(self, band: str, width: int) -> Iterator[Strip]:
+    def _row_cells(self, y: int, width: int) -> list[Segment] | None:
+        """Row `y`'s segments at `width` cells (its band drawn if it changed)."""
+        rows = self._row_map()
+        if y >= len(rows):
+            return None
+        band, i = rows[y]
+        if width != self._cells_width:  # (a resize's event may come after its frame)
+            self._cells.clear()
+            self._cells_width = width
+        cells = self._cells.get(band)
+        if cells is None:
+            cells = self._cells[band] = self._draw(band, width)
+        return cells[i]
+
+    def _draw(self, band: str, width: int) -> list[list[Segment]]:
         if band in CHART_ROWS:
             s = self._charts[band]
-            yield from chart_strips(s.data, s.markers, s.ceiling, width, CHART_ROWS[band],
-                                    self._palette(band))
-            return
+            return chart_rows(s.data, s.markers, s.ceiling, width, CHART_ROWS[band],
+                              self._palette(band))
         base = self.get_visual_style(*LINE_CLASS.get(band, ()))
-        for row in self._packed.get(band, []):
-            yield self._drawer.strip(row, base, width)
+        return [self._drawer.cells(row, base, width) for row in self._packed.get(band, [])]
 
     def _palette(self, chart: str) -> tuple[Style, Style, Style, Style]:
         """Base, low, high and marker styles; computing them walks the DOM, so keep them."""
@@ -196,13 +202,13 @@ class PairPane(Widget):
         super().notify_style_update()
         self._palettes.clear()  # a theme change (or the pane's class) recolours its rows
         self._drawer.forget()
-        self._strips.clear()
+        self._cells.clear()
         self._styles_cache.clear()  # its frame too
 
     def _repaint(self, band: str) -> None:
         """Only the band's rows repainted (the rest of the pane is kept as drawn), with the
         others changed in the same update (_flush)."""
-        self._strips.pop(band, None)
+        self._cells.pop(band, None)
         self._dirty.add(band)
 
     def _flush(self) -> None:
@@ -251,7 +257,7 @@ class PairPane(Widget):
         rows += [[] for _ in range(had - len(rows))]
         self._packed[name] = rows
         self._lines[name] = len(rows)
-        self._strips.pop(name, None)
+        self._cells.pop(name, None)
         if len(rows) != before:
             self._relayout(grew=len(rows) > before)
         else:
@@ -295,7 +301,7 @@ class PairPane(Widget):
         width = self.content_region.width
         if width != self._width:
             self._width = width
-            self._strips.clear()
+            self._cells.clear()
             for name in self._chips:
                 self._show(name, width_changed=True)
             self._flush()

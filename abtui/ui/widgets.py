@@ -21,6 +21,7 @@ from textual.content import Content
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
+from textual.style import Style as TextualStyle
 from textual.widget import Widget
 
 from abtui.core.model import LinkState
@@ -107,6 +108,7 @@ class PairPane(Widget):
         self._drawer = TextDrawer()
         self._styles_cache = FramedLines(self._row_cells)  # its content rows framed the quick way
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
+        self._bases: dict[str, TextualStyle] = {}  # each text line's style
         self._grew = False
         self.border_title = Content(  # type: ignore[assignment]
             visible(f"{state.label}  {state.sender} → {state.receiver}"))
@@ -184,7 +186,9 @@ class PairPane(Widget):
             s = self._charts[band]
             return chart_rows(s.data, s.markers, s.ceiling, width, CHART_ROWS[band],
                               self._palette(band))
-        base = self.get_visual_style(*LINE_CLASS.get(band, ()))
+        base = self._bases.get(band)
+        if base is None:  # (Textual's lookup works out the pseudo-classes each time)
+            base = self._bases[band] = self.get_visual_style(*LINE_CLASS.get(band, ()))
         return [self._drawer.cells(row, base, width) for row in self._packed.get(band, [])]
 
     def _palette(self, chart: str) -> tuple[Style, Style, Style, Style]:
@@ -201,6 +205,7 @@ class PairPane(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._palettes.clear()  # a theme change (or the pane's class) recolours its rows
+        self._bases.clear()
         self._drawer.forget()
         self._cells.clear()
         self._styles_cache.clear()  # its frame too

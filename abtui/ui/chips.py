@@ -12,6 +12,7 @@ from abtui.core.text import UNKNOWN, visible
 from abtui.ui.pair_state import PairState
 
 DIM = "dim"
+SHARED = "shared"  # a CPU figure that is the whole machine's (the reports' cells say so too)
 Part = str | tuple[str, str]  # text, or (text, style)
 
 
@@ -24,15 +25,19 @@ def human_bytes(n: int | None) -> str:
 
 
 def cpu_chips(s: PairState) -> list[list[Part]]:
-    """Each side's host CPU (% of one core) and softirq share; `machine` where the host's
-    figures are the whole machine's (a namespace host), not its own."""
+    """Each side's host CPU (% of one core) and softirq share; `shared`, and no figure, where
+    the host's figures are the whole machine's (a namespace host) or both sides are one host,
+    as the reports' CPU cells say (abtui.reports.cpu): a whole machine's 199 % says nothing
+    about the pair."""
     out: list[list[Part]] = []
     for side, short in (("sender", "snd"), ("receiver", "rcv")):
         if side in s.cpu:
             busy, soft = s.cpu[side]
-            shared = s.sender if side == "sender" else s.receiver
-            where = " machine" if shared in s.cpu_shared else ""
-            out.append([(f"cpu {short}{where} ", DIM), f"{busy:.0f}%", (f" si {soft:.0f}%", DIM)])
+            host = s.sender if side == "sender" else s.receiver
+            if host in s.cpu_shared or s.sender == s.receiver:
+                out.append([(f"cpu {short} ", DIM), SHARED])
+            else:
+                out.append([(f"cpu {short} ", DIM), f"{busy:.0f}%", (f" si {soft:.0f}%", DIM)])
     return out
 
 

@@ -92,3 +92,25 @@ async def test_a_pane_s_lines_are_drawn_as_a_static_draws_them() -> None:
         await pilot.pause()
         for band in ("config", "error"):
             assert _band(pane, band) == _static(app.query_one(f"#{band}", Static)), band
+
+
+async def test_a_pane_s_rows_framed_the_quick_way_are_textual_s_own() -> None:
+    """FramedLines (a content row: its frame's kept segments around the pane's own) gives the
+    cells Textual's StylesCache gives, in every border and background the pane takes."""
+    from textual._styles_cache import StylesCache
+
+    app = Both()
+    async with app.run_test(size=(100, 40)) as pilot:
+        pane = app.query_one(PairPane)
+        for classes in ((), ("-scoped",), ("-lost",), ("-reconnecting",)):
+            pane.set_class(True, *classes) if classes else None
+            await pilot.pause()
+            whole = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
+            quick = pane._styles_cache
+            assert isinstance(quick, FramedLines)
+            quick.clear()  # every row drawn again
+            before = quick.quick_rows
+            drawn = _cells(quick.render_widget(pane, whole))
+            assert quick.quick_rows - before >= pane.size.height - 2, classes  # the quick way
+            assert drawn == _cells(StylesCache().render_widget(pane, whole)), classes
+            pane.set_class(False, *classes) if classes else None

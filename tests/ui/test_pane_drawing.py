@@ -114,3 +114,20 @@ async def test_a_pane_s_rows_framed_the_quick_way_are_textual_s_own() -> None:
             assert quick.quick_rows - before >= pane.size.height - 2, classes  # the quick way
             assert drawn == _cells(StylesCache().render_widget(pane, whole)), classes
             pane.set_class(False, *classes) if classes else None
+
+
+async def test_a_click_on_a_pane_s_chart_scopes_the_knobs_to_its_pair() -> None:
+    """The pane is one widget: a click anywhere in it (here its throughput chart) names its
+    pair, and that pane alone is outlined."""
+    from tests.ui.console_kit import make_app, replayed, settle
+
+    app = make_app(pairs=2, intervals=4)
+    async with app.run_test(size=(80, 30)) as pilot:
+        await replayed(pilot, 4)
+        pane = app.query_one("#pane-B", PairPane)
+        chart = pane.band_region("bps")
+        assert chart.height == 2
+        await pilot.click(pane, offset=(chart.x - pane.region.x + 3, chart.y - pane.region.y))
+        await settle(pilot)
+        assert app.scopes[app.scope_index] == "B"
+        assert pane.has_class("-scoped") and not app.query_one("#pane-A").has_class("-scoped")

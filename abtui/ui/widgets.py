@@ -1,181 +1,58 @@
-"""The console's widgets: a sparkline on a shared scale with knob markers, a pane per pair,
-the knob bar and the status line."""
+"""A pane per pair, drawn as one widget: its frame (border, hosts as its title, link state
+as its subtitle), then bands of rows — the kernel and tunnel, the knobs, the throughput
+figures, its chart, the RTT figures, its chart, the TCP (or UDP) figures and the last error.
+
+Each band is drawn into strips kept until its text or data changes, and only its rows are
+repainted then (Widget.refresh with the band's region: Textual's StylesCache re-renders only
+those lines and the compositor's dirty region is that band). A widget per line cost most of
+a busy console's frame: the compositor cuts every screen line at every widget's edge and
+styles every widget of the region that changed."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Region, Size
 from textual.message import Message
-from textual.reactive import reactive
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
-from textual.visual import VisualType
-from textual.widgets import Sparkline, Static
+from textual.widget import Widget
 
 from abtui.core.model import LinkState
 from abtui.core.numbers import ms, rate_unit, sig
 from abtui.core.text import UNKNOWN, visible
+from abtui.ui.chips import (
+    DIM,
+    Part,
+    Row,
+    Styled,
+    cpu_chips,
+    human_bytes,
+    pack_chips,
+    pack_rows,
+    row_text,
+    styled,
+)
+from abtui.ui.drawing import FramedLines, TextDrawer, chart_rows
 from abtui.ui.pair_state import PairState
 
-BARS = " ▁▂▃▄▅▆▇█"
-DIM = "dim"
+__all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series", "pack_chips"]
+
 PANE_INNER = 34  # a pane's text width before its first layout (40 columns less the frame)
-Part = str | tuple[str, str]  # text, or (text, style)
-
-
-def human_bytes(n: int | None) -> str:
-    if n is None:
-        return UNKNOWN
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    return f"{n / 1024:.0f} KiB"
-
-
-class ScaledSparkline(Sparkline):
-    """A Sparkline whose scale is 0..`ceiling` (shared by every pane so heights compare), with
-    the columns where a knob changed drawn in the marker colour.
-
-    As with Sparkline, assign a new list to `data` (and to `markers`) to update it."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {*Sparkline.COMPONENT_CLASSES, "sparkline--marker"}
-    DEFAULT_CSS = """
-    ScaledSparkline > .sparkline--marker { color: $warning; background: $warning 30%; }
-    """
-
-    ceiling: reactive[float] = reactive(1.0)
-    markers: reactive[Sequence[bool]] = reactive(list)
-
-    _cache_key: tuple[int, int] | None = None
-    _cache: tuple[Strip, ...] = ()
-
-    def _invalidate(self) -> None:
-        self._cache_key = None
-
-    watch_data = watch_markers = watch_ceiling = _invalidate
-
-    _palette: tuple[Style, Style, Style, Style] | None = None
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._palette = None  # a theme change recolours the bars
-        self._invalidate()
-
-    def _styles(self) -> tuple[Style, Style, Style, Style]:
-        """Base, low, high and marker styles; computing them walks the DOM, so keep them."""
-        if self._palette is None:
-            base = self.rich_style
-            self._palette = (
-                base, base + self.get_component_rich_style("sparkline--min-color"),
-                base + self.get_component_rich_style("sparkline--max-color"),
-                base + self.get_component_rich_style("sparkline--marker"))
-        return self._palette
-
-    def render_line(self, y: int) -> Strip:  # type: ignore[override]
-        width, height = self.size.width, self.size.height
-        if self._cache_key != (width, height):
-            self._cache_key = (width, height)
-            self._cache = tuple(self._render_all(width, height))
-        return self._cache[y] if y < len(self._cache) else Strip.blank(width, self._styles()[0])
-
-    def _render_all(self, width: int, height: int) -> list[Strip]:
-        """Every row at once, runs of one style as one segment (cheap to compose)."""
-        data = list(self.data or [])[-width:] if width else []
-        marks = list(self.markers)[-len(data):] if data else []
-        marks = [False] * (len(data) - len(marks)) + marks
-        ceiling = self.ceiling or 1.0
-        base, low, high, mark = self._styles()
-        levels = 8 * height
-        filled = [max(1, round(min(v / ceiling, 1.0) * levels)) if v > 0 else 0 for v in data]
-        styles = [mark if m else high if v >= 0.66 * ceiling else low
-                  for v, m in zip(data, marks, strict=True)]
-        strips = []
-        for y in range(height):
-            floor = 8 * (height - 1 - y)
-            segments = [Segment(" " * (width - len(data)), base)]
-            run: list[str] = []
-            run_style: Style | None = None
-            for f, style, m in zip(filled, styles, marks, strict=True):
-                part = min(max(f - floor, 0), 8)
-                char = BARS[part] if part or not m else "┆"
-                if style is not run_style and run:
-                    segments.append(Segment("".join(run), run_style))
-                    run = []
-                run_style = style
-                run.append(char)
-            if run:
-                segments.append(Segment("".join(run), run_style))
-            strips.append(Strip(segments, width))
-        return strips
-
-
-class PackedText(Static):
-    """A pane's packed lines (abtui.ui.widgets.pack_chips: the pane fits them to its width,
-    so nothing wraps), drawn straight from each line's spans and kept until the next update.
-    Textual's general rendering of a Static (wrapping, a style per cell run carrying its
-    offset for mouse selection) was most of a busy console's frame: each pane repaints its
-    numbers up to TEXT_HZ times a second. Mouse selection of these lines is left out."""
-
-    ALLOW_SELECT = False
-    _strips: list[Strip] | None = None
-    _strips_width = -1
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._styles: dict[tuple[str | TextualStyle, TextualStyle], Style] = {}
-
-    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
-        self._packed = content if isinstance(content, Content) else Content(str(content))
-        self._strips = None
-        super().update(content, layout=layout)
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._strips = None  # a theme change recolours the text
-        self._styles.clear()
-
-    def render_line(self, y: int) -> Strip:  # type: ignore[override]
-        width = self.content_region.width
-        if self._strips is None or self._strips_width != width:
-            base = self.visual_style
-            packed: Content = getattr(self, "_packed", Content(""))
-            self._strips = [Strip(self._segments(line, base), line.cell_length)
-                            .adjust_cell_length(width, base.background_style.rich_style)
-                            for line in packed.split("\n", allow_blank=True)]
-            self._strips_width = width
-        if y < len(self._strips):
-            return self._strips[y]
-        return Strip.blank(width, self.visual_style.background_style.rich_style)
-
-    def _segments(self, line: Content, base: TextualStyle) -> list[Segment]:
-        """A line's segments: its text between spans in the base style, each span's in the
-        base style plus its own (kept per style); Textual's rendering where spans overlap."""
-        plain, at, out = line.plain, 0, []
-        base_rich = base.rich_style
-        for span in sorted(line.spans, key=lambda sp: sp.start):
-            if span.start < at:
-                return line.render_segments(base)
-            if span.start > at:
-                out.append(Segment(plain[at:span.start], base_rich))
-            out.append(Segment(plain[span.start:span.end], self._rich(span.style, base)))
-            at = span.end
-        if at < len(plain):
-            out.append(Segment(plain[at:], base_rich))
-        return out
-
-    def _rich(self, style: str | TextualStyle, base: TextualStyle) -> Style:
-        key = (style, base)
-        got = self._styles.get(key)
-        if got is None:
-            extra = TextualStyle.parse(style) if isinstance(style, str) else style
-            got = self._styles[key] = (base + extra).rich_style
-        return got
-
+Line = Literal["head", "config", "bps-label", "rtt-label", "tcp", "error"]
+Chart = Literal["bps", "rtt"]
+Band = Line | Chart
+BANDS: tuple[Band, ...] = ("head", "config", "bps-label", "bps", "rtt-label", "rtt", "tcp",
+                           "error")
+CHART_ROWS: dict[str, int] = {"bps": 2, "rtt": 1}
+LINE_CLASS: dict[str, tuple[str, ...]] = {"config": ("pane--config",),
+                                          "error": ("pane--error",)}
 
 LINK_TEXT: dict[str, str] = {
     LinkState.CONNECTED: "[b $success]● connected[/]",
@@ -187,66 +64,209 @@ LINK_TEXT: dict[str, str] = {
 }
 
 
-class PairPane(Vertical):
-    """One pair: who, kernel, knobs, tunnel; throughput and RTT sparklines; numbers; link."""
+@dataclass
+class Series:
+    """A chart as drawn: its values, the columns where a knob changed, and its scale's top."""
+
+    data: list[float] = field(default_factory=list)
+    markers: list[bool] = field(default_factory=list)
+    ceiling: float = 1.0
+
+
+class PairPane(Widget):
+    """One pair: who, kernel, knobs, tunnel; throughput and RTT charts; numbers; link.
+
+    Tests and scripts read what it shows with `text(line)`, `rows(line)`, `series(chart)`,
+    `shows(band)` and `band_region(band)`."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "pane--config", "pane--error", "pane--bps-low", "pane--bps-high", "pane--rtt-low",
+        "pane--rtt-high", "pane--marker"}
+    ALLOW_SELECT = False
 
     class Grew(Message):
         """A line of the pane now takes more rows: the screen's layout may need to change."""
 
-    def __init__(self, state: PairState, **kwargs: object) -> None:
-        super().__init__(id=f"pane-{state.label}", classes="pane", **kwargs)  # type: ignore[arg-type]
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, PairPane.Grew)  # one layout for any number of them
+
+    def __init__(self, state: PairState) -> None:
+        super().__init__(id=f"pane-{state.label}", classes="pane")
         self.state = state
         self._texts: dict[str, str] = {}
-        self._chips: dict[str, list[Content]] = {}  # each text line's chips
-        self._lines: dict[str, int] = {}  # and how many lines they take
+        self._chips: dict[str, list[list[Styled]]] = {}  # each text line's chips
+        self._packed: dict[str, list[Row]] = {}  # and its rows, as packed
+        self._lines: dict[str, int] = {}  # how many rows it keeps (it only grows)
         self._width = 0  # the text width they were packed into
-        self._w: dict[str, Static | ScaledSparkline] = {}
+        self._charts: dict[str, Series] = {"bps": Series(), "rtt": Series()}
+        self._cells: dict[str, list[list[Segment]]] = {}  # each band's rows, drawn
+        self._cells_width = 0  # at this width
+        self._error_shown = False  # the error line takes rows (as last laid out)
+        self._rows: list[tuple[str, int]] | None = None  # the pane's row → (band, its row)
+        self._spans: dict[str, tuple[int, int]] = {}  # each band's first row and rows
+        self._dirty: set[str] = set()  # bands to repaint (at the end of the update)
+        self._drawer = TextDrawer()
+        self._styles_cache = FramedLines(self._row_cells)  # its content rows framed the quick way
+        self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
+        self._bases: dict[str, TextualStyle] = {}  # each text line's style
+        self._grew = False
         self.border_title = Content(  # type: ignore[assignment]
             visible(f"{state.label}  {state.sender} → {state.receiver}"))
+        self.refresh_from_state((1.0, 1.0))  # its size is known at its first layout
 
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield PackedText(id="head", classes="head", markup=True)
-        yield PackedText(id="config", classes="config")
-        yield PackedText(id="bps-label", classes="metric")
-        yield ScaledSparkline(id="bps", classes="spark")
-        yield PackedText(id="rtt-label", classes="metric")
-        yield ScaledSparkline(id="rtt", classes="spark rtt")
-        yield PackedText(id="tcp", classes="metric")
-        yield Static(id="error", classes="error")
+    # ---- what it shows (tests and scripts read these) -----------------------------------
+    def rows(self, line: Line) -> list[str]:
+        """A text line's rows as shown (padding rows included)."""
+        return [row_text(row) for row in self._packed.get(line, [])]
 
-    def on_mount(self) -> None:
-        self._w = {w.id: w for w in self.query(Static) if w.id}
-        self._w.update((w.id, w) for w in self.query(ScaledSparkline) if w.id)
-        self.refresh_from_state((1.0, 1.0))
+    def text(self, line: Line) -> str:
+        """A text line as shown, its rows joined by newlines."""
+        return "\n".join(self.rows(line))
 
+    def series(self, chart: Chart) -> Series:
+        return self._charts[chart]
+
+    def shows(self, band: Band) -> bool:
+        """Whether the band takes rows now (charts not when compact, the error only when
+        there is one)."""
+        return self._rows_of(band) > 0
+
+    def band_region(self, band: Band) -> Region:
+        """Where the band is on the screen (an empty region when it is not shown)."""
+        top = sum(self._rows_of(b) for b in BANDS[:BANDS.index(band)])
+        inner = self.content_region
+        return Region(inner.x, inner.y + top, inner.width, self._rows_of(band))
+
+    # ---- layout and drawing ---------------------------------------------------------------
+    def _rows_of(self, band: str) -> int:
+        if band in CHART_ROWS:
+            return 0 if self.has_class("-compact") else CHART_ROWS[band]
+        if band == "error" and not self._error_shown:
+            return 0
+        return self._lines.get(band, 0)
+
+    def _row_map(self) -> list[tuple[str, int]]:
+        if self._rows is None:
+            self._rows = [(band, i) for band in BANDS for i in range(self._rows_of(band))]
+            top, self._spans = 0, {}
+            for band in BANDS:
+                self._spans[band] = (top, self._rows_of(band))
+                top += self._spans[band][1]
+        return self._rows
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return container.width
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._row_map())
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_region.width
+        cells = self._row_cells(y, width)
+        if cells is None:
+            return Strip.blank(width, self.visual_style.background_style.rich_style)
+        return Strip(cells, width)
+
+    def _row_cells(self, y: int, width: int) -> list[Segment] | None:
+        """Row `y`'s segments at `width` cells (its band drawn if it changed)."""
+        rows = self._row_map()
+        if y >= len(rows):
+            return None
+        band, i = rows[y]
+        if width != self._cells_width:  # (a resize's event may come after its frame)
+            self._cells.clear()
+            self._cells_width = width
+        cells = self._cells.get(band)
+        if cells is None:
+            cells = self._cells[band] = self._draw(band, width)
+        return cells[i]
+
+    def _draw(self, band: str, width: int) -> list[list[Segment]]:
+        if band in CHART_ROWS:
+            s = self._charts[band]
+            return chart_rows(s.data, s.markers, s.ceiling, width, CHART_ROWS[band],
+                              self._palette(band))
+        base = self._bases.get(band)
+        if base is None:  # (Textual's lookup works out the pseudo-classes each time)
+            base = self._bases[band] = self.get_visual_style(*LINE_CLASS.get(band, ()))
+        return [self._drawer.cells(row, base, width) for row in self._packed.get(band, [])]
+
+    def _palette(self, chart: str) -> tuple[Style, Style, Style, Style]:
+        """Base, low, high and marker styles; computing them walks the DOM, so keep them."""
+        got = self._palettes.get(chart)
+        if got is None:
+            base = self.rich_style
+            got = self._palettes[chart] = (
+                base, base + self.get_component_rich_style(f"pane--{chart}-low"),
+                base + self.get_component_rich_style(f"pane--{chart}-high"),
+                base + self.get_component_rich_style("pane--marker"))
+        return got
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._palettes.clear()  # a theme change (or the pane's class) recolours its rows
+        self._bases.clear()
+        self._drawer.forget()
+        self._cells.clear()
+        self._styles_cache.clear()  # its frame too
+
+    def _repaint(self, band: str) -> None:
+        """Only the band's rows repainted (the rest of the pane is kept as drawn), with the
+        others changed in the same update (_flush)."""
+        self._cells.pop(band, None)
+        self._dirty.add(band)
+
+    def _flush(self) -> None:
+        """Repaint the bands that changed: one refresh, a region each, over the pane's whole
+        width (its frame's too: lines neither cropped nor cut at the content's edge)."""
+        dirty, self._dirty = self._dirty, set()
+        if not dirty or not self.is_mounted or self._rows is None:
+            return  # (a layout pass is due, or was never made: it paints the whole pane)
+        left, width = self.content_offset.x, self.outer_size.width
+        regions = [Region(-left, top, width, rows) for top, rows in
+                   (self._spans[band] for band in dirty) if rows]
+        if regions:
+            self.refresh(*regions)
+
+    def _relayout(self, grew: bool) -> None:
+        """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""
+        self._rows = None
+        if self.is_mounted:  # (before, its first layout sizes it)
+            self._grew = self._grew or grew
+            self.refresh(layout=True)
+
+    def _announce(self) -> None:
+        """Tell the screen once that the pane grew, however many of its lines did."""
+        if self._grew:
+            self._grew = False
+            self.post_message(self.Grew())
+
+    # ---- its lines ------------------------------------------------------------------------
     def _set(self, name: str, *chips: Sequence[Part]) -> None:
         """Show a line's chips (each a run of text or (text, style) parts) when its text
         changed: assembled without parsing markup (this runs per interval), whatever a host
-        sent made visible, packed into the pane's width. A layout pass only when the
-        number of lines changes."""
+        sent made visible, packed into the pane's width."""
         key = "|".join("".join(p if isinstance(p, str) else p[0] for p in c) for c in chips)
         if self._texts.get(name) != key:
             self._texts[name] = key
-            self._chips[name] = [Content.assemble(*(
-                visible(p) if isinstance(p, str) else (visible(p[0]), p[1]) for p in c))
-                for c in chips]
+            self._chips[name] = [styled(c) for c in chips]
             self._show(name)
 
     def _show(self, name: str, width_changed: bool = False) -> None:
         """Pack a line's chips into the pane's width. Its height only grows while the width
         stays (a shorter text is padded): numbers changing length (9.99 → 10.00) near the
         edge would otherwise make the pane jump, and each jump costs a layout pass."""
-        content = pack_chips(self._chips[name], self.content_region.width or PANE_INNER)
-        lines = content.plain.count("\n") + 1
-        had = 0 if width_changed else self._lines.get(name, 0)
-        if lines < had:
-            content = content + "\n" * (had - lines)
-        widget = self._w[name]
-        if lines > had:  # an explicit height: the layout pass it needs surely happens
-            widget.styles.height = lines
-            self.post_message(self.Grew())
-        self._lines[name] = max(lines, had)
-        widget.update(content, layout=False)  # type: ignore[union-attr]
+        rows = pack_rows(self._chips[name], self.content_region.width or PANE_INNER)
+        before = self._lines.get(name, 0)
+        had = 0 if width_changed else before
+        rows += [[] for _ in range(had - len(rows))]
+        self._packed[name] = rows
+        self._lines[name] = len(rows)
+        self._cells.pop(name, None)
+        if len(rows) != before:
+            self._relayout(grew=len(rows) > before)
+        else:
+            self._repaint(name)
 
     def _config_chips(self, compact: bool) -> list[list[Part]]:
         """`knob=value` per knob (the tunnel's is in the head line, unless compact)."""
@@ -262,38 +282,42 @@ class PairPane(Vertical):
         return [kernel] if compact else [kernel, [("tunnel ", DIM), s.tunnel]]
 
     def height_for(self, width: int, compact: bool) -> int:
-        """Rows this pane takes at `width` columns, frame included (compact: no
-        sparklines)."""
+        """Rows this pane takes at `width` columns, frame included (compact: no charts)."""
         inner = width - 4
         rows = 2
         for chips in (self._config_chips(compact), self._head_chips(compact)):
-            rows += _lines([Content.assemble(*c) for c in chips], inner)
+            rows += len(pack_rows([styled(c) for c in chips], inner))
         for name in ("bps-label", "rtt-label", "tcp", "error"):
             if name != "error" or self.state.error:
-                rows += _lines(self._chips.get(name, []), inner)
-        return rows + (0 if compact else 3)
+                rows += len(pack_rows(self._chips.get(name, []), inner))
+        return rows + (0 if compact else sum(CHART_ROWS.values()))
 
     def set_compact(self, compact: bool) -> None:
-        """Sparklines dropped (or back): each line packed again from scratch, so a line that
+        """Charts dropped (or back): each line packed again from scratch, so a line that
         took two rows before keeps no padding row it no longer needs."""
         self.set_class(compact, "-compact")
-        self._lines.clear()
-        if self.is_mounted:
-            self.refresh_text()
+        self._relayout(grew=False)
+        self.refresh_text()
+        for name in self._chips:
+            self._show(name, width_changed=True)
+        self._grew = False  # the layout made it so: no news for the screen
 
     def on_resize(self) -> None:
         width = self.content_region.width
         if width != self._width:
             self._width = width
+            self._cells.clear()
             for name in self._chips:
                 self._show(name, width_changed=True)
+            self._flush()
+            self._announce()
 
     def refresh_from_state(self, scale: tuple[float, float]) -> None:
         self.refresh_charts(scale)
         self.refresh_text()
 
     def refresh_charts(self, scale: tuple[float, float]) -> None:
-        """Sparklines and link state: every interval, at once."""
+        """Charts and link state: every interval, at once."""
         s = self.state
         link = s.link
         self.set_class(link in (LinkState.LOST, LinkState.FAILED), "-lost")
@@ -302,13 +326,14 @@ class PairPane(Vertical):
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
             self._texts["subtitle"] = subtitle
             self.border_subtitle = subtitle
-        bps: ScaledSparkline = self._w["bps"]  # type: ignore[assignment]
-        bps.ceiling = scale[0]
-        bps.markers = list(s.markers)
-        bps.data = list(s.bps)
-        rtt: ScaledSparkline = self._w["rtt"]  # type: ignore[assignment]
-        rtt.ceiling = scale[1]
-        rtt.data = list(s.rtt)
+        self._chart("bps", Series(list(s.bps), list(s.markers), scale[0]))
+        self._chart("rtt", Series(list(s.rtt), [], scale[1]))
+        self._flush()
+
+    def _chart(self, name: str, series: Series) -> None:
+        if series != self._charts[name]:
+            self._charts[name] = series
+            self._repaint(name)
 
     def refresh_text(self) -> None:
         """The numbers (the console throttles these: digits changing 10 times a second are
@@ -341,44 +366,9 @@ class PairPane(Vertical):
                       [("cwnd ", DIM), human_bytes(s.cwnd)], [("n ", DIM), str(s.intervals)],
                       *cpu_chips(s))
         self._set("error", *([("⚠ ", "bold"), s.error],) if s.error else ())
-        err = self._w["error"]
-        if err.display != bool(s.error):
-            err.display = bool(s.error)
+        if self._error_shown != bool(s.error):  # the error line shown or gone
+            self._error_shown = bool(s.error)
+            self._relayout(grew=False)
+        self._flush()
+        self._announce()
 
-
-def cpu_chips(s: PairState) -> list[list[Part]]:
-    """Each side's host CPU (% of one core) and softirq share; `machine` where the host's
-    figures are the whole machine's (a namespace host), not its own."""
-    out: list[list[Part]] = []
-    for side, short in (("sender", "snd"), ("receiver", "rcv")):
-        if side in s.cpu:
-            busy, soft = s.cpu[side]
-            shared = s.sender if side == "sender" else s.receiver
-            where = " machine" if shared in s.cpu_shared else ""
-            out.append([(f"cpu {short}{where} ", DIM), f"{busy:.0f}%", (f" si {soft:.0f}%", DIM)])
-    return out
-
-
-def pack_chips(chips: Sequence[Content], width: int, gap: int = 2) -> Content:
-    """Chips side by side, `gap` cells apart, in as many lines of `width` cells as they need;
-    a chip moves to the next line whole, and one wider than a line (a long error) is wrapped
-    at its words into lines of its own, so the lines counted are the lines shown."""
-    lines: list[list[Content]] = [[]]
-    used = 0
-    for chip in chips:
-        w = chip.cell_length
-        if w > width > 0:
-            parts = chip.wrap(width)
-            lines[-1:] = [*([lines[-1]] if lines[-1] else []), *([p] for p in parts)]
-            used = parts[-1].cell_length if parts else 0
-            continue
-        if lines[-1] and used + gap + w > width:
-            lines.append([])
-            used = 0
-        used += (gap if lines[-1] else 0) + w
-        lines[-1].append(chip)
-    return Content("\n").join(Content(" " * gap).join(line) for line in lines)
-
-
-def _lines(chips: Sequence[Content], width: int) -> int:
-    return pack_chips(chips, width).plain.count("\n") + 1

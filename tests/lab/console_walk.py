@@ -34,8 +34,8 @@ that is wrong; the walk stops early only when the app is gone. `Failures.report`
 seed and the command that replays it.
 
 Public surface used: app.state (pairs[..].config, phases), app.phase_rows(), app.knob_keys,
-app.record.received, app.recent, the widgets' ids (#pane-X #tcp/#config/#head, #knobbar,
-#phases, #plan-progress),
+app.record.received, app.recent, a pane's lines (PairPane.text: tcp, config, head), the
+widgets' ids (#knobbar, #phases, #plan-progress),
 engine.phases[label].config (the configuration the engine records for the phase in force).
 """
 
@@ -65,6 +65,7 @@ from abtui.core.labels import short_value
 from abtui.core.model import KnobKind, Profile
 from abtui.measure.engine import Engine
 from abtui.ui.app import AbtuiApp
+from abtui.ui.widgets import PairPane
 from tests.lab.hostview import HostReader, Reading, norm
 
 LAG_S = float(os.environ.get("ABTUI_WALK_LAG_S", "3"))  # the screen may trail the journal
@@ -444,12 +445,12 @@ class Walker:
     def _changes(self) -> int:
         return self.journal.changes
 
-    def pane(self, label: str) -> Any:
-        return self.app.query_one(f"#pane-{label}")
+    def pane(self, label: str) -> PairPane:
+        return self.app.query_one(f"#pane-{label}", PairPane)
 
     def pane_count(self, label: str) -> int | None:
         try:
-            m = COUNT.search(plain(self.pane(label).query_one("#tcp", Static)))
+            m = COUNT.search(self.pane(label).text("tcp"))
         except Exception:  # a pane without that line: reported as no count
             return None
         return int(m.group(1)) if m else None
@@ -992,8 +993,7 @@ class Walker:
         panes = []
         for p in self.pairs:
             try:
-                text = norm(plain(self.pane(p).query_one("#config", Static)) + " " +
-                            plain(self.pane(p).query_one("#head", Static)))
+                text = norm(self.pane(p).text("config") + " " + self.pane(p).text("head"))
             except Exception as exc:
                 panes.append(f"{p}: {exc}")
                 continue

@@ -22,6 +22,7 @@ from abtui.measure.engine import Engine
 from abtui.profile import load_profile, parse_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import run_console
+from abtui.ui.widgets import PairPane
 from tests.lab.namespaces import netns_processes, ns_exec
 from tests.ui.console_kit import until
 
@@ -147,7 +148,7 @@ binding = "k"
     async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
         await until(pilot, lambda: all(p.error for p in app.state.pairs.values()), 60)
         await pilot.pause(0.5)  # the panes' text repaints
-        seen["error"] = str(app.query_one("#pane-A #error").render())
+        seen["error"] = app.query_one("#pane-A", PairPane).text("error")
         await pilot.press("k", "k")  # cc2 to "[b]bbr[/b]": the hosts refuse it
         await until(pilot, lambda: "refused" in "\n".join(app.log_lines), 30)
         seen["log"] = "\n".join(app.log_lines)

@@ -18,7 +18,7 @@ from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, TunnelSwitcher
-from abtui.ui.widgets import PairPane, ScaledSparkline
+from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import FakeClock, SpyController, make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
@@ -42,11 +42,11 @@ async def test_a_pane_per_pair_two_per_80_columns(pairs: int, size: tuple[int, i
         assert len(tops) == -(-pairs // cols)  # rows of the grid
         a = panes[0]
         assert "a-snd → a-rcv" in str(a.border_title)
-        assert "6.1.0-18-amd64" in str(a.query_one("#head").render())
-        assert a.query_one("#bps", ScaledSparkline).data == list(a.state.bps)
+        assert "6.1.0-18-amd64" in a.text("head")
+        assert a.series("bps").data == list(a.state.bps)
         assert len(a.state.bps) == 6
         # one scale for every pane: the highest interval seen anywhere
-        ceilings = {p.query_one("#bps", ScaledSparkline).ceiling for p in panes}
+        ceilings = {p.series("bps").ceiling for p in panes}
         assert ceilings == {max(max(p.state.bps) for p in panes)}
 
 
@@ -63,7 +63,7 @@ async def test_knob_key_calls_set_knob_and_adds_a_phase_row() -> None:
         labels = [str(table.get_cell_at((i, 0))) for i in range(table.row_count)]
         assert labels[-1] == "tcp_wmem=4096 16384 65536, tso=off"  # as export names it
         pane_b = app.query_one("#pane-B", PairPane)
-        assert "tso=off" in str(pane_b.query_one("#config").render())
+        assert "tso=off" in pane_b.text("config")
         assert "tso=off" in str(app.query_one("#knobbar").render())
         # the next interval of each affected pair carries the marker
         assert pane_b.state.pending_marker
@@ -90,7 +90,7 @@ async def test_knob_change_marks_the_sparklines_and_moves_the_level() -> None:
         for label in "AB":
             ps = app.state.pairs[label]
             assert list(ps.markers).count(True) == 1
-            spark = app.query_one(f"#pane-{label} #bps", ScaledSparkline)
+            spark = app.query_one(f"#pane-{label}", PairPane).series("bps")
             assert list(spark.markers) == list(ps.markers)
             at = list(ps.markers).index(True)
             before, after = list(ps.bps)[:at - 1], list(ps.bps)[at + 1:]
@@ -131,9 +131,9 @@ async def test_refused_knob_shows_in_pane_and_log_never_a_traceback() -> None:
         await until(pilot, lambda: bool(pane.state.error))
         assert "refused tso=off" in pane.state.error
         # the pane and the log show it at their next repaint (paced): waited for, not assumed
-        await until(pilot, lambda: bool(pane.query_one("#error").display)
+        await until(pilot, lambda: pane.shows("error")
                     and "refused" in log_text(app))
-        assert "refused" in str(pane.query_one("#error").render())
+        assert "refused" in pane.text("error")
         assert app.state.pairs["A"].config["tso"] == "on"  # nothing changed
         assert app.is_running
 
@@ -214,7 +214,7 @@ async def test_help_palette_compare_and_tunnel_switcher_open() -> None:
         assert app.screen.types == ["none", "wireguard", "vxlan"]
         await pilot.press("down", "enter")
         await until(pilot, lambda: app.state.pairs["B"].tunnel == "wireguard")
-        assert "tunnel wireguard" in str(app.query_one("#pane-B #head").render())
+        assert "tunnel wireguard" in app.query_one("#pane-B", PairPane).text("head")
 
 
 async def test_the_tunnel_switcher_disables_what_a_host_cannot_make() -> None:

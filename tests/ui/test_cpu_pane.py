@@ -1,5 +1,6 @@
 """A pane shows each side's host CPU live (busy % of one core and the softirq share), and says
-`machine` where the host's CPU figures are the whole machine's (a namespace host)."""
+`shared`, with no figure, where the host's CPU figures are the whole machine's (a namespace
+host), as the reports' CPU cells do."""
 
 from __future__ import annotations
 
@@ -32,8 +33,22 @@ async def test_panes_show_host_cpu_and_the_shared_machine() -> None:
     app = make_app(events=out)
     async with app.run_test() as pilot:
         await replayed(pilot, 4)
-        text_a = str(app.query_one(f"#pane-{a.label}", PairPane).query_one("#tcp").render())
-        text_b = str(app.query_one(f"#pane-{b.label}", PairPane).query_one("#tcp").render())
+        text_a = app.query_one(f"#pane-{a.label}", PairPane).text("tcp")
+        text_b = app.query_one(f"#pane-{b.label}", PairPane).text("tcp")
     # sender: 90 of 200 ticks busy on 2 CPUs = 90 % of one core, softirq 20/200 = 10 %
-    assert "cpu snd machine 90% si 10%" in text_a and "cpu rcv machine 50% si 12%" in text_a
-    assert "cpu snd 90% si 10%" in text_b and "machine" not in text_b
+    assert "cpu snd shared" in text_a and "cpu rcv shared" in text_a
+    assert "%" not in text_a.split("cpu snd")[1]  # no figure of the whole machine's
+    assert "cpu snd 90% si 10%" in text_b and "shared" not in text_b
+
+
+def test_a_pair_on_one_host_says_shared_as_the_reports_do() -> None:
+    """Sender and receiver one host: each side's figure is that host's, both sides' work."""
+    from abtui.ui.chips import cpu_chips
+    from abtui.ui.pair_state import PairState
+
+    one = PairState("A", "h", "h", {}, cpu={"sender": (150.0, 5.0), "receiver": (150.0, 5.0)})
+    two = PairState("B", "s", "r", {}, cpu={"sender": (150.0, 5.0)})
+    text = ["".join(p if isinstance(p, str) else p[0] for p in chip) for chip in cpu_chips(one)]
+    assert text == ["cpu snd shared", "cpu rcv shared"]
+    assert ["".join(p if isinstance(p, str) else p[0] for p in chip)
+            for chip in cpu_chips(two)] == ["cpu snd 150% si 5%"]

@@ -13,6 +13,7 @@ from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
+from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import FakeClock, SpyController, started, until
 
 
@@ -105,9 +106,9 @@ async def test_two_pairs_intervals_ms_apart_show_their_numbers_in_that_burst() -
         app.receive(a)
         await until(pilot, lambda: app.state.pairs["A"].intervals == 1)
         clock.now += 0.01
-        before = str(app.query_one("#pane-B #bps-label").render())
+        before = app.query_one("#pane-B", PairPane).text("bps-label")
         app.receive(b)
         await until(pilot, lambda: app.state.pairs["B"].intervals == 1)
         assert not app.text_throttle.pending  # nothing left for a frame of its own
         await pilot.pause()
-        assert str(app.query_one("#pane-B #bps-label").render()) != before  # its numbers
+        assert app.query_one("#pane-B", PairPane).text("bps-label") != before  # its numbers

@@ -11,6 +11,7 @@ from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.measure.synthetic import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher
+from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
@@ -46,12 +47,12 @@ async def test_host_strings_reach_the_screen_and_log_as_text() -> None:
         await until(pilot, lambda: app.state.pairs["A"].error != "")
         app.set_scope("A")
         await settle(pilot)
-        pane = app.query_one("#pane-A")
-        head = str(pane.query_one("#head").render())
+        pane = app.query_one("#pane-A", PairPane)
+        head = pane.text("head")
         assert f"6.1 {SHOWN} {SHOWN_ESC}" in head
-        config = str(pane.query_one("#config").render())
+        config = pane.text("config")
         assert f"cc={SHOWN}{SHOWN_ESC}" in config
-        error = str(pane.query_one("#error").render())
+        error = pane.text("error")
         assert f"{SHOWN} {SHOWN_ESC}" in error
         bar = app.knobbar()
         assert f"cc={SHOWN}{SHOWN_ESC}" in bar.plain

@@ -41,9 +41,9 @@ async def test_kernel_lines_table_rows_log_line_and_the_keys_panel_in_sight(
                 await pilot.press("tab")
             await settle(pilot)
             pane = app.query_one(f"#pane-{label}", PairPane)
-            head = pane.query_one("#head")
-            assert head.display and fully_shown(app, head), (label, head.region)
-            assert "kernel 6.1.0-" in str(head.render())
+            assert pane.shows("head") and fully_shown(app, pane, "head"), \
+                (label, pane.band_region("head"))
+            assert "kernel 6.1.0-" in pane.text("head")
         table = app.query_one("#phases", DataTable)
         assert fully_shown(app, table)
         assert table.region.height >= 1 + min(table.row_count, 4)  # header and 4 rows
@@ -79,7 +79,7 @@ async def test_an_ended_alternation_s_panel_is_whole_and_escape_closes_it(
         assert fully_shown(app, table)
         assert table.region.height >= min(TABLE_MIN, 1 + table.row_count)
         for label in app.state.pairs:  # the panes' kernel lines stay
-            assert fully_shown(app, app.query_one(f"#pane-{label}").query_one("#head"))
+            assert fully_shown(app, app.query_one(f"#pane-{label}", PairPane), "head")
         await pilot.press("escape")
         await until(pilot, lambda: not panel.display)
         await until(pilot, lambda: "Close verdicts" not in footer(app))
@@ -129,13 +129,12 @@ async def test_a_pane_made_compact_keeps_no_blank_row_of_its_longer_head() -> No
                 app.receive(Event(EventKind.FACTS, t, host=host, data={"facts": {
                     "os": "Linux", "kernel_release": "6.18.44-fc-v1045-long"}}))
         await settle(pilot)
-        head = app.query_one("#pane-A", PairPane).query_one("#head")
-        assert head.region.height == 2  # kernel, then the tunnel
+        pane = app.query_one("#pane-A", PairPane)
+        assert pane.band_region("head").height == 2  # kernel, then the tunnel
         await pilot.resize_terminal(80, 20)
         await settle(pilot)
-        pane = app.query_one("#pane-A", PairPane)
         assert pane.has_class("-compact")
-        assert head.region.height == 1 == len(str(head.render()).splitlines())
+        assert pane.band_region("head").height == 1 == len(pane.rows("head"))
 
 
 async def test_the_keys_panel_at_80x24_leaves_the_knob_bar_whole_beside_it() -> None:

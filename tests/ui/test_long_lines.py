@@ -5,6 +5,7 @@ promises, even once the failed start has closed every link."""
 from __future__ import annotations
 
 import pytest
+from textual.geometry import Region
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
@@ -21,8 +22,9 @@ WHY = ("host key of lab-a-snd has CHANGED: /tmp/lylab/known_hosts line 3 (someon
 
 def region_text(app, widget, inside: bool = False) -> str:  # type: ignore[no-untyped-def]
     """The words the screen shows in `widget`'s region (`inside`: within its border and
-    scrollbar), as one line."""
-    region = widget.content_region if inside else app.screen.find_widget(widget).region
+    scrollbar), or in a region of the screen, as one line."""
+    region = widget if isinstance(widget, Region) else \
+        widget.content_region if inside else app.screen.find_widget(widget).region
     rows = app.files.screen_text().splitlines()[region.y:region.bottom]
     return " ".join(" ".join(row[region.x:region.right] for row in rows).split())
 
@@ -61,6 +63,5 @@ async def test_a_refusal_in_a_pane_wraps_inside_it() -> None:
         app.fail(why, ["A"])
         await settle(pilot)
         pane = app.query_one("#pane-A", PairPane)
-        error = pane.query_one("#error")
-        assert error.region.height > 1
-        assert why in region_text(app, error)
+        assert pane.band_region("error").height > 1
+        assert why in region_text(app, pane.band_region("error"))

@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from abtui.core.events import Event, EventKind
 from abtui.core.numbers import sig
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui
@@ -45,7 +46,7 @@ async def test_a_few_mbit_read_in_mbit_with_three_digits(size: tuple[int, int]) 
                     and not app.controller.running)  # type: ignore[attr-defined]
         await app.settled()
         for label in app.state.pairs:
-            text = str(app.query_one(f"#pane-{label} #bps-label", Static).render())
+            text = app.query_one(f"#pane-{label}", PairPane).text("bps-label")
             figures = text.replace("\n", "  ").split()
             assert "Mbit/s" in figures and "Gbit/s" not in figures, text
             for name in ("mean", "min", "max"):
@@ -72,7 +73,7 @@ async def test_a_crypto_profile_s_console_reads_megabytes_per_second() -> None:
         await until(pilot, lambda: app.state.intervals_seen >= INTERVALS * 2
                     and not app.controller.running)  # type: ignore[attr-defined]
         await app.settled()
-        text = str(app.query_one("#pane-A #bps-label", Static).render())
+        text = app.query_one("#pane-A", PairPane).text("bps-label")
         assert " kB/s" in text or " MB/s" in text, text
         table = app.query_one("#phases", DataTable)
         titles = [str(c.label) for c in table.columns.values()]

@@ -14,8 +14,13 @@ from tests.ui.console_kit import make_app, replayed, settle, until
 pytestmark = pytest.mark.ui
 
 
-def fully_shown(app, widget) -> bool:  # type: ignore[no-untyped-def]
+def fully_shown(app, widget, band: str | None = None) -> bool:  # type: ignore[no-untyped-def]
+    """Whether `widget` (or the band of rows a pane draws, by name) is whole on screen."""
     geometry = app.screen.find_widget(widget)
+    if band is not None:
+        region = widget.band_region(band)
+        return bool(region) and geometry.visible_region.contains_region(region) and \
+            app.screen.region.contains_region(region)
     return geometry.visible_region == geometry.region and \
         app.screen.region.contains_region(geometry.region)
 
@@ -48,15 +53,15 @@ async def test_every_knob_and_pane_in_reach_at_80x24(pairs: int) -> None:
             assert pane.has_class("-scoped")
             assert fully_shown(app, pane), label
             for name in ("config", "bps-label", "rtt-label", "tcp"):
-                part = pane.query_one(f"#{name}", Static)
-                text = lines_of(part)
-                assert part.region.height == len(text), (label, name, text)
-                assert all(len(line) <= part.content_region.width for line in text), text
-            config = " ".join(lines_of(pane.query_one("#config", Static)))
+                text = pane.rows(name)
+                assert pane.band_region(name).height == len(text), (label, name, text)
+                assert fully_shown(app, pane, name), (label, name)
+                assert all(len(line) <= pane.content_region.width for line in text), text
+            config = " ".join(pane.rows("config"))
             for knob, value in pane.state.config.items():
                 if knob != "tunnel" or pane.has_class("-compact"):
                     assert f"{knob}={value}" in config, (knob, config)
-            numbers = " ".join(lines_of(pane.query_one("#bps-label", Static)))
+            numbers = " ".join(pane.rows("bps-label"))
             assert "mean" in numbers and "min" in numbers and "max" in numbers
         table = app.query_one("#phases", DataTable)
         assert fully_shown(app, table)
@@ -81,7 +86,7 @@ async def test_panes_give_way_when_their_numbers_grow_at_80x24() -> None:
                     ev.t + k, ev.pair, ev.host))
         await settle(pilot)
         pane = app.query_one("#pane-A", PairPane)
-        assert "37.0 Gbit/s" in str(pane.query_one("#bps-label").render())
+        assert "37.0 Gbit/s" in pane.text("bps-label")
         table, log = app.query_one("#phases", DataTable), app.query_one("#log")
         assert fully_shown(app, table) and table.region.height >= 1 + table.row_count
         assert pane.has_class("-compact")

@@ -25,7 +25,7 @@ async def test_a_udp_pane_shows_loss_and_jitter() -> None:
     app = make_app(events=events)
     async with app.run_test() as pilot:
         await replayed(pilot, 4)
-        a = str(app.query_one("#pane-A", PairPane).query_one("#tcp").render())
-        b = str(app.query_one("#pane-B", PairPane).query_one("#tcp").render())
+        a = app.query_one("#pane-A", PairPane).text("tcp")
+        b = app.query_one("#pane-B", PairPane).text("tcp")
     assert "lost 3.00%" in a and "jitter 0.040 ms" in a and "retr" not in a
     assert "retr" in b and "lost" not in b

@@ -5,12 +5,13 @@ run-level figure, what every table prints."""
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from abtui.core.events import Event, EventKind
 from abtui.core.numbers import sig
 from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.ui.screens import CompareScreen
+from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui
@@ -59,7 +60,7 @@ async def test_the_pane_s_mean_is_the_phase_s_run_level_figure() -> None:
         pane = app.state.pairs["A"]
         rate = pane.phase_rate
         assert rate is not None and pane.phase.mean < rate * 0.85  # the two differ here
-        numbers = str(app.query_one("#pane-A #bps-label", Static).render())
+        numbers = app.query_one("#pane-A", PairPane).text("bps-label")
         # the pane's rates share the unit of its smallest (the 10 Mbit/s interval): Mbit/s
         assert numbers.startswith("10.0 Mbit/s") and f"mean {sig(rate / 1e6)}" in numbers, \
             numbers

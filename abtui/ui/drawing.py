@@ -1,0 +1,201 @@
+"""A pane's rows drawn straight into strips: packed text lines from their spans, and bar
+charts on a shared scale with knob markers.
+
+Textual's general rendering (a Static's wrapping, a style per cell run carrying its offset
+for mouse selection; a widget per line) was most of a busy console's frame: the pane draws
+its rows itself with these, keeps them, and redraws only the rows that changed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual._styles_cache import StylesCache
+from textual.color import Color
+from textual.content import Content
+from textual.geometry import Size, Spacing
+from textual.strip import Strip
+from textual.style import Style as TextualStyle
+
+if TYPE_CHECKING:
+    from textual.css.styles import StylesBase
+
+BARS = " ▁▂▃▄▅▆▇█"
+
+
+class TextDrawer:
+    """Packed text lines as strips; the rich style of each span's style over a base is kept
+    (forget() after a theme change)."""
+
+    def __init__(self) -> None:
+        self._styles: dict[tuple[str | TextualStyle, TextualStyle], Style] = {}
+
+    def forget(self) -> None:
+        self._styles.clear()
+
+    def cells(self, line: Content | Sequence[tuple[str, str | None]], base: TextualStyle,
+              width: int) -> list[Segment]:
+        """`line` in `base` (its spans' or runs' styles over it), padded or cut to `width`
+        cells, as segments (a Strip costs seven caches: made once, by the frame)."""
+        if isinstance(line, Content):
+            segments, length = self._segments(line, base), line.cell_length
+        else:
+            base_rich = base.rich_style
+            segments = [Segment(text, base_rich if style is None else self._rich(style, base))
+                        for text, style in line]
+            length = sum(cell_len(text) for text, _ in line)
+        if length < width:
+            segments.append(Segment(" " * (width - length), base.background_style.rich_style))
+        elif length > width:
+            segments = list(Strip(segments, length).crop(0, width))
+        return segments
+
+    def _segments(self, line: Content, base: TextualStyle) -> list[Segment]:
+        """A line's segments: its text between spans in the base style, each span's in the
+        base style plus its own; Textual's rendering where spans overlap."""
+        plain, at, out = line.plain, 0, []
+        base_rich = base.rich_style
+        for span in sorted(line.spans, key=lambda sp: sp.start):
+            if span.start < at:
+                return list(line.render_segments(base))
+            if span.start > at:
+                out.append(Segment(plain[at:span.start], base_rich))
+            out.append(Segment(plain[span.start:span.end], self._rich(span.style, base)))
+            at = span.end
+        if at < len(plain):
+            out.append(Segment(plain[at:], base_rich))
+        return out
+
+    def _rich(self, style: str | TextualStyle, base: TextualStyle) -> Style:
+        key = (style, base)
+        got = self._styles.get(key)
+        if got is None:
+            extra = TextualStyle.parse(style) if isinstance(style, str) else style
+            got = self._styles[key] = (base + extra).rich_style
+        return got
+
+
+@lru_cache(maxsize=8)
+def _columns(height: int) -> dict[tuple[int, bool], tuple[str, ...]]:
+    """A column's character per row (top first), by its filled eighths and whether a knob
+    changed there (`┆` where its bar leaves the row empty)."""
+    out = {}
+    for filled in range(8 * height + 1):
+        for marked in (False, True):
+            parts = [min(max(filled - 8 * (height - 1 - y), 0), 8) for y in range(height)]
+            out[filled, marked] = tuple(BARS[p] if p or not marked else "┆" for p in parts)
+    return out
+
+
+def chart_rows(data: Sequence[float], markers: Sequence[bool], ceiling: float, width: int,
+               height: int, palette: tuple[Style, Style, Style, Style]) -> list[list[Segment]]:
+    """A bar per value (the latest `width`), scaled 0..`ceiling` (shared by every pane so
+    heights compare) over `height` rows; a marked column (a knob changed) in the marker
+    style, `┆` where its bar is empty. `palette`: base, low, high and marker styles. Runs of
+    one style are one segment (cheap to compose); each row as segments, `width` cells."""
+    values = list(data)[-width:] if width else []
+    marks = list(markers)[-len(values):] if values else []
+    marks = [False] * (len(values) - len(marks)) + marks
+    ceiling = ceiling or 1.0
+    base, low, high, mark = palette
+    levels = 8 * height
+    columns = _columns(height)
+    cells = [columns[max(1, round(min(v / ceiling, 1.0) * levels)) if v > 0 else 0, m]
+             for v, m in zip(values, marks, strict=True)]
+    runs: list[tuple[int, int, Style]] = []  # (start, end, style): the same in every row
+    for i, (v, m) in enumerate(zip(values, marks, strict=True)):
+        style = mark if m else high if v >= 0.66 * ceiling else low
+        if runs and runs[-1][2] is style:
+            runs[-1] = (runs[-1][0], i + 1, style)
+        else:
+            runs.append((i, i + 1, style))
+    blank = Segment(" " * (width - len(values)), base)
+    rows = []
+    for y in range(height):
+        row = "".join(cell[y] for cell in cells)
+        rows.append([blank, *(Segment(row[a:b], style) for a, b, style in runs)])
+    return rows
+
+
+Frame = tuple[int, int, tuple[Segment, ...], tuple[Segment, ...]]  # rows above, rows to the
+# last content row, and a content row's segments to its left and right (border, padding)
+
+
+class FramedLines(StylesCache):
+    """A StylesCache for a widget whose content rows change often (a pane's charts, ten times
+    a second): a content row is its frame's left and right segments, kept, around the
+    widget's own segments for the row (`cells(y, width)`: exactly `width` cells), instead of
+    Textual's general path (border, padding, hatch, tint and opacity worked out again for
+    every row, and a Strip, seven caches each, made for the content on its way). Only for
+    the simple case — no hatch, tint, outline nor opacity — which the pane's styles are;
+    otherwise, and for the border rows, Textual's own rendering."""
+
+    def __init__(self, cells: Callable[[int, int], Sequence[Segment] | None]) -> None:
+        super().__init__()
+        self._cells = cells  # a content row's segments at a width, if the widget has them
+        self._frames: dict[tuple[object, ...], Frame | None] = {}
+        self.quick_rows = 0  # content rows framed the quick way (for tests)
+
+    def clear(self) -> None:
+        super().clear()
+        self._frames.clear()
+
+    def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size,
+                    padding: Spacing, base_background: Color, background: Color,
+                    render_content_line: Callable[[int], Strip], *rest: Any) -> Strip:
+        # rest: the border's title and subtitle (its top and bottom rows only), opacity,
+        # ANSI theme, native ANSI
+        key = (getattr(styles, "_cache_key", None), size, content_size, padding,
+               base_background, background, rest[2], id(rest[3]), rest[4])
+        if key not in self._frames:
+            self._frames[key] = self._frame(styles, size, content_size, padding,
+                                            base_background, background, rest)
+        frame = self._frames[key]
+        cells = None
+        if frame is not None and frame[0] <= y < frame[1]:
+            cells = self._cells(y - frame[0], content_size.width)
+        if frame is None or cells is None:
+            return super().render_line(styles, y, size, content_size, padding,
+                                       base_background, background, render_content_line,
+                                       *rest)
+        self.quick_rows += 1
+        return Strip([*frame[2], *cells, *frame[3]], size.width)
+
+    def _frame(self, styles: StylesBase, size: Size, content_size: Size, padding: Spacing,
+               base_background: Color, background: Color,
+               rest: tuple[Any, ...]) -> Frame | None:
+        """A content row's left and right segments, cut from Textual's rendering of a blank
+        row; None where they are not the same for every row (hatch, tint, outline,
+        opacity)."""
+        if (styles.has_rule("hatch") and styles.hatch != "none") or styles.tint.a \
+                or rest[2] != 1.0 or styles.text_opacity != 1.0 \
+                or any(edge for edge, _ in styles.outline):
+            return None
+        gutter = styles.gutter
+        if not content_size.height or content_size.width != size.width - gutter.width:
+            return None
+        blank = Strip.blank(content_size.width)
+        row = super().render_line(styles, gutter.top, size, content_size, padding,
+                                  base_background, background, lambda _y: blank, *rest)
+        segments = list(row)
+        at, cut = 0, 0
+        while cut < len(segments) and at < gutter.left:
+            at += segments[cut].cell_length
+            cut += 1
+        tail: list[Segment] = []
+        width = 0
+        for segment in reversed(segments[cut:]):
+            if width >= gutter.right:
+                break
+            tail.insert(0, segment)
+            width += segment.cell_length
+        middle = segments[cut:len(segments) - len(tail)]
+        if at != gutter.left or width != gutter.right or [s.text for s in middle] != \
+                [s.text for s in blank]:
+            return None  # not cut where expected: Textual's own way for every row
+        return (gutter.top, gutter.top + content_size.height, tuple(segments[:cut]),
+                tuple(tail))

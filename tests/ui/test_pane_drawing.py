@@ -1,0 +1,133 @@
+"""A pane draws its own lines (abtui.ui.widgets.PairPane): they look exactly as Textual's
+Static draws the same text in the same place, cell by cell (character and style), in the
+line's colours and after a theme change; only the cheaper way of drawing them differs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.style import Style
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.geometry import Region
+from textual.widget import Widget
+from textual.widgets import Static
+
+import abtui.ui
+from abtui.ui.chips import pack_chips
+from abtui.ui.drawing import FramedLines
+from abtui.ui.pair_state import PairState
+from abtui.ui.widgets import PairPane
+
+ERROR = "tcp_wmem=4096 16384 65536 refused: lab-a-snd: sysctl: permission denied on key"
+CONFIG = {"cc": "cubic", "tcp_wmem": "4096 16384 65536", "tso": "off", "gro": "on",
+          "mtu": "9000", "qdisc": "fq_codel", "tunnel": "none"}
+
+
+def _state() -> PairState:
+    return PairState("A", "a-snd", "a-rcv", dict(CONFIG), error=ERROR,
+                     kernels={"a-snd": "6.1.0-18-amd64"})
+
+
+class Both(App[None]):
+    CSS_PATH = Path(abtui.ui.__file__).parent / "abtui.tcss"
+    CSS = """
+    .pane, .ref { width: 40; }
+    .ref { height: auto; border: round $primary 60%; padding: 0 1; }
+    .ref Static { height: auto; }
+    .ref .config { color: $text-muted; }
+    .ref .error { color: $error; text-style: bold; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield PairPane(_state())
+        with Vertical(classes="ref"):
+            yield Static(id="config", classes="config")
+            yield Static(id="error", classes="error")
+
+
+def _cells(strips: list) -> list[list[tuple[str, Style | None]]]:  # type: ignore[type-arg]
+    return [[(ch, seg.style.clear_meta_and_links() if seg.style else None)
+             for seg in strip if not seg.control for ch in seg.text]
+            for strip in strips]
+
+
+def _band(pane: PairPane, band: str) -> list[list[tuple[str, Style | None]]]:
+    """The band's rows as the pane draws them, inside its frame."""
+    region = pane.band_region(band).translate(-pane.region.offset)
+    inner = pane.content_region.translate(-pane.region.offset)
+    strips = pane.render_lines(Region(0, region.y, pane.outer_size.width, region.height))
+    return _cells([s.crop(inner.x, inner.right) for s in strips])
+
+
+def _static(widget: Widget) -> list[list[tuple[str, Style | None]]]:
+    size = widget.size
+    return _cells(widget.render_lines(Region(0, 0, size.width, size.height)))
+
+
+async def test_a_pane_s_lines_are_drawn_as_a_static_draws_them() -> None:
+    app = Both()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(PairPane)
+        width = pane.content_region.width
+        config = pack_chips([Content.assemble(f"{k}=", (v, "bold"))
+                             for k, v in CONFIG.items() if k != "tunnel"], width)
+        error = pack_chips([Content.assemble(("⚠ ", "bold"), ERROR)], width)
+        assert "\n" in config.plain and "\n" in error.plain  # more than one line each
+        app.query_one("#config", Static).update(config)
+        app.query_one("#error", Static).update(error)
+        await pilot.pause()
+        for band in ("config", "error"):
+            drawn = _band(pane, band)
+            assert drawn == _static(app.query_one(f"#{band}", Static)), band
+            shown = ["".join(ch for ch, _ in row).rstrip() for row in drawn]
+            assert shown == pane.rows(band)  # what the pane says it shows
+        assert any(style is not None and style.bold for line in _band(pane, "config")
+                   for _ch, style in line)  # the spans' own styles are drawn
+        framed = pane._styles_cache
+        assert isinstance(framed, FramedLines) and framed.quick_rows > 0  # framed the quick way
+        app.theme = "textual-light"  # recoloured: the kept strips and styles are not reused
+        await pilot.pause()
+        for band in ("config", "error"):
+            assert _band(pane, band) == _static(app.query_one(f"#{band}", Static)), band
+
+
+async def test_a_pane_s_rows_framed_the_quick_way_are_textual_s_own() -> None:
+    """FramedLines (a content row: its frame's kept segments around the pane's own) gives the
+    cells Textual's StylesCache gives, in every border and background the pane takes."""
+    from textual._styles_cache import StylesCache
+
+    app = Both()
+    async with app.run_test(size=(100, 40)) as pilot:
+        pane = app.query_one(PairPane)
+        for classes in ((), ("-scoped",), ("-lost",), ("-reconnecting",)):
+            pane.set_class(True, *classes) if classes else None
+            await pilot.pause()
+            whole = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
+            quick = pane._styles_cache
+            assert isinstance(quick, FramedLines)
+            quick.clear()  # every row drawn again
+            before = quick.quick_rows
+            drawn = _cells(quick.render_widget(pane, whole))
+            assert quick.quick_rows - before >= pane.size.height - 2, classes  # the quick way
+            assert drawn == _cells(StylesCache().render_widget(pane, whole)), classes
+            pane.set_class(False, *classes) if classes else None
+
+
+async def test_a_click_on_a_pane_s_chart_scopes_the_knobs_to_its_pair() -> None:
+    """The pane is one widget: a click anywhere in it (here its throughput chart) names its
+    pair, and that pane alone is outlined."""
+    from tests.ui.console_kit import make_app, replayed, settle
+
+    app = make_app(pairs=2, intervals=4)
+    async with app.run_test(size=(80, 30)) as pilot:
+        await replayed(pilot, 4)
+        pane = app.query_one("#pane-B", PairPane)
+        chart = pane.band_region("bps")
+        assert chart.height == 2
+        await pilot.click(pane, offset=(chart.x - pane.region.x + 3, chart.y - pane.region.y))
+        await settle(pilot)
+        assert app.scopes[app.scope_index] == "B"
+        assert pane.has_class("-scoped") and not app.query_one("#pane-A").has_class("-scoped")

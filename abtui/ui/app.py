@@ -187,9 +187,14 @@ class AbtuiApp(App[int]):
 
     def keys_panel_width(self) -> int:
         """The columns the keys panel (`?`) takes beside the main screen's widgets (0 when
-        it is closed)."""
-        panel = self.main_screen.query("HelpPanel") if self._main_screen else None
-        return panel.first().outer_size.width if panel else 0
+        it is closed). Textual mounts the panel as a child of the screen: its children are
+        looked at, not the whole DOM (a query cost 0.25 ms, on every flush that repainted
+        the phase table; importing the panel's class would load a markdown parser)."""
+        if self._main_screen is None:
+            return 0
+        panel = next((w for w in self._main_screen.children
+                      if type(w).__name__ == "HelpPanel"), None)
+        return panel.outer_size.width if panel is not None else 0
 
     @property
     def main_width(self) -> int:

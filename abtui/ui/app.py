@@ -35,7 +35,7 @@ from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
 from abtui.ui.control import ControllerCalls
 from abtui.ui.eventlog import EventLog, LogView
-from abtui.ui.feed import FLUSH_HZ, EventFeed
+from abtui.ui.feed import FLUSH_HZ, LAZY_S, EventFeed
 from abtui.ui.files import SessionFiles
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.keymap import (
@@ -120,9 +120,13 @@ class AbtuiApp(App[int]):
         # in a flush's frame while flushes keep coming, not in frames of their own
         self.board = PaneBoard(self.scheduler, self.state, slack=1 / flush_hz)
         self.text_throttle = self.board.text_throttle
-        # the phase table's means move slowly: repainted TABLE_HZ times a second at most
+        # the phase table's means move slowly: repainted TABLE_HZ times a second at most, once
+        # per burst of flushes (burst=1), a deferred repaint waiting up to LAZY_S for the next
+        # flush to carry it (as ping replies do): on its own, or in each pair's flush, it
+        # cost a frame of its own or widened each pair's frame to the table (a frame with
+        # the table 5-8 ms of CPU, without it 2.4 ms)
         self.table_throttle = Throttle(self.scheduler, TABLE_HZ, self._update_phase_table,
-                                       slack=1 / flush_hz)
+                                       slack=1 / flush_hz, burst=1, lazy=LAZY_S)
         self.set_keymap(load_keymap() if keymap is None else keymap)
         controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)

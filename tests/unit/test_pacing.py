@@ -147,3 +147,19 @@ async def test_a_throttle_keeps_its_rate_under_a_stream_of_calls() -> None:
         clock.now = 100.0 + k / 10
         t()
     assert len(ran) <= 2 + 5 * 3.9 and len(ran) >= 5 * 3.9
+
+
+async def test_a_throttle_of_one_run_a_burst_rides_on_the_next_bursts_flush() -> None:
+    """The phase table (burst 1, lazy 1 s): repainted in the first flush of each second's
+    burst only, the second pair's interval carried by the next second's first flush; with
+    no flush after it, the deferred run comes `lazy` past the moment a run is available."""
+    queue, clock, ran = Queue(), Clock(), []
+    t = Throttle(Scheduler(queue, clock), 2, lambda: ran.append(round(clock.now, 3)),
+                 slack=0.1, burst=1, lazy=1.0)
+    for second in range(3):
+        clock.now = 100.0 + second
+        t()
+        clock.now += 0.04  # the other pair's interval: not a run of its own
+        t()
+    assert ran == [100.0, 101.0, 102.0]
+    assert t.due is not None and round(t.due, 3) == 103.5

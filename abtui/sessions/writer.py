@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-from concurrent.futures import Future, ThreadPoolExecutor
 import json
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 

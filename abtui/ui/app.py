@@ -63,6 +63,8 @@ from abtui.ui.widgets import PairPane
 __all__ = ["FLUSH_HZ", "AbtuiApp"]
 
 TABLE_HZ = 2  # phase table repaints a second, at most
+TABLE_AFTER = 1.5  # flush periods from a burst's first flush to the table's repaint ...
+TABLE_CARRY = 0.8  # ... or to a flush that carries it (a burst's flushes come closer)
 
 
 class AbtuiApp(App[int]):
@@ -120,13 +122,13 @@ class AbtuiApp(App[int]):
         # in a flush's frame while flushes keep coming, not in frames of their own
         self.board = PaneBoard(self.scheduler, self.state, slack=1 / flush_hz)
         self.text_throttle = self.board.text_throttle
-        # the phase table's means move slowly: repainted TABLE_HZ times a second at most, once
-        # per burst of flushes (burst=1), a deferred repaint waiting up to LAZY_S for the next
-        # flush to carry it (as ping replies do): on its own, or in each pair's flush, it
-        # cost a frame of its own or widened each pair's frame to the table (a frame with
-        # the table 5-8 ms of CPU, without it 2.4 ms)
+        # the phase table's means move slowly: repainted TABLE_HZ times a second at most, a
+        # deferred repaint waiting up to LAZY_S for a flush to carry it (as ping replies do);
+        # and never in the frame of the flush that changed it (see _table_later)
         self.table_throttle = Throttle(self.scheduler, TABLE_HZ, self._update_phase_table,
                                        slack=1 / flush_hz, burst=1, lazy=LAZY_S)
+        self._table_soon = self.scheduler.wakeup(self.table_throttle)
+        self._table_asked = -1e9  # when the flush that scheduled it came
         self.set_keymap(load_keymap() if keymap is None else keymap)
         controller.subscribe(self.journal.write)
         controller.subscribe(self.receive)
@@ -263,12 +265,33 @@ class AbtuiApp(App[int]):
             return
         self.board.changed(dirty.pairs, now=dirty.knobs)  # a knob's new value shows at once
         if dirty.phases:
-            self.table_throttle(force=len(self.table.rows) != len(self.state.phases))
+            if len(self.table.rows) != len(self.state.phases):
+                self.table_throttle(force=True)  # a row came or went: at once
+            else:
+                self._table_later()
         if dirty.knobs and self.screen_layout:  # a value's length may rewrap bar and panes
             self.screen_layout.fit()
         self.running = self.state.running
         self.progress = self.plan_progress()
         self.exit_flow.show()
+
+    def _table_later(self) -> None:
+        """The table's repaint after the burst of flushes that changed it: TABLE_AFTER flush
+        periods after the burst's first flush, or with the first flush at least
+        TABLE_CARRY periods after it (a stream's next tick: 8 pairs at 0.1 s). In an
+        interval's flush the table widened that frame's rectangle, on the interval's path to
+        the screen: a frame with the table and a pane cost 5-8 ms of CPU, a pane alone
+        2.4 ms, the table alone 3.5-4 ms (so its own frame costs what it added); at 1 s the
+        pairs' intervals come 20-55 ms apart, and the table, repainted after both, shows
+        both."""
+        now = self.scheduler.clock()
+        period = 1 / self.feed.flush_hz
+        if not self._table_soon.pending:
+            self._table_asked = now
+            self._table_soon.at(now + TABLE_AFTER * period)
+        elif now - self._table_asked >= TABLE_CARRY * period:
+            self._table_soon.cancel()
+            self.table_throttle()
 
     def watch_running(self) -> None:
         self.update_knobbar()

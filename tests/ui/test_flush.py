@@ -111,3 +111,42 @@ async def test_two_pairs_intervals_ms_apart_show_their_numbers_in_that_burst() -
         assert not app.text_throttle.pending  # nothing left for a frame of its own
         await pilot.pause()
         assert str(app.query_one("#pane-B #bps-label").render()) != before  # its numbers
+
+
+async def test_the_table_is_repainted_after_both_pairs_intervals_not_in_their_frames() -> None:
+    """Pair B's interval 40 ms after A's: neither flush repaints the phase table (it widened
+    the interval's frame, on its path to the screen); one repaint after the burst shows both.
+    (A flush a second: the repaint's wake-up, TABLE_AFTER periods on, is due in 1.5 s of
+    real time, well after B's interval however slow the machine.)"""
+    clock = FakeClock()
+    profile = synthetic_profile(2)
+    events = synthetic_events(profile, intervals=10, seed=3)
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, clock=clock,
+                   flush_hz=1)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await started(pilot)
+        for e in events:  # the preamble and the run's start
+            if e.kind is EventKind.INTERVAL:
+                break
+            app.receive(e)
+        await app.settled()
+        repaints: list[tuple[int, int]] = []
+        cells = app.table.refresh_cells
+
+        def counted(*args: object) -> None:
+            repaints.append((app.state.pairs["A"].intervals, app.state.pairs["B"].intervals))
+            cells(*args)  # type: ignore[arg-type]
+
+        app.table.refresh_cells = counted  # type: ignore[method-assign]
+        clock.now += 1.0
+        a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
+        app.receive(a)
+        await until(pilot, lambda: app.state.pairs["A"].intervals == 1)
+        assert repaints == []
+        clock.now += 0.04
+        app.receive(b)
+        await until(pilot, lambda: app.state.pairs["B"].intervals == 1)
+        assert repaints == []
+        clock.now += 1.5
+        await until(pilot, lambda: bool(repaints))
+        assert repaints == [(1, 1)]

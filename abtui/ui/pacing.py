@@ -126,7 +126,7 @@ class Throttle:
     With `slack`, `burst` is 2 unless given: the pairs' intervals at 1 s come tens of ms
     apart (20-55 ms measured on the lab: each iperf3 keeps the beat its connection started
     on), a flush and a frame each; with one run a period, the second pair's numbers waited
-    for a frame of their own a period later (a 2-pair console made 1.1 frames a second for
+    for a frame of their own a period later (a 2-pair console made 0.6-1.1 frames a second for
     its numbers and table alone)."""
 
     def __init__(self, scheduler: Scheduler, hz: float, action: Callable[[], object], *,

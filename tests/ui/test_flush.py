@@ -8,6 +8,9 @@ import asyncio
 import math
 import time
 from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
 
 from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
@@ -26,6 +29,26 @@ def _quiet_app(**kw: object) -> tuple[AbtuiApp, list[Event]]:
 
 def _of(events: list[Event], kind: EventKind) -> list[Event]:
     return [e for e in events if e.kind is kind]
+
+
+def _two_pairs(clock: FakeClock, **kw: Any) -> tuple[AbtuiApp, list[Event]]:
+    """A 2-pair console on `clock` whose controller says nothing by itself, and events."""
+    profile = synthetic_profile(2)
+    events = synthetic_events(profile, intervals=10, seed=3)
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, clock=clock,
+                   **kw)
+    return app, events
+
+
+async def _up_to_the_first_interval(pilot: Pilot[Any], app: AbtuiApp,
+                                    events: list[Event]) -> None:
+    """The preamble and the run's start shown, nothing pending."""
+    await started(pilot)
+    for e in events:
+        if e.kind is EventKind.INTERVAL:
+            break
+        app.receive(e)
+    await app.settled()
 
 
 async def test_an_interval_is_timed_from_its_arrival_on_the_ssh_channel(tmp_path: Path) -> None:
@@ -90,16 +113,9 @@ async def test_two_pairs_intervals_ms_apart_show_their_numbers_in_that_burst() -
     """Pair B's interval 10 ms after A's: B's numbers are repainted with its flush (the frame
     that burst makes anyway), not deferred to a frame of their own a throttle window later."""
     clock = FakeClock()
-    profile = synthetic_profile(2)
-    events = synthetic_events(profile, intervals=10, seed=3)
-    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, clock=clock)
+    app, events = _two_pairs(clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await started(pilot)
-        for e in events:  # the preamble and the run's start
-            if e.kind is EventKind.INTERVAL:
-                break
-            app.receive(e)
-        await app.settled()
+        await _up_to_the_first_interval(pilot, app, events)
         clock.now += 1.0
         a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
         app.receive(a)
@@ -119,17 +135,9 @@ async def test_the_table_is_repainted_after_both_pairs_intervals_not_in_their_fr
     (A flush a second: the repaint's wake-up, TABLE_AFTER periods on, is due in 1.5 s of
     real time, well after B's interval however slow the machine.)"""
     clock = FakeClock()
-    profile = synthetic_profile(2)
-    events = synthetic_events(profile, intervals=10, seed=3)
-    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, clock=clock,
-                   flush_hz=1)
+    app, events = _two_pairs(clock, flush_hz=1)
     async with app.run_test(size=(160, 48)) as pilot:
-        await started(pilot)
-        for e in events:  # the preamble and the run's start
-            if e.kind is EventKind.INTERVAL:
-                break
-            app.receive(e)
-        await app.settled()
+        await _up_to_the_first_interval(pilot, app, events)
         repaints: list[tuple[int, int]] = []
         cells = app.table.refresh_cells
 
@@ -137,7 +145,7 @@ async def test_the_table_is_repainted_after_both_pairs_intervals_not_in_their_fr
             repaints.append((app.state.pairs["A"].intervals, app.state.pairs["B"].intervals))
             cells(*args)  # type: ignore[arg-type]
 
-        app.table.refresh_cells = counted  # type: ignore[method-assign]
+        app.table.refresh_cells = counted  # type: ignore[method-assign,assignment]
         clock.now += 1.0
         a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
         app.receive(a)

@@ -139,10 +139,15 @@ class RunSamplers:
 
     async def sample_cpu(self, link: HostLink, command: str, period: float) -> None:
         """The host's CPU time every `period` s, one round trip each: a CPU event with what
-        each state gained since the previous sample (the first one is only the base)."""
+        each state gained since the previous sample (the first one is only the base).
+
+        The base is taken at the release, the samples half a period off that beat: iperf3's
+        intervals come on the release's beat, and the four round trips a second of a 2-pair
+        run came with them, on the console's path from an interval's arrival to its frame
+        (0.3-0.8 ms of its CPU each time, tripled in wall time on a loaded machine)."""
         before = None
         complained = False
-        due = time.monotonic()
+        due = time.monotonic() - period / 2  # the next sample: half a period after the base
         role = "sender" if link is self.sender else "receiver"
         while True:
             try:

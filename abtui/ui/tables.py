@@ -147,20 +147,19 @@ class PhaseTable(DataTable[Text]):
             self.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
 
     def rows_changed(self, state: ConsoleState) -> bool:
-        """A new row, one gone (a phase a run overrode before any interval: as many rows as
-        before, other keys), or a new unit for the columns: the table is rebuilt, at once."""
-        return ([k.value for k in self.rows] != [repr(k) for k in state.phases]
-                or state.rate_unit() != self.unit)
+        """A new row, or one gone (a phase a run overrode before any interval: as many rows
+        as before, other keys): the table is rebuilt, and at once."""
+        return [k.value for k in self.rows] != [repr(k) for k in state.phases]
 
     def refresh_cells(self, state: ConsoleState, screen_width: int) -> None:
         """New numbers: the cells updated in place (a new row lays the table out again)."""
         if LOADED.pop("want_scipy", False) and not self._scipy_asked:
             self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
             self._load("scipy.special", "scipy")
-        if self.rows_changed(state):
+        unit = state.rate_unit()
+        if self.rows_changed(state) or unit != self.unit:  # or a new unit for the columns
             self.rebuild(state, screen_width)
             return
-        unit = state.rate_unit()
         labels = list(state.pairs)
         for key, row in state.phases.items():
             for label, cell in zip(labels, state.phase_cells(row, unit), strict=True):

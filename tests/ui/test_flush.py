@@ -8,6 +8,9 @@ import asyncio
 import math
 import time
 from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
 
 from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
@@ -27,6 +30,26 @@ def _quiet_app(**kw: object) -> tuple[AbtuiApp, list[Event]]:
 
 def _of(events: list[Event], kind: EventKind) -> list[Event]:
     return [e for e in events if e.kind is kind]
+
+
+def _two_pairs(clock: FakeClock, **kw: Any) -> tuple[AbtuiApp, list[Event]]:
+    """A 2-pair console on `clock` whose controller says nothing by itself, and events."""
+    profile = synthetic_profile(2)
+    events = synthetic_events(profile, intervals=10, seed=3)
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, clock=clock,
+                   **kw)
+    return app, events
+
+
+async def _up_to_the_first_interval(pilot: Pilot[Any], app: AbtuiApp,
+                                    events: list[Event]) -> None:
+    """The preamble and the run's start shown, nothing pending."""
+    await started(pilot)
+    for e in events:
+        if e.kind is EventKind.INTERVAL:
+            break
+        app.receive(e)
+    await app.settled()
 
 
 async def test_an_interval_is_timed_from_its_arrival_on_the_ssh_channel(tmp_path: Path) -> None:
@@ -91,16 +114,9 @@ async def test_two_pairs_intervals_ms_apart_show_their_numbers_in_that_burst() -
     """Pair B's interval 10 ms after A's: B's numbers are repainted with its flush (the frame
     that burst makes anyway), not deferred to a frame of their own a throttle window later."""
     clock = FakeClock()
-    profile = synthetic_profile(2)
-    events = synthetic_events(profile, intervals=10, seed=3)
-    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False, clock=clock)
+    app, events = _two_pairs(clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        await started(pilot)
-        for e in events:  # the preamble and the run's start
-            if e.kind is EventKind.INTERVAL:
-                break
-            app.receive(e)
-        await app.settled()
+        await _up_to_the_first_interval(pilot, app, events)
         clock.now += 1.0
         a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
         app.receive(a)
@@ -112,3 +128,34 @@ async def test_two_pairs_intervals_ms_apart_show_their_numbers_in_that_burst() -
         assert not app.text_throttle.pending  # nothing left for a frame of its own
         await pilot.pause()
         assert app.query_one("#pane-B", PairPane).text("bps-label") != before  # its numbers
+
+
+async def test_the_table_is_repainted_after_both_pairs_intervals_not_in_their_frames() -> None:
+    """Pair B's interval 40 ms after A's: neither flush repaints the phase table (it widened
+    the interval's frame, on its path to the screen); one repaint after the burst shows both.
+    (A flush a second: the repaint's wake-up, TABLE_AFTER periods on, is due in 1.5 s of
+    real time, well after B's interval however slow the machine.)"""
+    clock = FakeClock()
+    app, events = _two_pairs(clock, flush_hz=1)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        repaints: list[tuple[int, int]] = []
+        cells = app.table.refresh_cells
+
+        def counted(*args: object) -> None:
+            repaints.append((app.state.pairs["A"].intervals, app.state.pairs["B"].intervals))
+            cells(*args)  # type: ignore[arg-type]
+
+        app.table.refresh_cells = counted  # type: ignore[method-assign,assignment]
+        clock.now += 1.0
+        a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
+        app.receive(a)
+        await until(pilot, lambda: app.state.pairs["A"].intervals == 1)
+        assert repaints == []
+        clock.now += 0.04
+        app.receive(b)
+        await until(pilot, lambda: app.state.pairs["B"].intervals == 1)
+        assert repaints == []
+        clock.now += 1.5
+        await until(pilot, lambda: bool(repaints))
+        assert repaints == [(1, 1)]

@@ -257,3 +257,48 @@ def test_a_procedures_first_table_shows_cpu_when_the_session_has_it() -> None:
     assert "| sender CPU % | receiver CPU % |" in header
     row = next(x for x in first.splitlines() if x.startswith("| ") and "40.0" in x)
     assert "| 40.0 | 80.0 |" in row
+
+
+def test_sampler_samples_half_a_period_off_the_intervals_beat() -> None:
+    """The base at the release (when iperf3's interval beat starts), each sample after it
+    half a period off that beat: the round trips never come with the intervals."""
+    import asyncio
+    import time
+
+    from abtui.core.model import Pair
+    from abtui.core.model import TestOptions as Options
+    from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
+    from abtui.measure.run_sampling import RunSamplers
+
+    sample = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
+    period = 0.2
+    at: list[float] = []
+
+    class Timed(_CpuLink):
+        async def check(self, command: str, timeout: float = 10.0) -> str:
+            at.append(time.monotonic())
+            if len(at) == 4:
+                third.set()
+            return sample
+
+    spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"),
+                   options=Options(), target="10.0.0.2", seconds=2, port=5201,
+                   cpu_commands={"snd": Linux.cpu_times_command})
+    snd = Timed("snd", [])
+    samplers = RunSamplers(RunContext(spec, snd, _CpuLink("rcv", []),  # type: ignore[arg-type]
+                                      OwnerOf(lambda e: None, lambda label, t, span: (0, False)),
+                                      RunParsers(lambda fmt: None)))  # type: ignore[arg-type,return-value]
+
+    async def run() -> None:
+        task = asyncio.create_task(samplers.sample_cpu(snd, Linux.cpu_times_command,  # type: ignore[arg-type]
+                                                       period))
+        await asyncio.wait_for(third.wait(), 10.0)
+        task.cancel()
+
+    third = asyncio.Event()
+    start = time.monotonic()
+    asyncio.run(run())
+    offsets = [(t - start) / period for t in at]
+    assert offsets[0] < 0.25  # the base, at once
+    for k, off in enumerate(offsets[1:]):  # 0.5, 1.5, 2.5 periods (late on a busy machine,
+        assert k + 0.5 <= off < k + 0.5 + 0.4  # never early, never on the beat)

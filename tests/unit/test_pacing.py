@@ -108,8 +108,8 @@ async def test_a_throttle_with_slack_rides_on_the_next_call_instead_of_a_call_of
     t()  # the same burst (another pair's interval, 10 ms later): its flush's frame shows it
     assert ran == [100.0, 100.01]
     clock.now += 0.09
-    t()  # inside the window (ends at 100.21): deferred to 100.31, not 100.21
-    assert ran == [100.0, 100.01] and t.due is not None and round(t.due, 3) == 100.31
+    t()  # no run left before 100.2 (two spent, refilled at 5 a second): deferred to 100.3
+    assert ran == [100.0, 100.01] and t.due is not None and round(t.due, 3) == 100.3
     clock.now += 0.09  # 100.19: a flush a little before the window's end runs it
     t()
     assert ran == [100.0, 100.01, 100.19] and not t.pending
@@ -120,3 +120,46 @@ async def test_a_throttle_with_slack_rides_on_the_next_call_instead_of_a_call_of
     await asyncio.wait_for(queue.posted.wait(), 5.0)
     queue.run()
     assert ran == [100.0, 100.01, 100.19, 100.5]
+
+
+async def test_a_throttle_with_slack_runs_for_each_pair_of_intervals_tens_of_ms_apart() -> None:
+    """Two pairs' intervals at 1 s come 20-55 ms apart, a flush and a frame each: both
+    flushes repaint the numbers, none is left for a frame of its own."""
+    queue, clock, ran = Queue(), Clock(), []
+    t = Throttle(Scheduler(queue, clock), 5, lambda: ran.append(round(clock.now, 3)),
+                 slack=0.1)
+    for second in range(3):
+        clock.now = 100.0 + second
+        t()
+        clock.now += 0.06  # the other pair's interval
+        t()
+        assert not t.pending
+    assert ran == [100.0, 100.06, 101.0, 101.06, 102.0, 102.06]
+
+
+async def test_a_throttle_keeps_its_rate_under_a_stream_of_calls() -> None:
+    """Flushes at 10 a second (8 pairs at 0.1 s): the numbers are repainted 5 times a
+    second over time, the bucket's burst of 2 once."""
+    queue, clock, ran = Queue(), Clock(), []
+    t = Throttle(Scheduler(queue, clock), 5, lambda: ran.append(round(clock.now, 3)),
+                 slack=0.1)
+    for k in range(40):
+        clock.now = 100.0 + k / 10
+        t()
+    assert len(ran) <= 2 + 5 * 3.9 and len(ran) >= 5 * 3.9
+
+
+async def test_a_throttle_of_one_run_a_burst_rides_on_the_next_bursts_flush() -> None:
+    """The phase table (burst 1, lazy 1 s): repainted in the first flush of each second's
+    burst only, the second pair's interval carried by the next second's first flush; with
+    no flush after it, the deferred run comes `lazy` past the moment a run is available."""
+    queue, clock, ran = Queue(), Clock(), []
+    t = Throttle(Scheduler(queue, clock), 2, lambda: ran.append(round(clock.now, 3)),
+                 slack=0.1, burst=1, lazy=1.0)
+    for second in range(3):
+        clock.now = 100.0 + second
+        t()
+        clock.now += 0.04  # the other pair's interval: not a run of its own
+        t()
+    assert ran == [100.0, 101.0, 102.0]
+    assert t.due is not None and round(t.due, 3) == 103.5

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -163,6 +164,38 @@ def test_fsync_policy_syncs_knobs_at_once_and_intervals_at_most_per_interval(
     w.write(Event(EventKind.KNOB, 100.0, data={"knob": "k", "value": "1"}))
     assert len(synced) == base + 1
     w.close()
+
+
+def test_the_periodic_fsync_leaves_the_caller_free_and_its_error_is_raised_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The once-a-second fsync of high-rate records runs in the writer's thread (on the
+    console's event loop it held the screen up); records that restore hosts are still
+    fsync'ed by the caller, at once; close() waits for a sync in flight."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(threading.current_thread().name)
+        real(fd)
+
+    monkeypatch.setattr(writer.os, "fsync", spy)
+    w = writer.SessionWriter(tmp_path / "f.abtui.jsonl", fsync_interval=0.0, compact=False)
+    caller = threading.current_thread().name
+    del synced[:]  # the header's
+    w.write(Event(EventKind.INTERVAL, 1.0, pair="A", data={"run": 1, "phase": 0}))
+    w.write(Event(EventKind.KNOB, 2.0, data={"knob": "k", "value": "1"}))
+    w.close()
+    assert synced[0].startswith("abtui-fsync") and caller in synced[1:]
+
+    def failing(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    w = writer.SessionWriter(tmp_path / "g.abtui.jsonl", fsync_interval=0.0, compact=False)
+    monkeypatch.setattr(writer.os, "fsync", failing)
+    w.write(Event(EventKind.INTERVAL, 1.0, pair="A", data={"run": 1, "phase": 0}))
+    with pytest.raises(OSError, match="Input/output"):
+        w.close()  # (or the next write, once the sync failed)
+    w.discard()
 
 
 def test_malformed_records_never_raise_a_traceback(tmp_path: Path) -> None:

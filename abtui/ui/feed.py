@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from abtui.core.events import Event, EventKind
-from abtui.ui.pacing import Scheduler
+from abtui.ui.pacing import Scheduler, TokenBucket
 
 FLUSH_HZ = 10  # flushes a second at most when events never pause (see wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
@@ -27,7 +27,7 @@ class EventFeed:
         self.pending: list[tuple[Event, float]] = []  # (event, clock time when it arrived)
         self.flush: Callable[[], None] = lambda: None  # set by the app
         self._wakeup = scheduler.wakeup(lambda: self.flush())
-        self._tokens, self._filled = float(FLUSH_BURST), 0.0  # see wait
+        self._budget = TokenBucket(flush_hz, FLUSH_BURST)  # see wait
         self.queued = 0  # events queued so far
         self.taken = 0  # ... and handed to the screen
 
@@ -55,16 +55,12 @@ class EventFeed:
         """Seconds until the refresh budget allows a flush: a token bucket of FLUSH_BURST
         flushes refilled at `flush_hz` a second (a lone interval never waits; a stream that
         never pauses gets `flush_hz` flushes a second)."""
-        tokens = min(FLUSH_BURST, self._tokens + (now - self._filled) * self.flush_hz)
-        return 0.0 if tokens >= 1 else (1 - tokens) / self.flush_hz
+        return self._budget.wait(now)
 
     def take(self, ready: bool = True) -> list[tuple[Event, float]]:
         """A flush happens now: the budget spent, and what was queued (kept while the screen
         is not `ready`: not mounted yet, or being taken down)."""
-        now = self.clock()
-        self._tokens = max(0.0, min(FLUSH_BURST, self._tokens + (now - self._filled)
-                                    * self.flush_hz) - 1)
-        self._filled = now
+        self._budget.take(self.clock())
         self._wakeup.cancel()
         if not ready:
             return []

@@ -110,6 +110,28 @@ class Wakeup:
             self.scheduler.changed()
 
 
+class TokenBucket:
+    """`burst` runs refilled at `hz` a second: a lone call never waits, a stream of calls
+    gets `hz` a second. What paces the flushes (abtui.ui.feed) and the throttled repaints
+    (Throttle)."""
+
+    def __init__(self, hz: float, burst: int) -> None:
+        self.hz = hz
+        self.burst = burst
+        self._tokens, self._filled = float(burst), -1e9  # the bucket, and when
+
+    def _available(self, now: float) -> float:
+        return min(self.burst, self._tokens + (now - self._filled) * self.hz)
+
+    def wait(self, now: float) -> float:
+        """Seconds from `now` until a run is available (0 while one is)."""
+        return max(0.0, (1 - self._available(now)) / self.hz)
+
+    def take(self, now: float) -> None:
+        """A run happens `now`: one spent (none owed when there was none)."""
+        self._tokens, self._filled = max(0.0, self._available(now) - 1), now
+
+
 class Throttle:
     """Run `action` at most `hz` times a second over time; a call that finds no run left
     runs it once when one is, so the last values always show.
@@ -139,7 +161,7 @@ class Throttle:
         self.lazy = slack if lazy is None else lazy
         self.action = action
         self.at = -1e9  # when it last ran (clock time)
-        self._tokens, self._filled = float(self.burst), -1e9  # the bucket, and when
+        self._runs = TokenBucket(hz, self.burst)
         self._wakeup = scheduler.wakeup(self._run)
 
     @property
@@ -152,12 +174,9 @@ class Throttle:
         """When the scheduled run comes (clock time), if one is."""
         return self._wakeup.due
 
-    def _available(self, now: float) -> float:
-        return min(self.burst, self._tokens + (now - self._filled) * self.hz)
-
     def __call__(self, force: bool = False) -> None:
         now = self.clock()
-        ready = now + (1 - self._available(now)) / self.hz  # when a run is available
+        ready = now + self._runs.wait(now)  # when a run is available
         if force or ready - self.slack / 2 <= now or (
                 self.burst > 1 and now - self.at < self.slack / 2):
             self._run()
@@ -167,5 +186,5 @@ class Throttle:
     def _run(self) -> None:
         self._wakeup.cancel()
         self.at = now = self.clock()
-        self._tokens, self._filled = max(0.0, self._available(now) - 1), now
+        self._runs.take(now)
         self.action()

@@ -34,7 +34,6 @@ from abtui.ui.chips import (
     Styled,
     cpu_chips,
     human_bytes,
-    pack_chips,
     pack_rows,
     row_text,
     styled,
@@ -42,7 +41,7 @@ from abtui.ui.chips import (
 from abtui.ui.drawing import FramedLines, TextDrawer, chart_rows
 from abtui.ui.pair_state import PairState
 
-__all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series", "pack_chips"]
+__all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
 PANE_INNER = 34  # a pane's text width before its first layout (40 columns less the frame)
 Line = Literal["head", "config", "bps-label", "rtt-label", "tcp", "error"]

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rich.text import Text
 from textual import work
+from textual.cache import LRUCache
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from abtui.core.events import Event
 from abtui.core.labels import fit_labels
@@ -18,6 +21,9 @@ from abtui.core.text import UNKNOWN, visible
 from abtui.reports.throughput import configuration_rate
 from abtui.ui.phase_rows import LOADED
 from abtui.ui.state import ConsoleState
+
+K = TypeVar("K", bound=tuple[Any, ...])
+V = TypeVar("V")
 
 CELL_WIDTH = 19  # "12.34 n999 +10.5%**"
 LABEL_MIN = 24  # the configuration column's least width, when labels are that long
@@ -96,7 +102,14 @@ def label_width(state: ConsoleState, screen_width: int, labels: list[str],
 
 class PhaseTable(DataTable[Text]):
     """One row per configuration, one column per pair; every width explicit (no jitter), every
-    cell text, never markup."""
+    cell text, never markup.
+
+    New numbers repaint only what changed (`set_row`): a cell whose text is the same is left
+    alone, a changed cell's cached rendering is dropped with its row's lines, and only that
+    row's region is refreshed. DataTable's own `update_cell` bumps a count that is part of
+    every one of its cache keys, so one new number rendered every cell of the table again
+    through rich (18 % of a live 2-pair console's main thread). That relies on DataTable's
+    caches (tests/ui/test_phase_table_cells.py pins it against a whole re-render)."""
 
     label_cols = 0  # the configuration column, as laid out
     unit: Unit | None = None  # the unit its columns name, as laid out
@@ -130,10 +143,8 @@ class PhaseTable(DataTable[Text]):
         """A new configuration: lay the table out again. Labels too long for their column are
         shortened alike (abtui.core.labels)."""
         unit = self.unit = state.rate_unit()
-        rows = [(repr(k), visible(state.row_label(r)), state.phase_cells(r, unit))
-                for k, r in state.phases.items()]
-        width = label_width(state, screen_width, [lb for _, lb, _ in rows])
-        fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
+        width = label_width(state, screen_width,
+                            [visible(state.row_label(r)) for r in state.phases.values()])
         self.label_cols = width
         cursor = self.cursor_row
         self.clear(columns=True)
@@ -141,8 +152,9 @@ class PhaseTable(DataTable[Text]):
         for label in state.pairs:
             self.add_column(Text(visible(pair_title(state, label, unit))), key=label,
                             width=CELL_WIDTH)
-        for (key, _, cells), shown in zip(rows, fitted, strict=True):
-            self.add_row(Text(shown), *(Text(c) for c in cells), key=key)
+        rows = _table_rows(state, unit, width)
+        for key, cells in rows:
+            self.add_row(*(Text(c) for c in cells), key=key)
         if rows:
             self.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
 
@@ -152,7 +164,8 @@ class PhaseTable(DataTable[Text]):
         return [k.value for k in self.rows] != [repr(k) for k in state.phases]
 
     def refresh_cells(self, state: ConsoleState, screen_width: int) -> None:
-        """New numbers: the cells updated in place (a new row lays the table out again)."""
+        """New numbers: the cells that changed updated in place, their rows alone repainted
+        (a new row or unit lays the table out again)."""
         if LOADED.pop("want_scipy", False) and not self._scipy_asked:
             self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
             self._load("scipy.special", "scipy")
@@ -160,10 +173,48 @@ class PhaseTable(DataTable[Text]):
         if self.rows_changed(state) or unit != self.unit:  # or a new unit for the columns
             self.rebuild(state, screen_width)
             return
-        labels = list(state.pairs)
-        for key, row in state.phases.items():
-            for label, cell in zip(labels, state.phase_cells(row, unit), strict=True):
-                self.update_cell(repr(key), label, Text(cell))
+        for key, cells in _table_rows(state, unit, self.label_cols):
+            self.set_row(key, cells)
+
+    def set_row(self, row_key: str, cells: list[str]) -> bool:
+        """A row's cells (one per column, in order) as `cells` say; whether any changed.
+        Unchanged cells are not touched; a changed one's rendering is dropped, with the
+        row's rendered lines, and the row's region alone is repainted."""
+        key = RowKey(row_key)
+        data = self._data[key]
+        changed = set()
+        for column, text in zip(self.ordered_columns, cells, strict=True):
+            if str(data.get(column.key, "")) != text:
+                data[column.key] = Text(text)
+                changed.add(column.key)
+        if changed:
+            self._forget(key, changed)
+        return bool(changed)
+
+    def _forget(self, key: RowKey, columns: set[ColumnKey]) -> None:
+        """Drop what DataTable keeps of a row whose `columns` changed (its caches are keyed
+        by a count that update_cell bumps for the whole table), and repaint the row."""
+        index = self.get_row_index(key)
+        region = self._get_row_region(index)
+        _drop(self._cell_render_cache, lambda k: k[0] == key and k[1] in columns)
+        _drop(self._row_render_cache, lambda k: k[0] == key)
+        _drop(self._row_renderable_cache, lambda k: k[1] == index)
+        _drop(self._line_cache, lambda k: region.y <= k[0] < region.bottom)  # y, table-wide
+        self.refresh_row(index)
+
+
+def _drop(cache: LRUCache[K, V], unwanted: Callable[[K], bool]) -> None:
+    """Every entry of `cache` whose key is `unwanted` dropped."""
+    for key in list(filter(unwanted, cache.keys())):
+        cache.discard(key)
+
+
+def _table_rows(state: ConsoleState, unit: Unit, width: int) -> list[tuple[str, list[str]]]:
+    """Each row's key and cells as the phase table shows them: its label fitted to `width`
+    (abtui.core.labels), then one cell per pair in `unit`."""
+    fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
+    return [(repr(k), [shown, *state.phase_cells(r, unit)])
+            for (k, r), shown in zip(state.phases.items(), fitted, strict=True)]
 
 
 def session_comparison(name: str, state: ConsoleState,

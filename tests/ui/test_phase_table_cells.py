@@ -1,0 +1,105 @@
+"""The phase table repaints only what changed: new numbers for the configuration in force redraw
+that row alone, the same numbers redraw nothing, and what the cheap path leaves on screen is
+what a table laid out from scratch shows (it drops DataTable's cached renderings by hand, so a
+Textual upgrade that changes those caches fails here)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from rich.segment import Segment
+from textual.geometry import Region
+from textual.strip import Strip
+
+from abtui.core.events import Event, EventKind
+from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.ui.app import AbtuiApp
+from abtui.ui.tables import PhaseTable
+from tests.ui.console_kit import SpyController, settle, started
+
+pytestmark = pytest.mark.ui
+
+INTERVALS = 12  # per pair; the knob flips after the 6th: two rows
+SHOWN = 8  # intervals per pair on screen before the test's own
+
+
+def _ticks(events: list[Event]) -> list[list[Event]]:
+    """The recording cut after each pair's interval: a list of events per tick."""
+    chunks: list[list[Event]] = [[]]
+    for e in events:
+        chunks[-1].append(e)
+        if e.kind is EventKind.INTERVAL and e.pair == "B":
+            chunks.append([])
+    return chunks
+
+
+def _drawn(table: PhaseTable) -> list[list[Segment]]:
+    """The table's lines as the screen has them (its kept lines, the dirty ones redrawn)."""
+    strips: list[Strip] = table.render_lines(Region(0, 0, table.size.width, table.size.height))
+    return [[s for s in strip if not s.control] for strip in strips]
+
+
+def _row_text(table: PhaseTable, row: int) -> list[str]:
+    return [str(c) for c in table.get_row_at(row)]
+
+
+async def _new_numbers(app: AbtuiApp, ticks: list[list[Event]], row: int) -> None:
+    """The next ticks received until the row's cells read otherwise; the screen settled."""
+    before = _row_text(app.table, row)
+    while ticks and _row_text(app.table, row) == before:
+        for e in ticks.pop(0):
+            app.receive(e)
+        await app.settled()
+    assert _row_text(app.table, row) != before, "the recording ran out before a change"
+
+
+@pytest.mark.parametrize(("pairs", "size", "cursor", "scroll"), [
+    (2, (160, 48), 0, 0),  # the cursor on the other row
+    (2, (160, 48), 1, 0),  # the cursor on the changing row
+    (4, (80, 24), 1, 9),  # a narrow screen, the table scrolled sideways
+])
+async def test_new_numbers_redraw_their_row_alone_as_a_whole_redraw_draws_it(
+        pairs: int, size: tuple[int, int], cursor: int, scroll: int) -> None:
+    profile = synthetic_profile(pairs)
+    ticks = _ticks(synthetic_events(profile, intervals=INTERVALS, seed=7))
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False)
+    async with app.run_test(size=size) as pilot:
+        await started(pilot)
+        for _ in range(SHOWN + 1):  # the preamble, then SHOWN ticks
+            for e in ticks.pop(0):
+                app.receive(e)
+        await settle(pilot)
+        table = app.table
+        assert table.row_count == 2 and table.zebra_stripes
+        table.move_cursor(row=cursor)
+        table.scroll_to(x=scroll, animate=False, immediate=True)
+        await settle(pilot)
+        assert table.scroll_x == scroll and table.cursor_row == cursor
+        first = _row_text(table, 0)
+        drawn: list[int] = []
+        line = table.render_line
+
+        def spy(y: int) -> Strip:
+            drawn.append(y)
+            return line(y)
+
+        table.render_line = spy  # type: ignore[method-assign]
+        table.refresh_cells(app.state, app.main_width)  # the same numbers again
+        await settle(pilot)
+        assert drawn == []  # nothing redrawn
+
+        await _new_numbers(app, ticks, 1)  # the configuration in force: the second row
+        await settle(pilot)
+        assert _row_text(table, 0) == first
+        # that row alone (a short screen's table may have scrolled it up under the header)
+        assert drawn and set(drawn) == {table.header_height + 1 - table.scroll_y}, drawn
+        del table.render_line
+        cheap, down = _drawn(table), table.scroll_y
+
+        table.rebuild(app.state, app.main_width)  # every cell laid out and rendered anew
+        await settle(pilot)
+        table.scroll_to(x=scroll, y=down, animate=False, immediate=True)
+        await settle(pilot)
+        assert (table.scroll_x, table.scroll_y, table.cursor_row) == (scroll, down, cursor)
+        assert cheap == _drawn(table)

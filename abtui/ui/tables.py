@@ -164,14 +164,15 @@ class PhaseTable(DataTable[Text]):
         return [k.value for k in self.rows] != [repr(k) for k in state.phases]
 
     def refresh_cells(self, state: ConsoleState, screen_width: int) -> None:
-        """New numbers: the cells that changed updated in place, their rows alone repainted
-        (a new row or unit lays the table out again)."""
+        """New numbers (or labels): the cells that changed updated in place, their rows alone
+        repainted (a new row or unit, or labels that want another width, lay the table out
+        again)."""
         if LOADED.pop("want_scipy", False) and not self._scipy_asked:
             self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
             self._load("scipy.special", "scipy")
         unit = state.rate_unit()
-        if self.rows_changed(state) or unit != self.unit:  # or a new unit for the columns
-            self.rebuild(state, screen_width)
+        if self.rows_changed(state) or unit != self.unit or not self.fits(state, screen_width):
+            self.rebuild(state, screen_width)  # or a new unit, or labels of another width
             return
         for key, cells in _table_rows(state, unit, self.label_cols):
             self.set_row(key, cells)

@@ -103,3 +103,25 @@ async def test_new_numbers_redraw_their_row_alone_as_a_whole_redraw_draws_it(
         await settle(pilot)
         assert (table.scroll_x, table.scroll_y, table.cursor_row) == (scroll, down, cursor)
         assert cheap == _drawn(table)
+
+
+async def test_rows_are_renamed_in_place_when_the_baseline_changes() -> None:
+    """Labels name what sets a row apart from the base pair's hosts' configuration: when
+    that changes (a reconnect), the next repaint renames the rows (the cells alone were
+    updated in place before, the labels only when the table was laid out again)."""
+    profile = synthetic_profile(2)
+    ticks = _ticks(synthetic_events(profile, intervals=INTERVALS, seed=7))
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await started(pilot)
+        for _ in range(SHOWN + 1):
+            for e in ticks.pop(0):
+                app.receive(e)
+        await settle(pilot)
+        table = app.table
+        rows = list(app.state.phases.values())
+        before = [_row_text(table, i)[0] for i in range(2)]
+        app.state.baseline = dict(rows[1].config)  # the flipped configuration, now the hosts'
+        table.refresh_cells(app.state, app.main_width)
+        after = [_row_text(table, i)[0] for i in range(2)]
+        assert after == [app.state.row_label(r) for r in rows] and after != before, after

@@ -281,11 +281,13 @@ class AbtuiApp(App[int]):
         """The table's repaint after the burst of flushes that changed it: TABLE_AFTER flush
         periods after the burst's first flush, or with the first flush at least
         TABLE_CARRY periods after it (a stream's next tick: 8 pairs at 0.1 s). In an
-        interval's flush the table widened that frame's rectangle, on the interval's path to
-        the screen: a frame with the table and a pane cost 5-8 ms of CPU, a pane alone
-        2.4 ms, the table alone 3.5-4 ms (so its own frame costs what it added); at 1 s the
-        pairs' intervals come 20-55 ms apart, and the table, repainted after both, shows
-        both."""
+        interval's flush the table widens that frame's rectangle (the compositor renders the
+        box around every dirty region), on the interval's path to the screen. Measured with
+        the table redrawing only its changed row (2 pairs live, thread CPU): its own frame
+        2.0-2.6 ms, 3 frames a second; repainted in both intervals' frames instead, 2 frames
+        a second at 3.5-3.8 ms each and 0.4 ms more per flush, no less CPU in all and more on
+        the path. At 1 s the pairs' intervals come 20-55 ms apart, and the table, repainted
+        after both, shows both."""
         now = self.scheduler.clock()
         period = 1 / self.feed.flush_hz
         if not self._table_soon.pending:

@@ -167,15 +167,17 @@ class PhaseTable(DataTable[Text]):
         """New numbers (or labels): the cells that changed updated in place, their rows alone
         repainted (a new row or unit, or labels that want another width, lay the table out
         again)."""
-        if LOADED.pop("want_scipy", False) and not self._scipy_asked:
-            self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
-            self._load("scipy.special", "scipy")
         unit = state.rate_unit()
         if self.rows_changed(state) or unit != self.unit or not self.fits(state, screen_width):
             self.rebuild(state, screen_width)  # or a new unit, or labels of another width
-            return
-        for key, cells in _table_rows(state, unit, self.label_cols):
-            self.set_row(key, cells)
+        else:
+            for key, cells in _table_rows(state, unit, self.label_cols):
+                self.set_row(key, cells)
+        # asked for by the cells just made (a mark waiting, `…`): once it is imported the
+        # table is repainted (load_stats' callback), even when no new number comes
+        if LOADED.pop("want_scipy", False) and not self._scipy_asked:
+            self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
+            self._load("scipy.special", "scipy")
 
     def set_row(self, row_key: str, cells: list[str]) -> bool:
         """A row's cells (one per column, in order) as `cells` say; whether any changed.

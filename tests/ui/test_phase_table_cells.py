@@ -6,6 +6,7 @@ Textual upgrade that changes those caches fails here)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from rich.segment import Segment
@@ -14,14 +15,18 @@ from textual.strip import Strip
 
 from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.profile import parse_profile
+from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp
+from abtui.ui.phase_rows import LOADED
 from abtui.ui.tables import PhaseTable
-from tests.ui.console_kit import SpyController, settle, started
+from tests.ui.console_kit import SpyController, settle, started, until
 
 pytestmark = pytest.mark.ui
 
 INTERVALS = 12  # per pair; the knob flips after the 6th: two rows
 SHOWN = 8  # intervals per pair on screen before the test's own
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "ix-enable-aim.abtui.jsonl.gz"
 
 
 def _ticks(events: list[Event]) -> list[list[Event]]:
@@ -125,3 +130,25 @@ async def test_rows_are_renamed_in_place_when_the_baseline_changes() -> None:
         table.refresh_cells(app.state, app.main_width)
         after = [_row_text(table, i)[0] for i in range(2)]
         assert after == [app.state.row_label(r) for r in rows] and after != before, after
+
+
+async def test_a_recorded_session_s_table_shows_its_marks_as_a_whole_redraw_does() -> None:
+    """A recorded session replayed through the cheap path (rows coming one by one, the unit
+    changing, the significance marks arriving with the runs): the screen holds what a table
+    laid out from scratch shows, marks included."""
+    events = load_events(GOLDEN)
+    profile = parse_profile(events[0].payload.profile_text, "ix-enable-aim.toml")
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await started(pilot)
+        for e in events:
+            app.receive(e)
+        await until(pilot, lambda: bool(LOADED.get("scipy")))  # the marks' t distribution
+        await settle(pilot)
+        table = app.table
+        cheap = _drawn(table)
+        text = ["".join(s.text for s in line) for line in cheap]
+        assert table.row_count >= 2 and sum("%~" in t or "%*" in t for t in text) >= 1, text
+        table.rebuild(app.state, app.main_width)
+        await settle(pilot)
+        assert cheap == _drawn(table)

@@ -185,7 +185,7 @@ class PhaseTable(DataTable[Text]):
         row's rendered lines, and the row's region alone is repainted."""
         key = RowKey(row_key)
         data = self._data[key]
-        changed = set()
+        changed: set[ColumnKey] = set()
         for column, text in zip(self.ordered_columns, cells, strict=True):
             if str(data.get(column.key, "")) != text:
                 data[column.key] = Text(text)

@@ -219,3 +219,29 @@ async def test_without_a_bench_file_the_panes_report_no_drawing() -> None:
         await started(pilot)
         assert not app.bench.on
         assert all(pane.probe is None for pane in app.query(PairPane))
+
+
+async def test_an_intervals_chart_is_drawn_without_waiting_for_the_update_timer(
+        tmp_path: Path) -> None:
+    """The frame that draws an interval's chart comes on the screen's next idle, not on
+    Textual's update timer, which ticks on a grid and after a long frame skips to a point one
+    to two periods later (8-17 ms at 120 frames a second, on the interval's path). (Waited
+    for without the pilot, whose pause draws the screen itself.)"""
+    clock = FakeClock()
+    app, events = _two_pairs(clock, bench_file=str(tmp_path / "bench.jsonl"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        timer = app.screen._update_timer
+        timer.pause()
+        timer.resume = lambda: None  # type: ignore[method-assign]  # it never ticks again
+        shown, drawn = app.bench.shown, asyncio.Event()
+
+        def stamped(stamps: list[float]) -> None:
+            shown(stamps)
+            drawn.set()
+
+        app.bench.shown = stamped  # type: ignore[method-assign]
+        clock.now += 1.0
+        app.receive(_of(events, EventKind.INTERVAL)[0])
+        await asyncio.wait_for(drawn.wait(), 10)
+        assert len(app.bench.latencies) == 1 and app.bench.hidden == 0

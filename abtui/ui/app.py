@@ -24,7 +24,7 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
 from textual.reactive import reactive
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import ProgressBar
 
 from abtui.core.controller import Controller, Mode
@@ -167,6 +167,9 @@ class AbtuiApp(App[int]):
         self.table = self.query_one("#phases", tables.PhaseTable)
         self._knobbar = self.query_one("#knobbar", KnobBar)
         self.board.panes = list(self.query(PairPane))
+        if self.bench.on:  # each pane says when it draws its pair's intervals
+            for pane in self.board.panes:
+                pane.probe = self.bench
         self.table.rebuild(self.state, self.main_width)
         self.screen_layout = MainLayout(self, self.state, self.board.panes, self.table,
                                         self.update_knobbar, lambda: self.main_width)
@@ -257,9 +260,22 @@ class AbtuiApp(App[int]):
         if not batch:
             return  # nothing new, not mounted yet, or the console is being taken down
         stamps = self.record.fold(batch)
-        self._apply_dirty()
         if stamps:
-            self.call_after_refresh(self.bench.shown, stamps)
+            self.bench.arrived(stamps)  # (before the panes take them: see abtui.ui.bench)
+        self._apply_dirty()
+
+    def post_display_hook(self) -> None:
+        """A frame was handed to the terminal: the bench's stamp for the intervals it drew
+        (nothing without a bench file)."""
+        if self.bench.on and self.bench.waiting:
+            self.bench.frame_written(self._unseen)
+
+    def _unseen(self, pair: str) -> bool:
+        """The pair's pane is in no frame: scrolled away, or under a screen that hides it."""
+        pane = next((p for p in self.board.panes if p.state.label == pair), None)
+        if pane is None or not pane.is_on_screen:
+            return True
+        return pane.screen is not self.screen and not isinstance(self.screen, ModalScreen)
 
     def _apply_dirty(self) -> None:
         dirty = self.state.take_dirty()

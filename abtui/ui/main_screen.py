@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
@@ -14,6 +15,7 @@ from abtui.core.controller import Mode
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.control import ControllerCalls
 from abtui.ui.files import SessionFiles
+from abtui.ui.frames import draw_panes_now
 from abtui.ui.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
 from abtui.ui.knobkeys import KnobKeys
 from abtui.ui.screens import TextPrompt
@@ -61,6 +63,10 @@ class MainScreen(Screen[None]):
                  for key, knob in knob_keys.items()]
         bindings: list[BindingType] = [quit_, *SCOPE_BINDINGS, *SCREEN_BINDINGS, *knobs]
         return type("KnobScreen", (cls,), {"BINDINGS": bindings})(console)
+
+    async def _on_idle(self, event: events.Idle) -> None:
+        draw_panes_now(self)  # an interval's chart: not on the update timer's next tick
+        await super()._on_idle(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Once leaving has begun nothing here acts (ctrl+q, the app's, still does); while a

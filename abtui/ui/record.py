@@ -35,14 +35,15 @@ class SessionRecord:
         if event.kind is EventKind.RESTORE and not event.payload.ok:
             self.restore_failed = True
 
-    def fold(self, batch: list[tuple[Event, float]]) -> list[float]:
-        """Fold a flush's events in; the arrival stamps of its intervals (for the bench)."""
+    def fold(self, batch: list[tuple[Event, float]]) -> list[tuple[str, float]]:
+        """Fold a flush's events in; its intervals' pairs and arrival stamps (for the
+        bench)."""
         stamps = []
         for event, stamp in batch:
             self.keep(event)
             self.log.event_line(event.t, self.state.apply(event))
             if event.kind is EventKind.INTERVAL and event.pair in self.state.pairs:
-                stamps.append(stamp)
+                stamps.append((event.pair, stamp))
         return stamps
 
 

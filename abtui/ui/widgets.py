@@ -27,6 +27,7 @@ from textual.widget import Widget
 from abtui.core.model import LinkState
 from abtui.core.numbers import ms, rate_unit, sig
 from abtui.core.text import UNKNOWN, visible
+from abtui.ui.bench import BenchProbe
 from abtui.ui.chips import (
     DIM,
     Part,
@@ -109,6 +110,8 @@ class PairPane(Widget):
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
         self._bases: dict[str, TextualStyle] = {}  # each text line's style
         self._grew = False
+        self.probe: BenchProbe | None = None  # the bench's, when it times the intervals
+        self._covers: dict[str, int] = {}  # band → the pair's intervals its rows show
         self.border_title = Content(  # type: ignore[assignment]
             visible(f"{state.label}  {state.sender} → {state.receiver}"))
         self.refresh_from_state((1.0, 1.0))  # its size is known at its first layout
@@ -178,6 +181,8 @@ class PairPane(Widget):
         cells = self._cells.get(band)
         if cells is None:
             cells = self._cells[band] = self._draw(band, width)
+            if self.probe is not None and band in self._covers:  # (benches only)
+                self.probe.drawn(self.state.label, self._covers[band])
         return cells[i]
 
     def _draw(self, band: str, width: int) -> list[list[Segment]]:
@@ -325,6 +330,8 @@ class PairPane(Widget):
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
             self._texts["subtitle"] = subtitle
             self.border_subtitle = subtitle
+        if self.probe is not None:  # (benches only) its chart shows the pair's intervals
+            self._covers["bps"] = self.probe.folded(s.label)
         self._chart("bps", Series(list(s.bps), list(s.markers), scale[0]))
         self._chart("rtt", Series(list(s.rtt), [], scale[1]))
         self._flush()
@@ -338,6 +345,8 @@ class PairPane(Widget):
         """The numbers (the console throttles these: digits changing 10 times a second are
         unreadable, and each text line costs a repaint)."""
         s = self.state
+        if self.probe is not None:  # (benches only) the rate and `n` show its intervals
+            self._covers["bps-label"] = self._covers["tcp"] = self.probe.folded(s.label)
         compact = self.has_class("-compact")
         self._set("head", *self._head_chips(compact))
         self._set("config", *self._config_chips(compact))

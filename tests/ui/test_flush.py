@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.screen import Screen
 
 from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
@@ -159,3 +160,88 @@ async def test_the_table_is_repainted_after_both_pairs_intervals_not_in_their_fr
         clock.now += 1.5
         await until(pilot, lambda: bool(repaints))
         assert repaints == [(1, 1)]
+
+
+async def test_an_interval_is_stamped_shown_after_a_frame_that_drew_it(tmp_path: Path) -> None:
+    """The bench's "shown" stamp comes after the frame that drew the interval's pane, never
+    before: a callback asked for after a refresh runs on an idle screen at once, which can
+    be before the pane's own message pump has asked for its repaint."""
+    clock = FakeClock()
+    app, events = _two_pairs(clock, bench_file=str(tmp_path / "bench.jsonl"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        pane = app.query_one("#pane-A", PairPane)
+        seen: list[tuple[str, int]] = []
+        frame = pane._styles_cache  # draws the pane's rows in each frame (FramedLines)
+        render_line, shown = frame.render_line, app.bench.shown
+
+        def drawn(*args: Any):  # type: ignore[no-untyped-def]
+            seen.append(("drawn", pane.state.intervals))
+            return render_line(*args)
+
+        def stamped(stamps: list[float]) -> None:
+            seen.append(("shown", pane.state.intervals))
+            shown(stamps)
+
+        frame.render_line = drawn  # type: ignore[method-assign]
+        app.bench.shown = stamped  # type: ignore[method-assign]
+        intervals = [e for e in _of(events, EventKind.INTERVAL) if e.pair == "A"]
+        for k, ev in enumerate(intervals[:5], 1):
+            clock.now += 1.0
+            app.receive(ev)
+            await until(pilot, lambda k=k: ("shown", k) in seen)  # type: ignore[misc]
+            first_shown = seen.index(("shown", k))
+            runs = [x for i, x in enumerate(seen) if i == 0 or seen[i - 1] != x]
+            assert ("drawn", k) in seen[:first_shown], (k, runs)
+        assert app.bench.shown_intervals == 5 and len(app.bench.latencies) == 5
+
+
+async def test_an_interval_whose_pane_is_not_on_screen_is_counted_but_not_timed(
+        tmp_path: Path) -> None:
+    """Under a screen that hides the panes no frame draws an interval: it is counted shown
+    (the 8-pair bench's backlog check counts every one) without a latency, which no frame
+    measured."""
+    clock = FakeClock()
+    app, events = _two_pairs(clock, bench_file=str(tmp_path / "bench.jsonl"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        await app.push_screen(Screen())
+        await pilot.pause()
+        clock.now += 1.0
+        app.receive(_of(events, EventKind.INTERVAL)[0])
+        await until(pilot, lambda: app.bench.shown_intervals == 1)
+        assert app.bench.hidden == 1 and app.bench.latencies == []
+
+
+async def test_without_a_bench_file_the_panes_report_no_drawing() -> None:
+    app, _ = _quiet_app()
+    async with app.run_test() as pilot:
+        await started(pilot)
+        assert not app.bench.on
+        assert all(pane.probe is None for pane in app.query(PairPane))
+
+
+async def test_an_intervals_chart_is_drawn_without_waiting_for_the_update_timer(
+        tmp_path: Path) -> None:
+    """The frame that draws an interval's chart comes on the screen's next idle, not on
+    Textual's update timer, which ticks on a grid and after a long frame skips to a point one
+    to two periods later (8-17 ms at 120 frames a second, on the interval's path). (Waited
+    for without the pilot, whose pause draws the screen itself.)"""
+    clock = FakeClock()
+    app, events = _two_pairs(clock, bench_file=str(tmp_path / "bench.jsonl"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        timer = app.screen._update_timer
+        timer.pause()
+        timer.resume = lambda: None  # type: ignore[method-assign]  # it never ticks again
+        shown, drawn = app.bench.shown, asyncio.Event()
+
+        def stamped(stamps: list[float]) -> None:
+            shown(stamps)
+            drawn.set()
+
+        app.bench.shown = stamped  # type: ignore[method-assign]
+        clock.now += 1.0
+        app.receive(_of(events, EventKind.INTERVAL)[0])
+        await asyncio.wait_for(drawn.wait(), 10)
+        assert len(app.bench.latencies) == 1 and app.bench.hidden == 0

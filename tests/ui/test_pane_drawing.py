@@ -166,3 +166,37 @@ def test_a_chart_is_each_value_s_column_in_its_style_cell_by_cell() -> None:
                 part = min(max(eighths - 8 * (height - 1 - y), 0), 8)
                 char = BARS[part] if part or not m else "┆"
                 assert cells[y][pad + x] == (char, style), (trial, x, y)
+
+
+async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> None:
+    """An interval's rows are handed to the screen at once: the pane's own message pump is
+    not prompted for them (Textual's refresh posts it a Prompt, and its idle the screen an
+    Update: two pumps woken per repaint), and the screen shows every interval."""
+    import math
+
+    from abtui.core.events import EventKind
+    from abtui.measure.synthetic import synthetic_events, synthetic_profile
+    from abtui.ui.app import AbtuiApp
+    from tests.ui.console_kit import SpyController, settle, started
+
+    profile = synthetic_profile(1)
+    events = synthetic_events(profile, intervals=12, seed=3)
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await started(pilot)
+        intervals = [i for i, e in enumerate(events) if e.kind is EventKind.INTERVAL]
+        for e in events[:intervals[3]]:  # the preamble and three intervals: laid out
+            app.receive(e)
+        await settle(pilot)
+        pane = app.query_one("#pane-A", PairPane)
+        prompted: list[object] = []
+        own = pane.check_idle
+        pane.check_idle = lambda: (prompted.append(None), own())[1]  # type: ignore[method-assign]
+        for e in events[intervals[3]:]:
+            app.receive(e)
+            if e.kind is EventKind.INTERVAL:
+                await settle(pilot)
+                shown = app.files.screen_text()
+                assert f"n {app.state.pairs['A'].intervals} " in shown, shown
+        assert app.state.pairs["A"].intervals == 12
+        assert not prompted, f"the pane was prompted {len(prompted)} times"

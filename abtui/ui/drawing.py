@@ -98,27 +98,32 @@ def chart_rows(data: Sequence[float], markers: Sequence[bool], ceiling: float, w
     style, `┆` where its bar is empty. `palette`: base, low, high and marker styles. Runs of
     one style are one segment (cheap to compose); each row as segments, `width` cells."""
     values = list(data)[-width:] if width else []
-    marks = list(markers)[-len(values):] if values else []
-    marks = [False] * (len(values) - len(marks)) + marks
+    if not values:
+        return [[Segment(" " * width, palette[0])] for _ in range(height)]
+    marks = list(markers)[-len(values):]
+    if len(marks) < len(values):
+        marks = [False] * (len(values) - len(marks)) + marks
     ceiling = ceiling or 1.0
     base, low, high, mark = palette
     levels = 8 * height
     columns = _columns(height)
-    cells = [columns[max(1, round(min(v / ceiling, 1.0) * levels)) if v > 0 else 0, m]
-             for v, m in zip(values, marks, strict=True)]
-    runs: list[tuple[int, int, Style]] = []  # (start, end, style): the same in every row
-    for i, (v, m) in enumerate(zip(values, marks, strict=True)):
-        style = mark if m else high if v >= 0.66 * ceiling else low
-        if runs and runs[-1][2] is style:
-            runs[-1] = (runs[-1][0], i + 1, style)
+    top = 0.66 * ceiling
+    # a column's filled eighths: at least one for any rate above 0, all of them at the top
+    cells = [columns[(levels if (x := v / ceiling) >= 1.0 else (round(x * levels) or 1))
+                     if v > 0 else 0, m] for v, m in zip(values, marks, strict=True)]
+    runs: list[list[Any]] = []  # [start, end, style]: the same in every row
+    last: Style | None = None
+    for i, style in enumerate([mark if m else high if v >= top else low
+                               for v, m in zip(values, marks, strict=True)]):
+        if style is last:
+            runs[-1][1] = i + 1
         else:
-            runs.append((i, i + 1, style))
+            runs.append([i, i + 1, style])
+            last = style
     blank = Segment(" " * (width - len(values)), base)
-    rows = []
-    for y in range(height):
-        row = "".join(cell[y] for cell in cells)
-        rows.append([blank, *(Segment(row[a:b], style) for a, b, style in runs)])
-    return rows
+    # each row's text: the columns' characters for that row, side by side
+    return [[blank, *(Segment(row[a:b], style) for a, b, style in runs)]
+            for row in map("".join, zip(*cells, strict=True))]
 
 
 Frame = tuple[int, int, tuple[Segment, ...], tuple[Segment, ...]]  # rows above, rows to the

@@ -131,3 +131,72 @@ async def test_a_click_on_a_pane_s_chart_scopes_the_knobs_to_its_pair() -> None:
         await settle(pilot)
         assert app.scopes[app.scope_index] == "B"
         assert pane.has_class("-scoped") and not app.query_one("#pane-A").has_class("-scoped")
+
+
+def test_a_chart_is_each_value_s_column_in_its_style_cell_by_cell() -> None:
+    """chart_rows, read back cell by cell, is the chart's definition: the latest `width`
+    values right-aligned, each a column of eighths (one at least above 0, all at or over the
+    ceiling, none at 0, below it or NaN), `┆` where a knob's column is empty, and its style
+    the marker's, else high from 66 % of the ceiling, else low."""
+    import random
+
+    from abtui.ui.drawing import BARS, chart_rows
+
+    rng = random.Random(24)
+    palette = (Style(), Style(color="red"), Style(color="green"), Style(color="blue"))
+    base, low, high, mark = palette
+    specials = [0.0, -1.0, float("nan"), 1e-12, 5.0, 12.0, 99.0]
+    for trial in range(200):
+        height, width = rng.choice([1, 2, 3, 4]), rng.choice([0, 1, 7, 36, 70])
+        data = [rng.choice(specials) if rng.random() < 0.2 else rng.uniform(0, 13)
+                for _ in range(rng.randrange(0, 90))]
+        markers = [rng.random() < 0.1 for _ in range(rng.randrange(0, len(data) + 1))]
+        rows = chart_rows(data, markers, 12.0, width, height, palette)
+        cells = [[(ch, seg.style) for seg in row for ch in seg.text] for row in rows]
+        assert len(cells) == height and all(len(r) == width for r in cells), trial
+        shown = data[-width:] if width else []
+        marks = ([False] * len(data) + markers)[-len(shown):] if shown else []
+        pad = width - len(shown)
+        for x in range(pad):
+            assert all(cells[y][x] == (" ", base) for y in range(height)), trial
+        for x, (v, m) in enumerate(zip(shown, marks, strict=True)):
+            eighths = max(1, round(min(v / 12.0, 1.0) * 8 * height)) if v > 0 else 0
+            style = mark if m else high if v >= 0.66 * 12.0 else low
+            for y in range(height):  # top row first
+                part = min(max(eighths - 8 * (height - 1 - y), 0), 8)
+                char = BARS[part] if part or not m else "┆"
+                assert cells[y][pad + x] == (char, style), (trial, x, y)
+
+
+async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> None:
+    """An interval's rows are handed to the screen at once: the pane's own message pump is
+    not prompted for them (Textual's refresh posts it a Prompt, and its idle the screen an
+    Update: two pumps woken per repaint), and the screen shows every interval."""
+    import math
+
+    from abtui.core.events import EventKind
+    from abtui.measure.synthetic import synthetic_events, synthetic_profile
+    from abtui.ui.app import AbtuiApp
+    from tests.ui.console_kit import SpyController, settle, started
+
+    profile = synthetic_profile(1)
+    events = synthetic_events(profile, intervals=12, seed=3)
+    app = AbtuiApp(SpyController(profile, [], speed=math.inf), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await started(pilot)
+        intervals = [i for i, e in enumerate(events) if e.kind is EventKind.INTERVAL]
+        for e in events[:intervals[3]]:  # the preamble and three intervals: laid out
+            app.receive(e)
+        await settle(pilot)
+        pane = app.query_one("#pane-A", PairPane)
+        prompted: list[object] = []
+        own = pane.check_idle
+        pane.check_idle = lambda: (prompted.append(None), own())[1]  # type: ignore[method-assign]
+        for e in events[intervals[3]:]:
+            app.receive(e)
+            if e.kind is EventKind.INTERVAL:
+                await settle(pilot)
+                shown = app.files.screen_text()
+                assert f"n {app.state.pairs['A'].intervals} " in shown, shown
+        assert app.state.pairs["A"].intervals == 12
+        assert not prompted, f"the pane was prompted {len(prompted)} times"

@@ -505,6 +505,32 @@ async def test_the_panel_says_starting_while_the_first_value_is_set() -> None:
     await ctl.stop()
 
 
+async def test_the_panel_is_told_at_every_boundary_of_the_schedule() -> None:
+    """The header's block count is redrawn at each boundary, not only when a verdict has a
+    new look (a stretch too short to count gives none): a header left at "2/20 blocks" for
+    30 s read as an alternation that had stalled."""
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
+
+    profile = synthetic_profile(pairs=1)
+    ctl = ReplayController(profile, speed=400)
+    await ctl.start("continuous")
+    told: list[int] = []
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0,
+                           notify=lambda: told.append(live.verdicts.stretches.closed))
+    await live.start()
+    for _ in range(500):
+        if live.verdicts.stretches.closed >= 6 or not live.running:
+            break
+        await asyncio.sleep(0.01)
+    await live.stop()
+    assert set(range(1, 7)) <= set(told), told
+    await ctl.stop()
+
+
 def test_seed_replays_the_plans_shuffle(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """`abtui run --seed N` without --alternate: the plan is shuffled from N (over the
     profile's own plan.seed), each repetition a block of every value."""

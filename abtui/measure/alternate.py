@@ -257,12 +257,15 @@ def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
 
 async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdicts: Verdicts,
                 say: Callable[[str], None], duration: float | None = None,
-                stop: asyncio.Event | None = None) -> str:
+                stop: asyncio.Event | None = None,
+                boundary: Callable[[], None] | None = None) -> str:
     """Hold each value of the schedule `every` seconds, from its second entry on (the caller
     set the first and began stretch 0); after each boundary, the verdicts that have a new
-    look (a complete block) are said. Returns why it stopped: `verdict`, `max-runs`, `time
-    limit` or `stopped` (`stop` set: only ever between flips, so a flip under way always
-    completes and the engine's phases and the hosts never disagree). The stretch in force
+    look (a complete block) are said, and `boundary` is called (the blocks counted change
+    even when no verdict has a new look: a stretch too short to count). Returns why it
+    stopped: `verdict`, `max-runs`, `time limit` or `stopped` (`stop` set: only ever
+    between flips, so a flip under way always completes and the engine's phases and the
+    hosts never disagree). The stretch in force
     when it returns is closed by the caller (`stretches.close()`), once the engine stopped."""
     assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
     loop = asyncio.get_running_loop()
@@ -289,6 +292,8 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
             stretches.close()
         for line in verdicts.new_lines():
             say(line)
+        if boundary is not None:
+            boundary()
         if alt.until_verdict and verdicts.all_significant:
             return "verdict"
         if verdicts.at_maximum:
@@ -313,6 +318,10 @@ def stopped_line(why: str, verdicts: Verdicts, seconds: float) -> str:
 
 # the console's alternation: how long each value is held, and the min_effect key's choices
 CONSOLE_EVERY_S = 5.0
+# how long a stop waits for a flip under way before it says the alternation ended anyway
+# (each remote command of a flip is bounded, 10 s, but a flip chains several: a stop key must
+# not wait on them unseen); the flip still completes, in the background, and nothing follows it
+STOP_WAIT_S = 8.0
 MIN_EFFECTS = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 
@@ -361,6 +370,8 @@ class LiveAlternation:
         self.before = dict(before) if before is not None else None
         self.set_back: list[str] = []
         self.held: str | None = None  # the value it set last
+        self.flipping: str | None = None  # the value being set now, while a flip is under way
+        self.stuck: str | None = None  # what a bounded stop found still under way
         self._keep = False  # stop(restore=False): the knob is left as it is
         self._task: asyncio.Task[Any] | None = None
         self._stop = asyncio.Event()
@@ -399,15 +410,21 @@ class LiveAlternation:
             self._starting = False
 
     async def _flip(self, knob: str, value: str) -> None:
-        await self.controller.set_knob(knob, value)
+        self.flipping = value
+        try:
+            await self.controller.set_knob(knob, value)
+        finally:
+            self.flipping = None
         self.held = value
 
     async def _run(self) -> None:
         try:
-            self.why = await drive(self._flip, self.alt, self.verdicts,
-                                   lambda _line: self.notify(), stop=self._stop)
+            why = await drive(self._flip, self.alt, self.verdicts,
+                              lambda _line: self.notify(), stop=self._stop,
+                              boundary=self.notify)
         except Exception as exc:  # a refused flip: it cannot go on
-            self.why = f"error: {exc}"
+            why = f"error: {exc}"
+        self.why = why if self.stuck is None else f"{why}; {self.stuck} (then set)"
         self.verdicts.stretches.close()
         self._active = False
         self.notify()  # ended, said at once: setting the knob back takes a flip (seconds)
@@ -437,16 +454,26 @@ class LiveAlternation:
             else:
                 self.set_back.append(value)
 
-    async def stop(self, restore: bool = True) -> None:
+    async def stop(self, restore: bool = True, wait: float | None = None) -> None:
         """Stop flipping; the verdicts so far remain, and the knob goes back to its value
         from before (`restore`; not when a flip by hand or leaving follows). A flip under
-        way is let finish first: cancelled halfway, the hosts could have the new value while
-        the engine's phase never learnt it, and every later interval would be counted
-        nowhere."""
+        way is let finish, never cancelled: cancelled halfway, the hosts could have the new
+        value while the engine's phase never learnt it, and every later interval would be
+        counted nowhere. The wait for it is bounded (`wait` seconds): a flip still under way
+        then is said in `why` and `stuck` (the alternation has ended: no flip follows it; it
+        completes, and the knob is set back, in the background); None: STOP_WAIT_S."""
+        wait = STOP_WAIT_S if wait is None else wait
         self._keep = not restore
         self._stop.set()
-        if self._task is not None and not self._task.done():
-            await self._task
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=wait)  # never cancels the task
+            if not task.done():
+                what = f"{self.alt.knob}={self.flipping}" if self.flipping is not None \
+                    else self.alt.knob
+                self.stuck = f"setting {what} still under way after {wait:g} s"
+                self.why = f"stopped; {self.stuck}"  # ended: said at once
+                self.notify()
         self._active = False
 
     def set_min_effect(self, pct: float) -> None:
@@ -455,8 +482,9 @@ class LiveAlternation:
 
     def lines(self) -> list[str]:
         """The header and one line per pair and compared value, as the console shows them."""
-        state = "running" if self._task is not None and self.why is None else \
-            f"ended: {self.why or 'not started'}"
+        state = f"ended: {self.why}" if self.why is not None else \
+            "running" if self._task is not None else \
+            "starting" if self._starting else "ended: not started"
         head = (f"alternating {self.alt.knob} every {self.alt.every or 0:g} s "
                 f"({self.verdicts.blocks()}/{self.alt.max_runs} blocks, seed "
                 f"{self.verdicts.seed}, min effect {self.verdicts.min_effect:g}%), {state}")

@@ -4,6 +4,7 @@ flips and the lines are the domain's; this only shows them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -96,10 +97,12 @@ class ConsoleAlternation:
         app = self.app
         live = self.live
         if live is not None and live.running:
-            await live.stop()
+            await live.stop()  # bounded: a flip still under way is said, not waited on
             back = f"; {live.alt.knob} back to {', '.join(live.set_back)}" \
                 if live.set_back else ""
-            app.post_message(Said(f"alternation of {live.alt.knob} stopped{back}"))
+            stuck = f"; {live.stuck} (it completes, then no flip follows)" \
+                if live.stuck else ""
+            app.post_message(Said(f"alternation of {live.alt.knob} stopped{back}{stuck}"))
             self.show()
             return
         first = next(iter(self.state.pairs))
@@ -119,8 +122,11 @@ class ConsoleAlternation:
                                            notify=self.show, before=before)
         app.post_message(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
                               f"every {alt.every:g} s"))
+        starting = asyncio.ensure_future(live.start())
+        await asyncio.sleep(0)  # start() under way: the panel says "starting", not "ended"
+        self.show()
         try:
-            await live.start()
+            await starting
         except Exception as exc:  # a host error must never take the console down
             app.post_message(Failed(f"alternation of {alt.knob} failed: {exc}"))
         self.show()
@@ -142,8 +148,10 @@ class ConsoleAlternation:
             return
 
         async def stop_then() -> None:
-            await live.stop(restore=False)  # the key's value follows
-            self.app.post_message(Said(f"alternation of {knob} stopped: flipped by hand"))
+            await live.stop(restore=False)  # the key's value follows (bounded, as ctrl+a)
+            stuck = f"; {live.stuck}" if live.stuck else ""
+            self.app.post_message(Said(f"alternation of {knob} stopped: flipped by hand"
+                                       f"{stuck}"))
             self.show()
             then()
 

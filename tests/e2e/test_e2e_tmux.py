@@ -373,12 +373,18 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
             elif key == "ctrl+e":  # min_effect steps on; ctrl+a again stops the alternation
                 if not term_wait_quiet(term, lambda s: "min effect" in s, 10):
                     problems.append("ctrl+e: min effect not shown")
-                # not ended by its rule already (the header may wrap before "running")
-                if re.search(r"\),\s+running", term.screen()):
+                # not ended by its rule already (the header may wrap before "running"); its
+                # state waited for, not read off one capture (under load the panel can still
+                # say "starting", or not be drawn yet, when min effect shows in the toast)
+                term_wait_quiet(term, lambda s: re.search(r"\),\s+running", s) is not None
+                                or "ended:" in s, 20)
+                pressed = re.search(r"\),\s+running", term.screen()) is not None
+                if pressed:
                     term.keys(tmux_key("ctrl+a"))
                 if not term_wait_quiet(term, lambda s: "ended:" in s, 30):
-                    problems.append("ctrl+a again: the alternation did not end; screen:\n"
-                                    + term.screen())
+                    how = "pressed" if pressed else "not pressed: the panel never said running"
+                    problems.append(f"ctrl+a again ({how}): the alternation did not end; "
+                                    "screen:\n" + term.screen())
             elif key in SHOWN_BY:  # a screen or panel: seen, then closed, before going on
                 problems += _shown_then_closed(term, key)
             elif key == "p":

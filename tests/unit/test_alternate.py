@@ -415,6 +415,122 @@ async def test_ctrl_a_while_the_first_value_is_being_set_stops_rather_than_start
     await ctl.stop()
 
 
+async def test_a_stop_waits_a_bounded_time_for_a_flip_that_does_not_complete(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ctrl+a again while a flip hangs (a host's command chain under load): the stop returns
+    within its bound, the alternation says it ended and which setting was still under way,
+    no flip follows, and the stuck flip is never cancelled (it completes later, then the
+    knob goes back). Unbounded, the key waited on the flip unseen: "running" for 30 s."""
+    import asyncio
+
+    import abtui.measure.alternate as alternate
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
+
+    monkeypatch.setattr(alternate, "STOP_WAIT_S", 0.2, raising=False)
+    gate = asyncio.Event()
+
+    class HungFlip(ReplayController):
+        begun = 0
+        cancelled = False
+        hung = ""
+
+        async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
+            self.begun += 1
+            if self.begun == 2:  # the first flip after the schedule's first value hangs
+                self.hung = value
+                try:
+                    await gate.wait()
+                except asyncio.CancelledError:
+                    self.cancelled = True
+                    raise
+            await super().set_knob(knob, value, pairs)
+
+    profile = synthetic_profile(pairs=1)
+    ctl = HungFlip(profile, speed=400)
+    await ctl.start("continuous")
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0,
+                           before={"A": "off"})
+    await live.start()
+    while ctl.begun < 2:
+        await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await asyncio.wait_for(live.stop(), 5)  # unbounded before: a TimeoutError here
+    assert loop.time() - t0 < 2
+    assert live.why == f"stopped; setting tso={ctl.hung} still under way after 0.2 s"
+    assert f"ended: stopped; setting tso={ctl.hung}" in live.lines()[0]
+    assert not ctl.cancelled and ctl.begun == 2
+    gate.set()  # the flip completes; then the knob goes back, and nothing else is flipped
+    for _ in range(300):
+        if live._task is not None and live._task.done():
+            break
+        await asyncio.sleep(0.01)
+    assert live._task is not None and live._task.done() and not ctl.cancelled
+    back = [] if ctl.hung == "off" else ["off"]  # the value from before, set after it
+    assert ctl.configs["A"]["tso"] == "off" and live.set_back == back
+    assert ctl.begun == 2 + len(back)  # no flip of the schedule after the stop
+    await ctl.stop()
+
+
+async def test_the_panel_says_starting_while_the_first_value_is_set() -> None:
+    """While the first value is being set (seconds on a tunnel under load) the header says
+    "starting", never "ended: not started" (read as an ended alternation, by a user and by
+    the key walk that decides from it whether ctrl+a would stop it)."""
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
+
+    gate = asyncio.Event()
+
+    class HeldFirst(ReplayController):
+        async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
+            await gate.wait()
+            await super().set_knob(knob, value, pairs)
+
+    profile = synthetic_profile(pairs=1)
+    ctl = HeldFirst(profile, speed=400)
+    await ctl.start("continuous")
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0)
+    starting = asyncio.get_running_loop().create_task(live.start())
+    await asyncio.sleep(0)
+    assert live.lines()[0].endswith("), starting"), live.lines()[0]
+    gate.set()
+    await starting
+    assert live.lines()[0].endswith("), running"), live.lines()[0]
+    await live.stop()
+    await ctl.stop()
+
+
+async def test_the_panel_is_told_at_every_boundary_of_the_schedule() -> None:
+    """The header's block count is redrawn at each boundary, not only when a verdict has a
+    new look (a stretch too short to count gives none): a header left at "2/20 blocks" for
+    30 s read as an alternation that had stalled."""
+    import asyncio
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.replay import ReplayController
+    from abtui.measure.synthetic import synthetic_profile
+
+    profile = synthetic_profile(pairs=1)
+    ctl = ReplayController(profile, speed=400)
+    await ctl.start("continuous")
+    told: list[int] = []
+    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0,
+                           notify=lambda: told.append(live.verdicts.stretches.closed))
+    await live.start()
+    for _ in range(500):
+        if live.verdicts.stretches.closed >= 6 or not live.running:
+            break
+        await asyncio.sleep(0.01)
+    await live.stop()
+    assert set(range(1, 7)) <= set(told), told
+    await ctl.stop()
+
+
 def test_seed_replays_the_plans_shuffle(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """`abtui run --seed N` without --alternate: the plan is shuffled from N (over the
     profile's own plan.seed), each repetition a block of every value."""

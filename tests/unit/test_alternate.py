@@ -378,19 +378,15 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     await ctl.stop()
 
 
-async def test_ctrl_a_while_the_first_value_is_being_set_stops_rather_than_starts_again(
-        ) -> None:
-    """The console's ctrl+a again while the alternation is still setting its first value (a
-    tunnel flip under load takes seconds): it is running already, so the key stops it. It
-    read as not running, and the console started a second alternation beside the first (the
-    end-to-end key walk: 'ctrl+a again: the alternation did not end')."""
+async def _started_on_a_held_flip(gate):  # type: ignore[no-untyped-def]
+    """A 1-pair replay whose knob flips wait for `gate`, and an alternation of tso started on
+    it: its start() now waiting on the first value. Returns (controller, alternation, the
+    start's task)."""
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
     from abtui.measure.replay import ReplayController
     from abtui.measure.synthetic import synthetic_profile
-
-    gate = asyncio.Event()
 
     class HeldFlips(ReplayController):
         async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
@@ -402,7 +398,20 @@ async def test_ctrl_a_while_the_first_value_is_being_set_stops_rather_than_start
     await ctl.start("continuous")
     live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0)
     starting = asyncio.get_running_loop().create_task(live.start())
-    await asyncio.sleep(0)  # start() is now waiting on the first value
+    await asyncio.sleep(0)
+    return ctl, live, starting
+
+
+async def test_ctrl_a_while_the_first_value_is_being_set_stops_rather_than_starts_again(
+        ) -> None:
+    """The console's ctrl+a again while the alternation is still setting its first value (a
+    tunnel flip under load takes seconds): it is running already, so the key stops it. It
+    read as not running, and the console started a second alternation beside the first (the
+    end-to-end key walk: 'ctrl+a again: the alternation did not end')."""
+    import asyncio
+
+    gate = asyncio.Event()
+    ctl, live, starting = await _started_on_a_held_flip(gate)
     assert live.running
     await live.stop()
     gate.set()
@@ -480,23 +489,8 @@ async def test_the_panel_says_starting_while_the_first_value_is_set() -> None:
     the key walk that decides from it whether ctrl+a would stop it)."""
     import asyncio
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
-
     gate = asyncio.Event()
-
-    class HeldFirst(ReplayController):
-        async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
-            await gate.wait()
-            await super().set_knob(knob, value, pairs)
-
-    profile = synthetic_profile(pairs=1)
-    ctl = HeldFirst(profile, speed=400)
-    await ctl.start("continuous")
-    live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0)
-    starting = asyncio.get_running_loop().create_task(live.start())
-    await asyncio.sleep(0)
+    ctl, live, starting = await _started_on_a_held_flip(gate)
     assert live.lines()[0].endswith("), starting"), live.lines()[0]
     gate.set()
     await starting

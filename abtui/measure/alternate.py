@@ -419,9 +419,9 @@ class LiveAlternation:
 
     async def _run(self) -> None:
         try:
-            why = await drive(self._flip, self.alt, self.verdicts,
-                              lambda _line: self.notify(), stop=self._stop,
-                              boundary=self.notify)
+            # the panel is redrawn once per boundary (`boundary`), its new lines with it
+            why = await drive(self._flip, self.alt, self.verdicts, lambda _line: None,
+                              stop=self._stop, boundary=self.notify)
         except Exception as exc:  # a refused flip: it cannot go on
             why = f"error: {exc}"
         self.why = why if self.stuck is None else f"{why}; {self.stuck} (then set)"

@@ -179,10 +179,10 @@ class PhaseTable(DataTable[Text]):
             self._scipy_asked = True  # the verdict's t distribution (~0.8 s of imports)
             self._load("scipy.special", "scipy")
 
-    def set_row(self, row_key: str, cells: list[str]) -> bool:
-        """A row's cells (one per column, in order) as `cells` say; whether any changed.
-        Unchanged cells are not touched; a changed one's rendering is dropped, with the
-        row's rendered lines, and the row's region alone is repainted."""
+    def set_row(self, row_key: str, cells: list[str]) -> None:
+        """A row's cells (one per column, in order) as `cells` say. Unchanged cells are not
+        touched; a changed one's rendering is dropped, with the row's rendered lines, and the
+        row's region alone is repainted."""
         key = RowKey(row_key)
         data = self._data[key]
         changed: set[ColumnKey] = set()
@@ -192,7 +192,6 @@ class PhaseTable(DataTable[Text]):
                 changed.add(column.key)
         if changed:
             self._forget(key, changed)
-        return bool(changed)
 
     def _forget(self, key: RowKey, columns: set[ColumnKey]) -> None:
         """Drop what DataTable keeps of a row whose `columns` changed (its caches are keyed

@@ -316,6 +316,13 @@ def stopped_line(why: str, verdicts: Verdicts, seconds: float) -> str:
            f"({verdicts.stretches.closed} stretches), {seconds:.0f} s"
 
 
+def ended_lines(why: str, verdicts: Verdicts, seconds: float) -> list[str]:
+    """What an ended alternation says and records in the session (joined, as one mark):
+    why and when it stopped, the verdict of each comparison, how the error is controlled.
+    Headless and in the console alike, so a session read later tells how each one ended."""
+    return [stopped_line(why, verdicts, seconds), *verdicts.summary(), verdicts.family_line()]
+
+
 # the console's alternation: how long each value is held, and the min_effect key's choices
 CONSOLE_EVERY_S = 5.0
 # how long a stop waits for a flip under way before it says the alternation ended anyway
@@ -374,6 +381,7 @@ class LiveAlternation:
         self.stuck: str | None = None  # what a bounded stop found still under way
         self._keep = False  # stop(restore=False): the knob is left as it is
         self._task: asyncio.Task[Any] | None = None
+        self._began = 0.0  # the loop's time when the first value was set
         self._stop = asyncio.Event()
         self._active = False
         self._starting = False  # start() is setting the first value
@@ -400,6 +408,7 @@ class LiveAlternation:
             first = self.verdicts.order[0]
             await self._flip(self.alt.knob, first)
             self.verdicts.stretches.begin(0, first)
+            self._began = asyncio.get_running_loop().time()
             await self.controller.mark(order_line(self.alt.knob, self.verdicts.seed,
                                                   self.alt.values))
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -428,6 +437,8 @@ class LiveAlternation:
         self.verdicts.stretches.close()
         self._active = False
         self.notify()  # ended, said at once: setting the knob back takes a flip (seconds)
+        elapsed = asyncio.get_running_loop().time() - self._began
+        await self.controller.mark("; ".join(ended_lines(self.why, self.verdicts, elapsed)))
         if not self._keep:
             await self._restore()
             self.notify()
@@ -475,6 +486,14 @@ class LiveAlternation:
                 self.why = f"stopped; {self.stuck}"  # ended: said at once
                 self.notify()
         self._active = False
+
+    def stopped_line(self, how: str = "") -> str:
+        """The log's line once `stop` returned (`how`: e.g. ": flipped by hand"): the values
+        set back, and a flip still under way, said the same way whatever stopped it."""
+        back = f"; {self.alt.knob} back to {', '.join(self.set_back)}" if self.set_back else ""
+        stuck = f"; {self.stuck} (it completes; the alternation flips nothing after it)" \
+            if self.stuck else ""
+        return f"alternation of {self.alt.knob} stopped{how}{back}{stuck}"
 
     def set_min_effect(self, pct: float) -> None:
         self.verdicts.min_effect = pct

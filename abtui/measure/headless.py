@@ -236,7 +236,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     """The alternation: the schedule's first value set, then the next one every `alt.every`
     seconds (or one plan-mode run per stretch) until the rule, the maximum or the time limit
     stops it; the order's seed and the verdicts said, and recorded as marks."""
-    from abtui.measure.alternate import drive, order_line, stopped_line, verdicts_for
+    from abtui.measure.alternate import drive, ended_lines, order_line, verdicts_for
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
@@ -259,8 +259,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
     verdicts.stretches.close()
-    lines = [stopped_line(why, verdicts, loop.time() - began), *verdicts.summary(),
-             verdicts.family_line()]
+    lines = ended_lines(why, verdicts, loop.time() - began)
     for line in lines:
         say(line)
     await engine.mark("; ".join(lines))

@@ -98,11 +98,7 @@ class ConsoleAlternation:
         live = self.live
         if live is not None and live.running:
             await live.stop()  # bounded: a flip still under way is said, not waited on
-            back = f"; {live.alt.knob} back to {', '.join(live.set_back)}" \
-                if live.set_back else ""
-            stuck = f"; {live.stuck} (it completes, then no flip follows)" \
-                if live.stuck else ""
-            app.post_message(Said(f"alternation of {live.alt.knob} stopped{back}{stuck}"))
+            app.post_message(Said(live.stopped_line()))
             self.show()
             return
         first = next(iter(self.state.pairs))
@@ -149,9 +145,7 @@ class ConsoleAlternation:
 
         async def stop_then() -> None:
             await live.stop(restore=False)  # the key's value follows (bounded, as ctrl+a)
-            stuck = f"; {live.stuck}" if live.stuck else ""
-            self.app.post_message(Said(f"alternation of {knob} stopped: flipped by hand"
-                                       f"{stuck}"))
+            self.app.post_message(Said(live.stopped_line(": flipped by hand")))
             self.show()
             then()
 

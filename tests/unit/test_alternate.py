@@ -260,6 +260,8 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
         await asyncio.sleep(0.05)
     await ctl.stop()
     assert live.why == "verdict", live.lines()
+    assert len(marks) == 2 and marks[1].startswith(
+        "alternation ended (every comparison significant) after "), marks
     # ended by its rule: the knob back to the value it had before (the base)
     assert {ctl.configs[p]["tcp_wmem"] for p in "AB"} == {alt.values[0]}
     lines = live.lines()
@@ -285,12 +287,18 @@ async def test_the_console_alternation_stops_by_key() -> None:
     await ctl.start("continuous")
     live = LiveAlternation(ctl, console_alternation(profile, "tso", {"tso": "off"}, 0.05), 1.0)
     assert live.alt.values == ("off", "on")
+    marks: list[str] = []
+    ctl.subscribe(lambda e: marks.append(e.payload.text) if e.kind is EventKind.MARK else None)
     await live.start()
     await asyncio.sleep(0.12)
     await live.stop()
     assert ctl.configs["A"]["tso"] == "off"  # the value from before it started
     await asyncio.sleep(0.12)
     assert ctl.configs["A"]["tso"] == "off" and live.why == "stopped" and not live.running
+    # the session records when and why it ended, as a headless alternation's does
+    assert len(marks) == 2 and marks[0].startswith("alternation order: tso")
+    assert re.match(r"alternation ended \(stopped\) after \d+ blocks? \(\d+ stretches\), "
+                    r"\d+ s; .*family-wise α", marks[1]), marks
     await ctl.stop()
     with pytest.raises(BadInput, match="no knob"):
         console_alternation(parse_profile(PROFILE.split("[[knobs]]")[0], "t.toml"), None, {})
@@ -470,6 +478,10 @@ async def test_a_stop_waits_a_bounded_time_for_a_flip_that_does_not_complete(
     assert loop.time() - t0 < 2
     assert live.why == f"stopped; setting tso={ctl.hung} still under way after 0.2 s"
     assert f"ended: stopped; setting tso={ctl.hung}" in live.lines()[0]
+    # the log's line says it the same way whether ctrl+a or a knob key stopped it
+    assert live.stopped_line(": flipped by hand") == (
+        f"alternation of tso stopped: flipped by hand; setting tso={ctl.hung} still under way "
+        "after 0.2 s (it completes; the alternation flips nothing after it)")
     assert not ctl.cancelled and ctl.begun == 2
     gate.set()  # the flip completes; then the knob goes back, and nothing else is flipped
     for _ in range(300):

@@ -95,10 +95,11 @@ $(VENV)/.compiled: $(VENV)/.compiled-deps $(shell find abtui -name '*.py')
 	@$(PY) -m compileall -q abtui >/dev/null
 	@touch $@
 
+# The slowest tests are listed at the end: CI has a time limit, and this is where it goes.
 test: setup kernels
 	$(VENV)/bin/ruff check abtui tests
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=15
 
 # The slow tier alone (tests marked `slow`, left out of `make test`: six VM guests, minutes);
 # `ABTUI_SLOW=1 make test` runs it with every other tier.

@@ -49,8 +49,9 @@ def test_links_connecting_during_the_asyncssh_import_leave_the_loop_running(tmp_
     with socket.socket() as sock:  # a loopback port nothing listens on: connect is refused
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    out = subprocess.run([sys.executable, "-c", PROBE.replace("PORT", str(port)).replace("CONFIG", repr(str(config)))],
-                         capture_output=True, text=True, timeout=120)
+    code = PROBE.replace("PORT", str(port)).replace("CONFIG", repr(str(config)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert all("cannot reach" in r for r in report["results"]), report["results"]

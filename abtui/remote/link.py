@@ -252,6 +252,7 @@ class HostLink:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._shell: ControlShell | None = None
         self._shell_lock = asyncio.Lock()
+        self._running = ""  # the command the control shell runs (named to one kept waiting)
         self._closing = False
         self._reconnect_task: asyncio.Task[None] | None = None
         self._reopening: asyncio.Task[None] | None = None  # a new control shell under way
@@ -424,32 +425,57 @@ class HostLink:
         that fork (~1 ms) for commands that never exit, such as the dialects' functions.
         """
         opening, closing = ("(", ")") if isolate else ("{", "}")
-        async with self._shell_lock:
-            if self._shell is None and self._reopening is not None:
-                # the last command broke the framing: this one waits for the new shell
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(self._reopening), timeout)
-            shell = self._shell
-            if shell is None:
-                raise RemoteError(self.alias, f"not connected ({self.state})")
+        # one deadline for the wait for the shell and the command: a command stuck in the
+        # shell holds up the next ones only until their own timeouts
+        deadline = asyncio.get_running_loop().time() + timeout
+        lock = self._shell_lock
+        if lock.locked():
+            busy = self._running
             try:
-                # one timeout for the whole command, no task per read: this is the knob
-                # flip's path
-                async with asyncio.timeout(timeout):
-                    shell.send(command, opening, closing)
-                    return await shell.result()
+                async with asyncio.timeout_at(deadline):
+                    await lock.acquire()
             except TimeoutError as exc:
-                self._reset_shell()
-                raise RemoteError(self.alias, f"command timed out after {timeout:g} s: "
+                raise RemoteError(self.alias, f"the control shell was still busy after "
+                                  f"{timeout:g} s (with {busy[:60]!r}), so this did not run: "
                                   f"{command[:80]}") from exc
-            except asyncio.CancelledError:
-                # the command goes on in this shell: its late output would be the next
-                # command's stdout
-                self._reset_shell()
-                raise
-            except (asyncssh.Error, OSError, asyncio.IncompleteReadError, BrokenPipeError) as exc:
-                self._reset_shell()
-                raise RemoteError(self.alias, f"link lost while running a command: {exc}") from exc
+        else:
+            await lock.acquire()
+        try:
+            self._running = command
+            return await self._run_locked(command, opening, closing, timeout, deadline)
+        finally:
+            self._running = ""
+            lock.release()
+
+    async def _run_locked(self, command: str, opening: str, closing: str, timeout: float,
+                          deadline: float) -> CommandResult:
+        """`run`, holding the shell's lock, until `deadline` (the loop's clock)."""
+        if self._shell is None and self._reopening is not None:
+            # the last command broke the framing: this one waits for the new shell
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    await asyncio.shield(self._reopening)
+        shell = self._shell
+        if shell is None:
+            raise RemoteError(self.alias, f"not connected ({self.state})")
+        try:
+            # one timeout for the whole command, no task per read: this is the knob
+            # flip's path
+            async with asyncio.timeout_at(deadline):
+                shell.send(command, opening, closing)
+                return await shell.result()
+        except TimeoutError as exc:
+            self._reset_shell()
+            raise RemoteError(self.alias, f"command timed out after {timeout:g} s: "
+                              f"{command[:80]}") from exc
+        except asyncio.CancelledError:
+            # the command goes on in this shell: its late output would be the next
+            # command's stdout
+            self._reset_shell()
+            raise
+        except (asyncssh.Error, OSError, asyncio.IncompleteReadError, BrokenPipeError) as exc:
+            self._reset_shell()
+            raise RemoteError(self.alias, f"link lost while running a command: {exc}") from exc
 
     def _reset_shell(self) -> None:
         """A command hung or broke the framing: drop the shell; the next connect makes one."""

@@ -5,13 +5,20 @@ more on a busy machine; the console imports the engine, and so this layer, befor
 frame, which needs no SSH. Modules of this layer write `from abtui.remote.sshlib import
 asyncssh` and use it as the module; `await load()` imports it in a worker thread before the
 first connection, so the console's screen stays responsive meanwhile.
+
+Every link waits for that one import: asyncssh is in `sys.modules` from the moment its import
+starts, and a second link that took that for "imported" read an attribute of the half-built
+module, and so waited on the import's module lock on the event loop until the worker thread
+was done (4 links connected at once: the loop stopped 0.2-0.7 s for a few ms of CPU).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,7 +33,40 @@ else:
     asyncssh = _OnFirstUse()
 
 
+_guard = threading.Lock()
+_importing: concurrent.futures.Future[None] | None = None
+
+
+def imported() -> bool:
+    """Whether asyncssh is in `sys.modules` and its import is over (not still running in
+    another thread: the import system marks a module's spec while it is being executed)."""
+    module = sys.modules.get("asyncssh")
+    return module is not None and not getattr(getattr(module, "__spec__", None),
+                                              "_initializing", False)
+
+
+def _import() -> concurrent.futures.Future[None]:
+    """The one import of asyncssh in a worker thread, started by the first caller."""
+    global _importing
+    with _guard:
+        if _importing is None:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+            def work() -> None:
+                try:
+                    importlib.import_module("asyncssh")
+                except BaseException as exc:  # said to every waiter
+                    done.set_exception(exc)
+                else:
+                    done.set_result(None)
+
+            threading.Thread(target=work, name="abtui-import-asyncssh", daemon=True).start()
+            _importing = done
+        return _importing
+
+
 async def load() -> None:
-    """asyncssh imported, in a worker thread when it is not yet (the event loop goes on)."""
-    if "asyncssh" not in sys.modules:
-        await asyncio.to_thread(importlib.import_module, "asyncssh")
+    """asyncssh imported, in a worker thread when it is not yet (the event loop goes on); a
+    caller that comes while the import runs waits for the same import."""
+    if not imported():
+        await asyncio.wrap_future(_import())

@@ -33,6 +33,7 @@ from abtui.core.text import visible
 from abtui.ui import tables
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
+from abtui.ui.collector import LiveFreeze
 from abtui.ui.control import ControllerCalls
 from abtui.ui.eventlog import EventLog, LogView
 from abtui.ui.feed import FLUSH_HZ, LAZY_S, EventFeed
@@ -111,6 +112,7 @@ class AbtuiApp(App[int]):
         self._main_screen: MainScreen | None = None  # built when Textual asks for it
         self.event_log = EventLog(self.scheduler.clock)
         self.record = SessionRecord(self.state, self.event_log)
+        self.live_freeze = LiveFreeze()  # what going live built, out of the collector's way
         # every event on disk (what save, export and compare read): the engine's journal, or
         # the console's own spool; subscribed first, so it has whatever the screen has
         self.journal = ConsoleJournal(controller.session_path, self.profile.name,
@@ -261,6 +263,7 @@ class AbtuiApp(App[int]):
             return  # nothing new, not mounted yet, or the console is being taken down
         stamps = self.record.fold(batch)
         if stamps:
+            self.live_freeze.live()
             self.bench.arrived(stamps)  # (before the panes take them: see abtui.ui.bench)
         self._apply_dirty()
 

@@ -11,10 +11,16 @@ numbers cover when it takes them from the state (`folded`), and when it draws th
 hands that number back (`drawn`); once the frame with those rows has been handed to the
 terminal's writer (Textual's `App.post_display_hook`), the intervals it covered are stamped
 (`frame_written`). An interval whose pane is not on screen (scrolled away, under another
-screen) is never drawn: it is counted as shown but hidden, with no latency (`hidden`)."""
+screen) is never drawn: it is counted as shown but hidden, with no latency (`hidden`).
+
+The collector's full passes are written too (when each began, how long it took): one such
+pass, 38-44 ms of CPU over what the console built to go live, was the slow interval that set
+`ui_latency_p99_ms` in some runs and not others (docs/performance.md, "The slow interval")."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import time
@@ -34,6 +40,21 @@ class BenchProbe:
         self._seq: dict[str, int] = {}  # each pair's intervals folded in so far
         self._waiting: dict[str, list[tuple[int, float]]] = {}  # (number, arrival) not drawn
         self._drawn: list[float] = []  # arrivals of intervals drawn in the frame being made
+        self.full_passes: list[tuple[float, float]] = []  # (began at, seconds) of each
+        self._pass_began: tuple[float, float] | None = None  # (time(), perf_counter())
+        if self.on:
+            gc.callbacks.append(self._collector)
+
+    def _collector(self, phase: str, info: dict[str, int]) -> None:
+        """The garbage collector's callback: note each full (generation 2) pass."""
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._pass_began = (time.time(), time.perf_counter())
+        elif self._pass_began is not None:
+            at, began = self._pass_began
+            self.full_passes.append((at, time.perf_counter() - began))
+            self._pass_began = None
 
     def first_frame(self) -> None:
         # the process's CPU time too: a figure the machine's load does not stretch
@@ -92,9 +113,12 @@ class BenchProbe:
                              "cpu_s": time.process_time()})
 
     def leaving(self, received: int) -> None:
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._collector)
         self._write({"received": received, "shown": self.shown_intervals,
                      "hidden": self.hidden, "first_interval_at": self.first_interval_at,
-                     "exit_at": time.time(), "latencies": self.latencies})
+                     "exit_at": time.time(), "latencies": self.latencies,
+                     "full_passes": self.full_passes})
 
     def _write(self, record: dict[str, object]) -> None:
         if self.path:

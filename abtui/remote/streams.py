@@ -1,7 +1,8 @@
-"""Long commands on a host: each on an SSH channel of its own, its stdout streamed line by line.
-The command reports its process group first, so cancelling ends it and its children for
-certain (a TERM, then a KILL for what is left). The link (abtui.remote.link) starts them;
-this is what a started one is.
+"""Long commands on a host: each on an SSH channel of its own, its stdout streamed line by line
+(`lines`), or handed on packet by packet from the channel's own callback (`feed`: no task
+woken per line, for the streams a run reads all along). The command reports its process
+group first, so cancelling ends it and its children for certain (a TERM, then a KILL for
+what is left). The link (abtui.remote.link) starts them; this is what a started one is.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import time
 
 from abtui.core import events
 from abtui.core.errors import RemoteError
+from abtui.core.model import LinkState
 from abtui.measure.run_context import RunContext
 from abtui.measure.run_procs import end_process, start_process
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
@@ -90,7 +91,8 @@ class CpuSampler:
         finally:
             self._stop_timer()
             feed.stop()
-        if not self._answered:
+        if not self._answered and self.link.state is LinkState.CONNECTED:
+            # (a lost link is said by the next start, with the link's own reason)
             self._complain(proc.stderr.splitlines()[-1] if proc.stderr.strip()
                            else "its CPU time counters were not readable")
         await self._end(proc)

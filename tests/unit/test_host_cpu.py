@@ -359,3 +359,19 @@ def test_sampler_samples_half_a_period_off_the_intervals_beat() -> None:
     assert offsets[0] < 0.25  # the base, at once
     for k, off in enumerate(offsets[1:4]):  # 0.5, 1.5, 2.5 periods (late on a busy machine,
         assert k + 0.5 <= off < k + 0.5 + 0.4  # never early, never on the beat)
+
+
+def test_an_unreadable_answer_is_said_once_and_the_sampler_goes_on() -> None:
+    ok = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
+    later = "cpu  110 0 50 1090 0 0 10 0\ncpu0 110 0 50 1090 0 0 10 0\n"
+    bad = "sysctl: unknown oid 'kern.cp_times'\n"
+    events: list[Event] = []
+    snd = _CpuLink("snd", [ok, bad, bad, ok, later, later])
+    asyncio.run(_sample_until(snd, events, 0.02, lambda: len(snd.loops) > 1 or
+                              len(snd.asked) >= 6))
+    errors = [e.payload.message for e in events if e.kind is EventKind.ERROR]
+    assert errors == ["host CPU: its CPU time counters were not readable: sysctl: unknown oid "
+                      "'kern.cp_times'"]
+    # an unreadable answer is no base: the next readable one is, and the one after it counts
+    cpu = [e.payload.total for e in events if e.kind is EventKind.CPU]
+    assert cpu == [[10, 0, 0, 0, 90, 0], [0, 0, 0, 0, 0, 0]]

@@ -1,8 +1,10 @@
-"""A streamed remote process's output, drained by a task of its own.
+"""A streamed remote process's output, queued as it comes off the SSH channel.
 
 Every process a run streams (iperf3's client and server) is read this way: the channel is
 always drained, so it never blocks, and the run waits on a queue with a timeout (a stall, a
 stop) without disturbing the SSH channel's reader. Each line keeps the moment it arrived.
+The lines are queued from the channel's own callback (RemoteProcess.feed): no task wakes to
+move them, only the one that reads the queue.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from abtui.remote.streams import RemoteProcess
 
 
 class OutputLines:
-    """A streamed process's stdout drained into a queue by a task of its own.
+    """A streamed process's stdout queued as it arrives; `task` queues the end (None) once
+    the stream ends, or once cancelled.
 
     Waiting on the queue with a timeout never disturbs the SSH channel's reader."""
 
@@ -30,15 +33,22 @@ class OutputLines:
         self.keep = True
         self._last: str | None = None  # the line `get` returned last
         self._back: tuple[str | None, float | None] | None = None  # a line given back
-        self.task = asyncio.get_running_loop().create_task(self._pump())
+        self._feed = proc.feed(self._take)
+        self.task = asyncio.get_running_loop().create_task(self._until_end())
 
-    async def _pump(self) -> None:
+    def _take(self, lines: list[str]) -> None:
+        """The lines one packet carried: queued, each with the moment the packet came."""
+        if self.keep:
+            now = time.perf_counter()
+            for line in lines:
+                self._arrivals.append(now)
+                self.queue.put_nowait(line)
+
+    async def _until_end(self) -> None:
         try:
-            async for line in self.proc.lines():
-                if self.keep:
-                    self._arrivals.append(time.perf_counter())
-                    self.queue.put_nowait(line)
+            await self._feed.ended
         finally:
+            self._feed.stop()
             self._arrivals.append(time.perf_counter())
             self.queue.put_nowait(None)
 

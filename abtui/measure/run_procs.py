@@ -14,7 +14,7 @@ import time
 
 from abtui.core.errors import RemoteError, RunFailed
 from abtui.core.model import LinkState, PingReply, PingSummary
-from abtui.measure.run_context import RunContext
+from abtui.measure.run_context import RunContext, RunOwner
 from abtui.measure.run_lines import OutputLines
 from abtui.measure.run_sides import reads_server, reads_server_cpu
 from abtui.remote.iperf_cmd import (
@@ -195,17 +195,29 @@ class RunProcesses:
                 lines.task.cancel()
 
     async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess[HostLink]:
-        proc = await link.stream(command)
-        if proc.pgid is not None:
-            self.ctx.owner.started(link.alias, proc.pgid, what)
-        return proc
+        return await start_process(self.ctx.owner, link, command, what)
 
     async def end(self, proc: RemoteProcess[HostLink]) -> None:
-        if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
-            self.ctx.owner.orphaned(proc.link, proc.pgid)  # ended once the link is back
-            await proc.terminate()
-            return
+        await end_process(self.ctx.owner, proc)
+
+
+async def start_process(owner: RunOwner, link: HostLink, command: str,
+                        what: str) -> RemoteProcess[HostLink]:
+    """A long command of the run's started on `link`, its process group written down."""
+    proc = await link.stream(command)
+    if proc.pgid is not None:
+        owner.started(link.alias, proc.pgid, what)
+    return proc
+
+
+async def end_process(owner: RunOwner, proc: RemoteProcess[HostLink]) -> None:
+    """A long command of the run's ended for certain (or, its link down, left to be ended
+    once the link is back), its process group struck off."""
+    if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
+        owner.orphaned(proc.link, proc.pgid)  # ended once the link is back
         await proc.terminate()
-        if proc.pgid is not None:
-            self.ctx.owner.ended(proc.link.alias, proc.pgid)
+        return
+    await proc.terminate()
+    if proc.pgid is not None:
+        owner.ended(proc.link.alias, proc.pgid)
 

@@ -1,4 +1,5 @@
-"""What a run samples beside iperf3: ping replies, watches (sysctls, commands) and host CPU.
+"""What a run samples beside iperf3: ping replies, watches (sysctls, commands) and host CPU
+(abtui.measure.run_cpu).
 
 Each sampler is a task of the run's own, turning what a host prints into PING, WATCH and CPU
 events; a watch or CPU sample that fails is reported once and its sampler goes on. A part of
@@ -17,8 +18,8 @@ from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState, PingReply, PingSummary, Watch
 from abtui.measure.run_context import RunContext
+from abtui.measure.run_cpu import CpuSampler
 from abtui.measure.seams import PingOutcome
-from abtui.parse.cputimes import parse_cpu_times, since
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     interrupt_group,
@@ -65,30 +66,47 @@ class RunSamplers:
         for alias, link in links.items():
             command = self.spec.cpu_commands.get(alias)
             if command:
-                self._tasks.append(loop.create_task(self.sample_cpu(link, command, period)))
+                sampler = CpuSampler(self.ctx, link, command, period)
+                self._tasks.append(loop.create_task(sampler.run()))
 
-    def stop_samples(self) -> None:
-        """The watches and host CPU end (the run is being cleaned up)."""
+    async def stop_samples(self) -> None:
+        """The watches and host CPU end (the run is being cleaned up), the host CPU's loops
+        on the hosts too."""
+        self._cancel_samples()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _cancel_samples(self) -> None:
         for task in self._tasks:
             task.cancel()
 
     def cancel(self) -> None:
         """Every task of the samplers ends, the ping reader too."""
-        self.stop_samples()
+        self._cancel_samples()
         if self._ping_task is not None and not self._ping_task.done():
             self._ping_task.cancel()
 
     # ---- ping and watches ---------------------------------------------------------------
     async def _ping_loop(self, ping: RemoteProcess[HostLink]) -> PingOutcome:
+        """The armed ping's replies, each a PING event in the phase it arrived in, handed on
+        from the SSH channel's own callback (RemoteProcess.feed: no task wakes per reply);
+        its outcome once its output ends."""
         assert self.ctx.parsers.ping is not None
         parser = self.ctx.parsers.ping()
-        async for line in ping.lines():
-            if line == ARMED_MARK or parse_clock(line) is not None:
-                continue
-            for reply in parser.feed(line):
-                phase, _ = self.ctx.phase(time.time(), 0.0)
-                self.ctx.event(events.Ping(run=self.spec.run_id, phase=phase, seq=reply.seq,
-                                           rtt_ms=reply.rtt_ms))
+
+        def take(lines: list[str]) -> None:
+            for line in lines:
+                if line == ARMED_MARK or parse_clock(line) is not None:
+                    continue
+                for reply in parser.feed(line):
+                    phase, _ = self.ctx.phase(time.time(), 0.0)
+                    self.ctx.event(events.Ping(run=self.spec.run_id, phase=phase,
+                                               seq=reply.seq, rtt_ms=reply.rtt_ms))
+
+        feed = ping.feed(take)
+        try:
+            await feed.ended
+        finally:
+            feed.stop()
         return parser.finish()
 
     async def finish_ping(self, idle: PingSummary | None) -> PingSummary | None:
@@ -136,42 +154,6 @@ class RunSamplers:
                 self.ctx.event(events.WatchSampled(run=self.spec.run_id, name=name,
                                                 value=_number(text.strip())),
                                host=link.alias)
-
-    async def sample_cpu(self, link: HostLink, command: str, period: float) -> None:
-        """The host's CPU time every `period` s, one round trip each: a CPU event with what
-        each state gained since the previous sample (the first one is only the base).
-
-        The base is taken at the release, the samples half a period off that beat: iperf3's
-        intervals come on the release's beat, and the four round trips a second of a 2-pair
-        run came with them, on the console's path from an interval's arrival to its frame
-        (0.3-0.8 ms of its CPU each time, tripled in wall time on a loaded machine)."""
-        before = None
-        complained = False
-        due = time.monotonic() - period / 2  # the next sample: half a period after the base
-        role = "sender" if link is self.sender else "receiver"
-        while True:
-            try:
-                now = parse_cpu_times(await link.check(command, timeout=max(2.0, period)))
-                if now is None:
-                    raise RemoteError(link.alias, "its CPU time counters were not readable")
-            except RemoteError as exc:
-                if not complained:
-                    self.ctx.event(events.Error(message=f"host CPU: {exc.reason}"),
-                                host=link.alias)
-                    complained = True
-                before = None
-            else:
-                got = since(before, now) if before is not None else None
-                if got is not None:
-                    phase, straddles = self.ctx.phase(time.time(), period)
-                    self.ctx.event(events.Cpu(run=self.spec.run_id, role=role, phase=phase,
-                                           straddles=straddles, total=got[0], cpus=got[1]),
-                                host=link.alias)
-                before = now
-            # on a fixed beat; a sample that took longer than a period (a slow link) is not
-            # made up for with a burst
-            due = max(due + period, time.monotonic())
-            await asyncio.sleep(due - time.monotonic())
 
     @staticmethod
     async def _sysctl_names(link: HostLink, pattern: str) -> list[str]:

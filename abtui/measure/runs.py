@@ -175,8 +175,7 @@ class PairRun:
     # ---- ending -------------------------------------------------------------------------
     async def cleanup(self) -> None:
         """End every process and task this run started, whatever state it is in."""
-        self.samplers.stop_samples()
-        await self.processes.cleanup()
+        await asyncio.gather(self.samplers.stop_samples(), self.processes.cleanup())
         self.samplers.cancel()
         self.reader.cancel()
 

@@ -132,6 +132,16 @@ def ping_argv(opts: TestOptions, target: str) -> list[str]:
     return argv
 
 
+CPU_END_MARK = "__ABTUI_CPU__"
+
+
+def cpu_loop_command(command: str) -> str:
+    """One long command that runs `command` (a dialect's `cpu_times_command`) for every line
+    it reads on stdin, then prints CPU_END_MARK: a sample costs the caller a write and a
+    read, not a round trip on the control shell. It ends at end of file on stdin."""
+    return f"while read -r _abtui_tick; do {command} 2>&1; echo {CPU_END_MARK}; done"
+
+
 def plain(argv: list[str]) -> str:
     return f"LC_ALL=C exec {shlex.join(argv)}"
 

@@ -1,7 +1,8 @@
-"""Long commands on a host: each on an SSH channel of its own, its stdout streamed line by line.
-The command reports its process group first, so cancelling ends it and its children for
-certain (a TERM, then a KILL for what is left). The link (abtui.remote.link) starts them;
-this is what a started one is.
+"""Long commands on a host: each on an SSH channel of its own, its stdout streamed line by line
+(`lines`), or handed on packet by packet from the channel's own callback (`feed`: no task
+woken per line, for the streams a run reads all along). The command reports its process
+group first, so cancelling ends it and its children for certain (a TERM, then a KILL for
+what is left). The link (abtui.remote.link) starts them; this is what a started one is.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import contextlib
 import shlex
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Generic, Protocol, TypeVar
 
 from abtui.core.errors import RemoteError
@@ -52,6 +53,55 @@ class ProcessHost(Protocol):
 L = TypeVar("L", bound=ProcessHost)
 
 
+class LineFeed:
+    """stdout handed on as it comes off the channel, with no task woken for it: asyncssh
+    gives each packet's data to `write` from its own callback (a writer, as its redirects
+    use), and every line that packet completed goes to `handle` in one call (a ping line, an
+    iperf3 interval: one packet, one call). `ended` is done when the stream ends (the
+    process exits, the link drops; a partial last line is handed on first), or holds what
+    `handle` raised; from `stop` on, what arrives is drained and dropped."""
+
+    def __init__(self, handle: Callable[[list[str]], None]) -> None:
+        self._handle: Callable[[list[str]], None] | None = handle
+        self._partial = ""
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def write(self, data: str) -> None:
+        if "\n" not in data:
+            self._partial += data
+            return
+        *lines, self._partial = (self._partial + data).split("\n")
+        self._hand(lines)
+
+    def write_eof(self) -> None:
+        if self._partial:
+            self._hand([self._partial])
+            self._partial = ""
+        self.stop()
+
+    def write_exception(self, exc: Exception) -> None:
+        """A link lost before the feed was set: the stream ends there, as `lines` does."""
+        self.write_eof()
+
+    def close(self) -> None:
+        self.write_eof()
+
+    def stop(self) -> None:
+        self._handle = None
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+    def _hand(self, lines: list[str]) -> None:
+        if self._handle is None:
+            return
+        try:
+            self._handle(lines)
+        except Exception as exc:  # never into asyncssh's packet handling: to the awaiter
+            self._handle = None
+            if not self.ended.done():
+                self.ended.set_exception(exc)
+
+
 class RemoteProcess(Generic[L]):
     """A streamed remote command: its stdout lines, its process group, and how to end it;
     `link` the link that started it (a `RemoteProcess[HostLink]` from HostLink.stream)."""
@@ -88,8 +138,20 @@ class RemoteProcess(Generic[L]):
         except (asyncssh.Error, OSError):
             return
 
+    def feed(self, handle: Callable[[list[str]], None]) -> LineFeed:
+        """stdout handed to `handle` as it arrives, every line one packet carried in one call
+        (see LineFeed); the other way to read it than `lines`, never both."""
+        feed = LineFeed(handle)
+        self._proc.set_writer(feed, True, None)
+        self._proc.feed_recv_buf(None, feed)  # what came before (the pgid line was read)
+        return feed
+
     def write(self, data: str) -> None:
         self._proc.stdin.write(data)
+
+    def close_stdin(self) -> None:
+        """End of file on the command's stdin (a loop reading it ends by itself)."""
+        self._proc.stdin.write_eof()
 
     async def wait(self, timeout: float | None = None) -> int | None:
         """The exit status (None when ended by a signal or the link dropped)."""

@@ -11,8 +11,10 @@ import pytest
 
 from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
+from abtui.remote.iperf_cmd import CPU_END_MARK
 from abtui.sessions.session import Session
-from tests.lab.engine_kit import lab_profile, run_plan
+from tests.lab.engine_kit import lab_profile, run_plan, until
+from tests.lab.namespaces import netns_processes
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
@@ -68,3 +70,32 @@ async def test_recorded_cpu_is_what_iperf3_printed_and_hosts_are_sampled(lab: La
     runs = report.split("## Runs", 1)[1]
     s = cpu["sender"]
     assert f"{s['total']:.1f} ({s['user']:.1f}u/{s['system']:.1f}s)" in runs
+
+
+def _cpu_loops(lab: Lab) -> dict[str, list[int]]:
+    """The host CPU loops running on the lab's hosts (their command line has the end mark)."""
+    out: dict[str, list[int]] = {}
+    for h in lab.hosts(2):
+        for pid, _comm, cmdline, state in netns_processes(h.netns):
+            if CPU_END_MARK in cmdline and not state.startswith("Z"):
+                out.setdefault(h.alias, []).append(pid)
+    return out
+
+
+async def test_the_cpu_loops_run_during_a_run_and_are_gone_once_it_ended(lab: Lab):
+    """One loop per host while the runs sample, none left once they ended, the links still
+    up (a link's close would end them anyway: that is not the run's cleanup)."""
+    seen: dict[str, list[int]] = {}
+    left: dict[str, list[int]] = {}
+
+    async def during(rec, engine) -> None:  # type: ignore[no-untyped-def]
+        await until(lambda: len({e.host for e in rec.of(EventKind.CPU)}) == 4, 20.0)
+        seen.update(_cpu_loops(lab))
+        await engine.wait()
+        left.update(_cpu_loops(lab))
+
+    rec, _ = await run_plan(lab_profile(lab, duration=3), during=during)
+    assert all(rec.run_end(e.payload.run)["status"] == "ok" for e in rec.of(EventKind.RUN_START))
+    assert sorted(seen) == sorted(h.alias for h in lab.hosts(2))
+    assert all(len(pids) == 1 for pids in seen.values()), seen
+    assert left == {}, f"host CPU loops left after the runs: {left}"

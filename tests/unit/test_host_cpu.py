@@ -4,16 +4,27 @@ cost section: CPU % and efficiency per configuration with Δ and verdict like th
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from abtui.core.cpu import FIELDS, busy_cores, sample_figures
+from abtui.core.errors import RemoteError
 from abtui.core.events import Cpu, Event, EventKind
+from abtui.core.model import LinkState, Pair
+from abtui.core.model import TestOptions as Options
+from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
+from abtui.measure.run_cpu import CpuSampler
+from abtui.measure.run_sampling import RunSamplers
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.freebsd import FreeBSD
+from abtui.remote.iperf_cmd import CPU_END_MARK, cpu_loop_command
 from abtui.remote.linux import Linux
+from abtui.remote.streams import LineFeed
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 from tests import synth
@@ -182,57 +193,134 @@ def test_json_export_carries_cpu_cells_series_and_iperf3s_figures() -> None:
     assert doc["phases"][0]["summary"]["receiver_cpu"] is None
 
 
+class _CpuLoop:
+    """The CPU loop a fake host streams: each line written to it answered, from the loop's
+    script, as its channel would (a packet, handed to the feed on a later loop turn); the
+    script run out, the loop ends (its link lost)."""
+
+    pgid = None
+    stderr = ""
+
+    def __init__(self, link: _CpuLink) -> None:
+        self.link = link
+        self.feeds: list[LineFeed] = []
+        self.stdin_closed = False
+
+    def feed(self, handle: Callable[[list[str]], None]) -> LineFeed:
+        self.feeds.append(LineFeed(handle))
+        return self.feeds[-1]
+
+    def write(self, data: str) -> None:
+        assert data == "\n"
+        self.link.asked.append(time.monotonic())
+        loop = asyncio.get_running_loop()
+        if not self.link.outputs:
+            loop.call_soon(self.feeds[-1].write_eof)
+            return
+        answer = self.link.outputs.pop(0) + CPU_END_MARK + "\n"
+        loop.call_soon(self.feeds[-1].write, answer)
+
+    def close_stdin(self) -> None:
+        self.stdin_closed = True
+
+    async def wait(self, timeout: float | None = None) -> int | None:
+        return 0
+
+    async def terminate(self, grace: float = 2.0) -> None:
+        self.link.ended += 1
+
+
 class _CpuLink:
-    """A host whose control shell answers the CPU command from a script of outputs."""
+    """A host whose CPU loop answers from a script of outputs; once it ran out, the link is
+    lost (the loop ends, and it cannot be started again)."""
+
+    state = LinkState.CONNECTED
 
     def __init__(self, alias: str, outputs: list[str]) -> None:
         self.alias = alias
         self.outputs = outputs
         self.commands: list[str] = []
+        self.loops: list[_CpuLoop] = []
+        self.asked: list[float] = []
+        self.ended = 0
 
-    async def check(self, command: str, timeout: float = 10.0) -> str:
+    async def stream(self, command: str) -> _CpuLoop:
         self.commands.append(command)
         if not self.outputs:
-            from abtui.core.errors import RemoteError
-
             raise RemoteError(self.alias, "link lost")
-        return self.outputs.pop(0)
+        self.loops.append(_CpuLoop(self))
+        return self.loops[-1]
 
 
-def test_sampler_one_round_trip_per_sample_and_ticks_since_the_previous() -> None:
-    import asyncio
-
-    from abtui.core.model import Pair
-    from abtui.core.model import TestOptions as Options
-    from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
-    from abtui.measure.run_sampling import RunSamplers
-
-    first = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
-    second = "cpu  160 0 70 1010 0 5 15 0\ncpu0 160 0 70 1010 0 5 15 0\n"
-    third = "cpu  170 0 75 1100 0 5 15 0\ncpu0 170 0 75 1100 0 5 15 0\n"
-    events: list[Event] = []
+def _context(snd: _CpuLink, events: list[Event]) -> RunContext:
     spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"),
                    options=Options(), target="10.0.0.2", seconds=2, port=5201,
                    cpu_commands={"snd": Linux.cpu_times_command})
     owner = OwnerOf(events.append, lambda label, t, span: (3, False))
+    return RunContext(spec, snd, _CpuLink("rcv", []), owner,  # type: ignore[arg-type]
+                      RunParsers(lambda fmt: None))  # type: ignore[arg-type,return-value]
+
+
+async def _sample_until(snd: _CpuLink, events: list[Event], period: float,
+                        done: Callable[[], bool]) -> None:
+    """snd's CPU sampled every `period` s until `done`, then the sampler cancelled (as a
+    run's cleanup does) and awaited."""
+    task = asyncio.create_task(CpuSampler(_context(snd, events), snd,  # type: ignore[arg-type]
+                                          Linux.cpu_times_command, period).run())
+    while not done():
+        await asyncio.sleep(0.005)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def test_sampler_one_loop_per_host_and_ticks_since_the_previous() -> None:
+    """The ticks each state gained, sample by sample (the figures the round-trip sampler
+    gave on these counters); the link lost afterwards: said once, not once per sample."""
+    first = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
+    second = "cpu  160 0 70 1010 0 5 15 0\ncpu0 160 0 70 1010 0 5 15 0\n"
+    third = "cpu  170 0 75 1100 0 5 15 0\ncpu0 170 0 75 1100 0 5 15 0\n"
+    events: list[Event] = []
     snd = _CpuLink("snd", [first, second, third])
-    samplers = RunSamplers(RunContext(spec, snd, _CpuLink("rcv", []), owner,  # type: ignore[arg-type]
-                                      RunParsers(lambda fmt: None)))  # type: ignore[arg-type,return-value]
-
-    async def sample() -> None:
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(samplers.sample_cpu(snd, Linux.cpu_times_command, 0.02),  # type: ignore[arg-type]
-                                   0.15)
-
-    asyncio.run(sample())
+    # the loop, then two restarts the lost link refused
+    asyncio.run(_sample_until(snd, events, 0.02, lambda: len(snd.commands) >= 3))
     cpu = [e for e in events if e.kind is EventKind.CPU]
     assert [e.payload.total for e in cpu] == [[60, 20, 5, 5, 10, 0], [10, 5, 0, 0, 90, 0]]
     assert cpu[0].host == "snd" and cpu[0].payload.role == "sender"
     assert cpu[0].payload.phase == 3 and cpu[0].payload.cpus == [[60, 20, 5, 5, 10, 0]]
-    assert snd.commands[:3] == [Linux.cpu_times_command] * 3
-    # the link lost afterwards: said once, not once per sample
+    assert snd.commands == [cpu_loop_command(Linux.cpu_times_command)] * len(snd.commands)
+    assert len(snd.loops) == 1 and len(snd.asked) == 4  # one loop; 3 answers, then it ended
+    assert snd.loops[0].stdin_closed and snd.ended == 1  # and was ended
     errors = [e for e in events if e.kind is EventKind.ERROR]
-    assert len(errors) == 1 and "host CPU" in errors[0].payload.message
+    assert len(errors) == 1 and "host CPU: link lost" in errors[0].payload.message
+
+
+def test_a_stopped_run_ends_its_cpu_loops_before_its_cleanup_is_done() -> None:
+    events: list[Event] = []
+    snd = _CpuLink("snd", ["cpu  1 0 0 1 0 0 0 0\n"] * 100)
+    samplers = RunSamplers(_context(snd, events))
+
+    async def sample() -> None:
+        samplers.start(None, [])
+        while len(snd.asked) < 2:  # the base and the first sample (half a second on)
+            await asyncio.sleep(0.01)
+        await samplers.stop_samples()
+
+    asyncio.run(sample())
+    assert len(snd.loops) == 1 and snd.loops[0].stdin_closed and snd.ended == 1
+    assert not [e for e in events if e.kind is EventKind.ERROR]
+
+
+def test_the_cpu_loop_answers_each_line_on_this_machine() -> None:
+    """The loop the host runs, run by this machine's sh: one answer per line read, each the
+    dialect's CPU lines and the end mark; it ends at end of file."""
+    out = subprocess.run(["sh", "-c", cpu_loop_command(Linux.cpu_times_command)],
+                         input="\n\n\n", capture_output=True, text=True, timeout=10,
+                         check=True).stdout
+    answers = out.split(CPU_END_MARK + "\n")
+    assert answers[-1] == "" and len(answers) == 4
+    for text in answers[:3]:
+        times = parse_cpu_times(text)
+        assert times is not None and len(times.cpus) == (os.cpu_count() or 0)
 
 
 def test_a_procedures_first_table_shows_cpu_when_the_session_has_it() -> None:
@@ -261,44 +349,29 @@ def test_a_procedures_first_table_shows_cpu_when_the_session_has_it() -> None:
 
 def test_sampler_samples_half_a_period_off_the_intervals_beat() -> None:
     """The base at the release (when iperf3's interval beat starts), each sample after it
-    half a period off that beat: the round trips never come with the intervals."""
-    import asyncio
-    import time
-
-    from abtui.core.model import Pair
-    from abtui.core.model import TestOptions as Options
-    from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
-    from abtui.measure.run_sampling import RunSamplers
-
+    half a period off that beat: the samples never come with the intervals."""
     sample = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
     period = 0.2
-    at: list[float] = []
-
-    class Timed(_CpuLink):
-        async def check(self, command: str, timeout: float = 10.0) -> str:
-            at.append(time.monotonic())
-            if len(at) == 4:
-                third.set()
-            return sample
-
-    spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"),
-                   options=Options(), target="10.0.0.2", seconds=2, port=5201,
-                   cpu_commands={"snd": Linux.cpu_times_command})
-    snd = Timed("snd", [])
-    samplers = RunSamplers(RunContext(spec, snd, _CpuLink("rcv", []),  # type: ignore[arg-type]
-                                      OwnerOf(lambda e: None, lambda label, t, span: (0, False)),
-                                      RunParsers(lambda fmt: None)))  # type: ignore[arg-type,return-value]
-
-    async def run() -> None:
-        task = asyncio.create_task(samplers.sample_cpu(snd, Linux.cpu_times_command,  # type: ignore[arg-type]
-                                                       period))
-        await asyncio.wait_for(third.wait(), 10.0)
-        task.cancel()
-
-    third = asyncio.Event()
+    snd = _CpuLink("snd", [sample] * 100)
     start = time.monotonic()
-    asyncio.run(run())
-    offsets = [(t - start) / period for t in at]
+    asyncio.run(_sample_until(snd, [], period, lambda: len(snd.asked) >= 4))
+    offsets = [(t - start) / period for t in snd.asked]
     assert offsets[0] < 0.25  # the base, at once
-    for k, off in enumerate(offsets[1:]):  # 0.5, 1.5, 2.5 periods (late on a busy machine,
+    for k, off in enumerate(offsets[1:4]):  # 0.5, 1.5, 2.5 periods (late on a busy machine,
         assert k + 0.5 <= off < k + 0.5 + 0.4  # never early, never on the beat)
+
+
+def test_an_unreadable_answer_is_said_once_and_the_sampler_goes_on() -> None:
+    ok = "cpu  100 0 50 1000 0 0 10 0\ncpu0 100 0 50 1000 0 0 10 0\n"
+    later = "cpu  110 0 50 1090 0 0 10 0\ncpu0 110 0 50 1090 0 0 10 0\n"
+    bad = "sysctl: unknown oid 'kern.cp_times'\n"
+    events: list[Event] = []
+    snd = _CpuLink("snd", [ok, bad, bad, ok, later, later])
+    asyncio.run(_sample_until(snd, events, 0.02, lambda: len(snd.loops) > 1 or
+                              len(snd.asked) >= 6))
+    errors = [e.payload.message for e in events if e.kind is EventKind.ERROR]
+    assert errors == ["host CPU: its CPU time counters were not readable: sysctl: unknown oid "
+                      "'kern.cp_times'"]
+    # an unreadable answer is no base: the next readable one is, and the one after it counts
+    cpu = [e.payload.total for e in events if e.kind is EventKind.CPU]
+    assert cpu == [[10, 0, 0, 0, 90, 0], [0, 0, 0, 0, 0, 0]]

@@ -25,6 +25,7 @@ from abtui.measure.runs import PairRun
 from abtui.measure.seams import default_parser_factory
 from abtui.remote.iperf_cmd import ARMED_MARK
 from tests.fixtures import FIXTURES
+from tests.unit.fake_feed import FeedsLines
 
 V312 = FIXTURES / "iperf3-3.12"
 # a single-stream interval line as iperf3 prints it: start, end, rate, and UDP's receiver
@@ -50,7 +51,7 @@ def printed(path: Path) -> list[dict[str, float]]:
     return out
 
 
-class FakeProcess:
+class FakeProcess(FeedsLines):
     """A streamed command that plays back recorded lines."""
 
     def __init__(self, link: FakeLink, lines: list[str], rc: int, armed: bool,

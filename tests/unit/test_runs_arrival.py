@@ -13,9 +13,10 @@ from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.run_lines import OutputLines as _Lines
 from abtui.parse import Iperf3Result
 from abtui.remote.iperf_cmd import ARMED_MARK
+from tests.unit.fake_feed import FeedsLines
 
 
-class _Proc:
+class _Proc(FeedsLines):
     """Stands in for a RemoteProcess: two lines, 0.2 s apart, then the end."""
 
     async def lines(self) -> AsyncIterator[str]:
@@ -60,7 +61,7 @@ def test_the_arrival_time_is_not_journaled() -> None:
     assert Event.from_json(ev.to_json()) == ev  # the stamp is no part of what an event is
 
 
-class _Silent:
+class _Silent(FeedsLines):
     """A process whose output never ends, even once it was told to (its link hangs): the
     client says it is armed, then one line once released; the server that it listens."""
 

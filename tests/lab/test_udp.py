@@ -40,7 +40,9 @@ def received(lines: list[str]) -> list[dict[str, float]]:
         m = RECEIVED.match(line)
         if m is None or line.rstrip().endswith(("sender", "receiver")):
             continue
-        d = {"start": float(m[1]), "end": float(m[2]), "bps": float(m[3]) * UNIT[m[4]],
+        # whole bits per second, as the parser gives them (66.4 * 1e6 is 66400000.00000001)
+        bps = float(round(float(m[3]) * UNIT[m[4]]))
+        d = {"start": float(m[1]), "end": float(m[2]), "bps": bps,
              "jitter": float(m[5]), "lost": int(m[6]), "packets": int(m[7])}
         if d["end"] - d["start"] >= STUB_FRACTION * INTERVAL and (not out or out[-1] != d):
             out.append(d)

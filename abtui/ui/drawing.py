@@ -17,6 +17,7 @@ from rich.style import Style
 from textual._styles_cache import StylesCache
 from textual.color import Color
 from textual.content import Content
+from textual.filter import ANSIToTruecolor, LineFilter
 from textual.geometry import Size, Spacing
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
@@ -27,29 +28,93 @@ if TYPE_CHECKING:
 BARS = " ▁▂▃▄▅▆▇█"
 
 
-class TextDrawer:
-    """Packed text lines as strips; the rich style of each span's style over a base is kept
-    (forget() after a theme change)."""
+class Recolour:
+    """What the app's line filters do to a style, worked out once per style. Textual filters
+    every new row of a widget (StylesCache.render: each segment's style looked up again, a
+    new list of segments and a second Strip), which was a tenth of a busy console's frames;
+    a widget drawn in styles recoloured here needs none of that. Only where every filter is
+    Textual's ANSI-to-truecolour conversion (its default), which maps each style on its own
+    and leaves a converted style as it is: a row filtered again (a row Textual draws around
+    the widget's own content) is unchanged. Otherwise `active` is False and the rows are
+    filtered Textual's way."""
 
     def __init__(self) -> None:
+        self.filters: tuple[LineFilter, ...] = ()
+        self.background: Color | None = None
+        self.active = False
+        self._styles: dict[Style, Style] = {}
+
+    def update(self, filters: Sequence[LineFilter], background: Color) -> bool:
+        """The app's filters and the widget's background for this render: whether they
+        changed (what was drawn in the former styles is then to be drawn again)."""
+        if background == self.background and len(filters) == len(self.filters) and all(
+                a is b for a, b in zip(filters, self.filters, strict=True)):
+            return False
+        self.filters, self.background = tuple(filters), background
+        self.active = all(type(f) is ANSIToTruecolor for f in self.filters)
+        self._styles.clear()
+        return True
+
+    def __call__(self, style: Style) -> Style:
+        """`style` as the filters would leave it."""
+        if not self.active or self.background is None:
+            return style
+        got = self._styles.get(style)
+        if got is None:
+            got = self._styles[style] = self.segments([Segment(" ", style)])[0].style or style
+        return got
+
+    def segments(self, segments: list[Segment]) -> list[Segment]:
+        """Segments as the filters leave them (each filter's own way)."""
+        if self.active and self.background is not None:
+            for f in self.filters:
+                segments = f.apply(segments, self.background)
+        return segments
+
+    def strip(self, strip: Strip) -> Strip:
+        """A row Textual drew, filtered as Textual would (a no-op where it was not active)."""
+        if self.active and self.background is not None:
+            for f in self.filters:
+                strip = strip.apply_filter(f, self.background)
+        return strip
+
+
+NO_RECOLOUR = Recolour()  # never updated: styles as they are
+
+
+class TextDrawer:
+    """Packed text lines as strips; the rich style of each span's style over a base is kept
+    (forget() after a theme change), recoloured by `recolour` (Recolour)."""
+
+    def __init__(self, recolour: Recolour = NO_RECOLOUR) -> None:
         self._styles: dict[tuple[str | TextualStyle, TextualStyle], Style] = {}
+        self._bases: dict[TextualStyle, tuple[Style, Style]] = {}  # base: its own, its padding
+        self.recolour = recolour
 
     def forget(self) -> None:
         self._styles.clear()
+        self._bases.clear()
+
+    def _base(self, base: TextualStyle) -> tuple[Style, Style]:
+        got = self._bases.get(base)
+        if got is None:
+            got = self._bases[base] = (self.recolour(base.rich_style),
+                                       self.recolour(base.background_style.rich_style))
+        return got
 
     def cells(self, line: Content | Sequence[tuple[str, str | None]], base: TextualStyle,
               width: int) -> list[Segment]:
         """`line` in `base` (its spans' or runs' styles over it), padded or cut to `width`
         cells, as segments (a Strip costs seven caches: made once, by the frame)."""
+        base_rich, padding = self._base(base)
         if isinstance(line, Content):
             segments, length = self._segments(line, base), line.cell_length
         else:
-            base_rich = base.rich_style
             segments = [Segment(text, base_rich if style is None else self._rich(style, base))
                         for text, style in line]
             length = sum(cell_len(text) for text, _ in line)
         if length < width:
-            segments.append(Segment(" " * (width - length), base.background_style.rich_style))
+            segments.append(Segment(" " * (width - length), padding))
         elif length > width:
             segments = list(Strip(segments, length).crop(0, width))
         return segments
@@ -58,10 +123,10 @@ class TextDrawer:
         """A line's segments: its text between spans in the base style, each span's in the
         base style plus its own; Textual's rendering where spans overlap."""
         plain, at, out = line.plain, 0, []
-        base_rich = base.rich_style
+        base_rich = self._base(base)[0]
         for span in sorted(line.spans, key=lambda sp: sp.start):
             if span.start < at:
-                return list(line.render_segments(base))
+                return self.recolour.segments(list(line.render_segments(base)))
             if span.start > at:
                 out.append(Segment(plain[at:span.start], base_rich))
             out.append(Segment(plain[span.start:span.end], self._rich(span.style, base)))
@@ -75,7 +140,7 @@ class TextDrawer:
         got = self._styles.get(key)
         if got is None:
             extra = TextualStyle.parse(style) if isinstance(style, str) else style
-            got = self._styles[key] = (base + extra).rich_style
+            got = self._styles[key] = self.recolour((base + extra).rich_style)
         return got
 
 
@@ -139,15 +204,31 @@ class FramedLines(StylesCache):
     the simple case — no hatch, tint, outline nor opacity — which the pane's styles are;
     otherwise, and for the border rows, Textual's own rendering."""
 
-    def __init__(self, cells: Callable[[int, int], Sequence[Segment] | None]) -> None:
+    def __init__(self, cells: Callable[[int, int], Sequence[Segment] | None],
+                 recoloured: Callable[[], None] = lambda: None) -> None:
         super().__init__()
         self._cells = cells  # a content row's segments at a width, if the widget has them
         self._frames: dict[tuple[object, ...], Frame | None] = {}
         self.quick_rows = 0  # content rows framed the quick way (for tests)
+        # the app's line filters, applied to the widget's styles (its `cells` are drawn in
+        # them) rather than to each new row; `recoloured`: they changed, draw the cells again
+        self.recolour = Recolour()
+        self._recoloured = recoloured
 
     def clear(self) -> None:
         super().clear()
         self._frames.clear()
+
+    def render(self, styles: StylesBase, size: Size, base_background: Color,
+               background: Color, render_content_line: Callable[[int], Strip],
+               filters: Sequence[LineFilter], *rest: Any, **options: Any) -> list[Strip]:
+        """Textual's, the rows already in filtered styles (Recolour) where it can be."""
+        if self.recolour.update(filters, background):
+            self.clear()
+            self._recoloured()
+        return super().render(styles, size, base_background, background,
+                              render_content_line, () if self.recolour.active else filters,
+                              *rest, **options)
 
     def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size,
                     padding: Spacing, base_background: Color, background: Color,
@@ -163,10 +244,10 @@ class FramedLines(StylesCache):
         cells = None
         if frame is not None and frame[0] <= y < frame[1]:
             cells = self._cells(y - frame[0], content_size.width)
-        if frame is None or cells is None:
-            return super().render_line(styles, y, size, content_size, padding,
-                                       base_background, background, render_content_line,
-                                       *rest)
+        if frame is None or cells is None:  # Textual's row, filtered as Textual would
+            return self.recolour.strip(super().render_line(
+                styles, y, size, content_size, padding, base_background, background,
+                render_content_line, *rest))
         self.quick_rows += 1
         return Strip([*frame[2], *cells, *frame[3]], size.width)
 
@@ -202,5 +283,6 @@ class FramedLines(StylesCache):
         if at != gutter.left or width != gutter.right or [s.text for s in middle] != \
                 [s.text for s in blank]:
             return None  # not cut where expected: Textual's own way for every row
-        return (gutter.top, gutter.top + content_size.height, tuple(segments[:cut]),
-                tuple(tail))
+        return (gutter.top, gutter.top + content_size.height,
+                tuple(self.recolour.segments(segments[:cut])),
+                tuple(self.recolour.segments(tail)))

@@ -106,8 +106,9 @@ class PairPane(Widget):
         self._rows: list[tuple[str, int]] | None = None  # the pane's row → (band, its row)
         self._spans: dict[str, tuple[int, int]] = {}  # each band's first row and rows
         self._dirty: set[str] = set()  # bands to repaint (at the end of the update)
-        self._drawer = TextDrawer()
-        self._styles_cache = FramedLines(self._row_cells)  # its content rows framed the quick way
+        # its content rows framed the quick way, drawn in the line filters' colours
+        self._styles_cache = FramedLines(self._row_cells, self._forget_drawn)
+        self._drawer = TextDrawer(self._styles_cache.recolour)
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
         self._bases: dict[str, TextualStyle] = {}  # each text line's style
         self._grew = False
@@ -201,19 +202,25 @@ class PairPane(Widget):
         got = self._palettes.get(chart)
         if got is None:
             base = self.rich_style
+            recolour = self._styles_cache.recolour
             got = self._palettes[chart] = (
-                base, base + self.get_component_rich_style(f"pane--{chart}-low"),
-                base + self.get_component_rich_style(f"pane--{chart}-high"),
-                base + self.get_component_rich_style("pane--marker"))
+                recolour(base),
+                recolour(base + self.get_component_rich_style(f"pane--{chart}-low")),
+                recolour(base + self.get_component_rich_style(f"pane--{chart}-high")),
+                recolour(base + self.get_component_rich_style("pane--marker")))
         return got
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._palettes.clear()  # a theme change (or the pane's class) recolours its rows
+        self._forget_drawn()  # a theme change (or the pane's class) recolours its rows
+        self._styles_cache.clear()  # its frame too
+
+    def _forget_drawn(self) -> None:
+        """Every row drawn again, in styles worked out again."""
+        self._palettes.clear()
         self._bases.clear()
         self._drawer.forget()
         self._cells.clear()
-        self._styles_cache.clear()  # its frame too
 
     def _repaint(self, band: str) -> None:
         """Only the band's rows repainted (the rest of the pane is kept as drawn), with the

@@ -200,3 +200,39 @@ async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> 
                 assert f"n {app.state.pairs['A'].intervals} " in shown, shown
         assert app.state.pairs["A"].intervals == 12
         assert not prompted, f"the pane was prompted {len(prompted)} times"
+
+
+async def test_a_pane_s_new_rows_come_in_filtered_colours_without_filtering_them() -> None:
+    """The app's line filter (Textual's ANSI-to-truecolour) is applied to the pane's styles
+    once, not to each row it draws again: an interval's chart and numbers, drawn again, are
+    not filtered, and every cell is what Textual's filtered rendering gives."""
+    from textual._styles_cache import StylesCache
+    from textual.filter import ANSIToTruecolor
+
+    app = Both()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(PairPane)
+        filters = app.get_line_filters()
+        assert filters and all(isinstance(f, ANSIToTruecolor) for f in filters)
+        applied: list[int] = []
+        for f in filters:
+            own = f.apply
+            f.apply = lambda segments, bg, own=own: (  # type: ignore[method-assign]
+                applied.append(len(segments)), own(segments, bg))[1]
+        whole = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
+        pane._styles_cache.render_widget(pane, whole)  # as drawn so far
+        pane.state.bps.extend([1e9, 3e9, 2e9])
+        pane.state.rtt.extend([0.2, 0.4])
+        pane.state.intervals = 3
+        pane.refresh_from_state((3e9, 0.4))  # its charts and numbers drawn again
+        drawn = _cells(pane._styles_cache.render_widget(pane, whole))
+        assert not applied, f"{len(applied)} rows filtered"
+        assert "n 3" in pane.text("tcp")
+        assert drawn == _cells(StylesCache().render_widget(pane, whole))  # Textual's, filtered
+        assert applied  # (the reference was filtered)
+        for dim in (False, True):  # a filter's colours change (a theme's ANSI colours)
+            app.ansi_color = dim
+            await pilot.pause()
+            assert _cells(pane._styles_cache.render_widget(pane, whole)) == _cells(
+                StylesCache().render_widget(pane, whole)), dim

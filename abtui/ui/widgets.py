@@ -107,8 +107,9 @@ class PairPane(Widget):
         self._spans: dict[str, tuple[int, int]] = {}  # each band's first row and rows
         self._dirty: set[str] = set()  # bands to repaint (at the end of the update)
         # its content rows framed the quick way, drawn in the line filters' colours
-        self._styles_cache = FramedLines(self._row_cells, self._forget_drawn)
-        self._drawer = TextDrawer(self._styles_cache.recolour)
+        framed = self._styles_cache = FramedLines(self._row_cells, self._forget_drawn)
+        self._recolour = framed.recolour
+        self._drawer = TextDrawer(self._recolour)
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
         self._bases: dict[str, TextualStyle] = {}  # each text line's style
         self._grew = False
@@ -202,7 +203,7 @@ class PairPane(Widget):
         got = self._palettes.get(chart)
         if got is None:
             base = self.rich_style
-            recolour = self._styles_cache.recolour
+            recolour = self._recolour
             got = self._palettes[chart] = (
                 recolour(base),
                 recolour(base + self.get_component_rich_style(f"pane--{chart}-low")),

@@ -40,7 +40,7 @@ from abtui.ui.chips import (
     row_text,
     styled,
 )
-from abtui.ui.drawing import FramedLines, TextDrawer, chart_rows
+from abtui.ui.drawing import ChartDrawer, FramedLines, TextDrawer
 from abtui.ui.pair_state import PairState
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
@@ -100,6 +100,7 @@ class PairPane(Widget):
         self._lines: dict[str, int] = {}  # how many rows it keeps (it only grows)
         self._width = 0  # the text width they were packed into
         self._charts: dict[str, Series] = {"bps": Series(), "rtt": Series()}
+        self._chart_drawers = {"bps": ChartDrawer(), "rtt": ChartDrawer()}  # kept columns
         self._cells: dict[str, list[list[Segment]]] = {}  # each band's rows, drawn
         self._cells_width = 0  # at this width
         self._error_shown = False  # the error line takes rows (as last laid out)
@@ -191,8 +192,8 @@ class PairPane(Widget):
     def _draw(self, band: str, width: int) -> list[list[Segment]]:
         if band in CHART_ROWS:
             s = self._charts[band]
-            return chart_rows(s.data, s.markers, s.ceiling, width, CHART_ROWS[band],
-                              self._palette(band))
+            return self._chart_drawers[band].rows(s.data, s.markers, s.ceiling, width,
+                                                  CHART_ROWS[band], self._palette(band))
         base = self._bases.get(band)
         if base is None:  # (Textual's lookup works out the pseudo-classes each time)
             base = self._bases[band] = self.get_visual_style(*LINE_CLASS.get(band, ()))

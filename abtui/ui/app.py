@@ -38,6 +38,7 @@ from abtui.ui.control import ControllerCalls
 from abtui.ui.eventlog import EventLog, LogView
 from abtui.ui.feed import FLUSH_HZ, LAZY_S, EventFeed
 from abtui.ui.files import SessionFiles
+from abtui.ui.frames import keep_unchanged_lines
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.keymap import (
     APP_BINDINGS,
@@ -176,6 +177,7 @@ class AbtuiApp(App[int]):
         self.screen_layout = MainLayout(self, self.state, self.board.panes, self.table,
                                         self.update_knobbar, lambda: self.main_width)
         self.screen_layout.fit()
+        keep_unchanged_lines(self.main_screen)  # not rendered again in every frame
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
 

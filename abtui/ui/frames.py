@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual._styles_cache import StylesCache
 from textual.screen import Screen
+from textual.widget import Widget
 
+from abtui.ui.drawing import KeptLines
 from abtui.ui.widgets import PairPane
 
 
@@ -26,3 +29,13 @@ def draw_panes_now(screen: Screen[Any]) -> None:
         return
     if any(isinstance(widget, PairPane) for widget in screen._dirty_widgets):
         screen._on_timer_update()
+
+
+def keep_unchanged_lines(screen: Screen[Any]) -> None:
+    """The screen and the widgets placed directly on it render their last lines again, as
+    they are, while unchanged (abtui.ui.drawing.KeptLines): every frame renders them. Only
+    those drawn Textual's general way (its own StylesCache and render_lines)."""
+    for widget in (screen, *screen.children):
+        if type(widget._styles_cache) is StylesCache \
+                and type(widget).render_lines is Widget.render_lines:
+            widget._styles_cache = KeptLines()

@@ -115,11 +115,19 @@ class MainLayout:
             shown = min(self.verdicts.rows_for(width - 2),
                         max(3, room - TABLE_MIN - PANES_MIN)) if verdicts else 0
             below = TABLE_MIN if verdicts else 1 + min(len(self.state.phases), TABLE_ROWS) + 2
-            self.verdicts.styles.max_height = shown or None
-            self.grid.styles.max_height = max(PANES_MIN, min(grid_rows, room - shown - below))
+            _max_height(self.verdicts, shown or None)
+            _max_height(self.grid, max(PANES_MIN, min(grid_rows, room - shown - below)))
         else:
-            self.verdicts.styles.max_height = None
-            self.grid.styles.max_height = None  # the stylesheet's
+            _max_height(self.verdicts, None)
+            _max_height(self.grid, None)  # the stylesheet's
+
+
+def _max_height(widget: Widget, rows: int | None) -> None:
+    """The widget's own max-height (None: the stylesheet's), set only when it changes:
+    Textual lays the screen out again whenever it is set to None (a pane that grew cost two
+    layouts of 15 ms, its own and this fit's)."""
+    if rows is not None or widget.styles.inline.has_rule("max_height"):
+        widget.styles.max_height = rows
 
 
 def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: PhaseTable,

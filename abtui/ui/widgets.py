@@ -40,7 +40,7 @@ from abtui.ui.chips import (
     row_text,
     styled,
 )
-from abtui.ui.drawing import FramedLines, TextDrawer, chart_rows
+from abtui.ui.drawing import ChartDrawer, FramedLines, TextDrawer
 from abtui.ui.pair_state import PairState
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
@@ -100,14 +100,17 @@ class PairPane(Widget):
         self._lines: dict[str, int] = {}  # how many rows it keeps (it only grows)
         self._width = 0  # the text width they were packed into
         self._charts: dict[str, Series] = {"bps": Series(), "rtt": Series()}
+        self._chart_drawers = {"bps": ChartDrawer(), "rtt": ChartDrawer()}  # kept columns
         self._cells: dict[str, list[list[Segment]]] = {}  # each band's rows, drawn
         self._cells_width = 0  # at this width
         self._error_shown = False  # the error line takes rows (as last laid out)
         self._rows: list[tuple[str, int]] | None = None  # the pane's row → (band, its row)
         self._spans: dict[str, tuple[int, int]] = {}  # each band's first row and rows
         self._dirty: set[str] = set()  # bands to repaint (at the end of the update)
-        self._drawer = TextDrawer()
-        self._styles_cache = FramedLines(self._row_cells)  # its content rows framed the quick way
+        # its content rows framed the quick way, drawn in the line filters' colours
+        framed = self._styles_cache = FramedLines(self._row_cells, self._forget_drawn)
+        self._recolour = framed.recolour
+        self._drawer = TextDrawer(self._recolour)
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
         self._bases: dict[str, TextualStyle] = {}  # each text line's style
         self._grew = False
@@ -189,8 +192,8 @@ class PairPane(Widget):
     def _draw(self, band: str, width: int) -> list[list[Segment]]:
         if band in CHART_ROWS:
             s = self._charts[band]
-            return chart_rows(s.data, s.markers, s.ceiling, width, CHART_ROWS[band],
-                              self._palette(band))
+            return self._chart_drawers[band].rows(s.data, s.markers, s.ceiling, width,
+                                                  CHART_ROWS[band], self._palette(band))
         base = self._bases.get(band)
         if base is None:  # (Textual's lookup works out the pseudo-classes each time)
             base = self._bases[band] = self.get_visual_style(*LINE_CLASS.get(band, ()))
@@ -201,19 +204,25 @@ class PairPane(Widget):
         got = self._palettes.get(chart)
         if got is None:
             base = self.rich_style
+            recolour = self._recolour
             got = self._palettes[chart] = (
-                base, base + self.get_component_rich_style(f"pane--{chart}-low"),
-                base + self.get_component_rich_style(f"pane--{chart}-high"),
-                base + self.get_component_rich_style("pane--marker"))
+                recolour(base),
+                recolour(base + self.get_component_rich_style(f"pane--{chart}-low")),
+                recolour(base + self.get_component_rich_style(f"pane--{chart}-high")),
+                recolour(base + self.get_component_rich_style("pane--marker")))
         return got
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._palettes.clear()  # a theme change (or the pane's class) recolours its rows
+        self._forget_drawn()  # a theme change (or the pane's class) recolours its rows
+        self._styles_cache.clear()  # its frame too
+
+    def _forget_drawn(self) -> None:
+        """Every row drawn again, in styles worked out again."""
+        self._palettes.clear()
         self._bases.clear()
         self._drawer.forget()
         self._cells.clear()
-        self._styles_cache.clear()  # its frame too
 
     def _repaint(self, band: str) -> None:
         """Only the band's rows repainted (the rest of the pane is kept as drawn), with the

@@ -200,3 +200,92 @@ async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> 
                 assert f"n {app.state.pairs['A'].intervals} " in shown, shown
         assert app.state.pairs["A"].intervals == 12
         assert not prompted, f"the pane was prompted {len(prompted)} times"
+
+
+async def test_a_pane_s_new_rows_come_in_filtered_colours_without_filtering_them() -> None:
+    """The app's line filter (Textual's ANSI-to-truecolour) is applied to the pane's styles
+    once, not to each row it draws again: an interval's chart and numbers, drawn again, are
+    not filtered, and every cell is what Textual's filtered rendering gives."""
+    from textual._styles_cache import StylesCache
+    from textual.filter import ANSIToTruecolor
+
+    app = Both()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(PairPane)
+        filters = app.get_line_filters()
+        assert filters and all(isinstance(f, ANSIToTruecolor) for f in filters)
+        applied: list[int] = []
+        for f in filters:
+            own = f.apply
+            f.apply = lambda segments, bg, own=own: (  # type: ignore[method-assign]
+                applied.append(len(segments)), own(segments, bg))[1]
+        whole = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
+        pane._styles_cache.render_widget(pane, whole)  # as drawn so far
+        pane.state.bps.extend([1e9, 3e9, 2e9])
+        pane.state.rtt.extend([0.2, 0.4])
+        pane.state.intervals = 3
+        pane.refresh_from_state((3e9, 0.4))  # its charts and numbers drawn again
+        drawn = _cells(pane._styles_cache.render_widget(pane, whole))
+        assert not applied, f"{len(applied)} rows filtered"
+        assert "n 3" in pane.text("tcp")
+        assert drawn == _cells(StylesCache().render_widget(pane, whole))  # Textual's, filtered
+        assert applied  # (the reference was filtered)
+        for dim in (False, True):  # a filter's colours change (a theme's ANSI colours)
+            app.ansi_color = dim
+            await pilot.pause()
+            assert _cells(pane._styles_cache.render_widget(pane, whole)) == _cells(
+                StylesCache().render_widget(pane, whole)), dim
+
+
+def test_a_scrolling_chart_is_drawn_as_afresh_working_out_only_its_new_columns() -> None:
+    """ChartDrawer (a pane's chart, drawn again at every interval) gives exactly chart_rows'
+    drawing of the same data — as the chart fills, scrolls by one value or a few, its
+    markers move, its ceiling or width changes, NaN and all — and works out only the values
+    that came since its last drawing while the chart scrolls."""
+    import random
+    from collections import deque
+
+    import abtui.ui.drawing as drawing
+
+    rng = random.Random(7)
+    palette = (Style(), Style(color="red"), Style(color="green"), Style(color="blue"))
+    worked: list[int] = []
+    own = drawing._columns_of
+
+    def counted(values, *rest):  # type: ignore[no-untyped-def]
+        worked.append(len(values))
+        return own(values, *rest)
+
+    drawing._columns_of = counted  # type: ignore[assignment]
+    try:
+        for trial in range(20):
+            drawer = drawing.ChartDrawer()
+            data: deque[float] = deque(maxlen=120)
+            marks: deque[bool] = deque(maxlen=120)
+            height, width, ceiling = rng.choice([1, 2]), rng.choice([7, 35, 36]), 12.0
+            for step in range(200):
+                for _ in range(rng.choice([1, 1, 1, 1, 2, 3, 5])):  # a flush's intervals
+                    data.append(rng.choice([0.0, float("nan"), 13.0]) if rng.random() < 0.05
+                                else rng.uniform(0, 12))
+                    marks.append(rng.random() < 0.05)
+                if rng.random() < 0.03:
+                    ceiling = rng.uniform(8, 14)  # the shared scale moved
+                if rng.random() < 0.01:
+                    width = rng.choice([7, 35, 36])  # a resize
+                worked.clear()
+                got = drawer.rows(data, marks, ceiling, width, height, palette)
+                fresh = [[(seg.text, seg.style) for seg in row] for row in drawing.chart_rows(
+                    data, marks, ceiling, width, height, palette)]
+                assert [[(seg.text, seg.style) for seg in row] for row in got] == fresh, \
+                    (trial, step)
+        # a chart that scrolls by one value works out that value alone
+        drawer = drawing.ChartDrawer()
+        data = deque([rng.uniform(0, 12) for _ in range(120)], maxlen=120)
+        drawer.rows(data, [], 12.0, 35, 2, palette)
+        data.append(5.0)
+        worked.clear()
+        drawer.rows(data, [], 12.0, 35, 2, palette)
+        assert worked == [1]
+    finally:
+        drawing._columns_of = own  # type: ignore[assignment]

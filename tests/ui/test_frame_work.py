@@ -1,0 +1,90 @@
+"""The console's frames do no work that changes nothing on screen: a pane that grows costs
+the screen the layouts Textual makes for it (the pane's, then one its widgets' new sizes ask
+for), not a third for the fit that follows it; a fit that changes nothing lays nothing out."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from abtui.core.events import Event, EventKind
+from abtui.ui.widgets import PairPane
+from tests.ui.console_kit import make_app, replayed, settle
+
+pytestmark = pytest.mark.ui
+
+
+async def test_a_pane_that_grows_costs_no_layout_of_the_console_s_own() -> None:
+    app = make_app(pairs=4, intervals=2)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await replayed(pilot, 2)
+        await settle(pilot)
+        screen = app.screen
+        layouts: list[bool] = []
+        own = screen._refresh_layout
+        screen._refresh_layout = (  # type: ignore[method-assign]
+            lambda *a, **k: (layouts.append(True), own(*a, **k))[1])
+        pane = app.query_one("#pane-A", PairPane)
+        rows = pane.size.height
+        last = [e for e in app.recent if e.kind is EventKind.INTERVAL][-4:]
+        for ev in last:  # a retransmit count long enough to wrap the TCP line
+            app.receive(Event.of(dataclasses.replace(
+                ev.payload, retransmits=123456789012345), ev.t + 1, ev.pair, ev.host))
+        await settle(pilot)
+        await pilot.pause()
+        assert "123456789012345" in pane.text("tcp")
+        assert pane.size.height > rows  # it grew, and the screen was laid out for it
+        assert len(layouts) == 2, f"{len(layouts)} layouts"
+        app.screen_layout.fit()  # nothing changed: nothing laid out
+        await settle(pilot)
+        await pilot.pause()
+        assert len(layouts) == 2, f"{len(layouts)} layouts"
+
+
+def _cells(strips: list) -> list[list[tuple[str, object]]]:  # type: ignore[type-arg]
+    return [[(ch, seg.style) for seg in strip if not seg.control for ch in seg.text]
+            for strip in strips]
+
+
+async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_frame() -> None:
+    """The screen and the widgets on it (header, knob bar, grid, bottom, footer) hand back
+    their last lines while unchanged, however many frames the panes' charts make, and what
+    they hand back is always what Textual's own rendering gives (after a change too)."""
+    from textual._styles_cache import StylesCache
+    from textual.geometry import Region
+
+    from abtui.ui.drawing import KeptLines
+
+    app = make_app(pairs=4, intervals=2)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await replayed(pilot, 2)
+        await settle(pilot)
+        screen = app.screen
+        kept = {type(w).__name__: w for w in (screen, *screen.children)
+                if isinstance(w._styles_cache, KeptLines)}
+        assert {"Header", "Grid", "KnobBar", "Horizontal", "KeysFooter"} <= set(kept)
+        assert not any(isinstance(p._styles_cache, KeptLines) for p in app.board.panes)
+        before = {name: w._styles_cache.kept for name, w in kept.items()}
+        last = [e for e in app.recent if e.kind is EventKind.INTERVAL][-4:]
+        for k in range(1, 4):  # more intervals: frames of the panes' charts
+            for ev in last:
+                app.receive(Event.of(dataclasses.replace(
+                    ev.payload, bits_per_second=ev.payload.bits_per_second * (1 + k / 10)),
+                    ev.t + k, ev.pair, ev.host))
+            await settle(pilot)
+        for name in ("Header", "Grid", "KnobBar", "KeysFooter"):
+            assert kept[name]._styles_cache.kept > before[name], name
+
+        def same() -> None:
+            for name, w in kept.items():
+                whole = Region(0, 0, w.outer_size.width, w.outer_size.height)
+                assert _cells(w._styles_cache.render_widget(w, whole)) == _cells(
+                    StylesCache().render_widget(w, whole)), name
+
+        same()
+        await pilot.press("tab")  # the scope moves: the knob bar says so
+        await settle(pilot)
+        await pilot.pause()
+        same()
+        assert app.scopes[app.scope_index] == "A"

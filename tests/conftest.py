@@ -21,6 +21,7 @@ def pytest_configure(config: pytest.Config) -> None:
     sessions): a run gets folders of its own, inherited by every abtui it starts."""
     import tempfile
 
+    _hear_ctrl_c()
     home = Path(tempfile.mkdtemp(prefix="abtui-test-home-"))
     config.stash[_HOME] = home
     for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_DATA_HOME", "data")):
@@ -36,6 +37,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _HOME = pytest.StashKey[Path]()
+
+
+def _hear_ctrl_c() -> None:
+    """A run started in the background of a shell without job control (`cmd &` in a script)
+    inherits SIGINT ignored, and so would every abtui it starts: the tests that end a
+    console, a run or a holder with ctrl+c then timed out, and left a tunnel to the next ones.
+    The run hears SIGINT again, as its children do."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _root_reason() -> str | None:

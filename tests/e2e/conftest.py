@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.term import TMUX, Term
+from tests.e2e.term import Term
 
 
 @pytest.fixture
@@ -17,4 +16,4 @@ def term() -> Iterator[Term]:
     try:
         yield t
     finally:
-        subprocess.run([TMUX, "-L", t.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        t.close()

@@ -26,6 +26,14 @@ class Term:
         return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True,
                               check=True).stdout  # type: ignore[list-item]
 
+    def close(self) -> None:
+        """The server ended (what its window runs gets SIGHUP, as when a terminal closes),
+        and its socket file removed: a killed server leaves it in tmux's folder."""
+        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+        with contextlib.suppress(OSError):
+            (folder / self.socket).unlink()
+
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "e2e")
 

@@ -109,7 +109,7 @@ def test_demo_on_the_lab_flips_a_knob_and_restores_it(term: Term, tmp_path: Path
         assert list((tmp_path / "sessions").glob("*.abtui.jsonl.gz"))  # the session, finished
     finally:
         end_console(pid)  # before its hosts go: it restores them
-        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        term.close()
         lab.down()
 
 
@@ -178,7 +178,7 @@ def test_demo_ends_promptly_on_sigterm_without_asking(term: Term, tmp_path: Path
         print(f"{sig.name} to the demo's end: {took:.2f} s")
     finally:
         end_console(pid)  # before its hosts go: it restores them
-        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        term.close()
         lab.down()
 
 
@@ -436,7 +436,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                                           tmp_path)
     finally:
         con.end()
-        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        term.close()
     assert not problems, "\n".join(problems)
 
 
@@ -537,5 +537,5 @@ def test_a_console_that_dies_leaves_the_hosts_as_they_were(term: Term, tmp_path:
         problems = _restored_or_said(lab, profile, originals, con, where, tmp_path)
     finally:
         con.end()
-        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        term.close()
     assert not problems, "\n".join(problems)

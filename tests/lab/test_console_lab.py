@@ -9,7 +9,6 @@ import io
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -103,7 +102,7 @@ def test_a_signal_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path:
         if how == "SIGTERM":
             os.kill(console, signal.SIGTERM)  # the console's own process, by its PID
         else:
-            subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+            term.close()
         deadline = time.monotonic() + 60
         while Path(f"/proc/{console}").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -115,7 +114,7 @@ def test_a_signal_to_the_real_console_restores_the_lab_hosts(lab: Lab, tmp_path:
         assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []
     finally:
         end_console(console)
-        subprocess.run([TMUX, "-L", term.socket, "kill-server"], capture_output=True)  # type: ignore[list-item]
+        term.close()
 
 
 HOSTILE = r"[b]x[/b] [@click=app.quit] \033[31mred\033[0m"

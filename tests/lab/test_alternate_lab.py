@@ -170,7 +170,10 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
                 p.kill()
                 p.wait()
         _ran(proc)
-        assert "alternation ended (--max-runs 10 reached) after " in proc.stderr, proc.stderr
+        # at the maximum, or (the one claim allowed below) ended by a false verdict: before,
+        # this asked for the maximum, so the claim the docstring allows failed here instead
+        assert re.search(r"alternation ended \((--max-runs 10 reached|every comparison "
+                         r"significant)\) after ", proc.stderr), proc.stderr
         final = _final(proc.stderr, "tcp_wmem")
         assert set(final) == {"A", "B"}, proc.stderr
         if any("significant" in line for line in final.values()):

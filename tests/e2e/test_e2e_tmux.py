@@ -353,12 +353,15 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
             if key == "ctrl+q":
                 break
             shown = intervals_shown(term.screen())
-            term.keys(tmux_key(key))
-            if key in knob_keys:
+            if key in knob_keys:  # the hosts read before the key: a flip takes a millisecond
                 knob = knob_keys[key]
                 before = read_once(profile, ssh).pair_values(profile)["A"][knob]
-                _wait_hosts(profile, ssh, lambda r, k=knob, b=before:
-                            r.pair_values(profile)["A"][k] != b, 30)
+            term.keys(tmux_key(key))
+            if key in knob_keys:
+                got = _wait_hosts(profile, ssh, lambda r, k=knob, b=before:
+                                  r.pair_values(profile)["A"][k] != b, 30)
+                if got.pair_values(profile)["A"][knob] == before:
+                    problems.append(f"{key}: {knob} stayed {before!r} on pair A's hosts")
             elif key == "ctrl+t":  # the switcher (its title, not the footer's "Tunnel")
                 if not term_wait_quiet(term, lambda s: "Tunnel for " in s, 20):
                     problems.append("ctrl+t: no tunnel switcher")

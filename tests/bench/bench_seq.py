@@ -21,6 +21,10 @@ block pairing and rule, vectorised; seeded):
   intervals on their own clock); the value is the
   99th percentile over seeds 0–999, the note the rest (median, 90th, max, seeds 1–3, and the
   average: what the rule's guarantee is about).
+- `seq_signflip_one_look` (no budget; why the rule is not a randomisation test): the paired t
+  against the exact sign-flip test, one look after 10 blocks, at the same shape: the 99th
+  percentile of the per-seed rate under the sign-flip test (value), beside the t's, the
+  averages, and the power of each at a true +3 % (3 % noise).
 - Without budget: `seq_power_3pct_family` (each of 4 comparisons of a 3 % difference in a
   2 × 3 alternation), `seq_early_overstatement_pct` (how much |Δ| at a significant stop
   exceeds the true 3 %, on average).
@@ -157,4 +161,28 @@ def seq_false_claim_per_seed() -> dict:
                     "one fixed length (1000 runs each): " + "; ".join(by_length)}
 
 
-RECORDS = [seq_false_claim_rate, seq_power, seq_estimate_calibration, seq_false_claim_per_seed]
+@measures("seq_signflip_one_look")
+def seq_signflip_one_look() -> dict:
+    rng = np.random.default_rng(SEED + 4)
+    seeds, runs, parts = 300, 60, []
+    value = 0.0
+    for length in (1.0, 1.1):
+        sc = ss.Scenario("lab", sd=0.03, period=2.0, load=0.25, length=(length, length),
+                         interval=0.5)
+        d = ss.ratios(rng, seeds * runs, 2, 2, 10, sc,
+                      seeds=np.repeat(np.arange(seeds), runs))
+        by_t, by_flips = (x.reshape(seeds, runs).mean(1) for x in ss.one_look(d, 0.05))
+        value = max(value, float(np.quantile(by_flips, 0.99)))
+        parts.append(f"stretch {length:g} long: t {spread(by_t)}; sign flips "
+                     f"{spread(by_flips)}")
+    d = ss.ratios(rng, RUNS, 1, 2, 10, ss.Scenario("3 %", sd=0.03), (0.0, EFFECT))
+    power = [float(x.mean()) for x in ss.one_look(d, 0.05)]
+    return {"name": "seq_signflip_one_look", "value": round(value, 4), "unit": "share",
+            "note": f"A/A as seq_false_claim_per_seed, one look at 10 blocks, alpha 0.05 / 2, "
+                    f"{seeds} seeds x {runs} runs: " + "; ".join(parts) +
+                    f"; power at +3 % (3 % noise, 1 pair, 10 blocks, {RUNS} runs): t "
+                    f"{power[0]:.3f}, sign flips {power[1]:.3f}"}
+
+
+RECORDS = [seq_false_claim_rate, seq_power, seq_estimate_calibration, seq_false_claim_per_seed,
+           seq_signflip_one_look]

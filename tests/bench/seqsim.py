@@ -179,6 +179,21 @@ def per_seed(rng: np.random.Generator, sc: Scenario, seeds: Sequence[int], runs:
     return np.concatenate(out)
 
 
+def one_look(d: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Whether any comparison (d: runs × K × n block log ratios) is significant at one look
+    after all n blocks, each at alpha / K (Bonferroni): by the paired t, and by the exact
+    sign-flip (randomisation) test of the mean, all 2^n flips enumerated. Per run."""
+    from scipy.stats import t as student_t
+
+    n, level = d.shape[-1], alpha / d.shape[1]
+    mean = d.mean(-1)
+    t = np.abs(mean) / (d.std(-1, ddof=1) / np.sqrt(n))
+    flips = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)  # 2^n × n signs
+    flipped = np.abs(np.einsum("rkn,pn->rkp", d, flips)) / n
+    p = (flipped >= np.abs(mean)[..., None] - 1e-12).mean(-1)
+    return (t > student_t.isf(level / 2, n - 1)).any(1), (p <= level).any(1)
+
+
 def calibration(got: sq.Simulated) -> tuple[int, float]:
     """Of the looks that said "about k more blocks", how many, and the share resolved (turned
     significant, or the interval within ±min_effect) within k more looks."""

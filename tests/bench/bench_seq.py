@@ -141,10 +141,10 @@ def seq_false_claim_per_seed() -> dict:
     drift = ss.per_seed(rng, ss.Scenario("drift", sd=0.03, period=2.0, load=0.25,
                                          length=(0.9, 1.3)), range(SEEDS), PER_SEED)
     by_length, fixed = [], []
-    for length in (1.0, 1.05, 1.1, 1.15, 1.2, 1.3):
+    for length in (1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5):
         sc = ss.Scenario("lab", sd=0.03, period=2.0, load=0.25, length=(length, length),
                          interval=0.5)
-        if length in (1.0, 1.1):  # one host, one load: every stretch as long
+        if length in (1.0, 1.1, 1.5):  # one host, one load: every stretch as long
             fixed.append(f"{length:g}: {spread(ss.per_seed(rng, sc, range(SEEDS), 100))}")
         got = ss.per_seed(rng, sc, (1, 2, 3), 1000)
         strict = ss.per_seed(rng, sc, (0,), 1000, strict=True)[0]

@@ -158,11 +158,12 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
     more often (`seq_false_claim_per_seed`: seed 1, this test's until now, 0.162 of runs
     when a stretch lasts 1.1 s, which CI saw twice in about ten runs). So the seeds are drawn
     afresh each run and named when it fails (replay: --seed N). The per-run rate is then the
-    average over seeds, 0.023–0.044 at this shape (stretches 0.9–1.4 s), and two or more of
-    three claim in 3p² − 2p³ = 0.16–0.56 % of runs (1 % at the 6 % bound): at most one may.
+    average over seeds, 0.023–0.050 at this shape (stretches 0.9–1.8 s), and two or more of
+    three claim in 3p² − 2p³ = 0.16–0.73 % of runs (1 % at the 6 % bound): at most one may.
     Strict ABAB fails this rule every time when the stretch is half the load's period
     (tests/unit/test_alternate.py, without hosts: the old schedule patched in); here the
-    stretches run ~1.1–1.2 s against the load's 2 s, and the beat blurs that aliasing."""
+    stretches run 1.1–1.9 s by the machine's load (a flip restarts the runs) against the
+    load's 2 s, and the beat blurs that aliasing (simulated: 0.002 a run at 1.5 s)."""
     every = 1.0
     seen = {}
     claimed = []

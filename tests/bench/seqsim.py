@@ -179,19 +179,63 @@ def per_seed(rng: np.random.Generator, sc: Scenario, seeds: Sequence[int], runs:
     return np.concatenate(out)
 
 
-def one_look(d: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Whether any comparison (d: runs × K × n block log ratios) is significant at one look
-    after all n blocks, each at alpha / K (Bonferroni): by the paired t, and by the exact
-    sign-flip (randomisation) test of the mean, all 2^n flips enumerated. Per run."""
-    from scipy.stats import t as student_t
+def signflip_rule(d: np.ndarray, blocks: int, alpha: float = 0.05, draws: int = 0,
+                  seed: int = 0, chunk: int = 500) -> np.ndarray:
+    """A group-sequential sign-flip (randomisation) rule on block log ratios d[run, comparison,
+    block], for the comparison with the live rule: each comparison at alpha / K (Bonferroni,
+    which for the first claim is what Holm is), the same looks and O'Brien-Fleming-like
+    spending. At look n the paired t of the first n blocks is referred to its distribution
+    over the blocks' signs flipped, given their sizes: the threshold is the smallest that
+    paths not yet stopped cross with at most the look's spending increment, so the chance of
+    any claim is at most alpha whatever the noise, over the draw of the orders. All 2^blocks
+    sign patterns (draws 0), else `draws` random ones (Monte Carlo). The look (n) at which
+    each comparison turned significant, 0 never."""
+    runs, k, _n = d.shape
+    if draws:
+        signs = 1 - 2 * np.random.default_rng(seed).integers(0, 2, (draws, blocks))
+    else:
+        signs = 1 - 2 * ((np.arange(2**blocks)[:, None] >> np.arange(blocks)) & 1)
+    looks = np.arange(sq.FIRST_LOOK, blocks + 1)
+    inc = np.diff(np.concatenate([[0.0], sq.spent(looks / blocks, alpha / k, "obrien-fleming")]))
+    allowed = np.floor(inc * len(signs) + 1e-9).astype(int)  # paths a look may newly stop
+    decided = np.zeros((runs, k), dtype=np.int64)
+    flat = d.reshape(runs * k, blocks)
+    out = decided.reshape(-1)
+    for at in range(0, len(flat), chunk):
+        x = flat[at:at + chunk]
+        # the paths' sums at every look: the sign patterns', and the observed one
+        s = np.cumsum(np.abs(x)[:, None, :] * signs[None], axis=-1)  # chunk × P × blocks
+        s_obs = np.cumsum(x, axis=-1)
+        q = np.cumsum(x * x, axis=-1)
+        n = np.arange(1, blocks + 1)
 
-    n, level = d.shape[-1], alpha / d.shape[1]
-    mean = d.mean(-1)
-    t = np.abs(mean) / (d.std(-1, ddof=1) / np.sqrt(n))
-    flips = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)  # 2^n × n signs
-    flipped = np.abs(np.einsum("rkn,pn->rkp", d, flips)) / n
-    p = (flipped >= np.abs(mean)[..., None] - 1e-12).mean(-1)
-    return (t > student_t.isf(level / 2, n - 1)).any(1), (p <= level).any(1)
+        def t(sums: np.ndarray, q: np.ndarray = q, n: np.ndarray = n) -> np.ndarray:
+            var = np.maximum(q - sums**2 / n, 0.0) / np.maximum(n - 1, 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.round(np.abs(sums) / np.sqrt(var / n), 9)
+
+        tp = t(s, q[:, None, :])[..., sq.FIRST_LOOK - 1:]  # chunk × P × looks
+        to = t(s_obs)[..., sq.FIRST_LOOK - 1:]  # chunk × looks
+        alive = np.ones(tp.shape[:2], dtype=bool)
+        done = np.zeros(len(x), dtype=np.int64)
+        for li, look in enumerate(looks):
+            if allowed[li] == 0:
+                continue
+            v = np.where(alive, tp[..., li], -np.inf)
+            v = np.where(np.isnan(v), -np.inf, v)
+            asc = np.sort(v, axis=1)
+            m = asc.shape[1]
+            j = np.arange(m)
+            new = np.concatenate([np.ones((len(x), 1), bool), asc[:, 1:] != asc[:, :-1]], 1)
+            first = np.maximum.accumulate(np.where(new, j, 0), axis=1)
+            ok = (m - first <= allowed[li]) & np.isfinite(asc)
+            has = ok.any(1)
+            c = np.where(has, asc[np.arange(len(x)), np.argmax(ok, axis=1)], np.inf)
+            alive &= ~(tp[..., li] >= c[:, None])
+            hit = (done == 0) & (to[:, li] >= c)
+            done[hit] = look
+        out[at:at + chunk] = done
+    return decided
 
 
 def calibration(got: sq.Simulated) -> tuple[int, float]:

@@ -13,6 +13,7 @@ interference and the slow noise are the host's: the same on both pairs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ from abtui.measure.alternate import positions, schedule
 from abtui.reports import sequential as sq
 
 SUBSTEPS = 24  # a stretch's load fraction, averaged on this many points
+CHUNK = 50  # per_seed: seeds simulated together
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,19 @@ class Scenario:
     period: float = 0.0
     load: float = 0.3
     stall_p: float = 0.0
+    # the load's clock against the schedule's, for periodic interference (all drawn per run):
+    # a stretch's real length in stretches (`length`: the load's timer and the schedule's drift
+    # apart), the time a flip adds to the stretch it opens (`flip_s`: a flip is remote
+    # commands, and a stretch that keeps the value has none), and iperf3's interval (`interval`,
+    # on a clock of its own: a stretch's value is its complete intervals', as Stretches counts)
+    length: tuple[float, float] = (1.0, 1.0)
+    flip_s: tuple[float, float] = (0.0, 0.0)
+    interval: float = 0.0
+
+    @property
+    def clocked(self) -> bool:
+        """Whether the load is on a clock of its own (else a stretch is exactly one unit)."""
+        return self.length != (1.0, 1.0) or self.flip_s != (0.0, 0.0) or bool(self.interval)
 
 
 # the false-claim scenarios: every source of trouble the issue names
@@ -53,9 +68,10 @@ NULLS = (
 )
 
 
-def host_noise(rng: np.random.Generator, runs: int, pairs: int, n: int, sc: Scenario
-               ) -> np.ndarray:
-    """Log throughput noise, runs × pairs × n stretches."""
+def host_noise(rng: np.random.Generator, runs: int, pairs: int, n: int, sc: Scenario,
+               flips: np.ndarray | None = None) -> np.ndarray:
+    """Log throughput noise, runs × pairs × n stretches; `flips` (runs × n) the stretches
+    a flip opens (a clocked scenario's stretches are longer by the flip's time)."""
     x = rng.normal(0.0, sc.sd, (runs, pairs, n))
     shared = np.zeros((runs, 1, n))
     if sc.drift:
@@ -67,7 +83,9 @@ def host_noise(rng: np.random.Generator, runs: int, pairs: int, n: int, sc: Scen
         for s in range(1, n):
             ar[:, s] = sc.phi * ar[:, s - 1] + e[:, s]
         shared += ar[:, None, :]
-    if sc.period:
+    if sc.period and sc.clocked:
+        shared += np.log1p(-sc.load * loaded(rng, runs, n, sc, flips))[:, None, :]
+    elif sc.period:
         phase = rng.uniform(0, sc.period, (runs, 1, 1))
         t = np.arange(n)[None, :, None] + (np.arange(SUBSTEPS) + 0.5) / SUBSTEPS
         on = ((t[None] + phase[..., None]) % sc.period) < sc.period / 2
@@ -77,22 +95,60 @@ def host_noise(rng: np.random.Generator, runs: int, pairs: int, n: int, sc: Scen
     return x + shared
 
 
+def loaded(rng: np.random.Generator, runs: int, n: int, sc: Scenario,
+           flips: np.ndarray | None = None) -> np.ndarray:
+    """The loaded share of each stretch's counted time (runs × n), the load on for half of
+    every `period` at a random phase, on its own clock (Scenario: length, flip_s, interval)."""
+    u = (np.arange(SUBSTEPS) + 0.5) / SUBSTEPS
+    phase = rng.uniform(0, sc.period, (runs, 1, 1))
+    dur = rng.uniform(*sc.length, (runs, 1)) + rng.uniform(*sc.flip_s, (runs, 1)) * (
+        flips if flips is not None else np.zeros((runs, n)))
+    end = np.cumsum(dur, axis=1)
+    start = end - dur
+    if not sc.interval:
+        t = start[..., None] + dur[..., None] * u
+        return (((t + phase) % sc.period) < sc.period / 2).mean(-1)
+    step = sc.interval  # interval j spans off + step (j - 1) … + step
+    off = rng.uniform(0, step, (runs, 1))
+    t = (off + step * (np.arange(int(end.max() / step) + 3) - 1))[..., None] + step * u
+    each = (((t + phase) % sc.period) < sc.period / 2).mean(-1)
+    sums = np.concatenate([np.zeros((runs, 1)), np.cumsum(each, axis=1)], axis=1)
+    first = np.ceil((start - off) / step).astype(int) + 1
+    last = np.floor((end - off) / step).astype(int)
+    if (last < first).any():
+        raise ValueError(f"a stretch shorter than twice the interval {step} counts none")
+    return (np.take_along_axis(sums, last + 1, 1) - np.take_along_axis(sums, first, 1)) / (
+        last - first + 1)
+
+
 def ratios(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
-           sc: Scenario, effects: tuple[float, ...] | None = None, *, strict: bool = False
-           ) -> np.ndarray:
+           sc: Scenario, effects: tuple[float, ...] | None = None, *, strict: bool = False,
+           seeds: np.ndarray | None = None) -> np.ndarray:
     """Block log ratios runs × (pairs × compared values) × blocks, the order drawn per run
-    by abtui's schedule (`strict`: ABAB…, the old order, for comparison); `effects` the
-    values' true log effects (default none)."""
+    by abtui's schedule (`strict`: ABAB…, the old order, for comparison; `seeds`: run r in
+    the order of schedule seed seeds[r], as `--seed` replays it); `effects` the values' true
+    log effects (default none)."""
     names = tuple(str(v) for v in range(values))
     eff = np.asarray(effects if effects is not None else (0.0,) * values)
     n = values * blocks
-    logs = host_noise(rng, runs, pairs, n, sc)
+    if sc.clocked and seeds is None:  # a flip's time needs the order before the noise
+        seeds = np.full(runs, -1) if strict else rng.integers(2**31, size=runs)
+    logs = None if sc.clocked else host_noise(rng, runs, pairs, n, sc)
     pos = np.empty((runs, blocks, values), dtype=np.int64)
+    shift = np.empty((runs, n))
+    flips = np.empty((runs, n), dtype=bool)
+    orders: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for r in range(runs):
-        order = names * blocks if strict else \
-            schedule(names, blocks, int(rng.integers(2**31)))
-        pos[r] = positions(order, names)
-        logs[r] += eff[[int(v) for v in order]]
+        seed = int(seeds[r]) if seeds is not None else -1 if strict else \
+            int(rng.integers(2**31))
+        if seed not in orders:
+            order = names * blocks if seed < 0 else schedule(names, blocks, seed)
+            at = np.asarray(order, dtype=int)
+            orders[seed] = (np.asarray(positions(order, names)), eff[at],
+                            np.r_[False, at[1:] != at[:-1]])
+        pos[r], shift[r], flips[r] = orders[seed]
+    logs = (host_noise(rng, runs, pairs, n, sc, flips) if logs is None else logs) + \
+        shift[:, None, :]
     taken = np.take_along_axis(logs[:, :, None, :],
                                pos.transpose(0, 2, 1)[:, None, :, :], axis=3)
     d = taken[:, :, 1:, :] - taken[:, :, :1, :]  # runs × pairs × compared × blocks
@@ -105,6 +161,81 @@ def false_claims(rng: np.random.Generator, sc: Scenario, runs: int, pairs: int =
     d = ratios(rng, runs, pairs, values, blocks, sc, strict=strict)
     got = sq.simulate(d, sq.Family(d.shape[1], blocks))
     return float((got.decided > 0).any(axis=1).mean())
+
+
+def per_seed(rng: np.random.Generator, sc: Scenario, seeds: Sequence[int], runs: int,
+             pairs: int = 2, values: int = 2, blocks: int = 10, strict: bool = False
+             ) -> np.ndarray:
+    """The false-claim rate of each seed's order (what `--seed N` replays) over `runs` A/A
+    runs that differ in the load's phase, the stretch's real length and the noise.
+    `strict`: the rule on strict ABAB instead (one order for every "seed")."""
+    out = []
+    for at in range(0, len(seeds), CHUNK):  # a chunk of seeds at a time: the arrays stay small
+        some = np.repeat(np.asarray(seeds[at:at + CHUNK]), runs)
+        d = ratios(rng, some.size, pairs, values, blocks, sc,
+                   seeds=None if strict else some, strict=strict)
+        claimed = (sq.simulate(d, sq.Family(d.shape[1], blocks)).decided > 0).any(axis=1)
+        out.append(claimed.reshape(-1, runs).mean(axis=1))
+    return np.concatenate(out)
+
+
+def signflip_rule(d: np.ndarray, blocks: int, alpha: float = 0.05, draws: int = 0,
+                  seed: int = 0, chunk: int = 500) -> np.ndarray:
+    """A group-sequential sign-flip (randomisation) rule on block log ratios d[run, comparison,
+    block], for the comparison with the live rule: each comparison at alpha / K (Bonferroni,
+    which for the first claim is what Holm is), the same looks and O'Brien-Fleming-like
+    spending. At look n the paired t of the first n blocks is referred to its distribution
+    over the blocks' signs flipped, given their sizes: the threshold is the smallest that
+    paths not yet stopped cross with at most the look's spending increment, so the chance of
+    any claim is at most alpha whatever the noise, over the draw of the orders. All 2^blocks
+    sign patterns (draws 0), else `draws` random ones (Monte Carlo). The look (n) at which
+    each comparison turned significant, 0 never."""
+    runs, k, _n = d.shape
+    if draws:
+        signs = 1 - 2 * np.random.default_rng(seed).integers(0, 2, (draws, blocks))
+    else:
+        signs = 1 - 2 * ((np.arange(2**blocks)[:, None] >> np.arange(blocks)) & 1)
+    looks = np.arange(sq.FIRST_LOOK, blocks + 1)
+    inc = np.diff(np.concatenate([[0.0], sq.spent(looks / blocks, alpha / k, "obrien-fleming")]))
+    allowed = np.floor(inc * len(signs) + 1e-9).astype(int)  # paths a look may newly stop
+    decided = np.zeros((runs, k), dtype=np.int64)
+    flat = d.reshape(runs * k, blocks)
+    out = decided.reshape(-1)
+    for at in range(0, len(flat), chunk):
+        x = flat[at:at + chunk]
+        # the paths' sums at every look: the sign patterns', and the observed one
+        s = np.cumsum(np.abs(x)[:, None, :] * signs[None], axis=-1)  # chunk × P × blocks
+        s_obs = np.cumsum(x, axis=-1)
+        q = np.cumsum(x * x, axis=-1)
+        n = np.arange(1, blocks + 1)
+
+        def t(sums: np.ndarray, q: np.ndarray = q, n: np.ndarray = n) -> np.ndarray:
+            var = np.maximum(q - sums**2 / n, 0.0) / np.maximum(n - 1, 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.round(np.abs(sums) / np.sqrt(var / n), 9)
+
+        tp = t(s, q[:, None, :])[..., sq.FIRST_LOOK - 1:]  # chunk × P × looks
+        to = t(s_obs)[..., sq.FIRST_LOOK - 1:]  # chunk × looks
+        alive = np.ones(tp.shape[:2], dtype=bool)
+        done = np.zeros(len(x), dtype=np.int64)
+        for li, look in enumerate(looks):
+            if allowed[li] == 0:
+                continue
+            v = np.where(alive, tp[..., li], -np.inf)
+            v = np.where(np.isnan(v), -np.inf, v)
+            asc = np.sort(v, axis=1)
+            m = asc.shape[1]
+            j = np.arange(m)
+            new = np.concatenate([np.ones((len(x), 1), bool), asc[:, 1:] != asc[:, :-1]], 1)
+            first = np.maximum.accumulate(np.where(new, j, 0), axis=1)
+            ok = (m - first <= allowed[li]) & np.isfinite(asc)
+            has = ok.any(1)
+            c = np.where(has, asc[np.arange(len(x)), np.argmax(ok, axis=1)], np.inf)
+            alive &= ~(tp[..., li] >= c[:, None])
+            hit = (done == 0) & (to[:, li] >= c)
+            done[hit] = look
+        out[at:at + chunk] = done
+    return decided
 
 
 def calibration(got: sq.Simulated) -> tuple[int, float]:

@@ -614,3 +614,49 @@ async def test_the_console_alternation_sets_back_each_pair_s_own_value() -> None
     await live.stop()
     assert (ctl.configs["A"]["tso"], ctl.configs["B"]["tso"]) == ("on", "off")
     await ctl.stop()
+
+
+async def _aa_claims(seeds: range, rng: np.random.Generator) -> list[int]:
+    """The lab A/A test's shape on the live objects (verdicts_for, Stretches, Verdicts,
+    drive): 2 pairs, 10 blocks at most, until a verdict; the throughput 25 % lower on every
+    other stretch (a load at exactly twice the stretch, its phase drawn), 3 % noise per pair.
+    The seeds whose run claimed a difference."""
+    from abtui.measure.alternate import verdicts_for
+
+    profile = parse_profile(PROFILE.replace('pairs = ["A"]', 'pairs = ["A", "B"]'), "t.toml")
+    claimed = []
+    for seed in seeds:
+        alt = Alternation("rmem", (BIG, SMALL), 0.0, 10, True, seed)
+        v = verdicts_for(profile, alt)
+        phase = int(rng.integers(2))
+
+        def feed(v: Verdicts = v, phase: int = phase) -> None:
+            i = v.stretches.index
+            if i is not None:
+                for pair in ("A", "B"):
+                    level = (0.75 if (i + phase) % 2 else 1.0) * rng.normal(1, 0.03)
+                    v.stretches(interval(pair, i, 5e9 * level, 0, 1))
+
+        v.stretches.begin(0, v.order[0])
+        feed()
+        await drive(lambda *_: None, alt, v, lambda _line: None, boundary=feed)
+        if v.decided:
+            claimed.append(seed)
+    return claimed
+
+
+async def test_the_lab_aa_rule_passes_drawn_orders_and_fails_strict_abab(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The lab A/A test's rule (three seeds, at most one may claim) in its shape without
+    hosts: the project's orders claim at about α, so a run of the rule fails rarely; strict
+    ABAB (the old schedule, patched in) claims every time, so the rule fails every time."""
+    from abtui.measure import alternate
+
+    rng = np.random.default_rng(11)
+    drawn = await _aa_claims(range(100, 130), rng)
+    assert len(drawn) <= 4, drawn  # 30 runs; at α 0.05 about 1.5
+    monkeypatch.setattr(alternate, "schedule",
+                        lambda values, blocks, _seed: tuple(values) * blocks)
+    for attempt in range(2):
+        strict = await _aa_claims(range(3 * attempt, 3 * attempt + 3), rng)
+        assert len(strict) >= 2, (attempt, strict)  # the lab test would fail

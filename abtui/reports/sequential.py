@@ -52,6 +52,10 @@ control:
     periodic load, 3 / 4 / 6 / 0.7 x  0.000 / 0.000 / 0.051 / 0.000   0.036 / 0.041 / 0.030 / 0.035
     stalls                            0.021    0.012
 
+One comparison alone (1 pair x 2 values) under a load on exactly every other stretch, so every
+block's ratio is +-c: 0.073 at 8 blocks (the t overstates two-point samples; averaged over the
+stretch, 0.047-0.060).
+
 Power, a true +3 % at 3 % noise a stretch, one comparison, 20 blocks: 0.807 (old 0.848, with
 its 11 % false claims); with a -5 % drift 0.810 (old 0.745). "About k more" resolved within k:
 0.98 of claims.

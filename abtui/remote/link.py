@@ -48,7 +48,8 @@ BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
 # the shell ends (also on SIGHUP or SIGTERM); the files it reads back are made empty there.
 BULK_PROBE = ('case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) '
               '__abtui_t=$(mktemp -d /dev/shm/abtui.XXXXXX 2>/dev/null || '
-              'mktemp -d "${TMPDIR:-/tmp}/abtui.XXXXXX") && : >"$__abtui_t/o" && : >"$__abtui_t/e" && '
+              'mktemp -d "${TMPDIR:-/tmp}/abtui.XXXXXX") && '
+              ': >"$__abtui_t/o" && : >"$__abtui_t/e" && '
               'trap \'rm -rf -- "$__abtui_t"\' EXIT && trap \'exit 129\' HUP && '
               'trap \'exit 143\' TERM && echo bulk ;; esac')
 BULK_HEADER = 8  # digits of a command's length before it (one `read -N 8`)

@@ -10,8 +10,8 @@ import pytest
 from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.events import EventKind
 from abtui.core.model import Knob, KnobKind, Pair, Scope
-from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts import undo
+from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting
 from abtui.remote.dialect import SWAP_MARK, Dialect
@@ -100,7 +100,7 @@ async def test_a_first_flip_on_four_hosts_is_one_fsync_and_on_disk_before_any_wr
     """The originals of a flip's first touch of a setting (and how to reach each host) reach
     the disk in one fsync for the 4 hosts, not one per record (8), before the first write is
     sent; later flips, with nothing to record, cost none."""
-    m, links, log, _events, journal = _manager(tmp_path)
+    m, _links, log, _events, journal = _manager(tmp_path)
     fsyncs = []
     real_fsync = os.fsync
     monkeypatch.setattr(undo.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))

@@ -101,6 +101,18 @@ async def test_a_link_without_a_tcp_socket_writes_uncorked() -> None:
     assert proc.stdin.corked_writes == [False] and sock.calls == []
 
 
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """End a test's bash as sshd does, by closing its stdin (its EXIT trap removes the
+    folder a bulk shell made); killed only if it has not ended after 5 s."""
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), 5)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
 class PipeProcess:
     """A real bash on pipes, as sshd gives the control shell: its stdin a pipe."""
 
@@ -158,8 +170,7 @@ async def test_bash_reads_each_command_whole_and_frames_it_as_before() -> None:
             else:
                 assert got == want
     finally:
-        proc.kill()
-        await proc.wait()
+        await _stop(proc)
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
@@ -186,8 +197,7 @@ async def test_a_dialect_command_sent_again_calls_the_function_its_first_sending
         assert seen[1][2] < 40 < seen[0][2]  # the call, not the definition
         assert [s[1] for s in seen[2:]] == [2, 2] and seen[3][2] == seen[2][2] > 40
     finally:
-        proc.kill()
-        await proc.wait()
+        await _stop(proc)
 
 
 class Records:
@@ -239,9 +249,7 @@ async def _record_bash() -> tuple[RecordProcess, ControlShell]:
 
 
 async def _end(rp: RecordProcess) -> None:
-    if rp.proc.returncode is None:
-        rp.proc.kill()
-    await rp.proc.wait()
+    await _stop(rp.proc)
     rp.stdout.sock.close()
     rp.stderr.sock.close()
 

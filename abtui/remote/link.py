@@ -45,7 +45,7 @@ BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
 
 # Bash 5 (its `read -N` reads a block in one read(2), and takes LC_ALL for that read alone),
 # with a folder of its own for each command's output (ControlShell.bulk_loop), removed when
-# the shell ends (also on SIGHUP or SIGTERM); the files it reads back are made empty there.
+# the shell ends (also on SIGHUP or SIGTERM); its two files are created empty here.
 BULK_PROBE = ('case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) '
               '__abtui_t=$(mktemp -d /dev/shm/abtui.XXXXXX 2>/dev/null || '
               'mktemp -d "${TMPDIR:-/tmp}/abtui.XXXXXX") && '
@@ -204,12 +204,12 @@ class ControlShell:
         often an SSH packet of its own. The loop's stdout and stderr are files of the shell's
         folder (BULK_PROBE made it), opened once for appending, and read from where the last
         reply stopped through descriptors also opened once (no open or redirection per
-        command); the commands come from descriptor 3 (stdin once was), read from
-        /dev/null; the reply -- output, mark, stderr, end mark with the status -- is one
-        `printf %s` on descriptor 4 (the pipe stdout once was), one write(2) for a string that
-        ends with a newline. Past 64 KiB the files are emptied. A command that does not
-        parse: bash's message in stderr, status 2, the loop goes on. NUL bytes of an output
-        are left out."""
+        command); the loop reads the commands from descriptor 3 (the shell's stdin, moved),
+        and they run with /dev/null as stdin; the reply -- output, mark, stderr, end mark
+        with the status -- is one `printf %s` on descriptor 4 (the pipe stdout was), one
+        write(2) for a string that ends with a newline. Past 64 KiB the files are emptied. A
+        command that does not parse: bash's message in stderr, status 2, the loop goes on.
+        NUL bytes of an output are left out."""
         t = '"$__abtui_t"'
         def take(fd: int, var: str) -> str:  # the file from where the last reply stopped
             return (f"{var}=; while IFS= read -r -d '' -u {fd} __abtui_x; do "
@@ -234,7 +234,8 @@ class ControlShell:
             self.bulk = True
 
     async def result(self) -> CommandResult:
-        """The command's stdout, stderr and exit status, once both end marks are read."""
+        """The command's stdout, stderr and exit status, once both end marks are read (in a
+        bulk shell's reply, both are on stdout)."""
         out = await self.process.stdout.readuntil(self.out_end, self.out_len)
         end = self.out_end.search(out, max(0, len(out) - self.out_len))
         assert end is not None  # readuntil returns what ends with the mark

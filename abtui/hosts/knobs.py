@@ -10,6 +10,7 @@ original back (on exit, on Ctrl-C); `abtui recover` does the same from the undo 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -229,8 +230,10 @@ class KnobManager:
         for (host, _s), old in zip(first, before, strict=True):
             if isinstance(old, BaseException):
                 raise KnobRefused(_message(knob, value, host, old, "nothing was changed"))
-        for (host, s), old in zip(first, before, strict=True):
-            self._record_original(knob, host, s, str(old))
+        # on disk before any change: one fsync for all the hosts of this flip
+        with self.journal.batch() if self.journal is not None else contextlib.nullcontext():
+            for (host, s), old in zip(first, before, strict=True):
+                self._record_original(knob, host, s, str(old))
         swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
         failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
                   if sw.error is not None]

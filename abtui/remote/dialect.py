@@ -96,6 +96,7 @@ SWAP_MARK = "__ABTUI_SWAP__"
 
 
 FUNCTION = "abtui_do"
+MAX_KEPT = 256  # swap commands a dialect keeps built
 
 
 def as_function(body: str) -> str:
@@ -146,10 +147,19 @@ class Dialect:
 
     def swap_command(self, s: Setting, value: str) -> str:
         """Prints the current value, SWAP_MARK, then writes and prints the value read back:
-        one round trip gives both what to set back and the verification."""
-        self.check_setting(s)
-        return as_function(f"{{ {self.read_body(s)}\n}} || return $?; echo {SWAP_MARK}; "
-                           + self.write_body(s, value))
+        one round trip gives both what to set back and the verification. Kept per setting
+        and value (a flip between two values builds it twice, not on every flip: 8 us a host
+        of the client's CPU on a knob flip's path)."""
+        kept: dict[tuple[Setting, str], str] = self.__dict__.setdefault("_swaps", {})
+        command = kept.get((s, value))
+        if command is None:
+            self.check_setting(s)
+            command = as_function(f"{{ {self.read_body(s)}\n}} || return $?; "
+                                  f"echo {SWAP_MARK}; " + self.write_body(s, value))
+            if len(kept) >= MAX_KEPT:
+                kept.clear()
+            kept[(s, value)] = command
+        return command
 
     def parse_swap(self, s: Setting, out: str) -> tuple[str | None, str | None]:
         """(value before, value read back) from a swap's output; None where absent."""

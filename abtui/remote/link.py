@@ -43,8 +43,16 @@ RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
                    "sysctl -n kern.boottime 2>/dev/null || true")
 
-# Bash 5 (its `read -N` reads a block in one read(2), and takes LC_ALL for that read alone).
-BULK_PROBE = 'case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) echo bulk ;; esac'
+# Bash 5 (its `read -N` reads a block in one read(2), and takes LC_ALL for that read alone),
+# with a folder of its own for each command's output (ControlShell.bulk_loop), removed when
+# the shell ends (also on SIGHUP or SIGTERM); its two files are created empty here.
+BULK_PROBE = ('case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) '
+              '__abtui_t=$(mktemp -d /dev/shm/abtui.XXXXXX 2>/dev/null || '
+              'mktemp -d "${TMPDIR:-/tmp}/abtui.XXXXXX") && '
+              ': >"$__abtui_t/o" && : >"$__abtui_t/e" && '
+              'trap \'rm -rf -- "$__abtui_t"\' EXIT && trap \'exit 129\' HUP && '
+              'trap \'exit 143\' TERM && echo bulk ;; esac')
+BULK_HEADER = 8  # digits of a command's length before it (one `read -N 8`)
 
 # A dialect's command (abtui.remote.dialect.as_function): a function defined and called at once.
 _DEF_HEAD, _DEF_TAIL = f"{FUNCTION}() {{\n", f"\n}}; {FUNCTION}"
@@ -116,11 +124,12 @@ def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") ->
 
 class ControlShell:
     """A control shell and its framing: each command is followed by an end mark on stdout
-    (with the exit status) and one on stderr. The mark is drawn once per shell, so its
-    patterns are compiled once (asyncssh compiles a string separator on every read: a mark
-    drawn per command cost a regex compile per read, ~0.1 ms each, on the knob flip's
-    path); a shell whose framing broke is dropped, so no late output from an earlier command
-    is ever read under the same mark."""
+    (with the exit status) and one on stderr; in a bulk shell (bash 5, `bulk_loop`) the
+    reply is one write on stdout: the output, a mark, stderr, the end mark. The mark is
+    drawn once per shell, so its patterns are compiled once (asyncssh compiles a string
+    separator on every read: a mark drawn per command cost a regex compile per read,
+    ~0.1 ms each, on the knob flip's path); a shell whose framing broke is dropped, so no
+    late output from an earlier command is ever read under the same mark."""
 
     def __init__(self, process: asyncssh.SSHClientProcess[str],
                  conn: asyncssh.SSHClientConnection) -> None:
@@ -128,6 +137,7 @@ class ControlShell:
         self.mark = f"__ABTUI_{secrets.token_hex(8)}__"
         self.out_end = re.compile(re.escape(f"\n{self.mark} ") + r"(-?\d+)\n")
         self.err_end = re.compile(re.escape(f"\n{self.mark}\n"))
+        self.err_mark = f"\n{self.mark}\n"  # in a bulk reply: where stderr begins
         self.out_len = len(self.mark) + 3 + STATUS_DIGITS
         self.err_len = len(self.mark) + 2
         self.bulk = False  # commands read whole by bash's `read -N` (bulk_loop)
@@ -146,7 +156,7 @@ class ControlShell:
         """Write `command`, framed, to the shell's stdin (one TCP segment where it can)."""
         if self.bulk:  # the loop of `bulk_loop` frames it: the block's length, then the block
             block = f"{opening} {self._named(command)}\n{closing}"
-            framed = f"{len(block.encode())}\n{block}"
+            framed = f"{len(block.encode()):0{BULK_HEADER}d}{block}"
         else:
             framed = (f"{opening} {command}\n{closing} </dev/null; "
                       f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2\n")
@@ -186,12 +196,32 @@ class ControlShell:
     def bulk_loop(self) -> str:
         """The loop bash runs to read each command whole: bash reads a script from a pipe one
         byte a read(2) (so that a child could read what follows), ~0.3 ms of the host's CPU
-        for a knob flip's command; `read -N` takes the block in one read. Its length is in
-        bytes (LC_ALL=C for that read only); the loop prints the end marks, also after a
-        command that does not parse (eval's status 2, bash's message on stderr)."""
-        return ("while IFS= read -r __abtui_n && LC_ALL=C IFS= read -r -N \"$__abtui_n\" "
-                "__abtui_c; do eval \"$__abtui_c\" </dev/null; "
-                f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2; "
+        for a knob flip's command; `read -N` takes the block in one read, its length (in
+        bytes, LC_ALL=C for that read only) in a fixed-width header before it.
+
+        The reply is one write: bash's stdout is line-buffered, so a command printing on its
+        own and then the marks were 5 to 7 writes on two pipes, each a wake-up of sshd and
+        often an SSH packet of its own. The loop's stdout and stderr are files of the shell's
+        folder (BULK_PROBE made it), opened once for appending, and read from where the last
+        reply stopped through descriptors also opened once (no open or redirection per
+        command); the loop reads the commands from descriptor 3 (the shell's stdin, moved),
+        and they run with /dev/null as stdin; the reply -- output, mark, stderr, end mark
+        with the status -- is one `printf %s` on descriptor 4 (the pipe stdout was), one
+        write(2) for a string that ends with a newline. Past 64 KiB the files are emptied. A
+        command that does not parse: bash's message in stderr, status 2, the loop goes on.
+        NUL bytes of an output are left out."""
+        t = '"$__abtui_t"'
+        def take(fd: int, var: str) -> str:  # the file from where the last reply stopped
+            return (f"{var}=; while IFS= read -r -d '' -u {fd} __abtui_x; do "
+                    f'{var}+=$__abtui_x; done; {var}+=$__abtui_x; ')
+        return (f"exec 3<&0 4>&1 0</dev/null 1>>{t}/o 2>>{t}/e 5<{t}/o 6<{t}/e; "
+                f"__abtui_z=0; while IFS= read -r -u 3 -N {BULK_HEADER} __abtui_n && "
+                'LC_ALL=C IFS= read -r -u 3 -N "$__abtui_n" __abtui_c; do '
+                'eval "$__abtui_c"; __abtui_s=$?; '
+                + take(5, "__abtui_o") + take(6, "__abtui_e") +
+                f'printf %s "$__abtui_o\n{self.mark}\n$__abtui_e\n{self.mark} $__abtui_s\n" '
+                ">&4; if (( (__abtui_z += ${#__abtui_o} + ${#__abtui_e}) > 65536 )); then "
+                f": >{t}/o; : >{t}/e; exec 5<{t}/o 6<{t}/e; __abtui_z=0; fi; "
                 "done\n")
 
     async def start_bulk(self) -> None:
@@ -204,13 +234,17 @@ class ControlShell:
             self.bulk = True
 
     async def result(self) -> CommandResult:
-        """The command's stdout, stderr and exit status, once both end marks are read."""
+        """The command's stdout, stderr and exit status, once both end marks are read (in a
+        bulk shell's reply, both are on stdout)."""
         out = await self.process.stdout.readuntil(self.out_end, self.out_len)
-        err = await self.process.stderr.readuntil(self.err_end, self.err_len)
         end = self.out_end.search(out, max(0, len(out) - self.out_len))
         assert end is not None  # readuntil returns what ends with the mark
-        stdout = out[: end.start()]
-        stderr = err[: -(len(self.mark) + 2)]
+        if self.bulk:  # one reply: output, mark, stderr, end mark
+            stdout, _mark, stderr = out[: end.start()].partition(self.err_mark)
+        else:
+            err = await self.process.stderr.readuntil(self.err_end, self.err_len)
+            stdout = out[: end.start()]
+            stderr = err[: -(len(self.mark) + 2)]
         status = int(end.group(1))
         if self._defining is not None and status != 2:
             self.functions[self._defining[0]] = self._defining[1]

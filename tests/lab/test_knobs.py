@@ -20,6 +20,7 @@ from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
+from tests.lab.engine_kit import until
 from tests.lab.namespaces import ns_exec
 from tests.reliability import Reliability
 
@@ -60,6 +61,58 @@ async def test_flip_on_four_hosts_is_read_back_and_restored(lab: Lab, tmp_path):
     assert {a: _sysctl(lab, a) for a in _aliases(lab)} == before
     assert read_journal(journal.path).empty
     assert [e.payload.ok for e in events if e.kind is EventKind.RESTORE] == [True] * 4
+
+
+async def test_each_hosts_part_of_a_flip_comes_back_in_one_ssh_packet(lab: Lab):
+    """Through real sshd and bash: a flip is one command per host, and each host's reply
+    (old value, value read back, status, stderr) arrives as one SSH data packet, none on
+    stderr (before: about 3 packets a host, the end marks in packets of their own). The
+    control shell's folder on the host is gone once its link is closed."""
+    profile = load_profile(lab.profile_path)
+    hosts = await open_hosts(profile)
+    assert hosts.errors == {}
+    packets: dict[str, list[int]] = {}
+    for alias, link in hosts.links.items():
+        process = link._shell.process  # type: ignore[union-attr]
+        seen = packets.setdefault(alias, [])
+
+        def counted(data, datatype, seen=seen, real=process.data_received):  # type: ignore[no-untyped-def]
+            seen.append(datatype or 0)
+            real(data, datatype)
+
+        process.data_received = counted
+    before = {a: _sysctl(lab, a) for a in _aliases(lab)}
+    commands: list[str] = []
+    manager = KnobManager(hosts.links, hosts.dialects)
+    knob = Knob("syn", KnobKind.SYSCTL, ("3", "4"), key=SYN, scope=Scope.BOTH)
+    targets = resolve_targets(profile.pairs, knob)
+    try:
+        await manager.apply(knob, "3", targets)  # the first: read, then swap
+        for link in hosts.links.values():
+            run = link.run
+
+            async def logged(command, timeout=10.0, isolate=True, run=run):  # type: ignore[no-untyped-def]
+                commands.append(command)
+                return await run(command, timeout, isolate)
+
+            link.run = logged  # type: ignore[method-assign]
+        for seen in packets.values():
+            seen.clear()
+        for n in range(6):
+            value = ("4", "3")[n % 2]
+            result = await manager.apply(knob, value, targets)
+            assert result.values == dict.fromkeys(_aliases(lab), value)
+        assert len(commands) == 6 * 4
+        assert {a: len(seen) for a, seen in packets.items()} == dict.fromkeys(_aliases(lab), 6)
+        assert {d for seen in packets.values() for d in seen} == {0}  # stdout only
+        folders = [(await link.run('echo "$__abtui_t"', isolate=False)).stdout
+                   for link in hosts.links.values()]
+        assert all(f and os.path.isdir(f) for f in folders)
+    finally:
+        await manager.restore_all()
+        await hosts.close()
+    assert {a: _sysctl(lab, a) for a in _aliases(lab)} == before
+    await until(lambda: not any(os.path.exists(f) for f in folders), timeout=5)
 
 
 @pytest.mark.reliability(

@@ -6,6 +6,7 @@ so the patterns asyncssh searches with are compiled once, not per command."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import socket
@@ -100,6 +101,18 @@ async def test_a_link_without_a_tcp_socket_writes_uncorked() -> None:
     assert proc.stdin.corked_writes == [False] and sock.calls == []
 
 
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """End a test's bash as sshd does, by closing its stdin (its EXIT trap removes the
+    folder a bulk shell made); killed only if it has not ended after 5 s."""
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), 5)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
 class PipeProcess:
     """A real bash on pipes, as sshd gives the control shell: its stdin a pipe."""
 
@@ -157,8 +170,7 @@ async def test_bash_reads_each_command_whole_and_frames_it_as_before() -> None:
             else:
                 assert got == want
     finally:
-        proc.kill()
-        await proc.wait()
+        await _stop(proc)
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
@@ -185,5 +197,112 @@ async def test_a_dialect_command_sent_again_calls_the_function_its_first_sending
         assert seen[1][2] < 40 < seen[0][2]  # the call, not the definition
         assert [s[1] for s in seen[2:]] == [2, 2] and seen[3][2] == seen[2][2] > 40
     finally:
-        proc.kill()
-        await proc.wait()
+        await _stop(proc)
+
+
+class Records:
+    """A stream over a SOCK_SEQPACKET socket: each write(2) of bash is one record."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.buf, self.records = sock, "", 0
+
+    async def readuntil(self, pattern: re.Pattern[str], max_len: int = 0) -> str:
+        loop = asyncio.get_running_loop()
+        while (m := pattern.search(self.buf)) is None:
+            chunk = await loop.sock_recv(self.sock, 1 << 20)
+            assert chunk, "the shell ended"
+            self.records += 1
+            self.buf += chunk.decode()
+        out, self.buf = self.buf[: m.end()], self.buf[m.end():]
+        return out
+
+
+class RecordProcess:
+    """bash with stdin a pipe and stdout and stderr sockets that keep each write apart."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, out: socket.socket,
+                 err: socket.socket) -> None:
+        self.proc, self.stdin = proc, self
+        self.stdout, self.stderr = Records(out), Records(err)
+
+    def write(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text.encode())
+
+
+async def _record_bash() -> tuple[RecordProcess, ControlShell]:
+    out, out_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    err, err_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    out.setblocking(False)
+    err.setblocking(False)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "--noprofile", "--norc", stdin=asyncio.subprocess.PIPE, stdout=out_child,
+            stderr=err_child, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    finally:
+        out_child.close()
+        err_child.close()
+    rp = RecordProcess(proc, out, err)
+    shell = ControlShell(rp, Conn(None))  # type: ignore[arg-type]
+    await asyncio.wait_for(shell.start_bulk(), 5)
+    return rp, shell
+
+
+async def _end(rp: RecordProcess) -> None:
+    await _stop(rp.proc)
+    rp.stdout.sock.close()
+    rp.stderr.sock.close()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+async def test_a_bulk_shells_reply_is_one_write_with_stderr_and_status_in_it() -> None:
+    """A knob flip's reply (three lines of output, then the end marks) was 5 writes on stdout
+    and 2 on stderr, each a wake-up of sshd and often an SSH packet of its own; now one write
+    on stdout carries the output, stderr and the status, and stderr gets nothing."""
+    rp, shell = await _record_bash()
+    try:
+        assert shell.bulk
+        flip = as_function("echo 5; echo __ABTUI_SWAP__; echo oops >&2; echo 6; return 3")
+        on_stderr = rp.stderr.records  # the probe's, before the loop
+        for _ in range(3):
+            before = rp.stdout.records
+            shell.send(flip, "{", "}")
+            result = await asyncio.wait_for(shell.result(), 5)
+            assert (result.stdout, result.stderr, result.exit_status) == \
+                ("5\n__ABTUI_SWAP__\n6", "oops\n", 3)
+            assert rp.stdout.records - before == 1
+        assert rp.stderr.records == on_stderr
+    finally:
+        await _end(rp)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+async def test_a_bulk_shell_keeps_outputs_apart_and_removes_its_folder_when_it_ends() -> None:
+    """Outputs past the 64 KiB at which the files are emptied, a NUL byte (left out), a
+    subshell that exits and a command without output each come back whole and alone; the
+    shell's folder is gone once its stdin closes."""
+    rp, shell = await _record_bash()
+    try:
+        cases = [("head -c 70000 /dev/zero | tr '\\0' x; echo; echo e >&2", "{", "}",
+                  ("x" * 70000, "e\n", 0)),
+                 ("printf 'a\\0b\\n'", "{", "}", ("ab", "", 0)),
+                 ("echo \"$__abtui_t\"", "{", "}", None),
+                 ("echo gone; exit 4", "(", ")", ("gone", "", 4)),
+                 ("true", "{", "}", ("", "", 0)),
+                 ("printf 'no newline'", "{", "}", ("no newline", "", 0))]
+        folder = ""
+        for _ in range(2):
+            for command, opening, closing, want in cases:
+                shell.send(command, opening, closing)
+                result = await asyncio.wait_for(shell.result(), 5)
+                if want is None:
+                    folder = result.stdout
+                    assert os.path.isdir(folder)
+                else:
+                    assert (result.stdout, result.stderr, result.exit_status) == want
+        assert rp.proc.stdin is not None
+        rp.proc.stdin.close()
+        assert await asyncio.wait_for(rp.proc.wait(), 5) == 0
+        assert folder and not os.path.exists(folder)
+    finally:
+        await _end(rp)

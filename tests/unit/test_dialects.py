@@ -248,3 +248,19 @@ def test_hostile_devices_are_rejected(device):
     for dialect in (Linux(), FreeBSD()):
         with pytest.raises(BadInput):
             dialect.read_command(Setting(FEATURE, "tso", device))
+
+
+@pytest.mark.parametrize("dialect", [Linux(), FreeBSD()])
+def test_a_swap_is_built_once_per_setting_and_value(dialect, monkeypatch):
+    """A flip between two values builds each swap command once (8 us of the client's CPU a
+    host on a knob flip's path), not on every flip; each is the text built fresh."""
+    s = Setting(SYSCTL, "net.ipv4.tcp_syn_retries")
+    fresh = {v: type(dialect)().swap_command(s, v) for v in ("5", "6")}
+    built = []
+    write_body = type(dialect).write_body
+    monkeypatch.setattr(type(dialect), "write_body",
+                        lambda self, s, value: (built.append(value), write_body(self, s, value))[1])
+    for n in range(10):
+        v = ("5", "6")[n % 2]
+        assert dialect.swap_command(s, v) == fresh[v]
+    assert sorted(built) == ["5", "6"]

@@ -3,11 +3,14 @@ ones): originals journalled before the first change, a refusal sets the others b
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.events import EventKind
 from abtui.core.model import Knob, KnobKind, Pair, Scope
+from abtui.hosts import undo
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting
@@ -90,6 +93,34 @@ async def test_flip_on_all_hosts_records_originals_first(tmp_path):
     assert len(events) == 4  # originals only once
     restored = await m.restore_all()
     assert all(r.ok for r in restored) and read_journal(journal.path).empty
+
+
+async def test_a_first_flip_on_four_hosts_is_one_fsync_and_on_disk_before_any_write(
+        tmp_path, monkeypatch):
+    """The originals of a flip's first touch of a setting (and how to reach each host) reach
+    the disk in one fsync for the 4 hosts, not one per record (8), before the first write is
+    sent; later flips, with nothing to record, cost none."""
+    m, _links, log, _events, journal = _manager(tmp_path)
+    fsyncs = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(undo.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    on_disk_at_first_swap = []
+    run = FakeLink.run
+
+    async def watching(self, command, timeout=10.0, isolate=True):
+        if command.startswith("swap") and not on_disk_at_first_swap:
+            on_disk_at_first_swap.append((len(fsyncs),
+                                          len(read_journal(journal.path).originals)))
+        return await run(self, command, timeout, isolate)
+
+    monkeypatch.setattr(FakeLink, "run", watching)
+    targets = resolve_targets(PAIRS[:2], KNOB)
+    await m.apply(KNOB, "2", targets)
+    assert on_disk_at_first_swap == [(1, 4)]
+    assert len(fsyncs) == 1
+    await m.apply(KNOB, "1", targets)
+    assert len(fsyncs) == 1
+    assert [c.split()[0] for _h, c in log] == ["read"] * 4 + ["swap"] * 8
 
 
 async def test_one_refusal_sets_the_others_back(tmp_path):

@@ -87,10 +87,9 @@ class CpuSampler:
         feed = proc.feed(self._take)
         self._tick()  # the base, at once
         try:
-            await feed.ended
+            await feed.until_end()
         finally:
             self._stop_timer()
-            feed.stop()
         if not self._answered and self.link.state is LinkState.CONNECTED:
             # (a lost link is said by the next start, with the link's own reason)
             self._complain(proc.stderr.splitlines()[-1] if proc.stderr.strip()

@@ -33,7 +33,7 @@ class OutputLines:
         self.keep = True
         self._last: str | None = None  # the line `get` returned last
         self._back: tuple[str | None, float | None] | None = None  # a line given back
-        self._feed = proc.feed(self._take)
+        self._feed = proc.feed(self._take)  # at once: a packet's lines stamped as it comes
         self.task = asyncio.get_running_loop().create_task(self._until_end())
 
     def _take(self, lines: list[str]) -> None:
@@ -46,9 +46,8 @@ class OutputLines:
 
     async def _until_end(self) -> None:
         try:
-            await self._feed.ended
+            await self._feed.until_end()
         finally:
-            self._feed.stop()
             self._arrivals.append(time.perf_counter())
             self.queue.put_nowait(None)
 

@@ -19,12 +19,14 @@ from abtui.measure.run_lines import OutputLines
 from abtui.measure.run_sides import reads_server, reads_server_cpu
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
+    SERVER_LISTENING,
     armed,
     client_argv,
     parse_clock,
     ping_argv,
     plain,
     server_argv,
+    server_command,
 )
 from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
@@ -71,13 +73,15 @@ class RunProcesses:
             argv = server_argv(port, self.spec.program)
             if keep and self.spec.receiver_stdbuf:
                 argv = ["stdbuf", "-oL", *argv]
-            proc = await self._stream(self.receiver, plain(argv) + " 2>&1", "iperf3 server")
+            # what it prints once it listens is not read unless kept: dropped on the host
+            proc = await start_process(self.ctx.owner, self.receiver,
+                                       server_command(argv, drain=not keep), "iperf3 server")
             lines = OutputLines(proc)
             outcome = await self._server_outcome(lines, keep)
             if outcome is None:
                 self.server, self.server_lines, self.spec.port = proc, lines, port
                 return
-            await self.end(proc)
+            await end_process(self.ctx.owner, proc)
             if "address already in use" not in outcome.lower():
                 raise RunFailed(f"{self.receiver.alias}: the iperf3 server did not start: "
                                 f"{outcome}")
@@ -92,8 +96,8 @@ class RunProcesses:
         self.client_argv = list(argv)
         if self.spec.stdbuf:
             argv = ["stdbuf", "-oL", *argv]
-        self.client = await self._stream(self.sender, armed(argv, self.spec.bash) + " 2>&1",
-                                          "iperf3 client")
+        self.client = await start_process(self.ctx.owner, self.sender,
+                                          armed(argv, self.spec.bash) + " 2>&1", "iperf3 client")
         self.client_lines = OutputLines(self.client)
         await self._await_armed(self.client_lines)
 
@@ -104,22 +108,22 @@ class RunProcesses:
         if opts.ping_count > 0:  # on the idle link, before iperf3 starts
             await self._idle_ping()
         else:
-            self.ping = await self._stream(self.sender,
-                                           armed(ping_argv(opts, self.spec.target)), "ping")
+            self.ping = await start_process(self.ctx.owner, self.sender,
+                                            armed(ping_argv(opts, self.spec.target)), "ping")
 
     async def _idle_ping(self) -> None:
         assert self.ctx.parsers.ping is not None
         opts = self.spec.options
         argv = ping_argv(opts, self.spec.target)
         argv[1:1] = ["-c", str(opts.ping_count)]
-        proc = await self._stream(self.sender, plain(argv), "ping")
+        proc = await start_process(self.ctx.owner, self.sender, plain(argv), "ping")
         parser = self.ctx.parsers.ping()
         try:
             async for line in proc.lines():
                 self.idle_replies.extend(parser.feed(line))
             await proc.wait(timeout=5.0)
         finally:
-            await self.end(proc)
+            await end_process(self.ctx.owner, proc)
         self.idle_summary = parser.finish().summary
 
     async def _await_armed(self, lines: OutputLines) -> None:
@@ -146,7 +150,7 @@ class RunProcesses:
                 errors = [x for x in said if x.startswith("iperf3: error - ")]
                 return (errors or said or ["it exited without a word"])[0].removeprefix(
                     "iperf3: error - ")
-            if "server listening on" in line.lower():
+            if SERVER_LISTENING.lower() in line.lower():
                 lines.keep = keep  # unless kept, what it prints from now on is not read
                 return None
             if line.strip("- "):
@@ -189,16 +193,11 @@ class RunProcesses:
     async def cleanup(self) -> None:
         """End every process this run started, and their readers, whatever state it is in."""
         procs = [p for p in (self.client, self.ping, self.server) if p is not None]
-        await asyncio.gather(*(self.end(p) for p in procs), return_exceptions=True)
+        await asyncio.gather(*(end_process(self.ctx.owner, p) for p in procs),
+                             return_exceptions=True)
         for lines in (self.client_lines, self.server_lines):
             if lines is not None:
                 lines.task.cancel()
-
-    async def _stream(self, link: HostLink, command: str, what: str) -> RemoteProcess[HostLink]:
-        return await start_process(self.ctx.owner, link, command, what)
-
-    async def end(self, proc: RemoteProcess[HostLink]) -> None:
-        await end_process(self.ctx.owner, proc)
 
 
 async def start_process(owner: RunOwner, link: HostLink, command: str,

@@ -88,7 +88,7 @@ class RunSamplers:
     # ---- ping and watches ---------------------------------------------------------------
     async def _ping_loop(self, ping: RemoteProcess[HostLink]) -> PingOutcome:
         """The armed ping's replies, each a PING event in the phase it arrived in, handed on
-        from the SSH channel's own callback (RemoteProcess.feed: no task wakes per reply);
+        from the SSH channel's own callback (RemoteProcess.follow: no task wakes per reply);
         its outcome once its output ends."""
         assert self.ctx.parsers.ping is not None
         parser = self.ctx.parsers.ping()
@@ -102,11 +102,7 @@ class RunSamplers:
                     self.ctx.event(events.Ping(run=self.spec.run_id, phase=phase,
                                                seq=reply.seq, rtt_ms=reply.rtt_ms))
 
-        feed = ping.feed(take)
-        try:
-            await feed.ended
-        finally:
-            feed.stop()
+        await ping.follow(take)
         return parser.finish()
 
     async def finish_ping(self, idle: PingSummary | None) -> PingSummary | None:

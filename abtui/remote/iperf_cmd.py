@@ -125,6 +125,25 @@ def server_argv(port: int, program: str = "iperf3") -> list[str]:
     return [program, "-s", "-1", "-p", str(port), "--forceflush", "-V"]
 
 
+# What iperf3's server prints once it listens (`Server listening on 5201 (test #1)`).
+SERVER_LISTENING = "Server listening on"
+
+
+def server_command(argv: list[str], drain: bool) -> str:
+    """The server's command line, stderr with stdout. With `drain` (nobody reads what it
+    prints once it listens: a TCP run's server) the host passes its lines on until it says
+    it listens, then drops the rest itself: its per-interval lines no longer cross the link
+    to be read and thrown away (a packet a second a pair). Plain sh (Linux and FreeBSD);
+    the filter (a `cat` once it drains) is in the server's process group and ends when the
+    server does, so the group still ends with it and nothing is left behind."""
+    if not drain:
+        return f"{plain(argv)} 2>&1"
+    passed = ("while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; "
+              f"case $l in *{shlex.quote(SERVER_LISTENING)}*) exec cat >/dev/null;; esac; "
+              "done")
+    return f"LC_ALL=C {shlex.join(argv)} 2>&1 | {{ {passed}; }}"
+
+
 def ping_argv(opts: TestOptions, target: str) -> list[str]:
     argv = ["ping", "-n", "-i", f"{opts.ping_interval:g}", target]
     if opts.bind:

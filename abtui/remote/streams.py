@@ -86,6 +86,14 @@ class LineFeed:
     def close(self) -> None:
         self.write_eof()
 
+    async def until_end(self) -> None:
+        """Wait for the stream's end; what `handle` raised is raised here, and once this
+        returns (or is cancelled) nothing more is handed on."""
+        try:
+            await self.ended
+        finally:
+            self.stop()
+
     def stop(self) -> None:
         self._handle = None
         if not self.ended.done():
@@ -145,6 +153,10 @@ class RemoteProcess(Generic[L]):
         self._proc.set_writer(feed, True, None)
         self._proc.feed_recv_buf(None, feed)  # what came before (the pgid line was read)
         return feed
+
+    async def follow(self, handle: Callable[[list[str]], None]) -> None:
+        """stdout handed to `handle` as it arrives (see `feed`) until the stream ends."""
+        await self.feed(handle).until_end()
 
     def write(self, data: str) -> None:
         self._proc.stdin.write(data)

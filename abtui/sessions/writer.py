@@ -31,6 +31,9 @@ from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 # kinds written often; every other kind is fsync'ed as soon as it is written
 _BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, EventKind.CPU,
                          EventKind.PROGRESS, EventKind.LINK})
+# One line's JSON, by one encoder made once: json.dumps with options builds one per call
+# (0.7 of a ping record's 5.5 µs in a tight loop); the same bytes.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def save_events(path: Path, events: Sequence[AnyEvent], *, profile: str = "",
@@ -147,7 +150,7 @@ class SessionWriter:
             self.path.unlink()
 
     def _write_line(self, obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        data = (_ENCODE(obj) + "\n").encode()
         while data:  # one call in practice; loop only on a short write
             n = os.write(self._fd, data)
             data = data[n:]
@@ -207,8 +210,7 @@ def compact(path: Path, facts: dict[str, Any] | None = None,
     zipped = target.name.endswith(".gz")
     with open(tmp, "wb") as raw:
         out: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if zipped else raw
-        out.write((json.dumps(header, separators=(",", ":"), ensure_ascii=False) + "\n")
-                  .encode())
+        out.write((_ENCODE(header) + "\n").encode())
         with open(path, "rb") as src:
             src.readline()
             for line in src:

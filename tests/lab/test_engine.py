@@ -22,6 +22,7 @@ from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.measure.engine import Engine
 from abtui.measure.headless import run_headless
+from abtui.measure.run_lines import OutputLines
 from abtui.sessions.reader import load_events
 from tests.lab.engine_kit import (
     UNIT,
@@ -356,6 +357,36 @@ async def test_plan_walks_the_knob_matrix_with_progress(lab: Lab):
     assert any("seed 1" in e.payload.text for e in rec.of(EventKind.MARK))
     assert len(rec.of(EventKind.RESTORE)) == 2 and all(
         e.payload.ok for e in rec.of(EventKind.RESTORE))
+
+
+async def test_a_tcp_servers_lines_end_on_the_host_once_it_listens(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch):
+    """Nobody reads a TCP run's server once it listens: the host drops what it prints from
+    then on (its interval lines no longer cross the link), yet the runs' intervals, summaries
+    and ends are iperf3's as before, and the filter ends with the server."""
+    came: dict[OutputLines, list[str]] = {}
+    take = OutputLines._take
+
+    def spy(self: OutputLines, lines: list[str]) -> None:  # every line a channel delivered
+        came.setdefault(self, []).extend(lines)
+        take(self, lines)
+
+    monkeypatch.setattr(OutputLines, "_take", spy)
+    rec, _ = await run_plan(lab_profile(lab, duration=2))
+    servers = [lines for out, lines in came.items() if " -s " in out.proc.command]
+    assert len(servers) == 2
+    for lines in servers:
+        assert lines and lines[-1].startswith("Server listening on"), lines
+    starts = rec.of(EventKind.RUN_START)
+    assert len(starts) == 2
+    for start in starts:
+        run = start.payload.run
+        assert rec.run_end(run)["status"] == "ok"
+        assert_matches_printed(rec, run)  # with the sender/receiver summary
+        assert len(rec.intervals(run)) == 4  # 2 s at 0.5 s
+    left = [(pid, cmdline) for h in lab.hosts(2) for pid, comm, cmdline, _ in
+            netns_processes(h.netns) if comm == "cat" or "listening" in cmdline]
+    assert not left
 
 
 async def test_terminate_ends_a_silent_process_group(lab: Lab):

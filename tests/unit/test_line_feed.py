@@ -20,6 +20,7 @@ from abtui.measure.run_sampling import RunSamplers
 from abtui.parse import PingParser
 from abtui.remote.iperf_cmd import ARMED_MARK
 from abtui.remote.streams import LineFeed
+from tests.unit.fake_feed import Follows
 
 PING = Path(__file__).parent.parent / "fixtures" / "ping" / "iputils.txt"
 
@@ -82,7 +83,7 @@ async def test_after_stop_lines_are_drained_and_dropped() -> None:
     assert calls == [] and feed.ended.done()
 
 
-class _Feeding:
+class _Feeding(Follows):
     """A RemoteProcess whose stdout is a real asyncssh process's channel data."""
 
     def __init__(self) -> None:

@@ -4,10 +4,9 @@ typed parser seam."""
 
 from __future__ import annotations
 
-from abtui.core.model import IperfSummary, LinkState, Pair
-from abtui.core.model import TestOptions as Options
-from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
-from abtui.measure.run_procs import RunProcesses
+from abtui.core.model import IperfSummary, LinkState
+from abtui.measure.run_context import OwnerOf
+from abtui.measure.run_procs import end_process
 from abtui.measure.seams import iperf_error_of, iperf_summary_of
 from abtui.parse import Iperf3Result
 
@@ -38,28 +37,23 @@ class _Proc:
         self.terminated = True
 
 
-def _procs(book: _Book, orphans: list[tuple[str, int]], sender: _Link) -> RunProcesses:
-    spec = RunSpec(run_id="A-1", pair=Pair("A", "s", "r", "t"), options=Options(),
-                   target="t", seconds=2, port=5201)
-    owner = OwnerOf(lambda e: None, lambda *_: (0, False), book=book,
-                    orphan=lambda link, pgid: orphans.append((link.alias, pgid)))
-    ctx = RunContext(spec, sender, _Link("r"), owner,  # type: ignore[arg-type]
-                     RunParsers(lambda _f: None))  # type: ignore[arg-type,return-value]
-    return RunProcesses(ctx)
+def _owner(book: _Book, orphans: list[tuple[str, int]]) -> OwnerOf:
+    return OwnerOf(lambda e: None, lambda *_: (0, False), book=book,
+                   orphan=lambda link, pgid: orphans.append((link.alias, pgid)))
 
 
 async def test_a_process_ended_on_a_connected_host_is_forgotten_by_the_journal() -> None:
     book, orphans = _Book(), []  # type: ignore[var-annotated]
     link = _Link("s")
     proc = _Proc(link, 42)
-    await _procs(book, orphans, link).end(proc)  # type: ignore[arg-type]
+    await end_process(_owner(book, orphans), proc)  # type: ignore[arg-type]
     assert proc.terminated and book.lines == [("ended", "s", "42")] and orphans == []
 
 
 async def test_a_process_on_a_lost_link_is_handed_over_as_an_orphan_not_forgotten() -> None:
     book, orphans = _Book(), []  # type: ignore[var-annotated]
     link = _Link("s", LinkState.RECONNECTING)
-    await _procs(book, orphans, link).end(_Proc(link, 42))  # type: ignore[arg-type]
+    await end_process(_owner(book, orphans), _Proc(link, 42))  # type: ignore[arg-type]
     assert orphans == [("s", 42)] and book.lines == []  # still to be ended: not forgotten
 
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from abtui.core import events
 from abtui.core.errors import BadInput
 from abtui.core.events import Event, EventKind
 from abtui.sessions import paths, reader, writer
@@ -242,3 +243,19 @@ def test_a_journal_path_finds_the_finished_session(tmp_path: Path) -> None:
         with pytest.raises(BadInput, match="exists there already"):
             writer.SessionWriter(path, profile="p")
     assert paths.name_of(tmp_path / "x.jsonl.gz") == "x"
+
+
+def test_a_ping_record_is_written_byte_for_byte_as_before(tmp_path: Path) -> None:
+    """Sessions are read back by older code: the journal's encoder (made once) writes the
+    same bytes `json.dumps` with the journal's options wrote, keys in the same order and
+    non-ASCII text as is."""
+    ping = Event.of(events.Ping(run="A-3", phase=2, seq=1234, rtt_ms=0.052), t=1796195154.25,
+                    pair="Ä→B")
+    w = writer.SessionWriter(tmp_path / "s.abtui.jsonl", compact=False)
+    w.write(ping)
+    w.close()
+    line = (tmp_path / "s.abtui.jsonl").read_bytes().splitlines()[1]
+    assert line == ('{"kind":"ping","t":1796195154.25,"pair":"Ä→B","data":{"run":"A-3",'
+                    '"phase":2,"seq":1234,"rtt_ms":0.052}}').encode()
+    assert line == json.dumps(ping.to_json(), separators=(",", ":"),
+                              ensure_ascii=False).encode()

@@ -38,7 +38,6 @@ from abtui.ui.control import ControllerCalls
 from abtui.ui.eventlog import EventLog, LogView
 from abtui.ui.feed import FLUSH_HZ, LAZY_S, EventFeed
 from abtui.ui.files import SessionFiles
-from abtui.ui.frames import keep_unchanged_lines
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.keymap import (
     APP_BINDINGS,
@@ -58,6 +57,7 @@ from abtui.ui.pacing import Clock, Scheduler, Throttle
 from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
+from abtui.ui.repaint import keep_unchanged_lines
 from abtui.ui.screens import CompareScreen
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane

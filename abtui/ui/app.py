@@ -23,6 +23,7 @@ from typing import Any
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
+from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import ProgressBar
@@ -145,6 +146,13 @@ class AbtuiApp(App[int]):
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main_screen
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's, but on Linux a driver whose input thread sleeps until input comes
+        (abtui.ui.terminal: Textual's wakes ten times a second)."""
+        from abtui.ui.terminal import quiet_driver
+
+        return quiet_driver(super().get_driver_class())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette: Textual's own commands, then every console action (run on the main

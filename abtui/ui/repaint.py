@@ -102,11 +102,11 @@ def styles_cache(widget: Widget) -> StylesCache:
 
 def draw_now(screen: Screen[Any]) -> None:
     """Draw the screen's pending changes now when a repaint paced by the console (DrawnAtOnce)
-    is among them, what the update timer's tick does
-    (Screen._on_timer_update), rather than resume that timer: it ticks on a grid (TEXTUAL_FPS),
-    so a repaint waited up to a period with nothing to do (8-17 ms measured, at 120 frames a
-    second, after a frame longer than its period), and each tick woke the timer's task twice.
-    Otherwise the changes are left to the timer."""
+    is among them, as the update timer's tick does (Screen._on_timer_update), rather than
+    resume that timer: it ticks on a grid (TEXTUAL_FPS), so a repaint waited up to a period
+    with nothing to do (8-17 ms measured, at 120 frames a second, after a frame longer than
+    its period), and each tick woke the timer's task twice. Otherwise the changes are left to
+    the timer."""
     if screen.app._batch_count or not screen.is_current:
         return
     due = [widget for widget in screen._dirty_widgets

@@ -23,6 +23,7 @@ from typing import Any
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
+from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import ProgressBar
@@ -38,7 +39,6 @@ from abtui.ui.control import ControllerCalls
 from abtui.ui.eventlog import EventLog, LogView
 from abtui.ui.feed import FLUSH_HZ, LAZY_S, EventFeed
 from abtui.ui.files import SessionFiles
-from abtui.ui.frames import keep_unchanged_lines
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.keymap import (
     APP_BINDINGS,
@@ -58,6 +58,7 @@ from abtui.ui.pacing import Clock, Scheduler, Throttle
 from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
+from abtui.ui.repaint import keep_unchanged_lines
 from abtui.ui.screens import CompareScreen
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
@@ -145,6 +146,13 @@ class AbtuiApp(App[int]):
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main_screen
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's, but on Linux a driver whose input thread sleeps until input comes
+        (abtui.ui.terminal: Textual's wakes ten times a second)."""
+        from abtui.ui.terminal import quiet_driver
+
+        return quiet_driver(super().get_driver_class())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette: Textual's own commands, then every console action (run on the main

@@ -7,23 +7,17 @@ its rows itself with these, keeps them, and redraws only the rows that changed."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
-from textual._styles_cache import StylesCache
 from textual.color import Color
 from textual.content import Content
 from textual.filter import ANSIToTruecolor, LineFilter
-from textual.geometry import Size, Spacing
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
-
-if TYPE_CHECKING:
-    from textual.css.styles import StylesBase
 
 BARS = " ▁▂▃▄▅▆▇█"
 
@@ -156,18 +150,11 @@ def _columns(height: int) -> dict[tuple[int, bool], tuple[str, ...]]:
     return out
 
 
-def chart_rows(data: Sequence[float], markers: Sequence[bool], ceiling: float, width: int,
-               height: int, palette: tuple[Style, Style, Style, Style]) -> list[list[Segment]]:
-    """A bar per value (the latest `width`), scaled 0..`ceiling` (shared by every pane so
-    heights compare) over `height` rows; a marked column (a knob changed) in the marker
-    style, `┆` where its bar is empty. `palette`: base, low, high and marker styles. Runs of
-    one style are one segment (cheap to compose); each row as segments, `width` cells."""
-    return ChartDrawer().rows(data, markers, ceiling, width, height, palette)
-
-
 class ChartDrawer:
-    """chart_rows for a chart that scrolls: each value's column and style are kept, and a
-    drawing works out only the values that came since the last one (at 8 pairs at 0.1 s a
+    """A pane's bar chart: a bar per value (the latest `width`), scaled 0..`ceiling` (shared
+    by every pane so heights compare) over `height` rows; a marked column (a knob changed) in
+    the marker style, `┆` where its bar is empty. Each value's column and style are kept, and
+    a drawing works out only the values that came since the last one (at 8 pairs at 0.1 s a
     pane's two charts were drawn 10 times a second each, every column again)."""
 
     def __init__(self) -> None:
@@ -180,7 +167,8 @@ class ChartDrawer:
     def rows(self, data: Sequence[float], markers: Sequence[bool], ceiling: float,
              width: int, height: int,
              palette: tuple[Style, Style, Style, Style]) -> list[list[Segment]]:
-        """chart_rows(data, markers, ceiling, width, height, palette)."""
+        """The chart's rows as segments, `width` cells each (runs of one style are one
+        segment: cheap to compose). `palette`: base, low, high and marker styles."""
         values = list(data)[-width:] if width else []
         if not values:
             return [[Segment(" " * width, palette[0])] for _ in range(height)]
@@ -232,138 +220,3 @@ def _columns_of(values: Sequence[float], marks: Sequence[bool], ceiling: float,
     cells = [columns[(levels if (x := v / ceiling) >= 1.0 else (round(x * levels) or 1))
                      if v > 0 else 0, m] for v, m in zip(values, marks, strict=True)]
     return cells, [3 if m else 2 if v >= top else 1 for v, m in zip(values, marks, strict=True)]
-
-
-Frame = tuple[int, int, tuple[Segment, ...], tuple[Segment, ...]]  # rows above, rows to the
-# last content row, and a content row's segments to its left and right (border, padding)
-
-
-class FramedLines(StylesCache):
-    """A StylesCache for a widget whose content rows change often (a pane's charts, ten times
-    a second): a content row is its frame's left and right segments, kept, around the
-    widget's own segments for the row (`cells(y, width)`: exactly `width` cells), instead of
-    Textual's general path (border, padding, hatch, tint and opacity worked out again for
-    every row, and a Strip, seven caches each, made for the content on its way). Only for
-    the simple case — no hatch, tint, outline nor opacity — which the pane's styles are;
-    otherwise, and for the border rows, Textual's own rendering."""
-
-    def __init__(self, cells: Callable[[int, int], Sequence[Segment] | None],
-                 recoloured: Callable[[], None] = lambda: None) -> None:
-        super().__init__()
-        self._cells = cells  # a content row's segments at a width, if the widget has them
-        self._frames: dict[tuple[object, ...], Frame | None] = {}
-        self.quick_rows = 0  # content rows framed the quick way (for tests)
-        # the app's line filters, applied to the widget's styles (its `cells` are drawn in
-        # them) rather than to each new row; `recoloured`: they changed, draw the cells again
-        self.recolour = Recolour()
-        self._recoloured = recoloured
-
-    def clear(self) -> None:
-        super().clear()
-        self._frames.clear()
-
-    def render(self, styles: StylesBase, size: Size, base_background: Color,
-               background: Color, render_content_line: Callable[[int], Strip],
-               filters: Sequence[LineFilter], *rest: Any, **options: Any) -> list[Strip]:
-        """Textual's, the rows already in filtered styles (Recolour) where it can be."""
-        if self.recolour.update(filters, background):
-            self.clear()
-            self._recoloured()
-        return super().render(styles, size, base_background, background,
-                              render_content_line, () if self.recolour.active else filters,
-                              *rest, **options)
-
-    def render_line(self, styles: StylesBase, y: int, size: Size, content_size: Size,
-                    padding: Spacing, base_background: Color, background: Color,
-                    render_content_line: Callable[[int], Strip], *rest: Any) -> Strip:
-        # rest: the border's title and subtitle (its top and bottom rows only), opacity,
-        # ANSI theme, native ANSI
-        key = (getattr(styles, "_cache_key", None), size, content_size, padding,
-               base_background, background, rest[2], id(rest[3]), rest[4])
-        if key not in self._frames:
-            self._frames[key] = self._frame(styles, size, content_size, padding,
-                                            base_background, background, rest)
-        frame = self._frames[key]
-        cells = None
-        if frame is not None and frame[0] <= y < frame[1]:
-            cells = self._cells(y - frame[0], content_size.width)
-        if frame is None or cells is None:  # Textual's row, filtered as Textual would
-            return self.recolour.strip(super().render_line(
-                styles, y, size, content_size, padding, base_background, background,
-                render_content_line, *rest))
-        self.quick_rows += 1
-        return Strip([*frame[2], *cells, *frame[3]], size.width)
-
-    def _frame(self, styles: StylesBase, size: Size, content_size: Size, padding: Spacing,
-               base_background: Color, background: Color,
-               rest: tuple[Any, ...]) -> Frame | None:
-        """A content row's left and right segments, cut from Textual's rendering of a blank
-        row; None where they are not the same for every row (hatch, tint, outline,
-        opacity)."""
-        if (styles.has_rule("hatch") and styles.hatch != "none") or styles.tint.a \
-                or rest[2] != 1.0 or styles.text_opacity != 1.0 \
-                or any(edge for edge, _ in styles.outline):
-            return None
-        gutter = styles.gutter
-        if not content_size.height or content_size.width != size.width - gutter.width:
-            return None
-        blank = Strip.blank(content_size.width)
-        row = super().render_line(styles, gutter.top, size, content_size, padding,
-                                  base_background, background, lambda _y: blank, *rest)
-        segments = list(row)
-        at, cut = 0, 0
-        while cut < len(segments) and at < gutter.left:
-            at += segments[cut].cell_length
-            cut += 1
-        tail: list[Segment] = []
-        width = 0
-        for segment in reversed(segments[cut:]):
-            if width >= gutter.right:
-                break
-            tail.insert(0, segment)
-            width += segment.cell_length
-        middle = segments[cut:len(segments) - len(tail)]
-        if at != gutter.left or width != gutter.right or [s.text for s in middle] != \
-                [s.text for s in blank]:
-            return None  # not cut where expected: Textual's own way for every row
-        return (gutter.top, gutter.top + content_size.height,
-                tuple(self.recolour.segments(segments[:cut])),
-                tuple(self.recolour.segments(tail)))
-
-
-class KeptLines(StylesCache):
-    """A StylesCache that hands back its last rendering while none of the widget's lines is
-    dirty and it is asked for the same region at the same size with the same filters.
-
-    Textual's compositor renders every widget whose clip overlaps a frame's dirty rectangle:
-    for a widget directly on the screen the clip is the whole screen, so the header, the
-    footer, the knob bar, the panes' grid, the bottom row and the screen itself were rendered
-    in every frame a pane's chart made (each line looked up in the cache and its filter's
-    result looked up again: 0.05-0.13 ms a widget, half a millisecond a frame). Textual's own
-    cache already reuses a line until the widget is refreshed (Widget._set_dirty: set_dirty
-    or clear, both kept track of here), so the lines handed back are the ones it would give."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._kept: tuple[tuple[object, ...], list[Strip]] | None = None
-        self.kept = 0  # renderings handed back as kept (for tests)
-
-    def clear(self) -> None:
-        super().clear()
-        self._kept = None
-
-    def set_dirty(self, *regions: Any) -> None:
-        super().set_dirty(*regions)
-        self._kept = None
-
-    def render_widget(self, widget: Any, crop: Any) -> list[Strip]:
-        key = (crop, widget.region.size, *map(id, widget.get_line_filters()),
-               widget._border_title, widget._border_subtitle,
-               widget.hover_style if widget.auto_links else None)
-        kept = self._kept
-        if kept is not None and kept[0] == key and not self._dirty_lines:
-            self.kept += 1
-            return kept[1]
-        strips = super().render_widget(widget, crop)
-        self._kept = (key, strips)
-        return strips

@@ -16,7 +16,7 @@ from textual.widgets._footer import FooterKey  # not exported; the type the foot
 
 from abtui.ui.alternation import VerdictPanel
 from abtui.ui.eventlog import LogView
-from abtui.ui.knobbar import KnobBar
+from abtui.ui.knobbar import KnobBar, PlanProgress
 from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
 from abtui.ui.widgets import PairPane
@@ -38,7 +38,7 @@ def main_widgets(state: ConsoleState) -> ComposeResult:
         for ps in state.pairs.values():
             yield PairPane(ps)
     yield KnobBar(id="knobbar")
-    yield ProgressBar(total=1, id="plan-progress", show_eta=False)  # no idle animation
+    yield PlanProgress(total=1, id="plan-progress", show_eta=False)  # no idle animation
     yield VerdictPanel(id="verdicts")
     with Horizontal(id="bottom"):
         yield PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)

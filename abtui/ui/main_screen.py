@@ -15,9 +15,9 @@ from abtui.core.controller import Mode
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.control import ControllerCalls
 from abtui.ui.files import SessionFiles
-from abtui.ui.frames import draw_panes_now
 from abtui.ui.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
 from abtui.ui.knobkeys import KnobKeys
+from abtui.ui.repaint import draw_now
 from abtui.ui.screens import TextPrompt
 
 
@@ -65,7 +65,7 @@ class MainScreen(Screen[None]):
         return type("KnobScreen", (cls,), {"BINDINGS": bindings})(console)
 
     async def _on_idle(self, event: events.Idle) -> None:
-        draw_panes_now(self)  # an interval's chart: not on the update timer's next tick
+        draw_now(self)  # an interval's chart, the table: not on the update timer's tick
         await super()._on_idle(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

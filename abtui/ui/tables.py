@@ -20,6 +20,7 @@ from abtui.core.numbers import Unit, rate_unit
 from abtui.core.text import UNKNOWN, visible
 from abtui.reports.throughput import configuration_rate
 from abtui.ui.phase_rows import LOADED
+from abtui.ui.repaint import DrawnAtOnce
 from abtui.ui.state import ConsoleState
 
 K = TypeVar("K", bound=tuple[Any, ...])
@@ -100,7 +101,7 @@ def label_width(state: ConsoleState, screen_width: int, labels: list[str],
     return min(longest, max(room, LABEL_MIN))
 
 
-class PhaseTable(DataTable[Text]):
+class PhaseTable(DataTable[Text], DrawnAtOnce):
     """One row per configuration, one column per pair; every width explicit (no jitter), every
     cell text, never markup.
 
@@ -109,12 +110,18 @@ class PhaseTable(DataTable[Text]):
     row's region is refreshed. DataTable's own `update_cell` bumps a count that is part of
     every one of its cache keys, so one new number rendered every cell of the table again
     through rich (18 % of a live 2-pair console's main thread). That relies on DataTable's
-    caches (tests/ui/test_phase_table_cells.py pins it against a whole re-render)."""
+    caches (tests/ui/test_phase_table_cells.py pins it against a whole re-render). Its
+    repaints with new numbers (TABLE_HZ at most) are drawn on the screen's next idle
+    (DrawnAtOnce)."""
 
     label_cols = 0  # the configuration column, as laid out
     unit: Unit | None = None  # the unit its columns name, as laid out
     _scipy_asked = False
     _on_loaded: Callable[[], None] | None = None
+    repaint_due = False  # (DrawnAtOnce) a repaint with new numbers waits to be drawn
+
+    def drawn(self) -> None:
+        self.repaint_due = False
 
     def load_stats(self, loaded: Callable[[], None]) -> None:
         """Import what the significance marks need (abtui.reports.stats, ~1.5 s with numpy)
@@ -157,6 +164,7 @@ class PhaseTable(DataTable[Text]):
             self.add_row(*(Text(c) for c in cells), key=key)
         if rows:
             self.move_cursor(row=min(max(cursor, 0), len(rows) - 1), scroll=False)
+        self.repaint_due = True
 
     def rows_changed(self, state: ConsoleState) -> bool:
         """A new row, or one gone (a phase a run overrode before any interval: as many rows
@@ -203,6 +211,7 @@ class PhaseTable(DataTable[Text]):
         _drop(self._row_renderable_cache, lambda k: k[1] == index)
         _drop(self._line_cache, lambda k: region.y <= k[0] < region.bottom)  # y, table-wide
         self.refresh_row(index)
+        self.repaint_due = True
 
 
 def _drop(cache: LRUCache[K, V], unwanted: Callable[[K], bool]) -> None:

@@ -18,7 +18,6 @@ from typing import ClassVar, Literal
 from rich.segment import Segment
 from rich.style import Style
 from textual.content import Content
-from textual.dom import NoScreen
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
@@ -40,8 +39,9 @@ from abtui.ui.chips import (
     row_text,
     styled,
 )
-from abtui.ui.drawing import ChartDrawer, FramedLines, TextDrawer
+from abtui.ui.drawing import ChartDrawer, TextDrawer
 from abtui.ui.pair_state import PairState
+from abtui.ui.repaint import DrawnAtOnce, FramedLines, frame_with, repaint_rows
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
@@ -74,7 +74,7 @@ class Series:
     ceiling: float = 1.0
 
 
-class PairPane(Widget):
+class PairPane(Widget, DrawnAtOnce):
     """One pair: who, kernel, knobs, tunnel; throughput and RTT charts; numbers; link.
 
     Tests and scripts read what it shows with `text(line)`, `rows(line)`, `series(chart)`,
@@ -108,8 +108,9 @@ class PairPane(Widget):
         self._spans: dict[str, tuple[int, int]] = {}  # each band's first row and rows
         self._dirty: set[str] = set()  # bands to repaint (at the end of the update)
         # its content rows framed the quick way, drawn in the line filters' colours
-        framed = self._styles_cache = FramedLines(self._row_cells, self._forget_drawn)
-        self._recolour = framed.recolour
+        self._framed = FramedLines(self._row_cells, self._forget_drawn)
+        frame_with(self, self._framed)
+        self._recolour = self._framed.recolour
         self._drawer = TextDrawer(self._recolour)
         self._palettes: dict[str, tuple[Style, Style, Style, Style]] = {}
         self._bases: dict[str, TextualStyle] = {}  # each text line's style
@@ -215,7 +216,7 @@ class PairPane(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._forget_drawn()  # a theme change (or the pane's class) recolours its rows
-        self._styles_cache.clear()  # its frame too
+        self._framed.clear()  # its frame too
 
     def _forget_drawn(self) -> None:
         """Every row drawn again, in styles worked out again."""
@@ -236,30 +237,9 @@ class PairPane(Widget):
         dirty, self._dirty = self._dirty, set()
         if not dirty or not self.is_mounted or self._rows is None:
             return  # (a layout pass is due, or was never made: it paints the whole pane)
-        left, width = self.content_offset.x, self.outer_size.width
-        regions = [Region(-left, top, width, rows) for top, rows in
-                   (self._spans[band] for band in dirty) if rows]
-        if regions:
-            self._repaint_rows(regions)
-
-    def _repaint_rows(self, regions: list[Region]) -> None:
-        """Widget.refresh(*regions), handed to the screen at once: Textual's way posts the
-        pane a Prompt, and on the pane's idle the screen an Update, two message pumps woken
-        for each repaint before the screen's own idle resumes its drawing (8 panes at 0.1 s:
-        about 1 % of a core in those wake-ups). Textual's way whenever the pane is not simply
-        on screen and laid out (a layout or a full repaint pending, hidden, closing)."""
-        try:
-            screen = self.screen
-        except NoScreen:  # (being taken down)
-            screen = None
-        if screen is None or self._repaint_required or self._layout_required \
-                or self._closing or not self.display \
-                or self not in screen._compositor.visible_widgets:
-            self.refresh(*regions)
-            return
-        self._set_dirty(*regions)
-        screen._dirty_widgets.add(self)
-        screen.check_idle()
+        spans = [span for span in (self._spans[band] for band in dirty) if span[1]]
+        if spans:
+            repaint_rows(self, spans)  # (abtui.ui.repaint: handed to the screen at once)
 
     def _relayout(self, grew: bool) -> None:
         """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""

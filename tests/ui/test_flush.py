@@ -17,6 +17,7 @@ from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
+from abtui.ui.repaint import styles_cache
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import FakeClock, SpyController, started, until
 
@@ -172,7 +173,7 @@ async def test_an_interval_is_stamped_shown_after_a_frame_that_drew_it(tmp_path:
         await _up_to_the_first_interval(pilot, app, events)
         pane = app.query_one("#pane-A", PairPane)
         seen: list[tuple[str, int]] = []
-        frame = pane._styles_cache  # draws the pane's rows in each frame (FramedLines)
+        frame = styles_cache(pane)  # draws the pane's rows in each frame (FramedLines)
         render_line, shown = frame.render_line, app.bench.shown
 
         def drawn(*args: Any):  # type: ignore[no-untyped-def]
@@ -245,3 +246,39 @@ async def test_an_intervals_chart_is_drawn_without_waiting_for_the_update_timer(
         app.receive(_of(events, EventKind.INTERVAL)[0])
         await asyncio.wait_for(drawn.wait(), 10)
         assert len(app.bench.latencies) == 1 and app.bench.hidden == 0
+
+
+async def test_the_table_s_repaint_is_drawn_without_waiting_for_the_update_timer() -> None:
+    """The phase table, repainted at TABLE_HZ at most, is drawn on the screen's next idle
+    like a pane: not on Textual's update timer, whose task woke twice for each tick (its
+    grid's wait, then the frame). (Waited for without the pilot, whose pause draws the
+    screen itself.)"""
+    clock = FakeClock()
+    app, events = _two_pairs(clock, flush_hz=1)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        first = _of(events, EventKind.INTERVAL)[0]
+        clock.now += 1.0
+        app.receive(first)
+        await until(pilot, lambda: app.state.pairs[first.pair].intervals == 1)
+        timer = app.screen._update_timer
+        timer.pause()
+        timer.resume = lambda: None  # type: ignore[method-assign]  # it never ticks again
+        repainted, drawn = asyncio.Event(), asyncio.Event()
+        cells, frame = app.table.refresh_cells, app.screen._compositor_refresh
+
+        def counted(*args: object) -> None:
+            cells(*args)  # type: ignore[arg-type]
+            repainted.set()
+
+        def framed() -> None:
+            if repainted.is_set() and app.table in app.screen._dirty_widgets:
+                drawn.set()
+            frame()
+
+        app.table.refresh_cells = counted  # type: ignore[method-assign,assignment]
+        app.screen._compositor_refresh = framed  # type: ignore[method-assign]
+        clock.now += 1.5  # the table's repaint is due (TABLE_AFTER flush periods on)
+        await asyncio.wait_for(repainted.wait(), 10)
+        await asyncio.wait_for(drawn.wait(), 10)
+        assert app.table not in app.screen._dirty_widgets

@@ -54,7 +54,7 @@ async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_fr
     from textual._styles_cache import StylesCache
     from textual.geometry import Region
 
-    from abtui.ui.drawing import KeptLines
+    from abtui.ui.repaint import KeptLines, styles_cache
 
     app = make_app(pairs=4, intervals=2)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -62,10 +62,10 @@ async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_fr
         await settle(pilot)
         screen = app.screen
         kept = {type(w).__name__: w for w in (screen, *screen.children)
-                if isinstance(w._styles_cache, KeptLines)}
+                if isinstance(styles_cache(w), KeptLines)}
         assert {"Header", "Grid", "KnobBar", "Horizontal", "KeysFooter"} <= set(kept)
-        assert not any(isinstance(p._styles_cache, KeptLines) for p in app.board.panes)
-        before = {name: w._styles_cache.kept for name, w in kept.items()}
+        assert not any(isinstance(styles_cache(p), KeptLines) for p in app.board.panes)
+        before = {name: styles_cache(w).kept for name, w in kept.items()}
         last = [e for e in app.recent if e.kind is EventKind.INTERVAL][-4:]
         for k in range(1, 4):  # more intervals: frames of the panes' charts
             for ev in last:
@@ -74,12 +74,12 @@ async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_fr
                     ev.t + k, ev.pair, ev.host))
             await settle(pilot)
         for name in ("Header", "Grid", "KnobBar", "KeysFooter"):
-            assert kept[name]._styles_cache.kept > before[name], name
+            assert styles_cache(kept[name]).kept > before[name], name
 
         def same() -> None:
             for name, w in kept.items():
                 whole = Region(0, 0, w.outer_size.width, w.outer_size.height)
-                assert _cells(w._styles_cache.render_widget(w, whole)) == _cells(
+                assert _cells(styles_cache(w).render_widget(w, whole)) == _cells(
                     StylesCache().render_widget(w, whole)), name
 
         same()
@@ -88,3 +88,25 @@ async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_fr
         await pilot.pause()
         same()
         assert app.scopes[app.scope_index] == "A"
+
+
+async def test_the_plan_s_progress_bar_runs_no_timer_that_shows_nothing() -> None:
+    """Textual's progress bar refreshes its ETA from a timer every second; the console's
+    shows no ETA, so its bar has no timer (a wake-up a second of the console's for nothing),
+    and still shows a plan's progress."""
+    from textual.widgets import ProgressBar
+
+    from abtui.ui.knobbar import show_progress
+
+    app = make_app(pairs=2, intervals=2)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await replayed(pilot, 2)
+        bar = app.query_one("#plan-progress", ProgressBar)
+        assert not [t.name for t in bar._timers], [t.name for t in bar._timers]
+        show_progress(bar, {"total": 4, "done": 1})
+        await pilot.pause()
+        assert bar.display and bar.percentage == 0.25
+        assert "25%" in app.files.screen_text()
+        show_progress(bar, None)
+        await pilot.pause()
+        assert not bar.display

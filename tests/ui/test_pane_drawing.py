@@ -4,6 +4,7 @@ line's colours and after a theme change; only the cheaper way of drawing them di
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.style import Style
@@ -16,8 +17,9 @@ from textual.widgets import Static
 
 import abtui.ui
 from abtui.ui.chips import pack_chips
-from abtui.ui.drawing import FramedLines
+from abtui.ui.drawing import ChartDrawer
 from abtui.ui.pair_state import PairState
+from abtui.ui.repaint import FramedLines, styles_cache
 from abtui.ui.widgets import PairPane
 
 ERROR = "tcp_wmem=4096 16384 65536 refused: lab-a-snd: sysctl: permission denied on key"
@@ -86,7 +88,7 @@ async def test_a_pane_s_lines_are_drawn_as_a_static_draws_them() -> None:
             assert shown == pane.rows(band)  # what the pane says it shows
         assert any(style is not None and style.bold for line in _band(pane, "config")
                    for _ch, style in line)  # the spans' own styles are drawn
-        framed = pane._styles_cache
+        framed = styles_cache(pane)
         assert isinstance(framed, FramedLines) and framed.quick_rows > 0  # framed the quick way
         app.theme = "textual-light"  # recoloured: the kept strips and styles are not reused
         await pilot.pause()
@@ -106,7 +108,7 @@ async def test_a_pane_s_rows_framed_the_quick_way_are_textual_s_own() -> None:
             pane.set_class(True, *classes) if classes else None
             await pilot.pause()
             whole = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
-            quick = pane._styles_cache
+            quick = styles_cache(pane)
             assert isinstance(quick, FramedLines)
             quick.clear()  # every row drawn again
             before = quick.quick_rows
@@ -133,14 +135,21 @@ async def test_a_click_on_a_pane_s_chart_scopes_the_knobs_to_its_pair() -> None:
         assert pane.has_class("-scoped") and not app.query_one("#pane-A").has_class("-scoped")
 
 
+def chart_rows(data: Sequence[float], markers: Sequence[bool], ceiling: float, width: int,
+               height: int, palette: tuple[Style, Style, Style, Style]) -> list[list]:  # type: ignore[type-arg]
+    """A chart drawn afresh, nothing kept from an earlier drawing: the chart's definition,
+    which a drawer that keeps its columns between drawings must give."""
+    return ChartDrawer().rows(data, markers, ceiling, width, height, palette)
+
+
 def test_a_chart_is_each_value_s_column_in_its_style_cell_by_cell() -> None:
-    """chart_rows, read back cell by cell, is the chart's definition: the latest `width`
+    """A chart drawn afresh, read back cell by cell, is the chart's definition: the latest `width`
     values right-aligned, each a column of eighths (one at least above 0, all at or over the
     ceiling, none at 0, below it or NaN), `┆` where a knob's column is empty, and its style
     the marker's, else high from 66 % of the ceiling, else low."""
     import random
 
-    from abtui.ui.drawing import BARS, chart_rows
+    from abtui.ui.drawing import BARS
 
     rng = random.Random(24)
     palette = (Style(), Style(color="red"), Style(color="green"), Style(color="blue"))
@@ -221,12 +230,12 @@ async def test_a_pane_s_new_rows_come_in_filtered_colours_without_filtering_them
             f.apply = lambda segments, bg, own=own: (  # type: ignore[method-assign]
                 applied.append(len(segments)), own(segments, bg))[1]
         whole = Region(0, 0, pane.outer_size.width, pane.outer_size.height)
-        pane._styles_cache.render_widget(pane, whole)  # as drawn so far
+        styles_cache(pane).render_widget(pane, whole)  # as drawn so far
         pane.state.bps.extend([1e9, 3e9, 2e9])
         pane.state.rtt.extend([0.2, 0.4])
         pane.state.intervals = 3
         pane.refresh_from_state((3e9, 0.4))  # its charts and numbers drawn again
-        drawn = _cells(pane._styles_cache.render_widget(pane, whole))
+        drawn = _cells(styles_cache(pane).render_widget(pane, whole))
         assert not applied, f"{len(applied)} rows filtered"
         assert "n 3" in pane.text("tcp")
         assert drawn == _cells(StylesCache().render_widget(pane, whole))  # Textual's, filtered
@@ -234,7 +243,7 @@ async def test_a_pane_s_new_rows_come_in_filtered_colours_without_filtering_them
         for dim in (False, True):  # a filter's colours change (a theme's ANSI colours)
             app.ansi_color = dim
             await pilot.pause()
-            assert _cells(pane._styles_cache.render_widget(pane, whole)) == _cells(
+            assert _cells(styles_cache(pane).render_widget(pane, whole)) == _cells(
                 StylesCache().render_widget(pane, whole)), dim
 
 
@@ -275,7 +284,7 @@ def test_a_scrolling_chart_is_drawn_as_afresh_working_out_only_its_new_columns()
                     width = rng.choice([7, 35, 36])  # a resize
                 worked.clear()
                 got = drawer.rows(data, marks, ceiling, width, height, palette)
-                fresh = [[(seg.text, seg.style) for seg in row] for row in drawing.chart_rows(
+                fresh = [[(seg.text, seg.style) for seg in row] for row in chart_rows(
                     data, marks, ceiling, width, height, palette)]
                 assert [[(seg.text, seg.style) for seg in row] for row in got] == fresh, \
                     (trial, step)

@@ -25,7 +25,7 @@ fails when the installed Textual lacks one, or a StylesCache method takes other 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.segment import Segment
 from textual._styles_cache import StylesCache
@@ -82,14 +82,16 @@ def missing_privates(instances: dict[type, object]) -> list[str]:
             if not hasattr(instances.get(whose, whose), name)]
 
 
-class DrawnAtOnce:
+class DrawnAtOnce(Protocol):
     """A widget some of whose repaints are rate-limited by the console itself (a pane's: the
     flushes and the numbers' throttle; the phase table's: TABLE_HZ): the frame of such a
     repaint (`repaint_due`) is drawn on the screen's next idle (`draw_now`), since it adds no
     frame the update timer's rate kept out. Its other repaints (a mouse moving over it) wait
-    for the timer as any widget's."""
+    for the timer as any widget's. A protocol, not a base: such a widget says so by having
+    `repaint_due` (read with getattr on the frame's path: an isinstance of a runtime
+    protocol costs microseconds per dirty widget)."""
 
-    repaint_due = True  # its pending repaint is one the console paced
+    repaint_due: bool  # its pending repaint is one the console paced
 
     def drawn(self) -> None:
         """Its paced repaint was drawn."""
@@ -109,8 +111,8 @@ def draw_now(screen: Screen[Any]) -> None:
     the timer."""
     if screen.app._batch_count or not screen.is_current:
         return
-    due = [widget for widget in screen._dirty_widgets
-           if isinstance(widget, DrawnAtOnce) and widget.repaint_due]
+    due: list[DrawnAtOnce] = [widget for widget in screen._dirty_widgets  # type: ignore[misc]
+                              if getattr(widget, "repaint_due", False)]
     if due:
         for widget in due:
             widget.drawn()

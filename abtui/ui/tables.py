@@ -20,7 +20,6 @@ from abtui.core.numbers import Unit, rate_unit
 from abtui.core.text import UNKNOWN, visible
 from abtui.reports.throughput import configuration_rate
 from abtui.ui.phase_rows import LOADED
-from abtui.ui.repaint import DrawnAtOnce
 from abtui.ui.state import ConsoleState
 
 K = TypeVar("K", bound=tuple[Any, ...])
@@ -101,7 +100,7 @@ def label_width(state: ConsoleState, screen_width: int, labels: list[str],
     return min(longest, max(room, LABEL_MIN))
 
 
-class PhaseTable(DataTable[Text], DrawnAtOnce):
+class PhaseTable(DataTable[Text]):
     """One row per configuration, one column per pair; every width explicit (no jitter), every
     cell text, never markup.
 
@@ -112,15 +111,16 @@ class PhaseTable(DataTable[Text], DrawnAtOnce):
     through rich (18 % of a live 2-pair console's main thread). That relies on DataTable's
     caches (tests/ui/test_phase_table_cells.py pins it against a whole re-render). Its
     repaints with new numbers (TABLE_HZ at most) are drawn on the screen's next idle
-    (DrawnAtOnce)."""
+    (repaint.DrawnAtOnce)."""
 
     label_cols = 0  # the configuration column, as laid out
     unit: Unit | None = None  # the unit its columns name, as laid out
     _scipy_asked = False
     _on_loaded: Callable[[], None] | None = None
-    repaint_due = False  # (DrawnAtOnce) a repaint with new numbers waits to be drawn
+    repaint_due = False  # (repaint.DrawnAtOnce) a repaint with new numbers waits to be drawn
 
     def drawn(self) -> None:
+        """(repaint.DrawnAtOnce) its paced repaint was drawn."""
         self.repaint_due = False
 
     def load_stats(self, loaded: Callable[[], None]) -> None:

@@ -41,7 +41,7 @@ from abtui.ui.chips import (
 )
 from abtui.ui.drawing import ChartDrawer, TextDrawer
 from abtui.ui.pair_state import PairState
-from abtui.ui.repaint import DrawnAtOnce, FramedLines, frame_with, repaint_rows
+from abtui.ui.repaint import FramedLines, frame_with, repaint_rows
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
@@ -74,7 +74,7 @@ class Series:
     ceiling: float = 1.0
 
 
-class PairPane(Widget, DrawnAtOnce):
+class PairPane(Widget):
     """One pair: who, kernel, knobs, tunnel; throughput and RTT charts; numbers; link.
 
     Tests and scripts read what it shows with `text(line)`, `rows(line)`, `series(chart)`,
@@ -84,6 +84,10 @@ class PairPane(Widget, DrawnAtOnce):
         "pane--config", "pane--error", "pane--bps-low", "pane--bps-high", "pane--rtt-low",
         "pane--rtt-high", "pane--marker"}
     ALLOW_SELECT = False
+    repaint_due = True  # (repaint.DrawnAtOnce) every repaint of its own is paced by the console
+
+    def drawn(self) -> None:
+        """(repaint.DrawnAtOnce) nothing to note: all its repaints are paced."""
 
     class Grew(Message):
         """A line of the pane now takes more rows: the screen's layout may need to change."""

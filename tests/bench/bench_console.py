@@ -33,7 +33,8 @@ FLIP_S = 1200
 BACKLOG = 400  # events the stream may run ahead of the console (~100 simulated seconds)
 
 CHILD = """
-import asyncio, json, os, resource, sys
+import asyncio, json, os, sys
+from tests.bench.memory import peak_rss_kb
 from abtui.core import events
 from abtui.core.events import Event
 from abtui.measure.synthetic import T0, Synth, synthetic_profile
@@ -130,7 +131,7 @@ controller = Paced(synthetic_profile(2, 1.0))
 app = controller.app = AbtuiApp(controller, autostart=True)
 asyncio.run(app.run_async(headless=True, size=(160, 48)))
 print(json.dumps({"samples": controller.samples, "received": app.record.received,
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "maxrss_kb": peak_rss_kb()}))
 """
 
 

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HOURS = float(os.environ.get("ABTUI_BENCH_SESSION_HOURS", "24"))
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
+from tests.bench.memory import peak_rss_kb
 from tests import synth
 from abtui.sessions.writer import SessionWriter
 from abtui.sessions.session import Session
@@ -39,7 +40,7 @@ loaded = time.perf_counter() - t
 print(json.dumps({"file": str(w.final_path), "events": w.events, "write_s": written,
                   "load_s": loaded, "intervals": sum(len(c) for c in s.intervals.values()),
                   "pings": sum(len(c) for c in s.pings.values()),
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "maxrss_kb": peak_rss_kb()}))
 """
 
 

@@ -43,12 +43,16 @@ RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
                    "sysctl -n kern.boottime 2>/dev/null || true")
 
+# A folder of a bulk shell's own for its output files (ControlShell.bulk_loop): in /dev/shm
+# where it can be made there.
+MAKE_FOLDER = ('mktemp -d /dev/shm/abtui.XXXXXX 2>/dev/null || '
+               'mktemp -d "${TMPDIR:-/tmp}/abtui.XXXXXX"')
 # Bash 5 (its `read -N` reads a block in one read(2), and takes LC_ALL for that read alone),
-# with a folder of its own for each command's output (ControlShell.bulk_loop), removed when
-# the shell ends (also on SIGHUP or SIGTERM); its two files are created empty here.
+# able to make the folder; its two files are created empty here. The loop removes the folder
+# as soon as it has opened them; the EXIT trap (SIGHUP and SIGTERM exit through it) covers a
+# shell that ends before that.
 BULK_PROBE = ('case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) '
-              '__abtui_t=$(mktemp -d /dev/shm/abtui.XXXXXX 2>/dev/null || '
-              'mktemp -d "${TMPDIR:-/tmp}/abtui.XXXXXX") && '
+              f'__abtui_t=$({MAKE_FOLDER}) && '
               ': >"$__abtui_t/o" && : >"$__abtui_t/e" && '
               'trap \'rm -rf -- "$__abtui_t"\' EXIT && trap \'exit 129\' HUP && '
               'trap \'exit 143\' TERM && echo bulk ;; esac')
@@ -207,21 +211,28 @@ class ControlShell:
         command); the loop reads the commands from descriptor 3 (the shell's stdin, moved),
         and they run with /dev/null as stdin; the reply -- output, mark, stderr, end mark
         with the status -- is one `printf %s` on descriptor 4 (the pipe stdout was), one
-        write(2) for a string that ends with a newline. Past 64 KiB the files are emptied. A
-        command that does not parse: bash's message in stderr, status 2, the loop goes on.
-        NUL bytes of an output are left out."""
+        write(2) for a string that ends with a newline. The folder is removed as soon as
+        the files are open (they live on as long as the shell holds them), so a shell killed
+        outright leaves nothing on the host. Past 64 KiB the loop moves to two fresh files
+        the same way (a new folder, opened, removed); where none can be made it goes on
+        with the old ones. A command that does not parse: bash's message in stderr, status
+        2, the loop goes on. NUL bytes of an output are left out."""
         t = '"$__abtui_t"'
         def take(fd: int, var: str) -> str:  # the file from where the last reply stopped
             return (f"{var}=; while IFS= read -r -d '' -u {fd} __abtui_x; do "
                     f'{var}+=$__abtui_x; done; {var}+=$__abtui_x; ')
-        return (f"exec 3<&0 4>&1 0</dev/null 1>>{t}/o 2>>{t}/e 5<{t}/o 6<{t}/e; "
+        def files(d: str) -> str:  # the loop's output files opened, their folder removed
+            return f"exec 1>>{d}/o 2>>{d}/e 5<{d}/o 6<{d}/e; rm -rf -- {d}"
+        return ("__abtui_fresh() { local d; d=$( { " + MAKE_FOLDER + "; } 2>/dev/null) || "
+                f"return; {files(chr(34) + '$d' + chr(34))}; }}; "
+                f"exec 3<&0 4>&1 0</dev/null; {files(t)}; "
                 f"__abtui_z=0; while IFS= read -r -u 3 -N {BULK_HEADER} __abtui_n && "
                 'LC_ALL=C IFS= read -r -u 3 -N "$__abtui_n" __abtui_c; do '
                 'eval "$__abtui_c"; __abtui_s=$?; '
                 + take(5, "__abtui_o") + take(6, "__abtui_e") +
                 f'printf %s "$__abtui_o\n{self.mark}\n$__abtui_e\n{self.mark} $__abtui_s\n" '
                 ">&4; if (( (__abtui_z += ${#__abtui_o} + ${#__abtui_e}) > 65536 )); then "
-                f": >{t}/o; : >{t}/e; exec 5<{t}/o 6<{t}/e; __abtui_z=0; fi; "
+                "__abtui_fresh && __abtui_z=0; fi; "
                 "done\n")
 
     async def start_bulk(self) -> None:

@@ -67,7 +67,8 @@ async def test_each_hosts_part_of_a_flip_comes_back_in_one_ssh_packet(lab: Lab):
     """Through real sshd and bash: a flip is one command per host, and each host's reply
     (old value, value read back, status, stderr) arrives as one SSH data packet, none on
     stderr (before: about 3 packets a host, the end marks in packets of their own). The
-    control shell's folder on the host is gone once its link is closed."""
+    control shell's folder on the host is gone while its link is still open (its files
+    opened, then removed), and stays gone once the link is closed."""
     profile = load_profile(lab.profile_path)
     hosts = await open_hosts(profile)
     assert hosts.errors == {}
@@ -107,7 +108,10 @@ async def test_each_hosts_part_of_a_flip_comes_back_in_one_ssh_packet(lab: Lab):
         assert {d for seen in packets.values() for d in seen} == {0}  # stdout only
         folders = [(await link.run('echo "$__abtui_t"', isolate=False)).stdout
                    for link in hosts.links.values()]
-        assert all(f and os.path.isdir(f) for f in folders)
+        # the shells' folders are removed as soon as their files are open: a host whose
+        # shell is killed outright keeps nothing of abtui's
+        assert all(f.startswith(("/dev/shm/abtui.", "/tmp/abtui.")) and not os.path.exists(f)
+                   for f in folders), folders
     finally:
         await manager.restore_all()
         await hosts.close()

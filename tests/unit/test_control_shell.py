@@ -6,6 +6,7 @@ so the patterns asyncssh searches with are compiled once, not per command."""
 from __future__ import annotations
 
 import asyncio
+import glob
 import os
 import re
 import shutil
@@ -276,20 +277,46 @@ async def test_a_bulk_shells_reply_is_one_write_with_stderr_and_status_in_it() -
         await _end(rp)
 
 
+# what a bulk shell is sent twice over: past 64 KiB (fresh files), a NUL byte, the folder's
+# name (None: not compared), a subshell that exits, no output, no newline
+BULK_CASES: list[tuple[str, str, str, tuple[str, str, int] | None]] = [
+    ("head -c 70000 /dev/zero | tr '\\0' x; echo; echo e >&2", "{", "}", ("x" * 70000, "e\n", 0)),
+    ("printf 'a\\0b\\n'", "{", "}", ("ab", "", 0)),
+    ("echo \"$__abtui_t\"", "{", "}", None),
+    ("echo gone; exit 4", "(", ")", ("gone", "", 4)),
+    ("true", "{", "}", ("", "", 0)),
+    ("printf 'no newline'", "{", "}", ("no newline", "", 0))]
+
+
+def _folders() -> set[str]:
+    return set(glob.glob("/dev/shm/abtui.*")) | set(glob.glob("/tmp/abtui.*"))
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
-async def test_a_bulk_shell_keeps_outputs_apart_and_removes_its_folder_when_it_ends() -> None:
-    """Outputs past the 64 KiB at which the files are emptied, a NUL byte (left out), a
-    subshell that exits and a command without output each come back whole and alone; the
-    shell's folder is gone once its stdin closes."""
+async def test_a_bulk_shell_killed_outright_leaves_no_folder() -> None:
+    """SIGKILL runs no trap: the folder must already be gone, after the first files and
+    after the fresh ones past 64 KiB (before, one folder a killed shell stayed on the host)."""
+    before = _folders()
     rp, shell = await _record_bash()
     try:
-        cases = [("head -c 70000 /dev/zero | tr '\\0' x; echo; echo e >&2", "{", "}",
-                  ("x" * 70000, "e\n", 0)),
-                 ("printf 'a\\0b\\n'", "{", "}", ("ab", "", 0)),
-                 ("echo \"$__abtui_t\"", "{", "}", None),
-                 ("echo gone; exit 4", "(", ")", ("gone", "", 4)),
-                 ("true", "{", "}", ("", "", 0)),
-                 ("printf 'no newline'", "{", "}", ("no newline", "", 0))]
+        for command, opening, closing, _want in BULK_CASES:
+            shell.send(command, opening, closing)
+            await asyncio.wait_for(shell.result(), 5)
+        rp.proc.kill()
+        await rp.proc.wait()
+        assert _folders() <= before, sorted(_folders() - before)
+    finally:
+        await _end(rp)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+async def test_a_bulk_shell_keeps_outputs_apart_and_its_folder_is_gone_while_it_runs() -> None:
+    """Outputs past the 64 KiB at which the loop moves to fresh files, a NUL byte (left out),
+    a subshell that exits and a command without output each come back whole and alone; the
+    shell's folder is removed as soon as its files are open, and it ends cleanly."""
+    rp, shell = await _record_bash()
+    try:
+        cases = BULK_CASES
         folder = ""
         for _ in range(2):
             for command, opening, closing, want in cases:
@@ -297,7 +324,8 @@ async def test_a_bulk_shell_keeps_outputs_apart_and_removes_its_folder_when_it_e
                 result = await asyncio.wait_for(shell.result(), 5)
                 if want is None:
                     folder = result.stdout
-                    assert os.path.isdir(folder)
+                    assert folder.startswith(("/dev/shm/abtui.", "/tmp/abtui."))
+                    assert not os.path.exists(folder)
                 else:
                     assert (result.stdout, result.stderr, result.exit_status) == want
         assert rp.proc.stdin is not None

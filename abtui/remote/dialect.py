@@ -113,6 +113,9 @@ class Dialect:
     # per sample of a run's host CPU series
     cpu_times_command = ""
 
+    def __init__(self) -> None:
+        self._swaps: dict[tuple[Setting, str], str] = {}  # swap_command's, built once each
+
     def check_setting(self, s: Setting) -> Setting:
         """Validate a setting's key (and device) for this OS; raise BadInput otherwise."""
         if s.kind is KnobKind.SYSCTL:
@@ -150,7 +153,7 @@ class Dialect:
         one round trip gives both what to set back and the verification. Kept per setting
         and value (a flip between two values builds it twice, not on every flip: 8 us a host
         of the client's CPU on a knob flip's path)."""
-        kept: dict[tuple[Setting, str], str] = self.__dict__.setdefault("_swaps", {})
+        kept = self._swaps
         command = kept.get((s, value))
         if command is None:
             self.check_setting(s)

@@ -48,6 +48,7 @@ class Linux(Dialect):
         "net.ipv4.tcp_congestion_control": "net.ipv4.tcp_allowed_congestion_control"}
 
     def __init__(self, fast_sysctl: bool = True) -> None:
+        super().__init__()
         self.fast_sysctl = fast_sysctl
 
     def _refused(self, key: str) -> str:

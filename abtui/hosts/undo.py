@@ -103,8 +103,7 @@ class UndoJournal:
             self._batching -= 1
             if not self._batching and self._unsynced:
                 self._unsynced = False
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
+                _sync(self._fh)
 
     def host(self, rec: HostRecord) -> None:
         """How to reach a host again (written once per host, before anything is changed)."""
@@ -201,6 +200,11 @@ def _line(record: dict[str, Any]) -> bytes:
 
 def _write_line(fh: Any, record: dict[str, Any]) -> None:
     fh.write(_line(record))
+    _sync(fh)
+
+
+def _sync(fh: Any) -> None:
+    """What was written, on disk."""
     fh.flush()
     os.fsync(fh.fileno())
 

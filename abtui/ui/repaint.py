@@ -75,10 +75,11 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
 }
 
 
-def missing_privates(instances: dict[type, object]) -> list[str]:
-    """The PRIVATES the installed Textual lacks (looked for on its class, or on the instance
-    of it in `instances`)."""
-    return [f"{whose.__name__}.{name}" for whose, name in PRIVATES
+def missing_privates(instances: dict[type, object],
+                     privates: Sequence[tuple[type, str]] = PRIVATES) -> list[str]:
+    """The `privates` (these PRIVATES, or another module's list) the installed Textual lacks
+    (looked for on its class, or on the instance of it in `instances`)."""
+    return [f"{whose.__name__}.{name}" for whose, name in privates
             if not hasattr(instances.get(whose, whose), name)]
 
 

@@ -16,6 +16,7 @@ from textual import events
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 
+from abtui.ui.repaint import missing_privates
 from abtui.ui.terminal import PRIVATES, QuietInputDriver, quiet_driver
 
 pytestmark = pytest.mark.ui
@@ -117,6 +118,5 @@ async def test_the_console_runs_on_it_where_textual_would_run_its_linux_driver()
     finally:
         for sig, h in handlers.items():
             signal.signal(sig, h)
-    assert [f"{whose.__name__}.{name}" for whose, name in PRIVATES
-            if not hasattr(instances[whose], name)] == []
+    assert missing_privates(instances, PRIVATES) == []
     assert instances[XTermParser]._timeout_time is None  # (waiting for nothing)

@@ -1,4 +1,5 @@
 # abtui: the two commands are `make demo` and `make test`; both set everything up first.
+# `make check` is the contributors' quick one: lint, types and unit tests, no root, no network.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -19,7 +20,7 @@ ifeq ($(ABTUI_SLOW),1)
 TEST_KERNELS += $(SLOW_KERNELS)
 endif
 
-.PHONY: setup demo test test-slow bench soak reliability lint clean-venv lab-down kernels
+.PHONY: setup demo test check test-slow bench soak reliability lint clean-venv lab-down kernels
 
 setup: .deps-stamp $(VENV)/.installed
 
@@ -95,11 +96,26 @@ $(VENV)/.compiled: $(VENV)/.compiled-deps $(shell find abtui -name '*.py')
 	@$(PY) -m compileall -q abtui >/dev/null
 	@touch $@
 
-# The slowest tests are listed at the end: CI has a time limit, and this is where it goes.
-test: setup kernels
+# What the project declares of its code, checked by every target that tests it: style, the
+# layers' contracts, and the types (strict for the packages pyproject.toml names); a mypy
+# error fails the target as a failed test does.
+define lint-steps
 	$(VENV)/bin/ruff check abtui tests
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy abtui
+endef
+
+# The slowest tests are listed at the end: CI has a time limit, and this is where it goes.
+test: setup kernels
+	$(lint-steps)
 	$(VENV)/bin/pytest -q --durations=15
+
+# The contributors' check: lint, types and the unit tests, as any user, offline once the
+# virtual environment is made (no Debian packages, kernels or labs: those need root). About a
+# minute on two cores as a user without root, under two with the machine busy (README).
+check: $(VENV)/.installed
+	$(lint-steps)
+	$(VENV)/bin/pytest -q tests/unit
 
 # The slow tier alone (tests marked `slow`, left out of `make test`: six VM guests, minutes);
 # `ABTUI_SLOW=1 make test` runs it with every other tier.
@@ -119,10 +135,8 @@ soak: setup
 	ABTUI_RELIABILITY_TABLE=1 ABTUI_SOAK_SECONDS=600 $(VENV)/bin/pytest -q -m lab tests/lab -k soak
 	ABTUI_WALK_SEED=random ABTUI_WALK_STEPS=600 $(VENV)/bin/pytest -q -m lab tests/lab/test_console_walk.py
 
-lint: setup
-	$(VENV)/bin/ruff check abtui tests
-	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy abtui
+lint: $(VENV)/.installed
+	$(lint-steps)
 
 lab-down: setup
 	$(VENV)/bin/abtui lab down

@@ -7,6 +7,7 @@ runs, so `abtui --help` and the first frame of the console stay fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 from abtui import __version__
 from abtui.core.errors import EXIT_BAD_INPUT, AbtuiError
+from abtui.core.text import spelled_out, visible
 
 # subcommand -> (module under abtui.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -28,6 +30,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "export a session as md, csv, json or plots"),
     "compare": ("compare", "compare two sessions phase by phase"),
 }
+# The console's commands: Textual owns the terminal, and its widgets spell host text out; every
+# other command's stdout and stderr are spelled out as they are written (abtui.core.text)
+CONSOLE_COMMANDS = frozenset({"tui", "demo"})
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -67,11 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    try:
-        return int(_command_module(args._module).run(args) or 0)
-    except AbtuiError as exc:
-        print(f"abtui: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("abtui: interrupted", file=sys.stderr)
-        return 130
+    with contextlib.nullcontext() if args.command in CONSOLE_COMMANDS else spelled_out():
+        try:
+            return int(_command_module(args._module).run(args) or 0)
+        except AbtuiError as exc:  # its message may quote a host: spelled out here too
+            print(f"abtui: {visible(str(exc), lines=True)}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print("abtui: interrupted", file=sys.stderr)
+            return 130

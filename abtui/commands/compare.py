@@ -13,6 +13,7 @@ from pathlib import Path
 from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
+from abtui.core.text import visible
 from abtui.reports.gate import CONTROL, INCONCLUSIVE, PASS, REGRESSION, UNMATCHED, GateCase
 from abtui.reports.matching import MODES
 
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         text = compare.junit(left, right, cases, threshold or 0.0)
     else:
         text = compare.markdown(left, right, units=args.units, match=args.match)
+    text = visible(text, lines=True)  # what the hosts said, spelled out (core/text.py)
     if args.out:
         Path(args.out).write_text(text)
     else:

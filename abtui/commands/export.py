@@ -52,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
         if out is not None:
             save_chart(session, out)
         else:
-            print(throughput_chart(session, color=sys.stdout.isatty()) or "(no intervals)")
+            from abtui.core.text import own_stream
+
+            # on a terminal, in colour: escapes of abtui's own, its labels spelled out
+            color = sys.stdout.isatty()
+            print(throughput_chart(session, color=color) or "(no intervals)",
+                  file=own_stream(sys.stdout) if color else sys.stdout)
         return 0
     from abtui.reports.exports import render
 

@@ -114,9 +114,11 @@ def parse_nics(models: list[str], kernels: dict[str, str]) -> dict[str, str]:
 
 
 def print_reached(lab: Lab) -> int:
-    """Reach every lab host over SSH (asyncssh, host keys verified) and print who answered."""
+    """Reach every lab host over SSH (asyncssh, host keys verified) and print who answered,
+    spelled out: `abtui demo --no-ui` prints it, outside the commands' guard (abtui.cli)."""
     import asyncio
 
+    from abtui.core.text import visible
     from abtui.remote.probe import probe_hosts
 
     # the lab's record names its hosts; status() would probe every sshd once more first
@@ -125,6 +127,6 @@ def print_reached(lab: Lab) -> int:
     results = asyncio.run(probe_hosts(aliases, ssh_config=str(lab.ssh_config)))
     failed = 0
     for alias, (ok, text) in results.items():
-        print(f"{'ok  ' if ok else 'FAIL'} {alias:<12} {text}")
+        print(f"{'ok  ' if ok else 'FAIL'} {alias:<12} {visible(text)}")
         failed += not ok
     return 1 if failed else 0

@@ -13,6 +13,7 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 
 from abtui.core.model import interval_loss
+from abtui.core.text import visible
 from abtui.reports import samples, stats
 from abtui.reports.throughput import span_of
 from abtui.sessions.records import NO_PHASE, config_key
@@ -136,11 +137,15 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
 
 
 def dumps(doc: Any) -> str:
-    """Strict JSON text: a NaN or infinity anywhere (a foreign record) becomes null."""
+    """Strict JSON text: a NaN or infinity anywhere (a foreign record) becomes null. ASCII:
+    every other character escaped (`\u009b`; json.dumps without ensure_ascii escapes C0 but
+    writes C1 controls and bidi overrides as they are), so what a host said reads back
+    exactly and no control character is in the file."""
     try:
-        return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+        return json.dumps(doc, indent=1, allow_nan=False, ensure_ascii=True) + "\n"
     except ValueError:
-        return json.dumps(_finite(doc), indent=1, allow_nan=False, default=str) + "\n"
+        return json.dumps(_finite(doc), indent=1, allow_nan=False, default=str,
+                          ensure_ascii=True) + "\n"
 
 
 def _finite(obj: Any) -> Any:
@@ -228,7 +233,14 @@ def render(session: Session, fmt: str, base: str | None = None,
     """The session as `md` (the review report, rates in `units`: bits or bytes per second;
     None: its procedure's first table in the layout's own unit, the rest in bits),
     `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
-    export writes."""
+    export writes. What a host said is spelled out (core/text.py): no control character
+    reaches the file; JSON escapes every non-ASCII character itself (`\u001b`), so its
+    strings read back exactly as said."""
+    return visible(_render(session, fmt, base, base_config, units), lines=True)
+
+
+def _render(session: Session, fmt: str, base: str | None, base_config: str | None,
+            units: str | None) -> str:
     if fmt == "md":
         from abtui.reports.report import markdown
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from abtui.core.errors import BadInput
 from abtui.core.numbers import rate_unit, sig
+from abtui.core.text import visible
 from abtui.reports.naming import title
 from abtui.sessions.session import Session
 
@@ -35,7 +36,8 @@ def _downsample(x: np.ndarray, y: np.ndarray, points: int) -> tuple[np.ndarray, 
 
 
 def _series(session: Session, points: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(label, seconds since start, bits/s) per pair, --bidir's way back as its own line."""
+    """(label, seconds since start, bits/s) per pair, --bidir's way back as its own line; the
+    label spelled out (core/text.py), as every name a chart shows."""
     t0 = session.start_t or 0.0
     series = []
     for pair in session.pairs:
@@ -47,7 +49,7 @@ def _series(session: Session, points: int) -> list[tuple[str, np.ndarray, np.nda
         back = np.frombuffer(cols["rx"], dtype=np.int8) == 1  # --bidir's way back: its own line
         for label, keep in ((pair, np.isfinite(y) & ~back), (f"{pair} rx", np.isfinite(y) & back)):
             if keep.any():
-                series.append((label, *_downsample(x[keep], y[keep], points)))
+                series.append((visible(label), *_downsample(x[keep], y[keep], points)))
     return series
 
 
@@ -93,13 +95,13 @@ def phase_boundaries(session: Session) -> list[float]:
 
 def phase_starts(session: Session) -> list[tuple[float, str]]:
     """Each phase's start across all pairs (starts within 1 s merged, the first kept) and the
-    configuration it began, as tables name it."""
+    configuration it began, as tables name it (spelled out: a host's own value is its text)."""
     starts = sorted({(round(p.start, 1), p.index): p for p in session.phases
                      if p.start is not None}.items(), key=lambda kv: kv[0])
     out: list[tuple[float, str]] = []
     for (t, _), phase in starts:
         if not out or t - out[-1][0] >= 1.0:
-            out.append((t, session.config_label(phase.config)))
+            out.append((t, visible(session.config_label(phase.config))))
     return out
 
 
@@ -160,7 +162,7 @@ def save_image(session: Session, path: Path, size: tuple[float, float] = (10.0, 
         ax.text(0.5, 0.5, "no intervals recorded", ha="center", va="center",
                 transform=ax.transAxes)
     ax.set_xlabel("seconds since start")
-    ax.set_title(f"{title(session)}\n{TITLE}", fontsize="medium")
+    ax.set_title(f"{visible(title(session))}\n{TITLE}", fontsize="medium")
     ax.grid(True, linewidth=0.3)
     fig.tight_layout()
     import matplotlib
@@ -237,7 +239,7 @@ def ansi_to_html(text: str) -> str:
 
 def chart_html(session: Session, width: int = 100, height: int = 22) -> str:
     """A complete, valid HTML page with the coloured text chart (escaped, in <pre>)."""
-    name = html.escape(title(session))
+    name = html.escape(visible(title(session)))
     body = ansi_to_html(throughput_chart(session, width, height, color=True)) or \
         "(no intervals recorded)"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

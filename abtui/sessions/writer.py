@@ -25,6 +25,7 @@ from typing import Any
 
 from abtui.core.errors import BadInput
 from abtui.core.events import AnyEvent, EventKind
+from abtui.core.text import visible_json
 from abtui.sessions.paths import finished_path, name_of
 from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 
@@ -32,8 +33,15 @@ from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 _BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, EventKind.CPU,
                          EventKind.PROGRESS, EventKind.LINK})
 # One line's JSON, by one encoder made once: json.dumps with options builds one per call
-# (0.7 of a ping record's 5.5 µs in a tight loop); the same bytes.
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# (0.7 of a ping record's 5.5 µs in a tight loop); the same bytes. What a host said is kept
+# exactly, but a non-printable character is escaped (the encoder escapes C0 only: a C1 control
+# such as U+009B or a bidi override was written as it is, and `tail -f` of a journal obeyed
+# it); an ASCII line, nearly every line, is returned as the encoder made it.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _ENCODE(obj: object) -> str:
+    return visible_json(_JSON(obj))
 
 
 def save_events(path: Path, events: Sequence[AnyEvent], *, profile: str = "",

@@ -85,8 +85,11 @@ def spelled_out() -> Iterator[None]:
     """sys.stdout and sys.stderr write through `visible` while it lasts: every command but
     the console's (whose widgets spell host text themselves) runs in it."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = cast(TextIO, SpelledOut(sys.stdout))
-    sys.stderr = cast(TextIO, SpelledOut(sys.stderr))
+    # a stream that is closed (`>&-`) is None, which print() skips: it stays None
+    if sys.stdout is not None:
+        sys.stdout = cast(TextIO, SpelledOut(sys.stdout))
+    if sys.stderr is not None:
+        sys.stderr = cast(TextIO, SpelledOut(sys.stderr))
     try:
         yield
     finally:

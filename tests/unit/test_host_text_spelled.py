@@ -92,6 +92,16 @@ def test_spelled_out_guards_both_streams_and_gives_them_back(capsys) -> None:  #
     assert got.out.count("\n") == 2
 
 
+def test_a_closed_stream_stays_closed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`abtui ... >&-`: stdout is None, which print() skips; the guard keeps it so."""
+    import sys
+
+    monkeypatch.setattr(sys, "stdout", None)
+    with spelled_out():
+        assert sys.stdout is None
+        print(HOSTILE)
+
+
 # ---- abtui check -----------------------------------------------------------------------
 
 # the facts script's answer is read line by line (a \r ends a line there): what stays on the

@@ -138,7 +138,7 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
 
 def dumps(doc: Any) -> str:
     """Strict JSON text: a NaN or infinity anywhere (a foreign record) becomes null. ASCII:
-    every other character escaped (`\u009b`; json.dumps without ensure_ascii escapes C0 but
+    every other character escaped (`\\u009b`; json.dumps without ensure_ascii escapes C0 but
     writes C1 controls and bidi overrides as they are), so what a host said reads back
     exactly and no control character is in the file."""
     try:
@@ -234,7 +234,7 @@ def render(session: Session, fmt: str, base: str | None = None,
     None: its procedure's first table in the layout's own unit, the rest in bits),
     `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
     export writes. What a host said is spelled out (core/text.py): no control character
-    reaches the file; JSON escapes every non-ASCII character itself (`\u001b`), so its
+    reaches the file; JSON escapes every non-ASCII character itself (`\\u001b`), so its
     strings read back exactly as said."""
     return visible(_render(session, fmt, base, base_config, units), lines=True)
 

@@ -359,6 +359,23 @@ def test_demo_s_reach_list_spells_what_hosts_answered(monkeypatch, capsys) -> No
     assert f"hostname {SPELLED}" in printed
 
 
+def test_recover_spells_what_the_journal_kept(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A knob's original value is what the host said when it was read: `abtui recover
+    --dry-run` lists it spelled out."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    undo = tmp_path / "abtui" / "undo"
+    undo.mkdir(parents=True)
+    records = [{"op": "start", "pid": 999999995},
+               {"op": "host", "alias": "h1", "ssh_config": None, "known_hosts": None},
+               {"op": "original", "host": "h1", "kind": "sysctl", "key": "net.x",
+                "device": None, "value": f"1 {HOSTILE}"}]
+    (undo / "x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    main(["recover", "--dry-run"])
+    got = capsys.readouterr()
+    assert_clean(got.out + got.err, "abtui recover --dry-run")
+    assert "h1" in got.out + got.err
+
+
 @pytest.mark.parametrize("command", ["export", "tui"])
 def test_an_error_line_spells_what_it_quotes(tmp_path, capsys, command) -> None:  # type: ignore[no-untyped-def]
     """The one line of a failed command, for the console's commands too (tui: before the

@@ -112,7 +112,7 @@ test: setup kernels
 
 # The contributors' check: lint, types and the unit tests, as any user, offline once the
 # virtual environment is made (no Debian packages, kernels or labs: those need root). About a
-# minute on two cores as a user without root, under two with the machine busy (README).
+# minute on two cores as a user without root, 70 s of CPU time (README).
 check: $(VENV)/.installed
 	$(lint-steps)
 	$(VENV)/bin/pytest -q tests/unit

@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = compare.markdown(left, right, units=args.units, match=args.match)
     if args.out:
-        Path(args.out).write_text(text)
+        from abtui.core.files import write_atomic
+
+        write_atomic(Path(args.out), text)
     else:
         sys.stdout.write(text)
     if threshold is None:

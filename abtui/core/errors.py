@@ -29,6 +29,17 @@ class MissingPrerequisite(AbtuiError):
     exit_code = EXIT_BAD_INPUT
 
 
+class CannotWrite(BadInput):
+    """An output file (a report, a plot, a saved copy, a profile) could not be written: no
+    such folder, a folder in its place, the disk full. Nothing under its name changed; exit
+    code 2."""
+
+
+class WriteFailed(AbtuiError):
+    """The session (or the undo journal) could not be written: the disk full, an I/O error,
+    its folder gone. What it was part of stops, hosts set back; exit code 1."""
+
+
 class RemoteError(AbtuiError):
     """A host refused or failed something; the message names the host."""
 

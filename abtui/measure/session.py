@@ -11,6 +11,11 @@ failure while connecting, shuts the controller down (reason "interrupted" when c
 interrupted, else "done") and closes the journal even when the shutdown fails. `start`
 connects once (a later start keeps the links, and with them the originals to restore), ends
 what runs, then starts in the mode given: the console's space key and `abtui run` alike.
+
+A journal that cannot be written (the disk full, an I/O error) stops the session: its writer
+says so once (`on_error`), the task in the session is cancelled, the controller shut down
+(every host set back) with reason "write failed", and leaving raises WriteFailed with the
+writer's line in place of the cancellation.
 """
 
 from __future__ import annotations
@@ -22,11 +27,16 @@ from types import TracebackType
 from typing import Protocol
 
 from abtui.core.controller import Mode
+from abtui.core.errors import WriteFailed
 from abtui.core.events import AnyEvent
 
 
 class Journal(Protocol):
-    """Where a session's events are written (abtui.sessions.writer.SessionWriter)."""
+    """Where a session's events are written (abtui.sessions.writer.SessionWriter): `write`
+    never raises; a failure is said to `on_error` once, and `error` keeps it."""
+
+    on_error: Callable[[str], None] | None
+    error: str | None
 
     def write(self, event: AnyEvent) -> None: ...
 
@@ -56,20 +66,47 @@ class ControllerSession:
         self._journal = journal
         self._connected = False
         self.closed: Path | None = None  # the journal's file, once closed
+        self._task: asyncio.Task[object] | None = None  # the task in the session, to stop
+        self._stopping = False  # the journal failed: the task was cancelled for it
+
+    @property
+    def write_error(self) -> str | None:
+        """Why the journal stopped being written (None: it was written whole)."""
+        return self._journal.error if self._journal is not None else None
 
     async def __aenter__(self) -> ControllerSession:
+        self._task = asyncio.current_task()
         if self._journal is not None:
+            self._journal.on_error = self._journal_failed
             self.controller.subscribe(self._journal.write)
         try:
             await self.connect()
         except BaseException as exc:
             await self._end(_reason(type(exc)))
+            self._raise_write_error(exc)
             raise
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self._end(_reason(kind))
+        if exc is not None:
+            self._raise_write_error(exc)
+
+    def _journal_failed(self, line: str) -> None:
+        """The writer's one line: the session stops (the task in it cancelled), once."""
+        if self._task is not None and not self._stopping and not self._task.done():
+            self._stopping = True
+            self._task.cancel()
+
+    def _raise_write_error(self, exc: BaseException) -> None:
+        """The cancellation this session made for a failed journal, as WriteFailed."""
+        if self._stopping and isinstance(exc, asyncio.CancelledError) and \
+                self._task is not None:
+            self._stopping = False
+            self._task.uncancel()
+            raise WriteFailed(self.write_error or "the session could not be written") \
+                from None
 
     async def connect(self) -> None:
         """Open the links, once for the session."""
@@ -84,9 +121,13 @@ class ControllerSession:
         await self.controller.start(mode)
 
     async def _end(self, reason: str) -> None:
+        if self.write_error is not None:
+            reason = "write failed"
+        task, self._task = self._task, None  # a failure from here on cancels nothing
         try:
             await self.controller.shutdown(reason)
         finally:
+            self._task = task
             if self._journal is not None:
                 self.closed = self._journal.close()
 

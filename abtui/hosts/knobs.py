@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from abtui.core import events
-from abtui.core.errors import BadInput, KnobRefused, RemoteError
+from abtui.core.errors import BadInput, KnobRefused, RemoteError, WriteFailed
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.undo import HostRecord, UndoJournal
@@ -231,9 +231,15 @@ class KnobManager:
             if isinstance(old, BaseException):
                 raise KnobRefused(_message(knob, value, host, old, "nothing was changed"))
         # on disk before any change: one fsync for all the hosts of this flip
-        with self.journal.batch() if self.journal is not None else contextlib.nullcontext():
-            for (host, s), old in zip(first, before, strict=True):
-                self._record_original(knob, host, s, str(old))
+        try:
+            with self.journal.batch() if self.journal is not None else \
+                    contextlib.nullcontext():
+                for (host, s), old in zip(first, before, strict=True):
+                    self._record_original(knob, host, s, str(old))
+        except WriteFailed:  # not journalled: not changed, now or by a later flip
+            for ident in first:
+                self.originals.pop(ident, None)
+            raise
         swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
         failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
                   if sw.error is not None]

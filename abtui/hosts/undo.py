@@ -103,6 +103,12 @@ class UndoJournal:
         self.broken = self.broken or self._why(exc)
         return WriteFailed(self.broken)
 
+    def _usable(self) -> None:
+        """WriteFailed once the journal is broken: a record written before (and kept in
+        memory) may never have reached the disk."""
+        if self.broken is not None:
+            raise WriteFailed(self.broken)
+
     def _write(self, record: dict[str, Any], *, before_change: bool = True) -> None:
         """One record; `before_change`: it must be on disk before what it describes happens
         (WriteFailed if it cannot be), else it is let go when it cannot be written."""
@@ -141,6 +147,7 @@ class UndoJournal:
 
     def host(self, rec: HostRecord) -> None:
         """How to reach a host again (written once per host, before anything is changed)."""
+        self._usable()
         if rec.alias in self._hosts:
             return
         self._write({"op": "host", "alias": rec.alias, "ssh_config": rec.ssh_config,
@@ -150,6 +157,7 @@ class UndoJournal:
     def original(self, host: str, kind: str, key: str, device: str | None, value: str,
                  knob: str = "") -> bool:
         """Record a setting's value before abtui first changes it; False if already recorded."""
+        self._usable()
         ident = (host, kind, key, device)
         if ident in self._originals:
             return False

@@ -50,7 +50,7 @@ class Session(EventReader):
         self.created: float | None = self.header.get("created")
         self.first_t: float | None = None
         self.last_t: float | None = None
-        self.pairs: list[str] = list(self.header.get("pairs") or [])
+        self.pairs: list[str] = []
         self.pair_hosts: dict[str, dict[str, str]] = {}
         self.facts: dict[str, dict[str, Any]] = {}
         self.originals: list[dict[str, Any]] = []
@@ -84,6 +84,8 @@ class Session(EventReader):
         self._config: dict[str, dict[str, Any]] = {}
         # each pair's configuration as read from its hosts on connect (CONFIG events)
         self.initial_configs: dict[str, dict[str, Any]] = {}
+        for label in self.header.get("pairs") or []:  # a header read_header checked
+            self._add_pair(label)
 
     # ---- building ----------------------------------------------------------------------
 

@@ -55,6 +55,13 @@ class KnobRefused(AbtuiError):
     """A knob change was refused (and rolled back everywhere); str() is the one-line reason."""
 
 
+class KnobInvalid(KnobRefused):
+    """A knob value abtui itself rejects (not a value of that knob's kind, a key or device it
+    will not send), refused before any host is asked: bad input, exit code 2."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
 class RunFailed(AbtuiError):
     """A run could not start; str() is the one-line message for the user."""
 

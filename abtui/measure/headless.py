@@ -346,9 +346,9 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             for knob, value in settings:
                 try:
                     await engine.set_knob(knob, value)
-                except KnobRefused as exc:
+                except KnobRefused as exc:  # exit 2 for a value abtui itself rejects
                     say(f"--set {knob}={value} refused, not started: {exc}")
-                    return EXIT_FAILED
+                    return exc.exit_code
             setting = False
             if alternation is not None:
                 await _alternate(engine, profile, alternation, duration, say)

@@ -32,7 +32,7 @@ from typing import Any
 from abtui.core.errors import AbtuiError, BadInput, CannotWrite, WriteFailed
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.files import atomic_file, fsync_dir, why
-from abtui.sessions.paths import finished_path, name_of
+from abtui.sessions.paths import finished_path, name_of, part_path
 from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 
 # kinds written often; every other kind is fsync'ed as soon as it is written
@@ -48,7 +48,7 @@ def save_events(path: Path, events: Sequence[AnyEvent], *, profile: str = "",
     """Write `events` as a finished session at exactly `path` (gzip'ed when it ends in
     `.gz`, plain otherwise); journalled beside it first, so a crash leaves no torn file
     there. BadInput when a file is there already."""
-    journal = path.with_name(f".{path.name}.part")
+    journal = part_path(path)
     with contextlib.suppress(FileNotFoundError):
         journal.unlink()  # an earlier save's, cut short
     try:

@@ -159,3 +159,39 @@ def test_a_report_is_replaced_whole(tmp_path: Path) -> None:
     assert main(["export", str(session), "--format", "json", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["pairs"] == ["A", "B"]
     assert len(reader.load_events(session)) == len(_events())  # the session untouched
+
+
+def test_sessions_lists_what_it_cannot_read_and_the_saves_cut_short(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`abtui sessions` says which files it cannot read and why, and finds a save the console
+    did not finish (killed: its `.part` journal is all there is) with the command that makes
+    it a session `abtui export` reads."""
+    import shlex
+    import subprocess
+
+    from abtui.cli import main
+    from abtui.sessions.paths import part_path
+
+    _session(tmp_path)
+    (tmp_path / "junk.abtui.jsonl").write_text("not a session\n")
+    target = tmp_path / "copy.abtui.jsonl.gz"
+    cut = SessionWriter(part_path(target), profile="synth", pairs=["A", "B"], final=target)
+    for e in _events()[:50]:  # what a save killed half way leaves
+        cut.write(e)
+    assert main(["sessions", "--sessions-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("s ") and len(lines) == 4, lines
+    assert lines[2] == (f"cannot read: {tmp_path / 'junk.abtui.jsonl'}:1: not an abtui "
+                        'session (no "format": "abtui-session" header)')
+    part = tmp_path / ".copy.abtui.jsonl.gz.part"
+    assert lines[3].startswith(f"cut short: {part}: a save cut short: mv ")
+    command = lines[3].split(": a save cut short: ")[1].split(" makes it")[0]
+    subprocess.run(shlex.split(command), check=True)
+    assert main(["export", str(tmp_path / "copy.abtui.jsonl"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == ["A", "B"]
+    assert main(["sessions", "--sessions-dir", str(tmp_path), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["cut_short"] == [] and [u["path"] for u in listed["unreadable"]] == \
+        [str(tmp_path / "junk.abtui.jsonl")]
+    assert {s["name"] for s in listed["sessions"]} == {"s", "copy"}
+    cut.discard()  # its descriptor (the file was moved)

@@ -42,9 +42,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     a test makes it removes) fails the run, named."""
     import shutil
 
-    from tests import reliability
+    from tests import reliability as table
 
-    reliability.pytest_sessionfinish(session, exitstatus)  # reliability.md, when asked
+    table.pytest_sessionfinish(session, exitstatus)  # reliability.md, when asked
     config = session.config
     home, tmp = config.stash.get(_HOME, None), config.stash.get(_TMP, None)
     left = sorted(p.name for p in tmp.iterdir()) if tmp is not None and tmp.is_dir() else []

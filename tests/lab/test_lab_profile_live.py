@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+
 import pytest
 
 from abtui.core.events import Event

@@ -25,6 +25,7 @@ from abtui.core.errors import AbtuiError
 from abtui.core.events import PAYLOADS, EventKind
 from abtui.sessions import reader, writer
 from abtui.sessions.session import Session
+from tests.reliability import Reliability
 from tests.unit.sandbox import nothing_runs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
@@ -155,9 +156,16 @@ def test_the_three_damaged_sessions_export_and_compare(
         assert Session.load(path).name in ("x", "s")
 
 
-def test_every_entry_point_ran() -> None:
-    """The property above really ran its commands (not only its setup)."""
+@pytest.mark.reliability(
+    "20", "session files of the wrong shape: a header only, a `pair` that is a number, a "
+    "header `name` that is a number, and hypothesis's changes of type or missing fields",
+    "every reader entry point (reader, session, export md/csv/json/plot, compare md/json/"
+    "junit, sessions) gives a result or one line with exit 1/2, never a traceback")
+def test_every_entry_point_ran(reliability: Reliability) -> None:
+    """The property above really ran its commands (not only its setup); runs after it
+    (file order)."""
     if RAN["files"] == 0:
-        pytest.skip("run with the property test")
+        pytest.skip("run with the property test above (selected alone here)")
     assert RAN["commands"] >= RAN["files"] * len(COMMANDS)
     assert set(FIELDS) == {str(k) for k in EventKind}  # a payload for every kind
+    reliability.row(changed_files=RAN["files"], commands_run=RAN["commands"])

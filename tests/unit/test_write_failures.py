@@ -18,6 +18,7 @@ from abtui.sessions import reader
 from abtui.sessions.session import Session
 from abtui.sessions.writer import SessionWriter, save_events
 from tests import synth
+from tests.reliability import Reliability
 from tests.unit.filelimit import abtui_limited, file_size_limit
 
 
@@ -121,7 +122,13 @@ def test_an_export_that_cannot_be_written_keeps_the_old_report(tmp_path: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([session.name, out.name])
 
 
-def test_a_killed_export_leaves_the_old_report(tmp_path: Path) -> None:
+@pytest.mark.reliability(
+    "19", "`abtui export --out` over a report, killed while writing it (SIGXFSZ at 600 "
+    "bytes), or refused the write (EFBIG, as a full disk)",
+    "the old report intact (killed and refused); refused: exit 2, one line naming the file, "
+    "no temporary file left; a missing folder or a folder as --out: one line, exit 2")
+def test_a_killed_export_leaves_the_old_report(tmp_path: Path,
+                                               reliability: Reliability) -> None:
     """SIGXFSZ kills the export in the middle of writing its report: the report that was
     there is the old one, whole (before: truncated, then torn)."""
     session = _session(tmp_path)
@@ -130,6 +137,8 @@ def test_a_killed_export_leaves_the_old_report(tmp_path: Path) -> None:
     done = abtui_limited(["export", str(session), "--out", str(out)], 600, killed=True)
     assert done.returncode == -signal.SIGXFSZ, (done.returncode, done.stderr)
     assert out.read_text() == OLD
+    reliability.row(killed_by=signal.Signals(-done.returncode).name,
+                    old_report_bytes=len(OLD))
 
 
 @pytest.mark.parametrize("where", ["folder", "missing"])

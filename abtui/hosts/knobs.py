@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from abtui.core import events
-from abtui.core.errors import BadInput, KnobInvalid, KnobRefused, RemoteError, WriteFailed
+from abtui.core.errors import BadInput, KnobRefused, RemoteError, WriteFailed
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.undo import HostRecord, UndoJournal
@@ -122,7 +122,7 @@ class KnobManager:
         try:
             return dialect.check_setting(Setting(kind, key, device))
         except BadInput as exc:
-            raise KnobInvalid(f"{target.host}: knob {knob.name}: {exc}") from exc
+            raise KnobRefused(f"{target.host}: knob {knob.name}: {exc}", invalid=True) from exc
 
     def _dialect(self, host: str) -> Dialect:
         try:
@@ -223,7 +223,8 @@ class KnobManager:
             try:
                 self._dialect(host).normalize(s, wanted[host])
             except BadInput as exc:
-                raise KnobInvalid(f"{host}: knob {knob.name}: {INVALID}: {exc}") from exc
+                raise KnobRefused(f"{host}: knob {knob.name}: {INVALID}: {exc}",
+                                  invalid=True) from exc
         first = [(h, s) for h, s in settings if (h, s) not in self.originals]
         before = await asyncio.gather(*(self.read(h, s) for h, s in first),
                                       return_exceptions=True)
@@ -283,7 +284,7 @@ class KnobManager:
         try:
             out = await self.tunnels.switch_pairs(pairs, value)
         except BadInput as exc:
-            raise KnobInvalid(str(exc)) from exc
+            raise KnobRefused(str(exc), invalid=True) from exc
         except RemoteError as exc:
             raise KnobRefused(str(exc)) from exc
         return ApplyResult(targets=dict(out))

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from abtui.core.errors import BadInput, KnobInvalid, KnobRefused, WriteFailed
+from abtui.core.errors import BadInput, KnobRefused, WriteFailed
 from abtui.core.events import EventKind
 from abtui.core.model import Knob, KnobKind, Pair, Scope
 from abtui.hosts import undo
@@ -161,7 +161,7 @@ async def test_a_refusal_keeps_only_what_was_not_set_back(tmp_path):
 
 async def test_invalid_value_is_refused_before_anything_runs(tmp_path):
     m, _links, log, _e, _j = _manager(tmp_path)
-    with pytest.raises(KnobInvalid, match="invalid value") as refused:
+    with pytest.raises(KnobRefused, match="invalid value") as refused:
         await m.apply(KNOB, "a\nb", resolve_targets(PAIRS[:2], KNOB))
     assert log == []
     assert refused.value.exit_code == 2  # abtui's own refusal: bad input (`run --set`)

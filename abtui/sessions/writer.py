@@ -129,8 +129,12 @@ class SessionWriter:
     def __enter__(self) -> SessionWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        """Closed; a write that failed inside the block raises WriteFailed here (the block
+        itself ran on: the writer never raises from `write`)."""
         self.close()
+        if kind is None and self.error is not None:
+            raise WriteFailed(self.error)
 
     def __call__(self, event: AnyEvent) -> None:
         self.write(event)

@@ -204,3 +204,13 @@ def test_sessions_lists_what_it_cannot_read_and_the_saves_cut_short(
         [str(tmp_path / "junk.abtui.jsonl")]
     assert {s["name"] for s in listed["sessions"]} == {"s", "copy"}
     cut.discard()  # its descriptor (the file was moved)
+
+
+def test_a_writer_used_as_a_block_raises_what_failed_on_leaving(tmp_path: Path) -> None:
+    """`abtui import`'s sessions and tests write in a `with` block: a failure inside is raised
+    when the block is left, never passed over."""
+    with file_size_limit(2000), pytest.raises(WriteFailed, match="could not write the"), \
+            SessionWriter(tmp_path / "s.abtui.jsonl", profile="synth") as w:
+        for e in _events():
+            w.write(e)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.abtui.jsonl"]

@@ -47,6 +47,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     table.pytest_sessionfinish(session, exitstatus)  # reliability.md, when asked
     config = session.config
     home, tmp = config.stash.get(_HOME, None), config.stash.get(_TMP, None)
+    import gc
+
+    gc.collect()  # what removes its own folder when collected (a console's spool) has done so
     left = sorted(p.name for p in tmp.iterdir()) if tmp is not None and tmp.is_dir() else []
     for folder in (home, tmp):
         if folder is not None:

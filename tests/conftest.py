@@ -38,8 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The run's folders removed; what its tests left in its temporary folder (every folder
-    a test makes it removes) fails the run, named."""
+    """The run's folders removed; a folder its tests left in its temporary folder (every
+    folder a test makes it removes), or a file of abtui's, fails the run, named."""
+    import gc
     import shutil
 
     from tests import reliability as table
@@ -47,10 +48,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     table.pytest_sessionfinish(session, exitstatus)  # reliability.md, when asked
     config = session.config
     home, tmp = config.stash.get(_HOME, None), config.stash.get(_TMP, None)
-    import gc
-
     gc.collect()  # what removes its own folder when collected (a console's spool) has done so
-    left = sorted(p.name for p in tmp.iterdir()) if tmp is not None and tmp.is_dir() else []
+    # folders, and abtui's own files; a tool's stray files (virtme's) go with the folder
+    left = sorted(p.name for p in tmp.iterdir() if p.is_dir() or p.name.startswith("abtui")) \
+        if tmp is not None and tmp.is_dir() else []
     for folder in (home, tmp):
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)

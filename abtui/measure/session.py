@@ -21,6 +21,7 @@ writer's line in place of the cancellation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -66,8 +67,10 @@ class ControllerSession:
         self._journal = journal
         self._connected = False
         self.closed: Path | None = None  # the journal's file, once closed
-        self._task: asyncio.Task[object] | None = None  # the task in the session, to stop
-        self._stopping = False  # the journal failed: the task was cancelled for it
+        self._owner: asyncio.Task[object] | None = None  # the task that entered
+        self._body = False  # that task is in the session (not yet ending it)
+        self._failed = False  # the journal said it cannot write
+        self._cancelled = False  # the session cancelled its task for that
 
     @property
     def write_error(self) -> str | None:
@@ -75,7 +78,7 @@ class ControllerSession:
         return self._journal.error if self._journal is not None else None
 
     async def __aenter__(self) -> ControllerSession:
-        self._task = asyncio.current_task()
+        self._owner, self._body = asyncio.current_task(), True
         if self._journal is not None:
             self._journal.on_error = self._journal_failed
             self.controller.subscribe(self._journal.write)
@@ -90,23 +93,7 @@ class ControllerSession:
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self._end(_reason(kind))
-        if exc is not None:
-            self._raise_write_error(exc)
-
-    def _journal_failed(self, line: str) -> None:
-        """The writer's one line: the session stops (the task in it cancelled), once."""
-        if self._task is not None and not self._stopping and not self._task.done():
-            self._stopping = True
-            self._task.cancel()
-
-    def _raise_write_error(self, exc: BaseException) -> None:
-        """The cancellation this session made for a failed journal, as WriteFailed."""
-        if self._stopping and isinstance(exc, asyncio.CancelledError) and \
-                self._task is not None:
-            self._stopping = False
-            self._task.uncancel()
-            raise WriteFailed(self.write_error or "the session could not be written") \
-                from None
+        self._raise_write_error(exc)
 
     async def connect(self) -> None:
         """Open the links, once for the session."""
@@ -120,14 +107,38 @@ class ControllerSession:
         await self.controller.stop()
         await self.controller.start(mode)
 
+    def _journal_failed(self, line: str) -> None:
+        """The writer's one line: the session stops (the task in it cancelled), once. The
+        cancellation is made once the running step is over, and only while the task is in
+        the session's body: one delivered while the session ends would cut its set-back
+        short."""
+        self._failed = True
+        with contextlib.suppress(RuntimeError):  # no loop: nothing runs to stop
+            asyncio.get_running_loop().call_soon(self._stop)
+
+    def _stop(self) -> None:
+        task = self._owner
+        if self._body and not self._cancelled and task is not None and not task.done():
+            self._cancelled = True
+            task.cancel()
+
+    def _raise_write_error(self, exc: BaseException | None) -> None:
+        """A journal that failed, said as WriteFailed in place of the cancellation this
+        session made for it (or of a normal end); any other exception goes on as it is."""
+        ours = self._cancelled and isinstance(exc, asyncio.CancelledError)
+        if ours and self._owner is not None:
+            self._owner.uncancel()
+        if self._failed and (exc is None or ours):
+            raise WriteFailed(self.write_error or "the session could not be written") \
+                from None
+
     async def _end(self, reason: str) -> None:
-        if self.write_error is not None:
+        self._body = False  # a failure from here on cancels nothing
+        if self._failed:
             reason = "write failed"
-        task, self._task = self._task, None  # a failure from here on cancels nothing
         try:
             await self.controller.shutdown(reason)
         finally:
-            self._task = task
             if self._journal is not None:
                 self.closed = self._journal.close()
 

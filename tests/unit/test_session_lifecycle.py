@@ -118,3 +118,24 @@ async def test_a_journal_that_fails_stops_the_session_and_sets_the_hosts_back():
     assert session.write_error is not None
     task = asyncio.current_task()
     assert task is not None and not task.cancelling()  # the cancellation was the session's
+
+
+async def test_a_journal_that_fails_while_the_session_ends_cancels_nothing():
+    """The writer fails as the body ends (the last events of a plan, or the shutdown's own):
+    the shutdown runs to its end, uncut by a cancellation, and leaving says WriteFailed."""
+    ctl, journal = Controller(), Journal()
+    ended: list[str] = []
+    shutdown = ctl.shutdown
+
+    async def slow_shutdown(reason: str = "shutdown") -> None:
+        await asyncio.sleep(0.05)  # the set-back takes a while: a cancellation would cut it
+        await shutdown(reason)
+        ended.append(reason)
+
+    ctl.shutdown = slow_shutdown  # type: ignore[method-assign]
+    with pytest.raises(WriteFailed):
+        async with ControllerSession(ctl, journal):
+            assert journal.on_error is not None
+            journal.error = "s.jsonl: could not write the session (Input/output error)"
+            journal.on_error(journal.error)  # no await after it: the body ends at once
+    assert ended == ["write failed"] and journal.closed == 1

@@ -176,9 +176,13 @@ def stop_measuring(engine: Any, line: str) -> None:
     from abtui.core import events
     from abtui.core.events import Event
 
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # the console has ended (its journal closing): its last line says it
+        return
     engine.emit(Event.of(events.Error(
         message=f"{line}; measuring stopped (quit to set the hosts back)")))
-    task = asyncio.get_running_loop().create_task(engine.stop())
+    task = loop.create_task(engine.stop())
     _STOPPING.add(task)
     task.add_done_callback(_STOPPING.discard)
 

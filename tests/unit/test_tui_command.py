@@ -220,3 +220,15 @@ async def test_a_session_file_that_cannot_be_written_stops_the_consoles_measurin
     await asyncio.wait_for(engine.stopped.wait(), 5)
     assert engine.said == ["s.jsonl: could not write the session (No space left on device); "
                            "measuring stopped (quit to set the hosts back)"]
+
+
+def test_a_journal_that_fails_once_the_console_has_ended_asks_nothing() -> None:
+    """The journal's last fsync fails as the console's process ends (no event loop left):
+    nothing is asked of the engine; the last line says the error."""
+    from abtui.commands.tui import stop_measuring
+
+    class Engine:
+        def emit(self, event) -> None:  # type: ignore[no-untyped-def]
+            raise AssertionError("nothing to tell: the console has ended")
+
+    stop_measuring(Engine(), "s.jsonl: could not write the session (Input/output error)")

@@ -1,4 +1,5 @@
-"""What every tier shares: a run's own state folders, lab tests skipped without root, the lab
+"""What every tier shares: a run's own state and temporary folders (and the check that the
+tests left nothing in the latter), lab tests skipped without root, the lab
 (shared by the lab and end-to-end tiers; each run uses its own lab names, see
 tests/lab/namespaces.py) and the reliability table's hooks. The tiers' own fixtures are in
 tests/<tier>/conftest.py; helpers are plain modules beside the tests, never imported from a
@@ -18,25 +19,64 @@ from tests.lab.namespaces import make_test_lab
 
 def pytest_configure(config: pytest.Config) -> None:
     """No test reads or writes the user's own abtui state and data (undo journals, saved
-    sessions): a run gets folders of its own, inherited by every abtui it starts."""
+    sessions): a run gets folders of its own, inherited by every abtui it starts. Its
+    temporary files (tempfile's, and TMPDIR of what it starts) go to a folder of its own too,
+    so what a test leaves there is found at the end (pytest_sessionfinish) without mistaking
+    another run on the machine for this one; pytest's own tmp_path stays where it was."""
     import tempfile
 
     _hear_ctrl_c()
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
     home = Path(tempfile.mkdtemp(prefix="abtui-test-home-"))
+    tmp = Path(tempfile.mkdtemp(prefix="abtui-test-tmp-"))
     config.stash[_HOME] = home
+    config.stash[_TMP] = tmp
     for var, sub in (("XDG_STATE_HOME", "state"), ("XDG_DATA_HOME", "data")):
         os.environ[var] = str(home / sub)
+    os.environ["TMPDIR"] = tempfile.tempdir = str(tmp)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's folders removed; a folder its tests left in its temporary folder (every
+    folder a test makes it removes), or a file of abtui's, fails the run, named."""
+    import gc
+    import shutil
+
+    from tests import reliability as table
+
+    table.pytest_sessionfinish(session, exitstatus)  # reliability.md, when asked
+    config = session.config
+    home, tmp = config.stash.get(_HOME, None), config.stash.get(_TMP, None)
+    gc.collect()  # what removes its own folder when collected (a console's spool) has done so
+    # folders, and abtui's own files; a tool's stray files (virtme's) go with the folder
+    left = sorted(p.name for p in tmp.iterdir() if p.is_dir() or p.name.startswith("abtui")) \
+        if tmp is not None and tmp.is_dir() else []
+    for folder in (home, tmp):
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    if not left:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write("\n")
+        reporter.write_line(f"the tests left {len(left)} file(s) or folder(s) in the "
+                            f"temporary folder: {', '.join(left[:10])}"
+                            f"{' …' if len(left) > 10 else ''}", red=True)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     import shutil
 
     home = config.stash.get(_HOME, None)
-    if home is not None:
+    if home is not None:  # made again by a process that outlived the run
         shutil.rmtree(home, ignore_errors=True)
 
 
 _HOME = pytest.StashKey[Path]()
+_TMP = pytest.StashKey[Path]()
 
 
 def _hear_ctrl_c() -> None:
@@ -93,6 +133,5 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 from tests.reliability import (  # noqa: E402, F401
     pytest_collection_finish,
     pytest_runtest_makereport,
-    pytest_sessionfinish,
     reliability,
 )

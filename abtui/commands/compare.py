@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
         text = compare.markdown(left, right, units=args.units, match=args.match)
     text = visible(text, lines=True)  # what the hosts said, spelled out (core/text.py)
     if args.out:
-        Path(args.out).write_text(text)
+        from abtui.core.files import write_atomic
+
+        write_atomic(Path(args.out), text)
     else:
         sys.stdout.write(text)
     if threshold is None:

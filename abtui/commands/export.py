@@ -66,5 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text)
+        from abtui.core.files import write_atomic
+
+        write_atomic(out, text)
     return 0

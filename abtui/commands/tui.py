@@ -150,6 +150,7 @@ def _open_on_hosts(profile: Any, title: str) -> int:
 
         engine = Engine(profile, session_path=path)
         engine.subscribe(writer.write)  # the journal first: on disk before it is shown
+        writer.on_error = lambda line: stop_measuring(engine, line)
         return engine
 
     engine = DeferredEngine(profile, path, build)
@@ -158,7 +159,32 @@ def _open_on_hosts(profile: Any, title: str) -> int:
         with lease.hold(lease.labs_of(profile)):  # no other command takes its lab down
             return open_console(engine, title, subtitle=subtitle, on_hosts=True)
     finally:
-        print(f"abtui: session written to {writer.close()}", file=sys.stderr)
+        closed = writer.close()
+        print(f"abtui: {writer.error}" if writer.error is not None else
+              f"abtui: session written to {closed}", file=sys.stderr)
+
+
+_STOPPING: set[Any] = set()  # the stops under way (asyncio keeps only weak references)
+
+
+def stop_measuring(engine: Any, line: str) -> None:
+    """The session file cannot be written (the disk full): measuring stops and the console's
+    log says why (the hosts are set back when the console is left, as always). Called by the
+    writer inside the engine's fan-out, so the stop runs on its own task."""
+    import asyncio
+
+    from abtui.core import events
+    from abtui.core.events import Event
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # the console has ended (its journal closing): its last line says it
+        return
+    engine.emit(Event.of(events.Error(
+        message=f"{line}; measuring stopped (quit to set the hosts back)")))
+    task = loop.create_task(engine.stop())
+    _STOPPING.add(task)
+    task.add_done_callback(_STOPPING.discard)
 
 
 class DeferredEngine:

@@ -29,6 +29,19 @@ class MissingPrerequisite(AbtuiError):
     exit_code = EXIT_BAD_INPUT
 
 
+class CannotWrite(AbtuiError):
+    """An output file (a report, a plot, a saved copy, a profile) could not be written: no
+    such folder, a folder in its place, the disk full. Nothing under its name changed; exit
+    code 2, as bad input."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class WriteFailed(AbtuiError):
+    """The session (or the undo journal) could not be written: the disk full, an I/O error,
+    its folder gone. What it was part of stops, hosts set back; exit code 1."""
+
+
 class RemoteError(AbtuiError):
     """A host refused or failed something; the message names the host."""
 
@@ -41,7 +54,14 @@ class RemoteError(AbtuiError):
 
 
 class KnobRefused(AbtuiError):
-    """A knob change was refused (and rolled back everywhere); str() is the one-line reason."""
+    """A knob change was refused (and rolled back everywhere); str() is the one-line reason.
+    `invalid`: abtui itself refused the value (not a value of that knob's kind, a key or
+    device it will not send) before any host was asked: bad input, exit code 2."""
+
+    def __init__(self, message: str, *, invalid: bool = False) -> None:
+        super().__init__(message)
+        if invalid:
+            self.exit_code = EXIT_BAD_INPUT
 
 
 class RunFailed(AbtuiError):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from abtui.core import events
-from abtui.core.errors import BadInput, KnobRefused, RemoteError
+from abtui.core.errors import BadInput, KnobRefused, RemoteError, WriteFailed
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.undo import HostRecord, UndoJournal
@@ -122,7 +122,7 @@ class KnobManager:
         try:
             return dialect.check_setting(Setting(kind, key, device))
         except BadInput as exc:
-            raise KnobRefused(f"{target.host}: knob {knob.name}: {exc}") from exc
+            raise KnobRefused(f"{target.host}: knob {knob.name}: {exc}", invalid=True) from exc
 
     def _dialect(self, host: str) -> Dialect:
         try:
@@ -223,7 +223,8 @@ class KnobManager:
             try:
                 self._dialect(host).normalize(s, wanted[host])
             except BadInput as exc:
-                raise KnobRefused(f"{host}: knob {knob.name}: {INVALID}: {exc}") from exc
+                raise KnobRefused(f"{host}: knob {knob.name}: {INVALID}: {exc}",
+                                  invalid=True) from exc
         first = [(h, s) for h, s in settings if (h, s) not in self.originals]
         before = await asyncio.gather(*(self.read(h, s) for h, s in first),
                                       return_exceptions=True)
@@ -231,9 +232,15 @@ class KnobManager:
             if isinstance(old, BaseException):
                 raise KnobRefused(_message(knob, value, host, old, "nothing was changed"))
         # on disk before any change: one fsync for all the hosts of this flip
-        with self.journal.batch() if self.journal is not None else contextlib.nullcontext():
-            for (host, s), old in zip(first, before, strict=True):
-                self._record_original(knob, host, s, str(old))
+        try:
+            with self.journal.batch() if self.journal is not None else \
+                    contextlib.nullcontext():
+                for (host, s), old in zip(first, before, strict=True):
+                    self._record_original(knob, host, s, str(old))
+        except WriteFailed:  # not journalled: not changed, now or by a later flip
+            for ident in first:
+                self.originals.pop(ident, None)
+            raise
         swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
         failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
                   if sw.error is not None]
@@ -276,7 +283,9 @@ class KnobManager:
         pairs = list(dict.fromkeys(t.pair for t in targets))
         try:
             out = await self.tunnels.switch_pairs(pairs, value)
-        except (RemoteError, BadInput) as exc:
+        except BadInput as exc:
+            raise KnobRefused(str(exc), invalid=True) from exc
+        except RemoteError as exc:
             raise KnobRefused(str(exc)) from exc
         return ApplyResult(targets=dict(out))
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from platformdirs import user_state_dir
 
+from abtui.core.errors import WriteFailed
+from abtui.core.files import why
 from abtui.core.pids import pid_alive
 
 
@@ -68,14 +70,24 @@ class Pending:
 
 class UndoJournal:
     """The writing side; one per controller process. Every record is fsync'ed: on its own,
-    or with the others of a `batch`."""
+    or with the others of a `batch`.
+
+    A record of what is about to change (a host, an original, a tunnel) that cannot be
+    written raises WriteFailed, before the change: nothing is ever changed that the journal
+    does not hold. From then on the journal is broken and every such record raises, so no
+    later change is made either; records of what was set back or has ended are let go (the
+    set-back goes on)."""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory or undo_dir()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.directory, 0o700)
         self.path = self.directory / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.broken: str | None = None  # why records can no longer be written
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.directory, 0o700)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            raise WriteFailed(self._why(exc)) from None
         self._fh = os.fdopen(fd, "ab")
         self._hosts: set[str] = set()
         self._originals: set[tuple[str, str, str, str | None]] = set()
@@ -83,12 +95,37 @@ class UndoJournal:
         self._unsynced = False  # lines a batch wrote that are not fsync'ed yet
         self._write({"op": "start", "pid": os.getpid(), "t": time.time()})
 
-    def _write(self, record: dict[str, Any]) -> None:
-        if self._batching:
-            self._fh.write(_line(record))
-            self._unsynced = True
-        else:
-            _write_line(self._fh, record)
+    def _why(self, exc: OSError) -> str:
+        return (f"{self.path}: cannot write the undo journal ({why(exc)}); nothing more is "
+                "changed on hosts")
+
+    def _broke(self, exc: OSError) -> WriteFailed:
+        self.broken = self.broken or self._why(exc)
+        return WriteFailed(self.broken)
+
+    def _usable(self) -> None:
+        """WriteFailed once the journal is broken: a record written before (and kept in
+        memory) may never have reached the disk."""
+        if self.broken is not None:
+            raise WriteFailed(self.broken)
+
+    def _write(self, record: dict[str, Any], *, before_change: bool = True) -> None:
+        """One record; `before_change`: it must be on disk before what it describes happens
+        (WriteFailed if it cannot be), else it is let go when it cannot be written."""
+        if self.broken is not None:
+            if before_change:
+                raise WriteFailed(self.broken)
+            return
+        try:
+            if self._batching:
+                self._fh.write(_line(record))
+                self._unsynced = True
+            else:
+                _write_line(self._fh, record)
+        except OSError as exc:
+            failed = self._broke(exc)
+            if before_change:
+                raise failed from None
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -103,52 +140,61 @@ class UndoJournal:
             self._batching -= 1
             if not self._batching and self._unsynced:
                 self._unsynced = False
-                _sync(self._fh)
+                try:
+                    _sync(self._fh)
+                except OSError as exc:
+                    raise self._broke(exc) from None
 
     def host(self, rec: HostRecord) -> None:
         """How to reach a host again (written once per host, before anything is changed)."""
+        self._usable()
         if rec.alias in self._hosts:
             return
-        self._hosts.add(rec.alias)
         self._write({"op": "host", "alias": rec.alias, "ssh_config": rec.ssh_config,
                      "known_hosts": rec.known_hosts, "sudo": rec.sudo})
+        self._hosts.add(rec.alias)
 
     def original(self, host: str, kind: str, key: str, device: str | None, value: str,
                  knob: str = "") -> bool:
         """Record a setting's value before abtui first changes it; False if already recorded."""
+        self._usable()
         ident = (host, kind, key, device)
         if ident in self._originals:
             return False
-        self._originals.add(ident)
         self._write({"op": "original", "host": host, "kind": kind, "key": key,
                      "device": device, "value": value, "knob": knob})
+        self._originals.add(ident)
         return True
 
     def restored(self, host: str, kind: str, key: str, device: str | None) -> None:
         self._originals.discard((host, kind, key, device))
         self._write({"op": "restored", "host": host, "kind": kind, "key": key,
-                     "device": device})
+                     "device": device}, before_change=False)
 
     def unchanged(self, host: str, kind: str, key: str, device: str | None) -> None:
         """A recorded setting was never changed after all (its write was refused): nothing
         to set back, so neither the exit nor `abtui recover` tries."""
         self._originals.discard((host, kind, key, device))
         self._write({"op": "unchanged", "host": host, "kind": kind, "key": key,
-                     "device": device})
+                     "device": device}, before_change=False)
 
     def tunnel_up(self, host: str, record: dict[str, Any]) -> None:
         self._write({"op": "tunnel", "host": host, **record})
 
     def tunnel_down(self, host: str, ifname: str) -> None:
-        self._write({"op": "tunnel_down", "host": host, "ifname": ifname})
+        self._write({"op": "tunnel_down", "host": host, "ifname": ifname},
+                    before_change=False)
 
     def record_pgid(self, host: str, pgid: int, what: str = "") -> None:
-        """A remote process group abtui started (the engine calls this for iperf3/ping)."""
-        self._write({"op": "pgid", "host": host, "pgid": int(pgid), "what": what})
+        """A remote process group abtui started (the engine calls this for iperf3/ping, once
+        it runs: this session ends it whether or not the record could be written)."""
+        self._write({"op": "pgid", "host": host, "pgid": int(pgid), "what": what},
+                    before_change=False)
 
     def forget_pgid(self, host: str, pgid: int) -> None:
         """That process group has ended (or was ended): nothing to kill any more."""
-        self._write({"op": "pgid_gone", "host": host, "pgid": int(pgid)})
+        self._write({"op": "pgid_gone", "host": host, "pgid": int(pgid)},
+                    before_change=False)
 
     def finish(self) -> None:
         """Everything was set back: the journal is no longer needed."""

@@ -78,6 +78,8 @@ class Engine:
         self.session_path = session_path
         self.chunk_seconds = chunk_seconds
         self.failed_runs = 0
+        # what shutdown could not set back (one line each), for `abtui recover` to finish
+        self.not_restored: list[str] = []
         self.bus = EventBus()
         self.tasks = Tasks()
         self.book = PhaseBook(profile)
@@ -350,7 +352,14 @@ class Engine:
         self.emit(Event.of(events.Mark(text=text)))
 
     async def shutdown(self, reason: str = "shutdown") -> None:
-        await self.stop()
+        """Runs ended, every host set back (even when ending the runs failed), links closed;
+        `not_restored` then says what is left for `abtui recover`."""
+        try:
+            await self.stop()
+        finally:
+            await self._set_back(reason)
+
+    async def _set_back(self, reason: str) -> None:
         pending: list[str] = []
         try:
             pending = await self.applier.restore()
@@ -359,6 +368,8 @@ class Engine:
             await self.hosts.close()
             for line in pending:
                 self.emit(Event.of(events.Error(message=line)))
+            self.not_restored = [*pending, *(["process groups left on hosts"]
+                                             if self.orphans else [])]
             # kept when something is left for `abtui recover`
             settle_journal(self.journal, left=bool(self.orphans or pending))
             self.emit(Event.of(events.SessionEnd(reason=reason)))

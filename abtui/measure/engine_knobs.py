@@ -16,7 +16,7 @@ from typing import Protocol
 
 from abtui.core import events
 from abtui.core.configuration import pair_value
-from abtui.core.errors import AbtuiError, KnobRefused
+from abtui.core.errors import AbtuiError, BadInput, KnobRefused
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, Profile, now
 from abtui.measure.phase_book import PhaseBook
@@ -185,7 +185,8 @@ class KnobChanger:
                                                               for x in labels])
         except AbtuiError as exc:  # the one place a host's or an option's error becomes a refusal
             self._emit(Event.of(events.KnobError(knob=k.name, value=value, message=str(exc))))
-            raise exc if isinstance(exc, KnobRefused) else KnobRefused(str(exc)) from exc
+            raise exc if isinstance(exc, KnobRefused) else \
+                KnobRefused(str(exc), invalid=isinstance(exc, BadInput)) from exc
         if k.kind is not KnobKind.IPERF3:
             for label in labels:
                 self._applied.setdefault(label, set()).add(k.name)

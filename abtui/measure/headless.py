@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from abtui.core import events, numbers
-from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused
+from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused, WriteFailed
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine import Engine
@@ -346,9 +346,9 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             for knob, value in settings:
                 try:
                     await engine.set_knob(knob, value)
-                except KnobRefused as exc:
+                except KnobRefused as exc:  # exit 2 for a value abtui itself rejects
                     say(f"--set {knob}={value} refused, not started: {exc}")
-                    return EXIT_FAILED
+                    return exc.exit_code
             setting = False
             if alternation is not None:
                 await _alternate(engine, profile, alternation, duration, say)
@@ -363,6 +363,22 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     except KnobRefused as exc:  # a flip of the alternation refused: it cannot go on
         say(f"--alternate: {exc}; stopped")
         return EXIT_FAILED
+    except WriteFailed as exc:  # the session file: stopped, the hosts set back
+        say(f"{exc}; stopped, {_set_back(engine)}")
+        return EXIT_FAILED
     finally:
-        print(f"abtui: session written to {session.closed}", file=stream, flush=True)
-    return EXIT_FAILED if engine.failed_runs else EXIT_OK
+        if session.write_error is None and session.closed is not None:
+            say(f"session written to {session.closed}")
+    if session.write_error is not None:  # the journal whole, its compaction failed
+        say(session.write_error)
+    if engine.not_restored:
+        say(_set_back(engine))
+    return EXIT_FAILED if engine.failed_runs or session.write_error or engine.not_restored \
+        else EXIT_OK
+
+
+def _set_back(engine: Engine) -> str:
+    """What the shutdown set back, as the last line says it."""
+    if engine.not_restored:
+        return "not everything was set back on the hosts: run `abtui recover` to finish"
+    return "every host set back"

@@ -11,22 +11,33 @@ failure while connecting, shuts the controller down (reason "interrupted" when c
 interrupted, else "done") and closes the journal even when the shutdown fails. `start`
 connects once (a later start keeps the links, and with them the originals to restore), ends
 what runs, then starts in the mode given: the console's space key and `abtui run` alike.
+
+A journal that cannot be written (the disk full, an I/O error) stops the session: its writer
+says so once (`on_error`), the task in the session is cancelled, the controller shut down
+(every host set back) with reason "write failed", and leaving raises WriteFailed with the
+writer's line in place of the cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
 from abtui.core.controller import Mode
+from abtui.core.errors import WriteFailed
 from abtui.core.events import AnyEvent
 
 
 class Journal(Protocol):
-    """Where a session's events are written (abtui.sessions.writer.SessionWriter)."""
+    """Where a session's events are written (abtui.sessions.writer.SessionWriter): `write`
+    never raises; a failure is said to `on_error` once, and `error` keeps it."""
+
+    on_error: Callable[[str], None] | None
+    error: str | None
 
     def write(self, event: AnyEvent) -> None: ...
 
@@ -56,20 +67,33 @@ class ControllerSession:
         self._journal = journal
         self._connected = False
         self.closed: Path | None = None  # the journal's file, once closed
+        self._owner: asyncio.Task[object] | None = None  # the task that entered
+        self._body = False  # that task is in the session (not yet ending it)
+        self._failed = False  # the journal said it cannot write
+        self._cancelled = False  # the session cancelled its task for that
+
+    @property
+    def write_error(self) -> str | None:
+        """Why the journal stopped being written (None: it was written whole)."""
+        return self._journal.error if self._journal is not None else None
 
     async def __aenter__(self) -> ControllerSession:
+        self._owner, self._body = asyncio.current_task(), True
         if self._journal is not None:
+            self._journal.on_error = self._journal_failed
             self.controller.subscribe(self._journal.write)
         try:
             await self.connect()
         except BaseException as exc:
             await self._end(_reason(type(exc)))
+            self._raise_write_error(exc)
             raise
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self._end(_reason(kind))
+        self._raise_write_error(exc)
 
     async def connect(self) -> None:
         """Open the links, once for the session."""
@@ -83,7 +107,35 @@ class ControllerSession:
         await self.controller.stop()
         await self.controller.start(mode)
 
+    def _journal_failed(self, line: str) -> None:
+        """The writer's one line: the session stops (the task in it cancelled), once. The
+        cancellation is made once the running step is over, and only while the task is in
+        the session's body: one delivered while the session ends would cut its set-back
+        short."""
+        self._failed = True
+        with contextlib.suppress(RuntimeError):  # no loop: nothing runs to stop
+            asyncio.get_running_loop().call_soon(self._stop)
+
+    def _stop(self) -> None:
+        task = self._owner
+        if self._body and not self._cancelled and task is not None and not task.done():
+            self._cancelled = True
+            task.cancel()
+
+    def _raise_write_error(self, exc: BaseException | None) -> None:
+        """A journal that failed, said as WriteFailed in place of the cancellation this
+        session made for it (or of a normal end); any other exception goes on as it is."""
+        ours = self._cancelled and isinstance(exc, asyncio.CancelledError)
+        if ours and self._owner is not None:
+            self._owner.uncancel()
+        if self._failed and (exc is None or ours):
+            raise WriteFailed(self.write_error or "the session could not be written") \
+                from None
+
     async def _end(self, reason: str) -> None:
+        self._body = False  # a failure from here on cancels nothing
+        if self._failed:
+            reason = "write failed"
         try:
             await self.controller.shutdown(reason)
         finally:

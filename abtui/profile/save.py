@@ -7,8 +7,6 @@ watches are matched by label/name, and the result must load before it replaces t
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
@@ -18,6 +16,7 @@ import tomlkit
 from tomlkit.items import AoT, Comment, Whitespace
 
 from abtui.core.errors import BadInput, Invalid
+from abtui.core.files import write_atomic
 from abtui.core.model import Knob, KnobKind, Profile
 from abtui.profile import fields as f
 from abtui.profile.load import _tunnels, parse_profile
@@ -257,22 +256,6 @@ def save_profile(profile: Profile, path: str | Path, *,
     _write_profile(doc, profile, p.parent, p.stem)
     text = tomlkit.dumps(doc)
     parse_profile(text, p)  # never write a profile that would not load
-    _atomic_write(p, text)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(p, text)
     return p
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write beside the target, flush to disk, then rename over it: all or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

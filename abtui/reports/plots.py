@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from abtui.core.errors import BadInput
+from abtui.core.files import atomic_file, write_atomic
 from abtui.core.numbers import rate_unit, sig
 from abtui.core.text import visible
 from abtui.reports.naming import title
@@ -117,9 +118,9 @@ def save_chart(session: Session, path: Path, width: int = 100, height: int = 22)
     if suffix in IMAGE_SUFFIXES:
         save_image(session, path)
     elif suffix in (".html", ".htm"):
-        path.write_text(chart_html(session, width, height))
+        write_atomic(path, chart_html(session, width, height))
     elif suffix == ".txt":
-        path.write_text(throughput_chart(session, width, height) + "\n")
+        write_atomic(path, throughput_chart(session, width, height) + "\n")
     else:
         raise BadInput(f"--out {path}: a plot is written as .png, .svg, .html or .txt")
 
@@ -169,8 +170,9 @@ def save_image(session: Session, path: Path, size: tuple[float, float] = (10.0, 
 
     fmt = path.suffix.lower().lstrip(".")
     # SVG: text as <text> (searchable, small), no date (the same session, the same file)
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "abtui"}):
-        fig.savefig(path, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "abtui"}), \
+            atomic_file(path) as fh:
+        fig.savefig(fh, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
 
 
 def _broken(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

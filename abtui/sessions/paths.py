@@ -16,6 +16,7 @@ from abtui.core.errors import BadInput
 LIVE_SUFFIX = ".abtui.jsonl"
 FINISHED_SUFFIX = ".abtui.jsonl.gz"
 ENV_DIR = "ABTUI_SESSIONS_DIR"
+PART_SUFFIX = ".part"
 
 
 def sessions_dir(override: str | os.PathLike[str] | None = None) -> Path:
@@ -85,6 +86,28 @@ def find_session(ref: str, directory: str | os.PathLike[str] | None = None) -> P
         if cand.is_file():
             return cand
     raise BadInput(f"{ref}: no such session (not a file, nor a session in {folder})")
+
+
+def part_path(path: Path) -> Path:
+    """Where a save to `path` is journalled until it is whole (`.NAME.part`, hidden beside
+    it): what a save cut short (the console killed) leaves."""
+    return path.with_name(f".{path.name}{PART_SUFFIX}")
+
+
+def finish_part(part: Path) -> Path:
+    """Where a save cut short can be moved to be read as the session it holds: its name
+    without the dot and `.part`, as a plain journal (the part is one, not compressed)."""
+    name = part.name[1:-len(PART_SUFFIX)]
+    return part.with_name(name.removesuffix(".gz"))
+
+
+def cut_short_saves(directory: str | os.PathLike[str] | None = None) -> list[Path]:
+    """The saves cut short in the sessions folder (part_path), oldest first by name."""
+    folder = sessions_dir(directory)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if p.name.startswith(".") and p.name.endswith(PART_SUFFIX) and p.is_file())
 
 
 def list_sessions(directory: str | os.PathLike[str] | None = None) -> list[Path]:

@@ -2,7 +2,11 @@
 
 A journal is plain (live) or gzip'ed (finished); both read the same. A last line torn by a
 crash is dropped, a cut-short gzip stream just ends early, any other damage is BadInput naming
-file:line. `head_time`/`tail_time` read only a live journal's start or end, for listings.
+file:line: a line that does not parse, and one that parses but is no event (`t` not a finite
+number, `pair` or `host` not a string, `data` not an object). A header's fields of the wrong
+type are read as absent (the file's name stands for a name that is not a string), and a
+payload's are the session's to note (abtui.sessions.session): nothing read raises anything
+but BadInput. `head_time`/`tail_time` read only a live journal's start or end, for listings.
 The format is docs/session-format.md; `writer` writes it.
 """
 
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import sys
 import zlib
@@ -19,6 +24,7 @@ from typing import Any
 
 from abtui.core.errors import BadInput
 from abtui.core.events import AnyEvent, Event, EventKind
+from abtui.core.text import visible
 
 FORMAT = "abtui-session"
 VERSION = 1
@@ -32,13 +38,50 @@ def scan_facts(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     pairs: list[str] = list(header.get("pairs") or [])
     for _lineno, obj in _records(path):
         events += 1
+        t = time_of(obj.get("t"))
         if events == 1:
-            first_t = obj.get("t", first_t)
-        last_t = obj.get("t", last_t)
+            first_t = t if t is not None else first_t
+        last_t = t if t is not None else last_t
         pair = obj.get("pair")
-        if pair is not None and pair not in pairs:
+        if isinstance(pair, str) and pair not in pairs:
             pairs.append(pair)
     return {"start": first_t, "end": last_t, "events": events, "pairs": pairs}
+
+
+def time_of(value: object) -> float | None:
+    """A recorded time: a finite number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        t = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return t if math.isfinite(t) else None
+
+
+# a header's fields as readers use them: (key, the check a value passes, else it is dropped)
+_HEADER_FIELDS: dict[str, Any] = {
+    "name": lambda v: isinstance(v, str) and bool(v),
+    "profile": lambda v: isinstance(v, str),
+    "created": lambda v: time_of(v) is not None,
+    "start": lambda v: time_of(v) is not None,
+    "end": lambda v: time_of(v) is not None,
+    "events": lambda v: isinstance(v, int) and not isinstance(v, bool),
+}
+
+
+def _sane_header(header: dict[str, Any]) -> dict[str, Any]:
+    """The header with every field readers use of the type they read (others dropped), its
+    pairs the labels that are strings."""
+    out = {k: v for k, v in header.items()
+           if k not in _HEADER_FIELDS or _HEADER_FIELDS[k](v)}
+    pairs = header.get("pairs")
+    out["pairs"] = list(dict.fromkeys(p for p in pairs if isinstance(p, str))) \
+        if isinstance(pairs, list) else []
+    for key in ("created", "start", "end"):
+        if key in out:
+            out[key] = time_of(out[key])
+    return out
 
 
 def _open_lines(path: Path) -> Iterator[bytes]:
@@ -83,7 +126,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not line.endswith(b"\n"):
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return  # torn last record
         if isinstance(obj, dict):
             yield num, obj
@@ -97,6 +140,9 @@ _decode = json.JSONDecoder().decode
 def _parse(path: Path, lineno: int, line: bytes) -> tuple[int, dict[str, Any]]:
     try:
         obj = _decode(line.decode())
+    except RecursionError:
+        raise BadInput(f"{path}:{lineno}: damaged session record (nested too deep); to keep "
+                       f"the records before it, cut the file before line {lineno}") from None
     except ValueError as exc:
         why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
         raise BadInput(f"{path}:{lineno}: damaged session record ({why}); to keep the "
@@ -104,6 +150,18 @@ def _parse(path: Path, lineno: int, line: bytes) -> tuple[int, dict[str, Any]]:
     if not isinstance(obj, dict) or "kind" not in obj or "t" not in obj:
         raise BadInput(f"{path}:{lineno}: not an event record (no \"kind\" and \"t\")")
     return lineno, obj
+
+
+def _misshapen(obj: dict[str, Any]) -> str | None:
+    """Why a parsed record is no event (None: it is one)."""
+    if time_of(obj.get("t")) is None:
+        return "\"t\" must be a finite number"
+    for key in ("pair", "host"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            return f"\"{key}\" must be a string"
+    if obj.get("data") is not None and not isinstance(obj["data"], dict):
+        return "\"data\" must be an object"
+    return None
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -114,15 +172,18 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     first = next(iter(_open_lines(p)), b"")
     try:
         header = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise BadInput(f"{p}:1: not an abtui session (no \"format\": \"{FORMAT}\" header)")
     version = header.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise BadInput(f"{p}:1: session format version {visible(repr(version)[:40])} is not "
+                       "a whole number: not a session abtui wrote")
+    if version > VERSION:
         raise BadInput(f"{p}:1: session format version {version!r} is newer than this abtui "
                        f"reads ({VERSION}); upgrade abtui")
-    return header
+    return _sane_header(header)
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[AnyEvent]:
@@ -134,17 +195,17 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[AnyEvent]:
     known = {str(k) for k in EventKind}
     for lineno, obj in _records(p):
         kind = obj.get("kind")
-        if kind not in known:
-            if str(kind) not in unknown:
-                unknown.add(str(kind))
-                print(f"abtui: {p}:{lineno}: skipping unknown event kind {kind!r}",
+        if not isinstance(kind, str) or kind not in known:
+            shown = repr(kind)[:40]
+            if shown not in unknown:
+                unknown.add(shown)
+                print(f"abtui: {p}:{lineno}: skipping unknown event kind {visible(shown)}",
                       file=sys.stderr)
             continue
-        try:
-            yield Event.from_json(obj)
-        except (TypeError, ValueError, KeyError):
-            raise BadInput(f"{p}:{lineno}: malformed {kind} record (\"t\" must be a "
-                           "number, \"data\" an object)") from None
+        why = _misshapen(obj)
+        if why is not None:
+            raise BadInput(f"{p}:{lineno}: malformed {kind} record ({why})")
+        yield Event.from_json(obj)
 
 
 def load_events(path: str | os.PathLike[str]) -> list[AnyEvent]:
@@ -158,10 +219,9 @@ def head_time(path: Path) -> float | None:
         f.readline()
         try:
             obj = json.loads(f.readline())
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
-    return float(obj["t"]) if isinstance(obj, dict) and isinstance(obj.get("t"), int | float) \
-        else None
+    return time_of(obj.get("t")) if isinstance(obj, dict) else None
 
 
 def tail_time(path: Path) -> float | None:
@@ -173,8 +233,9 @@ def tail_time(path: Path) -> float | None:
     for line in reversed(chunk.split(b"\n")):
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(obj, dict) and isinstance(obj.get("t"), int | float):
-            return float(obj["t"])
+        t = time_of(obj.get("t")) if isinstance(obj, dict) else None
+        if t is not None:
+            return t
     return None

@@ -20,6 +20,7 @@ from abtui.core import events
 from abtui.core.configuration import config_label
 from abtui.core.cpu import busy_share, ticks
 from abtui.core.events import AnyEvent, Event, EventReader
+from abtui.sessions.reader import time_of
 from abtui.sessions.records import (
     NAN,
     NO_PHASE,
@@ -50,7 +51,7 @@ class Session(EventReader):
         self.created: float | None = self.header.get("created")
         self.first_t: float | None = None
         self.last_t: float | None = None
-        self.pairs: list[str] = list(self.header.get("pairs") or [])
+        self.pairs: list[str] = []
         self.pair_hosts: dict[str, dict[str, str]] = {}
         self.facts: dict[str, dict[str, Any]] = {}
         self.originals: list[dict[str, Any]] = []
@@ -84,6 +85,8 @@ class Session(EventReader):
         self._config: dict[str, dict[str, Any]] = {}
         # each pair's configuration as read from its hosts on connect (CONFIG events)
         self.initial_configs: dict[str, dict[str, Any]] = {}
+        for label in self.header.get("pairs") or []:  # a header read_header checked
+            self._add_pair(label)
 
     # ---- building ----------------------------------------------------------------------
 
@@ -133,9 +136,9 @@ class Session(EventReader):
             self.pings[label] = ping_columns()
 
     def on_session_start(self, ev: Event[events.SessionStart], d: events.SessionStart) -> None:
-        self.profile_text = d.profile_text or ""
-        self.profile_path = d.profile_path or ""
-        self.abtui_version = d.abtui_version or ""
+        self.profile_text = _text(d.profile_text)
+        self.profile_path = _text(d.profile_path)
+        self.abtui_version = _text(d.abtui_version)
         self.translations = [dict(t) for t in d.translations or [] if isinstance(t, dict)]
         for p in d.pairs or []:
             if isinstance(p, dict) and p.get("label"):
@@ -169,7 +172,7 @@ class Session(EventReader):
         run = self.runs[self._run(ev.pair, d.run)]
         run.config = dict(self._config[ev.pair])
         run.start = ev.t
-        run.skew_ms = d.skew_ms
+        run.skew_ms = time_of(d.skew_ms)
         run.options = as_dict(d.options)
         run.argv = as_argv(d.argv)
 
@@ -178,11 +181,11 @@ class Session(EventReader):
             return
         run = self.runs[self._run(ev.pair, d.run)]
         run.end = ev.t
-        run.status = d.status or "ok"
+        run.status = _text(d.status) or "ok"
         run.summary = as_dict(d.summary)
         run.reverse_summary = as_dict(d.reverse_summary)
         run.ping = as_dict(d.ping)
-        run.message = d.message or ""
+        run.message = _text(d.message)
 
     def on_interval(self, ev: Event[events.IntervalMeasured], d: events.IntervalMeasured) -> None:
         pair = ev.pair
@@ -220,12 +223,13 @@ class Session(EventReader):
     def on_phase(self, ev: Event[events.Phase], d: events.Phase) -> None:
         if ev.pair is None:
             return
-        ph = self.phases[self._phase(ev.pair, d.phase, d.start)]
+        start, end = time_of(d.start), time_of(d.end)
+        ph = self.phases[self._phase(ev.pair, d.phase, start)]
         if isinstance(d.config, dict):
             ph.config = dict(d.config)
-        if d.start is not None:
-            ph.start = d.start
-        ph.end = d.end if ev.recorded("end") else ev.t
+        if start is not None:
+            ph.start = start
+        ph.end = end if ev.recorded("end") else ev.t
         ph.closed = True
 
     def on_config(self, ev: Event[events.Config], d: events.Config) -> None:
@@ -309,7 +313,7 @@ class Session(EventReader):
             self.skews_ms.append(float(d.skew_ms))
 
     def on_session_end(self, ev: Event[events.SessionEnd], d: events.SessionEnd) -> None:
-        self.end_reason = d.reason or "ended"
+        self.end_reason = _text(d.reason) or "ended"
 
     def _finish(self) -> None:
         if self.profile_text and (not self.pair_hosts or not self.profile_name):
@@ -354,6 +358,11 @@ class Session(EventReader):
     def hosts_of(self, pair: str) -> dict[str, str]:
         """{"sender": alias, "receiver": alias} as far as the session knows."""
         return self.pair_hosts.get(pair, {})
+
+
+def _text(value: object) -> str:
+    """A recorded text field, "" when a foreign record put something else there."""
+    return value if isinstance(value, str) else ""
 
 
 def _toml(text: str) -> dict[str, Any]:

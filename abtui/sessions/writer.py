@@ -9,6 +9,12 @@ That periodic fsync runs in a thread of the writer's own: on the console's event
 held up the screen 2-14 ms a second, at the moment the intervals came.
 `close()` compacts the finished journal into `NAME.abtui.jsonl.gz` (atomic rename) with a
 header that also carries the end time and event count. See docs/session-format.md.
+
+A write that fails (the disk full, an I/O error, the folder gone) never reaches the caller as
+an exception: the writer keeps the journal as it was after its last whole record (a record cut
+short is truncated away), writes nothing more, says why in one line (`error`) and calls
+`on_error` once, so whoever runs the session stops it and sets the hosts back. Its `close()`
+then leaves the journal as it is (readable, never compacted: the session is not whole).
 """
 
 from __future__ import annotations
@@ -18,15 +24,16 @@ import gzip
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from abtui.core.errors import BadInput
+from abtui.core.errors import AbtuiError, BadInput, CannotWrite, WriteFailed
 from abtui.core.events import AnyEvent, EventKind
+from abtui.core.files import atomic_file, fsync_dir, why
 from abtui.core.text import visible_json
-from abtui.sessions.paths import finished_path, name_of
+from abtui.sessions.paths import finished_path, name_of, part_path
 from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 
 # kinds written often; every other kind is fsync'ed as soon as it is written
@@ -49,17 +56,26 @@ def save_events(path: Path, events: Sequence[AnyEvent], *, profile: str = "",
     """Write `events` as a finished session at exactly `path` (gzip'ed when it ends in
     `.gz`, plain otherwise); journalled beside it first, so a crash leaves no torn file
     there. BadInput when a file is there already."""
-    journal = path.with_name(f".{path.name}.part")
+    journal = part_path(path)
     with contextlib.suppress(FileNotFoundError):
         journal.unlink()  # an earlier save's, cut short
-    writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path)
+    try:
+        writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path)
+    except WriteFailed as exc:
+        raise CannotWrite(f"{path}: {exc}") from None
     try:
         for event in events:
             writer.write(event)
+            if writer.error is not None:
+                break
     except BaseException:
         writer.discard()
         raise
-    return writer.close()
+    written = writer.close()
+    if writer.error is not None:
+        writer.discard()
+        raise CannotWrite(f"{path}: not saved: {writer.error}")
+    return written
 
 
 
@@ -79,7 +95,6 @@ class SessionWriter:
         self.final = final or finished_path(self.path)
         if compact and self.final.exists():
             raise BadInput(f"{self.final}: a session file exists there already")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
         self.compact = compact
         self.events = 0
@@ -91,32 +106,61 @@ class SessionWriter:
             "format": FORMAT, "version": VERSION, "name": name_of(self.final),
             "profile": profile, "created": time.time(), "pairs": list(pairs),
         }
+        # why writing stopped (one line naming the file), once it did; told to `on_error`
+        self.error: str | None = None
+        self.on_error: Callable[[str], None] | None = None
+        self.lost = 0  # events not written after a failure
+        self._size = 0  # bytes in the journal up to the end of its last whole record
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
                                0o644)
         except FileExistsError:
             raise BadInput(f"{self.path}: a session file exists there already") from None
+        except OSError as exc:
+            raise WriteFailed(f"{self.path}: cannot write the session ({why(exc)})") from None
         self._last_sync = time.monotonic()
         self._dirty = False
         self._syncer: ThreadPoolExecutor | None = None  # made on the first periodic fsync
         self._syncing: Future[None] | None = None  # the periodic fsync in flight, if one is
-        self._write_line(self._header)
-        self._sync()
-        _fsync_dir(self.path.parent)
+        try:
+            self._write_line(self._header)
+            self._sync()
+            fsync_dir(self.path.parent)
+        except OSError as exc:  # not even a header: no session to keep
+            os.close(self._fd)
+            self._fd = -1
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            raise WriteFailed(f"{self.path}: cannot write the session ({why(exc)})") from None
 
     def __enter__(self) -> SessionWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        """Closed; a write that failed inside the block raises WriteFailed here (the block
+        itself ran on: the writer never raises from `write`)."""
         self.close()
+        if kind is None and self.error is not None:
+            raise WriteFailed(self.error)
 
     def __call__(self, event: AnyEvent) -> None:
         self.write(event)
 
     def write(self, event: AnyEvent) -> None:
-        """Append one event (one write() call); fsync per the policy in the module docstring."""
+        """Append one event (one write() call); fsync per the policy in the module docstring.
+        After a failed write, nothing (the module docstring)."""
+        if self.error is not None:
+            self.lost += 1
+            return
         if self._fd < 0:
             raise ValueError(f"session {self.path} is closed")
+        try:
+            self._append(event)
+        except OSError as exc:
+            self._fail(exc)
+
+    def _append(self, event: AnyEvent) -> None:
         self._write_line(event.to_json())
         self.events += 1
         self._last_t = event.t
@@ -131,20 +175,30 @@ class SessionWriter:
             self._sync_behind()
 
     def close(self) -> Path:
-        """Finish the session: fsync, then compact (gzip, atomic rename). Returns the file."""
+        """Finish the session: fsync, then compact (gzip, atomic rename). Returns the file:
+        after a failure (`error` says it), the journal as its last whole record left it."""
         if self._fd < 0:
             return self.final_path or self.path
-        self._settle()
-        if self._dirty:
-            self._sync()
+        try:
+            self._settle()
+            if self._dirty and self.error is None:
+                self._sync()
+        except OSError as exc:
+            self._fail(exc)
         os.close(self._fd)
         self._fd = -1
+        self.final_path = self.path
+        if self.error is not None or not self.compact:
+            return self.path
         created = self._header["created"]
         facts = {"start": created if self._first_t is None else self._first_t,
                  "end": self._last_t if self._last_t is not None else created,
                  "events": self.events, "pairs": self._pairs}
-        self.final_path = compact(self.path, facts, self.final) if self.compact \
-            else self.path
+        try:
+            self.final_path = compact(self.path, facts, self.final)
+        except (AbtuiError, OSError) as exc:
+            self.error = (f"{self.final}: could not finish the session ({_reason(exc)}); "
+                          f"it is whole in {self.path}")
         return self.final_path
 
     def discard(self) -> None:
@@ -159,9 +213,34 @@ class SessionWriter:
 
     def _write_line(self, obj: dict[str, Any]) -> None:
         data = (_ENCODE(obj) + "\n").encode()
-        while data:  # one call in practice; loop only on a short write
-            n = os.write(self._fd, data)
-            data = data[n:]
+        size = len(data)
+        try:
+            while data:  # one call in practice; loop only on a short write
+                n = os.write(self._fd, data)
+                data = data[n:]
+        except OSError:
+            self._cut()
+            raise
+        self._size += size
+
+    def _cut(self) -> None:
+        """A record cut short by a failed write: truncated away, so the journal ends with its
+        last whole record (or, if even that fails, its line ended, so no two records are
+        ever glued into one line)."""
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.write(self._fd, b"\n")
+
+    def _fail(self, exc: OSError) -> None:
+        """Writing stopped: said once, in one line naming the file and the error."""
+        if self.error is not None:
+            return
+        self.error = (f"{self.path}: could not write the session ({why(exc)}); the "
+                      f"{self.events} events before it are kept there")
+        if self.on_error is not None:
+            self.on_error(self.error)
 
     def _sync(self) -> None:
         self._reap()
@@ -203,6 +282,10 @@ class SessionWriter:
             self._syncer = None
 
 
+def _reason(exc: BaseException) -> str:
+    return why(exc) if isinstance(exc, OSError) else str(exc)
+
+
 def compact(path: Path, facts: dict[str, Any] | None = None,
             target: Path | None = None) -> Path:
     """Gzip a live journal into NAME.abtui.jsonl.gz (or `target`: gzip'ed if it ends in
@@ -212,11 +295,10 @@ def compact(path: Path, facts: dict[str, Any] | None = None,
     gives them when the writer knows them, else one pass over the journal finds them. Atomic:
     a crash leaves either the journal or the finished file. A torn last line is dropped."""
     target = target or finished_path(path)
-    tmp = target.with_name(target.name + ".tmp")
     header = read_header(path)
     header.update(facts if facts is not None else scan_facts(path, header))
     zipped = target.name.endswith(".gz")
-    with open(tmp, "wb") as raw:
+    with atomic_file(target) as raw:
         out: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if zipped else raw
         out.write((_ENCODE(header) + "\n").encode())
         with open(path, "rb") as src:
@@ -226,18 +308,6 @@ def compact(path: Path, facts: dict[str, Any] | None = None,
                     out.write(line)
         if zipped:
             out.close()
-        raw.flush()
-        os.fsync(raw.fileno())
-    os.replace(tmp, target)
     path.unlink()
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
     return target
-
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from abtui.core.errors import WriteFailed
 from abtui.core.events import Event
 from abtui.sessions import reader
 from abtui.sessions.writer import SessionWriter
@@ -51,7 +52,10 @@ class ConsoleJournal:
 
     def events(self) -> list[Event]:
         """Every event received so far, read from disk (seconds for a day's session: call it
-        in a worker)."""
+        in a worker); WriteFailed when the spool could not hold them all (its disk full): a
+        save or export of part of them would pass for the whole."""
+        if self._writer is not None and self._writer.error is not None:
+            raise WriteFailed(self._writer.error)
         return reader.load_events(self.path)
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from abtui.core.events import Event
+from abtui.core.files import write_atomic
 from abtui.core.labels import fit_labels
 from abtui.core.numbers import Unit, rate_unit
 from abtui.core.text import UNKNOWN, visible
@@ -311,5 +312,5 @@ def export_to(path: Path, fmt: str, events: list[Event], name: str, base: str) -
 
     session = Session.from_events(events, name=name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(session, fmt, base=base))
+    write_atomic(path, render(session, fmt, base=base))
     return f"exported {fmt} to {path}"

@@ -97,10 +97,21 @@ class Recorder:
         return end
 
 
+def undo_folder() -> Path:
+    """A folder of its own for an engine's undo journal (a test's `abtui recover` never sees
+    it), in the run's own state folder: removed with it when the run ends (tests/conftest.py),
+    never left in /tmp."""
+    import os
+
+    state = Path(os.environ["XDG_STATE_HOME"])
+    state.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="undo-", dir=state))
+
+
 def make_engine(profile: Profile, rec: Recorder, **kw: object) -> Engine:
-    """An engine with the real parsers and knob layer; its undo journal in a temporary
-    folder (another checkout's `abtui recover` test never sees it)."""
-    journal = UndoJournal(Path(tempfile.mkdtemp(prefix="abtui-undo-")))
+    """An engine with the real parsers and knob layer; its undo journal in a folder of its
+    own (undo_folder)."""
+    journal = UndoJournal(undo_folder())
     engine = Engine(profile, raw_sink=rec.sink, journal=journal, **kw)  # type: ignore[arg-type]
     engine.subscribe(rec)
     return engine

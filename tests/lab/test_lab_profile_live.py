@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +16,7 @@ from abtui.measure.engine import Engine
 from abtui.profile import load_profile
 from abtui.reports.stats import phase_stats
 from abtui.sessions.session import Session
+from tests.lab.engine_kit import undo_folder
 from tests.lab.namespaces import ns_exec
 
 pytestmark = pytest.mark.lab
@@ -30,7 +29,7 @@ async def test_tcp_rmem_flip_changes_throughput_in_its_own_phase(lab: Lab):
     original = {r: ns_exec(lab, r, "sysctl", "-n", "net.ipv4.tcp_rmem").split()
                 for r in receivers}
     events: list[Event] = []
-    engine = Engine(profile, journal=UndoJournal(Path(tempfile.mkdtemp(prefix="abtui-undo-"))))
+    engine = Engine(profile, journal=UndoJournal(undo_folder()))
     engine.subscribe(events.append)
     try:
         await engine.connect()

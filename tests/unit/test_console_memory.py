@@ -90,3 +90,23 @@ def test_the_engine_s_journal_is_read_not_copied(tmp_path) -> None:  # type: ign
     journal.close()
     assert live.exists()  # the engine's to finish
     writer.close()
+
+
+def test_a_spool_that_could_not_be_written_is_never_saved_as_the_whole(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The console's own spool meets a write error (a real one: a file size limit): save and
+    export refuse in one line naming the spool and the error, rather than write part of the
+    session as if it were all of it."""
+    import pytest
+
+    from abtui.core.errors import WriteFailed
+    from tests.unit.filelimit import file_size_limit
+
+    profile = synthetic_profile(2, 1.0)
+    journal = ConsoleJournal(None, profile.name, [p.label for p in profile.pairs])
+    with file_size_limit(journal.path.stat().st_size + 2000):
+        for batch in _stream(Synth(profile, seed=2), 0, 50):
+            for e in batch:
+                journal.write(e)
+    with pytest.raises(WriteFailed, match=r"could not write the session \(File too large\)"):
+        journal.events()
+    journal.close()

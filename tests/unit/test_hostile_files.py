@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,14 +34,21 @@ SESSION_LIKE = st.one_of(
                                                  st.none(), st.floats()), max_size=5),
                        max_size=8)),
 )
-_FILES = Path(tempfile.mkdtemp(prefix="abtui-hostile-"))
 RAN: dict[str, int] = {"session": 0, "import": 0}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The examples' files: one folder, pytest's, for the module (it was a folder of its own
+    in /tmp that nothing removed)."""
+    return tmp_path_factory.mktemp("hostile")
 
 
 @SETTINGS
 @given(data=SESSION_LIKE, zipped=st.booleans())
-def test_random_session_files_load_or_fail_in_one_line(data: bytes, zipped: bool) -> None:
-    path = _FILES / ("s.abtui" if zipped else "s.jsonl")
+def test_random_session_files_load_or_fail_in_one_line(files: Path, data: bytes,
+                                                        zipped: bool) -> None:
+    path = files / ("s.abtui" if zipped else "s.jsonl")
     path.write_bytes(gzip.compress(data) if zipped else data)
     with nothing_runs():
         try:
@@ -57,9 +63,9 @@ def test_random_session_files_load_or_fail_in_one_line(data: bytes, zipped: bool
 @SETTINGS
 @given(data=st.one_of(st.binary(max_size=3000), st.text(max_size=3000).map(str.encode)),
        as_json=st.booleans())
-def test_abtui_import_on_random_files(data: bytes, as_json: bool,
+def test_abtui_import_on_random_files(files: Path, data: bytes, as_json: bool,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    path = _FILES / "random.log"
+    path = files / "random.log"
     path.write_bytes(data)
     with nothing_runs():
         rc = main(["import", str(path), *(["--json"] if as_json else [])])

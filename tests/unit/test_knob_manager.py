@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from abtui.core.errors import BadInput, KnobRefused
+from abtui.core.errors import BadInput, KnobRefused, WriteFailed
 from abtui.core.events import EventKind
 from abtui.core.model import Knob, KnobKind, Pair, Scope
 from abtui.hosts import undo
@@ -16,6 +16,7 @@ from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting
 from abtui.remote.dialect import SWAP_MARK, Dialect
 from abtui.remote.link import CommandResult
+from tests.unit.filelimit import file_size_limit
 
 PAIRS = [Pair("A", "a-snd", "a-rcv", "198.19.1.2", "data0", "data0"),
          Pair("B", "b-snd", "b-rcv", "198.19.2.2", "eth1", "eth2"),
@@ -160,9 +161,10 @@ async def test_a_refusal_keeps_only_what_was_not_set_back(tmp_path):
 
 async def test_invalid_value_is_refused_before_anything_runs(tmp_path):
     m, _links, log, _e, _j = _manager(tmp_path)
-    with pytest.raises(KnobRefused, match="invalid value"):
+    with pytest.raises(KnobRefused, match="invalid value") as refused:
         await m.apply(KNOB, "a\nb", resolve_targets(PAIRS[:2], KNOB))
     assert log == []
+    assert refused.value.exit_code == 2  # abtui's own refusal: bad input (`run --set`)
 
 
 def test_targets_follow_scope_pairs_and_devices():
@@ -222,3 +224,20 @@ async def test_each_host_gets_its_os_kind_key_and_value(tmp_path):
     await m.apply(aim, "0", targets)
     assert links["a-snd"].values == {"dev.ix.2.enable_aim": "0"}
     assert links["b-snd"].values == {"adaptive-rx": "off"}
+
+
+async def test_an_undo_journal_that_cannot_be_written_stops_the_change_before_it_is_made(
+        tmp_path):
+    """The originals cannot reach the disk (a real write error: a file size limit): the flip
+    is refused in one line naming the journal, no host is written to, and no later flip is
+    made either (the journal holds nothing for them), even once there is room again."""
+    m, links, log, _events, journal = _manager(tmp_path)
+    targets = resolve_targets(PAIRS[:2], KNOB)
+    with file_size_limit(journal.path.stat().st_size + 10), \
+            pytest.raises(WriteFailed, match=f"^{journal.path}: cannot write the undo journal "
+                                             r"\(File too large\); nothing more is changed"):
+        await m.apply(KNOB, "2", targets)
+    with pytest.raises(WriteFailed):
+        await m.apply(KNOB, "2", targets)
+    assert not [c for _h, c in log if not c.startswith("read")]
+    assert all(link.values["net.x"] == "1" for link in links.values())

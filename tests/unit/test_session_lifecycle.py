@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.errors import AbtuiError
+from abtui.core.errors import AbtuiError, WriteFailed
 from abtui.core.events import Event, EventKind
 from abtui.measure.session import ControllerSession
 
@@ -18,6 +18,8 @@ class Journal:
     def __init__(self) -> None:
         self.kinds: list[EventKind] = []
         self.closed = 0
+        self.error: str | None = None
+        self.on_error: Callable[[str], None] | None = None
 
     def write(self, event: Event) -> None:
         self.kinds.append(event.kind)
@@ -98,3 +100,42 @@ async def test_a_failed_connect_or_shutdown_still_sets_back_and_closes_the_journ
         async with ControllerSession(ctl, journal):
             pass
     assert journal.closed == 1
+
+
+async def test_a_journal_that_fails_stops_the_session_and_sets_the_hosts_back():
+    """The writer says it cannot write (the disk full): the task in the session is stopped,
+    the controller shut down with reason "write failed" (hosts set back), the journal closed,
+    and leaving raises WriteFailed with the writer's line, not a cancellation."""
+    ctl, journal = Controller(), Journal()
+    with pytest.raises(WriteFailed, match=r"s\.jsonl: could not write"):
+        async with ControllerSession(ctl, journal) as session:
+            await session.start("continuous")
+            assert journal.on_error is not None
+            journal.error = "s.jsonl: could not write the session (No space left on device)"
+            journal.on_error(journal.error)
+            await asyncio.sleep(3600)  # measuring, until stopped
+    assert ctl.calls[-1] == "shutdown write failed" and journal.closed == 1
+    assert session.write_error is not None
+    task = asyncio.current_task()
+    assert task is not None and not task.cancelling()  # the cancellation was the session's
+
+
+async def test_a_journal_that_fails_while_the_session_ends_cancels_nothing():
+    """The writer fails as the body ends (the last events of a plan, or the shutdown's own):
+    the shutdown runs to its end, uncut by a cancellation, and leaving says WriteFailed."""
+    ctl, journal = Controller(), Journal()
+    ended: list[str] = []
+    shutdown = ctl.shutdown
+
+    async def slow_shutdown(reason: str = "shutdown") -> None:
+        await asyncio.sleep(0.05)  # the set-back takes a while: a cancellation would cut it
+        await shutdown(reason)
+        ended.append(reason)
+
+    ctl.shutdown = slow_shutdown  # type: ignore[method-assign]
+    with pytest.raises(WriteFailed):
+        async with ControllerSession(ctl, journal):
+            assert journal.on_error is not None
+            journal.error = "s.jsonl: could not write the session (Input/output error)"
+            journal.on_error(journal.error)  # no await after it: the body ends at once
+    assert ended == ["write failed"] and journal.closed == 1

@@ -171,7 +171,8 @@ def test_the_periodic_fsync_leaves_the_caller_free_and_its_error_is_raised_next(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The once-a-second fsync of high-rate records runs in the writer's thread (on the
     console's event loop it held the screen up); records that restore hosts are still
-    fsync'ed by the caller, at once; close() waits for a sync in flight."""
+    fsync'ed by the caller, at once; close() waits for a sync in flight, and says its
+    error."""
     synced: list[str] = []
     real = os.fsync
 
@@ -194,8 +195,8 @@ def test_the_periodic_fsync_leaves_the_caller_free_and_its_error_is_raised_next(
     w = writer.SessionWriter(tmp_path / "g.abtui.jsonl", fsync_interval=0.0, compact=False)
     monkeypatch.setattr(writer.os, "fsync", failing)
     w.write(Event(EventKind.INTERVAL, 1.0, pair="A", data={"run": 1, "phase": 0}))
-    with pytest.raises(OSError, match="Input/output"):
-        w.close()  # (or the next write, once the sync failed)
+    w.close()  # its error said (or by the next write, once the sync failed), never raised
+    assert w.error is not None and "(Input/output error)" in w.error
     w.discard()
 
 

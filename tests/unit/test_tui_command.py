@@ -193,3 +193,42 @@ def test_the_console_is_built_with_the_collector_off_and_it_comes_back(monkeypat
     with pytest.raises(RuntimeError):
         tui.run(args)
     assert gc.isenabled()
+
+
+async def test_a_session_file_that_cannot_be_written_stops_the_consoles_measuring() -> None:
+    """The console's journal fails (the disk full): its log gets the writer's line with what
+    happens next, and measuring stops (the hosts are set back when the console is left)."""
+    import asyncio
+
+    from abtui.commands.tui import stop_measuring
+    from abtui.core.events import EventKind
+
+    class Engine:
+        def __init__(self) -> None:
+            self.said: list[str] = []
+            self.stopped = asyncio.Event()
+
+        def emit(self, event) -> None:  # type: ignore[no-untyped-def]
+            assert event.kind is EventKind.ERROR
+            self.said.append(event.payload.message)
+
+        async def stop(self) -> None:
+            self.stopped.set()
+
+    engine = Engine()
+    stop_measuring(engine, "s.jsonl: could not write the session (No space left on device)")
+    await asyncio.wait_for(engine.stopped.wait(), 5)
+    assert engine.said == ["s.jsonl: could not write the session (No space left on device); "
+                           "measuring stopped (quit to set the hosts back)"]
+
+
+def test_a_journal_that_fails_once_the_console_has_ended_asks_nothing() -> None:
+    """The journal's last fsync fails as the console's process ends (no event loop left):
+    nothing is asked of the engine; the last line says the error."""
+    from abtui.commands.tui import stop_measuring
+
+    class Engine:
+        def emit(self, event) -> None:  # type: ignore[no-untyped-def]
+            raise AssertionError("nothing to tell: the console has ended")
+
+    stop_measuring(Engine(), "s.jsonl: could not write the session (Input/output error)")

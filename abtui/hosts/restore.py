@@ -169,7 +169,7 @@ def _links(journals: list[Pending], hosts: list[str]) -> dict[str, HostLink]:
         rec = next((p.hosts[alias] for p in journals if alias in p.hosts), None)
         links[alias] = HostLink(alias, ssh_config=rec.ssh_config if rec else None,
                                 known_hosts=rec.known_hosts if rec else None,
-                                sudo=bool(rec and rec.sudo), reconnect=False)
+                                sudo=bool(rec and rec.sudo), reconnect=False, lease=True)
     return links
 
 

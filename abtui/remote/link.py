@@ -29,6 +29,7 @@ from typing import Any
 from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import LeaseHeld, RemoteError
 from abtui.core.model import LinkState
+from abtui.core.pids import pgid_problem
 from abtui.remote.dialect import FUNCTION
 from abtui.remote.lease import FD as LEASE_FD
 from abtui.remote.lease import (
@@ -52,6 +53,9 @@ RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 # recorded before a reboot is not the one of that number after it.
 BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
                    "sysctl -n kern.boottime 2>/dev/null || true")
+
+# The control shell's own process group (a line, empty where ps cannot say): never ended.
+SHELL_GROUP_COMMAND = "ps -o pgid= -p $$ 2>/dev/null || echo"
 
 # A folder of a bulk shell's own for its output files (ControlShell.bulk_loop): in /dev/shm
 # where it can be made there.
@@ -310,6 +314,7 @@ class HostLink:
         self.accept_new_host_keys = accept_new_host_keys
         self.uid: int | None = None
         self.boot_id: str | None = None  # this boot of the host, read on each connect
+        self.shell_group: int | None = None  # the control shell's process group there
         self.ssh_config = ssh_config
         self.known_hosts = known_hosts
         # the host-key checks: what the last one found, and keys recorded
@@ -422,10 +427,13 @@ class HostLink:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
-        ident = await self.run(f"id -u; {BOOT_ID_COMMAND}", timeout=self.connect_timeout)
+        ident = await self.run(f"id -u; {SHELL_GROUP_COMMAND}; {BOOT_ID_COMMAND}",
+                               timeout=self.connect_timeout)
         lines = [line.strip() for line in ident.stdout.splitlines()]
         self.uid = int(lines[0]) if lines and lines[0].isdigit() else None
-        self.boot_id = lines[1] if len(lines) > 1 and lines[1] else None
+        group = lines[1] if len(lines) > 1 else ""
+        self.shell_group = int(group) if group.isdigit() else None
+        self.boot_id = lines[2] if len(lines) > 2 and lines[2] else None
         self._connected.set()
 
     async def _start_shell(self, conn: asyncssh.SSHClientConnection) -> ControlShell:
@@ -620,7 +628,12 @@ class HostLink:
         return rp
 
     async def kill_group(self, pgid: int, grace: float = 2.0) -> None:
-        """End a process group we started: TERM, then KILL what is left after `grace`."""
+        """End a process group we started: TERM, then KILL what is left after `grace`. A
+        group abtui must never end (1 or below, the control shell's own) is refused
+        (RemoteError), whoever asked."""
+        why = pgid_problem(pgid, self.shell_group)
+        if why:
+            raise RemoteError(self.alias, f"not ended: {why}")
         kill = "sudo -n kill" if self.sudo and not self._shell else "kill"
         await self.run(f"{kill} -TERM -{int(pgid)} 2>/dev/null; true")
         deadline = asyncio.get_running_loop().time() + grace

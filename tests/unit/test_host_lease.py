@@ -26,7 +26,7 @@ from abtui.remote.lease import (
     takeover_command,
     this_controller,
 )
-from abtui.remote.link import ControlShell, HostLink
+from abtui.remote.link import HostLink
 from tests.unit.local_shell import LocalConn
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("flock") is None,

@@ -95,12 +95,14 @@ def process_start(pid: int) -> int | None:
     return boot + ticks // os.sysconf("SC_CLK_TCK")
 
 
-def gone(holder: Controller, me: Controller | None = None) -> bool:
-    """Is the holder's link gone for certain? It is this controller (its old shell), or a
-    process of this machine that has ended (or whose PID another process now has)."""
+def gone(holder: Controller, link: str = "", my_link: str = "",
+         me: Controller | None = None) -> bool:
+    """Is the holder's link gone for certain? It is this very link (`my_link`: its old
+    shell, which the host has not seen go), or a process of this machine that has ended (or
+    whose PID another process now has). Another link of this process is not gone."""
     me = me or this_controller()
     if holder.same(me):
-        return True
+        return bool(link) and link == my_link
     if holder.machine != me.machine:
         return False  # another machine's process: only its host can tell
     if not pid_alive(holder.pid):
@@ -114,6 +116,7 @@ class LeaseReply:
     state: LeaseState
     path: str = ""
     holder: Controller | None = None
+    link: str = ""  # which of the holder's links (a reconnect takes its own link's back)
     shell: int | None = None  # the host's PID of the holder's control shell
     raw: str = ""  # the file's line as read (a holder line that does not parse)
     why: str = ""
@@ -163,22 +166,27 @@ def _open_and_lock(wait: int | None, dirs: tuple[str, ...]) -> str:
         f"FreeBSD's lockf locks a descriptor from 14.1 on)\"; fi; fi")
 
 
-def take_command(me: Controller | None = None, dirs: tuple[str, ...] = LOCK_DIRS) -> str:
+def _holder_words(me: Controller | None, link: str) -> str:
+    """The holder's words in the file, less the shell's PID (the host's `$$` adds it)."""
+    return f"__abtui_lease={shlex.quote((me or this_controller()).line() + f' link={link}')}"
+
+
+def take_command(me: Controller | None = None, dirs: tuple[str, ...] = LOCK_DIRS,
+                 link: str = "") -> str:
     """Take the lease now, or say who holds it. Sent to the control shell bare (no
-    redirection around it: the descriptor must stay open in the shell itself)."""
-    me = me or this_controller()
-    return (f"__abtui_lease={shlex.quote(me.line())}; {_file_expr(dirs)}; "
+    redirection around it: the descriptor must stay open in the shell itself). `link`
+    tells this controller's links apart."""
+    return (f"{_holder_words(me, link)}; {_file_expr(dirs)}; "
             + _open_and_lock(None, dirs))
 
 
 def takeover_command(reply: LeaseReply, me: Controller | None = None,
-                     dirs: tuple[str, ...] = LOCK_DIRS) -> str:
+                     dirs: tuple[str, ...] = LOCK_DIRS, link: str = "") -> str:
     """End a gone holder's shell (only while the file still names it) and take the lease,
     waiting for the lock to be let go."""
-    me = me or this_controller()
     shell = reply.shell or 0
-    named = f"{MARK} {reply.holder.line() if reply.holder else reply.raw} shell={shell}"
-    return (f"__abtui_lease={shlex.quote(me.line())}; {_file_expr(dirs)}; "
+    named = f"{MARK} {reply.raw}"
+    return (f"{_holder_words(me, link)}; {_file_expr(dirs)}; "
             f"if [ {shell} -gt 1 ] && [ {shell} != $$ ] && "
             f"[ \"$(head -n 1 \"$f\" 2>/dev/null)\" = {shlex.quote(named)} ]; then "
             f"kill -KILL {shell} 2>/dev/null; fi; " + _open_and_lock(TAKEOVER_WAIT_S, dirs))
@@ -198,7 +206,8 @@ def parse_reply(stdout: str) -> LeaseReply:
         line = lines[head + 1] if head + 1 < len(lines) else ""
         holder, shell = parse_holder(line)
         raw = line.removeprefix(f"{MARK} ")
-        return LeaseReply(LeaseState.HELD, path=text, holder=holder, shell=shell, raw=raw)
+        return LeaseReply(LeaseState.HELD, path=text, holder=holder, shell=shell, raw=raw,
+                          link=_fields(line.split()).get("link", ""))
     return LeaseReply(LeaseState.NONE, why=text or "no reason given")
 
 
@@ -208,7 +217,7 @@ def parse_holder(line: str) -> tuple[Controller | None, int | None]:
     words = line.split()
     if not words or words[0] != MARK:
         return None, None
-    fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    fields = _fields(words)
     shell = None
     with contextlib.suppress(KeyError, ValueError):
         shell = int(fields["shell"])
@@ -217,3 +226,7 @@ def parse_holder(line: str) -> tuple[Controller | None, int | None]:
                           int(fields["start"])), shell
     except (KeyError, ValueError):
         return None, shell
+
+
+def _fields(words: list[str]) -> dict[str, str]:
+    return dict(w.split("=", 1) for w in words[1:] if "=" in w)

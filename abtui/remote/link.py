@@ -306,6 +306,7 @@ class HostLink:
         self.lease_dirs = lease_dirs
         self.lease_path: str | None = None
         self.lease_note = ""
+        self._lease_link = secrets.token_hex(4)  # this link's, kept over its reconnects
         try:
             self.destination = parse_destination(alias)
             self._invalid = ""
@@ -454,10 +455,11 @@ class HostLink:
     async def _take_lease(self, shell: ControlShell) -> None:
         """Take the host's lease in `shell`; one held by a controller that is gone (this one
         before a reconnect, an ended process of this machine) is taken over."""
-        shell.send_bare(take_command(dirs=self.lease_dirs))
+        shell.send_bare(take_command(dirs=self.lease_dirs, link=self._lease_link))
         reply = parse_reply((await shell.result()).stdout)
-        if reply.state is LeaseState.HELD and reply.holder is not None and gone(reply.holder):
-            shell.send_bare(takeover_command(reply, dirs=self.lease_dirs))
+        if reply.state is LeaseState.HELD and reply.holder is not None and \
+                gone(reply.holder, reply.link, self._lease_link):
+            shell.send_bare(takeover_command(reply, dirs=self.lease_dirs, link=self._lease_link))
             reply = parse_reply((await shell.result()).stdout)
         self._leased(reply)
 

@@ -1,7 +1,7 @@
 """A host's lease (abtui.remote.lease), taken by a link's real control shell (local shells on
-pipes, as sshd gives them; the lease's folder a test's own): a second controller is refused
-naming the holder; a holder whose shell ended, this controller's old shell (a reconnect) and
-an ended process of this machine never block; a daemon a command starts never inherits the
+pipes, as sshd gives them; the lease's folder a test's own): a second controller (another link of this process too) is
+refused naming the holder; a holder whose shell ended, the link's own old shell (a reconnect)
+and an ended process of this machine never block; a daemon a command starts never inherits the
 lease; FreeBSD's lockf(1) takes it where flock(1) is not; no tool is said, not fatal."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ async def test_a_second_controller_is_refused_naming_the_holder_until_its_shell_
         assert shell.bulk and link.lease_path and link.lease_note == ""
         line = Path(link.lease_path).read_text()
         me = this_controller()
-        assert line.startswith(f"abtui-lease {me.line()} shell=")
+        assert line.startswith(f"abtui-lease {me.line()} link={link._lease_link} shell=")
     finally:
         if holder.poll() is None:
             _end(holder)
@@ -83,25 +83,30 @@ async def test_a_second_controller_is_refused_naming_the_holder_until_its_shell_
 
 
 async def test_a_reconnect_takes_over_its_own_old_shell(tmp_path):
-    """This controller's old shell still holds the lease (the host has not noticed the link
-    drop): the new shell ends it and takes the lease; so does an ended process's of this
-    machine."""
+    """A link's old shell still holds the lease (the host has not noticed the link drop):
+    the link's new shell ends it and takes the lease; another link of this same process is
+    refused like any other controller; an ended process's lease of this machine is taken
+    over."""
     conn = LocalConn()
     try:
-        old = await _link(tmp_path)._start_shell(conn)  # type: ignore[arg-type]
-        new = await _link(tmp_path)._start_shell(conn)  # type: ignore[arg-type]
+        link = _link(tmp_path)
+        await link._start_shell(conn)  # type: ignore[arg-type]
+        with pytest.raises(LeaseHeld, match=f"pid {this_controller().pid},"):
+            await _link(tmp_path)._start_shell(conn)  # type: ignore[arg-type]
+        assert conn.procs[0].proc.returncode is None  # the first link's shell lives on
+        new = await link._start_shell(conn)  # type: ignore[arg-type]
         await asyncio.wait_for(conn.procs[0].proc.wait(), 5)  # the old shell was ended
         assert conn.procs[0].proc.returncode == -9
         new.send("echo alive", "{", "}")
         assert (await asyncio.wait_for(new.result(), 5)).stdout == "alive"
-        del old
     finally:
         await conn.stop()
     ended = subprocess.Popen(["true"])
     ended.wait()
-    dead = Controller(this_controller().user, this_controller().machine, ended.pid,
-                      this_controller().start)
-    assert gone(dead) and gone(this_controller()) and not gone(ALICE)
+    me = this_controller()
+    dead = Controller(me.user, me.machine, ended.pid, me.start)
+    assert gone(dead) and gone(me, "l1", "l1")
+    assert not gone(me, "l1", "l2") and not gone(me) and not gone(ALICE, "l1", "l1")
     holder = _holder(tmp_path, dead)
     conn = LocalConn()
     try:
@@ -211,15 +216,16 @@ def test_the_command_lines_for_each_tool():
     assert "if command -v flock >/dev/null 2>&1; then flock -n 7; " \
            "elif command -v lockf >/dev/null 2>&1; then lockf -s -t 0 7; else return 9; fi" in take
     assert "for c in /run/lock /var/run; do" in take and "exec 7>>\"$f\"" in take
-    assert "__abtui_lease='user=alice machine=elsewhere pid=4242 start=1796000000'" in take
+    assert "__abtui_lease='user=alice machine=elsewhere pid=4242 start=1796000000 link='" in take
     reply = parse_reply("abtui-lease held /run/lock/abtui-lease.h1\n"
                         "abtui-lease user=alice machine=elsewhere pid=4242 start=1796000000 "
-                        "shell=777\n")
-    assert (reply.holder, reply.shell) == (ALICE, 777)
-    over = takeover_command(reply, ALICE)
+                        "link=ab12 shell=777\n")
+    assert (reply.holder, reply.link, reply.shell) == (ALICE, "ab12", 777)
+    over = takeover_command(reply, ALICE, link="ab12")
     assert "flock -w 5 7" in over and "lockf -s -t 5 7" in over
     assert ("if [ 777 -gt 1 ] && [ 777 != $$ ] && [ \"$(head -n 1 \"$f\" 2>/dev/null)\" = "
-            "'abtui-lease user=alice machine=elsewhere pid=4242 start=1796000000 shell=777' ]; "
+            "'abtui-lease user=alice machine=elsewhere pid=4242 start=1796000000 link=ab12 "
+            "shell=777' ]; "
             "then kill -KILL 777 2>/dev/null; fi") in over
     assert parse_reply("abtui-lease none no writable folder of /x").why == \
         "no writable folder of /x"

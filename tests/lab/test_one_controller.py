@@ -5,13 +5,17 @@ exits 1 and changes nothing (the first keeps measuring with its own value; both 
 hosts at their originals); `abtui check` meanwhile says each host is driven by the other; once
 the first has ended its leases are gone with its links. `abtui recover` on a damaged undo
 journal (an entry of a kind it does not know first, groups it must never end, a setting of an
-unknown kind) sets back the valid entry and says each other in one line.
+unknown kind) sets back the valid entry and says each other in one line. A link whose
+connection dropped while the host kept its old shell (a hung sshd) takes its own lease back on
+the reconnect.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,11 +23,16 @@ from pathlib import Path
 
 import pytest
 
+from abtui.core.errors import LeaseHeld
+from abtui.core.model import LinkState
+from abtui.core.pids import pid_alive
 from abtui.lab.netns import Lab
 from abtui.lab.profile import TCP_RMEM_VALUES, TCP_WMEM_VALUES
+from abtui.remote.lease import parse_holder
+from abtui.remote.link import HostLink
 from abtui.sessions.reader import load_events
-from tests.lab.engine_kit import stray_pids
-from tests.lab.namespaces import ns_exec
+from tests.lab.engine_kit import stray_pids, until
+from tests.lab.namespaces import ns_exec, sshd_sessions
 from tests.reliability import Reliability
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
@@ -164,3 +173,44 @@ def test_recover_takes_what_it_can_from_a_damaged_journal(lab: Lab, tmp_path: Pa
     assert forget.returncode == 0, said + err
     assert not journal.exists()
     reliability.row(entries_skipped=len(fails), restored=1, recover_s=recover_s)
+
+
+def _holding(path: str) -> tuple[str, int]:
+    """The lease file's holder line less the shell, and the shell's PID."""
+    line = Path(path).read_text().strip()
+    holder, shell = parse_holder(line)
+    assert holder is not None and shell is not None, line
+    return line.rsplit(" shell=", 1)[0], shell
+
+
+async def test_a_reconnect_takes_its_own_lease_back(lab: Lab):
+    """The host's sshd session hangs (SIGSTOP): the client gives up on its keepalives while
+    the host keeps the old session and its shell, which holds the lock. The link reconnects
+    and its new shell ends that old shell (it names this very link) and holds the lease, all
+    while the old sshd is still stopped; another controller is refused meanwhile; closing
+    the link frees the lease."""
+    host = lab.hosts(2)[0]
+    link = HostLink(host.alias, ssh_config=str(lab.ssh_config), lease=True)
+    await link.connect()
+    other = HostLink(host.alias, ssh_config=str(lab.ssh_config), lease=True, reconnect=False)
+    stopped = sshd_sessions(lab, host.alias)
+    try:
+        assert link.lease_path is not None and stopped
+        holder, old_shell = _holding(link.lease_path)
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        await until(lambda: link.state is not LinkState.CONNECTED, timeout=20)
+        assert await link.wait_connected(40), link.state
+        again, new_shell = _holding(link.lease_path)
+        assert again == holder and new_shell != old_shell
+        assert not pid_alive(old_shell)  # ended by the takeover: its sshd is still stopped
+        assert (await link.run("echo ok")).stdout == "ok"
+        with pytest.raises(LeaseHeld, match=f"pid {os.getpid()},"):
+            await other.connect()
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        await link.close()
+    await other.connect()  # the link closed: its lease went with its shell
+    await other.close()

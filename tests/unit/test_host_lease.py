@@ -1,8 +1,9 @@
 """A host's lease (abtui.remote.lease), taken by a link's real control shell (local shells on
-pipes, as sshd gives them; the lease's folder a test's own): a second controller (another link of this process too) is
-refused naming the holder; a holder whose shell ended, the link's own old shell (a reconnect)
-and an ended process of this machine never block; a daemon a command starts never inherits the
-lease; FreeBSD's lockf(1) takes it where flock(1) is not; no tool is said, not fatal."""
+pipes, as sshd gives them; the lease's folder a test's own): a second controller (another
+link of this process too) is refused naming the holder; a holder whose shell ended, the
+link's own old shell (a reconnect) and an ended process of this machine never block; a
+daemon a command starts never inherits the lease; FreeBSD's lockf(1) takes it where flock(1)
+is not; no tool is said, not fatal."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ import socket
 import time
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from abtui.core.pids import pid_alive
 
@@ -131,8 +132,13 @@ def _file_expr(dirs: tuple[str, ...]) -> str:
     """The shell words that set `f` to the lease file and `d` to its folder."""
     return (f"d=; for c in {' '.join(shlex.quote(d) for d in dirs)}; do "
             "if [ -d \"$c\" ] && [ -w \"$c\" ]; then d=$c; break; fi; done; "
-            "n=$(uname -n 2>/dev/null); n=$(printf %s \"$n\" | tr -c 'A-Za-z0-9._-' _); "
-            "s=$(readlink /proc/self/ns/net 2>/dev/null | tr -cd 0-9); "
+            # the host's name, read without a fork where Linux offers it
+            "n=; if [ -r /proc/sys/kernel/hostname ]; then read -r n </proc/sys/kernel/hostname; "
+            "fi; [ -n \"$n\" ] || n=$(uname -n 2>/dev/null); "
+            "case $n in ''|*[!A-Za-z0-9._-]*) n=host ;; esac; "
+            # its network namespace (`net:[4026531840]`): the lab's hosts share one /run
+            "s=; if [ -e /proc/self/ns/net ]; then s=$(readlink /proc/self/ns/net 2>/dev/null); "
+            "fi; s=${s#net:?}; s=${s%?}; case $s in *[!0-9]*) s= ;; esac; "
             f"f=\"$d/{MARK}.$n${{s:+.$s}}\"")
 
 
@@ -230,3 +236,11 @@ def parse_holder(line: str) -> tuple[Controller | None, int | None]:
 
 def _fields(words: list[str]) -> dict[str, str]:
     return dict(w.split("=", 1) for w in words[1:] if "=" in w)
+
+
+def lease_files(hostname: str, dirs: tuple[str, ...] = LOCK_DIRS) -> list[Path]:
+    """The lease files a host of this name left on this machine (one per network namespace
+    it had): for the lab, whose hosts are gone with their namespaces, to remove on its way
+    down."""
+    return [f for d in dirs for f in Path(d).glob(f"{MARK}.{hostname}.*")
+            if f.name.removeprefix(f"{MARK}.{hostname}.").isdigit()]

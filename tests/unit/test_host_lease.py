@@ -22,6 +22,7 @@ from abtui.remote.lease import (
     Controller,
     LeaseState,
     gone,
+    lease_files,
     parse_reply,
     take_command,
     takeover_command,
@@ -232,3 +233,11 @@ def test_the_command_lines_for_each_tool():
         "no writable folder of /x"
     odd = parse_reply("abtui-lease held /f\n\x1b]0;hi\x07\n")
     assert odd.holder is None and odd.holder_text().startswith("an abtui (")
+
+
+def test_a_lab_hosts_lease_files_are_found_by_its_name_only(tmp_path):
+    for name in ("abtui-lease.lab-a-snd.4026532462", "abtui-lease.lab-a-snd.4026532999",
+                 "abtui-lease.lab-a-sndx.4026532462", "abtui-lease.lab-a-snd.x", "other"):
+        (tmp_path / name).touch()
+    assert sorted(f.name for f in lease_files("lab-a-snd", (str(tmp_path), "/nonexistent"))) \
+        == ["abtui-lease.lab-a-snd.4026532462", "abtui-lease.lab-a-snd.4026532999"]

@@ -30,6 +30,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from abtui.core.pids import pid_alive
+from abtui.core.text import visible
 
 FD = 7  # the lease's descriptor in the control shell (one digit: POSIX sh's redirections)
 LOCK_DIRS = ("/run/lock", "/var/run", "/tmp")
@@ -123,9 +124,11 @@ class LeaseReply:
     why: str = ""
 
     def holder_text(self) -> str:
+        """Who holds the lease, in words; the file is the host's text (anyone may write it),
+        so every control character in it is spelled out."""
         if self.holder is not None:
-            return f"abtui of {self.holder.describe()}"
-        return f"an abtui ({self.raw})" if self.raw else "an abtui that did not say who"
+            return visible(f"abtui of {self.holder.describe()}")
+        return f"an abtui ({visible(self.raw)})" if self.raw else "an abtui that did not say who"
 
 
 def _file_expr(dirs: tuple[str, ...]) -> str:
@@ -194,7 +197,11 @@ def takeover_command(reply: LeaseReply, me: Controller | None = None,
     named = f"{MARK} {reply.raw}"
     return (f"{_holder_words(me, link)}; {_file_expr(dirs)}; "
             f"if [ {shell} -gt 1 ] && [ {shell} != $$ ] && "
-            f"[ \"$(head -n 1 \"$f\" 2>/dev/null)\" = {shlex.quote(named)} ]; then "
+            f"[ \"$(head -n 1 \"$f\" 2>/dev/null)\" = {shlex.quote(named)} ] && "
+            # where /proc tells, the process must hold the lease file on its descriptor: the
+            # file is anyone's to write, the process to end must be a holder's shell
+            f"{{ [ ! -e /proc/self/fd ] || "
+            f"[ \"$(readlink /proc/{shell}/fd/{FD} 2>/dev/null)\" -ef \"$f\" ]; }}; then "
             f"kill -KILL {shell} 2>/dev/null; fi; " + _open_and_lock(TAKEOVER_WAIT_S, dirs))
 
 

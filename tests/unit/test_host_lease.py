@@ -227,12 +227,41 @@ def test_the_command_lines_for_each_tool():
     assert "flock -w 5 7" in over and "lockf -s -t 5 7" in over
     assert ("if [ 777 -gt 1 ] && [ 777 != $$ ] && [ \"$(head -n 1 \"$f\" 2>/dev/null)\" = "
             "'abtui-lease user=alice machine=elsewhere pid=4242 start=1796000000 link=ab12 "
-            "shell=777' ]; "
+            "shell=777' ] && { [ ! -e /proc/self/fd ] || "
+            "[ \"$(readlink /proc/777/fd/7 2>/dev/null)\" -ef \"$f\" ]; }; "
             "then kill -KILL 777 2>/dev/null; fi") in over
     assert parse_reply("abtui-lease none no writable folder of /x").why == \
         "no writable folder of /x"
     odd = parse_reply("abtui-lease held /f\n\x1b]0;hi\x07\n")
-    assert odd.holder is None and odd.holder_text().startswith("an abtui (")
+    assert odd.holder_text() == "an abtui (\\x1b]0;hi\\x07)"
+    spoofed = parse_reply("abtui-lease held /f\nabtui-lease user=\x1b[2J machine=m pid=1 "
+                          "start=0 shell=9\n")
+    assert "\x1b" not in spoofed.holder_text() and "\\x1b[2J@m" in spoofed.holder_text()
+
+
+async def test_a_spoofed_holder_line_never_ends_a_process_that_does_not_hold_the_lease(
+        tmp_path):
+    """The file is anyone's to write: one that names an ended process of this machine and,
+    as its shell, a process that does not hold the lease is taken over without that process
+    being ended (only the lock's real holder may be)."""
+    me = this_controller()
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    bystander = subprocess.Popen(["sleep", "60"])
+    holder = _holder(tmp_path, Controller(me.user, me.machine, ended.pid, me.start))
+    lease = next(iter(tmp_path.glob("abtui-lease.*")))
+    line = lease.read_text().strip().rsplit(" shell=", 1)[0]
+    lease.write_text(f"{line} shell={bystander.pid}\n")
+    conn = LocalConn()
+    try:
+        with pytest.raises(LeaseHeld):  # the real holder was not ended: still held
+            await _link(tmp_path)._start_shell(conn)  # type: ignore[arg-type]
+        assert bystander.poll() is None and holder.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+        _end(holder)
+        await conn.stop()
 
 
 def test_a_lab_hosts_lease_files_are_found_by_its_name_only(tmp_path):

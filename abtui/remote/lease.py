@@ -4,16 +4,20 @@ The control shell (abtui.remote.link.ControlShell) takes an exclusive lock on a 
 host's own (`/run/lock`, else `/var/run`, else `/tmp`; named for the host's name and, on
 Linux, its network namespace: the lab's hosts share one file system) and keeps the locked
 descriptor open as long as it lives, so the lease lasts exactly as long as the link: a
-dropped link, a killed controller or a dead machine ends the shell and with it the lock,
-with nothing to clean up. The file names the holder (user, machine, PID, start, and the
-host's shell that holds it), for the one line a second controller refuses with.
+dropped link, a killed controller or a dead machine ends the shell (once the host's sshd
+notices the connection gone: at once for a closed one, after its ClientAlive probes for a
+silent one) and with it the lock, with nothing to clean up. The file names the holder
+(user, machine, PID, start, which of its links, and the host's shell that holds it), for
+the one line a second controller refuses with; another link of the same process is refused
+like any other controller.
 
 The lock is flock(2)'s, taken on the open descriptor: util-linux `flock -n 7` on Linux,
 `lockf -s -t 0 7` on FreeBSD (14.1 and later lock a descriptor). Commands the shell runs
 get the descriptor closed (the framing's `7>&-`), so a daemon one starts never inherits the
-lease. A holder that is this very controller (a reconnect whose old shell the host has not
-noticed gone) or a process of this machine that has ended is gone: its shell is ended and
-the lease taken over.
+lease. A holder that is this very link (a reconnect whose old shell the host has not
+noticed gone) or a process of this machine that has ended is gone: its shell is ended (only
+while the file still names it and, where /proc tells, it holds the file open) and the lease
+taken over.
 """
 
 from __future__ import annotations
@@ -56,9 +60,13 @@ class Controller:
     machine: str
     pid: int
     start: int  # seconds since the epoch
+    # where its PID means something: this boot of the machine and its PID namespace (a
+    # hostname alone is shared by containers and copied machines); "" where unknown
+    where: str = ""
 
     def line(self) -> str:
-        return f"user={self.user} machine={self.machine} pid={self.pid} start={self.start}"
+        return (f"user={self.user} machine={self.machine} pid={self.pid} start={self.start}"
+                f"{f' where={self.where}' if self.where else ''}")
 
     def describe(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.start))
@@ -76,7 +84,19 @@ def this_controller() -> Controller:
     except (KeyError, OSError):
         user = str(os.getuid())
     return Controller(_word(user), _word(socket.gethostname()), os.getpid(),
-                      process_start(os.getpid()) or int(time.time()))
+                      process_start(os.getpid()) or int(time.time()), pid_space())
+
+
+def pid_space() -> str:
+    """This machine's boot and PID namespace, as one word ("" where /proc cannot say): two
+    controllers whose PIDs can be compared have the same."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        space = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    digits = "".join(c for c in space if c.isdigit())
+    return _word(f"{boot}:{digits}") if boot and digits else ""
 
 
 def _word(text: str) -> str:
@@ -101,12 +121,13 @@ def gone(holder: Controller, link: str = "", my_link: str = "",
          me: Controller | None = None) -> bool:
     """Is the holder's link gone for certain? It is this very link (`my_link`: its old
     shell, which the host has not seen go), or a process of this machine that has ended (or
-    whose PID another process now has). Another link of this process is not gone."""
+    whose PID another process now has: the same boot and PID namespace). Another link of
+    this process is not gone."""
     me = me or this_controller()
     if holder.same(me):
         return bool(link) and link == my_link
-    if holder.machine != me.machine:
-        return False  # another machine's process: only its host can tell
+    if not me.where or holder.where != me.where:
+        return False  # another machine's (or PID namespace's) process: only its host can tell
     if not pid_alive(holder.pid):
         return True
     started = process_start(holder.pid)
@@ -236,7 +257,7 @@ def parse_holder(line: str) -> tuple[Controller | None, int | None]:
         shell = int(fields["shell"])
     try:
         return Controller(fields["user"], fields["machine"], int(fields["pid"]),
-                          int(fields["start"])), shell
+                          int(fields["start"]), fields.get("where", "")), shell
     except (KeyError, ValueError):
         return None, shell
 

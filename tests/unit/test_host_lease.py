@@ -106,8 +106,11 @@ async def test_a_reconnect_takes_over_its_own_old_shell(tmp_path):
     ended = subprocess.Popen(["true"])
     ended.wait()
     me = this_controller()
-    dead = Controller(me.user, me.machine, ended.pid, me.start)
-    assert gone(dead) and gone(me, "l1", "l1")
+    dead = Controller(me.user, me.machine, ended.pid, me.start, me.where)
+    assert me.where and gone(dead) and gone(me, "l1", "l1")
+    # the same host name elsewhere (a container, a copied machine): its PIDs are not ours
+    assert not gone(Controller(me.user, me.machine, ended.pid, me.start, "other:1"))
+    assert not gone(Controller(me.user, me.machine, ended.pid, me.start))
     assert not gone(me, "l1", "l2") and not gone(me) and not gone(ALICE, "l1", "l1")
     holder = _holder(tmp_path, dead)
     conn = LocalConn()
@@ -248,7 +251,7 @@ async def test_a_spoofed_holder_line_never_ends_a_process_that_does_not_hold_the
     ended = subprocess.Popen(["true"])
     ended.wait()
     bystander = subprocess.Popen(["sleep", "60"])
-    holder = _holder(tmp_path, Controller(me.user, me.machine, ended.pid, me.start))
+    holder = _holder(tmp_path, Controller(me.user, me.machine, ended.pid, me.start, me.where))
     lease = next(iter(tmp_path.glob("abtui-lease.*")))
     line = lease.read_text().strip().rsplit(" shell=", 1)[0]
     lease.write_text(f"{line} shell={bystander.pid}\n")

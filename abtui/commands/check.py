@@ -2,7 +2,10 @@
 
 Reachable (OS, kernel), iperf3 and ping present, every knob readable and writable (the current
 value is written back unchanged, which proves writability without changing anything), tunnel
-types available on both hosts of each pair. Exit 0 when all is well, 1 otherwise, 2 for a bad
+types available on both hosts of each pair. Writing a value back and making a scratch tunnel
+are changes, however brief: check takes each host's lease as a run does
+(abtui.remote.lease), and a host another abtui drives is one FAIL line naming it, not
+checked. Exit 0 when all is well, 1 otherwise, 2 for a bad
 profile.
 
 `--lab`: the same checks on what `abtui run PROFILE --lab` would run (abtui.lab.prepare): the
@@ -77,6 +80,10 @@ async def preflight(profile: Profile, report: Report) -> bool:
     hosts = await open_hosts(profile, reconnect=False)
     try:
         for alias in hosts.links:
+            if alias in hosts.held:
+                say(False, f"{alias}: not checked: driven by {hosts.held[alias]} (one abtui "
+                    "drives a host at a time)")
+                continue
             if alias in hosts.errors:
                 say(False, f"{alias}: unreachable: {hosts.errors[alias]}")
                 continue

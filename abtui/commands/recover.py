@@ -6,8 +6,13 @@ started, printing one line per action done and one line per host for what could 
 The work is abtui.hosts.restore's (the one restorer); this module parses the arguments and
 prints. `--forget HOST` drops a host's entries without touching it (a host that is gone for good),
 `--forget-unreachable` does so for every host that cannot be reached. A journal left with
-nothing to do is deleted. Exit 0 when everything was set back or forgotten (or nothing was
-pending), 1 when something is left, 2 for a bad argument.
+nothing to do is deleted. An entry recover cannot use (a kind it does not know, as a newer
+abtui writes; a wrong type; a process group of 1 or below) is one FAIL line, skipped, and
+the rest is still set back; a journal with a kind it does not know is kept until `--forget`
+its host. Like every command that changes hosts, recover takes each host's lease
+(abtui.remote.lease): a host another abtui drives is left alone. Exit 0 when everything was
+set back or forgotten (or nothing was pending), 1 when something is left or skipped, 2 for a
+bad argument.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "journal. One line per action; one line per host for what could not be done.")
     parser.epilog = (
         "Exit codes: 0 everything set back or forgotten (or nothing pending), 1 something "
-        "could not be set back (the journal keeps it; run again later), 2 bad arguments.")
+        "could not be set back (the journal keeps it; run again later) or an entry could not "
+        "be used (said and skipped), 2 bad arguments.")
     parser.add_argument("--dry-run", action="store_true",
                         help="only list what would be set back (and forgotten)")
     parser.add_argument("--forget", action="append", default=[], metavar="HOST",

@@ -53,6 +53,14 @@ class RemoteError(AbtuiError):
         self.reason = message
 
 
+class LeaseHeld(RemoteError):
+    """Another controller holds the host's lease (abtui.remote.lease): `holder` names it."""
+
+    def __init__(self, host: str, holder: str) -> None:
+        super().__init__(host, f"driven by {holder}")
+        self.holder = holder
+
+
 class KnobRefused(AbtuiError):
     """A knob change was refused (and rolled back everywhere); str() is the one-line reason.
     `invalid`: abtui itself refused the value (not a value of that knob's kind, a key or

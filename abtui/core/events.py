@@ -359,12 +359,14 @@ class Mark(Payload):
 @_payload(EventKind.RESTORE)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Restore(Payload):
-    """A setting set back on exit (host set)."""
+    """A setting set back on exit (host set). `left`: the value found instead of the one
+    abtui wrote, so it was left as it is (someone else set it since)."""
 
     knob: str
     value: str
     ok: bool
     message: str
+    left: str | None = field(default=None, metadata=OPTIONAL)
 
 
 @_payload(EventKind.DRIFT)

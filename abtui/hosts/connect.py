@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from abtui.core.errors import AbtuiError, RemoteError
+from abtui.core.errors import AbtuiError, LeaseHeld, RemoteError
 from abtui.core.model import HostFacts, Pair, Profile
 from abtui.remote.dialect import Dialect
 from abtui.remote.dialects import dialect_for
@@ -47,6 +47,8 @@ class Hosts:
     dialects: dict[str, Dialect] = field(default_factory=dict)
     facts: dict[str, HostFacts] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    # host -> the controller holding its lease (abtui.remote.lease): another abtui drives it
+    held: dict[str, str] = field(default_factory=dict)
 
     async def close(self) -> None:
         await asyncio.gather(*(link.close() for link in self.links.values()),
@@ -54,21 +56,25 @@ class Hosts:
 
 
 def make_links(profile: Profile, on_state: StateCallback | None = None,
-               reconnect: bool = True) -> dict[str, HostLink]:
+               reconnect: bool = True, lease: bool = True) -> dict[str, HostLink]:
+    """A link per host of the profile; each takes its host's lease unless `lease` is False."""
     return {alias: HostLink(alias, ssh_config=profile.ssh_config,
                             known_hosts=profile.known_hosts, sudo=profile.sudo,
                             on_state=on_state, reconnect=reconnect,
-                            accept_new_host_keys=profile.accept_new_host_keys)
+                            accept_new_host_keys=profile.accept_new_host_keys, lease=lease)
             for alias in profile_hosts(profile.pairs)}
 
 
 async def open_hosts(profile: Profile, on_state: StateCallback | None = None,
-                     reconnect: bool = True) -> Hosts:
-    """Connect to every host concurrently, then learn each one's OS and facts (one round
-    trip each). A host that fails is in `errors` (one line), the others work."""
-    hosts = Hosts(links=make_links(profile, on_state, reconnect))
+                     reconnect: bool = True, lease: bool = True) -> Hosts:
+    """Connect to every host concurrently (each taking its lease), then learn each one's OS
+    and facts (one round trip each). A host that fails is in `errors` (one line), one
+    another controller holds in `held` too; the others work."""
+    hosts = Hosts(links=make_links(profile, on_state, reconnect, lease))
     failed = await connect_all(list(hosts.links.values()))
     for alias, exc in failed.items():
+        if isinstance(exc, LeaseHeld):
+            hosts.held[alias] = exc.holder
         if exc is not None:
             hosts.errors[alias] = str(exc).removeprefix(f"{alias}: ")
     alive = [a for a in hosts.links if a not in hosts.errors]
@@ -85,6 +91,15 @@ async def open_hosts(profile: Profile, on_state: StateCallback | None = None,
         except AbtuiError as exc:
             hosts.errors[alias] = str(exc)
     return hosts
+
+
+def held_line(held: dict[str, str]) -> str:
+    """One line naming the controller(s) holding hosts' leases, each with its hosts."""
+    by_holder: dict[str, list[str]] = {}
+    for alias, holder in held.items():
+        by_holder.setdefault(holder, []).append(alias)
+    return "; ".join(f"{', '.join(aliases)} {'is' if len(aliases) == 1 else 'are'} driven by "
+                     f"{holder}" for holder, aliases in by_holder.items())
 
 
 async def probe_tunnels(profile: Profile, hosts: Hosts) -> None:

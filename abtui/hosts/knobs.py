@@ -68,6 +68,7 @@ class Restored:
     value: str
     ok: bool
     message: str
+    left: str | None = None  # not set back: the host had this value, not the one abtui wrote
 
 
 def resolve_targets(pairs: Sequence[Pair], knob: Knob,
@@ -112,6 +113,8 @@ class KnobManager:
         self.tunnels = tunnels  # for tunnel knobs
         # setting identity -> (original value, knob name), in the order first touched
         self.originals: dict[tuple[str, Setting], tuple[str, str]] = {}
+        # setting identity -> the value this manager last wrote (and read back) there
+        self.written: dict[tuple[str, Setting], str] = {}
         self._lock = asyncio.Lock()
 
     def setting(self, knob: Knob, target: Target) -> Setting:
@@ -244,6 +247,9 @@ class KnobManager:
         swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
         failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
                   if sw.error is not None]
+        for (host, s), sw in zip(settings, swaps, strict=True):
+            if sw.error is None:
+                self.written[(host, s)] = sw.value
         if not failed:
             return ApplyResult(values={h: sw.value for (h, _s), sw in
                                        zip(settings, swaps, strict=True)})
@@ -251,6 +257,9 @@ class KnobManager:
                 if sw.old is not None and (sw.error is None or sw.changed)]
         undo = await asyncio.gather(*(self.write(h, s, old) for h, s, old in back),
                                     return_exceptions=True)
+        for (host, s, _old), u in zip(back, undo, strict=True):
+            if not isinstance(u, BaseException):
+                self.written[(host, s)] = u
         stuck = [h for (h, _s, _o), u in zip(back, undo, strict=True)
                  if isinstance(u, BaseException)]
         note = f"set back on {len(back) - len(stuck)} other host(s)" if back else \
@@ -322,24 +331,47 @@ class KnobManager:
         return matches[0] if len(matches) == 1 else " ".join(raw.split())
 
     async def restore_all(self) -> list[Restored]:
-        """Put every original back, concurrently per host; emits RESTORE per setting."""
+        """Put every original back, concurrently per host; emits RESTORE per setting. Only
+        what this manager set is set back: a setting read back first whose value is no
+        longer the one it wrote (someone else set it since) is left as it is, said in its
+        RESTORE event and noted in the journal."""
         async with self._lock:
             items = list(self.originals.items())
-            done = await asyncio.gather(*(self.write(h, s, v) for (h, s), (v, _k) in items),
+            done = await asyncio.gather(*(self._restore(h, s, v) for (h, s), (v, _k) in items),
                                         return_exceptions=True)
             out = []
             for ((host, s), (value, knob)), res in zip(items, done, strict=True):
-                ok = not isinstance(res, BaseException)
-                msg = "" if ok else str(res)
-                out.append(Restored(host, s, value, ok, msg))
-                if ok:
+                left = res if isinstance(res, str) else None
+                ok = res is None
+                msg = "" if ok else str(res) if left is None else \
+                    (f"left as it is: reads {left!r}, not the {self.written[(host, s)]!r} "
+                     "abtui set (set by someone else since)")
+                out.append(Restored(host, s, value, ok, msg, left))
+                if ok or left is not None:
                     self.originals.pop((host, s), None)
+                    self.written.pop((host, s), None)
                     if self.journal is not None:
-                        self.journal.restored(host, str(s.kind), s.key, s.device)
+                        self.journal.restored(host, str(s.kind), s.key, s.device, left)
                 if self.emit is not None:
                     self.emit(Event.of(events.Restore(knob=knob, value=value, ok=ok,
-                                                      message=msg), host=host))
+                                                      message=msg, left=left), host=host))
             return out
+
+    async def _restore(self, host: str, s: Setting, original: str) -> str | None:
+        """Set `original` back unless the host no longer has what this manager wrote (the
+        value it has then, left as it is); None when set back (or already the original)."""
+        wrote = self.written.get((host, s))
+        if wrote is not None:
+            try:
+                now: str | None = await self.read(host, s)
+            except RemoteError:
+                now = None  # cannot say: the write below tells
+            if now is not None and same_value(now, original):
+                return None
+            if now is not None and not same_value(now, wrote):
+                return now
+        await self.write(host, s, original)
+        return None
 
 
 INVALID = "invalid value"

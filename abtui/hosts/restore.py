@@ -57,7 +57,7 @@ async def set_back(knobs: KnobManager | None = None, tunnels: TunnelManager | No
             failures.append(str(exc))
     if knobs is not None:
         failures += [f"{r.host}: could not restore {r.setting.label()}: {r.message}"
-                     for r in await knobs.restore_all() if not r.ok]
+                     for r in await knobs.restore_all() if not r.ok and r.left is None]
     settle_journal(journal, left=bool(failures))
     return failures
 
@@ -122,6 +122,7 @@ def describe(p: Pending, forget: list[str] | tuple[str, ...] = ()) -> list[str]:
     out += [f"{h}: remove tunnel {name}" for (h, name) in p.tunnels if h not in forget]
     out += [f"{h}: end process group {g} ({what or 'started by abtui'})"
             for (h, g), what in p.pgids.items() if h not in forget]
+    out += [k.line for k in p.skipped if k.host not in forget]
     return out
 
 
@@ -146,6 +147,10 @@ async def recover_all(pending: list[Pending], say: Say, *, forget: list[str] | t
     involved = sorted({h for p in journals for h in p.involved})
     links = _links(journals, involved)
     left = _Left()
+    skipped = [k for p in journals for k in p.skipped]
+    for k in skipped:  # the rest is still set back
+        say(False, k.line + (" (the journal is kept for an abtui that knows it)"
+                             if k.keep else ""))
     try:
         dialects = await _reach(links, journals, left, say, forget_unreachable)
         for p in journals:
@@ -159,7 +164,7 @@ async def recover_all(pending: list[Pending], say: Say, *, forget: list[str] | t
     for p in journals:
         if read_journal(p.path).empty:
             p.path.unlink(missing_ok=True)
-    return not left.problems
+    return not (left.problems or skipped)
 
 
 def _links(journals: list[Pending], hosts: list[str]) -> dict[str, HostLink]:
@@ -169,7 +174,7 @@ def _links(journals: list[Pending], hosts: list[str]) -> dict[str, HostLink]:
         rec = next((p.hosts[alias] for p in journals if alias in p.hosts), None)
         links[alias] = HostLink(alias, ssh_config=rec.ssh_config if rec else None,
                                 known_hosts=rec.known_hosts if rec else None,
-                                sudo=bool(rec and rec.sudo), reconnect=False)
+                                sudo=bool(rec and rec.sudo), reconnect=False, lease=True)
     return links
 
 

@@ -14,16 +14,18 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_state_dir
 
-from abtui.core.errors import WriteFailed
+from abtui.core.errors import AbtuiError, WriteFailed
 from abtui.core.files import why
-from abtui.core.pids import pid_alive
+from abtui.core.model import KnobKind
+from abtui.core.pids import pgid_problem, pid_alive
+from abtui.core.text import visible
 
 
 def undo_dir() -> Path:
@@ -36,6 +38,17 @@ class HostRecord:
     ssh_config: str | None = None
     known_hosts: str | None = None
     sudo: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A journal entry this abtui could not use: its host (None: it names none), the one
+    line that says where and why, and whether the journal is kept for it (a kind this abtui
+    does not know, which a newer one may undo)."""
+
+    host: str | None
+    line: str
+    keep: bool
 
 
 @dataclass(slots=True)
@@ -51,21 +64,31 @@ class Pending:
     tunnels: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # (host, pgid) -> what was started
     pgids: dict[tuple[str, int], str] = field(default_factory=dict)
+    # entries this abtui cannot use, one line each (`read_journal`)
+    skipped: list[Skipped] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.originals or self.tunnels or self.pgids)
+        """Nothing left to undo: the journal may go. An entry of a kind this abtui does not
+        know keeps it (a newer abtui may undo it; `--forget` its host drops it)."""
+        return not (self.originals or self.tunnels or self.pgids or
+                    any(k.keep for k in self.skipped))
+
+    def skip(self, host: str | None, line: str, keep: bool) -> None:
+        self.skipped.append(Skipped(host, line, keep and host is not None))
 
     @property
     def involved(self) -> list[str]:
         """The hosts with something left to undo, sorted."""
-        return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids)})
+        return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids)} |
+                      {k.host for k in self.skipped if k.keep and k.host is not None})
 
     def forget(self, host: str) -> None:
         """Drop every entry of `host` here (forget_host writes it to the file)."""
         self.originals = {k: v for k, v in self.originals.items() if k[0] != host}
         self.tunnels = {k: v for k, v in self.tunnels.items() if k[0] != host}
         self.pgids = {k: v for k, v in self.pgids.items() if k[0] != host}
+        self.skipped = [k for k in self.skipped if k.host != host]
 
 
 class UndoJournal:
@@ -166,10 +189,14 @@ class UndoJournal:
         self._originals.add(ident)
         return True
 
-    def restored(self, host: str, kind: str, key: str, device: str | None) -> None:
+    def restored(self, host: str, kind: str, key: str, device: str | None,
+                 left: str | None = None) -> None:
+        """Set back; or (`left`: the value found) left as it is, since it was no longer the
+        value abtui wrote: nothing for `abtui recover` either way."""
         self._originals.discard((host, kind, key, device))
         self._write({"op": "restored", "host": host, "kind": kind, "key": key,
-                     "device": device}, before_change=False)
+                     "device": device, **({"left": left} if left is not None else {})},
+                    before_change=False)
 
     def unchanged(self, host: str, kind: str, key: str, device: str | None) -> None:
         """A recorded setting was never changed after all (its write was refused): nothing
@@ -256,47 +283,166 @@ def _sync(fh: Any) -> None:
 
 
 def read_journal(path: Path) -> Pending:
-    """What a journal still asks to undo. Never raises on a damaged file: bad lines are skipped
-    (a crash can cut the last line short)."""
+    """What a journal still asks to undo. Never raises on a damaged file: each entry is
+    checked on its own (`ENTRIES`), and one this abtui cannot use (an unknown kind, from a
+    newer abtui; a field of the wrong type; a process group it must never end) is skipped
+    and said in `Pending.skipped`, the others kept. A last line a crash cut short is
+    dropped without a word."""
     pending = Pending(path=path, pid=None)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return pending
-    for line in text.splitlines():
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
             rec = json.loads(line)
         except ValueError:
+            if number < len(lines):  # a whole line that is not JSON (the last: cut short)
+                pending.skip(None, f"{path.name} line {number}: not a JSON entry: skipped",
+                             keep=False)
             continue
-        if isinstance(rec, dict):
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                _apply(pending, rec)
+        why = entry_problem(rec)
+        if why:
+            host = rec.get("host") if isinstance(rec, dict) else None
+            pending.skip(host if isinstance(host, str) else None,
+                         f"{path.name} line {number}: {why}",
+                         keep=isinstance(rec, dict) and rec.get("op") not in ENTRIES)
+            continue
+        ENTRIES[rec["op"]].apply(pending, rec)
     return pending
 
 
-def _apply(p: Pending, rec: dict[str, Any]) -> None:
+# The types a field may have: JSON's, as json.loads gives them.
+Types = tuple[type, ...]
+TEXT: Types = (str,)
+MAYBE_TEXT: Types = (str, type(None))
+NUMBER: Types = (int, float)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One kind of journal entry: its fields and their types (`required`; `optional` may
+    be left out), a check of its values beyond their types (a reason, "" when usable), and
+    what it does to what is pending. A new kind is one `ENTRIES` item."""
+
+    required: dict[str, Types]
+    apply: Callable[[Pending, dict[str, Any]], None]
+    optional: dict[str, Types] = field(default_factory=dict)
+    check: Callable[[dict[str, Any]], str] = lambda rec: ""
+
+
+def entry_problem(rec: object) -> str:
+    """Why a journal entry cannot be used ("" when it can): not an object, an unknown kind,
+    a field missing or of the wrong type, a value its check refuses."""
+    if not isinstance(rec, dict):
+        return "not an entry (a JSON object): skipped"
     op = rec.get("op")
-    if op == "start":
-        p.pid = int(rec["pid"])
-    elif op == "host":
-        p.hosts[str(rec["alias"])] = HostRecord(str(rec["alias"]), rec.get("ssh_config"),
-                                                rec.get("known_hosts"), bool(rec.get("sudo")))
-    elif op == "original":
-        ident = (str(rec["host"]), str(rec["kind"]), str(rec["key"]), rec.get("device"))
-        p.originals.setdefault(ident, str(rec["value"]))
-    elif op in ("restored", "unchanged"):
-        p.originals.pop((str(rec["host"]), str(rec["kind"]), str(rec["key"]),
-                         rec.get("device")), None)
-    elif op == "tunnel":
-        p.tunnels[(str(rec["host"]), str(rec["ifname"]))] = rec
-    elif op == "tunnel_down":
-        p.tunnels.pop((str(rec["host"]), str(rec["ifname"])), None)
-    elif op == "pgid":
-        p.pgids[(str(rec["host"]), int(rec["pgid"]))] = str(rec.get("what", ""))
-    elif op == "pgid_gone":
-        p.pgids.pop((str(rec["host"]), int(rec["pgid"])), None)
-    elif op == "forget":
-        p.forget(str(rec["host"]))
+    entry = ENTRIES.get(op) if isinstance(op, str) else None
+    if entry is None:
+        return (f"unknown kind of entry '{visible(str(op))}' (written by a newer abtui?): "
+                "skipped")
+    for name, types in (*entry.required.items(), *entry.optional.items()):
+        if name not in rec:
+            if name in entry.required:
+                return f"{op} entry without {name!r}: skipped"
+            continue
+        value = rec[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            wanted = " or ".join(_type_name(t) for t in types)
+            return (f"{op} entry's {name!r} is {type(value).__name__} "
+                    f"{visible(repr(value))[:40]}, not {wanted}: skipped")
+    why = entry.check(rec)
+    return f"{op} entry: {why}: skipped" if why else ""
+
+
+def _type_name(t: type) -> str:
+    return {str: "text", int: "a whole number", float: "a number", bool: "true/false",
+            type(None): "null", dict: "an object"}.get(t, t.__name__)
+
+
+def _setting(rec: dict[str, Any]) -> tuple[str, str, str, str | None]:
+    return (rec["host"], rec["kind"], rec["key"], rec.get("device"))
+
+
+def _known_kind(rec: dict[str, Any]) -> str:
+    kinds = {str(k) for k in KnobKind}
+    kind = visible(rec["kind"])
+    return "" if rec["kind"] in kinds else f"unknown kind of setting '{kind}'"
+
+
+def _tunnel_usable(rec: dict[str, Any]) -> str:
+    from abtui.hosts.tunnel_commands import down_command
+
+    try:
+        down_command(rec)
+    except (KeyError, TypeError, ValueError, AbtuiError) as exc:
+        return f"a tunnel this abtui cannot remove ({visible(str(exc))[:60]})"
+    return ""
+
+
+def _group_usable(rec: dict[str, Any]) -> str:
+    return pgid_problem(rec["pgid"])
+
+
+def _start(p: Pending, rec: dict[str, Any]) -> None:
+    p.pid = rec["pid"]
+
+
+def _host(p: Pending, rec: dict[str, Any]) -> None:
+    p.hosts[rec["alias"]] = HostRecord(rec["alias"], rec.get("ssh_config"),
+                                       rec.get("known_hosts"), bool(rec.get("sudo")))
+
+
+def _original(p: Pending, rec: dict[str, Any]) -> None:
+    p.originals.setdefault(_setting(rec), rec["value"])
+
+
+def _set_back(p: Pending, rec: dict[str, Any]) -> None:
+    p.originals.pop(_setting(rec), None)
+
+
+def _tunnel(p: Pending, rec: dict[str, Any]) -> None:
+    p.tunnels[(rec["host"], rec["ifname"])] = rec
+
+
+def _tunnel_down(p: Pending, rec: dict[str, Any]) -> None:
+    p.tunnels.pop((rec["host"], rec["ifname"]), None)
+
+
+def _pgid(p: Pending, rec: dict[str, Any]) -> None:
+    p.pgids[(rec["host"], rec["pgid"])] = rec.get("what", "")
+
+
+def _pgid_gone(p: Pending, rec: dict[str, Any]) -> None:
+    p.pgids.pop((rec["host"], rec["pgid"]), None)
+
+
+def _forget(p: Pending, rec: dict[str, Any]) -> None:
+    p.forget(rec["host"])
+
+
+_SETTING = {"host": TEXT, "kind": TEXT, "key": TEXT}
+_DEVICE = {"device": MAYBE_TEXT}
+_GROUP = {"host": TEXT, "pgid": (int,)}
+_TUNNEL = {"host": TEXT, "ifname": TEXT, "type": TEXT}
+# Every kind of entry this abtui writes and reads: its fields' types, its check, its effect.
+ENTRIES: dict[str, Entry] = {
+    "start": Entry({"pid": (int,)}, _start, {"t": NUMBER}),
+    "host": Entry({"alias": TEXT}, _host,
+                  {"ssh_config": MAYBE_TEXT, "known_hosts": MAYBE_TEXT, "sudo": (bool,)}),
+    "original": Entry({**_SETTING, "value": TEXT}, _original, {**_DEVICE, "knob": TEXT},
+                      _known_kind),
+    "restored": Entry(_SETTING, _set_back, {**_DEVICE, "left": TEXT}),
+    "unchanged": Entry(_SETTING, _set_back, _DEVICE),
+    "tunnel": Entry(_TUNNEL, _tunnel, {"pair": TEXT, "os": MAYBE_TEXT}, _tunnel_usable),
+    "tunnel_down": Entry({"host": TEXT, "ifname": TEXT}, _tunnel_down),
+    "pgid": Entry(_GROUP, _pgid, {"what": TEXT}, _group_usable),
+    "pgid_gone": Entry(_GROUP, _pgid_gone),
+    "forget": Entry({"host": TEXT}, _forget),
+}
 
 
 def _alive(pid: int | None) -> bool:

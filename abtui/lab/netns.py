@@ -37,6 +37,7 @@ from abtui.lab.lease import LabInUse
 from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
 from abtui.lab.vmpairs import VM_BANNER_TIMEOUT, LabVmPairs
+from abtui.remote.lease import lease_files
 
 if TYPE_CHECKING:
     from abtui.lab.kernels import Kernel
@@ -284,6 +285,9 @@ class Lab:
         terminate(pids)
         for ns in namespaces:
             run(["ip", "netns", "del", ns], check=False)
+        for h in self.hosts(MAX_PAIRS):  # the hosts' leases, held by no shell any more
+            for lease_file in lease_files(h.alias):
+                lease_file.unlink(missing_ok=True)
         for link in self._root_links():
             run(["ip", "link", "del", link], check=False)
         if self.state_dir.exists():

@@ -2,7 +2,8 @@
 stdbuf), link states reported, and processes left on a host whose link dropped (orphans,
 abtui.hosts.restore.Orphans), ended once the link is back.
 
-Nothing is changed on any host when one host's key is in doubt; every host reached is
+Every link takes its host's lease (abtui.remote.lease): nothing is changed on any host when
+another abtui drives one of them, or when one host's key is in doubt; every host reached is
 recorded in the undo journal before any knob is set, so `abtui recover` can reach it after a
 crash.
 """
@@ -17,7 +18,7 @@ from abtui.core import events
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.core.model import DEFAULT_IPERF3, LinkState, Profile
-from abtui.hosts.connect import open_hosts, probe_tunnels
+from abtui.hosts.connect import held_line, open_hosts, probe_tunnels
 from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.measure.phase_book import PhaseBook
@@ -65,6 +66,11 @@ class HostPool:
         recorded in the undo journal before any knob is set."""
         hosts = await open_hosts(self.profile, on_state=on_state)
         self.links, self.dialects = hosts.links, hosts.dialects
+        if hosts.held:  # another abtui drives them: one controller per host
+            await self.close()
+            self.links = {}
+            raise AbtuiError(f"{held_line(hosts.held)}: nothing was changed on any host "
+                             "(one abtui drives a host at a time; wait for it to end)")
         doubted = [f"{a}: {hosts.errors.get(a) or link.hostkey_problem}"
                    for a, link in hosts.links.items() if link.hostkey_problem]
         if doubted:  # a host that may not be the one meant: touch no host at all
@@ -75,6 +81,10 @@ class HostPool:
         await probe_tunnels(self.profile, hosts)
         for alias, facts in hosts.facts.items():
             self._emit(Event.of(events.Facts(facts=asdict(facts)), host=alias))
+        for alias, link in hosts.links.items():
+            if link.lease_note:
+                self._emit(Event.of(events.Error(message=f"{alias}: {link.lease_note}"),
+                                    host=alias))
         for alias, message in hosts.errors.items():
             text = message if alias in message else f"{alias}: {message}"
             self._emit(Event.of(events.Error(message=text), host=alias))

@@ -27,9 +27,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from abtui.core.destination import Destination, parse_destination
-from abtui.core.errors import RemoteError
+from abtui.core.errors import LeaseHeld, RemoteError
 from abtui.core.model import LinkState
+from abtui.core.pids import pgid_problem
 from abtui.remote.dialect import FUNCTION
+from abtui.remote.lease import FD as LEASE_FD
+from abtui.remote.lease import (
+    LOCK_DIRS,
+    LeaseReply,
+    LeaseState,
+    gone,
+    parse_reply,
+    take_command,
+    takeover_command,
+)
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
 from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
@@ -42,6 +53,9 @@ RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 # recorded before a reboot is not the one of that number after it.
 BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
                    "sysctl -n kern.boottime 2>/dev/null || true")
+
+# The control shell's own process group (a line, empty where ps cannot say): never ended.
+SHELL_GROUP_COMMAND = "ps -o pgid= -p $$ 2>/dev/null || echo"
 
 # A folder of a bulk shell's own for its output files (ControlShell.bulk_loop): in /dev/shm
 # where it can be made there.
@@ -109,6 +123,8 @@ def _client_class() -> Callable[[HostLink], asyncssh.SSHClient]:
 
 def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") -> str:
     """One line that says what went wrong connecting to `alias` and what to do."""
+    if isinstance(exc, RemoteError):  # it names the host already
+        return str(exc)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         return hostkey or (
             f"host key of {alias} is not trusted ({exc.reason}): check it, then add it to "
@@ -144,6 +160,8 @@ class ControlShell:
         self.err_mark = f"\n{self.mark}\n"  # in a bulk reply: where stderr begins
         self.out_len = len(self.mark) + 3 + STATUS_DIGITS
         self.err_len = len(self.mark) + 2
+        # what follows a command read by the shell itself: the end marks, status first
+        self._ends = f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2\n"
         self.bulk = False  # commands read whole by bash's `read -N` (bulk_loop)
         # a dialect command's text -> the name of the function it stays defined as
         self.functions: dict[str, str] = {}
@@ -162,8 +180,7 @@ class ControlShell:
             block = f"{opening} {self._named(command)}\n{closing}"
             framed = f"{len(block.encode()):0{BULK_HEADER}d}{block}"
         else:
-            framed = (f"{opening} {command}\n{closing} </dev/null; "
-                      f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2\n")
+            framed = f"{opening} {command}\n{closing} </dev/null {LEASE_FD}>&-; {self._ends}"
         sock = self._sock
         if sock is None:
             self.process.stdin.write(framed)
@@ -179,6 +196,13 @@ class ControlShell:
         finally:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+
+    def send_bare(self, command: str) -> None:
+        """Write `command` to a shell reading its stdin itself (before `start_bulk`), with
+        the end marks but no redirection around it: what it opens stays open in the shell
+        (the lease's descriptor). It must not read stdin."""
+        assert not self.bulk
+        self.process.stdin.write(f"{command}\n{self._ends}")
 
     def _named(self, command: str) -> str:
         """A dialect's command, sent again, as the call of the function its first sending
@@ -228,7 +252,7 @@ class ControlShell:
                 f"exec 3<&0 4>&1 0</dev/null; {files(t)}; "
                 f"__abtui_z=0; while IFS= read -r -u 3 -N {BULK_HEADER} __abtui_n && "
                 'LC_ALL=C IFS= read -r -u 3 -N "$__abtui_n" __abtui_c; do '
-                'eval "$__abtui_c"; __abtui_s=$?; '
+                f'eval "$__abtui_c" {LEASE_FD}>&-; __abtui_s=$?; '
                 + take(5, "__abtui_o") + take(6, "__abtui_e") +
                 f'printf %s "$__abtui_o\n{self.mark}\n$__abtui_e\n{self.mark} $__abtui_s\n" '
                 ">&4; if (( (__abtui_z += ${#__abtui_o} + ${#__abtui_e}) > 65536 )); then "
@@ -273,8 +297,16 @@ class HostLink:
     def __init__(self, alias: str, *, ssh_config: str | None = None,
                  known_hosts: str | None = None, sudo: bool = False,
                  connect_timeout: float | None = None, on_state: StateCallback | None = None,
-                 reconnect: bool = True, accept_new_host_keys: bool = False) -> None:
+                 reconnect: bool = True, accept_new_host_keys: bool = False,
+                 lease: bool = False, lease_dirs: tuple[str, ...] = LOCK_DIRS) -> None:
         self.alias = alias  # as the profile wrote it: the host's name everywhere
+        # take the host's lease (abtui.remote.lease) on every control shell: a link that
+        # changes the host; where none can be taken, `lease_note` says why
+        self.lease = lease
+        self.lease_dirs = lease_dirs
+        self.lease_path: str | None = None
+        self.lease_note = ""
+        self._lease_link = secrets.token_hex(4)  # this link's, kept over its reconnects
         try:
             self.destination = parse_destination(alias)
             self._invalid = ""
@@ -283,6 +315,7 @@ class HostLink:
         self.accept_new_host_keys = accept_new_host_keys
         self.uid: int | None = None
         self.boot_id: str | None = None  # this boot of the host, read on each connect
+        self.shell_group: int | None = None  # the control shell's process group there
         self.ssh_config = ssh_config
         self.known_hosts = known_hosts
         # the host-key checks: what the last one found, and keys recorded
@@ -387,23 +420,55 @@ class HostLink:
                     raise RemoteError(self.alias, "sudo -n refused (it wants a password, or "
                                       "this user may not use sudo): "
                                       f"{why[-1] if why else probe.exit_status}")
-            shell = ControlShell(await conn.create_process(self._shell_command(),
-                                                           encoding="utf-8", errors="replace"),
-                                 conn)
+            try:
+                shell = await self._start_shell(conn)
+            except asyncio.IncompleteReadError as exc:
+                raise RemoteError(self.alias, "the control shell ended as it started") from exc
         except BaseException:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
-        try:
-            async with asyncio.timeout(self.connect_timeout):
-                await shell.start_bulk()
-        except asyncio.IncompleteReadError as exc:
-            raise RemoteError(self.alias, "the control shell ended as it started") from exc
-        ident = await self.run(f"id -u; {BOOT_ID_COMMAND}", timeout=self.connect_timeout)
+        ident = await self.run(f"id -u; {SHELL_GROUP_COMMAND}; {BOOT_ID_COMMAND}",
+                               timeout=self.connect_timeout)
         lines = [line.strip() for line in ident.stdout.splitlines()]
         self.uid = int(lines[0]) if lines and lines[0].isdigit() else None
-        self.boot_id = lines[1] if len(lines) > 1 and lines[1] else None
+        group = lines[1] if len(lines) > 1 else ""
+        self.shell_group = int(group) if group.isdigit() else None
+        self.boot_id = lines[2] if len(lines) > 2 and lines[2] else None
         self._connected.set()
+
+    async def _start_shell(self, conn: asyncssh.SSHClientConnection) -> ControlShell:
+        """A new control shell on `conn`: the host's lease taken first (LeaseHeld when another
+        controller holds it), then its bulk loop started."""
+        shell = ControlShell(await conn.create_process(self._shell_command(),
+                                                       encoding="utf-8", errors="replace"), conn)
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                if self.lease:
+                    await self._take_lease(shell)
+                await shell.start_bulk()
+        except BaseException:
+            shell.close()
+            raise
+        return shell
+
+    async def _take_lease(self, shell: ControlShell) -> None:
+        """Take the host's lease in `shell`; one held by a controller that is gone (this one
+        before a reconnect, an ended process of this machine) is taken over."""
+        shell.send_bare(take_command(dirs=self.lease_dirs, link=self._lease_link))
+        reply = parse_reply((await shell.result()).stdout)
+        if reply.state is LeaseState.HELD and reply.holder is not None and \
+                gone(reply.holder, reply.link, self._lease_link):
+            shell.send_bare(takeover_command(reply, dirs=self.lease_dirs, link=self._lease_link))
+            reply = parse_reply((await shell.result()).stdout)
+        self._leased(reply)
+
+    def _leased(self, reply: LeaseReply) -> None:
+        if reply.state is LeaseState.HELD:
+            raise LeaseHeld(self.alias, reply.holder_text())
+        self.lease_path = reply.path or None
+        self.lease_note = "" if reply.state is LeaseState.TAKEN else \
+            f"no lease taken ({reply.why}): another abtui could drive this host at once"
 
     def _on_connection_lost(self, conn: asyncssh.SSHClientConnection | None,
                             exc: Exception | None) -> None:
@@ -535,12 +600,8 @@ class HostLink:
         if conn is None:
             return
         with contextlib.suppress(asyncssh.Error, OSError, TimeoutError,
-                                 asyncio.IncompleteReadError):
-            shell = ControlShell(await conn.create_process(
-                self._shell_command(), encoding="utf-8", errors="replace"), conn)
-            async with asyncio.timeout(self.connect_timeout):
-                await shell.start_bulk()
-            self._shell = shell
+                                 asyncio.IncompleteReadError, RemoteError):
+            self._shell = await self._start_shell(conn)
 
     async def check(self, command: str, timeout: float = 10.0) -> str:
         """Run a command and return stdout; a non-zero exit raises RemoteError with stderr."""
@@ -569,7 +630,12 @@ class HostLink:
         return rp
 
     async def kill_group(self, pgid: int, grace: float = 2.0) -> None:
-        """End a process group we started: TERM, then KILL what is left after `grace`."""
+        """End a process group we started: TERM, then KILL what is left after `grace`. A
+        group abtui must never end (1 or below, the control shell's own) is refused
+        (RemoteError), whoever asked."""
+        why = pgid_problem(pgid, self.shell_group)
+        if why:
+            raise RemoteError(self.alias, f"not ended: {why}")
         kill = "sudo -n kill" if self.sudo and not self._shell else "kill"
         await self.run(f"{kill} -TERM -{int(pgid)} 2>/dev/null; true")
         deadline = asyncio.get_running_loop().time() + grace

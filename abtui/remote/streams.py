@@ -16,6 +16,7 @@ from typing import Generic, Protocol, TypeVar
 
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
+from abtui.core.pids import pgid_problem
 from abtui.remote.sshlib import asyncssh
 
 PGID_MARK = "__ABTUI_PGID__"
@@ -127,7 +128,9 @@ class RemoteProcess(Generic[L]):
         line = await self._proc.stdout.readline()
         if line.startswith(PGID_MARK):
             with contextlib.suppress(ValueError, IndexError):
-                self.pgid = int(line.split()[1])
+                pgid = int(line.split()[1])
+                # a group abtui may never end is no group to end it by (abtui.core.pids)
+                self.pgid = None if pgid_problem(pgid) else pgid
 
     async def _drain_stderr(self) -> None:
         with contextlib.suppress(asyncssh.Error, OSError):

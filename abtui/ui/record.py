@@ -32,7 +32,8 @@ class SessionRecord:
         gone, as well as the screen's)."""
         self.recent.append(event)
         self.received += 1
-        if event.kind is EventKind.RESTORE and not event.payload.ok:
+        if event.kind is EventKind.RESTORE and not event.payload.ok and \
+                event.payload.left is None:  # a value left to its new owner is not a failure
             self.restore_failed = True
 
     def fold(self, batch: list[tuple[Event, float]]) -> list[tuple[str, float]]:

@@ -17,6 +17,8 @@ import pytest
 
 from abtui.remote.dialect import as_function
 from abtui.remote.link import ControlShell
+from tests.unit.local_shell import PipeProcess
+from tests.unit.local_shell import stop as _stop
 
 
 class Reader:
@@ -100,47 +102,6 @@ async def test_a_link_without_a_tcp_socket_writes_uncorked() -> None:
     shell = ControlShell(proc, Conn(None))  # type: ignore[arg-type]
     shell.send("true", "(", ")")
     assert proc.stdin.corked_writes == [False] and sock.calls == []
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """End a test's bash as sshd does, by closing its stdin (its EXIT trap removes the
-    folder a bulk shell made); killed only if it has not ended after 5 s."""
-    if proc.stdin is not None and not proc.stdin.is_closing():
-        proc.stdin.close()
-    try:
-        await asyncio.wait_for(proc.wait(), 5)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-
-
-class PipeProcess:
-    """A real bash on pipes, as sshd gives the control shell: its stdin a pipe."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.stdin = self
-        self.stdout = Stream(proc.stdout)
-        self.stderr = Stream(proc.stderr)
-        self.written: list[str] = []
-
-    def write(self, text: str) -> None:
-        assert self.proc.stdin is not None
-        self.written.append(text)
-        self.proc.stdin.write(text.encode())
-
-
-class Stream:
-    def __init__(self, reader: Any) -> None:
-        self.reader, self.buf = reader, ""
-
-    async def readuntil(self, pattern: re.Pattern[str], max_len: int = 0) -> str:
-        while (m := pattern.search(self.buf)) is None:
-            chunk = await self.reader.read(4096)
-            assert chunk, "the shell ended"
-            self.buf += chunk.decode()
-        out, self.buf = self.buf[: m.end()], self.buf[m.end():]
-        return out
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")

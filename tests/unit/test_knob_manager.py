@@ -96,6 +96,31 @@ async def test_flip_on_all_hosts_records_originals_first(tmp_path):
     assert all(r.ok for r in restored) and read_journal(journal.path).empty
 
 
+async def test_restore_sets_back_only_what_it_wrote_and_says_what_it_left(tmp_path):
+    """Read back first: a host whose value is no longer the one abtui wrote (someone set it
+    since) is left as it is, said in its RESTORE event and noted in the journal (nothing for
+    `abtui recover`), and not a failure; one already back at its original is not written;
+    the others are set back."""
+    m, links, log, events, journal = _manager(tmp_path)
+    await m.apply(KNOB, "2", resolve_targets(PAIRS[:2], KNOB))
+    links["a-snd"].values["net.x"] = "7"  # another hand, since
+    links["a-rcv"].values["net.x"] = "1"  # set back to its original by hand
+    del log[:]
+    restored = {r.host: r for r in await m.restore_all()}
+    assert {h: links[h].values["net.x"] for h in links} == \
+        {"a-snd": "7", "a-rcv": "1", "b-snd": "1", "b-rcv": "1"}
+    assert restored["a-snd"].left == "7" and not restored["a-snd"].ok
+    assert restored["a-snd"].message == ("left as it is: reads '7', not the '2' abtui set "
+                                         "(set by someone else since)")
+    assert [h for h, r in restored.items() if r.ok] == ["a-rcv", "b-snd", "b-rcv"]
+    assert ("a-rcv", "write net.x 1") not in log and ("b-snd", "write net.x 1") in log
+    said = [e for e in events if e.kind is EventKind.RESTORE and e.host == "a-snd"]
+    assert [(e.payload.ok, e.payload.left) for e in said] == [(False, "7")]
+    assert read_journal(journal.path).empty  # left to its new owner: nothing to recover
+    assert '"left":"7"' in journal.path.read_text()
+    assert m.originals == {}
+
+
 async def test_a_first_flip_on_four_hosts_is_one_fsync_and_on_disk_before_any_write(
         tmp_path, monkeypatch):
     """The originals of a flip's first touch of a setting (and how to reach each host) reach

@@ -12,8 +12,17 @@ from pathlib import Path
 
 from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
-from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
-from abtui.reports.gate import CONTROL, INCONCLUSIVE, PASS, REGRESSION, UNMATCHED, GateCase
+from abtui.core.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, BadInput
+from abtui.reports.gate import (
+    CONTROL,
+    INCONCLUSIVE,
+    PASS,
+    REGRESSION,
+    UNMATCHED,
+    UNTESTED,
+    GateCase,
+    resolution,
+)
 from abtui.reports.matching import MODES
 
 
@@ -84,34 +93,37 @@ def run(args: argparse.Namespace) -> int:
 
 def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
             match: str) -> int:
-    """The gate's lines on stderr, and its exit code."""
+    """The gate's lines on stderr, and its exit code: 0 every case tested passed, 1 a
+    regression, 3 (EXIT_INCONCLUSIVE) neither; nothing tested is never a pass."""
     def say(text: str) -> None:
         print(f"abtui: {text}", file=sys.stderr)
 
     by = {a: [c for c in cases if c.answer == a]
-          for a in (REGRESSION, INCONCLUSIVE, UNMATCHED, PASS)}
-    for answer in (REGRESSION, INCONCLUSIVE):
+          for a in (REGRESSION, INCONCLUSIVE, UNTESTED, UNMATCHED, PASS)}
+    for answer in (REGRESSION, INCONCLUSIVE, UNTESTED):
         for case in by[answer]:
             say(case.line())
-    judged = len(cases) - len(by[UNMATCHED])
+    tested = len(by[REGRESSION]) + len(by[INCONCLUSIVE]) + len(by[PASS])
     if by[UNMATCHED]:
         names = "; ".join(f"{c.pair} {c.config} ({c.why})" for c in by[UNMATCHED])
         hint = (" (--match knobs matches by the knobs both sessions set, a host's own value "
                 "matching the other's)" if match != "knobs" else "")
-        say(f"not matched, not judged: {names}{hint}")
+        say(f"not matched, not tested: {names}{hint}")
     say(f"regression gate at -{threshold:g}%: {len(by[PASS])} pass, {len(by[REGRESSION])} "
-        f"regression, {len(by[INCONCLUSIVE])} inconclusive, {len(by[UNMATCHED])} not matched "
-        f"({CONTROL} controlled over the {judged} cases judged)")
+        f"regression, {len(by[INCONCLUSIVE])} inconclusive, {len(by[UNTESTED])} with too few "
+        f"runs, {len(by[UNMATCHED])} not matched ({CONTROL} controlled over the {tested} "
+        f"case{'s' if tested != 1 else ''} tested)")
+    say(resolution(cases, threshold).line())
     if by[REGRESSION]:
         return EXIT_FAILED
-    if not judged:
-        say("nothing was judged: not a pass")
-        return EXIT_FAILED
-    if by[INCONCLUSIVE]:
+    if not tested:
+        say("nothing was tested: not a pass (exit 3, inconclusive)")
+        return EXIT_INCONCLUSIVE
+    if by[INCONCLUSIVE] or by[UNTESTED]:
         if allow_inconclusive:
             say("inconclusive cases allowed (--allow-inconclusive): exit 0")
             return EXIT_OK
-        say("inconclusive: not a pass; more runs per configuration narrow the intervals "
-            "(--allow-inconclusive lets it pass)")
-        return EXIT_FAILED
+        say("inconclusive: not a pass (exit 3); more runs per configuration narrow the "
+            "intervals (--allow-inconclusive lets it pass)")
+        return EXIT_INCONCLUSIVE
     return EXIT_OK

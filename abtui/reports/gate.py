@@ -28,12 +28,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from abtui.reports import stats
+from abtui.reports import stats, trimmed
 
 PASS, REGRESSION, INCONCLUSIVE, UNMATCHED = "pass", "regression", "inconclusive", "unmatched"
+UNTESTED = "too few runs"  # a case the rule cannot test: never judged, never a pass
 FDR = (1 - stats.CONFIDENCE) / 2  # one-sided, the 95 % interval's side
 CONTROL = "false discovery rate (Benjamini–Hochberg)"
 DIRECTIONS = {"throughput": "", "throughput_rx": " (way back: receiver → sender)"}
+# the runs a side the README recommends for a CI gate, from tests/bench/bench_gate.py
+RECOMMENDED_RUNS = 30
+PASS_CHANCE = 0.9  # "runs a pass needs": the gate passes this often when nothing changed
+MAX_RUNS = 1000  # forecasts beyond this say "more than"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +54,10 @@ class Judged:
 
 @dataclass(frozen=True, slots=True)
 class GateCase:
-    """One pair, configuration and direction, and the gate's answer on it (`why` says why)."""
+    """One pair, configuration and direction, and the gate's answer on it (`why` says why).
+    `shows`: the smallest loss (%) this case, on its own, could have shown as a regression;
+    `runs`: the runs a side at which, if nothing changed, it passes PASS_CHANCE of the time
+    at the spread it saw (None: none within MAX_RUNS, or a threshold of 0)."""
 
     pair: str
     config: str
@@ -59,39 +67,66 @@ class GateCase:
     verdict: stats.Verdict | None = None
     metric: str = "throughput"
     p_adjusted: float | None = None
+    shows: float | None = None
+    runs: int | None = None
+    tested: tuple[stats.LogWelch, trimmed.Side, trimmed.Side] | None = None  # what it was
 
     @property
     def failed(self) -> bool:
         return self.answer == REGRESSION
 
     @property
+    def judged(self) -> bool:
+        """Tested by the rule: matched, and enough runs on both sides."""
+        return self.answer in (PASS, REGRESSION, INCONCLUSIVE)
+
+    @property
     def name(self) -> str:
         return self.config + DIRECTIONS.get(self.metric, f" ({self.metric})")
 
     def line(self) -> str:
-        """`A cc=reno: throughput -6.2% [-8.0, -4.4] (p<0.001 n=5+5): regression: …`."""
+        """`A cc=reno: Δ of 20 % trimmed means -6.2% [-8.0, -4.4] (p<0.001 n=5+5):
+        regression: …; shows a loss from 3.1%, a pass needs about 12 runs a side`."""
         text = f"{self.pair} {self.name}: "
         if self.delta is not None and self.verdict is not None:
             from abtui.reports.formatting import fmt_delta
 
-            text += f"throughput {fmt_delta(self.delta, self.verdict)}: "
-        return text + f"{self.answer}: {self.why}"
+            text += f"{trimmed.NAME} {fmt_delta(self.delta, self.verdict)}: "
+        text += f"{self.answer}: {self.why}"
+        if self.shows is not None:
+            text += f"; could show a loss from {self.shows:.1f}%"
+            text += f", {runs_text(self.runs)}"
+        return text
+
+
+def runs_text(runs: int | None) -> str:
+    if runs is None:
+        return "no run count makes a pass likely at this threshold"
+    if runs > MAX_RUNS:
+        return f"a pass needs more than {MAX_RUNS} runs a side"
+    return f"a pass needs about {runs} runs a side if nothing changed"
 
 
 def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
-    """Each case's answer at −`threshold` %, the false discovery rate controlled over all."""
+    """Each case's answer at −`threshold` %, the false discovery rate controlled over the
+    cases the rule could test (the others are UNTESTED, said with their run counts)."""
     floor = math.log1p(-threshold / 100) if threshold < 100 else -math.inf
     out: list[GateCase] = []
     tested: list[tuple[int, float]] = []  # (position, one-sided p of a loss beyond PCT)
     for c in cases:
-        w, d, v = stats.judged(c.base, c.other)
-        if isinstance(w, str):
-            why = (f"too few runs for the rule (n={v.n_base}+{v.n_other}; it judges from "
-                   f"{stats.MIN_RUNS} runs a side)" if w.startswith(stats.FEW_RUNS) else w)
-        else:
-            tested.append((len(out), w.p_below(floor)))
-            why = ""
-        out.append(GateCase(c.pair, c.config, INCONCLUSIVE, why, d, v, c.metric))
+        got = trimmed.judge(c.base, c.other)
+        w = got if isinstance(got, str) else got[0]
+        d, v = stats.judged_by(c.base, c.other, w)
+        if isinstance(got, str):
+            why = (f"n={v.n_base}+{v.n_other}, the rule tests from {stats.MIN_RUNS} runs a "
+                   "side" if got.startswith(stats.FEW_RUNS) else got)
+            out.append(GateCase(c.pair, c.config, UNTESTED, why, d, v, c.metric))
+            continue
+        tested.append((len(out), w.p_below(floor)))
+        shows = _shows(w, stats.CONFIDENCE, floor)
+        runs = runs_for(got[1], got[2], floor, PASS_CHANCE)
+        out.append(GateCase(c.pair, c.config, INCONCLUSIVE, "", d, v, c.metric, None, shows,
+                            runs, got))
     m = len(tested)
     for (i, _), q in zip(tested, _bh([p for _, p in tested]), strict=True):
         case = out[i]
@@ -112,6 +147,71 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
     return out
 
 
+def _shows(w: stats.LogWelch, confidence: float, floor: float) -> float:
+    """The smallest loss (%) whose estimate, at this standard error, puts the whole
+    `confidence` interval below −PCT: the least regression these runs could have shown."""
+    from scipy.special import stdtrit
+
+    half = float(stdtrit(w.df, 0.5 + confidence / 2)) * w.se
+    return -math.expm1(floor - half) * 100 if math.isfinite(floor) else 100.0
+
+
+def runs_for(a: trimmed.Side, b: trimmed.Side, floor: float, chance: float) -> int | None:
+    """The fewest runs a side at which, with each side's spread as seen and no change, the
+    whole 95 % interval clears −PCT with probability `chance`: (t + z) · se(n) ≤ −ln(1 − PCT).
+    None when no count does (a threshold of 0, or one finer than the printed precision);
+    MAX_RUNS + 1 when none up to MAX_RUNS does."""
+    if not math.isfinite(floor) or floor >= 0:
+        return None
+    import numpy as np
+    from scipy.special import ndtri, stdtrit
+
+    ns = np.arange(stats.MIN_RUNS + 1, MAX_RUNS + 1)
+    se, df = trimmed.welch(a, b, ns)
+    ok = (stdtrit(df, 0.5 + stats.CONFIDENCE / 2) + float(ndtri(chance))) * se <= -floor
+    if not ok.any():
+        best = float(trimmed.welch(a, b, 10**6)[0])
+        return None if best * 2 > -floor else MAX_RUNS + 1  # the floor alone forbids it
+    return int(ns[np.argmax(ok)])
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What the gate as a whole could have told: the smallest regression a lone case would
+    have shown after the control over every case (the least resolved case's), and the runs a
+    side at which the whole gate passes PASS_CHANCE of the time if nothing changed."""
+
+    shows: float | None
+    worst: GateCase | None
+    runs: int | None
+
+    def line(self) -> str:
+        if self.worst is None:
+            return "resolution: nothing was tested"
+        shows = "" if self.shows is None else (
+            f"a regression in one case alone would have shown from {self.shows:.1f}% (the "
+            f"least resolved case: {self.worst.pair} {self.worst.name}); ")
+        return f"resolution: {shows}{runs_text(self.runs)} ({PASS_CHANCE:.0%} of gates)"
+
+
+def resolution(cases: Sequence[GateCase], threshold: float) -> Resolution:
+    """The gate's Resolution over the cases it tested."""
+    floor = math.log1p(-threshold / 100) if threshold < 100 else -math.inf
+    tested = [(c, c.tested) for c in cases if c.tested is not None]
+    if not tested:
+        return Resolution(None, None, None)
+    m = len(tested)
+    worst, shows, runs = tested[0][0], -1.0, 0
+    chance = PASS_CHANCE ** (1 / m)  # every case must pass
+    for c, (w, a, b) in tested:
+        loss = _shows(w, 1 - 2 * FDR / m, floor)  # a lone regression under BH
+        if loss > shows:
+            worst, shows = c, loss
+        need = runs_for(a, b, floor, chance)
+        runs = None if need is None or runs is None else max(runs, need)
+    return Resolution(shows, worst, runs)
+
+
 def _bh(ps: list[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (scipy's)."""
     if not ps:
@@ -128,14 +228,14 @@ def unmatched(pair: str, config: str, where: str) -> GateCase:
 
 def junit(title: str, cases: list[GateCase]) -> str:
     """JUnit XML, one test case per pair, configuration and direction: a regression is a
-    <failure>, an inconclusive or unmatched case <skipped> (its message says which, and a
+    <failure>, an inconclusive, untested or unmatched case <skipped> (its message says which, and a
     property `answer` names it), a pass has the line in <system-out>."""
     from xml.etree import ElementTree as ET
 
     suites = ET.Element("testsuites", name="abtui compare")
     suite = ET.SubElement(suites, "testsuite", {
         "name": title, "tests": str(len(cases)), "failures": str(sum(c.failed for c in cases)),
-        "skipped": str(sum(c.answer in (INCONCLUSIVE, UNMATCHED) for c in cases)),
+        "skipped": str(sum(c.answer in (INCONCLUSIVE, UNTESTED, UNMATCHED) for c in cases)),
         "errors": "0"})
     for c in cases:
         case = ET.SubElement(suite, "testcase", classname=f"abtui.compare.{c.pair}",
@@ -144,7 +244,7 @@ def junit(title: str, cases: list[GateCase]) -> str:
         ET.SubElement(props, "property", name="answer", value=c.answer)
         if c.failed:
             ET.SubElement(case, "failure", message=c.line(), type=REGRESSION).text = c.line()
-        elif c.answer in (INCONCLUSIVE, UNMATCHED):
+        elif c.answer in (INCONCLUSIVE, UNTESTED, UNMATCHED):
             ET.SubElement(case, "skipped", message=f"{c.answer}: {c.why}")
         else:
             ET.SubElement(case, "system-out").text = c.line()

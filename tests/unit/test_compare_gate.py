@@ -70,10 +70,10 @@ def test_junit_names_pass_regression_and_inconclusive() -> None:
     by = {c.get("name"): c for c in xml.iter("testcase")}
     answers = {n: c.find("properties/property").get("value")  # type: ignore[union-attr]
                for n, c in by.items()}
-    assert answers == {"down": "regression", "up": "pass", "few": "inconclusive"}
+    assert answers == {"down": "regression", "up": "pass", "few": "too few runs"}
     assert by["down"].find("failure") is not None and by["up"].find("system-out") is not None
     skipped = by["few"].find("skipped")
-    assert skipped is not None and skipped.get("message", "").startswith("inconclusive: ")
+    assert skipped is not None and skipped.get("message", "").startswith("too few runs: ")
 
 
 def test_what_cannot_be_judged_is_skipped_not_passed() -> None:
@@ -126,9 +126,9 @@ def test_nothing_judged_is_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixt
     assert {c.answer for c in cases} == {"unmatched"} and not any(c.failed for c in cases)
     files = [_file(tmp_path / "left.abtui.jsonl", left_ev),
              _file(tmp_path / "right.abtui.jsonl", right_ev)]
-    assert main(["compare", *files, "--fail-on-regression", "2%"]) == 1
+    assert main(["compare", *files, "--fail-on-regression", "2%"]) == 3
     err = capsys.readouterr().err
-    assert "nothing was judged: not a pass" in err and f"cc=reno, rmem={own_l}" in err
+    assert "nothing was tested: not a pass" in err and f"cc=reno, rmem={own_l}" in err
     assert "--match knobs" in err
     # matched by the knobs both set, the host's own value alike: a real comparison
     cases = compare.gate(left, right, 2, match="knobs")
@@ -150,9 +150,9 @@ def test_the_gate_answers_as_the_cell_reads() -> None:
     d, v = stats.compare_samples(base, [9.0, 9.1, 8.9])
     assert d is not None and d.high is not None and d.high < -2
     assert v.significant and cases[0].answer == "regression"
-    # one run a side: the rule cannot judge; inconclusive, never a regression nor a pass
+    # one run a side: the rule cannot test it; never a regression nor a pass
     few = gate.judge([gate.Judged("A", "c", [10.0], [5.0])], 2)[0]
-    assert few.answer == "inconclusive" and "too few runs" in few.why
+    assert few.answer == gate.UNTESTED and "n=1+1" in few.why and not few.judged
 
 
 def test_an_interval_that_straddles_minus_pct_is_inconclusive() -> None:
@@ -167,10 +167,10 @@ def test_an_interval_that_straddles_minus_pct_is_inconclusive() -> None:
     assert up.answer == "pass"
 
 
-def test_inconclusive_alone_exits_1_unless_allowed(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["compare", BASE, SAME, "--fail-on-regression", "2%"]) == 1
+def test_inconclusive_alone_exits_3_unless_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", BASE, SAME, "--fail-on-regression", "2%"]) == 3
     err = capsys.readouterr().err
-    assert "inconclusive: not a pass" in err and "0 regression, 4 inconclusive" in err
+    assert "inconclusive: not a pass (exit 3)" in err and "0 regression, 4 inconclusive" in err
     assert main(["compare", BASE, SAME, "--fail-on-regression", "2%",
                  "--allow-inconclusive"]) == 0
 

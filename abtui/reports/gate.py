@@ -55,9 +55,7 @@ class Judged:
 @dataclass(frozen=True, slots=True)
 class GateCase:
     """One pair, configuration and direction, and the gate's answer on it (`why` says why).
-    `shows`: the smallest loss (%) this case, on its own, could have shown as a regression;
-    `runs`: the runs a side at which, if nothing changed, it passes PASS_CHANCE of the time
-    at the spread it saw (None: none within MAX_RUNS, or a threshold of 0)."""
+    `tested`: the procedure's result and both sides, when the rule could test it."""
 
     pair: str
     config: str
@@ -67,9 +65,23 @@ class GateCase:
     verdict: stats.Verdict | None = None
     metric: str = "throughput"
     p_adjusted: float | None = None
-    shows: float | None = None
-    runs: int | None = None
     tested: tuple[stats.LogWelch, trimmed.Side, trimmed.Side] | None = None  # what it was
+    threshold: float = 0.0
+
+    @property
+    def shows(self) -> float | None:
+        """The smallest loss (%) this case, on its own, could have shown as a regression."""
+        if self.tested is None:
+            return None
+        return _shows(self.tested[0], stats.CONFIDENCE, _floor(self.threshold))
+
+    @property
+    def runs(self) -> int | None:
+        """The runs a side at which, if nothing changed, this case passes PASS_CHANCE of the
+        time at the spread it saw (None: no count does; MAX_RUNS + 1: none up to it)."""
+        if self.tested is None:
+            return None
+        return runs_for(self.tested[1], self.tested[2], _floor(self.threshold), PASS_CHANCE)
 
     @property
     def failed(self) -> bool:
@@ -110,7 +122,7 @@ def runs_text(runs: int | None) -> str:
 def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
     """Each case's answer at −`threshold` %, the false discovery rate controlled over the
     cases the rule could test (the others are UNTESTED, said with their run counts)."""
-    floor = math.log1p(-threshold / 100) if threshold < 100 else -math.inf
+    floor = _floor(threshold)
     out: list[GateCase] = []
     tested: list[tuple[int, float]] = []  # (position, one-sided p of a loss beyond PCT)
     for c in cases:
@@ -123,10 +135,8 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
             out.append(GateCase(c.pair, c.config, UNTESTED, why, d, v, c.metric))
             continue
         tested.append((len(out), w.p_below(floor)))
-        shows = _shows(w, stats.CONFIDENCE, floor)
-        runs = runs_for(got[1], got[2], floor, PASS_CHANCE)
-        out.append(GateCase(c.pair, c.config, INCONCLUSIVE, "", d, v, c.metric, None, shows,
-                            runs, got))
+        out.append(GateCase(c.pair, c.config, INCONCLUSIVE, "", d, v, c.metric, None, got,
+                            threshold))
     m = len(tested)
     for (i, _), q in zip(tested, _bh([p for _, p in tested]), strict=True):
         case = out[i]
@@ -145,6 +155,11 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
             answer, why = INCONCLUSIVE, f"the interval straddles -{threshold:g}%"
         out[i] = replace(case, answer=answer, why=why, p_adjusted=q)
     return out
+
+
+def _floor(threshold: float) -> float:
+    """−PCT as a log ratio."""
+    return math.log1p(-threshold / 100) if threshold < 100 else -math.inf
 
 
 def _shows(w: stats.LogWelch, confidence: float, floor: float) -> float:
@@ -196,7 +211,7 @@ class Resolution:
 
 def resolution(cases: Sequence[GateCase], threshold: float) -> Resolution:
     """The gate's Resolution over the cases it tested."""
-    floor = math.log1p(-threshold / 100) if threshold < 100 else -math.inf
+    floor = _floor(threshold)
     tested = [(c, c.tested) for c in cases if c.tested is not None]
     if not tested:
         return Resolution(None, None, None)

@@ -26,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE",
                         help="write here instead of stdout (plot: .png or .svg for an image, "
                              ".html or .txt for the text chart)")
+    parser.add_argument("--table", choices=("intervals", "verdicts"), default="intervals",
+                        help="csv: one row per interval (default), or the alternation's "
+                             "verdict table (pair, values compared, Δ with its interval, "
+                             "verdict, blocks, seed)")
     add_units(parser, default=None)
     parser.add_argument("--base-pair", metavar="LABEL",
                         help="pair the deltas are taken against (default: the profile's "
@@ -57,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from abtui.reports.exports import render
 
     text = render(session, args.format, base=args.base_pair, base_config=args.base_config,
-                  units=args.units)
+                  units=args.units, table=args.table)
     if out is None:
         sys.stdout.write(text)
     else:

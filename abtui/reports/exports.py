@@ -13,7 +13,7 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 
 from abtui.core.model import interval_loss
-from abtui.reports import samples, stats
+from abtui.reports import alternation, samples, stats
 from abtui.reports.throughput import span_of
 from abtui.sessions.records import NO_PHASE, config_key
 from abtui.sessions.session import Session
@@ -196,6 +196,7 @@ def to_json(session: Session) -> dict[str, Any]:
                     "abtui_version": session.abtui_version, "start": session.start_t,
                     "end": session.last_t, "duration": session.duration,
                     "end_reason": session.end_reason},
+        "alternation": alternation.to_json(session),  # the answer, when one ran
         "pairs": list(session.pairs),
         "pair_hosts": session.pair_hosts,
         "hosts": session.facts,
@@ -224,17 +225,20 @@ def to_json(session: Session) -> dict[str, Any]:
 
 
 def render(session: Session, fmt: str, base: str | None = None,
-           base_config: str | None = None, units: str | None = None) -> str:
+           base_config: str | None = None, units: str | None = None,
+           table: str = "intervals") -> str:
     """The session as `md` (the review report, rates in `units`: bits or bytes per second;
     None: its procedure's first table in the layout's own unit, the rest in bits),
-    `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
-    export writes."""
+    `csv` (a row per interval; `table` "verdicts": the alternation's verdict table) or `json`
+    text; what `abtui export` prints and the console's export writes."""
     if fmt == "md":
         from abtui.reports.report import markdown
 
         return markdown(session, base=base, base_config=base_config, units=units)
     if fmt == "json":
         return dumps(to_json(session))
+    if fmt == "csv" and table == "verdicts":
+        return alternation.to_csv(session)
     if fmt == "csv":
         import io
 

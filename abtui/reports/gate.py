@@ -134,7 +134,7 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
                    "side" if got.startswith(stats.FEW_RUNS) else got)
             out.append(GateCase(c.pair, c.config, UNTESTED, why, d, v, c.metric))
             continue
-        tested.append((len(out), w.p_below(floor)))
+        tested.append((len(out), got[0].p_below(floor)))
         out.append(GateCase(c.pair, c.config, INCONCLUSIVE, "", d, v, c.metric, None, got,
                             threshold))
     m = len(tested)
@@ -216,7 +216,8 @@ def resolution(cases: Sequence[GateCase], threshold: float) -> Resolution:
     if not tested:
         return Resolution(None, None, None)
     m = len(tested)
-    worst, shows, runs = tested[0][0], -1.0, 0
+    worst, shows = tested[0][0], -1.0
+    runs: int | None = 0
     chance = PASS_CHANCE ** (1 / m)  # every case must pass
     for c, (w, a, b) in tested:
         loss = _shows(w, 1 - 2 * FDR / m, floor)  # a lone regression under BH

@@ -71,6 +71,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
+    from abtui.reports import alternation
+
+    out += alternation.markdown(session)  # the answer first, when an alternation ran
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
     units = units or "bits"
     out += ["## Hosts", "", _hosts(session), ""]

@@ -200,7 +200,7 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
             if q is None:
                 continue
             rows.append([shown[config], pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
-                         fmt_mean_sd(q.jitter, 1.0, warn=False)])
+                         fmt_mean_sd(q.jitter, 1.0)])
     if not rows:
         return ""
     return md_table(["configuration", "pair", "lost %", "lost/datagrams", "jitter (ms)"],
@@ -306,13 +306,6 @@ def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],
            seen: list[stats.Delta | None]) -> list[str]:
     t0 = session.start_t or 0.0
     notes = no_interval_note(seen)
-    shown = labels(session, table, short=True)
-    for config, row in table.items():
-        for pair, c in row.items():
-            if c.noisy:
-                notes.append(f"- ⚠ {pair} under `{shown[config]}`: its intervals' throughput "
-                             f"varies {c.intervals.cv:.0%} (> {stats.NOISE_CV:.0%}): too noisy "
-                             "to conclude")
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} on "
               f"{', '.join(e.get('pairs') or []) or 'all pairs'}" for e in session.knob_changes]
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} refused: "

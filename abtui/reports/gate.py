@@ -181,7 +181,7 @@ def runs_for(a: trimmed.Side, b: trimmed.Side, floor: float, chance: float) -> i
     import numpy as np
     from scipy.special import ndtri, stdtrit
 
-    ns = np.arange(stats.MIN_RUNS + 1, MAX_RUNS + 1)
+    ns = np.arange(stats.MIN_RUNS, MAX_RUNS + 1)
     se, df = trimmed.welch(a, b, ns)
     ok = (stdtrit(df, 0.5 + stats.CONFIDENCE / 2) + float(ndtri(chance))) * se <= -floor
     if not ok.any():

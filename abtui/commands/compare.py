@@ -1,8 +1,9 @@
 """`abtui compare SESSION SESSION [--format md|json|junit] [--units bits|bytes]
 [--match config|knobs] [--fail-on-regression PCT [--allow-inconclusive]]`: phases matched by
-configuration. The gate (abtui.reports.gate) exits 0 only when every case judged passed: 1 on
-a regression, 1 on an inconclusive case (unless --allow-inconclusive), 1 when nothing could be
-matched at all; 2 on bad input."""
+configuration. The gate (abtui.reports.gate) exits 0 only when every case it tested passed:
+1 on a regression, 3 (inconclusive) on an inconclusive case or one with too few runs (0 with
+--allow-inconclusive), 3 when nothing could be tested at all, whatever the options; 2 on bad
+input."""
 
 from __future__ import annotations
 
@@ -36,12 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_units(parser)
     parser.add_argument("--fail-on-regression", metavar="PCT",
                         help="the gate: exit 0 only when every configuration's throughput "
-                             "interval lies above -PCT (e.g. 2%%); exit 1 on a regression "
-                             "(the interval below -PCT, false discovery rate controlled) or "
-                             "an inconclusive case")
+                             "interval lies above -PCT (e.g. 5%%); exit 1 on a regression "
+                             "(the interval below -PCT, false discovery rate controlled), 3 "
+                             "when inconclusive (about 30 runs a side let a no-change gate "
+                             "pass at 5%%)")
     parser.add_argument("--allow-inconclusive", action="store_true",
                         help="with the gate: exit 0 when nothing regressed although some "
-                             "cases were inconclusive (they are still listed)")
+                             "cases were inconclusive (they are still listed); never when "
+                             "nothing could be tested")
     parser.add_argument("--match", choices=MODES, default="config",
                         help="config: match configurations by every knob's value (default); "
                              "knobs: by the knobs both sessions have, a host's own value "

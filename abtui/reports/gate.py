@@ -1,25 +1,39 @@
-"""The regression gate (`abtui compare --fail-on-regression PCT`): three answers per pair,
-configuration and direction, from the procedure every cell uses (abtui.reports.stats.log_welch).
+"""The regression gate (`abtui compare --fail-on-regression PCT`): an answer per pair,
+configuration and direction, from Yuen's trimmed-mean procedure (abtui.reports.trimmed: the
+log ratio of 20 % trimmed means, Welch's t, each side's standard error floored at its printed
+precision). Its Δ is named apart from the cells' (plain means): `Δ of 20 % trimmed means`.
 
 - **regression**: the Δ's 95 % interval lies wholly below −PCT, and the case survives the
-  Benjamini–Hochberg false discovery rate control over every case the gate judged (all pairs,
+  Benjamini–Hochberg false discovery rate control over every case the gate tested (all pairs,
   configurations and directions together) at FDR (2.5 %, one-sided: with one case this is
-  exactly "the interval lies below −PCT", as the table prints it).
+  exactly "the interval lies below −PCT").
 - **pass**: the interval lies wholly above −PCT (no adjustment needed: the gate passes only
   when every case does, an intersection–union test, so its level is each case's).
-- **inconclusive**: neither — the interval straddles −PCT, it is below −PCT alone but not
-  after the control over all cases, or the rule cannot judge (fewer than stats.MIN_RUNS runs
-  on a side, a mean of 0).
+- **inconclusive**: neither — the interval straddles −PCT, or it is below −PCT alone but not
+  after the control over all cases.
+- **too few runs** (UNTESTED): fewer than stats.MIN_RUNS runs on a side, or a mean of 0: the
+  rule cannot test it; never counted as tested, never a pass. Nothing tested exits 3
+  (abtui.commands.compare), whatever the options.
+
+Each tested case also says the smallest loss it could have shown (`shows`) and the runs a side
+at which, at the spread it saw and with nothing changed, it would pass 9 times in 10
+(`runs`); `resolution` says the same of the whole gate (a lone regression after the control
+over every case; every case passing together).
+
+Measured (tests/bench/bench_gate.py, `python -m tests.bench gate`: 20 configurations × 2
+pairs, 3 % run noise, drift within each session, slow noise, a periodic load, 2 % of runs
+stalled at 0.7×, 3-digit rates). At the recommended RECOMMENDED_RUNS = 30 runs a side: A/A
+at threshold 0, a false alarm in 0.020 of 600 gates; A/A at −5 %, 0.955 of 400 gates of 40
+cases pass (0.9989 of cases); one case 10 % slower at −5 %, caught in 0.988 of 400 gates, no
+other case called. At 5 runs a side: false alarms 0.017 (each case alone: 0.51), no A/A gate
+passes at −5 %, and a 5 % loss in every configuration is called in 0.04 of the cases (0.51 of
+gates find one). On plain means the same A/A gates at −5 % passed 0.06 of the time at 30
+runs and never at 5: one stalled run anywhere kept a case's interval across −5 %.
 
 Why the false discovery rate and not family-wise (Holm): a change that costs throughput
-usually costs it in many configurations at once, and BH finds such a spread regression far
-more often; when nothing changed (the case a false alarm is about) the two give the same
-guarantee, at most FDR for any false alarm at all. Measured (tests/bench/bench_gate.py: 20
-configurations × 2 pairs, n = 5, 3 % noise, drift within each session, slow noise, stalls;
-threshold 0): A/A, a false alarm in 2.2 % of gates (each case judged alone: 49 %); a 5 % loss
-in every configuration, 25 % of the cases called a regression under BH against 5 % under
-Holm, and a regression found in 93 % of gates (Holm 85 %), none passed (the rest are
-inconclusive: exit 1 all the same); a 5 % loss in one configuration, found in 12 % of gates.
+usually costs it in many configurations at once, and BH finds such a spread regression more
+often; when nothing changed (the case a false alarm is about) the two give the same
+guarantee, at most FDR for any false alarm at all.
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ def _grouped(rows: list[list[str]]) -> dict[tuple[str, str], list[str]]:
 
 def _figure(cell: str) -> tuple[str, int]:
     """`9.41 ± 0.05 (n=3)` -> ("9.41", 3); `9.41` -> ("9.41", 1)."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(?: ± \d+(?:\.\d+)? \(n=(\d+)\))?( ⚠)?", cell)
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(?: ± \d+(?:\.\d+)? \(n=(\d+)\))?", cell)
     assert m, cell
     return m.group(1), int(m.group(2) or 1)
 

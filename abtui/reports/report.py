@@ -312,8 +312,20 @@ def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],
               f"{e.get('message', '')}" for e in session.knob_errors]
     notes += [f"- +{e['t'] - t0:.1f} s ⚠ " + events.Drift.from_data(e).line(e.get("host"))
               for e in session.drifts]
-    notes += [f"- +{e['t'] - t0:.1f} s mark: {e.get('text', '')}" for e in session.marks]
+    notes += [f"- +{e['t'] - t0:.1f} s mark: {_mark_text(e)}" for e in session.marks]
     notes += [f"- +{e['t'] - t0:.1f} s error"
               + (f" ({e['pair'] or e['host']})" if e.get("pair") or e.get("host") else "")
               + f": {e.get('message', '')}" for e in session.errors]
     return notes
+
+
+def _mark_text(mark: dict[str, Any]) -> str:
+    """A mark as the notes print it. An alternation's end mark carries its verdicts, which
+    the report's first table shows: its text keeps why and when it stopped and how the
+    error is controlled, not the verdict lines again (each figure once)."""
+    text = str(mark.get("text", ""))
+    if not mark.get("verdicts"):
+        return text
+    kept = [part for part in text.split("; ") if "Δ" not in part]
+    return "; ".join([*kept, "verdicts: the Alternation verdict table above"])
+

@@ -113,3 +113,19 @@ def test_each_delta_is_named() -> None:
     assert compare.to_json(left, right)["rows"][0]["delta_of"] == "means"
     assert all(c.line().split(": ", 1)[1].startswith("Δ of 20 % trimmed means")
                for c in compare.gate(left, right, 2))
+
+
+def test_the_end_mark_s_note_does_not_print_the_verdicts_again(tmp_path: Path) -> None:
+    evs = _events()
+    text = ("alternation ended (every comparison significant) after 3 blocks (12 stretches), "
+            "30 s; A: rmem=16k vs 6M: Δgeo -87.2% [-89.3, -84.8] significant (3 blocks; "
+            "stopped early: Δ may overstate the effect); B: rmem=16k vs 6M: Δgeo -1.4% "
+            "[-3.0, +0.3] ~ (10 blocks), no difference of 5% or more; family-wise α 0.05 over "
+            "2 comparisons (Holm: α/2 each until one is significant)")
+    evs[-2] = Event.of(events.Mark(text=text, verdicts=ROWS), evs[-2].t)
+    md = render(_written(tmp_path, evs), "md")
+    assert md.count("87.2") == 1 and md.count("-1.4%") == 1, md
+    notes = md.split("## Notes", 1)[1]
+    assert ("mark: alternation ended (every comparison significant) after 3 blocks (12 "
+            "stretches), 30 s; family-wise α 0.05 over 2 comparisons (Holm: α/2 each until "
+            "one is significant); verdicts: the Alternation verdict table above") in notes

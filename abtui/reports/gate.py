@@ -114,7 +114,7 @@ class GateCase:
         """`A cc=reno: Δ of 20 % trimmed means -6.2% [-8.0, -4.4] (p<0.001 n=5+5):
         regression: …; shows a loss from 3.1%, a pass needs about 12 runs a side`."""
         text = f"{self.pair} {self.name}: "
-        if self.delta is not None and self.verdict is not None:
+        if self.tested is not None and self.delta is not None and self.verdict is not None:
             from abtui.reports.formatting import fmt_delta
 
             text += f"{trimmed.NAME} {fmt_delta(self.delta, self.verdict)}: "

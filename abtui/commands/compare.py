@@ -106,7 +106,7 @@ def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
     for answer in (REGRESSION, INCONCLUSIVE, UNTESTED):
         for case in by[answer]:
             say(case.line())
-    tested = len(by[REGRESSION]) + len(by[INCONCLUSIVE]) + len(by[PASS])
+    tested = sum(c.judged for c in cases)
     if by[UNMATCHED]:
         names = "; ".join(f"{c.pair} {c.config} ({c.why})" for c in by[UNMATCHED])
         hint = (" (--match knobs matches by the knobs both sessions set, a host's own value "

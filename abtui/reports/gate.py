@@ -111,8 +111,9 @@ class GateCase:
         return self.config + DIRECTIONS.get(self.metric, f" ({self.metric})")
 
     def line(self) -> str:
-        """`A cc=reno: Δ of 20 % trimmed means -6.2% [-8.0, -4.4] (p<0.001 n=5+5):
-        regression: …; shows a loss from 3.1%, a pass needs about 12 runs a side`."""
+        """`A cc=reno: Δ of 20 % trimmed means -1.2% [-8.0, +6.1] ~ (p=0.7 n=5+5):
+        inconclusive: …; could show a loss from 9.1%, a pass needs about 22 runs a side if
+        nothing changed` (a regression says what it could show, not what a pass needs)."""
         text = f"{self.pair} {self.name}: "
         if self.tested is not None and self.delta is not None and self.verdict is not None:
             from abtui.reports.formatting import fmt_delta
@@ -121,7 +122,8 @@ class GateCase:
         text += f"{self.answer}: {self.why}"
         if self.shows is not None:
             text += f"; could show a loss from {self.shows:.1f}%"
-            text += f", {runs_text(self.runs)}"
+            if not self.failed:
+                text += f", {runs_text(self.runs)}"
         return text
 
 

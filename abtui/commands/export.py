@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
     if args.base_pair and args.base_pair not in session.pairs:
         raise BadInput(f"--base-pair {args.base_pair!r}: the session's pairs are "
                        f"{', '.join(session.pairs) or 'none'}")
+    if args.table != "intervals" and args.format != "csv":
+        raise BadInput(f"--table {args.table} goes with --format csv (md, json and the .html "
+                       "chart lead with the alternation's table already)")
     out = Path(args.out) if args.out else None
     if args.format == "plot":
         from abtui.reports.plots import save_chart, throughput_chart

@@ -78,6 +78,7 @@ def test_the_verdict_table_in_csv_json_and_html(tmp_path: Path) -> None:
     assert main(["export", str(session.path), "--format", "csv", "--table", "verdicts",
                  "--out", str(out)]) == 0
     assert out.read_text().splitlines()[0] == ",".join(k for k, _ in alternation.COLUMNS)
+    assert main(["export", str(session.path), "--format", "md", "--table", "verdicts"]) == 2
 
 
 def test_no_alternation_no_table(tmp_path: Path) -> None:

@@ -13,17 +13,8 @@ from pathlib import Path
 
 from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
-from abtui.core.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, BadInput
-from abtui.reports.gate import (
-    CONTROL,
-    INCONCLUSIVE,
-    PASS,
-    REGRESSION,
-    UNMATCHED,
-    UNTESTED,
-    GateCase,
-    resolution,
-)
+from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
+from abtui.reports.gate import CONTROL, INCONCLUSIVE, PASS, REGRESSION, UNMATCHED, GateCase
 from abtui.reports.matching import MODES
 
 
@@ -98,6 +89,9 @@ def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
             match: str) -> int:
     """The gate's lines on stderr, and its exit code: 0 every case tested passed, 1 a
     regression, 3 (EXIT_INCONCLUSIVE) neither; nothing tested is never a pass."""
+    from abtui.core.errors import EXIT_INCONCLUSIVE
+    from abtui.reports.gate import UNTESTED, resolution
+
     def say(text: str) -> None:
         print(f"abtui: {text}", file=sys.stderr)
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from abtui.commands.sessions import add_sessions_dir
+
+if TYPE_CHECKING:
+    from abtui.sessions.session import Session
 
 
 def add_units(parser: argparse.ArgumentParser, default: str | None = "bits") -> None:
@@ -64,9 +68,16 @@ def run(args: argparse.Namespace) -> int:
     from abtui.reports.exports import render
 
     text = render(session, args.format, base=args.base_pair, base_config=args.base_config,
-                  units=args.units, table=args.table)
+                  units=args.units) if args.table == "intervals" else _verdicts(session)
     if out is None:
         sys.stdout.write(text)
     else:
         out.write_text(text)
     return 0
+
+
+def _verdicts(session: Session) -> str:
+    """`--table verdicts`: the alternation's verdict table as CSV."""
+    from abtui.reports.alternation import to_csv
+
+    return to_csv(session)

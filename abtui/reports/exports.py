@@ -13,7 +13,7 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 
 from abtui.core.model import interval_loss
-from abtui.reports import alternation, samples, stats
+from abtui.reports import samples, stats
 from abtui.reports.throughput import span_of
 from abtui.sessions.records import NO_PHASE, config_key
 from abtui.sessions.session import Session
@@ -153,6 +153,13 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
+def alternation_rows(session: Session) -> list[dict[str, Any]]:
+    """The alternation's verdict rows (abtui.reports.alternation), JSON's `"alternation"`."""
+    from abtui.reports.alternation import to_json as rows
+
+    return rows(session)
+
+
 def to_json(session: Session) -> dict[str, Any]:
     """The whole session as one JSON document (intervals and pings under their phases)."""
     rows_by_phase: dict[int, list[dict[str, Any]]] = {}
@@ -196,7 +203,7 @@ def to_json(session: Session) -> dict[str, Any]:
                     "abtui_version": session.abtui_version, "start": session.start_t,
                     "end": session.last_t, "duration": session.duration,
                     "end_reason": session.end_reason},
-        "alternation": alternation.to_json(session),  # the answer, when one ran
+        "alternation": alternation_rows(session),  # the answer, when one ran
         "pairs": list(session.pairs),
         "pair_hosts": session.pair_hosts,
         "hosts": session.facts,
@@ -225,20 +232,17 @@ def to_json(session: Session) -> dict[str, Any]:
 
 
 def render(session: Session, fmt: str, base: str | None = None,
-           base_config: str | None = None, units: str | None = None,
-           table: str = "intervals") -> str:
+           base_config: str | None = None, units: str | None = None) -> str:
     """The session as `md` (the review report, rates in `units`: bits or bytes per second;
     None: its procedure's first table in the layout's own unit, the rest in bits),
-    `csv` (a row per interval; `table` "verdicts": the alternation's verdict table) or `json`
-    text; what `abtui export` prints and the console's export writes."""
+    `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
+    export writes."""
     if fmt == "md":
         from abtui.reports.report import markdown
 
         return markdown(session, base=base, base_config=base_config, units=units)
     if fmt == "json":
         return dumps(to_json(session))
-    if fmt == "csv" and table == "verdicts":
-        return alternation.to_csv(session)
     if fmt == "csv":
         import io
 

@@ -17,7 +17,6 @@ import numpy as np
 
 from abtui.core.errors import BadInput
 from abtui.core.numbers import rate_unit, sig
-from abtui.reports import alternation
 from abtui.reports.naming import title
 from abtui.sessions.session import Session
 
@@ -237,13 +236,19 @@ def ansi_to_html(text: str) -> str:
 
 
 def chart_html(session: Session, width: int = 100, height: int = 22) -> str:
-    """A complete, valid HTML page with the coloured text chart (escaped, in <pre>), led by
-    the alternation's verdict table when the session ran one."""
+    """A complete, valid HTML page with the coloured text chart (escaped, in <pre>)."""
     name = html.escape(title(session))
     body = ansi_to_html(throughput_chart(session, width, height, color=True)) or \
         "(no intervals recorded)"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{name}: throughput over time</title>\n</head>\n<body>\n"
-            f"{alternation.to_html(session)}"
+            f"{_verdicts(session)}"
             "<pre style=\"font-family:monospace;font-size:10pt;line-height:1.1\">"
             f"{body}</pre>\n</body>\n</html>\n")
+
+
+def _verdicts(session: Session) -> str:
+    """The alternation's verdict table the HTML page leads with ("" when none ran)."""
+    from abtui.reports.alternation import to_html
+
+    return to_html(session)

@@ -211,7 +211,7 @@ def test_inconclusive_is_its_own_exit_code_and_documented() -> None:
     assert main(["compare", BASE, SAME, "--fail-on-regression", "2%"]) == 3  # inconclusive
     assert main(["compare", BASE, SLOWER, "--fail-on-regression", "2%"]) == 1  # regression
     contracts = (Path(__file__).resolve().parents[2] / "docs" / "contracts.md").read_text()
-    assert "**3** inconclusive" in contracts
+    assert "**3** inconclusive" in contracts and "- **3**: inconclusive" in contracts
 
 
 def test_the_gate_says_what_it_could_have_shown_and_what_a_pass_needs(

@@ -64,7 +64,7 @@ def test_the_report_leads_with_the_alternation_s_verdict_table(tmp_path: Path) -
 
 def test_the_verdict_table_in_csv_json_and_html(tmp_path: Path) -> None:
     session = _written(tmp_path, _events())
-    got = list(csv.DictReader(io.StringIO(render(session, "csv", table="verdicts"))))
+    got = list(csv.DictReader(io.StringIO(alternation.to_csv(session))))
     assert [(r["pair"], r["value"], r["base"], r["pct"], r["low"], r["high"], r["verdict"],
              r["blocks"], r["seed"]) for r in got] == [
         ("A", "16k", "6M", "-87.2", "-89.3", "-84.8", "significant", "3", "1234"),
@@ -85,7 +85,7 @@ def test_no_alternation_no_table(tmp_path: Path) -> None:
     session = _written(tmp_path, _events(with_verdicts=False))
     assert "Alternation verdict" not in render(session, "md")
     assert json.loads(render(session, "json"))["alternation"] == []
-    assert render(session, "csv", table="verdicts") == ",".join(
+    assert alternation.to_csv(session) == ",".join(
         k for k, _ in alternation.COLUMNS) + "\n"
 
 

@@ -1,8 +1,9 @@
 """`abtui compare SESSION SESSION [--format md|json|junit] [--units bits|bytes]
 [--match config|knobs] [--fail-on-regression PCT [--allow-inconclusive]]`: phases matched by
-configuration. The gate (abtui.reports.gate) exits 0 only when every case judged passed: 1 on
-a regression, 1 on an inconclusive case (unless --allow-inconclusive), 1 when nothing could be
-matched at all; 2 on bad input."""
+configuration. The gate (abtui.reports.gate) exits 0 only when every case it tested passed:
+1 on a regression, 3 (inconclusive) on an inconclusive case or one with too few runs (0 with
+--allow-inconclusive), 3 when nothing could be tested at all, whatever the options; 2 on bad
+input."""
 
 from __future__ import annotations
 
@@ -28,12 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_units(parser)
     parser.add_argument("--fail-on-regression", metavar="PCT",
                         help="the gate: exit 0 only when every configuration's throughput "
-                             "interval lies above -PCT (e.g. 2%%); exit 1 on a regression "
-                             "(the interval below -PCT, false discovery rate controlled) or "
-                             "an inconclusive case")
+                             "interval lies above -PCT (e.g. 5%%); exit 1 on a regression "
+                             "(the interval below -PCT, false discovery rate controlled), 3 "
+                             "when inconclusive (about 30 runs a side let a no-change gate "
+                             "pass at 5%%)")
     parser.add_argument("--allow-inconclusive", action="store_true",
                         help="with the gate: exit 0 when nothing regressed although some "
-                             "cases were inconclusive (they are still listed)")
+                             "cases were inconclusive (they are still listed); never when "
+                             "nothing could be tested")
     parser.add_argument("--match", choices=MODES, default="config",
                         help="config: match configurations by every knob's value (default); "
                              "knobs: by the knobs both sessions have, a host's own value "
@@ -88,34 +91,40 @@ def run(args: argparse.Namespace) -> int:
 
 def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
             match: str) -> int:
-    """The gate's lines on stderr, and its exit code."""
+    """The gate's lines on stderr, and its exit code: 0 every case tested passed, 1 a
+    regression, 3 (EXIT_INCONCLUSIVE) neither; nothing tested is never a pass."""
+    from abtui.core.errors import EXIT_INCONCLUSIVE
+    from abtui.reports.gate import UNTESTED, resolution
+
     def say(text: str) -> None:
         print(f"abtui: {text}", file=sys.stderr)
 
     by = {a: [c for c in cases if c.answer == a]
-          for a in (REGRESSION, INCONCLUSIVE, UNMATCHED, PASS)}
-    for answer in (REGRESSION, INCONCLUSIVE):
+          for a in (REGRESSION, INCONCLUSIVE, UNTESTED, UNMATCHED, PASS)}
+    for answer in (REGRESSION, INCONCLUSIVE, UNTESTED):
         for case in by[answer]:
             say(case.line())
-    judged = len(cases) - len(by[UNMATCHED])
+    tested = sum(c.judged for c in cases)
     if by[UNMATCHED]:
         names = "; ".join(f"{c.pair} {c.config} ({c.why})" for c in by[UNMATCHED])
         hint = (" (--match knobs matches by the knobs both sessions set, a host's own value "
                 "matching the other's)" if match != "knobs" else "")
-        say(f"not matched, not judged: {names}{hint}")
+        say(f"not matched, not tested: {names}{hint}")
     say(f"regression gate at -{threshold:g}%: {len(by[PASS])} pass, {len(by[REGRESSION])} "
-        f"regression, {len(by[INCONCLUSIVE])} inconclusive, {len(by[UNMATCHED])} not matched "
-        f"({CONTROL} controlled over the {judged} cases judged)")
+        f"regression, {len(by[INCONCLUSIVE])} inconclusive, {len(by[UNTESTED])} with too few "
+        f"runs, {len(by[UNMATCHED])} not matched ({CONTROL} controlled over the {tested} "
+        f"case{'s' if tested != 1 else ''} tested)")
+    say(resolution(cases, threshold).line())
     if by[REGRESSION]:
         return EXIT_FAILED
-    if not judged:
-        say("nothing was judged: not a pass")
-        return EXIT_FAILED
-    if by[INCONCLUSIVE]:
+    if not tested:
+        say("nothing was tested: not a pass (exit 3, inconclusive)")
+        return EXIT_INCONCLUSIVE
+    if by[INCONCLUSIVE] or by[UNTESTED]:
         if allow_inconclusive:
             say("inconclusive cases allowed (--allow-inconclusive): exit 0")
             return EXIT_OK
-        say("inconclusive: not a pass; more runs per configuration narrow the intervals "
-            "(--allow-inconclusive lets it pass)")
-        return EXIT_FAILED
+        say("inconclusive: not a pass (exit 3); more runs per configuration narrow the "
+            "intervals (--allow-inconclusive lets it pass)")
+        return EXIT_INCONCLUSIVE
     return EXIT_OK

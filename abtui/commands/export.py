@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from abtui.commands.sessions import add_sessions_dir
+
+if TYPE_CHECKING:
+    from abtui.sessions.session import Session
 
 
 def add_units(parser: argparse.ArgumentParser, default: str | None = "bits") -> None:
@@ -26,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE",
                         help="write here instead of stdout (plot: .png or .svg for an image, "
                              ".html or .txt for the text chart)")
+    parser.add_argument("--table", choices=("intervals", "verdicts"), default="intervals",
+                        help="csv: one row per interval (default), or the alternation's "
+                             "verdict table (pair, values compared, Δ with its interval, "
+                             "verdict, blocks, seed)")
     add_units(parser, default=None)
     parser.add_argument("--base-pair", metavar="LABEL",
                         help="pair the deltas are taken against (default: the profile's "
@@ -45,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if args.base_pair and args.base_pair not in session.pairs:
         raise BadInput(f"--base-pair {args.base_pair!r}: the session's pairs are "
                        f"{', '.join(session.pairs) or 'none'}")
+    if args.table != "intervals" and args.format != "csv":
+        raise BadInput(f"--table {args.table} goes with --format csv (md, json and the .html "
+                       "chart lead with the alternation's table already)")
     out = Path(args.out) if args.out else None
     if args.format == "plot":
         from abtui.reports.plots import save_chart, throughput_chart
@@ -62,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from abtui.reports.exports import render
 
     text = render(session, args.format, base=args.base_pair, base_config=args.base_config,
-                  units=args.units)
+                  units=args.units) if args.table == "intervals" else _verdicts(session)
     if out is None:
         sys.stdout.write(text)
     else:
@@ -70,3 +81,10 @@ def run(args: argparse.Namespace) -> int:
 
         write_atomic(out, text)
     return 0
+
+
+def _verdicts(session: Session) -> str:
+    """`--table verdicts`: the alternation's verdict table as CSV."""
+    from abtui.reports.alternation import to_csv
+
+    return to_csv(session)

@@ -232,8 +232,8 @@ class DeferredEngine:
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
         await self.engine.set_knob(knob, value, pairs)
 
-    async def mark(self, text: str) -> None:
-        await self.engine.mark(text)
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
+        await self.engine.mark(text, verdicts)
 
     async def shutdown(self) -> None:
         await self.engine.shutdown()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from abtui.core.events import AnyEvent
 from abtui.core.model import Profile
@@ -37,8 +37,8 @@ class Controller(Protocol):
         Raises KnobRefused when any host refuses; emits KNOB (or KNOB_ERROR) and starts a
         new phase on every affected pair."""
 
-    async def mark(self, text: str) -> None:
-        """Annotate the timeline."""
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
+        """Annotate the timeline (`verdicts`: an alternation's, as rows: events.Mark)."""
 
     async def shutdown(self) -> None:
         """Stop, restore every knob, remove tunnels, end remote processes; emits RESTORE."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+# the regression gate could not tell: neither a pass nor a regression shown (docs/contracts.md)
+EXIT_INCONCLUSIVE = 3
 
 
 class AbtuiError(Exception):

@@ -351,9 +351,12 @@ class Error(Payload):
 @_payload(EventKind.MARK)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Mark(Payload):
-    """A note on the timeline."""
+    """A note on the timeline. An alternation's end mark carries its verdicts as rows
+    (`verdicts`: one per pair and value compared, the keys of
+    abtui.reports.alternation.COLUMNS), which the reports' alternation table reads."""
 
     text: str
+    verdicts: list[dict[str, Any]] | None = field(default=None, metadata=OPTIONAL)
 
 
 @_payload(EventKind.RESTORE)

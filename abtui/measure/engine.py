@@ -348,8 +348,8 @@ class Engine:
                     self.emit(closed)
 
     # ---- the rest -----------------------------------------------------------------------
-    async def mark(self, text: str) -> None:
-        self.emit(Event.of(events.Mark(text=text)))
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
+        self.emit(Event.of(events.Mark(text=text, verdicts=verdicts)))
 
     async def shutdown(self, reason: str = "shutdown") -> None:
         """Runs ended, every host set back (even when ending the runs failed), links closed;

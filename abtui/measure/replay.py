@@ -17,6 +17,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from abtui.core import events
 from abtui.core.controller import Mode
@@ -259,8 +260,8 @@ class ReplayController:
                                                   target=self.profile.pair(label).target),
                                     self._vt, pair=label))
 
-    async def mark(self, text: str) -> None:
-        self._emit(Event.of(events.Mark(text=text), self._vt))
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
+        self._emit(Event.of(events.Mark(text=text, verdicts=verdicts), self._vt))
 
     async def shutdown(self) -> None:
         await self.stop()

@@ -129,6 +129,11 @@ def _recorded(session: Session, c: stats.Cell) -> dict[str, Any]:
                  if c.phases and ph.index == c.phases[0]), {})
 
 
+# what every cell's Δ is the ratio of (the gate's: abtui.reports.trimmed.NAME; an
+# alternation's: its rows' own `delta`)
+DELTA_OF = "means"
+
+
 def to_json(left: Session, right: Session, match: str = "config") -> dict[str, Any]:
     """The rows as JSON; `config` the configuration as recorded (the left's, with `match`
     knobs, where the sides' host's own values may differ), `config_label` what matched."""
@@ -143,7 +148,7 @@ def to_json(left: Session, right: Session, match: str = "config") -> dict[str, A
             "config_label": r["config"], "only": r["only"],
             "left": r["left"].to_json() if r["left"] else None,
             "right": r["right"].to_json() if r["right"] else None,
-            "delta_pct": d.pct if d else None,
+            "delta_of": DELTA_OF, "delta_pct": d.pct if d else None,
             "ci_pct": [d.low, d.high] if d and d.low is not None else None,
             "ci_missing": d.why if d and d.low is None else None,
             "verdict": v.to_json() if v else None,

@@ -162,6 +162,8 @@ def sections(session: Session, table: dict[str, dict[str, stats.Cell]], bp: str 
     every = [c for row in cpu.values() for c in row.values()]
     if not any(c.cpu[s] for c in every for s in SIDES):
         return []
+    if all(c.shared[s] for c in every for s in SIDES):
+        return ["## CPU cost per configuration", "", shared_line(session), ""]
     names = labels(session, table, short=True)
     out = ["## CPU cost per configuration", "", *shared_note(session, every)]
     for side in SIDES:
@@ -203,6 +205,16 @@ def shared_note(session: Session, cells: Iterable[CpuCell]) -> list[str]:
             "every pair's traffic included, whatever the pair itself did: no figure and no "
             "Δ is printed for them. iperf3's own figures (the runs table) are its "
             "process's alone.", ""]
+
+
+def shared_line(session: Session) -> str:
+    """The whole CPU section in one line, when every host's samples are one machine's (a
+    namespace lab): tables of `shared` cells would say nothing more."""
+    hosts = sorted(h for h, f in session.facts.items() if rules.shared(f))
+    who = ", ".join(hosts) if hosts else "every pair's sender and receiver (one host)"
+    return (f"No CPU figure per pair: the hosts ({who}) all share one machine, whose CPU "
+            "is every pair's together; iperf3's own figures (its process alone) are in the "
+            "runs table.")
 
 
 LEGEND = ("CPU %: busy time (user, system, irq, softirq) ÷ elapsed, 100 = one core busy; "

@@ -158,6 +158,13 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
+def alternation_rows(session: Session) -> list[dict[str, Any]]:
+    """The alternation's verdict rows (abtui.reports.alternation), JSON's `"alternation"`."""
+    from abtui.reports.alternation import to_json as rows
+
+    return rows(session)
+
+
 def to_json(session: Session) -> dict[str, Any]:
     """The whole session as one JSON document (intervals and pings under their phases)."""
     rows_by_phase: dict[int, list[dict[str, Any]]] = {}
@@ -201,6 +208,7 @@ def to_json(session: Session) -> dict[str, Any]:
                     "abtui_version": session.abtui_version, "start": session.start_t,
                     "end": session.last_t, "duration": session.duration,
                     "end_reason": session.end_reason},
+        "alternation": alternation_rows(session),  # the answer, when one ran
         "pairs": list(session.pairs),
         "pair_hosts": session.pair_hosts,
         "hosts": session.facts,

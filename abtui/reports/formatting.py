@@ -31,36 +31,31 @@ def fmt_duration(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def fmt_mean_sd(s: stats.Summary, div: float, warn: bool = True) -> str:
-    """`mean ± stdev` of per-interval values (UDP jitter), 3 significant digits; ⚠ when
-    noisy."""
+def fmt_mean_sd(s: stats.Summary, div: float) -> str:
+    """`mean ± stdev` of per-interval values (UDP jitter), 3 significant digits."""
     if not s.n or s.mean is None:
         return "—"
-    text = numbers.spread(s.mean / div, None if s.stdev is None else s.stdev / div)
-    return text + (" ⚠" if warn and s.noisy else "")
+    return numbers.spread(s.mean / div, None if s.stdev is None else s.stdev / div)
 
 
-def fmt_rate(s: stats.Summary, div: float, noisy: bool = False, spread: bool = True) -> str:
+def fmt_rate(s: stats.Summary, div: float, spread: bool = True) -> str:
     """A cell's one figure: the mean of its run-level values to 3 significant digits, then
-    (`spread`) `± stdev (n=runs)` (abtui.core.numbers.spread) when there are several runs, ⚠ when
-    its intervals are too noisy; `—` when it has none."""
+    (`spread`) `± stdev (n=runs)` (abtui.core.numbers.spread) when there are several runs;
+    `—` when it has none. No noise flag: whether the runs' spread hides an effect is what
+    the Δ's interval and verdict say, against that effect."""
     if not s.n or s.mean is None:
         return "—"
     mean = s.mean / div
     if spread and s.stdev is not None:
-        text = f"{numbers.spread(mean, s.stdev / div)} (n={s.n})"
-    else:
-        text = sig(mean)
-    return text + (" ⚠" if noisy else "")
+        return f"{numbers.spread(mean, s.stdev / div)} (n={s.n})"
+    return sig(mean)
 
 
 def fmt_cell(c: stats.Cell | None, div: float, rx: bool = False, spread: bool = True) -> str:
     """fmt_rate of a cell's throughput (its way back with `rx`)."""
     if c is None:
         return "—"
-    if rx:
-        return fmt_rate(c.throughput_rx, div, c.intervals_rx.noisy, spread)
-    return fmt_rate(c.throughput, div, c.noisy, spread)
+    return fmt_rate(c.throughput_rx if rx else c.throughput, div, spread)
 
 
 fmt_ms = numbers.ms  # a time in ms as ping prints it (`0.045`, `1.23`, `15.9`)
@@ -111,10 +106,9 @@ def legend(base: str, spread: bool = True) -> str:
             "; the number of runs is the n in the verdict")
     return ("Each figure: the mean of the cell's run-level values (one per run within a "
             "phase: the bits of its counted intervals ÷ their seconds), to 3 significant "
-            f"digits as iperf3 prints them{runs}. Δ: change of the mean vs "
-            f"{base} with its 95 % confidence interval (from run-level values only, Welch's t "
-            "on the log ratio), then that test's verdict with its p: significant exactly when "
-            "0 is outside the interval (~: no significant difference; ?: fewer than 2 runs "
-            "on a side, too few to tell). ⚠: the cell's intervals, all its phases together, "
-            f"vary by more than {stats.NOISE_CV * 100:.0f} % (stdev ÷ mean): too noisy to "
-            "conclude.")
+            f"digits as iperf3 prints them{runs}. Δ: the ratio of the plain means vs "
+            f"{base}, as a change in %, with its 95 % confidence interval (from run-level "
+            "values only, Welch's t on the log ratio; a side's standard error never below "
+            "half its last printed digit), then that test's verdict with its p: significant "
+            "exactly when 0 is outside the interval (~: no significant difference; ?: fewer "
+            "than 2 runs on a side, too few to tell).")

@@ -1,25 +1,39 @@
-"""The regression gate (`abtui compare --fail-on-regression PCT`): three answers per pair,
-configuration and direction, from the procedure every cell uses (abtui.reports.stats.log_welch).
+"""The regression gate (`abtui compare --fail-on-regression PCT`): an answer per pair,
+configuration and direction, from Yuen's trimmed-mean procedure (abtui.reports.trimmed: the
+log ratio of 20 % trimmed means, Welch's t, each side's standard error floored at its printed
+precision). Its Δ is named apart from the cells' (plain means): `Δ of 20 % trimmed means`.
 
 - **regression**: the Δ's 95 % interval lies wholly below −PCT, and the case survives the
-  Benjamini–Hochberg false discovery rate control over every case the gate judged (all pairs,
+  Benjamini–Hochberg false discovery rate control over every case the gate tested (all pairs,
   configurations and directions together) at FDR (2.5 %, one-sided: with one case this is
-  exactly "the interval lies below −PCT", as the table prints it).
+  exactly "the interval lies below −PCT").
 - **pass**: the interval lies wholly above −PCT (no adjustment needed: the gate passes only
   when every case does, an intersection–union test, so its level is each case's).
-- **inconclusive**: neither — the interval straddles −PCT, it is below −PCT alone but not
-  after the control over all cases, or the rule cannot judge (fewer than stats.MIN_RUNS runs
-  on a side, a mean of 0).
+- **inconclusive**: neither — the interval straddles −PCT, or it is below −PCT alone but not
+  after the control over all cases.
+- **too few runs** (UNTESTED): fewer than stats.MIN_RUNS runs on a side, or a mean of 0: the
+  rule cannot test it; never counted as tested, never a pass. Nothing tested exits 3
+  (abtui.commands.compare), whatever the options.
+
+Each tested case also says the smallest loss it could have shown (`shows`) and the runs a side
+at which, at the spread it saw and with nothing changed, it would pass 9 times in 10
+(`runs`); `resolution` says the same of the whole gate (a lone regression after the control
+over every case; every case passing together).
+
+Measured (tests/bench/bench_gate.py, `python -m tests.bench gate`: 20 configurations × 2
+pairs, 3 % run noise, drift within each session, slow noise, a periodic load, 2 % of runs
+stalled at 0.7×, 3-digit rates). At the recommended RECOMMENDED_RUNS = 30 runs a side: A/A
+at threshold 0, a false alarm in 0.020 of 600 gates; A/A at −5 %, 0.955 of 400 gates of 40
+cases pass (0.9989 of cases); one case 10 % slower at −5 %, caught in 0.988 of 400 gates, no
+other case called. At 5 runs a side: false alarms 0.017 (each case alone: 0.51), no A/A gate
+passes at −5 %, and a 5 % loss in every configuration is called in 0.04 of the cases (0.51 of
+gates find one). On plain means the same A/A gates at −5 % passed 0.06 of the time at 30
+runs and never at 5: one stalled run anywhere kept a case's interval across −5 %.
 
 Why the false discovery rate and not family-wise (Holm): a change that costs throughput
-usually costs it in many configurations at once, and BH finds such a spread regression far
-more often; when nothing changed (the case a false alarm is about) the two give the same
-guarantee, at most FDR for any false alarm at all. Measured (tests/bench/bench_gate.py: 20
-configurations × 2 pairs, n = 5, 3 % noise, drift within each session, slow noise, stalls;
-threshold 0): A/A, a false alarm in 2.2 % of gates (each case judged alone: 49 %); a 5 % loss
-in every configuration, 25 % of the cases called a regression under BH against 5 % under
-Holm, and a regression found in 93 % of gates (Holm 85 %), none passed (the rest are
-inconclusive: exit 1 all the same); a 5 % loss in one configuration, found in 12 % of gates.
+usually costs it in many configurations at once, and BH finds such a spread regression more
+often; when nothing changed (the case a false alarm is about) the two give the same
+guarantee, at most FDR for any false alarm at all.
 """
 
 from __future__ import annotations
@@ -28,12 +42,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from abtui.reports import stats
+from abtui.reports import stats, trimmed
 
 PASS, REGRESSION, INCONCLUSIVE, UNMATCHED = "pass", "regression", "inconclusive", "unmatched"
+UNTESTED = "too few runs"  # a case the rule cannot test: never judged, never a pass
 FDR = (1 - stats.CONFIDENCE) / 2  # one-sided, the 95 % interval's side
 CONTROL = "false discovery rate (Benjamini–Hochberg)"
 DIRECTIONS = {"throughput": "", "throughput_rx": " (way back: receiver → sender)"}
+# the runs a side the README recommends for a CI gate, from tests/bench/bench_gate.py
+RECOMMENDED_RUNS = 30
+PASS_CHANCE = 0.9  # "runs a pass needs": the gate passes this often when nothing changed
+MAX_RUNS = 1000  # forecasts beyond this say "more than"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +68,8 @@ class Judged:
 
 @dataclass(frozen=True, slots=True)
 class GateCase:
-    """One pair, configuration and direction, and the gate's answer on it (`why` says why)."""
+    """One pair, configuration and direction, and the gate's answer on it (`why` says why).
+    `tested`: the procedure's result and both sides, when the rule could test it."""
 
     pair: str
     config: str
@@ -59,39 +79,80 @@ class GateCase:
     verdict: stats.Verdict | None = None
     metric: str = "throughput"
     p_adjusted: float | None = None
+    tested: tuple[stats.LogWelch, trimmed.Side, trimmed.Side] | None = None  # what it was
+    threshold: float = 0.0
+
+    @property
+    def shows(self) -> float | None:
+        """The smallest loss (%) this case, on its own, could have shown as a regression."""
+        if self.tested is None:
+            return None
+        return _shows(self.tested[0], stats.CONFIDENCE, _floor(self.threshold))
+
+    @property
+    def runs(self) -> int | None:
+        """The runs a side at which, if nothing changed, this case passes PASS_CHANCE of the
+        time at the spread it saw (None: no count does; MAX_RUNS + 1: none up to it)."""
+        if self.tested is None:
+            return None
+        return runs_for(self.tested[1], self.tested[2], _floor(self.threshold), PASS_CHANCE)
 
     @property
     def failed(self) -> bool:
         return self.answer == REGRESSION
 
     @property
+    def judged(self) -> bool:
+        """Tested by the rule: matched, and enough runs on both sides."""
+        return self.answer in (PASS, REGRESSION, INCONCLUSIVE)
+
+    @property
     def name(self) -> str:
         return self.config + DIRECTIONS.get(self.metric, f" ({self.metric})")
 
     def line(self) -> str:
-        """`A cc=reno: throughput -6.2% [-8.0, -4.4] (p<0.001 n=5+5): regression: …`."""
+        """`A cc=reno: Δ of 20 % trimmed means -1.2% [-8.0, +6.1] ~ (p=0.7 n=5+5):
+        inconclusive: …; could show a loss from 9.1%, a pass needs about 22 runs a side if
+        nothing changed` (a regression says what it could show, not what a pass needs)."""
         text = f"{self.pair} {self.name}: "
-        if self.delta is not None and self.verdict is not None:
+        if self.tested is not None and self.delta is not None and self.verdict is not None:
             from abtui.reports.formatting import fmt_delta
 
-            text += f"throughput {fmt_delta(self.delta, self.verdict)}: "
-        return text + f"{self.answer}: {self.why}"
+            text += f"{trimmed.NAME} {fmt_delta(self.delta, self.verdict)}: "
+        text += f"{self.answer}: {self.why}"
+        if self.shows is not None:
+            text += f"; could show a loss from {self.shows:.1f}%"
+            if not self.failed:
+                text += f", {runs_text(self.runs)}"
+        return text
+
+
+def runs_text(runs: int | None) -> str:
+    if runs is None:
+        return "no run count makes a pass likely at this threshold"
+    if runs > MAX_RUNS:
+        return f"a pass needs more than {MAX_RUNS} runs a side"
+    return f"a pass needs about {runs} runs a side if nothing changed"
 
 
 def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
-    """Each case's answer at −`threshold` %, the false discovery rate controlled over all."""
-    floor = math.log1p(-threshold / 100) if threshold < 100 else -math.inf
+    """Each case's answer at −`threshold` %, the false discovery rate controlled over the
+    cases the rule could test (the others are UNTESTED, said with their run counts)."""
+    floor = _floor(threshold)
     out: list[GateCase] = []
     tested: list[tuple[int, float]] = []  # (position, one-sided p of a loss beyond PCT)
     for c in cases:
-        w, d, v = stats.judged(c.base, c.other)
-        if isinstance(w, str):
-            why = (f"too few runs for the rule (n={v.n_base}+{v.n_other}; it judges from "
-                   f"{stats.MIN_RUNS} runs a side)" if w.startswith(stats.FEW_RUNS) else w)
-        else:
-            tested.append((len(out), w.p_below(floor)))
-            why = ""
-        out.append(GateCase(c.pair, c.config, INCONCLUSIVE, why, d, v, c.metric))
+        got = trimmed.judge(c.base, c.other)
+        w = got if isinstance(got, str) else got[0]
+        d, v = stats.judged_by(c.base, c.other, w)
+        if isinstance(got, str):
+            why = (f"n={v.n_base}+{v.n_other}, the rule tests from {stats.MIN_RUNS} runs a "
+                   "side" if got.startswith(stats.FEW_RUNS) else got)
+            out.append(GateCase(c.pair, c.config, UNTESTED, why, d, v, c.metric))
+            continue
+        tested.append((len(out), got[0].p_below(floor)))
+        out.append(GateCase(c.pair, c.config, INCONCLUSIVE, "", d, v, c.metric, None, got,
+                            threshold))
     m = len(tested)
     for (i, _), q in zip(tested, _bh([p for _, p in tested]), strict=True):
         case = out[i]
@@ -112,6 +173,77 @@ def judge(cases: Sequence[Judged], threshold: float) -> list[GateCase]:
     return out
 
 
+def _floor(threshold: float) -> float:
+    """−PCT as a log ratio."""
+    return math.log1p(-threshold / 100) if threshold < 100 else -math.inf
+
+
+def _shows(w: stats.LogWelch, confidence: float, floor: float) -> float:
+    """The smallest loss (%) whose estimate, at this standard error, puts the whole
+    `confidence` interval below −PCT: the least regression these runs could have shown."""
+    from scipy.special import stdtrit
+
+    half = float(stdtrit(w.df, 0.5 + confidence / 2)) * w.se
+    return -math.expm1(floor - half) * 100 if math.isfinite(floor) else 100.0
+
+
+def runs_for(a: trimmed.Side, b: trimmed.Side, floor: float, chance: float) -> int | None:
+    """The fewest runs a side at which, with each side's spread as seen and no change, the
+    whole 95 % interval clears −PCT with probability `chance`: (t + z) · se(n) ≤ −ln(1 − PCT).
+    None when no count does (a threshold of 0, or one finer than the printed precision);
+    MAX_RUNS + 1 when none up to MAX_RUNS does."""
+    if not math.isfinite(floor) or floor >= 0:
+        return None
+    import numpy as np
+    from scipy.special import ndtri, stdtrit
+
+    ns = np.arange(stats.MIN_RUNS, MAX_RUNS + 1)
+    se, df = trimmed.welch(a, b, ns)
+    ok = (stdtrit(df, 0.5 + stats.CONFIDENCE / 2) + float(ndtri(chance))) * se <= -floor
+    if not ok.any():
+        best = float(trimmed.welch(a, b, 10**6)[0])
+        return None if best * 2 > -floor else MAX_RUNS + 1  # the floor alone forbids it
+    return int(ns[np.argmax(ok)])
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What the gate as a whole could have told: the smallest regression a lone case would
+    have shown after the control over every case (the least resolved case's), and the runs a
+    side at which the whole gate passes PASS_CHANCE of the time if nothing changed."""
+
+    shows: float | None
+    worst: GateCase | None
+    runs: int | None
+
+    def line(self) -> str:
+        if self.worst is None:
+            return "resolution: nothing was tested"
+        shows = "" if self.shows is None else (
+            f"a regression in one case alone would have shown from {self.shows:.1f}% (the "
+            f"least resolved case: {self.worst.pair} {self.worst.name}); ")
+        return f"resolution: {shows}{runs_text(self.runs)} ({PASS_CHANCE:.0%} of gates)"
+
+
+def resolution(cases: Sequence[GateCase], threshold: float) -> Resolution:
+    """The gate's Resolution over the cases it tested."""
+    floor = _floor(threshold)
+    tested = [(c, c.tested) for c in cases if c.tested is not None]
+    if not tested:
+        return Resolution(None, None, None)
+    m = len(tested)
+    worst, shows = tested[0][0], -1.0
+    runs: int | None = 0
+    chance = PASS_CHANCE ** (1 / m)  # every case must pass
+    for c, (w, a, b) in tested:
+        loss = _shows(w, 1 - 2 * FDR / m, floor)  # a lone regression under BH
+        if loss > shows:
+            worst, shows = c, loss
+        need = runs_for(a, b, floor, chance)
+        runs = None if need is None or runs is None else max(runs, need)
+    return Resolution(shows, worst, runs)
+
+
 def _bh(ps: list[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (scipy's)."""
     if not ps:
@@ -128,14 +260,14 @@ def unmatched(pair: str, config: str, where: str) -> GateCase:
 
 def junit(title: str, cases: list[GateCase]) -> str:
     """JUnit XML, one test case per pair, configuration and direction: a regression is a
-    <failure>, an inconclusive or unmatched case <skipped> (its message says which, and a
+    <failure>, an inconclusive, untested or unmatched case <skipped> (its message says which, and a
     property `answer` names it), a pass has the line in <system-out>."""
     from xml.etree import ElementTree as ET
 
     suites = ET.Element("testsuites", name="abtui compare")
     suite = ET.SubElement(suites, "testsuite", {
         "name": title, "tests": str(len(cases)), "failures": str(sum(c.failed for c in cases)),
-        "skipped": str(sum(c.answer in (INCONCLUSIVE, UNMATCHED) for c in cases)),
+        "skipped": str(sum(c.answer in (INCONCLUSIVE, UNTESTED, UNMATCHED) for c in cases)),
         "errors": "0"})
     for c in cases:
         case = ET.SubElement(suite, "testcase", classname=f"abtui.compare.{c.pair}",
@@ -144,7 +276,7 @@ def junit(title: str, cases: list[GateCase]) -> str:
         ET.SubElement(props, "property", name="answer", value=c.answer)
         if c.failed:
             ET.SubElement(case, "failure", message=c.line(), type=REGRESSION).text = c.line()
-        elif c.answer in (INCONCLUSIVE, UNMATCHED):
+        elif c.answer in (INCONCLUSIVE, UNTESTED, UNMATCHED):
             ET.SubElement(case, "skipped", message=f"{c.answer}: {c.why}")
         else:
             ET.SubElement(case, "system-out").text = c.line()

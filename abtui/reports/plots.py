@@ -246,5 +246,13 @@ def chart_html(session: Session, width: int = 100, height: int = 22) -> str:
         "(no intervals recorded)"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{name}: throughput over time</title>\n</head>\n<body>\n"
+            f"{_verdicts(session)}"
             "<pre style=\"font-family:monospace;font-size:10pt;line-height:1.1\">"
             f"{body}</pre>\n</body>\n</html>\n")
+
+
+def _verdicts(session: Session) -> str:
+    """The alternation's verdict table the HTML page leads with ("" when none ran)."""
+    from abtui.reports.alternation import to_html
+
+    return to_html(session)

@@ -71,6 +71,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
+    from abtui.reports import alternation
+
+    out += alternation.markdown(session)  # the answer first, when an alternation ran
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
     units = units or "bits"
     out += ["## Hosts", "", _hosts(session), ""]
@@ -197,7 +200,7 @@ def _udp(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
             if q is None:
                 continue
             rows.append([shown[config], pair, _pct(q.lost_percent), f"{q.lost}/{q.packets}",
-                         fmt_mean_sd(q.jitter, 1.0, warn=False)])
+                         fmt_mean_sd(q.jitter, 1.0)])
     if not rows:
         return ""
     return md_table(["configuration", "pair", "lost %", "lost/datagrams", "jitter (ms)"],
@@ -303,21 +306,26 @@ def _notes(session: Session, table: dict[str, dict[str, stats.Cell]],
            seen: list[stats.Delta | None]) -> list[str]:
     t0 = session.start_t or 0.0
     notes = no_interval_note(seen)
-    shown = labels(session, table, short=True)
-    for config, row in table.items():
-        for pair, c in row.items():
-            if c.noisy:
-                notes.append(f"- ⚠ {pair} under `{shown[config]}`: its intervals' throughput "
-                             f"varies {c.intervals.cv:.0%} (> {stats.NOISE_CV:.0%}): too noisy "
-                             "to conclude")
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} on "
               f"{', '.join(e.get('pairs') or []) or 'all pairs'}" for e in session.knob_changes]
     notes += [f"- +{e['t'] - t0:.1f} s knob {e.get('knob')} = {e.get('value')} refused: "
               f"{e.get('message', '')}" for e in session.knob_errors]
     notes += [f"- +{e['t'] - t0:.1f} s ⚠ " + events.Drift.from_data(e).line(e.get("host"))
               for e in session.drifts]
-    notes += [f"- +{e['t'] - t0:.1f} s mark: {e.get('text', '')}" for e in session.marks]
+    notes += [f"- +{e['t'] - t0:.1f} s mark: {_mark_text(e)}" for e in session.marks]
     notes += [f"- +{e['t'] - t0:.1f} s error"
               + (f" ({e['pair'] or e['host']})" if e.get("pair") or e.get("host") else "")
               + f": {e.get('message', '')}" for e in session.errors]
     return notes
+
+
+def _mark_text(mark: dict[str, Any]) -> str:
+    """A mark as the notes print it. An alternation's end mark carries its verdicts, which
+    the report's first table shows: its text keeps why and when it stopped and how the
+    error is controlled, not the verdict lines again (each figure once)."""
+    text = str(mark.get("text", ""))
+    if not mark.get("verdicts"):
+        return text
+    kept = [part for part in text.split("; ") if "Δ" not in part]
+    return "; ".join([*kept, "verdicts: the Alternation verdict table above"])
+

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from abtui.core.numbers import SIG_DIGITS
 from abtui.reports import throughput
 from abtui.reports.samples import config_groups, run_values, values
 from abtui.sessions.records import Phase, Run
@@ -150,7 +151,7 @@ def _bound(pct: float) -> str:
     return f"{pct:+.1f}" if pct < 1e6 else "+inf"
 
 
-def _finite(xs: Sequence[float] | NDArray[Any]) -> list[float]:
+def finite(xs: Sequence[float] | NDArray[Any]) -> list[float]:
     return [float(x) for x in xs if math.isfinite(x)]
 
 
@@ -218,8 +219,27 @@ def log_welch(a: Sequence[float], b: Sequence[float]) -> LogWelch | str:
     assert sa.stdev is not None and sb.stdev is not None
     if sa.mean <= 0 or sb.mean <= 0:
         return "a mean of 0 or less: no interval for the ratio"
-    log_ratio, se, df = log_ratio_stats(sa.mean, sa.stdev**2, sa.n, sb.mean, sb.stdev**2, sb.n)
+    log_ratio, se, df = log_ratio_stats(
+        sa.mean, floored_var(sa.stdev**2, sa.n, sa.mean), sa.n,
+        sb.mean, floored_var(sb.stdev**2, sb.n, sb.mean), sb.n)
     return LogWelch(float(log_ratio), float(se), float(df) if se else math.inf)
+
+
+def resolution(mean: float) -> float:
+    """The standard error a mean printed as `mean` can never be known better than: half a
+    step of its last printed digit (iperf3's text prints SIG_DIGITS significant digits:
+    `9.41 Gbits/sec` is anything from 9.405 to 9.415). Runs whose spread is below that step
+    print the same figure, their rounding errors alike, so averaging more of them does not
+    shrink it: `[9.41]×3` against `[9.42]×3` is one step apart and no evidence of a change."""
+    if not mean or not math.isfinite(mean):
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(abs(mean))) - (SIG_DIGITS - 1))
+
+
+def floored_var(var: float, n: int, mean: float) -> float:
+    """A side's sample variance raised so that the standard error of its mean (var / n) is
+    never below the printed precision's (`resolution`): zero spread never claims."""
+    return max(var, n * resolution(mean) ** 2)
 
 
 def delta(base: Sequence[float] | NDArray[Any], other: Sequence[float] | NDArray[Any],
@@ -227,13 +247,15 @@ def delta(base: Sequence[float] | NDArray[Any], other: Sequence[float] | NDArray
     """Percent change of the mean of run-level values, with a `confidence` interval for the
     ratio of the means: Welch's t on the log scale (delta method), so it is never below
     -100 %. None without values on both sides (or a base mean of 0)."""
-    a, b = _finite(base), _finite(other)
+    a, b = finite(base), finite(other)
     return _delta(a, b, log_welch(a, b), confidence)
 
 
-def _delta(a: list[float], b: list[float], w: LogWelch | str, confidence: float
-           ) -> Delta | None:
-    pct = pct_change(a, b)
+def _delta(a: list[float], b: list[float], w: LogWelch | str, confidence: float,
+           pct: float | None = None) -> Delta | None:
+    """The Δ of `w`'s procedure; its figure `pct` (by default the change of the plain
+    means)."""
+    pct = pct_change(a, b) if pct is None else pct
     if pct is None:
         return None
     if isinstance(w, str):
@@ -283,14 +305,15 @@ def verdict(base: Sequence[float], other: Sequence[float], alpha: float = ALPHA)
     a 5 % change at 3 % noise is found 26 % of the time at 3+3, 60 % at 5+5, 93 % at
     10+10 (rank-sum: never at 3+3, 50 %, 91 %).
     """
-    a, b = _finite(base), _finite(other)
+    a, b = finite(base), finite(other)
     return _verdict(a, b, log_welch(a, b), alpha)
 
 
-def _verdict(a: list[float], b: list[float], w: LogWelch | str, alpha: float) -> Verdict:
+def _verdict(a: list[float], b: list[float], w: LogWelch | str, alpha: float,
+             pct: float | None = None) -> Verdict:
     n1, n2 = len(a), len(b)
     ns = f"n={n1}+{n2}"
-    pct = pct_change(a, b)
+    pct = pct_change(a, b) if pct is None else pct
     if isinstance(w, str):
         why = "too few runs" if w.startswith(FEW_RUNS) else "no ratio"
         return Verdict(f"? ({ns}: {why})", n1, n2, pct, reason=w)
@@ -378,9 +401,18 @@ def judged(base: Sequence[float], other: Sequence[float]
            ) -> tuple[LogWelch | str, Delta | None, Verdict]:
     """compare_samples with the procedure itself (or why it could not judge): the gate
     tests its own threshold with it."""
-    a, b = _finite(base), _finite(other)
+    a, b = finite(base), finite(other)
     w = log_welch(a, b)
     return w, _delta(a, b, w, CONFIDENCE), _verdict(a, b, w, 1 - CONFIDENCE)
+
+
+def judged_by(base: Sequence[float], other: Sequence[float], w: LogWelch | str
+              ) -> tuple[Delta | None, Verdict]:
+    """The Δ (its figure the procedure's own ratio, `w.log_ratio`) and verdict of another
+    procedure on the same values (the gate's trimmed means: abtui.reports.trimmed)."""
+    a, b = finite(base), finite(other)
+    pct = _pct_of_log(w.log_ratio) if isinstance(w, LogWelch) else None
+    return _delta(a, b, w, CONFIDENCE, pct), _verdict(a, b, w, 1 - CONFIDENCE, pct)
 
 
 def compare_cells(base: Cell, other: Cell, rx: bool = False) -> tuple[Delta | None, Verdict]:

@@ -4,6 +4,7 @@ twice; slower had the receivers' tcp_rmem cut to 16 KiB behind abtui's back."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -12,7 +13,7 @@ import pytest
 
 from abtui.cli import main
 from abtui.core.events import Event, EventKind
-from abtui.reports import compare, gate, stats
+from abtui.reports import compare, gate, stats, trimmed
 from abtui.sessions.session import Session
 from tests import synth
 
@@ -70,10 +71,10 @@ def test_junit_names_pass_regression_and_inconclusive() -> None:
     by = {c.get("name"): c for c in xml.iter("testcase")}
     answers = {n: c.find("properties/property").get("value")  # type: ignore[union-attr]
                for n, c in by.items()}
-    assert answers == {"down": "regression", "up": "pass", "few": "inconclusive"}
+    assert answers == {"down": "regression", "up": "pass", "few": "too few runs"}
     assert by["down"].find("failure") is not None and by["up"].find("system-out") is not None
     skipped = by["few"].find("skipped")
-    assert skipped is not None and skipped.get("message", "").startswith("inconclusive: ")
+    assert skipped is not None and skipped.get("message", "").startswith("too few runs: ")
 
 
 def test_what_cannot_be_judged_is_skipped_not_passed() -> None:
@@ -126,9 +127,9 @@ def test_nothing_judged_is_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixt
     assert {c.answer for c in cases} == {"unmatched"} and not any(c.failed for c in cases)
     files = [_file(tmp_path / "left.abtui.jsonl", left_ev),
              _file(tmp_path / "right.abtui.jsonl", right_ev)]
-    assert main(["compare", *files, "--fail-on-regression", "2%"]) == 1
+    assert main(["compare", *files, "--fail-on-regression", "2%"]) == 3
     err = capsys.readouterr().err
-    assert "nothing was judged: not a pass" in err and f"cc=reno, rmem={own_l}" in err
+    assert "nothing was tested: not a pass" in err and f"cc=reno, rmem={own_l}" in err
     assert "--match knobs" in err
     # matched by the knobs both set, the host's own value alike: a real comparison
     cases = compare.gate(left, right, 2, match="knobs")
@@ -150,9 +151,9 @@ def test_the_gate_answers_as_the_cell_reads() -> None:
     d, v = stats.compare_samples(base, [9.0, 9.1, 8.9])
     assert d is not None and d.high is not None and d.high < -2
     assert v.significant and cases[0].answer == "regression"
-    # one run a side: the rule cannot judge; inconclusive, never a regression nor a pass
+    # one run a side: the rule cannot test it; never a regression nor a pass
     few = gate.judge([gate.Judged("A", "c", [10.0], [5.0])], 2)[0]
-    assert few.answer == "inconclusive" and "too few runs" in few.why
+    assert few.answer == gate.UNTESTED and "n=1+1" in few.why and not few.judged
 
 
 def test_an_interval_that_straddles_minus_pct_is_inconclusive() -> None:
@@ -167,10 +168,10 @@ def test_an_interval_that_straddles_minus_pct_is_inconclusive() -> None:
     assert up.answer == "pass"
 
 
-def test_inconclusive_alone_exits_1_unless_allowed(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["compare", BASE, SAME, "--fail-on-regression", "2%"]) == 1
+def test_inconclusive_alone_exits_3_unless_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", BASE, SAME, "--fail-on-regression", "2%"]) == 3
     err = capsys.readouterr().err
-    assert "inconclusive: not a pass" in err and "0 regression, 4 inconclusive" in err
+    assert "inconclusive: not a pass (exit 3)" in err and "0 regression, 4 inconclusive" in err
     assert main(["compare", BASE, SAME, "--fail-on-regression", "2%",
                  "--allow-inconclusive"]) == 0
 
@@ -187,3 +188,88 @@ def test_many_configurations_keep_false_alarms_rare() -> None:
                  for p in "AB" for k in range(20)]
         alarms += any(c.failed for c in gate.judge(cases, 0))
     assert alarms / gates <= 0.06, alarms / gates
+
+
+# ---- a gate that can pass (issue 33) -----------------------------------------------------------
+
+def test_nothing_testable_never_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
+    # three configurations of one run a side, every throughput halved: with
+    # --allow-inconclusive this exited 0, "controlled over the 3 cases judged"
+    configs = [{"cc": cc} for cc in ("reno", "cubic", "bbr")]
+    files = [_file(tmp_path / f"{name}.abtui.jsonl", _events(configs, [[r]] * 3, {"cc": "bbr"}))
+             for name, r in (("left", 20e9), ("right", 10e9))]
+    for extra in ([], ["--allow-inconclusive"]):
+        assert main(["compare", *files, "--fail-on-regression", "2%", *extra]) == 3
+        err = capsys.readouterr().err
+        assert "3 with too few runs" in err and "over the 0 cases tested" in err
+        assert "nothing was tested: not a pass (exit 3, inconclusive)" in err
+        assert err.count("too few runs: n=1+1, the rule tests from 2 runs a side") == 3
+
+
+def test_inconclusive_is_its_own_exit_code_and_documented() -> None:
+    assert main(["compare", BASE, SAME, "--fail-on-regression", "2%"]) == 3  # inconclusive
+    assert main(["compare", BASE, SLOWER, "--fail-on-regression", "2%"]) == 1  # regression
+    contracts = (Path(__file__).resolve().parents[2] / "docs" / "contracts.md").read_text()
+    assert "**3** inconclusive" in contracts and "- **3**: inconclusive" in contracts
+
+
+def test_the_gate_says_what_it_could_have_shown_and_what_a_pass_needs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(7)
+    judged = [gate.Judged("A", str(k), (1 + 0.03 * rng.standard_normal(6)).tolist(),
+                          (1 + 0.03 * rng.standard_normal(6)).tolist()) for k in range(4)]
+    cases = gate.judge(judged, 5)
+    for c in cases:
+        assert c.tested is not None and c.shows is not None and c.runs is not None
+        w, a, b = c.tested
+        # the smallest loss shown: an estimate there puts the interval's top exactly at -5 %
+        half = (w.bounds()[1] - w.bounds()[0]) / 2
+        assert math.log1p(-c.shows / 100) + half == pytest.approx(math.log(0.95))
+        # the runs a pass needs: the fewest at which (t + z) · se clears -5 % at this spread
+        from scipy.special import ndtri, stdtrit
+
+        def clears(n: int, a: trimmed.Side = a, b: trimmed.Side = b) -> bool:
+            se, df = trimmed.welch(a, b, n)
+            return bool((stdtrit(df, 0.975) + ndtri(gate.PASS_CHANCE)) * se
+                        <= -math.log(0.95))
+        assert clears(c.runs) and (c.runs == stats.MIN_RUNS or not clears(c.runs - 1))
+        assert f"could show a loss from {c.shows:.1f}%" in c.line()
+    total = gate.resolution(cases, 5)
+    assert total.worst is not None and total.runs is not None
+    assert total.runs >= max(c.runs or 0 for c in cases)  # every case must pass
+    assert total.shows is not None and total.shows > max(c.shows or 0 for c in cases)
+    from abtui.commands.compare import verdict
+
+    verdict(cases, 5, False, "config")
+    err = capsys.readouterr().err
+    assert f"resolution: a regression in one case alone would have shown from " \
+           f"{total.shows:.1f}%" in err and f"about {total.runs} runs a side" in err
+
+
+def test_an_aa_gate_passes_and_a_lone_10pct_loss_is_caught_at_the_recommended_runs() -> None:
+    """The bench's session model (drift, slow noise, a periodic load, 2 % stalled runs,
+    3-digit rates), 40 cases at -5 %, the README's runs a side: on plain means one stall made
+    the gate inconclusive (0 of 1 200 A/A gates passed at n = 5; at 30 runs 6 %)."""
+    from tests.bench import bench_gate
+
+    rng = np.random.default_rng(33)
+    same = np.ones((2, 20))
+    runs = bench_gate.gates(rng, 20, gate.RECOMMENDED_RUNS, same, 5.0)
+    passed = sum(all(c.answer == gate.PASS for c in cases) for cases, _ in runs)
+    assert passed >= 16, passed
+    one = same.copy()
+    one[0, 0] = 0.9
+    lost = bench_gate.gates(rng, 20, gate.RECOMMENDED_RUNS, one, 5.0)
+    assert sum(cases[0].failed for cases, _ in lost) >= 15
+    assert not any(c.failed for cases, _ in lost for c in cases[1:])
+
+
+def test_runs_equal_at_the_printed_digit_are_no_regression() -> None:
+    # [9.41]×5 against [9.40]×5: one printed step apart, zero spread; a -0.1 % "regression"
+    # at p<0.001 before
+    case = gate.judge([gate.Judged("A", "c", [9.41e9] * 5, [9.40e9] * 5)], 0)[0]
+    assert case.answer == gate.INCONCLUSIVE and not case.failed
+    assert case.delta is not None and case.delta.low is not None and case.delta.high is not None
+    assert case.delta.low < 0 < case.delta.high
+    assert "Δ of 20 % trimmed means" in case.line()

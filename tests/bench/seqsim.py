@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from abtui.measure.alternate import positions, schedule
+from abtui.measure.alternate import arrangements, max_blocks, positions, schedule
 from abtui.reports import sequential as sq
 
 SUBSTEPS = 24  # a stretch's load fraction, averaged on this many points
@@ -257,3 +257,168 @@ def calibration(got: sq.Simulated) -> tuple[int, float]:
         claims += int(said.sum())
         resolved += int((hit & said).sum())
     return claims, resolved / max(1, claims)
+
+
+# ---- time-resolved alternations: the boundary as drive() times it ---------------------------
+
+@dataclass(frozen=True)
+class Timed:
+    """A null (or not) scenario on the clock: a stretch is one unit (`--every`); a flip takes
+    `flip_s` (drawn per flip, uniform) and restarts the run (`restart`: iperf3's interval clock
+    starts again once the value is confirmed); iperf3's intervals are `interval` long on their
+    own clock; a load takes `load` of the throughput for half of every `period` stretches (0:
+    none; "block": the block's length), at a random phase; a stretch is dead (moves nothing)
+    with probability `dead_p`, on any value; `quantise`: each interval's rate printed with 3
+    significant digits (around `level`); `sd` independent noise a stretch and pair; `drift`
+    over the run."""
+
+    name: str
+    sd: float = 0.01
+    flip_s: tuple[float, float] = (0.02, 0.3)
+    restart: bool = True
+    interval: float = 0.1
+    period: float | str = 0.0
+    load: float = 0.3
+    dead_p: float = 0.0
+    quantise: bool = False
+    level: float = 9.41
+    drift: float = 0.0
+
+
+def old_schedule(values: Sequence[str], blocks: int, seed: int) -> tuple[str, ...]:
+    """Last round's schedule (blocks of every value once, AB or BA for two), to reproduce its
+    failures."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[str] = []
+    for _ in range(blocks):
+        block = list(values)
+        rng.shuffle(block)
+        out += block
+    return tuple(out)
+
+
+def old_positions(order: Sequence[str], values: Sequence[str]) -> list[list[tuple[int, ...]]]:
+    m = len(values)
+    return [[(order.index(v, b * m),) for v in values] for b in range(len(order) // m)]
+
+
+def _on(a: np.ndarray, b: np.ndarray, period: float, phase: np.ndarray) -> np.ndarray:
+    """The share of [a, b] in which a load on for the first half of every period is on."""
+    def g(x: np.ndarray) -> np.ndarray:
+        x = x + phase
+        return np.floor(x / period) * period / 2 + np.minimum(np.mod(x, period), period / 2)
+    return (g(b) - g(a)) / np.maximum(b - a, 1e-12)
+
+
+def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
+                sc: Timed, effects: tuple[float, ...] | None = None, *, old: bool = False,
+                window: float = 0.2, pad: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Stretch rates runs × pairs × stretches (nan: no sample) and each run's positions
+    (runs × blocks × values × per), timed as drive() times the boundary: `old` as last round
+    (the next stretch begun before the flip, its `every` counted from the flip's end,
+    intervals straddling a flip dropped, a stretch that counted under half its time no
+    sample, blocks of one stretch a value); else every boundary alike (close, flip when the
+    value changes, `window` dropped, the stretch's clock from there, intervals begun in it;
+    `pad`: a boundary that keeps the value waits the median time of the flips so far).
+    """
+    names = tuple(str(v) for v in range(values))
+    sched, posf = (old_schedule, old_positions) if old else (schedule, positions)
+    eff = np.asarray(effects if effects is not None else (0.0,) * values)
+    seeds = rng.integers(2**31, size=runs)
+    orders = [np.asarray(sched(names, blocks, int(s)), dtype=int) for s in seeds]
+    pos = np.asarray([posf(tuple(str(x) for x in o), names) for o in orders])
+    at = np.asarray(orders)  # runs × n
+    n = at.shape[1]
+    flip = np.r_[np.zeros((runs, 1), bool).T, (at[:, 1:] != at[:, :-1]).T].T
+    f = np.where(flip, rng.uniform(*sc.flip_s, (runs, n)), 0.0)
+    period = float(len(old_schedule(names, 1, 0)) if old else
+                   len(schedule(names, 1, 0))) if sc.period == "block" else float(sc.period)
+    phase = rng.uniform(0, period or 1.0, runs)
+    L = sc.interval
+    begin = np.empty((runs, n))
+    end = np.empty((runs, n))
+    origin = rng.uniform(0, L, runs)  # the interval clock
+    t = np.zeros(runs) if old else np.full(runs, window)
+    level = eff[at][:, None, :] + rng.normal(0.0, sc.sd, (runs, pairs, n))
+    if sc.drift:
+        level += np.log1p(sc.drift) * np.arange(n) / max(1, n - 1)
+    rates = np.zeros((runs, pairs, n))
+    for s in range(n):
+        if old:  # begun at t; flip from t to t + f; `every` from the flip's end
+            begin[:, s], end[:, s] = t, t + f[:, s] + 1.0
+            counted_from = t + f[:, s]
+            last_arrival = end[:, s]
+        else:
+            if s:
+                took = f[:, s]
+                if pad:  # one of the flips so far, drawn (none yet: no pause)
+                    seen = flip[:, 1:s]
+                    count = seen.sum(1)
+                    pick = np.floor(rng.random(runs) * np.maximum(count, 1)).astype(int)
+                    rank = np.cumsum(seen, 1) - 1
+                    chosen = (rank == pick[:, None]) & seen
+                    typical = (np.where(chosen, f[:, 1:s], 0.0)).sum(1)
+                    took = np.where(flip[:, s], took, typical)
+                t = end[:, s - 1] + took + window
+            begin[:, s], end[:, s] = t, t + 1.0
+            counted_from = t
+            last_arrival = end[:, s]
+        if sc.restart:
+            origin = np.where(flip[:, s], begin[:, s] + f[:, s] + 0.02, origin)
+        k0 = np.ceil((counted_from - origin) / L - 1e-9)
+        if old:  # arrived after the begin, not straddling the flip
+            k0 = np.maximum(k0, np.where(flip[:, s], k0, np.floor((begin[:, s] - origin) / L)))
+        k1 = np.floor((last_arrival - origin) / L + 1e-9) - 1  # last interval ending by then
+        width = int(np.max(k1 - k0)) + 1
+        total = np.zeros((runs, pairs))
+        count = np.maximum(k1 - k0 + 1, 0)
+        for j in range(max(width, 0)):
+            k = k0 + j
+            a = origin + k * L
+            on = _on(a, a + L, period, phase) if period else np.zeros(runs)
+            r = sc.level * np.exp(level[:, :, s]) * (1 - sc.load * on)[:, None]
+            if sc.quantise:
+                r = _round3(r)
+            total += np.where((j < count)[:, None], r, 0.0)
+        rate = total / np.maximum(count, 1)[:, None]
+        if sc.dead_p:
+            rate = np.where(rng.random((runs, pairs)) < sc.dead_p, 0.0, rate)
+        if old:  # under half its time: no sample (a dead stretch among them)
+            short = (count * L < 0.5)[:, None] | (rate <= 0)
+            rate = np.where(short, np.nan, rate)
+        rates[:, :, s] = rate
+        if old:
+            t = end[:, s]
+    return rates, pos
+
+
+def _round3(r: np.ndarray) -> np.ndarray:
+    """Rates as iperf3 prints them: 3 significant digits."""
+    step = 10.0 ** (np.floor(np.log10(np.where(r > 0, r, 1.0))) - 2)
+    return np.round(r / step) * step
+
+
+def timed_claims(rng: np.random.Generator, sc: Timed, runs: int, pairs: int, values: int,
+                 max_runs: int = 20, old: bool = False,
+                 effects: tuple[float, ...] | None = None, check: bool = True,
+                 spending: str = sq.SPENDING[0], pooled: bool = True) -> sq.Simulated:
+    """The live rule on `timed_rates` (new: blocks of four for two values, the resolution
+    floor, the randomisation floor of six arrangements; old: last round's rule)."""
+    names = tuple(str(v) for v in range(values))
+    blocks = max_runs if old else max_blocks(names, max_runs)
+    rates, pos = timed_rates(rng, runs, pairs, values, blocks, sc, effects, old=old)
+    got = sq.contrasts(rates, pos)
+    d = got.d.reshape(runs, -1, got.d.shape[-1])
+    floor = got.floor.reshape(runs, -1)
+    options = np.broadcast_to(got.options, got.d.shape + got.options.shape[-1:]).reshape(
+        d.shape + got.options.shape[-1:])
+    tss = None if got.tss is None else np.broadcast_to(got.tss, got.d.shape).reshape(d.shape)
+    if old:
+        d = np.where(np.isnan(d), 0.0, d)  # (a dropped block: rare in the null scenarios)
+        return sq.simulate(d, sq.Family(d.shape[1], blocks))
+    family = sq.Family(d.shape[1], blocks, spending=spending,
+                       arrangements=arrangements(names))
+    return sq.simulate(d, family, floor=floor, options=options if check else None,
+                       tss=tss if pooled else None)

@@ -36,7 +36,7 @@ from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
 from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link
-from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile, now
+from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import (
@@ -149,8 +149,9 @@ def order_line(knob: str, seed: int, values: Sequence[str]) -> str:
 class Stretches:
     """Each pair's stretch values by schedule index, from the engine's intervals: `begin`
     opens a stretch (closing the one in force), `close` ends it. Only intervals that began
-    at or after the stretch opened (on the controller's clock, `clock`) count in it, so a
-    stretch is timed the same way at every boundary, whether the value changed or not.
+    at or after the stretch opened count in it (on the controller's clock, as its events
+    tell it: a stretch opens at the latest event's time), so a stretch is timed the same way
+    at every boundary, whether the value changed or not.
 
     A stretch held its full time (`close(full=True)`: a boundary of the schedule) always
     counts: one that moved nothing (its value stopped the traffic: the run failed, its
@@ -164,14 +165,14 @@ class Stretches:
     pairs: tuple[str, ...]
     min_seconds: float
     hosts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # pair -> its hosts
-    clock: Callable[[], float] = now  # the events' clock (Event.t)
     samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     taken: dict[str, dict[int, float]] = field(default_factory=dict)
     lost: dict[str, set[int]] = field(default_factory=dict)  # pair -> stretches left out
     closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
     index: int | None = None  # the stretch in force
     value: str | None = None
-    opened: float = 0.0  # when the stretch in force opened (clock)
+    opened: float = -math.inf  # when the stretch in force opened (the events' clock)
+    latest: float = -math.inf  # the latest event's time
     _open: dict[str, Segment] = field(default_factory=dict)
     _down: set[str] = field(default_factory=set)  # pairs whose link dropped in this stretch
 
@@ -184,7 +185,7 @@ class Stretches:
         """Stretch `index` (holding `value`) starts now; the one in force ends at its full
         time (a boundary)."""
         self.close(full=True)
-        self.index, self.value, self.opened = index, value, self.clock()
+        self.index, self.value, self.opened = index, value, self.latest
 
     def close(self, full: bool = False) -> None:
         """The stretch in force ends: held its full time (`full`, a boundary) or cut short
@@ -196,10 +197,10 @@ class Stretches:
             if pair in self._down or self.value not in self.samples[pair]:
                 self.lost[pair].add(self.index)
                 continue
-            if not full and seg.seconds < self.min_seconds:
+            if not full and (seg.seconds < self.min_seconds or not seg.seconds):
                 continue  # a stop cut it short: no sample
-            rate = seg.bits / max(seg.seconds, self.min_seconds) if full else seg.bits / \
-                seg.seconds
+            over = max(seg.seconds, self.min_seconds) if full else seg.seconds
+            rate = seg.bits / over if over > 0 else 0.0  # full and nothing counted: dead
             self.samples[pair][self.value].append(rate)
             self.taken[pair][self.index] = rate
         self.closed = max(self.closed, self.index + 1)
@@ -208,6 +209,7 @@ class Stretches:
         self.index = self.value = None
 
     def __call__(self, event: AnyEvent) -> None:
+        self.latest = max(self.latest, event.t)
         if self.index is None:
             return
         if event.kind is EventKind.LINK:
@@ -362,11 +364,12 @@ class Verdicts:
                f"{'s' if k != 1 else ''} (Holm: α/{k} each until one is significant)"
 
 
-def change_window(profile: Profile) -> float:
+def change_window(profile: Profile, every: float) -> float:
     """The seconds an alternation drops at every boundary: the intervals iperf3 omits at a
-    (re)start and two intervals more (a restarted run's set-up), at least one second."""
+    (re)start and two intervals more (a restarted run's set-up), at least one second, at
+    most half of `every`."""
     test = profile.test
-    return max(1.0, test.omit + 2 * test.interval)
+    return min(max(1.0, test.omit + 2 * test.interval), every / 2)
 
 
 def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None
@@ -514,7 +517,7 @@ def console_alternation(profile: Profile, knob: str | None, config: Mapping[str,
     if len(values) < 2:
         raise BadInput(f"knob {knob} has one value: nothing to alternate")
     return Alternation(knob, tuple(values), every, DEFAULT_MAX_RUNS, until_verdict=True,
-                       window=change_window(profile))
+                       window=change_window(profile, every))
 
 
 class LiveAlternation:

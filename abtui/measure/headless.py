@@ -260,7 +260,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     await engine.mark(seeded)
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
-        why = await drive(engine.set_knob, replace(alt, window=change_window(profile)),
+        why = await drive(engine.set_knob, replace(alt, window=change_window(profile, alt.every)),
                           verdicts, say, duration)
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)

@@ -175,6 +175,8 @@ def spending_at(t: Any, alpha: float, spending: str, arrangements: int = 0) -> A
     if not spending.startswith("floor+"):
         return spent(t, alpha, spending)
     base = spent(t, alpha, spending[len("floor+"):])
+    if arrangements <= 2:  # AB or BA: the floor allows nothing before the 7th block
+        return base
     n = FIRST_LOOK + np.arange(t.size)
     floor = 2.0 * float(max(arrangements, 2)) ** (-n.astype(float)) * (1 + FLOOR_MARGIN)
     fits = np.nonzero((floor <= FLOOR_SHARE * alpha) & (floor > base))[0]
@@ -570,7 +572,7 @@ class Assessment:
         of = f"{self.n} of {blocks} block{'s' if blocks != 1 else ''}"
         if self.significant:
             return f"decided at {of}"
-        return f"{of}: {blocks - self.n} left out, a stretch without a sample (a stop)"
+        return f"{of}: {blocks - self.n} left out"
 
 
 def _pct(x: float) -> float:

@@ -121,121 +121,75 @@ def loaded(rng: np.random.Generator, runs: int, n: int, sc: Scenario,
         last - first + 1)
 
 
-def ratios(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
-           sc: Scenario, effects: tuple[float, ...] | None = None, *, strict: bool = False,
-           seeds: np.ndarray | None = None) -> np.ndarray:
-    """Block log ratios runs × (pairs × compared values) × blocks, the order drawn per run
-    by abtui's schedule (`strict`: ABAB…, the old order, for comparison; `seeds`: run r in
-    the order of schedule seed seeds[r], as `--seed` replays it); `effects` the values' true
-    log effects (default none)."""
+def untimed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
+                  sc: Scenario, effects: tuple[float, ...] | None = None, *,
+                  seeds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Stretch rates runs × pairs × stretches under `sc` (every stretch one unit, or on the
+    load's own clock: Scenario.clocked) and each run's positions (runs × blocks × values ×
+    per), the order drawn per run by abtui's schedule (`seeds`: run r in the order of
+    schedule seed seeds[r], as `--seed` replays it); `effects` the values' true log effects
+    (default none)."""
     names = tuple(str(v) for v in range(values))
     eff = np.asarray(effects if effects is not None else (0.0,) * values)
-    n = values * blocks
-    if sc.clocked and seeds is None:  # a flip's time needs the order before the noise
-        seeds = np.full(runs, -1) if strict else rng.integers(2**31, size=runs)
-    logs = None if sc.clocked else host_noise(rng, runs, pairs, n, sc)
-    pos = np.empty((runs, blocks, values), dtype=np.int64)
-    shift = np.empty((runs, n))
-    flips = np.empty((runs, n), dtype=bool)
-    orders: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for r in range(runs):
-        seed = int(seeds[r]) if seeds is not None else -1 if strict else \
-            int(rng.integers(2**31))
-        if seed not in orders:
-            order = names * blocks if seed < 0 else schedule(names, blocks, seed)
-            at = np.asarray(order, dtype=int)
-            orders[seed] = (np.asarray(positions(order, names)), eff[at],
-                            np.r_[False, at[1:] != at[:-1]])
-        pos[r], shift[r], flips[r] = orders[seed]
-    logs = (host_noise(rng, runs, pairs, n, sc, flips) if logs is None else logs) + \
-        shift[:, None, :]
-    taken = np.take_along_axis(logs[:, :, None, :],
-                               pos.transpose(0, 2, 1)[:, None, :, :], axis=3)
-    d = taken[:, :, 1:, :] - taken[:, :, :1, :]  # runs × pairs × compared × blocks
-    return d.reshape(runs, pairs * (values - 1), blocks)
+    seeds = rng.integers(2**31, size=runs) if seeds is None else np.asarray(seeds)
+    cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for seed in np.unique(seeds):
+        order = schedule(names, blocks, int(seed))
+        cache[int(seed)] = (np.asarray(positions(order, names)), np.asarray(order, dtype=int))
+    pos = np.stack([cache[int(x)][0] for x in seeds])
+    at = np.stack([cache[int(x)][1] for x in seeds])
+    flips = np.concatenate([np.zeros((runs, 1), bool), at[:, 1:] != at[:, :-1]], axis=1)
+    logs = host_noise(rng, runs, pairs, at.shape[1], sc, flips) + eff[at][:, None, :]
+    return np.exp(logs), pos
+
+
+def rule(rates: np.ndarray, pos: np.ndarray, values: int, blocks: int,
+         min_effect: float = 1.0, spending: str = sq.SPENDING[0], check: bool = True,
+         pooled: bool = True) -> sq.Simulated:
+    """The live rule on stretch rates (runs × pairs × stretches) in the runs' orders `pos`:
+    the block log ratios, their resolution floor, pooled spread and randomisation check as
+    Verdicts takes them (sequential.contrasts), Holm over pairs × compared values."""
+    names = tuple(str(v) for v in range(values))
+    runs = rates.shape[0]
+    got = sq.contrasts(rates, pos)
+    d = got.d.reshape(runs, -1, got.d.shape[-1])
+    options = np.broadcast_to(got.options, got.d.shape + got.options.shape[-1:]).reshape(
+        d.shape + got.options.shape[-1:])
+    tss = None if got.tss is None else np.broadcast_to(got.tss, got.d.shape).reshape(d.shape)
+    family = sq.Family(d.shape[1], blocks, spending=spending,
+                       arrangements=arrangements(names))
+    return sq.simulate(d, family, min_effect, floor=got.floor.reshape(runs, -1),
+                       options=options if check else None, tss=tss if pooled else None)
+
+
+def ratios(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
+           sc: Scenario, effects: tuple[float, ...] | None = None) -> np.ndarray:
+    """Block log ratios runs × (pairs × compared values) × blocks (untimed_rates)."""
+    rates, pos = untimed_rates(rng, runs, pairs, values, blocks, sc, effects)
+    d = sq.contrasts(rates, pos).d
+    return d.reshape(runs, -1, d.shape[-1])
 
 
 def false_claims(rng: np.random.Generator, sc: Scenario, runs: int, pairs: int = 2,
-                 values: int = 3, blocks: int = 20, strict: bool = False) -> float:
+                 values: int = 3, max_runs: int = 20) -> float:
     """The share of A/A runs in which any comparison of the family turns significant."""
-    d = ratios(rng, runs, pairs, values, blocks, sc, strict=strict)
-    got = sq.simulate(d, sq.Family(d.shape[1], blocks))
-    return float((got.decided > 0).any(axis=1).mean())
+    blocks = max_blocks(range(values), max_runs)
+    rates, pos = untimed_rates(rng, runs, pairs, values, blocks, sc)
+    return float((rule(rates, pos, values, blocks).decided > 0).any(axis=1).mean())
 
 
 def per_seed(rng: np.random.Generator, sc: Scenario, seeds: Sequence[int], runs: int,
-             pairs: int = 2, values: int = 2, blocks: int = 10, strict: bool = False
-             ) -> np.ndarray:
+             pairs: int = 2, values: int = 2, max_runs: int = 20) -> np.ndarray:
     """The false-claim rate of each seed's order (what `--seed N` replays) over `runs` A/A
-    runs that differ in the load's phase, the stretch's real length and the noise.
-    `strict`: the rule on strict ABAB instead (one order for every "seed")."""
+    runs that differ in the load's phase, the stretch's real length and the noise."""
+    blocks = max_blocks(range(values), max_runs)
     out = []
     for at in range(0, len(seeds), CHUNK):  # a chunk of seeds at a time: the arrays stay small
         some = np.repeat(np.asarray(seeds[at:at + CHUNK]), runs)
-        d = ratios(rng, some.size, pairs, values, blocks, sc,
-                   seeds=None if strict else some, strict=strict)
-        claimed = (sq.simulate(d, sq.Family(d.shape[1], blocks)).decided > 0).any(axis=1)
+        rates, pos = untimed_rates(rng, some.size, pairs, values, blocks, sc, seeds=some)
+        claimed = (rule(rates, pos, values, blocks).decided > 0).any(axis=1)
         out.append(claimed.reshape(-1, runs).mean(axis=1))
     return np.concatenate(out)
-
-
-def signflip_rule(d: np.ndarray, blocks: int, alpha: float = 0.05, draws: int = 0,
-                  seed: int = 0, chunk: int = 500) -> np.ndarray:
-    """A group-sequential sign-flip (randomisation) rule on block log ratios d[run, comparison,
-    block], for the comparison with the live rule: each comparison at alpha / K (Bonferroni,
-    which for the first claim is what Holm is), the same looks and O'Brien-Fleming-like
-    spending. At look n the paired t of the first n blocks is referred to its distribution
-    over the blocks' signs flipped, given their sizes: the threshold is the smallest that
-    paths not yet stopped cross with at most the look's spending increment, so the chance of
-    any claim is at most alpha whatever the noise, over the draw of the orders. All 2^blocks
-    sign patterns (draws 0), else `draws` random ones (Monte Carlo). The look (n) at which
-    each comparison turned significant, 0 never."""
-    runs, k, _n = d.shape
-    if draws:
-        signs = 1 - 2 * np.random.default_rng(seed).integers(0, 2, (draws, blocks))
-    else:
-        signs = 1 - 2 * ((np.arange(2**blocks)[:, None] >> np.arange(blocks)) & 1)
-    looks = np.arange(sq.FIRST_LOOK, blocks + 1)
-    inc = np.diff(np.concatenate([[0.0], sq.spent(looks / blocks, alpha / k, "obrien-fleming")]))
-    allowed = np.floor(inc * len(signs) + 1e-9).astype(int)  # paths a look may newly stop
-    decided = np.zeros((runs, k), dtype=np.int64)
-    flat = d.reshape(runs * k, blocks)
-    out = decided.reshape(-1)
-    for at in range(0, len(flat), chunk):
-        x = flat[at:at + chunk]
-        # the paths' sums at every look: the sign patterns', and the observed one
-        s = np.cumsum(np.abs(x)[:, None, :] * signs[None], axis=-1)  # chunk × P × blocks
-        s_obs = np.cumsum(x, axis=-1)
-        q = np.cumsum(x * x, axis=-1)
-        n = np.arange(1, blocks + 1)
-
-        def t(sums: np.ndarray, q: np.ndarray = q, n: np.ndarray = n) -> np.ndarray:
-            var = np.maximum(q - sums**2 / n, 0.0) / np.maximum(n - 1, 1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.round(np.abs(sums) / np.sqrt(var / n), 9)
-
-        tp = t(s, q[:, None, :])[..., sq.FIRST_LOOK - 1:]  # chunk × P × looks
-        to = t(s_obs)[..., sq.FIRST_LOOK - 1:]  # chunk × looks
-        alive = np.ones(tp.shape[:2], dtype=bool)
-        done = np.zeros(len(x), dtype=np.int64)
-        for li, look in enumerate(looks):
-            if allowed[li] == 0:
-                continue
-            v = np.where(alive, tp[..., li], -np.inf)
-            v = np.where(np.isnan(v), -np.inf, v)
-            asc = np.sort(v, axis=1)
-            m = asc.shape[1]
-            j = np.arange(m)
-            new = np.concatenate([np.ones((len(x), 1), bool), asc[:, 1:] != asc[:, :-1]], 1)
-            first = np.maximum.accumulate(np.where(new, j, 0), axis=1)
-            ok = (m - first <= allowed[li]) & np.isfinite(asc)
-            has = ok.any(1)
-            c = np.where(has, asc[np.arange(len(x)), np.argmax(ok, axis=1)], np.inf)
-            alive &= ~(tp[..., li] >= c[:, None])
-            hit = (done == 0) & (to[:, li] >= c)
-            done[hit] = look
-        out[at:at + chunk] = done
-    return decided
 
 
 def calibration(got: sq.Simulated) -> tuple[int, float]:
@@ -404,21 +358,12 @@ def timed_claims(rng: np.random.Generator, sc: Timed, runs: int, pairs: int, val
                  max_runs: int = 20, old: bool = False,
                  effects: tuple[float, ...] | None = None, check: bool = True,
                  spending: str = sq.SPENDING[0], pooled: bool = True) -> sq.Simulated:
-    """The live rule on `timed_rates` (new: blocks of four for two values, the resolution
-    floor, the randomisation floor of six arrangements; old: last round's rule)."""
+    """The live rule on `timed_rates` (`old`: last round's schedule, boundary and rule)."""
     names = tuple(str(v) for v in range(values))
     blocks = max_runs if old else max_blocks(names, max_runs)
     rates, pos = timed_rates(rng, runs, pairs, values, blocks, sc, effects, old=old)
-    got = sq.contrasts(rates, pos)
-    d = got.d.reshape(runs, -1, got.d.shape[-1])
-    floor = got.floor.reshape(runs, -1)
-    options = np.broadcast_to(got.options, got.d.shape + got.options.shape[-1:]).reshape(
-        d.shape + got.options.shape[-1:])
-    tss = None if got.tss is None else np.broadcast_to(got.tss, got.d.shape).reshape(d.shape)
-    if old:
-        d = np.where(np.isnan(d), 0.0, d)  # (a dropped block: rare in the null scenarios)
-        return sq.simulate(d, sq.Family(d.shape[1], blocks))
-    family = sq.Family(d.shape[1], blocks, spending=spending,
-                       arrangements=arrangements(names))
-    return sq.simulate(d, family, floor=floor, options=options if check else None,
-                       tss=tss if pooled else None)
+    if not old:
+        return rule(rates, pos, values, blocks, spending=spending, check=check, pooled=pooled)
+    d = sq.contrasts(rates, pos).d
+    d = np.where(np.isnan(d), 0.0, d).reshape(runs, -1, d.shape[-1])  # (dropped: rare here)
+    return sq.simulate(d, sq.Family(d.shape[1], blocks, spending="obrien-fleming"))

@@ -257,6 +257,7 @@ def cumulative(d: Any, floor: Any = 0.0, tss: Any = None) -> tuple[Any, Any, Any
             df = n - 1 + POOLED_DF * n
             var = np.maximum(np.cumsum(np.asarray(tss, dtype=float), -1) - n * mean**2,
                              0.0) / df
+    var = np.where(var <= 1e-12 * mean**2, 0.0, var)  # equal ratios: zero, not rounding
     var = np.maximum(var, np.square(np.asarray(floor, dtype=float))[..., None])
     k = FIRST_LOOK - 1
     se = np.sqrt(var[..., k:] / n[k:])

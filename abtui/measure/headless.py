@@ -298,7 +298,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
             decided.set()
 
     engine.subscribe(watch)
-    await engine.start("plan", steps=plan_steps(alt.knob, order, len(alt.values)))
+    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block))
     waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}
     await asyncio.wait(waits, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:

@@ -470,7 +470,7 @@ def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 
     at = np.where(first < looks.size, looks[np.minimum(first, looks.size - 1)], -1)
     at = np.where(np.isfinite(need), at, FIRST_LOOK)  # sd 0: any look resolves it
     more = np.maximum(at, n + 1) - n
-    return np.where((at < 0) | (n >= design.max_runs) | (n < FORECAST_FROM), -1, more)
+    return np.where((at < 0) | (n >= design.max_runs) | (df < FORECAST_FROM - 1), -1, more)
 
 
 # The boundaries come from the z statistics' joint distribution; the rule looks at t statistics
@@ -514,6 +514,9 @@ class Assessment:
     # significant with the interval's near end within half of Δ: an early stop's Δ may then
     # overstate the effect materially (far beyond its boundary, the look's selection is not)
     close: bool = False
+    # blocks from which "about k more" is said: FORECAST_FROM, or 2 when the spread is pooled
+    # within blocks (blocks of four: 5 degrees of freedom at 2 blocks, as 6 blocks of two)
+    forecast_from: int = FORECAST_FROM
 
     @property
     def early(self) -> bool:
@@ -546,7 +549,7 @@ class Assessment:
         if self.within:
             return f"{text}, no difference of {self.min_effect:g}% or more"
         if self.n >= FIRST_LOOK:
-            if self.more is None and self.n < FORECAST_FROM:
+            if self.more is None and self.n < self.forecast_from:
                 return f"{text}, too few blocks yet to say how many more resolve " \
                        f"{self.min_effect:g}%"
             if self.more is None:
@@ -616,7 +619,7 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
         more = got if got > 0 else None
     material = significant and abs(mean) < MATERIAL * half
     return Assessment(delta, n, significant, more, design.max_runs, min_effect, inside, dead,
-                      material)
+                      material, FIRST_LOOK if tss is not None else FORECAST_FROM)
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,13 +72,14 @@ def test_a_knob_that_matters_is_found_and_the_run_stops(lab: Lab, tmp_path: Path
     assert set(final) == {"A", "B"}, proc.stderr
     for line in final.values():
         # decided at this look, or at an earlier one than the other pair's
-        assert re.search(r"-\d+\.\d% significant \((decided at )?\d+ (of \d+ )?blocks",
-                         line), line
+        assert re.search(r"Δgeo -\d+\.\d% \[.*\] significant \((decided at )?\d+ (of \d+ )?"
+                         r"blocks", line), line
     rounds = int(re.search(r"after (\d+) block", proc.stderr)[1])  # type: ignore[index]
     stretches = int(re.search(r"blocks? \((\d+) stretches\)",  # type: ignore[index]
                               proc.stderr)[1])
     assert stretches <= 12, proc.stderr
     print(f"\nstopped by the rule after {rounds} blocks ({stretches} stretches), {took:.1f} s")
+    print("\n".join(x for x in proc.stderr.splitlines() if "tcp_rmem" in x or "ended" in x))
     # the session: both configurations on both pairs, the smaller window far slower
     session = Session.load(out)
     cells = stats.cells(session)

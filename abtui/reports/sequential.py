@@ -1,77 +1,51 @@
 """When the answer is in: a sequential rule for alternated stretches (`abtui run --alternate`).
 
-The alternation runs in *blocks*: each block holds every value once, in an order drawn at
-random (abtui.measure.alternate.schedule). Each complete block gives, per pair and compared
-value, one sample: the log ratio of that value's stretch to the base's stretch in the same
-block. Drift, warm-up and slowly varying noise are nearly the same within a block and cancel;
-periodic interference lands on either value by the draw, so it cannot alias with the schedule.
-The rule is a paired t on these block log ratios, looked at once per complete block:
+The alternation runs in *blocks* whose order is drawn at random (abtui.measure.alternate
+.schedule): for two values four stretches, each value twice, in one of the six balanced
+orders (BALANCED); for more a permutation. Each complete block gives, per pair and compared
+value, one sample: the mean log rate of that value's stretches in the block less the base's
+(`contrasts`; a stretch that moved nothing counts at DEAD_SHARE of the pair's median).
+Drift, warm-up and slowly varying noise are nearly the same within a block and cancel;
+periodic interference lands on either value by the draw. The rule is a paired t on these
+block log ratios, looked at once per complete block:
 
-- A maximum number of blocks (`max_runs`, N) is fixed in advance; look n (n complete blocks)
-  is at information fraction n / N, and only complete blocks are looked at, so each look the
-  spending was computed for is taken at most once.
-- Lan-DeMets alpha spending (O'Brien-Fleming-like by default, Pocock-like on request) gives one
-  z boundary per look, from the joint distribution of the looks' statistics (independent
-  increments), integrated numerically on a grid (Armitage, McPherson and Rowe's recursion).
+- A maximum number of blocks (N) is fixed in advance; look n is at information fraction
+  n / N, and only complete blocks are looked at, so each look the spending was computed for
+  is taken at most once.
+- Lan-DeMets alpha spending gives one z boundary per look, from the joint distribution of
+  the looks' statistics (independent increments), integrated numerically on a grid
+  (Armitage, McPherson and Rowe's recursion). The default spends O'Brien-Fleming-like, except
+  that the first look whose randomisation floor is within reach spends that floor at once
+  (`spending_at`): an obvious effect is called at the 3rd block of four (12 stretches).
 - At look n the interval is a repeated confidence interval: the paired t interval of the mean
-  block log ratio (n − 1 degrees of freedom) at the nominal level that look's boundary gives,
-  2 (1 − Φ(z_n)). The difference is significant when that interval excludes 0: the interval
-  and the verdict are one procedure, so they never disagree.
+  block log ratio at the nominal level that look's boundary gives, its spread pooled within
+  and between blocks of four (`cumulative`) and never below what the figures' printed
+  precision allows (`resolution`). The difference is significant when that interval excludes
+  0 and the randomisation test over the blocks' possible arrangements agrees at the same
+  level (`randomisation_p`: exact over the draw of the orders, whatever the noise); a look
+  below the randomisation floor 2 A^(−n) claims nothing (`attainable`).
 - Family-wise error: the live rule judges K = pairs × (values − 1) comparisons. Each starts
-  with α / K (Bonferroni); when one turns significant its α is passed on to the others (Holm's
-  step-down, in the graphical form Maurer and Bretz (2013) proved for group-sequential
-  designs: the remaining comparisons' boundaries are those of a design at the larger α, at the
-  current and later looks). The chance that any of the K says "significant" when none differs
-  stays at most α, whatever the correlation between pairs.
+  with α / K (Bonferroni); when one turns significant its α is passed on to the others
+  (Holm's step-down, in the graphical form Maurer and Bretz (2013) proved for group-sequential
+  designs). The chance that any of the K says "significant" when none differs stays at most
+  α, whatever the correlation between pairs.
 
 Blocks still needed (`more`): the fewest further blocks after which the repeated interval's
-half-width, at that later look's own boundary and t quantile, is at most the larger of half of
-ln(1 + min_effect) (then the interval excludes 0 or lies within ±min_effect, whatever the mean)
-and |mean| less two standard errors (then it turns significant if the difference is that
-large). It plans with the spread's 80 % upper confidence bound, and only from FORECAST_FROM
-blocks on (a spread from 2 or 3 blocks is often far too small, and only the runs where it is
-too small would be promised anything). Never 0 while undecided (at least 1); None when not
-within the maximum.
+half-width, at that later look's own boundary and t quantile, is at most the larger of half
+of ln(1 + min_effect) and |mean| less two standard errors; planned with the spread's 80 %
+upper confidence bound, once it has three degrees of freedom. Never 0 while undecided.
 
-An early stop (significant before the last look) tends to overstate |Δ|: the look that
-crossed is the one where the noise helped. The line says so ("stopped early: Δ may overstate
-the effect"): at a true +3 % (3 % noise) the Δ at an early stop overstates it by 21 % on
-average (docs/sequential.md says why it is not adjusted).
+The live Δ is the ratio of geometric means, paired by block (DELTA_LABEL "Δgeo"); the cells'
+and the gate's Δ are ratios of means, and each line names its own.
 
-Measured by simulation of these functions (tests/bench/bench_seq.py, `make bench seq`; the full
-table in docs/sequential.md). False claims of the family, 2 pairs × 2 values, no difference, 20
-blocks at most; old = strict ABAB, Welch on the stretches, a look after every flip, no family
-control:
-
-    scenario                          old      new
-    independent noise 1 / 3 / 10 %    0.117 / 0.108 / 0.106   0.046 / 0.052 / 0.055
-    linear drift -5 %                 0.005    0.054
-    AR(1) noise phi 0.9 / 0.97        0.000 / 0.000           0.042 / 0.044
-    periodic load, 2 x the stretch    0.964    0.037
-    periodic load, 2.1 x              0.817    0.031
-    periodic load, 3 / 4 / 6 / 0.7 x  0.000 / 0.000 / 0.051 / 0.000   0.036 / 0.041 / 0.030 / 0.035
-    stalls                            0.021    0.012
-
-One comparison alone (1 pair x 2 values) under a load on exactly every other stretch, so every
-block's ratio is +-c: 0.073 at 8 blocks (the t overstates two-point samples; averaged over the
-stretch, 0.047-0.060).
-
-Power, a true +3 % at 3 % noise a stretch, one comparison, 20 blocks: 0.807 (old 0.848, with
-its 11 % false claims); with a -5 % drift 0.810 (old 0.745). "About k more" resolved within k:
-0.98 of claims.
-
-These rates are over the order's draw, not per order: `--seed N` replays one order, and under
-a given periodic load a given order's rate can be far higher (`seq_false_claim_per_seed`: the
-lab test's shape, 2 pairs x 2 values, 10 blocks, a 2-stretch load; over seeds 0-999 the
-average 0.023, 99th percentile 0.130, max 0.170 with the stretch's length drawn 1.0-1.1 and a
-flip adding 0-0.3; with every stretch exactly 1.0 long the average 0.039 and the 99th
-percentile 0.910; seed 1 at 1.1 long 0.162). No rule fixes that: the randomisation is what
-makes any rule valid. A sign-flip rule on the same looks and spending, exact over the draw
-for any noise (`seq_signflip_sequential`), still lets single seeds claim 0.63 and 0.40 of the
-time (stretch 1.0 and 1.1 long; this rule 0.95 and 0.53), spends only 0.5-2 % of the 5 % at
-10 blocks (its early increments buy no sign pattern), and finds a +3 % difference at 20
-blocks 0.792 of the time against 0.804, under the 0.8 budget: the rule stays the paired t.
-A claim is checked by a run with a new order, not a replay.
+Measured by simulation of these functions driven by the project's own schedule and boundary
+(tests/bench/bench_seq.py; docs/sequential.md has the tables): A/A family false claims at most
+0.055 over 70 scenarios (1 × 2, 2 × 2 and 1 × 3 families; periodic loads of 2–7 stretches and
+one block with flips of up to 3 stretches, dead stretches, 3-digit rates, drift, AR(1),
+stalls; last round's rule 0.07–0.29 in the periodic ones); power at 3 % / 3 % 0.811 within 20
+stretches a value, 0.814 with a −5 % drift; a difference of ten times the noise called after
+a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of the order, not
+per seed: `--seed N` replays one order's luck.
 
 scipy is imported lazily (the console starts without it).
 """

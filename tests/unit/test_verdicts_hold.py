@@ -197,3 +197,31 @@ def test_the_live_delta_is_named_and_said_once() -> None:
     assert line.count("-87.") == 1, line  # before: `Δ -87.0% [...], -87.0% significant`
     assert math.isclose(got.delta.pct if got.delta else 0.0,
                         math.expm1(np.mean([-2.04, -2.05, -2.03, -2.06, -2.04])) * 100)
+
+
+# ---- the bench's rule is the live one -------------------------------------------------------
+
+async def test_the_vectorised_rule_decides_as_the_live_objects_do() -> None:
+    """seqsim.rule (what the statistics bench measures) against drive/Stretches/Verdicts on
+    the very same stretch rates and orders: the same comparisons decided at the same looks,
+    2 pairs × 2 values under a periodic load with a 3 % effect on one pair (some claims,
+    some not)."""
+    rng = np.random.default_rng(5)
+    names = ("0", "1")
+    seeds = rng.integers(2**31, size=40)
+    blocks = max_blocks(names, 20)
+    rates, pos = ss.untimed_rates(rng, seeds.size, 2, 2, blocks,
+                                  ss.Scenario("periodic 3", sd=0.02, period=3.0),
+                                  (0.0, math.log(1.03)), seeds=seeds)
+    rates[:, 1] = rates[:, 1] * np.where(
+        np.asarray([ss.schedule(names, blocks, int(s)) for s in seeds]) == "1", 1 / 1.03, 1.0)
+    want = ss.rule(rates, pos, 2, blocks).decided
+    for r, seed in enumerate(seeds):
+        s = Fed("k", names, ("A", "B"), min_seconds=0.5)
+        s.rate = lambda pair, i, _v, r=r: rates[r, "AB".index(pair), i]  # type: ignore[attr-defined]
+        v = Verdicts(s, schedule(names, blocks, int(seed)), int(seed),
+                     sq.Family(2, blocks, arrangements=6), min_effect=1.0)
+        await drive(lambda *_: None, Alternation("k", names, 0.0, 20), v, lambda _x: None)
+        got = [v.decided[(p, "1")].n if (p, "1") in v.decided else 0 for p in "AB"]
+        assert got == list(want[r]), (r, got, want[r])
+    assert 0 < (want > 0).sum() < want.size  # both kinds of outcome were compared

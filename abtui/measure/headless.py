@@ -290,7 +290,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
         if isinstance(done, int) and done < len(order):
             verdicts.stretches.begin(done, order[done])
         else:
-            verdicts.stretches.close()
+            verdicts.stretches.close(full=True)  # the last run ran whole
             finished.set()
         for line in verdicts.new_lines():
             say(line)

@@ -35,7 +35,7 @@ from typing import Any
 from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link
+from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, RunEnd
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
@@ -153,12 +153,15 @@ class Stretches:
     tell it: a stretch opens at the latest event's time), so a stretch is timed the same way
     at every boundary, whether the value changed or not.
 
-    A stretch held its full time (`close(full=True)`: a boundary of the schedule) always
-    counts: one that moved nothing (its value stopped the traffic: the run failed, its
-    intervals carried nothing) at rate 0, its bits over at least `min_seconds`; it is
-    evidence against its value (sequential.log_rates), never missing data. A stretch cut
-    short (a stop) counts only if it counted `min_seconds`; one during which a host of the
-    pair lost its link (`hosts`) is left out, as missing data not of the value's doing."""
+    A stretch held its full time (`close(full=True)`: a boundary of the schedule) counts its
+    bits over at least `min_seconds`; one that moved nothing (its intervals carried nothing,
+    or none came because the pair's run failed, RUN_END "error", and has carried nothing
+    since) counts at rate 0: evidence against its value (sequential.log_rates), never missing
+    data. A full stretch in which no interval counted while the run was not failing (one too
+    short for an interval that began and ended in it, or one delivered late) is left out and
+    said (`empty`); so is one during which a host of the pair lost its link (`hosts`), and
+    one a stop cut short before it counted `min_seconds`: missing data not of the value's
+    doing."""
 
     knob: str
     values: tuple[str, ...]
@@ -167,7 +170,8 @@ class Stretches:
     hosts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # pair -> its hosts
     samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     taken: dict[str, dict[int, float]] = field(default_factory=dict)
-    lost: dict[str, set[int]] = field(default_factory=dict)  # pair -> stretches left out
+    lost: dict[str, set[int]] = field(default_factory=dict)  # pair -> link lost: left out
+    empty: dict[str, set[int]] = field(default_factory=dict)  # pair -> nothing counted
     closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
     index: int | None = None  # the stretch in force
     value: str | None = None
@@ -175,11 +179,13 @@ class Stretches:
     latest: float = -math.inf  # the latest event's time
     _open: dict[str, Segment] = field(default_factory=dict)
     _down: set[str] = field(default_factory=set)  # pairs whose link dropped in this stretch
+    _failed: set[str] = field(default_factory=set)  # pairs whose run failed, no data since
 
     def __post_init__(self) -> None:
         self.samples = {p: {v: [] for v in self.values} for p in self.pairs}
         self.taken = {p: {} for p in self.pairs}
         self.lost = {p: set() for p in self.pairs}
+        self.empty = {p: set() for p in self.pairs}
 
     def begin(self, index: int, value: str) -> None:
         """Stretch `index` (holding `value`) starts now; the one in force ends at its full
@@ -199,6 +205,9 @@ class Stretches:
                 continue
             if not full and (seg.seconds < self.min_seconds or not seg.seconds):
                 continue  # a stop cut it short: no sample
+            if not seg.seconds and pair not in self._failed:
+                self.empty[pair].add(self.index)  # nothing counted, the run not failing
+                continue
             over = max(seg.seconds, self.min_seconds) if full else seg.seconds
             rate = seg.bits / over if over > 0 else 0.0  # full and nothing counted: dead
             self.samples[pair][self.value].append(rate)
@@ -221,7 +230,14 @@ class Stretches:
         pair = event.pair
         if pair not in self.samples:
             return
+        if event.kind is EventKind.RUN_END:
+            end = event.payload
+            if isinstance(end, RunEnd) and end.status == "error":
+                self._failed.add(pair)
+            return
         interval = event.payload if event.kind is EventKind.INTERVAL else None
+        if isinstance(interval, IntervalMeasured) and (interval.bits_per_second or 0) > 0:
+            self._failed.discard(pair)
         if isinstance(interval, IntervalMeasured) and not interval.straddles:
             got = counted(event)
             if got is not None and event.t - got[1] - SLACK_S >= self.opened:
@@ -332,9 +348,11 @@ class Verdicts:
         base = self.stretches.values[0]
         dead = [f"{v} moved nothing in {k} of {n} stretches"
                 for v in (value, base) for k, n in [self.dead(pair, v)] if k]
-        lost = len(self.stretches.lost[pair])
+        lost, empty = len(self.stretches.lost[pair]), len(self.stretches.empty[pair])
         notes = [*dead, *([f"{lost} stretch{'es' if lost != 1 else ''} left out: a host's "
-                           f"link was lost"] if lost else [])]
+                           f"link was lost"] if lost else []),
+                 *([f"{empty} stretch{'es' if empty != 1 else ''} left out: no interval "
+                    f"counted in {'them' if empty != 1 else 'it'}"] if empty else [])]
         return f"{pair}: {self.stretches.knob}={value} vs {base}: " \
                f"{got.line(self.blocks())}" + (f" [{'; '.join(notes)}]" if notes else "")
 

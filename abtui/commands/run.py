@@ -39,9 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "value is restored when the run ends")
     parser.add_argument("--alternate", metavar="KNOB=V1,V2",
                         help="flip KNOB between the values (the first the base; KNOB alone: "
-                             "the profile's values) in blocks of every value once, each "
-                             "block's order drawn at random, every --every seconds or per run; "
-                             "each complete block is one sample of the live verdict")
+                             "the profile's values) in blocks drawn at random (two values: "
+                             "four stretches, each twice, in one of six balanced orders; more: "
+                             "a permutation), every --every seconds or per run; each complete "
+                             "block is one sample of the live verdict")
     parser.add_argument("--every", type=float, metavar="S",
                         help="with --alternate: seconds each value is held on a continuous "
                              "run (without it: one plan-mode run of [test] duration per "
@@ -50,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --alternate: stop once every comparison is significant by "
                              "the sequential rule (docs/sequential.md)")
     parser.add_argument("--max-runs", type=int, metavar="N",
-                        help="with --alternate: at most N blocks, N stretches of each value "
-                             f"(default {DEFAULT_MAX_RUNS})")
+                        help="with --alternate: at most N stretches of each value (N/2 "
+                             f"blocks of four for two values; default {DEFAULT_MAX_RUNS})")
     parser.add_argument("--seed", type=int, metavar="N",
                         help="the seed of the random order (the alternation's blocks, or the "
                              "plan's shuffle, over the profile's plan.seed): the seed a "

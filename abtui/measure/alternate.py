@@ -2,19 +2,21 @@
 run per stretch), in blocks whose order is drawn at random, each stretch a run-level sample,
 and the live verdict of the sequential rule (abtui.reports.sequential).
 
-The schedule: `max_runs` blocks, each holding every value once in an order drawn from a seeded
-generator (AB or BA for two values, a permutation for more). A strict ABAB… schedule aliases
+The schedule: blocks drawn from a seeded generator. Two values: a block is four stretches,
+each value twice, in one of the six balanced orders (AABB ABAB ABBA BAAB BABA BBAA); three
+or more: a block is one permutation. Either way a block can place a compared value against
+the base in six equally likely ways, so the randomisation allows a claim after three blocks
+(twelve stretches) where blocks of AB or BA needed seven. A strict ABAB… schedule aliases
 with anything periodic on the hosts (a timer loading the CPU every other stretch made an A/A
 alternation "significant" 93 % of the time); with the order drawn per block, interference of
 any period falls on each value by the draw. The seed is said, recorded in the session (a mark)
 and given back with `abtui run --seed N` to replay the same order.
 
-A stretch is what was measured between two boundaries of the schedule: its counted intervals
-(in the pair's direction, not omitted, not straddling a flip) make its value, bits ÷ seconds,
-as every segment (abtui.reports.throughput). A stretch that counted less than half of `every`
-(the one a stop cut short, one whose run failed) is no sample, and its block is left out of
-that pair's comparisons. Two adjacent stretches of one value (BA|AB) are two samples: the
-boundary is the schedule's, not the hosts'.
+A stretch is what was measured between two boundaries of the schedule, timed the same way at
+every boundary whatever the order (drive): its counted intervals (in the pair's direction,
+not omitted, begun after it opened) make its value, bits ÷ seconds, as every segment
+(abtui.reports.throughput). A stretch that moved nothing counts against its value
+(Stretches); one cut short by a stop, or whose pair lost a host's link, is left out.
 
 `Stretches` and `Verdicts` are plain subscribers (the console uses them too); `drive` is the
 headless loop that flips on a clock and stops by the rule, a time limit or the maximum.
@@ -33,10 +35,20 @@ from typing import Any
 from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.events import AnyEvent, EventKind, IntervalMeasured
-from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, Profile
+from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, RunEnd
+from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
+from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
-from abtui.reports.sequential import FIRST_LOOK, Assessment, Family, assess
+from abtui.reports.sequential import (
+    BALANCED,
+    DELTA_LABEL,
+    FIRST_LOOK,
+    Assessment,
+    Contrasts,
+    Family,
+    assess,
+    contrasts,
+)
 from abtui.reports.throughput import Segment, counted
 
 
@@ -50,6 +62,9 @@ class Alternation:
     max_runs: int = DEFAULT_MAX_RUNS  # stretches per value at most
     until_verdict: bool = False  # stop when every comparison is significant
     seed: int | None = None  # the schedule's seed; None: one is drawn
+    # seconds dropped at every boundary after the host confirmed the value (changed or not),
+    # before the next stretch's clock starts: a restarted run's set-up and ramp fall in it
+    window: float = 0.0
 
 
 def parse_alternate(text: str, profile: Profile) -> tuple[str, tuple[str, ...]]:
@@ -66,25 +81,56 @@ def parse_alternate(text: str, profile: Profile) -> tuple[str, tuple[str, ...]]:
     return name, tuple(values)
 
 
+
+
+def per_value(values: Sequence[object]) -> int:
+    """Stretches of each value in one block: two for two values, else one."""
+    return 2 if len(values) == 2 else 1
+
+
+def block_length(values: Sequence[object]) -> int:
+    return per_value(values) * len(values)
+
+
+def arrangements(values: Sequence[object]) -> int:
+    """Equally likely ways a block can place one compared value against the base, whatever
+    the other values do: six for two values (the balanced orders); two in a permutation (the
+    two swapped or not, the others' places given: a third value may differ). The
+    randomisation floor of a look (sequential.attainable)."""
+    m = len(values)
+    return len(BALANCED) if m == 2 else 2
+
+
+def max_blocks(values: Sequence[object], max_runs: int) -> int:
+    """The blocks `max_runs` stretches of each value make (at least two: the first look)."""
+    return max(2, max_runs // per_value(values))
+
+
 def schedule(values: Sequence[str], blocks: int, seed: int) -> tuple[str, ...]:
-    """`blocks` blocks of every value once, each block's order drawn from `seed`."""
+    """`blocks` blocks, each block's order drawn from `seed`: for two values one of the six
+    balanced orders of four stretches, for more a permutation."""
     rng = random.Random(seed)
     out: list[str] = []
     for _ in range(blocks):
-        block = list(values)
-        rng.shuffle(block)
-        out += block
+        if len(values) == 2:
+            out += [values[k] for k in BALANCED[rng.randrange(len(BALANCED))]]
+        else:
+            block = list(values)
+            rng.shuffle(block)
+            out += block
     return tuple(out)
 
 
-def positions(order: Sequence[str], values: Sequence[str]) -> list[list[int]]:
-    """Per complete block of the schedule, the index of each value's stretch (in `values`'
-    order): the stretches a block's log ratios compare."""
-    m = len(values)
+def positions(order: Sequence[str], values: Sequence[str]) -> list[list[tuple[int, ...]]]:
+    """Per complete block of the schedule, the indices of each value's stretches (in
+    `values`' order): the stretches a block's log ratio compares."""
+    size = block_length(values)
     out = []
-    for b in range(len(order) // m):
-        at = {order[i]: i for i in range(b * m, (b + 1) * m)}
-        out.append([at[v] for v in values])
+    for b in range(len(order) // size):
+        at: dict[str, list[int]] = {v: [] for v in values}
+        for i in range(b * size, (b + 1) * size):
+            at[order[i]].append(i)
+        out.append([tuple(at[v]) for v in values])
     return out
 
 
@@ -94,56 +140,107 @@ def new_seed() -> int:
 
 def order_line(knob: str, seed: int, values: Sequence[str]) -> str:
     """The line (and session mark) that records the schedule's seed."""
-    kind = "AB or BA" if len(values) == 2 else "a random permutation"
+    kind = "four stretches in one of the six balanced orders of two values" \
+        if len(values) == 2 else "a random permutation"
     return f"alternation order: {knob} in blocks of {kind}, seed {seed} (replay: --seed {seed})"
 
 
 @dataclass(slots=True)
 class Stretches:
     """Each pair's stretch values by schedule index, from the engine's intervals: `begin`
-    closes the stretch in force and opens the next (the schedule's boundary)."""
+    opens a stretch (closing the one in force), `close` ends it. Only intervals that began
+    at or after the stretch opened count in it (on the controller's clock, as its events
+    tell it: a stretch opens at the latest event's time), so a stretch is timed the same way
+    at every boundary, whether the value changed or not.
+
+    A stretch held its full time (`close(full=True)`: a boundary of the schedule) counts its
+    bits over at least `min_seconds`; one that moved nothing (its intervals carried nothing,
+    or none came because the pair's run failed, RUN_END "error", and has carried nothing
+    since) counts at rate 0: evidence against its value (sequential.log_rates), never missing
+    data. A full stretch in which no interval counted while the run was not failing (one too
+    short for an interval that began and ended in it, or one delivered late) is left out and
+    said (`empty`); so is one during which a host of the pair lost its link (`hosts`), and
+    one a stop cut short before it counted `min_seconds`: missing data not of the value's
+    doing."""
 
     knob: str
     values: tuple[str, ...]
     pairs: tuple[str, ...]
     min_seconds: float
+    hosts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # pair -> its hosts
     samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     taken: dict[str, dict[int, float]] = field(default_factory=dict)
+    lost: dict[str, set[int]] = field(default_factory=dict)  # pair -> link lost: left out
+    empty: dict[str, set[int]] = field(default_factory=dict)  # pair -> nothing counted
     closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
     index: int | None = None  # the stretch in force
     value: str | None = None
+    opened: float = -math.inf  # when the stretch in force opened (the events' clock)
+    latest: float = -math.inf  # the latest event's time
     _open: dict[str, Segment] = field(default_factory=dict)
+    _down: set[str] = field(default_factory=set)  # pairs whose link dropped in this stretch
+    _failed: set[str] = field(default_factory=set)  # pairs whose run failed, no data since
 
     def __post_init__(self) -> None:
         self.samples = {p: {v: [] for v in self.values} for p in self.pairs}
         self.taken = {p: {} for p in self.pairs}
+        self.lost = {p: set() for p in self.pairs}
+        self.empty = {p: set() for p in self.pairs}
 
     def begin(self, index: int, value: str) -> None:
-        """Stretch `index` (holding `value`) starts now; the one in force ends."""
-        self.close()
-        self.index, self.value = index, value
+        """Stretch `index` (holding `value`) starts now; the one in force ends at its full
+        time (a boundary)."""
+        self.close(full=True)
+        self.index, self.value, self.opened = index, value, self.latest
 
-    def close(self) -> None:
-        """The stretch in force ends: a sample on each pair that counted long enough."""
+    def close(self, full: bool = False) -> None:
+        """The stretch in force ends: held its full time (`full`, a boundary) or cut short
+        (a stop); a sample on each pair that has one (the class says which)."""
         if self.index is None:
             return
-        for pair, seg in self._open.items():
-            if seg.rate is not None and seg.seconds >= self.min_seconds \
-                    and self.value in self.samples[pair]:
-                self.samples[pair][self.value].append(seg.rate)
-                self.taken[pair][self.index] = seg.rate
+        for pair in self.pairs:
+            seg = self._open.get(pair, Segment())
+            if pair in self._down or self.value not in self.samples[pair]:
+                self.lost[pair].add(self.index)
+                continue
+            if not full and (seg.seconds < self.min_seconds or not seg.seconds):
+                continue  # a stop cut it short: no sample
+            if not seg.seconds and pair not in self._failed:
+                self.empty[pair].add(self.index)  # nothing counted, the run not failing
+                continue
+            over = max(seg.seconds, self.min_seconds) if full else seg.seconds
+            rate = seg.bits / over if over > 0 else 0.0  # full and nothing counted: dead
+            self.samples[pair][self.value].append(rate)
+            self.taken[pair][self.index] = rate
         self.closed = max(self.closed, self.index + 1)
         self._open.clear()
+        self._down.clear()
         self.index = self.value = None
 
     def __call__(self, event: AnyEvent) -> None:
+        self.latest = max(self.latest, event.t)
+        if self.index is None:
+            return
+        if event.kind is EventKind.LINK:
+            link = event.payload
+            if isinstance(link, Link) and link.state in (LinkState.LOST, LinkState.FAILED,
+                                                          LinkState.RECONNECTING):
+                self._down.update(p for p, hs in self.hosts.items() if event.host in hs)
+            return
         pair = event.pair
-        if pair not in self.samples or self.index is None:
+        if pair not in self.samples:
+            return
+        if event.kind is EventKind.RUN_END:
+            end = event.payload
+            if isinstance(end, RunEnd) and end.status == "error":
+                self._failed.add(pair)
             return
         interval = event.payload if event.kind is EventKind.INTERVAL else None
+        if isinstance(interval, IntervalMeasured) and (interval.bits_per_second or 0) > 0:
+            self._failed.discard(pair)
         if isinstance(interval, IntervalMeasured) and not interval.straddles:
             got = counted(event)
-            if got is not None:
+            if got is not None and event.t - got[1] - SLACK_S >= self.opened:
                 self._open.setdefault(pair, Segment()).add(*got)
 
 
@@ -154,7 +251,7 @@ class Verdicts:
     turned significant keeps that verdict (the rule stopped for it there)."""
 
     stretches: Stretches
-    order: tuple[str, ...]  # the schedule: len(values) × max_runs stretches
+    order: tuple[str, ...]  # the schedule: max_blocks blocks of block_length stretches
     seed: int
     family: Family
     min_effect: float = DEFAULT_MIN_EFFECT
@@ -167,33 +264,59 @@ class Verdicts:
 
     @property
     def block(self) -> int:
-        return len(self.stretches.values)
+        return block_length(self.stretches.values)
 
     def blocks(self) -> int:
         """Complete blocks so far."""
         return self.stretches.closed // self.block
 
-    def ratios(self, pair: str, value: str) -> list[float]:
-        """ln(value's stretch ÷ the base's) in each complete block that has both on `pair`."""
-        values = self.stretches.values
+    def _blocks_of(self, pair: str) -> tuple[list[list[tuple[int, ...]]], list[float]]:
+        """The complete blocks whose every stretch has a sample on `pair`, and the rates of
+        the schedule's stretches so far (nan: none)."""
         taken = self.stretches.taken[pair]
-        out = []
-        for at in positions(self.order, values)[:self.blocks()]:
-            x, y = taken.get(at[0]), taken.get(at[values.index(value)])
-            if x is not None and y is not None and x > 0 and y > 0:
-                out.append(math.log(y / x))
-        return out
+        rates = [taken.get(i, math.nan) for i in range(self.stretches.closed)]
+        pos = [b for b in positions(self.order, self.stretches.values)[:self.blocks()]
+               if all(i in taken for at in b for i in at)]
+        return pos, rates
+
+    def ratios(self, pair: str, value: str) -> list[float]:
+        """Per complete block with every stretch on `pair`: the mean ln rate of `value`'s
+        stretches less the base's (a stretch that moved nothing counted, at
+        sequential.DEAD_SHARE)."""
+        got = self._contrast(pair, value)
+        return [] if got is None else [float(x) for x in got.d]
+
+    def _contrast(self, pair: str, value: str) -> Contrasts | None:
+        """The complete blocks' log ratios of `value` against the base on `pair` (None
+        before any)."""
+        pos, rates = self._blocks_of(pair)
+        if not pos:
+            return None
+        k = self.stretches.values.index(value)
+        got = contrasts(rates, [[b[0], b[k]] for b in pos])
+        return Contrasts(got.d[0], float(got.floor[0]), got.options[0],
+                         None if got.tss is None else got.tss[0])
+
+    def dead(self, pair: str, value: str) -> tuple[int, int]:
+        """Stretches of `value` on `pair` that moved nothing, and all its stretches."""
+        got = [r for i, r in self.stretches.taken[pair].items() if self.order[i] == value]
+        return sum(r <= 0 for r in got), len(got)
+
+    def assess(self, key: tuple[str, str], rejected: int) -> Assessment:
+        pair, value = key
+        got = self._contrast(pair, value)
+        dead = self.dead(pair, value)[0] + self.dead(pair, self.stretches.values[0])[0]
+        if got is None:
+            return assess([], self.family.design(rejected), self.min_effect, dead=dead)
+        return assess(got.d, self.family.design(rejected), self.min_effect, got.floor, dead,
+                      got.options, got.tss)
 
     def current(self) -> dict[tuple[str, str], Assessment]:
         """(pair, value) -> where it stands now; Holm: each significant comparison passes its
         α on to the others, which are judged again at the same look."""
         while True:
-            design = self.family.design(len(self.decided))
-            out = {}
-            for key in self.keys:
-                got = self.decided.get(key) or assess(self.ratios(*key), design,
-                                                      self.min_effect)
-                out[key] = got
+            out = {key: self.decided.get(key) or self.assess(key, len(self.decided))
+                   for key in self.keys}
             new = {k: a for k, a in out.items() if a.significant and k not in self.decided}
             if not new:
                 return out
@@ -220,13 +343,37 @@ class Verdicts:
 
     def line(self, key: tuple[str, str], got: Assessment) -> str:
         """One comparison's line; its blocks counted as the header counts them (a comparison
-        on fewer says why)."""
+        on fewer says why), and the stretches of either value that moved nothing."""
         pair, value = key
-        return f"{pair}: {self.stretches.knob}={value} vs {self.stretches.values[0]}: " \
-               f"{got.line(self.blocks())}"
+        base = self.stretches.values[0]
+        dead = [f"{v} moved nothing in {k} of {n} stretches"
+                for v in (value, base) for k, n in [self.dead(pair, v)] if k]
+        lost, empty = len(self.stretches.lost[pair]), len(self.stretches.empty[pair])
+        notes = [*dead, *([f"{lost} stretch{'es' if lost != 1 else ''} left out: a host's "
+                           f"link was lost"] if lost else []),
+                 *([f"{empty} stretch{'es' if empty != 1 else ''} left out: no interval "
+                    f"counted in {'them' if empty != 1 else 'it'}"] if empty else [])]
+        return f"{pair}: {self.stretches.knob}={value} vs {base}: " \
+               f"{got.line(self.blocks())}" + (f" [{'; '.join(notes)}]" if notes else "")
 
     def summary(self) -> list[str]:
         return [self.line(k, a) for k, a in self.current().items()]
+
+    def table(self) -> list[dict[str, object]]:
+        """The verdicts as rows (pair, values compared, Δgeo with its interval, verdict,
+        blocks, seed): for a report's table of the alternation."""
+        rows: list[dict[str, object]] = []
+        for (pair, value), got in self.current().items():
+            d = got.delta
+            verdict = "significant" if got.significant else "no difference" if got.within \
+                else "undecided"
+            rows.append({"pair": pair, "knob": self.stretches.knob, "value": value,
+                         "base": self.stretches.values[0], "delta": DELTA_LABEL,
+                         "pct": d.pct if d else None, "low": d.low if d else None,
+                         "high": d.high if d else None, "verdict": verdict,
+                         "blocks": got.n, "dead": self.dead(pair, value)[0],
+                         "seed": self.seed})
+        return rows
 
     def family_line(self) -> str:
         """How the family's error is controlled (for the session's note)."""
@@ -235,18 +382,30 @@ class Verdicts:
                f"{'s' if k != 1 else ''} (Holm: α/{k} each until one is significant)"
 
 
+def change_window(profile: Profile, every: float) -> float:
+    """The seconds an alternation drops at every boundary: the intervals iperf3 omits at a
+    (re)start and two intervals more (a restarted run's set-up), at least one second, at
+    most half of `every`."""
+    test = profile.test
+    return min(max(1.0, test.omit + 2 * test.interval), every / 2)
+
+
 def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None
                  ) -> Verdicts:
     """The verdicts of an alternation on the pairs its knob touches; a stretch lasts
     `alt.every` seconds, or `stretch_s` (a plan run's length) when that is None. The order
     is drawn from `alt.seed` (a new seed when None)."""
     knob = profile.knob(alt.knob)
-    pairs = tuple(p.label for p in profile.pairs if not knob.pairs or p.label in knob.pairs)
+    chosen = [p for p in profile.pairs if not knob.pairs or p.label in knob.pairs]
+    pairs = tuple(p.label for p in chosen)
     stretches = Stretches(alt.knob, alt.values, pairs,
-                          min_seconds=(alt.every or stretch_s or 0.0) / 2)
+                          min_seconds=(alt.every or stretch_s or 0.0) / 2,
+                          hosts={p.label: (p.sender, p.receiver) for p in chosen})
     seed = alt.seed if alt.seed is not None else new_seed()
-    family = Family(len(pairs) * (len(alt.values) - 1), alt.max_runs)
-    return Verdicts(stretches, schedule(alt.values, alt.max_runs, seed), seed, family,
+    blocks = max_blocks(alt.values, alt.max_runs)
+    family = Family(len(pairs) * (len(alt.values) - 1), blocks,
+                    arrangements=arrangements(alt.values))
+    return Verdicts(stretches, schedule(alt.values, blocks, seed), seed, family,
                     profile.min_effect)
 
 
@@ -259,20 +418,35 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
                 say: Callable[[str], None], duration: float | None = None,
                 stop: asyncio.Event | None = None,
                 boundary: Callable[[], None] | None = None) -> str:
-    """Hold each value of the schedule `every` seconds, from its second entry on (the caller
-    set the first and began stretch 0); after each boundary, the verdicts that have a new
-    look (a complete block) are said, and `boundary` is called (the blocks counted change
-    even when no verdict has a new look: a stretch too short to count). Returns why it
-    stopped: `verdict`, `max-runs`, `time limit` or `stopped` (`stop` set: only ever
-    between flips, so a flip under way always completes and the engine's phases and the
-    hosts never disagree). The stretch in force
-    when it returns is closed by the caller (`stretches.close()`), once the engine stopped."""
+    """Hold each value of the schedule `every` seconds. Every boundary is handled alike,
+    whether the value changes or not, so that a stretch's timing never depends on the drawn
+    order: the stretch in force closes; the verdicts that have a new look (a complete block)
+    are said and `boundary` is called (the blocks counted change even when no verdict has a
+    new look); the knob is set when the value changes (awaited: the host confirms it; a
+    flip that takes a boot delays the next stretch, never lengthens it), and a boundary that
+    keeps the value pauses as long as one of the flips so far, drawn (seeded by the
+    schedule's seed), so that the time between stretches has one distribution whatever the
+    order (a periodic load's phase would otherwise follow the flips); `alt.window` seconds
+    are dropped; then the next stretch opens, and counts only intervals that began after
+    that (Stretches). The caller set the schedule's first value; stretch 0 opens
+    after the window too (unless the caller began it). Returns why it stopped: `verdict`,
+    `max-runs`, `time limit` or `stopped` (`stop` set: only ever between flips, so a flip
+    under way always completes and the engine's phases and the hosts never disagree). A
+    stretch in force when it returns is closed by the caller (`stretches.close()`), once the
+    engine stopped."""
     assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
     loop = asyncio.get_running_loop()
     start = loop.time()
     order, stretches = verdicts.order, verdicts.stretches
-    i = 0
     stop = stop or asyncio.Event()
+    flips: list[float] = []  # how long each flip took
+    pad = random.Random(verdicts.seed)
+    i = stretches.index if stretches.index is not None else stretches.closed - 1
+    if stretches.index is None:  # stretch i + 1 opens after the window, as at every boundary
+        if await _stopped_within(stop, alt.window):
+            return "stopped"
+        i += 1
+        stretches.begin(i, order[i])
     while True:
         left = None if duration is None else duration - (loop.time() - start)
         if left is not None and left <= alt.every / 2:
@@ -281,15 +455,7 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
             return "time limit"
         if await _stopped_within(stop, alt.every if left is None else min(alt.every, left)):
             return "stopped"
-        i += 1
-        if i < len(order):
-            stretches.begin(i, order[i])
-            if order[i] != order[i - 1]:
-                result = set_knob(alt.knob, order[i])
-                if asyncio.iscoroutine(result):
-                    await result
-        else:
-            stretches.close()
+        stretches.close(full=True)
         for line in verdicts.new_lines():
             say(line)
         if boundary is not None:
@@ -298,6 +464,19 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
             return "verdict"
         if verdicts.at_maximum:
             return "max-runs"
+        i += 1
+        if order[i] != order[i - 1]:
+            began = loop.time()
+            result = set_knob(alt.knob, order[i])
+            if asyncio.iscoroutine(result):
+                await result
+            flips.append(loop.time() - began)
+            pause = 0.0
+        else:  # as long as a flip: one of those so far, drawn
+            pause = pad.choice(flips) if flips else 0.0
+        if await _stopped_within(stop, pause + alt.window):
+            return "stopped"
+        stretches.begin(i, order[i])
 
 
 async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
@@ -310,7 +489,7 @@ async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
 def stopped_line(why: str, verdicts: Verdicts, seconds: float) -> str:
     blocks = verdicts.blocks()
     what = {"verdict": "every comparison significant",
-            "max-runs": f"--max-runs {verdicts.family.max_runs} reached",
+            "max-runs": f"the maximum of {verdicts.family.max_runs} blocks reached",
             "time limit": "time limit"}.get(why, why)
     return f"alternation ended ({what}) after {blocks} block{'s' if blocks != 1 else ''} " \
            f"({verdicts.stretches.closed} stretches), {seconds:.0f} s"
@@ -355,7 +534,8 @@ def console_alternation(profile: Profile, knob: str | None, config: Mapping[str,
         values.insert(0, now)
     if len(values) < 2:
         raise BadInput(f"knob {knob} has one value: nothing to alternate")
-    return Alternation(knob, tuple(values), every, DEFAULT_MAX_RUNS, until_verdict=True)
+    return Alternation(knob, tuple(values), every, DEFAULT_MAX_RUNS, until_verdict=True,
+                       window=change_window(profile, every))
 
 
 class LiveAlternation:
@@ -406,8 +586,7 @@ class LiveAlternation:
         self._active = self._starting = True
         try:
             first = self.verdicts.order[0]
-            await self._flip(self.alt.knob, first)
-            self.verdicts.stretches.begin(0, first)
+            await self._flip(self.alt.knob, first)  # stretch 0 opens in drive, after the window
             self._began = asyncio.get_running_loop().time()
             await self.controller.mark(order_line(self.alt.knob, self.verdicts.seed,
                                                   self.alt.values))
@@ -505,6 +684,6 @@ class LiveAlternation:
             "running" if self._task is not None else \
             "starting" if self._starting else "ended: not started"
         head = (f"alternating {self.alt.knob} every {self.alt.every or 0:g} s "
-                f"({self.verdicts.blocks()}/{self.alt.max_runs} blocks, seed "
+                f"({self.verdicts.blocks()}/{self.verdicts.family.max_runs} blocks, seed "
                 f"{self.verdicts.seed}, min effect {self.verdicts.min_effect:g}%), {state}")
         return [head, *self.verdicts.summary()]

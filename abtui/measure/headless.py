@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -237,7 +237,13 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     """The alternation: the schedule's first value set, then the next one every `alt.every`
     seconds (or one plan-mode run per stretch) until the rule, the maximum or the time limit
     stops it; the order's seed and the verdicts said, and recorded as marks."""
-    from abtui.measure.alternate import drive, ended_lines, order_line, verdicts_for
+    from abtui.measure.alternate import (
+        change_window,
+        drive,
+        ended_lines,
+        order_line,
+        verdicts_for,
+    )
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
@@ -248,14 +254,15 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     every = f"every {alt.every:g} s" if alt.every else \
         f"one {engine.plan_run_seconds} s run per value"
     say(f"alternating {alt.knob} between {' / '.join(alt.values)}, {every}, at most "
-        f"{alt.max_runs} blocks; smallest effect of interest {verdicts.min_effect:g}%")
+        f"{verdicts.family.max_runs} blocks; smallest effect of interest "
+        f"{verdicts.min_effect:g}%")
     seeded = order_line(alt.knob, verdicts.seed, alt.values)
     say(seeded)
     await engine.mark(seeded)
     if alt.every is not None:
-        await engine.start("continuous")
-        verdicts.stretches.begin(0, first)
-        why = await drive(engine.set_knob, alt, verdicts, say, duration)
+        await engine.start("continuous")  # stretch 0 opens in drive, after the window
+        why = await drive(engine.set_knob, replace(alt, window=change_window(profile, alt.every)),
+                          verdicts, say, duration)
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
@@ -284,7 +291,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
         if isinstance(done, int) and done < len(order):
             verdicts.stretches.begin(done, order[done])
         else:
-            verdicts.stretches.close()
+            verdicts.stretches.close(full=True)  # the last run ran whole
             finished.set()
         for line in verdicts.new_lines():
             say(line)
@@ -292,7 +299,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
             decided.set()
 
     engine.subscribe(watch)
-    await engine.start("plan", steps=plan_steps(alt.knob, order, len(alt.values)))
+    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block))
     waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}
     await asyncio.wait(waits, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:

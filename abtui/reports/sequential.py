@@ -1,77 +1,51 @@
 """When the answer is in: a sequential rule for alternated stretches (`abtui run --alternate`).
 
-The alternation runs in *blocks*: each block holds every value once, in an order drawn at
-random (abtui.measure.alternate.schedule). Each complete block gives, per pair and compared
-value, one sample: the log ratio of that value's stretch to the base's stretch in the same
-block. Drift, warm-up and slowly varying noise are nearly the same within a block and cancel;
-periodic interference lands on either value by the draw, so it cannot alias with the schedule.
-The rule is a paired t on these block log ratios, looked at once per complete block:
+The alternation runs in *blocks* whose order is drawn at random (abtui.measure.alternate
+.schedule): for two values four stretches, each value twice, in one of the six balanced
+orders (BALANCED); for more a permutation. Each complete block gives, per pair and compared
+value, one sample: the mean log rate of that value's stretches in the block less the base's
+(`contrasts`; a stretch that moved nothing counts at DEAD_SHARE of the pair's median).
+Drift, warm-up and slowly varying noise are nearly the same within a block and cancel;
+periodic interference lands on either value by the draw. The rule is a paired t on these
+block log ratios, looked at once per complete block:
 
-- A maximum number of blocks (`max_runs`, N) is fixed in advance; look n (n complete blocks)
-  is at information fraction n / N, and only complete blocks are looked at, so each look the
-  spending was computed for is taken at most once.
-- Lan-DeMets alpha spending (O'Brien-Fleming-like by default, Pocock-like on request) gives one
-  z boundary per look, from the joint distribution of the looks' statistics (independent
-  increments), integrated numerically on a grid (Armitage, McPherson and Rowe's recursion).
+- A maximum number of blocks (N) is fixed in advance; look n is at information fraction
+  n / N, and only complete blocks are looked at, so each look the spending was computed for
+  is taken at most once.
+- Lan-DeMets alpha spending gives one z boundary per look, from the joint distribution of
+  the looks' statistics (independent increments), integrated numerically on a grid
+  (Armitage, McPherson and Rowe's recursion). The default spends O'Brien-Fleming-like, except
+  that the first look whose randomisation floor is within reach spends that floor at once
+  (`spending_at`): an obvious effect is called at the 3rd block of four (12 stretches).
 - At look n the interval is a repeated confidence interval: the paired t interval of the mean
-  block log ratio (n − 1 degrees of freedom) at the nominal level that look's boundary gives,
-  2 (1 − Φ(z_n)). The difference is significant when that interval excludes 0: the interval
-  and the verdict are one procedure, so they never disagree.
+  block log ratio at the nominal level that look's boundary gives, its spread pooled within
+  and between blocks of four (`cumulative`) and never below what the figures' printed
+  precision allows (`resolution`). The difference is significant when that interval excludes
+  0 and the randomisation test over the blocks' possible arrangements agrees at the same
+  level (`randomisation_p`: exact over the draw of the orders, whatever the noise); a look
+  below the randomisation floor 2 A^(−n) claims nothing (`attainable`).
 - Family-wise error: the live rule judges K = pairs × (values − 1) comparisons. Each starts
-  with α / K (Bonferroni); when one turns significant its α is passed on to the others (Holm's
-  step-down, in the graphical form Maurer and Bretz (2013) proved for group-sequential
-  designs: the remaining comparisons' boundaries are those of a design at the larger α, at the
-  current and later looks). The chance that any of the K says "significant" when none differs
-  stays at most α, whatever the correlation between pairs.
+  with α / K (Bonferroni); when one turns significant its α is passed on to the others
+  (Holm's step-down, in the graphical form Maurer and Bretz (2013) proved for group-sequential
+  designs). The chance that any of the K says "significant" when none differs stays at most
+  α, whatever the correlation between pairs.
 
 Blocks still needed (`more`): the fewest further blocks after which the repeated interval's
-half-width, at that later look's own boundary and t quantile, is at most the larger of half of
-ln(1 + min_effect) (then the interval excludes 0 or lies within ±min_effect, whatever the mean)
-and |mean| less two standard errors (then it turns significant if the difference is that
-large). It plans with the spread's 80 % upper confidence bound, and only from FORECAST_FROM
-blocks on (a spread from 2 or 3 blocks is often far too small, and only the runs where it is
-too small would be promised anything). Never 0 while undecided (at least 1); None when not
-within the maximum.
+half-width, at that later look's own boundary and t quantile, is at most the larger of half
+of ln(1 + min_effect) and |mean| less two standard errors; planned with the spread's 80 %
+upper confidence bound, once it has three degrees of freedom. Never 0 while undecided.
 
-An early stop (significant before the last look) tends to overstate |Δ|: the look that
-crossed is the one where the noise helped. The line says so ("stopped early: Δ may overstate
-the effect"): at a true +3 % (3 % noise) the Δ at an early stop overstates it by 21 % on
-average (docs/sequential.md says why it is not adjusted).
+The live Δ is the ratio of geometric means, paired by block (DELTA_LABEL "Δgeo"); the cells'
+and the gate's Δ are ratios of means, and each line names its own.
 
-Measured by simulation of these functions (tests/bench/bench_seq.py, `make bench seq`; the full
-table in docs/sequential.md). False claims of the family, 2 pairs × 2 values, no difference, 20
-blocks at most; old = strict ABAB, Welch on the stretches, a look after every flip, no family
-control:
-
-    scenario                          old      new
-    independent noise 1 / 3 / 10 %    0.117 / 0.108 / 0.106   0.046 / 0.052 / 0.055
-    linear drift -5 %                 0.005    0.054
-    AR(1) noise phi 0.9 / 0.97        0.000 / 0.000           0.042 / 0.044
-    periodic load, 2 x the stretch    0.964    0.037
-    periodic load, 2.1 x              0.817    0.031
-    periodic load, 3 / 4 / 6 / 0.7 x  0.000 / 0.000 / 0.051 / 0.000   0.036 / 0.041 / 0.030 / 0.035
-    stalls                            0.021    0.012
-
-One comparison alone (1 pair x 2 values) under a load on exactly every other stretch, so every
-block's ratio is +-c: 0.073 at 8 blocks (the t overstates two-point samples; averaged over the
-stretch, 0.047-0.060).
-
-Power, a true +3 % at 3 % noise a stretch, one comparison, 20 blocks: 0.807 (old 0.848, with
-its 11 % false claims); with a -5 % drift 0.810 (old 0.745). "About k more" resolved within k:
-0.98 of claims.
-
-These rates are over the order's draw, not per order: `--seed N` replays one order, and under
-a given periodic load a given order's rate can be far higher (`seq_false_claim_per_seed`: the
-lab test's shape, 2 pairs x 2 values, 10 blocks, a 2-stretch load; over seeds 0-999 the
-average 0.023, 99th percentile 0.130, max 0.170 with the stretch's length drawn 1.0-1.1 and a
-flip adding 0-0.3; with every stretch exactly 1.0 long the average 0.039 and the 99th
-percentile 0.910; seed 1 at 1.1 long 0.162). No rule fixes that: the randomisation is what
-makes any rule valid. A sign-flip rule on the same looks and spending, exact over the draw
-for any noise (`seq_signflip_sequential`), still lets single seeds claim 0.63 and 0.40 of the
-time (stretch 1.0 and 1.1 long; this rule 0.95 and 0.53), spends only 0.5-2 % of the 5 % at
-10 blocks (its early increments buy no sign pattern), and finds a +3 % difference at 20
-blocks 0.792 of the time against 0.804, under the 0.8 budget: the rule stays the paired t.
-A claim is checked by a run with a new order, not a replay.
+Measured by simulation of these functions driven by the project's own schedule and boundary
+(tests/bench/bench_seq.py; docs/sequential.md has the tables): A/A family false claims at most
+0.055 over 70 scenarios (1 × 2, 2 × 2 and 1 × 3 families; periodic loads of 2–7 stretches and
+one block with flips of up to 3 stretches, dead stretches, 3-digit rates, drift, AR(1),
+stalls; last round's rule 0.07–0.29 in the periodic ones); power at 3 % / 3 % 0.811 within 20
+stretches a value, 0.814 with a −5 % drift; a difference of ten times the noise called after
+a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of the order, not
+per seed: `--seed N` replays one order's luck.
 
 scipy is imported lazily (the console starts without it).
 """
@@ -82,7 +56,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -92,12 +66,18 @@ from abtui.reports import stats
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-SPENDING = ("obrien-fleming", "pocock")
+SPENDING = ("floor+obrien-fleming", "obrien-fleming", "pocock")
 # the first look: two complete blocks (a variance of the block log ratios)
 FIRST_LOOK = 2
 # boundaries are capped here (a look that may spend next to nothing): Φ's tail beyond is ~1e-15
 Z_MAX = 8.0
 GRID = 401
+# the live Δ: the ratio of geometric means, paired by block (exp of the mean block log ratio
+# less one); the cells' and the gate's Δ is a ratio of arithmetic means: each says which
+DELTA_KIND = "geometric"
+DELTA_LABEL = "Δgeo"
+# an early stop's note only when |Δ| (log) is under this many half-widths of its interval
+MATERIAL = 2.0
 # "about k more blocks" plans with the spread's upper confidence bound at this level
 SPREAD_UPPER = 0.8
 # ... and only from this many blocks on: before, the spread is too poorly known to plan with
@@ -116,11 +96,15 @@ def spent(t: NDArray[np.float64], alpha: float, spending: str) -> NDArray[np.flo
         return 4.0 - 4.0 * ndtr(ndtri(1 - alpha / 4) / np.sqrt(t))
     if spending == "pocock":
         return alpha * np.log1p((math.e - 1) * t)
+    if spending.startswith("hsd:"):  # Hwang, Shih and DeCani (1990), gamma after the colon
+        gamma = float(spending[4:])
+        return alpha * np.expm1(-gamma * t) / math.expm1(-gamma) if gamma else alpha * t
     raise ValueError(f"spending {spending!r}: expected one of {', '.join(SPENDING)}")
 
 
 def boundaries(fractions: Sequence[float], alpha: float = stats.ALPHA,
-               spending: str = "obrien-fleming") -> NDArray[np.float64]:
+               spending: str = "obrien-fleming", arrangements: int = 0
+               ) -> NDArray[np.float64]:
     """Two-sided z boundaries, one per look at these increasing information fractions, such
     that under no difference the chance of crossing by look k is spent(t_k).
 
@@ -131,7 +115,7 @@ def boundaries(fractions: Sequence[float], alpha: float = stats.ALPHA,
     from scipy.special import ndtr, ndtri
 
     t = np.asarray(fractions, dtype=float)
-    inc = np.diff(np.concatenate([[0.0], spent(t, alpha, spending)]))
+    inc = np.diff(np.concatenate([[0.0], spending_at(t, alpha, spending, arrangements)]))
     z = np.empty(t.size)
     z[0] = min(Z_MAX, float(ndtri(1 - inc[0] / 2))) if inc[0] > 0 else Z_MAX
     s, w = _grid(z[0] * math.sqrt(t[0]))
@@ -151,6 +135,34 @@ def boundaries(fractions: Sequence[float], alpha: float = stats.ALPHA,
         mass = w * (_phi((x[:, None] - s) / sd) @ mass) / sd
         s = x
     return z
+
+
+def spending_at(t: Any, alpha: float, spending: str, arrangements: int = 0) -> Any:
+    """The α spent by each look at fractions t (the looks FIRST_LOOK … of a design).
+    `floor+obrien-fleming` (the default): O'Brien-Fleming-like, except that the first look
+    at which the randomisation floor (`attainable`, `arrangements` a block) is at most
+    FLOOR_SHARE of α spends that floor at once (just above it), and the looks after spend
+    the rest in O'Brien-Fleming's proportions: an effect far beyond the noise can be called
+    at the first look the design allows (three blocks of four, twelve stretches) instead of
+    waiting for the spending to reach the floor (five blocks)."""
+    t = np.asarray(t, dtype=float)
+    if not spending.startswith("floor+"):
+        return spent(t, alpha, spending)
+    base = spent(t, alpha, spending[len("floor+"):])
+    if arrangements <= 2:  # AB or BA: the floor allows nothing before the 7th block
+        return base
+    n = FIRST_LOOK + np.arange(t.size)
+    floor = 2.0 * float(max(arrangements, 2)) ** (-n.astype(float)) * (1 + FLOOR_MARGIN)
+    fits = np.nonzero((floor <= FLOOR_SHARE * alpha) & (floor > base))[0]
+    if fits.size == 0:
+        return base
+    lump = floor[fits[0]]
+    return np.where(np.arange(t.size) >= fits[0], lump + (alpha - lump) * base / alpha, base)
+
+
+# the floor's lump: at most this share of α, and this much above the floor itself
+FLOOR_SHARE = 0.5
+FLOOR_MARGIN = 0.02
 
 
 def _phi(x: Any) -> Any:
@@ -173,11 +185,12 @@ class Design:
     alpha: float
     spending: str
     z: tuple[float, ...]  # the boundary at look n is z[n - FIRST_LOOK]
+    arrangements: int = 2  # equally likely arrangements of a block (attainable)
 
     @classmethod
     def make(cls, max_runs: int = DEFAULT_MAX_RUNS, alpha: float = stats.ALPHA,
-             spending: str = "obrien-fleming") -> Design:
-        return _design(max_runs, alpha, spending)
+             spending: str = SPENDING[0], arrangements: int = 2) -> Design:
+        return _design(max_runs, alpha, spending, arrangements)
 
     def nominal(self, n: Any) -> Any:
         """The two-sided nominal level at look n (n stretches per side; beyond the last look,
@@ -189,27 +202,180 @@ class Design:
 
 
 @functools.lru_cache(maxsize=32)
-def _design(max_runs: int, alpha: float, spending: str) -> Design:
+def _design(max_runs: int, alpha: float, spending: str, arrangements: int) -> Design:
     if max_runs < FIRST_LOOK:
         raise ValueError(f"max_runs {max_runs}: at least {FIRST_LOOK} stretches per side")
     looks = np.arange(FIRST_LOOK, max_runs + 1) / max_runs
-    return Design(max_runs, alpha, spending, tuple(float(x) for x in
-                                                    boundaries(looks.tolist(), alpha, spending)))
+    z = boundaries(looks.tolist(), alpha, spending, arrangements)
+    return Design(max_runs, alpha, spending, tuple(float(x) for x in z), arrangements)
 
 
-def cumulative(d: Any) -> tuple[Any, Any, Any, Any]:
+def cumulative(d: Any, floor: Any = 0.0, tss: Any = None) -> tuple[Any, Any, Any, Any]:
     """Every look's paired statistics from block log ratios (last axis: blocks in order):
     mean, standard error, degrees of freedom and n (blocks), for n = FIRST_LOOK … blocks.
     One formula for the live rule (a 1-D array: its last look is the current one) and the
-    simulations (arrays of runs)."""
+    simulations (arrays of runs). `floor`: the smallest spread of a block's log ratio the
+    figures' printed precision allows (broadcast against d without its last axis): the
+    spread is never taken below it. `tss` (blocks of four, two values: each block's sum of
+    squares about its mean, as d): the spread is the two-way model's, pooled within and
+    between blocks (3n − 1 degrees of freedom, not n − 1: the replicates in a block say
+    how noisy a stretch is), for the statistic; its validity is the randomisation check's."""
     d = np.asarray(d, dtype=float)
     n = np.arange(1, d.shape[-1] + 1)
     mean = np.cumsum(d, -1) / n
     with np.errstate(invalid="ignore", divide="ignore"):
-        var = np.maximum(np.cumsum(d * d, -1) - n * mean**2, 0.0) / np.maximum(n - 1, 1)
+        if tss is None:
+            df = n - 1
+            var = np.maximum(np.cumsum(d * d, -1) - n * mean**2, 0.0) / np.maximum(df, 1)
+        else:
+            df = n - 1 + POOLED_DF * n
+            var = np.maximum(np.cumsum(np.asarray(tss, dtype=float), -1) - n * mean**2,
+                             0.0) / df
+    var = np.where(var <= 1e-12 * mean**2, 0.0, var)  # equal ratios: zero, not rounding
+    var = np.maximum(var, np.square(np.asarray(floor, dtype=float))[..., None])
     k = FIRST_LOOK - 1
     se = np.sqrt(var[..., k:] / n[k:])
-    return mean[..., k:], se, n[k:] - 1, n[k:]
+    return mean[..., k:], se, df[k:], n[k:]
+
+
+# blocks of four: the degrees of freedom each block adds to the pooled spread beyond one
+POOLED_DF = 2
+
+
+# two values: a block is four stretches in one of these six balanced orders (0 the base, 1 the
+# other), each as likely
+BALANCED = ((0, 0, 1, 1), (0, 1, 0, 1), (0, 1, 1, 0), (1, 0, 0, 1), (1, 0, 1, 0), (1, 1, 0, 0))
+# a block's log ratio under each order: the mean ln rate of the 1s less the 0s'
+_BALANCED_WEIGHTS = np.asarray(BALANCED, dtype=float) - 0.5
+# the randomisation check: every pattern of the blocks' arrangements up to this many, else
+# this many drawn (seeded: the live rule and the bench draw the same)
+EXACT = 50_000
+DRAWS = 4_000
+DRAW_SEED = 33
+
+
+def randomisation_p(options: Any, floor: Any = 0.0, tss: Any = None) -> Any:
+    """The randomisation p of the paired t (two-sided) at the last block: `options`
+    (events × blocks × arrangements), each block's log ratio under each arrangement its
+    order could have taken, the drawn one first (as `contrasts` gives them, the observed one
+    rearranged to index 0 by `observed_first`). The share of arrangement patterns whose |t|
+    (the spread never below `floor`) is at least the observed one: exact over the draw of
+    the orders for any noise, however few values the ratios take. Every pattern when there
+    are at most EXACT, else DRAWS drawn."""
+    c = np.asarray(options, dtype=float)
+    events, n, a = c.shape
+    floor = np.broadcast_to(np.asarray(floor, dtype=float), (events,))
+    if a ** n <= EXACT:
+        pick = np.indices((a,) * n).reshape(n, -1).T  # patterns × blocks
+    else:
+        pick = np.random.default_rng(DRAW_SEED).integers(0, a, (DRAWS, n))
+        pick[0] = 0
+
+    total = None if tss is None else np.asarray(tss, dtype=float).sum(-1)
+
+    def t(x: Any, f: Any, total: Any) -> Any:  # cumulative's statistic at the last block
+        mean = x.mean(-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = x.var(-1, ddof=1) if total is None else \
+                np.maximum(total - n * mean**2, 0.0) / (n - 1 + POOLED_DF * n)
+            return np.abs(mean) / np.sqrt(np.maximum(var, np.square(f)) / n)
+
+    observed = t(c[:, :, 0], floor, total)
+    out = np.empty(events)
+    for at in range(0, events, 16):
+        x = c[at:at + 16][:, np.arange(n)[None, :], pick]  # events × patterns × blocks
+        got = t(x, floor[at:at + 16, None], None if total is None else total[at:at + 16, None])
+        out[at:at + 16] = np.mean(got >= observed[at:at + 16, None] * (1 - 1e-9), axis=1)
+    return out
+
+
+def observed_first(options: Any, d: Any) -> Any:
+    """`options` with, in each block, the arrangement whose ratio is the observed `d` moved
+    to index 0 (the arrangements are a group: the pattern's distribution is the same)."""
+    c = np.asarray(options, dtype=float)
+    hit = np.argmin(np.abs(c - np.asarray(d, dtype=float)[..., None]), -1)
+    first = np.take_along_axis(c, hit[..., None], -1)
+    rest = np.where(np.arange(c.shape[-1]) == hit[..., None], c[..., :1], c)
+    return np.concatenate([first, rest[..., 1:]], -1)
+
+
+# iperf3 prints rates with 3 significant digits (text mode): a figure is known to half a unit
+# of its third digit, 0.05–0.5 % of it
+DIGITS = 3
+# a stretch that moved nothing counts at this share of the pair's median stretch (its log
+# ratio is then about ln 0.01: a dead value loses by far, and the spread says how often)
+DEAD_SHARE = 0.01
+
+
+def resolution(rate: Any) -> Any:
+    """The relative half-step of a rate printed with DIGITS significant digits."""
+    r = np.asarray(rate, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = 10.0 ** (np.floor(np.log10(np.where(r > 0, r, 1.0))) - (DIGITS - 1))
+        return np.where(r > 0, 0.5 * step / np.where(r > 0, r, 1.0), 0.0)
+
+
+def log_rates(rates: Any) -> Any:
+    """ln of stretch rates (last axis: stretches; nan: no sample), a stretch that moved
+    nothing (rate 0) taken at DEAD_SHARE of the median of the others (`rates`' last axis):
+    a dead stretch is evidence against its value, not missing data."""
+    r = np.asarray(rates, dtype=float)
+    with np.errstate(invalid="ignore"):
+        live = np.where(r > 0, r, np.nan)
+        typical = np.nanmedian(np.where(np.isnan(live).all(-1, keepdims=True), 1.0, live),
+                               axis=-1, keepdims=True)
+        return np.log(np.where(r > 0, r, np.where(r == 0, DEAD_SHARE * typical, np.nan)))
+
+
+def contrasts(rates: Any, pos: Any) -> Contrasts:
+    """Block log ratios and their resolution floor from stretch rates (…, stretches: runs,
+    pairs) and the schedule's `pos` (blocks × values × stretches of a value in the block, as
+    abtui.measure.alternate.positions gives; with a leading runs axis when each run has its
+    own order): per compared value (values 1…), the mean ln rate of its stretches in the
+    block less the base's (…, compared, blocks), nan where a stretch has no sample; and per
+    compared value the floor (…, compared): the mean over blocks of the precision of the two
+    means' figures (`resolution`, at its widest: each figure off by its whole half-step),
+    below which no spread is taken; and the block's log ratio under each arrangement the
+    schedule could have drawn (…, compared, blocks, arrangements), for `randomisation_p`."""
+    r = np.asarray(rates, dtype=float)
+    pos = np.asarray(pos, dtype=np.int64)
+    shape = pos.shape[-3:]
+    idx = pos.reshape((*pos.shape[:-3], -1))
+    while idx.ndim < r.ndim:
+        idx = idx[..., None, :]
+
+    def gather(x: Any) -> Any:
+        got = np.take_along_axis(x, np.broadcast_to(idx, x.shape[:-1] + idx.shape[-1:]), -1)
+        return got.reshape(x.shape[:-1] + shape).mean(-1)  # … × blocks × values
+
+    logs = log_rates(r)
+    means, res = gather(logs), gather(resolution(r))
+    d = np.moveaxis(means[..., 1:] - means[..., :1], -2, -1)  # … × compared × blocks
+    width = np.moveaxis(res[..., 1:] + res[..., :1], -2, -1)
+    width = np.where(np.isnan(d), 0.0, width)
+    count = np.maximum((~np.isnan(d)).sum(-1), 1)
+    if shape[-2:] == (2, 2):  # two values, blocks of four: the six balanced orders' ratios
+        slots = np.sort(idx.reshape((*idx.shape[:-1], -1, 4)), -1).reshape(idx.shape)
+        x = np.take_along_axis(logs, np.broadcast_to(slots, logs.shape[:-1] +
+                                                     slots.shape[-1:]), -1)
+        x = x.reshape((*logs.shape[:-1], -1, 4))  # … × blocks × the block's stretches
+        options = (x @ _BALANCED_WEIGHTS.T)[..., None, :, :]  # … × 1 × blocks × 6
+        tss = ((x - x.mean(-1, keepdims=True)) ** 2).sum(-1)[..., None, :]
+        return Contrasts(d, width.sum(-1) / count, options, tss)
+    # a block of one permutation: the two values swapped, or not
+    return Contrasts(d, width.sum(-1) / count, np.stack([d, -d], -1), None)
+
+
+class Contrasts(NamedTuple):
+    """What `contrasts` gives: block log ratios d (…, compared, blocks); their resolution
+    floor (…, compared); each block's ratio under every arrangement (…, compared, blocks,
+    arrangements); blocks of four: each block's sum of squares about its mean (…, 1,
+    blocks), else None."""
+
+    d: Any
+    floor: Any
+    options: Any
+    tss: Any
 
 
 def half_width(design: Design, se: Any, df: Any, n: Any) -> Any:
@@ -219,18 +385,23 @@ def half_width(design: Design, se: Any, df: Any, n: Any) -> Any:
     from scipy.stats import t as student_t
 
     level = design.nominal(n)
-    return np.where(attainable(n, level), student_t.isf(level / 2, df) * se, np.inf)
+    se = np.asarray(se, dtype=float)
+    # a zero spread (identical ratios, at no floor) is no certainty: it never claims
+    return np.where(attainable(n, level, design.arrangements) & (se > 0),
+                    student_t.isf(level / 2, df) * se, np.inf)
 
 
-def attainable(n: Any, level: Any) -> Any:
+def attainable(n: Any, level: Any, arrangements: int = 2) -> Any:
     """Whether a look at n blocks may claim anything at this two-sided level. The order of
     each block is drawn at random, so with no difference at all, interference that lands on
     one stretch of each block (a timer at twice the stretch) makes every block's log ratio
     ±c, its sign the draw's: all n of one sign 2^(1 − n) of the time, and Student's t is then
     unbounded. The randomisation test, exact here, can never reject below that level: nor may
     the rule (measured, 2 pairs × 2 values: false claims under interference at 2 and 4 times
-    the stretch fell from 0.074 and 0.058 to 0.043 and 0.035, power kept)."""
-    return np.asarray(level) >= 2.0 ** (1 - np.asarray(n, dtype=float))
+    the stretch fell from 0.074 and 0.058 to 0.043 and 0.035, power kept). With A equally
+    likely `arrangements` of a block (six: the balanced orders of four stretches, or the
+    places of two values in a permutation of three), the floor is 2 A^(−n)."""
+    return np.asarray(level) >= 2.0 * float(arrangements) ** (-np.asarray(n, dtype=float))
 
 
 def within(mean: Any, half: Any, min_effect: float) -> Any:
@@ -240,7 +411,8 @@ def within(mean: Any, half: Any, min_effect: float) -> Any:
     return (mean - half > -lo) & (mean + half < edge)
 
 
-def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 0.0) -> Any:
+def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 0.0,
+                pooled: bool = False) -> Any:
     """Further blocks (≥ 1) until the repeated interval's half-width, at each later look's own
     boundary and t quantile (a look that may claim nothing: never), is at most the larger of
     half of ln(1 + min_effect) (then it resolves, whatever the mean) and a low estimate of
@@ -248,18 +420,21 @@ def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 
     large as that). The spread of the block log ratios is taken at the upper SPREAD_UPPER
     confidence bound of `sd` (n − 1 degrees of freedom: a spread estimated from few blocks is
     often too small, and an estimate from it promises too soon). -1 when not by the last look.
-    Numpy: arrays of sd, n and mean give arrays."""
+    Numpy: arrays of sd, n and mean give arrays. `pooled`: the spread has cumulative's
+    pooled degrees of freedom (3n − 1)."""
     from scipy.stats import chi2
     from scipy.stats import t as student_t
 
     looks = np.arange(FIRST_LOOK, design.max_runs + 1)
     level = design.nominal(looks)
-    factor = np.where(attainable(looks, level),
-                      student_t.isf(level / 2, looks - 1) / np.sqrt(looks), np.inf)
+    extra = POOLED_DF if pooled else 0
+    factor = np.where(attainable(looks, level, design.arrangements),
+                      student_t.isf(level / 2, looks - 1 + extra * looks) / np.sqrt(looks),
+                      np.inf)
     factor = np.minimum.accumulate(factor)  # non-increasing: the first look that suffices
     sd, n, mean = np.broadcast_arrays(np.asarray(sd, dtype=float), np.asarray(n),
                                       np.asarray(mean, dtype=float))
-    df = np.maximum(n - 1, 1)
+    df = np.maximum(n - 1 + extra * n, 1)
     upper = sd * np.sqrt(df / chi2.ppf(1 - SPREAD_UPPER, df))
     target = np.maximum(math.log1p(min_effect / 100) / 2,
                         np.abs(mean) - 2 * upper / np.sqrt(np.maximum(n, 1)))
@@ -269,7 +444,7 @@ def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 
     at = np.where(first < looks.size, looks[np.minimum(first, looks.size - 1)], -1)
     at = np.where(np.isfinite(need), at, FIRST_LOOK)  # sd 0: any look resolves it
     more = np.maximum(at, n + 1) - n
-    return np.where((at < 0) | (n >= design.max_runs) | (n < FORECAST_FROM), -1, more)
+    return np.where((at < 0) | (n >= design.max_runs) | (df < FORECAST_FROM - 1), -1, more)
 
 
 # The boundaries come from the z statistics' joint distribution; the rule looks at t statistics
@@ -287,14 +462,15 @@ class Family:
     (Holm's step-down passing α on to the comparisons still open)."""
 
     size: int
-    max_runs: int = DEFAULT_MAX_RUNS
+    max_runs: int = DEFAULT_MAX_RUNS  # blocks at most
     alpha: float = stats.ALPHA
-    spending: str = "obrien-fleming"
+    spending: str = SPENDING[0]
+    arrangements: int = 2
 
     def design(self, rejected: int = 0) -> Design:
         """The design one open comparison is judged by, with `rejected` already significant."""
-        return Design.make(self.max_runs,
-                           self.alpha / max(1, self.size - rejected) / T_LOOKS, self.spending)
+        return Design.make(self.max_runs, self.alpha / max(1, self.size - rejected) / T_LOOKS,
+                           self.spending, self.arrangements)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,11 +484,19 @@ class Assessment:
     max_runs: int
     min_effect: float = DEFAULT_MIN_EFFECT
     within: bool = False  # not significant, the interval inside ±min_effect
+    dead: int = 0  # stretches of either value that moved nothing (counted, at DEAD_SHARE)
+    # significant with the interval's near end within half of Δ: an early stop's Δ may then
+    # overstate the effect materially (far beyond its boundary, the look's selection is not)
+    close: bool = False
+    # blocks from which "about k more" is said: FORECAST_FROM, or 2 when the spread is pooled
+    # within blocks (blocks of four: 5 degrees of freedom at 2 blocks, as 6 blocks of two)
+    forecast_from: int = FORECAST_FROM
 
     @property
     def early(self) -> bool:
-        """Significant before the last look: the Δ may overstate the effect."""
-        return self.significant and self.n < self.max_runs
+        """Significant before the last look, near its boundary: the Δ may overstate the
+        effect."""
+        return self.significant and self.n < self.max_runs and self.close
 
     @property
     def verdict(self) -> str:
@@ -322,25 +506,24 @@ class Assessment:
         return "~" if self.n >= FIRST_LOOK else "?"
 
     def line(self, blocks: int | None = None) -> str:
-        """`Δ -81.2% [-84.0, -78.1], -81.2% significant (3 blocks; stopped early: Δ may
-        overstate the effect)` or `Δ … ~ (4 blocks), about 6 more blocks to resolve 1%`.
+        """`Δgeo -12.2% [-14.0, -8.1] significant (3 blocks; stopped early: Δ may overstate
+        the effect)` or `Δgeo … ~ (4 blocks), about 6 more blocks to resolve 1%`.
 
         `blocks`: the complete blocks of the schedule so far (the count an alternation's
         header gives). A comparison judged on fewer says so with that count: one decided at
         an earlier look says at which, and one that left blocks out (its stretch on this
-        pair counted under half its time: a stop, a failed run) how many."""
+        pair was cut short by a stop or had no sample) how many."""
         ns = self._blocks(blocks)
         if self.delta is None:
             return f"? ({ns})"
-        text = f"Δ {self._delta_text()}, {self.verdict}"
         if self.significant:
             early = "; stopped early: Δ may overstate the effect" if self.early else ""
-            return f"{text} significant ({ns}{early})"
-        text += f" ({ns})"
+            return f"{DELTA_LABEL} {self._delta_text()} significant ({ns}{early})"
+        text = f"{DELTA_LABEL} {self._delta_text()} {self.verdict} ({ns})"
         if self.within:
             return f"{text}, no difference of {self.min_effect:g}% or more"
         if self.n >= FIRST_LOOK:
-            if self.more is None and self.n < FORECAST_FROM:
+            if self.more is None and self.n < self.forecast_from:
                 return f"{text}, too few blocks yet to say how many more resolve " \
                        f"{self.min_effect:g}%"
             if self.more is None:
@@ -367,35 +550,50 @@ class Assessment:
         of = f"{self.n} of {blocks} block{'s' if blocks != 1 else ''}"
         if self.significant:
             return f"decided at {of}"
-        return f"{of}: {blocks - self.n} left out, a stretch under half its time"
+        return f"{of}: {blocks - self.n} left out"
 
 
 def _pct(x: float) -> float:
     return math.expm1(x) * 100 if x < 700 else math.inf
 
 
-def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_MIN_EFFECT
+def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_MIN_EFFECT,
+           floor: float = 0.0, dead: int = 0, options: Any = None, tss: Any = None
            ) -> Assessment:
     """The look these block log ratios (value vs base, one per complete block) make: the
-    paired repeated interval, the verdict from it, and the blocks still needed."""
+    paired repeated interval (its spread never below `floor`, the figures' precision; the
+    randomisation floor checked first, whatever the spread), the verdict from it, and the
+    blocks still needed. `dead`: stretches of either value that moved nothing (counted in
+    the ratios at DEAD_SHARE): such a comparison never says "no difference". `options`
+    (blocks × arrangements, as `contrasts` gives them): a claim also needs the randomisation
+    p of its t at most the look's level (`randomisation_p`); `tss` (blocks of four) pools
+    the spread within blocks (`cumulative`)."""
     d = np.asarray([x for x in ratios if math.isfinite(x)], dtype=float)
     n = d.size
     if n == 0:
-        return Assessment(None, 0, False, None, design.max_runs, min_effect)
+        return Assessment(None, 0, False, None, design.max_runs, min_effect, dead=dead)
     if n < FIRST_LOOK:
         pct = _pct(float(d.mean()))
         return Assessment(stats.Delta(pct, why=f"fewer than {FIRST_LOOK} blocks"), n, False,
-                          None, design.max_runs, min_effect)
-    mean, se, df, _n = (float(x[-1]) for x in cumulative(d))
-    half = float(half_width(design, se, df, n)) if se > 0 else 0.0
-    significant = bool(abs(mean) > half) if se > 0 else mean != 0
+                          None, design.max_runs, min_effect, dead=dead)
+    tss = None if tss is None else np.asarray(tss, dtype=float)[np.isfinite(ratios)]
+    mean, se, df, _n = (float(x[-1]) for x in cumulative(d, floor, tss))
+    half = float(half_width(design, se, df, n))
+    significant = bool(abs(mean) > half)
+    if significant and options is not None:
+        first = observed_first(np.asarray(options, dtype=float)[None], d[None])
+        significant = bool(randomisation_p(first, floor, None if tss is None else tss[None])[0]
+                           <= design.nominal(n))
     delta = stats.Delta(_pct(mean), _pct(mean - half), _pct(mean + half))
-    inside = not significant and bool(within(mean, half, min_effect))
+    inside = not significant and not dead and bool(within(mean, half, min_effect))
     more = None
-    if not significant and not inside:
-        got = int(more_blocks(design, se * math.sqrt(n), n, min_effect, mean))
+    if not significant and not inside and se > 0:
+        got = int(more_blocks(design, se * math.sqrt(n), n, min_effect, mean,
+                              tss is not None))
         more = got if got > 0 else None
-    return Assessment(delta, n, significant, more, design.max_runs, min_effect, inside)
+    material = significant and abs(mean) < MATERIAL * half
+    return Assessment(delta, n, significant, more, design.max_runs, min_effect, inside, dead,
+                      material, FIRST_LOOK if tss is not None else FORECAST_FROM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,16 +610,22 @@ class Simulated:
     looks: NDArray[np.int64]
 
 
-def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT) -> Simulated:
+def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT,
+             floor: Any = 0.0, options: Any = None, tss: Any = None) -> Simulated:
     """The live rule (Holm over the family, the paired repeated interval at each look,
-    `within`, `more_blocks`) on block log ratios d[run, comparison, block], vectorised over
-    runs: what Verdicts says live, for the statistics bench and the tests."""
+    `within`, `more_blocks`) on block log ratios d[run, comparison, block] (`floor`: their
+    resolution floor, run × comparison, as `contrasts` gives it; `options` their ratios under
+    every arrangement, run × comparison × block × arrangement: the randomisation check;
+    `tss` the blocks' sums of squares, run × comparison × block: the pooled spread),
+    vectorised over runs: what Verdicts says live, for the statistics bench and the tests."""
     d = np.asarray(d, dtype=float)
     runs, k = d.shape[0], d.shape[1]
-    mean, se, df, looks = cumulative(d)
+    mean, se, df, looks = cumulative(d, floor, tss)
     designs = [family.design(r) for r in range(k)]
     half = np.stack([half_width(g, se, df, looks) for g in designs])  # levels × runs × K × L
     crossed = np.abs(mean)[None] > half
+    if options is not None:
+        crossed &= _randomised(crossed, d, options, floor, tss, designs, looks)
     decided = np.zeros((runs, k), dtype=np.int64)
     estimate = np.full((runs, k), np.nan)
     inside = np.zeros(mean.shape, dtype=bool)
@@ -442,6 +646,25 @@ def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT) -> 
         for r in np.unique(level):
             rows = level == r
             got = more_blocks(designs[r], se[rows, :, li] * math.sqrt(n), n, min_effect,
-                              mean[rows, :, li])
+                              mean[rows, :, li], tss is not None)
             more[rows, :, li] = np.where(open_[rows] & ~inside[rows, :, li], got, -1)
     return Simulated(decided, estimate, inside, more, looks)
+
+
+def _randomised(crossed: Any, d: Any, options: Any, floor: Any, tss: Any,
+                designs: Sequence[Design], looks: Any) -> Any:
+    """Where the t crosses (levels × runs × K × looks), whether the randomisation p at that
+    look is at most the level's nominal one: computed only where some level crosses."""
+    ok = np.ones(crossed.shape, dtype=bool)
+    first = observed_first(options, d)
+    floor = np.broadcast_to(np.asarray(floor, dtype=float), d.shape[:2])
+    any_level = crossed.any(0)
+    for li, n in enumerate(looks):
+        run, k = np.nonzero(any_level[..., li])
+        if run.size == 0:
+            continue
+        p = randomisation_p(first[run, k, :n], floor[run, k],
+                            None if tss is None else tss[run, k, :n])
+        for lv, g in enumerate(designs):
+            ok[lv, run, k, li] = p <= g.nominal(n)
+    return ok

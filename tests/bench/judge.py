@@ -48,6 +48,8 @@ BUDGETS: dict[str, str | None] = {
     "seq_estimate_calibration": ">= 0.7",
     "seq_power_3pct_family": None,
     "seq_early_overstatement_pct": None,
+    "seq_false_claim_rate_old": None,
+    "verdict_stretches_10x": "<= 12",
     "vm_lab_3pairs_up_s": None,
 }
 

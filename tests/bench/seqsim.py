@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from abtui.measure.alternate import positions, schedule
+from abtui.measure.alternate import arrangements, max_blocks, positions, schedule
 from abtui.reports import sequential as sq
 
 SUBSTEPS = 24  # a stretch's load fraction, averaged on this many points
@@ -121,121 +121,75 @@ def loaded(rng: np.random.Generator, runs: int, n: int, sc: Scenario,
         last - first + 1)
 
 
-def ratios(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
-           sc: Scenario, effects: tuple[float, ...] | None = None, *, strict: bool = False,
-           seeds: np.ndarray | None = None) -> np.ndarray:
-    """Block log ratios runs × (pairs × compared values) × blocks, the order drawn per run
-    by abtui's schedule (`strict`: ABAB…, the old order, for comparison; `seeds`: run r in
-    the order of schedule seed seeds[r], as `--seed` replays it); `effects` the values' true
-    log effects (default none)."""
+def untimed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
+                  sc: Scenario, effects: tuple[float, ...] | None = None, *,
+                  seeds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Stretch rates runs × pairs × stretches under `sc` (every stretch one unit, or on the
+    load's own clock: Scenario.clocked) and each run's positions (runs × blocks × values ×
+    per), the order drawn per run by abtui's schedule (`seeds`: run r in the order of
+    schedule seed seeds[r], as `--seed` replays it); `effects` the values' true log effects
+    (default none)."""
     names = tuple(str(v) for v in range(values))
     eff = np.asarray(effects if effects is not None else (0.0,) * values)
-    n = values * blocks
-    if sc.clocked and seeds is None:  # a flip's time needs the order before the noise
-        seeds = np.full(runs, -1) if strict else rng.integers(2**31, size=runs)
-    logs = None if sc.clocked else host_noise(rng, runs, pairs, n, sc)
-    pos = np.empty((runs, blocks, values), dtype=np.int64)
-    shift = np.empty((runs, n))
-    flips = np.empty((runs, n), dtype=bool)
-    orders: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for r in range(runs):
-        seed = int(seeds[r]) if seeds is not None else -1 if strict else \
-            int(rng.integers(2**31))
-        if seed not in orders:
-            order = names * blocks if seed < 0 else schedule(names, blocks, seed)
-            at = np.asarray(order, dtype=int)
-            orders[seed] = (np.asarray(positions(order, names)), eff[at],
-                            np.r_[False, at[1:] != at[:-1]])
-        pos[r], shift[r], flips[r] = orders[seed]
-    logs = (host_noise(rng, runs, pairs, n, sc, flips) if logs is None else logs) + \
-        shift[:, None, :]
-    taken = np.take_along_axis(logs[:, :, None, :],
-                               pos.transpose(0, 2, 1)[:, None, :, :], axis=3)
-    d = taken[:, :, 1:, :] - taken[:, :, :1, :]  # runs × pairs × compared × blocks
-    return d.reshape(runs, pairs * (values - 1), blocks)
+    seeds = rng.integers(2**31, size=runs) if seeds is None else np.asarray(seeds)
+    cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for seed in np.unique(seeds):
+        order = schedule(names, blocks, int(seed))
+        cache[int(seed)] = (np.asarray(positions(order, names)), np.asarray(order, dtype=int))
+    pos = np.stack([cache[int(x)][0] for x in seeds])
+    at = np.stack([cache[int(x)][1] for x in seeds])
+    flips = np.concatenate([np.zeros((runs, 1), bool), at[:, 1:] != at[:, :-1]], axis=1)
+    logs = host_noise(rng, runs, pairs, at.shape[1], sc, flips) + eff[at][:, None, :]
+    return np.exp(logs), pos
+
+
+def rule(rates: np.ndarray, pos: np.ndarray, values: int, blocks: int,
+         min_effect: float = 1.0, spending: str = sq.SPENDING[0], check: bool = True,
+         pooled: bool = True) -> sq.Simulated:
+    """The live rule on stretch rates (runs × pairs × stretches) in the runs' orders `pos`:
+    the block log ratios, their resolution floor, pooled spread and randomisation check as
+    Verdicts takes them (sequential.contrasts), Holm over pairs × compared values."""
+    names = tuple(str(v) for v in range(values))
+    runs = rates.shape[0]
+    got = sq.contrasts(rates, pos)
+    d = got.d.reshape(runs, -1, got.d.shape[-1])
+    options = np.broadcast_to(got.options, got.d.shape + got.options.shape[-1:]).reshape(
+        d.shape + got.options.shape[-1:])
+    tss = None if got.tss is None else np.broadcast_to(got.tss, got.d.shape).reshape(d.shape)
+    family = sq.Family(d.shape[1], blocks, spending=spending,
+                       arrangements=arrangements(names))
+    return sq.simulate(d, family, min_effect, floor=got.floor.reshape(runs, -1),
+                       options=options if check else None, tss=tss if pooled else None)
+
+
+def ratios(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
+           sc: Scenario, effects: tuple[float, ...] | None = None) -> np.ndarray:
+    """Block log ratios runs × (pairs × compared values) × blocks (untimed_rates)."""
+    rates, pos = untimed_rates(rng, runs, pairs, values, blocks, sc, effects)
+    d = sq.contrasts(rates, pos).d
+    return d.reshape(runs, -1, d.shape[-1])
 
 
 def false_claims(rng: np.random.Generator, sc: Scenario, runs: int, pairs: int = 2,
-                 values: int = 3, blocks: int = 20, strict: bool = False) -> float:
+                 values: int = 3, max_runs: int = 20) -> float:
     """The share of A/A runs in which any comparison of the family turns significant."""
-    d = ratios(rng, runs, pairs, values, blocks, sc, strict=strict)
-    got = sq.simulate(d, sq.Family(d.shape[1], blocks))
-    return float((got.decided > 0).any(axis=1).mean())
+    blocks = max_blocks(range(values), max_runs)
+    rates, pos = untimed_rates(rng, runs, pairs, values, blocks, sc)
+    return float((rule(rates, pos, values, blocks).decided > 0).any(axis=1).mean())
 
 
 def per_seed(rng: np.random.Generator, sc: Scenario, seeds: Sequence[int], runs: int,
-             pairs: int = 2, values: int = 2, blocks: int = 10, strict: bool = False
-             ) -> np.ndarray:
+             pairs: int = 2, values: int = 2, max_runs: int = 20) -> np.ndarray:
     """The false-claim rate of each seed's order (what `--seed N` replays) over `runs` A/A
-    runs that differ in the load's phase, the stretch's real length and the noise.
-    `strict`: the rule on strict ABAB instead (one order for every "seed")."""
+    runs that differ in the load's phase, the stretch's real length and the noise."""
+    blocks = max_blocks(range(values), max_runs)
     out = []
     for at in range(0, len(seeds), CHUNK):  # a chunk of seeds at a time: the arrays stay small
         some = np.repeat(np.asarray(seeds[at:at + CHUNK]), runs)
-        d = ratios(rng, some.size, pairs, values, blocks, sc,
-                   seeds=None if strict else some, strict=strict)
-        claimed = (sq.simulate(d, sq.Family(d.shape[1], blocks)).decided > 0).any(axis=1)
+        rates, pos = untimed_rates(rng, some.size, pairs, values, blocks, sc, seeds=some)
+        claimed = (rule(rates, pos, values, blocks).decided > 0).any(axis=1)
         out.append(claimed.reshape(-1, runs).mean(axis=1))
     return np.concatenate(out)
-
-
-def signflip_rule(d: np.ndarray, blocks: int, alpha: float = 0.05, draws: int = 0,
-                  seed: int = 0, chunk: int = 500) -> np.ndarray:
-    """A group-sequential sign-flip (randomisation) rule on block log ratios d[run, comparison,
-    block], for the comparison with the live rule: each comparison at alpha / K (Bonferroni,
-    which for the first claim is what Holm is), the same looks and O'Brien-Fleming-like
-    spending. At look n the paired t of the first n blocks is referred to its distribution
-    over the blocks' signs flipped, given their sizes: the threshold is the smallest that
-    paths not yet stopped cross with at most the look's spending increment, so the chance of
-    any claim is at most alpha whatever the noise, over the draw of the orders. All 2^blocks
-    sign patterns (draws 0), else `draws` random ones (Monte Carlo). The look (n) at which
-    each comparison turned significant, 0 never."""
-    runs, k, _n = d.shape
-    if draws:
-        signs = 1 - 2 * np.random.default_rng(seed).integers(0, 2, (draws, blocks))
-    else:
-        signs = 1 - 2 * ((np.arange(2**blocks)[:, None] >> np.arange(blocks)) & 1)
-    looks = np.arange(sq.FIRST_LOOK, blocks + 1)
-    inc = np.diff(np.concatenate([[0.0], sq.spent(looks / blocks, alpha / k, "obrien-fleming")]))
-    allowed = np.floor(inc * len(signs) + 1e-9).astype(int)  # paths a look may newly stop
-    decided = np.zeros((runs, k), dtype=np.int64)
-    flat = d.reshape(runs * k, blocks)
-    out = decided.reshape(-1)
-    for at in range(0, len(flat), chunk):
-        x = flat[at:at + chunk]
-        # the paths' sums at every look: the sign patterns', and the observed one
-        s = np.cumsum(np.abs(x)[:, None, :] * signs[None], axis=-1)  # chunk × P × blocks
-        s_obs = np.cumsum(x, axis=-1)
-        q = np.cumsum(x * x, axis=-1)
-        n = np.arange(1, blocks + 1)
-
-        def t(sums: np.ndarray, q: np.ndarray = q, n: np.ndarray = n) -> np.ndarray:
-            var = np.maximum(q - sums**2 / n, 0.0) / np.maximum(n - 1, 1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.round(np.abs(sums) / np.sqrt(var / n), 9)
-
-        tp = t(s, q[:, None, :])[..., sq.FIRST_LOOK - 1:]  # chunk × P × looks
-        to = t(s_obs)[..., sq.FIRST_LOOK - 1:]  # chunk × looks
-        alive = np.ones(tp.shape[:2], dtype=bool)
-        done = np.zeros(len(x), dtype=np.int64)
-        for li, look in enumerate(looks):
-            if allowed[li] == 0:
-                continue
-            v = np.where(alive, tp[..., li], -np.inf)
-            v = np.where(np.isnan(v), -np.inf, v)
-            asc = np.sort(v, axis=1)
-            m = asc.shape[1]
-            j = np.arange(m)
-            new = np.concatenate([np.ones((len(x), 1), bool), asc[:, 1:] != asc[:, :-1]], 1)
-            first = np.maximum.accumulate(np.where(new, j, 0), axis=1)
-            ok = (m - first <= allowed[li]) & np.isfinite(asc)
-            has = ok.any(1)
-            c = np.where(has, asc[np.arange(len(x)), np.argmax(ok, axis=1)], np.inf)
-            alive &= ~(tp[..., li] >= c[:, None])
-            hit = (done == 0) & (to[:, li] >= c)
-            done[hit] = look
-        out[at:at + chunk] = done
-    return decided
 
 
 def calibration(got: sq.Simulated) -> tuple[int, float]:
@@ -257,3 +211,159 @@ def calibration(got: sq.Simulated) -> tuple[int, float]:
         claims += int(said.sum())
         resolved += int((hit & said).sum())
     return claims, resolved / max(1, claims)
+
+
+# ---- time-resolved alternations: the boundary as drive() times it ---------------------------
+
+@dataclass(frozen=True)
+class Timed:
+    """A null (or not) scenario on the clock: a stretch is one unit (`--every`); a flip takes
+    `flip_s` (drawn per flip, uniform) and restarts the run (`restart`: iperf3's interval clock
+    starts again once the value is confirmed); iperf3's intervals are `interval` long on their
+    own clock; a load takes `load` of the throughput for half of every `period` stretches (0:
+    none; "block": the block's length), at a random phase; a stretch is dead (moves nothing)
+    with probability `dead_p`, on any value; `quantise`: each interval's rate printed with 3
+    significant digits (around `level`); `sd` independent noise a stretch and pair; `drift`
+    over the run."""
+
+    name: str
+    sd: float = 0.01
+    flip_s: tuple[float, float] = (0.02, 0.3)
+    restart: bool = True
+    interval: float = 0.1
+    period: float | str = 0.0
+    load: float = 0.3
+    dead_p: float = 0.0
+    quantise: bool = False
+    level: float = 9.41
+    drift: float = 0.0
+
+
+def old_schedule(values: Sequence[str], blocks: int, seed: int) -> tuple[str, ...]:
+    """Last round's schedule (blocks of every value once, AB or BA for two), to reproduce its
+    failures."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[str] = []
+    for _ in range(blocks):
+        block = list(values)
+        rng.shuffle(block)
+        out += block
+    return tuple(out)
+
+
+def old_positions(order: Sequence[str], values: Sequence[str]) -> list[list[tuple[int, ...]]]:
+    m = len(values)
+    return [[(order.index(v, b * m),) for v in values] for b in range(len(order) // m)]
+
+
+def _on(a: np.ndarray, b: np.ndarray, period: float, phase: np.ndarray) -> np.ndarray:
+    """The share of [a, b] in which a load on for the first half of every period is on."""
+    def g(x: np.ndarray) -> np.ndarray:
+        x = x + phase
+        return np.floor(x / period) * period / 2 + np.minimum(np.mod(x, period), period / 2)
+    return (g(b) - g(a)) / np.maximum(b - a, 1e-12)
+
+
+def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
+                sc: Timed, effects: tuple[float, ...] | None = None, *, old: bool = False,
+                window: float = 0.2, pad: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Stretch rates runs × pairs × stretches (nan: no sample) and each run's positions
+    (runs × blocks × values × per), timed as drive() times the boundary: `old` as last round
+    (the next stretch begun before the flip, its `every` counted from the flip's end,
+    intervals straddling a flip dropped, a stretch that counted under half its time no
+    sample, blocks of one stretch a value); else every boundary alike (close, flip when the
+    value changes, `window` dropped, the stretch's clock from there, intervals begun in it;
+    `pad`: a boundary that keeps the value waits the median time of the flips so far).
+    """
+    names = tuple(str(v) for v in range(values))
+    sched, posf = (old_schedule, old_positions) if old else (schedule, positions)
+    eff = np.asarray(effects if effects is not None else (0.0,) * values)
+    seeds = rng.integers(2**31, size=runs)
+    orders = [np.asarray(sched(names, blocks, int(s)), dtype=int) for s in seeds]
+    pos = np.asarray([posf(tuple(str(x) for x in o), names) for o in orders])
+    at = np.asarray(orders)  # runs × n
+    n = at.shape[1]
+    flip = np.r_[np.zeros((runs, 1), bool).T, (at[:, 1:] != at[:, :-1]).T].T
+    f = np.where(flip, rng.uniform(*sc.flip_s, (runs, n)), 0.0)
+    period = float(len(old_schedule(names, 1, 0)) if old else
+                   len(schedule(names, 1, 0))) if sc.period == "block" else float(sc.period)
+    phase = rng.uniform(0, period or 1.0, runs)
+    L = sc.interval
+    begin = np.empty((runs, n))
+    end = np.empty((runs, n))
+    origin = rng.uniform(0, L, runs)  # the interval clock
+    t = np.zeros(runs) if old else np.full(runs, window)
+    level = eff[at][:, None, :] + rng.normal(0.0, sc.sd, (runs, pairs, n))
+    if sc.drift:
+        level += np.log1p(sc.drift) * np.arange(n) / max(1, n - 1)
+    rates = np.zeros((runs, pairs, n))
+    for s in range(n):
+        if old:  # begun at t; flip from t to t + f; `every` from the flip's end
+            begin[:, s], end[:, s] = t, t + f[:, s] + 1.0
+            counted_from = t + f[:, s]
+            last_arrival = end[:, s]
+        else:
+            if s:
+                took = f[:, s]
+                if pad:  # one of the flips so far, drawn (none yet: no pause)
+                    seen = flip[:, 1:s]
+                    count = seen.sum(1)
+                    pick = np.floor(rng.random(runs) * np.maximum(count, 1)).astype(int)
+                    rank = np.cumsum(seen, 1) - 1
+                    chosen = (rank == pick[:, None]) & seen
+                    typical = (np.where(chosen, f[:, 1:s], 0.0)).sum(1)
+                    took = np.where(flip[:, s], took, typical)
+                t = end[:, s - 1] + took + window
+            begin[:, s], end[:, s] = t, t + 1.0
+            counted_from = t
+            last_arrival = end[:, s]
+        if sc.restart:
+            origin = np.where(flip[:, s], begin[:, s] + f[:, s] + 0.02, origin)
+        k0 = np.ceil((counted_from - origin) / L - 1e-9)
+        if old:  # arrived after the begin, not straddling the flip
+            k0 = np.maximum(k0, np.where(flip[:, s], k0, np.floor((begin[:, s] - origin) / L)))
+        k1 = np.floor((last_arrival - origin) / L + 1e-9) - 1  # last interval ending by then
+        width = int(np.max(k1 - k0)) + 1
+        total = np.zeros((runs, pairs))
+        count = np.maximum(k1 - k0 + 1, 0)
+        for j in range(max(width, 0)):
+            k = k0 + j
+            a = origin + k * L
+            on = _on(a, a + L, period, phase) if period else np.zeros(runs)
+            r = sc.level * np.exp(level[:, :, s]) * (1 - sc.load * on)[:, None]
+            if sc.quantise:
+                r = _round3(r)
+            total += np.where((j < count)[:, None], r, 0.0)
+        rate = total / np.maximum(count, 1)[:, None]
+        if sc.dead_p:
+            rate = np.where(rng.random((runs, pairs)) < sc.dead_p, 0.0, rate)
+        if old:  # under half its time: no sample (a dead stretch among them)
+            short = (count * L < 0.5)[:, None] | (rate <= 0)
+            rate = np.where(short, np.nan, rate)
+        rates[:, :, s] = rate
+        if old:
+            t = end[:, s]
+    return rates, pos
+
+
+def _round3(r: np.ndarray) -> np.ndarray:
+    """Rates as iperf3 prints them: 3 significant digits."""
+    step = 10.0 ** (np.floor(np.log10(np.where(r > 0, r, 1.0))) - 2)
+    return np.round(r / step) * step
+
+
+def timed_claims(rng: np.random.Generator, sc: Timed, runs: int, pairs: int, values: int,
+                 max_runs: int = 20, old: bool = False,
+                 effects: tuple[float, ...] | None = None, check: bool = True,
+                 spending: str = sq.SPENDING[0], pooled: bool = True) -> sq.Simulated:
+    """The live rule on `timed_rates` (`old`: last round's schedule, boundary and rule)."""
+    names = tuple(str(v) for v in range(values))
+    blocks = max_runs if old else max_blocks(names, max_runs)
+    rates, pos = timed_rates(rng, runs, pairs, values, blocks, sc, effects, old=old)
+    if not old:
+        return rule(rates, pos, values, blocks, spending=spending, check=check, pooled=pooled)
+    d = sq.contrasts(rates, pos).d
+    d = np.where(np.isnan(d), 0.0, d).reshape(runs, -1, d.shape[-1])  # (dropped: rare here)
+    return sq.simulate(d, sq.Family(d.shape[1], blocks, spending="obrien-fleming"))

@@ -35,7 +35,7 @@ async def test_ctrl_a_alternates_the_last_knob_and_shows_the_verdict() -> None:
         assert text.startswith("alternating tcp_wmem every 0.05 s"), text
         assert "ended: verdict" in text
         for pair in "AB":  # twice the throughput without the 64 KiB cap
-            assert f"{pair}: tcp_wmem=4096 16384 4194304 vs 4096 16384 65536: Δ +" in text
+            assert f"{pair}: tcp_wmem=4096 16384 4194304 vs 4096 16384 65536: Δgeo +" in text
         assert text.count("significant") == 2
         await pilot.press("ctrl+e")
         await until(pilot, lambda: "min effect 2%" in _panel(app))

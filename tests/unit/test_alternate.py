@@ -19,6 +19,7 @@ from abtui.measure.alternate import (
     Stretches,
     Verdicts,
     drive,
+    max_blocks,
     parse_alternate,
     plan_steps,
     positions,
@@ -50,28 +51,43 @@ BIG, SMALL = "4096 131072 6291456", "4096 8192 16384"
 
 
 def interval(pair: str, phase: int, bps: float, start: float, end: float,
-             **extra: object) -> Event:
-    return Event(EventKind.INTERVAL, pair=pair, data={
+             t: float | None = None, **extra: object) -> Event:
+    """An interval event; `t` (the controller's clock) 100.06 s after iperf3's `end` unless
+    given: it began at 100 + start on that clock."""
+    return Event(EventKind.INTERVAL, 100.06 + end if t is None else t, pair=pair, data={
         "run": "r", "phase": phase, "bits_per_second": bps, "start": start, "end": end,
         "omitted": False, "straddles": False, **extra})
 
 
+def after(s: Stretches, pair: str, bps: float) -> Event:
+    """A one-second interval that began just after the stretch in force opened."""
+    return interval(pair, 0, bps, 0, 1, t=s.latest + 1.1)
+
+
 def test_a_stretch_is_its_counted_intervals_bits_over_seconds() -> None:
+    """Only intervals begun after the stretch opened count (one that straddles its start,
+    changed value or not, counts nowhere); a stretch held its full time counts however
+    little it carried (bits over at least min_seconds: what moved nothing is evidence); one
+    cut short by a stop counts only if it counted min_seconds."""
     s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=1.0)
     s(interval("A", 0, 99e9, 0, 1))  # before the first stretch: nothing
-    s.begin(0, BIG)
-    s(interval("A", 0, 10e9, 0, 1))
-    s(interval("A", 0, 20e9, 1, 1.5))
-    s(interval("A", 0, 99e9, 1.5, 2, straddles=True))  # counts in no stretch
-    s(interval("A", 0, 99e9, 1.5, 2, omitted=True))
-    s(interval("Z", 0, 99e9, 1.5, 2))  # a pair the knob does not touch
+    s.begin(0, BIG)  # opens at 101.06, the latest event's time
+    s(interval("A", 0, 99e9, 0.5, 1.5))  # began before the stretch opened: nowhere
+    s(interval("A", 0, 10e9, 1.1, 2.1))
+    s(interval("A", 0, 20e9, 2.1, 2.6))
+    s(interval("A", 0, 99e9, 2.6, 3, straddles=True))  # counts in no stretch
+    s(interval("A", 0, 99e9, 2.6, 3, omitted=True))
+    s(interval("Z", 0, 99e9, 2.6, 3))  # a pair the knob does not touch
     s.begin(1, SMALL)
-    s(interval("A", 1, 5e9, 0, 0.5))  # too short to be a sample (a stop cut it)
-    s.begin(2, SMALL)  # the same value again (BA|AB): a stretch of its own
-    s(interval("A", 1, 3e9, 0.5, 2.5))
-    s.close()
-    assert s.samples == {"A": {BIG: [pytest.approx(40e9 / 3)], SMALL: [3e9]}}
-    assert s.taken == {"A": {0: pytest.approx(40e9 / 3), 2: 3e9}} and s.closed == 3
+    s(interval("A", 1, 5e9, 3.1, 3.6))  # held its full time: counts, over min_seconds
+    s.begin(2, SMALL)  # the same value again: a stretch of its own
+    s(interval("A", 1, 3e9, 3.7, 5.7))
+    s.begin(3, BIG)
+    s(interval("A", 1, 9e9, 5.8, 6.0))
+    s.close()  # a stop cut stretch 3 short, under min_seconds: no sample
+    assert s.samples == {"A": {BIG: [pytest.approx(40e9 / 3)], SMALL: [2.5e9, 3e9]}}
+    assert s.taken == {"A": {0: pytest.approx(40e9 / 3), 1: 2.5e9, 2: 3e9}}
+    assert s.closed == 4
 
 
 def test_the_schedule_is_blocks_in_a_seeded_random_order() -> None:
@@ -80,10 +96,15 @@ def test_the_schedule_is_blocks_in_a_seeded_random_order() -> None:
     blocks = [order[i:i + 3] for i in range(0, 150, 3)]
     assert all(sorted(b) == ["a", "b", "c"] for b in blocks)
     assert len(set(blocks)) == 6  # every permutation turns up
-    two = schedule(("a", "b"), 400, seed=1)
-    assert 160 < sum(two[i] == "a" for i in range(0, 800, 2)) < 240  # AB or BA, by the draw
     assert [p for p in positions(order, ("a", "b", "c"))[:2]] == [
-        [i + order[i:i + 3].index(v) for v in "abc"] for i in (0, 3)]
+        [(i + order[i:i + 3].index(v),) for v in "abc"] for i in (0, 3)]
+    two = schedule(("a", "b"), 600, seed=1)  # two values: four stretches, each twice
+    fours = [two[i:i + 4] for i in range(0, 2400, 4)]
+    assert all(sorted(b) == ["a", "a", "b", "b"] for b in fours)
+    counts = [fours.count(b) for b in set(fours)]
+    assert len(counts) == 6 and min(counts) > 70  # the six balanced orders, alike
+    assert positions(two, ("a", "b"))[0] == [
+        tuple(i for i in range(4) if two[i] == v) for v in "ab"]
 
 
 def test_no_period_lands_on_one_value_more_than_chance_allows() -> None:
@@ -97,7 +118,7 @@ def test_no_period_lands_on_one_value_more_than_chance_allows() -> None:
         load = ((t % period) < period / 2).mean(axis=1)  # share of each stretch loaded
         diffs = []
         for seed in range(2000):
-            order = np.array(schedule(("a", "b"), n // 2, seed)) == "a"
+            order = np.array(schedule(("a", "b"), n // 4, seed)) == "a"
             diffs.append(load[order].mean() - load[~order].mean())
         mean, se = np.mean(diffs), np.std(diffs) / np.sqrt(len(diffs))
         assert abs(mean) < 4 * se + 1e-12, (period, mean, se)
@@ -116,15 +137,26 @@ class Simulated(Stretches):
 
     def begin(self, index: int, value: str) -> None:
         super().begin(index, value)
-        self(interval("A", index, self.rates[value] * self.level(index), 0, 1))
+        self(after(self, "A", self.rates[value] * self.level(index)))
+
+
+class Fed(Simulated):
+    """Simulated stretches on every pair, each its own noise."""
+
+    def begin(self, index: int, value: str) -> None:
+        Stretches.begin(self, index, value)
+        for pair in self.pairs:
+            self(after(self, pair, self.rates[value] * self.level(index)))
 
 
 def _verdicts(rates: tuple[float, float], level: Callable[[int], float], max_runs: int,
               seed: int = 1) -> Verdicts:
+    """`max_runs` stretches of each value at most: blocks of four, as verdicts_for."""
     s = Simulated("rmem", (BIG, SMALL), ("A",), min_seconds=0.0)
     s.rates, s.level = {BIG: rates[0], SMALL: rates[1]}, level
-    order = schedule((BIG, SMALL), max_runs, seed)
-    return Verdicts(s, order, seed, Family(1, max_runs), min_effect=1.0)
+    blocks = max_blocks((BIG, SMALL), max_runs)
+    order = schedule((BIG, SMALL), blocks, seed)
+    return Verdicts(s, order, seed, Family(1, blocks, arrangements=6), min_effect=1.0)
 
 
 def test_verdicts_decide_once_and_keep_the_decision() -> None:
@@ -141,7 +173,7 @@ def test_verdicts_decide_once_and_keep_the_decision() -> None:
     decided = v.current()[("A", SMALL)]
     assert decided.significant and decided.delta is not None and decided.delta.pct < -70
     said = v.new_lines()
-    assert len(said) == 1 and said[0].startswith(f"A: rmem={SMALL} vs {BIG}: Δ -")
+    assert len(said) == 1 and said[0].startswith(f"A: rmem={SMALL} vs {BIG}: Δgeo -")
     for j in range(i, i + 6):  # later blocks do not undo it
         v.stretches.begin(j, v.order[j])
     assert v.current()[("A", SMALL)] is decided and v.new_lines() == []
@@ -149,9 +181,9 @@ def test_verdicts_decide_once_and_keep_the_decision() -> None:
 
 async def test_drive_stops_by_the_rule_or_at_the_maximum() -> None:
     for rates, until, why, blocks in (((10e9, 2e9), True, "verdict", None),
-                                      ((10e9, 10e9), True, "max-runs", 12),
-                                      ((10e9, 2e9), False, "max-runs", 12)):
-        noise = iter(np.random.default_rng(3).normal(1, 0.01, 100))
+                                      ((10e9, 10e9), True, "max-runs", 6),
+                                      ((10e9, 2e9), False, "max-runs", 6)):
+        noise = iter(np.random.default_rng(4).normal(1, 0.01, 100))
         v = _verdicts(rates, lambda _i, noise=noise: next(noise), 12)  # type: ignore[misc]
         flips: list[str] = []
         v.stretches.begin(0, v.order[0])
@@ -159,7 +191,7 @@ async def test_drive_stops_by_the_rule_or_at_the_maximum() -> None:
         got = await drive(lambda _k, value, flips=flips: flips.append(value),
                           Alternation("rmem", (BIG, SMALL), 0.0, 12, until), v, said.append)
         assert got == why, (rates, until)
-        assert (blocks is None and v.blocks() < 12) or v.blocks() == blocks
+        assert (blocks is None and v.blocks() < 6) or v.blocks() == blocks
         changes = [x for a, x in zip(v.order, v.order[1:], strict=False) if x != a]
         assert flips == changes[:len(flips)]
         assert all(line.startswith("A: rmem=") for line in said) and said
@@ -251,9 +283,9 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
     live = LiveAlternation(ctl, alt, 1.0, notify=lambda: changed.append(1))
     await live.start()
     seed = live.verdicts.seed  # drawn by the console, recorded in the session
-    assert marks == [f"alternation order: tcp_wmem in blocks of AB or BA, seed {seed} "
-                     f"(replay: --seed {seed})"]
-    assert live.verdicts.order == schedule(alt.values, alt.max_runs, seed)
+    assert marks == [f"alternation order: tcp_wmem in blocks of four stretches in one of the "
+                     f"six balanced orders of two values, seed {seed} (replay: --seed {seed})"]
+    assert live.verdicts.order == schedule(alt.values, alt.max_runs // 2, seed)
     for _ in range(200):
         if not live.running:
             break
@@ -267,7 +299,7 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
     lines = live.lines()
     assert lines[0].startswith("alternating tcp_wmem every 0.05 s (") and "ended: verdict" \
         in lines[0]
-    assert len(lines) == 3 and all(re.search(r"Δ -[45]\d\.\d%.* significant", x)
+    assert len(lines) == 3 and all(re.search(r"Δgeo -[45]\d\.\d%.* significant", x)
                                    for x in lines[1:]), lines
     assert changed
     live.set_min_effect(next_min_effect(1.0))
@@ -563,19 +595,22 @@ def test_seed_replays_the_plans_shuffle(tmp_path, monkeypatch) -> None:  # type:
 
 
 def test_each_row_counts_the_blocks_the_header_counts() -> None:
-    """The header says the schedule's complete blocks; a row judged on fewer (its pair's
-    stretch of a block counted under half its time: a stall, a stop) says so with the same
-    count, never a count of its own that reads as a contradiction."""
-    s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=1.0)
-    order = schedule((BIG, SMALL), 20, 5)
-    v = Verdicts(s, order, 5, Family(1, 20), min_effect=1.0)
-    for i, value in enumerate(order[:4]):  # two blocks; block 2's second stretch too short
+    """The header says the schedule's complete blocks; a row judged on fewer (its pair lost
+    a host's link in a stretch: missing data not of the value's doing) says so with the
+    same count, and why, never a count of its own that reads as a contradiction."""
+    s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=1.0, hosts={"A": ("a", "b")})
+    order = schedule((BIG, SMALL), 10, 5)
+    v = Verdicts(s, order, 5, Family(1, 10, arrangements=6), min_effect=1.0)
+    for i, value in enumerate(order[:8]):  # two blocks; the link lost in block 2
         s.begin(i, value)
-        s(interval("A", i, 5e9, 0, 0.4 if i == 3 else 2))
-    s.close()
+        s(after(s, "A", 5e9))
+        if i == 6:
+            s(Event(EventKind.LINK, s.latest, host="b", data={"state": "lost", "message": ""}))
+    s.close(full=True)
     assert v.blocks() == 2
     (row,) = v.summary()
-    assert "(1 of 2 blocks: 1 left out, a stretch under half its time)" in row, row
+    assert "(1 of 2 blocks: 1 left out)" in row and "1 stretch left out: a host's link was " \
+        "lost" in row, row
 
 
 def test_a_row_decided_at_an_earlier_look_says_at_which() -> None:
@@ -586,11 +621,11 @@ def test_a_row_decided_at_an_earlier_look_says_at_which() -> None:
         v.stretches.begin(i, v.order[i])
         i += 1
     decided = v.current()[("A", SMALL)].n
-    for j in range(i, i + 4):  # two more blocks after the decision
+    for j in range(i, i + 8):  # two more blocks after the decision
         v.stretches.begin(j, v.order[j])
     v.stretches.close()
     (row,) = v.summary()
-    assert f"significant (decided at {decided} of {v.blocks()} blocks;" in row, row
+    assert f"significant (decided at {decided} of {v.blocks()} blocks)" in row, row
     assert v.blocks() > decided
 
 
@@ -629,17 +664,12 @@ async def _aa_claims(seeds: range, rng: np.random.Generator) -> list[int]:
         alt = Alternation("rmem", (BIG, SMALL), 0.0, 10, True, seed)
         v = verdicts_for(profile, alt)
         phase = int(rng.integers(2))
-
-        def feed(v: Verdicts = v, phase: int = phase) -> None:
-            i = v.stretches.index
-            if i is not None:
-                for pair in ("A", "B"):
-                    level = (0.75 if (i + phase) % 2 else 1.0) * rng.normal(1, 0.03)
-                    v.stretches(interval(pair, i, 5e9 * level, 0, 1))
-
-        v.stretches.begin(0, v.order[0])
-        feed()
-        await drive(lambda *_: None, alt, v, lambda _line: None, boundary=feed)
+        s = Fed("rmem", (BIG, SMALL), ("A", "B"), min_seconds=0.0)
+        s.rates = {BIG: 5e9, SMALL: 5e9}
+        s.level = lambda i, phase=phase: (  # type: ignore[misc]
+            0.75 if (i + phase) % 2 else 1.0) * rng.normal(1, 0.03)
+        v.stretches = s
+        await drive(lambda *_: None, alt, v, lambda _line: None)
         if v.decided:
             claimed.append(seed)
     return claimed
@@ -656,7 +686,7 @@ async def test_the_lab_aa_rule_passes_drawn_orders_and_fails_strict_abab(
     drawn = await _aa_claims(range(100, 130), rng)
     assert len(drawn) <= 4, drawn  # 30 runs; at α 0.05 about 1.5
     monkeypatch.setattr(alternate, "schedule",
-                        lambda values, blocks, _seed: tuple(values) * blocks)
+                        lambda values, blocks, _seed: tuple(values) * (2 * blocks))
     for attempt in range(2):
         strict = await _aa_claims(range(3 * attempt, 3 * attempt + 3), rng)
         assert len(strict) >= 2, (attempt, strict)  # the lab test would fail

@@ -1,5 +1,7 @@
 """`parse_lines_per_s`: iperf3 text lines parsed per second, single stream: every line an
-interval, the parser's worst case (100 000 lines).
+interval, the parser's worst case (100 000 lines); its reference, alternated with it: a plain
+`str.split` loop over the same lines taking each interval's start, end, transfer and rate
+(`split_lines_per_s`: what the least a reader of the same text does costs on this machine now).
 
 Beside it, in the note, the `-P 2` case: iperf3 3.12's exact layout (two stream lines, the
 [SUM] line and a separator per interval, then the summary), 250 000+ lines, of which only the
@@ -64,15 +66,34 @@ def _once(lines: list[str], want: int) -> float:
     return len(lines) / elapsed
 
 
+def split_lines_per_s(lines: list[str], want: int) -> float:
+    """The reference: each line split on white space, an interval's four figures taken."""
+    got = []
+    append = got.append
+    t0 = time.perf_counter()
+    for line in lines:
+        fields = line.split()
+        if "sec" in fields:
+            i = fields.index("sec")
+            start, _, end = fields[i - 1].partition("-")
+            append((float(start), float(end), float(fields[i + 1]), float(fields[i + 3])))
+    elapsed = time.perf_counter() - t0
+    if len(got) != want:
+        raise AssertionError(f"the split loop found {len(got)} intervals, want {want}")
+    return len(lines) / elapsed
+
+
 @measures("parse_lines_per_s")
 def parse_lines_per_s() -> dict:
     mixed, single = generate_log(INTERVALS), single_stream_log(SINGLE)
-    runs, multi = [], []
-    for _ in range(REPEATS):  # alternated, so both see the same machine load
+    runs, multi, split = [], [], []
+    for _ in range(REPEATS):  # alternated, so all see the same machine load
         runs.append(_once(single, SINGLE))
+        split.append(split_lines_per_s(single, SINGLE))
         multi.append(_once(mixed, INTERVALS))
     return {"name": "parse_lines_per_s", "value": round(statistics.median(runs)),
-            "unit": "lines/s",
+            "unit": "lines/s", "reference": round(statistics.median(split)),
+            "reference_note": f"a plain str.split loop over the same lines, median of {REPEATS}",
             "note": f"single stream (every line an interval), {len(single)} lines fed one by "
                     f"one, median of {REPEATS} (min {min(runs):.0f}, max {max(runs):.0f}); "
                     f"iperf3 -P 2 text ({len(mixed)} lines, 1 in 4 an interval): "

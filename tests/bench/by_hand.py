@@ -14,6 +14,7 @@ The stamping read loops are the measurement's, not the person's: their CPU is no
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import shlex
@@ -174,3 +175,45 @@ def run_panes(tmp: Path, commands: list[str], counted: str, window: float, warmu
         raise RuntimeError("the panes showed no interval in the window")
     return {"cpu_pct": 100 * (c1 - c0) / (w1 - w0), "latencies": lat,
             "terminal_cpu_pct": 100 * terminal / (w1 - w0)}
+
+
+_FIRST_PORTS = itertools.cycle(range(PORT + 1, PORT + 40))
+
+
+def first_number_by_hand(lab: Lab, timeout: float = 60) -> float:
+    """`make demo`'s reference: a person's first live number by hand on the lab's first pair,
+    in a fresh tmux (160x48): `ssh RECEIVER iperf3 -s -1 -D`, then `ssh SENDER iperf3 -c
+    RECEIVER -i 1`; seconds from the spawn to tmux handing the first interval line to a
+    client."""
+    sender, receiver = lab.hosts(1)
+    ssh = shlex.join(["ssh", "-F", str(lab.ssh_config)])
+    port = next(_FIRST_PORTS)  # each its own: the last one's test may still be ending
+    tmp = Path(tempfile.mkdtemp(prefix="abtui-bench-first-"))
+    tmux = ["tmux", "-S", str(tmp / "tmux")]
+    line = (f"{ssh} {receiver.alias} iperf3 -s -1 -D -p {port}; "
+            f"{ssh} {sender.alias} iperf3 -c {receiver.data_address} -p {port} -t 3 -i 1 "
+            f"--forceflush | {STAMP}")
+    watcher: _Watcher | None = None
+    try:
+        subprocess.run([*tmux, "new-session", "-d", "-s", "h", "-x", "160", "-y", "48",
+                        "sleep 600"], check=True)
+        watcher = _Watcher(tmux)
+        watcher.start()
+        t0 = time.time()
+        subprocess.run([*tmux, "respawn-pane", "-k", "-t", "h", f"exec bash -c "
+                        f"{shlex.quote(line)}; sleep 600"], check=True)
+        deadline = time.monotonic() + timeout
+        while not watcher.latencies:
+            if time.monotonic() > deadline:
+                screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "h"],
+                                        capture_output=True, text=True).stdout
+                shown = " | ".join(x.strip() for x in screen.splitlines() if x.strip())
+                raise RuntimeError(f"no interval by hand within {timeout:g} s; the terminal "
+                                   f"showed: {shown[-400:]!r}")
+            time.sleep(0.01)
+        return watcher.latencies[0][0] - t0
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)

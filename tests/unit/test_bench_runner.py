@@ -225,3 +225,24 @@ def test_every_speed_budget_of_the_table_is_against_a_reference() -> None:
              "demo_first_number_warm_s"}
     for name in speed:
         assert j.against(j.BUDGETS[name] or "") is not None, name
+
+
+def _results(path: Path, ratios: dict[str, float]) -> Path:
+    path.write_text(json.dumps({"calibration": {}, "results": [
+        {"name": n, "value": r, "reference": 1.0, "ratio": r} for n, r in ratios.items()]}))
+    return path
+
+
+def test_compare_passes_ratios_within_the_tolerance_and_fails_those_further_apart(
+        tmp_path: Path) -> None:
+    from tests.bench import compare
+
+    a = _results(tmp_path / "a.json", {"flip_ms": 0.05, "frame_s": 1.2})
+    close = _results(tmp_path / "b.json", {"flip_ms": 0.055, "frame_s": 1.1})
+    far = _results(tmp_path / "c.json", {"flip_ms": 0.05, "frame_s": 1.6})
+    lines, ok = compare.compare(a, close)
+    assert ok and any(line.startswith("frame_s") and "9%" in line for line in lines)
+    lines, ok = compare.compare(a, far)
+    assert not ok and any(line.startswith("frame_s") and "> 20%" in line for line in lines)
+    lone = _results(tmp_path / "d.json", {"flip_ms": 0.05})
+    assert compare.compare(a, lone)[1] is False

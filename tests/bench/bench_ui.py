@@ -189,6 +189,17 @@ FRAMES = 5  # first frames of the console and of the bare app, alternated
 LIVE_ROUNDS = 2  # live windows of the console and of the hand panes, alternated
 
 
+def _latency_against(name: str, runs: list[dict[str, Any]], what: str,
+                     refs: list[dict[str, Any]], ref_what: str) -> dict:
+    """The p99 record of the console's `runs`, with its reference's p99 (`refs`) beside."""
+    merged = {"latencies": [x for r in runs for x in r["latencies"]],
+              "full_passes": [x for r in runs for x in r["full_passes"]]}
+    ref = [x for r in refs for x in r["latencies"]]
+    return {**_latency(name, merged, what), "reference": round(_p99(ref), 2),
+            "reference_note": f"{ref_what}, p99 of {len(ref)} (median "
+                              f"{statistics.median(ref):.1f} ms)"}
+
+
 def _live(lab: Lab) -> dict[str, Any]:
     """The console and its references on one lab, alternated: first frames against a bare
     Textual app's, then live windows against the hand panes' (tests/bench/by_hand.py)."""
@@ -228,14 +239,10 @@ def console_live() -> list[dict]:
     load = os.getloadavg()[0]
     cpu = statistics.median(r["cpu_pct"] for r in live)
     hand_cpu = statistics.median(r["cpu_pct"] for r in hand)
-    merged = {"latencies": [x for r in live for x in r["latencies"]],
-              "full_passes": [x for r in live for x in r["full_passes"]]}
-    hand_lat = [x for r in hand for x in r["latencies"]]
-    latency = _latency("ui_latency_p99_ms", merged,
-                       "live: line on the SSH channel -> refresh shown, 2 pairs at 1 s")
-    latency.update(reference=round(_p99(hand_lat), 2), reference_note=(
-        f"the hand panes' interval lines, the ssh client's output -> tmux hands it to a "
-        f"client, p99 of {len(hand_lat)} (median {statistics.median(hand_lat):.1f} ms)"))
+    latency = _latency_against(
+        "ui_latency_p99_ms", live, "live: line on the SSH channel -> refresh shown, 2 pairs "
+        "at 1 s", hand, "the hand panes' interval lines, the ssh client's output -> tmux "
+        "hands it to a client")
     frame, bare = statistics.median(frames["console"]), statistics.median(frames["bare"])
     return [
         {"name": "console_cpu_2pairs_pct", "value": round(cpu, 2), "unit": "%cpu",
@@ -292,15 +299,9 @@ def ui_cpu_8pairs() -> list[dict]:
                    + "; ".join(behind) + f"; load {os.getloadavg()[0]:.1f}"}
     if any(b.endswith("BEHIND") for b in behind):
         rec["failed"] = "the console fell behind"
-    merged = {"latencies": [x for r in runs for x in r["latencies"]],
-              "full_passes": [x for r in runs for x in r["full_passes"]]}
-    peer_lat = [x for r in peers for x in r["latencies"]]
-    latency = _latency("ui_latency_p99_8pairs_ms", merged,
-                       "stress, replay emit -> refresh shown, 8 pairs at 0.1 s")
-    latency.update(reference=round(_p99(peer_lat), 2), reference_note=(
-        f"the peer's panes: a line's printing -> tmux hands it to a client, p99 of "
-        f"{len(peer_lat)} (median {statistics.median(peer_lat):.1f} ms)"))
-    return [rec, latency]
+    return [rec, _latency_against(
+        "ui_latency_p99_8pairs_ms", runs, "stress, replay emit -> refresh shown, 8 pairs at "
+        "0.1 s", peers, "the peer's panes: a line's printing -> tmux hands it to a client")]
 
 
 RECORDS = [console_live, ui_cpu_8pairs]

@@ -227,8 +227,8 @@ def compiled() -> None:
     compileall.compile_dir(ROOT / "abtui", quiet=2)
 
 
-def _listed(runs: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{r['cpu_pct']:.2f}" for r in runs)
+def _listed(runs: list[dict[str, Any]], key: str = "cpu_pct") -> str:
+    return ", ".join(f"{r[key]:.2f}" for r in runs)
 
 
 @measures("console_cpu_2pairs_pct", "ui_latency_p99_ms", "first_frame_s")
@@ -252,7 +252,8 @@ def console_live() -> list[dict]:
                            f"server's CPU, {_listed(hand)} "
                            f"(median), alternated with the console's",
          "note": f"`abtui tui` on the lab, 2 pairs at 1 s, ping on, {WINDOW:.0f} s windows, "
-                 f"tmux 160x48: {_listed(live)}; shown "
+                 f"tmux 160x48: {_listed(live)} (its tmux server, not counted: "
+                 f"{_listed(live, 'terminal_cpu_pct')}); shown "
                  f"{sum(r['shown'] for r in live)} of {sum(r['received'] for r in live)} "
                  f"received; load {load:.1f}"},
         latency,

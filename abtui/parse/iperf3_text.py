@@ -50,6 +50,9 @@ _VERSION = re.compile(r"iperf (3\.\d+\S*)")
 _CPU = re.compile(rf"CPU Utilization: local/(sender|receiver) ({_NUM})% \(({_NUM})%u/({_NUM})%s\), "
                   rf"remote/(?:sender|receiver) ({_NUM})% \(({_NUM})%u/({_NUM})%s\)")
 _MAX_WARNINGS = 20
+# the plain path's units (Iperf3TextParser._plain): bytes, and bits a second
+_BYTES_OF = {f"{p}Bytes": n for p, n in _BYTES.items()}
+_BITS_OF = {f"{p}bits/sec": n for p, n in _BITS.items()}
 
 
 class Iperf3TextParser:
@@ -104,6 +107,11 @@ class Iperf3TextParser:
                     # one stream's interval when the aggregate is [SUM]: nothing to take
                     self._known += 1
                     return []
+                if self._cols != "udp" and self._cols != "udp_sender" and not (
+                        self._in_summary or self._bidir):
+                    got = self._plain(line)
+                    if got is not None:
+                        return got
                 m = _LINE.match(line)
                 if m is not None:
                     return self._data(m, None)
@@ -228,12 +236,18 @@ class Iperf3TextParser:
         if label == "sender" or label == "receiver" or (self._in_summary and label is None):
             self._end_line(g, sid, direction, label)
             return []
-        self._seen_data = True
         omitted = label is not None
-        key = (start, end, omitted)
+        if not self._takes(sid, direction, (start, end, omitted)):
+            return []
+        return self._emit(self._interval(g, omitted, direction), ts)
+
+    def _takes(self, sid: str, direction: str | None, key: tuple[str, str, bool]) -> bool:
+        """Whether an interval line of stream `sid` is the aggregate's, seen for the first
+        time (a dying test repeats its last interval); what it says of the stream count."""
+        self._seen_data = True
         skey = (sid, direction)
         if self._last.get(skey) == key:
-            return []  # a dying test repeats its last interval
+            return False
         self._last[skey] = key
         if sid == "SUM":
             if self._multi is not True:
@@ -242,18 +256,54 @@ class Iperf3TextParser:
                     self._timestamps.clear()
                 self._multi = True
         elif self._multi is True:
-            return []
+            return False
         elif self._multi is None and self._first_id.setdefault(direction, sid) != sid:
             self._multi = True
             self._intervals.clear()
             self._timestamps.clear()
-            return []
-        iv = self._interval(g, omitted, direction)
+            return False
+        return True
+
+    def _emit(self, iv: Interval, ts: float | None) -> list[Interval]:
         self._emitted += 1
         if self._keep:
             self._intervals.append(iv)
             self._timestamps.append(ts)
         return [iv]
+
+    def _plain(self, line: str) -> list[Interval] | None:
+        """The common line read without the regex: a TCP interval of one stream or [SUM], no
+        label, no prefix, figures in bits: what every second of a live run is, read in about
+        half the regex's time (docs/performance.md: the parse rate against a `str.split`
+        loop). None when the line is anything else, and _LINE then reads it: both read the
+        same lines the same (tests/unit/test_parse_plain_path.py), except that this one also
+        takes a figure with its point first or last ("1.", ".5"), which iperf3 never prints."""
+        f = line.split()
+        i = 2 if f[0] == "[" else 1 if f[0] == "[SUM]" else 0
+        n = len(f) - i
+        if not i or (n != 9 and n != 6 and n != 7) or f[i + 1] != "sec":
+            return None
+        sid = "SUM" if i == 1 else f[1][:-1]
+        start, _, end = f[i].partition("-")
+        transfer, unit, rate, rate_unit = f[i + 2:i + 6]
+        scale, rate_scale = _BYTES_OF.get(unit), _BITS_OF.get(rate_unit)
+        tail = f[i + 6:i + 8]  # Retr, Cwnd
+        if (scale is None or rate_scale is None or f[1][-1] != "]"
+                or (i == 2 and not sid.isdecimal()) or (n == 9 and f[i + 8] not in _BYTES_OF)
+                # _NUM's figures: digits and points (float() takes signs, exponents, "inf")
+                or not "".join((start, end, transfer, rate, *tail)).replace(".", "").isdecimal()):
+            return None
+        try:  # a figure with two points
+            iv = Interval(float(start), float(end), round(float(transfer) * scale),
+                          float(round(float(rate) * rate_scale)),
+                          int(tail[0]) if tail else None,
+                          round(float(tail[1]) * _BYTES_OF[f[i + 8]]) if n == 9 else None)
+        except ValueError:
+            return None
+        self._known += 1
+        if not self._takes(sid, None, (start, end, False)):
+            return []
+        return self._emit(iv, None)
 
     def _interval(self, g: tuple[Any, ...], omitted: bool, direction: str | None) -> Interval:
         rate = _rate(g[7], g[8], g[9])

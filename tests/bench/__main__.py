@@ -1,6 +1,7 @@
 """Run every benchmark, judge each record against its budget (tests/bench/judge.py), print a
-table, write bench-results.json at the repository root; exit 1 when any record is FAIL or
-error.
+table (value, same-run reference, the figure judged, budget), write bench-results.json at the
+repository root; exit 1 when any record is FAIL or error. The machine's speed is calibrated at
+the start and the end (tests/bench/calibrate.py), printed and written beside the records.
 
 `python -m tests.bench [SUBSTRING ...]` runs only the bench functions whose name, or the name of
 a record they make, contains one of the substrings. ABTUI_BENCH_RESULTS names another file for
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import tests.bench as bench_pkg
+from tests.bench import calibrate
 from tests.bench import judge as j
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,14 +61,30 @@ def run(funcs: list[j.Bench], everything: bool) -> list[dict[str, Any]]:
     return j.order(j.judge(r) for r in records)
 
 
+def _figure(x: object) -> str:
+    return "—" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def _judged(r: dict[str, Any]) -> str:
+    """The figure the budget judged, as its budget reads it: 0.41x, 19.4x faster, +3.2."""
+    judged = r.get("judged")
+    if judged is None:
+        return "—"
+    form = j.against(r["budget"]) if r.get("budget") else None
+    kind = form[0] if form else "ratio"
+    return {"ratio": f"{judged:.3g}x", "speedup": f"{judged:.3g}x faster",
+            "diff": f"{judged:+.3g}"}[kind]
+
+
 def table(records: list[dict[str, Any]]) -> str:
-    lines = [f"{'record':<32} {'value':>12} {'unit':<8} {'budget':<11} {'status':<7} "
-             f"{'load':>5} note"]
+    lines = [f"{'record':<32} {'value':>10} {'unit':<7} {'reference':>10} {'vs ref':>13} "
+             f"{'budget':<15} {'status':<7} {'load':>5} note"]
     for r in records:
-        value = "—" if r.get("value") is None else r["value"]
-        lines.append(f"{r['name']:<32} {value!s:>12} {r['unit']:<8} "
-                     f"{r['budget'] or '—'!s:<11} {r['status']:<7} {r.get('load', ''):>5} "
-                     f"{r['note']}")
+        lines.append(f"{r['name']:<32} {_figure(r.get('value')):>10} {r['unit']:<7} "
+                     f"{_figure(r.get('reference')):>10} {_judged(r):>13} "
+                     f"{r['budget'] or '—'!s:<15} {r['status']:<7} {r.get('load', ''):>5} "
+                     + (f"reference: {r['reference_note']}; " if r.get("reference_note")
+                        else "") + r["note"])
     counts = {s: sum(r["status"] == s for r in records) for s in ("ok", "FAIL", "error",
                                                                     "skipped", "—")}
     lines.append(", ".join(f"{n} {s if s != '—' else 'without budget'}"
@@ -82,7 +100,10 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="abtui-bench-home-") as home:
         os.environ.update(XDG_STATE_HOME=f"{home}/state", XDG_DATA_HOME=f"{home}/data")
         try:
+            start = calibrate.calibrate()
+            print(calibrate.line("start", start), file=sys.stderr, flush=True)
             records = run(selected(collect(), wanted), everything=not wanted)
+            end = calibrate.calibrate()
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -90,8 +111,11 @@ def main(argv: list[str]) -> int:
                 else:
                     os.environ[key] = value
     path = Path(os.environ.get("ABTUI_BENCH_RESULTS") or ROOT / "bench-results.json")
-    path.write_text(json.dumps({"results": records}, indent=2) + "\n")
+    path.write_text(json.dumps({"calibration": {"start": start, "end": end},
+                                "results": records}, indent=2) + "\n")
+    print(calibrate.line("start", start))
     print(table(records))
+    print(calibrate.line("end", end))
     code = j.exit_code(records)
     print(f"written {path}; " + ("every record within its budget" if code == 0 else
                                  "FAILED: a record missed its budget or was not measured"))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from abtui.lab.netns import Lab
 from tests.bench.bench_ui import ROOT, TMUX, _wait, first_record, spawn
+from tests.bench.by_hand import first_number_by_hand
 from tests.bench.judge import measures
 from tests.bench.labs import bench_lab
 
@@ -94,11 +95,21 @@ def demo_warm() -> dict:
         lab.up(pairs=2)  # what the first `make demo` left up
         try:
             CPU.clear()
-            times = [demo_to_first_number(lab, Path(tmp)) for _ in range(RUNS)]
+            times, hand = [], []
+            for k in range(RUNS):  # alternated with the hand's first number
+                for arm in ("demo", "hand") if k % 2 == 0 else ("hand", "demo"):
+                    if arm == "demo":
+                        times.append(demo_to_first_number(lab, Path(tmp)))
+                    else:
+                        hand.append(first_number_by_hand(lab))
         finally:
             lab.down()
     return {"name": "demo_first_number_warm_s", "value": round(statistics.median(times), 2),
-            "unit": "s",
+            "unit": "s", "reference": round(statistics.median(hand), 2),
+            "reference_note": f"by hand on the same lab: `ssh RECEIVER iperf3 -s -1 -D; ssh "
+                              f"SENDER iperf3 -c RECEIVER -i 1` in a fresh tmux pane, spawn to "
+                              f"the first interval, median of {RUNS} "
+                              f"({', '.join(f'{t:.2f}' for t in hand)} s), alternated",
             "note": f"`make demo` in tmux 160x48, venv installed and lab up: spawn to the first "
                     f"interval on screen, median of {RUNS} "
                     f"({', '.join(f'{t:.2f}' for t in times)} s); the console's CPU time "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 import statistics
 import subprocess
 import tempfile
@@ -70,25 +71,69 @@ async def _plan(engine: Engine) -> None:
 
 
 # ---- start skew ------------------------------------------------------------------------------
-async def _skews(lab: Lab) -> list[float]:
-    profile = _profile(lab, 2, duration=1)
-    profile.plan.repetitions = STARTS
-    engine = _engine(profile, lab.state_dir)
+SKEW_ROUNDS = 2  # each: STARTS / SKEW_ROUNDS starts through abtui, as many by hand
+ARMED = "armed"
+
+
+async def _skews(lab: Lab) -> tuple[list[float], list[float]]:
+    """abtui's starts, alternated round by round with OpenSSH's release floor."""
+    ours: list[float] = []
+    hand: list[float] = []
+    for _ in range(SKEW_ROUNDS):
+        profile = _profile(lab, 2, duration=1)
+        profile.plan.repetitions = STARTS // SKEW_ROUNDS
+        engine = _engine(profile, lab.state_dir)
+        try:
+            await engine.connect()
+            await _plan(engine)
+        finally:
+            await engine.shutdown()
+        ours += engine.skews
+        hand += [_hand_release(lab) for _ in range(STARTS // SKEW_ROUNDS)]
+    return ours, hand
+
+
+def _hand_release(lab: Lab) -> float:
+    """The reference: the two senders released by hand at once, the best a script does with
+    OpenSSH: one `ssh` each started beforehand, blocked in `read` on the host, then a newline
+    written to both in turn; the spread of the hosts' clocks (bash's $EPOCHREALTIME) right
+    after the read (ms)."""
+    senders = [h.alias for h in lab.hosts(2) if h.role == "sender"]
+    command = f"bash -c {shlex.quote(f'echo {ARMED}; read -r _; echo $EPOCHREALTIME')}"
+    procs = [subprocess.Popen(["ssh", "-F", str(lab.ssh_config), alias, command],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for alias in senders]
     try:
-        await engine.connect()
-        await _plan(engine)
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == ARMED
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+        clocks = [float(proc.communicate(timeout=30)[0].strip()) for proc in procs]
     finally:
-        await engine.shutdown()
-    return engine.skews
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return (max(clocks) - min(clocks)) * 1000
+
+
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
 @measures("start_skew_p95_ms")
 def start_skew_p95_ms() -> dict:
-    skews = with_lab(2, lambda lab: asyncio.run(_skews(lab)))
+    skews, hand = with_lab(2, lambda lab: asyncio.run(_skews(lab)))
     if len(skews) < STARTS:
         raise RuntimeError(f"only {len(skews)} synchronized starts of {STARTS}")
-    p95 = statistics.quantiles(skews, n=20, method="inclusive")[18]
-    return {"name": "start_skew_p95_ms", "value": round(p95, 2), "unit": "ms",
+    return {"name": "start_skew_p95_ms", "value": round(_p95(skews), 2), "unit": "ms",
+            "reference": round(_p95(hand), 2),
+            "reference_note": f"by hand: the 2 senders' `ssh` started beforehand, blocked in "
+                              f"`read`, released by a newline to each; p95 of {len(hand)} "
+                              f"(median {statistics.median(hand):.2f} ms), alternated in "
+                              f"{SKEW_ROUNDS} rounds",
             "note": f"{len(skews)} starts of 2 pairs, median {statistics.median(skews):.2f}"
                     f" ms, max {max(skews):.2f} ms (hosts' clocks at release)"}
 

@@ -1,7 +1,8 @@
-"""Knob flips on the 4 hosts of a lab of its own, abtui's control shells against OpenSSH
-measured side by side in the same run: one fresh `ssh` per host in sequence (what a script
-does), and the way an experienced user scripts it, ControlMaster connections already open and
-the 4 hosts in parallel."""
+"""Knob flips on the 4 hosts of a lab of its own, abtui's control shells against references
+measured in the same run, alternated round by round: the round-trip floor of the same control
+shells (a no-op on the same 4 links, in parallel), OpenSSH the way an experienced user scripts
+it (ControlMaster connections already open, the 4 hosts in parallel), and one fresh `ssh` per
+host in sequence (what a script does)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import asyncio
 import statistics
 import subprocess
 import time
+from dataclasses import dataclass, field
 
 from abtui.core.model import Knob, KnobKind
 from abtui.hosts.connect import open_hosts
@@ -21,13 +23,28 @@ from tests.bench.labs import with_lab
 
 KEY = "net.ipv4.tcp_syn_retries"
 FLIPS = 60
-OPENSSH_FLIPS = 5
-MUX_FLIPS = 20
+OPENSSH_FLIPS = 6
+MUX_FLIPS = 24
 
 
-async def _abtui_flips(lab: Lab, fast: bool) -> tuple[list[float], float]:
-    """The flips' wall times (ms), and this process's CPU per flip (ms): the figure the
-    machine's load inflates least."""
+ROUNDS = 6  # each: FLIPS / ROUNDS flips and as many no-ops, MUX_FLIPS / ROUNDS mux flips, ...
+
+
+@dataclass
+class Flips:
+    """Wall times (ms) of each arm, and abtui's own CPU per flip (ms): the figure the machine's
+    load inflates least."""
+
+    abtui: list[float] = field(default_factory=list)
+    floor: list[float] = field(default_factory=list)
+    mux: list[float] = field(default_factory=list)
+    openssh: list[float] = field(default_factory=list)
+    cpu_ms: float = float("nan")
+
+
+async def _flips(lab: Lab, fast: bool, flips: Flips | None = None) -> Flips:
+    """abtui's flips; with `flips`, alternated round by round with the references."""
+    out = flips or Flips()
     profile = load_profile(lab.profile_path)
     hosts = await open_hosts(profile)
     if hosts.errors:
@@ -36,27 +53,41 @@ async def _abtui_flips(lab: Lab, fast: bool) -> tuple[list[float], float]:
     manager = KnobManager(hosts.links, dialects)
     knob = Knob("syn", KnobKind.SYSCTL, ("5", "6"), key=KEY)
     targets = resolve_targets(profile.pairs, knob)
-    times = []
+    links = [hosts.links[a] for a in sorted({t.host for t in targets})]
+    mux = _Mux(lab) if flips is not None else None
     try:
         await manager.apply(knob, "6", targets)  # warm up
-        cpu = time.process_time()
-        for i in range(FLIPS):
-            value = ("5", "6")[i % 2]
-            t0 = time.perf_counter()
-            result = await manager.apply(knob, value, targets)
-            times.append((time.perf_counter() - t0) * 1000)
-            assert set(result.values.values()) == {value} and len(result.values) == 4
-        cpu = (time.process_time() - cpu) * 1000 / FLIPS
+        cpu, n = 0.0, 0
+        for r in range(ROUNDS if mux else 1):
+            c0 = time.process_time()
+            for i in range(FLIPS // ROUNDS if mux else FLIPS):
+                value = ("5", "6")[i % 2]
+                t0 = time.perf_counter()
+                result = await manager.apply(knob, value, targets)
+                out.abtui.append((time.perf_counter() - t0) * 1000)
+                assert set(result.values.values()) == {value} and len(result.values) == 4
+                n += 1
+                if mux:  # the floor: a no-op on the same links, right after each flip
+                    t0 = time.perf_counter()
+                    await asyncio.gather(*(link.run(":", isolate=False) for link in links))
+                    out.floor.append((time.perf_counter() - t0) * 1000)
+            cpu += time.process_time() - c0
+            if mux:
+                out.mux += mux.flips(MUX_FLIPS // ROUNDS, warm=r == 0)
+                out.openssh += _openssh_flips(lab, max(1, OPENSSH_FLIPS // ROUNDS))
+        out.cpu_ms = cpu * 1000 / n
     finally:
+        if mux:
+            mux.close()
         await manager.restore_all()
         await hosts.close()
-    return times, cpu
+    return out
 
 
-def _openssh_flips(lab: Lab) -> list[float]:
+def _openssh_flips(lab: Lab, flips: int) -> list[float]:
     aliases = [h.alias for h in lab.hosts(2)]
     times = []
-    for i in range(OPENSSH_FLIPS):
+    for i in range(flips):
         value = ("5", "6")[i % 2]
         t0 = time.perf_counter()
         for alias in aliases:  # by hand: one ssh per host, in sequence, write then read back
@@ -71,61 +102,71 @@ def _flip_command(value: str) -> str:
     return f"sysctl -w {KEY}={value} >/dev/null && sysctl -n {KEY}"
 
 
-def _mux_flips(lab: Lab) -> list[float]:
+class _Mux:
     """OpenSSH multiplexed: a ControlMaster per host opened beforehand (not timed), then each
     flip one `ssh` per host over its master, the 4 in parallel, write then read back."""
-    aliases = [h.alias for h in lab.hosts(2)]
-    base = ["ssh", "-F", str(lab.ssh_config), "-o", f"ControlPath={lab.state_dir}/cm-%C"]
-    times = []
-    try:
-        for alias in aliases:
-            subprocess.run([*base, "-o", "ControlMaster=yes", "-o", "ControlPersist=600", "-N",
-                            "-f", alias], check=True, capture_output=True, timeout=30)
-        for i in range(MUX_FLIPS + 1):  # the first one warms up
+
+    def __init__(self, lab: Lab) -> None:
+        self.aliases = [h.alias for h in lab.hosts(2)]
+        self.base = ["ssh", "-F", str(lab.ssh_config), "-o",
+                     f"ControlPath={lab.state_dir}/cm-%C"]
+        for alias in self.aliases:
+            subprocess.run([*self.base, "-o", "ControlMaster=yes", "-o", "ControlPersist=600",
+                            "-N", "-f", alias], check=True, capture_output=True, timeout=30)
+
+    def flips(self, n: int, warm: bool) -> list[float]:
+        times = []
+        for i in range(n + warm):  # the first one of the first round warms up
             value = ("5", "6")[i % 2]
             t0 = time.perf_counter()
-            procs = [subprocess.Popen([*base, alias, _flip_command(value)],
+            procs = [subprocess.Popen([*self.base, alias, _flip_command(value)],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                     for alias in aliases]
+                     for alias in self.aliases]
             outs = [p.communicate(timeout=30) for p in procs]
             elapsed = (time.perf_counter() - t0) * 1000
             for p, (out, err) in zip(procs, outs, strict=True):
                 assert p.returncode == 0 and out.strip() == value, (p.returncode, out, err)
-            if i:
+            if i or not warm:
                 times.append(elapsed)
-    finally:
-        for alias in aliases:
-            subprocess.run([*base, "-O", "exit", alias], capture_output=True, timeout=30)
-    return times
+        return times
+
+    def close(self) -> None:
+        for alias in self.aliases:
+            subprocess.run([*self.base, "-O", "exit", alias], capture_output=True, timeout=30)
 
 
-@measures("knob_flip_4hosts_median_ms", "knob_flip_vs_openssh_ratio",
-          "knob_flip_vs_openssh_mux_ratio")
+@measures("knob_flip_4hosts_median_ms", "knob_flip_vs_openssh_mux_ms",
+          "knob_flip_vs_openssh_ms")
 def knob_flips() -> list[dict]:
-    def measure(lab: Lab) -> tuple[tuple[list[float], float], tuple[list[float], float],
-                                   list[float], list[float]]:
-        fast = asyncio.run(_abtui_flips(lab, fast=True))
-        classic = asyncio.run(_abtui_flips(lab, fast=False))
-        return fast, classic, _openssh_flips(lab), _mux_flips(lab)
+    def measure(lab: Lab) -> tuple[Flips, Flips]:
+        return (asyncio.run(_flips(lab, fast=True, flips=Flips())),
+                asyncio.run(_flips(lab, fast=False)))
 
-    (fast, fast_cpu), (classic, _cpu), openssh, mux = with_lab(2, measure)
-    fast_ms = statistics.median(fast)
-    classic_ms = statistics.median(classic)
-    ssh_ms = statistics.median(openssh)
-    mux_ms = statistics.median(mux)
+    got, classic = with_lab(2, measure)
+    fast_ms = round(statistics.median(got.abtui), 3)
+    floor_ms = statistics.median(got.floor)
+    mux_ms = statistics.median(got.mux)
+    ssh_ms = statistics.median(got.openssh)
+    how = (f"{len(got.abtui)} flips, read+write+read back via /proc/sys builtins, client CPU "
+           f"{got.cpu_ms:.2f} ms a flip; with sysctl(8) instead: "
+           f"{statistics.median(classic.abtui):.2f} ms (not alternated)")
     return [
-        {"name": "knob_flip_4hosts_median_ms", "value": round(fast_ms, 2), "unit": "ms",
-         "note": f"{FLIPS} flips, read+write+read back via /proc/sys builtins, "
-                 f"client CPU {fast_cpu:.2f} ms a flip; "
-                 f"with sysctl(8) instead: {classic_ms:.2f} ms"},
-        {"name": "knob_flip_vs_openssh_ratio", "value": round(ssh_ms / fast_ms, 1),
-         "unit": "x",
-         "note": f"OpenSSH, one fresh ssh per host in sequence: median {ssh_ms:.0f} ms "
-                 f"of {OPENSSH_FLIPS} flips, same run"},
-        {"name": "knob_flip_vs_openssh_mux_ratio", "value": round(mux_ms / fast_ms, 1),
-         "unit": "x",
-         "note": f"OpenSSH over ControlMaster connections opened beforehand, 4 hosts in "
-                 f"parallel: median {mux_ms:.1f} ms of {MUX_FLIPS} flips, same run"},
+        {"name": "knob_flip_4hosts_median_ms", "value": fast_ms, "unit": "ms",
+         "reference": round(floor_ms, 3),
+         "reference_note": f"the control shells' round-trip floor: a no-op (`:`) on the same 4 "
+                           f"links in parallel after each flip, median of {len(got.floor)}",
+         "note": how},
+        {"name": "knob_flip_vs_openssh_mux_ms", "value": fast_ms, "unit": "ms",
+         "reference": round(mux_ms, 2),
+         "reference_note": f"OpenSSH over ControlMaster connections opened beforehand, 4 hosts "
+                           f"in parallel, median of {len(got.mux)}, in {ROUNDS} rounds "
+                           "alternated with abtui's",
+         "note": "abtui's flip as above"},
+        {"name": "knob_flip_vs_openssh_ms", "value": fast_ms, "unit": "ms",
+         "reference": round(ssh_ms, 1),
+         "reference_note": f"OpenSSH, one fresh ssh per host in sequence, median of "
+                           f"{len(got.openssh)}, in {ROUNDS} rounds alternated with abtui's",
+         "note": "abtui's flip as above"},
     ]
 
 

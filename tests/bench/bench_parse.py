@@ -1,5 +1,7 @@
 """`parse_lines_per_s`: iperf3 text lines parsed per second, single stream: every line an
-interval, the parser's worst case (100 000 lines).
+interval, the parser's worst case (100 000 lines); its reference, alternated with it: a plain
+`str.split` loop over the same lines taking each interval's start, end, transfer and rate
+(`split_lines_per_s`: what the least a reader of the same text does costs on this machine now).
 
 Beside it, in the note, the `-P 2` case: iperf3 3.12's exact layout (two stream lines, the
 [SUM] line and a separator per interval, then the summary), 250 000+ lines, of which only the
@@ -12,12 +14,14 @@ from __future__ import annotations
 import statistics
 import time
 
+from abtui.core.model import Interval
 from abtui.parse.iperf3_text import Iperf3TextParser
 from tests.bench.judge import measures
 
 INTERVALS = 62_500  # -P 2: 4 lines each
 SINGLE = 100_000  # single stream: 1 line each
 REPEATS = 5
+CHUNK = 5_000
 
 
 def generate_log(intervals: int = INTERVALS) -> list[str]:
@@ -52,6 +56,10 @@ def single_stream_log(intervals: int = SINGLE) -> list[str]:
 
 
 def _once(lines: list[str], want: int) -> float:
+    return _parsed(lines, want)[0]
+
+
+def _parsed(lines: list[str], want: int) -> tuple[float, list[Interval]]:
     parser = Iperf3TextParser()
     feed = parser.feed
     t0 = time.perf_counter()
@@ -61,22 +69,72 @@ def _once(lines: list[str], want: int) -> float:
     result = parser.finish()
     if len(result.intervals) != want:
         raise AssertionError(f"parsed {len(result.intervals)} intervals, want {want}")
-    return len(lines) / elapsed
+    return len(lines) / elapsed, result.intervals
+
+
+_BYTES = {f"{p}Bytes": n for p, n in {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}.items()}
+_BITS = {f"{p}bits/sec": n for p, n in {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}.items()}
+
+
+def split_intervals(lines: list[str]) -> list[Interval]:
+    """The reference: the least a reader of the same lines does to hand back the same
+    intervals: each line split on white space, an interval line's figures scaled by their
+    units, nothing checked."""
+    got = []
+    append = got.append
+    for line in lines:
+        f = line.split()
+        if len(f) == 11 and f[3] == "sec":
+            start, _, end = f[2].partition("-")
+            append(Interval(float(start), float(end), round(float(f[4]) * _BYTES[f[5]]),
+                            float(round(float(f[6]) * _BITS[f[7]])), int(f[8]),
+                            round(float(f[9]) * _BYTES[f[10]])))
+    return got
+
+
+def _interleaved(lines: list[str], want: int) -> tuple[list[float], list[float]]:
+    """Lines a second of the parser and of the reference, chunk by chunk (CHUNK lines), the
+    two alternated chunk by chunk: what the other jobs on the machine take, they take from
+    both alike. One parser is fed every chunk, as the engine feeds one a run."""
+    parser = Iperf3TextParser()
+    feed = parser.feed
+    ours, ref, split = [], [], []
+    for k in range(0, len(lines), CHUNK):
+        chunk = lines[k:k + CHUNK]
+        for arm in (0, 1) if (k // CHUNK) % 2 == 0 else (1, 0):
+            t0 = time.perf_counter()
+            if arm == 0:
+                for line in chunk:
+                    feed(line)
+            else:
+                split += split_intervals(chunk)
+            (ours if arm == 0 else ref).append(len(chunk) / (time.perf_counter() - t0))
+    parsed = parser.finish().intervals
+    if len(parsed) != want or split != parsed:
+        raise AssertionError(f"parsed {len(parsed)} intervals, want {want}; the split loop "
+                             f"read {len(split)}" + ("" if len(split) != len(parsed) else
+                                                     ", not the same"))
+    return ours, ref
 
 
 @measures("parse_lines_per_s")
 def parse_lines_per_s() -> dict:
     mixed, single = generate_log(INTERVALS), single_stream_log(SINGLE)
-    runs, multi = [], []
-    for _ in range(REPEATS):  # alternated, so both see the same machine load
-        runs.append(_once(single, SINGLE))
+    runs, multi, split = [], [], []
+    for _ in range(REPEATS):
+        ours, ref = _interleaved(single, SINGLE)
+        runs += ours
+        split += ref
         multi.append(_once(mixed, INTERVALS))
     return {"name": "parse_lines_per_s", "value": round(statistics.median(runs)),
-            "unit": "lines/s",
+            "unit": "lines/s", "reference": round(statistics.median(split)),
+            "reference_note": "a plain str.split loop over the same lines making the same "
+                              f"intervals, nothing checked, alternated with the parser every "
+                              f"{CHUNK} lines, median of {len(split)} chunks",
             "note": f"single stream (every line an interval), {len(single)} lines fed one by "
-                    f"one, median of {REPEATS} (min {min(runs):.0f}, max {max(runs):.0f}); "
-                    f"iperf3 -P 2 text ({len(mixed)} lines, 1 in 4 an interval): "
-                    f"{statistics.median(multi):.0f} lines/s"}
+                    f"one, {REPEATS} times, median of {len(runs)} chunks (min {min(runs):.0f}, "
+                    f"max {max(runs):.0f}); iperf3 -P 2 text ({len(mixed)} lines, 1 in 4 an "
+                    f"interval): {statistics.median(multi):.0f} lines/s"}
 
 
 RECORDS = [parse_lines_per_s]

@@ -32,6 +32,7 @@ from typing import Any
 
 from abtui.lab.netns import Lab
 from abtui.ui.app import FLUSH_HZ
+from tests.bench.by_hand import run_by_hand, run_replay_by_hand
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 from tests.e2e.term import STARTED, end_console
@@ -111,11 +112,15 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
     pid = 0
     try:
         pid = spawn(socket, "b", cmd)
+        server = int(subprocess.run([TMUX, "-S", socket, "display", "-p", "#{pid}"],
+                                    capture_output=True, text=True, check=True).stdout)
         first = first_record(bench, "first_frame", 20, "the first frame")
         time.sleep(warmup)  # imports done, links up, panes filled
         c0, w0, since = _cpu_seconds(pid), time.monotonic(), time.time()
+        t0_term = _cpu_seconds(server)  # the terminal's (tmux's) share
         time.sleep(window)
         c1, w1, until = _cpu_seconds(pid), time.monotonic(), time.time()
+        term = _cpu_seconds(server) - t0_term
         subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "b", "C-q"], check=True)
         last = _wait(lambda: next((r for r in _records(bench) if "shown" in r), None), 30,
                      "the console to quit")
@@ -134,6 +139,7 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
     if last["first_interval_at"] is None:
         raise RuntimeError("the console showed no interval")
     return {"cpu_pct": 100 * (c1 - c0) / (w1 - w0), "first_frame_s": first["first_frame"] - t0,
+            "terminal_cpu_pct": 100 * term / (w1 - w0),
             "first_frame_cpu_s": first.get("cpu_s", float("nan")),
             "received": last["received"], "shown": last["shown"],
             "span": last["exit_at"] - last["first_interval_at"],
@@ -159,8 +165,59 @@ def _latency(name: str, r: dict[str, Any], what: str) -> dict:
                     + (f" (longest {max(passes):.1f} ms)" if passes else "")}
 
 
+def first_frame_of(cmd: str) -> float:
+    """Seconds from the tmux spawn of `cmd` (run at the repository root) to the first frame it
+    says it showed in its bench file; it is quit with ctrl+q and waited for."""
+    tmp = Path(tempfile.mkdtemp(prefix="abtui-bench-frame-"))
+    bench, socket = tmp / "bench.jsonl", str(tmp / "tmux")
+    pid = 0
+    try:
+        t0 = time.time()
+        pid = spawn(socket, "f", f"cd {shlex.quote(str(ROOT))} && ABTUI_BENCH_FILE={bench} "
+                                 f"exec {shlex.quote(sys.executable)} {cmd}")
+        first = first_record(bench, "first_frame", 20, "the first frame")
+        subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "f", "C-q"], check=True)
+        _wait(lambda: not _running(pid), 30, "the app to exit")
+        return float(first["first_frame"]) - t0
+    finally:
+        end_console(pid)
+        subprocess.run([TMUX, "-S", socket, "kill-server"], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+FRAMES = 5  # first frames of the console and of the bare app, alternated
+LIVE_ROUNDS = 2  # live windows of the console and of the hand panes, alternated
+
+
+def _latency_against(name: str, runs: list[dict[str, Any]], what: str,
+                     refs: list[dict[str, Any]], ref_what: str) -> dict:
+    """The p99 record of the console's `runs`, with its reference's p99 (`refs`) beside."""
+    merged = {"latencies": [x for r in runs for x in r["latencies"]],
+              "full_passes": [x for r in runs for x in r["full_passes"]]}
+    ref = [x for r in refs for x in r["latencies"]]
+    return {**_latency(name, merged, what), "reference": round(_p99(ref), 2),
+            "reference_note": f"{ref_what}, p99 of {len(ref)} (median "
+                              f"{statistics.median(ref):.1f} ms)"}
+
+
 def _live(lab: Lab) -> dict[str, Any]:
-    return run_console([str(lab.profile_path)], WINDOW, warmup=5.0)
+    """The console and its references on one lab, alternated: first frames against a bare
+    Textual app's, then live windows against the hand panes' (tests/bench/by_hand.py)."""
+    console = f"-m abtui tui {shlex.quote(str(lab.profile_path))}"
+    frames: dict[str, list[float]] = {"console": [], "bare": []}
+    for k in range(FRAMES):
+        for arm in ("console", "bare") if k % 2 == 0 else ("bare", "console"):
+            frames[arm].append(first_frame_of(console if arm == "console"
+                                              else "-m tests.bench.bare_app"))
+    live: list[dict[str, Any]] = []
+    hand: list[dict[str, Any]] = []
+    for k in range(LIVE_ROUNDS):
+        for arm in ("console", "hand") if k % 2 == 0 else ("hand", "console"):
+            if arm == "console":
+                live.append(run_console([str(lab.profile_path)], WINDOW, warmup=5.0))
+            else:
+                hand.append(run_by_hand(lab, WINDOW, warmup=5.0))
+    return {"frames": frames, "live": live, "hand": hand}
 
 
 def compiled() -> None:
@@ -170,21 +227,44 @@ def compiled() -> None:
     compileall.compile_dir(ROOT / "abtui", quiet=2)
 
 
+def _listed(runs: list[dict[str, Any]], key: str = "cpu_pct") -> str:
+    return ", ".join(f"{r[key]:.2f}" for r in runs)
+
+
 @measures("console_cpu_2pairs_pct", "ui_latency_p99_ms", "first_frame_s")
 def console_live() -> list[dict]:
     compiled()
-    r = with_lab(2, _live)
+    got = with_lab(2, _live)
+    live, hand, frames = got["live"], got["hand"], got["frames"]
     load = os.getloadavg()[0]
+    cpu = statistics.median(r["cpu_pct"] for r in live)
+    hand_cpu = statistics.median(r["cpu_pct"] for r in hand)
+    latency = _latency_against(
+        "ui_latency_p99_ms", live, "live: line on the SSH channel -> refresh shown, 2 pairs "
+        "at 1 s", hand, "the hand panes' interval lines, the ssh client's output -> tmux "
+        "hands it to a client")
+    frame, bare = statistics.median(frames["console"]), statistics.median(frames["bare"])
     return [
-        {"name": "console_cpu_2pairs_pct", "value": round(r["cpu_pct"], 2), "unit": "%",
-         "note": f"`abtui tui` on the lab, 2 pairs at 1 s, ping on, {WINDOW:.0f} s window, "
-                 f"tmux 160x48; shown {r['shown']} of {r['received']} received; "
-                 f"load {load:.1f}"},
-        _latency("ui_latency_p99_ms", r,
-                 "live: line on the SSH channel -> refresh shown, 2 pairs at 1 s"),
-        {"name": "first_frame_s", "value": round(r["first_frame_s"], 3), "unit": "s",
-         "note": "tmux spawn + `python -m abtui tui LAB-PROFILE` to the first frame; "
-                 f"the console's CPU time by then {r['first_frame_cpu_s']:.3f} s; "
+        {"name": "console_cpu_2pairs_pct", "value": round(cpu, 2), "unit": "%cpu",
+         "reference": round(hand_cpu, 2),
+         "reference_note": f"by hand: `ssh SENDER iperf3 -c … -i 1` and `ssh SENDER ping` "
+                           f"for the 2 pairs in 4 tmux panes, the ssh clients' and the tmux "
+                           f"server's CPU, {_listed(hand)} "
+                           f"(median), alternated with the console's",
+         "note": f"`abtui tui` on the lab, 2 pairs at 1 s, ping on, {WINDOW:.0f} s windows, "
+                 f"tmux 160x48: {_listed(live)} (its tmux server, not counted: "
+                 f"{_listed(live, 'terminal_cpu_pct')}); shown "
+                 f"{sum(r['shown'] for r in live)} of {sum(r['received'] for r in live)} "
+                 f"received; load {load:.1f}"},
+        latency,
+        {"name": "first_frame_s", "value": round(frame, 3), "unit": "s",
+         "reference": round(bare, 3),
+         "reference_note": f"a bare Textual app of the same screen size started the same way "
+                           f"(tests/bench/bare_app.py), median of {FRAMES}, alternated",
+         "note": "tmux spawn + `python -m abtui tui LAB-PROFILE` to the first frame, median "
+                 f"of {FRAMES} ({', '.join(f'{x:.3f}' for x in frames['console'])}); the "
+                 f"live runs' console CPU time by then "
+                 f"{statistics.median(r['first_frame_cpu_s'] for r in live):.3f} s; "
                  f"load {load:.1f}"},
     ]
 
@@ -192,19 +272,37 @@ def console_live() -> list[dict]:
 @measures("ui_cpu_8pairs_pct", "ui_latency_p99_8pairs_ms")
 def ui_cpu_8pairs() -> list[dict]:
     pairs, interval = 8, 0.1
-    r = run_console(["--replay", "--pairs", str(pairs), "--interval", str(interval)], WINDOW)
-    backlog = r["received"] - r["shown"]
+    runs, peers = [], []
+    for k in range(LIVE_ROUNDS):  # alternated with the peer's panes
+        for arm in ("console", "peer") if k % 2 == 0 else ("peer", "console"):
+            if arm == "console":
+                runs.append(run_console(["--replay", "--pairs", str(pairs), "--interval",
+                                         str(interval)], WINDOW))
+            else:
+                peers.append(run_replay_by_hand(pairs, interval, WINDOW, warmup=3.0))
     allowed = FLUSH_PERIODS_ALLOWED * pairs / (FLUSH_HZ * interval)
-    due = pairs * (r["span"] / interval + 1)
-    rec = {"name": "ui_cpu_8pairs_pct", "value": round(r["cpu_pct"], 2), "unit": "%",
-           "note": f"8 pairs at 0.1 s replayed, {WINDOW:.0f} s window; shown {r['shown']}, "
-                   f"received {r['received']}, due by the clock {due:.0f} (backlog {backlog}, "
-                   f"{allowed:.0f} allowed); "
-                   f"load {os.getloadavg()[0]:.1f}"}
-    if backlog > allowed or r["received"] < 0.9 * due:
+    behind = []
+    for r in runs:
+        backlog = r["received"] - r["shown"]
+        due = pairs * (r["span"] / interval + 1)
+        behind.append(f"shown {r['shown']}, received {r['received']}, due by the clock "
+                      f"{due:.0f} (backlog {backlog}, {allowed:.0f} allowed)")
+        if backlog > allowed or r["received"] < 0.9 * due:
+            behind[-1] += " BEHIND"
+    rec = {"name": "ui_cpu_8pairs_pct", "value": round(statistics.median(
+               r["cpu_pct"] for r in runs), 2), "unit": "%cpu",
+           "reference": round(statistics.median(r["cpu_pct"] for r in peers), 2),
+           "reference_note": f"the same in plain terminal panes: {pairs} panes, each printing "
+                             f"an iperf3 interval line every {interval:g} s (bash builtins), "
+                             f"the shells' and the tmux server's CPU, {_listed(peers)} "
+                             f"(median), alternated",
+           "note": f"8 pairs at 0.1 s replayed, {WINDOW:.0f} s windows: {_listed(runs)}; "
+                   + "; ".join(behind) + f"; load {os.getloadavg()[0]:.1f}"}
+    if any(b.endswith("BEHIND") for b in behind):
         rec["failed"] = "the console fell behind"
-    return [rec, _latency("ui_latency_p99_8pairs_ms", r,
-                          "stress, replay emit -> refresh shown, 8 pairs at 0.1 s")]
+    return [rec, _latency_against(
+        "ui_latency_p99_8pairs_ms", runs, "stress, replay emit -> refresh shown, 8 pairs at "
+        "0.1 s", peers, "the peer's panes: a line's printing -> tmux hands it to a client")]
 
 
 RECORDS = [console_live, ui_cpu_8pairs]

@@ -41,12 +41,12 @@ def test_a_malformed_budget_is_refused() -> None:
 def test_every_budget_of_the_table_is_well_formed() -> None:
     for name, budget in j.BUDGETS.items():
         if budget is not None:
-            j.within(0.0, budget)  # raises when malformed
+            j.against(budget)  # raises when malformed
         assert name == name.strip() and " " not in name
 
 
 def _rec(name: str, value: object, **kw: object) -> dict:
-    return {"name": name, "value": value, "unit": "ms", "note": "n", **kw}
+    return {"name": name, "value": value, "unit": "MB", "note": "n", **kw}
 
 
 def test_judge_marks_ok_fail_skipped_error_and_unbudgeted() -> None:
@@ -109,17 +109,21 @@ def test_make_bench_exits_non_zero_on_an_impossible_budget(tmp_path: Path) -> No
     results = tmp_path / "bench-results.json"
     code = ("import sys, tests.bench.judge as j, tests.bench.bench_parse as p\n"
             "from tests.bench.__main__ import main\n"
-            "j.BUDGETS['parse_lines_per_s'] = '>= 1e12'\n"
+            "j.BUDGETS['parse_lines_per_s'] = 'ratio >= 1e12'\n"
             "p.INTERVALS, p.SINGLE, p.REPEATS = 500, 2000, 1\n"
             "raise SystemExit(main(['bench', 'parse_lines']))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "ABTUI_BENCH_RESULTS": str(results)}, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("parse_lines_per_s")]
-    assert ">= 1e12" in line and " FAIL " in line
-    (rec,) = json.loads(results.read_text())["results"]
-    assert (rec["name"], rec["status"], rec["budget"]) == ("parse_lines_per_s", "FAIL", ">= 1e12")
-    assert rec["value"] > 0
+    assert "ratio >= 1e12" in line and " FAIL " in line
+    got = json.loads(results.read_text())
+    (rec,) = got["results"]
+    assert (rec["name"], rec["status"], rec["budget"]) == ("parse_lines_per_s", "FAIL",
+                                                           "ratio >= 1e12")
+    assert rec["value"] > 0 and rec["reference"] > 0 and rec["judged"] > 0
+    assert set(got["calibration"]) == {"start", "end"}
+    assert got["calibration"]["start"]["python_loop_s"] > 0
 
 
 # ---- the fidelity bench's reader --------------------------------------------------------------
@@ -171,3 +175,74 @@ def test_fidelity_reader_counts_a_missing_interval_and_summary() -> None:
     no_end = "\n".join(line for line in text.splitlines() if "sender" not in line)
     _, wrong = compare_run(read_printed(no_end), _session_of(text), "A", 0)
     assert wrong == ["run 0: iperf3 printed no sender summary"]
+
+
+# ---- budgets against a same-run reference -----------------------------------------------------
+def test_a_reference_budget_judges_the_ratio_speedup_or_difference() -> None:
+    budgets = {"frame_s": "ratio <= 1.5", "flip_ms": "speedup >= 12", "p99_ms": "diff <= 10"}
+    ok = j.judge(_rec("frame_s", 0.6, unit="s", reference=0.5), budgets)
+    assert (ok["status"], ok["ratio"], ok["judged"]) == ("ok", 1.2, 1.2)
+    assert j.judge(_rec("frame_s", 0.8, unit="s", reference=0.5), budgets)["status"] == "FAIL"
+    flip = j.judge(_rec("flip_ms", 1.0, reference=20.0), budgets)
+    assert (flip["status"], flip["judged"], flip["ratio"]) == ("ok", 20.0, 0.05)
+    assert j.judge(_rec("flip_ms", 2.0, reference=20.0), budgets)["status"] == "FAIL"
+    assert j.judge(_rec("p99_ms", 19.0, reference=10.0), budgets)["status"] == "ok"
+    assert j.judge(_rec("p99_ms", 21.0, reference=10.0), budgets)["status"] == "FAIL"
+
+
+@pytest.mark.parametrize("reference", ["absent", None, math.nan, "fast", 0.0])
+def test_a_budgeted_record_without_its_same_run_reference_is_an_error(reference) -> None:
+    """The machine's speed moves by 2x between runs: a speed budget judged on the value alone
+    would measure the machine, so a record that lost its reference fails the run."""
+    budgets = {"frame_s": "ratio <= 1.5"}
+    extra = {} if reference == "absent" else {"reference": reference}
+    rec = j.judge(_rec("frame_s", 0.1, unit="s", **extra), budgets)
+    assert rec["status"] == "error" and "no same-run reference" in rec["note"]
+    assert j.exit_code([rec]) == 1
+
+
+def test_a_speed_record_with_an_absolute_budget_is_an_error_other_records_are_not() -> None:
+    budgets = {"frame_s": "<= 0.5", "cpu": "<= 2", "rate": ">= 1", "rss_mb": "<= 150",
+               "share": "<= 0.05"}
+    for name, unit in (("frame_s", "s"), ("cpu", "%cpu"), ("rate", "lines/s")):
+        rec = j.judge(_rec(name, 0.1, unit=unit), budgets)
+        assert rec["status"] == "error" and "must be against a same-run reference" in rec["note"]
+    assert j.judge(_rec("rss_mb", 100, unit="MB"), budgets)["status"] == "ok"
+    assert j.judge(_rec("share", 0.01, unit="share"), budgets)["status"] == "ok"
+
+
+def test_a_malformed_reference_budget_is_refused() -> None:
+    for budget in ("ratio < 3", "speedup 12", "diff <= ten"):
+        with pytest.raises(ValueError, match="budget"):
+            j.against(budget)
+
+
+def test_every_speed_budget_of_the_table_is_against_a_reference() -> None:
+    """The table's own speed records (what the benches here make): none judged alone."""
+    speed = {"knob_flip_4hosts_median_ms", "knob_flip_vs_openssh_mux_ms", "start_skew_p95_ms",
+             "ui_latency_p99_ms", "console_cpu_2pairs_pct", "ui_cpu_8pairs_pct",
+             "ui_latency_p99_8pairs_ms", "parse_lines_per_s", "first_frame_s",
+             "demo_first_number_warm_s"}
+    for name in speed:
+        assert j.against(j.BUDGETS[name] or "") is not None, name
+
+
+def _results(path: Path, ratios: dict[str, float]) -> Path:
+    path.write_text(json.dumps({"calibration": {}, "results": [
+        {"name": n, "value": r, "reference": 1.0, "ratio": r} for n, r in ratios.items()]}))
+    return path
+
+
+def test_compare_passes_ratios_within_the_tolerance_and_fails_those_further_apart(
+        tmp_path: Path) -> None:
+    from tests.bench import compare
+
+    a = _results(tmp_path / "a.json", {"flip_ms": 0.05, "frame_s": 1.2})
+    close = _results(tmp_path / "b.json", {"flip_ms": 0.055, "frame_s": 1.1})
+    far = _results(tmp_path / "c.json", {"flip_ms": 0.05, "frame_s": 1.6})
+    lines, ok = compare.compare(a, close)
+    assert ok and any(line.startswith("frame_s") and "9%" in line for line in lines)
+    lines, ok = compare.compare(a, far)
+    assert not ok and any(line.startswith("frame_s") and "> 20%" in line for line in lines)
+    lone = _results(tmp_path / "d.json", {"flip_ms": 0.05})
+    assert compare.compare(a, lone)[1] is False

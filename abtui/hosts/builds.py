@@ -131,14 +131,15 @@ class BuildSwitcher:
             state = await self.kernel(where.host)
             found = [v for v, b in knob.builds.items() if kernel_mismatch(b, state) is None]
             return found[0] if len(found) == 1 else state.label()
-        found, shown = [], "not loaded"
-        for value, build in knob.builds.items():
-            mod = await self.module(knob, where.host, build)
-            if mod.loaded:
-                shown = " ".join(f"{k}={v}" for k, v in sorted(mod.params.items())) or "loaded"
-            if module_mismatch(build, mod) is None and await self._reports(where, build) is None:
-                found.append(value)
-        return found[0] if len(found) == 1 else shown
+        # one read of every parameter the builds name, one of each `reports` setting
+        names = tuple({p[0]: p for b in knob.builds.values() for p in b.params}.values())
+        mod = await self.module(knob, where.host, Build(Method.MODPROBE, params=names))
+        why = {r: await self._reports(where, Build(Method.MODPROBE, reports=r))
+               for r in dict.fromkeys(b.reports for b in knob.builds.values()) if r is not None}
+        found = [v for v, b in knob.builds.items() if module_mismatch(b, mod) is None
+                 and (b.reports is None or why[b.reports] is None)]
+        shown = " ".join(f"{k}={v}" for k, v in sorted(mod.params.items())) or "loaded"
+        return found[0] if len(found) == 1 else shown if mod.loaded else "not loaded"
 
     # ---- switching ---------------------------------------------------------------------
     async def switch(self, knob: Knob, value: str, targets: Sequence[Where]) -> dict[str, str]:
@@ -281,8 +282,10 @@ class BuildSwitcher:
         """Reload the module as `build` says, the data interface given back; what it reports."""
         cmds = self._commands(t.host)
         iface = await self._interface(t)
-        await self._run(t.host, cmds.reload(knob.key, build, iface), build.timeout)
-        state = await self.module(knob, t.host, build)
+        # the reload, the interface given back and the module read again: one round trip
+        state = cmds.parse_module_state(await self._run(
+            t.host, f"{cmds.reload(knob.key, build, iface)}; "
+                    f"{cmds.module_state(knob.key, build)}", build.timeout))
         why = module_mismatch(build, state) or await self._reports(t, build)
         if why is not None:
             raise RemoteError(t.host, why)

@@ -19,6 +19,7 @@ from abtui.core.errors import BadInput
 # exit status of a reload whose interface did not come back
 EXIT_NO_INTERFACE = 75
 IFACE_WAIT_STEPS = 100  # 0.1 s each: how long a reload waits for its interface to appear
+CARRIER_WAIT_STEPS = 100  # 0.1 s each: and for its link to come up (then it goes on anyway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,31 +192,37 @@ class LinuxBuilds(BuildCommands):
             return self.later(self.REBOOT)
         raise BadInput(f"a Linux host does not boot a build by {build.method}")
 
+    # A guest under emulation spends most of a command starting programs (from a 9p root):
+    # files are read with the shell's `read`, and the interface set up by one `ip -batch`.
+    @staticmethod
+    def _show(tag: str, path: str) -> str:
+        """`tag CONTENT` for a readable one-line file, with shell builtins only."""
+        return f"[ -r {path} ] && read -r v < {path} && echo \"{tag} $v\""
+
     def module_state(self, module: str, build: Build) -> str:
-        d = quote(f"/sys/module/{_module(module)}")
-        names = " ".join(quote(k) for k, _ in build.params)
-        params = (f"for p in {names}; do [ -r {d}/parameters/\"$p\" ] && "
-                  f"echo \"param $p $(cat {d}/parameters/\"$p\")\"; done; " if names else "")
-        return (f"[ -d {d} ] && echo loaded; "
-                f"[ -r {d}/srcversion ] && echo \"srcversion $(cat {d}/srcversion)\"; "
-                f"[ -r {d}/version ] && echo \"version $(cat {d}/version)\"; {params}true")
+        d = f"/sys/module/{_module(module)}"
+        out = (f"[ -d {d} ] && echo loaded; {self._show('srcversion', f'{d}/srcversion')}; "
+               f"{self._show('version', f'{d}/version')}; ")
+        for name, _ in build.params:
+            out += self._show(f"param {name}", quote(f"{d}/parameters/{name}")) + "; "
+        return out + "true"
 
     def interface(self, device: str) -> str:
-        d = quote(device)
-        return (f"echo \"mac $(cat /sys/class/net/{d}/address)\" && "
-                f"echo \"mtu $(cat /sys/class/net/{d}/mtu)\" && ip -o link show dev {d} && "
-                f"ip -o addr show dev {d}")
+        d = quote(f"/sys/class/net/{device}")
+        return (f"{self._show('mac', f'{d}/address')} && {self._show('mtu', f'{d}/mtu')} && "
+                f"{self._show('flags', f'{d}/flags')} && ip -o addr show dev {quote(device)}")
 
     def parse_interface(self, out: str, device: str) -> Interface | None:
         tags = _tagged(out)
         if not tags.get("mac") or not tags.get("mtu"):
             return None
-        up, addresses = False, []
+        try:
+            up = bool(int(tags.get("flags", "0"), 16) & 1)  # IFF_UP
+        except ValueError:
+            up = False
+        addresses = []
         for line in out.splitlines():
             words = line.split()
-            if len(words) > 2 and words[1].rstrip(":").split("@")[0] == device \
-                    and words[2].startswith("<"):
-                up = "UP" in words[2].strip("<>").split(",")
             for i, w in enumerate(words[:-1]):
                 if w == "inet" or (w == "inet6" and "global" in words):
                     addresses.append(words[i + 1])
@@ -230,27 +237,29 @@ class LinuxBuilds(BuildCommands):
             out += f"insmod {quote(build.file)}{_params(build)} || return $?; "
         else:
             raise BadInput(f"a Linux host does not load a module by {build.method}")
-        return out + (self._give_back(iface) if iface is not None else "")
+        return out + (self._give_back(iface) if iface is not None else "true")
 
     @staticmethod
     def _give_back(iface: Interface) -> str:
         """The interface found again by its MAC (a reload may name it anew), renamed, its MTU,
-        state and addresses as before."""
+        state and addresses as before, its link up again."""
         dev, mac = quote(iface.name), quote(iface.mac)
-        find = ("n=; for f in /sys/class/net/*/address; do "
-                f"[ \"$(cat \"$f\")\" = {mac} ] && {{ n=${{f%/address}}; n=${{n##*/}}; break; }}; "
-                "done")
+        find = ("n=; for f in /sys/class/net/*/address; do read -r a < \"$f\"; "
+                f"[ \"$a\" = {mac} ] && {{ n=${{f%/address}}; n=${{n##*/}}; break; }}; done")
         gone = quote(f"no interface with MAC {iface.mac} after the reload")
+        lines = [f"link set dev {iface.name} mtu {iface.mtu}" + (" up" if iface.up else "")]
+        lines += [f"addr replace {a} dev {iface.name}" for a in iface.addresses]
         out = (f"i=0; while :; do {find}; [ -n \"$n\" ] && break; i=$((i+1)); "
                f"[ $i -ge {IFACE_WAIT_STEPS} ] && {{ echo {gone} >&2; "
                f"return {EXIT_NO_INTERFACE}; }}; sleep 0.1; done; "
-               f"if [ \"$n\" != {dev} ]; then ip link set dev \"$n\" down; "
-               f"ip link set dev \"$n\" name {dev} || return $?; fi; "
-               f"ip link set dev {dev} mtu {quote(iface.mtu)} || return $?; ")
-        if iface.up:
-            out += f"ip link set dev {dev} up || return $?; "
-        for a in iface.addresses:
-            out += f"ip addr replace {quote(a)} dev {dev} || return $?; "
+               f"{{ [ \"$n\" = {dev} ] || printf '%s\\n' \"link set dev $n down\" "
+               f"\"link set dev $n name \"{dev}; "
+               f"printf '%s\\n' {' '.join(quote(x) for x in lines)}; }} | ip -batch - "
+               "|| return $?; ")
+        if iface.up:  # its link negotiated again before anything is sent through it
+            out += (f"i=0; until read -r c < /sys/class/net/{dev}/carrier 2>/dev/null && "
+                    f"[ \"$c\" = 1 ]; do i=$((i+1)); [ $i -ge {CARRIER_WAIT_STEPS} ] && break; "
+                    "sleep 0.1; done; ")
         return out + "true"
 
 

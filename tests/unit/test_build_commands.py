@@ -66,10 +66,11 @@ def test_a_module_reload_takes_its_parameters_and_gives_the_interface_back():
     assert cmd.startswith("if [ -d /sys/module/e1000e ]; then modprobe -r e1000e || "
                           "rmmod e1000e || return $?; fi; "
                           "modprobe e1000e InterruptThrottleRate=10000 || return $?; ")
-    assert "= 52:54:00:12:34:56 ]" in cmd
-    assert "ip link set dev \"$n\" name data0" in cmd
-    assert "ip addr replace 198.18.1.2/24 dev data0" in cmd
-    assert "ip addr replace fd00::2/64 dev data0" in cmd
+    assert "[ \"$a\" = 52:54:00:12:34:56 ]" in cmd
+    assert "\"link set dev $n name \"data0" in cmd
+    assert ("printf '%s\\n' 'link set dev data0 mtu 1500 up' 'addr replace 198.18.1.2/24 dev "
+            "data0' 'addr replace fd00::2/64 dev data0'; } | ip -batch -") in cmd
+
     sh_ok(cmd)
     insmod = LINUX.reload("e1000e", Build(Method.INSMOD, file="/srv/my e1000e.ko"), None)
     assert "insmod '/srv/my e1000e.ko' || return $?" in insmod
@@ -88,8 +89,7 @@ def test_freebsd_reloads_a_kld_and_puts_back_its_addresses():
 
 
 def test_the_linux_interface_is_read_with_its_global_addresses():
-    out = ("mac 52:54:00:12:34:56\nmtu 1500\n"
-           "3: data0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc fq_codel state UP\n"
+    out = ("mac 52:54:00:12:34:56\nmtu 1500\nflags 0x1003\n"
            "3: data0    inet 198.18.1.2/24 brd 198.18.1.255 scope global data0\\       valid\n"
            "3: data0    inet6 fd00::2/64 scope global \\       valid_lft forever\n"
            "3: data0    inet6 fe80::5054:ff:fe12:3456/64 scope link \\       valid_lft\n")

@@ -1,0 +1,163 @@
+"""A module build alternated on the same hosts, for real: one VM pair whose data NIC is an
+emulated Intel 82574L, its e1000e driver reloaded with another `InterruptThrottleRate` by
+`modprobe -r` / `modprobe e1000e InterruptThrottleRate=…` (`abtui run --alternate`).
+
+Every phase with intervals is labelled with the parameter the hosts report throughout it
+(read out of band with `ethtool -c`, which shows the driver's ITR as rx-usecs: 1 dynamic,
+100 for 10000 interrupts a second), the data interface keeps its name and address through
+every reload (abtui gives them back), and the hosts end on the parameter they started with
+(the driver's default, 3: a value the alternation never sets). Skipped, with the reason,
+where qemu/virtme-ng or the kernel package are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from abtui.core.errors import AbtuiError
+from abtui.lab import vm as lab_vm
+from abtui.lab.kernels import resolve
+from abtui.lab.netns import Lab
+from tests.lab.namespaces import make_test_lab
+
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
+KERNEL = os.environ.get("ABTUI_TEST_KERNEL", "linux-image-6.1.0-57-amd64")
+# the driver's InterruptThrottleRate -> what `ethtool -c` shows as rx-usecs
+RX_USECS = {"1": "1", "3": "3", "10000": "100"}
+
+ITR_KNOB = """
+[[knobs]]
+name = "itr"
+kind = "module"
+key = "e1000e"
+values = ["3", "1", "10000"]
+
+[knobs.build]
+method = "modprobe"
+"""
+
+
+def _build_table(value: str) -> str:
+    return (f'\n[knobs.builds.{value}]\nparams = {{ InterruptThrottleRate = "{value}" }}\n'
+            f'reports = {{ kind = "ethtool-coalesce", key = "rx-usecs", '
+            f'value = "{RX_USECS[value]}" }}\n')
+
+
+@pytest.fixture(scope="module")
+def e1000e_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    reason = lab_vm.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    try:
+        kernel = resolve(KERNEL)
+    except AbtuiError as exc:
+        pytest.skip(f"the test kernel cannot be had: {exc}")
+    lab = make_test_lab(tmp_path_factory.mktemp("itrlab"), "m")
+    lab.down()
+    lab.up(pairs=1, kernels={"A": kernel.spec}, nics={"A": "e1000e"})
+    try:
+        yield lab
+    finally:
+        lab.down()
+
+
+def _ssh(lab: Lab, alias: str, command: str, timeout: float = 120) -> str:
+    """The test's side channel into a guest: OpenSSH with the lab's own config."""
+    return subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", alias,
+                           command], capture_output=True, text=True, check=True,
+                          timeout=timeout).stdout
+
+
+def _rx_usecs(lab: Lab, alias: str) -> str:
+    out = _ssh(lab, alias, "ethtool -c data0")
+    return re.search(r"^rx-usecs:\s*(\S+)", out, re.M).group(1)  # type: ignore[union-attr]
+
+
+class Watcher:
+    """`ethtool -c data0` on a host, out of band, as often as the guest answers: each
+    reading with the wall-clock span it was taken in."""
+
+    def __init__(self, lab: Lab, alias: str) -> None:
+        self.lab, self.alias = lab, alias
+        self.readings: list[tuple[float, float, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Watcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            began = time.time()
+            try:
+                value = _rx_usecs(self.lab, self.alias)
+            except (subprocess.SubprocessError, AttributeError):
+                value = "?"  # the interface is being reloaded
+            self.readings.append((began, time.time(), value))
+            self._stop.wait(1.0)
+
+
+def test_a_module_parameter_alternates_by_reloads_labelled_as_the_hosts_report_it(
+        e1000e_lab: Lab, tmp_path: Path) -> None:
+    lab = e1000e_lab
+    snd, rcv = (h.alias for h in lab.hosts(1))
+    assert [_rx_usecs(lab, a) for a in (snd, rcv)] == ["3", "3"]  # the driver's default
+    address = _ssh(lab, rcv, "ip -o -4 addr show dev data0").split()[3]
+    text = lab.profile_path.read_text()
+    text = re.sub(r"(?m)^duration = .*$", "duration = 6", text)
+    profile = tmp_path / "itr.toml"
+    profile.write_text(text + ITR_KNOB + "".join(_build_table(v) for v in RX_USECS))
+    out = tmp_path / "itr.jsonl"
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    with Watcher(lab, rcv) as watcher:
+        proc = subprocess.run([sys.executable, "-m", "abtui", "run", str(profile), "--headless",
+                               "--alternate", "itr=1,10000", "--max-runs", "2", "--out",
+                               str(out)], capture_output=True, text=True, timeout=900, env=env)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(x) for x in out.read_text().splitlines()[1:]]
+    switches = [r for r in records if r["kind"] == "switch"]
+    ups = [r for r in switches if r["data"]["stage"] == "up"]
+    assert not [r for r in switches if r["data"]["stage"] == "failed"], proc.stderr
+    # every reload said on stderr as it went: `HOST: reloading 10000 (modprobe)…`, `... up in`
+    assert re.search(rf"{rcv}: reloading 10000 \(modprobe\)…", proc.stderr), proc.stderr
+    assert re.search(rf"{rcv}: 10000 up in [0-9.]+ s: rx-usecs 100", proc.stderr), proc.stderr
+
+    # each phase with intervals: its value one of the two, each value measured twice, and the
+    # host's own reading (out of band, well inside the phase) the value's rx-usecs
+    phases = [r["data"] for r in records if r["kind"] == "phase" and r.get("pair") == "A"]
+    measured_phases = {r["data"]["phase"] for r in records if r["kind"] == "interval"}
+    labelled = [p for p in phases if p["phase"] in measured_phases]
+    assert sorted(p["config"]["itr"] for p in labelled) == ["1", "1", "10000", "10000"], phases
+    checked = 0
+    for p in labelled:
+        inside = [v for began, ended, v in watcher.readings
+                  if began > p["start"] + 0.5 and ended < p["end"] - 0.5]
+        assert all(v == RX_USECS[p["config"]["itr"]] for v in inside), (p, inside)
+        checked += len(inside)
+    assert checked >= 4, watcher.readings
+
+    # back on the driver's default on both hosts, the interface as it was, nothing journalled
+    assert [_rx_usecs(lab, a) for a in (snd, rcv)] == ["3", "3"]
+    assert _ssh(lab, rcv, "ip -o -4 addr show dev data0").split()[3] == address
+    assert "rx-usecs 3" in [r["data"].get("build") for r in ups][-1]
+    assert not list((tmp_path / "state").rglob("*.jsonl")), "the undo journal was left"
+    took = [r["data"]["seconds"] for r in ups]
+    print(f"\nmodule switch: median {statistics.median(took):.1f} s, "
+          f"{min(took):.1f}–{max(took):.1f} s over {len(took)} reloads; "
+          f"load {os.getloadavg()[0]:.1f}")

@@ -56,7 +56,7 @@ class FakeHost:
             asyncio.get_running_loop().call_soon(self._down)
             asyncio.get_running_loop().call_later(self.boot_s, self._up, self.lands_on or image)
         if m := re.search(r"modprobe e1000e InterruptThrottleRate=(\d+)", command):
-            self.itr = self.refuse_itr and m[1] == self.refuse_itr and "1" or m[1]
+            self.itr = (self.refuse_itr and m[1] == self.refuse_itr and "1") or m[1]
         if "random/boot_id" in command:
             out += [f"boot {self.boot_id}", f"release {self.release}", "version #1 SMP"]
         if "/sys/module/e1000e" in command and "modprobe" not in command.split(";")[0]:
@@ -138,8 +138,8 @@ async def test_a_kernel_switch_waits_for_the_new_boot_and_checks_the_release(mon
     assert snd.boot == rcv.boot == 2
     assert "--initrd=/boot/initrd.img-6.1.0-57-amd64 --reuse-cmdline" in snd.commands[-2]
     rcv.lands_on = "6.1.0-40-amd64"
-    with pytest.raises(KnobRefused, match="came back on 6.1.0-40-amd64, expected "
-                                          "6.1.0-47-amd64"):
+    with pytest.raises(KnobRefused, match=re.escape(
+            "came back on 6.1.0-40-amd64, expected 6.1.0-47-amd64")):
         await sw.switch(KERNEL, "a", _where(snd, rcv))
     assert snd.release == "6.1.0-57-amd64"  # went back to what it ran
 
@@ -152,7 +152,7 @@ async def test_a_host_that_never_comes_back_fails_within_the_timeout(monkeypatch
     knob = Knob(name="kernel", kind=KnobKind.KERNEL, values=("a", "b"), builds={
         "a": KERNEL.builds["a"], "b": Build(Method.KEXEC, release="6.1.0-57-amd64",
                                             timeout=0.3)})
-    with pytest.raises(KnobRefused, match="did not come back within 0.3 s"):
+    with pytest.raises(KnobRefused, match=re.escape("did not come back within 0.3 s")):
         await sw.switch(knob, "b", _where(snd))
 
 
@@ -177,6 +177,6 @@ async def test_a_first_build_no_value_names_cannot_come_back_by_command():
     sw = _switcher([snd])
     knob = Knob(name="kernel", kind=KnobKind.KERNEL, values=("b",), builds={
         "b": Build(Method.COMMAND, release="6.1.0-57-amd64", command=("true",))})
-    with pytest.raises(KnobRefused, match="runs 6.1.0-40-amd64, which none of its values is"):
+    with pytest.raises(KnobRefused, match=re.escape("runs 6.1.0-40-amd64, which none of its values is")):
         await sw.switch(knob, "b", _where(snd))
     assert not sw.originals

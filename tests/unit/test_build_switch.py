@@ -177,6 +177,7 @@ async def test_a_first_build_no_value_names_cannot_come_back_by_command():
     sw = _switcher([snd])
     knob = Knob(name="kernel", kind=KnobKind.KERNEL, values=("b",), builds={
         "b": Build(Method.COMMAND, release="6.1.0-57-amd64", command=("true",))})
-    with pytest.raises(KnobRefused, match=re.escape("runs 6.1.0-40-amd64, which none of its values is")):
+    with pytest.raises(KnobRefused,
+                       match=re.escape("runs 6.1.0-40-amd64, which none of its values is")):
         await sw.switch(knob, "b", _where(snd))
     assert not sw.originals

@@ -161,3 +161,37 @@ def test_a_module_parameter_alternates_by_reloads_labelled_as_the_hosts_report_i
     print(f"\nmodule switch: median {statistics.median(took):.1f} s, "
           f"{min(took):.1f}–{max(took):.1f} s over {len(took)} reloads; "
           f"load {os.getloadavg()[0]:.1f}")
+
+
+def test_sigkill_in_a_reload_then_recover_reloads_the_first_build(e1000e_lab: Lab,
+                                                                   tmp_path: Path) -> None:
+    """abtui killed while the hosts reload their driver: `abtui recover` reloads the one they
+    started with, from the undo journal, and gives the data interface its address back (the
+    driver may be gone, and its interface with it)."""
+    lab = e1000e_lab
+    snd, rcv = (h.alias for h in lab.hosts(1))
+    assert [_rx_usecs(lab, a) for a in (snd, rcv)] == ["3", "3"]
+    address = _ssh(lab, rcv, "ip -o -4 addr show dev data0").split()[3]
+    profile = tmp_path / "itr.toml"
+    profile.write_text(lab.profile_path.read_text() + ITR_KNOB
+                       + "".join(_build_table(v) for v in RX_USECS))
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(profile), "--headless",
+                             "--set", "itr=10000", "--duration", "600",
+                             "--out", str(tmp_path / "s.jsonl")],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "reloading 10000" in line:
+            break
+    time.sleep(1.5)  # in the middle of `modprobe -r` / `modprobe` on the guests
+    proc.kill()
+    proc.wait()
+    recover = subprocess.run([sys.executable, "-m", "abtui", "recover"], capture_output=True,
+                             text=True, timeout=600, env=env)
+    assert recover.returncode == 0, recover.stdout + recover.stderr
+    said = recover.stdout + recover.stderr
+    assert f"{rcv}: back on 3 (itr" in said and f"{snd}: back on 3 (itr" in said, said
+    assert [_rx_usecs(lab, a) for a in (snd, rcv)] == ["3", "3"]
+    assert _ssh(lab, rcv, "ip -o -4 addr show dev data0").split()[3] == address
+    assert not list((tmp_path / "state").rglob("*.jsonl")), "the undo journal was left"

@@ -19,7 +19,8 @@ from abtui.core import events
 from abtui.core.errors import BadInput, KnobRefused, RemoteError
 from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Pair
-from abtui.hosts.builds import BuildSwitcher, Where
+from abtui.hosts.builds import BuildSwitcher
+from abtui.hosts.targets import Target
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
@@ -32,15 +33,6 @@ HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALES
               KnobKind.NETEM)
 
 Emit = Callable[[Event], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One host (and its data device) a knob applies to, and the pair it belongs to."""
-
-    host: str
-    device: str | None
-    pair: str
 
 
 @dataclass(slots=True)
@@ -275,8 +267,7 @@ class KnobManager:
             for labels in kept.values():
                 await self.tunnels.switch_pairs(labels, "none")
         try:
-            got = await self.builds.switch(knob, value, [Where(t.host, t.device, t.pair)
-                                                         for t in targets])
+            got = await self.builds.switch(knob, value, targets)
         finally:
             made: dict[str, str] = {}
             for kind, labels in kept.items():
@@ -331,8 +322,7 @@ class KnobManager:
 
     async def _read_as_profile(self, knob: Knob, target: Target) -> str:
         if knob.kind in BUILD_KINDS:
-            return await self.builds.current(knob, Where(target.host, target.device,
-                                                         target.pair))
+            return await self.builds.current(knob, target)
         s = self.setting(knob, target)
         raw = await self.read(target.host, s)
         dialect = self._dialect(target.host)

@@ -17,7 +17,8 @@ from abtui.core.errors import KnobRefused
 from abtui.core.events import EventKind
 from abtui.core.model import Knob, KnobKind, LinkState
 from abtui.hosts import builds as host_builds
-from abtui.hosts.builds import BuildSwitcher, Where, origin_of
+from abtui.hosts.builds import BuildSwitcher, origin_of
+from abtui.hosts.targets import Target
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.remote.dialect import Setting
 from abtui.remote.link import CommandResult
@@ -89,8 +90,8 @@ def _switcher(hosts: list[FakeHost], journal: UndoJournal | None = None,
                          emit=events.append if events is not None else None)
 
 
-def _where(*hosts: FakeHost) -> list[Where]:
-    return [Where(h.alias, "data0", "A") for h in hosts]
+def _where(*hosts: FakeHost) -> list[Target]:
+    return [Target(h.alias, "data0", "A") for h in hosts]
 
 
 async def test_a_module_switch_reloads_both_hosts_and_goes_back(tmp_path: Path) -> None:

@@ -100,6 +100,9 @@ class Watcher:
 
     def __enter__(self) -> Watcher:
         self._thread.start()
+        deadline = time.monotonic() + 120  # logged in and reading before abtui connects
+        while not self.readings and time.monotonic() < deadline:
+            time.sleep(0.2)
         return self
 
     def __exit__(self, *exc: object) -> None:

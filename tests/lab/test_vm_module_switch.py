@@ -136,6 +136,13 @@ def test_a_module_parameter_alternates_by_reloads_labelled_as_the_hosts_report_i
     profile.write_text(text + ITR_KNOB + "".join(_build_table(v) for v in RX_USECS))
     out = tmp_path / "itr.jsonl"
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    # `abtui check` reads which build each host runs (never switching it); it also runs, once,
+    # the programs a session starts on a guest freshly booted under emulation, which the
+    # first time can outlast the session's 15 s for a host's facts on a loaded machine
+    check = subprocess.run([sys.executable, "-m", "abtui", "check", str(profile)],
+                           capture_output=True, text=True, timeout=600, env=env)
+    if check.returncode == 0:
+        assert f"{rcv}: knob itr: runs 3" in check.stdout + check.stderr, check.stdout
     with Watcher(lab, rcv) as watcher:
         proc = subprocess.run([sys.executable, "-m", "abtui", "run", str(profile), "--headless",
                                "--alternate", "itr=1,10000", "--max-runs", "2", "--out",

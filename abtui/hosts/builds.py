@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from abtui.core import events
-from abtui.core.builds import Build, Method
+from abtui.core.builds import Build, Method, Reports
 from abtui.core.errors import BadInput, KnobRefused, RemoteError
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, LinkState
@@ -44,6 +44,8 @@ from abtui.remote.link import HostLink
 Emit = Callable[[Event], None]
 ReadSetting = Callable[[str, Setting], Awaitable[str]]
 POLL_S = 0.25  # how often a host coming back is looked at
+# a reload's command reads the build's `reports` setting after this line, in this function
+REPORTS_MARK, REPORTS_FUNCTION = "__ABTUI_REPORTS__", "abtui_reports"
 BOOT_START_S = 30.0  # how long the command that starts a boot may take on the host
 
 
@@ -112,10 +114,8 @@ class BuildSwitcher:
         """Why the build's `reports` setting does not read its value (None: it does)."""
         if build.reports is None:
             return None
-        r = build.reports
-        s = Setting(KnobKind(r.kind), r.key, None if r.kind == "sysctl" else where.device)
-        got = await self._read(where.host, s)
-        return None if same_value(got, r.value) else f"{s.label()} reads {got}, expected {r.value}"
+        s = _reported(build.reports, where)
+        return _reads(build.reports, s, await self._read(where.host, s))
 
     async def current(self, knob: Knob, where: Target) -> str:
         """The knob's value the host runs (as the profile names it), else what it reports."""
@@ -274,11 +274,20 @@ class BuildSwitcher:
         """Reload the module as `build` says, the data interface given back; what it reports."""
         cmds = self._commands(t.host)
         iface = await self._interface(t)
-        # the reload, the interface given back and the module read again: one round trip
-        state = cmds.parse_module_state(await self._run(
-            t.host, f"{cmds.reload(knob.key, build, iface)}; "
-                    f"{cmds.module_state(knob.key, build)}", build.timeout))
-        why = module_mismatch(build, state) or await self._reports(t, build)
+        # the reload, the interface given back, the module and its `reports` setting read
+        # again: one round trip
+        command = f"{cmds.reload(knob.key, build, iface)}; {cmds.module_state(knob.key, build)}"
+        dialect = self.dialects[t.host]
+        if build.reports is not None:
+            s = _reported(build.reports, t)
+            command += (f"\n{REPORTS_FUNCTION}() {{\n{dialect.read_body(dialect.check_setting(s))}"
+                        f"\n}}; echo {REPORTS_MARK}; {REPORTS_FUNCTION}")
+        out, _, reported = (await self._run(t.host, command, build.timeout)).partition(
+            f"{REPORTS_MARK}\n")
+        state = cmds.parse_module_state(out)
+        why = module_mismatch(build, state)
+        if why is None and build.reports is not None:
+            why = _reads(build.reports, s, dialect.parse_value(s, reported))
         if why is not None:
             raise RemoteError(t.host, why)
         shown = [f"{k}={v}" for k, v in sorted(state.params.items())]
@@ -330,6 +339,16 @@ class BuildSwitcher:
         await self._run(t.host, self._commands(t.host).reload(o.key, o.build, o.iface),
                         o.build.timeout)
         return "reloaded, interface given back as journalled"
+
+
+def _reported(r: Reports, where: Target) -> Setting:
+    """The setting a build's `reports` names, on the target's data device."""
+    return Setting(KnobKind(r.kind), r.key, None if r.kind == "sysctl" else where.device)
+
+
+def _reads(r: Reports, s: Setting, got: str | None) -> str | None:
+    """Why the setting read `got` is not the build's (None: it is)."""
+    return None if same_value(got, r.value) else f"{s.label()} reads {got}, expected {r.value}"
 
 
 async def wait_new_boot(link: HostLink, before: str | None, deadline: float,

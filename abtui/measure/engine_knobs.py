@@ -224,10 +224,16 @@ class KnobChanger:
                 self._applied.setdefault(label, set()).add(k.name)
         self._emit(Event.of(events.KnobChanged(knob=k.name, value=value, pairs=list(labels),
                                               hosts=self._hosts(k, labels))))
-        for label, target in targets.items():
+        for label, target in targets.items():  # a tunnel switched, or made again after a reload
             self._book.targets[label] = target
-            self._emit(Event.of(events.Tunnel(type=value, target=target), pair=label))
+            kind = value if k.kind is KnobKind.TUNNEL else self._tunnel_type(label)
+            self._emit(Event.of(events.Tunnel(type=kind, target=target), pair=label))
         return targets
+
+    def _tunnel_type(self, label: str) -> str:
+        """The pair's tunnel type now (its tunnel knob's value in its configuration)."""
+        names = [k.name for k in self.profile.knobs if k.kind is KnobKind.TUNNEL] or [TUNNEL]
+        return self._book.phases[label].config.get(names[0], "none")
 
     def _hosts(self, knob: Knob, labels: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(self.profile.pair(label).host(role)

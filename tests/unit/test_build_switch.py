@@ -65,7 +65,9 @@ class FakeHost:
         if "/sys/class/net/data0/address" in command and "modprobe" not in command:
             out += ["mac 52:54:00:00:00:01", "mtu 1500", "flags 0x1003",
                     "3: data0    inet 198.19.1.2/24 scope global data0"]
-        if command.startswith("abtui_do") or "ethtool -c" in command:
+        if "__ABTUI_REPORTS__" in command:  # a reload reads its `reports` setting after it
+            out.append("__ABTUI_REPORTS__")
+        if "ethtool -c" in command:
             out.append(f"rx-usecs: {'100' if self.itr == '10000' else self.itr}")
         return CommandResult(0, "\n".join(out) + "\n", "")
 

@@ -397,15 +397,21 @@ async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after()
 
     async def apply(knob, value, pairs):  # type: ignore[no-untyped-def]
         held_when_asked.append({h for h in ("s", "r", "s2", "r2") if h in engine.gate})
-        return await asked(knob, value, pairs)
+        await asked(knob, value, pairs)
+        return {"A": "198.18.101.2"}  # the pair's tunnel made again after the switch
 
     knobs.apply = apply  # type: ignore[method-assign]
     engine.applier = knobs
     rechecked: list[list[str]] = []
     engine.verifier.recheck = rechecked.append  # type: ignore[method-assign]
+    engine.phases["A"].config["tunnel"] = "wireguard"
+    events: list[Event] = []
+    engine.subscribe(events.append)
     await engine.set_knob("kernel", "b")
     assert held_when_asked == [{PAIR.sender, PAIR.receiver}] and rechecked == [
         [PAIR.sender, PAIR.receiver]]
+    tunnels = [e.payload for e in events if e.kind is EventKind.TUNNEL]
+    assert [(t.type, t.target) for t in tunnels] == [("wireguard", "198.18.101.2")]
     held = engine.gate.get(PAIR.sender)
     assert held is not None and held.until > 0  # runs wait for it, connected or not
     with pytest.raises(KnobRefused):

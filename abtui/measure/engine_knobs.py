@@ -131,8 +131,9 @@ class KnobChanger:
 
     async def apply_initial(self) -> None:
         """Knobs with an `initial` value are set before anything runs: the first phase's
-        configuration (a refusal is reported and the host's own value stays)."""
-        for knob in self.profile.knobs:
+        configuration (a refusal is reported and the host's own value stays). Builds first:
+        a boot or a reload would lose what was set before it."""
+        for knob in sorted(self.profile.knobs, key=lambda k: k.kind not in BUILD_KINDS):
             if knob.initial is None:
                 continue
             labels = list(knob.pairs) or list(self._book.phases)

@@ -199,9 +199,12 @@ def test_sigkill_in_a_reload_then_recover_reloads_the_first_build(e1000e_lab: La
                              "--out", str(tmp_path / "s.jsonl")],
                             stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr is not None
+    said_before = []
     for line in proc.stderr:
+        said_before.append(line)
         if "reloading 10000" in line:
             break
+    assert "reloading 10000" in said_before[-1], "".join(said_before)  # it got that far
     time.sleep(1.5)  # in the middle of `modprobe -r` / `modprobe` on the guests
     proc.kill()
     proc.wait()

@@ -204,7 +204,7 @@ def test_sigkill_in_a_reload_then_recover_reloads_the_first_build(e1000e_lab: La
         said_before.append(line)
         if "reloading 10000" in line:
             break
-    assert "reloading 10000" in said_before[-1], "".join(said_before)  # it got that far
+    assert said_before and "reloading 10000" in said_before[-1], "".join(said_before)
     time.sleep(1.5)  # in the middle of `modprobe -r` / `modprobe` on the guests
     proc.kill()
     proc.wait()

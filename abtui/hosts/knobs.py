@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 from abtui.core import events
 from abtui.core.errors import BadInput, KnobRefused, RemoteError, WriteFailed
 from abtui.core.events import Event
-from abtui.core.model import Knob, KnobKind, Pair
+from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Pair
+from abtui.hosts.builds import BuildSwitcher
+from abtui.hosts.targets import Target
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
@@ -31,15 +33,6 @@ HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALES
               KnobKind.NETEM)
 
 Emit = Callable[[Event], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One host (and its data device) a knob applies to, and the pair it belongs to."""
-
-    host: str
-    device: str | None
-    pair: str
 
 
 @dataclass(slots=True)
@@ -116,6 +109,8 @@ class KnobManager:
         # setting identity -> the value this manager last wrote (and read back) there
         self.written: dict[tuple[str, Setting], str] = {}
         self._lock = asyncio.Lock()
+        # kernel and module knobs: a switch is a boot or a reload (abtui.hosts.builds)
+        self.builds = BuildSwitcher(links, dialects, self.read, journal=journal, emit=emit)
 
     def setting(self, knob: Knob, target: Target) -> Setting:
         """The knob as a setting of this host's OS ([knobs.os.<os>] picks its kind and key)."""
@@ -214,6 +209,8 @@ class KnobManager:
                               "sets them on the next run)")
         if knob.kind is KnobKind.TUNNEL:
             return await self._apply_tunnel(value, targets)
+        if knob.kind in BUILD_KINDS:
+            return await self._apply_build(knob, value, targets)
         async with self._lock:
             return await self._apply_settings(knob, value, targets)
 
@@ -270,6 +267,30 @@ class KnobManager:
         host, error = failed[0]
         raise KnobRefused(_message(knob, value, host, error, note))
 
+    async def _apply_build(self, knob: Knob, value: str,
+                           targets: Sequence[Target]) -> ApplyResult:
+        """A kernel or module switch (abtui.hosts.builds). Before a module reload the pairs'
+        tunnels go down (a module a tunnel uses cannot be unloaded: WireGuard's own) and
+        after it they are made again, each pair with its new target."""
+        for t in targets:  # every host known before any switch
+            self._dialect(t.host)
+        kept: dict[str, list[str]] = {}  # tunnel type -> its pairs
+        if knob.kind is KnobKind.MODULE and self.tunnels is not None:
+            for label in dict.fromkeys(t.pair for t in targets):
+                active = self.tunnels.active.get(label)
+                if active is not None:
+                    kept.setdefault(active.type.value, []).append(label)
+            for labels in kept.values():
+                await self.tunnels.switch_pairs(labels, "none")
+        try:
+            got = await self.builds.switch(knob, value, targets)
+        finally:
+            made: dict[str, str] = {}
+            for kind, labels in kept.items():
+                made.update(await self.tunnels.switch_pairs(labels, kind)
+                            if self.tunnels is not None else {})
+        return ApplyResult(values=got, targets=made)
+
     async def _drop_unchanged(self, touched: Sequence[tuple[str, Setting]]) -> None:
         """After a refused flip: the originals it recorded first, for settings that hold them
         still (refused before any change, or set back), are forgotten, so nothing tries to
@@ -318,6 +339,8 @@ class KnobManager:
         return out
 
     async def _read_as_profile(self, knob: Knob, target: Target) -> str:
+        if knob.kind in BUILD_KINDS:
+            return await self.builds.current(knob, target)
         s = self.setting(knob, target)
         raw = await self.read(target.host, s)
         dialect = self._dialect(target.host)
@@ -334,7 +357,19 @@ class KnobManager:
         """Put every original back, concurrently per host; emits RESTORE per setting. Only
         what this manager set is set back: a setting read back first whose value is no
         longer the one it wrote (someone else set it since) is left as it is, said in its
-        RESTORE event and noted in the journal."""
+        RESTORE event and noted in the journal. Then every host back on its first build (a
+        reboot or a reload: settings first, so a host's reload gives back its interface as
+        it was)."""
+        out = await self._restore_settings()
+        for host, o, ok, msg in await self.builds.restore_all():
+            out.append(Restored(host, Setting(o.kind, o.key or o.knob, o.device), o.shown, ok,
+                                msg))
+            if self.emit is not None:
+                self.emit(Event.of(events.Restore(knob=o.knob, value=o.shown, ok=ok,
+                                                  message=msg), host=host))
+        return out
+
+    async def _restore_settings(self) -> list[Restored]:
         async with self._lock:
             items = list(self.originals.items())
             done = await asyncio.gather(*(self._restore(h, s, v) for (h, s), (v, _k) in items),

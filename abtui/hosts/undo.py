@@ -3,8 +3,9 @@
 One append-only JSON-lines file per controller process under
 `user_state_dir("abtui")/undo/`, each line fsync'ed before the change it describes is made
 (the lines of one flip's hosts together, `UndoJournal.batch`):
-the hosts (alias and ssh options), the original value of every setting touched, tunnels
-brought up, remote process groups started. A clean exit deletes the file; after a crash,
+the hosts (alias and ssh options), the original value of every setting touched, the build
+(kernel or module) each host ran before its first switch, tunnels brought up, remote process
+groups started. A clean exit deletes the file; after a crash,
 `abtui recover` (or the next start, via `pending_recovery()`) replays what is left.
 """
 
@@ -64,6 +65,8 @@ class Pending:
     tunnels: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # (host, pgid) -> what was started
     pgids: dict[tuple[str, int], str] = field(default_factory=dict)
+    # (host, knob) -> the build it ran before abtui first switched it (abtui.hosts.builds)
+    builds: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # entries this abtui cannot use, one line each (`read_journal`)
     skipped: list[Skipped] = field(default_factory=list)
 
@@ -71,7 +74,7 @@ class Pending:
     def empty(self) -> bool:
         """Nothing left to undo: the journal may go. An entry of a kind this abtui does not
         know keeps it (a newer abtui may undo it; `--forget` its host drops it)."""
-        return not (self.originals or self.tunnels or self.pgids or
+        return not (self.originals or self.tunnels or self.pgids or self.builds or
                     any(k.keep for k in self.skipped))
 
     def skip(self, host: str | None, line: str, keep: bool) -> None:
@@ -80,11 +83,13 @@ class Pending:
     @property
     def involved(self) -> list[str]:
         """The hosts with something left to undo, sorted."""
-        return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids)} |
+        return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids,
+                                           *self.builds)} |
                       {k.host for k in self.skipped if k.keep and k.host is not None})
 
     def forget(self, host: str) -> None:
         """Drop every entry of `host` here (forget_host writes it to the file)."""
+        self.builds = {k: v for k, v in self.builds.items() if k[0] != host}
         self.originals = {k: v for k, v in self.originals.items() if k[0] != host}
         self.tunnels = {k: v for k, v in self.tunnels.items() if k[0] != host}
         self.pgids = {k: v for k, v in self.pgids.items() if k[0] != host}
@@ -205,6 +210,15 @@ class UndoJournal:
         self._write({"op": "unchanged", "host": host, "kind": kind, "key": key,
                      "device": device}, before_change=False)
 
+    def build(self, host: str, knob: str, record: dict[str, Any]) -> None:
+        """The build `host` ran before abtui first switched `knob` there, and how to come
+        back to it (abtui.hosts.builds.record)."""
+        self._write({"op": "build", "host": host, "knob": knob, **record})
+
+    def build_restored(self, host: str, knob: str) -> None:
+        """`host` is back on that build."""
+        self._write({"op": "build_restored", "host": host, "knob": knob})
+
     def tunnel_up(self, host: str, record: dict[str, Any]) -> None:
         self._write({"op": "tunnel", "host": host, **record})
 
@@ -250,8 +264,9 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
 
 def left_on(pending: Iterable[Pending], host: str) -> str:
     """What the journals still hold for `host`, counted: "2 settings, 1 tunnel" ("": none)."""
-    counts = {"setting": 0, "tunnel": 0, "process group": 0}
+    counts = {"build": 0, "setting": 0, "tunnel": 0, "process group": 0}
     for p in pending:
+        counts["build"] += sum(k[0] == host for k in p.builds)
         counts["setting"] += sum(k[0] == host for k in p.originals)
         counts["tunnel"] += sum(k[0] == host for k in p.tunnels)
         counts["process group"] += sum(k[0] == host for k in p.pgids)
@@ -420,6 +435,14 @@ def _pgid_gone(p: Pending, rec: dict[str, Any]) -> None:
     p.pgids.pop((rec["host"], rec["pgid"]), None)
 
 
+def _build(p: Pending, rec: dict[str, Any]) -> None:
+    p.builds.setdefault((rec["host"], rec["knob"]), rec)
+
+
+def _build_back(p: Pending, rec: dict[str, Any]) -> None:
+    p.builds.pop((rec["host"], rec["knob"]), None)
+
+
 def _forget(p: Pending, rec: dict[str, Any]) -> None:
     p.forget(rec["host"])
 
@@ -441,6 +464,8 @@ ENTRIES: dict[str, Entry] = {
     "tunnel_down": Entry({"host": TEXT, "ifname": TEXT}, _tunnel_down),
     "pgid": Entry(_GROUP, _pgid, {"what": TEXT}, _group_usable),
     "pgid_gone": Entry(_GROUP, _pgid_gone),
+    "build": Entry({"host": TEXT, "knob": TEXT}, _build),
+    "build_restored": Entry({"host": TEXT, "knob": TEXT}, _build_back),
     "forget": Entry({"host": TEXT}, _forget),
 }
 

@@ -617,7 +617,8 @@ class LiveAlternation:
         self._active = False
         self.notify()  # ended, said at once: setting the knob back takes a flip (seconds)
         elapsed = asyncio.get_running_loop().time() - self._began
-        await self.controller.mark("; ".join(ended_lines(self.why, self.verdicts, elapsed)))
+        await self.controller.mark("; ".join(ended_lines(self.why, self.verdicts, elapsed)),
+                                   verdicts=self.verdicts.table())
         if not self._keep:
             await self._restore()
             self.notify()

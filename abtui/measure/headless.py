@@ -272,7 +272,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     lines = ended_lines(why, verdicts, loop.time() - began)
     for line in lines:
         say(line)
-    await engine.mark("; ".join(lines))
+    await engine.mark("; ".join(lines), verdicts=verdicts.table())
 
 
 async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,

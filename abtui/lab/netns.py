@@ -36,6 +36,7 @@ from abtui.lab.layout import MAX_PAIRS, LabHost, LabLayout, check_kernel_pairs, 
 from abtui.lab.lease import LabInUse
 from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
+from abtui.lab.vmboot import LabVmBoot
 from abtui.lab.vmpairs import VM_BANNER_TIMEOUT, LabVmPairs
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class Lab:
                                           state_dir=state_dir, mgmt=mgmt)
         self.ssh = LabSsh(self.layout)
         self.vms = LabVmPairs(self.layout, self.ssh)
+        self.boots = LabVmBoot(self.layout, self.vms)
 
     @classmethod
     def default(cls) -> Self:
@@ -200,14 +202,18 @@ class Lab:
                 if not h.vm:
                     self.ssh.start(h)
             self.ssh.write_client_files(hosts)
-            kept = self.layout.record().get("boot_s", {})  # of guests that run and are kept
+            previous = self.layout.record()
+            kept = previous.get("boot_s", {})  # of guests that run and are kept
             meta: dict[str, Any] = {"pairs": pairs, "name": self.name, "octet": self.octet,
                                     "kernels": {k: v.to_json() for k, v in resolved.items()},
                                     "nics": models,
                                     "boot_s": kept if isinstance(kept, dict) else {}}
             self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
-            started = self.vms.start(hosts, resolved, meta) if resolved else {}
+            # a kept guest switched to another build (`lab boot`) boots its pair's again
+            switched = set(previous.get("booted", {})) if resolved else set()
+            started = self.vms.start(hosts, resolved, meta, restart=switched) \
+                if resolved else {}
             for h in hosts:
                 if not h.vm:
                     self.ssh.wait(h)
@@ -307,6 +313,7 @@ class Lab:
         pairs = self.pair_count()
         meta = self.layout.record()
         kernels = meta.get("kernels", {})
+        booted = meta.get("booted", {})
         boot = meta.get("boot_s", {})
         present = set(self._netns_list())
         hosts = []
@@ -316,14 +323,17 @@ class Lab:
                 qemu = pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
                 ok = qemu is not None and pid_alive(qemu) and \
                     ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
-                entry.update({"release": kernels.get(h.pair, {}).get("release", ""),
+                now = booted.get(h.alias) or kernels.get(h.pair, {})
+                entry.update({"release": now.get("release", ""),
+                              "booted": now.get("spec", "") if h.alias in booted else "",
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias),
                               "cpu": "own"})
             else:
                 ok = h.netns in present and self.ssh.pid_of(h) is not None and \
                     ssh_banner(h.mgmt_address)[0]
                 # a namespace's /proc/stat is this machine's: its CPU is every host's
-                entry.update({"release": os.uname().release, "accel": "", "boot_s": None,
+                entry.update({"release": os.uname().release, "booted": "", "accel": "",
+                              "boot_s": None,
                               "cpu": "shared"})
             entry.update({"address": h.mgmt_address, "ok": bool(ok), "nic": h.nic_name})
             hosts.append(entry)

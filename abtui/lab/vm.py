@@ -154,7 +154,7 @@ def guest_script(g: Guest) -> str:
         # first tunnel switch is as quick as the next
         f"modprobe -a {' '.join(WARM_MODULES)}",
         f"{WARM_SA} && {WARM_SA_DEL}",
-        'echo "abtui guest ready: $(uname -r) $(hostname)"',
+        f'echo "{READY}$(uname -r) $(hostname)"',
         f"exec /usr/sbin/sshd -D -E {g.share / 'sshd.log'} -f {g.sshd_config}",
         "",
     ])
@@ -201,6 +201,19 @@ def qemu_pid(g: Guest) -> int | None:
         return int(g.pidfile.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+READY = "abtui guest ready: "  # the script's line once the guest is up: its release, its name
+
+
+def ready_release(g: Guest) -> str | None:
+    """The release the guest's script said it runs (its log's ready line), None before."""
+    with contextlib.suppress(OSError):
+        for line in (g.share / "guest.log").read_text(errors="replace").splitlines():
+            words = line.removeprefix(READY).split()
+            if line.startswith(READY) and words:
+                return words[0]
+    return None
 
 
 def log_tail(g: Guest, lines: int = 6) -> str:

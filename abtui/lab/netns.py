@@ -210,8 +210,8 @@ class Lab:
                                     "boot_s": kept if isinstance(kept, dict) else {}}
             self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
-            # a kept guest switched to another build (`lab boot`) boots its pair's again
-            switched = set(previous.get("booted", {})) if resolved else set()
+            # a kept guest running another build (`lab boot`, a kexec) boots its pair's again
+            switched = {h.alias for h in hosts if h.vm and self.vms.runs_other(h, resolved)}
             started = self.vms.start(hosts, resolved, meta, restart=switched) \
                 if resolved else {}
             for h in hosts:
@@ -310,6 +310,8 @@ class Lab:
 
     # ---- status -------------------------------------------------------------------------
     def status(self) -> dict[str, object]:
+        from abtui.lab.vm import ready_release, share_of
+
         pairs = self.pair_count()
         meta = self.layout.record()
         kernels = meta.get("kernels", {})
@@ -324,7 +326,9 @@ class Lab:
                 ok = qemu is not None and pid_alive(qemu) and \
                     ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
                 now = booted.get(h.alias) or kernels.get(h.pair, {})
-                entry.update({"release": now.get("release", ""),
+                # the guest's own word first: a kexec from inside does not tell the lab
+                said = ready_release(share_of(self.state_dir, h.alias))
+                entry.update({"release": said or now.get("release", ""),
                               "booted": now.get("spec", "") if h.alias in booted else "",
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias),
                               "cpu": "own"})

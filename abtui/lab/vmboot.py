@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from abtui.core.errors import BadInput, LabError, MissingPrerequisite
+from abtui.core.errors import AbtuiError, BadInput, LabError, MissingPrerequisite
 
 if TYPE_CHECKING:
     from abtui.lab.kernels import Kernel
@@ -79,16 +79,25 @@ def record_lock(layout: LabLayout) -> Iterator[None]:
 
 
 def booted_kernel(layout: LabLayout, h: LabHost) -> Kernel:
-    """The build a VM host runs now, from the lab's record: its own (`booted`) where it was
-    switched, else its pair's."""
+    """The build a VM host runs now: the release its guest said it runs, as the lab's record
+    names it (its own build where `lab boot` switched it, else its pair's), or as the Debian
+    package of that release in the kernel cache (a kexec from inside tells the lab nothing)."""
+    from abtui.lab import kernels
     from abtui.lab.kernels import Kernel
+    from abtui.lab.vm import ready_release, share_of
 
     meta = layout.record()
-    entry = meta.get("booted", {}).get(h.alias) or meta.get("kernels", {}).get(h.pair)
-    if not isinstance(entry, dict):
-        raise LabError(f"{h.alias}: the lab's record names no kernel for it (bring the lab up "
-                       "again)")
-    return Kernel(**{k: str(entry[k]) for k in ("spec", "image", "release", "modules", "kind")})
+    said = ready_release(share_of(layout.state_dir, h.alias))
+    for entry in (meta.get("booted", {}).get(h.alias), meta.get("kernels", {}).get(h.pair)):
+        if isinstance(entry, dict) and (said is None or entry.get("release") == said):
+            return Kernel(**{k: str(entry[k]) for k in ("spec", "image", "release",
+                                                        "modules", "kind")})
+    if said is not None:
+        with contextlib.suppress(AbtuiError):
+            return kernels.resolve(f"linux-image-{said}", fetch=False)
+    why = said or "its guest said none"
+    raise LabError(f"{h.alias}: the lab cannot tell which build it runs ({why}); bring it up "
+                   "again with `abtui lab up`")
 
 
 def _record_booted(layout: LabLayout, alias: str, pair: str, kernel: Kernel,

@@ -92,6 +92,14 @@ class LabVmPairs:
             started[h.alias] = (g, time.monotonic())
         return started
 
+    def runs_other(self, h: LabHost, kernels: Mapping[str, Kernel]) -> bool:
+        """Whether the VM host's guest said it runs another release than its pair's kernel
+        (switched by `lab boot` or a kexec from inside)."""
+        from abtui.lab import vm as lab_vm
+
+        said = lab_vm.ready_release(lab_vm.share_of(self.layout.state_dir, h.alias))
+        return h.pair in kernels and said is not None and said != kernels[h.pair].release
+
     def stop(self, g: Guest) -> None:
         """End a guest's qemu and its virtme-ng process (the lab started both), and wait
         until they are gone (its taps are free again)."""
@@ -122,7 +130,7 @@ class LabVmPairs:
         while waiting:
             for alias, h in list(waiting.items()):
                 g, t0 = started[alias]
-                said = lab_vm.ready_release(g) if verify else g.kernel.release
+                said = lab_vm.ready_release(g.share) if verify else g.kernel.release
                 if said is not None and said != g.kernel.release:
                     raise LabError(f"VM host {alias} came up on {said}, not "
                                    f"{g.kernel.release}")

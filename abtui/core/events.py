@@ -51,6 +51,7 @@ class EventKind(StrEnum):
     MARK = "mark"
     RESTORE = "restore"
     DRIFT = "drift"
+    SWITCH = "switch"
     SESSION_END = "session_end"
 
 
@@ -365,6 +366,35 @@ class Restore(Payload):
     value: str
     ok: bool
     message: str
+
+
+@_payload(EventKind.SWITCH)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildSwitch(Payload):
+    """A host switching to a build (a kernel by a boot, a module by a reload), host set:
+    `stage` is `booting` (begun), `up` (back and verified: `build` is what the host reports,
+    `seconds` how long it took) or `failed` (`message` says why; nothing is recorded under
+    the build)."""
+
+    knob: str
+    value: str
+    method: str
+    stage: str
+    build: str = ""
+    seconds: float | None = field(default=None, metadata=OPTIONAL)
+    message: str = ""
+
+    def line(self, host: str | None) -> str:
+        """`lab-a-rcv: booting 6.1.0-57-amd64 (kexec)…`, `... up in 34 s on ...`."""
+        who = f"{host}: " if host else ""
+        verb = "booting" if self.method in ("kexec", "grub-reboot", "nextboot", "command",
+                                            "reboot") else "reloading"
+        took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
+        if self.stage == "booting":
+            return f"{who}{verb} {self.value} ({self.method})…"
+        if self.stage == "up":
+            return f"{who}{self.value} up{took}" + (f": {self.build}" if self.build else "")
+        return f"{who}switch to {self.value} failed{took}: {self.message}"
 
 
 @_payload(EventKind.DRIFT)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from abtui.core.builds import Build
+
 
 class Role(StrEnum):
     SENDER = "sender"
@@ -43,6 +45,12 @@ class KnobKind(StrEnum):
     TUNNEL = "tunnel"
     IPERF3 = "iperf3"
     NETEM = "netem"  # Linux tc qdisc netem on the data device: delay, loss, rate
+    KERNEL = "kernel"  # the kernel a host runs: a switch takes a boot (core/builds.py)
+    MODULE = "module"  # a module's build or parameters: a switch reloads it
+
+
+# the kinds whose values are builds, each reached by a boot or a reload (Knob.builds)
+BUILD_KINDS = (KnobKind.KERNEL, KnobKind.MODULE)
 
 
 class TunnelType(StrEnum):
@@ -166,6 +174,8 @@ class Knob:
     # the setting only affects new connections (socket buffers, congestion control): a live
     # flip restarts the affected pairs' runs so the new phase measures it
     restart: bool = False
+    # kernel and module knobs: each value's build, how a host reaches it (core/builds.py)
+    builds: dict[str, Build] = field(default_factory=dict)
 
     def for_os(self, os_name: str) -> tuple[KnobKind, str]:
         """The kind and key this knob has on a host running `os_name` ("linux", "freebsd")."""

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from abtui.core import events
 from abtui.core.errors import BadInput, KnobRefused, RemoteError
 from abtui.core.events import Event
-from abtui.core.model import Knob, KnobKind, Pair
+from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Pair
+from abtui.hosts.builds import BuildSwitcher, Where
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
@@ -113,6 +114,8 @@ class KnobManager:
         # setting identity -> (original value, knob name), in the order first touched
         self.originals: dict[tuple[str, Setting], tuple[str, str]] = {}
         self._lock = asyncio.Lock()
+        # kernel and module knobs: a switch is a boot or a reload (abtui.hosts.builds)
+        self.builds = BuildSwitcher(links, dialects, self.read, journal=journal, emit=emit)
 
     def setting(self, knob: Knob, target: Target) -> Setting:
         """The knob as a setting of this host's OS ([knobs.os.<os>] picks its kind and key)."""
@@ -211,6 +214,12 @@ class KnobManager:
                               "sets them on the next run)")
         if knob.kind is KnobKind.TUNNEL:
             return await self._apply_tunnel(value, targets)
+        if knob.kind in BUILD_KINDS:
+            for t in targets:  # every host known before any switch
+                self._dialect(t.host)
+            got = await self.builds.switch(knob, value, [Where(t.host, t.device, t.pair)
+                                                         for t in targets])
+            return ApplyResult(values=got)
         async with self._lock:
             return await self._apply_settings(knob, value, targets)
 
@@ -300,6 +309,9 @@ class KnobManager:
         return out
 
     async def _read_as_profile(self, knob: Knob, target: Target) -> str:
+        if knob.kind in BUILD_KINDS:
+            return await self.builds.current(knob, Where(target.host, target.device,
+                                                         target.pair))
         s = self.setting(knob, target)
         raw = await self.read(target.host, s)
         dialect = self._dialect(target.host)
@@ -313,7 +325,19 @@ class KnobManager:
         return matches[0] if len(matches) == 1 else " ".join(raw.split())
 
     async def restore_all(self) -> list[Restored]:
-        """Put every original back, concurrently per host; emits RESTORE per setting."""
+        """Put every original back, concurrently per host; emits RESTORE per setting. Then
+        every host back on its first build (a reboot or a reload: settings first, so a
+        host's reload gives back its interface as it was)."""
+        out = await self._restore_settings()
+        for host, o, ok, msg in await self.builds.restore_all():
+            out.append(Restored(host, Setting(o.kind, o.key or o.knob, o.device), o.shown, ok,
+                                msg))
+            if self.emit is not None:
+                self.emit(Event.of(events.Restore(knob=o.knob, value=o.shown, ok=ok,
+                                                  message=msg), host=host))
+        return out
+
+    async def _restore_settings(self) -> list[Restored]:
         async with self._lock:
             items = list(self.originals.items())
             done = await asyncio.gather(*(self.write(h, s, v) for (h, s), (v, _k) in items),

@@ -14,9 +14,11 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from abtui.core.errors import AbtuiError, RemoteError
 from abtui.core.model import KnobKind
+from abtui.hosts.builds import origin_of
 from abtui.hosts.connect import detect_dialect
 from abtui.hosts.knobs import KnobManager
 from abtui.hosts.tunnel_commands import down_command
@@ -122,6 +124,8 @@ def describe(p: Pending, forget: list[str] | tuple[str, ...] = ()) -> list[str]:
     out += [f"{h}: remove tunnel {name}" for (h, name) in p.tunnels if h not in forget]
     out += [f"{h}: end process group {g} ({what or 'started by abtui'})"
             for (h, g), what in p.pgids.items() if h not in forget]
+    out += [f"{h}: back on {rec.get('value') or 'the build it ran'} ({k})"
+            for (h, k), rec in p.builds.items() if h not in forget]
     return out
 
 
@@ -216,6 +220,27 @@ async def _recover_journal(p: Pending, links: dict[str, HostLink],
     # all groups at once: each may take its grace period to end
     await asyncio.gather(*(_end_group(p, links[host], pgid, what, left, say)
                            for (host, pgid), what in p.pgids.items() if host in dialects))
+    # last: a host's first build (a boot loses what was set back before it anyway)
+    await asyncio.gather(*(_build_back(p, manager, host, knob, rec, left, say)
+                           for (host, knob), rec in p.builds.items() if host in dialects))
+
+
+async def _build_back(p: Pending, manager: KnobManager, host: str, knob: str,
+                      rec: dict[str, Any], left: _Left, say: Say) -> None:
+    """One host back on the build it ran before abtui first switched it, verified."""
+    try:
+        origin = origin_of(knob, rec)
+    except (KeyError, TypeError, ValueError):
+        left.add(host, f"the journal's first build of {knob} is damaged: boot it by hand")
+        return
+    try:
+        got = await manager.builds.restore(origin, host)
+    except Exception as exc:  # reported; the rest goes on
+        left.add(host, f"could not go back to {origin.shown} ({knob}): "
+                 f"{getattr(exc, 'reason', exc)}")
+        return
+    append_record(p.path, {"op": "build_restored", "host": host, "knob": knob})
+    say(True, f"{host}: back on {origin.shown} ({knob}: {got})")
 
 
 async def _restore(p: Pending, manager: KnobManager, ident: tuple[str, str, str, str | None],

@@ -3,8 +3,9 @@
 One append-only JSON-lines file per controller process under
 `user_state_dir("abtui")/undo/`, each line fsync'ed before the change it describes is made
 (the lines of one flip's hosts together, `UndoJournal.batch`):
-the hosts (alias and ssh options), the original value of every setting touched, tunnels
-brought up, remote process groups started. A clean exit deletes the file; after a crash,
+the hosts (alias and ssh options), the original value of every setting touched, the build
+(kernel or module) each host ran before its first switch, tunnels brought up, remote process
+groups started. A clean exit deletes the file; after a crash,
 `abtui recover` (or the next start, via `pending_recovery()`) replays what is left.
 """
 
@@ -49,18 +50,22 @@ class Pending:
     tunnels: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # (host, pgid) -> what was started
     pgids: dict[tuple[str, int], str] = field(default_factory=dict)
+    # (host, knob) -> the build it ran before abtui first switched it (abtui.hosts.builds)
+    builds: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not (self.originals or self.tunnels or self.pgids)
+        return not (self.originals or self.tunnels or self.pgids or self.builds)
 
     @property
     def involved(self) -> list[str]:
         """The hosts with something left to undo, sorted."""
-        return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids)})
+        return sorted({str(k[0]) for k in (*self.originals, *self.tunnels, *self.pgids,
+                                           *self.builds)})
 
     def forget(self, host: str) -> None:
         """Drop every entry of `host` here (forget_host writes it to the file)."""
+        self.builds = {k: v for k, v in self.builds.items() if k[0] != host}
         self.originals = {k: v for k, v in self.originals.items() if k[0] != host}
         self.tunnels = {k: v for k, v in self.tunnels.items() if k[0] != host}
         self.pgids = {k: v for k, v in self.pgids.items() if k[0] != host}
@@ -136,6 +141,15 @@ class UndoJournal:
         self._write({"op": "unchanged", "host": host, "kind": kind, "key": key,
                      "device": device})
 
+    def build(self, host: str, knob: str, record: dict[str, Any]) -> None:
+        """The build `host` ran before abtui first switched `knob` there, and how to come
+        back to it (abtui.hosts.builds.record)."""
+        self._write({"op": "build", "host": host, "knob": knob, **record})
+
+    def build_restored(self, host: str, knob: str) -> None:
+        """`host` is back on that build."""
+        self._write({"op": "build_restored", "host": host, "knob": knob})
+
     def tunnel_up(self, host: str, record: dict[str, Any]) -> None:
         self._write({"op": "tunnel", "host": host, **record})
 
@@ -177,8 +191,9 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
 
 def left_on(pending: Iterable[Pending], host: str) -> str:
     """What the journals still hold for `host`, counted: "2 settings, 1 tunnel" ("": none)."""
-    counts = {"setting": 0, "tunnel": 0, "process group": 0}
+    counts = {"build": 0, "setting": 0, "tunnel": 0, "process group": 0}
     for p in pending:
+        counts["build"] += sum(k[0] == host for k in p.builds)
         counts["setting"] += sum(k[0] == host for k in p.originals)
         counts["tunnel"] += sum(k[0] == host for k in p.tunnels)
         counts["process group"] += sum(k[0] == host for k in p.pgids)
@@ -241,6 +256,10 @@ def _apply(p: Pending, rec: dict[str, Any]) -> None:
     elif op in ("restored", "unchanged"):
         p.originals.pop((str(rec["host"]), str(rec["kind"]), str(rec["key"]),
                          rec.get("device")), None)
+    elif op == "build":
+        p.builds.setdefault((str(rec["host"]), str(rec["knob"])), rec)
+    elif op == "build_restored":
+        p.builds.pop((str(rec["host"]), str(rec["knob"])), None)
     elif op == "tunnel":
         p.tunnels[(str(rec["host"]), str(rec["ifname"]))] = rec
     elif op == "tunnel_down":

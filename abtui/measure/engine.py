@@ -94,6 +94,7 @@ class Engine:
         self.knobs = KnobChanger(profile, self.book, self.runs, self.emit)
         self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
                                      self.runs, self.emit, self.tasks)
+        self.knobs.pauses = self.verifier  # a build switch holds its pairs' runs
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False

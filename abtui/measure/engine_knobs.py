@@ -18,7 +18,7 @@ from abtui.core import events
 from abtui.core.configuration import pair_value
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import Event
-from abtui.core.model import Knob, KnobKind, Profile, now
+from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Profile, now
 from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import TUNNEL
 from abtui.measure.runs import PairRun
@@ -42,6 +42,22 @@ class Runs(Protocol):
         ...
 
 
+class Pauses(Protocol):
+    """What a build switch needs of the host verifier (abtui.measure.engine_verify)."""
+
+    def hold_switch(self, aliases: Sequence[str], since: float, wait_s: float) -> None:
+        """No run starts on these hosts until they are read again (at most `wait_s`)."""
+        ...
+
+    def recheck(self, aliases: Sequence[str]) -> None:
+        """Read these hosts again: what the switch reset is re-applied."""
+        ...
+
+
+# how long a switching pair waits beyond its builds' own timeout
+SWITCH_MARGIN_S = 30.0
+
+
 class KnobChanger:
     """Knob values read and changed; see the module docstring."""
 
@@ -54,6 +70,8 @@ class KnobChanger:
         # per pair, the knobs abtui wrote (what a reconnected host gets back)
         self._applied: dict[str, set[str]] = {}
         self.changing = asyncio.Lock()
+        # a build switch's pause of its pairs' runs (the engine gives its host verifier)
+        self.pauses: Pauses | None = None
 
     def applied(self, label: str) -> set[str]:
         """The knobs abtui wrote on the pair's hosts (not iperf3 options)."""
@@ -147,12 +165,13 @@ class KnobChanger:
             self._book.phases[label].begin_change(begin)
         # a setting only new connections see: the pairs' runs end (continuous: `_follow`
         # starts the next; a plan's step: `_stream` measures it again)
-        restarts = k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)
+        restarts = k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3, *BUILD_KINDS)
         retired = [r for x in labels if restarts and (r := self._runs.running(x)) is not None]
         for run in retired:  # its connection keeps the old setting: counted nowhere after
             run.retired_at = begin
         if restarts:
             self._book.settings_changed(labels)
+        paused = await self._pause(k, labels, begin)
         try:
             targets = await self._apply(k, value, labels)
         except KnobRefused:
@@ -164,6 +183,8 @@ class KnobChanger:
         finally:
             if restarts:
                 self._book.settings_changed(labels)
+            if paused and self.pauses is not None:  # what the switch reset: re-applied
+                self.pauses.recheck(paused)
         end = now()
         for label in labels:
             closed = self._book.phases[label].commit_change(begin, end, {knob: value})
@@ -173,6 +194,18 @@ class KnobChanger:
             self._book.phases[label].measured = self._runs.running(label) is not None
         if restarts or targets:
             await self._runs.restart(labels, begin)
+
+    async def _pause(self, k: Knob, labels: Sequence[str], begin: float) -> list[str]:
+        """A build switch: the pairs' hosts held (no run starts there until they are read
+        again after it) and their runs ended before the hosts go down; the hosts held."""
+        if k.kind not in BUILD_KINDS or self.pauses is None:
+            return []
+        hosts = list(dict.fromkeys(h for x in labels for h in (self.profile.pair(x).sender,
+                                                                self.profile.pair(x).receiver)))
+        wait = max((b.timeout + b.command_timeout for b in k.builds.values()), default=0.0)
+        self.pauses.hold_switch(hosts, begin, wait + SWITCH_MARGIN_S)
+        await self._runs.restart(labels, begin)
+        return hosts
 
     async def _apply(self, k: Knob, value: str, labels: Sequence[str]) -> Mapping[str, str]:
         """Apply on the hosts (or the test options); KNOB or KNOB_ERROR, TUNNEL per pair."""

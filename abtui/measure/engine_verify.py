@@ -21,11 +21,18 @@ one the host had before abtui first changed it, whatever a reset left there.
 
 `HostGate` holds which hosts wait to be read again (the run scheduler waits on it before it
 arms a run there); `HostVerifier` reads them again and settles what differs.
+
+A build switch (a kernel's boot, a module's reload) is a reset abtui makes itself: its pairs'
+hosts are held from before the switch (`hold_switch`: no run starts there while they boot,
+however long that takes within the build's timeout) and read again once it is done
+(`recheck`), so every other knob the session set is re-applied and every tunnel made again
+before the pairs measure under the new build.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,7 +40,7 @@ from abtui.core import events
 from abtui.core.configuration import UNKNOWN, pair_value, role_value
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
-from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, now
+from abtui.core.model import BUILD_KINDS, Knob, KnobKind, LinkState, Pair, Profile, now
 from abtui.hosts.knobs import HOST_KINDS
 from abtui.hosts.restore import rebooted
 from abtui.measure.engine_hosts import HostPool
@@ -70,6 +77,7 @@ class Unverified:
     boot_id: str | None = None  # the host's boot before the link dropped
     done: asyncio.Event = field(default_factory=asyncio.Event)
     checking: bool = False
+    until: float = 0.0  # a build switch: runs wait for it until then (time.monotonic)
 
 
 class HostGate:
@@ -100,11 +108,15 @@ class HostGate:
             held.done.set()
 
     async def wait(self, aliases: Sequence[str]) -> None:
-        """Wait (bounded) until these hosts, reconnected, are read again."""
-        waits = [asyncio.ensure_future(u.done.wait()) for a in dict.fromkeys(aliases)
-                 if (u := self._waiting.get(a)) is not None and self._pool.connected(a)]
+        """Wait (bounded) until these hosts, reconnected or switching builds, are read again."""
+        t = time.monotonic()
+        held = [u for a in dict.fromkeys(aliases) if (u := self._waiting.get(a)) is not None
+                and (self._pool.connected(a) or u.until > t)]
+        waits = [asyncio.ensure_future(u.done.wait()) for u in held]
         if waits:
-            _done, late = await asyncio.wait(waits, timeout=VERIFY_WAIT_S)
+            longest = max((u.until - t for u in held), default=0.0)
+            _done, late = await asyncio.wait(waits, timeout=max(VERIFY_WAIT_S,
+                                                                longest + VERIFY_WAIT_S))
             for waiting in late:
                 waiting.cancel()
 
@@ -128,6 +140,23 @@ class HostVerifier:
                     self._book.phases[label].begin_change(since.since)
         elif state is LinkState.CONNECTED and link.alias in self._gate:
             self._tasks.spawn(self._verify(link.alias))
+
+    def hold_switch(self, aliases: Sequence[str], since: float, wait_s: float) -> None:
+        """These hosts switch builds from `since`: no run starts there until they are read
+        again (`recheck`), for at most `wait_s` seconds."""
+        until = time.monotonic() + wait_s
+        for alias in aliases:
+            held = self._gate.get(alias)
+            if held is None:
+                link = self._pool.links.get(alias)
+                held = self._gate.hold(alias, since, link.boot_id if link else None)
+            held.until = max(held.until, until)
+
+    def recheck(self, aliases: Sequence[str]) -> None:
+        """The switch is over: read the hosts again (now, or when their link is back)."""
+        for alias in aliases:
+            if alias in self._gate and self._pool.connected(alias):
+                self._tasks.spawn(self._verify(alias))
 
     async def _verify(self, alias: str) -> None:
         pending = self._gate.get(alias)
@@ -159,7 +188,7 @@ class HostVerifier:
     async def _read_again(self, alias: str) -> list[Found] | None:
         """What differs on `alias`; None when its link dropped again meanwhile."""
         labels = self._book.labels_of(alias)
-        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS]
+        knobs = [k for k in self.profile.knobs if k.kind in HOST_KINDS or k.kind in BUILD_KINDS]
         found: list[Found] = []
         for knob in knobs:
             pairs = [self.profile.pair(x) for x in labels if not knob.pairs or x in knob.pairs]

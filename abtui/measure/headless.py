@@ -179,6 +179,8 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
             return f"{knob} = {value} on {', '.join(pairs or [])}"
         case events.Drift() as drift:
             return drift.line(event.host)
+        case events.BuildSwitch() as switch:
+            return switch.line(event.host)
         case events.Restore(ok=ok, knob=knob, message=message) if not ok:
             return f"{who}could not restore {knob}: {message}"
     return None

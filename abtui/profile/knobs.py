@@ -7,8 +7,9 @@ from typing import Any
 
 from abtui.core import netem
 from abtui.core.errors import BadInput, Invalid, ProfileError
-from abtui.core.model import Knob, KnobKind, Scope, TunnelType
+from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Scope, TunnelType
 from abtui.profile import fields as f
+from abtui.profile.builds import check_module_key, knob_builds
 from abtui.profile.schema import (
     DIRECTION_DIMENSION,
     KNOB_FIELDS,
@@ -23,6 +24,8 @@ from abtui.profile.schema import (
 _ON_OFF = ("on", "off")
 _BOOL_WORDS = ("on", "off", "true", "false")
 _DIGITS = re.compile(r"[0-9]{1,9}")
+# a build's name: a Debian package, a path (an image, a build tree, as the lab takes them), a tag
+_BUILD_VALUE = re.compile(r"[A-Za-z0-9_.+:~/@-]{1,200}")
 
 # iperf3 knobs change one TestOptions field: the value check per field.
 IPERF3_KEYS: dict[str, tuple[re.Pattern[str] | tuple[str, ...], str]] = {
@@ -69,7 +72,7 @@ def _values_ok(values: tuple[str, ...], ok: Any, expected: str, where: KeyPath) 
 def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str, Any],
                where: KeyPath) -> None:
     """The key and the values a knob of `kind` may have."""
-    keyless = kind in (KnobKind.MTU, KnobKind.TUNNEL, KnobKind.NETEM)
+    keyless = kind in (KnobKind.MTU, KnobKind.TUNNEL, KnobKind.NETEM, KnobKind.KERNEL)
     if keyless and key:
         raise ProfileError((*where, "key"), f"a {kind} knob has no key; expected none")
     if kind is KnobKind.SYSCTL:
@@ -100,15 +103,20 @@ def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str
                    ", ".join(t.value for t in TunnelType), where)
         if knob.get("scope", "both") != Scope.BOTH:
             raise ProfileError((*where, "scope"), "a tunnel joins both hosts; expected \"both\"")
+    elif kind in BUILD_KINDS:
+        if kind is KnobKind.MODULE:
+            check_module_key(key, where)
+        _values_ok(values, _BUILD_VALUE, "a build's name: letters, digits, _ . + : ~ / @ -",
+                   where)
     elif kind is KnobKind.IPERF3:
         if key not in IPERF3_KEYS:
             raise ProfileError((*where, "key"), f"{f.show(key)} is not an iperf3 knob; expected "
                                f"one of {', '.join(IPERF3_KEYS)}")
         _values_ok(values, *IPERF3_KEYS[key], where)
     if knob.get("device") and kind not in (KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE,
-                                           KnobKind.MTU, KnobKind.NETEM):
+                                           KnobKind.MTU, KnobKind.NETEM, KnobKind.MODULE):
         raise ProfileError((*where, "device"), f"a {kind} knob has no device; expected device "
-                           "only on ethtool, mtu and netem knobs")
+                           "only on ethtool, mtu, netem and module knobs")
 
 
 def _binding(value: str | None, where: KeyPath) -> str | None:
@@ -159,7 +167,7 @@ def _os_variants(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> d
 
 
 def build_knob(raw: dict[str, Any], where: KeyPath) -> Knob:
-    knob = read_table(raw, KNOB_FIELDS, where, extra=("os",))
+    knob = read_table(raw, KNOB_FIELDS, where, extra=("os", "build", "builds"))
     if knob["name"] == DIRECTION_DIMENSION:
         raise ProfileError((*where, "name"), f"{f.show(knob['name'])} is the plan's direction "
                            "dimension; expected another name")
@@ -171,4 +179,20 @@ def build_knob(raw: dict[str, Any], where: KeyPath) -> Knob:
         raise ProfileError((*where, "initial"), f"{f.show(knob['initial'])} is not one of the "
                            f"values; expected one of {', '.join(map(f.show, knob['values']))}")
     knob.update(_os_variants(raw, knob, where))
+    knob["builds"] = _builds(raw, knob, where)
     return Knob(**knob)
+
+
+def _builds(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> dict[str, Any]:
+    """A kernel or module knob's builds (profile/builds.py); no other kind has them, and a
+    build knob has no per-OS variant (each build says how its host reaches it)."""
+    if knob["kind"] not in BUILD_KINDS:
+        for table in ("build", "builds"):
+            if table in raw:
+                raise ProfileError((*where, table), f"a {knob['kind']} knob has no builds; "
+                                   "expected them only on kernel and module knobs")
+        return {}
+    if "os" in raw:
+        raise ProfileError((*where, "os"), f"a {knob['kind']} knob has no per-OS variant; "
+                           "expected each build's method to say how its host reaches it")
+    return knob_builds(raw, knob["kind"], knob["values"], where)

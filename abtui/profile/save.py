@@ -20,6 +20,7 @@ from tomlkit.items import AoT, Comment, Whitespace
 from abtui.core.errors import BadInput, Invalid
 from abtui.core.model import Knob, KnobKind, Profile
 from abtui.profile import fields as f
+from abtui.profile.builds import build_table
 from abtui.profile.load import _tunnels, parse_profile
 from abtui.profile.schema import (
     KNOB_FIELDS,
@@ -151,6 +152,8 @@ def _write_knob(table: Any, knob: Knob) -> None:
         if os_name in knob.os_values:
             var["values"] = dict(knob.os_values[os_name])
         wanted[os_name] = var
+    if knob.builds and "build" not in table and "builds" not in table:  # a new file's knob
+        table["builds"] = {value: build_table(b) for value, b in knob.builds.items()}
     old_plain = _unwrap(table.get("os"))
     if old_plain != wanted and (old_plain or wanted):
         if wanted:

@@ -241,6 +241,10 @@ class ConsoleState(EventReader):
         self.dirty.knobs = True
         return p.line(event.host)
 
+    def on_switch(self, event: Event, p: events.BuildSwitch) -> str:
+        """A host booting or reloading another build, up on it, or failed: said in the log."""
+        return p.line(event.host)
+
     def on_mark(self, event: Event, p: events.Mark) -> str:
         for ps in self.pairs.values():
             ps.pending_marker = True

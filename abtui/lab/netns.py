@@ -271,7 +271,21 @@ class Lab:
         self.profile_path.write_text(render_lab_profile(
             lab_name=self.name, ssh_config=str(self.ssh_config),
             known_hosts=str(self.known_hosts), hosts=hosts, pairs=pairs,
-            congestion=allowed or ["reno"], all_vm=not namespaces))
+            congestion=allowed or ["reno"], all_vm=not namespaces,
+            kernel=self._kernel_knob(hosts)))
+
+    def _kernel_knob(self, hosts: list[LabHost]) -> str:
+        """The VM pairs' kernel knob (abtui.lab.profile.kernel_knob): offered when every VM
+        pair boots a Debian build (a kexec finds a Debian build's modules in the cache)."""
+        from abtui.lab import kernels
+        from abtui.lab.profile import kernel_knob
+        from abtui.lab.vmboot import lab_builds
+
+        vm_pairs = sorted({h.pair for h in hosts if h.vm})
+        if not vm_pairs or not all(kernels.DEBIAN_PACKAGE_RE.fullmatch(h.kernel)
+                                   for h in hosts if h.vm):
+            return ""
+        return kernel_knob(lab_builds(kernels.cached_packages()), vm_pairs)
 
     # ---- down ---------------------------------------------------------------------------
     def down(self) -> None:

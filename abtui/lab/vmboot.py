@@ -46,6 +46,7 @@ from abtui.core.errors import AbtuiError, BadInput, LabError, MissingPrerequisit
 if TYPE_CHECKING:
     from abtui.lab.kernels import Kernel
     from abtui.lab.layout import LabHost, LabLayout
+    from abtui.lab.profile import LabBuild
     from abtui.lab.vm import Guest
     from abtui.lab.vmpairs import LabVmPairs
 
@@ -235,6 +236,19 @@ class LabVmBoot:
 
 
 # ---- kexec's parts -------------------------------------------------------------------------
+
+def lab_builds(specs: Sequence[str]) -> list[LabBuild]:
+    """The builds a lab's kernel knob offers: each SPEC's image and its initramfs (made now
+    when it is not yet)."""
+    from abtui.lab import kernels
+    from abtui.lab.profile import LabBuild
+
+    out = []
+    for spec in specs:
+        k = kernels.resolve(spec, fetch=False)
+        out.append(LabBuild(spec, _image_of(k), str(initramfs(k))))
+    return out
+
 
 def kexec_command(kernel: Kernel, initrd: Path) -> str:
     """The guest's command: load `kernel` with its initramfs and the guest's own command line,

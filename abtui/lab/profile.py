@@ -49,26 +49,31 @@ class LabBuild:
     initrd: str
 
 
-def kernel_knob(builds: Sequence[LabBuild], pairs: Sequence[str]) -> str:
+def kernel_knob(builds: Sequence[LabBuild], pairs: Sequence[str],
+                power: Sequence[str] = ()) -> str:
     """The `kernel` knob of a lab with VM pairs: its builds, each reached by kexec from inside
-    the guest (measured to work under emulation; `abtui lab boot` is the power-cycle), on
-    the VM pairs `pairs`; "" when the lab has fewer than two builds to offer."""
+    the guest (measured to work under emulation), or where this machine has no `kexec` (the
+    guests run this machine's programs) by the lab's power-cycle, the command `power` (argv,
+    `{host}` and `{value}` in it); on the VM pairs `pairs`; "" when the lab has fewer than two
+    builds to offer."""
     if len(builds) < 2 or not pairs:
         return ""
+    method = ["[knobs.build]", 'method = "command"',
+              f"command = [{', '.join(_toml_str(a) for a in power)}]"] if power else \
+        ["[knobs.build]", 'method = "kexec"']
     lines = [
-        "# The kernel build the VM hosts run: every Debian build in the lab's kernel cache,",
-        "# reached by kexec from inside the guest (with virtme-ng's initramfs for the build);",
-        "# `abtui lab boot ALIAS KERNEL` power-cycles a host into one instead (method",
-        '# "command", command = ["abtui", "lab", "boot", "{host}", "{value}"]).',
+        "# The kernel build the VM hosts run: every Debian build in the lab's kernel cache.",
+        "# Each is reached by kexec from inside the guest, with virtme-ng's initramfs for the",
+        "# build, or by `abtui lab boot HOST BUILD` (the lab power-cycles the guest onto it):",
+        '# method = "command", command = ["abtui", "lab", "boot", "{host}", "{value}"].',
         "[[knobs]]",
         'name = "kernel"',
         'kind = "kernel"',
         f"values = [{', '.join(_toml_str(b.spec) for b in builds)}]",
         f"pairs = [{', '.join(_toml_str(p) for p in pairs)}]",
-        "[knobs.build]",
-        'method = "kexec"',
+        *method,
     ]
-    for b in builds:
+    for b in builds if not power else ():
         lines += [f"[knobs.builds.{_toml_str(b.spec)}]", f"image = {_toml_str(b.image)}",
                   f"initrd = {_toml_str(b.initrd)}"]
     return "\n".join(lines) + "\n"

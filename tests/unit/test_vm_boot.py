@@ -98,6 +98,13 @@ def test_the_lab_profile_offers_its_builds_as_a_kernel_knob(tmp_path):
     build = knob.builds["linux-image-6.1.0-57-amd64"]
     assert (str(build.method), build.image, build.initrd, build.release) == (
         "kexec", "/k/57/vmlinuz", "/k/57.cpio", "6.1.0-57-amd64")
+    # no kexec on this machine (nor in its guests): the lab's power-cycle, as a command
+    power = ["/venv/python", "-m", "abtui", "lab", "boot", "{host}", "{value}"]
+    path.write_text(text.replace(kernel_knob(builds, ["A", "B"]),
+                                 kernel_knob(builds, ["A", "B"], power=power)))
+    build = load_profile(path).knob("kernel").builds["linux-image-6.1.0-47-amd64"]
+    assert (str(build.method), build.command, build.release) == (
+        "command", tuple(power), "6.1.0-47-amd64")
 
 
 def _record(lab: Lab, booted: dict[str, object] | None = None) -> None:

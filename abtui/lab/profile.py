@@ -39,6 +39,11 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
+# seconds a VM host has to come back on another build: a TCG guest boots in ~17 s on an idle
+# 2-core machine, but took 5 minutes to answer SSH at load 15 (measured)
+SWITCH_TIMEOUT_S = 900
+
+
 @dataclass(frozen=True, slots=True)
 class LabBuild:
     """A kernel build the lab's VM hosts can kexec into: its Debian package name (the knob's
@@ -58,9 +63,8 @@ def kernel_knob(builds: Sequence[LabBuild], pairs: Sequence[str],
     builds to offer."""
     if len(builds) < 2 or not pairs:
         return ""
-    method = ["[knobs.build]", 'method = "command"',
-              f"command = [{', '.join(_toml_str(a) for a in power)}]"] if power else \
-        ["[knobs.build]", 'method = "kexec"']
+    method = ['method = "command"', f"command = [{', '.join(_toml_str(a) for a in power)}]",
+              f"command_timeout = {SWITCH_TIMEOUT_S}"] if power else ['method = "kexec"']
     lines = [
         "# The kernel build the VM hosts run: every Debian build in the lab's kernel cache.",
         "# Each is reached by kexec from inside the guest, with virtme-ng's initramfs for the",
@@ -71,7 +75,9 @@ def kernel_knob(builds: Sequence[LabBuild], pairs: Sequence[str],
         'kind = "kernel"',
         f"values = [{', '.join(_toml_str(b.spec) for b in builds)}]",
         f"pairs = [{', '.join(_toml_str(p) for p in pairs)}]",
+        "[knobs.build]",
         *method,
+        f"timeout = {SWITCH_TIMEOUT_S}",
     ]
     for b in builds if not power else ():
         lines += [f"[knobs.builds.{_toml_str(b.spec)}]", f"image = {_toml_str(b.image)}",

@@ -113,6 +113,7 @@ def _report_host(say: Report, alias: str, hosts: Hosts, iperf3: str) -> None:
 
 async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
     from abtui.core.errors import AbtuiError
+    from abtui.core.model import BUILD_KINDS
     from abtui.hosts.knobs import HOST_KINDS, KnobManager, resolve_targets
     from abtui.profile.knobs import iperf3_setting
 
@@ -126,6 +127,9 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
             except AbtuiError as exc:
                 say(False, f"knob {knob.name}: {exc}")
             continue
+        if knob.kind in BUILD_KINDS:  # read, never switched: a switch is a boot
+            await _check_build(say, manager, profile, knob)
+            continue
         if knob.kind not in HOST_KINDS:
             continue  # tunnels: see _check_tunnels
         targets = [t for t in resolve_targets(profile.pairs, knob) if t.host in hosts.dialects]
@@ -133,6 +137,20 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
         for t, (ok, line) in zip(targets, found, strict=True):
             say(ok, f"{t.host}: knob {knob.name}{f' on {t.device}' if t.device else ''}: "
                 + line)
+
+
+async def _check_build(say: Report, manager: KnobManager, profile: Profile, knob: Knob) -> None:
+    """Which of a kernel or module knob's builds each host runs now."""
+    from abtui.core.model import Role
+
+    found = await manager.current(knob, [p for p in profile.pairs
+                                         if not knob.pairs or p.label in knob.pairs])
+    for label, roles in found.items():
+        for role, value in roles.items():
+            host = profile.pair(label).host(Role(role))
+            listed = value in knob.values
+            say(True, f"{host}: knob {knob.name}: runs {value}"
+                + ("" if listed else " (none of its values)"))
 
 
 async def _check_setting(manager: KnobManager, knob: Knob,

@@ -27,6 +27,7 @@ from abtui.core.errors import BadInput, KnobRefused, RemoteError
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, LinkState
 from abtui.hosts.power import command_argv, run_command
+from abtui.hosts.targets import Target
 from abtui.hosts.undo import UndoJournal
 from abtui.remote.builds import (
     BuildCommands,
@@ -44,15 +45,6 @@ Emit = Callable[[Event], None]
 ReadSetting = Callable[[str, Setting], Awaitable[str]]
 POLL_S = 0.25  # how often a host coming back is looked at
 BOOT_START_S = 30.0  # how long the command that starts a boot may take on the host
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    """One host a build knob switches: its data device (modules) and its pair."""
-
-    host: str
-    device: str | None
-    pair: str
 
 
 @dataclass(slots=True)
@@ -116,7 +108,7 @@ class BuildSwitcher:
         cmds = self._commands(host)
         return cmds.parse_module_state(await self._run(host, cmds.module_state(knob.key, build)))
 
-    async def _reports(self, where: Where, build: Build) -> str | None:
+    async def _reports(self, where: Target, build: Build) -> str | None:
         """Why the build's `reports` setting does not read its value (None: it does)."""
         if build.reports is None:
             return None
@@ -125,7 +117,7 @@ class BuildSwitcher:
         got = await self._read(where.host, s)
         return None if same_value(got, r.value) else f"{s.label()} reads {got}, expected {r.value}"
 
-    async def current(self, knob: Knob, where: Where) -> str:
+    async def current(self, knob: Knob, where: Target) -> str:
         """The knob's value the host runs (as the profile names it), else what it reports."""
         if knob.kind is KnobKind.KERNEL:
             state = await self.kernel(where.host)
@@ -142,7 +134,7 @@ class BuildSwitcher:
         return found[0] if len(found) == 1 else shown if mod.loaded else "not loaded"
 
     # ---- switching ---------------------------------------------------------------------
-    async def switch(self, knob: Knob, value: str, targets: Sequence[Where]) -> dict[str, str]:
+    async def switch(self, knob: Knob, value: str, targets: Sequence[Target]) -> dict[str, str]:
         """Every target on `value`'s build, at once; per host, what it reports. KnobRefused
         (naming the host and why) when one fails, after the others went back."""
         build = knob.builds.get(value)
@@ -177,7 +169,7 @@ class BuildSwitcher:
         raise KnobRefused(f"{host.host}: knob {knob.name}={value!r} refused: "
                           f"{getattr(exc, 'reason', exc)} ({note})")
 
-    async def _record(self, knob: Knob, targets: Sequence[Where], before: list[str]) -> None:
+    async def _record(self, knob: Knob, targets: Sequence[Target], before: list[str]) -> None:
         """Each host's first build, journalled before anything changes (with a module's data
         interface as it is: what a reload must give back)."""
         for t, old in zip(targets, before, strict=True):
@@ -197,7 +189,7 @@ class BuildSwitcher:
                                                    device=t.device, kind=str(knob.kind)),
                                    host=t.host))
 
-    async def _unlisted(self, knob: Knob, t: Where, shown: str) -> Build:
+    async def _unlisted(self, knob: Knob, t: Target, shown: str) -> Build:
         """How to come back to a first build none of the values is: a plain reboot (kexec,
         grub-reboot and nextboot leave the default boot alone) verified by its release."""
         if knob.kind is KnobKind.MODULE or any(b.method is Method.COMMAND
@@ -208,7 +200,7 @@ class BuildSwitcher:
         state = await self.kernel(t.host)
         return Build(Method.REBOOT, release=state.release or "")
 
-    async def _interface(self, t: Where) -> Interface | None:
+    async def _interface(self, t: Target) -> Interface | None:
         if not t.device:
             return None
         cmds = self._commands(t.host)
@@ -217,7 +209,7 @@ class BuildSwitcher:
             raise KnobRefused(f"{t.host}: cannot read interface {t.device} (nothing was changed)")
         return iface
 
-    async def _one(self, knob: Knob, value: str, build: Build, t: Where, old: str) -> str:
+    async def _one(self, knob: Knob, value: str, build: Build, t: Target, old: str) -> str:
         """One host onto `build`; what it reports once there (RemoteError why not)."""
         if old == value:
             return value
@@ -244,7 +236,7 @@ class BuildSwitcher:
                                                       **more), host=host))  # type: ignore[arg-type]
         return say
 
-    async def boot(self, knob: str, value: str, build: Build, t: Where) -> str:
+    async def boot(self, knob: str, value: str, build: Build, t: Target) -> str:
         """Boot the host into `build` and wait for it; its release once verified."""
         link = self._link(t.host)
         before = link.boot_id
@@ -260,7 +252,7 @@ class BuildSwitcher:
             raise RemoteError(t.host, why)
         return state.label()
 
-    async def _power(self, knob: str, value: str, build: Build, t: Where,
+    async def _power(self, knob: str, value: str, build: Build, t: Target,
                      boot_id: str | None) -> None:
         values = {"host": t.host, "value": value, "release": build.release, "knob": knob,
                   "pair": t.pair}
@@ -278,7 +270,7 @@ class BuildSwitcher:
             said = f": {ran.last_line}" if ran.last_line else ""
             raise RemoteError(t.host, f"{argv[0]} exited {ran.status}{said}")
 
-    async def reload(self, knob: Knob, build: Build, t: Where) -> str:
+    async def reload(self, knob: Knob, build: Build, t: Target) -> str:
         """Reload the module as `build` says, the data interface given back; what it reports."""
         cmds = self._commands(t.host)
         iface = await self._interface(t)
@@ -312,7 +304,7 @@ class BuildSwitcher:
 
     async def restore(self, o: Origin, host: str) -> str:
         """One host back on its first build (nothing done when it runs it); what it reports."""
-        t = Where(host, o.device, "")
+        t = Target(host, o.device, "")
         if o.kind is KnobKind.KERNEL:
             state = await self.kernel(host)
             if kernel_mismatch(o.build, state) is None:
@@ -327,13 +319,13 @@ class BuildSwitcher:
             return await self._reload_with(knob, o, t)
         return await self._one(knob, o.value, o.build, t, "")
 
-    async def _interface_gone(self, t: Where) -> bool:
+    async def _interface_gone(self, t: Target) -> bool:
         try:
             return await self._interface(t) is None
         except (KnobRefused, RemoteError):
             return True
 
-    async def _reload_with(self, knob: Knob, o: Origin, t: Where) -> str:
+    async def _reload_with(self, knob: Knob, o: Origin, t: Target) -> str:
         """A reload whose interface is gone (a crash mid-reload): given back as journalled."""
         await self._run(t.host, self._commands(t.host).reload(o.key, o.build, o.iface),
                         o.build.timeout)

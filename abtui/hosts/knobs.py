@@ -19,7 +19,8 @@ from abtui.core import events
 from abtui.core.errors import BadInput, KnobRefused, RemoteError
 from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Pair
-from abtui.hosts.builds import BuildSwitcher, Where
+from abtui.hosts.builds import BuildSwitcher
+from abtui.hosts.targets import Target
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
@@ -32,15 +33,6 @@ HOST_KINDS = (KnobKind.SYSCTL, KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALES
               KnobKind.NETEM)
 
 Emit = Callable[[Event], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One host (and its data device) a knob applies to, and the pair it belongs to."""
-
-    host: str
-    device: str | None
-    pair: str
 
 
 @dataclass(slots=True)
@@ -215,11 +207,7 @@ class KnobManager:
         if knob.kind is KnobKind.TUNNEL:
             return await self._apply_tunnel(value, targets)
         if knob.kind in BUILD_KINDS:
-            for t in targets:  # every host known before any switch
-                self._dialect(t.host)
-            got = await self.builds.switch(knob, value, [Where(t.host, t.device, t.pair)
-                                                         for t in targets])
-            return ApplyResult(values=got)
+            return await self._apply_build(knob, value, targets)
         async with self._lock:
             return await self._apply_settings(knob, value, targets)
 
@@ -262,6 +250,30 @@ class KnobManager:
         await self._drop_unchanged(first)
         host, error = failed[0]
         raise KnobRefused(_message(knob, value, host, error, note))
+
+    async def _apply_build(self, knob: Knob, value: str,
+                           targets: Sequence[Target]) -> ApplyResult:
+        """A kernel or module switch (abtui.hosts.builds). Before a module reload the pairs'
+        tunnels go down (a module a tunnel uses cannot be unloaded: WireGuard's own) and
+        after it they are made again, each pair with its new target."""
+        for t in targets:  # every host known before any switch
+            self._dialect(t.host)
+        kept: dict[str, list[str]] = {}  # tunnel type -> its pairs
+        if knob.kind is KnobKind.MODULE and self.tunnels is not None:
+            for label in dict.fromkeys(t.pair for t in targets):
+                active = self.tunnels.active.get(label)
+                if active is not None:
+                    kept.setdefault(active.type.value, []).append(label)
+            for labels in kept.values():
+                await self.tunnels.switch_pairs(labels, "none")
+        try:
+            got = await self.builds.switch(knob, value, targets)
+        finally:
+            made: dict[str, str] = {}
+            for kind, labels in kept.items():
+                made.update(await self.tunnels.switch_pairs(labels, kind)
+                            if self.tunnels is not None else {})
+        return ApplyResult(values=got, targets=made)
 
     async def _drop_unchanged(self, touched: Sequence[tuple[str, Setting]]) -> None:
         """After a refused flip: the originals it recorded first, for settings that hold them
@@ -310,8 +322,7 @@ class KnobManager:
 
     async def _read_as_profile(self, knob: Knob, target: Target) -> str:
         if knob.kind in BUILD_KINDS:
-            return await self.builds.current(knob, Where(target.host, target.device,
-                                                         target.pair))
+            return await self.builds.current(knob, target)
         s = self.setting(knob, target)
         raw = await self.read(target.host, s)
         dialect = self._dialect(target.host)

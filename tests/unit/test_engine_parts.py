@@ -374,3 +374,40 @@ async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
     # nothing changed since: released as it is
     again = prepared()
     assert await engine.runs.release([again]) == [again]  # type: ignore[list-item]
+
+
+async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after():
+    """A kernel or module flip: the pair's hosts are held in the gate before the knob layer
+    is asked (no run starts there while they boot), and read again once it answered, also
+    when it refused; the other pair is not held."""
+    from abtui.core.builds import Build, Method
+    from abtui.core.errors import KnobRefused
+    from abtui.measure.engine import Engine
+
+    prof = profile()
+    prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
+    prof.knobs.append(Knob(name="kernel", kind=KnobKind.KERNEL, values=("a", "b", "bad"),
+                           pairs=("A",), builds={v: Build(Method.KEXEC, release=v, timeout=9)
+                                                 for v in ("a", "b", "bad")}))
+    engine = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,
+                    use_journal=False)  # type: ignore[arg-type,return-value]
+    held_when_asked: list[set[str]] = []
+    knobs = FakeKnobs()
+    asked = knobs.apply
+
+    async def apply(knob, value, pairs):  # type: ignore[no-untyped-def]
+        held_when_asked.append({h for h in ("s", "r", "s2", "r2") if h in engine.gate})
+        return await asked(knob, value, pairs)
+
+    knobs.apply = apply  # type: ignore[method-assign]
+    engine.applier = knobs
+    rechecked: list[list[str]] = []
+    engine.verifier.recheck = rechecked.append  # type: ignore[method-assign]
+    await engine.set_knob("kernel", "b")
+    assert held_when_asked == [{PAIR.sender, PAIR.receiver}] and rechecked == [
+        [PAIR.sender, PAIR.receiver]]
+    held = engine.gate.get(PAIR.sender)
+    assert held is not None and held.until > 0  # runs wait for it, connected or not
+    with pytest.raises(KnobRefused):
+        await engine.set_knob("kernel", "bad")
+    assert len(rechecked) == 2  # a refused switch is read again too

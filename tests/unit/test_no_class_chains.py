@@ -16,6 +16,7 @@ ALLOWED_BASES = {
     "LabError": "exceptions: a kind of lab error",
     "Payload": "the event catalogue's dataclasses, one per kind",
     "Dialect": "an OS dialect (Linux, FreeBSD) filling in the same commands",
+    "BuildCommands": "an OS's build commands (Linux, FreeBSD) filling in the same commands",
     "EventReader": "the one event dispatch; a reader defines its handlers",
     "_Modal": "Textual modal screens sharing their close binding",
 }

@@ -84,7 +84,14 @@ async def _module_switches(profile_path: Path, flips: int = 4) -> list[float]:
 
     profile = load_profile(profile_path)
     knob = profile.knob("itr")
-    hosts = await open_hosts(profile)
+    for _attempt in range(3):  # a guest just booted may not answer its facts in time yet
+        hosts = await open_hosts(profile)
+        if not hosts.errors:
+            break
+        await hosts.close()
+        await asyncio.sleep(10)
+    else:
+        raise RuntimeError(f"the pair's hosts did not open: {hosts.errors}")
     manager = KnobManager(hosts.links, hosts.dialects)
     times = []
     try:

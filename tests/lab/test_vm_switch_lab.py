@@ -172,7 +172,8 @@ def test_alternating_two_builds_labels_every_phase_with_the_build_run(pair, tmp_
         proc = _abtui(lab, tmp_path, "run", str(lab.profile_path), "--headless", "--alternate",
                       f"kernel={KERNELS[0]},{KERNELS[1]}", "--max-runs", "2", "--every", "10",
                       "--seed", str(SEED_ABBA), "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln or "failed" in ln]
+    assert proc.returncode == 0, "\n".join(errors[:20]) + "\n...\n" + proc.stderr[-2000:]
     assert "booting" in proc.stderr and "(kexec)" in proc.stderr
     doc = json.loads(_abtui(lab, tmp_path, "export", str(out), "--format", "json").stdout)
     measured: dict[str, int] = {}
@@ -203,7 +204,7 @@ def test_recover_boots_the_hosts_back_after_abtui_is_killed_mid_switch(pair, tmp
     env = _env(lab, tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(lab.profile_path),
                              "--headless", "--alternate", f"kernel={KERNELS[1]},{KERNELS[0]}",
-                             "--max-runs", "1", "--every", "5", "--out",
+                             "--max-runs", "2", "--every", "5", "--out",
                              str(tmp_path / "k.jsonl")], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     said = []

@@ -149,3 +149,35 @@ def test_lab_boot_refuses_what_it_cannot_boot_in_one_line(tmp_path, monkeypatch,
         assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert cli.main(["lab", "boot", "--method", "warp", "unit-a-snd", "k"]) == 2
     assert "invalid choice: 'warp'" in capsys.readouterr().err
+
+
+def test_a_switch_that_fails_power_cycles_the_hosts_back(tmp_path, monkeypatch):
+    """A guest that does not come up on the build (powered off, another release, too slow):
+    `lab boot` fails in one line naming it, after booting each host back onto the build it
+    ran, and the record keeps that build."""
+    lab = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path / "unit")
+    _record(lab)
+    monkeypatch.setattr("abtui.lab.kernels.resolve", lambda spec, fetch=True: K57)
+    cycled: list[tuple[str, str]] = []
+    boots = lab.boots
+    monkeypatch.setattr(boots, "_power_cycle", lambda hosts, kernel: cycled.extend(
+        (h.alias, kernel.release) for h in hosts) or {h.alias: kernel for h in hosts})
+    waits = iter([LabError("unit-a-rcv powered off while booting 6.1.0-57-amd64: no NIC"),
+                  {"unit-a-snd": 40.0}, {"unit-a-rcv": 41.0}])
+
+    def wait(guests, t0):
+        got = next(waits)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    monkeypatch.setattr(boots, "_await_ready", wait)
+    with pytest.raises(LabError) as err:
+        boots.boot(["unit-a-snd", "unit-a-rcv"], K57.spec)
+    assert str(err.value) == ("unit-a-rcv powered off while booting 6.1.0-57-amd64: no NIC; "
+                              "power-cycled back onto 6.1.0-47-amd64")
+    assert cycled == [("unit-a-snd", "6.1.0-57-amd64"), ("unit-a-rcv", "6.1.0-57-amd64"),
+                      ("unit-a-snd", "6.1.0-47-amd64"), ("unit-a-rcv", "6.1.0-47-amd64")]
+    record = json.loads(lab.meta_path.read_text())
+    assert record["booted"] == {} and record["boot_s"] == {"unit-a-snd": 40.0,
+                                                           "unit-a-rcv": 41.0}

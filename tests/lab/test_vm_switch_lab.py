@@ -92,6 +92,13 @@ def _releases(lab: Lab) -> list[str]:
         env=_env(lab, Path("/nonexistent")), capture_output=True, text=True).stdout)["hosts"]]
 
 
+def _warm(lab: Lab, state: Path) -> None:
+    """`abtui check` on the lab's profile, its result unread: a guest just booted under
+    emulation answers its first logins slowly (sshd and the programs read over 9p), and
+    abtui's own commands have deadlines of seconds."""
+    _abtui(lab, state, "check", str(lab.profile_path), timeout=600)
+
+
 def test_lab_boot_switches_a_pair_keeping_its_identity(pair, tmp_path):
     """Power-cycled onto the other build, then kexec'd back from inside: each time a new boot
     id and the build asked for, the same name, MAC, address and host key."""
@@ -168,6 +175,7 @@ class Uname:
 def test_alternating_two_builds_labels_every_phase_with_the_build_run(pair, tmp_path):
     lab, releases = pair
     out = tmp_path / "s.jsonl"
+    _warm(lab, tmp_path)
     with Uname(lab, tmp_path) as uname:
         proc = _abtui(lab, tmp_path, "run", str(lab.profile_path), "--headless", "--alternate",
                       f"kernel={KERNELS[0]},{KERNELS[1]}", "--max-runs", "2", "--every", "10",
@@ -219,6 +227,11 @@ def test_recover_boots_the_hosts_back_after_abtui_is_killed_mid_switch(pair, tmp
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert any("booting" in ln for ln in said), said
+    # the user runs recover once the hosts answer again (on whatever build the kexec left)
+    deadline = time.monotonic() + 900
+    while not lab.status()["ok"] and time.monotonic() < deadline:
+        time.sleep(5)
+    _warm(lab, tmp_path)
     rec = _abtui(lab, tmp_path, "recover")
     assert rec.returncode == 0, rec.stdout + rec.stderr
     for h in lab.hosts(1):

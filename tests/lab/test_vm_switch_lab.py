@@ -5,7 +5,8 @@ key: OpenSSH with the lab's known_hosts still trusts it) and kexecs it back from
 `abtui run LAB-PROFILE --alternate kernel=A,B` alternates the builds over blocks of boots with
 every phase labelled by the build the hosts ran (read out of band with `uname -r` while it
 runs) and ends on the build it started on; and SIGKILL of abtui in the middle of a switch is
-undone by `abtui recover`, which boots the hosts back onto their first build. Skipped, with the
+undone by `abtui recover`, which boots the hosts back onto their first build. The last two are
+the slow tier (`make test-slow`): each is several boots of emulated guests. Skipped, with the
 reason, where qemu/virtme-ng or the kernel packages are missing.
 """
 
@@ -173,6 +174,8 @@ class Uname:
             self._stop.wait(1.0)
 
 
+# four kernel switches (three and the restore): minutes of emulated boots, the slow tier
+@pytest.mark.slow
 def test_alternating_two_builds_labels_every_phase_with_the_build_run(pair, tmp_path):
     lab, releases = pair
     out = tmp_path / "s.jsonl"
@@ -206,6 +209,7 @@ def test_alternating_two_builds_labels_every_phase_with_the_build_run(pair, tmp_
         assert _ssh(lab, h.alias, "uname -r").strip() == releases[0]
 
 
+@pytest.mark.slow  # two switches and recover's logins into just-booted guests
 def test_recover_boots_the_hosts_back_after_abtui_is_killed_mid_switch(pair, tmp_path):
     """SIGKILL while the hosts boot the other build: `abtui recover` boots them back onto the
     build they ran when the run began."""

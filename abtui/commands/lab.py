@@ -23,6 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="the data NIC of VM pairs (every VM pair, or pair PAIR): e1000e (an "
                          "emulated Intel 82574L with interrupt throttling: the NIC for "
                          "interrupt moderation) or virtio (default)")
+    boot = sub.add_parser("boot", help="switch VM hosts to another kernel build (power-cycle "
+                          "or kexec), keeping their names, addresses and keys")
+    boot.add_argument("hosts", nargs="+", metavar="ALIAS",
+                      help="VM hosts of the lab (several: switched together)")
+    boot.add_argument("kernel", metavar="KERNEL",
+                      help="the build, as `lab up --kernel` takes it (a Debian kernel package "
+                           "name, a kernel image with its modules, or a build tree)")
+    boot.add_argument("--method", choices=("power", "kexec"), default="power",
+                      help="power: stop the guest and boot it on KERNEL, as a lab's power "
+                           "control would (default); kexec: kexec into KERNEL from inside it")
     sub.add_parser("down", help="remove everything the lab made")
     status = sub.add_parser("status", help="health of every lab host; exit 1 when broken")
     status.add_argument("--json", action="store_true", help="machine-readable status")
@@ -48,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  profile:    {lab.profile_path}")
         print(f"  ssh_config: {lab.ssh_config}   (try: ssh -F {lab.ssh_config} {hosts[0].alias})")
         return 0
+    if args.lab_command == "boot":
+        return _boot(lab, args)
     if args.lab_command == "down":
         lab.refuse_if_used("taking it down")  # said before root is asked for
         Lab.check_prerequisites()
@@ -68,6 +80,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
                   f"ssh {h['address']:<15} data {h['data_address']:<13} {where}")
     return 0 if status["ok"] else 1
+
+
+def _boot(lab: Lab, args: argparse.Namespace) -> int:
+    """`lab boot ALIAS... KERNEL`: one line per host switched (stdout); a failure is one line
+    (exit 1), the hosts back on the build they ran. No lease is taken or checked: a run that
+    uses the lab calls this as its power control."""
+    lab.check_prerequisites()
+    say = lambda text: print(f"abtui: {text}", file=sys.stderr)  # noqa: E731
+    for s in lab.boots.boot(args.hosts, args.kernel, method=args.method, say=say):
+        print(f"{s.alias}: {s.release} ({s.method}, {s.seconds:.1f} s)")
+    return 0
 
 
 def _per_pair(option: str, texts: list[str], letters: list[str]) -> dict[str, str]:

@@ -218,6 +218,13 @@ def _package(name: str, *, fetch: bool) -> Kernel:
     return Kernel(name, kernel.image, kernel.release, kernel.modules, "package")
 
 
+def cached_packages() -> list[str]:
+    """The Debian kernel packages fetched into the cache, by name."""
+    root = cache_root()
+    return sorted(p.name for p in root.glob("linux-image-*") if (p / "ready").is_file()) \
+        if root.is_dir() else []
+
+
 def _fetch_package(name: str) -> None:
     """`apt-get download NAME` (exactly that package: a wildcard would fetch every version),
     `dpkg-deb -x`, `depmod -b`; done in a scratch folder and moved in place, so an interrupted

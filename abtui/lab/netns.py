@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -36,6 +37,7 @@ from abtui.lab.layout import MAX_PAIRS, LabHost, LabLayout, check_kernel_pairs, 
 from abtui.lab.lease import LabInUse
 from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
+from abtui.lab.vmboot import LabVmBoot
 from abtui.lab.vmpairs import VM_BANNER_TIMEOUT, LabVmPairs
 from abtui.remote.lease import lease_files
 
@@ -73,6 +75,7 @@ class Lab:
                                           state_dir=state_dir, mgmt=mgmt)
         self.ssh = LabSsh(self.layout)
         self.vms = LabVmPairs(self.layout, self.ssh)
+        self.boots = LabVmBoot(self.layout, self.vms)
 
     @classmethod
     def default(cls) -> Self:
@@ -201,14 +204,18 @@ class Lab:
                 if not h.vm:
                     self.ssh.start(h)
             self.ssh.write_client_files(hosts)
-            kept = self.layout.record().get("boot_s", {})  # of guests that run and are kept
+            previous = self.layout.record()
+            kept = previous.get("boot_s", {})  # of guests that run and are kept
             meta: dict[str, Any] = {"pairs": pairs, "name": self.name, "octet": self.octet,
                                     "kernels": {k: v.to_json() for k, v in resolved.items()},
                                     "nics": models,
                                     "boot_s": kept if isinstance(kept, dict) else {}}
             self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
-            started = self.vms.start(hosts, resolved, meta) if resolved else {}
+            # a kept guest running another build (`lab boot`, a kexec) boots its pair's again
+            switched = {h.alias for h in hosts if h.vm and self.vms.runs_other(h, resolved)}
+            started = self.vms.start(hosts, resolved, meta, restart=switched) \
+                if resolved else {}
             for h in hosts:
                 if not h.vm:
                     self.ssh.wait(h)
@@ -266,7 +273,25 @@ class Lab:
         self.profile_path.write_text(render_lab_profile(
             lab_name=self.name, ssh_config=str(self.ssh_config),
             known_hosts=str(self.known_hosts), hosts=hosts, pairs=pairs,
-            congestion=allowed or ["reno"], all_vm=not namespaces))
+            congestion=allowed or ["reno"], all_vm=not namespaces,
+            kernel=self._kernel_knob(hosts)))
+
+    def _kernel_knob(self, hosts: list[LabHost]) -> str:
+        """The VM pairs' kernel knob (abtui.lab.profile.kernel_knob): offered when every VM
+        pair boots a Debian build (a kexec finds a Debian build's modules in the cache)."""
+        from abtui.lab import kernels
+        from abtui.lab.profile import LabBuild, kernel_knob
+        from abtui.lab.vmboot import lab_builds
+
+        vm_pairs = sorted({h.pair for h in hosts if h.vm})
+        if not vm_pairs or not all(kernels.DEBIAN_PACKAGE_RE.fullmatch(h.kernel)
+                                   for h in hosts if h.vm):
+            return ""
+        specs = kernels.cached_packages()
+        if _which("kexec") is not None:
+            return kernel_knob(lab_builds(specs), vm_pairs)
+        power = [sys.executable, "-m", "abtui", "lab", "boot", "{host}", "{value}"]
+        return kernel_knob([LabBuild(s, "", "") for s in specs], vm_pairs, power=power)
 
     # ---- down ---------------------------------------------------------------------------
     def down(self) -> None:
@@ -308,9 +333,12 @@ class Lab:
 
     # ---- status -------------------------------------------------------------------------
     def status(self) -> dict[str, object]:
+        from abtui.lab.vm import ready_release, share_of
+
         pairs = self.pair_count()
         meta = self.layout.record()
         kernels = meta.get("kernels", {})
+        booted = meta.get("booted", {})
         boot = meta.get("boot_s", {})
         present = set(self._netns_list())
         hosts = []
@@ -320,14 +348,19 @@ class Lab:
                 qemu = pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
                 ok = qemu is not None and pid_alive(qemu) and \
                     ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
-                entry.update({"release": kernels.get(h.pair, {}).get("release", ""),
+                now = booted.get(h.alias) or kernels.get(h.pair, {})
+                # the guest's own word first: a kexec from inside does not tell the lab
+                said = ready_release(share_of(self.state_dir, h.alias))
+                entry.update({"release": said or now.get("release", ""),
+                              "booted": now.get("spec", "") if h.alias in booted else "",
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias),
                               "cpu": "own"})
             else:
                 ok = h.netns in present and self.ssh.pid_of(h) is not None and \
                     ssh_banner(h.mgmt_address)[0]
                 # a namespace's /proc/stat is this machine's: its CPU is every host's
-                entry.update({"release": os.uname().release, "accel": "", "boot_s": None,
+                entry.update({"release": os.uname().release, "booted": "", "accel": "",
+                              "boot_s": None,
                               "cpu": "shared"})
             entry.update({"address": h.mgmt_address, "ok": bool(ok), "nic": h.nic_name})
             hosts.append(entry)

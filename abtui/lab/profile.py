@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Protocol
 
@@ -38,11 +39,58 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
+# seconds a VM host has to come back on another build: a TCG guest boots in ~17 s on an idle
+# 2-core machine, but took 5 minutes to answer SSH at load 15 (measured)
+SWITCH_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True, slots=True)
+class LabBuild:
+    """A kernel build the lab's VM hosts can kexec into: its Debian package name (the knob's
+    value), its image, and virtme-ng's initramfs made for it."""
+
+    spec: str
+    image: str
+    initrd: str
+
+
+def kernel_knob(builds: Sequence[LabBuild], pairs: Sequence[str],
+                power: Sequence[str] = ()) -> str:
+    """The `kernel` knob of a lab with VM pairs: its builds, each reached by kexec from inside
+    the guest (measured to work under emulation), or where this machine has no `kexec` (the
+    guests run this machine's programs) by the lab's power-cycle, the command `power` (argv,
+    `{host}` and `{value}` in it); on the VM pairs `pairs`; "" when the lab has fewer than two
+    builds to offer."""
+    if len(builds) < 2 or not pairs:
+        return ""
+    method = ['method = "command"', f"command = [{', '.join(_toml_str(a) for a in power)}]",
+              f"command_timeout = {SWITCH_TIMEOUT_S}"] if power else ['method = "kexec"']
+    lines = [
+        "# The kernel build the VM hosts run: every Debian build in the lab's kernel cache.",
+        "# Each is reached by kexec from inside the guest, with virtme-ng's initramfs for the",
+        "# build, or by `abtui lab boot HOST BUILD` (the lab power-cycles the guest onto it):",
+        '# method = "command", command = ["abtui", "lab", "boot", "{host}", "{value}"].',
+        "[[knobs]]",
+        'name = "kernel"',
+        'kind = "kernel"',
+        f"values = [{', '.join(_toml_str(b.spec) for b in builds)}]",
+        f"pairs = [{', '.join(_toml_str(p) for p in pairs)}]",
+        "[knobs.build]",
+        *method,
+        f"timeout = {SWITCH_TIMEOUT_S}",
+    ]
+    for b in builds if not power else ():
+        lines += [f"[knobs.builds.{_toml_str(b.spec)}]", f"image = {_toml_str(b.image)}",
+                  f"initrd = {_toml_str(b.initrd)}"]
+    return "\n".join(lines) + "\n"
+
+
 def render_lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str,
                        hosts: Sequence[_Host], pairs: int, congestion: list[str],
-                       all_vm: bool = False) -> str:
+                       all_vm: bool = False, kernel: str = "") -> str:
     """The lab's profile text: pairs from the lab's hosts, knobs the lab's kernels support
-    (`all_vm`: every pair is VM hosts, with every tunnel type)."""
+    (`all_vm`: every pair is VM hosts, with every tunnel type; `kernel`: the VM pairs' kernel
+    knob, kernel_knob's text)."""
     template = resources.files("abtui.lab").joinpath("templates/lab.toml.in").read_text()
     pair_blocks = []
     for p in range(pairs):
@@ -72,4 +120,5 @@ def render_lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str,
         tunnel_comment=_TUNNEL_COMMENT[all_vm],
         tunnel_values=", ".join(_toml_str(v) for v in
                                 (VM_TUNNELS if all_vm else NAMESPACE_TUNNELS)),
+        kernel_knob=f"\n{kernel}" if kernel else "",
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -86,7 +87,7 @@ class Guest:
     @property
     def share(self) -> Path:
         """A folder the guest may write (its script's and sshd's log)."""
-        return self.state_dir / f"vm-{self.alias}"
+        return share_of(self.state_dir, self.alias)
 
 
 def _which(program: str) -> str | None:
@@ -135,6 +136,7 @@ def guest_script(g: Guest) -> str:
         "#!/bin/sh",
         f"exec >{log} 2>&1",
         "set -x",
+        *modules_link(),
         "modprobe virtio_net",
         *([f"modprobe {NIC_MODELS[g.nic][1]}"] if NIC_MODELS[g.nic][1] != "virtio_net" else []),
         "for i in /sys/class/net/*; do",
@@ -154,10 +156,27 @@ def guest_script(g: Guest) -> str:
         # first tunnel switch is as quick as the next
         f"modprobe -a {' '.join(WARM_MODULES)}",
         f"{WARM_SA} && {WARM_SA_DEL}",
-        'echo "abtui guest ready: $(uname -r) $(hostname)"',
+        f'echo "{READY}$(uname -r) $(hostname)"',
         f"exec /usr/sbin/sshd -D -E {g.share / 'sshd.log'} -f {g.sshd_config}",
         "",
     ])
+
+
+def modules_link() -> list[str]:
+    """Lines that point /lib/modules/RELEASE at the running build's modules when they are
+    another build's: a kexec that keeps the guest's kernel command line (`kexec
+    --reuse-cmdline`, as on a real host) leaves virtme-ng-init's link on the build the guest
+    first booted, whose modules the new kernel refuses. The running build's are found among
+    the Debian builds in the kernel cache (the guest sees this machine's files)."""
+    found = shlex.quote(str(cache_root())) + '/*/root/lib/modules/"$r"'
+    return [
+        "r=$(uname -r)",
+        'case "$(modinfo -F vermagic virtio_net 2>/dev/null)" in "$r "*) ;; *)',
+        f'  for d in {found}; do',
+        '    if [ -f "$d/modules.dep" ]; then ln -sfn "$d" "/lib/modules/$r"; break; fi',
+        "  done ;;",
+        "esac",
+    ]
 
 
 def vng_command(g: Guest, accel: str) -> list[str]:
@@ -201,6 +220,26 @@ def qemu_pid(g: Guest) -> int | None:
         return int(g.pidfile.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+READY = "abtui guest ready: "  # the script's line once the guest is up: its release, its name
+
+
+def ready_release(share: Path) -> str | None:
+    """The release a guest's script said it runs (the ready line in its log, in the folder
+    it shares with the lab), None before it said so: the guest's own word, true after a
+    switch the lab did not make (a kexec from inside)."""
+    with contextlib.suppress(OSError):
+        for line in (share / "guest.log").read_text(errors="replace").splitlines():
+            words = line.removeprefix(READY).split()
+            if line.startswith(READY) and words:
+                return words[0]
+    return None
+
+
+def share_of(state_dir: Path, alias: str) -> Path:
+    """The folder a guest shares with the lab (its script's log)."""
+    return state_dir / f"vm-{alias}"
 
 
 def log_tail(g: Guest, lines: int = 6) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from abtui.core.errors import LabError
 from abtui.core.pids import pid_alive
 from abtui.lab.layout import LabHost, LabLayout
 from abtui.lab.ssh_access import LabSsh
-from abtui.lab.system import pidfile_pid, run, ssh_banner
+from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
 
 if TYPE_CHECKING:
     from abtui.lab.kernels import Kernel
@@ -55,9 +55,11 @@ class LabVmPairs:
                      state_dir=self.layout.state_dir, nic=h.nic or lab_vm.DEFAULT_NIC)
 
     def start(self, hosts: list[LabHost], kernels: Mapping[str, Kernel],
-                   meta: dict[str, Any]) -> dict[str, tuple[Guest, float]]:
-        """Taps, data bridges and guests of the VM pairs (a guest that runs is kept); the
-        guests started, with their start times."""
+              meta: dict[str, Any], restart: Collection[str] = ()
+              ) -> dict[str, tuple[Guest, float]]:
+        """Taps, data bridges and guests of the VM pairs (a guest that runs is kept, unless
+        its alias is in `restart`: it is stopped and booted again); the guests started, with
+        their start times."""
         from abtui.lab import vm as lab_vm
 
         accel, why = lab_vm.accelerator(next(iter(kernels.values())))
@@ -74,7 +76,9 @@ class LabVmPairs:
                 run(["ip", "link", "set", bridge, "up"])
             alive = lab_vm.qemu_pid(g)
             if alive is not None and pid_alive(alive):
-                continue
+                if h.alias not in restart:
+                    continue
+                self.stop(g)
             for tap, master in ((g.mgmt_tap, self.layout.bridge), (g.data_tap, bridge)):
                 run(["ip", "link", "del", tap], check=False)
                 run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"])
@@ -84,13 +88,40 @@ class LabVmPairs:
             self.ssh.write_config(h, "/run/sshd.pid", VM_SSHD_OPTIONS)
             g.pidfile.unlink(missing_ok=True)
             vng = lab_vm.launch(g, accel)
-            (self.layout.state_dir / f"vng-{h.alias}.pid").write_text(f"{vng}\n")
+            self.vng_pidfile(h.alias).write_text(f"{vng}\n")
             started[h.alias] = (g, time.monotonic())
         return started
 
+    def runs_other(self, h: LabHost, kernels: Mapping[str, Kernel]) -> bool:
+        """Whether the VM host's guest said it runs another release than its pair's kernel
+        (switched by `lab boot` or a kexec from inside)."""
+        from abtui.lab import vm as lab_vm
+
+        said = lab_vm.ready_release(lab_vm.share_of(self.layout.state_dir, h.alias))
+        return h.pair in kernels and said is not None and said != kernels[h.pair].release
+
+    def stop(self, g: Guest) -> None:
+        """End a guest's qemu and its virtme-ng process (the lab started both), and wait
+        until they are gone (its taps are free again)."""
+        from abtui.lab import vm as lab_vm
+
+        pids = {p for p in (lab_vm.qemu_pid(g), self.vng_pid(g.alias)) if p is not None}
+        terminate([p for p in pids if pid_alive(p)])
+        deadline = time.monotonic() + 10.0
+        while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def vng_pidfile(self, alias: str) -> Path:
+        return self.layout.state_dir / f"vng-{alias}.pid"
+
+    def vng_pid(self, alias: str) -> int | None:
+        return pidfile_pid(self.vng_pidfile(alias))
+
     def wait(self, hosts: list[LabHost], started: Mapping[str, tuple[Guest, float]],
-                  timeout: float = VM_BOOT_TIMEOUT) -> dict[str, float]:
-        """Wait for every started guest's sshd; seconds from start to SSH, per host."""
+             timeout: float = VM_BOOT_TIMEOUT, *, verify: bool = False) -> dict[str, float]:
+        """Wait for every started guest's sshd; seconds from start to SSH, per host. With
+        `verify`, a guest is up only once its script said it runs its kernel's release (a
+        guest that says another is a LabError: it booted another build)."""
         from abtui.lab import vm as lab_vm
 
         boot: dict[str, float] = {}
@@ -99,11 +130,15 @@ class LabVmPairs:
         while waiting:
             for alias, h in list(waiting.items()):
                 g, t0 = started[alias]
-                if ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]:
+                said = lab_vm.ready_release(g.share) if verify else g.kernel.release
+                if said is not None and said != g.kernel.release:
+                    raise LabError(f"VM host {alias} came up on {said}, not "
+                                   f"{g.kernel.release}")
+                if said and ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]:
                     boot[alias] = round(time.monotonic() - t0, 1)
                     del waiting[alias]
                     continue
-                vng = pidfile_pid(self.layout.state_dir / f"vng-{alias}.pid")
+                vng = self.vng_pid(alias)
                 if vng is None or not pid_alive(vng):
                     raise LabError(f"VM host {alias} ({g.kernel.spec}) stopped while booting: "
                                    f"{lab_vm.log_tail(g)}")

@@ -46,7 +46,9 @@ ReadSetting = Callable[[str, Setting], Awaitable[str]]
 POLL_S = 0.25  # how often a host coming back is looked at
 # a reload's command reads the build's `reports` setting after this line, in this function
 REPORTS_MARK, REPORTS_FUNCTION = "__ABTUI_REPORTS__", "abtui_reports"
-BOOT_START_S = 30.0  # how long the command that starts a boot may take on the host
+# how long the command that starts a boot may take on the host at least (`kexec -l` reads the
+# image and initramfs: over 30 s in an emulated guest under load), and at most the build's timeout
+BOOT_START_S = 30.0
 
 
 @dataclass(slots=True)
@@ -244,7 +246,8 @@ class BuildSwitcher:
         if build.method is Method.COMMAND:
             await self._power(knob, value, build, t, before)
         else:
-            await self._run(t.host, self._commands(t.host).boot(build), BOOT_START_S)
+            await self._run(t.host, self._commands(t.host).boot(build),
+                            max(BOOT_START_S, build.timeout / 3))
         await wait_new_boot(link, before, deadline, build.timeout)
         state = await self.kernel(t.host)
         why = kernel_mismatch(build, state)

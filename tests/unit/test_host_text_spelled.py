@@ -300,7 +300,7 @@ def test_compare_spells_it(hostile_session, tmp_path, capsys, fmt) -> None:  # t
     other = SESSIONS / "plan.abtui.jsonl.gz"
     rc = main(["compare", str(other), str(hostile_session), "--format", fmt,
                "--fail-on-regression", "2%"])
-    assert rc in (0, 1)
+    assert rc in (0, 1, 3)  # 3: the gate tested nothing (a hostile session matches nothing)
     got = capsys.readouterr()
     assert_clean(got.out + got.err, f"compare --format {fmt}")
     assert "33554432\\x1b]0;pwned" in got.out + got.err  # the host's own value, spelled

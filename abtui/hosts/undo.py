@@ -464,7 +464,8 @@ ENTRIES: dict[str, Entry] = {
     "tunnel_down": Entry({"host": TEXT, "ifname": TEXT}, _tunnel_down),
     "pgid": Entry(_GROUP, _pgid, {"what": TEXT}, _group_usable),
     "pgid_gone": Entry(_GROUP, _pgid_gone),
-    "build": Entry({"host": TEXT, "knob": TEXT}, _build),
+    "build": Entry({"host": TEXT, "knob": TEXT, "kind": TEXT, "key": TEXT, "value": TEXT,
+                    "build": (dict,)}, _build, {**_DEVICE, "iface": (dict, type(None))}),
     "build_restored": Entry({"host": TEXT, "knob": TEXT}, _build_back),
     "forget": Entry({"host": TEXT}, _forget),
 }

@@ -144,7 +144,7 @@ def test_recover_takes_what_it_can_from_a_damaged_journal(lab: Lab, tmp_path: Pa
         {"op": "start", "pid": ended.pid, "t": time.time()},
         {"op": "host", "alias": host, "ssh_config": str(lab.ssh_config), "known_hosts": None,
          "sudo": False},
-        {"op": "build", "host": host, "kernel": "6.1.0-57-amd64", "from": "6.1.0-47-amd64"},
+        {"op": "wormhole", "host": host, "to": "6.1.0-57-amd64"},
         *({"op": "pgid", "host": host, "pgid": g, "what": "iperf3"} for g in (1, 0, -1)),
         {"op": "original", "host": host, "kind": "warp-drive", "key": "x", "device": None,
          "value": "1"},
@@ -163,7 +163,7 @@ def test_recover_takes_what_it_can_from_a_damaged_journal(lab: Lab, tmp_path: Pa
     assert f"ok   {host}: restored net.ipv4.tcp_wmem = {before!r}" in lines, said
     fails = [ln for ln in lines if ln.startswith("FAIL ")]
     assert len(fails) == 5, said
-    assert "line 3: unknown kind of entry 'build'" in fails[0] and "kept" in fails[0]
+    assert "line 3: unknown kind of entry 'wormhole'" in fails[0] and "kept" in fails[0]
     assert [f"process group {g} is never ended" in ln for ln, g in zip(fails[1:4], (1, 0, -1),
                                                                        strict=True)] == [True] * 3
     assert "unknown kind of setting 'warp-drive'" in fails[4]

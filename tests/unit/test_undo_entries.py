@@ -21,6 +21,9 @@ from abtui.remote.streams import PGID_MARK, RemoteProcess
 
 ORIGINAL = {"op": "original", "host": "h1", "kind": "sysctl", "key": "net.x", "device": None,
             "value": "1", "knob": "x"}
+BUILD = {"op": "build", "host": "h1", "knob": "kernel", "kind": "kernel", "key": "kernel",
+         "value": "6.1.0-47-amd64", "device": None, "iface": None,
+         "build": {"method": "kexec", "release": "6.1.0-47-amd64"}}
 
 
 def _write(path: Path, *records: object) -> Path:
@@ -34,11 +37,11 @@ def test_an_unknown_kind_first_does_not_hide_the_valid_entry_after(tmp_path):
     one is read, the other said in one line naming the file, line and kind, and the journal
     is kept for it (a newer abtui may undo it)."""
     path = _write(tmp_path / "j.jsonl", {"op": "start", "pid": 999999990},
-                  {"op": "build", "host": "h1", "kernel": "6.1.0-57"}, ORIGINAL)
+                  {"op": "wormhole", "host": "h1", "to": "elsewhere"}, ORIGINAL)
     p = read_journal(path)
     assert p.originals == {("h1", "sysctl", "net.x", None): "1"}
     (skipped,) = p.skipped
-    assert skipped.line == ("j.jsonl line 2: unknown kind of entry 'build' (written by a "
+    assert skipped.line == ("j.jsonl line 2: unknown kind of entry 'wormhole' (written by a "
                             "newer abtui?): skipped")
     assert skipped.host == "h1" and skipped.keep
     assert "\n" not in skipped.line
@@ -63,6 +66,9 @@ def test_an_unknown_kind_first_does_not_hide_the_valid_entry_after(tmp_path):
     ({"op": "tunnel", "host": "h1", "ifname": "abv1", "type": "quantum"},
      "a tunnel this abtui cannot remove"),
     ({"op": "start", "pid": "12"}, "'pid' is str"),
+    ({"op": "build", "host": "h1", "knob": "kernel", "kernel": "6.1.0-57"},
+     "build entry without 'kind'"),
+    ({**BUILD, "build": "6.1.0-57"}, "'build' is str"),
     ({"op": "host", "alias": "h1", "sudo": "yes"}, "'sudo' is str"),
     ({"op": "\x1b]0;owned\x07"}, "unknown kind of entry '\\x1b]0;owned\\x07'"),
     ([1, 2], "not an entry"),
@@ -98,7 +104,8 @@ def test_every_entry_the_journal_writes_reads_back_usable():
          "remote": "1.2.3.5", "spi_out": None, "spi_in": None, "os": "linux", "pair": "A"},
         {"op": "tunnel_down", "host": "h", "ifname": "abv1sabcd"},
         {"op": "pgid", "host": "h", "pgid": 4242, "what": "iperf3"},
-        {"op": "pgid_gone", "host": "h", "pgid": 4242}, {"op": "forget", "host": "h"}]
+        {"op": "pgid_gone", "host": "h", "pgid": 4242}, {"op": "forget", "host": "h"},
+        BUILD, {"op": "build_restored", "host": "h1", "knob": "kernel"}]
     assert {r["op"] for r in written} == set(ENTRIES)
     assert [entry_problem(r) for r in written] == [""] * len(written)
 

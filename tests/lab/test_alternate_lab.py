@@ -150,7 +150,7 @@ while True:
 WMEM = "4096 16384 4194304"  # the lab's own tcp_wmem; the A/A value is one byte more
 
 
-@pytest.mark.timeout(600)  # four alternations of about a minute each on a loaded machine
+@pytest.mark.timeout(400)  # two alternations of about a minute each on a loaded machine
 def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
         lab: Lab, tmp_path: Path) -> None:
     """tcp_wmem between two maxima one byte apart (no difference at all) while both CPUs are
@@ -160,8 +160,9 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
     Each block's order drawn at random and every boundary timed alike, a run claims a
     difference at most at the family's rate over the draw (≤ 6 % in every simulated
     scenario, tests/bench/bench_seq.py). The rate is over the draw, not per seed, so the
-    seeds are drawn afresh and named when it fails (replay: --seed N). Four runs, two under
-    each load: at most one may claim (two or more of four at the 6 % bound: 2 %).
+    seeds are drawn afresh and named when it fails (replay: --seed N). One run under each
+    load (CI's time limit: the error rates themselves are measured by the statistics bench):
+    at most one may claim (both at the 6 % bound: 0.4 %).
 
     A stretch here is `--every 1` plus the window dropped at each boundary (half a second)
     and a flip's time or as long a pause (about 0.3 s on this machine): about 1.8 s, so the
@@ -169,7 +170,7 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
     every, cycle = 1.0, 1.8
     seen = {}
     claimed = []
-    runs = [(seed, period) for period in (2, 3) for seed in (new_seed(), new_seed())]
+    runs = [(new_seed(), period) for period in (2, 3)]
     for seed, period in runs:
         half = period * cycle / 2
         load = [subprocess.Popen([sys.executable, "-c", LOAD, str(half)]) for _ in range(2)]

@@ -108,7 +108,7 @@ endef
 # The slowest tests are listed at the end: CI has a time limit, and this is where it goes.
 test: setup kernels
 	$(lint-steps)
-	$(VENV)/bin/pytest -q --durations=15
+	$(VENV)/bin/pytest -q --durations=40
 
 # The contributors' check: lint, types and the unit tests, as any user, offline once the
 # virtual environment is made (no Debian packages, kernels or labs: those need root). About a

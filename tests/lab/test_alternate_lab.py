@@ -97,7 +97,8 @@ def test_a_knob_of_no_effect_runs_to_the_maximum_with_no_verdict(lab: Lab,
     is claimed is the periodic-load test's. A claim is retried once all the same."""
     for attempt in range(2):
         out = tmp_path / f"same-{attempt}.jsonl"
-        proc, took = _alternate(_profile(lab, tmp_path), out, f"{BIG},{ALSO_BIG}", 8)
+        proc, took = _alternate(_profile(lab, tmp_path), out, f"{BIG},{ALSO_BIG}", 8,
+                                every=("--every", "1"))
         _ran(proc)
         assert "alternation ended (the maximum of 4 blocks reached) after 4 blocks" in \
             proc.stderr, proc.stderr

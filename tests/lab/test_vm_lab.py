@@ -33,6 +33,7 @@ from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
+from tests.lab.guests import guest_ssh as _ssh
 from tests.lab.kernel_tree import tree_from_package
 from tests.lab.namespaces import make_test_lab
 from tests.lab.through import iperf3_mbits
@@ -67,12 +68,6 @@ def vm_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     finally:
         lab.down()
 
-
-def _ssh(lab: Lab, alias: str, command: str, timeout: float = 120) -> str:
-    """The tests' side channel into a guest: OpenSSH with the lab's own config."""
-    return subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", alias,
-                           command], capture_output=True, text=True, check=True,
-                          timeout=timeout).stdout
 
 
 class Sniffer:

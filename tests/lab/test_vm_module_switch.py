@@ -29,6 +29,7 @@ from abtui.core.errors import AbtuiError
 from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
+from tests.lab.guests import guest_ssh as _ssh
 from tests.lab.namespaces import make_test_lab
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
@@ -74,12 +75,6 @@ def e1000e_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     finally:
         lab.down()
 
-
-def _ssh(lab: Lab, alias: str, command: str, timeout: float = 120) -> str:
-    """The test's side channel into a guest: OpenSSH with the lab's own config."""
-    return subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", alias,
-                           command], capture_output=True, text=True, check=True,
-                          timeout=timeout).stdout
 
 
 def _rx_usecs(lab: Lab, alias: str) -> str:

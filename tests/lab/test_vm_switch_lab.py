@@ -5,9 +5,10 @@ key: OpenSSH with the lab's known_hosts still trusts it) and kexecs it back from
 `abtui run LAB-PROFILE --alternate kernel=A,B` alternates the builds over blocks of boots with
 every phase labelled by the build the hosts ran (read out of band with `uname -r` while it
 runs) and ends on the build it started on; and SIGKILL of abtui in the middle of a switch is
-undone by `abtui recover`, which boots the hosts back onto their first build. The last two are
-the slow tier (`make test-slow`): each is several boots of emulated guests. Skipped, with the
-reason, where qemu/virtme-ng or the kernel packages are missing.
+undone by `abtui recover`, which boots the hosts back onto their first build. All are the slow
+tier (`make test-slow`): each is several boots of emulated guests, beyond CI's time limit (the
+default tier switches a module build for real: tests/lab/test_vm_module_switch.py). Skipped,
+with the reason, where qemu/virtme-ng or the kernel packages are missing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from abtui.core.errors import AbtuiError
 from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
+from tests.lab.guests import guest_ssh as _ssh
 from tests.lab.namespaces import make_test_lab
 
 # one VM pair (two TCG guests) booted once for the module; each switch is a boot
@@ -72,13 +74,6 @@ def _abtui(lab: Lab, state: Path, *args: str, timeout: float = 1500
                           capture_output=True, text=True, timeout=timeout)
 
 
-def _ssh(lab: Lab, alias: str, command: str, timeout: float = 180) -> str:
-    """The side channel: OpenSSH with the lab's config and known_hosts (a changed host key
-    would be refused)."""
-    return subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", "-o",
-                           "StrictHostKeyChecking=yes", alias, command], capture_output=True,
-                          text=True, check=True, timeout=timeout).stdout
-
 
 def _identity(lab: Lab, alias: str) -> tuple[str, list[str]]:
     """(boot id, [release, hostname, data0's MAC, data0's address])."""
@@ -101,6 +96,7 @@ def _warm(lab: Lab, state: Path) -> None:
     _abtui(lab, state, "check", str(lab.profile_path), timeout=600)
 
 
+@pytest.mark.slow  # a power-cycle and a kexec of two emulated guests
 def test_lab_boot_switches_a_pair_keeping_its_identity(pair, tmp_path):
     """Power-cycled onto the other build, then kexec'd back from inside: each time a new boot
     id and the build asked for, the same name, MAC, address and host key."""
@@ -125,6 +121,7 @@ def test_lab_boot_switches_a_pair_keeping_its_identity(pair, tmp_path):
     assert record.get("booted") == {}  # back on the pair's own build
 
 
+@pytest.mark.slow  # it needs the VM pair booted
 def test_lab_boot_refuses_a_namespace_or_unknown_host(pair, tmp_path):
     lab, _ = pair
     proc = _abtui(lab, tmp_path, "lab", "boot", f"{lab.name}-z-snd", KERNELS[1])

@@ -51,10 +51,8 @@ from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import (
     BALANCED,
-    CROSSOVER_POOLED_DF,
     DELTA_LABEL,
     FIRST_LOOK,
-    POOLED_DF,
     Assessment,
     Contrasts,
     Family,
@@ -377,13 +375,14 @@ class Verdicts:
         if not blocks:
             return None
         k = self.stretches.values.index(value)
-        each = []
+        rates, pos = [], []
         for pair in pairs:
             taken = self.stretches.taken[pair]
-            rates = [taken.get(i, math.nan) for i in range(self.stretches.closed)]
-            pos = positions(self.orders[pair], self.stretches.values)
-            each.append(contrasts(rates, [[pos[b][0], pos[b][k]] for b in blocks]))
-        got = crossed(*each) if len(each) == 2 else each[0]
+            rates.append([taken.get(i, math.nan) for i in range(self.stretches.closed)])
+            at = positions(self.orders[pair], self.stretches.values)
+            pos.append([[at[b][0], at[b][k]] for b in blocks])
+        got = crossed(rates[0], rates[1], pos[0], pos[1]) if len(pairs) == 2 \
+            else contrasts(rates[0], pos[0])
         return Contrasts(got.d[0], float(got.floor[0]), got.options[0],
                          None if got.tss is None else got.tss[0])
 
@@ -400,9 +399,8 @@ class Verdicts:
         dead = self.dead(unit, value)[0] + self.dead(unit, self.stretches.values[0])[0]
         if got is None:
             return assess([], self.family.design(rejected), self.min_effect, dead=dead)
-        pooled = CROSSOVER_POOLED_DF if self.design == CROSSOVER else POOLED_DF
         return assess(got.d, self.family.design(rejected), self.min_effect, got.floor, dead,
-                      got.options, got.tss, pooled)
+                      got.options, got.tss)
 
     def current(self) -> dict[tuple[str, str], Assessment]:
         """(pair, value) -> where it stands now; Holm: each significant comparison passes its

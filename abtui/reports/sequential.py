@@ -210,16 +210,7 @@ def _design(max_runs: int, alpha: float, spending: str, arrangements: int) -> De
     return Design(max_runs, alpha, spending, tuple(float(x) for x in z), arrangements)
 
 
-# blocks of four: the degrees of freedom each block adds to the pooled spread beyond one
-POOLED_DF = 2
-# a crossover's block (two pairs, four stretches each, in mirrored orders): its log ratio is
-# the mean of the pairs' and the spread pools both pairs' sums of squares (`crossed`): of a
-# block's six contrasts beyond the pairs' means one is the ratio, five the spread's
-CROSSOVER_POOLED_DF = 5
-
-
-def cumulative(d: Any, floor: Any = 0.0, tss: Any = None, pooled: int = POOLED_DF
-               ) -> tuple[Any, Any, Any, Any]:
+def cumulative(d: Any, floor: Any = 0.0, tss: Any = None) -> tuple[Any, Any, Any, Any]:
     """Every look's paired statistics from block log ratios (last axis: blocks in order):
     mean, standard error, degrees of freedom and n (blocks), for n = FIRST_LOOK … blocks.
     One formula for the live rule (a 1-D array: its last look is the current one) and the
@@ -228,9 +219,7 @@ def cumulative(d: Any, floor: Any = 0.0, tss: Any = None, pooled: int = POOLED_D
     spread is never taken below it. `tss` (blocks of four, two values: each block's sum of
     squares about its mean, as d): the spread is the two-way model's, pooled within and
     between blocks (3n − 1 degrees of freedom, not n − 1: the replicates in a block say
-    how noisy a stretch is), for the statistic; its validity is the randomisation check's.
-    `pooled`: the degrees of freedom each block adds beyond one (POOLED_DF; a crossover's
-    block of two pairs CROSSOVER_POOLED_DF)."""
+    how noisy a stretch is), for the statistic; its validity is the randomisation check's."""
     d = np.asarray(d, dtype=float)
     n = np.arange(1, d.shape[-1] + 1)
     mean = np.cumsum(d, -1) / n
@@ -239,7 +228,7 @@ def cumulative(d: Any, floor: Any = 0.0, tss: Any = None, pooled: int = POOLED_D
             df = n - 1
             var = np.maximum(np.cumsum(d * d, -1) - n * mean**2, 0.0) / np.maximum(df, 1)
         else:
-            df = n - 1 + pooled * n
+            df = n - 1 + POOLED_DF * n
             var = np.maximum(np.cumsum(np.asarray(tss, dtype=float), -1) - n * mean**2,
                              0.0) / df
     var = np.where(var <= 1e-12 * mean**2, 0.0, var)  # equal ratios: zero, not rounding
@@ -249,6 +238,8 @@ def cumulative(d: Any, floor: Any = 0.0, tss: Any = None, pooled: int = POOLED_D
     return mean[..., k:], se, df[k:], n[k:]
 
 
+# blocks of four: the degrees of freedom each block adds to the pooled spread beyond one
+POOLED_DF = 2
 
 
 # two values: a block is four stretches in one of these six balanced orders (0 the base, 1 the
@@ -263,15 +254,14 @@ DRAWS = 4_000
 DRAW_SEED = 33
 
 
-def randomisation_p(options: Any, floor: Any = 0.0, tss: Any = None, pooled: int = POOLED_DF
-                    ) -> Any:
+def randomisation_p(options: Any, floor: Any = 0.0, tss: Any = None) -> Any:
     """The randomisation p of the paired t (two-sided) at the last block: `options`
     (events × blocks × arrangements), each block's log ratio under each arrangement its
     order could have taken, the drawn one first (as `contrasts` gives them, the observed one
     rearranged to index 0 by `observed_first`). The share of arrangement patterns whose |t|
     (the spread never below `floor`) is at least the observed one: exact over the draw of
     the orders for any noise, however few values the ratios take. Every pattern when there
-    are at most EXACT, else DRAWS drawn. `pooled`: as `cumulative`'s."""
+    are at most EXACT, else DRAWS drawn."""
     c = np.asarray(options, dtype=float)
     events, n, a = c.shape
     floor = np.broadcast_to(np.asarray(floor, dtype=float), (events,))
@@ -287,7 +277,7 @@ def randomisation_p(options: Any, floor: Any = 0.0, tss: Any = None, pooled: int
         mean = x.mean(-1)
         with np.errstate(divide="ignore", invalid="ignore"):
             var = x.var(-1, ddof=1) if total is None else \
-                np.maximum(total - n * mean**2, 0.0) / (n - 1 + pooled * n)
+                np.maximum(total - n * mean**2, 0.0) / (n - 1 + POOLED_DF * n)
             return np.abs(mean) / np.sqrt(np.maximum(var, np.square(f)) / n)
 
     observed = t(c[:, :, 0], floor, total)
@@ -388,19 +378,22 @@ class Contrasts(NamedTuple):
     tss: Any
 
 
-def crossed(first: Contrasts, second: Contrasts) -> Contrasts:
-    """A crossover's contrasts from its two pairs' (blocks of four, two values; the second
-    pair ran the mirror of the first's order: the other value in every stretch): each
-    block's log ratio the mean of the pairs' (a pair's own level cancels within it, and a
-    disturbance shared in time, on one value of one pair and the other of the other at once,
-    cancels between them); its floor the mean of theirs; under each arrangement the first
-    pair's order could have taken, the second's mirrored (the arrangements' weights negated);
-    the spread pooled from both pairs' sums of squares, halved: CROSSOVER_POOLED_DF degrees of
-    freedom a block beyond one."""
-    if first.tss is None or second.tss is None:
-        raise ValueError("a crossover takes blocks of four stretches of two values")
-    return Contrasts((first.d + second.d) / 2, (first.floor + second.floor) / 2,
-                     (first.options - second.options) / 2, (first.tss + second.tss) / 2)
+def crossed(first: Any, second: Any, pos: Any, second_pos: Any) -> Contrasts:
+    """A crossover's contrasts (blocks of four, two values): stretch rates of its two pairs
+    (…, stretches), the second having run the mirror of the first's order (the other value
+    in every stretch; `pos` and `second_pos` as `contrasts` takes them). Each stretch's
+    half log ratio of the first pair to the second, ½ (ln r₁ − ln r₂), a dead stretch taken
+    as `log_rates` takes it on its own pair, is one series in the first pair's order: its
+    block log ratio is the mean of the two pairs' (a pair's own level cancels in it, and a
+    disturbance shared in time, which hits one value of one pair and the other of the other
+    at once, cancels between them), and so does its spread within the block (the two-way
+    model's, as a pair's alone), unlike the pairs' own spreads; its arrangements are the
+    first pair's order's (the second's mirrored with it). The floor is the mean of the
+    pairs' (each ratio's printed precision)."""
+    half = (log_rates(first) - log_rates(second)) / 2
+    got = contrasts(np.exp(half), pos)
+    floor = (contrasts(first, pos).floor + contrasts(second, second_pos).floor) / 2
+    return Contrasts(got.d, floor, got.options, got.tss)
 
 
 
@@ -438,7 +431,7 @@ def within(mean: Any, half: Any, min_effect: float) -> Any:
 
 
 def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 0.0,
-                pooled: int = 0) -> Any:
+                pooled: bool = False) -> Any:
     """Further blocks (≥ 1) until the repeated interval's half-width, at each later look's own
     boundary and t quantile (a look that may claim nothing: never), is at most the larger of
     half of ln(1 + min_effect) (then it resolves, whatever the mean) and a low estimate of
@@ -446,15 +439,14 @@ def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 
     large as that). The spread of the block log ratios is taken at the upper SPREAD_UPPER
     confidence bound of `sd` (n − 1 degrees of freedom: a spread estimated from few blocks is
     often too small, and an estimate from it promises too soon). -1 when not by the last look.
-    Numpy: arrays of sd, n and mean give arrays. `pooled`: the degrees of freedom each
-    block adds to the spread beyond one (cumulative's: POOLED_DF for blocks of four, 3n − 1);
-    0: none (n − 1)."""
+    Numpy: arrays of sd, n and mean give arrays. `pooled`: the spread has cumulative's
+    pooled degrees of freedom (3n − 1)."""
     from scipy.stats import chi2
     from scipy.stats import t as student_t
 
     looks = np.arange(FIRST_LOOK, design.max_runs + 1)
     level = design.nominal(looks)
-    extra = pooled
+    extra = POOLED_DF if pooled else 0
     factor = np.where(attainable(looks, level, design.arrangements),
                       student_t.isf(level / 2, looks - 1 + extra * looks) / np.sqrt(looks),
                       np.inf)
@@ -585,8 +577,8 @@ def _pct(x: float) -> float:
 
 
 def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_MIN_EFFECT,
-           floor: float = 0.0, dead: int = 0, options: Any = None, tss: Any = None,
-           pooled: int = POOLED_DF) -> Assessment:
+           floor: float = 0.0, dead: int = 0, options: Any = None, tss: Any = None
+           ) -> Assessment:
     """The look these block log ratios (value vs base, one per complete block) make: the
     paired repeated interval (its spread never below `floor`, the figures' precision; the
     randomisation floor checked first, whatever the spread), the verdict from it, and the
@@ -594,7 +586,7 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
     the ratios at DEAD_SHARE): such a comparison never says "no difference". `options`
     (blocks × arrangements, as `contrasts` gives them): a claim also needs the randomisation
     p of its t at most the look's level (`randomisation_p`); `tss` (blocks of four) pools
-    the spread within blocks (`cumulative`), `pooled` degrees of freedom a block beyond one."""
+    the spread within blocks (`cumulative`)."""
     d = np.asarray([x for x in ratios if math.isfinite(x)], dtype=float)
     n = d.size
     if n == 0:
@@ -604,19 +596,19 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
         return Assessment(stats.Delta(pct, why=f"fewer than {FIRST_LOOK} blocks"), n, False,
                           None, design.max_runs, min_effect, dead=dead)
     tss = None if tss is None else np.asarray(tss, dtype=float)[np.isfinite(ratios)]
-    mean, se, df, _n = (float(x[-1]) for x in cumulative(d, floor, tss, pooled))
+    mean, se, df, _n = (float(x[-1]) for x in cumulative(d, floor, tss))
     half = float(half_width(design, se, df, n))
     significant = bool(abs(mean) > half)
     if significant and options is not None:
         first = observed_first(np.asarray(options, dtype=float)[None], d[None])
-        significant = bool(randomisation_p(first, floor, None if tss is None else tss[None],
-                                           pooled)[0] <= design.nominal(n))
+        significant = bool(randomisation_p(first, floor, None if tss is None else tss[None])[0]
+                           <= design.nominal(n))
     delta = stats.Delta(_pct(mean), _pct(mean - half), _pct(mean + half))
     inside = not significant and not dead and bool(within(mean, half, min_effect))
     more = None
     if not significant and not inside and se > 0:
         got = int(more_blocks(design, se * math.sqrt(n), n, min_effect, mean,
-                              pooled if tss is not None else 0))
+                              tss is not None))
         more = got if got > 0 else None
     material = significant and abs(mean) < MATERIAL * half
     return Assessment(delta, n, significant, more, design.max_runs, min_effect, inside, dead,
@@ -638,23 +630,21 @@ class Simulated:
 
 
 def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT,
-             floor: Any = 0.0, options: Any = None, tss: Any = None,
-             pooled: int = POOLED_DF) -> Simulated:
+             floor: Any = 0.0, options: Any = None, tss: Any = None) -> Simulated:
     """The live rule (Holm over the family, the paired repeated interval at each look,
     `within`, `more_blocks`) on block log ratios d[run, comparison, block] (`floor`: their
     resolution floor, run × comparison, as `contrasts` gives it; `options` their ratios under
     every arrangement, run × comparison × block × arrangement: the randomisation check;
-    `tss` the blocks' sums of squares, run × comparison × block: the pooled spread, `pooled`
-    degrees of freedom a block beyond one),
+    `tss` the blocks' sums of squares, run × comparison × block: the pooled spread),
     vectorised over runs: what Verdicts says live, for the statistics bench and the tests."""
     d = np.asarray(d, dtype=float)
     runs, k = d.shape[0], d.shape[1]
-    mean, se, df, looks = cumulative(d, floor, tss, pooled)
+    mean, se, df, looks = cumulative(d, floor, tss)
     designs = [family.design(r) for r in range(k)]
     half = np.stack([half_width(g, se, df, looks) for g in designs])  # levels × runs × K × L
     crossed = np.abs(mean)[None] > half
     if options is not None:
-        crossed &= _randomised(crossed, d, options, floor, tss, designs, looks, pooled)
+        crossed &= _randomised(crossed, d, options, floor, tss, designs, looks)
     decided = np.zeros((runs, k), dtype=np.int64)
     estimate = np.full((runs, k), np.nan)
     inside = np.zeros(mean.shape, dtype=bool)
@@ -675,13 +665,13 @@ def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT,
         for r in np.unique(level):
             rows = level == r
             got = more_blocks(designs[r], se[rows, :, li] * math.sqrt(n), n, min_effect,
-                              mean[rows, :, li], pooled if tss is not None else 0)
+                              mean[rows, :, li], tss is not None)
             more[rows, :, li] = np.where(open_[rows] & ~inside[rows, :, li], got, -1)
     return Simulated(decided, estimate, inside, more, looks)
 
 
 def _randomised(crossed: Any, d: Any, options: Any, floor: Any, tss: Any,
-                designs: Sequence[Design], looks: Any, pooled: int = POOLED_DF) -> Any:
+                designs: Sequence[Design], looks: Any) -> Any:
     """Where the t crosses (levels × runs × K × looks), whether the randomisation p at that
     look is at most the level's nominal one: computed only where some level crosses."""
     ok = np.ones(crossed.shape, dtype=bool)
@@ -693,7 +683,7 @@ def _randomised(crossed: Any, d: Any, options: Any, floor: Any, tss: Any,
         if run.size == 0:
             continue
         p = randomisation_p(first[run, k, :n], floor[run, k],
-                            None if tss is None else tss[run, k, :n], pooled)
+                            None if tss is None else tss[run, k, :n])
         for lv, g in enumerate(designs):
             ok[lv, run, k, li] = p <= g.nominal(n)
     return ok

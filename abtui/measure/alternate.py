@@ -306,7 +306,8 @@ class Stretches:
 
 @dataclass(slots=True)
 class Verdicts:
-    """The live verdict of each value against the base on each pair, from complete blocks
+    """The live verdict of each value against the base on each pair (a crossover: on its two
+    pairs as one, `A+B`, each pair in its own order: `orders`), from complete blocks
     (abtui.reports.sequential: the paired rule, Holm over the family); a comparison that
     turned significant keeps that verdict (the rule stopped for it there)."""
 

@@ -138,8 +138,9 @@ class Uname:
     release), the host ran it between the two wall-clock times; a host that does not answer
     (booting) is skipped."""
 
-    def __init__(self, lab: Lab, folder: Path) -> None:
+    def __init__(self, lab: Lab, folder: Path, pairs: int = 1) -> None:
         self.lab = lab
+        self.pairs = pairs
         self.mux = ["-o", "ControlMaster=auto", "-o", f"ControlPath={folder}/%h.mux",
                     "-o", "ControlPersist=120", "-o", "ServerAliveInterval=5",
                     "-o", "ServerAliveCountMax=3"]
@@ -154,13 +155,13 @@ class Uname:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        for h in self.lab.hosts(1):
+        for h in self.lab.hosts(self.pairs):
             subprocess.run(["ssh", "-F", str(self.lab.ssh_config), *self.mux, "-O", "exit",
                             h.alias], capture_output=True, timeout=30)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            for h in self.lab.hosts(1):
+            for h in self.lab.hosts(self.pairs):
                 t0 = time.time()
                 try:
                     proc = subprocess.run(

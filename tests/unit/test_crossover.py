@@ -140,7 +140,7 @@ async def _run(v: Verdicts, every: float = 0.0) -> list[dict[str, str]]:
 
 
 async def test_drive_switches_both_pairs_in_one_call_each_to_its_own_value() -> None:
-    v = _crossover(lambda *_: 1e9)
+    v = _crossover(lambda *_: 1e9, max_runs=4)
     calls = await _run(v)
     assert calls and all(set(c) == {"P", "Q"} and c["P"] != c["Q"] for c in calls)
     changes = [v.values_at(i) for i in range(1, v.stretches.closed)
@@ -320,3 +320,17 @@ async def test_the_engine_sets_each_pair_its_own_value_in_one_change() -> None:
     assert engine.phases["P"].config == {"rmem": BIG}
     assert engine.phases["Q"].config == {"rmem": BIG}
     assert engine.phases["Q"].pending is None
+
+
+def test_a_phase_that_measured_nothing_takes_the_change_and_starts_after_it() -> None:
+    """A change before the pair's run started (a restart under load outlasting a stretch):
+    the phase takes the new value and starts when the change is done, so it never spans a
+    time its pair ran the other value (before, it kept its old start)."""
+    from abtui.measure.phases import PairPhases
+
+    ph = PairPhases("P", config={"rmem": BIG}, start=10.0)
+    assert ph.commit_change(20.0, 20.5, {"rmem": SMALL}) is None
+    assert ph.config == {"rmem": SMALL} and ph.start == 20.5 and ph.phase == 0
+    ph.measured = True
+    closed = ph.commit_change(30.0, 30.4, {"rmem": BIG})
+    assert closed is not None and (closed.payload.start, closed.payload.end) == (20.5, 30.0)

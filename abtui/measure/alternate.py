@@ -18,6 +18,15 @@ not omitted, begun after it opened) make its value, bits ÷ seconds, as every se
 (abtui.reports.throughput). A stretch that moved nothing counts against its value
 (Stretches); one cut short by a stop, or whose pair lost a host's link, is left out.
 
+The design (`--design`): `blocks` sets one value on every pair at once, each pair judged on
+its own (Holm over the pairs); `crossover` takes exactly two pairs and two values: the first
+pair runs the drawn order and the second its mirror (the other value in every stretch), so at
+every boundary both pairs switch together, each to another value (one call to the engine,
+`set_values`: a kernel switch boots both pairs' hosts in parallel). One verdict is judged on
+the mean of the two pairs' block log ratios (sequential.crossed): neither a pair's hardware
+nor a disturbance shared in time (on one value of one pair and the other of the other at once)
+is taken for the value.
+
 `Stretches` and `Verdicts` are plain subscribers (the console uses them too); `drive` is the
 headless loop that flips on a clock and stops by the rule, a time limit or the maximum.
 """
@@ -36,7 +45,8 @@ from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
 from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, RunEnd
-from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
+from abtui.core.model import BUILD_KINDS, DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
+from abtui.measure.boots import boot_spread
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
 from abtui.reports.sequential import (
@@ -48,6 +58,7 @@ from abtui.reports.sequential import (
     Family,
     assess,
     contrasts,
+    crossed,
 )
 from abtui.reports.throughput import Segment, counted
 
@@ -65,6 +76,27 @@ class Alternation:
     # seconds dropped at every boundary after the host confirmed the value (changed or not),
     # before the next stretch's clock starts: a restarted run's set-up and ramp fall in it
     window: float = 0.0
+    design: str = "blocks"  # DESIGNS: one value on every pair, or crossed over two pairs
+
+
+# `--design`: every pair the same value at once (each judged alone), or two pairs crossed over
+DESIGNS = ("blocks", "crossover")
+CROSSOVER = "crossover"
+
+
+def check_design(design: str, values: Sequence[str], pairs: Sequence[str]) -> None:
+    """BadInput unless `design` can run these values on these pairs: a crossover takes two
+    values on exactly two pairs."""
+    if design not in DESIGNS:
+        raise BadInput(f"--design {design}: not a design; expected one of {', '.join(DESIGNS)}")
+    if design != CROSSOVER:
+        return
+    if len(values) != 2:
+        raise BadInput(f"--design crossover: two values are crossed over two pairs, "
+                       f"not {len(values)} ({', '.join(values)})")
+    if len(pairs) != 2:
+        raise BadInput(f"--design crossover: the knob's pairs must be exactly two, not "
+                       f"{len(pairs)} ({', '.join(pairs) or 'none'})")
 
 
 def parse_alternate(text: str, profile: Profile) -> tuple[str, tuple[str, ...]]:
@@ -121,6 +153,24 @@ def schedule(values: Sequence[str], blocks: int, seed: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+def mirror(order: Sequence[str], values: Sequence[str]) -> tuple[str, ...]:
+    """Two values' order with the other value in every stretch (a crossover's second pair):
+    a balanced order's mirror is another balanced order (AABB ↔ BBAA, ABAB ↔ BABA, ABBA ↔
+    BAAB)."""
+    a, b = values
+    return tuple(b if v == a else a for v in order)
+
+
+def pair_orders(design: str, order: Sequence[str], values: Sequence[str],
+                pairs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each pair's schedule: the drawn `order` on every pair (blocks); a crossover's first
+    pair the order, the second its mirror."""
+    if design == CROSSOVER:
+        first, second = pairs
+        return {first: tuple(order), second: mirror(order, values)}
+    return {p: tuple(order) for p in pairs}
+
+
 def positions(order: Sequence[str], values: Sequence[str]) -> list[list[tuple[int, ...]]]:
     """Per complete block of the schedule, the indices of each value's stretches (in
     `values`' order): the stretches a block's log ratio compares."""
@@ -138,10 +188,17 @@ def new_seed() -> int:
     return random.SystemRandom().randrange(2**31)
 
 
-def order_line(knob: str, seed: int, values: Sequence[str]) -> str:
-    """The line (and session mark) that records the schedule's seed."""
+def order_line(knob: str, seed: int, values: Sequence[str], design: str = "blocks",
+               pairs: Sequence[str] = ()) -> str:
+    """The line (and session mark) that records the schedule's seed (and a crossover's
+    pairs: which one ran the mirror)."""
     kind = "four stretches in one of the six balanced orders of two values" \
         if len(values) == 2 else "a random permutation"
+    if design == CROSSOVER:
+        first, second = pairs
+        return f"alternation order: {knob} crossed over {first} and {second}: {first} in " \
+               f"blocks of {kind}, {second} the mirror (the other value in every stretch), " \
+               f"seed {seed} (replay: --seed {seed} --design crossover)"
     return f"alternation order: {knob} in blocks of {kind}, seed {seed} (replay: --seed {seed})"
 
 
@@ -174,7 +231,7 @@ class Stretches:
     empty: dict[str, set[int]] = field(default_factory=dict)  # pair -> nothing counted
     closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
     index: int | None = None  # the stretch in force
-    value: str | None = None
+    held: dict[str, str] = field(default_factory=dict)  # pair -> its value in that stretch
     opened: float = -math.inf  # when the stretch in force opened (the events' clock)
     latest: float = -math.inf  # the latest event's time
     _open: dict[str, Segment] = field(default_factory=dict)
@@ -187,11 +244,12 @@ class Stretches:
         self.lost = {p: set() for p in self.pairs}
         self.empty = {p: set() for p in self.pairs}
 
-    def begin(self, index: int, value: str) -> None:
-        """Stretch `index` (holding `value`) starts now; the one in force ends at its full
-        time (a boundary)."""
+    def begin(self, index: int, value: str | Mapping[str, str]) -> None:
+        """Stretch `index` (holding `value` on every pair, or each pair's value: a
+        crossover's) starts now; the one in force ends at its full time (a boundary)."""
         self.close(full=True)
-        self.index, self.value, self.opened = index, value, self.latest
+        self.held = dict.fromkeys(self.pairs, value) if isinstance(value, str) else dict(value)
+        self.index, self.opened = index, self.latest
 
     def close(self, full: bool = False) -> None:
         """The stretch in force ends: held its full time (`full`, a boundary) or cut short
@@ -200,7 +258,8 @@ class Stretches:
             return
         for pair in self.pairs:
             seg = self._open.get(pair, Segment())
-            if pair in self._down or self.value not in self.samples[pair]:
+            value = self.held.get(pair)
+            if pair in self._down or value is None or value not in self.samples[pair]:
                 self.lost[pair].add(self.index)
                 continue
             if not full and (seg.seconds < self.min_seconds or not seg.seconds):
@@ -210,12 +269,13 @@ class Stretches:
                 continue
             over = max(seg.seconds, self.min_seconds) if full else seg.seconds
             rate = seg.bits / over if over > 0 else 0.0  # full and nothing counted: dead
-            self.samples[pair][self.value].append(rate)
+            self.samples[pair][value].append(rate)
             self.taken[pair][self.index] = rate
         self.closed = max(self.closed, self.index + 1)
         self._open.clear()
         self._down.clear()
-        self.index = self.value = None
+        self.index = None
+        self.held = {}
 
     def __call__(self, event: AnyEvent) -> None:
         self.latest = max(self.latest, event.t)
@@ -246,7 +306,8 @@ class Stretches:
 
 @dataclass(slots=True)
 class Verdicts:
-    """The live verdict of each value against the base on each pair, from complete blocks
+    """The live verdict of each value against the base on each pair (a crossover: on its two
+    pairs as one, `A+B`, each pair in its own order: `orders`), from complete blocks
     (abtui.reports.sequential: the paired rule, Holm over the family); a comparison that
     turned significant keeps that verdict (the rule stopped for it there)."""
 
@@ -255,12 +316,35 @@ class Verdicts:
     seed: int
     family: Family
     min_effect: float = DEFAULT_MIN_EFFECT
+    design: str = "blocks"  # DESIGNS
+    builds: bool = False  # a build knob: a boot per run of one value (the table says boots)
     decided: dict[tuple[str, str], Assessment] = field(default_factory=dict)
     _said: dict[tuple[str, str], int] = field(default_factory=dict)
+    orders: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pair -> its schedule
+
+    def __post_init__(self) -> None:
+        self.orders = pair_orders(self.design, self.order, self.stretches.values,
+                                  self.stretches.pairs)
+
+    def values_at(self, index: int) -> dict[str, str]:
+        """Each pair's value in stretch `index` of the schedule."""
+        return {p: order[index] for p, order in self.orders.items()}
+
+    @property
+    def units(self) -> list[tuple[str, tuple[str, ...]]]:
+        """What is judged, with its pairs: each pair alone; a crossover's two pairs as one
+        (named `A+B`)."""
+        pairs = self.stretches.pairs
+        if self.design == CROSSOVER:
+            return [("+".join(pairs), tuple(pairs))]
+        return [(p, (p,)) for p in pairs]
+
+    def _pairs(self, unit: str) -> tuple[str, ...]:
+        return dict(self.units)[unit]
 
     @property
     def keys(self) -> list[tuple[str, str]]:
-        return [(p, v) for p in self.stretches.pairs for v in self.stretches.values[1:]]
+        return [(u, v) for u, _ in self.units for v in self.stretches.values[1:]]
 
     @property
     def block(self) -> int:
@@ -270,42 +354,50 @@ class Verdicts:
         """Complete blocks so far."""
         return self.stretches.closed // self.block
 
-    def _blocks_of(self, pair: str) -> tuple[list[list[tuple[int, ...]]], list[float]]:
-        """The complete blocks whose every stretch has a sample on `pair`, and the rates of
-        the schedule's stretches so far (nan: none)."""
-        taken = self.stretches.taken[pair]
-        rates = [taken.get(i, math.nan) for i in range(self.stretches.closed)]
-        pos = [b for b in positions(self.order, self.stretches.values)[:self.blocks()]
-               if all(i in taken for at in b for i in at)]
-        return pos, rates
+    def _complete(self, pairs: Sequence[str]) -> list[int]:
+        """The complete blocks whose every stretch has a sample on each of `pairs`."""
+        size = self.block
+        return [b for b in range(self.blocks())
+                if all(i in self.stretches.taken[p] for p in pairs
+                       for i in range(b * size, (b + 1) * size))]
 
-    def ratios(self, pair: str, value: str) -> list[float]:
-        """Per complete block with every stretch on `pair`: the mean ln rate of `value`'s
-        stretches less the base's (a stretch that moved nothing counted, at
-        sequential.DEAD_SHARE)."""
-        got = self._contrast(pair, value)
+    def ratios(self, unit: str, value: str) -> list[float]:
+        """Per complete block with every stretch on the unit's pairs: the mean ln rate of
+        `value`'s stretches less the base's (a stretch that moved nothing counted, at
+        sequential.DEAD_SHARE); a crossover's, the mean of its two pairs'."""
+        got = self._contrast(unit, value)
         return [] if got is None else [float(x) for x in got.d]
 
-    def _contrast(self, pair: str, value: str) -> Contrasts | None:
-        """The complete blocks' log ratios of `value` against the base on `pair` (None
-        before any)."""
-        pos, rates = self._blocks_of(pair)
-        if not pos:
+    def _contrast(self, unit: str, value: str) -> Contrasts | None:
+        """The complete blocks' log ratios of `value` against the base on the unit (None
+        before any): a pair's own, or a crossover's from its two pairs' (crossed)."""
+        pairs = self._pairs(unit)
+        blocks = self._complete(pairs)
+        if not blocks:
             return None
         k = self.stretches.values.index(value)
-        got = contrasts(rates, [[b[0], b[k]] for b in pos])
+        rates, pos = [], []
+        for pair in pairs:
+            taken = self.stretches.taken[pair]
+            rates.append([taken.get(i, math.nan) for i in range(self.stretches.closed)])
+            at = positions(self.orders[pair], self.stretches.values)
+            pos.append([[at[b][0], at[b][k]] for b in blocks])
+        got = crossed(rates[0], rates[1], pos[0], pos[1]) if len(pairs) == 2 \
+            else contrasts(rates[0], pos[0])
         return Contrasts(got.d[0], float(got.floor[0]), got.options[0],
                          None if got.tss is None else got.tss[0])
 
-    def dead(self, pair: str, value: str) -> tuple[int, int]:
-        """Stretches of `value` on `pair` that moved nothing, and all its stretches."""
-        got = [r for i, r in self.stretches.taken[pair].items() if self.order[i] == value]
+    def dead(self, unit: str, value: str) -> tuple[int, int]:
+        """Stretches of `value` on the unit's pairs that moved nothing, and all its
+        stretches."""
+        got = [r for p in self._pairs(unit) for i, r in self.stretches.taken[p].items()
+               if self.orders[p][i] == value]
         return sum(r <= 0 for r in got), len(got)
 
     def assess(self, key: tuple[str, str], rejected: int) -> Assessment:
-        pair, value = key
-        got = self._contrast(pair, value)
-        dead = self.dead(pair, value)[0] + self.dead(pair, self.stretches.values[0])[0]
+        unit, value = key
+        got = self._contrast(unit, value)
+        dead = self.dead(unit, value)[0] + self.dead(unit, self.stretches.values[0])[0]
         if got is None:
             return assess([], self.family.design(rejected), self.min_effect, dead=dead)
         return assess(got.d, self.family.design(rejected), self.min_effect, got.floor, dead,
@@ -348,7 +440,9 @@ class Verdicts:
         base = self.stretches.values[0]
         dead = [f"{v} moved nothing in {k} of {n} stretches"
                 for v in (value, base) for k, n in [self.dead(pair, v)] if k]
-        lost, empty = len(self.stretches.lost[pair]), len(self.stretches.empty[pair])
+        pairs = self._pairs(pair)
+        lost = sum(len(self.stretches.lost[p]) for p in pairs)
+        empty = sum(len(self.stretches.empty[p]) for p in pairs)
         notes = [*dead, *([f"{lost} stretch{'es' if lost != 1 else ''} left out: a host's "
                            f"link was lost"] if lost else []),
                  *([f"{empty} stretch{'es' if empty != 1 else ''} left out: no interval "
@@ -361,18 +455,28 @@ class Verdicts:
 
     def table(self) -> list[dict[str, object]]:
         """The verdicts as rows (pair, values compared, Δgeo with its interval, verdict,
-        blocks, seed): for a report's table of the alternation."""
+        blocks, seed, the design): for a report's table of the alternation. A build knob's
+        rows add the boots of each value and the boot-to-boot spread beside the within-boot
+        spread (abtui.measure.boots)."""
         rows: list[dict[str, object]] = []
+        base = self.stretches.values[0]
         for (pair, value), got in self.current().items():
             d = got.delta
             verdict = "significant" if got.significant else "no difference" if got.within \
                 else "undecided"
-            rows.append({"pair": pair, "knob": self.stretches.knob, "value": value,
-                         "base": self.stretches.values[0], "delta": DELTA_LABEL,
-                         "pct": d.pct if d else None, "low": d.low if d else None,
-                         "high": d.high if d else None, "verdict": verdict,
-                         "blocks": got.n, "dead": self.dead(pair, value)[0],
-                         "seed": self.seed})
+            row: dict[str, object] = {
+                "pair": pair, "knob": self.stretches.knob, "value": value, "base": base,
+                "delta": DELTA_LABEL, "pct": d.pct if d else None,
+                "low": d.low if d else None, "high": d.high if d else None,
+                "verdict": verdict, "blocks": got.n, "dead": self.dead(pair, value)[0],
+                "seed": self.seed, "design": self.design}
+            if self.builds:
+                spread = boot_spread([(self.stretches.taken[p], self.orders[p])
+                                      for p in self._pairs(pair)], self.stretches.closed)
+                row |= {"boots": spread.boots.get(value, 0),
+                        "base_boots": spread.boots.get(base, 0),
+                        "boot_sd": spread.between, "within_sd": spread.within}
+            rows.append(row)
         return rows
 
     def family_line(self) -> str:
@@ -398,15 +502,17 @@ def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = N
     knob = profile.knob(alt.knob)
     chosen = [p for p in profile.pairs if not knob.pairs or p.label in knob.pairs]
     pairs = tuple(p.label for p in chosen)
+    check_design(alt.design, alt.values, pairs)
     stretches = Stretches(alt.knob, alt.values, pairs,
                           min_seconds=(alt.every or stretch_s or 0.0) / 2,
                           hosts={p.label: (p.sender, p.receiver) for p in chosen})
     seed = alt.seed if alt.seed is not None else new_seed()
     blocks = max_blocks(alt.values, alt.max_runs)
-    family = Family(len(pairs) * (len(alt.values) - 1), blocks,
+    units = 1 if alt.design == CROSSOVER else len(pairs)
+    family = Family(units * (len(alt.values) - 1), blocks,
                     arrangements=arrangements(alt.values))
     return Verdicts(stretches, schedule(alt.values, blocks, seed), seed, family,
-                    profile.min_effect)
+                    profile.min_effect, alt.design, knob.kind in BUILD_KINDS)
 
 
 def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
@@ -414,7 +520,8 @@ def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
     return [PlanStep(i, {knob: value}, i // block + 1) for i, value in enumerate(order)]
 
 
-async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdicts: Verdicts,
+async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alternation,
+                verdicts: Verdicts,
                 say: Callable[[str], None], duration: float | None = None,
                 stop: asyncio.Event | None = None,
                 boundary: Callable[[], None] | None = None) -> str:
@@ -422,7 +529,9 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
     whether the value changes or not, so that a stretch's timing never depends on the drawn
     order: the stretch in force closes; the verdicts that have a new look (a complete block)
     are said and `boundary` is called (the blocks counted change even when no verdict has a
-    new look); the knob is set when the value changes (awaited: the host confirms it; a
+    new look); the knob is set when a pair's value changes, every pair's value of the
+    schedule in one call (`set_values(knob, {pair: value})`: a crossover's two pairs switch
+    together, each to its own value), awaited (the host confirms it; a
     flip that takes a boot delays the next stretch, never lengthens it), and a boundary that
     keeps the value pauses as long as one of the flips so far, drawn (seeded by the
     schedule's seed), so that the time between stretches has one distribution whatever the
@@ -437,7 +546,7 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
     assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
     loop = asyncio.get_running_loop()
     start = loop.time()
-    order, stretches = verdicts.order, verdicts.stretches
+    stretches = verdicts.stretches
     stop = stop or asyncio.Event()
     flips: list[float] = []  # how long each flip took
     pad = random.Random(verdicts.seed)
@@ -446,7 +555,7 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
         if await _stopped_within(stop, alt.window):
             return "stopped"
         i += 1
-        stretches.begin(i, order[i])
+        stretches.begin(i, verdicts.values_at(i))
     while True:
         left = None if duration is None else duration - (loop.time() - start)
         if left is not None and left <= alt.every / 2:
@@ -465,9 +574,9 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
         if verdicts.at_maximum:
             return "max-runs"
         i += 1
-        if order[i] != order[i - 1]:
+        if (now := verdicts.values_at(i)) != verdicts.values_at(i - 1):
             began = loop.time()
-            result = set_knob(alt.knob, order[i])
+            result = set_values(alt.knob, now)
             if asyncio.iscoroutine(result):
                 await result
             flips.append(loop.time() - began)
@@ -476,7 +585,7 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
             pause = pad.choice(flips) if flips else 0.0
         if await _stopped_within(stop, pause + alt.window):
             return "stopped"
-        stretches.begin(i, order[i])
+        stretches.begin(i, now)
 
 
 async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
@@ -585,8 +694,8 @@ class LiveAlternation:
         clock. A `stop` while the first value is being set ends it as soon as that is set."""
         self._active = self._starting = True
         try:
-            first = self.verdicts.order[0]
-            await self._flip(self.alt.knob, first)  # stretch 0 opens in drive, after the window
+            # stretch 0 opens in drive, after the window
+            await self._flip(self.alt.knob, self.verdicts.values_at(0))
             self._began = asyncio.get_running_loop().time()
             await self.controller.mark(order_line(self.alt.knob, self.verdicts.seed,
                                                   self.alt.values))
@@ -597,7 +706,10 @@ class LiveAlternation:
         finally:
             self._starting = False
 
-    async def _flip(self, knob: str, value: str) -> None:
+    async def _flip(self, knob: str, values: Mapping[str, str]) -> None:
+        """The schedule's values set: the console alternates in blocks (one value on every
+        pair the knob touches)."""
+        (value,) = set(values.values())
         self.flipping = value
         try:
             await self.controller.set_knob(knob, value)

@@ -184,6 +184,11 @@ class Engine:
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
         await self.knobs.set_knob(knob, value, pairs)
 
+    async def set_values(self, knob: str, values: Mapping[str, str]) -> None:
+        """Each pair its own value of `knob`, in one change (KnobChanger.set_values: a
+        crossover's boundary)."""
+        await self.knobs.set_values(knob, values)
+
     @property
     def plan_run_seconds(self) -> int:
         """How long each run of a plan lasts."""

@@ -148,17 +148,26 @@ class KnobChanger:
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
         """Set `knob` to `value` on the pairs (the knob's own, or all); KnobRefused leaves
         every pair as it was. Never at once with a reconnected host's re-apply."""
-        async with self.changing:
-            await self._set_knob(knob, value, pairs)
-
-    async def _set_knob(self, knob: str, value: str, pairs: Sequence[str] | None) -> None:
         k = self.knob(knob)
         labels = list(pairs) if pairs else (list(k.pairs) or list(self._book.phases))
-        unknown = [label for label in labels if label not in self._book.phases]
+        await self.set_values(knob, dict.fromkeys(labels, value))
+
+    async def set_values(self, knob: str, values: Mapping[str, str]) -> None:
+        """Set `knob` on each pair to its own value, in one change (a crossover's boundary:
+        both pairs switch together, each to another value; a build switch holds and boots
+        every pair's hosts at once). A pair whose value is refused stays as it was (its
+        phase goes on); the others take theirs; KnobRefused names the first refusal."""
+        async with self.changing:
+            await self._set_values(self.knob(knob), values)
+
+    async def _set_values(self, k: Knob, values: Mapping[str, str]) -> None:
+        knob = k.name
+        unknown = [label for label in values if label not in self._book.phases]
         if unknown:
             raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
         # a pair whose hosts have the value already is not changed: no new phase for it
-        labels = [label for label in labels if self._book.phases[label].config.get(k.name) != value]
+        wanted = {x: v for x, v in values.items() if self._book.phases[x].config.get(k.name) != v}
+        labels = list(wanted)
         if not labels:
             return
         begin = now()
@@ -167,34 +176,48 @@ class KnobChanger:
         # a setting only new connections see: the pairs' runs end (continuous: `_follow`
         # starts the next; a plan's step: `_stream` measures it again)
         restarts = k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3, *BUILD_KINDS)
-        retired = [r for x in labels if restarts and (r := self._runs.running(x)) is not None]
-        for run in retired:  # its connection keeps the old setting: counted nowhere after
+        retired = {x: r for x in labels if restarts and (r := self._runs.running(x)) is not None}
+        for run in retired.values():  # its connection keeps the old setting: counted nowhere
             run.retired_at = begin
         if restarts:
             self._book.settings_changed(labels)
         paused = await self._pause(k, labels, begin)
-        try:
-            targets = await self._apply(k, value, labels)
-        except KnobRefused:
-            for label in labels:
-                self._book.phases[label].abort_change()
-            for run in retired:
-                run.retired_at = None
-            raise
+        groups: dict[str, list[str]] = {}
+        for label, value in wanted.items():
+            groups.setdefault(value, []).append(label)
+        try:  # each value on its pairs, at once
+            got = await asyncio.gather(*(self._apply(k, v, xs) for v, xs in groups.items()),
+                                       return_exceptions=True)
         finally:
             if restarts:
                 self._book.settings_changed(labels)
             if paused and self.pauses is not None:  # what the switch reset: re-applied
                 self.pauses.recheck(paused)
-        end = now()
-        for label in labels:
-            closed = self._book.phases[label].commit_change(begin, end, {knob: value})
-            if closed is not None:
-                self._emit(closed)
-            # a run goes on into it
-            self._book.phases[label].measured = self._runs.running(label) is not None
-        if restarts or targets:
-            await self._runs.restart(labels, begin)
+        refused = [e for e in got if isinstance(e, BaseException)]
+        if any(not isinstance(e, KnobRefused) for e in refused):
+            raise next(e for e in refused if not isinstance(e, KnobRefused))
+        done: list[str] = []
+        targets: dict[str, str] = {}
+        for (value, xs), result in zip(groups.items(), got, strict=True):
+            if isinstance(result, BaseException):
+                for label in xs:
+                    self._book.phases[label].abort_change()
+                    if label in retired:
+                        retired[label].retired_at = None
+                continue
+            targets |= result
+            done += xs
+            end = now()
+            for label in xs:
+                closed = self._book.phases[label].commit_change(begin, end, {knob: value})
+                if closed is not None:
+                    self._emit(closed)
+                # a run goes on into it
+                self._book.phases[label].measured = self._runs.running(label) is not None
+        if done and (restarts or targets):
+            await self._runs.restart(done, begin)
+        if refused:
+            raise refused[0]
 
     async def _pause(self, k: Knob, labels: Sequence[str], begin: float) -> list[str]:
         """A build switch: the pairs' hosts held (no run starts there until they are read

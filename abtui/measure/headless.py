@@ -249,21 +249,23 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
-    first = verdicts.order[0]
-    await engine.set_knob(alt.knob, first)
+    await engine.set_values(alt.knob, verdicts.values_at(0))
     loop = asyncio.get_running_loop()
     began = loop.time()
     every = f"every {alt.every:g} s" if alt.every else \
         f"one {engine.plan_run_seconds} s run per value"
-    say(f"alternating {alt.knob} between {' / '.join(alt.values)}, {every}, at most "
+    crossed = f", crossed over {' and '.join(verdicts.stretches.pairs)}" \
+        if alt.design == "crossover" else ""
+    say(f"alternating {alt.knob} between {' / '.join(alt.values)}{crossed}, {every}, at most "
         f"{verdicts.family.max_runs} blocks; smallest effect of interest "
         f"{verdicts.min_effect:g}%")
-    seeded = order_line(alt.knob, verdicts.seed, alt.values)
+    seeded = order_line(alt.knob, verdicts.seed, alt.values, alt.design,
+                        verdicts.stretches.pairs)
     say(seeded)
     await engine.mark(seeded)
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
-        why = await drive(engine.set_knob, replace(alt, window=change_window(profile, alt.every)),
+        why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),
                           verdicts, say, duration)
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)

@@ -46,9 +46,12 @@ class PairPhases:
                       updates: dict[str, str]) -> AnyEvent | None:
         """Close the current phase and open the next; returns the PHASE event of the old one.
 
-        A phase in which nothing was measured is not closed: the change becomes part of it."""
+        A phase in which nothing was measured is not closed: the change becomes part of it,
+        and it starts again when the change is done (its configuration holds from then on,
+        not before: a phase never spans a time its pair ran another value)."""
         if not self.measured:
             self.config = {**self.config, **updates}
+            self.start = max(self.start, end)
             self.pending = None
             return None
         self.measured = False

@@ -6,6 +6,11 @@ the alternation's end mark (`events.Mark.verdicts`); the reports copy them and n
 them again, so the table says exactly what the run said. Its Δ is the live rule's, named by
 the row (`Δgeo`: the ratio of geometric means, paired by block), not the cells' Δ of plain
 means. A session with several alternations shows the last one's.
+
+Each row names its design (`blocks`: every pair the same value, each pair judged alone;
+`crossover`: two pairs in mirrored orders judged as one, its pair `A+B`; rows recorded before
+abtui had designs ran blocks). A build knob's rows (kernel, module) also give each value's
+boots and the boot-to-boot spread beside the within-boot spread (abtui.measure.boots).
 """
 
 from __future__ import annotations
@@ -23,8 +28,15 @@ from abtui.sessions.session import Session
 COLUMNS = (("pair", "pair"), ("knob", "knob"), ("value", "value"), ("base", "vs"),
            ("delta", "Δ of"), ("pct", "Δ %"), ("low", "low %"), ("high", "high %"),
            ("verdict", "verdict"), ("blocks", "blocks"), ("dead", "dead stretches"),
-           ("seed", "seed"))
+           ("seed", "seed"), ("design", "design"), ("boots", "boots"),
+           ("base_boots", "base boots"), ("boot_sd", "boot-to-boot sd %"),
+           ("within_sd", "within-boot sd %"))
 DEFAULT_DELTA = "Δgeo"  # the live rule's Δ when a row does not name it
+DEFAULT_DESIGN = "blocks"  # the only design before rows named theirs
+
+
+def _design(row: Mapping[str, Any]) -> str:
+    return str(row.get("design") or DEFAULT_DESIGN)
 
 
 def verdicts(session: Session) -> list[dict[str, Any]]:
@@ -33,7 +45,7 @@ def verdicts(session: Session) -> list[dict[str, Any]]:
     for mark in reversed(session.marks):
         rows = mark.get("verdicts")
         if isinstance(rows, list) and rows:
-            return [dict(r) for r in rows if isinstance(r, Mapping)]
+            return [{**r, "design": _design(r)} for r in rows if isinstance(r, Mapping)]
     return []
 
 
@@ -57,16 +69,30 @@ def _delta_cell(row: Mapping[str, Any]) -> str:
     return text
 
 
+def _spread(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "—"
+
+
+def _boots(row: Mapping[str, Any]) -> list[str]:
+    """A build knob's cells: boots of the value / of the base, the two spreads."""
+    return [f"{_text(row.get('boots'))} / {_text(row.get('base_boots'))}",
+            _spread(row.get("boot_sd")), _spread(row.get("within_sd"))]
+
+
 def table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """The rows as a table's header and cells (Markdown and HTML alike); a column of dead
-    stretches only when some comparison had one."""
+    stretches only when some comparison had one, a build knob's boots and spreads only when
+    its rows have them."""
     dead = any(r.get("dead") for r in rows)
-    header = ["pair", "compared", "Δ [95 % interval]", "verdict", "blocks",
-              *(["dead stretches"] if dead else []), "seed"]
-    body = [[_text(r.get("pair")), f"{r.get('knob', '?')}={r.get('value', '?')} vs "
-             f"{r.get('base', '?')}", _delta_cell(r), _text(r.get("verdict")),
+    boots = any(r.get("boots") is not None for r in rows)
+    header = ["pair", "design", "compared", "Δ [95 % interval]", "verdict", "blocks",
+              *(["dead stretches"] if dead else []),
+              *(["boots (value / base)", "boot-to-boot sd %", "within-boot sd %"]
+                if boots else []), "seed"]
+    body = [[_text(r.get("pair")), _design(r), f"{r.get('knob', '?')}={r.get('value', '?')} "
+             f"vs {r.get('base', '?')}", _delta_cell(r), _text(r.get("verdict")),
              _text(r.get("blocks")), *([_text(r.get("dead"))] if dead else []),
-             _text(r.get("seed"))] for r in rows]
+             *(_boots(r) if boots else []), _text(r.get("seed"))] for r in rows]
     return header, body
 
 
@@ -78,7 +104,10 @@ def markdown(session: Session) -> list[str]:
     return ["## Alternation verdict", "", md_table(*table(rows)), "",
             f"Δ: the live rule's ({rows[0].get('delta') or DEFAULT_DELTA}: the ratio of "
             "geometric means of each value's stretches, paired by block), as the run said "
-            "it; replay the order with `--seed`.", ""]
+            "it; replay the order with `--seed`."
+            + (" Crossover: the two pairs ran mirrored orders (the other value in every "
+               "stretch) and the Δ is the mean of their block log ratios."
+               if any(_design(r) == "crossover" for r in rows) else ""), ""]
 
 
 def to_csv(session: Session) -> str:

@@ -378,6 +378,25 @@ class Contrasts(NamedTuple):
     tss: Any
 
 
+def crossed(first: Any, second: Any, pos: Any, second_pos: Any) -> Contrasts:
+    """A crossover's contrasts (blocks of four, two values): stretch rates of its two pairs
+    (…, stretches), the second having run the mirror of the first's order (the other value
+    in every stretch; `pos` and `second_pos` as `contrasts` takes them). Each stretch's
+    half log ratio of the first pair to the second, ½ (ln r₁ − ln r₂), a dead stretch taken
+    as `log_rates` takes it on its own pair, is one series in the first pair's order: its
+    block log ratio is the mean of the two pairs' (a pair's own level cancels in it, and a
+    disturbance shared in time, which hits one value of one pair and the other of the other
+    at once, cancels between them), and so does its spread within the block (the two-way
+    model's, as a pair's alone), unlike the pairs' own spreads; its arrangements are the
+    first pair's order's (the second's mirrored with it). The floor is the mean of the
+    pairs' (each ratio's printed precision)."""
+    half = (log_rates(first) - log_rates(second)) / 2
+    got = contrasts(np.exp(half), pos)
+    floor = (contrasts(first, pos).floor + contrasts(second, second_pos).floor) / 2
+    return Contrasts(got.d, floor, got.options, got.tss)
+
+
+
 def half_width(design: Design, se: Any, df: Any, n: Any) -> Any:
     """The repeated interval's half-width (log scale) at look n: Student's t at the look's
     nominal level; unbounded at a look whose level is below 2^(1 − n), the chance that all n

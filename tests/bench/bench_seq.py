@@ -18,6 +18,12 @@ boundary, block pairing and rule, vectorised; seeded):
   stretch): the median number of stretches before every comparison is significant.
 - `seq_estimate_calibration`: of the looks that said "about k more blocks", the share
   resolved (significant, or no difference of min_effect) within k more blocks.
+- `seq_crossover_false_claim_rate`: the crossover (2 pairs in mirrored orders, one verdict on
+  the mean of their block log ratios: seqsim.crossover_claims), A/A with the second pair 30 %
+  slower than the first, on the clocked scenarios (drift, periodic loads, slow flips, dead
+  stretches, 3 digits), worst scenario; `seq_crossover_power_3pct` (no budget): a true +3 % on
+  both pairs, 3 % noise a stretch, a −5 % drift and the pair effect, within 20 stretches a
+  value.
 - Without budget: `seq_power_3pct_family` (each of 2 comparisons of a 3 % difference in a
   2 × 2 alternation), `seq_early_overstatement_pct` (how much |Δ| at an early stop that
   printed the note exceeds the true 3 %, on average).
@@ -161,4 +167,48 @@ def seq_estimate_calibration() -> dict:
                     ", ".join(by_noise)}
 
 
-RECORDS = [seq_false_claim_rate, seq_power, verdict_stretches_10x, seq_estimate_calibration]
+# the crossover's null scenarios: the clocked ones, the second pair 30 % slower
+PAIR_EFFECT = -0.3
+CROSSOVER_TIMED = (
+    ss.Timed("independent 3 %", sd=0.03),
+    ss.Timed("drift -5 %", drift=-0.05),
+    *(ss.Timed(f"periodic {p} stretches", period=float(p)) for p in (2, 3, 5, 7)),
+    ss.Timed("periodic one block", period="block"),
+    ss.Timed("periodic 7, slow flips", period=7.0, flip_s=SLOW),
+    ss.Timed("drift -5 %, periodic 5, slow flips", drift=-0.05, period=5.0, flip_s=SLOW),
+    ss.Timed("dead stretches 5 %", sd=0.03, dead_p=0.05),
+    ss.Timed("3 significant digits, 0.05 % noise", sd=0.0005, quantise=True),
+)
+
+
+@measures("seq_crossover_false_claim_rate", "seq_crossover_power_3pct")
+def seq_crossover() -> list[dict]:
+    rng = np.random.default_rng(SEED + 7)
+    rates = {sc.name: float((ss.crossover_claims(rng, sc, RUNS, MAX_RUNS,
+                                                 pair_effect=PAIR_EFFECT).decided > 0).mean())
+             for sc in CROSSOVER_TIMED}
+    worst = max(rates, key=lambda k: rates[k])
+    power = {}
+    for name, sc in (("3 %", ss.Timed("3 %", sd=0.03)),
+                     ("3 %, drift -5 %", ss.Timed("3 %, drift -5 %", sd=0.03, drift=-0.05)),
+                     ("3 %, drift -5 %, periodic 5, slow flips",
+                      ss.Timed("", sd=0.03, drift=-0.05, period=5.0, flip_s=SLOW))):
+        got = ss.crossover_claims(rng, sc, RUNS, MAX_RUNS, effect=EFFECT,
+                                  pair_effect=PAIR_EFFECT)
+        hit = got.decided > 0
+        power[name] = (float(hit.mean()), float(np.median(got.decided[hit])))
+    main = power["3 %, drift -5 %"]
+    return [{"name": "seq_crossover_false_claim_rate", "value": round(rates[worst], 4),
+             "unit": "share",
+             "note": f"2 pairs crossed over, the second {-PAIR_EFFECT:.0%} slower; worst: "
+                     f"{worst}; {RUNS} runs each: " +
+                     ", ".join(f"{k} {v:.3f}" for k, v in rates.items())},
+            {"name": "seq_crossover_power_3pct", "value": round(main[0], 4), "unit": "share",
+             "note": f"true +3 % on both pairs, the second {-PAIR_EFFECT:.0%} slower, "
+                     f"{MAX_RUNS} stretches a value at most, {RUNS} runs: " +
+                     ", ".join(f"{k} noise {p:.3f} (median stop at block {b:.0f})"
+                               for k, (p, b) in power.items())}]
+
+
+RECORDS = [seq_false_claim_rate, seq_power, verdict_stretches_10x, seq_estimate_calibration,
+           seq_crossover]

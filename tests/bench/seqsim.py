@@ -268,7 +268,8 @@ def _on(a: np.ndarray, b: np.ndarray, period: float, phase: np.ndarray) -> np.nd
 
 def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
                 sc: Timed, effects: tuple[float, ...] | None = None, *, old: bool = False,
-                window: float = 0.2, pad: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                window: float = 0.2, pad: bool = True, crossover: bool = False,
+                pair_effect: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Stretch rates runs × pairs × stretches (nan: no sample) and each run's positions
     (runs × blocks × values × per), timed as drive() times the boundary: `old` as last round
     (the next stretch begun before the flip, its `every` counted from the flip's end,
@@ -276,6 +277,9 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
     sample, blocks of one stretch a value); else every boundary alike (close, flip when the
     value changes, `window` dropped, the stretch's clock from there, intervals begun in it;
     `pad`: a boundary that keeps the value waits the median time of the flips so far).
+    `crossover` (two pairs, two values): the second pair runs the mirror of the order (its
+    positions: `mirror_positions`); `pair_effect`: the second pair's hardware that much
+    slower (or faster), a log offset on every stretch.
     """
     names = tuple(str(v) for v in range(values))
     sched, posf = (old_schedule, old_positions) if old else (schedule, positions)
@@ -295,7 +299,10 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
     end = np.empty((runs, n))
     origin = rng.uniform(0, L, runs)  # the interval clock
     t = np.zeros(runs) if old else np.full(runs, window)
-    level = eff[at][:, None, :] + rng.normal(0.0, sc.sd, (runs, pairs, n))
+    ran = np.stack([at, 1 - at], 1) if crossover else at[:, None, :]  # runs × pairs × n
+    level = eff[ran] + rng.normal(0.0, sc.sd, (runs, pairs, n))
+    if pair_effect:
+        level[:, 1:] += np.log1p(pair_effect)
     if sc.drift:
         level += np.log1p(sc.drift) * np.arange(n) / max(1, n - 1)
     rates = np.zeros((runs, pairs, n))
@@ -346,6 +353,28 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
         if old:
             t = end[:, s]
     return rates, pos
+
+
+def mirror_positions(pos: np.ndarray) -> np.ndarray:
+    """A crossover's second pair's positions (runs × blocks × 2 × 2) from the first's: the
+    same stretches, the values swapped."""
+    return np.asarray(pos)[..., ::-1, :]
+
+
+def crossover_claims(rng: np.random.Generator, sc: Timed, runs: int, max_runs: int = 20,
+                     effect: float = 0.0, pair_effect: float = 0.0,
+                     check: bool = True) -> sq.Simulated:
+    """The crossover's rule (one comparison, the mean of the two pairs' block log ratios,
+    sequential.crossed) on `timed_rates` of two pairs in mirrored orders; `effect` the
+    second value's true log effect on both pairs."""
+    names = ("0", "1")
+    blocks = max_blocks(names, max_runs)
+    rates, pos = timed_rates(rng, runs, 2, 2, blocks, sc, (0.0, effect), crossover=True,
+                             pair_effect=pair_effect)
+    got = sq.crossed(rates[:, 0], rates[:, 1], pos, mirror_positions(pos))
+    family = sq.Family(1, blocks, arrangements=arrangements(names))
+    return sq.simulate(got.d, family, 1.0, floor=got.floor, options=got.options if check
+                       else None, tss=got.tss)
 
 
 def _round3(r: np.ndarray) -> np.ndarray:

@@ -42,9 +42,10 @@ KERNELS = os.environ.get("ABTUI_TEST_KERNELS",
 SEED_ABAB = 0
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list[str]]]:
-    """A lab of one VM pair booting the first build; the two builds' releases."""
+def booted(tmp: Path, suffix: str, kernels: dict[str, str]
+           ) -> Iterator[tuple[Lab, list[str]]]:
+    """A lab of VM pairs booting `kernels` (pair -> build), taken down after; the two
+    builds' releases. Skipped, with the reason, without qemu/virtme-ng or the kernels."""
     reason = lab_vm.missing_reason()
     if reason:
         pytest.skip(reason)
@@ -52,13 +53,19 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list[s
         releases = [resolve(k).release for k in KERNELS]
     except AbtuiError as exc:
         pytest.skip(f"the test kernels cannot be had: {exc}")
-    lab = make_test_lab(tmp_path_factory.mktemp("switchlab"), "k")
+    lab = make_test_lab(tmp, suffix)
     lab.down()
-    lab.up(pairs=1, kernels={"A": KERNELS[0]})
+    lab.up(pairs=len(kernels), kernels=kernels)
     try:
         yield lab, releases
     finally:
         lab.down()
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list[str]]]:
+    """A lab of one VM pair booting the first build; the two builds' releases."""
+    yield from booted(tmp_path_factory.mktemp("switchlab"), "k", {"A": KERNELS[0]})
 
 
 def _env(lab: Lab, state: Path) -> dict[str, str]:
@@ -135,8 +142,9 @@ class Uname:
     release), the host ran it between the two wall-clock times; a host that does not answer
     (booting) is skipped."""
 
-    def __init__(self, lab: Lab, folder: Path) -> None:
+    def __init__(self, lab: Lab, folder: Path, pairs: int = 1) -> None:
         self.lab = lab
+        self.pairs = pairs
         self.mux = ["-o", "ControlMaster=auto", "-o", f"ControlPath={folder}/%h.mux",
                     "-o", "ControlPersist=120", "-o", "ServerAliveInterval=5",
                     "-o", "ServerAliveCountMax=3"]
@@ -151,13 +159,13 @@ class Uname:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        for h in self.lab.hosts(1):
+        for h in self.lab.hosts(self.pairs):
             subprocess.run(["ssh", "-F", str(self.lab.ssh_config), *self.mux, "-O", "exit",
                             h.alias], capture_output=True, timeout=30)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            for h in self.lab.hosts(1):
+            for h in self.lab.hosts(self.pairs):
                 t0 = time.time()
                 try:
                     proc = subprocess.run(

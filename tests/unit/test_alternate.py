@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pytest
@@ -135,18 +135,18 @@ class Simulated(Stretches):
     rates: dict[str, float]
     level: Callable[[int], float]
 
-    def begin(self, index: int, value: str) -> None:
+    def begin(self, index: int, value: str | Mapping[str, str]) -> None:
         super().begin(index, value)
-        self(after(self, "A", self.rates[value] * self.level(index)))
+        self(after(self, "A", self.rates[self.held["A"]] * self.level(index)))
 
 
 class Fed(Simulated):
     """Simulated stretches on every pair, each its own noise."""
 
-    def begin(self, index: int, value: str) -> None:
+    def begin(self, index: int, value: str | Mapping[str, str]) -> None:
         Stretches.begin(self, index, value)
         for pair in self.pairs:
-            self(after(self, pair, self.rates[value] * self.level(index)))
+            self(after(self, pair, self.rates[self.held[pair]] * self.level(index)))
 
 
 def _verdicts(rates: tuple[float, float], level: Callable[[int], float], max_runs: int,
@@ -188,7 +188,7 @@ async def test_drive_stops_by_the_rule_or_at_the_maximum() -> None:
         flips: list[str] = []
         v.stretches.begin(0, v.order[0])
         said: list[str] = []
-        got = await drive(lambda _k, value, flips=flips: flips.append(value),
+        got = await drive(lambda _k, value, flips=flips: flips.append(value["A"]),
                           Alternation("rmem", (BIG, SMALL), 0.0, 12, until), v, said.append)
         assert got == why, (rates, until)
         assert (blocks is None and v.blocks() < 6) or v.blocks() == blocks
@@ -200,7 +200,7 @@ async def test_drive_stops_by_the_rule_or_at_the_maximum() -> None:
 async def test_drive_ends_at_the_time_limit() -> None:
     v = _verdicts((1e9, 1e9), lambda _i: 1.0, 20)
     flips: list[str] = []
-    got = await drive(lambda k, value: flips.append(value),
+    got = await drive(lambda k, value: flips.append(value["A"]),
                       Alternation("rmem", (BIG, SMALL), 0.02), v, print, duration=0.07)
     assert got == "time limit" and v.stretches.closed <= 4
 

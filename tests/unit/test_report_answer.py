@@ -21,10 +21,10 @@ from tests import synth
 
 ROWS = [{"pair": "A", "knob": "rmem", "value": "16k", "base": "6M", "delta": "Δgeo",
          "pct": -87.2, "low": -89.3, "high": -84.8, "verdict": "significant", "blocks": 3,
-         "dead": 0, "seed": 1234},
+         "dead": 0, "seed": 1234, "design": "blocks"},
         {"pair": "B", "knob": "rmem", "value": "16k", "base": "6M", "delta": "Δgeo",
          "pct": -1.4, "low": -3.0, "high": 0.3, "verdict": "no difference", "blocks": 10,
-         "dead": 0, "seed": 1234}]
+         "dead": 0, "seed": 1234, "design": "blocks"}]
 
 
 def _events(with_verdicts: bool = True) -> list[Event]:
@@ -55,8 +55,8 @@ def test_the_report_leads_with_the_alternation_s_verdict_table(tmp_path: Path) -
     first = md.split("\n## ", 2)[1]
     assert first.startswith("Alternation verdict"), md[:400]
     rows = [ln for ln in first.splitlines() if ln.startswith("| A") or ln.startswith("| B")]
-    assert rows[0] == ("| A | rmem=16k vs 6M | Δgeo -87.2% [-89.3, -84.8] | significant | 3 "
-                       "| 1234 |")
+    assert rows[0] == ("| A | blocks | rmem=16k vs 6M | Δgeo -87.2% [-89.3, -84.8] | "
+                       "significant | 3 | 1234 |")
     # each figure once: the Δ is not printed again as the verdict
     assert first.count("87.2") == 1 and "-87.2% significant" not in first
     assert "ratio of geometric means" in first
@@ -70,7 +70,7 @@ def test_the_verdict_table_in_csv_json_and_html(tmp_path: Path) -> None:
         ("A", "16k", "6M", "-87.2", "-89.3", "-84.8", "significant", "3", "1234"),
         ("B", "16k", "6M", "-1.4", "-3.0", "0.3", "no difference", "10", "1234")]
     doc = json.loads(render(session, "json"))
-    assert doc["alternation"][0] == {key: ROWS[0][key] for key, _ in alternation.COLUMNS}
+    assert doc["alternation"][0] == {key: ROWS[0].get(key) for key, _ in alternation.COLUMNS}
     page = chart_html(session)
     assert page.index("<h2>Alternation verdict</h2>") < page.index("<pre")
     assert "<td>Δgeo -87.2% [-89.3, -84.8]</td>" in page

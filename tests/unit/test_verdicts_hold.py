@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -38,10 +39,10 @@ class Fed(Stretches):
     a stretch whose run failed (the engine's RUN_END "error" after three empty intervals)
     and sent nothing more, "empty" for one in which no interval counted (too short, late)."""
 
-    def begin(self, index: int, value: str) -> None:
+    def begin(self, index: int, value: str | Mapping[str, str]) -> None:
         super().begin(index, value)
         for pair in self.pairs:
-            got = self.rate(pair, index, value)  # type: ignore[attr-defined]
+            got = self.rate(pair, index, self.held[pair])  # type: ignore[attr-defined]
             if got is None:
                 self(Event(EventKind.RUN_END, self.latest + 0.1, pair=pair, data={
                     "run": "r", "status": "error", "summary": None, "ping": None,
@@ -73,7 +74,7 @@ async def test_every_boundary_is_timed_alike_whether_the_value_changes_or_not() 
     closed: dict[int, float] = {}
 
     class Clocked(Fed):
-        def begin(self, index: int, value: str) -> None:
+        def begin(self, index: int, value: str | Mapping[str, str]) -> None:
             super().begin(index, value)
             opened[index] = loop.time()
 
@@ -86,7 +87,7 @@ async def test_every_boundary_is_timed_alike_whether_the_value_changes_or_not() 
     clocked.rate = lambda *_: 5e9  # type: ignore[attr-defined]
     v.stretches = clocked
 
-    async def flip(_knob: str, _value: str) -> None:
+    async def flip(_knob: str, _value: Mapping[str, str]) -> None:
         await asyncio.sleep(0.3)
 
     alt = Alternation("tcp_rmem", VALUES, 0.05, 8, window=0.03)

@@ -61,6 +61,15 @@ RETRY_BACKOFF_S = (0.5, 1.0, 2.0, 3.0)
 PREARM_S = 3.0
 
 
+def never_measured(run: PairRun, measured: bool) -> bool:
+    """Does a failed run end its pair's continuous loop? Only when the pair never measured
+    and the run did not stall: an error the hosts said (iperf3 missing, a wrong target) is
+    not cured by starting again, while a stream that started and brought no interval (a
+    guest just booted onto another build, a host under load) is retried like any later
+    failure (the VM crossover's first run stalled so, and its pair measured nothing more)."""
+    return run.status == "error" and not measured and not run.reader.stalled
+
+
 class Engine:
     """The Controller on real hosts; see the module docstring."""
 
@@ -226,7 +235,7 @@ class Engine:
         so a chunk that ends is followed by the next one without a set-up gap. A run that
         failed after the pair had measured (a stall, a link down) is started again with a
         growing pause (RETRY_BACKOFF_S) until it measures again; one that never measured
-        (iperf3 missing, a wrong target) ends the pair's loop."""
+        ends the pair's loop unless it stalled (`never_measured`)."""
         label = run.label
         measured = False
         while True:
@@ -234,7 +243,7 @@ class Engine:
             run = await self.runs.stream(run)
             measured = measured or run.interval_count > 0
             spare = await ahead
-            done = self.runs.stopping or (run.status == "error" and not measured) or (
+            done = self.runs.stopping or never_measured(run, measured) or (
                 run.status == "incomplete" and not await self._links_back(run))
             if spare is not None and (done or run.status != "ok"):
                 await spare.cleanup()  # not for a run that failed, or one that must change

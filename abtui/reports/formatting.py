@@ -5,6 +5,7 @@ abtui.core.numbers', which the console and progress lines share."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -21,12 +22,20 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def fmt_time(t: float | None) -> str:
+    """A session's wall-clock time; "?" for none, or one no calendar holds (a damaged file's
+    1e300 or NaN)."""
     if t is None:
         return "?"
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 def fmt_duration(seconds: float) -> str:
+    """h:mm:ss; "?" for a span no clock gives (a damaged file's infinite or NaN times)."""
+    if not math.isfinite(seconds):
+        return "?"
     s = round(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 

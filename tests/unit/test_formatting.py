@@ -10,7 +10,7 @@ import pytest
 
 from abtui.core.numbers import rate, rate_unit, sig, spread
 from abtui.reports import stats
-from abtui.reports.formatting import fmt_rate
+from abtui.reports.formatting import fmt_duration, fmt_rate, fmt_time
 
 
 @pytest.mark.parametrize(("x", "want"), [
@@ -62,3 +62,19 @@ def test_a_table_cell_s_sd_is_three_significant_digits_at_most() -> None:
     # the report printed `6360 ± 2687 (n=15)`: a 4-digit sd beside a 3-digit mean
     s = stats.summarize([6360 - 2687, 6360, 6360 + 2687])
     assert fmt_rate(s, 1.0) == "6360 ± 2690 (n=3)"
+
+
+
+@pytest.mark.parametrize("t", [1e300, -1e300, float("nan"), float("inf")])
+def test_a_time_no_calendar_holds_prints_a_question_mark(t: float) -> None:
+    """A damaged session's times (a header's `created` of 1e300: what the shapes fuzz found)
+    print as unknown; they used to raise OverflowError out of every report."""
+    assert fmt_time(t) == "?"
+    assert fmt_time(0.0) == "1970-01-01 00:00:00 UTC"
+
+
+@pytest.mark.parametrize("span", [float("nan"), float("inf"), float("-inf")])
+def test_a_span_no_clock_gives_prints_a_question_mark(span: float) -> None:
+    """The span between two such times (1e308 - -1e308 is infinite) likewise."""
+    assert fmt_duration(span) == "?"
+    assert fmt_duration(3661.4) == "1:01:01"

@@ -39,6 +39,7 @@ from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, RunEn
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
+from abtui.reports import stats
 from abtui.reports.sequential import (
     BALANCED,
     DELTA_LABEL,
@@ -390,20 +391,22 @@ def change_window(profile: Profile, every: float) -> float:
     return min(max(1.0, test.omit + 2 * test.interval), every / 2)
 
 
-def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None
-                 ) -> Verdicts:
-    """The verdicts of an alternation on the pairs its knob touches; a stretch lasts
-    `alt.every` seconds, or `stretch_s` (a plan run's length) when that is None. The order
-    is drawn from `alt.seed` (a new seed when None)."""
+def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None,
+                 alpha: float | None = None, pairs: Sequence[str] | None = None) -> Verdicts:
+    """The verdicts of an alternation on the pairs its knob touches (`pairs`: only those of
+    them); a stretch lasts `alt.every` seconds, or `stretch_s` (a plan run's length) when
+    that is None. The order is drawn from `alt.seed` (a new seed when None). `alpha`: the
+    family's α when it is a share of a larger one's (a bisection's step)."""
     knob = profile.knob(alt.knob)
-    chosen = [p for p in profile.pairs if not knob.pairs or p.label in knob.pairs]
-    pairs = tuple(p.label for p in chosen)
-    stretches = Stretches(alt.knob, alt.values, pairs,
+    chosen = [p for p in profile.pairs if (not knob.pairs or p.label in knob.pairs)
+              and (pairs is None or p.label in pairs)]
+    stretches = Stretches(alt.knob, alt.values, tuple(p.label for p in chosen),
                           min_seconds=(alt.every or stretch_s or 0.0) / 2,
                           hosts={p.label: (p.sender, p.receiver) for p in chosen})
     seed = alt.seed if alt.seed is not None else new_seed()
     blocks = max_blocks(alt.values, alt.max_runs)
-    family = Family(len(pairs) * (len(alt.values) - 1), blocks,
+    family = Family(len(chosen) * (len(alt.values) - 1), blocks,
+                    alpha=stats.ALPHA if alpha is None else alpha,
                     arrangements=arrangements(alt.values))
     return Verdicts(stretches, schedule(alt.values, blocks, seed), seed, family,
                     profile.min_effect)
@@ -417,7 +420,8 @@ def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
 async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdicts: Verdicts,
                 say: Callable[[str], None], duration: float | None = None,
                 stop: asyncio.Event | None = None,
-                boundary: Callable[[], None] | None = None) -> str:
+                boundary: Callable[[], None] | None = None,
+                done: Callable[[], str | None] | None = None) -> str:
     """Hold each value of the schedule `every` seconds. Every boundary is handled alike,
     whether the value changes or not, so that a stretch's timing never depends on the drawn
     order: the stretch in force closes; the verdicts that have a new look (a complete block)
@@ -430,7 +434,8 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
     are dropped; then the next stretch opens, and counts only intervals that began after
     that (Stretches). The caller set the schedule's first value; stretch 0 opens
     after the window too (unless the caller began it). Returns why it stopped: `verdict`,
-    `max-runs`, `time limit` or `stopped` (`stop` set: only ever between flips, so a flip
+    `max-runs`, `time limit`, what `done` returned (asked at every boundary after the
+    verdicts: a bisection's step call) or `stopped` (`stop` set: only ever between flips, so a flip
     under way always completes and the engine's phases and the hosts never disagree). A
     stretch in force when it returns is closed by the caller (`stretches.close()`), once the
     engine stopped."""
@@ -462,6 +467,8 @@ async def drive(set_knob: Callable[[str, str], object], alt: Alternation, verdic
             boundary()
         if alt.until_verdict and verdicts.all_significant:
             return "verdict"
+        if done is not None and (why := done()) is not None:
+            return why
         if verdicts.at_maximum:
             return "max-runs"
         i += 1

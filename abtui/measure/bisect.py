@@ -221,8 +221,8 @@ class Bisection:
         c, fwe = self.candidates, self.error_text()
         match self.answer:
             case "first bad":
-                return f"first bad: {c[self.hi]} (last good: {c[self.lo]}; worse by " \
-                       f"{self.threshold:g} % or more; {fwe})"
+                return f"first bad: {c[self.hi]} ({fwe}); last good: {c[self.lo]}; " \
+                       f"worse by {self.threshold:g} % or more"
             case "no candidate differs":
                 return f"no candidate differs: {c[-1]} is not worse than {self.good} by " \
                        f"{self.threshold:g} % ({fwe})"

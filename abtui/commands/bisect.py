@@ -139,15 +139,10 @@ def _check_values(knob: Knob, candidates: tuple[str, ...]) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.headless:
         raise BadInput("abtui bisect needs --headless (no console panel yet)")
-    path = Path(args.profile)
-    if not path.is_file():
-        raise BadInput(f"{path}: no such profile file")
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists():
-        raise BadInput(f"--out {out}: the file exists; give another name")
-    if out is not None and not out.parent.is_dir():
-        raise BadInput(f"--out {out}: no such directory {out.parent}")
+    from abtui.commands.run import profile_and_out
     from abtui.hosts.undo import recovery_notice
+
+    path, out = profile_and_out(args)
     from abtui.profile import load_profile
 
     profile = load_profile(path)

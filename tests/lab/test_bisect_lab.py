@@ -17,6 +17,7 @@ import pytest
 
 from abtui.lab.netns import Lab
 from tests.lab.namespaces import ns_exec
+from tests.lab.test_alternate_lab import _profile  # the lab's profile at 0.5 s intervals
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]  # nothing left behind
 
@@ -25,14 +26,6 @@ MIB = "4096 131072 1048576"
 KIB256 = "4096 131072 262144"
 TINY = "4096 8192 16384"  # the step: ~-85 % on this lab
 TINIER = "4096 4096 8192"
-
-
-def _profile(lab: Lab, tmp_path: Path) -> Path:
-    """The lab's own profile with 0.5 s intervals (a 1 s stretch then counts one or two)."""
-    text = lab.profile_path.read_text().replace("interval = 1.0", "interval = 0.5")
-    path = tmp_path / "lab.toml"
-    path.write_text(text)
-    return path
 
 
 def _receivers(lab: Lab) -> dict[str, str]:
@@ -89,7 +82,7 @@ def test_a_short_bisection_finds_the_step(lab: Lab, tmp_path: Path) -> None:
 def test_a_bisection_from_6_mib_down_finds_the_step(lab: Lab, tmp_path: Path) -> None:
     """Five candidates (α over three steps): 256 KiB is good and 16 KiB bad at 60 %."""
     before = _receivers(lab)
-    proc, out, took = _bisect(lab, tmp_path, (BIG, MIB, KIB256, TINY, TINIER), 60,
+    proc, _out, took = _bisect(lab, tmp_path, (BIG, MIB, KIB256, TINY, TINIER), 60,
                               "--max-blocks", "8")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"first bad: {TINY} (family-wise error ≤ 5 % over 3 "

@@ -32,6 +32,7 @@ from abtui.measure.bisect_run import step_looks
 from abtui.profile import parse_profile
 from abtui.reports import stats
 from abtui.reports.sequential import Assessment, Family
+from tests.unit.test_alternate import PROFILE as ALTERNATE_PROFILE
 
 CANDIDATES = tuple(f"v{i}" for i in range(9))
 
@@ -171,24 +172,10 @@ async def test_a_step_stops_at_its_call_or_is_undecided_at_the_maximum() -> None
     assert why == "max-runs" and v.blocks() == 6
 
 
-PROFILE = """
-[profile]
-name = "t"
-[[pairs]]
-label = "A"
-sender = "a"
-receiver = "b"
-target = "198.18.1.2"
-[[pairs]]
-label = "B"
-sender = "c"
-receiver = "d"
-target = "198.18.2.2"
-[[knobs]]
-name = "rmem"
-key = "net.ipv4.tcp_rmem"
-values = ["4096 131072 6291456", "4096 65536 262144", "4096 8192 16384"]
-pairs = ["A"]
+# the alternation tests' profile, its knob with a third value, and an ethtool knob
+PROFILE = ALTERNATE_PROFILE.replace(
+    'values = ["4096 131072 6291456", "4096 8192 16384"]',
+    'values = ["4096 131072 6291456", "4096 65536 262144", "4096 8192 16384"]') + """
 [[knobs]]
 name = "tso"
 kind = "ethtool-feature"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 DEFAULT_THRESHOLD = 5.0
 DEFAULT_MAX_BLOCKS = 10
 DEFAULT_EVERY = 5.0
-METRICS = ("throughput",)
+METRICS = ("throughput", "rtt")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a candidate is bad when worse than the good one by PCT %% or "
                              f"more (default {DEFAULT_THRESHOLD:g})")
     parser.add_argument("--metric", choices=METRICS, default=METRICS[0],
-                        help="what a step compares (default throughput)")
+                        help="what a step compares: throughput (default), or rtt: ping's "
+                             "RTT, as its inverse (a lost reply 0), so worse is negative")
     parser.add_argument("--max-blocks", type=int, default=DEFAULT_MAX_BLOCKS, metavar="N",
                         help="blocks of four stretches a step takes at most before it is "
                              f"undecided (default {DEFAULT_MAX_BLOCKS})")
@@ -104,6 +105,9 @@ def plan_of(args: argparse.Namespace, profile: Profile) -> BisectPlan:
         raise BadInput(f"--max-blocks {args.max_blocks}: give 2 to 500 blocks")
     if not args.every > 0:
         raise BadInput(f"--every {args.every:g}: give the seconds each value is held (above 0)")
+    if args.metric == "rtt" and not (profile.test.ping and profile.test.ping_count == 0):
+        raise BadInput("--metric rtt: the profile's runs ping nothing alongside iperf3; set "
+                       "[test] ping = true (and ping_count = 0)")
     knob = profile.knob(args.knob)
     touched = [p.label for p in profile.pairs if not knob.pairs or p.label in knob.pairs]
     for pair in args.pair or []:

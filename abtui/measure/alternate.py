@@ -35,7 +35,7 @@ from typing import Any
 from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, RunEnd
+from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, Ping, RunEnd
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
@@ -173,6 +173,9 @@ class Stretches:
     taken: dict[str, dict[int, float]] = field(default_factory=dict)
     lost: dict[str, set[int]] = field(default_factory=dict)  # pair -> link lost: left out
     empty: dict[str, set[int]] = field(default_factory=dict)  # pair -> nothing counted
+    # what a stretch measures: an event's (value a second, seconds) when it counts; the
+    # throughput of the counted intervals, or (`inverse_rtt`) the ping replies
+    source: Callable[[AnyEvent], tuple[float, float] | None] = counted
     closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
     index: int | None = None  # the stretch in force
     value: str | None = None
@@ -235,6 +238,11 @@ class Stretches:
             end = event.payload
             if isinstance(end, RunEnd) and end.status == "error":
                 self._failed.add(pair)
+            return
+        if self.source is not counted:  # another measure than throughput: its events
+            sample = self.source(event)
+            if sample is not None and event.t - sample[1] - SLACK_S >= self.opened:
+                self._open.setdefault(pair, Segment()).add(*sample)
             return
         interval = event.payload if event.kind is EventKind.INTERVAL else None
         if isinstance(interval, IntervalMeasured) and (interval.bits_per_second or 0) > 0:
@@ -391,18 +399,37 @@ def change_window(profile: Profile, every: float) -> float:
     return min(max(1.0, test.omit + 2 * test.interval), every / 2)
 
 
+def inverse_rtt(interval_s: float) -> Callable[[AnyEvent], tuple[float, float] | None]:
+    """A stretch's measure from ping replies: 1000 / RTT in ms, each reply held for the ping
+    interval, so that less is worse as with throughput (-50 %: the RTT doubled) and a reply
+    that timed out counts 0 for its interval."""
+
+    def sample(event: AnyEvent) -> tuple[float, float] | None:
+        ping = event.payload if event.kind is EventKind.PING else None
+        if not isinstance(ping, Ping):
+            return None
+        rtt = ping.rtt_ms
+        return (1000.0 / rtt if rtt is not None and rtt > 0 else 0.0), interval_s
+
+    return sample
+
+
 def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None,
-                 alpha: float | None = None, pairs: Sequence[str] | None = None) -> Verdicts:
+                 alpha: float | None = None, pairs: Sequence[str] | None = None,
+                 metric: str = "throughput") -> Verdicts:
     """The verdicts of an alternation on the pairs its knob touches (`pairs`: only those of
     them); a stretch lasts `alt.every` seconds, or `stretch_s` (a plan run's length) when
     that is None. The order is drawn from `alt.seed` (a new seed when None). `alpha`: the
-    family's α when it is a share of a larger one's (a bisection's step)."""
+    family's α when it is a share of a larger one's (a bisection's step). `metric`:
+    `throughput`, or `rtt` (the stretches' inverse RTT from ping: `inverse_rtt`)."""
     knob = profile.knob(alt.knob)
     chosen = [p for p in profile.pairs if (not knob.pairs or p.label in knob.pairs)
               and (pairs is None or p.label in pairs)]
     stretches = Stretches(alt.knob, alt.values, tuple(p.label for p in chosen),
                           min_seconds=(alt.every or stretch_s or 0.0) / 2,
-                          hosts={p.label: (p.sender, p.receiver) for p in chosen})
+                          hosts={p.label: (p.sender, p.receiver) for p in chosen},
+                          source=inverse_rtt(profile.test.ping_interval) if metric == "rtt"
+                          else counted)
     seed = alt.seed if alt.seed is not None else new_seed()
     blocks = max_blocks(alt.values, alt.max_runs)
     family = Family(len(chosen) * (len(alt.values) - 1), blocks,

@@ -63,7 +63,9 @@ async def run_steps(engine: Engine, profile: Profile, plan: BisectPlan,
     """The bisection's steps on a measuring engine (its run started by the caller after the
     first value is set: `first_value`)."""
     bisection = Bisection(plan.candidates, plan.threshold)
-    say(f"bisecting {plan.knob} over {len(plan.candidates)} candidates, "
+    measure = "throughput" if plan.metric == "throughput" else \
+        "1/RTT (ping; -50 % is the RTT doubled)"
+    say(f"bisecting {plan.knob} by {measure} over {len(plan.candidates)} candidates, "
         f"{plan.candidates[0]} (good) … {plan.candidates[-1]} (bad): a step calls a candidate "
         f"bad when it is worse by {plan.threshold:g} % or more; α "
         f"{bisection.alpha:g} split over at most {bisection.budget} steps "
@@ -96,7 +98,8 @@ async def _step(engine: Engine, profile: Profile, plan: BisectPlan, bisection: B
     alt = Alternation(plan.knob, (bisection.good, candidate), plan.every,
                       max_runs=2 * plan.max_blocks,
                       window=change_window(profile, plan.every))
-    verdicts = verdicts_for(profile, alt, alpha=bisection.step_alpha, pairs=plan.pairs)
+    verdicts = verdicts_for(profile, alt, alpha=bisection.step_alpha, pairs=plan.pairs,
+                            metric=plan.metric)
     verdicts.min_effect = plan.threshold
     boots = BootCount()
     say(f"step {number}: {candidate} vs {bisection.good} (range left "

@@ -231,3 +231,28 @@ def test_bad_input_is_one_line_naming_what(argv: tuple[str, ...], said: str) -> 
     with pytest.raises(BadInput) as got:
         _plan(*argv)
     assert said in str(got.value) and "\n" not in str(got.value)
+
+
+def test_the_rtt_metric_is_each_stretchs_inverse_rtt_a_lost_reply_zero() -> None:
+    """`--metric rtt`: the stretches count ping replies (1000 / RTT ms, each held for the
+    ping interval; one that timed out 0), never the intervals."""
+    from abtui.measure.alternate import inverse_rtt
+
+    s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=0.0, source=inverse_rtt(0.2))
+
+    def ping(t: float, rtt: float | None) -> Event:
+        return Event(EventKind.PING, t, pair="A", data={"run": "r", "phase": 0, "seq": 1,
+                                                         "rtt_ms": rtt})
+
+    s(ping(10.0, 1.0))
+    s.begin(0, BIG)  # opens at 10.0
+    for k, rtt in enumerate((0.5, 0.5, None, 0.25)):
+        s(ping(10.3 + 0.2 * k, rtt))
+    s(Event(EventKind.INTERVAL, 10.9, pair="A", data={
+        "run": "r", "phase": 0, "bits_per_second": 5e9, "start": 0, "end": 0.5,
+        "omitted": False, "straddles": False}))  # not counted: the measure is ping's
+    s.begin(1, SMALL)
+    s(ping(11.5, 2.0))
+    s.close(full=True)
+    assert s.samples["A"][BIG] == pytest.approx([(2000 + 2000 + 0 + 4000) / 4])
+    assert s.samples["A"][SMALL] == pytest.approx([500.0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from abtui.core.events import AnyEvent, EventKind
+from abtui.core.events import AnyEvent, BuildSwitch, EventKind
 from abtui.core.model import Profile
 from abtui.measure.alternate import (
     Alternation,
@@ -48,13 +48,15 @@ def step_looks(verdicts: Verdicts, candidate: str) -> dict[str, Assessment]:
 
 
 class BootCount:
-    """The build switches (boots, reloads) the engine reports while a step runs."""
+    """The hosts' boots (or module reloads) the engine reports done while a step runs: a
+    build switch on a pair is two."""
 
     def __init__(self) -> None:
         self.n = 0
 
     def __call__(self, event: AnyEvent) -> None:
-        if event.kind is EventKind.SWITCH:
+        switch = event.payload if event.kind is EventKind.SWITCH else None
+        if isinstance(switch, BuildSwitch) and switch.stage == "up":
             self.n += 1
 
 

@@ -256,3 +256,14 @@ def test_the_rtt_metric_is_each_stretchs_inverse_rtt_a_lost_reply_zero() -> None
     s.close(full=True)
     assert s.samples["A"][BIG] == pytest.approx([(2000 + 2000 + 0 + 4000) / 4])
     assert s.samples["A"][SMALL] == pytest.approx([500.0])
+
+
+def test_a_steps_boots_are_the_hosts_switches_that_came_up() -> None:
+    from abtui.measure.bisect_run import BootCount
+
+    count = BootCount()
+    for host, stage in (("a", "booting"), ("b", "booting"), ("a", "up"), ("b", "up"),
+                        ("a", "booting"), ("a", "failed")):
+        count(Event(EventKind.SWITCH, 1.0, host=host, data={
+            "knob": "kernel", "value": "v", "method": "kexec", "stage": stage}))
+    assert count.n == 2

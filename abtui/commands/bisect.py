@@ -1,5 +1,6 @@
 """`abtui bisect PROFILE --knob NAME --good G --bad B [--candidates V1,V2,…|--from FILE]
-[--threshold PCT] [--max-blocks N] [--every S] [--pair P] [--out FILE] --headless`: which
+[--threshold PCT] [--max-blocks N] [--every S] [--pair P] [--out FILE] [--resume SESSION]
+--headless`: which
 candidate made it worse (abtui.measure.bisect; docs/bisect.md)."""
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "touches)")
     parser.add_argument("--out", metavar="FILE",
                         help="the session file (default: a new session in the sessions folder)")
+    parser.add_argument("--resume", metavar="SESSION",
+                        help="go on with the bisection this session recorded (the same knob, "
+                             "candidates and threshold): its steps' calls are kept, an "
+                             "undecided step is judged again")
     parser.add_argument("--headless", action="store_true",
                         help="no console: progress on stderr, the answer on stdout")
 
@@ -140,6 +145,36 @@ def _check_values(knob: Knob, candidates: tuple[str, ...]) -> None:
         raise BadInput(f"candidates of knob {knob.name}: {exc.message}") from None
 
 
+def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
+    """The plan with the steps the session `ref` recorded, checked against it; or the
+    session's answer line when it has one (nothing to run)."""
+    import dataclasses
+
+    from abtui.measure.bisect import UNDECIDED, Bisection
+    from abtui.sessions import paths
+    from abtui.sessions.session import Session
+
+    path = paths.find_session(ref)
+    rows = [m["bisect"] for m in Session.load(path).marks if isinstance(m.get("bisect"), dict)]
+    recorded = next((r["plan"] for r in rows if isinstance(r.get("plan"), dict)), None)
+    if recorded is None:
+        raise BadInput(f"--resume {path}: the session recorded no bisection")
+    mine = plan.record()
+    for key in ("knob", "candidates", "threshold", "metric"):
+        if recorded.get(key) != mine[key]:
+            raise BadInput(f"--resume {path}: its bisection's {key} was {recorded.get(key)!r}, "
+                           f"not {mine[key]!r}; give the same")
+    answer = next((r for r in rows if "answer" in r), None)
+    if answer is not None and answer.get("answer") != UNDECIDED:
+        return plan, str(answer.get("line", answer.get("answer")))
+    steps = tuple(r for r in rows if "plan" not in r and "answer" not in r)
+    try:
+        Bisection(plan.candidates, plan.threshold).replay(steps)
+    except ValueError as exc:
+        raise BadInput(f"--resume {path}: {exc}") from None
+    return dataclasses.replace(plan, resumed=steps, resumed_from=str(path)), None
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.headless:
         raise BadInput("abtui bisect needs --headless (no console panel yet)")
@@ -151,6 +186,13 @@ def run(args: argparse.Namespace) -> int:
 
     profile = load_profile(path)
     plan = plan_of(args, profile)
+    if args.resume is not None:
+        plan, answered = resumed(args.resume, plan)
+        if answered is not None:
+            print(answered, flush=True)
+            print("abtui: --resume: the session's bisection has its answer; nothing to run",
+                  file=sys.stderr, flush=True)
+            return 0
     notice = recovery_notice()
     if notice:
         print(f"abtui: {notice}", file=sys.stderr, flush=True)

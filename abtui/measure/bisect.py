@@ -29,7 +29,7 @@ error rates is tests/bench/bench_bisect.py (docs/bisect.md has the figures).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -104,6 +104,21 @@ class Step:
         """The step as the session records it and the reports print it."""
         return {"good": good, **asdict(self)}
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Step:
+        """A recorded step back (`row`); ValueError naming the field that is not one."""
+        kinds: dict[str, tuple[type, ...]] = {
+            "number": (int,), "candidate": (str,), "index": (int,), "verdict": (str,),
+            "pct": (int, float, type(None)), "low": (int, float, type(None)),
+            "high": (int, float, type(None)), "blocks": (int,), "boots": (int,),
+            "pair": (str,), "seed": (int, type(None))}
+        for key, kind in kinds.items():
+            if not isinstance(row.get(key), kind) or isinstance(row.get(key), bool):
+                raise ValueError(f"a recorded step's {key!r} is {row.get(key)!r}")
+        if row["verdict"] not in (GOOD, BAD, UNDECIDED):
+            raise ValueError(f"a recorded step's verdict is {row['verdict']!r}")
+        return cls(**{key: row[key] for key in kinds})
+
     def delta_text(self) -> str:
         """`Δgeo -87.2% [-93.1, -80.4]` (the interval's ends as the alternation prints them)."""
         if self.pct is None:
@@ -154,6 +169,7 @@ class Bisection:
     hi: int = -1
     confirmed: bool = False  # a step has called `hi` bad
     clean: bool = False  # the bad end itself was called good
+    retried: int = 0  # undecided steps of an earlier run, judged again (each spent its α)
 
     def __post_init__(self) -> None:
         if len(self.candidates) < 2:
@@ -173,6 +189,28 @@ class Bisection:
     @property
     def step_alpha(self) -> float:
         return self.alpha / self.budget
+
+    @property
+    def judged(self) -> int:
+        """Steps judged so far, the undecided ones of an earlier run included."""
+        return len(self.steps) + self.retried
+
+    def replay(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The steps an earlier run of this bisection recorded (their rows, in order): their
+        calls narrow the range again; an undecided one is judged again, its α counted in
+        `retried` (it was spent: the bound grows by one step's share). ValueError when a row
+        is not the step this bisection takes next."""
+        for row in rows:
+            step = Step.from_row(row)
+            want = self.next()
+            if want is None or step.index != want or step.candidate != self.candidates[want]:
+                nothing = "nothing more" if want is None else repr(self.candidates[want])
+                raise ValueError(f"recorded step {step.number} compared {step.candidate!r}; "
+                                 f"this bisection compares {nothing} next")
+            if step.verdict == UNDECIDED:
+                self.retried += 1
+            else:
+                self.record(step)
 
     @property
     def stalled(self) -> Step | None:
@@ -212,8 +250,15 @@ class Bisection:
         return None
 
     def error_text(self) -> str:
+        """`family-wise error ≤ 5 % over 3 steps`; with steps judged again after a resume,
+        the bound their spent α adds (Bonferroni over every judgement)."""
         k = self.budget
-        return f"family-wise error ≤ {self.alpha * 100:g} % over {k} step{'s' if k != 1 else ''}"
+        steps = f"{k} step{'s' if k != 1 else ''}"
+        if not self.retried:
+            return f"family-wise error ≤ {self.alpha * 100:g} % over {steps}"
+        bound = self.alpha * (k + self.retried) / k * 100
+        return f"family-wise error ≤ {bound:.3g} % over {steps}, {self.retried} of them " \
+               "judged again after a resume"
 
     def result_line(self) -> str:
         """`first bad: X (family-wise error ≤ 5 % over 3 steps)`, `no candidate differs: …`,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from abtui.core.events import AnyEvent, BuildSwitch, EventKind
 from abtui.core.model import Profile
@@ -39,6 +40,16 @@ class BisectPlan:
     every: float = 5.0
     pairs: tuple[str, ...] | None = None
     metric: str = "throughput"
+    # an earlier run's step rows (its session's marks), replayed first; and that session
+    resumed: tuple[dict[str, Any], ...] = ()
+    resumed_from: str = ""
+
+    def record(self) -> dict[str, Any]:
+        """What the session's first bisect mark keeps: what a resume must match."""
+        return {"knob": self.knob, "candidates": list(self.candidates),
+                "threshold": self.threshold, "max_blocks": self.max_blocks,
+                "every": self.every, "metric": self.metric,
+                "pairs": None if self.pairs is None else list(self.pairs)}
 
 
 def step_looks(verdicts: Verdicts, candidate: str) -> dict[str, Assessment]:
@@ -65,6 +76,18 @@ async def run_steps(engine: Engine, profile: Profile, plan: BisectPlan,
     """The bisection's steps on a measuring engine (its run started by the caller after the
     first value is set: `first_value`)."""
     bisection = Bisection(plan.candidates, plan.threshold)
+    bisection.replay(plan.resumed)
+    await engine.mark(f"bisect {plan.knob}: {len(plan.candidates)} candidates",
+                      bisect={"plan": plan.record()})
+    for row in plan.resumed:  # the table of this session shows the whole bisection
+        await engine.mark(f"bisect step {row['number']}: {row['verdict']} (resumed from "
+                          f"{plan.resumed_from})", bisect={**row, "resumed": plan.resumed_from})
+    if plan.resumed:
+        say(f"resumed from {plan.resumed_from}: {len(plan.resumed)} step"
+            f"{'s' if len(plan.resumed) != 1 else ''} recorded, range left "
+            f"{bisection.range_text()}"
+            + (f"; {bisection.retried} undecided step judged again" if bisection.retried
+               else ""))
     measure = "throughput" if plan.metric == "throughput" else \
         "1/RTT (ping; -50 % is the RTT doubled)"
     say(f"bisecting {plan.knob} by {measure} over {len(plan.candidates)} candidates, "
@@ -96,7 +119,7 @@ async def _step(engine: Engine, profile: Profile, plan: BisectPlan, bisection: B
     """One step: the candidate alternated against the good one until the call or the
     maximum of blocks."""
     candidate = plan.candidates[index]
-    number = len(bisection.steps) + 1
+    number = bisection.judged + 1
     alt = Alternation(plan.knob, (bisection.good, candidate), plan.every,
                       max_runs=2 * plan.max_blocks,
                       window=change_window(profile, plan.every))

@@ -27,7 +27,7 @@ def _rows(session: Session) -> tuple[list[dict[str, Any]], dict[str, Any] | None
             continue
         if "answer" in row:
             answer = dict(row)
-        else:
+        elif "plan" not in row:
             steps.append(dict(row))
     return steps, answer
 

@@ -267,3 +267,57 @@ def test_a_steps_boots_are_the_hosts_switches_that_came_up() -> None:
         count(Event(EventKind.SWITCH, 1.0, host=host, data={
             "knob": "kernel", "value": "v", "method": "kexec", "stage": stage}))
     assert count.n == 2
+
+
+def _session(tmp_path: object, rows: list[dict[str, object]]) -> str:
+    """A session whose marks carry these bisect rows (as `abtui bisect` records them)."""
+    from pathlib import Path
+
+    from abtui.sessions.writer import SessionWriter
+
+    folder = Path(str(tmp_path))
+    path = folder / f"b{len(list(folder.glob('b*.abtui.jsonl')))}.abtui.jsonl"
+    w = SessionWriter(path, profile="t", compact=False)
+    for i, row in enumerate(rows):
+        w.write(Event(EventKind.MARK, 10.0 + i, data={"text": "bisect", "bisect": row}))
+    return str(w.close())
+
+
+def test_a_resume_keeps_the_calls_and_judges_an_undecided_step_again(tmp_path: object) -> None:
+    from abtui.commands.bisect import resumed
+
+    plan = _plan("--knob", "rmem", "--good", "v0", "--bad", "v8", "--candidates",
+                 ",".join(CANDIDATES), "--threshold", "10")
+    b = Bisection(CANDIDATES, 10.0)
+    good = Step(1, "v4", 4, GOOD, -1.0, -4.0, 2.0, 5).row("v0")
+    stuck = Step(2, "v6", 6, UNDECIDED, -9.0, -15.0, -2.0, 10).row("v0")
+    path = _session(tmp_path, [{"plan": plan.record()}, good, stuck,  # type: ignore[attr-defined]
+                               {"answer": UNDECIDED, "line": "undecided: …"}])
+    again, answered = resumed(path, plan)  # type: ignore[arg-type]
+    assert answered is None and again.resumed == (good, stuck)
+    b.replay(again.resumed)
+    assert (b.lo, b.hi, b.retried, b.judged) == (4, 8, 1, 2)
+    assert b.next() == 6  # the undecided step, judged again
+    assert b.error_text() == "family-wise error ≤ 6.25 % over 4 steps, 1 of them judged " \
+        "again after a resume"
+    # another threshold is not this bisection; a step the bisection would not take is refused
+    other = _plan("--knob", "rmem", "--good", "v0", "--bad", "v8", "--candidates",
+                  ",".join(CANDIDATES), "--threshold", "20")
+    with pytest.raises(BadInput, match=r"its bisection's threshold was 10\.0, not 20\.0"):
+        resumed(path, other)  # type: ignore[arg-type]
+    wrong = Step(1, "v2", 2, GOOD).row("v0")
+    path = _session(tmp_path, [{"plan": plan.record()}, wrong])  # type: ignore[attr-defined]
+    with pytest.raises(BadInput, match="recorded step 1 compared 'v2'; this bisection "
+                                       "compares 'v4' next"):
+        resumed(path, plan)  # type: ignore[arg-type]
+    broken = {**good, "index": "4"}
+    path = _session(tmp_path, [{"plan": plan.record()}, broken])  # type: ignore[attr-defined]
+    with pytest.raises(BadInput, match="a recorded step's 'index' is '4'"):
+        resumed(path, plan)  # type: ignore[arg-type]
+    # an answered bisection: its answer, nothing to run
+    path = _session(tmp_path, [{"plan": plan.record()},  # type: ignore[attr-defined]
+                               {"answer": "first bad", "line": "first bad: v5 (…)"}])
+    assert resumed(path, plan)[1] == "first bad: v5 (…)"  # type: ignore[arg-type]
+    path = _session(tmp_path, [])
+    with pytest.raises(BadInput, match="the session recorded no bisection"):
+        resumed(path, plan)  # type: ignore[arg-type]

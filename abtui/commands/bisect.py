@@ -1,6 +1,6 @@
 """`abtui bisect PROFILE --knob NAME --good G --bad B [--candidates V1,V2,…|--from FILE]
-[--threshold PCT] [--max-blocks N] [--every S] [--pair P] [--out FILE] [--resume SESSION]
---headless`: which
+[--threshold PCT] [--metric throughput|rtt] [--max-blocks N] [--every S] [--pair P]
+[--out FILE] [--resume SESSION] --headless`: which
 candidate made it worse (abtui.measure.bisect; docs/bisect.md)."""
 
 from __future__ import annotations

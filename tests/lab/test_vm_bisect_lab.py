@@ -64,6 +64,10 @@ def test_a_bisection_over_three_builds_boots_each_step_and_ends_on_the_first(
     env = {**os.environ, "ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
            "ABTUI_LAB_DIR": str(lab.state_dir.parent), "XDG_STATE_HOME": str(tmp_path),
            "PYTHONPATH": str(ROOT)}
+    # a guest just booted under emulation can take longer than a link's first command
+    # allows (as test_vm_switch_lab's warm-up says): one check first, its result unread
+    subprocess.run([sys.executable, "-m", "abtui", "check", str(lab.profile_path)], cwd=ROOT,
+                   env=env, capture_output=True, text=True, timeout=600)
     proc = subprocess.run([sys.executable, "-m", "abtui", "bisect", str(lab.profile_path),
                            "--knob", "kernel", "--good", KERNELS[0], "--bad", KERNELS[2],
                            "--threshold", "20", "--every", "10", "--max-blocks", "2",

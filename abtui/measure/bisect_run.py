@@ -73,8 +73,9 @@ class BootCount:
 
 async def run_steps(engine: Engine, profile: Profile, plan: BisectPlan,
                     say: Callable[[str], None]) -> Bisection:
-    """The bisection's steps on a measuring engine (its run started by the caller after the
-    first value is set: `first_value`)."""
+    """The bisection's steps on the engine (connected, not yet measuring): an earlier run's
+    steps replayed and recorded again, then one continuous run started with the first step
+    and measuring until the answer (the caller stops it)."""
     bisection = Bisection(plan.candidates, plan.threshold)
     bisection.replay(plan.resumed)
     await engine.mark(f"bisect {plan.knob}: {len(plan.candidates)} candidates",

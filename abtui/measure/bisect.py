@@ -291,7 +291,10 @@ class Bisection:
         what = [f"step {s.number} ({s.candidate} vs {self.good}) was undecided after "
                 f"{s.blocks} block{'s' if s.blocks != 1 else ''}: {s.delta_text()}"]
         need = blocks_needed(s, self.threshold)
-        if need is not None:
+        if s.pct is None:
+            what.append("no complete block had every stretch measured (the step's lines say "
+                        "which were left out and why): more blocks, or steadier hosts")
+        elif need is not None:
             what.append(f"at the spread seen about {need} blocks in all would split it "
                         f"(--max-blocks {need})")
         else:

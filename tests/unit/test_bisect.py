@@ -104,6 +104,10 @@ def test_an_undecided_step_stops_the_bisection_and_says_the_range_left() -> None
     assert "a threshold above 14.0 % would call it good" in line
     assert "one of 1.5 % or less could call it bad" in line
     assert line.endswith("(family-wise error ≤ 5 % over 4 steps)")
+    blind = Bisection(("g", "b"), 10.0)
+    blind.record(Step(1, "b", 1, UNDECIDED, blocks=2))  # no block measured whole
+    assert "was undecided after 2 blocks: Δgeo —; no complete block had every stretch " \
+        "measured" in blind.result_line()
     with pytest.raises(ValueError):  # nothing more to record beyond α's steps
         for k in range(5):
             b.record(Step(9 + k, "v7", 7, GOOD))

@@ -49,7 +49,7 @@ def family_steps(n: int) -> int:
     return math.ceil(math.log2(n - 1)) + 1
 
 
-def _bounded(d: stats.Delta | None) -> tuple[float, float] | None:
+def bounded(d: stats.Delta | None) -> tuple[float, float] | None:
     """The interval's ends when it has two finite ones (an unbounded look says nothing)."""
     if d is None or d.low is None or d.high is None:
         return None
@@ -61,7 +61,7 @@ def _bounded(d: stats.Delta | None) -> tuple[float, float] | None:
 def pair_call(got: Assessment, threshold: float) -> str | None:
     """One pair's call from its look: BAD, GOOD, or None (not yet). Worse is a negative Δ
     (throughput, or 1 / RTT: the stretches say which)."""
-    ends = _bounded(got.delta) if got.n >= FIRST_LOOK else None
+    ends = bounded(got.delta) if got.n >= FIRST_LOOK else None
     if ends is None:
         return None
     low, high = ends
@@ -123,7 +123,8 @@ class Step:
         """`Δgeo -87.2% [-93.1, -80.4]` (the interval's ends as the alternation prints them)."""
         if self.pct is None:
             return "Δgeo —"
-        return f"Δgeo {stats.Delta(self.pct, self.low, self.high)}"
+        ends = "" if self.low is not None else " (interval not bounded yet)"
+        return f"Δgeo {stats.Delta(self.pct, self.low, self.high)}{ends}"
 
 
 def blocks_needed(step: Step, threshold: float) -> int | None:
@@ -294,6 +295,9 @@ class Bisection:
         if s.pct is None:
             what.append("no complete block had every stretch measured (the step's lines say "
                         "which were left out and why): more blocks, or steadier hosts")
+        elif s.low is None:
+            what.append("its interval was not bounded yet (no step can call anything before "
+                        "its 3rd block, its 4th when α is split further): more blocks")
         elif need is not None:
             what.append(f"at the spread seen about {need} blocks in all would split it "
                         f"(--max-blocks {need})")

@@ -22,7 +22,7 @@ from abtui.measure.alternate import (
     order_line,
     verdicts_for,
 )
-from abtui.measure.bisect import UNDECIDED, Bisection, Step, call, worst
+from abtui.measure.bisect import UNDECIDED, Bisection, Step, bounded, call, worst
 from abtui.measure.engine import Engine
 from abtui.reports.sequential import Assessment
 
@@ -153,8 +153,7 @@ def _record(number: int, candidate: str, index: int, why: str, verdicts: Verdict
     got = worst(looks, plan.threshold)
     pair, look = got if got is not None else ("", None)
     d = look.delta if look is not None else None
+    low, high = bounded(d) or (None, None)  # an interval not bounded yet has no ends
     return Step(number, candidate, index, verdict,
-                pct=d.pct if d is not None else None,
-                low=d.low if d is not None else None,
-                high=d.high if d is not None else None,
+                pct=d.pct if d is not None else None, low=low, high=high,
                 blocks=verdicts.blocks(), boots=boots, pair=pair, seed=verdicts.seed)

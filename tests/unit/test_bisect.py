@@ -108,6 +108,10 @@ def test_an_undecided_step_stops_the_bisection_and_says_the_range_left() -> None
     blind.record(Step(1, "b", 1, UNDECIDED, blocks=2))  # no block measured whole
     assert "was undecided after 2 blocks: Δgeo —; no complete block had every stretch " \
         "measured" in blind.result_line()
+    early = Bisection(("g", "b"), 10.0)
+    early.record(Step(1, "b", 1, UNDECIDED, pct=-88.8, blocks=2))  # an unbounded look
+    assert "after 2 blocks: Δgeo -88.8% (interval not bounded yet); its interval was not " \
+        "bounded yet (no step can call anything before its 3rd block" in early.result_line()
     with pytest.raises(ValueError):  # nothing more to record beyond α's steps
         for k in range(5):
             b.record(Step(9 + k, "v7", 7, GOOD))

@@ -176,8 +176,8 @@ async def test_a_step_stops_at_its_call_or_is_undecided_at_the_maximum() -> None
     assert why == BAD and v.blocks() < 10
     why, v = await _drive_step(0.98, 30.0, 10, 2)
     assert why == GOOD and v.blocks() < 10
-    why, v = await _drive_step(0.70, 30.0, 6, 3)
-    assert why == "max-runs" and v.blocks() == 6
+    why, v = await _drive_step(0.70, 30.0, 4, 3)
+    assert why == "max-runs" and v.blocks() == 4
 
 
 # the alternation tests' profile, its knob with a third value, and an ethtool knob

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sessions": ("sessions", "list saved sessions"),
     "export": ("export", "export a session as md, csv, json or plots"),
     "compare": ("compare", "compare two sessions phase by phase"),
+    "bisect": ("bisect", "find the candidate (build, value) that made it worse"),
 }
 # The console's commands: Textual owns the terminal, and its widgets spell host text out; every
 # other command's stdout and stderr are spelled out as they are written (abtui.core.text)

@@ -30,10 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE",
                         help="write here instead of stdout (plot: .png or .svg for an image, "
                              ".html or .txt for the text chart)")
-    parser.add_argument("--table", choices=("intervals", "verdicts"), default="intervals",
-                        help="csv: one row per interval (default), or the alternation's "
+    parser.add_argument("--table", choices=("intervals", "verdicts", "bisect"),
+                        default="intervals",
+                        help="csv: one row per interval (default), the alternation's "
                              "verdict table (pair, values compared, Δ with its interval, "
-                             "verdict, blocks, seed)")
+                             "verdict, blocks, seed), or a bisection's steps (candidate, "
+                             "verdict, Δ with its interval, blocks, boots)")
     add_units(parser, default=None)
     parser.add_argument("--base-pair", metavar="LABEL",
                         help="pair the deltas are taken against (default: the profile's "
@@ -54,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--base-pair {args.base_pair!r}: the session's pairs are "
                        f"{', '.join(session.pairs) or 'none'}")
     if args.table != "intervals" and args.format != "csv":
-        raise BadInput(f"--table {args.table} goes with --format csv (md, json and the .html "
-                       "chart lead with the alternation's table already)")
+        raise BadInput(f"--table {args.table} goes with --format csv (md and json lead "
+                       "with the alternation's and the bisection's tables already)")
     out = Path(args.out) if args.out else None
     if args.format == "plot":
         from abtui.reports.plots import save_chart, throughput_chart
@@ -73,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from abtui.reports.exports import render
 
     text = render(session, args.format, base=args.base_pair, base_config=args.base_config,
-                  units=args.units) if args.table == "intervals" else _verdicts(session)
+                  units=args.units) if args.table == "intervals" else _verdicts(session) \
+        if args.table == "verdicts" else _bisect(session)
     if out is None:
         sys.stdout.write(text)
     else:
@@ -86,5 +89,12 @@ def run(args: argparse.Namespace) -> int:
 def _verdicts(session: Session) -> str:
     """`--table verdicts`: the alternation's verdict table as CSV."""
     from abtui.reports.alternation import to_csv
+
+    return to_csv(session)
+
+
+def _bisect(session: Session) -> str:
+    """`--table bisect`: a bisection's steps as CSV."""
+    from abtui.reports.bisection import to_csv
 
     return to_csv(session)

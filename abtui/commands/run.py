@@ -77,6 +77,19 @@ def parse_setting(text: str, knobs: list[str]) -> tuple[str, str]:
     return name, value
 
 
+def profile_and_out(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """PROFILE, a file, and --out, a new file in a folder there is (`run`, `bisect`)."""
+    path = Path(args.profile)
+    if not path.is_file():
+        raise BadInput(f"{path}: no such profile file")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists():
+        raise BadInput(f"--out {out}: the file exists; give another name")
+    if out is not None and not out.parent.is_dir():
+        raise BadInput(f"--out {out}: no such directory {out.parent}")
+    return path, out
+
+
 def run(args: argparse.Namespace) -> int:
     from abtui.hosts.undo import recovery_notice
 
@@ -87,14 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("abtui run needs --headless (the console is `abtui tui PROFILE`)")
     if args.duration is not None and not args.duration > 0:
         raise BadInput(f"--duration {args.duration:g}: give a number of seconds above 0")
-    path = Path(args.profile)
-    if not path.is_file():
-        raise BadInput(f"{path}: no such profile file")
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists():
-        raise BadInput(f"--out {out}: the file exists; give another name")
-    if out is not None and not out.parent.is_dir():
-        raise BadInput(f"--out {out}: no such directory {out.parent}")
+    path, out = profile_and_out(args)
     from abtui.profile import load_profile
 
     profile = load_profile(path)

@@ -354,10 +354,13 @@ class Error(Payload):
 class Mark(Payload):
     """A note on the timeline. An alternation's end mark carries its verdicts as rows
     (`verdicts`: one per pair and value compared, the keys of
-    abtui.reports.alternation.COLUMNS), which the reports' alternation table reads."""
+    abtui.reports.alternation.COLUMNS), which the reports' alternation table reads; a
+    bisection's step mark its row (`bisect`), which the reports' bisect table reads."""
 
     text: str
     verdicts: list[dict[str, Any]] | None = field(default=None, metadata=OPTIONAL)
+    # a bisection's step (abtui.measure.bisect.Step.row), or its answer (`answer` set)
+    bisect: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
 
 
 @_payload(EventKind.RESTORE)

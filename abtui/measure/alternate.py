@@ -44,11 +44,12 @@ from typing import Any
 from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, RunEnd
+from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, Ping, RunEnd
 from abtui.core.model import BUILD_KINDS, DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
 from abtui.measure.boots import boot_spread
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
+from abtui.reports import stats
 from abtui.reports.sequential import (
     BALANCED,
     DELTA_LABEL,
@@ -229,6 +230,9 @@ class Stretches:
     taken: dict[str, dict[int, float]] = field(default_factory=dict)
     lost: dict[str, set[int]] = field(default_factory=dict)  # pair -> link lost: left out
     empty: dict[str, set[int]] = field(default_factory=dict)  # pair -> nothing counted
+    # what a stretch measures: an event's (value a second, seconds) when it counts; the
+    # throughput of the counted intervals, or (`inverse_rtt`) the ping replies
+    source: Callable[[AnyEvent], tuple[float, float] | None] = counted
     closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
     index: int | None = None  # the stretch in force
     held: dict[str, str] = field(default_factory=dict)  # pair -> its value in that stretch
@@ -294,6 +298,11 @@ class Stretches:
             end = event.payload
             if isinstance(end, RunEnd) and end.status == "error":
                 self._failed.add(pair)
+            return
+        if self.source is not counted:  # another measure than throughput: its events
+            sample = self.source(event)
+            if sample is not None and event.t - sample[1] - SLACK_S >= self.opened:
+                self._open.setdefault(pair, Segment()).add(*sample)
             return
         interval = event.payload if event.kind is EventKind.INTERVAL else None
         if isinstance(interval, IntervalMeasured) and (interval.bits_per_second or 0) > 0:
@@ -494,22 +503,44 @@ def change_window(profile: Profile, every: float) -> float:
     return min(max(1.0, test.omit + 2 * test.interval), every / 2)
 
 
-def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None
-                 ) -> Verdicts:
-    """The verdicts of an alternation on the pairs its knob touches; a stretch lasts
-    `alt.every` seconds, or `stretch_s` (a plan run's length) when that is None. The order
-    is drawn from `alt.seed` (a new seed when None)."""
+def inverse_rtt(interval_s: float) -> Callable[[AnyEvent], tuple[float, float] | None]:
+    """A stretch's measure from ping replies: 1000 / RTT in ms, each reply held for the ping
+    interval, so that less is worse as with throughput (-50 %: the RTT doubled) and a reply
+    that timed out counts 0 for its interval."""
+
+    def sample(event: AnyEvent) -> tuple[float, float] | None:
+        ping = event.payload if event.kind is EventKind.PING else None
+        if not isinstance(ping, Ping):
+            return None
+        rtt = ping.rtt_ms
+        return (1000.0 / rtt if rtt is not None and rtt > 0 else 0.0), interval_s
+
+    return sample
+
+
+def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None,
+                 alpha: float | None = None, pairs: Sequence[str] | None = None,
+                 metric: str = "throughput") -> Verdicts:
+    """The verdicts of an alternation on the pairs its knob touches (`pairs`: only those of
+    them); a stretch lasts `alt.every` seconds, or `stretch_s` (a plan run's length) when
+    that is None. The order is drawn from `alt.seed` (a new seed when None). `alpha`: the
+    family's α when it is a share of a larger one's (a bisection's step). `metric`:
+    `throughput`, or `rtt` (the stretches' inverse RTT from ping: `inverse_rtt`)."""
     knob = profile.knob(alt.knob)
-    chosen = [p for p in profile.pairs if not knob.pairs or p.label in knob.pairs]
-    pairs = tuple(p.label for p in chosen)
-    check_design(alt.design, alt.values, pairs)
-    stretches = Stretches(alt.knob, alt.values, pairs,
+    chosen = [p for p in profile.pairs if (not knob.pairs or p.label in knob.pairs)
+              and (pairs is None or p.label in pairs)]
+    labels = tuple(p.label for p in chosen)
+    check_design(alt.design, alt.values, labels)
+    stretches = Stretches(alt.knob, alt.values, labels,
                           min_seconds=(alt.every or stretch_s or 0.0) / 2,
-                          hosts={p.label: (p.sender, p.receiver) for p in chosen})
+                          hosts={p.label: (p.sender, p.receiver) for p in chosen},
+                          source=inverse_rtt(profile.test.ping_interval) if metric == "rtt"
+                          else counted)
     seed = alt.seed if alt.seed is not None else new_seed()
     blocks = max_blocks(alt.values, alt.max_runs)
-    units = 1 if alt.design == CROSSOVER else len(pairs)
+    units = 1 if alt.design == CROSSOVER else len(labels)
     family = Family(units * (len(alt.values) - 1), blocks,
+                    alpha=stats.ALPHA if alpha is None else alpha,
                     arrangements=arrangements(alt.values))
     return Verdicts(stretches, schedule(alt.values, blocks, seed), seed, family,
                     profile.min_effect, alt.design, knob.kind in BUILD_KINDS)
@@ -524,7 +555,8 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
                 verdicts: Verdicts,
                 say: Callable[[str], None], duration: float | None = None,
                 stop: asyncio.Event | None = None,
-                boundary: Callable[[], None] | None = None) -> str:
+                boundary: Callable[[], None] | None = None,
+                done: Callable[[], str | None] | None = None) -> str:
     """Hold each value of the schedule `every` seconds. Every boundary is handled alike,
     whether the value changes or not, so that a stretch's timing never depends on the drawn
     order: the stretch in force closes; the verdicts that have a new look (a complete block)
@@ -539,7 +571,8 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
     are dropped; then the next stretch opens, and counts only intervals that began after
     that (Stretches). The caller set the schedule's first value; stretch 0 opens
     after the window too (unless the caller began it). Returns why it stopped: `verdict`,
-    `max-runs`, `time limit` or `stopped` (`stop` set: only ever between flips, so a flip
+    `max-runs`, `time limit`, what `done` returned (asked at every boundary after the
+    verdicts: a bisection's step call) or `stopped` (`stop` set: only ever between flips, so a flip
     under way always completes and the engine's phases and the hosts never disagree). A
     stretch in force when it returns is closed by the caller (`stretches.close()`), once the
     engine stopped."""
@@ -571,6 +604,8 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
             boundary()
         if alt.until_verdict and verdicts.all_significant:
             return "verdict"
+        if done is not None and (why := done()) is not None:
+            return why
         if verdicts.at_maximum:
             return "max-runs"
         i += 1

@@ -363,8 +363,9 @@ class Engine:
                     self.emit(closed)
 
     # ---- the rest -----------------------------------------------------------------------
-    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
-        self.emit(Event.of(events.Mark(text=text, verdicts=verdicts)))
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
+                   bisect: dict[str, Any] | None = None) -> None:
+        self.emit(Event.of(events.Mark(text=text, verdicts=verdicts, bisect=bisect)))
 
     async def shutdown(self, reason: str = "shutdown") -> None:
         """Runs ended, every host set back (even when ending the runs failed), links closed;

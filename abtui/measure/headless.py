@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from abtui.core import events, numbers
-from abtui.core.errors import EXIT_FAILED, EXIT_OK, KnobRefused, WriteFailed
+from abtui.core.errors import (
+    EXIT_FAILED,
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    KnobRefused,
+    WriteFailed,
+)
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine import Engine
@@ -28,6 +34,8 @@ from abtui.sessions.paths import new_session_path
 
 if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
+    from abtui.measure.bisect import Bisection
+    from abtui.measure.bisect_run import BisectPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,22 +326,28 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                        progress: TextIO | None = None,
                        settings: Sequence[tuple[str, str]] = (),
                        alternation: Alternation | None = None,
+                       bisection: BisectPlan | None = None,
                        **engine_options: object) -> int:
     """Run the plan (or `duration` seconds continuously); 0 when every run went well.
 
     `settings` (knob, value) are applied before anything runs (`abtui run --set`); a refusal
     ends the run before it starts, with everything set back. `alternation` runs continuously
-    flipping its knob (abtui.measure.alternate), for at most `duration` seconds.
+    flipping its knob (abtui.measure.alternate), for at most `duration` seconds. `bisection`
+    runs a bisection's steps on one continuous run (abtui.measure.bisect_run); an undecided
+    one exits EXIT_INCONCLUSIVE.
 
     The session goes to `out` as a plain journal, or (None) to a new session in the sessions
     folder, compacted when it ends."""
     stream = progress or sys.stderr
+    answer: str | None = None
+    bisected: Bisection | None = None
 
     def say(line: str) -> None:
         print(f"abtui: {line}", file=stream, flush=True)
 
     # the knobs a line names: what this run varies (and every knob a flip changes later)
     varied = [alternation.knob] if alternation is not None else \
+        [bisection.knob] if bisection is not None else \
         [] if duration is not None else [m for m in profile.plan.matrix if m != DIRECTION]
     run_rates = RunRates([*varied, *(knob for knob, _ in settings)])
     setting = False  # while --set values are applied: a refusal is said once, below
@@ -364,6 +378,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             setting = False
             if alternation is not None:
                 await _alternate(engine, profile, alternation, duration, say)
+            elif bisection is not None:
+                from abtui.measure.bisect import UNDECIDED
+                from abtui.measure.bisect_run import run_steps
+
+                bisected = await run_steps(engine, profile, bisection, say)
+                answer = bisected.answer
+                await engine.stop()
             elif duration is not None:
                 tally = Tally()
                 engine.subscribe(tally)
@@ -373,7 +394,7 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                 await session.start("plan")
                 await engine.wait()
     except KnobRefused as exc:  # a flip of the alternation refused: it cannot go on
-        say(f"--alternate: {exc}; stopped")
+        say(f"{'bisect' if bisection is not None else '--alternate'}: {exc}; stopped")
         return EXIT_FAILED
     except WriteFailed as exc:  # the session file: stopped, the hosts set back
         say(f"{exc}; stopped, {_set_back(engine)}")
@@ -385,8 +406,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
         say(session.write_error)
     if engine.not_restored:
         say(_set_back(engine))
-    return EXIT_FAILED if engine.failed_runs or session.write_error or engine.not_restored \
-        else EXIT_OK
+    if session.write_error or engine.not_restored:
+        return EXIT_FAILED
+    if bisection is not None:  # runs that failed under it are said; the answer decides
+        if bisected is not None:
+            print(bisected.result_line(), flush=True)  # the answer, on stdout for scripts
+        return EXIT_INCONCLUSIVE if answer == UNDECIDED else EXIT_OK
+    return EXIT_FAILED if engine.failed_runs else EXIT_OK
 
 
 def _set_back(engine: Engine) -> str:

@@ -165,6 +165,13 @@ def alternation_rows(session: Session) -> list[dict[str, Any]]:
     return rows(session)
 
 
+def bisection_table(session: Session) -> dict[str, Any] | None:
+    """A bisection's steps and answer (abtui.reports.bisection), JSON's `"bisect"`."""
+    from abtui.reports.bisection import to_json as table
+
+    return table(session)
+
+
 def to_json(session: Session) -> dict[str, Any]:
     """The whole session as one JSON document (intervals and pings under their phases)."""
     rows_by_phase: dict[int, list[dict[str, Any]]] = {}
@@ -209,6 +216,7 @@ def to_json(session: Session) -> dict[str, Any]:
                     "end": session.last_t, "duration": session.duration,
                     "end_reason": session.end_reason},
         "alternation": alternation_rows(session),  # the answer, when one ran
+        "bisect": bisection_table(session),  # a bisection's steps and answer, or null
         "pairs": list(session.pairs),
         "pair_hosts": session.pair_hosts,
         "hosts": session.facts,

@@ -71,8 +71,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
-    from abtui.reports import alternation
+    from abtui.reports import alternation, bisection
 
+    out += bisection.markdown(session)  # a bisection's answer first, when one ran
     out += alternation.markdown(session)  # the answer first, when an alternation ran
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
     units = units or "bits"

@@ -63,6 +63,8 @@ BUDGETS: dict[str, str | None] = {
     "seq_false_claim_rate_old": None,
     "seq_crossover_false_claim_rate": "<= 0.06",
     "seq_crossover_power_3pct": None,
+    "bisect_wrong_rate": "<= 0.05",
+    "bisect_blocks_median": None,
     "verdict_stretches_10x": "<= 12",
     "vm_lab_3pairs_up_s": None,
     # against the same run's cold boot of the same VM pair

@@ -1,0 +1,84 @@
+"""A bisection's table (`abtui bisect`): one row per step (candidate, its call, Δgeo with its
+interval, blocks, boots) and the answer, as the run recorded them in its marks
+(abtui.measure.bisect.Step.row; the answer's mark carries `answer`). The reports copy the
+rows and never judge them again, so the table says exactly what the run said."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from abtui.reports.formatting import md_table
+from abtui.sessions.session import Session
+
+# the row keys in the order every format prints them
+COLUMNS = ("number", "candidate", "good", "verdict", "pct", "low", "high", "blocks", "boots",
+           "pair", "seed")
+
+
+def _rows(session: Session) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    steps: list[dict[str, Any]] = []
+    answer = None
+    for mark in session.marks:
+        row = mark.get("bisect")
+        if not isinstance(row, Mapping):
+            continue
+        if "answer" in row:
+            answer = dict(row)
+        elif "plan" not in row:
+            steps.append(dict(row))
+    return steps, answer
+
+
+def steps(session: Session) -> list[dict[str, Any]]:
+    """The steps' rows, each with every key of COLUMNS (null where none was recorded)."""
+    return [{key: r.get(key) for key in COLUMNS} for r in _rows(session)[0]]
+
+
+def to_json(session: Session) -> dict[str, Any] | None:
+    """`{"steps": [...], "answer", "line", "knob", "candidates"}`; None when none ran."""
+    rows, answer = _rows(session)
+    if not rows and answer is None:
+        return None
+    out: dict[str, Any] = {"steps": steps(session), "answer": None, "line": None}
+    if answer is not None:
+        out.update({k: answer.get(k) for k in ("answer", "line", "knob", "candidates")})
+    return out
+
+
+def _delta(r: Mapping[str, Any]) -> str:
+    pct, low, high = r.get("pct"), r.get("low"), r.get("high")
+    if not isinstance(pct, int | float):
+        return "—"
+    text = f"{pct:+.1f}%"
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        text += f" [{low:+.1f}, {high:+.1f}]" if high < 1e6 else f" [{low:+.1f}, +inf]"
+    return text
+
+
+def markdown(session: Session) -> list[str]:
+    """The section a report leads with when a bisection ran; nothing otherwise."""
+    rows, answer = _rows(session)
+    if not rows and answer is None:
+        return []
+    header = ["step", "candidate", "vs good", "verdict", "Δgeo [interval]", "blocks", "boots"]
+    body = [[str(r.get("number", "?")), str(r.get("candidate", "?")), str(r.get("good", "?")),
+             str(r.get("verdict", "?")), _delta(r), str(r.get("blocks", "—")),
+             str(r.get("boots", 0))] for r in rows]
+    line = answer.get("line") if answer is not None else "not finished (no answer recorded)"
+    return ["## Bisect", "", f"**{line}**", "", md_table(header, body), "",
+            "Each step alternated the candidate against the good one in blocks of four "
+            "stretches; Δgeo is the live rule's (ratio of geometric means), its interval the "
+            "repeated one at the step's share of α.", ""]
+
+
+def to_csv(session: Session) -> str:
+    """The steps as CSV, a header of COLUMNS (`abtui export --format csv --table bisect`)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for r in steps(session):
+        writer.writerow(["" if r[k] is None else r[k] for k in COLUMNS])
+    return buf.getvalue()

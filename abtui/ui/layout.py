@@ -68,11 +68,13 @@ class KeysFooter(Footer):
         super().bindings_changed(screen)
 
     def _keys_shown(self) -> tuple[Any, ...]:
-        """What the footer's keys are made of (Footer.compose): every active binding, whether
-        it is enabled, its tooltip, and whether the palette's key is shown."""
-        return (self.show_command_palette,
-                *((b, enabled, tooltip)
-                  for _, b, enabled, tooltip in self.screen.active_bindings.values()))
+        """What the footer's keys are made of (Footer.compose): every active binding it
+        shows, whether it is enabled, its tooltip, and the palette's key."""
+        active = self.screen.active_bindings
+        palette = active.get(self.app.COMMAND_PALETTE_BINDING)
+        return (self.show_command_palette, palette and palette[1:],
+                *((b, enabled, tooltip) for _, b, enabled, tooltip in active.values()
+                  if b.show))
 
     def compose(self) -> ComposeResult:
         if self._bindings_ready:

@@ -55,16 +55,18 @@ class KeysFooter(Footer):
     Textual makes it."""
 
     _shown: tuple[Any, ...] | None = None  # what the keys last composed showed
+    _pending = False  # a recompose is on its way (it reads the bindings as they are then)
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
-        """Textual's, but the keys are composed again only when what they show changed.
-        Textual's footer recomposes on every refresh of the bindings (the focus set, the
-        screen resumed, a run started): each time its dozen keys are removed, mounted and
-        styled again, twice after the first frame on the way to the first live number with
-        the same keys as before."""
-        if self._shown is not None and self.is_attached and screen is self.screen and \
-                self._bindings_ready and self._keys_shown() == self._shown:
-            return
+        """Textual's, but the keys are composed again only when what they show changed, and
+        once for any number of refreshes before it runs. Textual's footer recomposes on
+        every refresh of the bindings (the focus set, the screen resumed, a run started):
+        each time its dozen keys are removed, mounted and styled again, twice after the
+        first frame on the way to the first live number with the same keys as before."""
+        if self.is_attached and screen is self.screen and screen.app.app_focus:
+            if self._pending or self._shown == self._keys_shown():
+                return
+            self._pending = True  # (Textual's queues the recompose in this case alone)
         super().bindings_changed(screen)
 
     def _keys_shown(self) -> tuple[Any, ...]:
@@ -77,6 +79,7 @@ class KeysFooter(Footer):
                   if b.show))
 
     def compose(self) -> ComposeResult:
+        self._pending = False
         if self._bindings_ready:
             self._shown = self._keys_shown()
         for widget in super().compose():

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from abtui.core.errors import KnobRefused, MissingPrerequisite
 from abtui.core.events import AnyEvent
 from abtui.core.model import Interval, IperfSummary, Knob, Pair, PingReply, PingSummary, Profile
-from abtui.hosts.undo import UndoJournal
-from abtui.remote.dialect import Dialect
-from abtui.remote.link import HostLink
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the console imports this module before its first frame: no SSH layer)
+    from abtui.hosts.undo import UndoJournal
+    from abtui.remote.dialect import Dialect
+    from abtui.remote.link import HostLink
     from abtui.sessions.writer import SessionWriter
 
 OutputFormat = Literal["text", "json-stream"]

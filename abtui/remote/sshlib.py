@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import importlib
 import sys
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,6 +47,45 @@ def imported() -> bool:
                                               "_initializing", False)
 
 
+def _find_library(name: str) -> str | None:
+    """ctypes.util.find_library without the compiler: the dynamic linker's cache (as
+    find_library looks first), then the loader itself (LD_LIBRARY_PATH, its default
+    folders). find_library goes on to run gcc and ld (`-l NAME`) where the cache has no such
+    library, and asyncssh's import asks it for liboqs twice (its post-quantum key exchanges,
+    optional): four more processes, 55 ms of wall time and 20 ms of their CPU on the way to
+    the first connection on this machine where liboqs is not installed."""
+    import ctypes.util  # (ctypes: imported by asyncssh's import, which calls this)
+
+    found = ctypes.util._findSoname_ldconfig(name)  # type: ignore[attr-defined]
+    if found:
+        return str(found)
+    for candidate in (f"lib{name}.so", f"{name}.so"):
+        try:
+            ctypes.CDLL(candidate)
+        except OSError:
+            continue
+        return candidate
+    return None
+
+
+@contextlib.contextmanager
+def _libraries_found_by_the_loader() -> Iterator[None]:
+    """ctypes.util.find_library is _find_library while asyncssh is imported (on Linux, where
+    find_library falls back to the compiler; asyncssh's own modules are its only callers
+    then: the console's other threads do not load libraries)."""
+    import ctypes.util
+
+    if not sys.platform.startswith("linux") or not hasattr(ctypes.util, "_findSoname_ldconfig"):
+        yield
+        return
+    original = ctypes.util.find_library
+    ctypes.util.find_library = _find_library
+    try:
+        yield
+    finally:
+        ctypes.util.find_library = original
+
+
 def _import() -> concurrent.futures.Future[None]:
     """The one import of asyncssh in a worker thread, started by the first caller."""
     global _importing
@@ -54,7 +95,8 @@ def _import() -> concurrent.futures.Future[None]:
 
             def work() -> None:
                 try:
-                    importlib.import_module("asyncssh")
+                    with _libraries_found_by_the_loader():
+                        importlib.import_module("asyncssh")
                 except BaseException as exc:  # said to every waiter
                     done.set_exception(exc)
                 else:

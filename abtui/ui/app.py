@@ -59,7 +59,6 @@ from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
 from abtui.ui.repaint import keep_unchanged_lines
-from abtui.ui.screens import CompareScreen
 from abtui.ui.state import ConsoleState
 from abtui.ui.widgets import PairPane
 
@@ -163,6 +162,8 @@ class AbtuiApp(App[int]):
     def _from_palette(self, action: str) -> Awaitable[Any]:
         """A palette entry acts on the main screen; chosen over the compare screen, that
         screen gives way first (a new comparison takes its place)."""
+        from abtui.ui.screens import CompareScreen
+
         if isinstance(self.screen, CompareScreen):
             self.pop_screen()
         return self.run_action(action, self.main_screen)

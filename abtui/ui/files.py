@@ -21,7 +21,6 @@ from abtui.ui import tables
 from abtui.ui.eventlog import EventLog
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.record import throughput_series
-from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker
 from abtui.ui.state import ConsoleState
 
 EXPORT_FORMATS = ("md", "csv", "json")
@@ -63,6 +62,8 @@ class SessionFiles:
                     result[0], result[1] or "md", self.journal.events(), self.profile.name,
                     self.state.base))
 
+        from abtui.ui.screens import PathPrompt
+
         path = self.controller.session_path
         name = paths.name_of(path) if path else paths.session_name(self.profile.name)
         app.push_screen(PathPrompt("Export the session (the report abtui export writes)",
@@ -76,6 +77,8 @@ class SessionFiles:
                 self._in_thread("save", lambda: tables.save_copy(
                     result[0], self.journal.events(), self.profile.name,
                     list(self.state.pairs)))
+
+        from abtui.ui.screens import PathPrompt
 
         # With the engine the session is journalled as it runs (controller.session_path):
         # `s` saves a copy of what the console has received, under another name.
@@ -91,6 +94,8 @@ class SessionFiles:
     def compare_saved(self) -> None:
         """This session against a saved one (`abtui compare`'s table): picked from the
         sessions folder, or typed as a file or a name."""
+        from abtui.ui.screens import CompareScreen, SessionPicker
+
         app = self.app
 
         def chosen(result: object) -> None:
@@ -109,6 +114,8 @@ class SessionFiles:
         """This session: the phase table, pairs over time, per-configuration bars. The table
         and bars are the live state's (taken now, on the loop); the lines over time are
         read from the journal in a worker, as the console keeps no series of its own."""
+        from abtui.ui.screens import CompareScreen
+
         app = self.app
         shown = tables.session_comparison(self.profile.name, self.state, {}, app.size.width)
         pairs, t0 = list(self.state.pairs), self.event_log.t0

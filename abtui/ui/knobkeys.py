@@ -12,7 +12,6 @@ from textual.app import App
 from abtui.core.configuration import cycle
 from abtui.core.model import KnobKind, Profile
 from abtui.ui.alternation import ConsoleAlternation
-from abtui.ui.screens import TunnelSwitcher
 from abtui.ui.state import ConsoleState
 
 SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, in a worker
@@ -53,5 +52,7 @@ class KnobKeys:
         def chosen(value: object) -> None:
             if isinstance(value, str):
                 self.apply(knob.name, value, pairs)
+
+        from abtui.ui.screens import TunnelSwitcher  # (its first use: not in the first frame)
 
         self.app.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)

@@ -6,15 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
 from abtui.ui.control import CONTROL_WAIT_S, ControllerCalls
-from abtui.ui.screens import QuitScreen
 from abtui.ui.state import ConsoleState
+
+if TYPE_CHECKING:
+    from abtui.ui.screens import QuitScreen
 
 
 class Leaving:
@@ -44,6 +46,8 @@ class Leaving:
             self.app.exit(1, return_code=1)
             return
         self.begun = True
+        from abtui.ui.screens import QuitScreen  # (its first use: not in the first frame)
+
         self.screen = QuitScreen()
         self.app.push_screen(self.screen)
         self.app.run_worker(self._restore_and_exit(), group="shutdown", exit_on_error=False)

@@ -18,7 +18,6 @@ from abtui.ui.files import SessionFiles
 from abtui.ui.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
 from abtui.ui.knobkeys import KnobKeys
 from abtui.ui.repaint import draw_now
-from abtui.ui.screens import TextPrompt
 
 
 class Console(Protocol):
@@ -118,6 +117,8 @@ class MainScreen(Screen[None]):
             if isinstance(text, str) and text:
                 self.app.run_worker(self.console.calls.mark(text), group="controller",
                                     exit_on_error=False)
+
+        from abtui.ui.screens import TextPrompt  # (its first use: not in the first frame)
 
         self.app.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
 

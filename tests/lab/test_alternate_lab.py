@@ -151,7 +151,7 @@ while True:
 WMEM = "4096 16384 4194304"  # the lab's own tcp_wmem; the A/A value is one byte more
 
 
-@pytest.mark.timeout(400)  # two alternations of about a minute each on a loaded machine
+@pytest.mark.timeout(400)  # one or two alternations of about a minute on a loaded machine
 def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
         lab: Lab, tmp_path: Path) -> None:
     """tcp_wmem between two maxima one byte apart (no difference at all) while both CPUs are
@@ -161,9 +161,10 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
     Each block's order drawn at random and every boundary timed alike, a run claims a
     difference at most at the family's rate over the draw (≤ 6 % in every simulated
     scenario, tests/bench/bench_seq.py). The rate is over the draw, not per seed, so the
-    seeds are drawn afresh and named when it fails (replay: --seed N). One run under each
-    load (CI's time limit: the error rates themselves are measured by the statistics bench):
-    at most one may claim (both at the 6 % bound: 0.4 %).
+    seeds are drawn afresh and named when it fails (replay: --seed N). One run under one of
+    the two loads, drawn (CI's time limit: the error rates themselves are the statistics
+    bench's); a claim is retried once under the other load, and fails only if that claims too
+    (both at the 6 % bound: 0.4 %).
 
     A stretch here is `--every 1` plus the window dropped at each boundary (half a second)
     and a flip's time or as long a pause (about 0.3 s on this machine): about 1.8 s, so the
@@ -171,8 +172,11 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
     every, cycle = 1.0, 1.8
     seen = {}
     claimed = []
-    runs = [(new_seed(), period) for period in (2, 3)]
-    for seed, period in runs:
+    first = (2, 3)[new_seed() % 2]
+    runs = []
+    for period in (first, 5 - first):
+        seed = new_seed()
+        runs.append((seed, period))
         half = period * cycle / 2
         load = [subprocess.Popen([sys.executable, "-c", LOAD, str(half)]) for _ in range(2)]
         try:
@@ -189,9 +193,10 @@ def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
                          r"comparison significant)\) after ", proc.stderr), proc.stderr
         final = _final(proc.stderr, "tcp_wmem")
         assert set(final) == {"A", "B"}, proc.stderr
-        if any("significant" in line for line in final.values()):
-            claimed.append((seed, period))
         seen[(seed, period)] = (final, round(took, 1))
+        if not any("significant" in line for line in final.values()):
+            break
+        claimed.append((seed, period))
     assert len(claimed) <= 1, f"A/A runs that claimed a difference (seed, load period in " \
         f"stretches): {claimed} of {runs} (replay: --seed N): {seen}"
     print(f"\nA/A under periodic loads, (seed, period) {runs}, claims in {claimed or 'none'}: "

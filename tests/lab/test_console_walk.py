@@ -3,7 +3,7 @@ with the real engine, checked after every key against the hosts (read over SSH o
 and against what the session computes; then ctrl+q, and the hosts as they were.
 
 ABTUI_WALK_SEED picks the walk (a random one otherwise, printed in the failure with the
-command that replays it), ABTUI_WALK_STEPS its length (60 here; `make soak` runs a long one),
+command that replays it), ABTUI_WALK_STEPS its length (40 here; `make soak` runs a long one),
 ABTUI_WALK_SKIP leaves actions out (e.g. `plan,space`, to look past a known defect).
 The driver and its checks: tests/lab/console_walk.py.
 """
@@ -39,7 +39,7 @@ from tests.lab.hostview import HostReader, differences, force_restore, norm, wai
 
 pytestmark = pytest.mark.lab
 
-STEPS = int(os.environ.get("ABTUI_WALK_STEPS", "60"))
+STEPS = int(os.environ.get("ABTUI_WALK_STEPS", "40"))
 SKIP = [a for a in os.environ.get("ABTUI_WALK_SKIP", "").split(",") if a]
 # a short plan step (the lab profile's runs would take 10 s each in plan mode)
 PLAN_STEP_S = 3.0

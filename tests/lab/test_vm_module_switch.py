@@ -6,8 +6,10 @@ Every phase with intervals is labelled with the parameter the hosts report throu
 (read out of band with `ethtool -c`, which shows the driver's ITR as rx-usecs: 100 for 10000
 interrupts a second, 50 for 20000), the data interface keeps its name and address through
 every reload (abtui gives them back), and the hosts end on the parameter they started with
-(the driver's default, 3: a value the alternation never sets). Skipped, with the reason,
-where qemu/virtme-ng or the kernel package are missing.
+(the driver's default, 3: a value the alternation never sets): the slow tier (CI's time).
+SIGKILL of abtui in the middle of a reload, undone by `abtui recover`, is the default tier's
+real build switch. Skipped, with the reason, where qemu/virtme-ng or the kernel package are
+missing.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ def _ran(proc: subprocess.CompletedProcess[str]) -> None:
     assert " failed" not in proc.stderr and "refused" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow  # a dozen reloads of an emulated NIC's driver: over two minutes (CI's time)
 def test_a_module_parameter_alternates_by_reloads_labelled_as_the_hosts_report_it(
         e1000e_lab: Lab, tmp_path: Path) -> None:
     lab = e1000e_lab

@@ -136,9 +136,12 @@ class BuildSwitcher:
         return found[0] if len(found) == 1 else shown if mod.loaded else "not loaded"
 
     # ---- switching ---------------------------------------------------------------------
-    async def switch(self, knob: Knob, value: str, targets: Sequence[Target]) -> dict[str, str]:
+    async def switch(self, knob: Knob, value: str, targets: Sequence[Target],
+                     again: bool = False) -> dict[str, str]:
         """Every target on `value`'s build, at once; per host, what it reports. KnobRefused
-        (naming the host and why) when one fails, after the others went back."""
+        (naming the host and why) when one fails, after the others went back. `again`: a
+        host on that build already boots (reloads) it again: a build alternation's stretch is
+        one boot, whether its build changed or not."""
         build = knob.builds.get(value)
         if build is None:
             raise KnobRefused(f"knob {knob.name}: {value!r} is not one of its builds")
@@ -149,7 +152,7 @@ class BuildSwitcher:
                 raise KnobRefused(f"{t.host}: knob {knob.name}: cannot read its build: "
                                   f"{getattr(old, 'reason', old)} (nothing was changed)")
         await self._record(knob, targets, [str(b) for b in before])
-        done = await asyncio.gather(*(self._one(knob, value, build, t, str(old))
+        done = await asyncio.gather(*(self._one(knob, value, build, t, str(old), again)
                                       for t, old in zip(targets, before, strict=True)),
                                     return_exceptions=True)
         failed = [(t, r) for t, r in zip(targets, done, strict=True)
@@ -211,9 +214,10 @@ class BuildSwitcher:
             raise KnobRefused(f"{t.host}: cannot read interface {t.device} (nothing was changed)")
         return iface
 
-    async def _one(self, knob: Knob, value: str, build: Build, t: Target, old: str) -> str:
+    async def _one(self, knob: Knob, value: str, build: Build, t: Target, old: str,
+                   again: bool = False) -> str:
         """One host onto `build`; what it reports once there (RemoteError why not)."""
-        if old == value:
+        if old == value and not again:
             return value
         say = self._say(knob, value, build, t.host)
         say("booting")

@@ -201,16 +201,18 @@ class KnobManager:
             self.emit(Event.of(events.Original(knob=knob.name, key=s.key, value=value,
                                                device=s.device, kind=str(s.kind)), host=host))
 
-    async def apply(self, knob: Knob, value: str, targets: Sequence[Target]) -> ApplyResult:
+    async def apply(self, knob: Knob, value: str, targets: Sequence[Target],
+                    again: bool = False) -> ApplyResult:
         """Set `value` on every target, concurrently; all or nothing (KnobRefused names the
-        host and why, after the others were set back)."""
+        host and why, after the others were set back). `again`: a build knob's hosts boot
+        (reload) the build even when they run it already."""
         if knob.kind is KnobKind.IPERF3:
             raise KnobRefused(f"knob {knob.name}: iperf3 options change no host (the engine "
                               "sets them on the next run)")
         if knob.kind is KnobKind.TUNNEL:
             return await self._apply_tunnel(value, targets)
         if knob.kind in BUILD_KINDS:
-            return await self._apply_build(knob, value, targets)
+            return await self._apply_build(knob, value, targets, again)
         async with self._lock:
             return await self._apply_settings(knob, value, targets)
 
@@ -267,8 +269,8 @@ class KnobManager:
         host, error = failed[0]
         raise KnobRefused(_message(knob, value, host, error, note))
 
-    async def _apply_build(self, knob: Knob, value: str,
-                           targets: Sequence[Target]) -> ApplyResult:
+    async def _apply_build(self, knob: Knob, value: str, targets: Sequence[Target],
+                           again: bool = False) -> ApplyResult:
         """A kernel or module switch (abtui.hosts.builds). Before a module reload the pairs'
         tunnels go down (a module a tunnel uses cannot be unloaded: WireGuard's own) and
         after it they are made again, each pair with its new target."""
@@ -283,7 +285,7 @@ class KnobManager:
             for labels in kept.values():
                 await self.tunnels.switch_pairs(labels, "none")
         try:
-            got = await self.builds.switch(knob, value, targets)
+            got = await self.builds.switch(knob, value, targets, again)
         finally:
             made: dict[str, str] = {}
             for kind, labels in kept.items():

@@ -48,8 +48,15 @@ IRQ_WATCH = irq_command()
 
 
 def is_moderation(k: Knob) -> bool:
-    """The knob sets interrupt moderation on Linux (ethtool -C, any key)."""
-    return k.for_os("linux")[0] is KnobKind.ETHTOOL_COALESCE
+    """The knob sets interrupt moderation on Linux (ethtool -C, any key), or is ix(4)'s
+    enable_aim with no Linux counterpart named (a FreeBSD-only procedure)."""
+    return k.for_os("linux")[0] is KnobKind.ETHTOOL_COALESCE or _enable_aim(k)
+
+
+def _enable_aim(k: Knob) -> bool:
+    """ix(4)'s adaptive interrupt moderation sysctl (`dev.ix.N.enable_aim`) as the Linux key."""
+    kind, key = k.for_os("linux")
+    return kind is KnobKind.SYSCTL and key.rsplit(".", 1)[-1] == "enable_aim"
 
 
 def itr_values(k: Knob) -> dict[str, str] | None:
@@ -57,6 +64,9 @@ def itr_values(k: Knob) -> dict[str, str] | None:
     enable_aim 0/1/2 as ITR off/dynamic/conservative, an adaptive on/off as dynamic/off, an
     rx-usecs as it is."""
     key = k.for_os("linux")[1]
+    if _enable_aim(k):
+        return {v: ENABLE_AIM_ITR[v] for v in k.values} if set(k.values) <= set(
+            ENABLE_AIM_ITR) else None
     if key in NATIVE_KEYS:
         return {v: k.value_for_os("linux", v) for v in k.values}
     if key not in ADAPTIVE_KEYS:

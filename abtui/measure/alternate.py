@@ -565,9 +565,12 @@ def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = N
                     knob.kind in BUILD_KINDS)
 
 
-def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
-    """Per run in plan mode: one run per entry of the schedule (`block` values a block)."""
-    return [PlanStep(i, {knob: value}, i // block + 1) for i, value in enumerate(order)]
+def plan_steps(knob: str, order: Sequence[str], block: int,
+               boots: bool = False) -> list[PlanStep]:
+    """Per run in plan mode: one run per entry of the schedule (`block` values a block);
+    `boots` (a build knob): every stretch after the first boots its build, changed or not."""
+    return [PlanStep(i, {knob: value}, i // block + 1, again=boots and i > 0)
+            for i, value in enumerate(order)]
 
 
 async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alternation,
@@ -575,7 +578,8 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
                 say: Callable[[str], None], duration: float | None = None,
                 stop: asyncio.Event | None = None,
                 boundary: Callable[[], None] | None = None,
-                done: Callable[[], str | None] | None = None) -> str:
+                done: Callable[[], str | None] | None = None,
+                boot_again: Callable[[str, Mapping[str, str]], object] | None = None) -> str:
     """Hold each value of the schedule `every` seconds. Every boundary is handled alike,
     whether the value changes or not, so that a stretch's timing never depends on the drawn
     order: the stretch in force closes; the verdicts that have a new look (a complete block)
@@ -586,7 +590,9 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
     flip that takes a boot delays the next stretch, never lengthens it), and a boundary that
     keeps the value pauses as long as one of the flips so far, drawn (seeded by the
     schedule's seed), so that the time between stretches has one distribution whatever the
-    order (a periodic load's phase would otherwise follow the flips); `alt.window` seconds
+    order (a periodic load's phase would otherwise follow the flips) — or, with `boot_again`
+    (a build knob), boots the hosts into the same build again: one boot per stretch, so each
+    stretch is a boot of its own (boot-to-boot spread is part of every sample); `alt.window` seconds
     are dropped; then the next stretch opens, and counts only intervals that began after
     that (Stretches). The caller set the schedule's first value; stretch 0 opens
     after the window too (unless the caller began it). Returns why it stopped: `verdict`,
@@ -628,9 +634,12 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
         if verdicts.at_maximum:
             return "max-runs"
         i += 1
-        if (now := verdicts.values_at(i)) != verdicts.values_at(i - 1):
+        now = verdicts.values_at(i)
+        changed = now != verdicts.values_at(i - 1)
+        if changed or boot_again is not None:
             began = loop.time()
-            result = set_values(alt.knob, now)
+            flip = set_values if changed or boot_again is None else boot_again
+            result = flip(alt.knob, now)
             if asyncio.iscoroutine(result):
                 await result
             flips.append(loop.time() - began)
@@ -640,6 +649,16 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
         if await _stopped_within(stop, pause + alt.window):
             return "stopped"
         stretches.begin(i, now)
+
+
+def boot_again(engine: Any, verdicts: Verdicts) -> Callable[[str, Mapping[str, str]],
+                                                             object] | None:
+    """What drive calls at a boundary that keeps a build knob's value: the engine's
+    `set_values(..., again=True)` (the hosts boot it again: one boot per stretch); None for
+    other knobs (drive pauses as long as a flip instead)."""
+    if not verdicts.builds:
+        return None
+    return lambda knob, values: engine.set_values(knob, values, again=True)
 
 
 async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:

@@ -17,6 +17,7 @@ from abtui.core.model import Profile
 from abtui.measure.alternate import (
     Alternation,
     Verdicts,
+    boot_again,
     change_window,
     drive,
     order_line,
@@ -140,7 +141,7 @@ async def _step(engine: Engine, profile: Profile, plan: BisectPlan, bisection: B
         if not started:
             await engine.start("continuous")
         why = await drive(engine.set_values, alt, verdicts, lambda line: say(f"  {line}"),
-                          done=decided)
+                          done=decided, boot_again=boot_again(engine, verdicts))
         verdicts.stretches.close()
     return _record(number, candidate, index, why, verdicts, plan, boots.n)
 

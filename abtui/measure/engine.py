@@ -28,7 +28,7 @@ from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind
-from abtui.core.model import LinkState, Pair, Profile, TestOptions, now
+from abtui.core.model import BUILD_KINDS, LinkState, Pair, Profile, TestOptions, now
 from abtui.hosts.restore import Orphans, settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
@@ -190,13 +190,15 @@ class Engine:
             self.runs.interrupt(link)
         self.verifier.link_changed(link, state)
 
-    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
-        await self.knobs.set_knob(knob, value, pairs)
+    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None,
+                       again: bool = False) -> None:
+        await self.knobs.set_knob(knob, value, pairs, again)
 
-    async def set_values(self, knob: str, values: Mapping[str, str]) -> None:
+    async def set_values(self, knob: str, values: Mapping[str, str],
+                         again: bool = False) -> None:
         """Each pair its own value of `knob`, in one change (KnobChanger.set_values: a
-        crossover's boundary)."""
-        await self.knobs.set_values(knob, values)
+        crossover's boundary); `again`: a build knob's hosts boot even an unchanged build."""
+        await self.knobs.set_values(knob, values, again)
 
     @property
     def plan_run_seconds(self) -> int:
@@ -341,10 +343,11 @@ class Engine:
                 continue
             k = self.knobs.knob(name)
             labels = list(k.pairs) or list(self.phases)
-            if all(self.phases[x].config.get(name) == value for x in labels):
+            again = step.again and k.kind in BUILD_KINDS  # one boot per stretch
+            if all(self.phases[x].config.get(name) == value for x in labels) and not again:
                 continue
             try:
-                await self.set_knob(name, value, labels)
+                await self.set_knob(name, value, labels, again)
             except KnobRefused as exc:
                 self.emit(Event.of(events.Error(
                     message=f"plan step {step.index + 1} ({_describe(step.config)}) "

@@ -145,28 +145,34 @@ class KnobChanger:
                 self._book.phases[label].config[knob.name] = knob.initial
 
     # ---- changing -----------------------------------------------------------------------
-    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
+    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None,
+                       again: bool = False) -> None:
         """Set `knob` to `value` on the pairs (the knob's own, or all); KnobRefused leaves
         every pair as it was. Never at once with a reconnected host's re-apply."""
         k = self.knob(knob)
         labels = list(pairs) if pairs else (list(k.pairs) or list(self._book.phases))
-        await self.set_values(knob, dict.fromkeys(labels, value))
+        await self.set_values(knob, dict.fromkeys(labels, value), again)
 
-    async def set_values(self, knob: str, values: Mapping[str, str]) -> None:
+    async def set_values(self, knob: str, values: Mapping[str, str],
+                         again: bool = False) -> None:
         """Set `knob` on each pair to its own value, in one change (a crossover's boundary:
         both pairs switch together, each to another value; a build switch holds and boots
         every pair's hosts at once). A pair whose value is refused stays as it was (its
-        phase goes on); the others take theirs; KnobRefused names the first refusal."""
+        phase goes on); the others take theirs; KnobRefused names the first refusal.
+        `again`: a build knob's hosts boot (reload) their build even when it is unchanged
+        (a new phase: a build alternation's stretch is one boot)."""
         async with self.changing:
-            await self._set_values(self.knob(knob), values)
+            await self._set_values(self.knob(knob), values, again and self.knob(knob).kind
+                                   in BUILD_KINDS)
 
-    async def _set_values(self, k: Knob, values: Mapping[str, str]) -> None:
+    async def _set_values(self, k: Knob, values: Mapping[str, str], again: bool = False) -> None:
         knob = k.name
         unknown = [label for label in values if label not in self._book.phases]
         if unknown:
             raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
         # a pair whose hosts have the value already is not changed: no new phase for it
-        wanted = {x: v for x, v in values.items() if self._book.phases[x].config.get(k.name) != v}
+        wanted = {x: v for x, v in values.items()
+                  if again or self._book.phases[x].config.get(k.name) != v}
         labels = list(wanted)
         if not labels:
             return
@@ -186,8 +192,8 @@ class KnobChanger:
         for label, value in wanted.items():
             groups.setdefault(value, []).append(label)
         try:  # each value on its pairs, at once
-            got = await asyncio.gather(*(self._apply(k, v, xs) for v, xs in groups.items()),
-                                       return_exceptions=True)
+            got = await asyncio.gather(*(self._apply(k, v, xs, again)
+                                         for v, xs in groups.items()), return_exceptions=True)
         finally:
             if restarts:
                 self._book.settings_changed(labels)
@@ -231,15 +237,17 @@ class KnobChanger:
         await self._runs.restart(labels, begin)
         return hosts
 
-    async def _apply(self, k: Knob, value: str, labels: Sequence[str]) -> Mapping[str, str]:
+    async def _apply(self, k: Knob, value: str, labels: Sequence[str],
+                     again: bool = False) -> Mapping[str, str]:
         """Apply on the hosts (or the test options); KNOB or KNOB_ERROR, TUNNEL per pair."""
         try:
             if k.kind is KnobKind.IPERF3:
                 self._set_iperf3_option(k, value, labels)
                 targets: Mapping[str, str] = {}
             else:
-                targets = await self.applier.apply(k, value, [self.profile.pair(x)
-                                                              for x in labels])
+                pairs = [self.profile.pair(x) for x in labels]
+                targets = await (self.applier.apply(k, value, pairs, again=True) if again
+                                 else self.applier.apply(k, value, pairs))
         except AbtuiError as exc:  # the one place a host's or an option's error becomes a refusal
             self._emit(Event.of(events.KnobError(knob=k.name, value=value, message=str(exc))))
             raise exc if isinstance(exc, KnobRefused) else \

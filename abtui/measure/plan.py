@@ -35,6 +35,9 @@ class PlanStep:
     index: int
     config: dict[str, str]
     repetition: int
+    # a build alternation's step: its hosts boot the build even when it is unchanged (the
+    # stretch is one boot)
+    again: bool = False
 
 
 def dimensions(profile: Profile) -> list[tuple[str, tuple[str, ...]]]:

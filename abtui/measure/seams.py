@@ -77,7 +77,10 @@ class KnobApplier(Protocol):
     checks tunnels it made through `tunnel_intact`.
     """
 
-    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]: ...
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair],
+                    again: bool = False) -> Mapping[str, str]:
+        """`again`: a build knob's hosts boot the build even when they run it already."""
+        ...
 
     async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
         """Each pair's value of a host knob now, per role ({} when it cannot be read)."""
@@ -139,7 +142,8 @@ class NoKnobs:
     def __init__(self, reason: str = "knob changes are not available (abtui.hosts.knobs missing)"):
         self.reason = reason
 
-    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair],
+                    again: bool = False) -> Mapping[str, str]:
         raise KnobRefused(self.reason)
 
     async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
@@ -167,11 +171,12 @@ class HostKnobs:
         self.manager = KnobManager(links, dialects, journal=journal, emit=emit,
                                    tunnels=self.tunnels)
 
-    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair]) -> Mapping[str, str]:
+    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair],
+                    again: bool = False) -> Mapping[str, str]:
         from abtui.hosts.knobs import resolve_targets
 
         targets = resolve_targets(self.profile.pairs, knob, [p.label for p in pairs])
-        return (await self.manager.apply(knob, value, targets)).targets
+        return (await self.manager.apply(knob, value, targets, again)).targets
 
     async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
         """Each pair's value of a host knob now, per role (KnobManager.current)."""

@@ -724,3 +724,24 @@ def test_a_boot_into_the_stretch_s_build_is_not_a_lost_link_but_a_failed_switch_
     s(after(s, "A", 5e9))
     s.close(full=True)
     assert s.lost["A"] == {2, 3}
+
+
+async def test_a_build_knob_boots_again_at_a_boundary_that_keeps_its_build() -> None:
+    """One boot per stretch: with `boot_again` (a build knob), a boundary that keeps the
+    value boots the hosts into it again (no pause), one that changes it switches; the plan
+    mode's steps ask the same of every stretch after the first."""
+    from abtui.measure.alternate import plan_steps
+
+    v = _verdicts((1e9, 1e9), lambda _i: 1.0, 4)
+    switched: list[str] = []
+    booted: list[str] = []
+    v.stretches.begin(0, v.order[0])
+    await drive(lambda _k, value: switched.append(value["A"]),
+                Alternation("rmem", (BIG, SMALL), 0.0, 4), v, lambda _line: None,
+                boot_again=lambda _k, value: booted.append(value["A"]))
+    pairs = list(zip(v.order, v.order[1:4 * 2], strict=False))
+    assert switched == [b for a, b in pairs if a != b]
+    assert booted == [b for a, b in pairs if a == b] and booted
+    steps = plan_steps("kernel", v.order, 4, boots=True)
+    assert [s.again for s in steps] == [False] + [True] * (len(v.order) - 1)
+    assert not any(s.again for s in plan_steps("rmem", v.order, 4))

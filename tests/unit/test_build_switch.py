@@ -184,3 +184,17 @@ async def test_a_first_build_no_value_names_cannot_come_back_by_command():
                        match=re.escape("runs 6.1.0-40-amd64, which none of its values is")):
         await sw.switch(knob, "b", _where(snd))
     assert not sw.originals
+
+
+async def test_again_boots_a_host_into_the_build_it_runs(monkeypatch):
+    """A build alternation's stretch is one boot: a host on the stretch's build already boots
+    it again when asked (`again`), verified like any switch; without it nothing happens."""
+    monkeypatch.setattr(host_builds, "POLL_S", 0.02)
+    snd, rcv = FakeHost("snd"), FakeHost("rcv")
+    sw = _switcher([snd, rcv])
+    assert await sw.switch(KERNEL, "a", _where(snd, rcv)) == {"snd": "a", "rcv": "a"}
+    assert snd.boot == rcv.boot == 1
+    assert await sw.switch(KERNEL, "a", _where(snd, rcv), again=True) == {
+        "snd": "6.1.0-47-amd64", "rcv": "6.1.0-47-amd64"}
+    assert snd.boot == rcv.boot == 2
+    assert "kexec -l /boot/vmlinuz-6.1.0-47-amd64" in snd.commands[-2]

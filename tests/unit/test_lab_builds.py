@@ -106,3 +106,25 @@ def test_a_bad_lab_builds_is_one_line_naming_it(tmp_path: Path, lab: str, says: 
     path = _with_lab(tmp_path, "softirq-crypto-same-hosts", lab)
     with pytest.raises(BadInput, match=rf"softirq-crypto-same-hosts\.toml:\d+: {says}"):
         load_profile(path)
+
+
+def test_ix_s_enable_aim_with_no_linux_counterpart_is_e1000e_s_throttling(tmp_path: Path) -> None:
+    """The same-hosts ix-enable-aim is FreeBSD only (no [knobs.os.linux]): on an e1000e VM
+    pair its enable_aim still becomes the NIC's interrupt throttling (0 off, 1 dynamic,
+    2 conservative), never the receive-buffer stand-in."""
+    import dataclasses
+
+    path = _with_lab(tmp_path, "ix-enable-aim-same-hosts",
+                     f'builds = {{ stock = "{K47}", D30155 = "{K57}" }}\n')
+    profile = load_profile(path)
+    made = _lab_builds(K47, K57)
+    hosts = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path).hosts(
+        1, lab_kernels_for(profile))
+    mapped = map_profile(profile, hosts, ssh_config="c", known_hosts="k",
+                         facts=dataclasses.replace(VM_FACTS, nics=("e1000e",)),
+                         builds=LabBuilds({"stock": made[K47], "D30155": made[K57]}))
+    aim = mapped.profile.knob("enable_aim")
+    assert aim.for_os("linux") == (KnobKind.ETHTOOL_COALESCE, "rx-usecs")
+    assert aim.os_values["linux"] == {"0": "0", "1": "1", "2": "3"}
+    line = next(t.line() for t in mapped.translations if t.subject == "knob enable_aim")
+    assert "ethtool -C data0 rx-usecs on ix: 0 = 0 (off), 1 = 1 (dynamic)" in line, line

@@ -19,6 +19,7 @@ from abtui.measure.run_lines import OutputLines
 from abtui.measure.run_sampling import RunSamplers
 from abtui.parse import PingParser
 from abtui.remote.iperf_cmd import ARMED_MARK
+from abtui.remote.asyncssh_privates import hand_output
 from abtui.remote.streams import LineFeed
 from tests.unit.fake_feed import Follows
 
@@ -32,8 +33,7 @@ def _process() -> asyncssh.SSHClientProcess[str]:
 
 def _fed(proc: asyncssh.SSHClientProcess[str], calls: list[list[str]]) -> LineFeed:
     feed = LineFeed(calls.append)
-    proc.set_writer(feed, True, None)
-    proc.feed_recv_buf(None, feed)
+    hand_output(proc, feed)
     return feed
 
 

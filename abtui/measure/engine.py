@@ -28,8 +28,8 @@ from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind
-from abtui.core.model import LinkState, Pair, Profile, TestOptions, now
-from abtui.hosts.restore import Orphans, settle_journal
+from abtui.core.model import LinkState, Profile, now
+from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
 from abtui.measure.engine_hosts import HostPool
@@ -37,12 +37,10 @@ from abtui.measure.engine_knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine_runs import RunScheduler
 from abtui.measure.engine_verify import HostGate, HostVerifier
 from abtui.measure.phase_book import PhaseBook
-from abtui.measure.phases import PairPhases
 from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, PlanStep, expand
 from abtui.measure.runs import PairRun
 from abtui.measure.seams import (
     HostKnobs,
-    KnobApplier,
     ParserFactory,
     PingParserFactory,
     default_parser_factory,
@@ -110,51 +108,6 @@ class Engine:
         self._stopped = asyncio.Event()
         self._started = False
 
-    # ---- what the parts hold, as the engine always said it ------------------------------
-    @property
-    def phases(self) -> dict[str, PairPhases]:
-        return self.book.phases
-
-    @property
-    def targets(self) -> dict[str, str]:
-        return self.book.targets
-
-    @property
-    def live_options(self) -> dict[str, dict[str, Any]]:
-        return self.book.live_options
-
-    @property
-    def links(self) -> dict[str, HostLink]:
-        return self.hosts.links
-
-    @links.setter
-    def links(self, links: dict[str, HostLink]) -> None:
-        self.hosts.links = links
-
-    @property
-    def journal(self) -> UndoJournal | None:
-        return self.hosts.journal
-
-    @property
-    def orphans(self) -> Orphans:
-        return self.hosts.orphans
-
-    @property
-    def applier(self) -> KnobApplier:
-        return self.knobs.applier
-
-    @applier.setter
-    def applier(self, applier: KnobApplier) -> None:
-        self.knobs.applier = applier
-
-    @property
-    def skews(self) -> list[float]:
-        return self.runs.skews
-
-    def options(self, pair: Pair) -> TestOptions:
-        """The pair's test options now (the profile's with live changes)."""
-        return self.book.options(pair)
-
     # ---- events -------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[AnyEvent], None]) -> Subscription:
         """Every event from now on, until the returned handle is closed."""
@@ -219,7 +172,7 @@ class Engine:
         self._started, self.runs.stopping, self.runs.mode = True, False, mode
         self._stopped.clear()
         t = now()
-        for phases in self.phases.values():
+        for phases in self.book.phases.values():
             phases.start = t
         if mode == "plan":
             self.tasks.spawn(self._plan_loop(steps))
@@ -302,7 +255,7 @@ class Engine:
         await self.wait()
         if self._started:
             t = now()
-            for phases in self.phases.values():
+            for phases in self.book.phases.values():
                 closed = phases.close(t)
                 if closed is not None:
                     self.emit(closed)
@@ -340,8 +293,8 @@ class Engine:
                 self._set_direction(value)
                 continue
             k = self.knobs.knob(name)
-            labels = list(k.pairs) or list(self.phases)
-            if all(self.phases[x].config.get(name) == value for x in labels):
+            labels = list(k.pairs) or list(self.book.phases)
+            if all(self.book.phases[x].config.get(name) == value for x in labels):
                 continue
             try:
                 await self.set_knob(name, value, labels)
@@ -355,8 +308,8 @@ class Engine:
 
     def _set_direction(self, value: str) -> None:
         t = now()
-        for label, phases in self.phases.items():
-            self.live_options[label].update(DIRECTION_OPTIONS[value])
+        for label, phases in self.book.phases.items():
+            self.book.live_options[label].update(DIRECTION_OPTIONS[value])
             if phases.config.get(DIRECTION) != value:
                 closed = phases.commit_change(t, t, {DIRECTION: value})
                 if closed is not None:
@@ -378,16 +331,16 @@ class Engine:
     async def _set_back(self, reason: str) -> None:
         pending: list[str] = []
         try:
-            pending = await self.applier.restore()
+            pending = await self.knobs.applier.restore()
         finally:
             await self.hosts.end_orphans()
             await self.hosts.close()
             for line in pending:
                 self.emit(Event.of(events.Error(message=line)))
             self.not_restored = [*pending, *(["process groups left on hosts"]
-                                             if self.orphans else [])]
+                                             if self.hosts.orphans else [])]
             # kept when something is left for `abtui recover`
-            settle_journal(self.journal, left=bool(self.orphans or pending))
+            settle_journal(self.hosts.journal, left=bool(self.hosts.orphans or pending))
             self.emit(Event.of(events.SessionEnd(reason=reason)))
 
 

@@ -20,13 +20,13 @@ from abtui.core import events
 from abtui.core.model import LinkState
 from abtui.measure.run_context import RunContext, RunOwner, RunParsers, RunSpec
 from abtui.measure.run_procs import RunProcesses
-from abtui.measure.run_reader import SERVER_SUFFIX, STALL_INTERVALS, IntervalReader
+from abtui.measure.run_reader import STALL_INTERVALS, IntervalReader
 from abtui.measure.run_sampling import RunSamplers
 from abtui.measure.run_sides import fill_cpu
 from abtui.measure.seams import iperf_error_of, iperf_summary_of
 from abtui.remote.link import HostLink
 
-__all__ = ["SERVER_SUFFIX", "PairRun", "classify_iperf_error"]
+__all__ = ["PairRun", "classify_iperf_error"]
 
 
 def classify_iperf_error(message: str, spec: RunSpec, receiver: str) -> tuple[str, bool]:
@@ -77,10 +77,6 @@ class PairRun:
     @property
     def client_argv(self) -> list[str]:
         return self.processes.client_argv
-
-    @property
-    def host_clock(self) -> float | None:
-        return self.processes.host_clock
 
     @property
     def interval_count(self) -> int:

@@ -62,7 +62,7 @@ from abtui.ui.state import ConsoleState
 from abtui.ui.textual_privates import keep_unchanged_lines
 from abtui.ui.widgets import PairPane
 
-__all__ = ["FLUSH_HZ", "AbtuiApp"]
+__all__ = ["AbtuiApp"]
 
 TABLE_HZ = 2  # phase table repaints a second, at most
 TABLE_AFTER = 1.5  # flush periods from a burst's first flush to the table's repaint ...

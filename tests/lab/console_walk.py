@@ -36,7 +36,7 @@ seed and the command that replays it.
 Public surface used: app.state (pairs[..].config, phases), app.phase_rows(), app.knob_keys,
 app.record.received, app.recent, a pane's lines (PairPane.text: tcp, config, head), the
 widgets' ids (#knobbar, #phases, #plan-progress),
-engine.phases[label].config (the configuration the engine records for the phase in force).
+engine.book.phases[label].config (the configuration the engine records for the phase in force).
 """
 
 from __future__ import annotations
@@ -408,7 +408,7 @@ class Walker:
         workers = [f"{w.group}:{w.name}" for w in self.app.workers
                    if w.group in BUSY_GROUPS and w.state in (WorkerState.PENDING,
                                                              WorkerState.RUNNING)]
-        changing = [f"knob change on {label}" for label, ph in self.engine.phases.items()
+        changing = [f"knob change on {label}" for label, ph in self.engine.book.phases.items()
                     if ph.pending is not None]
         return workers + changing
 
@@ -892,7 +892,7 @@ class Walker:
                 f"{app.feed.due} (now {time.perf_counter():.3f})")
 
     async def check_tables(self) -> None:
-        from abtui.core.configuration import config_id as config_key
+        from abtui.core.configuration import config_id
         from abtui.reports import stats
         from abtui.sessions.session import Session
 
@@ -905,7 +905,7 @@ class Walker:
             self.fail("console-events-prefix", "the console's events are not the journal's "
                       "first events (what `s` saves differs from what was recorded)")
         session = Session.from_events(events)
-        labels = {config_key(ph.config): session.config_label(ph.config)
+        labels = {config_id(ph.config): session.config_label(ph.config)
                   for ph in session.phases}
         export = export_table((c.to_json() for row in stats.cells(session).values()
                                for c in row.values()), labels)
@@ -963,7 +963,7 @@ class Walker:
         state, phases = [], []
         for p in self.pairs:
             config = self.app.state.pairs[p].config
-            full = {**orig[p], **{k: norm(v) for k, v in self.engine.phases[p].config.items()}}
+            full = {**orig[p], **{k: norm(v) for k, v in self.engine.book.phases[p].config.items()}}
             for knob, value in want[p].items():
                 if norm(config.get(knob, "<none>")) != value:
                     state.append(f"{p} {knob}: console {config.get(knob)!r}, hosts {value!r}")

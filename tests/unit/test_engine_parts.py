@@ -244,7 +244,7 @@ async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the
                         journal=journal)
         knobs = FakeKnobs()
         knobs.left = left
-        engine.applier = knobs
+        engine.knobs.applier = knobs
         seen: list[Event] = []
         engine.subscribe(seen.append)
         await engine.shutdown("done")
@@ -264,36 +264,36 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
                            values=("1", "4")))
     engine = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,
                     use_journal=False)  # type: ignore[arg-type,return-value]
-    engine.applier = FakeKnobs()
+    engine.knobs.applier = FakeKnobs()
     events: list[Event] = []
     engine.subscribe(events.append)
     await engine.set_knob("aim", "0", ["A"])  # before anything ran: the first phase's
     assert [e.kind for e in events] == [EventKind.KNOB]
-    assert engine.phases["A"].phase == 0
-    engine.phases["A"].measured = True  # as if a run had started
+    assert engine.book.phases["A"].phase == 0
+    engine.book.phases["A"].measured = True  # as if a run had started
     events.clear()
     await engine.set_knob("aim", "1", ["A"])
-    assert engine.applier.asked == [("aim", "0", ["A"]), ("aim", "1", ["A"])]
+    assert engine.knobs.applier.asked == [("aim", "0", ["A"]), ("aim", "1", ["A"])]
     assert [(e.kind, e.pair) for e in events] == [(EventKind.KNOB, None),
                                                    (EventKind.PHASE, "A")]
     assert events[1].payload.config == {"aim": "0"}
-    assert engine.phases["A"].config == {"aim": "1"} and engine.phases["B"].config == {}
+    assert engine.book.phases["A"].config == {"aim": "1"} and engine.book.phases["B"].config == {}
     events.clear()
     with pytest.raises(KnobRefused, match="invalid value"):
         await engine.set_knob("aim", "bad")
     assert [e.kind for e in events] == [EventKind.KNOB_ERROR]
-    assert engine.phases["A"].phase == 1 and engine.phases["B"].phase == 0
-    assert engine.phases["A"].pending is None  # the refused change left no window open
+    assert engine.book.phases["A"].phase == 1 and engine.book.phases["B"].phase == 0
+    assert engine.book.phases["A"].pending is None  # the refused change left no window open
     with pytest.raises(KnobRefused, match="no knob named 'nope'"):
         await engine.set_knob("nope", "1")
     with pytest.raises(KnobRefused, match="no pair named C"):
         await engine.set_knob("aim", "1", ["C"])
     # an iperf3 knob changes the pair's test options, no host is asked
     await engine.set_knob("streams", "4", ["B"])
-    assert engine.live_options["B"] == {"parallel": 4}
-    assert engine.options(prof.pair("B")).parallel == 4
-    assert engine.options(prof.pair("A")).parallel == 1
-    assert len(engine.applier.asked) == 2
+    assert engine.book.live_options["B"] == {"parallel": 4}
+    assert engine.book.options(prof.pair("B")).parallel == 4
+    assert engine.book.options(prof.pair("A")).parallel == 1
+    assert len(engine.knobs.applier.asked) == 2
 
 
 def test_the_engine_never_imports_the_ui():
@@ -358,7 +358,7 @@ async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
     engine = Engine(prof, use_journal=False)
 
     def prepared() -> _Prepared:
-        opts = engine.options(PAIR)
+        opts = engine.book.options(PAIR)
         return _Prepared(RunSpec(run_id="A-x", pair=PAIR, options=opts, target=PAIR.target,
                                  seconds=10, port=5201, settings=engine.book.settings["A"]))
 
@@ -401,10 +401,10 @@ async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after()
         return {"A": "198.18.101.2"}  # the pair's tunnel made again after the switch
 
     knobs.apply = apply  # type: ignore[method-assign]
-    engine.applier = knobs
+    engine.knobs.applier = knobs
     rechecked: list[list[str]] = []
     engine.verifier.recheck = rechecked.append  # type: ignore[method-assign]
-    engine.phases["A"].config["tunnel"] = "wireguard"
+    engine.book.phases["A"].config["tunnel"] = "wireguard"
     events: list[Event] = []
     engine.subscribe(events.append)
     await engine.set_knob("kernel", "b")

@@ -18,8 +18,8 @@ from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
 from abtui.measure.run_lines import OutputLines
 from abtui.measure.run_sampling import RunSamplers
 from abtui.parse import PingParser
-from abtui.remote.iperf_cmd import ARMED_MARK
 from abtui.remote.asyncssh_privates import hand_output
+from abtui.remote.iperf_cmd import ARMED_MARK
 from abtui.remote.streams import LineFeed
 from tests.unit.fake_feed import Follows
 

@@ -8,7 +8,7 @@ import pytest
 
 from abtui.cli import main
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, IntervalMeasured, Ping, Progress, RunEnd
 from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile
 from abtui.core.model import TestOptions as Options
 from abtui.measure.headless import Measured, describe
@@ -179,17 +179,17 @@ def test_iperf3_errors_become_clear_messages():
 
 
 def test_progress_lines():
-    assert describe(Event(EventKind.PROGRESS, data={"done": 3, "total": 12, "eta_s": 40.2})) \
+    assert describe(Event.of(Progress(done=3, total=12, eta_s=40.2))) \
         == "plan: 3/12 steps done, about 40 s left"
-    end = Event(EventKind.RUN_END, pair="A", data={
+    end = Event.of(RunEnd.from_data({
         "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
-        "message": ""})
+        "message": ""}), pair="A")
     assert describe(end, Measured((("TX", 9.41e9),), 9.41e9)) == "A: run A-1 (TX) ok, 9.41 Gbit/s"
     # 3 significant digits in the unit the figure reads best in (not `20.400`, not `0.021`)
     assert describe(end, Measured((("TX", 20.4e9),), 20.4e9)) == "A: run A-1 (TX) ok, 20.4 Gbit/s"
     assert describe(end, Measured((("TX", 21.4e6),), 21.4e6)) == "A: run A-1 (TX) ok, 21.4 Mbit/s"
     assert describe(end) == "A: run A-1 ok"  # no intervals: no figure
-    assert describe(Event(EventKind.INTERVAL, pair="A")) is None
+    assert describe(Event.of(IntervalMeasured.from_data({}), pair="A")) is None
 
 
 def test_run_command_bad_input_exits_2(tmp_path, capsys):
@@ -315,11 +315,11 @@ def test_continuous_progress_lines_say_each_pair_s_rate_since_the_last():
     tally = Tally()
     for pair, bps, extra in (("A", 10e9, {}), ("A", 12e9, {}), ("A", 1e9, {"omitted": True}),
                              ("A", 3e9, {"direction": "rx"}), ("B", 0.0214e9, {})):
-        tally(Event(EventKind.INTERVAL, pair=pair, data={
-            "bits_per_second": bps, "start": 0.0, "end": 1.0, **extra}))
+        tally(Event.of(IntervalMeasured.from_data({
+            "bits_per_second": bps, "start": 0.0, "end": 1.0, **extra}), pair=pair))
     # an interval of unknown span (no start or end) counts in no rate
-    tally(Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": 1e9}))
-    tally(Event(EventKind.PING, pair="B", data={"rtt_ms": 0.1}))
+    tally(Event.of(IntervalMeasured.from_data({"bits_per_second": 1e9}), pair="B"))
+    tally(Event.of(Ping.from_data({"rtt_ms": 0.1}), pair="B"))
     assert tally.line(20.2, 60, ["A", "B", "C"]) == \
         "+20/60 s: A 11.0 Gbit/s (2 intervals), B 21.4 Mbit/s (1 interval), C no intervals"
     assert tally.line(40, 60, ["A"]) == "+40/60 s: A no intervals"  # afresh after each line

@@ -142,9 +142,9 @@ async def test_ping_replies_become_events_as_their_packet_arrives() -> None:
     fake.proc.data_received(f"{ARMED_MARK}\n1700000000.000001\n{text[0]}\n", None)
     assert got == []
     fake.proc.data_received(text[1] + "\n", None)
-    assert [e.kind for e in got] == [EventKind.PING] and got[0].data["phase"] == 1
+    assert [e.kind for e in got] == [EventKind.PING] and got[0].payload.phase == 1
     fake.proc.data_received(text[2] + "\n" + text[3] + "\n", None)  # two in one packet
-    assert [e.data["seq"] for e in got] == [1, 2, 3] and [e.data["phase"] for e in got] == \
+    assert [e.payload.seq for e in got] == [1, 2, 3] and [e.payload.phase for e in got] == \
         [1, 2, 3]
     fake.proc.data_received("\n".join(text[4:]) + "\n", None)
     fake.proc.eof_received()

@@ -103,7 +103,7 @@ class Engine:
         self.knobs = KnobChanger(profile, self.book, self.runs, self.emit)
         self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
                                      self.runs, self.emit, self.tasks)
-        self.knobs.pauses = self.verifier  # a build switch holds its pairs' runs
+        self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False
@@ -130,10 +130,10 @@ class Engine:
             "abtui_version": __version__, **self.start_data})))
         await self.hosts.connect(self._on_link_state)
         if self._applier_factory is not None:
-            self.knobs.applier = self._applier_factory(self.hosts.links, self.emit)
+            self.knobs.use(self._applier_factory(self.hosts.links, self.emit))
         else:
-            self.knobs.applier = HostKnobs(self.profile, self.hosts.links, self.hosts.dialects,
-                                           self.emit, self.hosts.journal)
+            self.knobs.use(HostKnobs(self.profile, self.hosts.links, self.hosts.dialects,
+                                     self.emit, self.hosts.journal))
         await self.knobs.read_current()
         await self.knobs.apply_initial()
 
@@ -169,11 +169,12 @@ class Engine:
         (an alternation's ABAB…, abtui.measure.alternate)."""
         if self._started:
             raise AbtuiError("already measuring: stop first")
-        self._started, self.runs.stopping, self.runs.mode = True, False, mode
+        self._started = True
+        self.runs.begin(mode)
         self._stopped.clear()
         t = now()
         for phases in self.book.phases.values():
-            phases.start = t
+            phases.open_at(t)
         if mode == "plan":
             self.tasks.spawn(self._plan_loop(steps))
             return
@@ -249,7 +250,7 @@ class Engine:
         await self.tasks.wait()
 
     async def stop(self) -> None:
-        self.runs.stopping = True
+        self.runs.stop_releasing()
         self._stopped.set()
         await self.runs.stop_all()
         await self.wait()

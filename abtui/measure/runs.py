@@ -84,11 +84,16 @@ class PairRun:
 
     @property
     def retired_at(self) -> float | None:
+        """Since when nothing it measures counts (a setting it cannot see was changed)."""
         return self.context.retired_at
 
-    @retired_at.setter
-    def retired_at(self, value: float | None) -> None:
-        self.context.retired_at = value
+    def retire(self, since: float) -> None:
+        """Nothing it measures after `since` counts."""
+        self.context.retired_at = since
+
+    def keep(self) -> None:
+        """The change that retired it was refused: what it measures counts again."""
+        self.context.retired_at = None
 
     # ---- its life -----------------------------------------------------------------------
     async def prepare(self) -> None:

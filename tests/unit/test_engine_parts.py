@@ -158,7 +158,7 @@ def test_phases_straddling_intervals_count_in_neither():
     ph.begin_change(102.0)
     ph.abort_change()  # refused: nothing changes
     assert ph.classify(102.2, 0.1) == (1, False)
-    ph.measured = True
+    ph.running(True)
     closed = ph.close(103.0)
     assert closed is not None and closed.record() == {"phase": 1, "config": {"aim": "1"},
                                                   "start": 101.01, "end": 103.0}
@@ -244,7 +244,7 @@ async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the
                         journal=journal)
         knobs = FakeKnobs()
         knobs.left = left
-        engine.knobs.applier = knobs
+        engine.knobs.use(knobs)
         seen: list[Event] = []
         engine.subscribe(seen.append)
         await engine.shutdown("done")
@@ -264,13 +264,13 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
                            values=("1", "4")))
     engine = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,
                     use_journal=False)  # type: ignore[arg-type,return-value]
-    engine.knobs.applier = FakeKnobs()
+    engine.knobs.use(FakeKnobs())
     events: list[Event] = []
     engine.subscribe(events.append)
     await engine.set_knob("aim", "0", ["A"])  # before anything ran: the first phase's
     assert [e.kind for e in events] == [EventKind.KNOB]
     assert engine.book.phases["A"].phase == 0
-    engine.book.phases["A"].measured = True  # as if a run had started
+    engine.book.phases["A"].running(True)  # as if a run had started
     events.clear()
     await engine.set_knob("aim", "1", ["A"])
     assert engine.knobs.applier.asked == [("aim", "0", ["A"]), ("aim", "1", ["A"])]
@@ -401,7 +401,7 @@ async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after()
         return {"A": "198.18.101.2"}  # the pair's tunnel made again after the switch
 
     knobs.apply = apply  # type: ignore[method-assign]
-    engine.knobs.applier = knobs
+    engine.knobs.use(knobs)
     rechecked: list[list[str]] = []
     engine.verifier.recheck = rechecked.append  # type: ignore[method-assign]
     engine.book.phases["A"].config["tunnel"] = "wireguard"

@@ -57,14 +57,14 @@ def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:
     engine = Engine(prof, parser_factory=lambda _f: None,  # type: ignore[arg-type,return-value]
                     use_journal=False)
     fake = HostValues(values, engine)
-    engine.knobs.applier = fake
+    engine.knobs.use(fake)
     engine.hosts.links = {a: SimpleNamespace(alias=a, state=LinkState.CONNECTED,  # type: ignore[misc]
                                        boot_id="boot-1") for a in values}
     for label in ("A", "B"):
         pair = prof.pair(label)
         engine.book.phases[label].config = {"rmem": pair_value(
             {"sender": values[pair.sender], "receiver": values[pair.receiver]})}
-        engine.book.phases[label].measured = True  # as if a run had gone on
+        engine.book.phases[label].running(True)  # as if a run had gone on
     seen: list[Event] = []
     engine.subscribe(seen.append)
     return engine, fake, seen
@@ -91,7 +91,7 @@ async def test_a_value_abtui_set_is_re_applied_and_the_phase_ends():
     low, high = RMEM.values
     engine, fake, seen = engine_on({"s": high, "r": high, "s2": high, "r2": high})
     await engine.set_knob("rmem", low, ["A"])
-    engine.book.phases["A"].measured = True
+    engine.book.phases["A"].running(True)
     seen.clear()
     await reconnect(engine, "r", {"r": "4096 87380 6291456"}, fake)
     (drift,) = of(seen, EventKind.DRIFT)
@@ -265,9 +265,9 @@ async def test_a_tunnel_whose_end_is_gone_is_made_again_or_dropped():
         engine.profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL,
                                          values=("none", "vxlan")))
         fake = Tunnels(dict(_fake.values), engine)
-        engine.knobs.applier = fake
+        engine.knobs.use(fake)
         await engine.set_knob("tunnel", "vxlan", ["A"])
-        engine.book.phases["A"].measured = True
+        engine.book.phases["A"].running(True)
         first = engine.book.targets["A"]
         fake.gone.add(("A", "r"))  # the receiver was reset: its end is gone
         fake.refuse = refuse

@@ -195,7 +195,7 @@ class Engine:
         while True:
             ahead = self.tasks.spawn(self._prearm(run))
             run = await self.runs.stream(run)
-            measured = measured or run.interval_count > 0
+            measured = measured or run.reader.count > 0
             spare = await ahead
             done = self.runs.stopping or never_measured(run, measured) or (
                 run.status == "incomplete" and not await self._links_back(run))

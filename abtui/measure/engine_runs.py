@@ -183,7 +183,7 @@ class RunScheduler:
                 host_clock=clock,
                 skew_ms=None if clock is None or first is None else (clock - first) * 1e3,
                 options=_jsonable(asdict(run.spec.options)), target=run.spec.target,
-                port=run.spec.port, argv=list(run.client_argv) or None), pair=run.label))
+                port=run.spec.port, argv=list(run.processes.client_argv) or None), pair=run.label))
         if len(known) > 1 and first is not None:
             skew = (max(known) - first) * 1e3
             self.skews.append(skew)

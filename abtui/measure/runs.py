@@ -75,14 +75,6 @@ class PairRun:
         return self.context.label
 
     @property
-    def client_argv(self) -> list[str]:
-        return self.processes.client_argv
-
-    @property
-    def interval_count(self) -> int:
-        return self.reader.count
-
-    @property
     def retired_at(self) -> float | None:
         """Since when nothing it measures counts (a setting it cannot see was changed)."""
         return self.context.retired_at

@@ -1,13 +1,14 @@
 """Every use of Textual's private API, in this one module, each with a public fallback.
 
-Textual has no public API for some of what the console does (docs/architecture.md, "Where the
-code reaches past a public API"); what it reaches for is named in PRIVATES (a private module's
-class, or an attribute of a class or of its instances), each with the FEATURES that use it,
-and pinned by tests/ui/test_textual_privates.py against the installed Textual (pyproject.toml
-bounds Textual to the versions tested). A feature whose private is missing or has changed
-shape — not there at its first use, a StylesCache method with other parameters (SIGNATURES),
-an AttributeError or a TypeError on the way — is turned off, once and logged, and the console
-goes Textual's public way for it from then on: a newer Textual costs speed, never a crash.
+Textual has no public API for some of what the console does (docs/architecture.md, "Size, and
+where the code reaches past a public API"); what it reaches for is named in PRIVATES (a
+private module's class, or an attribute of a class or of its instances), each with the
+FEATURES that use it, and pinned by tests/ui/test_textual_privates.py against the installed
+Textual (pyproject.toml bounds Textual to the versions tested). A feature whose private is
+missing or has changed shape — not there at its first use, a StylesCache method with other
+parameters (SIGNATURES), an AttributeError or a TypeError on the way — is turned off, once and
+logged, and the console goes Textual's public way for it from then on: a newer Textual costs
+speed, never a crash.
 
 The features:
 

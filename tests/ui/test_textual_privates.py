@@ -16,7 +16,6 @@ from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region, Size
 from textual.widget import Widget
-from textual.widgets._footer import FooterKey
 
 from abtui.ui import textual_privates as tp
 from abtui.ui.widgets import PairPane
@@ -49,12 +48,13 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
     """What the fence reaches into is in the installed Textual (on a running console's
     screen, app, pane, compositor and footer keys, a StylesCache, an input parser and a
     Linux driver), and the StylesCache methods it overrides or calls take the parameters it
-    passes: an upgrade of Textual that moves one fails here, by name."""
+    passes: an upgrade of Textual that moves one fails here, by name; and each, renamed, is
+    named missing (the check can fail)."""
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(160, 48)) as pilot:
         await replayed(pilot, 2)
         pane = app.query_one("#pane-A", PairPane)
-        key = app.query(FooterKey).first()
+        key = app.query(tp._found["FooterKey"]).first()  # (not exported by Textual)
         instances = {"Screen": app.screen, "App": app, "Widget": pane,
                      "Compositor": app.screen._compositor,
                      "StylesCache": tp._found["StylesCache"](),
@@ -63,6 +63,17 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
         for feature in tp.FEATURES:
             given = {**instances, "Widget": key} if feature == "footer_compact" else instances
             assert tp.missing(feature, given) == [], feature
+        # each one renamed, as a newer Textual might: named missing for each of its features
+        for n, private in enumerate(tp.PRIVATES):
+            gone = private._replace(name=private.name + "_gone")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(tp, "PRIVATES", (*tp.PRIVATES[:n], gone, *tp.PRIVATES[n + 1:]))
+                if private.owner == "module":
+                    patch.setitem(tp._found, private.name, None)
+                for feature in private.features:
+                    given = {**instances, "Widget": key} if feature == "footer_compact" \
+                        else instances
+                    assert tp.missing(feature, given), (private, feature)
         assert isinstance(tp.styles_cache(pane), tp.FramedLines)
         assert tp.fallen_back() == {}  # the console ran the private way throughout
         assert len(app.files.screen_text().splitlines()) == 48
@@ -75,21 +86,6 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
         assert tuple(inspect.signature(method).parameters) == parameters, name
     # (a Textual without them is named: the check can fail)
     assert "StylesCache._dirty_lines" in tp.missing("kept_lines", {"StylesCache": object()})
-
-
-def test_each_private_taken_away_turns_its_features_off_by_name(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every private, renamed as a newer Textual might, is named missing for each feature
-    that uses it (looked for on the class, or on an instance that lacks it)."""
-    for i, private in enumerate(tp.PRIVATES):
-        gone = private._replace(name=private.name + "_gone")
-        monkeypatch.setattr(tp, "PRIVATES", (*tp.PRIVATES[:i], gone, *tp.PRIVATES[i + 1:]))
-        if private.owner == "module":
-            monkeypatch.setitem(tp.MODULES, gone.name, ("textual._gone", private.name))
-        given = {private.owner: object()} if private.on_instance else {}
-        for feature in private.features:
-            assert tp.missing(feature, given), (private, feature)
-        monkeypatch.undo()
 
 
 def test_nothing_else_in_abtui_reaches_for_a_textual_private() -> None:

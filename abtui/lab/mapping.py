@@ -22,9 +22,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from abtui.core.builds import Build, Method, derived_release
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_IPERF3, Knob, KnobKind, Profile, Scope, Watch
 from abtui.lab import moderation
+from abtui.lab.profile import SWITCH_TIMEOUT_S, LabBuild
 from abtui.remote.iperf_cmd import options_for
 
 if TYPE_CHECKING:
@@ -96,6 +98,27 @@ class LabFacts:
         return self.nics[i] if i < len(self.nics) else "veth"
 
 
+@dataclass(frozen=True, slots=True)
+class LabBuilds:
+    """The Debian kernels the lab's VM hosts boot for a build knob's values (the profile's
+    [lab] builds), and how: kexec (each build's image and initramfs) or, with `power`, the
+    lab's power-cycle command (argv, `{host}` and `{value}` in it)."""
+
+    by_value: dict[str, LabBuild]
+    power: tuple[str, ...] = ()
+
+    def build(self, value: str) -> Build:
+        """The lab's Build for one of the knob's values: its release checked after the boot."""
+        lab = self.by_value[value]
+        release = derived_release(lab.spec)
+        if self.power:
+            argv = tuple(lab.spec if a == "{value}" else a for a in self.power)
+            return Build(Method.COMMAND, command=argv, release=release,
+                         timeout=SWITCH_TIMEOUT_S, command_timeout=SWITCH_TIMEOUT_S)
+        return Build(Method.KEXEC, image=lab.image, initrd=lab.initrd, release=release,
+                     timeout=SWITCH_TIMEOUT_S)
+
+
 @dataclass(slots=True)
 class LabMapping:
     """The profile as the lab runs it, and the translations that made it."""
@@ -111,8 +134,10 @@ class LabMapping:
 
 
 def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
-                known_hosts: str, facts: LabFacts) -> LabMapping:
-    """The profile on lab hosts (pair i on lab pair i), with its knobs and watches translated."""
+                known_hosts: str, facts: LabFacts, builds: LabBuilds | None = None
+                ) -> LabMapping:
+    """The profile on lab hosts (pair i on lab pair i), with its knobs and watches translated;
+    the build knob whose values `builds` names boots the lab's Debian kernels."""
     need = len(profile.pairs)
     if len(hosts) < 2 * need:
         raise BadInput(f"profile {profile.name} has {need} pairs; the lab has "
@@ -143,8 +168,8 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
                                "section naming a kernel per pair for VM hosts)"))
     devices = {d for p in profile.pairs for d in (p.sender_device, p.receiver_device) if d}
     nics = {p.label: facts.nic_of(i) for i, p in enumerate(profile.pairs)}
-    knobs = [_moderation_knob(k, nics, out) or _knob(k, facts, out, _of(nics, k.pairs))
-             for k in profile.knobs]
+    knobs = [_build_knob(k, builds, out) or _moderation_knob(k, nics, out)
+             or _knob(k, facts, out, _of(nics, k.pairs)) for k in profile.knobs]
     watches = [_irq_watch(w, nics, out) or _watch(w, facts, devices, out, _of(nics, w.pairs))
                for w in profile.watches]
     test = profile.test
@@ -215,6 +240,25 @@ def _moderation_knob(k: Knob, nics: dict[str, str], out: list[Translation]) -> K
             _no_interrupts({p: nics[p] for p in others}).replace(
                 "veth has no interrupts", "veth has no interrupt moderation")))
     return moderation.itr_knob(k, itr, on_itr)
+
+
+def _build_knob(k: Knob, builds: LabBuilds | None, out: list[Translation]) -> Knob | None:
+    """A kernel or module knob the profile's [lab] builds maps: a Debian kernel per value,
+    booted on the knob's hosts as a kernel knob (a module build is the one its kernel carries:
+    a module is built for one kernel, so on the lab the kernel is the build)."""
+    if builds is None or k.kind not in (KnobKind.KERNEL, KnobKind.MODULE) or \
+            not set(k.values) <= set(builds.by_value):
+        return None
+    methods = sorted({str(b.method) for b in k.builds.values()})
+    original = " ".join(w for w in (str(k.kind), k.key, "by", ", ".join(methods)) if w)
+    how = "the lab's power-cycle" if builds.power else "kexec"
+    shown = ", ".join(f"{v} = {builds.by_value[v].spec}" for v in k.values)
+    why = "the Debian kernels the profile's [lab] builds names, booted on the VM hosts"
+    if k.kind is KnobKind.MODULE:
+        why += f"; each carries its own {k.key} module"
+    out.append(Translation(f"knob {k.name}", original, f"{how} into {shown}", why))
+    return dataclasses.replace(k, kind=KnobKind.KERNEL, key="", os_kinds={}, os_keys={},
+                               os_values={}, builds={v: builds.build(v) for v in k.values})
 
 
 def _irq_watch(w: Watch, nics: dict[str, str], out: list[Translation]) -> Watch | None:

@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -280,18 +279,15 @@ class Lab:
         """The VM pairs' kernel knob (abtui.lab.profile.kernel_knob): offered when every VM
         pair boots a Debian build (a kexec finds a Debian build's modules in the cache)."""
         from abtui.lab import kernels
-        from abtui.lab.profile import LabBuild, kernel_knob
-        from abtui.lab.vmboot import lab_builds
+        from abtui.lab.profile import kernel_knob
+        from abtui.lab.vmboot import switch_builds
 
         vm_pairs = sorted({h.pair for h in hosts if h.vm})
         if not vm_pairs or not all(kernels.DEBIAN_PACKAGE_RE.fullmatch(h.kernel)
                                    for h in hosts if h.vm):
             return ""
-        specs = kernels.cached_packages()
-        if _which("kexec") is not None:
-            return kernel_knob(lab_builds(specs), vm_pairs)
-        power = [sys.executable, "-m", "abtui", "lab", "boot", "{host}", "{value}"]
-        return kernel_knob([LabBuild(s, "", "") for s in specs], vm_pairs, power=power)
+        builds, power = switch_builds(kernels.cached_packages())
+        return kernel_knob(builds, vm_pairs, power=power)
 
     # ---- down ---------------------------------------------------------------------------
     def down(self) -> None:

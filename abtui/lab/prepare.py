@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind, Profile
-from abtui.lab.mapping import LAB_TUNNELS, LabFacts, LabMapping, Translation, map_profile, quick
+from abtui.lab.mapping import (
+    LAB_TUNNELS,
+    LabBuilds,
+    LabFacts,
+    LabMapping,
+    Translation,
+    map_profile,
+    quick,
+)
 
 if TYPE_CHECKING:
     from abtui.lab.layout import LabHost
@@ -42,12 +50,42 @@ def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
         facts = lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
                           ssh_config=str(the_lab.ssh_config))
         mapped = map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
-                             known_hosts=str(the_lab.known_hosts), facts=facts)
+                             known_hosts=str(the_lab.known_hosts), facts=facts,
+                             builds=lab_switch_builds(profile))
         profile = mapped.profile
         translations = mapped.translations + translations
     mapping = LabMapping(profile, translations)
     data = mapping.start_data()
     return mapping, data if lab else {"translations": data["translations"]}
+
+
+def profile_builds(profile: Profile) -> dict[str, str]:
+    """The profile's [lab] builds: a build knob's value -> the Debian kernel standing for it."""
+    import tomllib
+
+    from abtui.profile.load import lab_builds
+
+    if not profile.source_text:
+        return {}
+    raw = tomllib.loads(profile.source_text)
+    return lab_builds(raw, list(profile.knobs)) if "lab" in raw else {}
+
+
+def lab_switch_builds(profile: Profile) -> LabBuilds | None:
+    """How the lab's VM hosts reach each build the profile's [lab] builds names (each
+    Debian package fetched into the kernel cache when it is not there yet)."""
+    from abtui.lab import kernels
+    from abtui.lab.vmboot import switch_builds
+
+    by_value = profile_builds(profile)
+    if not by_value:
+        return None
+    specs = list(dict.fromkeys(by_value.values()))
+    for spec in specs:
+        kernels.resolve(spec)
+    made, power = switch_builds(specs)
+    of_spec = {b.spec: b for b in made}
+    return LabBuilds({v: of_spec[s] for v, s in by_value.items()}, tuple(power))
 
 
 def profile_kernels(profile: Profile) -> dict[str, str]:
@@ -63,8 +101,14 @@ def profile_kernels(profile: Profile) -> dict[str, str]:
 
 
 def lab_kernels_for(profile: Profile) -> dict[str, str]:
-    """The profile's [lab] kernels by lab pair letter (profile pair i runs on lab pair i)."""
-    named = profile_kernels(profile)
+    """The profile's [lab] kernels by lab pair letter (profile pair i runs on lab pair i); a
+    pair its [lab] builds' knob switches and no kernel names boots the knob's first build."""
+    builds = profile_builds(profile)
+    knob = next((k for k in profile.knobs if builds and set(k.values) <= set(builds)
+                 and k.kind in (KnobKind.KERNEL, KnobKind.MODULE)), None)
+    first = {p.label: builds[knob.values[0]] for p in profile.pairs
+             if knob is not None and (not knob.pairs or p.label in knob.pairs)}
+    named = first | profile_kernels(profile)
     return {chr(ord("A") + i): named[p.label] for i, p in enumerate(profile.pairs)
             if p.label in named}
 

@@ -250,6 +250,22 @@ def lab_builds(specs: Sequence[str]) -> list[LabBuild]:
     return out
 
 
+def switch_builds(specs: Sequence[str]) -> tuple[list[LabBuild], list[str]]:
+    """How the lab's VM hosts reach each of `specs`: by kexec from inside the guest (each
+    build's image and initramfs, measured to work under emulation), or, where this machine has
+    no `kexec` (the guests run this machine's programs), by the lab's power-cycle: the builds
+    bare and the argv of `abtui lab boot {host} {value}`."""
+    import shutil
+    import sys
+
+    from abtui.lab.profile import LabBuild
+
+    if shutil.which("kexec", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"):
+        return lab_builds(specs), []
+    return ([LabBuild(s, "", "") for s in specs],
+            [sys.executable, "-m", "abtui", "lab", "boot", "{host}", "{value}"])
+
+
 def kexec_command(kernel: Kernel, initrd: Path) -> str:
     """The guest's command: load `kernel` with its initramfs and the guest's own command line,
     its modules link (`virtme_link_mods=`) pointed at the build's, then execute it a second

@@ -520,12 +520,13 @@ def inverse_rtt(interval_s: float) -> Callable[[AnyEvent], tuple[float, float] |
 
 def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None,
                  alpha: float | None = None, pairs: Sequence[str] | None = None,
-                 metric: str = "throughput") -> Verdicts:
+                 metric: str = "throughput", min_effect: float | None = None) -> Verdicts:
     """The verdicts of an alternation on the pairs its knob touches (`pairs`: only those of
     them); a stretch lasts `alt.every` seconds, or `stretch_s` (a plan run's length) when
     that is None. The order is drawn from `alt.seed` (a new seed when None). `alpha`: the
     family's α when it is a share of a larger one's (a bisection's step). `metric`:
-    `throughput`, or `rtt` (the stretches' inverse RTT from ping: `inverse_rtt`)."""
+    `throughput`, or `rtt` (the stretches' inverse RTT from ping: `inverse_rtt`).
+    `min_effect`: the smallest Δ that matters (None: the profile's)."""
     knob = profile.knob(alt.knob)
     chosen = [p for p in profile.pairs if (not knob.pairs or p.label in knob.pairs)
               and (pairs is None or p.label in pairs)]
@@ -543,7 +544,8 @@ def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = N
                     alpha=stats.ALPHA if alpha is None else alpha,
                     arrangements=arrangements(alt.values))
     return Verdicts(stretches, schedule(alt.values, blocks, seed), seed, family,
-                    profile.min_effect, alt.design, knob.kind in BUILD_KINDS)
+                    profile.min_effect if min_effect is None else min_effect, alt.design,
+                    knob.kind in BUILD_KINDS)
 
 
 def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
@@ -692,8 +694,8 @@ class LiveAlternation:
                  before: Mapping[str, str] | None = None) -> None:
         self.controller = controller
         self.alt = alt
-        self.verdicts = verdicts_for(controller.profile, alt)  # draws the order's seed
-        self.verdicts.min_effect = min_effect
+        # draws the order's seed
+        self.verdicts = verdicts_for(controller.profile, alt, min_effect=min_effect)
         self.notify = notify
         self.why: str | None = None  # why it ended; None while it runs
         # the knob's value on each pair before it started, set back when it ends (None: the

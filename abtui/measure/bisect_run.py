@@ -125,8 +125,7 @@ async def _step(engine: Engine, profile: Profile, plan: BisectPlan, bisection: B
                       max_runs=2 * plan.max_blocks,
                       window=change_window(profile, plan.every))
     verdicts = verdicts_for(profile, alt, alpha=bisection.step_alpha, pairs=plan.pairs,
-                            metric=plan.metric)
-    verdicts.min_effect = plan.threshold
+                            metric=plan.metric, min_effect=plan.threshold)
     boots = BootCount()
     say(f"step {number}: {candidate} vs {bisection.good} (range left "
         f"{bisection.range_text()})")

@@ -195,6 +195,32 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
     return None
 
 
+class LinkNews:
+    """Which link lines are news: a host's first loss, not each reconnect attempt that fails
+    after it, and none while the host boots into another build (its switch's lines say what
+    happens: `booting after (kexec)…`, `after up in 34 s`)."""
+
+    def __init__(self) -> None:
+        self.lost: set[str] = set()
+        self.switching: set[str] = set()
+
+    def __call__(self, event: AnyEvent) -> bool:
+        host = event.host or ""
+        match event.payload:
+            case events.BuildSwitch(stage=stage):
+                (self.switching.add if stage == "booting" else self.switching.discard)(host)
+                self.lost.discard(host)
+            case events.Link() if host in self.switching:
+                return False
+            case events.Link(state="lost") if host in self.lost:
+                return False
+            case events.Link(state="lost"):
+                self.lost.add(host)
+            case events.Link(state="connected"):
+                self.lost.discard(host)
+        return True
+
+
 class Tally:
     """Each pair's throughput since the last progress line of a continuous run, by the one
     rule (abtui.reports.throughput: bits ÷ seconds of its counted intervals; --bidir's way back is
@@ -350,13 +376,14 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
         [bisection.knob] if bisection is not None else \
         [] if duration is not None else [m for m in profile.plan.matrix if m != DIRECTION]
     run_rates = RunRates([*varied, *(knob for knob, _ in settings)])
+    news = LinkNews()
     setting = False  # while --set values are applied: a refusal is said once, below
 
     def show(event: AnyEvent) -> None:
         measured = run_rates(event)
         line = describe(event, measured) if not (setting and event.kind is EventKind.KNOB_ERROR) \
             else None
-        if line:
+        if news(event) and line:
             say(line)
 
     path = out or new_session_path(profile.name)

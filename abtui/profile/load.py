@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from abtui.core.builds import derived_release
 from abtui.core.errors import BadInput, Invalid, ProfileError
-from abtui.core.model import KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
 from abtui.core.text import visible as _safe  # a message stays on one line, whatever it quotes
 from abtui.profile import fields as f
 from abtui.profile.knobs import build_knob
@@ -148,6 +149,7 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
     if "lab" in raw:  # read by abtui.lab.prepare from the profile copy; checked here
         lab_kernels(raw, labels)
         lab_nics(raw, labels)
+        lab_builds(raw, knobs)
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
                  [k.name for k in knobs])
     tunnels = _tunnels(head["tunnels"], knobs)
@@ -165,6 +167,42 @@ def lab_kernels(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
     return _lab_per_pair(raw, labels, "kernel", lambda v: f.text(v, 1000))
 
 
+def lab_builds(raw: dict[str, Any], knobs: list[Knob]) -> dict[str, str]:
+    """The [lab] section's `builds`: a build knob's value -> the lab's kernel SPEC that stands
+    for it (`builds = { before = "linux-image-6.1.0-47-amd64", after = ... }`). Every value
+    of one kernel or module knob, each a Debian kernel package the lab's VM hosts boot."""
+    lab = sub_table(raw, "lab", ())
+    table = sub_table(lab, "builds", ("lab",))
+    if not table:
+        return {}
+    at: KeyPath = ("lab", "builds")
+    knob = next((k for k in knobs if k.kind in (KnobKind.KERNEL, KnobKind.MODULE)
+                 and set(table) <= set(k.values)), None)
+    if knob is None:
+        builds = [k.name for k in knobs if k.kind in (KnobKind.KERNEL, KnobKind.MODULE)]
+        raise ProfileError(at, f"names {', '.join(map(f.show, table))}; expected the values "
+                           "of one kernel or module knob" + (
+                               f" ({', '.join(builds)})" if builds else
+                               " (the profile has none)"))
+    missing = [v for v in knob.values if v not in table]
+    if missing:
+        raise ProfileError(at, f"has no build for {', '.join(map(f.show, missing))}; expected "
+                           f"one for every value of knob {knob.name}")
+    return {value: _lab_spec(spec, (*at, value)) for value, spec in table.items()}
+
+
+def _lab_spec(value: Any, at: KeyPath) -> str:
+    """A Debian kernel package the lab boots (`linux-image-RELEASE`)."""
+    try:
+        text = f.text(value, 1000)
+    except Invalid as exc:
+        raise ProfileError(at, str(exc)) from None
+    if not text.startswith("linux-image-") or not derived_release(text):
+        raise ProfileError(at, f"{f.show(text)} is not a Debian kernel package; expected "
+                           "linux-image-RELEASE (the lab's VM hosts boot them by kexec)")
+    return text
+
+
 def lab_nics(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
     """The [lab] section's data NIC models: pair label -> model (`nic` for every pair, `nics`
     per label, a label's own winning)."""
@@ -175,7 +213,7 @@ def _lab_per_pair(raw: dict[str, Any], labels: list[str], key: str,
                   conv: Callable[[Any], str]) -> dict[str, str]:
     """[lab] `key` for every pair and `key`s per label -> pair label -> value."""
     lab = sub_table(raw, "lab", ())
-    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics"))
+    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics", "builds"))
     per_pair = sub_table(lab, f"{key}s", ("lab",))
     out = dict.fromkeys(labels, head[key]) if head[key] else {}
     for label, value in per_pair.items():

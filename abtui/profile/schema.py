@@ -195,7 +195,8 @@ REPORT_FIELDS = (
 
 # [lab]: the kernels `abtui run --lab` boots on VM hosts, one for every pair (`kernel`) or per
 # pair label (`kernels = { stock = SPEC, patched = SPEC }`); SPEC as `abtui lab up --kernel`
-# takes it; and their data NIC's model, for every VM pair (`nic`) or per label (`nics`).
+# takes it; and their data NIC's model, for every VM pair (`nic`) or per label (`nics`); and
+# `builds = { VALUE = PACKAGE }`: the Debian kernel the lab boots for each value of a build knob.
 # Read by abtui.lab.prepare from the profile copy; checked here.
 LAB_NICS = ("e1000e", "virtio")
 LAB_FIELDS = (

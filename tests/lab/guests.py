@@ -8,8 +8,14 @@ import subprocess
 from abtui.lab.netns import Lab
 
 
+def ssh_argv(lab: Lab, *options: str) -> list[str]:
+    """OpenSSH on the lab's own config, never asking (a prompt would hang the test), refusing
+    a host key other than the lab's; `options` go before the host."""
+    return ["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", "-o",
+            "StrictHostKeyChecking=yes", *options]
+
+
 def guest_ssh(lab: Lab, alias: str, command: str, timeout: float = 180) -> str:
     """`command`'s standard output on the guest `alias` (CalledProcessError when it fails)."""
-    return subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", "-o",
-                           "StrictHostKeyChecking=yes", alias, command], capture_output=True,
+    return subprocess.run([*ssh_argv(lab), alias, command], capture_output=True,
                           text=True, check=True, timeout=timeout).stdout

@@ -13,6 +13,7 @@ import pytest
 
 from abtui.lab.netns import Lab
 from abtui.remote.probe import probe_hosts
+from tests.lab.guests import ssh_argv
 from tests.lab.namespaces import lab_names, make_test_lab
 
 pytestmark = pytest.mark.lab
@@ -69,9 +70,8 @@ def test_up_reach_iperf_down_leaves_nothing(tmp_path):
             assert f"hostname {h.alias}," in text
         # OpenSSH with strict host key checking, too
         for h in hosts:
-            out = subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes",
-                                  h.alias, "hostname"], capture_output=True, text=True,
-                                 timeout=20)
+            out = subprocess.run([*ssh_argv(lab), h.alias, "hostname"], capture_output=True,
+                                 text=True, timeout=20)
             assert out.returncode == 0, out.stderr
             assert out.stdout.strip() == h.alias
         # iperf3 between the two hosts of each pair gives a non-zero rate

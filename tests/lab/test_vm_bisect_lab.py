@@ -22,6 +22,7 @@ import pytest
 from abtui.core.errors import AbtuiError
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
+from tests.lab.guests import ssh_argv
 from tests.lab.test_vm_switch_lab import pair  # noqa: F401  # one VM pair on the first build
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(5400)]
@@ -30,9 +31,8 @@ KERNELS = [f"linux-image-6.1.0-{n}-amd64" for n in (47, 52, 57)]  # the first: `
 
 
 def _release(lab: Lab, alias: str) -> str:
-    return subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", alias,
-                           "uname -r"], capture_output=True, text=True, check=True,
-                          timeout=180).stdout.strip()
+    return subprocess.run([*ssh_argv(lab), alias, "uname -r"], capture_output=True,
+                          text=True, check=True, timeout=180).stdout.strip()
 
 
 def test_a_bisection_over_three_builds_boots_each_step_and_ends_on_the_first(

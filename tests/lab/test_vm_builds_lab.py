@@ -24,6 +24,7 @@ from abtui.core.errors import AbtuiError
 from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
+from tests.lab.guests import ssh_argv
 from tests.lab.namespaces import make_test_lab
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -75,9 +76,8 @@ def test_three_vm_pairs_each_boot_their_build(three_builds: tuple[Lab, list[str]
     assert [h["data_address"] for h in hosts] == [f"198.19.{p}.{i}" for p in (1, 2, 3)
                                                    for i in (1, 2)]
     for h in hosts:
-        uname = subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes",
-                                h["alias"], "uname -r"], capture_output=True, text=True,
-                               timeout=120).stdout.strip()
+        uname = subprocess.run([*ssh_argv(lab), h["alias"], "uname -r"],
+                               capture_output=True, text=True, timeout=120).stdout.strip()
         assert uname == h["release"], h
 
 

@@ -32,6 +32,7 @@ from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from tests.lab.guests import guest_ssh as _ssh
+from tests.lab.guests import ssh_argv
 from tests.lab.namespaces import make_test_lab
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
@@ -94,8 +95,8 @@ class Watcher:
 
     def __init__(self, lab: Lab, alias: str) -> None:
         self.readings: list[tuple[float, str]] = []
-        self._proc = subprocess.Popen(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes",
-                                       alias, self.LOOP], stdout=subprocess.PIPE, text=True)
+        self._proc = subprocess.Popen([*ssh_argv(lab), alias, self.LOOP],
+                                      stdout=subprocess.PIPE, text=True)
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def __enter__(self) -> Watcher:

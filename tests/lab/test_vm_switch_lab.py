@@ -30,6 +30,7 @@ from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from tests.lab.guests import guest_ssh as _ssh
+from tests.lab.guests import ssh_argv
 from tests.lab.namespaces import make_test_lab
 
 # one VM pair (two TCG guests) booted once for the module; each switch is a boot
@@ -169,8 +170,7 @@ class Uname:
                 t0 = time.time()
                 try:
                     proc = subprocess.run(
-                        ["ssh", "-F", str(self.lab.ssh_config), "-o", "BatchMode=yes",
-                         "-o", "StrictHostKeyChecking=yes", *self.mux, h.alias, "uname -r"],
+                        [*ssh_argv(self.lab, *self.mux), h.alias, "uname -r"],
                         capture_output=True, text=True, timeout=120)
                 except subprocess.TimeoutExpired:
                     continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abtui.core import events, numbers
 from abtui.core.events import Error, Event, KnobError, Link, Mark, Restore
-from abtui.measure.headless import RunRates, describe
+from abtui.measure.headless import LinkNews, RunRates, describe
 
 
 def test_each_kind_worth_a_line_says_it() -> None:
@@ -138,3 +138,26 @@ def test_a_run_whose_every_interval_straddled_a_flip_says_so() -> None:
     assert _lines(RunRates(), evs)[-1] == \
         "A: run A-4 (TX, tso=on) stopped, 4.00 Gbit/s across a flip (counted in no " \
         "configuration)"
+
+
+def test_a_host_s_loss_is_said_once_and_not_at_all_while_it_boots_a_build() -> None:
+    """Each failed reconnect attempt is a LINK lost event; the reader wants the first. A host
+    that boots into another build loses its link on purpose: its switch lines say it."""
+    def link(state: str, host: str = "a-snd") -> Event:
+        return Event.of(events.Link(state=state, message="refused" if state == "lost" else ""),
+                        host=host)
+
+    def switch(stage: str) -> Event:
+        return Event.of(events.BuildSwitch(knob="kernel", value="after", method="kexec",
+                                           stage=stage), host="a-snd")
+
+    news = LinkNews()
+    said = [e for e in (link("lost"), link("reconnecting"), link("lost"), link("lost", "b"),
+                        link("connected"), link("lost"),
+                        switch("booting"), link("lost"), link("lost"), link("connected"),
+                        switch("up"), link("lost"))
+            if news(e) and describe(e)]
+    assert [describe(e) for e in said] == [
+        "a-snd: link lost: refused", "b: link lost: refused", "a-snd: link connected",
+        "a-snd: link lost: refused", "a-snd: booting after (kexec)…", "a-snd: after up",
+        "a-snd: link lost: refused"]

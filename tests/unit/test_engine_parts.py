@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from types import SimpleNamespace
 
 import pytest
 
@@ -332,7 +333,8 @@ class _Prepared:
     def __init__(self, spec: RunSpec) -> None:
         self.spec, self.label = spec, spec.pair.label
         self.released = self.cleaned = False
-        self.client_argv = ["iperf3", "-c", spec.target]  # RUN_START records it
+        # RUN_START records its client's command line
+        self.processes = SimpleNamespace(client_argv=["iperf3", "-c", spec.target])
 
     def release(self) -> None:
         self.released = True

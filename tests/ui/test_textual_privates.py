@@ -15,6 +15,7 @@ import pytest
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region, Size
+from textual.screen import Screen
 from textual.widget import Widget
 
 from abtui.ui import textual_privates as tp
@@ -136,19 +137,24 @@ async def test_with_every_private_gone_the_console_draws_the_same_the_public_way
                                      "framed_lines", "screen_text", "footer_compact"}
 
 
-async def test_a_stylescache_method_with_other_parameters_is_not_overridden(
+def test_a_stylescache_method_with_other_parameters_is_not_overridden(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A StylesCache method whose parameters are not the ones FramedLines and KeptLines
-    read by position: neither is installed (Textual's own cache renders), said once."""
+    read by position: neither is installed (Textual's own cache renders: the screen drawn
+    so is the test above's), each said once; with the parameters expected, both are."""
+    pane, screen = Widget(), Screen()
+    tp.frame_with(pane, tp.FramedLines(lambda _y, _width: None))
+    tp.keep_unchanged_lines(screen)
+    assert isinstance(tp.styles_cache(pane), tp.FramedLines)
+    assert isinstance(tp.styles_cache(screen), tp.KeptLines)
+    tp.reset()
     monkeypatch.setitem(tp.SIGNATURES, "render_line", ("self", "styles", "y", "size"))
     monkeypatch.setitem(tp.SIGNATURES, "render_widget", ("self", "widget"))
-    app = make_app(pairs=1, intervals=2)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await replayed(pilot, 2)
-        pane = app.query_one("#pane-A", PairPane)
-        assert not isinstance(tp.styles_cache(pane), tp.FramedLines)
-        assert not isinstance(tp.styles_cache(app.screen), tp.KeptLines)
-        assert "Gbit/s" in app.files.screen_text()  # drawn by Textual's own cache
+    pane, screen = Widget(), Screen()
+    tp.frame_with(pane, tp.FramedLines(lambda _y, _width: None))
+    tp.keep_unchanged_lines(screen)
+    assert type(tp.styles_cache(pane)) is tp._found["StylesCache"]
+    assert type(tp.styles_cache(screen)) is tp._found["StylesCache"]
     assert "render_line" in tp.fallen_back()["framed_lines"]
     assert "render_widget" in tp.fallen_back()["kept_lines"]
 

@@ -236,6 +236,7 @@ def fall_back(feature: str, why: str | BaseException) -> None:
         return
     reason = why if isinstance(why, str) else f"{type(why).__name__}: {why}"
     _off[feature] = reason
+    _checked.discard(feature)
     log.warning("Textual's private API changed (%s); the console's %s goes the public "
                 "way, slower", reason, feature)
 
@@ -282,8 +283,8 @@ def draw_now(screen: Screen[Any]) -> None:
     with nothing to do (8-17 ms measured, at 120 frames a second, after a frame longer than
     its period), and each tick woke the timer's task twice. Otherwise (and with the feature
     off) the changes are left to the timer."""
-    if not usable(_DRAW, Screen=screen, App=screen.app):
-        return
+    if _DRAW not in _checked and not usable(_DRAW, Screen=screen, App=screen.app):
+        return  # (checked once: the frame's path pays a set lookup)
     try:
         if screen.app._batch_count or not screen.is_current:
             return
@@ -314,9 +315,9 @@ def repaint_rows(widget: Widget, spans: Sequence[tuple[int, int]]) -> None:
     except NoScreen:  # (being taken down)
         screen = None
     try:
-        if screen is not None and usable(
+        if screen is not None and (_ROWS in _checked or usable(
                 _ROWS, Screen=screen, Widget=widget, StylesCache=widget._styles_cache,
-                Compositor=getattr(screen, "_compositor", None)) \
+                Compositor=getattr(screen, "_compositor", None))) \
                 and not (widget._repaint_required or widget._layout_required
                          or widget._closing or not widget.display
                          or widget not in screen._compositor.visible_widgets):

@@ -44,7 +44,15 @@ from typing import Any
 from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
 from abtui.core.errors import BadInput
-from abtui.core.events import AnyEvent, EventKind, IntervalMeasured, Link, Ping, RunEnd
+from abtui.core.events import (
+    AnyEvent,
+    BuildSwitch,
+    EventKind,
+    IntervalMeasured,
+    Link,
+    Ping,
+    RunEnd,
+)
 from abtui.core.model import BUILD_KINDS, DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
 from abtui.measure.boots import boot_spread
 from abtui.measure.phases import SLACK_S
@@ -217,9 +225,10 @@ class Stretches:
     since) counts at rate 0: evidence against its value (sequential.log_rates), never missing
     data. A full stretch in which no interval counted while the run was not failing (one too
     short for an interval that began and ended in it, or one delivered late) is left out and
-    said (`empty`); so is one during which a host of the pair lost its link (`hosts`), and
-    one a stop cut short before it counted `min_seconds`: missing data not of the value's
-    doing."""
+    said (`empty`); so is one during which a host of the pair lost its link (`hosts`) other
+    than by a boot into the stretch's build (a plan-mode stretch opens before its switch),
+    or failed to switch to it, and one a stop cut short before it counted `min_seconds`:
+    missing data not of the value's doing."""
 
     knob: str
     values: tuple[str, ...]
@@ -241,6 +250,7 @@ class Stretches:
     _open: dict[str, Segment] = field(default_factory=dict)
     _down: set[str] = field(default_factory=set)  # pairs whose link dropped in this stretch
     _failed: set[str] = field(default_factory=set)  # pairs whose run failed, no data since
+    _booting: set[str] = field(default_factory=set)  # hosts switching to another build
 
     def __post_init__(self) -> None:
         self.samples = {p: {v: [] for v in self.values} for p in self.pairs}
@@ -283,12 +293,19 @@ class Stretches:
 
     def __call__(self, event: AnyEvent) -> None:
         self.latest = max(self.latest, event.t)
+        switch = event.payload
+        if isinstance(switch, BuildSwitch):  # a boot's link loss is the switch, not a fault
+            host = event.host or ""
+            (self._booting.add if switch.stage == "booting" else self._booting.discard)(host)
+            if switch.stage == "failed" and self.index is not None:  # not the value's build
+                self._down.update(p for p, hs in self.hosts.items() if host in hs)
+            return
         if self.index is None:
             return
         if event.kind is EventKind.LINK:
             link = event.payload
-            if isinstance(link, Link) and link.state in (LinkState.LOST, LinkState.FAILED,
-                                                          LinkState.RECONNECTING):
+            if isinstance(link, Link) and event.host not in self._booting and link.state in (
+                    LinkState.LOST, LinkState.FAILED, LinkState.RECONNECTING):
                 self._down.update(p for p, hs in self.hosts.items() if event.host in hs)
             return
         pair = event.pair

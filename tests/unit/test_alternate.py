@@ -691,3 +691,37 @@ async def test_the_lab_aa_rule_passes_drawn_orders_and_fails_strict_abab(
     for attempt in range(2):
         strict = await _aa_claims(range(3 * attempt, 3 * attempt + 3), rng)
         assert len(strict) >= 2, (attempt, strict)  # the lab test would fail
+
+
+def test_a_boot_into_the_stretch_s_build_is_not_a_lost_link_but_a_failed_switch_is() -> None:
+    """Plan mode opens a stretch before its switch: the host's link drops while it boots
+    into the stretch's build (each failed reconnect a LINK lost). That is the switch, not
+    missing data: the stretch counts. A switch that failed leaves the pair on another build
+    than the stretch's: left out, as a lost link is."""
+    from abtui.core import events
+
+    def switch(stage: str) -> Event:
+        return Event.of(events.BuildSwitch(knob="rmem", value=SMALL, method="kexec",
+                                           stage=stage), t=s.latest, host="b")
+
+    s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=1.0, hosts={"A": ("a", "b")})
+    s.begin(0, BIG)
+    s(after(s, "A", 5e9))
+    s.begin(1, SMALL)
+    s(switch("booting"))
+    for state in ("lost", "reconnecting", "lost", "connected"):
+        s(Event.of(events.Link(state=state, message=""), t=s.latest, host="b"))
+    s(switch("up"))
+    s(after(s, "A", 1e9))
+    s.begin(2, SMALL)
+    s(switch("booting"))
+    s(switch("failed"))
+    s(after(s, "A", 1e9))
+    s.close(full=True)
+    assert s.taken["A"] == {0: 5e9, 1: 1e9}, s.taken
+    assert s.lost["A"] == {2}
+    s.begin(3, BIG)  # after the boot: a link lost is missing data again
+    s(Event.of(events.Link(state="lost", message=""), t=s.latest, host="b"))
+    s(after(s, "A", 5e9))
+    s.close(full=True)
+    assert s.lost["A"] == {2, 3}

@@ -24,7 +24,11 @@ VM_RELEASES = {"wireguard-gro-vm": {"baseline": "6.1.0-47-amd64", "gro-v1": "6.1
                                     "gro-v2": "6.1.0-57-amd64"},
                "softirq-crypto-vm": {"BEFORE": "6.1.0-47-amd64", "AFTER": "6.1.0-57-amd64"},
                "ix-enable-aim-vm": {"stock": "6.1.0-47-amd64", "patched": "6.1.0-57-amd64"}}
-GOLDENS = (*PROCEDURES, *VM_RELEASES)
+# the same-hosts forms, recorded on one VM pair whose hosts switch between real Debian builds
+# ([lab] builds): the build knob and the release each value's build reports
+SAME_HOSTS = {"softirq-crypto-same-hosts-vm": ("kernel", {"before": "6.1.0-47-amd64",
+                                                          "after": "6.1.0-57-amd64"})}
+GOLDENS = (*PROCEDURES, *VM_RELEASES, *SAME_HOSTS)
 UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
 
 
@@ -50,6 +54,7 @@ def test_the_golden_sessions_are_the_shipped_procedures() -> None:
         session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
         recorded = tomllib.loads(session.profile_text)
         shipped = tomllib.loads((profiles / f"{name.removesuffix('-vm')}.toml").read_text())
+        assert "lab" in recorded or name in PROCEDURES, name  # the builds the lab booted
         for part in ("pairs", "knobs", "plan", "report"):
             assert recorded.get(part) == shipped.get(part), (name, part)
         assert session.translations, name  # recorded on the lab: its translations listed
@@ -104,3 +109,42 @@ def test_every_generic_row_names_its_configuration(name: str) -> None:
     for section in ("## Throughput per configuration", "## CPU cost per configuration"):
         body = md.split(section, 1)[1].split("\n## ", 1)[0] if section in md else ""
         assert not [ln for ln in body.splitlines() if ln.startswith("|  |")], (name, section)
+
+
+@pytest.mark.parametrize("name", list(SAME_HOSTS))
+def test_same_hosts_goldens_alternated_real_builds_on_one_pair(name: str) -> None:
+    """A same-hosts procedure as its authors ran it: its builds alternated across boots of one
+    VM pair. Every measured phase ran under the build its label names (the last verified
+    switch of each switching host before the phase reported that build's release), each build
+    has at least two measured phases, and the report leads with the alternation's verdict
+    naming the builds, the design and each build's boots."""
+    import json
+
+    from abtui.core import events
+    from abtui.sessions.reader import iter_events
+
+    knob, releases = SAME_HOSTS[name]
+    path = GOLDEN / f"{name}.abtui.jsonl.gz"
+    session = Session.load(path)
+    ups = [(e.t, e.host, e.payload.build) for e in iter_events(path)
+           if isinstance(e.payload, events.BuildSwitch) and e.payload.stage == "up"]
+    assert ups and {b for *_, b in ups} == set(releases.values()), ups
+    switching = {h for _, h, _ in ups}
+    doc = json.loads(render(session, "json"))
+    measured: dict[str, int] = {}
+    for phase in doc["phases"]:
+        if not phase["intervals"]:
+            continue
+        value = phase["config"][knob]
+        measured[value] = measured.get(value, 0) + 1
+        for host in switching:
+            before = [b for t, h, b in ups if h == host and t <= phase["start"]]
+            if before:  # a host's first phase ran on the build it was booted with
+                assert before[-1] == releases[value], (phase["config"], host, before)
+    assert set(measured) == set(releases) and min(measured.values()) >= 2, measured
+    (row,) = doc["alternation"]
+    assert row["design"] == "blocks" and row["boots"] >= 2 and row["base_boots"] >= 2, row
+    md = render(session, "md")
+    first = md.split("\n## ", 2)[1]
+    assert first.startswith("Alternation verdict"), first[:200]
+    assert all(value in first for value in releases), first

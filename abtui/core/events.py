@@ -448,8 +448,8 @@ class Event(Generic[PayloadT]):
     `Event[IntervalMeasured]`; an event read back from a journal is an `Event[Payload]`).
 
     The engine emits these; the session store journals them one JSON line each (`record()`:
-    the payload's `data` as recorded); the console and the session read `payload`.
-    `Event(kind, t, pair, host, data)` still builds one from a record's parts.
+    the payload's `data` as recorded); the console and the session read `payload`. Built
+    from a payload (`of`) or from a journal's line (`from_json`), never from a bare dict.
     """
 
     __slots__ = ("_payload", "_record", "arrived", "host", "kind", "pair", "t")
@@ -462,16 +462,8 @@ class Event(Generic[PayloadT]):
     # an interval from the SSH channel to the screen (benches); never journaled
     arrived: float | None
 
-    def __init__(self: Event[Payload], kind: EventKind, t: float | None = None,
-                 pair: str | None = None, host: str | None = None,
-                 data: Mapping[str, Any] | None = None, arrived: float | None = None) -> None:
-        self.kind = kind
-        self.t = now() if t is None else t
-        self.pair = pair
-        self.host = host
-        self.arrived = arrived
-        self._record: dict[str, Any] = dict(data) if data else {}
-        self._payload: Payload | None = None
+    _record: dict[str, Any]  # the journal's `data` object
+    _payload: Payload | None  # made from it on first read, for an event read back
 
     @classmethod
     def of(cls, payload: PT, t: float | None = None, pair: str | None = None,
@@ -503,11 +495,6 @@ class Event(Generic[PayloadT]):
         """The journal's `data` object, a copy."""
         return dict(self._record)
 
-    @property
-    def data(self) -> Mapping[str, Any]:
-        """Deprecated: the record, read-only; read `payload` (typed) or `record()`."""
-        return MappingProxyType(self._record)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Event):
             return NotImplemented
@@ -532,8 +519,17 @@ class Event(Generic[PayloadT]):
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Event[Payload]:
-        return Event(kind=EventKind(obj["kind"]), t=float(obj["t"]), pair=obj.get("pair"),
-                     host=obj.get("host"), data=obj.get("data") or {})
+        """The event of a journal's line; its payload is made from its `data` on first
+        read."""
+        event: Event[Payload] = object.__new__(Event)
+        event.kind = EventKind(obj["kind"])
+        event.t = float(obj["t"])
+        event.pair = obj.get("pair")
+        event.host = obj.get("host")
+        event.arrived = None
+        event._record = dict(obj.get("data") or {})
+        event._payload = None
+        return event
 
 
 # Any event, its payload read as its kind's class

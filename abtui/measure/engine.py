@@ -28,8 +28,8 @@ from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind
-from abtui.core.model import BUILD_KINDS, LinkState, Pair, Profile, TestOptions, now
-from abtui.hosts.restore import Orphans, settle_journal
+from abtui.core.model import BUILD_KINDS, LinkState, Profile, now
+from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
 from abtui.measure.engine_hosts import HostPool
@@ -37,12 +37,10 @@ from abtui.measure.engine_knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine_runs import RunScheduler
 from abtui.measure.engine_verify import HostGate, HostVerifier
 from abtui.measure.phase_book import PhaseBook
-from abtui.measure.phases import PairPhases
 from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, PlanStep, expand
 from abtui.measure.runs import PairRun
 from abtui.measure.seams import (
     HostKnobs,
-    KnobApplier,
     ParserFactory,
     PingParserFactory,
     default_parser_factory,
@@ -105,55 +103,10 @@ class Engine:
         self.knobs = KnobChanger(profile, self.book, self.runs, self.emit)
         self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
                                      self.runs, self.emit, self.tasks)
-        self.knobs.pauses = self.verifier  # a build switch holds its pairs' runs
+        self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False
-
-    # ---- what the parts hold, as the engine always said it ------------------------------
-    @property
-    def phases(self) -> dict[str, PairPhases]:
-        return self.book.phases
-
-    @property
-    def targets(self) -> dict[str, str]:
-        return self.book.targets
-
-    @property
-    def live_options(self) -> dict[str, dict[str, Any]]:
-        return self.book.live_options
-
-    @property
-    def links(self) -> dict[str, HostLink]:
-        return self.hosts.links
-
-    @links.setter
-    def links(self, links: dict[str, HostLink]) -> None:
-        self.hosts.links = links
-
-    @property
-    def journal(self) -> UndoJournal | None:
-        return self.hosts.journal
-
-    @property
-    def orphans(self) -> Orphans:
-        return self.hosts.orphans
-
-    @property
-    def applier(self) -> KnobApplier:
-        return self.knobs.applier
-
-    @applier.setter
-    def applier(self, applier: KnobApplier) -> None:
-        self.knobs.applier = applier
-
-    @property
-    def skews(self) -> list[float]:
-        return self.runs.skews
-
-    def options(self, pair: Pair) -> TestOptions:
-        """The pair's test options now (the profile's with live changes)."""
-        return self.book.options(pair)
 
     # ---- events -------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[AnyEvent], None]) -> Subscription:
@@ -177,10 +130,10 @@ class Engine:
             "abtui_version": __version__, **self.start_data})))
         await self.hosts.connect(self._on_link_state)
         if self._applier_factory is not None:
-            self.knobs.applier = self._applier_factory(self.hosts.links, self.emit)
+            self.knobs.use(self._applier_factory(self.hosts.links, self.emit))
         else:
-            self.knobs.applier = HostKnobs(self.profile, self.hosts.links, self.hosts.dialects,
-                                           self.emit, self.hosts.journal)
+            self.knobs.use(HostKnobs(self.profile, self.hosts.links, self.hosts.dialects,
+                                     self.emit, self.hosts.journal))
         await self.knobs.read_current()
         await self.knobs.apply_initial()
 
@@ -218,11 +171,12 @@ class Engine:
         (an alternation's ABAB…, abtui.measure.alternate)."""
         if self._started:
             raise AbtuiError("already measuring: stop first")
-        self._started, self.runs.stopping, self.runs.mode = True, False, mode
+        self._started = True
+        self.runs.begin(mode)
         self._stopped.clear()
         t = now()
-        for phases in self.phases.values():
-            phases.start = t
+        for phases in self.book.phases.values():
+            phases.open_at(t)
         if mode == "plan":
             self.tasks.spawn(self._plan_loop(steps))
             return
@@ -243,7 +197,7 @@ class Engine:
         while True:
             ahead = self.tasks.spawn(self._prearm(run))
             run = await self.runs.stream(run)
-            measured = measured or run.interval_count > 0
+            measured = measured or run.reader.count > 0
             spare = await ahead
             done = self.runs.stopping or never_measured(run, measured) or (
                 run.status == "incomplete" and not await self._links_back(run))
@@ -298,13 +252,13 @@ class Engine:
         await self.tasks.wait()
 
     async def stop(self) -> None:
-        self.runs.stopping = True
+        self.runs.stop_releasing()
         self._stopped.set()
         await self.runs.stop_all()
         await self.wait()
         if self._started:
             t = now()
-            for phases in self.phases.values():
+            for phases in self.book.phases.values():
                 closed = phases.close(t)
                 if closed is not None:
                     self.emit(closed)
@@ -342,9 +296,9 @@ class Engine:
                 self._set_direction(value)
                 continue
             k = self.knobs.knob(name)
-            labels = list(k.pairs) or list(self.phases)
+            labels = list(k.pairs) or list(self.book.phases)
             again = step.again and k.kind in BUILD_KINDS  # one boot per stretch
-            if all(self.phases[x].config.get(name) == value for x in labels) and not again:
+            if all(self.book.phases[x].config.get(name) == value for x in labels) and not again:
                 continue
             try:
                 await self.set_knob(name, value, labels, again)
@@ -358,8 +312,8 @@ class Engine:
 
     def _set_direction(self, value: str) -> None:
         t = now()
-        for label, phases in self.phases.items():
-            self.live_options[label].update(DIRECTION_OPTIONS[value])
+        for label, phases in self.book.phases.items():
+            self.book.live_options[label].update(DIRECTION_OPTIONS[value])
             if phases.config.get(DIRECTION) != value:
                 closed = phases.commit_change(t, t, {DIRECTION: value})
                 if closed is not None:
@@ -381,16 +335,16 @@ class Engine:
     async def _set_back(self, reason: str) -> None:
         pending: list[str] = []
         try:
-            pending = await self.applier.restore()
+            pending = await self.knobs.applier.restore()
         finally:
             await self.hosts.end_orphans()
             await self.hosts.close()
             for line in pending:
                 self.emit(Event.of(events.Error(message=line)))
             self.not_restored = [*pending, *(["process groups left on hosts"]
-                                             if self.orphans else [])]
+                                             if self.hosts.orphans else [])]
             # kept when something is left for `abtui recover`
-            settle_journal(self.journal, left=bool(self.orphans or pending))
+            settle_journal(self.hosts.journal, left=bool(self.hosts.orphans or pending))
             self.emit(Event.of(events.SessionEnd(reason=reason)))
 
 

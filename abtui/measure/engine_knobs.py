@@ -66,12 +66,25 @@ class KnobChanger:
         self._book = book
         self._runs = runs
         self._emit = emit
-        self.applier: KnobApplier = NoKnobs()
+        self._applier: KnobApplier = NoKnobs()
         # per pair, the knobs abtui wrote (what a reconnected host gets back)
         self._applied: dict[str, set[str]] = {}
         self.changing = asyncio.Lock()
         # a build switch's pause of its pairs' runs (the engine gives its host verifier)
         self.pauses: Pauses | None = None
+
+    @property
+    def applier(self) -> KnobApplier:
+        """The knob layer: values read, changed and restored on the hosts."""
+        return self._applier
+
+    def use(self, applier: KnobApplier) -> None:
+        """The knob layer from now on (the engine's, made once the links exist)."""
+        self._applier = applier
+
+    def pause_with(self, pauses: Pauses) -> None:
+        """What holds a build switch's pairs' runs (the engine's host verifier)."""
+        self.pauses = pauses
 
     def applied(self, label: str) -> set[str]:
         """The knobs abtui wrote on the pair's hosts (not iperf3 options)."""
@@ -101,7 +114,7 @@ class KnobChanger:
         for label, phases in self._book.phases.items():
             config = {k.name: values[label] for k, values in zip(knobs, found, strict=True)
                       if isinstance(values, dict) and label in values}
-            phases.config = config
+            phases.configured(config)
             self._emit(Event.of(events.Config(config=dict(config)), pair=label))
 
     async def _current(self, knob: Knob) -> dict[str, str]:
@@ -184,7 +197,7 @@ class KnobChanger:
         restarts = k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3, *BUILD_KINDS)
         retired = {x: r for x in labels if restarts and (r := self._runs.running(x)) is not None}
         for run in retired.values():  # its connection keeps the old setting: counted nowhere
-            run.retired_at = begin
+            run.retire(begin)
         if restarts:
             self._book.settings_changed(labels)
         paused = await self._pause(k, labels, begin)
@@ -209,7 +222,7 @@ class KnobChanger:
                 for label in xs:
                     self._book.phases[label].abort_change()
                     if label in retired:
-                        retired[label].retired_at = None
+                        retired[label].keep()
                 continue
             targets |= result
             done += xs
@@ -219,7 +232,7 @@ class KnobChanger:
                 if closed is not None:
                     self._emit(closed)
                 # a run goes on into it
-                self._book.phases[label].measured = self._runs.running(label) is not None
+                self._book.phases[label].running(self._runs.running(label) is not None)
         if done and (restarts or targets):
             await self._runs.restart(done, begin)
         if refused:

@@ -50,8 +50,21 @@ class RunScheduler:
         self._runs: dict[str, PairRun] = {}
         self._run_counter = 0
         self.skews: list[float] = []
-        self.stopping = False  # set by the engine's stop: nothing more is released
+        self._stopping = False  # the engine stopped: nothing more is released
         self.mode: Mode | None = None
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the engine stopped (nothing more is released) since it last began."""
+        return self._stopping
+
+    def begin(self, mode: Mode) -> None:
+        """The engine starts measuring in `mode`: runs are released again."""
+        self._stopping, self.mode = False, mode
+
+    def stop_releasing(self) -> None:
+        """The engine stops: no run is released from now on (those being prepared end)."""
+        self._stopping = True
 
     def running(self, label: str) -> PairRun | None:
         """The pair's run released and not yet ended, if any."""
@@ -76,7 +89,7 @@ class RunScheduler:
         running = [self._runs[label] for label in labels if label in self._runs]
         for run in running:
             if run.retired_at is None:
-                run.retired_at = since
+                run.retire(since)
         await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
 
     def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
@@ -163,14 +176,14 @@ class RunScheduler:
         known = [c for c in clocks if c is not None]
         first = min(known) if known else None
         for run, clock in zip(ready, clocks, strict=True):
-            self._book.phases[run.label].measured = True
+            self._book.phases[run.label].running(True)
             self._emit(Event.of(events.RunStart(
                 run=run.spec.run_id, config=dict(self._book.phases[run.label].config),
                 phase=self._book.phases[run.label].phase,
                 host_clock=clock,
                 skew_ms=None if clock is None or first is None else (clock - first) * 1e3,
                 options=_jsonable(asdict(run.spec.options)), target=run.spec.target,
-                port=run.spec.port, argv=list(run.client_argv) or None), pair=run.label))
+                port=run.spec.port, argv=list(run.processes.client_argv) or None), pair=run.label))
         if len(known) > 1 and first is not None:
             skew = (max(known) - first) * 1e3
             self.skews.append(skew)

@@ -273,7 +273,7 @@ class HostVerifier:
             closed = self._book.phases[label].commit_change(since, end, updates[label])
             if closed is not None:
                 self._emit(closed)
-            self._book.phases[label].measured = self._runs.running(label) is not None
+            self._book.phases[label].running(self._runs.running(label) is not None)
 
     def _relabel(self, label: str, mine: Sequence[Found]) -> str:
         """The pair's value with the reconnected host's parts replaced by what it has (a

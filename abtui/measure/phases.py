@@ -36,6 +36,19 @@ class PairPhases:
     pending: float | None = None  # a change being applied since this time
     measured: bool = False  # a run went on in the current phase
 
+    def open_at(self, t: float) -> None:
+        """Measuring starts (or starts again) at `t`: the phase in force begins then."""
+        self.start = t
+
+    def configured(self, config: dict[str, str]) -> None:
+        """The configuration its hosts were read to have (on connect)."""
+        self.config = config
+
+    def running(self, measuring: bool) -> None:
+        """Whether a run goes on in the current phase (one released, or one carried over
+        a change): a phase nothing was measured in is never closed."""
+        self.measured = measuring
+
     def begin_change(self, t: float) -> None:
         self.pending = t
 

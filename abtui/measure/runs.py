@@ -20,13 +20,13 @@ from abtui.core import events
 from abtui.core.model import LinkState
 from abtui.measure.run_context import RunContext, RunOwner, RunParsers, RunSpec
 from abtui.measure.run_procs import RunProcesses
-from abtui.measure.run_reader import SERVER_SUFFIX, STALL_INTERVALS, IntervalReader
+from abtui.measure.run_reader import STALL_INTERVALS, IntervalReader
 from abtui.measure.run_sampling import RunSamplers
 from abtui.measure.run_sides import fill_cpu
 from abtui.measure.seams import iperf_error_of, iperf_summary_of
 from abtui.remote.link import HostLink
 
-__all__ = ["SERVER_SUFFIX", "PairRun", "classify_iperf_error"]
+__all__ = ["PairRun", "classify_iperf_error"]
 
 
 def classify_iperf_error(message: str, spec: RunSpec, receiver: str) -> tuple[str, bool]:
@@ -75,24 +75,17 @@ class PairRun:
         return self.context.label
 
     @property
-    def client_argv(self) -> list[str]:
-        return self.processes.client_argv
-
-    @property
-    def host_clock(self) -> float | None:
-        return self.processes.host_clock
-
-    @property
-    def interval_count(self) -> int:
-        return self.reader.count
-
-    @property
     def retired_at(self) -> float | None:
+        """Since when nothing it measures counts (a setting it cannot see was changed)."""
         return self.context.retired_at
 
-    @retired_at.setter
-    def retired_at(self, value: float | None) -> None:
-        self.context.retired_at = value
+    def retire(self, since: float) -> None:
+        """Nothing it measures after `since` counts."""
+        self.context.retired_at = since
+
+    def keep(self) -> None:
+        """The change that retired it was refused: what it measures counts again."""
+        self.context.retired_at = None
 
     # ---- its life -----------------------------------------------------------------------
     async def prepare(self) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from abtui.core.errors import KnobRefused, MissingPrerequisite
+from abtui.core.errors import KnobRefused
 from abtui.core.events import AnyEvent
 from abtui.core.model import Interval, IperfSummary, Knob, Pair, PingReply, PingSummary, Profile
 
@@ -112,11 +112,7 @@ def iperf_error_of(result: IperfOutcome) -> str | None:
 
 def default_parser_factory() -> ParserFactory:
     """iperf3 parsers from abtui.parse (text for ≤ 3.16, --json-stream for 3.17+)."""
-    try:
-        from abtui.parse import Iperf3JsonParser, Iperf3TextParser
-    except ImportError as exc:
-        raise MissingPrerequisite("abtui.parse is not installed: iperf3 output cannot be "
-                                  "read") from exc
+    from abtui.parse import Iperf3JsonParser, Iperf3TextParser
 
     def make(fmt: OutputFormat) -> IperfParser:
         # live: each interval goes on as an event, none is kept here (a long run's memory)
@@ -128,12 +124,9 @@ def default_parser_factory() -> ParserFactory:
 
 
 def default_ping_parser_factory() -> PingParserFactory:
-    try:
-        from abtui.parse import PingParser as ParsePing
-    except ImportError as exc:
-        raise MissingPrerequisite("abtui.parse is not installed: ping output cannot be "
-                                  "read") from exc
-    return ParsePing
+    from abtui.parse import PingParser
+
+    return PingParser
 
 
 class NoKnobs:

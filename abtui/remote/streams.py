@@ -17,6 +17,7 @@ from typing import Generic, Protocol, TypeVar
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
+from abtui.remote.asyncssh_privates import hand_output
 from abtui.remote.sshlib import asyncssh
 
 PGID_MARK = "__ABTUI_PGID__"
@@ -57,7 +58,8 @@ L = TypeVar("L", bound=ProcessHost)
 class LineFeed:
     """stdout handed on as it comes off the channel, with no task woken for it: asyncssh
     gives each packet's data to `write` from its own callback (a writer, as its redirects
-    use), and every line that packet completed goes to `handle` in one call (a ping line, an
+    use: abtui.remote.asyncssh_privates, where a task reading stdout is the fallback), and
+    every line that packet completed goes to `handle` in one call (a ping line, an
     iperf3 interval: one packet, one call). `ended` is done when the stream ends (the
     process exits, the link drops; a partial last line is handed on first), or holds what
     `handle` raised; from `stop` on, what arrives is drained and dropped."""
@@ -153,8 +155,7 @@ class RemoteProcess(Generic[L]):
         """stdout handed to `handle` as it arrives, every line one packet carried in one call
         (see LineFeed); the other way to read it than `lines`, never both."""
         feed = LineFeed(handle)
-        self._proc.set_writer(feed, True, None)
-        self._proc.feed_recv_buf(None, feed)  # what came before (the pgid line was read)
+        hand_output(self._proc, feed)  # (asyncssh's own callback: abtui.remote.asyncssh_privates)
         return feed
 
     async def follow(self, handle: Callable[[list[str]], None]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from abtui.core.configuration import config_id
 from abtui.reports import matching, stats
 from abtui.reports.formatting import (
     fmt_cell,
@@ -19,7 +20,6 @@ from abtui.reports.formatting import (
 )
 from abtui.reports.gate import CONTROL, GateCase, Judged, judge, unmatched
 from abtui.reports.gate import junit as gate_junit
-from abtui.sessions.records import config_key
 from abtui.sessions.session import Session
 
 
@@ -119,7 +119,7 @@ def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
     for s in sessions:
         for pair in s.pairs:
             for ph in s.phases_of(pair):
-                out.setdefault(config_key(ph.config), dict(ph.config))
+                out.setdefault(config_id(ph.config), dict(ph.config))
     return out
 
 

@@ -12,11 +12,12 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
+from abtui.core.configuration import config_id
 from abtui.core.model import interval_loss
 from abtui.core.text import visible
 from abtui.reports import samples, stats
 from abtui.reports.throughput import span_of
-from abtui.sessions.records import NO_PHASE, config_key
+from abtui.sessions.records import NO_PHASE
 from abtui.sessions.session import Session
 
 CSV_FIELDS = ("session", "pair", "phase", "configuration", "run", "time", "start", "end",
@@ -63,7 +64,7 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
         yield {
             "session": session.name, "pair": pair,
             "phase": phase.id if phase else None,
-            "configuration": config_key(phase.config) if phase else None,
+            "configuration": config_id(phase.config) if phase else None,
             "run": run.id, "time": round(t - t0, 6), "start": _clean(start),
             "end": _clean(end), "bits_per_second": _clean(cols["bps"][i]),
             "retransmits": _int(cols["retransmits"][i]), "cwnd_bytes": _int(cols["cwnd"][i]),
@@ -197,7 +198,7 @@ def to_json(session: Session) -> dict[str, Any]:
     for ph in session.phases:
         phases.append({
             "pair": ph.pair, "phase": ph.id, "config": ph.config,
-            "configuration": config_key(ph.config),
+            "configuration": config_id(ph.config),
             "label": session.config_label(ph.config), "start": ph.start, "end": ph.end,
             "closed": ph.closed, "intervals": rows_by_phase.get(ph.index, []),
             "pings": pings_by_phase.get(ph.index, []),

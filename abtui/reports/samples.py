@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from abtui.core.configuration import config_id
 from abtui.reports import throughput
 from abtui.reports.throughput import Segment
-from abtui.sessions.records import NO_PHASE, Phase, Run, config_key
+from abtui.sessions.records import NO_PHASE, Phase, Run
 from abtui.sessions.session import Session
 
 if TYPE_CHECKING:
@@ -180,6 +181,6 @@ def config_groups(session: Session, pair: str) -> dict[str, list[Phase]]:
     """A pair's phases grouped by configuration, in order of first appearance."""
     groups: dict[str, list[Phase]] = {}
     for ph in session.phases_of(pair):
-        groups.setdefault(config_key(ph.config), []).append(ph)
+        groups.setdefault(config_id(ph.config), []).append(ph)
     return groups
 

@@ -18,8 +18,6 @@ from abtui.core.cpu import FIELDS
 NO_PHASE = -1
 NAN = math.nan
 
-# A configuration's identity (the one rule lives in abtui.core.configuration)
-config_key = config_id
 
 @dataclass(slots=True)
 class Run:
@@ -53,8 +51,8 @@ class Phase:
 
     @property
     def label(self) -> str:
-        """The configuration's identity (config_key); tables print Session.config_label."""
-        return config_key(self.config)
+        """The configuration's identity (config_id); tables print Session.config_label."""
+        return config_id(self.config)
 
 
 class Columns:

@@ -58,11 +58,11 @@ from abtui.ui.pacing import Clock, Scheduler, Throttle
 from abtui.ui.panes import PaneBoard, pane_label
 from abtui.ui.phase_rows import PhaseRow
 from abtui.ui.record import SessionRecord
-from abtui.ui.repaint import keep_unchanged_lines
 from abtui.ui.state import ConsoleState
+from abtui.ui.textual_privates import keep_unchanged_lines
 from abtui.ui.widgets import PairPane
 
-__all__ = ["FLUSH_HZ", "AbtuiApp"]
+__all__ = ["AbtuiApp"]
 
 TABLE_HZ = 2  # phase table repaints a second, at most
 TABLE_AFTER = 1.5  # flush periods from a burst's first flush to the table's repaint ...
@@ -148,8 +148,8 @@ class AbtuiApp(App[int]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's, but on Linux a driver whose input thread sleeps until input comes
-        (abtui.ui.terminal: Textual's wakes ten times a second)."""
-        from abtui.ui.terminal import quiet_driver
+        (abtui.ui.textual_privates: Textual's wakes ten times a second)."""
+        from abtui.ui.textual_privates import quiet_driver
 
         return quiet_driver(super().get_driver_class())
 

@@ -6,7 +6,6 @@ says in the log what it did, or why it failed."""
 from __future__ import annotations
 
 import dataclasses
-import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from abtui.ui.eventlog import EventLog
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.record import throughput_series
 from abtui.ui.state import ConsoleState
+from abtui.ui.textual_privates import screen_text
 
 EXPORT_FORMATS = ("md", "csv", "json")
 
@@ -141,20 +141,7 @@ class SessionFiles:
     def screen_text(self) -> str:
         """The screen as plain text, laid out as a screenshot shows it (for scripts and the
         lab walk that check what is in sight)."""
-        from rich.console import Console
-
-        app = self.app
-        width, height = app.size
-        console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                          color_system=None, record=True, legacy_windows=False, safe_box=False)
-        behind: list[Screen[Any]] = []  # screens showing through, bottom first
-        for screen in reversed(app.screen_stack[:-1]):
-            behind.insert(0, screen)
-            if screen.styles.background.a == 1:
-                break
-        # Textual has no public "screen as text": its screenshot's own render (the compositor)
-        console.print(app.screen._compositor.render_update(full=True, screen_stack=behind))
-        return console.export_text()
+        return screen_text(self.app)  # (Textual has no public "screen as text")
 
     def _in_thread(self, what: str, job: Callable[[], Any]) -> None:
         self.app.run_worker(lambda: self._job(what, job), thread=True, exit_on_error=False,

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.ui.app import AbtuiApp
+from abtui.ui.textual_privates import ended_with, saved_terminal_modes, silence_dead_writer
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 RECOVER = "not everything was restored: `abtui recover` will finish it (it reads the undo " \
@@ -146,11 +147,10 @@ class _Watchdog:
     def _run(self) -> None:
         if self._done.wait(self.after):
             return
-        driver = getattr(self.app, "_driver", None)
-        attrs = getattr(driver, "attrs_before", None)
-        if attrs is not None:
+        saved = saved_terminal_modes(self.app)
+        if saved is not None:
             with contextlib.suppress(termios.error, OSError, ValueError):
-                termios.tcsetattr(driver.fileno, termios.TCSANOW, attrs)  # type: ignore[union-attr]
+                termios.tcsetattr(saved[0], termios.TCSANOW, saved[1])
         with contextlib.suppress(OSError):
             if os.isatty(2):
                 os.write(2, TERMINAL_RESET.encode())
@@ -171,14 +171,12 @@ def _terminal_gone(app: AbtuiApp) -> None:
         with contextlib.suppress(OSError):
             os.dup2(devnull, fd)
     os.close(devnull)
-    writer = getattr(getattr(app, "_driver", None), "_writer_thread", None)
-    if writer is not None and not writer.is_alive():
-        writer.write = writer.stop = lambda *_: None
+    silence_dead_writer(app)
 
 
 async def _restore(app: AbtuiApp, out: TextIO) -> None:
     """The controller's shutdown after the console has gone; its lines go to `out`."""
-    error = getattr(app, "_exception", None)  # what Textual left with, if anything
+    error = ended_with(app)  # what Textual left with, if anything
     why = (f"{type(error).__name__}: {error}" if error is not None
            else app.exit_flow.stop_reason or "the console ended")
     _say(out, f"{visible(why)}; restoring the hosts…")

@@ -13,13 +13,13 @@ from textual.containers import Grid, Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, ProgressBar
-from textual.widgets._footer import FooterKey  # not exported; the type the footer makes
 
 from abtui.ui.alternation import VerdictPanel
 from abtui.ui.eventlog import LogView
 from abtui.ui.knobbar import KnobBar, PlanProgress
 from abtui.ui.state import ConsoleState
 from abtui.ui.tables import PhaseTable
+from abtui.ui.textual_privates import compact_footer_keys
 from abtui.ui.widgets import PairPane
 
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
@@ -82,11 +82,7 @@ class KeysFooter(Footer):
         self._pending = False
         if self._bindings_ready:
             self._shown = self._keys_shown()
-        for widget in super().compose():
-            if isinstance(widget, FooterKey) and "compact" in (
-                    getattr(widget, "_reactive_connect", None) or {}):  # data_bind's
-                widget.set_reactive(FooterKey.compact, self.compact)
-            yield widget
+        yield from compact_footer_keys(super().compose(), self.compact)
 
 
 class MainLayout:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-from textual import events
+from textual import events, on
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
@@ -17,7 +17,7 @@ from abtui.ui.control import ControllerCalls
 from abtui.ui.files import SessionFiles
 from abtui.ui.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
 from abtui.ui.knobkeys import KnobKeys
-from abtui.ui.repaint import draw_now
+from abtui.ui.textual_privates import draw_now
 
 
 class Console(Protocol):
@@ -63,9 +63,11 @@ class MainScreen(Screen[None]):
         bindings: list[BindingType] = [quit_, *SCOPE_BINDINGS, *SCREEN_BINDINGS, *knobs]
         return type("KnobScreen", (cls,), {"BINDINGS": bindings})(console)
 
-    async def _on_idle(self, event: events.Idle) -> None:
-        draw_now(self)  # an interval's chart, the table: not on the update timer's tick
-        await super()._on_idle(event)
+    @on(events.Idle)
+    def _draw_paced(self) -> None:
+        """An interval's chart, the table: drawn now, not on the update timer's tick (before
+        Textual's own idle handler, which would resume that timer)."""
+        draw_now(self)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Once leaving has begun nothing here acts (ctrl+q, the app's, still does); while a

@@ -28,8 +28,6 @@ from abtui.reports.throughput import Segment, span_of
 from abtui.ui.pair_state import HISTORY, PairState, Running
 from abtui.ui.phase_rows import PhaseRow, phase_cells, table_unit
 
-config_key = config_id  # a phase row's identity: the one rule of abtui.core.configuration
-
 
 @dataclass(slots=True)
 class Dirty:
@@ -80,7 +78,7 @@ class ConsoleState(EventReader):
 
     # ---- folding ----------------------------------------------------------------------------
     def _phase_row(self, config: dict[str, str]) -> PhaseRow:
-        key = config_key(config)
+        key = config_id(config)
         row = self.phases.get(key)
         if row is None:
             row = self.phases[key] = PhaseRow(dict(config))
@@ -105,7 +103,7 @@ class ConsoleState(EventReader):
         no interval came under (a plan's flip the run's own configuration overrode, as at a
         VM lab's start): that phase never was. Its empty stretch leaves its row, and a row
         left with no stretch at all leaves the table (else a row of `—` stays for good)."""
-        key = config_key(ps.config)
+        key = config_id(ps.config)
         row = self.phases.get(key)
         if row is None or ps.segment is None or ps.segment.n or ps.label in row.per_pair:
             return

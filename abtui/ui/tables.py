@@ -112,16 +112,17 @@ class PhaseTable(DataTable[Text]):
     through rich (18 % of a live 2-pair console's main thread). That relies on DataTable's
     caches (tests/ui/test_phase_table_cells.py pins it against a whole re-render). Its
     repaints with new numbers (TABLE_HZ at most) are drawn on the screen's next idle
-    (repaint.DrawnAtOnce)."""
+    (textual_privates.DrawnAtOnce)."""
 
     label_cols = 0  # the configuration column, as laid out
     unit: Unit | None = None  # the unit its columns name, as laid out
     _scipy_asked = False
     _on_loaded: Callable[[], None] | None = None
-    repaint_due = False  # (repaint.DrawnAtOnce) a repaint with new numbers waits to be drawn
+    # (textual_privates.DrawnAtOnce) a repaint with new numbers waits to be drawn
+    repaint_due = False
 
     def drawn(self) -> None:
-        """(repaint.DrawnAtOnce) its paced repaint was drawn."""
+        """(textual_privates.DrawnAtOnce) its paced repaint was drawn."""
         self.repaint_due = False
 
     def load_stats(self, loaded: Callable[[], None]) -> None:

@@ -41,7 +41,7 @@ from abtui.ui.chips import (
 )
 from abtui.ui.drawing import ChartDrawer, TextDrawer
 from abtui.ui.pair_state import PairState
-from abtui.ui.repaint import FramedLines, frame_with, repaint_rows
+from abtui.ui.textual_privates import FramedLines, frame_with, repaint_rows
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
@@ -84,10 +84,10 @@ class PairPane(Widget):
         "pane--config", "pane--error", "pane--bps-low", "pane--bps-high", "pane--rtt-low",
         "pane--rtt-high", "pane--marker"}
     ALLOW_SELECT = False
-    repaint_due = True  # (repaint.DrawnAtOnce) every repaint of its own is paced by the console
+    repaint_due = True  # (textual_privates.DrawnAtOnce) its every repaint is paced
 
     def drawn(self) -> None:
-        """(repaint.DrawnAtOnce) nothing to note: all its repaints are paced."""
+        """(textual_privates.DrawnAtOnce) nothing to note: all its repaints are paced."""
 
     class Grew(Message):
         """A line of the pane now takes more rows: the screen's layout may need to change."""
@@ -243,7 +243,7 @@ class PairPane(Widget):
             return  # (a layout pass is due, or was never made: it paints the whole pane)
         spans = [span for span in (self._spans[band] for band in dirty) if span[1]]
         if spans:
-            repaint_rows(self, spans)  # (abtui.ui.repaint: handed to the screen at once)
+            repaint_rows(self, spans)  # (abtui.ui.textual_privates: handed to the screen at once)
 
     def _relayout(self, grew: bool) -> None:
         """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Cpu, Event
 from abtui.hosts.connect import open_hosts
 from abtui.lab.netns import Lab
 from abtui.parse.cputimes import parse_cpu_times, since
@@ -63,9 +63,8 @@ async def _sample(lab: Lab) -> dict[str, float]:
             got = since(before, now)
             before = now
             if got is not None:
-                events.append(Event(EventKind.CPU, pair="A", host=host.alias, data={
-                    "run": "A-1", "role": "sender", "phase": 0, "straddles": False,
-                    "total": got[0], "cpus": got[1]}))
+                events.append(Event.of(Cpu(run="A-1", role="sender", phase=0, straddles=False,
+                                           total=got[0], cpus=got[1]), pair="A", host=host.alias))
         ctl = time.process_time() - cpu0
         ns = _ns_cpu_seconds(host.netns) - ns0
     finally:

@@ -88,7 +88,7 @@ async def _skews(lab: Lab) -> tuple[list[float], list[float]]:
             await _plan(engine)
         finally:
             await engine.shutdown()
-        ours += engine.skews
+        ours += engine.runs.skews
         hand += [_hand_release(lab) for _ in range(STARTS // SKEW_ROUNDS)]
     return ours, hand
 

@@ -68,12 +68,12 @@ def session_24h() -> list[dict]:  # type: ignore[type-arg]
 @measures("session_write_us_per_event")
 def session_fsync_cost() -> list[dict]:  # type: ignore[type-arg]
     """µs per interval event: the default policy (fsync ≤ 1/s) vs fsync on every record."""
-    from abtui.core.events import Event, EventKind
+    from abtui.core.events import Event, IntervalMeasured
     from abtui.sessions.writer import SessionWriter
 
-    data = {"run": 1, "phase": 0, "start": 0.0, "end": 1.0, "bytes": 1250000000,
-            "bits_per_second": 1e10, "retransmits": 0, "cwnd_bytes": 1000000,
-            "omitted": False, "straddles": False}
+    payload = IntervalMeasured(run=1, phase=0, start=0.0, end=1.0, bytes=1250000000,
+                               bits_per_second=1e10, retransmits=0, cwnd_bytes=1000000,
+                               omitted=False, straddles=False)
     n = 2000
     results: dict[float, list[float]] = {1.0: [], 0.0: []}
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
@@ -83,7 +83,7 @@ def session_fsync_cost() -> list[dict]:  # type: ignore[type-arg]
                                   fsync_interval=interval, compact=False)
                 t = time.perf_counter()
                 for i in range(n):
-                    w.write(Event(EventKind.INTERVAL, float(i), pair="A", data=data))
+                    w.write(Event.of(payload, float(i), pair="A"))
                 results[interval].append((time.perf_counter() - t) / n * 1e6)
                 w.close()
     policy, every = statistics.median(results[1.0]), statistics.median(results[0.0])

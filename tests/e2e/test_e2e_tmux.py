@@ -394,7 +394,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                 deadline = time.monotonic() + 90  # the lab plan: 2 runs of 10 s
                 done = None
                 while time.monotonic() < deadline and con.alive():
-                    progress = [e.data for e in con.journal_events() if e.kind == "progress"]
+                    progress = [e.record() for e in con.journal_events() if e.kind == "progress"]
                     done = progress[-1] if progress else None
                     if done and done.get("done") == done.get("total"):
                         break
@@ -499,7 +499,7 @@ INJECT = {
     "event flush": ("from abtui.ui import state\n"
                     "apply = state.ConsoleState.apply\n"
                     "def boom(self, event):\n"
-                    "    if event.kind == 'mark' and event.data.get('text') == 'boom':\n"
+                    "    if event.kind == 'mark' and event.payload.text == 'boom':\n"
                     "        raise RuntimeError('injected by the test into the event flush')\n"
                     "    return apply(self, event)\n"
                     "state.ConsoleState.apply = boom\n"),

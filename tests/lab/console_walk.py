@@ -36,7 +36,7 @@ seed and the command that replays it.
 Public surface used: app.state (pairs[..].config, phases), app.phase_rows(), app.knob_keys,
 app.record.received, app.recent, a pane's lines (PairPane.text: tcp, config, head), the
 widgets' ids (#knobbar, #phases, #plan-progress),
-engine.phases[label].config (the configuration the engine records for the phase in force).
+engine.book.phases[label].config (the configuration the engine records for the phase in force).
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ class LogTap(deque):  # type: ignore[type-arg]
 
 def countable(e: Event) -> bool:
     """An interval counted in its pair's series (not --bidir's way back, not omitted)."""
-    d = e.data
+    d = e.record()
     return (e.kind is EventKind.INTERVAL and isinstance(d.get("bits_per_second"), int | float)
             and not d.get("omitted") and d.get("direction") != "rx")
 
@@ -240,7 +240,7 @@ class Journal(list):  # type: ignore[type-arg]
         elif e.kind in (EventKind.KNOB, EventKind.TUNNEL, EventKind.KNOB_ERROR):
             self.changes += 1
         elif e.kind is EventKind.PROGRESS:
-            self.progress = dict(e.data)
+            self.progress = e.record()
 
 
 def interval_counts(events: Iterable[Event]) -> Counter[str]:
@@ -408,7 +408,7 @@ class Walker:
         workers = [f"{w.group}:{w.name}" for w in self.app.workers
                    if w.group in BUSY_GROUPS and w.state in (WorkerState.PENDING,
                                                              WorkerState.RUNNING)]
-        changing = [f"knob change on {label}" for label, ph in self.engine.phases.items()
+        changing = [f"knob change on {label}" for label, ph in self.engine.book.phases.items()
                     if ph.pending is not None]
         return workers + changing
 
@@ -586,10 +586,11 @@ class Walker:
         after = await self.stable_reading()
         new = self.journal[start:]
         refused = [e for e in new if e.kind is EventKind.KNOB_ERROR]
-        done = [e for e in new if e.kind is EventKind.KNOB and e.data.get("knob") == knob]
+        done = [e for e in new if e.kind is EventKind.KNOB and e.record().get("knob") == knob]
         if refused:
-            self.fail("knob-refused", "; ".join(f"{e.data.get('knob')}={e.data.get('value')}: "
-                                               f"{e.data.get('message')}" for e in refused))
+            self.fail("knob-refused", "; ".join(
+                f"{e.record().get('knob')}={e.record().get('value')}: "
+                f"{e.record().get('message')}" for e in refused))
         if before is None or after is None or plan:
             return
         b, a = before.pair_values(self.profile), after.pair_values(self.profile)
@@ -599,7 +600,7 @@ class Walker:
         if chosen is None and a[first][knob] == b[first][knob] and not refused:
             self.fail("knob-key", f"{key} ({knob}) on {'+'.join(scope)}: {first}'s hosts "
                       f"still have {b[first][knob]!r}")
-        want = chosen if chosen is not None else (norm(done[-1].data.get("value", ""))
+        want = chosen if chosen is not None else (norm(done[-1].record().get("value", ""))
                                                   if done else None)
         for p in self.pairs:
             if p in scope and want is not None and a[p][knob] != want and not refused:
@@ -614,7 +615,8 @@ class Walker:
                     self.fail("no-phase-without-change",
                               f"{key} ({knob}) left {p}'s hosts as they were "
                               f"({knob}={b[p][knob]!r}) but closed its phase "
-                              f"{split[0].data.get('phase')} ({split[0].data.get('config')})")
+                              f"{split[0].record().get('phase')} "
+                              f"({split[0].record().get('config')})")
 
     async def do_tab(self, step: Step) -> None:
         await self.press("tab")
@@ -644,7 +646,7 @@ class Walker:
                 new = [e for e in self.journal[start:] if e.kind is EventKind.ERROR]
                 self.fail("space-starts", f"space while stopped: runs open on "
                           f"{sorted(self.open_runs())}; errors: "
-                          f"{[e.data.get('message') for e in new]}; log: "
+                          f"{[e.record().get('message') for e in new]}; log: "
                           f"{self._new_log_errors() or '-'}")
 
     async def do_restart(self, step: Step) -> None:
@@ -685,10 +687,10 @@ class Walker:
         await self.press("enter")
         await self.settle()
         ok = await self.wait_for(lambda: any(
-            e.kind is EventKind.MARK and e.data.get("text") == step.arg
+            e.kind is EventKind.MARK and e.record().get("text") == step.arg
             for e in self.journal[start:]), 5)
         if not ok:
-            marks = [e.data.get("text") for e in self.journal[start:]
+            marks = [e.record().get("text") for e in self.journal[start:]
                      if e.kind is EventKind.MARK]
             self.fail("mark-recorded", f"m + {step.arg!r}: no such mark in the journal "
                       f"(marks: {marks})")
@@ -892,7 +894,7 @@ class Walker:
                 f"{app.feed.due} (now {time.perf_counter():.3f})")
 
     async def check_tables(self) -> None:
-        from abtui.core.configuration import config_id as config_key
+        from abtui.core.configuration import config_id
         from abtui.reports import stats
         from abtui.sessions.session import Session
 
@@ -905,7 +907,7 @@ class Walker:
             self.fail("console-events-prefix", "the console's events are not the journal's "
                       "first events (what `s` saves differs from what was recorded)")
         session = Session.from_events(events)
-        labels = {config_key(ph.config): session.config_label(ph.config)
+        labels = {config_id(ph.config): session.config_label(ph.config)
                   for ph in session.phases}
         export = export_table((c.to_json() for row in stats.cells(session).values()
                                for c in row.values()), labels)
@@ -920,7 +922,7 @@ class Walker:
         for p in self.pairs:
             counted = sum(r.per_pair[p].n for r in rows if p in r.per_pair)
             want = sum(1 for e in events if e.pair == p and countable(e)
-                       and not e.data.get("straddles"))
+                       and not e.record().get("straddles"))
             if counted != want:
                 self.fail("interval-counted-once", f"{p}: the phase table counts {counted} "
                           f"intervals, the journal has {want} outside straddles")
@@ -932,12 +934,12 @@ class Walker:
         that phase is closed (a stop, or a change with no interval after it yet) the pane may
         show it still, or nothing."""
         for p in self.pairs:
-            closed = {e.data.get("phase") for e in events
+            closed = {e.record().get("phase") for e in events
                       if e.kind is EventKind.PHASE and e.pair == p}
             mine = [e for e in events if e.pair == p and countable(e)]
-            current = mine[-1].data.get("phase") if mine else None
-            phase = [e.data for e in mine
-                     if e.data.get("phase") == current and not e.data.get("straddles")]
+            current = mine[-1].record().get("phase") if mine else None
+            phase = [e.record() for e in mine
+                     if e.record().get("phase") == current and not e.record().get("straddles")]
             values = [float(d["bits_per_second"]) for d in phase]
             wants = [(*summary(values)[:3], run_level(phase) if phase else None)] + (
                 [summary([])] if current in closed else [])
@@ -946,8 +948,8 @@ class Walker:
             got = (ps.n, ps.lo, ps.hi, pane.phase_rate) if ps.n else summary([])
             if not any(same(got, want) for want in wants):
                 want = wants[0]
-                strad = sum(1 for e in mine if e.data.get("phase") == current
-                            and e.data.get("straddles"))
+                strad = sum(1 for e in mine if e.record().get("phase") == current
+                            and e.record().get("straddles"))
                 self.fail("pane-phase-stats", f"pane {p}: current phase {current} has "
                           f"n {want[0]} min/max/mean {gbit(want[1])}/{gbit(want[2])}/"
                           f"{gbit(want[3])} ({strad} straddling left out); the pane has n "
@@ -963,7 +965,7 @@ class Walker:
         state, phases = [], []
         for p in self.pairs:
             config = self.app.state.pairs[p].config
-            full = {**orig[p], **{k: norm(v) for k, v in self.engine.phases[p].config.items()}}
+            full = {**orig[p], **{k: norm(v) for k, v in self.engine.book.phases[p].config.items()}}
             for knob, value in want[p].items():
                 if norm(config.get(knob, "<none>")) != value:
                     state.append(f"{p} {knob}: console {config.get(knob)!r}, hosts {value!r}")
@@ -1215,9 +1217,9 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
     # when each phase measured: from its first counted interval's start to its last's end
     measured: dict[tuple[str, Any], list[float]] = {}
     for e in journal:
-        if countable(e) and not e.data.get("straddles"):
-            span = e.data.get("end", 0) - e.data.get("start", 0)
-            w = measured.setdefault((e.pair, e.data.get("phase")), [e.t - span, e.t])
+        if countable(e) and not e.record().get("straddles"):
+            span = e.record().get("end", 0) - e.record().get("start", 0)
+            w = measured.setdefault((e.pair, e.record().get("phase")), [e.t - span, e.t])
             w[0], w[1] = min(w[0], e.t - span), max(w[1], e.t)
     orig = originals.pair_values(profile)
     wrong = []
@@ -1256,17 +1258,17 @@ def check_restarts(journal: list[Event], profile: Profile, failures: Failures,
     counted = []
     for e in journal:
         if e.kind is EventKind.RUN_START and e.pair:
-            open_run[e.pair] = e.data.get("run")
-        elif e.kind is EventKind.KNOB and e.data.get("knob") in restarting:
-            for p in e.data.get("pairs") or []:
+            open_run[e.pair] = e.record().get("run")
+        elif e.kind is EventKind.KNOB and e.record().get("knob") in restarting:
+            for p in e.record().get("pairs") or []:
                 if p in open_run:
-                    superseded[(p, open_run[p])] = (str(e.data.get("knob")), e.t)
-        elif countable(e) and not e.data.get("straddles"):
-            why = superseded.get((e.pair, e.data.get("run")))
+                    superseded[(p, open_run[p])] = (str(e.record().get("knob")), e.t)
+        elif countable(e) and not e.record().get("straddles"):
+            why = superseded.get((e.pair, e.record().get("run")))
             if why and e.t > why[1]:
-                counted.append(f"{e.pair} run {e.data.get('run')} {e.data.get('start'):g}-"
-                               f"{e.data.get('end'):g} s, {e.t - why[1]:.2f} s after "
-                               f"{why[0]} changed, in phase {e.data.get('phase')}")
+                counted.append(f"{e.pair} run {e.record().get('run')} {e.record().get('start'):g}-"
+                               f"{e.record().get('end'):g} s, {e.t - why[1]:.2f} s after "
+                               f"{why[0]} changed, in phase {e.record().get('phase')}")
     if counted:
         failures.add("old-run-not-in-new-phase", step, f"{len(counted)} intervals of a run "
                      f"a restarting knob ended count in the phase after it, e.g. {counted[:3]}")
@@ -1276,24 +1278,24 @@ def check_straddles(journal: list[Event], failures: Failures, step: int,
                     latency: float = 0.3) -> None:
     """An interval whose span clearly contains a knob change on its pair is a straddler: the
     change's end lies after the interval began and `latency` before it arrived."""
-    changes = [(e.t, set(e.data.get("pairs") or [])) for e in journal
+    changes = [(e.t, set(e.record().get("pairs") or [])) for e in journal
                if e.kind is EventKind.KNOB]
     missed = []
     spanned = 0
     for e in journal:
         if not countable(e):
             continue
-        if e.data.get("straddles"):
+        if e.record().get("straddles"):
             spanned += 1
             continue
-        start, end = e.data.get("start"), e.data.get("end")
+        start, end = e.record().get("start"), e.record().get("end")
         if not isinstance(start, int | float) or not isinstance(end, int | float):
             continue
         began = e.t - (end - start)
         for t, pairs in changes:
             if e.pair in pairs and began + 0.05 < t < e.t - latency:
                 spanned += 1
-                missed.append(f"{e.pair} run {e.data.get('run')} {start:g}-{end:g} s "
+                missed.append(f"{e.pair} run {e.record().get('run')} {start:g}-{end:g} s "
                               f"(knob change {e.t - t:.2f} s before it arrived)")
                 break
     failures.notes.append(f"{len(changes)} knob changes, {spanned} intervals across one")

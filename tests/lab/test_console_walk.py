@@ -106,10 +106,10 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
                 failures.add("undo-journal-finished", step, f"left: {journals}")
         for e in journal:  # the originals the session recorded are the hosts' own
             if e.kind is EventKind.ORIGINAL and e.host in originals.hosts:
-                want = originals.hosts[e.host].values.get(str(e.data.get("knob")))
-                if want is not None and norm(str(e.data.get("value"))) != want:
+                want = originals.hosts[e.host].values.get(str(e.record().get("knob")))
+                if want is not None and norm(str(e.record().get("value"))) != want:
                     failures.add("original-recorded", step, f"{e.host}: ORIGINAL "
-                                 f"{e.data.get('knob')}={e.data.get('value')!r}, the host "
+                                 f"{e.record().get('knob')}={e.record().get('value')!r}, the host "
                                  f"had {want!r}")
     finally:
         if not (app._exception is None and app.return_code == 0):
@@ -123,7 +123,7 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
         cleaned = force_restore(lab, profile, originals)
     if cleaned and quit_cleanly:
         failures.add("clean-lab", len(steps), f"the test had to clean up: {cleaned}")
-    errors = Counter(str(e.data.get("message")) for e in journal if e.kind is EventKind.ERROR)
+    errors = Counter(str(e.record().get("message")) for e in journal if e.kind is EventKind.ERROR)
     failures.notes += [f"engine error ×{n}: {m}" for m, n in errors.most_common()]
     readings = walker.readings if walker else []
     check_export(export_json(path), shown, journal, readings, originals, profile, failures,

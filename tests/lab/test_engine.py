@@ -68,7 +68,7 @@ async def test_two_pairs_continuous_match_iperf3_and_record_the_skew(lab: Lab):
     assert set(skew["clocks"]) == {"A", "B"} and 0 <= skew["skew_ms"] < 1000
     assert skew["skew_ms"] == pytest.approx(
         abs(skew["clocks"]["A"] - skew["clocks"]["B"]) * 1e3)
-    assert engine.skews[0] == skew["skew_ms"]
+    assert engine.runs.skews[0] == skew["skew_ms"]
     for pair in ("A", "B"):
         runs = [e.payload.run for e in starts if e.pair == pair]
         assert len(runs) >= 2, f"pair {pair}: the first chunk was not followed by another"
@@ -156,14 +156,14 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
         await asyncio.sleep(1.3)
         await engine.set_knob("tcp_wmem", WMEM[1])
         during = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
-        journal = engine.journal.path.read_text()  # type: ignore[union-attr]
+        journal = engine.hosts.journal.path.read_text()  # type: ignore[union-attr]
         await asyncio.sleep(1.3)
     finally:
         await engine.shutdown()
     # what `abtui recover` would need was journaled; all set back, so the journal is gone
     assert '"op":"original"' in journal.replace(" ", "")
     assert journal.replace(" ", "").count('"op":"pgid"') >= 4  # servers and clients
-    assert not engine.journal.path.exists()  # type: ignore[union-attr]
+    assert not engine.hosts.journal.path.exists()  # type: ignore[union-attr]
     assert during == {a: WMEM[1].split() for a in snd}
     after = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
     assert after == original
@@ -264,7 +264,7 @@ async def test_a_link_lost_mid_run_keeps_the_intervals(lab: Lab):
         for pid in sshd_sessions(lab, snd_a.alias):  # our session's sshd, not the daemon
             os.kill(pid, signal.SIGKILL)
         await engine.wait()
-        reconnected.append(await engine.links[snd_a.alias].wait_connected(15))
+        reconnected.append(await engine.hosts.links[snd_a.alias].wait_connected(15))
 
     rec, _ = await run_plan(lab_profile(lab, duration=3), drop)
     kept = len([e for e in rec.of(EventKind.INTERVAL, "A")])
@@ -353,7 +353,7 @@ async def test_plan_walks_the_knob_matrix_with_progress(lab: Lab):
         starts = [e.record() for e in rec.of(EventKind.RUN_START, pair)]
         assert [s["config"]["tcp_wmem"] for s in starts] == knobs
         assert all(rec.run_end(s["run"])["status"] == "ok" for s in starts)
-    assert len(engine.skews) == 2  # every step started both pairs together
+    assert len(engine.runs.skews) == 2  # every step started both pairs together
     assert any("seed 1" in e.payload.text for e in rec.of(EventKind.MARK))
     assert len(rec.of(EventKind.RESTORE)) == 2 and all(
         e.payload.ok for e in rec.of(EventKind.RESTORE))

@@ -81,11 +81,11 @@ async def test_a_reset_host_is_read_again_and_the_flip_re_applied(lab: Lab,
     assert original not in (RESET, WMEM[1])
     rec = Recorder()
     engine = make_engine(lab_profile(lab), rec)
-    journal = engine.journal.path  # type: ignore[union-attr]
+    journal = engine.hosts.journal.path  # type: ignore[union-attr]
     try:
         drift_t, during = await drive(lab, rec, engine, flip=True)
         journalled = read_journal(journal).originals
-        boot = engine.links[snd_a].boot_id  # read again on the reconnect
+        boot = engine.hosts.links[snd_a].boot_id  # read again on the reconnect
     finally:
         await engine.shutdown()
     # recorded: what the host had, what abtui had set, what it did
@@ -160,7 +160,7 @@ async def test_a_tunnel_end_a_reset_removed_is_made_again(lab: Lab):
     engine = make_engine(tunnel_profile(lab), rec)
     try:
         await flip_while_measuring(engine, rec, "tunnel", "vxlan", ["A"])
-        first = engine.targets["A"]
+        first = engine.book.targets["A"]
         await until(lambda: len(rec.of(EventKind.RUN_START, "A")) >= 2)
         n = len(rec.of(EventKind.INTERVAL, "A"))
         await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= n + 2)
@@ -181,7 +181,7 @@ async def test_a_tunnel_end_a_reset_removed_is_made_again(lab: Lab):
     assert len(again) == 1  # made again on the host
     retarget = after(rec, EventKind.TUNNEL, "A", drift_t - 5)[-1].payload.target
     starts = after(rec, EventKind.RUN_START, "A", drift_t)
-    assert starts and all(s.payload.target == retarget == engine.targets["A"] for s in starts)
+    assert starts and all(s.payload.target == retarget == engine.book.targets["A"] for s in starts)
     phases = phases_of(rec, "A")
     counted = [e for e in after(rec, EventKind.INTERVAL, "A", drift_t)
                if not e.payload.straddles]

@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, HelpPanel, Input, ProgressBar
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, Facts, Link
 from abtui.core.model import LinkState
 from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions.reader import load_events
@@ -103,8 +103,8 @@ def _lost_link_recording() -> list[Event]:
     events = synthetic_events(profile, intervals=20, seed=3, flip_at=100)
     cut = T0 + 10
     out = [e for e in events if e.t <= cut]
-    out.append(Event(EventKind.LINK, cut + 0.5, host="b-snd",
-                     data={"state": str(LinkState.LOST), "message": "connection reset"}))
+    out.append(Event.of(Link(state=str(LinkState.LOST), message="connection reset"), cut + 0.5,
+                        host="b-snd"))
     out += [e for e in events if e.t > cut and e.pair != "B"]
     return out
 
@@ -226,10 +226,10 @@ async def test_the_tunnel_switcher_disables_what_a_host_cannot_make() -> None:
     async with app.run_test() as pilot:
         await replayed(pilot, 6)
         b_rcv = app.state.pairs["B"].receiver
-        app.receive(Event(EventKind.FACTS, T0, host=b_rcv, data={"facts": {
+        app.receive(Event.of(Facts(facts={
             "alias": b_rcv, "kernel_release": "6.1.0-19-amd64", "tunnels": {
                 "none": "yes", "wireguard": "userspace",
-                "vxlan": "no: the kernel has no vxlan support"}}}))
+                "vxlan": "no: the kernel has no vxlan support"}}), T0, host=b_rcv))
         await settle(pilot)
         await pilot.press("tab")  # scope: from A+B to A
         await pilot.press("ctrl+t")
@@ -317,7 +317,7 @@ async def test_ctrl_q_restores_then_leaves() -> None:
         await until(pilot, lambda: not app.is_running)
     assert app.controller.calls[-1] == ("shutdown",)
     restores = [e for e in app.recent if e.kind is EventKind.RESTORE]
-    assert {(e.host, e.data["knob"]) for e in restores} == {("a-snd", "tcp_wmem"),
+    assert {(e.host, e.payload.knob) for e in restores} == {("a-snd", "tcp_wmem"),
                                                           ("b-snd", "tcp_wmem")}
     assert app.return_code == 0
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, Mark, Progress
 from abtui.measure.synthetic import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher
@@ -26,14 +26,12 @@ async def test_plan_progress_without_an_estimate_yet_shows() -> None:
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
         app.calls.mode = "plan"  # as after `p`
-        app.receive(Event(EventKind.PROGRESS, T0 + 5, data={"done": 0, "total": 4,
-                                                              "eta_s": None}))
+        app.receive(Event.of(Progress(done=0, total=4, eta_s=None), T0 + 5))
         await until(pilot, lambda: app.state.progress is not None)
         assert app.is_running
         assert "plan 0/4" in app.knobbar().plain
         assert "s left" not in app.knobbar().plain
-        app.receive(Event(EventKind.PROGRESS, T0 + 6, data={"done": 1, "total": 4,
-                                                              "eta_s": 29.6}))
+        app.receive(Event.of(Progress(done=1, total=4, eta_s=29.6), T0 + 6))
         await until(pilot, lambda: "plan 1/4, 30 s left" in app.knobbar().plain)
 
 
@@ -97,13 +95,13 @@ async def test_a_flush_due_in_a_tiny_delay_still_happens(delay: float) -> None:
         period = 1 / app.feed.flush_hz
         shown = app.record.received
         # one flush now; the next event arrives `delay` before the next flush is allowed
-        app.receive(Event(EventKind.MARK, T0 + 2, data={"text": "first"}))
+        app.receive(Event.of(Mark(text="first"), T0 + 2))
         await until(pilot, lambda: app.record.received == shown + 1, timeout=2)
         clock.now += period - delay
-        app.receive(Event(EventKind.MARK, T0 + 3, data={"text": "second"}))
+        app.receive(Event.of(Mark(text="second"), T0 + 3))
         await until(pilot, lambda: app.record.received == shown + 2, timeout=2)
         clock.now += 1.0
-        app.receive(Event(EventKind.MARK, T0 + 4, data={"text": "third"}))
+        app.receive(Event.of(Mark(text="third"), T0 + 4))
         await until(pilot, lambda: app.record.received == shown + 3, timeout=2)
         assert "mark: third" in log_text(app)
 

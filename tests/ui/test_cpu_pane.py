@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Cpu, Event, EventKind, Facts
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed
@@ -21,15 +21,15 @@ async def test_panes_show_host_cpu_and_the_shared_machine() -> None:
     out: list[Event] = []
     for e in events:
         if e.kind is EventKind.FACTS and e.host in (a.sender, a.receiver):
-            e.data["facts"]["cpu_scope"] = "shared"
+            e = Event.of(Facts(facts={**e.payload.facts, "cpu_scope": "shared"}), e.t,
+                         host=e.host)
         out.append(e)
         if e.kind is EventKind.INTERVAL:
             pair = a if e.pair == a.label else b
             for host, row in ((pair.sender, [30, 40, 0, 20, 110, 0]),
                               (pair.receiver, [10, 10, 5, 25, 150, 0])):
-                out.append(Event(EventKind.CPU, e.t, pair=pair.label, host=host, data={
-                    "run": 0, "role": "", "phase": 0, "straddles": False,
-                    "total": row, "cpus": [row, row]}))
+                out.append(Event.of(Cpu(run=0, role="", phase=0, straddles=False, total=row,
+                                        cpus=[row, row]), e.t, pair=pair.label, host=host))
     app = make_app(events=out)
     async with app.run_test() as pilot:
         await replayed(pilot, 4)

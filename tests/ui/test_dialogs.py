@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, OptionList
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, KnobChanged, Tunnel
 from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions import paths, reader, writer
 from abtui.ui.app import AbtuiApp
@@ -130,8 +130,7 @@ async def test_the_tunnel_list_starts_on_the_current_type() -> None:
     async with app.run_test() as pilot:
         await replayed(pilot, 2)
         for label in "AB":
-            app.receive(Event(EventKind.TUNNEL, T0 + 5, pair=label,
-                                data={"type": "vxlan", "target": "10.0.0.2"}))
+            app.receive(Event.of(Tunnel(type="vxlan", target="10.0.0.2"), T0 + 5, pair=label))
         await until(pilot, lambda: app.state.pairs["B"].tunnel == "vxlan")
         await pilot.press("ctrl+t")
         assert isinstance(app.screen, TunnelSwitcher)
@@ -146,8 +145,8 @@ async def test_phase_table_labels_use_the_room_and_are_cut_where_they_differ() -
         app = make_app(intervals=2)
         async with app.run_test(size=size) as pilot:
             await replayed(pilot, 2)
-            app.receive(Event(EventKind.KNOB, T0 + 5, data={
-                "knob": "cc", "value": long, "pairs": ["A", "B"]}))
+            app.receive(Event.of(KnobChanged.from_data({
+                "knob": "cc", "value": long, "pairs": ["A", "B"]}), T0 + 5))
             table = app.query_one("#phases", DataTable)
             await until(pilot, lambda t=table: t.row_count == 3)  # type: ignore[misc]
             label = str(table.get_cell_at((2, 0)))

@@ -17,7 +17,7 @@ from abtui.core.events import Event, EventKind
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
-from abtui.ui.repaint import styles_cache
+from abtui.ui.textual_privates import styles_cache
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import FakeClock, SpyController, started, until
 

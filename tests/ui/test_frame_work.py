@@ -54,7 +54,7 @@ async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_fr
     from textual._styles_cache import StylesCache
     from textual.geometry import Region
 
-    from abtui.ui.repaint import KeptLines, styles_cache
+    from abtui.ui.textual_privates import KeptLines, styles_cache
 
     app = make_app(pairs=4, intervals=2)
     async with app.run_test(size=(160, 48)) as pilot:

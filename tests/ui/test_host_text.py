@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Error, Event, Facts, KnobChanged, Link
 from abtui.core.text import visible
 from abtui.measure.synthetic import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher
@@ -34,14 +34,13 @@ async def test_host_strings_reach_the_screen_and_log_as_text() -> None:
         await replayed(pilot, 2)
         host = app.state.pairs["A"].receiver
         for event in (
-            Event(EventKind.FACTS, T0 + 3, host=host, data={"facts": {
+            Event.of(Facts(facts={
                 "kernel_release": f"6.1 {MARKUP} {ESC}", "os": "Linux",
-                "tunnels": {"vxlan": f"no: {MARKUP}"}}}),
-            Event(EventKind.LINK, T0 + 3, host=host, data={"state": "lost",
-                                                         "message": f"{MARKUP} {ESC}"}),
-            Event(EventKind.KNOB, T0 + 4, data={"knob": "cc", "value": f"{MARKUP}{ESC}",
-                                                "pairs": ["A"]}),
-            Event(EventKind.ERROR, T0 + 4, host=host, data={"message": f"{MARKUP} {ESC}"}),
+                "tunnels": {"vxlan": f"no: {MARKUP}"}}), T0 + 3, host=host),
+            Event.of(Link(state="lost", message=f"{MARKUP} {ESC}"), T0 + 3, host=host),
+            Event.of(KnobChanged.from_data({"knob": "cc", "value": f"{MARKUP}{ESC}",
+                                                "pairs": ["A"]}), T0 + 4),
+            Event.of(Error(message=f"{MARKUP} {ESC}"), T0 + 4, host=host),
         ):
             app.receive(event)
         await until(pilot, lambda: app.state.pairs["A"].error != "")

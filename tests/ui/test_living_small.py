@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
+from abtui.core.events import Facts
 from abtui.measure.replay import ReplayController
 from abtui.measure.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
@@ -118,7 +119,7 @@ async def test_the_log_collapsed_at_80x24_shows_a_long_latest_line_whole() -> No
 async def test_a_pane_made_compact_keeps_no_blank_row_of_its_longer_head() -> None:
     """A kernel line too long for the pane with the tunnel beside it takes two rows; made
     compact (the tunnel goes to the knobs' line) it takes one, with no padding row left."""
-    from abtui.core.events import Event, EventKind
+    from abtui.core.events import Event
 
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(80, 40)) as pilot:
@@ -126,8 +127,8 @@ async def test_a_pane_made_compact_keeps_no_blank_row_of_its_longer_head() -> No
         t = app.event_log.last_t or 0.0
         for pair in app.state.pairs.values():
             for host in (pair.sender, pair.receiver):
-                app.receive(Event(EventKind.FACTS, t, host=host, data={"facts": {
-                    "os": "Linux", "kernel_release": "6.18.44-fc-v1045-long"}}))
+                app.receive(Event.of(Facts(facts={
+                    "os": "Linux", "kernel_release": "6.18.44-fc-v1045-long"}), t, host=host))
         await settle(pilot)
         pane = app.query_one("#pane-A", PairPane)
         assert pane.band_region("head").height == 2  # kernel, then the tunnel

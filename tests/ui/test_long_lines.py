@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.geometry import Region
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, Link
 from abtui.core.model import LinkState
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle
@@ -37,10 +37,10 @@ async def test_a_long_error_wraps_and_the_pane_says_could_not_connect(
         await replayed(pilot, 4)
         host = app.state.pairs["A"].sender
         t = app.event_log.last_t or 0.0
-        app.receive(Event(EventKind.LINK, t + 1, host=host, data={
-            "state": str(LinkState.FAILED), "message": f"lab-a-snd: {WHY}"}))
-        app.receive(Event(EventKind.LINK, t + 2, host=host, data={
-            "state": str(LinkState.CLOSED)}))  # a failed start closes every link
+        app.receive(Event.of(Link(state=str(LinkState.FAILED), message=f"lab-a-snd: {WHY}"), t + 1,
+                             host=host))
+        app.receive(Event.of(Link.from_data({
+            "state": str(LinkState.CLOSED)}), t + 2, host=host))  # a failed start closes every link
         await settle(pilot)
         app.fail(f"start failed: AbtuiError: lab-a-snd: {WHY}")
         await settle(pilot)

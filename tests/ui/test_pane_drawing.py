@@ -19,7 +19,7 @@ import abtui.ui
 from abtui.ui.chips import pack_chips
 from abtui.ui.drawing import ChartDrawer
 from abtui.ui.pair_state import PairState
-from abtui.ui.repaint import FramedLines, styles_cache
+from abtui.ui.textual_privates import FramedLines, styles_cache
 from abtui.ui.widgets import PairPane
 
 ERROR = "tcp_wmem=4096 16384 65536 refused: lab-a-snd: sysctl: permission denied on key"

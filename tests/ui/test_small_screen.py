@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, Static
 
+from abtui.core.events import IntervalMeasured, KnobChanged
 from abtui.ui.screens import CompareScreen
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle, until
@@ -111,7 +112,7 @@ CONFIGS = [
 
 async def with_configs(pilot) -> None:  # type: ignore[no-untyped-def]
     """The replay, then a phase of each of CONFIGS (labels too long for 80 columns)."""
-    from abtui.core.events import Event, EventKind
+    from abtui.core.events import Event
 
     app = pilot.app
     await replayed(pilot, 2)
@@ -122,12 +123,12 @@ async def with_configs(pilot) -> None:  # type: ignore[no-untyped-def]
         for knob, value in want.items():
             if now.get(knob) != value:
                 now[knob] = value
-                app.receive(Event(EventKind.KNOB, t, data={
-                    "knob": knob, "value": value, "pairs": ["A", "B"]}))
+                app.receive(Event.of(KnobChanged.from_data({
+                    "knob": knob, "value": value, "pairs": ["A", "B"]}), t))
         for pair in "AB":
-            app.receive(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
+            app.receive(Event.of(IntervalMeasured.from_data({
                 "run": 9, "phase": phase, "start": 1.0, "end": 2.0,
-                "bits_per_second": 1e9}))
+                "bits_per_second": 1e9}), t + 1, pair=pair))
         t, phase = t + 2, phase + 1
     await settle(pilot)  # the table repaints twice a second at most: its last one is in
 

@@ -1,4 +1,4 @@
-"""The console's terminal driver (abtui.ui.terminal): its input thread sleeps until input
+"""The console's terminal driver (abtui.ui.textual_privates): its input thread sleeps until input
 comes, delivers keys as Textual's does (a lone Escape once its parser's deadline passes), and
 ends when input is disabled."""
 
@@ -16,8 +16,8 @@ from textual import events
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 
-from abtui.ui.repaint import missing_privates
-from abtui.ui.terminal import PRIVATES, QuietInputDriver, quiet_driver
+from abtui.ui import textual_privates as tp
+from abtui.ui.textual_privates import QuietInputDriver, quiet_driver
 
 pytestmark = pytest.mark.ui
 
@@ -100,23 +100,32 @@ async def test_disabling_input_ends_the_sleeping_input_thread(
 
 
 async def test_the_console_runs_on_it_where_textual_would_run_its_linux_driver() -> None:
-    """The console's app picks it instead of Textual's Linux driver, no other; and what it
-    takes from Textual is there (an upgrade that moves one fails here, by name)."""
-    import signal
-
-    from textual._xterm_parser import XTermParser
+    """The console's app picks it instead of Textual's Linux driver, no other (what it takes
+    from Textual is pinned in test_textual_privates.py)."""
     from textual.drivers.headless_driver import HeadlessDriver
 
     from abtui.ui.app import AbtuiApp
 
+    tp.reset()
     assert quiet_driver(LinuxDriver) is QuietInputDriver
     assert quiet_driver(HeadlessDriver) is HeadlessDriver
     assert AbtuiApp.get_driver_class is not App.get_driver_class
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGTSTP, signal.SIGCONT)}
+
+
+async def test_without_textual_s_input_parser_it_runs_textual_s_own_input_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's private input parser gone (a newer Textual): the driver's input thread is
+    Textual's own, keys delivered as ever, said once; and Textual's Linux driver is the one
+    picked from then on."""
+    tp.reset()
+    monkeypatch.setitem(tp._found, "XTermParser", None)
     try:
-        instances = {XTermParser: XTermParser(False), LinuxDriver: LinuxDriver(App())}
+        with _driven(monkeypatch) as (_driver, write_end, delivered, waits):
+            os.write(write_end, b"a")
+            assert _key(delivered) == "a"
+            assert waits and all(w is not None for w in waits)  # (Textual's: 0.1 s each)
+        assert "quiet_input" in tp.fallen_back()
+        assert quiet_driver(LinuxDriver) is LinuxDriver
     finally:
-        for sig, h in handlers.items():
-            signal.signal(sig, h)
-    assert missing_privates(instances, PRIVATES) == []
-    assert instances[XTermParser]._timeout_time is None  # (waiting for nothing)
+        monkeypatch.undo()
+        tp.reset()

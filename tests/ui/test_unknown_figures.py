@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, IntervalMeasured
 from abtui.core.numbers import sig
 from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.ui.screens import CompareScreen
@@ -22,7 +22,7 @@ INTERVALS = 10  # per pair; the knob flips half-way
 def _b_silent_after_the_flip() -> list[Event]:
     """Two pairs; after the flip, pair B delivers no interval (a stalled or failed pair)."""
     return [e for e in synthetic_events(synthetic_profile(2), intervals=INTERVALS, seed=7)
-            if not (e.kind is EventKind.INTERVAL and e.pair == "B" and e.data["phase"] == 1)]
+            if not (e.kind is EventKind.INTERVAL and e.pair == "B" and e.payload.phase == 1)]
 
 
 async def test_an_unmeasured_cell_is_a_dash_in_the_table_and_no_bar_on_the_compare_screen(
@@ -52,9 +52,9 @@ async def test_the_pane_s_mean_is_the_phase_s_run_level_figure() -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: app.state.intervals_seen >= 8
                     and not app.controller.running)  # type: ignore[attr-defined]
-        app.receive(Event(EventKind.INTERVAL, T0 + 4.1, "A", data={
+        app.receive(Event.of(IntervalMeasured.from_data({
             "run": 0, "phase": 1, "start": 4.0, "end": 4.1, "bits_per_second": 1e7,
-            "omitted": False, "straddles": False}))
+            "omitted": False, "straddles": False}), T0 + 4.1, pair="A"))
         await until(pilot, lambda: app.state.intervals_seen >= 9)
         await app.settled()
         pane = app.state.pairs["A"]

@@ -13,7 +13,7 @@ import pytest
 
 from abtui.commands.run import _alternation, add_arguments
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, IntervalMeasured, Link
 from abtui.measure.alternate import (
     Alternation,
     Stretches,
@@ -54,9 +54,10 @@ def interval(pair: str, phase: int, bps: float, start: float, end: float,
              t: float | None = None, **extra: object) -> Event:
     """An interval event; `t` (the controller's clock) 100.06 s after iperf3's `end` unless
     given: it began at 100 + start on that clock."""
-    return Event(EventKind.INTERVAL, 100.06 + end if t is None else t, pair=pair, data={
+    return Event.of(IntervalMeasured.from_data({
         "run": "r", "phase": phase, "bits_per_second": bps, "start": start, "end": end,
-        "omitted": False, "straddles": False, **extra})
+        "omitted": False, "straddles": False, **extra}), 100.06 + end if t is None else t,
+        pair=pair)
 
 
 def after(s: Stretches, pair: str, bps: float) -> Event:
@@ -605,7 +606,7 @@ def test_each_row_counts_the_blocks_the_header_counts() -> None:
         s.begin(i, value)
         s(after(s, "A", 5e9))
         if i == 6:
-            s(Event(EventKind.LINK, s.latest, host="b", data={"state": "lost", "message": ""}))
+            s(Event.of(Link(state="lost", message=""), s.latest, host="b"))
     s.close(full=True)
     assert v.blocks() == 2
     (row,) = v.summary()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, IntervalMeasured, RunEnd, RunStart
 from abtui.measure.seams import iperf_summary_of
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.sessions.session import Session
@@ -130,16 +130,16 @@ def test_make_bench_exits_non_zero_on_an_impossible_budget(tmp_path: Path) -> No
 def _session_of(text: str, tamper: dict[tuple[int, str], float] | None = None) -> Session:
     """The session abtui would record for one run printing `text` (abtui's own parser)."""
     parser = Iperf3TextParser()
-    events = [Event(EventKind.RUN_START, pair="A", data={"run": "r1"})]
+    events = [Event.of(RunStart.from_data({"run": "r1"}), pair="A")]
     for k, iv in enumerate(parser.feed_text(text)):
         data = {"run": "r1", **iv.to_json()}
         for (at, key), value in (tamper or {}).items():
             if at == k:
                 data[key] = value
-        events.append(Event(EventKind.INTERVAL, pair="A", data=data))
+        events.append(Event.of(IntervalMeasured.from_data(data), pair="A"))
     summary = iperf_summary_of(parser.finish())
-    events.append(Event(EventKind.RUN_END, pair="A", data={
-        "run": "r1", "status": "ok", "summary": asdict(summary) if summary else None}))
+    events.append(Event.of(RunEnd.from_data({
+        "run": "r1", "status": "ok", "summary": asdict(summary) if summary else None}), pair="A"))
     return Session.from_events(events)
 
 

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import (
+    PAYLOADS,
+    Event,
+    EventKind,
+    IntervalMeasured,
+    RunEnd,
+    RunStart,
+    SessionStart,
+)
 from abtui.parse import parse_iperf3_text
 from abtui.reports import exports, report, stats
 from abtui.sessions.session import Session
@@ -24,16 +32,17 @@ def _events() -> list[Event]:
     """One bidir run of pair A, as the engine emits it, from what iperf3 3.12 printed."""
     result = parse_iperf3_text(FIXTURE.read_text())
     t = synth.T0
-    events = [Event(EventKind.SESSION_START, t, data={"profile_text": synth.PROFILE}),
-              Event(EventKind.RUN_START, t, pair="A", data={"run": "A-1", "config": {}})]
+    events = [Event.of(SessionStart.from_data({"profile_text": synth.PROFILE}), t),
+              Event.of(RunStart.from_data({"run": "A-1", "config": {}}), t, pair="A")]
     for iv in result.intervals:
         data = {"run": "A-1", "phase": 0, **iv.to_json(), "straddles": False,
                 "direction": iv.direction}
-        events.append(Event(EventKind.INTERVAL, t + iv.end, pair="A", data=data))
+        events.append(Event.of(IntervalMeasured.from_data(data), t + iv.end, pair="A"))
     assert result.reverse_summary is not None
-    events.append(Event(EventKind.RUN_END, t + 2.1, pair="A", data={
-        "run": "A-1", "status": "ok", "message": "", "ping": None,
-        "summary": asdict(result.summary), "reverse_summary": asdict(result.reverse_summary)}))
+    events.append(Event.of(RunEnd(run="A-1", status="ok", message="", ping=None,
+                                  summary=asdict(result.summary),
+                                  reverse_summary=asdict(result.reverse_summary)),
+                           t + 2.1, pair="A"))
     return events
 
 
@@ -97,8 +106,9 @@ def test_compare_puts_the_way_back_in_a_table_of_its_own():
     from abtui.reports import compare
 
     left = Session.from_events(_events(), name="before")
-    faster = [Event(e.kind, e.t, pair=e.pair, host=e.host, data={
-        **e.record(), "bits_per_second": e.payload.bits_per_second * 1.1})
+    faster = [Event.of(PAYLOADS[e.kind].from_data({
+        **e.record(), "bits_per_second": e.payload.bits_per_second * 1.1}), e.t, pair=e.pair,
+        host=e.host)
         if e.kind is EventKind.INTERVAL and e.payload.direction == "rx" else e
         for e in _events()]
     right = Session.from_events(faster, name="after")

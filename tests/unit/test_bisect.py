@@ -14,7 +14,7 @@ import pytest
 
 from abtui.commands.bisect import add_arguments, plan_of
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import BuildSwitch, Event, IntervalMeasured, Mark, Ping
 from abtui.measure.alternate import Alternation, Stretches, Verdicts, drive, max_blocks, schedule
 from abtui.measure.bisect import (
     BAD,
@@ -149,9 +149,9 @@ class Simulated(Stretches):
     def begin(self, index: int, value: str | Mapping[str, str]) -> None:
         super().begin(index, value)
         bps = self.rates[self.held["A"]] * float(self.noise.lognormal(0, 0.03))
-        self(Event(EventKind.INTERVAL, self.latest + 1.1, pair="A", data={
+        self(Event.of(IntervalMeasured.from_data({
             "run": "r", "phase": 0, "bits_per_second": bps, "start": 0, "end": 1,
-            "omitted": False, "straddles": False}))
+            "omitted": False, "straddles": False}), self.latest + 1.1, pair="A"))
 
 
 async def _drive_step(ratio: float, threshold: float, blocks: int, seed: int
@@ -249,16 +249,16 @@ def test_the_rtt_metric_is_each_stretchs_inverse_rtt_a_lost_reply_zero() -> None
     s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=0.0, source=inverse_rtt(0.2))
 
     def ping(t: float, rtt: float | None) -> Event:
-        return Event(EventKind.PING, t, pair="A", data={"run": "r", "phase": 0, "seq": 1,
-                                                         "rtt_ms": rtt})
+        return Event.of(Ping(run="r", phase=0, seq=1, rtt_ms=rtt), t, pair="A")
 
     s(ping(10.0, 1.0))
     s.begin(0, BIG)  # opens at 10.0
     for k, rtt in enumerate((0.5, 0.5, None, 0.25)):
         s(ping(10.3 + 0.2 * k, rtt))
-    s(Event(EventKind.INTERVAL, 10.9, pair="A", data={
+    s(Event.of(IntervalMeasured.from_data({
         "run": "r", "phase": 0, "bits_per_second": 5e9, "start": 0, "end": 0.5,
-        "omitted": False, "straddles": False}))  # not counted: the measure is ping's
+        "omitted": False, "straddles": False}), 10.9,
+        pair="A"))  # not counted: the measure is ping's
     s.begin(1, SMALL)
     s(ping(11.5, 2.0))
     s.close(full=True)
@@ -272,8 +272,8 @@ def test_a_steps_boots_are_the_hosts_switches_that_came_up() -> None:
     count = BootCount()
     for host, stage in (("a", "booting"), ("b", "booting"), ("a", "up"), ("b", "up"),
                         ("a", "booting"), ("a", "failed")):
-        count(Event(EventKind.SWITCH, 1.0, host=host, data={
-            "knob": "kernel", "value": "v", "method": "kexec", "stage": stage}))
+        count(Event.of(BuildSwitch(knob="kernel", value="v", method="kexec", stage=stage), 1.0,
+                       host=host))
     assert count.n == 2
 
 
@@ -287,7 +287,7 @@ def _session(tmp_path: object, rows: list[dict[str, object]]) -> str:
     path = folder / f"b{len(list(folder.glob('b*.abtui.jsonl')))}.abtui.jsonl"
     w = SessionWriter(path, profile="t", compact=False)
     for i, row in enumerate(rows):
-        w.write(Event(EventKind.MARK, 10.0 + i, data={"text": "bisect", "bisect": row}))
+        w.write(Event.of(Mark(text="bisect", bisect=row), 10.0 + i))
     return str(w.close())
 
 

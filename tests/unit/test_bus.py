@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, Mark
 from abtui.measure.bus import EventBus
 
 
 def mark(text: str) -> Event:
-    return Event(EventKind.MARK, data={"text": text})
+    return Event.of(Mark(text=text))
 
 
 def test_a_closed_subscription_gets_nothing_more_and_closing_twice_is_harmless():

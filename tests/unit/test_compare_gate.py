@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from abtui.cli import main
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Config, Event
 from abtui.reports import compare, gate, stats, trimmed
 from abtui.sessions.session import Session
 from tests import synth
@@ -95,7 +95,7 @@ def _events(configs: list[dict[str, str]], rates: list[list[float]],
             initial: dict[str, str]) -> list[Event]:
     """A plan session of pair A whose hosts had `initial` on connect (its CONFIG event)."""
     events = list(synth.plan(configs, {"A": rates}, pairs=("A",)))
-    events.insert(1, Event(EventKind.CONFIG, synth.T0, pair="A", data={"config": initial}))
+    events.insert(1, Event.of(Config(config=initial), synth.T0, pair="A"))
     return events
 
 

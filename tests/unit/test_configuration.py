@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from abtui.core.configuration import INITIAL, config_label, cycle, pair_value
-from abtui.core.events import Event, EventKind
+from abtui.core.events import (
+    Config,
+    Event,
+    IntervalMeasured,
+    KnobChanged,
+    Phase,
+    RunStart,
+)
 from abtui.measure.synthetic import synthetic_profile
 from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
@@ -51,7 +58,7 @@ def test_the_console_starts_from_what_the_hosts_have_not_the_profile() -> None:
     profile = synthetic_profile(2)
     state = ConsoleState(profile)
     assert state.pairs["A"].config == {}  # unknown until the hosts say
-    state.apply(Event(EventKind.CONFIG, pair="A", data={"config": {"cc": "bbr"}}))
+    state.apply(Event.of(Config(config={"cc": "bbr"}), pair="A"))
     assert state.pairs["A"].config == {"cc": "bbr"} and state.pairs["A"].original["cc"] == "bbr"
     assert state.baseline == {"cc": "bbr"}
 
@@ -62,18 +69,19 @@ def test_per_scope_flips_never_pool_one_pairs_values_into_anothers_row() -> None
     profile = synthetic_profile(2)
     state = ConsoleState(profile)
     cfg = {"cc": "bbr"}
-    events = [Event(EventKind.CONFIG, 1.0, pair=p, data={"config": dict(cfg)}) for p in "AB"]
-    events += [Event(EventKind.RUN_START, 1.0, pair=p, data={"run": 0, "config": dict(cfg)})
+    events = [Event.of(Config(config=dict(cfg)), 1.0, pair=p) for p in "AB"]
+    events += [Event.of(RunStart.from_data({"run": 0, "config": dict(cfg)}), 1.0, pair=p)
                for p in "AB"]
-    events += [Event(EventKind.INTERVAL, 2.0, pair=p, data={
-        "run": 0, "phase": 0, "start": 0, "end": 1, "bits_per_second": 1e9}) for p in "AB"]
-    events.append(Event(EventKind.PHASE, 2.1, pair="A", data={
-        "phase": 0, "config": dict(cfg), "start": 1.0, "end": 2.1}))
-    events.append(Event(EventKind.KNOB, 2.2, data={"knob": "cc", "value": "reno",
-                                                   "pairs": ["A"]}))
-    events += [Event(EventKind.INTERVAL, 3.0 + i, pair=p, data={
+    events += [Event.of(IntervalMeasured.from_data({
+        "run": 0, "phase": 0, "start": 0, "end": 1, "bits_per_second": 1e9}), 2.0,
+        pair=p) for p in "AB"]
+    events.append(Event.of(Phase(phase=0, config=dict(cfg), start=1.0, end=2.1), 2.1, pair="A"))
+    events.append(Event.of(KnobChanged.from_data({"knob": "cc", "value": "reno",
+                                                   "pairs": ["A"]}), 2.2))
+    events += [Event.of(IntervalMeasured.from_data({
         "run": 0, "phase": 1 if p == "A" else 0, "start": 1 + i, "end": 2 + i,
-        "bits_per_second": 2e9 if p == "A" else 1e9}) for i in range(1, 3) for p in "AB"]
+        "bits_per_second": 2e9 if p == "A" else 1e9}), 3.0 + i, pair=p)
+        for i in range(1, 3) for p in "AB"]
     session = _feed(state, events)
     rows = {state.row_label(r): {p: run.n for p, run in r.per_pair.items()}
             for r in state.phases.values() if r.per_pair}
@@ -88,13 +96,13 @@ def test_per_scope_flips_never_pool_one_pairs_values_into_anothers_row() -> None
 def test_a_straddling_interval_counts_in_no_phase_not_even_the_panes() -> None:
     profile = synthetic_profile(1)
     state = ConsoleState(profile)
-    state.apply(Event(EventKind.CONFIG, pair="A", data={"config": {"tso": "on"}}))
-    state.apply(Event(EventKind.RUN_START, pair="A", data={"run": 0, "config": {"tso": "on"}}))
-    state.apply(Event(EventKind.KNOB, data={"knob": "tso", "value": "off", "pairs": ["A"]}))
-    state.apply(Event(EventKind.INTERVAL, pair="A", data={"bits_per_second": 13.5e9,
-                                                          "straddles": True}))
+    state.apply(Event.of(Config(config={"tso": "on"}), pair="A"))
+    state.apply(Event.of(RunStart.from_data({"run": 0, "config": {"tso": "on"}}), pair="A"))
+    state.apply(Event.of(KnobChanged.from_data({"knob": "tso", "value": "off", "pairs": ["A"]})))
+    state.apply(Event.of(IntervalMeasured.from_data({"bits_per_second": 13.5e9,
+                                                          "straddles": True}), pair="A"))
     for bps in (3.7e9, 3.8e9):
-        state.apply(Event(EventKind.INTERVAL, pair="A", data={"bits_per_second": bps}))
+        state.apply(Event.of(IntervalMeasured.from_data({"bits_per_second": bps}), pair="A"))
     ps = state.pairs["A"]
     assert ps.phase.n == 2 and ps.phase.hi == 3.8e9
     assert ps.phase.mean == pytest.approx(3.75e9)
@@ -105,6 +113,6 @@ def test_the_knob_bar_shows_each_pairs_value_when_they_differ() -> None:
     state = ConsoleState(synthetic_profile(2))
     assert state.knob_value("cc", ["A", "B"]) == "?"
     for pair, cc in (("A", "reno"), ("B", "bbr")):
-        state.apply(Event(EventKind.CONFIG, pair=pair, data={"config": {"cc": cc}}))
+        state.apply(Event.of(Config(config={"cc": cc}), pair=pair))
     assert state.knob_value("cc", ["A", "B"]) == "A:reno B:bbr"
     assert state.knob_value("cc", ["B"]) == "bbr"

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import (
+    Event,
+    Facts,
+    IntervalMeasured,
+    KnobChanged,
+    Link,
+    Ping,
+    Progress,
+)
 from abtui.core.model import LinkState
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 from abtui.reports.throughput import Segment
@@ -36,22 +44,22 @@ def test_link_state_worst_host_wins_and_data_brings_it_back() -> None:
     state = folded(intervals=2)
     b = state.pairs["B"]
     assert b.link == LinkState.CONNECTED
-    state.apply(Event(EventKind.LINK, host="b-rcv", data={"state": "lost", "message": "x"}))
+    state.apply(Event.of(Link(state="lost", message="x"), host="b-rcv"))
     assert b.link == LinkState.LOST and state.pairs["A"].link == LinkState.CONNECTED
-    state.apply(Event(EventKind.LINK, host="b-rcv", data={"state": "reconnecting"}))
+    state.apply(Event.of(Link.from_data({"state": "reconnecting"}), host="b-rcv"))
     assert b.link == LinkState.RECONNECTING
-    state.apply(Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": 1e9}))
+    state.apply(Event.of(IntervalMeasured.from_data({"bits_per_second": 1e9}), pair="B"))
     assert b.link == LinkState.CONNECTED
 
 
 def test_garbage_events_never_raise() -> None:
     state = folded(intervals=1)
-    for e in [Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": "x"}),
-              Event(EventKind.INTERVAL, pair="Z", data={}),
-              Event(EventKind.PING, pair="A", data={"rtt_ms": None}),
-              Event(EventKind.KNOB, data={"knob": "nope", "value": 1, "pairs": ["Q"]}),
-              Event(EventKind.FACTS, host="unknown", data={}),
-              Event(EventKind.PROGRESS, data={"done": 1, "total": 3, "eta_s": 4})]:
+    for e in [Event.of(IntervalMeasured.from_data({"bits_per_second": "x"}), pair="B"),
+              Event.of(IntervalMeasured.from_data({}), pair="Z"),
+              Event.of(Ping.from_data({"rtt_ms": None}), pair="A"),
+              Event.of(KnobChanged.from_data({"knob": "nope", "value": 1, "pairs": ["Q"]})),
+              Event.of(Facts.from_data({}), host="unknown"),
+              Event.of(Progress(done=1, total=3, eta_s=4))]:
         state.apply(e)
     assert state.pairs["B"].intervals == 1
 
@@ -90,11 +98,11 @@ def test_flipping_back_and_forth_makes_segments() -> None:
     for e in synthetic_events(profile, intervals=4):
         state.apply(e)
     for value in ("4096 16384 4194304", "4096 16384 65536") * 2:
-        state.apply(Event(EventKind.KNOB, data={"knob": "tcp_wmem", "value": value,
-                                                "pairs": ["A", "B"]}))
+        state.apply(Event.of(KnobChanged.from_data({"knob": "tcp_wmem", "value": value,
+                                                "pairs": ["A", "B"]})))
         for lb in "AB":
-            state.apply(Event(EventKind.INTERVAL, pair=lb, data={
-                "bits_per_second": 2e9, "start": 0.0, "end": 1.0}))
+            state.apply(Event.of(IntervalMeasured.from_data({
+                "bits_per_second": 2e9, "start": 0.0, "end": 1.0}), pair=lb))
     rows = list(state.phases.values())
     assert [len(r.segments["A"]) for r in rows] == [3, 3]
     assert [s.n for s in rows[0].segments["A"]] == [2, 1, 1]
@@ -106,9 +114,9 @@ def test_straddling_intervals_are_shown_but_counted_in_no_phase() -> None:
     label = profile.pairs[0].label
 
     def interval(bps: float, straddles: bool = False) -> Event:
-        return Event(EventKind.INTERVAL, pair=label, data={
+        return Event.of(IntervalMeasured.from_data({
             "run": "A-1", "phase": 0, "start": 0.0, "end": 1.0, "bytes": 1,
-            "bits_per_second": bps, "straddles": straddles})
+            "bits_per_second": bps, "straddles": straddles}), pair=label)
 
     for _ in range(3):
         state.apply(interval(8e9))

@@ -4,7 +4,7 @@ checker that accepted everything would make the walk on the lab prove nothing.""
 
 from __future__ import annotations
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, IntervalMeasured, KnobChanged, RunStart
 from abtui.core.model import Knob, KnobKind, Pair, Profile, Scope
 from tests.lab.console_walk import (
     ACTIONS,
@@ -86,13 +86,13 @@ def test_tables_differ_by_label_count_or_pooling() -> None:
 
 
 def interval(t: float, straddles: bool, pair: str = "A") -> Event:
-    return Event(EventKind.INTERVAL, t=t, pair=pair, data={
+    return Event.of(IntervalMeasured.from_data({
         "run": "A-1", "start": t - 100.0, "end": t - 99.0, "bits_per_second": 1e9,
-        "straddles": straddles})
+        "straddles": straddles}), t=t, pair=pair)
 
 
 def test_an_interval_across_a_knob_change_must_be_marked_straddling() -> None:
-    knob = Event(EventKind.KNOB, t=10.5, data={"knob": "tso", "value": "off", "pairs": ["A"]})
+    knob = Event.of(KnobChanged.from_data({"knob": "tso", "value": "off", "pairs": ["A"]}), t=10.5)
     failures = Failures()
     check_straddles([interval(10.0, False), knob, interval(11.0, True), interval(12.0, False)],
                     failures, 0)
@@ -111,14 +111,14 @@ def test_what_a_run_measures_after_a_restarting_knob_changed_counts_nowhere() ->
              scope=Scope.SENDER, restart=True), PROFILE.knobs[1]])
 
     def iv(t: float, run: str, straddles: bool = False) -> Event:
-        return Event(EventKind.INTERVAL, t=t, pair="A", data={
+        return Event.of(IntervalMeasured.from_data({
             "run": run, "phase": 1, "start": 3.0, "end": 3.1, "bits_per_second": 1e9,
-            "straddles": straddles})
+            "straddles": straddles}), t=t, pair="A")
 
-    start = [Event(EventKind.RUN_START, t=0.0, pair="A", data={"run": "A-1"})]
-    tso = Event(EventKind.KNOB, t=5.0, data={"knob": "tso", "value": "off", "pairs": ["A"]})
-    cc = Event(EventKind.KNOB, t=5.0, data={"knob": "cc", "value": "bbr", "pairs": ["A"]})
-    new_run = Event(EventKind.RUN_START, t=5.5, pair="A", data={"run": "A-2"})
+    start = [Event.of(RunStart.from_data({"run": "A-1"}), t=0.0, pair="A")]
+    tso = Event.of(KnobChanged.from_data({"knob": "tso", "value": "off", "pairs": ["A"]}), t=5.0)
+    cc = Event.of(KnobChanged.from_data({"knob": "cc", "value": "bbr", "pairs": ["A"]}), t=5.0)
+    new_run = Event.of(RunStart.from_data({"run": "A-2"}), t=5.5, pair="A")
     failures = Failures()
     check_restarts([*start, tso, iv(5.2, "A-1")], profile, failures, 0)  # tso: live
     check_restarts([*start, cc, iv(5.2, "A-1", True), new_run, iv(6.5, "A-2")], profile,

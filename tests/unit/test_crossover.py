@@ -298,28 +298,28 @@ async def test_the_engine_sets_each_pair_its_own_value_in_one_change() -> None:
         return {}
 
     knobs.apply = apply  # type: ignore[method-assign]
-    engine.applier = knobs
+    engine.knobs.use(knobs)
     events: list[Event] = []
     engine.subscribe(events.append)
     await engine.set_values("rmem", {"P": BIG, "Q": SMALL})
     assert sorted(knobs.asked) == sorted([("rmem", BIG, ["P"]), ("rmem", SMALL, ["Q"])])
     assert at_once == [2, 2]  # both values applied concurrently
-    assert engine.phases["P"].config == {"rmem": BIG}
-    assert engine.phases["Q"].config == {"rmem": SMALL}
+    assert engine.book.phases["P"].config == {"rmem": BIG}
+    assert engine.book.phases["Q"].config == {"rmem": SMALL}
     # the next boundary: both switch, each to the other value
     for label in ("P", "Q"):
-        engine.phases[label].measured = True
+        engine.book.phases[label].running(True)
     events.clear()
     await engine.set_values("rmem", {"P": SMALL, "Q": BIG})
     phases = {e.pair: e.payload.config for e in events if e.kind is EventKind.PHASE}
     assert phases == {"P": {"rmem": BIG}, "Q": {"rmem": SMALL}}  # the phases closed
-    assert engine.phases["P"].config == {"rmem": SMALL}
+    assert engine.book.phases["P"].config == {"rmem": SMALL}
     # one value refused: that pair stays as it was, the other takes its own
     with pytest.raises(KnobRefused, match="invalid value"):
         await engine.set_values("rmem", {"P": BIG, "Q": "bad"})
-    assert engine.phases["P"].config == {"rmem": BIG}
-    assert engine.phases["Q"].config == {"rmem": BIG}
-    assert engine.phases["Q"].pending is None
+    assert engine.book.phases["P"].config == {"rmem": BIG}
+    assert engine.book.phases["Q"].config == {"rmem": BIG}
+    assert engine.book.phases["Q"].pending is None
 
 
 def test_a_phase_that_measured_nothing_takes_the_change_and_starts_after_it() -> None:
@@ -331,6 +331,6 @@ def test_a_phase_that_measured_nothing_takes_the_change_and_starts_after_it() ->
     ph = PairPhases("P", config={"rmem": BIG}, start=10.0)
     assert ph.commit_change(20.0, 20.5, {"rmem": SMALL}) is None
     assert ph.config == {"rmem": SMALL} and ph.start == 20.5 and ph.phase == 0
-    ph.measured = True
+    ph.running(True)
     closed = ph.commit_change(30.0, 30.4, {"rmem": BIG})
     assert closed is not None and (closed.payload.start, closed.payload.end) == (20.5, 30.0)

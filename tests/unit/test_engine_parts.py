@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shlex
+from types import SimpleNamespace
 
 import pytest
 
 from abtui.cli import main
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, IntervalMeasured, Ping, Progress, RunEnd
 from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile
 from abtui.core.model import TestOptions as Options
 from abtui.measure.headless import Measured, describe
@@ -158,7 +159,7 @@ def test_phases_straddling_intervals_count_in_neither():
     ph.begin_change(102.0)
     ph.abort_change()  # refused: nothing changes
     assert ph.classify(102.2, 0.1) == (1, False)
-    ph.measured = True
+    ph.running(True)
     closed = ph.close(103.0)
     assert closed is not None and closed.record() == {"phase": 1, "config": {"aim": "1"},
                                                   "start": 101.01, "end": 103.0}
@@ -179,17 +180,17 @@ def test_iperf3_errors_become_clear_messages():
 
 
 def test_progress_lines():
-    assert describe(Event(EventKind.PROGRESS, data={"done": 3, "total": 12, "eta_s": 40.2})) \
+    assert describe(Event.of(Progress(done=3, total=12, eta_s=40.2))) \
         == "plan: 3/12 steps done, about 40 s left"
-    end = Event(EventKind.RUN_END, pair="A", data={
+    end = Event.of(RunEnd.from_data({
         "run": "A-1", "status": "ok", "summary": {"receiver_bits_per_second": 9.41e9},
-        "message": ""})
+        "message": ""}), pair="A")
     assert describe(end, Measured((("TX", 9.41e9),), 9.41e9)) == "A: run A-1 (TX) ok, 9.41 Gbit/s"
     # 3 significant digits in the unit the figure reads best in (not `20.400`, not `0.021`)
     assert describe(end, Measured((("TX", 20.4e9),), 20.4e9)) == "A: run A-1 (TX) ok, 20.4 Gbit/s"
     assert describe(end, Measured((("TX", 21.4e6),), 21.4e6)) == "A: run A-1 (TX) ok, 21.4 Mbit/s"
     assert describe(end) == "A: run A-1 ok"  # no intervals: no figure
-    assert describe(Event(EventKind.INTERVAL, pair="A")) is None
+    assert describe(Event.of(IntervalMeasured.from_data({}), pair="A")) is None
 
 
 def test_run_command_bad_input_exits_2(tmp_path, capsys):
@@ -244,7 +245,7 @@ async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the
                         journal=journal)
         knobs = FakeKnobs()
         knobs.left = left
-        engine.applier = knobs
+        engine.knobs.use(knobs)
         seen: list[Event] = []
         engine.subscribe(seen.append)
         await engine.shutdown("done")
@@ -264,36 +265,36 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
                            values=("1", "4")))
     engine = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,
                     use_journal=False)  # type: ignore[arg-type,return-value]
-    engine.applier = FakeKnobs()
+    engine.knobs.use(FakeKnobs())
     events: list[Event] = []
     engine.subscribe(events.append)
     await engine.set_knob("aim", "0", ["A"])  # before anything ran: the first phase's
     assert [e.kind for e in events] == [EventKind.KNOB]
-    assert engine.phases["A"].phase == 0
-    engine.phases["A"].measured = True  # as if a run had started
+    assert engine.book.phases["A"].phase == 0
+    engine.book.phases["A"].running(True)  # as if a run had started
     events.clear()
     await engine.set_knob("aim", "1", ["A"])
-    assert engine.applier.asked == [("aim", "0", ["A"]), ("aim", "1", ["A"])]
+    assert engine.knobs.applier.asked == [("aim", "0", ["A"]), ("aim", "1", ["A"])]
     assert [(e.kind, e.pair) for e in events] == [(EventKind.KNOB, None),
                                                    (EventKind.PHASE, "A")]
     assert events[1].payload.config == {"aim": "0"}
-    assert engine.phases["A"].config == {"aim": "1"} and engine.phases["B"].config == {}
+    assert engine.book.phases["A"].config == {"aim": "1"} and engine.book.phases["B"].config == {}
     events.clear()
     with pytest.raises(KnobRefused, match="invalid value"):
         await engine.set_knob("aim", "bad")
     assert [e.kind for e in events] == [EventKind.KNOB_ERROR]
-    assert engine.phases["A"].phase == 1 and engine.phases["B"].phase == 0
-    assert engine.phases["A"].pending is None  # the refused change left no window open
+    assert engine.book.phases["A"].phase == 1 and engine.book.phases["B"].phase == 0
+    assert engine.book.phases["A"].pending is None  # the refused change left no window open
     with pytest.raises(KnobRefused, match="no knob named 'nope'"):
         await engine.set_knob("nope", "1")
     with pytest.raises(KnobRefused, match="no pair named C"):
         await engine.set_knob("aim", "1", ["C"])
     # an iperf3 knob changes the pair's test options, no host is asked
     await engine.set_knob("streams", "4", ["B"])
-    assert engine.live_options["B"] == {"parallel": 4}
-    assert engine.options(prof.pair("B")).parallel == 4
-    assert engine.options(prof.pair("A")).parallel == 1
-    assert len(engine.applier.asked) == 2
+    assert engine.book.live_options["B"] == {"parallel": 4}
+    assert engine.book.options(prof.pair("B")).parallel == 4
+    assert engine.book.options(prof.pair("A")).parallel == 1
+    assert len(engine.knobs.applier.asked) == 2
 
 
 def test_the_engine_never_imports_the_ui():
@@ -315,11 +316,11 @@ def test_continuous_progress_lines_say_each_pair_s_rate_since_the_last():
     tally = Tally()
     for pair, bps, extra in (("A", 10e9, {}), ("A", 12e9, {}), ("A", 1e9, {"omitted": True}),
                              ("A", 3e9, {"direction": "rx"}), ("B", 0.0214e9, {})):
-        tally(Event(EventKind.INTERVAL, pair=pair, data={
-            "bits_per_second": bps, "start": 0.0, "end": 1.0, **extra}))
+        tally(Event.of(IntervalMeasured.from_data({
+            "bits_per_second": bps, "start": 0.0, "end": 1.0, **extra}), pair=pair))
     # an interval of unknown span (no start or end) counts in no rate
-    tally(Event(EventKind.INTERVAL, pair="B", data={"bits_per_second": 1e9}))
-    tally(Event(EventKind.PING, pair="B", data={"rtt_ms": 0.1}))
+    tally(Event.of(IntervalMeasured.from_data({"bits_per_second": 1e9}), pair="B"))
+    tally(Event.of(Ping.from_data({"rtt_ms": 0.1}), pair="B"))
     assert tally.line(20.2, 60, ["A", "B", "C"]) == \
         "+20/60 s: A 11.0 Gbit/s (2 intervals), B 21.4 Mbit/s (1 interval), C no intervals"
     assert tally.line(40, 60, ["A"]) == "+40/60 s: A no intervals"  # afresh after each line
@@ -332,7 +333,8 @@ class _Prepared:
     def __init__(self, spec: RunSpec) -> None:
         self.spec, self.label = spec, spec.pair.label
         self.released = self.cleaned = False
-        self.client_argv = ["iperf3", "-c", spec.target]  # RUN_START records it
+        # RUN_START records its client's command line
+        self.processes = SimpleNamespace(client_argv=["iperf3", "-c", spec.target])
 
     def release(self) -> None:
         self.released = True
@@ -358,7 +360,7 @@ async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
     engine = Engine(prof, use_journal=False)
 
     def prepared() -> _Prepared:
-        opts = engine.options(PAIR)
+        opts = engine.book.options(PAIR)
         return _Prepared(RunSpec(run_id="A-x", pair=PAIR, options=opts, target=PAIR.target,
                                  seconds=10, port=5201, settings=engine.book.settings["A"]))
 
@@ -401,10 +403,10 @@ async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after()
         return {"A": "198.18.101.2"}  # the pair's tunnel made again after the switch
 
     knobs.apply = apply  # type: ignore[method-assign]
-    engine.applier = knobs
+    engine.knobs.use(knobs)
     rechecked: list[list[str]] = []
     engine.verifier.recheck = rechecked.append  # type: ignore[method-assign]
-    engine.phases["A"].config["tunnel"] = "wireguard"
+    engine.book.phases["A"].config["tunnel"] = "wireguard"
     events: list[Event] = []
     engine.subscribe(events.append)
     await engine.set_knob("kernel", "b")

@@ -94,10 +94,13 @@ def test_the_old_payload_names_are_gone() -> None:
         _ = events.NoSuchPayload  # type: ignore[attr-defined]
 
 
-def test_the_record_is_read_only_and_the_payload_typed() -> None:
+def test_the_record_is_a_copy_and_the_payload_typed() -> None:
+    """An event is read through its payload (the deprecated `data` view and the untyped
+    constructor are gone); its record is a copy."""
     event = Event.of(events.KnobChanged(knob="cc", value="bbr", pairs=["A"], hosts=["a"]), 1.0)
+    assert not hasattr(event, "data")
     with pytest.raises(TypeError):
-        event.data["knob"] = "cubic"  # type: ignore[index]
+        Event(events.EventKind.KNOB, 1.0, data={"knob": "cc"})  # type: ignore[call-arg]
     assert event.record() == {"knob": "cc", "value": "bbr", "pairs": ["A"], "hosts": ["a"]}
     event.record()["knob"] = "cubic"  # a copy: the event is unchanged
     assert event.payload.knob == "cc" and event.recorded("knob")

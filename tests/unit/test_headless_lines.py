@@ -4,21 +4,20 @@ payloads (the same lines as when they were read from the records)."""
 from __future__ import annotations
 
 from abtui.core import events, numbers
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Error, Event, KnobError, Link, Mark, Restore
 from abtui.measure.headless import LinkNews, RunRates, describe
 
 
 def test_each_kind_worth_a_line_says_it() -> None:
     lines = {
-        "error": Event(EventKind.ERROR, host="a-snd", data={"message": "iperf3 died"}),
-        "refused": Event(EventKind.KNOB_ERROR, pair="A", data={
-            "knob": "cc", "value": "x", "message": "no such algorithm"}),
-        "lost": Event(EventKind.LINK, host="a-rcv", data={"state": "lost", "message": "EOF"}),
-        "back": Event(EventKind.LINK, host="a-rcv", data={"state": "connected", "message": ""}),
+        "error": Event.of(Error(message="iperf3 died"), host="a-snd"),
+        "refused": Event.of(KnobError(knob="cc", value="x", message="no such algorithm"), pair="A"),
+        "lost": Event.of(Link(state="lost", message="EOF"), host="a-rcv"),
+        "back": Event.of(Link(state="connected", message=""), host="a-rcv"),
         "knob": Event.of(events.KnobChanged(knob="cc", value="bbr", pairs=["A", "B"],
                                             hosts=["a", "b"])),
-        "restore": Event(EventKind.RESTORE, host="b", data={
-            "knob": "mtu", "value": "1500", "ok": False, "message": "device gone"}),
+        "restore": Event.of(Restore(knob="mtu", value="1500", ok=False, message="device gone"),
+                            host="b"),
         "drift": Event.of(events.Drift(knob="cc", value="cubic", expected="bbr", pairs=["A"],
                                        action="re-applied"), host="a"),
     }
@@ -34,10 +33,9 @@ def test_each_kind_worth_a_line_says_it() -> None:
 
 
 def test_routine_events_and_what_went_well_say_nothing() -> None:
-    quiet = [Event(EventKind.LINK, host="a", data={"state": "connecting", "message": ""}),
-             Event(EventKind.RESTORE, host="a", data={"knob": "mtu", "value": "1500",
-                                                       "ok": True, "message": ""}),
-             Event(EventKind.MARK, data={"text": "x"})]
+    quiet = [Event.of(Link(state="connecting", message=""), host="a"),
+             Event.of(Restore(knob="mtu", value="1500", ok=True, message=""), host="a"),
+             Event.of(Mark(text="x"))]
     assert [describe(e) for e in quiet] == [None, None, None]
 
 

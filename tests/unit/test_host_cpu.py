@@ -14,7 +14,7 @@ import pytest
 
 from abtui.core.cpu import FIELDS, busy_cores, sample_figures
 from abtui.core.errors import RemoteError
-from abtui.core.events import Cpu, Event, EventKind
+from abtui.core.events import Cpu, Event, EventKind, Facts
 from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
 from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
@@ -87,8 +87,8 @@ def cpu_session(facts: dict[str, object] | None = None) -> Session:
                 yield ev
                 for pair_hosts in hosts.values():
                     for h in pair_hosts:
-                        yield Event(EventKind.FACTS, ev.t, host=h,
-                                    data={"facts": {"alias": h, "cpu_count": 2, **(facts or {})}})
+                        yield Event.of(Facts(facts={"alias": h, "cpu_count": 2, **(facts or {})}),
+                                       ev.t, host=h)
                 continue
             if ev.kind is EventKind.RUN_END and ev.pair:
                 ev.payload.summary["sender_cpu"] = {"total": 25.4, "user": 0.3, "system": 25.1}
@@ -97,10 +97,9 @@ def cpu_session(facts: dict[str, object] | None = None) -> Session:
             if ev.kind is EventKind.INTERVAL and ev.pair:
                 for role, h in zip(("sender", "receiver"), hosts[ev.pair], strict=True):
                     row = BUSY[ev.pair]
-                    yield Event(EventKind.CPU, ev.t, pair=ev.pair, host=h, data={
-                        "run": ev.payload.run, "role": role, "phase": ev.payload.phase,
-                        "straddles": False, "total": [2 * x for x in row],
-                        "cpus": [row, row]})
+                    yield Event.of(Cpu(run=ev.payload.run, role=role, phase=ev.payload.phase,
+                                       straddles=False, total=[2 * x for x in row],
+                                       cpus=[row, row]), ev.t, pair=ev.pair, host=h)
     return Session.from_events(events())
 
 

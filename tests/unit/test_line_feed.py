@@ -18,6 +18,7 @@ from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
 from abtui.measure.run_lines import OutputLines
 from abtui.measure.run_sampling import RunSamplers
 from abtui.parse import PingParser
+from abtui.remote.asyncssh_privates import hand_output
 from abtui.remote.iperf_cmd import ARMED_MARK
 from abtui.remote.streams import LineFeed
 from tests.unit.fake_feed import Follows
@@ -32,8 +33,7 @@ def _process() -> asyncssh.SSHClientProcess[str]:
 
 def _fed(proc: asyncssh.SSHClientProcess[str], calls: list[list[str]]) -> LineFeed:
     feed = LineFeed(calls.append)
-    proc.set_writer(feed, True, None)
-    proc.feed_recv_buf(None, feed)
+    hand_output(proc, feed)
     return feed
 
 
@@ -142,9 +142,9 @@ async def test_ping_replies_become_events_as_their_packet_arrives() -> None:
     fake.proc.data_received(f"{ARMED_MARK}\n1700000000.000001\n{text[0]}\n", None)
     assert got == []
     fake.proc.data_received(text[1] + "\n", None)
-    assert [e.kind for e in got] == [EventKind.PING] and got[0].data["phase"] == 1
+    assert [e.kind for e in got] == [EventKind.PING] and got[0].payload.phase == 1
     fake.proc.data_received(text[2] + "\n" + text[3] + "\n", None)  # two in one packet
-    assert [e.data["seq"] for e in got] == [1, 2, 3] and [e.data["phase"] for e in got] == \
+    assert [e.payload.seq for e in got] == [1, 2, 3] and [e.payload.phase for e in got] == \
         [1, 2, 3]
     fake.proc.data_received("\n".join(text[4:]) + "\n", None)
     fake.proc.eof_received()

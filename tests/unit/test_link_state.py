@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from abtui.core.errors import RemoteError
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, Link
 from abtui.core.model import LinkState
 from abtui.profile.load import parse_profile
 from abtui.remote.link import HostLink
@@ -38,9 +38,9 @@ def test_the_pane_of_a_host_that_never_connected_says_so():
     from abtui.ui.widgets import LINK_TEXT
 
     state = ConsoleState(parse_profile(PROFILE, "p.toml"))
-    state.apply(Event(EventKind.LINK, host="a-rcv", data={"state": "connected"}))
-    state.apply(Event(EventKind.LINK, host="gone-snd", data={
-        "state": str(LinkState.FAILED), "message": "cannot reach gone-snd: refused"}))
+    state.apply(Event.of(Link.from_data({"state": "connected"}), host="a-rcv"))
+    state.apply(Event.of(Link(state=str(LinkState.FAILED),
+                              message="cannot reach gone-snd: refused"), host="gone-snd"))
     assert state.pairs["A"].link == LinkState.FAILED
     assert "could not connect" in LINK_TEXT[LinkState.FAILED]
     assert "LOST" not in LINK_TEXT[LinkState.FAILED]

@@ -12,7 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import (
+    Event,
+    EventKind,
+    IntervalMeasured,
+    Phase,
+    RunEnd,
+    RunStart,
+    SessionStart,
+)
 from abtui.core.numbers import sig
 from abtui.profile import parse_profile
 from abtui.reports import compare, exports, report, stats
@@ -123,30 +131,31 @@ def _aim_session_events() -> list[Event]:
     """A sweep plan on ix-enable-aim's pairs: enable_aim 0 and 1, 4 repetitions, shuffled."""
     rng = np.random.default_rng(3)
     text = (PROFILES / "ix-enable-aim.toml").read_text()
-    events = [Event(EventKind.SESSION_START, T0, data={"profile_text": text})]
+    events = [Event.of(SessionStart.from_data({"profile_text": text}), T0)]
     base = {"stock": 9.0e9, "patched": 9.5e9, "linux-ref": 8.2e9}
     t = T0
     for run, value in enumerate(["0", "1", "0", "1", "1", "0", "1", "0"], start=1):
         for pair in base:
-            events.append(Event(EventKind.RUN_START, t, pair=pair, data={
-                "run": run, "config": {"enable_aim": value}}))
+            events.append(Event.of(RunStart.from_data({
+                "run": run, "config": {"enable_aim": value}}), t, pair=pair))
         for span in SPANS:
             start, end = span[0], span[1]
             for pair, rate in base.items():
                 bps = float(round(rate * (1.0 + 0.05 * int(value))
                                   * rng.uniform(0.97, 1.03), -7))  # 3 significant digits
-                events.append(Event(EventKind.INTERVAL, t + end, pair=pair, data={
+                events.append(Event.of(IntervalMeasured.from_data({
                     "run": run, "phase": run, "start": start, "end": end,
                     "bytes": int(bps * (end - start) / 8), "bits_per_second": bps,
-                    "retransmits": 0, "omitted": len(span) > 2, "straddles": False}))
+                    "retransmits": 0, "omitted": len(span) > 2, "straddles": False}), t + end,
+                    pair=pair))
         t += 10.04
         for pair, rate in base.items():
-            events.append(Event(EventKind.PHASE, t, pair=pair, data={
-                "phase": run, "config": {"enable_aim": value}, "start": t - 10.04, "end": t}))
-            events.append(Event(EventKind.RUN_END, t, pair=pair, data={
+            events.append(Event.of(Phase(phase=run, config={"enable_aim": value}, start=t - 10.04,
+                                         end=t), t, pair=pair))
+            events.append(Event.of(RunEnd.from_data({
                 "run": run, "status": "ok", "message": "", "summary": {
                     "protocol": "tcp", "sender_bits_per_second": rate,
-                    "receiver_bits_per_second": rate * 0.985}}))
+                    "receiver_bits_per_second": rate * 0.985}}), t, pair=pair))
         t += 2
     return events
 

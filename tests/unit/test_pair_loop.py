@@ -48,7 +48,7 @@ async def _ran(sender: _Link) -> runs.PairRun:
     await run.prepare()
     run.release()
     assert await asyncio.wait_for(run.stream(), 10) == "error"
-    assert run.interval_count == 0
+    assert run.reader.count == 0
     return run
 
 

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import (
+    Config,
+    Event,
+    Facts,
+    IntervalMeasured,
+    Ping,
+    RunEnd,
+    RunStart,
+    SessionStart,
+    WatchSampled,
+)
 from abtui.core.model import KnobKind, Scope
 from abtui.lab.mapping import STANDIN_KEY, LabFacts, map_profile, quick
 from abtui.lab.netns import Lab
@@ -30,23 +40,24 @@ def _session(profile: str, runs: list[tuple[str, dict[str, str], float]],
     """One run per (pair, config, receiver bits/s), with 3 pings and a watch sample each;
     `before`: events recorded ahead of the runs (facts, CONFIG)."""
     text = (PROFILES / f"{profile}.toml").read_text()
-    events = [Event(EventKind.SESSION_START, T0, data={
-        "profile_text": text, "translations": translations or []}), *before]
+    events = [Event.of(SessionStart.from_data({
+        "profile_text": text, "translations": translations or []}), T0), *before]
     t = T0
     for i, (pair, config, bps) in enumerate(runs, 1):
-        events.append(Event(EventKind.RUN_START, t, pair=pair, data={"run": i, "config": config}))
+        events.append(Event.of(RunStart.from_data({"run": i, "config": config}), t, pair=pair))
         for seq in range(3):
-            events.append(Event(EventKind.PING, t + 0.1, pair=pair, data={
-                "run": i, "phase": i, "seq": seq, "rtt_ms": 0.1 * (seq + 1)}))
+            events.append(Event.of(Ping(run=i, phase=i, seq=seq, rtt_ms=0.1 * (seq + 1)), t + 0.1,
+                                   pair=pair))
         if watches:
-            events.append(Event(EventKind.WATCH, t + 0.5, pair=pair, host="h", data={
-                "run": i, "name": "interrupt_rate:dev.ix.2.queue0.interrupt_rate",
-                "value": bps / 1e6}))
-        events.append(Event(EventKind.INTERVAL, t + 1, pair=pair, data={
-            "run": i, "phase": i, "start": 0, "end": 1, "bytes": 1, "bits_per_second": bps}))
-        events.append(Event(EventKind.RUN_END, t + 1, pair=pair, data={
+            events.append(Event.of(WatchSampled(
+                run=i, name="interrupt_rate:dev.ix.2.queue0.interrupt_rate", value=bps / 1e6),
+                t + 0.5, pair=pair, host="h"))
+        events.append(Event.of(IntervalMeasured.from_data({
+            "run": i, "phase": i, "start": 0, "end": 1, "bytes": 1, "bits_per_second": bps}),
+            t + 1, pair=pair))
+        events.append(Event.of(RunEnd.from_data({
             "run": i, "status": "ok", "summary": {"receiver_bits_per_second": bps,
-                                                  **(summary or {})}}))
+                                                  **(summary or {})}}), t + 1, pair=pair))
         t += 2
     return Session.from_events(events)
 
@@ -60,8 +71,8 @@ def _rows(lines: list[str], heading: str) -> list[list[str]]:
 
 def _releases(hosts: dict[str, str]) -> list[Event]:
     """Facts events: each host's kernel release."""
-    return [Event(EventKind.FACTS, T0, host=h, data={"facts": {"os": "Linux",
-                                                              "kernel_release": r}})
+    return [Event.of(Facts(facts={"os": "Linux",
+                                                              "kernel_release": r}), T0, host=h)
             for h, r in hosts.items()]
 
 
@@ -97,16 +108,16 @@ def test_sweep_grouped_by_kernel_in_the_profile_s_order():
 def test_sweep_marks_the_default_and_shows_the_reference_once():
     """The hosts' own value is `(default)`; the Linux reference, whose values 1 and 2 are the
     same setting there (adaptive-rx on), is one row at its own setting, pooled, with `-`."""
-    before = [Event(EventKind.FACTS, T0, host=h, data={"facts": {
-                  "os": os_name, "kernel_release": release}})
+    before = [Event.of(Facts(facts={
+                  "os": os_name, "kernel_release": release}), T0, host=h)
               for h, os_name, release in (("stock-snd", "FreeBSD", "14.1-RELEASE"),
                                           ("patched-snd", "FreeBSD", "15.0-CURRENT"),
                                           ("linux-snd", "Linux", "6.1.0"))]
-    before.append(Event(EventKind.SESSION_START, T0, data={
+    before.append(Event.of(SessionStart.from_data({
         "profile_text": (PROFILES / "ix-enable-aim.toml").read_text(),
         "pairs": [{"label": p, "sender": f"{h}-snd"} for p, h in
-                  (("stock", "stock"), ("patched", "patched"), ("linux-ref", "linux"))]}))
-    before += [Event(EventKind.CONFIG, T0, pair=p, data={"config": {"enable_aim": v}})
+                  (("stock", "stock"), ("patched", "patched"), ("linux-ref", "linux"))]}), T0))
+    before += [Event.of(Config(config={"enable_aim": v}), T0, pair=p)
                for p, v in (("stock", "1"), ("patched", "1"), ("linux-ref", "on"))]
     runs = [(p, {"enable_aim": v}, rate * (1.0 + 0.1 * int(v)))
             for v in "210" for p, rate in (("stock", 9e9), ("patched", 9.6e9),
@@ -174,8 +185,8 @@ def test_builds_delta_vs_the_first_with_repetitions():
 
 
 def test_no_layout_no_sections():
-    s = Session.from_events([Event(EventKind.SESSION_START, T0, data={
-        "profile_text": "[profile]\nname = 'x'\n"})])
+    s = Session.from_events([Event.of(SessionStart.from_data({
+        "profile_text": "[profile]\nname = 'x'\n"}), T0)])
     assert sections(s, None) == []
 
 

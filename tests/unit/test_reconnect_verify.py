@@ -30,7 +30,7 @@ class HostValues:
 
     async def current(self, knob: Knob, pairs: list[Pair]) -> dict[str, dict[str, str]]:
         if self.drop_while_reading:
-            self.engine.links[self.drop_while_reading].state = LinkState.LOST
+            self.engine.hosts.links[self.drop_while_reading].state = LinkState.LOST
         return {p.label: {str(r): self.values[p.host(r)] for r in knob.scope.roles}
                 for p in pairs}
 
@@ -57,14 +57,14 @@ def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:
     engine = Engine(prof, parser_factory=lambda _f: None,  # type: ignore[arg-type,return-value]
                     use_journal=False)
     fake = HostValues(values, engine)
-    engine.applier = fake
-    engine.links = {a: SimpleNamespace(alias=a, state=LinkState.CONNECTED,  # type: ignore[misc]
+    engine.knobs.use(fake)
+    engine.hosts.links = {a: SimpleNamespace(alias=a, state=LinkState.CONNECTED,  # type: ignore[misc]
                                        boot_id="boot-1") for a in values}
     for label in ("A", "B"):
         pair = prof.pair(label)
-        engine.phases[label].config = {"rmem": pair_value(
+        engine.book.phases[label].config = {"rmem": pair_value(
             {"sender": values[pair.sender], "receiver": values[pair.receiver]})}
-        engine.phases[label].measured = True  # as if a run had gone on
+        engine.book.phases[label].running(True)  # as if a run had gone on
     seen: list[Event] = []
     engine.subscribe(seen.append)
     return engine, fake, seen
@@ -72,7 +72,7 @@ def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:
 
 async def reconnect(engine: Engine, alias: str, change: dict[str, str] | None = None,
                     fake: HostValues | None = None, boot: str | None = None) -> None:
-    link: Any = engine.links[alias]
+    link: Any = engine.hosts.links[alias]
     link.state = LinkState.LOST
     engine._on_link_state(link, LinkState.LOST, "connection closed")
     if change and fake:
@@ -91,7 +91,7 @@ async def test_a_value_abtui_set_is_re_applied_and_the_phase_ends():
     low, high = RMEM.values
     engine, fake, seen = engine_on({"s": high, "r": high, "s2": high, "r2": high})
     await engine.set_knob("rmem", low, ["A"])
-    engine.phases["A"].measured = True
+    engine.book.phases["A"].running(True)
     seen.clear()
     await reconnect(engine, "r", {"r": "4096 87380 6291456"}, fake)
     (drift,) = of(seen, EventKind.DRIFT)
@@ -102,21 +102,21 @@ async def test_a_value_abtui_set_is_re_applied_and_the_phase_ends():
     assert fake.applied[-1] == (low, ["A"]) and fake.values["r"] == low
     (phase,) = of(seen, EventKind.PHASE)
     assert phase.pair == "A" and phase.payload.config == {"rmem": low}
-    assert engine.phases["A"].phase == 2 and engine.phases["A"].config == {"rmem": low}
-    assert engine.phases["A"].pending is None and not engine.gate
-    assert engine.phases["B"].phase == 0  # the other pair's hosts did not drop
+    assert engine.book.phases["A"].phase == 2 and engine.book.phases["A"].config == {"rmem": low}
+    assert engine.book.phases["A"].pending is None and not engine.gate
+    assert engine.book.phases["B"].phase == 0  # the other pair's hosts did not drop
 
 
 async def test_the_host_s_own_value_is_relabelled_for_its_role_only():
     low, high = RMEM.values
     engine, fake, seen = engine_on({"s": low, "r": high, "s2": high, "r2": high})
-    assert engine.phases["A"].config == {"rmem": f"{low}/{high}"}
+    assert engine.book.phases["A"].config == {"rmem": f"{low}/{high}"}
     await reconnect(engine, "r", {"r": "4096 87380 6291456"}, fake, boot="boot-2")
     (drift,) = of(seen, EventKind.DRIFT)
     assert drift.payload.action == "relabelled" and drift.payload.expected == high
     assert drift.payload.message.startswith("the host rebooted; abtui never set it")
     assert not fake.applied  # abtui does not overrule what it never set
-    assert engine.phases["A"].config == {"rmem": f"{low}/4096 87380 6291456"}
+    assert engine.book.phases["A"].config == {"rmem": f"{low}/4096 87380 6291456"}
     assert [e.payload.config for e in of(seen, EventKind.PHASE)] == [{"rmem": f"{low}/{high}"}]
 
 
@@ -129,27 +129,27 @@ async def test_a_refused_re_apply_is_relabelled_with_the_reason():
     (drift,) = of(seen, EventKind.DRIFT)
     assert drift.payload.action == "relabelled" and drift.payload.pairs == ["B"]
     assert "re-apply refused" in drift.payload.message and "read-only" in drift.payload.message
-    assert engine.phases["B"].config == {"rmem": f"{high}/{low}"}
-    assert engine.phases["A"].config == {"rmem": low}
+    assert engine.book.phases["B"].config == {"rmem": f"{high}/{low}"}
+    assert engine.book.phases["A"].config == {"rmem": low}
 
 
 async def test_nothing_changed_the_phase_goes_on_and_nothing_counted_meanwhile():
     high = RMEM.values[1]
     engine, _fake, seen = engine_on({"s": high, "r": high, "s2": high, "r2": high})
-    link: Any = engine.links["r"]
+    link: Any = engine.hosts.links["r"]
     link.state = LinkState.LOST
     engine._on_link_state(link, LinkState.LOST, "")
     held = engine.gate.get("r")
     assert held is not None
     lost = held.since
     # an interval arriving while the host is unverified is counted in no phase
-    assert engine.phases["A"].classify(lost + 1.0, 0.5) == (0, True)
-    assert engine.phases["B"].classify(lost + 1.0, 0.5) == (0, False)
+    assert engine.book.phases["A"].classify(lost + 1.0, 0.5) == (0, True)
+    assert engine.book.phases["B"].classify(lost + 1.0, 0.5) == (0, False)
     link.state = LinkState.CONNECTED
     engine._on_link_state(link, LinkState.CONNECTED, "reconnected")
     await engine.wait()
     assert not of(seen, EventKind.DRIFT) and not of(seen, EventKind.PHASE)
-    assert engine.phases["A"].pending is None and engine.phases["A"].phase == 0
+    assert engine.book.phases["A"].pending is None and engine.book.phases["A"].phase == 0
     assert not engine.gate
 
 
@@ -228,12 +228,12 @@ async def test_the_engine_ends_a_hosts_orphans_when_its_link_is_back(tmp_path):
     """The engine hands what a dropped link left to its Orphans, ended on reconnect."""
     engine, _fake, _seen = engine_on({"s": "1", "r": "1", "s2": "1", "r2": "1"})
     link = Group("boot-1")
-    engine.orphans.add(link, 303)  # type: ignore[arg-type]
-    engine.links["r"] = link  # type: ignore[assignment]
+    engine.hosts.orphans.add(link, 303)  # type: ignore[arg-type]
+    engine.hosts.links["r"] = link  # type: ignore[assignment]
     link.state = LinkState.CONNECTED
     engine._on_link_state(link, LinkState.CONNECTED, "reconnected")  # type: ignore[arg-type]
     await engine.wait()
-    assert link.killed == [303] and not engine.orphans
+    assert link.killed == [303] and not engine.hosts.orphans
 
 
 class Tunnels(HostValues):
@@ -265,10 +265,10 @@ async def test_a_tunnel_whose_end_is_gone_is_made_again_or_dropped():
         engine.profile.knobs.append(Knob(name="tunnel", kind=KnobKind.TUNNEL,
                                          values=("none", "vxlan")))
         fake = Tunnels(dict(_fake.values), engine)
-        engine.applier = fake
+        engine.knobs.use(fake)
         await engine.set_knob("tunnel", "vxlan", ["A"])
-        engine.phases["A"].measured = True
-        first = engine.targets["A"]
+        engine.book.phases["A"].running(True)
+        first = engine.book.targets["A"]
         fake.gone.add(("A", "r"))  # the receiver was reset: its end is gone
         fake.refuse = refuse
         seen.clear()
@@ -279,13 +279,13 @@ async def test_a_tunnel_whose_end_is_gone_is_made_again_or_dropped():
         (tunnel,) = of(seen, EventKind.TUNNEL)
         if not refuse:  # made again: a new target, the pair still labelled vxlan
             assert drift.payload.action == "re-applied"
-            assert engine.targets["A"] == tunnel.payload.target == "10.99.2.2" != first
-            assert engine.phases["A"].config["tunnel"] == "vxlan"
+            assert engine.book.targets["A"] == tunnel.payload.target == "10.99.2.2" != first
+            assert engine.book.phases["A"].config["tunnel"] == "vxlan"
         else:  # could not: what is left removed, the pair measured direct and labelled so
             assert drift.payload.action == "relabelled" and "does not answer" in \
                 drift.payload.message
-            assert engine.targets["A"] == tunnel.payload.target == "198.18.1.2"
-            assert engine.phases["A"].config["tunnel"] == "none"
+            assert engine.book.targets["A"] == tunnel.payload.target == "198.18.1.2"
+            assert engine.book.phases["A"].config["tunnel"] == "none"
         assert of(seen, EventKind.PHASE)[0].payload.config["tunnel"] == "vxlan"
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from abtui.core.errors import BadInput, KnobRefused
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, Mark
 from abtui.measure.replay import ReplayController, profile_from_events
 from abtui.measure.synthetic import synthetic_events, synthetic_profile
 
@@ -132,4 +132,4 @@ async def test_a_saved_session_replays_through_the_store(tmp_path) -> None:  # t
 
 def test_profile_from_events_needs_pairs() -> None:
     with pytest.raises(BadInput, match="no pair events"):
-        profile_from_events([Event(EventKind.MARK, 1.0, data={"text": "x"})])
+        profile_from_events([Event.of(Mark(text="x"), 1.0)])

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, IntervalMeasured
 from abtui.core.model import LinkState
 from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.run_lines import OutputLines as _Lines
@@ -55,7 +55,7 @@ async def test_a_line_given_back_comes_first_with_its_arrival_time() -> None:
 
 
 def test_the_arrival_time_is_not_journaled() -> None:
-    ev = Event(EventKind.INTERVAL, 1.0, pair="A", data={"run": 1}, arrived=12.5)
+    ev = Event.of(IntervalMeasured.from_data({"run": 1}), 1.0, pair="A", arrived=12.5)
     assert "arrived" not in ev.to_json() and "12.5" not in str(ev.to_json())
     assert Event.from_json(ev.to_json()).arrived is None
     assert Event.from_json(ev.to_json()) == ev  # the stamp is no part of what an event is

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from abtui.core.errors import AbtuiError, WriteFailed
-from abtui.core.events import Event, EventKind
+from abtui.core.events import PAYLOADS, Event, EventKind
 from abtui.measure.session import ControllerSession
 
 
@@ -44,7 +44,7 @@ class Controller:
         self.calls.append(name)
         if kind is not None:
             for callback in self._subscribers:
-                callback(Event(kind))
+                callback(Event.of(PAYLOADS[kind].from_data({})))
         if name.split(" ")[0] == self.fail:
             raise AbtuiError(f"{name} failed")
 

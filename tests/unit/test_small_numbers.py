@@ -11,7 +11,17 @@ from typing import Any
 
 import pytest
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import (
+    PAYLOADS,
+    Event,
+    EventKind,
+    IntervalMeasured,
+    Ping,
+    RunEnd,
+    RunStart,
+    SessionStart,
+    Skew,
+)
 from abtui.measure.headless import RunRates
 from abtui.profile import parse_profile
 from abtui.reports import exports, samples, stats
@@ -35,10 +45,11 @@ def _with(events: Iterable[Event], summary: dict[str, Any],
     updated with `options`."""
     for ev in events:
         if ev.kind is EventKind.RUN_END:
-            ev = Event(ev.kind, ev.t, ev.pair, ev.host, {**ev.record(), "summary": dict(summary)})
+            ev = Event.of(PAYLOADS[ev.kind].from_data({**ev.record(), "summary": dict(summary)}),
+                          ev.t, pair=ev.pair, host=ev.host)
         elif ev.kind is EventKind.RUN_START and options:
             data = {**ev.record(), "options": {**ev.payload.options, **options}}
-            ev = Event(ev.kind, ev.t, ev.pair, ev.host, data)
+            ev = Event.of(PAYLOADS[ev.kind].from_data(data), ev.t, pair=ev.pair, host=ev.host)
         yield ev
 
 
@@ -91,9 +102,9 @@ def test_a_phase_that_is_exactly_one_run_keeps_iperf3_s_own_summary() -> None:
 def test_phase_summary_fields_nobody_measured_are_null_when_the_side_is_unknown() -> None:
     """Runs that recorded no options saying which side measured (a foreign record): the
     phase's rate is still the tables' figure, but neither side's is claimed."""
-    events = [Event(ev.kind, ev.t, ev.pair, ev.host,
-                    {**ev.record(), "options": None} if ev.kind is EventKind.RUN_START
-                    else ev.record()) for ev in _with(synth.continuous(FLIPS, RATES), OWN)]
+    events = [Event.of(PAYLOADS[ev.kind].from_data(
+        {**ev.record(), "options": None} if ev.kind is EventKind.RUN_START else ev.record()),
+        ev.t, pair=ev.pair, host=ev.host) for ev in _with(synth.continuous(FLIPS, RATES), OWN)]
     s = _summaries(Session.from_events(events), "A")[1]
     assert s["bits_per_second"] == pytest.approx(5e9, rel=0.02)
     assert s["sender_bits_per_second"] is None and s["receiver_bits_per_second"] is None
@@ -108,18 +119,17 @@ def _unknown_span_events() -> list[Event]:
     """One run: two 1 s intervals at 10 Gbit/s, then one at 1 Gbit/s whose start and end
     were not recorded, with a ping answered during its last second."""
     ivs = [(0.0, 1.0, 10e9), (1.0, 2.0, 10e9), (None, None, 1e9)]
-    events = [Event(EventKind.SESSION_START, T0, data={"profile_text": synth.PROFILE}),
-              Event(EventKind.RUN_START, T0, "A", data={
+    events = [Event.of(SessionStart.from_data({"profile_text": synth.PROFILE}), T0),
+              Event.of(RunStart.from_data({
                   "run": 1, "config": {"wmem": "default"},
-                  "options": {"interval": 1.0, "reverse": False, "udp": False}})]
+                  "options": {"interval": 1.0, "reverse": False, "udp": False}}), T0, pair="A")]
     for k, (start, end, bps) in enumerate(ivs, start=1):
-        events.append(Event(EventKind.PING, T0 + k - 0.5, "A", data={
-            "run": 1, "phase": 0, "seq": k, "rtt_ms": 0.05}))
-        events.append(Event(EventKind.INTERVAL, T0 + k, "A", data={
+        events.append(Event.of(Ping(run=1, phase=0, seq=k, rtt_ms=0.05), T0 + k - 0.5, pair="A"))
+        events.append(Event.of(IntervalMeasured.from_data({
             "run": 1, "phase": 0, "start": start, "end": end, "bytes": None,
             "bits_per_second": bps, "retransmits": 0, "omitted": False,
-            "straddles": False}))
-    events.append(Event(EventKind.RUN_END, T0 + 3, "A", data={"run": 1, "status": "ok"}))
+            "straddles": False}), T0 + k, pair="A"))
+    events.append(Event.of(RunEnd.from_data({"run": 1, "status": "ok"}), T0 + 3, pair="A"))
     return events
 
 
@@ -159,11 +169,13 @@ def test_the_pane_s_mean_is_the_run_level_figure_not_the_mean_of_interval_rates(
     2.1 s: 9.57 Gbit/s, what the phase table says; the plain mean of the three rates, 7.00,
     is no figure abtui prints anywhere else."""
     state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
-    state.apply(Event(EventKind.RUN_START, T0, "A", data={"run": 1,
-                                                          "config": {"wmem": "default"}}))
+    state.apply(Event.of(RunStart.from_data({"run": 1,
+                                                          "config": {"wmem": "default"}}), T0,
+                                                          pair="A"))
     for start, end, bps in ((0.0, 1.0, 10e9), (1.0, 2.0, 10e9), (2.0, 2.1, 1e9)):
-        state.apply(Event(EventKind.INTERVAL, T0 + end, "A", data={
-            "run": 1, "phase": 0, "start": start, "end": end, "bits_per_second": bps}))
+        state.apply(Event.of(IntervalMeasured.from_data({
+            "run": 1, "phase": 0, "start": start, "end": end, "bits_per_second": bps}), T0 + end,
+            pair="A"))
     pane = state.pairs["A"]
     assert pane.phase_rate == pytest.approx(20.1e9 / 2.1)
     assert state.phase_cells(next(iter(state.phases.values())))[0] == "9.57 n1"
@@ -191,15 +203,16 @@ def test_the_console_never_says_0_for_a_skew_or_retransmits_nobody_reported() ->
     """A start skew the engine could not measure reads `—`, not `0.00 ms`; a pair whose lines
     carry no retransmits (the receiver's, with -R; UDP) has no total of them, not Σ 0."""
     state = ConsoleState(parse_profile(synth.PROFILE, "synth.toml"))
-    assert state.apply(Event(EventKind.SKEW, T0, data={"skew_ms": None})) == "start skew —"
-    assert state.apply(Event(EventKind.SKEW, T0, data={"skew_ms": 0.25})) == \
+    assert state.apply(Event.of(Skew.from_data({"skew_ms": None}), T0)) == "start skew —"
+    assert state.apply(Event.of(Skew.from_data({"skew_ms": 0.25}), T0)) == \
         "start skew 0.250 ms"
     for end in (1.0, 2.0):
-        state.apply(Event(EventKind.INTERVAL, T0 + end, "A", data={
-            "run": 1, "phase": 0, "start": end - 1, "end": end, "bits_per_second": 9e9}))
-        state.apply(Event(EventKind.INTERVAL, T0 + end, "B", data={
+        state.apply(Event.of(IntervalMeasured.from_data({
+            "run": 1, "phase": 0, "start": end - 1, "end": end, "bits_per_second": 9e9}), T0 + end,
+            pair="A"))
+        state.apply(Event.of(IntervalMeasured.from_data({
             "run": 1, "phase": 0, "start": end - 1, "end": end, "bits_per_second": 9e9,
-            "retransmits": 3}))
+            "retransmits": 3}), T0 + end, pair="B"))
     assert state.pairs["A"].retransmits_total is None and state.pairs["A"].retransmits is None
     assert state.pairs["B"].retransmits_total == 6
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from abtui.core import events
 from abtui.core.errors import BadInput
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, IntervalMeasured, KnobChanged, Mark
 from abtui.sessions import paths, reader, writer
 from abtui.sessions.session import Session
 from tests import synth
@@ -26,19 +26,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, IntervalMeasured, KnobChanged, SessionStart
 from abtui.sessions.writer import SessionWriter
 w = SessionWriter(sys.argv[1], profile="kill", pairs=["A", "B"])
-w.write(Event(EventKind.SESSION_START, 1.0, data={"profile_text": ""}))
-w.write(Event(EventKind.KNOB, 1.0, data={"knob": "cc", "value": "bbr", "pairs": ["A", "B"]}))
+w.write(Event.of(SessionStart.from_data({"profile_text": ""}), 1.0))
+w.write(Event.of(KnobChanged.from_data({"knob": "cc", "value": "bbr", "pairs": ["A", "B"]}),
+                 1.0))
 n = 0
 while True:
     n += 1
     for pair in ("A", "B"):
-        w.write(Event(EventKind.INTERVAL, 1.0 + n, pair=pair, data={
-            "run": 1, "phase": 0, "start": n - 1.0, "end": float(n), "bytes": 1,
-            "bits_per_second": 1e9 + n, "retransmits": 0, "cwnd_bytes": 1,
-            "omitted": False, "straddles": False}))
+        w.write(Event.of(IntervalMeasured(
+            run=1, phase=0, start=n - 1.0, end=float(n), bytes=1, bits_per_second=1e9 + n,
+            retransmits=0, cwnd_bytes=1, omitted=False, straddles=False), 1.0 + n, pair=pair))
     if n % 200 == 0:
         print(n, flush=True)
 """
@@ -69,7 +69,7 @@ def test_sigkill_mid_write_keeps_every_complete_record(tmp_path: Path) -> None:
 def _live(tmp_path: Path, events: int = 5) -> Path:
     w = writer.SessionWriter(tmp_path / "s.abtui.jsonl", profile="p", compact=False)
     for i in range(events):
-        w.write(Event(EventKind.MARK, 10.0 + i, data={"text": f"m{i}"}))
+        w.write(Event.of(Mark(text=f"m{i}"), 10.0 + i))
     return w.close()
 
 
@@ -160,9 +160,9 @@ def test_fsync_policy_syncs_knobs_at_once_and_intervals_at_most_per_interval(
     w = writer.SessionWriter(tmp_path / "f.abtui.jsonl", fsync_interval=3600, compact=False)
     base = len(synced)
     for i in range(100):
-        w.write(Event(EventKind.INTERVAL, float(i), pair="A", data={"run": 1, "phase": 0}))
+        w.write(Event.of(IntervalMeasured.from_data({"run": 1, "phase": 0}), float(i), pair="A"))
     assert len(synced) == base  # bulk records: flushed to the kernel, not fsync'ed each
-    w.write(Event(EventKind.KNOB, 100.0, data={"knob": "k", "value": "1"}))
+    w.write(Event.of(KnobChanged.from_data({"knob": "k", "value": "1"}), 100.0))
     assert len(synced) == base + 1
     w.close()
 
@@ -184,8 +184,8 @@ def test_the_periodic_fsync_leaves_the_caller_free_and_its_error_is_raised_next(
     w = writer.SessionWriter(tmp_path / "f.abtui.jsonl", fsync_interval=0.0, compact=False)
     caller = threading.current_thread().name
     del synced[:]  # the header's
-    w.write(Event(EventKind.INTERVAL, 1.0, pair="A", data={"run": 1, "phase": 0}))
-    w.write(Event(EventKind.KNOB, 2.0, data={"knob": "k", "value": "1"}))
+    w.write(Event.of(IntervalMeasured.from_data({"run": 1, "phase": 0}), 1.0, pair="A"))
+    w.write(Event.of(KnobChanged.from_data({"knob": "k", "value": "1"}), 2.0))
     w.close()
     assert synced[0].startswith("abtui-fsync") and caller in synced[1:]
 
@@ -194,7 +194,7 @@ def test_the_periodic_fsync_leaves_the_caller_free_and_its_error_is_raised_next(
 
     w = writer.SessionWriter(tmp_path / "g.abtui.jsonl", fsync_interval=0.0, compact=False)
     monkeypatch.setattr(writer.os, "fsync", failing)
-    w.write(Event(EventKind.INTERVAL, 1.0, pair="A", data={"run": 1, "phase": 0}))
+    w.write(Event.of(IntervalMeasured.from_data({"run": 1, "phase": 0}), 1.0, pair="A"))
     w.close()  # its error said (or by the next write, once the sync failed), never raised
     assert w.error is not None and "(Input/output error)" in w.error
     w.discard()
@@ -236,7 +236,7 @@ def test_a_journal_path_finds_the_finished_session(tmp_path: Path) -> None:
     for typed in ("run.abtui.jsonl", "other.jsonl"):
         path = tmp_path / typed
         with writer.SessionWriter(path, profile="p") as w:
-            w.write(Event(EventKind.MARK, 1.0, data={"text": "x"}))
+            w.write(Event.of(Mark(text="x"), 1.0))
         final = paths.finished_path(path)
         assert final.name == typed.split(".")[0] + ".abtui.jsonl.gz"
         assert w.final_path == final and final.is_file() and not path.exists()

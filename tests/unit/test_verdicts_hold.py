@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, IntervalMeasured, RunEnd
 from abtui.measure.alternate import (
     Alternation,
     Stretches,
@@ -29,9 +29,9 @@ VALUES = (BIG, SMALL)
 
 def _interval(s: Stretches, pair: str, bps: float) -> Event:
     """A one-second interval that began just after the stretch in force opened."""
-    return Event(EventKind.INTERVAL, s.latest + 1.1, pair=pair, data={
+    return Event.of(IntervalMeasured.from_data({
         "run": "r", "phase": 0, "bits_per_second": bps, "start": 0, "end": 1,
-        "omitted": False, "straddles": False})
+        "omitted": False, "straddles": False}), s.latest + 1.1, pair=pair)
 
 
 class Fed(Stretches):
@@ -44,9 +44,9 @@ class Fed(Stretches):
         for pair in self.pairs:
             got = self.rate(pair, index, self.held[pair])  # type: ignore[attr-defined]
             if got is None:
-                self(Event(EventKind.RUN_END, self.latest + 0.1, pair=pair, data={
-                    "run": "r", "status": "error", "summary": None, "ping": None,
-                    "message": "no data moved for 3 intervals"}))
+                self(Event.of(RunEnd(run="r", status="error", summary=None, ping=None,
+                                     message="no data moved for 3 intervals"), self.latest + 0.1,
+                                     pair=pair))
             elif got != "empty":
                 self(_interval(self, pair, got))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from abtui.sessions.records import config_key
+from abtui.core.configuration import config_id
 from abtui.sessions.session import Session
 
 DIRECTION = "direction"
@@ -78,7 +78,7 @@ def shown_config(session: Session, config: dict[str, Any]) -> str:
     (a pair none of the profile's knobs applies to) `(defaults)`, never an empty cell."""
     if not config or not any(str(t.get("subject", "")).startswith("knob ")
                              for t in session.translations):
-        return config_key(config)
+        return config_id(config)
     return ", ".join(f"{k}={shown_value(session, k, text_of(v))}"
                      for k, v in sorted(config.items()))
 

@@ -1,7 +1,8 @@
 """`abtui bisect PROFILE --knob NAME --good G --bad B [--candidates V1,V2,…|--from FILE]
 [--threshold PCT] [--metric throughput|rtt] [--max-blocks N] [--every S] [--pair P]
-[--out FILE] [--resume SESSION] --headless`: which
-candidate made it worse (abtui.measure.bisect; docs/bisect.md)."""
+[--out FILE] [--resume SESSION] [--headless]`: which
+candidate made it worse (abtui.measure.bisect; docs/bisect.md), in the console with its bisect
+panel (abtui.ui.bisection), or headless."""
 
 from __future__ import annotations
 
@@ -176,8 +177,6 @@ def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.headless:
-        raise BadInput("abtui bisect needs --headless (no console panel yet)")
     from abtui.commands.run import profile_and_out
     from abtui.hosts.undo import recovery_notice
 
@@ -193,6 +192,14 @@ def run(args: argparse.Namespace) -> int:
             print("abtui: --resume: the session's bisection has its answer; nothing to run",
                   file=sys.stderr, flush=True)
             return 0
+    if not args.headless:
+        if args.out is not None:
+            raise BadInput("--out: the console writes its session in the sessions folder; "
+                           "give --out with --headless")
+        from abtui.commands.tui import open_on_hosts
+
+        return open_on_hosts(profile, f"abtui — {profile.name} — bisect {plan.knob}",
+                             bisection=plan)
     notice = recovery_notice()
     if notice:
         print(f"abtui: {notice}", file=sys.stderr, flush=True)

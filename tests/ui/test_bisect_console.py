@@ -1,0 +1,119 @@
+"""`abtui bisect` in the console, on a live synthetic stream whose throughput follows the knob
+(a 64 KiB tcp_wmem halves it, 1 MiB does not change it): the bisect panel shows the candidates
+with their calls, the step under way and the range left, then the answer; the steps are marked
+as headless marks them; escape leaves a running bisection's panel alone (at 80×24 it is whole);
+the keys that would set the hosts are refused while it runs; ctrl+q stops it and sets the hosts
+back, recording the step it stopped."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from abtui.core.events import AnyEvent, BisectLook, EventKind, Mark
+from abtui.core.model import Profile
+from abtui.measure.bisect_run import BisectPlan
+from abtui.measure.replay import ReplayController
+from abtui.measure.synthetic import synthetic_profile
+from abtui.ui.app import AbtuiApp
+from tests.ui.console_kit import until
+from tests.ui.test_living_small import footer, words
+from tests.ui.test_small_screen import fully_shown
+
+pytestmark = pytest.mark.ui
+
+BIG, MID, SMALL = "4096 16384 4194304", "4096 16384 1048576", "4096 16384 65536"
+
+
+def _profile() -> Profile:
+    prof = synthetic_profile(1)
+    knobs = [dataclasses.replace(k, values=(BIG, MID, SMALL)) if k.name == "tcp_wmem" else k
+             for k in prof.knobs]
+    return dataclasses.replace(prof, knobs=knobs)
+
+
+def _app(every: float, max_blocks: int = 8, threshold: float = 20.0
+         ) -> tuple[AbtuiApp, list[AnyEvent]]:
+    ctl = ReplayController(_profile(), speed=400)
+    seen: list[AnyEvent] = []
+    ctl.subscribe(seen.append)
+    plan = BisectPlan("tcp_wmem", (BIG, MID, SMALL), threshold, max_blocks=max_blocks,
+                      every=every)
+    return AbtuiApp(ctl, title="abtui — test", bisection=plan), seen
+
+
+def _panel(app: AbtuiApp) -> str:
+    return str(app.query_one("#verdicts").render())
+
+
+def _rows(seen: list[AnyEvent]) -> list[dict[str, object]]:
+    return [e.payload.bisect for e in seen
+            if isinstance(e.payload, Mark) and isinstance(e.payload.bisect, dict)]
+
+
+async def test_the_bisect_panel_follows_the_steps_to_the_first_bad() -> None:
+    app, seen = _app(0.05)
+    async with app.run_test(size=(140, 45)) as pilot:
+        panel = app.query_one("#verdicts")
+        await until(pilot, lambda: "step 1: 2 vs 1," in _panel(app), timeout=10)
+        text = _panel(app)
+        assert panel.display
+        assert text.startswith("bisecting tcp_wmem, 3 candidates: bad when worse by 20 % or "
+                               "more (α 0.05 over ≤ 2 steps)"), text
+        assert f" 2 {MID}  ◀ now" in text and "range left: 2–3 (2 candidates)" in text
+        assert "Close verdicts" not in footer(app)  # a running bisection's panel stays
+        await pilot.press("escape")
+        await pilot.press("w")  # the bisected knob's key: refused while it runs
+        await pilot.pause()
+        assert panel.display
+        assert app.state.pairs["A"].config.get("tcp_wmem") in (BIG, MID)
+        await until(pilot, lambda: "first bad:" in _panel(app), timeout=30)
+        text = _panel(app)
+        assert f"first bad: {SMALL} (family-wise error ≤ 5 % over 2 steps); last good: " \
+               f"{MID}" in text, text
+        lines = text.splitlines()
+        assert lines[1].startswith(f" 1 {BIG}") and "good (given)" in lines[1]
+        assert re.match(rf" 2 {MID} +good +Δgeo [-+]\d", lines[2]), lines
+        assert re.match(rf" 3 {SMALL} +bad +Δgeo -[45]\d\.\d% \[", lines[3]), lines
+        assert "range left" not in text and "◀ now" not in text
+        # the steps as headless records them: the plan, two calls, the answer
+        rows = _rows(seen)
+        assert "plan" in rows[0]
+        assert [(r["candidate"], r["verdict"]) for r in rows[1:3]] == [(MID, "good"),
+                                                                     (SMALL, "bad")]
+        assert rows[3]["answer"] == "first bad"
+        looks = [e.payload for e in seen if e.kind is EventKind.BISECT]
+        assert all(isinstance(look, BisectLook) for look in looks)
+        assert {look.number for look in looks} == {1, 2}  # every step said as it went
+        await until(pilot, lambda: "esc Close verdicts" in footer(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: not panel.display)
+
+
+async def test_at_80x24_the_running_panel_is_whole_and_ctrl_q_stops_and_restores() -> None:
+    app, seen = _app(0.05, max_blocks=200, threshold=0.5)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one("#verdicts")
+        await until(pilot, lambda: re.search(r"step 1: 2 vs 1, ([3-9]|\d\d)/200 blocks",
+                                             _panel(app)) is not None, timeout=20)
+        await pilot.pause()
+        assert panel.display and fully_shown(app, panel)
+        shown = words(" ".join(app.files.screen_text().splitlines()[
+            panel.region.y:panel.region.bottom]))
+        for line in _panel(app).splitlines():
+            assert words(line) in shown, (line, shown)
+        # MID the same as BIG, within 0.5 %: no call for many blocks; quit mid-step
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: app.exit_flow.restore_outcome == "done", timeout=20)
+    assert not app.bisection.running
+    rows = _rows(seen)
+    stopped = rows[-1]
+    assert stopped.get("stopped") is True and stopped["verdict"] == "undecided", rows
+    assert not any("answer" in r for r in rows)
+    restored = [e for e in seen if e.kind is EventKind.RESTORE]
+    assert restored and all(e.payload.value == BIG for e in restored)
+    knobs = [e.payload for e in seen if e.kind is EventKind.KNOB]
+    last = knobs[-1] if knobs else None
+    assert last is None or last.value in (BIG, MID)  # the bisection set nothing after

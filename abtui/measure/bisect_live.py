@@ -47,8 +47,7 @@ class LiveBisection:
             self.why = f"error: {exc}"
             self.say(f"bisect of {self.plan.knob} failed: {exc}; stopped (quit to set the "
                      "hosts back)")
-        finally:
-            self.notify()
+        self.notify()  # (not when cancelled: the loop is ending, nothing to show it)
 
     async def stop(self, wait: float = STOP_WAIT_S) -> None:
         """No step goes on after this returns, unless a value being set is still under way

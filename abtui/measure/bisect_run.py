@@ -202,10 +202,16 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
         return call(list(step_looks(verdicts, candidate).values()), plan.threshold)
 
     def look() -> None:
+        blocks = verdicts.blocks()
+        if blocks < FIRST_LOOK:  # nothing to judge yet (the rule's first use costs seconds)
+            engine.note(BisectLook(number=number, candidate=candidate, index=index,
+                                   good=bisection.good, blocks=blocks,
+                                   max_blocks=plan.max_blocks))
+            return
         pair, pct, low, high = deciding(step_looks(verdicts, candidate), plan.threshold)
         engine.note(BisectLook(
             number=number, candidate=candidate, index=index, good=bisection.good,
-            blocks=verdicts.blocks(), max_blocks=plan.max_blocks, call=decided(),
+            blocks=blocks, max_blocks=plan.max_blocks, call=decided(),
             pct=pct, low=low, high=high, pair=pair))
 
     route.to = (verdicts.stretches, boots)

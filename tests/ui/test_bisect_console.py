@@ -34,9 +34,9 @@ def _profile() -> Profile:
     return dataclasses.replace(prof, knobs=knobs)
 
 
-def _app(every: float, max_blocks: int = 8, threshold: float = 20.0
+def _app(every: float, max_blocks: int = 8, threshold: float = 20.0, speed: float = 400
          ) -> tuple[AbtuiApp, list[AnyEvent]]:
-    ctl = ReplayController(_profile(), speed=400)
+    ctl = ReplayController(_profile(), speed=speed)
     seen: list[AnyEvent] = []
     ctl.subscribe(seen.append)
     plan = BisectPlan("tcp_wmem", (BIG, MID, SMALL), threshold, max_blocks=max_blocks,
@@ -65,22 +65,26 @@ def _whole(app: AbtuiApp) -> None:
 
 async def test_the_bisect_panel_follows_the_steps_to_the_first_bad_at_80x24() -> None:
     app, seen = _app(0.05)
+    texts: list[str] = []  # the panel at every update (a fast stream: steps take a second)
+    show = app.bisection.show
+
+    def shown() -> None:
+        show()
+        texts.append(_panel(app))
+
+    app.bisection.show = shown  # type: ignore[method-assign]
     async with app.run_test(size=(80, 24)) as pilot:
         panel = app.query_one("#verdicts")
-        await until(pilot, lambda: "step 1: 2 vs 1," in _panel(app), timeout=15)
-        text = _panel(app)
-        assert text.startswith("bisecting tcp_wmem, 3 candidates: bad when worse by 20 % or "
-                               "more (α 0.05 over ≤ 2 steps)"), text
-        assert f" 2 {MID}  ◀ now" in text and "range left: 2–3 (2 candidates)" in text
-        await pilot.pause()
-        _whole(app)
-        assert "Close verdicts" not in footer(app)  # a running bisection's panel stays
-        await pilot.press("escape")
-        await pilot.press("w")  # the bisected knob's key: refused while it runs
-        await pilot.pause()
-        assert panel.display
-        assert app.state.pairs["A"].config.get("tcp_wmem") in (BIG, MID)
         await until(pilot, lambda: "first bad:" in _panel(app), timeout=30)
+        assert texts[0].startswith("bisecting tcp_wmem, 3 candidates: bad when worse by 20 % "
+                                   "or more (α 0.05 over ≤ 2 steps)"), texts[0]
+        first = next(t for t in texts if "step 1: 2 vs 1, 0/8 blocks" in t)
+        assert re.search(rf" 2 {MID} +◀ now", first) and "range left: 2–3 (2 candidates)" \
+            in first, first
+        assert any(re.search(r"step 1: 2 vs 1, [2-8]/8 blocks, Δgeo [-+]\d", t) for t in texts)
+        second = next(t for t in texts if "step 2: 3 vs 1," in t)
+        assert re.search(rf" 3 {SMALL} +◀ now", second) and "range left: 3 (1 candidate)" \
+            in second, second
         text = _panel(app)
         assert f"first bad: {SMALL} (family-wise error ≤ 5 % over 2 steps); last good: " \
                f"{MID}" in text, text
@@ -104,12 +108,23 @@ async def test_the_bisect_panel_follows_the_steps_to_the_first_bad_at_80x24() ->
         await until(pilot, lambda: not panel.display)
 
 
-async def test_ctrl_q_stops_a_bisection_and_sets_the_hosts_back() -> None:
-    """Quit in the first step (each value held 5 s: before any flip): the bisection stops,
-    says where (a step with no look is not recorded as judged), and the hosts are set back."""
-    app, seen = _app(5.0)
+async def test_a_running_bisection_keeps_its_panel_and_ctrl_q_stops_it() -> None:
+    """In the first step (each value held 5 s: before any flip) the panel is whole at 80×24,
+    escape leaves it and the bisected knob's key is refused; ctrl+q stops the bisection,
+    which says where (a step with no look is not recorded as judged), and the hosts are set
+    back."""
+    app, seen = _app(5.0, speed=10)  # (a slower stream: the keys are taken at once)
     async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one("#verdicts")
         await until(pilot, lambda: "step 1: 2 vs 1, 0/8 blocks" in _panel(app), timeout=15)
+        await pilot.pause()
+        _whole(app)
+        assert "Close verdicts" not in footer(app)  # a running bisection's panel stays
+        await pilot.press("escape")
+        value = app.state.pairs["A"].config.get("tcp_wmem")
+        await pilot.press("w")  # the bisected knob's key: refused while it runs
+        await pilot.pause(0.2)
+        assert panel.display and app.state.pairs["A"].config.get("tcp_wmem") == value
         await pilot.press("ctrl+q")
         await until(pilot, lambda: app.exit_flow.restore_outcome == "done", timeout=20)
     assert app.bisection.live is not None and app.bisection.live.why == "stopped"

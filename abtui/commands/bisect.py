@@ -177,6 +177,9 @@ def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.headless and args.out is not None:
+        raise BadInput("--out: the console writes its session in the sessions folder; give "
+                       "--out with --headless")
     from abtui.commands.run import profile_and_out
     from abtui.hosts.undo import recovery_notice
 
@@ -193,9 +196,6 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
             return 0
     if not args.headless:
-        if args.out is not None:
-            raise BadInput("--out: the console writes its session in the sessions folder; "
-                           "give --out with --headless")
         from abtui.commands.tui import open_on_hosts
 
         return open_on_hosts(profile, f"abtui — {profile.name} — bisect {plan.knob}",

@@ -430,8 +430,8 @@ class Drift(Payload):
 @_payload(EventKind.BISECT)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BisectLook(Payload):
-    """A bisection's step as it goes (abtui.measure.bisect_run): at its start and at every
-    boundary, the candidate (`index` in the candidates) compared with the good one, the
+    """A bisection's step as it goes (abtui.measure.bisect_run): at its start and once a
+    block, the candidate (`index` in the candidates) compared with the good one, the
     blocks so far of at most `max_blocks`, the Δ with its interval of the pair that would
     decide it (ends None while not bounded), and the call it would make now (`call`: good
     or bad; None while neither). The step's own call is its mark (Mark.bisect)."""

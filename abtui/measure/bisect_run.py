@@ -3,7 +3,7 @@ the knob between the good candidate and the one compared (abtui.measure.alternat
 stretches, verdicts and `drive`), stopped by the step's call (abtui.measure.bisect.call) or
 its maximum of blocks. One continuous run measures throughout; each step's stretches count
 only its own intervals. Every step is said and recorded as a mark carrying its row; the
-answer too; at its start and at every boundary a step says how it goes (a BisectLook event,
+answer too; at its start and at every block a step says how it goes (a BisectLook event,
 which the console's bisect panel reads). The hosts are set back by the engine's shutdown,
 whatever ended it. Headless (abtui.measure.headless) or in the console (LiveBisection, in a
 task the console stops when it is left).
@@ -186,7 +186,7 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
                 index: int, say: Callable[[str], None], started: bool, stop: asyncio.Event,
                 route: StepRoute) -> Step:
     """One step: the candidate alternated against the good one until the call, the
-    maximum of blocks or `stop`; its look emitted at its start and at every boundary."""
+    maximum of blocks or `stop`; its look emitted at its start and at every block."""
     candidate = plan.candidates[index]
     number = bisection.judged + 1
     alt = Alternation(plan.knob, (bisection.good, candidate), plan.every,
@@ -201,8 +201,13 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
     def decided() -> str | None:
         return call(list(step_looks(verdicts, candidate).values()), plan.threshold)
 
+    told = [-1]  # the blocks the last look said: a look a block, not one a boundary
+
     def look() -> None:
         blocks = verdicts.blocks()
+        if blocks == told[0]:
+            return
+        told[0] = blocks
         if blocks < FIRST_LOOK:  # nothing to judge yet (the rule's first use costs seconds)
             engine.note(BisectLook(number=number, candidate=candidate, index=index,
                                    good=bisection.good, blocks=blocks,

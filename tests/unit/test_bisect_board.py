@@ -85,3 +85,12 @@ def test_a_look_round_trips_through_the_journal() -> None:
     again = Event.from_json(json.loads(json.dumps(event.to_json())))
     assert again == event and again.payload == event.payload
     assert "low" not in Event.of(_look(1, 4, 0)).record()  # left out while None
+
+
+def test_the_console_bisection_takes_no_out_file(tmp_path: Any, capsys: Any) -> None:
+    from abtui.cli import main
+
+    assert main(["bisect", str(tmp_path / "p.toml"), "--knob", "k", "--good", "a", "--bad",
+                 "b", "--out", str(tmp_path / "s.jsonl")]) == 2
+    assert capsys.readouterr().err.strip() == "abtui: --out: the console writes its session " \
+        "in the sessions folder; give --out with --headless"

@@ -62,19 +62,22 @@ class BisectPlan:
     # an earlier run's step rows (its session's marks), replayed first; and that session
     resumed: tuple[dict[str, Any], ...] = ()
     resumed_from: str = ""
+    design: str = "blocks"  # abtui.measure.alternate.DESIGNS: a crossover over two pairs
 
     def record(self) -> dict[str, Any]:
         """What the session's first bisect mark keeps: what a resume must match."""
         return {"knob": self.knob, "candidates": list(self.candidates),
                 "threshold": self.threshold, "max_blocks": self.max_blocks,
                 "every": self.every, "metric": self.metric,
-                "pairs": None if self.pairs is None else list(self.pairs)}
+                "pairs": None if self.pairs is None else list(self.pairs),
+                "design": self.design}
 
 
 def step_looks(verdicts: Verdicts, candidate: str) -> dict[str, Assessment]:
     """Each judged pair's look at the candidate against the good one, every pair at its own
-    α share of the step's (Bonferroni over the pairs: no α passed on)."""
-    return {pair: verdicts.assess((pair, candidate), 0) for pair in verdicts.stretches.pairs}
+    α share of the step's (Bonferroni over the pairs: no α passed on); a crossover's two
+    pairs are one unit (`A+B`)."""
+    return {unit: verdicts.assess((unit, candidate), 0) for unit, _ in verdicts.units}
 
 
 class BootCount:
@@ -191,7 +194,7 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
     number = bisection.judged + 1
     alt = Alternation(plan.knob, (bisection.good, candidate), plan.every,
                       max_runs=2 * plan.max_blocks,
-                      window=change_window(profile, plan.every))
+                      window=change_window(profile, plan.every), design=plan.design)
     verdicts = verdicts_for(profile, alt, alpha=bisection.step_alpha, pairs=plan.pairs,
                             metric=plan.metric, min_effect=plan.threshold)
     boots = BootCount()

@@ -94,3 +94,35 @@ def test_the_console_bisection_takes_no_out_file(tmp_path: Any, capsys: Any) -> 
                  "b", "--out", str(tmp_path / "s.jsonl")]) == 2
     assert capsys.readouterr().err.strip() == "abtui: --out: the console writes its session " \
         "in the sessions folder; give --out with --headless"
+
+
+def test_a_crossover_takes_exactly_two_judged_pairs_and_a_resume_its_design(
+        tmp_path: Any) -> None:
+    import argparse
+
+    import pytest
+
+    from abtui.commands.bisect import add_arguments, plan_of, resumed
+    from abtui.core.errors import BadInput
+    from abtui.profile import parse_profile
+    from tests.unit.test_alternate import PROFILE
+    from tests.unit.test_bisect import _session
+
+    two = parse_profile(PROFILE.replace('pairs = ["A"]\n', ""))
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+
+    def plan(*argv: str) -> BisectPlan:
+        return plan_of(parser.parse_args(["p.toml", "--knob", "rmem", "--good", "4096 131072 "
+                                          "6291456", "--bad", "4096 8192 16384", *argv]), two)
+
+    assert plan("--design", "crossover").design == "crossover"
+    with pytest.raises(BadInput, match=r"--design crossover: the knob's pairs must be exactly "
+                                       r"two, not 1 \(A\)"):
+        plan("--design", "crossover", "--pair", "A")
+    crossed = plan("--design", "crossover")
+    old = {k: v for k, v in crossed.record().items() if k != "design"}  # before designs
+    path = _session(tmp_path, [{"plan": old}])
+    with pytest.raises(BadInput, match="its bisection's design was 'blocks', not 'crossover'"):
+        resumed(path, crossed)
+    assert resumed(path, plan())[1] is None  # a session from before: blocks

@@ -7,36 +7,24 @@ back, recording the step it stopped."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import pytest
 
 from abtui.core.events import AnyEvent, BisectLook, EventKind, Mark
-from abtui.core.model import Profile
 from abtui.measure.bisect_run import BisectPlan
 from abtui.measure.replay import ReplayController
-from abtui.measure.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import until
 from tests.ui.test_living_small import footer, words
 from tests.ui.test_small_screen import fully_shown
+from tests.unit.test_bisect_live import BIG, MID, SMALL, three_sizes
 
 pytestmark = pytest.mark.ui
 
-BIG, MID, SMALL = "4096 16384 4194304", "4096 16384 1048576", "4096 16384 65536"
-
-
-def _profile() -> Profile:
-    prof = synthetic_profile(1)
-    knobs = [dataclasses.replace(k, values=(BIG, MID, SMALL)) if k.name == "tcp_wmem" else k
-             for k in prof.knobs]
-    return dataclasses.replace(prof, knobs=knobs)
-
-
 def _app(every: float, max_blocks: int = 8, threshold: float = 20.0, speed: float = 400
          ) -> tuple[AbtuiApp, list[AnyEvent]]:
-    ctl = ReplayController(_profile(), speed=speed)
+    ctl = ReplayController(three_sizes(1), speed=speed)
     seen: list[AnyEvent] = []
     ctl.subscribe(seen.append)
     plan = BisectPlan("tcp_wmem", (BIG, MID, SMALL), threshold, max_blocks=max_blocks,

@@ -18,15 +18,17 @@ from abtui.measure.synthetic import synthetic_profile
 BIG, MID, SMALL = "4096 16384 4194304", "4096 16384 1048576", "4096 16384 65536"
 
 
-def _profile() -> Profile:
-    prof = synthetic_profile(2)
+def three_sizes(pairs: int) -> Profile:
+    """The synthetic profile, its tcp_wmem with three candidates: BIG, MID (the same
+    throughput) and SMALL (half)."""
+    prof = synthetic_profile(pairs)
     knobs = [dataclasses.replace(k, values=(BIG, MID, SMALL)) if k.name == "tcp_wmem" else k
              for k in prof.knobs]
     return dataclasses.replace(prof, knobs=knobs)
 
 
 async def test_a_crossover_bisection_crosses_the_two_pairs_and_finds_the_first_bad() -> None:
-    profile = _profile()
+    profile = three_sizes(2)
     ctl = ReplayController(profile, speed=400)
     seen: list[AnyEvent] = []
     ctl.subscribe(seen.append)

@@ -126,3 +126,14 @@ def test_a_crossover_takes_exactly_two_judged_pairs_and_a_resume_its_design(
     with pytest.raises(BadInput, match="its bisection's design was 'blocks', not 'crossover'"):
         resumed(path, crossed)
     assert resumed(path, plan())[1] is None  # a session from before: blocks
+
+
+def test_the_report_says_a_stopped_step(tmp_path: Any) -> None:
+    from abtui.reports.bisection import markdown
+    from abtui.sessions.session import Session
+    from tests.unit.test_bisect import _session
+
+    row = {**Step(1, "v4", 4, UNDECIDED, -3.0, -9.0, 4.0, 2).row("v0"), "stopped": True}
+    text = "\n".join(markdown(Session.load(_session(tmp_path, [{"plan": PLAN}, row]))))
+    assert "| 1 | v4 | v0 | undecided (stopped) | -3.0% [-9.0, +4.0] | 2 | 0 |" in text, text
+    assert "**not finished (no answer recorded)**" in text

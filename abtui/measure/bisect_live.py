@@ -31,8 +31,16 @@ class LiveBisection:
         self._task: asyncio.Task[None] | None = None
 
     @property
+    def failed(self) -> str | None:
+        """What ended it when an error did (a refused value, a host lost)."""
+        return self.why[len("error: "):] if self.why and self.why.startswith("error: ") \
+            else None
+
+    @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """Started and not ended (not once it has said why: `notify` comes just before its
+        task is done)."""
+        return self._task is not None and not self._task.done() and self.why is None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -43,10 +51,8 @@ class LiveBisection:
                                              stop=self._stop, started=True,
                                              say_marks=False)
             self.why = "stopped" if self._stop.is_set() else str(self.bisection.answer)
-        except Exception as exc:  # a refused value, a host lost: it cannot go on
+        except Exception as exc:  # a refused value, a host lost: it cannot go on (`failed`)
             self.why = f"error: {exc}"
-            self.say(f"bisect of {self.plan.knob} failed: {exc}; stopped (quit to set the "
-                     "hosts back)")
         self.notify()  # (not when cancelled: the loop is ending, nothing to show it)
 
     async def stop(self, wait: float = STOP_WAIT_S) -> None:

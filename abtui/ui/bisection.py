@@ -54,8 +54,17 @@ class ConsoleBisection:
                                          "hosts could not be measured (the log says why)"))
             return
         self.live = LiveBisection(self.controller, self.profile, self.plan, say=self.say,
-                                  notify=self.show)
+                                  notify=self._ended)
         self.live.start()
+
+    def _ended(self) -> None:
+        """The bisection ended: its panel says so (escape closes it); an error is said as a
+        failure."""
+        live = self.live
+        if live is not None and live.failed is not None and self.plan is not None:
+            self.app.post_message(Failed(f"bisect of {self.plan.knob} failed: {live.failed}; "
+                                         "stopped (quit to set the hosts back)"))
+        self.show()
 
     def say(self, line: str) -> None:
         """A line of the bisection's in the log."""

@@ -22,9 +22,9 @@ from tests.unit.test_bisect_live import BIG, MID, SMALL, three_sizes
 
 pytestmark = pytest.mark.ui
 
-def _app(every: float, max_blocks: int = 8, threshold: float = 20.0, speed: float = 400
-         ) -> tuple[AbtuiApp, list[AnyEvent]]:
-    ctl = ReplayController(three_sizes(1), speed=speed)
+def _app(every: float, max_blocks: int = 8, threshold: float = 20.0, speed: float = 400,
+         refuse: tuple[str, ...] = ()) -> tuple[AbtuiApp, list[AnyEvent]]:
+    ctl = ReplayController(three_sizes(1), speed=speed, refuse=refuse)
     seen: list[AnyEvent] = []
     ctl.subscribe(seen.append)
     plan = BisectPlan("tcp_wmem", (BIG, MID, SMALL), threshold, max_blocks=max_blocks,
@@ -52,7 +52,7 @@ def _whole(app: AbtuiApp) -> None:
 
 
 async def test_the_bisect_panel_follows_the_steps_to_the_first_bad_at_80x24() -> None:
-    app, seen = _app(0.05)
+    app, seen = _app(0.05, speed=100)
     texts: list[str] = []  # the panel at every update (a fast stream: steps take a second)
     show = app.bisection.show
 
@@ -124,3 +124,16 @@ async def test_a_running_bisection_keeps_its_panel_and_ctrl_q_stops_it() -> None
     assert restored and all(r.value == BIG for r in restored)
     knobs = [e.payload for e in seen if e.kind is EventKind.KNOB]
     assert len(knobs) == 1  # the step's first value (5 s before the next): nothing after
+
+
+async def test_a_refused_value_ends_the_bisection_as_a_failure() -> None:
+    app, _seen = _app(0.05, refuse=(f"tcp_wmem={MID}",), speed=10)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.bisection.live is not None
+                    and app.bisection.live.failed is not None, timeout=15)
+        await until(pilot, lambda: any("bisect of tcp_wmem failed: " in line
+                                       for line in app.log_lines))
+        assert f"refused tcp_wmem={MID}" in app.bisection.live.failed  # type: ignore[union-attr,operator]
+        await until(pilot, lambda: "esc Close verdicts" in footer(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.query_one("#verdicts").display)

@@ -29,7 +29,7 @@ def three_sizes(pairs: int) -> Profile:
 
 async def test_a_crossover_bisection_crosses_the_two_pairs_and_finds_the_first_bad() -> None:
     profile = three_sizes(2)
-    ctl = ReplayController(profile, speed=400)
+    ctl = ReplayController(profile, speed=100)
     seen: list[AnyEvent] = []
     ctl.subscribe(seen.append)
     await ctl.connect()

@@ -1,7 +1,8 @@
 """`abtui bisect PROFILE --knob NAME --good G --bad B [--candidates V1,V2,…|--from FILE]
 [--threshold PCT] [--metric throughput|rtt] [--max-blocks N] [--every S] [--pair P]
-[--out FILE] [--resume SESSION] --headless`: which
-candidate made it worse (abtui.measure.bisect; docs/bisect.md)."""
+[--design blocks|crossover] [--out FILE] [--resume SESSION] [--headless]`: which
+candidate made it worse (abtui.measure.bisect; docs/bisect.md), in the console with its bisect
+panel (abtui.ui.bisection), or headless."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ DEFAULT_THRESHOLD = 5.0
 DEFAULT_MAX_BLOCKS = 10
 DEFAULT_EVERY = 5.0
 METRICS = ("throughput", "rtt")
+DESIGNS = ("blocks", "crossover")  # abtui.measure.alternate.DESIGNS (not imported: numpy)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pair", action="append", metavar="P",
                         help="judge only this pair (repeatable; default every pair the knob "
                              "touches)")
+    parser.add_argument("--design", choices=DESIGNS, default=DESIGNS[0],
+                        help="how a step alternates: `blocks` (default: every judged pair "
+                             "the same value at once, each pair judged alone) or `crossover` "
+                             "(exactly two pairs: each block the second runs the mirror of "
+                             "the first's order, one call on the mean of the two)")
     parser.add_argument("--out", metavar="FILE",
                         help="the session file (default: a new session in the sessions folder)")
     parser.add_argument("--resume", metavar="SESSION",
@@ -121,9 +128,15 @@ def plan_of(args: argparse.Namespace, profile: Profile) -> BisectPlan:
                            f"{', '.join(touched) or 'none'}")
     candidates = candidates_of(args, profile)
     _check_values(knob, candidates)
+    if args.design == "crossover":
+        from abtui.measure.alternate import check_design
+
+        judged = [p for p in touched if not args.pair or p in args.pair]
+        check_design(args.design, (args.good, args.bad), judged)
     return BisectPlan(args.knob, candidates, args.threshold,
                       args.max_blocks, args.every,
-                      tuple(args.pair) if args.pair else None, args.metric)
+                      tuple(args.pair) if args.pair else None, args.metric,
+                      design=args.design)
 
 
 def _check_values(knob: Knob, candidates: tuple[str, ...]) -> None:
@@ -160,9 +173,10 @@ def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
     if recorded is None:
         raise BadInput(f"--resume {path}: the session recorded no bisection")
     mine = plan.record()
-    for key in ("knob", "candidates", "threshold", "metric"):
-        if recorded.get(key) != mine[key]:
-            raise BadInput(f"--resume {path}: its bisection's {key} was {recorded.get(key)!r}, "
+    was = {"design": "blocks", **recorded}  # recorded before bisections had a design
+    for key in ("knob", "candidates", "threshold", "metric", "design"):
+        if was.get(key) != mine[key]:
+            raise BadInput(f"--resume {path}: its bisection's {key} was {was.get(key)!r}, "
                            f"not {mine[key]!r}; give the same")
     answer = next((r for r in rows if "answer" in r), None)
     if answer is not None and answer.get("answer") != UNDECIDED:
@@ -176,8 +190,9 @@ def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.headless:
-        raise BadInput("abtui bisect needs --headless (no console panel yet)")
+    if not args.headless and args.out is not None:
+        raise BadInput("--out: the console writes its session in the sessions folder; give "
+                       "--out with --headless")
     from abtui.commands.run import profile_and_out
     from abtui.hosts.undo import recovery_notice
 
@@ -193,6 +208,11 @@ def run(args: argparse.Namespace) -> int:
             print("abtui: --resume: the session's bisection has its answer; nothing to run",
                   file=sys.stderr, flush=True)
             return 0
+    if not args.headless:
+        from abtui.commands.tui import open_on_hosts
+
+        return open_on_hosts(profile, f"abtui — {profile.name} — bisect {plan.knob}",
+                             bisection=plan)
     notice = recovery_notice()
     if notice:
         print(f"abtui: {notice}", file=sys.stderr, flush=True)

@@ -70,7 +70,7 @@ def _recorded_profile(events: list[Any], path: Path) -> Any:
 
 
 def open_console(controller: Any, title: str, subtitle: str = "", *,
-                 on_hosts: bool = False) -> int:
+                 on_hosts: bool = False, bisection: Any = None) -> int:
     """The console until it ends; however it ends, the hosts are restored (abtui.ui.guard),
     and on hosts a line says when `abtui recover` has something left to do."""
     # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
@@ -83,7 +83,7 @@ def open_console(controller: Any, title: str, subtitle: str = "", *,
     from abtui.ui.app import AbtuiApp
     from abtui.ui.guard import run_console
 
-    app = AbtuiApp(controller, title=title, subtitle=subtitle)
+    app = AbtuiApp(controller, title=title, subtitle=subtitle, bisection=bisection)
     return asyncio.run(run_console(app, recover_hint=on_hosts, linger=True))
 
 
@@ -123,13 +123,14 @@ def session_subtitle(path: Path, recover: bool = False) -> str:
     return ("⚠ run `abtui recover` — " if recover else "") + f"session {name_of(path)}"
 
 
-def open_on_hosts(profile: Any, title: str) -> int:
-    """The console driving the engine on the profile's hosts, journalling the session."""
+def open_on_hosts(profile: Any, title: str, bisection: Any = None) -> int:
+    """The console driving the engine on the profile's hosts, journalling the session;
+    `bisection` (abtui.measure.bisect_run.BisectPlan): run it (`abtui bisect`)."""
     with collector_paused():
-        return _open_on_hosts(profile, title)
+        return _open_on_hosts(profile, title, bisection)
 
 
-def _open_on_hosts(profile: Any, title: str) -> int:
+def _open_on_hosts(profile: Any, title: str, bisection: Any = None) -> int:
     import sys
 
     from abtui.hosts.undo import recovery_notice
@@ -157,7 +158,8 @@ def _open_on_hosts(profile: Any, title: str) -> int:
     try:
         subtitle = session_subtitle(path, bool(notice))
         with lease.hold(lease.labs_of(profile)):  # no other command takes its lab down
-            return open_console(engine, title, subtitle=subtitle, on_hosts=True)
+            return open_console(engine, title, subtitle=subtitle, on_hosts=True,
+                                bisection=bisection)
     finally:
         closed = writer.close()
         print(f"abtui: {writer.error}" if writer.error is not None else
@@ -232,8 +234,15 @@ class DeferredEngine:
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
         await self.engine.set_knob(knob, value, pairs)
 
-    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
-        await self.engine.mark(text, verdicts)
+    async def set_values(self, knob: str, values: Any, again: bool = False) -> None:
+        await self.engine.set_values(knob, values, again)
+
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
+                   bisect: dict[str, Any] | None = None) -> None:
+        await self.engine.mark(text, verdicts, bisect)
+
+    def note(self, payload: Any) -> None:
+        self.engine.note(payload)
 
     async def shutdown(self) -> None:
         await self.engine.shutdown()

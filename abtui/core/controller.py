@@ -5,11 +5,11 @@ The UI depends only on this protocol and on abtui.core.model, never on how comma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from abtui.core.events import AnyEvent
+from abtui.core.events import AnyEvent, Payload
 from abtui.core.model import Profile
 
 Mode = Literal["continuous", "plan"]
@@ -37,8 +37,19 @@ class Controller(Protocol):
         Raises KnobRefused when any host refuses; emits KNOB (or KNOB_ERROR) and starts a
         new phase on every affected pair."""
 
-    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
-        """Annotate the timeline (`verdicts`: an alternation's, as rows: events.Mark)."""
+    async def set_values(self, knob: str, values: Mapping[str, str],
+                         again: bool = False) -> None:
+        """Each pair its own value of `knob`, in one change (as set_knob; a bisection's and a
+        crossover's boundaries); `again`: a build knob's hosts boot even an unchanged build."""
+
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
+                   bisect: dict[str, Any] | None = None) -> None:
+        """Annotate the timeline (`verdicts`: an alternation's, as rows; `bisect`: a
+        bisection's step: events.Mark)."""
+
+    def note(self, payload: Payload) -> None:
+        """An event the controller did not make itself (a bisection's look), stamped by its
+        clock, to every subscriber and the session's journal."""
 
     async def shutdown(self) -> None:
         """Stop, restore every knob, remove tunnels, end remote processes; emits RESTORE."""

@@ -52,6 +52,7 @@ class EventKind(StrEnum):
     RESTORE = "restore"
     DRIFT = "drift"
     SWITCH = "switch"
+    BISECT = "bisect"
     SESSION_END = "session_end"
 
 
@@ -424,6 +425,28 @@ class Drift(Payload):
         why = f" ({self.message})" if self.message else ""
         return (f"{self.knob} on {host} is {self.value} after reconnect, was set to "
                 f"{self.expected}: {self.action}{why}")
+
+
+@_payload(EventKind.BISECT)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BisectLook(Payload):
+    """A bisection's step as it goes (abtui.measure.bisect_run): at its start and once a
+    block, the candidate (`index` in the candidates) compared with the good one, the
+    blocks so far of at most `max_blocks`, the Δ with its interval of the pair that would
+    decide it (ends None while not bounded), and the call it would make now (`call`: good
+    or bad; None while neither). The step's own call is its mark (Mark.bisect)."""
+
+    number: int
+    candidate: str
+    index: int
+    good: str
+    blocks: int
+    max_blocks: int
+    call: str | None = field(default=None, metadata=OPTIONAL)
+    pct: float | None = field(default=None, metadata=OPTIONAL)
+    low: float | None = field(default=None, metadata=OPTIONAL)
+    high: float | None = field(default=None, metadata=OPTIONAL)
+    pair: str = ""
 
 
 @_payload(EventKind.SESSION_END)

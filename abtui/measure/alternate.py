@@ -39,7 +39,7 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
@@ -651,8 +651,15 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
         stretches.begin(i, now)
 
 
-def boot_again(engine: Any, verdicts: Verdicts) -> Callable[[str, Mapping[str, str]],
-                                                             object] | None:
+class SetsValues(Protocol):
+    """What sets a knob's values on pairs: the engine, the console's controller."""
+
+    async def set_values(self, knob: str, values: Mapping[str, str],
+                         again: bool = False) -> None: ...
+
+
+def boot_again(engine: SetsValues, verdicts: Verdicts
+               ) -> Callable[[str, Mapping[str, str]], object] | None:
     """What drive calls at a boundary that keeps a build knob's value: the engine's
     `set_values(..., again=True)` (the hosts boot it again: one boot per stretch); None for
     other knobs (drive pauses as long as a flip instead)."""
@@ -794,7 +801,8 @@ class LiveAlternation:
         try:
             # the panel is redrawn once per boundary (`boundary`), its new lines with it
             why = await drive(self._flip, self.alt, self.verdicts, lambda _line: None,
-                              stop=self._stop, boundary=self.notify)
+                              stop=self._stop, boundary=self.notify,
+                              boot_again=boot_again(self.controller, self.verdicts))
         except Exception as exc:  # a refused flip: it cannot go on
             why = f"error: {exc}"
         self.why = why if self.stuck is None else f"{why}; {self.stuck} (then set)"

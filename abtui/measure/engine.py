@@ -320,6 +320,10 @@ class Engine:
                     self.emit(closed)
 
     # ---- the rest -----------------------------------------------------------------------
+    def note(self, payload: events.Payload) -> None:
+        """An event the engine did not make itself (a bisection's look), on its clock."""
+        self.emit(Event.of(payload))
+
     async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
                    bisect: dict[str, Any] | None = None) -> None:
         self.emit(Event.of(events.Mark(text=text, verdicts=verdicts, bisect=bisect)))

@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -260,8 +260,22 @@ class ReplayController:
                                                   target=self.profile.pair(label).target),
                                     self._vt, pair=label))
 
-    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None) -> None:
-        self._emit(Event.of(events.Mark(text=text, verdicts=verdicts), self._vt))
+    async def set_values(self, knob: str, values: Mapping[str, str],
+                         again: bool = False) -> None:
+        """Each pair its value: one set_knob per value (a replay boots nothing: `again` is
+        the value set as it is)."""
+        by_value: dict[str, list[str]] = {}
+        for pair, value in values.items():
+            by_value.setdefault(value, []).append(pair)
+        for value, pairs in by_value.items():
+            await self.set_knob(knob, value, pairs)
+
+    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
+                   bisect: dict[str, Any] | None = None) -> None:
+        self._emit(Event.of(events.Mark(text=text, verdicts=verdicts, bisect=bisect), self._vt))
+
+    def note(self, payload: events.Payload) -> None:
+        self._emit(Event.of(payload, self._vt))  # on the replay's clock, as its own events
 
     async def shutdown(self) -> None:
         await self.stop()

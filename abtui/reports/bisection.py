@@ -58,6 +58,11 @@ def _delta(r: Mapping[str, Any]) -> str:
     return text
 
 
+def _verdict(r: Mapping[str, Any]) -> str:
+    """The step's verdict; a step the console's quit stopped says so (it is undecided)."""
+    return f"{r.get('verdict', '?')}{' (stopped)' if r.get('stopped') is True else ''}"
+
+
 def markdown(session: Session) -> list[str]:
     """The section a report leads with when a bisection ran; nothing otherwise."""
     rows, answer = _rows(session)
@@ -65,8 +70,8 @@ def markdown(session: Session) -> list[str]:
         return []
     header = ["step", "candidate", "vs good", "verdict", "Δgeo [interval]", "blocks", "boots"]
     body = [[str(r.get("number", "?")), str(r.get("candidate", "?")), str(r.get("good", "?")),
-             str(r.get("verdict", "?")), _delta(r), str(r.get("blocks", "—")),
-             str(r.get("boots", 0))] for r in rows]
+             _verdict(r), _delta(r), str(r.get("blocks", "—")), str(r.get("boots", 0))]
+            for r in rows]
     line = answer.get("line") if answer is not None else "not finished (no answer recorded)"
     return ["## Bisect", "", f"**{line}**", "", md_table(header, body), "",
             "Each step alternated the candidate against the good one in blocks of four "

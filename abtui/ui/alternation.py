@@ -5,7 +5,7 @@ flips and the lines are the domain's; this only shows them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
@@ -32,27 +32,30 @@ def has_ended(live: LiveAlternation) -> bool:
 
 
 class VerdictPanel(Static):
-    """One line for the alternation, one per pair and compared value; hidden until used, and
-    again once an ended alternation's panel is closed (escape)."""
+    """The live rule's panel: an alternation's (one line for it, one per pair and compared
+    value) or a bisection's (abtui.ui.bisection); hidden until used, and again once an ended
+    one's panel is closed (escape)."""
 
     class Changed(Message):
-        """Shown, hidden, or the alternation ended: the layout and the footer's keys may
+        """Shown, hidden, or what it shows ended: the layout and the footer's keys may
         change."""
 
-    ended = False  # what it shows is an alternation that has ended
+    ended = False  # what it shows has ended
     shown: tuple[str, ...] = ()  # its lines
 
-    def show(self, live: LiveAlternation | None) -> None:
-        ended = live is not None and has_ended(live)
-        lines = tuple(visible(line) for line in live.lines()) if live is not None else ()
+    def show(self, lines: Sequence[str] | None, ended: bool = False) -> None:
+        """`lines` shown (None: hidden); `ended`: what they tell has ended (escape closes
+        it)."""
+        on = lines is not None
+        ended = on and ended
         width = self.app.size.width - 2  # less its padding
         rows = self.rows_for(width)
-        changed = self.display != (live is not None) or ended != self.ended
-        self.display = live is not None
+        changed = self.display != on or ended != self.ended
+        self.display = on
         self.ended = ended
-        if live is not None:
-            self.shown = lines
-            self.update("\n".join(lines))
+        if lines is not None:
+            self.shown = tuple(visible(line) for line in lines)
+            self.update("\n".join(self.shown))
         changed = changed or self.rows_for(width) != rows  # its lines wrap into more rows
         if changed:
             self.post_message(self.Changed())
@@ -171,4 +174,6 @@ class ConsoleAlternation:
             self.show()
 
     def show(self) -> None:
-        self.app.query_one("#verdicts", VerdictPanel).show(self.live)
+        live = self.live
+        self.app.query_one("#verdicts", VerdictPanel).show(
+            live.lines() if live is not None else None, live is not None and has_ended(live))

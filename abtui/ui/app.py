@@ -18,7 +18,7 @@ import gc
 from collections import deque
 from collections.abc import Awaitable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
@@ -34,6 +34,7 @@ from abtui.core.text import visible
 from abtui.ui import tables
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
+from abtui.ui.bisection import ConsoleBisection
 from abtui.ui.collector import LiveFreeze
 from abtui.ui.control import ControllerCalls
 from abtui.ui.eventlog import EventLog, LogView
@@ -62,6 +63,9 @@ from abtui.ui.state import ConsoleState
 from abtui.ui.textual_privates import keep_unchanged_lines
 from abtui.ui.widgets import PairPane
 
+if TYPE_CHECKING:
+    from abtui.measure.bisect_run import BisectPlan
+
 __all__ = ["AbtuiApp"]
 
 TABLE_HZ = 2  # phase table repaints a second, at most
@@ -87,7 +91,7 @@ class AbtuiApp(App[int]):
                  save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None,
                  keymap: dict[str, str] | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, bisection: BisectPlan | None = None) -> None:
         super().__init__()
         self.controller = controller
         self.profile = controller.profile
@@ -105,10 +109,13 @@ class AbtuiApp(App[int]):
         self.calls = ControllerCalls(controller, self.state, self.post_message)
         self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
                                               self.calls)  # ctrl+a, ctrl+e
+        # `abtui bisect` in the console: it starts in place of measuring only
+        self.bisection = ConsoleBisection(self, controller, self.profile, self.state,
+                                          self.calls, bisection)
         self.knobs = KnobKeys(self, self.profile, self.state, self.alternation,
                               self.set_knob)  # a knob's key, ctrl+t
         self.exit_flow = Leaving(self, self.state, self.calls, self.alternation, self.bench,
-                                 self.fail, self.fold_queued)  # ctrl+q
+                                 self.fail, self.fold_queued, self.bisection)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
         self._main_screen: MainScreen | None = None  # built when Textual asks for it
         self.event_log = EventLog(self.scheduler.clock)
@@ -197,7 +204,9 @@ class AbtuiApp(App[int]):
         gc.freeze()
         gc.enable()
         self.bench.first_frame()
-        if self.autostart:  # after the first frame: connecting imports asyncssh (0.3 s)
+        if self.autostart and self.bisection.plan is not None:
+            self.bisection.begin()
+        elif self.autostart:  # after the first frame: connecting imports asyncssh (0.3 s)
             self.start("continuous")
         self.table.load_stats(lambda: self.table_throttle(force=True))
 
@@ -233,7 +242,8 @@ class AbtuiApp(App[int]):
             self.screen_layout.fit()
 
     def on_verdict_panel_changed(self) -> None:
-        """The alternation's panel shown, hidden or ended: room and keys change with it."""
+        """The alternation's or bisection's panel shown, hidden or ended: room and keys
+        change with it."""
         if self.screen_layout is not None:
             self.screen_layout.fit()
         self.refresh_bindings()
@@ -303,6 +313,8 @@ class AbtuiApp(App[int]):
                 self._table_later()
         if dirty.knobs and self.screen_layout:  # a value's length may rewrap bar and panes
             self.screen_layout.fit()
+        if dirty.bisect:
+            self.bisection.show()
         self.running = self.state.running
         self.progress = self.plan_progress()
         self.exit_flow.show()

@@ -12,6 +12,7 @@ from textual.app import App
 
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
+from abtui.ui.bisection import ConsoleBisection
 from abtui.ui.control import CONTROL_WAIT_S, ControllerCalls
 from abtui.ui.state import ConsoleState
 
@@ -26,9 +27,11 @@ class Leaving:
 
     def __init__(self, app: App[Any], state: ConsoleState, calls: ControllerCalls,
                  alternation: ConsoleAlternation, bench: BenchProbe,
-                 fail: Callable[[str], None], fold: Callable[[], object]) -> None:
+                 fail: Callable[[str], None], fold: Callable[[], object],
+                 bisection: ConsoleBisection | None = None) -> None:
         self.app, self.state, self.calls = app, state, calls
         self.alternation, self.bench = alternation, bench
+        self.bisection = bisection
         self.fail, self.fold = fail, fold
         self.begun = False
         self.screen: QuitScreen | None = None
@@ -57,6 +60,9 @@ class Leaving:
         try:
             with contextlib.suppress(TimeoutError):  # an alternation flips no more
                 await asyncio.wait_for(self.alternation.end(), CONTROL_WAIT_S)
+            if self.bisection is not None:  # nor a bisection (its step is recorded)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.bisection.end(), CONTROL_WAIT_S)
             await self.calls.shutdown()
             self.restore_outcome = "done"
         except Exception as exc:

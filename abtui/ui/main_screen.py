@@ -13,6 +13,7 @@ from textual.screen import Screen
 
 from abtui.core.controller import Mode
 from abtui.ui.alternation import ConsoleAlternation
+from abtui.ui.bisection import ConsoleBisection
 from abtui.ui.control import ControllerCalls
 from abtui.ui.files import SessionFiles
 from abtui.ui.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
@@ -25,6 +26,7 @@ class Console(Protocol):
 
     calls: ControllerCalls
     alternation: ConsoleAlternation
+    bisection: ConsoleBisection
     knobs: KnobKeys
     files: SessionFiles
 
@@ -74,8 +76,9 @@ class MainScreen(Screen[None]):
         dialog or the compare screen is up, its keys are its own (tab moves the focus in a
         dialog, letters type), never the scope's or a knob's behind it (the palette's
         entries run here too)."""
-        if action == "close_verdicts" and not self.console.alternation.ended():
-            return False  # nothing to close: not in the footer either
+        if action == "close_verdicts" and not (self.console.alternation.ended()
+                                               or self.console.bisection.ended()):
+            return False  # nothing to close (a bisection running): not in the footer either
         return not self.console.leaving and self.app.screen is self
 
     # ---- scope and knobs ------------------------------------------------------------------
@@ -86,32 +89,50 @@ class MainScreen(Screen[None]):
         self.console.set_scope(scope)
 
     def action_knob(self, name: str) -> None:
-        self.console.knobs.flip(name, self.console.scope_pairs())
+        if not self._bisecting():
+            self.console.knobs.flip(name, self.console.scope_pairs())
 
     def action_tunnel(self) -> None:
-        self.console.knobs.tunnel(self.console.scope_pairs())
+        if not self._bisecting():
+            self.console.knobs.tunnel(self.console.scope_pairs())
+
+    def _bisecting(self) -> bool:
+        """A bisection runs (abtui.ui.bisection): it sets the hosts and measures until its
+        answer, so the keys that would too are refused, and said so."""
+        if not self.console.bisection.running:
+            return False
+        self.app.notify("a bisection is running: it sets the hosts and measures until its "
+                        "answer (ctrl+q stops it and sets the hosts back)",
+                        severity="warning", timeout=4)
+        return True
 
     # ---- runs (abtui.ui.control), each in a worker ----------------------------------------
     def action_start_stop(self) -> None:
         """space: stop while measuring, else start measuring continuously."""
+        if self._bisecting():
+            return
         if self.console.calls.measuring():
             self.action_stop()
         else:
             self.console.start("continuous")
 
     def action_start(self) -> None:
-        self.console.start("continuous")
+        if not self._bisecting():
+            self.console.start("continuous")
 
     def action_stop(self) -> None:
-        self.app.run_worker(self.console.calls.stop(), group="controller",
-                            exit_on_error=False)
+        if not self._bisecting():
+            self.app.run_worker(self.console.calls.stop(), group="controller",
+                                exit_on_error=False)
 
     def action_plan(self) -> None:
         """Run the profile's plan: every value of its matrix, with progress and time left."""
-        self.console.start("plan")
+        if not self._bisecting():
+            self.console.start("plan")
 
     def action_restart(self) -> None:
-        self.console.start("continuous")
+        if not self._bisecting():
+            self.console.start("continuous")
 
     def action_mark(self) -> None:
         """m: ask what just happened, then have the controller mark the timeline."""
@@ -127,11 +148,14 @@ class MainScreen(Screen[None]):
     def action_alternate(self) -> None:
         """Alternate the knob last flipped with a live verdict (abtui.ui.alternation), or
         stop."""
-        self.console.alternation.toggle()
+        if not self._bisecting():
+            self.console.alternation.toggle()
 
     def action_close_verdicts(self) -> None:
-        """escape: an ended alternation's verdict panel closed, its rows given back."""
+        """escape: an ended alternation's or bisection's panel closed, its rows given
+        back."""
         self.console.alternation.close()
+        self.console.bisection.close()
 
     def action_min_effect(self) -> None:
         self.console.alternation.next_min_effect()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abtui.core import events
 from abtui.core.configuration import config_changes, config_id, config_label
@@ -28,6 +28,9 @@ from abtui.reports.throughput import Segment, span_of
 from abtui.ui.pair_state import HISTORY, PairState, Running
 from abtui.ui.phase_rows import PhaseRow, phase_cells, table_unit
 
+if TYPE_CHECKING:
+    from abtui.measure.bisect_board import BisectBoard
+
 
 @dataclass(slots=True)
 class Dirty:
@@ -37,9 +40,10 @@ class Dirty:
     phases: bool = False
     knobs: bool = False
     status: bool = False
+    bisect: bool = False  # the bisect panel's lines
 
     def __bool__(self) -> bool:
-        return bool(self.pairs) or self.phases or self.knobs or self.status
+        return bool(self.pairs) or self.phases or self.knobs or self.status or self.bisect
 
 
 class ConsoleState(EventReader):
@@ -75,6 +79,8 @@ class ConsoleState(EventReader):
         self.last_knob: str | None = None
         # host -> tunnel type -> "yes"/"kernel"/"userspace"/"no: why", as its facts said
         self.host_tunnels: dict[str, dict[str, str]] = {}
+        # a bisection's panel, from its marks and looks (built by its plan's mark)
+        self.bisect: BisectBoard | None = None
 
     # ---- folding ----------------------------------------------------------------------------
     def _phase_row(self, config: dict[str, str]) -> PhaseRow:
@@ -246,7 +252,25 @@ class ConsoleState(EventReader):
     def on_mark(self, event: Event, p: events.Mark) -> str:
         for ps in self.pairs.values():
             ps.pending_marker = True
+        if isinstance(p.bisect, dict):
+            self._bisect_mark(p.bisect, p.text)
         return f"mark: {p.text}"
+
+    def _bisect_mark(self, row: dict[str, Any], text: str) -> None:
+        """A bisection's plan (a new panel), step, stop or answer."""
+        if "plan" in row:
+            from abtui.measure.bisect_board import BisectBoard  # numpy: only when bisecting
+
+            self.bisect = BisectBoard.of(row["plan"])
+        elif self.bisect is not None:
+            self.bisect.step(row, text)
+        self.dirty.bisect = True
+
+    def on_bisect(self, event: Event, p: events.BisectLook) -> None:
+        """A bisection's step as it goes: the panel's step line."""
+        if self.bisect is not None:
+            self.bisect.look = p
+            self.dirty.bisect = True
 
     def on_progress(self, event: Event, p: events.Progress) -> None:
         self.progress = p.to_data()  # the plan's progress as the knob bar reads it

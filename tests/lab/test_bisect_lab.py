@@ -7,6 +7,7 @@ tcp_rmem it started with. Real sshd, iperf3 and sysctls in namespaces."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -104,3 +105,58 @@ def test_a_threshold_no_value_reaches_names_no_first_bad(lab: Lab, tmp_path: Pat
     assert "first bad" not in proc.stdout + proc.stderr
     assert _receivers(lab) == before
     print(f"\n{took:.1f} s: {proc.stdout.strip()}")
+
+
+async def test_the_console_bisection_finds_the_step_and_sets_the_hosts_back(
+        lab: Lab, tmp_path: Path) -> None:
+    """`abtui bisect` without --headless: the console (a pilot over the real engine) runs the
+    short bisection above with its panel, names the first bad there, and ctrl+q sets every
+    receiver back on the tcp_rmem it started with."""
+    import re
+
+    from abtui.core.events import AnyEvent, Mark
+    from abtui.hosts.undo import UndoJournal
+    from abtui.measure.bisect_run import BisectPlan
+    from abtui.measure.engine import Engine
+    from abtui.profile import load_profile
+    from abtui.ui.app import AbtuiApp
+    from abtui.ui.guard import run_console
+    from tests.ui.console_kit import until
+
+    before = _receivers(lab)
+    profile = load_profile(_profile(lab, tmp_path))
+    engine = Engine(profile, journal=UndoJournal(tmp_path / "undo"))
+    seen: list[AnyEvent] = []
+    engine.subscribe(seen.append)
+    plan = BisectPlan("tcp_rmem", (BIG, TINY, TINIER), 60.0, max_blocks=6, every=1.0,
+                      pairs=("A",))
+    app = AbtuiApp(engine, title="lab bisect", bisection=plan)
+    shown: list[str] = []
+
+    def panel() -> str:
+        return str(app.query_one("#verdicts").render())
+
+    async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
+        await until(pilot, lambda: re.search(r"step 1: 2 vs 1, [1-9]/6 blocks", panel())
+                    is not None, 40)
+        shown.append(panel())
+        await until(pilot, lambda: "first bad:" in panel(), 60)
+        shown.append(panel())
+        await pilot.press("ctrl+q")
+
+    began = time.monotonic()
+    code = await run_console(app, out=io.StringIO(), headless=True, size=(100, 30),
+                             auto_pilot=drive)
+    took = time.monotonic() - began
+    assert code == 0
+    assert re.search(rf" 2 {TINY} +◀ now", shown[0]) and "range left: 2–3 (2 candidates)" \
+        in shown[0], shown[0]
+    assert f"first bad: {TINY} (family-wise error ≤ 5 % over 2 steps); last good: {BIG}" \
+        in shown[1], shown[1]
+    assert re.search(rf" 2 {TINY} +bad +Δgeo -[6-9]\d\.\d% \[", shown[1]), shown[1]
+    rows = [e.payload.bisect for e in seen
+            if isinstance(e.payload, Mark) and isinstance(e.payload.bisect, dict)]
+    assert [r.get("verdict") for r in rows[1:-1]] == ["bad"] and rows[-1]["answer"] == \
+        "first bad"
+    assert _receivers(lab) == before
+    print(f"\n{took:.1f} s\n{shown[1]}")

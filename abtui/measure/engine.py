@@ -338,6 +338,7 @@ class Engine:
 
     async def _set_back(self, reason: str) -> None:
         pending: list[str] = []
+        self.verifier.stand_down()  # a restore's boot is not a reset to undo
         try:
             pending = await self.knobs.applier.restore()
         finally:

@@ -130,9 +130,18 @@ class HostVerifier:
         self._book, self._pool, self._gate = book, pool, gate  # what is read and relabelled
         self._changer, self._runs = changer, runs  # who writes back, what goes on meanwhile
         self._emit, self._tasks = emit, tasks
+        self._standing_down = False
+
+    def stand_down(self) -> None:
+        """The session sets the hosts back: a host that reboots now (its first build
+        restored) is not read again, nor anything re-applied on it: that would undo the
+        restore (boot it back into the build the session last set)."""
+        self._standing_down = True
 
     def link_changed(self, link: HostLink, state: LinkState) -> None:
         """A link dropped (its pairs count nothing from now) or came back (read it again)."""
+        if self._standing_down:
+            return
         if state is LinkState.LOST and link.alias not in self._gate:
             since = self._gate.hold(link.alias, now(), link.boot_id)
             for label in self._book.labels_of(link.alias):  # nothing counts until read again
@@ -160,7 +169,7 @@ class HostVerifier:
 
     async def _verify(self, alias: str) -> None:
         pending = self._gate.get(alias)
-        if pending is None or pending.checking:
+        if pending is None or pending.checking or self._standing_down:
             return
         pending.checking = True
         try:
@@ -175,8 +184,8 @@ class HostVerifier:
         """Read every host knob of `alias`'s pairs on it and act on what differs; False when
         the link dropped again meanwhile (the next reconnect reads again)."""
         found = await self._read_again(alias)
-        if found is None:
-            return False
+        if found is None or self._standing_down:
+            return found is not None
         if found:
             await self._settle(alias, found, since, boot_id)
             return True

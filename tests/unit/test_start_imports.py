@@ -71,7 +71,7 @@ import asyncio, json, os, sys
 import abtui.commands.tui as tui
 from abtui.profile import load_profile
 seen = {{}}
-def console(controller, title, subtitle="", *, on_hosts=False):
+def console(controller, title, subtitle="", *, on_hosts=False, **_kw):
     seen["engine_at_open"] = "abtui.measure.engine" in sys.modules
     on_disk = []
     def shown(event):

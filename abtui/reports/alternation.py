@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,8 +65,11 @@ def _delta_cell(row: Mapping[str, Any]) -> str:
     if not isinstance(pct, int | float):
         return f"{name} —"
     text = f"{name} {pct:+.1f}%"
-    if isinstance(low, int | float) and isinstance(high, int | float):
-        text += f" [{low:+.1f}, {high:+.1f}]"
+    if isinstance(low, int | float) and isinstance(high, int | float) and low > -100.0 \
+            and math.isfinite(high):
+        return f"{text} [{low:+.1f}, {high:+.1f}]"
+    if low is not None or high is not None:  # [-100, inf] (JSON: null) says nothing yet
+        return f"{text} (interval not bounded yet)"
     return text
 
 

@@ -267,6 +267,7 @@ def test_check_reports_every_tunnel_type_available(vm_lab: Lab):
         assert f"ok   {h.alias}: reachable, Linux {release} ({h.alias}), as root" in proc.stdout
 
 
+@pytest.mark.slow  # ~70 s of CI's 25 minutes; its goldens (tests/golden/softirq-crypto-*vm.*) stay
 def test_softirq_crypto_runs_on_two_real_builds(vm_lab: Lab, tmp_path):
     """The procedure as its authors ran it: BEFORE and AFTER on two kernel builds, real IPsec
     and kernel WireGuard, TX and RX; no tunnel is translated."""

@@ -174,20 +174,22 @@ class HostVerifier:
         pending.checking = True
         try:
             async with self._changer.changing:
-                settled = await self._recheck(alias, pending.since, pending.boot_id)
+                settled = await self._recheck(alias, pending.since, pending.boot_id,
+                                              switched=pending.until > 0)
         finally:
             pending.checking = False
         if settled:
             self._gate.release(alias, pending)
 
-    async def _recheck(self, alias: str, since: float, boot_id: str | None) -> bool:
+    async def _recheck(self, alias: str, since: float, boot_id: str | None,
+                       switched: bool = False) -> bool:
         """Read every host knob of `alias`'s pairs on it and act on what differs; False when
         the link dropped again meanwhile (the next reconnect reads again)."""
         found = await self._read_again(alias)
         if found is None or self._standing_down:
             return found is not None
         if found:
-            await self._settle(alias, found, since, boot_id)
+            await self._settle(alias, found, since, boot_id, switched)
             return True
         for label in self._book.labels_of(alias):  # as it was: the phase goes on
             if self._book.phases[label].pending == since:
@@ -256,9 +258,11 @@ class HostVerifier:
         return out
 
     async def _settle(self, alias: str, found: list[Found], since: float,
-                      boot_id: str | None = None) -> None:
+                      boot_id: str | None = None, switched: bool = False) -> None:
         """End the phase of every pair concerned (from the link's loss on, nothing counts),
-        re-apply what abtui set, relabel the rest, and record each finding."""
+        re-apply what abtui set, relabel the rest, and record each finding — but after a
+        build switch (`switched`) what a boot resets and abtui re-applies is the switch's
+        own work (its knob and tunnel events say it), not drift: only a refusal is told."""
         labels = list(dict.fromkeys(f.label for f in found))
         for label in labels:
             self._book.phases[label].begin_change(since)
@@ -272,6 +276,8 @@ class HostVerifier:
                 refused = outcome.get(f.label)
                 if refused is not None:
                     updates[f.label][knob_name] = self._relabel(f.label, mine)
+                if switched and refused is None:
+                    continue
                 why = [w for w in (reboot, refused) if w]
                 self._emit(Event.of(events.Drift(
                     knob=knob_name, value=f.value, expected=f.expected, pairs=[f.label],

@@ -310,3 +310,21 @@ async def test_the_gate_holds_a_dropped_host_until_it_is_read_again():
     gate.release("r", held)
     await asyncio.wait_for(waiting, 5)  # "s" is down: nothing waits for it
     assert "r" not in gate and held.done.is_set() and "s" in gate
+
+
+async def test_what_a_build_switch_s_boot_reset_is_re_applied_without_a_drift():
+    """A host held for a build switch (`hold_switch`) comes back with the session's other
+    settings reset by its boot: they are re-applied as the switch's own work, with no drift
+    event (a planned boot is not drift); a refusal is still told."""
+    low, high = RMEM.values
+    engine, fake, seen = engine_on({"s": high, "r": high, "s2": high, "r2": high})
+    await engine.set_knob("rmem", low, ["A"])
+    seen.clear()
+    engine.verifier.hold_switch(["r"], 1.0, 60.0)
+    await reconnect(engine, "r", {"r": high}, fake, boot="boot-2")
+    assert not of(seen, EventKind.DRIFT) and fake.values["r"] == low
+    engine.verifier.hold_switch(["r"], 2.0, 60.0)
+    fake.refuse = True
+    await reconnect(engine, "r", {"r": high}, fake, boot="boot-3")
+    (drift,) = of(seen, EventKind.DRIFT)
+    assert drift.payload.action == "relabelled"

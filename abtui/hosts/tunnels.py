@@ -49,9 +49,9 @@ UP_TIMEOUT = 60.0
 async def probe_host(link: HostLink, dialect: Dialect | None) -> dict[str, str]:
     """Which tunnel types this host can make (and why not), in one round trip."""
     if dialect is None or dialect.name not in TUNNEL_OSES:
-        return {t.value: ("yes" if t is TunnelType.NONE else
-                          "no: abtui makes tunnels on Linux and FreeBSD hosts only")
-                for t in TunnelType}
+        why = "no: abtui makes tunnels on Linux and FreeBSD hosts only" if dialect is not None \
+            else "no: the host's OS is not known (it did not answer when connecting)"
+        return {t.value: "yes" if t is TunnelType.NONE else why for t in TunnelType}
     return parse_probe(await link.check(probe_command(dialect.name)))
 
 
@@ -121,7 +121,10 @@ class TunnelManager:
         oses = []
         for host in (pair.sender, pair.receiver):
             d = self.dialects.get(host)
-            if d is None or d.name not in TUNNEL_OSES:
+            if d is None:
+                raise RemoteError(host, f"{ttype} tunnels: not connected (its OS is not known: "
+                                  "it did not answer when abtui connected)")
+            if d.name not in TUNNEL_OSES:
                 raise RemoteError(host, f"{ttype} tunnels: abtui makes tunnels on Linux and "
                                   "FreeBSD hosts only")
             oses.append(d.name)

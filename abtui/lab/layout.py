@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from abtui.core.errors import AbtuiError, BadInput
+from abtui.core.errors import BadInput
 
 MAX_PAIRS = 8
 
@@ -107,7 +107,7 @@ class LabLayout:
             name, ifprefix, mgmt = raw.split(",")
             return cls(name=name, octet=19, ifprefix=ifprefix, mgmt=int(mgmt))
         except ValueError as exc:
-            raise AbtuiError(f"ABTUI_LAB={raw!r}: expected name,ifprefix,mgmt ({exc})") from exc
+            raise BadInput(f"ABTUI_LAB={raw!r}: expected name,ifprefix,mgmt ({exc})") from exc
 
     def refuse_if_used(self, doing: str) -> None:
         """LabInUse, naming the process, when another one uses this lab (abtui.lab.lease)."""

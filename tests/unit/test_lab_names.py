@@ -72,3 +72,11 @@ def test_rendered_profile_is_valid_toml_with_required_knobs(tmp_path):
     assert knobs["cc"]["values"] == ["reno", "bbr"]
     assert knobs["tso"]["kind"] == "ethtool-feature"
     assert "none" in knobs["tunnel"]["values"]
+
+
+def test_a_malformed_abtui_lab_is_bad_input(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ABTUI_LAB names three things; a bare name is one line naming the variable, exit 2."""
+    from abtui.cli import main
+
+    monkeypatch.setenv("ABTUI_LAB", "mylab")
+    assert main(["lab", "status"]) == 2

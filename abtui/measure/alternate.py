@@ -248,6 +248,10 @@ class Stretches:
     opened: float = -math.inf  # when the stretch in force opened (the events' clock)
     latest: float = -math.inf  # the latest event's time
     _open: dict[str, Segment] = field(default_factory=dict)
+    _logs: dict[str, list[float]] = field(default_factory=dict)  # ln rates in the stretch
+    # pair -> stretch index -> (df, sum of squares) of its ln rates about their mean: the
+    # spread within a stretch (a build knob's: within a boot)
+    within: dict[str, dict[int, tuple[int, float]]] = field(default_factory=dict)
     _down: set[str] = field(default_factory=set)  # pairs whose link dropped in this stretch
     _failed: set[str] = field(default_factory=set)  # pairs whose run failed, no data since
     _booting: set[str] = field(default_factory=set)  # hosts switching to another build
@@ -285,11 +289,23 @@ class Stretches:
             rate = seg.bits / over if over > 0 else 0.0  # full and nothing counted: dead
             self.samples[pair][value].append(rate)
             self.taken[pair][self.index] = rate
+            logs = self._logs.get(pair, [])
+            if len(logs) > 1:
+                mean = sum(logs) / len(logs)
+                self.within.setdefault(pair, {})[self.index] = (
+                    len(logs) - 1, sum((x - mean) ** 2 for x in logs))
         self.closed = max(self.closed, self.index + 1)
         self._open.clear()
+        self._logs.clear()
         self._down.clear()
         self.index = None
         self.held = {}
+
+    def _add(self, pair: str, got: tuple[float, float | None]) -> None:
+        """A counted reading (a value a second, its seconds) into the stretch in force."""
+        self._open.setdefault(pair, Segment()).add(*got)
+        if got[0] > 0 and got[1] is not None:
+            self._logs.setdefault(pair, []).append(math.log(got[0]))
 
     def __call__(self, event: AnyEvent) -> None:
         self.latest = max(self.latest, event.t)
@@ -319,7 +335,7 @@ class Stretches:
         if self.source is not counted:  # another measure than throughput: its events
             sample = self.source(event)
             if sample is not None and event.t - sample[1] - SLACK_S >= self.opened:
-                self._open.setdefault(pair, Segment()).add(*sample)
+                self._add(pair, sample)
             return
         interval = event.payload if event.kind is EventKind.INTERVAL else None
         if isinstance(interval, IntervalMeasured) and (interval.bits_per_second or 0) > 0:
@@ -327,7 +343,7 @@ class Stretches:
         if isinstance(interval, IntervalMeasured) and not interval.straddles:
             got = counted(event)
             if got is not None and event.t - got[1] - SLACK_S >= self.opened:
-                self._open.setdefault(pair, Segment()).add(*got)
+                self._add(pair, got)
 
 
 @dataclass(slots=True)
@@ -497,7 +513,8 @@ class Verdicts:
                 "verdict": verdict, "blocks": got.n, "dead": self.dead(pair, value)[0],
                 "seed": self.seed, "design": self.design}
             if self.builds:
-                spread = boot_spread([(self.stretches.taken[p], self.orders[p])
+                spread = boot_spread([(self.stretches.taken[p], self.orders[p],
+                                       self.stretches.within.get(p, {}))
                                       for p in self._pairs(pair)], self.stretches.closed)
                 row |= {"boots": spread.boots.get(value, 0),
                         "base_boots": spread.boots.get(base, 0),

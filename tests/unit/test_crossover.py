@@ -28,7 +28,7 @@ from abtui.measure.alternate import (
     schedule,
     verdicts_for,
 )
-from abtui.measure.boots import boot_runs, boot_spread
+from abtui.measure.boots import boot_spread
 from abtui.reports import sequential as sq
 from tests.unit.test_alternate import after
 from tests.unit.test_engine_parts import FakeKnobs
@@ -225,36 +225,44 @@ def test_the_crossover_rule_s_false_claims_stay_within_alpha_under_a_pair_effect
 
 # ---- boots ----------------------------------------------------------------------------------
 
-def test_boots_are_runs_of_one_value_and_their_spreads_pool_over_pairs() -> None:
-    assert [(v, list(r)) for v, r in boot_runs("AABBABBA", 8)] == [
-        ("A", [0, 1]), ("B", [2, 3]), ("A", [4]), ("B", [5, 6]), ("A", [7])]
-    assert boot_runs("AAB", 0) == []
+def test_every_stretch_is_a_boot_and_the_spreads_pool_over_pairs() -> None:
     order = "AABBBBAA"
-    # within a boot: ±1 %; boot to boot: A's boots at 100 and 110
-    e = math.exp
-    taken = {0: 100 * e(0.01), 1: 100 * e(-0.01), 2: 50.0, 3: 50.0, 4: 50.0, 5: 50.0,
-             6: 110 * e(0.01), 7: 110 * e(-0.01)}
-    got = boot_spread([(taken, order)], 8)
-    assert got.boots == {"A": 2, "B": 1}
-    assert got.within is not None and abs(got.within - 100 * math.sqrt(4e-4 / 5)) < 1e-9
-    assert got.between is not None and abs(got.between - 100 * math.log(1.1) / math.sqrt(2)) \
+    # boot to boot: A's stretches at 100, 100, 110, 110; B's all 50; within a boot: each
+    # stretch's readings ±1 % (df 1, ss 2e-4)
+    taken = {0: 100.0, 1: 100.0, 2: 50.0, 3: 50.0, 4: 50.0, 5: 50.0, 6: 110.0, 7: 110.0}
+    within = {i: (1, 2e-4) for i in range(8)}
+    got = boot_spread([(taken, order, within)], 8)
+    assert got.boots == {"A": 4, "B": 4}
+    assert got.within is not None and abs(got.within - 100 * math.sqrt(8 * 2e-4 / 8)) < 1e-9
+    ln = math.log(1.1) / 2  # A's four about their mean: ±ln(1.1)/2
+    assert got.between is not None and abs(got.between - 100 * math.sqrt(4 * ln ** 2 / 6)) \
         < 1e-9
-    # a dead stretch is left out of the spreads; one boot of a value gives no between
-    lone = boot_spread([({0: 0.0, 1: 5.0}, "AB")], 2)
+    # a dead stretch is left out of the spreads (its boot counted); one stretch of a value
+    # gives no between, a stretch of one reading no within
+    lone = boot_spread([({0: 0.0, 1: 5.0}, "AB", {})], 2)
     assert lone.boots == {"A": 1, "B": 1} and lone.between is None and lone.within is None
+
+
+class Twice(Fed):
+    """Two readings a stretch, 2 % apart: a spread within each boot."""
+
+    def begin(self, index: int, value: str | Mapping[str, str]) -> None:
+        super().begin(index, value)
+        for pair in self.pairs:
+            self(after(self, pair, 0.98 * self.rate(pair, self.held[pair], index)))  # type: ignore[attr-defined]
 
 
 async def test_a_build_knob_s_rows_say_boots_and_both_spreads() -> None:
     v = verdicts_for(_profile(kind=KnobKind.KERNEL), Alternation(
         "rmem", VALUES, 1.0, 8, seed=3, design="crossover"))
-    fed = Fed("rmem", VALUES, ("P", "Q"), min_seconds=0.0)
+    fed = Twice("rmem", VALUES, ("P", "Q"), min_seconds=0.0)
     noise = iter(np.random.default_rng(2).normal(1, 0.02, 100))
     fed.rate = lambda *_: 5e9 * next(noise)  # type: ignore[attr-defined]
     v.stretches = fed
     await _run(v)
     row = v.table()[0]
-    runs = sum(len(boot_runs(v.orders[p], v.stretches.closed)) for p in ("P", "Q"))
-    assert row["boots"] + row["base_boots"] == runs  # type: ignore[operator]
+    assert row["boots"] + row["base_boots"] == 2 * v.stretches.closed  # a boot a stretch
+
     assert isinstance(row["boot_sd"], float) and isinstance(row["within_sd"], float)
 
 

@@ -7,10 +7,8 @@ every host ends on the build it started on. Skipped, with the reason, where qemu
 the kernel packages are missing.
 
 About 13 minutes at a load of 5–8, 45 at 10–20 (each switch of four TCG guests took 134–309 s, and a
-boundary that keeps the value pauses as long as a switch). Known cause of failure on a loaded
-machine: a pair whose first run stalls before its first interval stops measuring for the rest
-of the session (the engine's continuous loop ends a pair whose run never measured, a stall
-included), and the pair then has no phase with intervals.
+boundary that keeps the value boots the hosts into it again: a boot a stretch). A pair whose
+first run stalls before its first interval is started again (engine: never_measured).
 """
 
 from __future__ import annotations

@@ -103,9 +103,10 @@ def profile_kernels(profile: Profile) -> dict[str, str]:
 def lab_kernels_for(profile: Profile) -> dict[str, str]:
     """The profile's [lab] kernels by lab pair letter (profile pair i runs on lab pair i); a
     pair its [lab] builds' knob switches and no kernel names boots the knob's first build."""
+    from abtui.profile.load import build_knob_naming
+
     builds = profile_builds(profile)
-    knob = next((k for k in profile.knobs if builds and set(k.values) <= set(builds)
-                 and k.kind in (KnobKind.KERNEL, KnobKind.MODULE)), None)
+    knob = build_knob_naming(profile.knobs, builds) if builds else None
     first = {p.label: builds[knob.values[0]] for p in profile.pairs
              if knob is not None and (not knob.pairs or p.label in knob.pairs)}
     named = first | profile_kernels(profile)

@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from abtui.core.builds import derived_release
 from abtui.core.errors import BadInput, Invalid, ProfileError
-from abtui.core.model import Knob, KnobKind, Pair, Plan, Profile, Role, TestOptions, Watch
+from abtui.core.model import (
+    BUILD_KINDS,
+    Knob,
+    KnobKind,
+    Pair,
+    Plan,
+    Profile,
+    Role,
+    TestOptions,
+    Watch,
+)
 from abtui.core.text import visible as _safe  # a message stays on one line, whatever it quotes
 from abtui.profile import fields as f
 from abtui.profile.knobs import build_knob
@@ -167,6 +177,12 @@ def lab_kernels(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
     return _lab_per_pair(raw, labels, "kernel", lambda v: f.text(v, 1000))
 
 
+def build_knob_naming(knobs: Sequence[Knob], values: Collection[str]) -> Knob | None:
+    """The kernel or module knob `values` (a [lab] builds table's keys) are values of."""
+    return next((k for k in knobs if k.kind in BUILD_KINDS and set(values) <= set(k.values)),
+                None)
+
+
 def lab_builds(raw: dict[str, Any], knobs: list[Knob]) -> dict[str, str]:
     """The [lab] section's `builds`: a build knob's value -> the lab's kernel SPEC that stands
     for it (`builds = { before = "linux-image-6.1.0-47-amd64", after = ... }`). Every value
@@ -176,10 +192,9 @@ def lab_builds(raw: dict[str, Any], knobs: list[Knob]) -> dict[str, str]:
     if not table:
         return {}
     at: KeyPath = ("lab", "builds")
-    knob = next((k for k in knobs if k.kind in (KnobKind.KERNEL, KnobKind.MODULE)
-                 and set(table) <= set(k.values)), None)
+    knob = build_knob_naming(knobs, table)
     if knob is None:
-        builds = [k.name for k in knobs if k.kind in (KnobKind.KERNEL, KnobKind.MODULE)]
+        builds = [k.name for k in knobs if k.kind in BUILD_KINDS]
         raise ProfileError(at, f"names {', '.join(map(f.show, table))}; expected the values "
                            "of one kernel or module knob" + (
                                f" ({', '.join(builds)})" if builds else

@@ -51,7 +51,7 @@ INSTALL = $(if $(wildcard $(VENV)/bin/uv),$(VENV)/bin/uv pip install -q --python
 # and where PYTHONDONTWRITEBYTECODE is set Python never caches a compiled module, so each start
 # would compile them again (a second of CPU). Imported, not compileall'd: all of scipy would
 # take half a minute, and the console needs only scipy.special, minutes in (a verdict).
-WARM_IMPORTS := abtui.commands.demo abtui.commands.tui abtui.lab.netns abtui.measure.engine \
+WARM_IMPORTS := abtui.commands.demo abtui.commands.tui abtui.lab.netns abtui.measure.engine.front \
 	abtui.ui.app abtui.ui.guard abtui.reports.stats
 
 # What the console, the lab and the SSH links run, compiled whole once installed: the imports

@@ -1,8 +1,8 @@
 """`abtui bisect PROFILE --knob NAME --good G --bad B [--candidates V1,V2,…|--from FILE]
 [--threshold PCT] [--metric throughput|rtt] [--max-blocks N] [--every S] [--pair P]
 [--design blocks|crossover] [--out FILE] [--resume SESSION] [--headless]`: which
-candidate made it worse (abtui.measure.bisect; docs/bisect.md), in the console with its bisect
-panel (abtui.ui.bisection), or headless."""
+candidate made it worse (abtui.measure.bisect.search; docs/bisect.md), in the console with its
+bisect panel (abtui.ui.bisection), or headless."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from abtui.core.errors import BadInput
 
 if TYPE_CHECKING:
     from abtui.core.model import Knob, Profile
-    from abtui.measure.bisect_run import BisectPlan
+    from abtui.measure.bisect.run import BisectPlan
 
 DEFAULT_THRESHOLD = 5.0
 DEFAULT_MAX_BLOCKS = 10
@@ -104,7 +104,7 @@ def candidates_of(args: argparse.Namespace, profile: Profile) -> tuple[str, ...]
 
 def plan_of(args: argparse.Namespace, profile: Profile) -> BisectPlan:
     """The bisection asked for, every option checked against the profile."""
-    from abtui.measure.bisect_run import BisectPlan
+    from abtui.measure.bisect.run import BisectPlan
 
     knobs = [k.name for k in profile.knobs]
     if args.knob not in knobs:
@@ -163,7 +163,7 @@ def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
     session's answer line when it has one (nothing to run)."""
     import dataclasses
 
-    from abtui.measure.bisect import UNDECIDED, Bisection
+    from abtui.measure.bisect.search import UNDECIDED, Bisection
     from abtui.sessions import paths
     from abtui.sessions.session import Session
 

@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[Any, str]:
     """The controller for --replay, and what the title calls it."""
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     speed = math.inf if args.speed <= 0 else args.speed
     if args.replay and args.replay != "synthetic":
@@ -56,7 +56,7 @@ def _recorded_profile(events: list[Any], path: Path) -> Any:
     """The profile a session recorded (its SESSION_START), else one inferred from its events."""
     from abtui.core.errors import BadInput
     from abtui.core.events import EventKind, SessionStart
-    from abtui.measure.replay import profile_from_events
+    from abtui.measure.replay.controller import profile_from_events
     from abtui.profile import parse_profile
 
     start = next((e.payload for e in events if e.kind is EventKind.SESSION_START), None)
@@ -135,7 +135,7 @@ def _open_on_hosts(profile: Any, title: str, bisection: Any = None) -> int:
 
     from abtui.hosts.undo import recovery_notice
     from abtui.lab import lease
-    from abtui.measure.seams import open_session_writer
+    from abtui.measure.ports import open_session_writer
     from abtui.sessions.paths import new_session_path
     from abtui.ui.keymap import load_keymap
 
@@ -147,7 +147,7 @@ def _open_on_hosts(profile: Any, title: str, bisection: Any = None) -> int:
     writer = open_session_writer(path, profile, compact=True)
 
     def build() -> Any:
-        from abtui.measure.engine import Engine
+        from abtui.measure.engine.front import Engine
 
         engine = Engine(profile, session_path=path)
         engine.subscribe(writer.write)  # the journal first: on disk before it is shown

@@ -1,7 +1,7 @@
 """A phase's configuration and its label: the one rule the console, exports and compare share.
 
 A configuration is what the hosts had while a phase was measured, one value per knob of the
-profile: read from the hosts on connect (abtui.measure.engine_knobs), then changed only by
+profile: read from the hosts on connect (abtui.measure.engine.knobs), then changed only by
 flips that were applied and read back. Two phases with the same values are the same
 configuration, however they got there (flipping back to the host's own value returns to it).
 

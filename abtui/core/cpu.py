@@ -1,6 +1,6 @@
 """Host CPU time as abtui records it: ticks per state, per CPU and in total.
 
-A CPU event (measure/run_sampling.py) carries the ticks each state gained since the host's previous
+A CPU event (measure/run/sampling.py) carries the ticks each state gained since the host's previous
 sample, in FIELDS order: Linux /proc/stat's user+nice, system, irq, softirq, idle+iowait,
 steal; FreeBSD kern.cp_times's user+nice, sys, intr, 0, idle, 0. Shares are ratios of ticks, so
 the tick rate (USER_HZ, stathz) never matters. Plain Python: the console, the session and the

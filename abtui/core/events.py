@@ -360,7 +360,7 @@ class Mark(Payload):
 
     text: str
     verdicts: list[dict[str, Any]] | None = field(default=None, metadata=OPTIONAL)
-    # a bisection's step (abtui.measure.bisect.Step.row), or its answer (`answer` set)
+    # a bisection's step (abtui.measure.bisect.search.Step.row), or its answer (`answer` set)
     bisect: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
 
 
@@ -430,7 +430,7 @@ class Drift(Payload):
 @_payload(EventKind.BISECT)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BisectLook(Payload):
-    """A bisection's step as it goes (abtui.measure.bisect_run): at its start and once a
+    """A bisection's step as it goes (abtui.measure.bisect.run): at its start and once a
     block, the candidate (`index` in the candidates) compared with the good one, the
     blocks so far of at most `max_blocks`, the Δ with its interval of the pair that would
     decide it (ends None while not bounded), and the call it would make now (`call`: good

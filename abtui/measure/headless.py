@@ -23,10 +23,10 @@ from abtui.core.errors import (
 )
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
-from abtui.measure.engine import Engine
-from abtui.measure.engine_knobs import KnobApplierFactory
+from abtui.measure.engine.front import Engine
+from abtui.measure.engine.knobs import KnobApplierFactory
 from abtui.measure.plan import DIRECTION
-from abtui.measure.seams import ParserFactory, PingParserFactory, open_session_writer
+from abtui.measure.ports import ParserFactory, PingParserFactory, open_session_writer
 from abtui.measure.session import ControllerSession
 from abtui.reports.procedure.before_after import DIRECTION_NAMES
 from abtui.reports.throughput import Segment, counted
@@ -34,8 +34,8 @@ from abtui.sessions.paths import new_session_path
 
 if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
-    from abtui.measure.bisect import Bisection
-    from abtui.measure.bisect_run import BisectPlan
+    from abtui.measure.bisect.run import BisectPlan
+    from abtui.measure.bisect.search import Bisection
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,8 +408,8 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             if alternation is not None:
                 await _alternate(engine, profile, alternation, duration, say)
             elif bisection is not None:
-                from abtui.measure.bisect import UNDECIDED
-                from abtui.measure.bisect_run import run_steps
+                from abtui.measure.bisect.run import run_steps
+                from abtui.measure.bisect.search import UNDECIDED
 
                 bisected = await run_steps(engine, profile, bisection, say)
                 answer = bisected.answer

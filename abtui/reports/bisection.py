@@ -1,6 +1,6 @@
 """A bisection's table (`abtui bisect`): one row per step (candidate, its call, Δgeo with its
 interval, blocks, boots) and the answer, as the run recorded them in its marks
-(abtui.measure.bisect.Step.row; the answer's mark carries `answer`). The reports copy the
+(abtui.measure.bisect.search.Step.row; the answer's mark carries `answer`). The reports copy the
 rows and never judge them again, so the table says exactly what the run said."""
 
 from __future__ import annotations

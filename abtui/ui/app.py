@@ -64,7 +64,7 @@ from abtui.ui.textual_privates import keep_unchanged_lines
 from abtui.ui.widgets import PairPane
 
 if TYPE_CHECKING:
-    from abtui.measure.bisect_run import BisectPlan
+    from abtui.measure.bisect.run import BisectPlan
 
 __all__ = ["AbtuiApp"]
 

@@ -19,8 +19,8 @@ from abtui.ui.messages import Failed, Said
 from abtui.ui.state import ConsoleState
 
 if TYPE_CHECKING:  # numpy and scipy behind them: loaded when the bisection starts
-    from abtui.measure.bisect_live import LiveBisection
-    from abtui.measure.bisect_run import BisectPlan
+    from abtui.measure.bisect.live import LiveBisection
+    from abtui.measure.bisect.run import BisectPlan
 
 
 class ConsoleBisection:
@@ -45,7 +45,7 @@ class ConsoleBisection:
         self.app.run_worker(self._begin(), group="bisect", exit_on_error=False)
 
     async def _begin(self) -> None:
-        from abtui.measure.bisect_live import LiveBisection
+        from abtui.measure.bisect.live import LiveBisection
 
         assert self.plan is not None
         await self.calls.start("continuous")

@@ -29,7 +29,7 @@ from abtui.ui.pair_state import HISTORY, PairState, Running
 from abtui.ui.phase_rows import PhaseRow, phase_cells, table_unit
 
 if TYPE_CHECKING:
-    from abtui.measure.bisect_board import BisectBoard
+    from abtui.measure.bisect.board import BisectBoard
 
 
 @dataclass(slots=True)
@@ -259,7 +259,7 @@ class ConsoleState(EventReader):
     def _bisect_mark(self, row: dict[str, Any], text: str) -> None:
         """A bisection's plan (a new panel), step, stop or answer."""
         if "plan" in row:
-            from abtui.measure.bisect_board import BisectBoard  # numpy: only when bisecting
+            from abtui.measure.bisect.board import BisectBoard  # numpy: only when bisecting
 
             self.bisect = BisectBoard.of(row["plan"])
         elif self.bisect is not None:

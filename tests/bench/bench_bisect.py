@@ -3,8 +3,8 @@ schedule (abtui.measure.alternate.schedule, blocks of four in one of six balance
 stretch values under the statistics bench's noise scenarios (tests/bench/seqsim.py: noise,
 drift, AR(1) slowly varying noise, periodic load, stalls), looked at once per complete block
 with the live rule (abtui.reports.sequential.assess at the step's share of α, as Verdicts
-assesses) and called by the project's own step call (abtui.measure.bisect.call), the range
-narrowed by abtui.measure.bisect.Bisection.
+assesses) and called by the project's own step call (abtui.measure.bisect.search.call), the range
+narrowed by abtui.measure.bisect.search.Bisection.
 
 - `bisect_wrong_rate`: the share of bisections whose answer is wrong (a first bad that is
   not the first candidate worse by the threshold, or "no candidate differs" when one is),
@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from abtui.measure.bisect import BAD, GOOD, NONE_DIFFERS, UNDECIDED, Bisection, Step, call
+from abtui.measure.bisect.search import BAD, GOOD, NONE_DIFFERS, UNDECIDED, Bisection, Step, call
 from abtui.reports import sequential as sq
 from tests.bench import seqsim as ss
 from tests.bench.judge import measures

@@ -37,7 +37,7 @@ import asyncio, json, os, sys
 from tests.bench.memory import peak_rss_kb
 from abtui.core import events
 from abtui.core.events import Event
-from abtui.measure.synthetic import T0, Synth, synthetic_profile
+from abtui.measure.replay.synthetic import T0, Synth, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.phase_rows import LOADED
 

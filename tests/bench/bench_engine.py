@@ -31,7 +31,7 @@ from typing import Any
 from abtui.core.model import Pair, Plan, Profile, TestOptions
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from abtui.remote.iperf_cmd import client_argv, server_argv
 from abtui.sessions.session import Session
 from abtui.sessions.writer import SessionWriter

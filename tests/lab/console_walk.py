@@ -63,7 +63,7 @@ from textual.worker import WorkerState
 from abtui.core.events import Event, EventKind
 from abtui.core.labels import short_value
 from abtui.core.model import KnobKind, Profile
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from abtui.ui.app import AbtuiApp
 from abtui.ui.widgets import PairPane
 from tests.lab.hostview import HostReader, Reading, norm

@@ -25,7 +25,7 @@ from abtui.core.model import (
 )
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from tests.lab.namespaces import netns_processes
 
 WMEM = ("4096 16384 4194304", "4096 16384 65536")

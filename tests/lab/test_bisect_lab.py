@@ -118,8 +118,8 @@ async def test_the_console_bisection_finds_the_step_and_sets_the_hosts_back(
 
     from abtui.core.events import AnyEvent, Mark
     from abtui.hosts.undo import UndoJournal
-    from abtui.measure.bisect_run import BisectPlan
-    from abtui.measure.engine import Engine
+    from abtui.measure.bisect.run import BisectPlan
+    from abtui.measure.engine.front import Engine
     from abtui.profile import load_profile
     from abtui.ui.app import AbtuiApp
     from abtui.ui.guard import run_console

@@ -17,7 +17,7 @@ import pytest
 
 from abtui.hosts.undo import UndoJournal, pending_recovery
 from abtui.lab.netns import Lab
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from abtui.profile import load_profile, parse_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import run_console

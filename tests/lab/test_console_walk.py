@@ -21,8 +21,8 @@ import pytest
 
 from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
-from abtui.measure.engine import Engine
-from abtui.measure.seams import open_session_writer
+from abtui.measure.engine.front import Engine
+from abtui.measure.ports import open_session_writer
 from abtui.profile import load_profile
 from abtui.sessions.paths import new_session_path
 from abtui.ui.app import AbtuiApp
@@ -58,7 +58,7 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ABTUI_SESSIONS_DIR", str(tmp_path / "sessions"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setattr("abtui.measure.engine.PLAN_DEFAULT_DURATION", PLAN_STEP_S)
+    monkeypatch.setattr("abtui.measure.engine.front.PLAN_DEFAULT_DURATION", PLAN_STEP_S)
     profile = load_profile(lab.profile_path)
     reader = HostReader(profile, str(lab.ssh_config))
     originals = await reader.read()

@@ -20,9 +20,9 @@ from abtui.core.model import Pair, Plan, Role, Watch
 from abtui.core.pids import pid_alive
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from abtui.measure.headless import run_headless
-from abtui.measure.run_lines import OutputLines
+from abtui.measure.run.lines import OutputLines
 from abtui.sessions.reader import load_events
 from tests.lab.engine_kit import (
     UNIT,

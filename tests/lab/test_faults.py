@@ -23,8 +23,8 @@ from abtui.core.events import Event, EventKind
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.lab.profile import TCP_RMEM_VALUES
-from abtui.measure.engine import Engine
-from abtui.measure.seams import open_session_writer
+from abtui.measure.engine.front import Engine
+from abtui.measure.ports import open_session_writer
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.profile import load_profile
 from abtui.sessions.reader import load_events

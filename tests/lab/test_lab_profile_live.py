@@ -12,7 +12,7 @@ from abtui.core.events import Event
 from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.lab.profile import TCP_RMEM_VALUES
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from abtui.profile import load_profile
 from abtui.reports.stats import phase_stats
 from abtui.sessions.session import Session

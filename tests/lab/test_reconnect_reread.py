@@ -13,7 +13,7 @@ import pytest
 from abtui.core.events import Event, EventKind
 from abtui.hosts.undo import read_journal
 from abtui.lab.netns import Lab
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from tests.lab.engine_kit import (
     WMEM,
     Recorder,

@@ -98,7 +98,7 @@ async def test_engine_facts_say_which_tunnels_each_host_can_make(lab: Lab, tmp_p
     which types it can make; the FACTS events carry it for the console's switcher."""
     from abtui.core.events import EventKind
     from abtui.hosts.undo import UndoJournal
-    from abtui.measure.engine import Engine
+    from abtui.measure.engine.front import Engine
 
     facts = {}
     engine = Engine(load_profile(lab.profile_path), journal=UndoJournal(tmp_path))

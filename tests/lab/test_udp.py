@@ -16,8 +16,8 @@ from abtui.core.events import EventKind
 from abtui.core.model import Pair
 from abtui.core.numbers import sig
 from abtui.lab.netns import Lab
-from abtui.measure.run_reader import SERVER_SUFFIX
-from abtui.measure.run_sides import STUB_FRACTION
+from abtui.measure.run.reader import SERVER_SUFFIX
+from abtui.measure.run.sides import STUB_FRACTION
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 from tests.lab.engine_kit import Recorder, lab_profile, make_engine, run_plan, until

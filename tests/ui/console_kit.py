@@ -9,8 +9,8 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 
 from abtui.core.events import Event
-from abtui.measure.replay import ReplayController
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.controller import ReplayController
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.pacing import Clock
 

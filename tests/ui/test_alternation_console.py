@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from abtui.measure.replay import ReplayController
-from abtui.measure.synthetic import synthetic_profile
+from abtui.measure.replay.controller import ReplayController
+from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import alternating, until
 

@@ -12,8 +12,8 @@ import re
 import pytest
 
 from abtui.core.events import AnyEvent, BisectLook, EventKind, Mark
-from abtui.measure.bisect_run import BisectPlan
-from abtui.measure.replay import ReplayController
+from abtui.measure.bisect.run import BisectPlan
+from abtui.measure.replay.controller import ReplayController
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import until
 from tests.ui.test_living_small import footer, words

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input
 
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.sessions import writer
 from abtui.ui.screens import CompareScreen, SessionPicker
 from abtui.ui.tables import column_widths

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, HelpPanel, Input, ProgressBar
 
 from abtui.core.events import Event, EventKind, Facts, Link
 from abtui.core.model import LinkState
-from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, TunnelSwitcher

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import Input
 
 from abtui.core.events import Event, Mark, Progress
-from abtui.measure.synthetic import T0, synthetic_profile
+from abtui.measure.replay.synthetic import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import TextPrompt, TunnelSwitcher
 from tests.ui.console_kit import FakeClock, SpyController, make_app, replayed, settle, until

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from abtui.core.events import Cpu, Event, EventKind, Facts
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed
 

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable, Input, OptionList
 
 from abtui.core.events import Event, EventKind, KnobChanged, Tunnel
-from abtui.measure.synthetic import T0, synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions import paths, reader, writer
 from abtui.ui.app import AbtuiApp
 from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker, TunnelSwitcher

@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 
 from abtui.core.events import Event, EventKind
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
 from abtui.ui.textual_privates import styles_cache

@@ -9,7 +9,7 @@ import pytest
 
 from abtui.commands.demo import demo_title
 from abtui.commands.tui import session_subtitle
-from abtui.measure.synthetic import synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.sessions.paths import new_session_path
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import SpyController, started

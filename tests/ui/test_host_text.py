@@ -9,7 +9,7 @@ from textual.widgets import DataTable
 
 from abtui.core.events import Error, Event, Facts, KnobChanged, Link
 from abtui.core.text import visible
-from abtui.measure.synthetic import T0
+from abtui.measure.replay.synthetic import T0
 from abtui.ui.screens import QuitScreen, TunnelSwitcher
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle, until

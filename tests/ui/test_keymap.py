@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from abtui.core.errors import BadInput
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.keymap import keymap_path, load_keymap
 from abtui.ui.screens import TextPrompt

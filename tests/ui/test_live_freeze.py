@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from abtui.core.events import EventKind
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import SpyController, settle, started
 

@@ -9,8 +9,8 @@ import pytest
 from textual.widgets import DataTable
 
 from abtui.core.events import Facts
-from abtui.measure.replay import ReplayController
-from abtui.measure.synthetic import synthetic_profile
+from abtui.measure.replay.controller import ReplayController
+from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.layout import TABLE_MIN
 from abtui.ui.widgets import PairPane

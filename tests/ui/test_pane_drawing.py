@@ -184,7 +184,7 @@ async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> 
     import math
 
     from abtui.core.events import EventKind
-    from abtui.measure.synthetic import synthetic_events, synthetic_profile
+    from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
     from abtui.ui.app import AbtuiApp
     from tests.ui.console_kit import SpyController, settle, started
 

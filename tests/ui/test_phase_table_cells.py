@@ -14,7 +14,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 
 from abtui.core.events import Event, EventKind
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.profile import parse_profile
 from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp

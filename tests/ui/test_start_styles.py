@@ -11,8 +11,8 @@ import pytest
 from textual.dom import DOMNode
 from textual.widgets._footer import FooterKey
 
-from abtui.measure.replay import ReplayController
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.controller import ReplayController
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import until
 

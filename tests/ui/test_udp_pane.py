@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from abtui.core.events import Event, EventKind
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed
 

@@ -269,8 +269,8 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
         console_alternation,
         next_min_effect,
     )
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     profile = synthetic_profile(pairs=2)
     ctl = ReplayController(profile, speed=400)
@@ -312,8 +312,8 @@ async def test_the_console_alternation_stops_by_key() -> None:
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     profile = synthetic_profile(pairs=1)
     ctl = ReplayController(profile, speed=400)
@@ -344,8 +344,8 @@ async def test_an_ended_alternation_says_so_before_its_knob_is_set_back() -> Non
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     class HeldRestore(ReplayController):
         hold = False
@@ -388,8 +388,8 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     class SlowFlips(ReplayController):
         begun = done = 0
@@ -426,8 +426,8 @@ async def _started_on_a_held_flip(gate):  # type: ignore[no-untyped-def]
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     class HeldFlips(ReplayController):
         async def set_knob(self, knob: str, value: str, pairs=None) -> None:  # type: ignore[no-untyped-def]
@@ -475,8 +475,8 @@ async def test_a_stop_waits_a_bounded_time_for_a_flip_that_does_not_complete(
 
     import abtui.measure.alternate as alternate
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     monkeypatch.setattr(alternate, "STOP_WAIT_S", 0.2, raising=False)
     gate = asyncio.Event()
@@ -551,8 +551,8 @@ async def test_the_panel_is_told_at_every_boundary_of_the_schedule() -> None:
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     profile = synthetic_profile(pairs=1)
     ctl = ReplayController(profile, speed=400)
@@ -636,8 +636,8 @@ async def test_the_console_alternation_sets_back_each_pair_s_own_value() -> None
     import asyncio
 
     from abtui.measure.alternate import LiveAlternation, console_alternation
-    from abtui.measure.replay import ReplayController
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     profile = synthetic_profile(pairs=2)
     ctl = ReplayController(profile, speed=400)

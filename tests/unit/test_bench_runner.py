@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from abtui.core.events import Event, IntervalMeasured, RunEnd, RunStart
-from abtui.measure.seams import iperf_summary_of
+from abtui.measure.ports import iperf_summary_of
 from abtui.parse.iperf3_text import Iperf3TextParser
 from abtui.sessions.session import Session
 from tests.bench import __main__ as runner

@@ -16,7 +16,8 @@ from abtui.commands.bisect import add_arguments, plan_of
 from abtui.core.errors import BadInput
 from abtui.core.events import BuildSwitch, Event, IntervalMeasured, Mark, Ping
 from abtui.measure.alternate import Alternation, Stretches, Verdicts, drive, max_blocks, schedule
-from abtui.measure.bisect import (
+from abtui.measure.bisect.run import step_looks
+from abtui.measure.bisect.search import (
     BAD,
     FIRST_BAD,
     GOOD,
@@ -28,7 +29,6 @@ from abtui.measure.bisect import (
     family_steps,
     pair_call,
 )
-from abtui.measure.bisect_run import step_looks
 from abtui.profile import parse_profile
 from abtui.reports import stats
 from abtui.reports.sequential import Assessment, Family
@@ -267,7 +267,7 @@ def test_the_rtt_metric_is_each_stretchs_inverse_rtt_a_lost_reply_zero() -> None
 
 
 def test_a_steps_boots_are_the_hosts_switches_that_came_up() -> None:
-    from abtui.measure.bisect_run import BootCount
+    from abtui.measure.bisect.run import BootCount
 
     count = BootCount()
     for host, stage in (("a", "booting"), ("b", "booting"), ("a", "up"), ("b", "up"),

@@ -1,4 +1,4 @@
-"""The bisect panel's lines, folded from a bisection's events alone (abtui.measure.bisect_board):
+"""The bisect panel's lines, folded from a bisection's events alone (abtui.measure.bisect.board):
 the candidates with their calls, the step under way, the range left, the answer; many
 candidates keep the panel short; a step stopped after a look is recorded undecided, so a
 resume judges it again with its α counted; a look round-trips through the journal."""
@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 from abtui.core.events import BisectLook, Event
-from abtui.measure.bisect import BAD, GOOD, UNDECIDED, Bisection, Step
-from abtui.measure.bisect_board import BisectBoard
-from abtui.measure.bisect_run import BisectPlan, _stopped
+from abtui.measure.bisect.board import BisectBoard
+from abtui.measure.bisect.run import BisectPlan, _stopped
+from abtui.measure.bisect.search import BAD, GOOD, UNDECIDED, Bisection, Step
 
 CANDIDATES = tuple(f"v{i}" for i in range(9))
 PLAN = BisectPlan("rmem", CANDIDATES, 10.0, max_blocks=6).record()

@@ -1,4 +1,4 @@
-"""A bisection in a task (abtui.measure.bisect_live, as the console runs it) on a live synthetic
+"""A bisection in a task (abtui.measure.bisect.live, as the console runs it) on a live synthetic
 stream whose throughput follows the knob (a 64 KiB tcp_wmem halves it, 1 MiB does not change
 it), over two pairs crossed over (`--design crossover`): at every boundary both pairs switch
 together, each to its own value, and one call per step is made on the two as one (`A+B`)."""
@@ -10,10 +10,10 @@ import dataclasses
 
 from abtui.core.events import AnyEvent, EventKind, KnobChanged, Mark
 from abtui.core.model import Profile
-from abtui.measure.bisect_live import LiveBisection
-from abtui.measure.bisect_run import BisectPlan
-from abtui.measure.replay import ReplayController
-from abtui.measure.synthetic import synthetic_profile
+from abtui.measure.bisect.live import LiveBisection
+from abtui.measure.bisect.run import BisectPlan
+from abtui.measure.replay.controller import ReplayController
+from abtui.measure.replay.synthetic import synthetic_profile
 
 BIG, MID, SMALL = "4096 16384 4194304", "4096 16384 1048576", "4096 16384 65536"
 

@@ -43,7 +43,7 @@ def test_unsubscribing_while_an_event_is_delivered_skips_no_other_subscriber():
 
 def test_the_engine_s_subscribe_returns_the_handle():
     from abtui.core.model import Pair, Profile
-    from abtui.measure.engine import Engine
+    from abtui.measure.engine.front import Engine
 
     prof = Profile(name="p", pairs=[Pair(label="A", sender="s", receiver="r",
                                          target="198.18.1.2")])

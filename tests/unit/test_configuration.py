@@ -13,7 +13,7 @@ from abtui.core.events import (
     Phase,
     RunStart,
 )
-from abtui.measure.synthetic import synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 

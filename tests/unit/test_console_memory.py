@@ -8,7 +8,7 @@ import tracemalloc
 from collections.abc import Iterator
 
 from abtui.core.events import Event
-from abtui.measure.synthetic import T0, Synth, synthetic_profile
+from abtui.measure.replay.synthetic import T0, Synth, synthetic_profile
 from abtui.ui.eventlog import EventLog
 from abtui.ui.journal import ConsoleJournal
 from abtui.ui.record import WINDOW, SessionRecord

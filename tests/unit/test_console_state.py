@@ -12,7 +12,7 @@ from abtui.core.events import (
     Progress,
 )
 from abtui.core.model import LinkState
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.reports.throughput import Segment
 from abtui.ui.phase_rows import significance
 from abtui.ui.state import ConsoleState

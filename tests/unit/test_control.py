@@ -9,8 +9,8 @@ import math
 from textual.message import Message
 
 from abtui.core.errors import KnobRefused
-from abtui.measure.replay import ReplayController
-from abtui.measure.synthetic import synthetic_profile
+from abtui.measure.replay.controller import ReplayController
+from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.ui.control import ControllerCalls
 from abtui.ui.messages import Failed, KnobSet, Said, Started
 from abtui.ui.state import ConsoleState

@@ -286,7 +286,7 @@ def test_the_report_names_the_design_and_a_build_s_boots() -> None:
 
 async def test_the_engine_sets_each_pair_its_own_value_in_one_change() -> None:
     from abtui.core.events import Event, EventKind
-    from abtui.measure.engine import Engine
+    from abtui.measure.engine.front import Engine
 
     prof = _profile()
     engine = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,

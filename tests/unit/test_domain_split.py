@@ -27,7 +27,7 @@ def _imported(module: str, watch: tuple[str, ...]) -> list[str]:
 
 
 def test_the_walk_finds_the_domain() -> None:
-    for name in ("abtui.core.model", "abtui.core.controller", "abtui.measure.replay",
+    for name in ("abtui.core.model", "abtui.core.controller", "abtui.measure.replay.controller",
                  "abtui.profile", "abtui.sessions.writer", "abtui.reports.stats",
                  "abtui.reports.report", "abtui.parse", "abtui.ui.state", "abtui.commands.tui"):
         assert name in DOMAIN
@@ -45,7 +45,7 @@ def test_no_domain_module_imports_textual_or_scipy() -> None:
     assert out == ""
 
 
-@pytest.mark.parametrize("module", ["abtui.measure.replay", "abtui.reports.stats",
+@pytest.mark.parametrize("module", ["abtui.measure.replay.controller", "abtui.reports.stats",
                                     "abtui.reports.report", "abtui.cli", "abtui.commands.tui",
                                     "abtui.ui.state"])
 def test_module_alone_does_not_import_textual(module: str) -> None:

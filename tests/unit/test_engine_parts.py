@@ -15,8 +15,8 @@ from abtui.core.model import TestOptions as Options
 from abtui.measure.headless import Measured, describe
 from abtui.measure.phases import PairPhases
 from abtui.measure.plan import expand
-from abtui.measure.run_context import RunSpec
-from abtui.measure.runs import classify_iperf_error
+from abtui.measure.run.context import RunSpec
+from abtui.measure.run.pair import classify_iperf_error
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     CONTINUOUS_CHUNK_S,
@@ -237,7 +237,7 @@ async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the
     """What `restore` could not set back is one ERROR each, and the undo journal is kept for
     `abtui recover`; all set back, the journal is finished (removed)."""
     from abtui.hosts.undo import UndoJournal
-    from abtui.measure.engine import Engine
+    from abtui.measure.engine.front import Engine
 
     for left in (["r: could not restore net.core.rmem_max: read-only"], []):
         journal = UndoJournal(tmp_path / f"undo-{len(left)}")
@@ -257,7 +257,7 @@ async def test_shutdown_reports_what_the_applier_could_not_restore_and_keeps_the
 
 async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     from abtui.core.errors import KnobRefused
-    from abtui.measure.engine import Engine
+    from abtui.measure.engine.front import Engine
 
     prof = profile()
     prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
@@ -303,7 +303,7 @@ def test_the_engine_never_imports_the_ui():
     import subprocess
     import sys
 
-    code = ("import sys, abtui.measure.engine, abtui.measure.headless, abtui.commands.run; "
+    code = ("import sys, abtui.measure.engine.front, abtui.measure.headless, abtui.commands.run; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'scipy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
@@ -352,7 +352,7 @@ class _Prepared:
 async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
     """Armed with the old options (or target), a run released after the flip would measure
     the old setting under the new phase: it is prepared again instead."""
-    from abtui.measure.engine import Engine
+    from abtui.measure.engine.front import Engine
 
     prof = profile()
     prof.knobs.append(Knob(name="streams", kind=KnobKind.IPERF3, key="parallel",
@@ -384,7 +384,7 @@ async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after()
     when it refused; the other pair is not held."""
     from abtui.core.builds import Build, Method
     from abtui.core.errors import KnobRefused
-    from abtui.measure.engine import Engine
+    from abtui.measure.engine.front import Engine
 
     prof = profile()
     prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))

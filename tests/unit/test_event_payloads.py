@@ -11,7 +11,7 @@ import pytest
 
 from abtui.core import events, model
 from abtui.core.events import PAYLOADS, Event, EventKind, EventReader
-from abtui.measure.synthetic import synthetic_events
+from abtui.measure.replay.synthetic import synthetic_events
 from abtui.sessions.session import Session
 from abtui.ui.state import ConsoleState
 
@@ -74,7 +74,7 @@ def test_every_kind_has_a_payload_and_both_readers_share_one_dispatch() -> None:
 
 
 def test_a_kind_a_reader_has_no_handler_for_is_logged_as_it_came() -> None:
-    from abtui.measure.synthetic import synthetic_profile
+    from abtui.measure.replay.synthetic import synthetic_profile
 
     state = ConsoleState(synthetic_profile(1))
     event = Event.of(events.Mark(text="x"))

@@ -17,9 +17,9 @@ from abtui.core.errors import RemoteError
 from abtui.core.events import Cpu, Event, EventKind, Facts
 from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
-from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
-from abtui.measure.run_cpu import CpuSampler
-from abtui.measure.run_sampling import RunSamplers
+from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
+from abtui.measure.run.cpu import CpuSampler
+from abtui.measure.run.sampling import RunSamplers
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.freebsd import FreeBSD
 from abtui.remote.iperf_cmd import CPU_END_MARK, cpu_loop_command

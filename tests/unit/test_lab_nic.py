@@ -19,7 +19,7 @@ from abtui.lab import vm as lab_vm
 from abtui.lab.mapping import STANDIN_KEY, LabFacts, map_profile
 from abtui.lab.netns import Lab
 from abtui.lab.prepare import lab_nics_for
-from abtui.measure.run_sampling import watch_samples
+from abtui.measure.run.sampling import watch_samples
 from abtui.profile import load_profile
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"

@@ -14,9 +14,9 @@ import asyncssh
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
-from abtui.measure.run_context import OwnerOf, RunContext, RunParsers, RunSpec
-from abtui.measure.run_lines import OutputLines
-from abtui.measure.run_sampling import RunSamplers
+from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
+from abtui.measure.run.lines import OutputLines
+from abtui.measure.run.sampling import RunSamplers
 from abtui.parse import PingParser
 from abtui.remote.asyncssh_privates import hand_output
 from abtui.remote.iperf_cmd import ARMED_MARK

@@ -1,4 +1,4 @@
-"""When a pair's continuous loop gives up (abtui.measure.engine.never_measured): a run that
+"""When a pair's continuous loop gives up (abtui.measure.engine.front.never_measured): a run that
 failed before its pair ever measured ends the loop only if starting again cannot help. A run
 whose stream stalled before its first interval (a guest just booted onto another build, a host
 under load) is started again; one that iperf3 itself ended is not. A PairRun on fake links,
@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 
 from abtui.core import model
 from abtui.core.events import Event
-from abtui.measure import runs
-from abtui.measure.engine import never_measured
-from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.engine.front import never_measured
+from abtui.measure.run import pair as runs
+from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
 from abtui.remote.iperf_cmd import ARMED_MARK
 from tests.unit.test_runs_arrival import _Link, _Parser, _Silent
 

@@ -1,4 +1,4 @@
-"""A reconnected host is read again before its pairs measure (abtui.measure.engine_verify),
+"""A reconnected host is read again before its pairs measure (abtui.measure.engine.verify),
 on a fake knob layer: what differs ends the phase, is recorded, and is re-applied (a value abtui
 set) or relabelled (the host's own value, or a refused re-apply). The lab test
 (tests/lab/test_reconnect_reread.py) does the same on real hosts."""
@@ -12,7 +12,7 @@ from abtui.core.configuration import pair_value, role_value
 from abtui.core.errors import KnobRefused
 from abtui.core.events import Event, EventKind
 from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, Scope
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 
 RMEM = Knob(name="rmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_rmem",
             values=("4096 131072 16384", "4096 131072 6291456"), scope=Scope.BOTH)
@@ -294,7 +294,7 @@ async def test_the_gate_holds_a_dropped_host_until_it_is_read_again():
     another hold's reading); a host not connected is not waited for."""
     import asyncio
 
-    from abtui.measure.engine_verify import HostGate, Unverified
+    from abtui.measure.engine.verify import HostGate, Unverified
 
     connected = {"r": True, "s": False}
     pool = SimpleNamespace(connected=lambda alias: connected[alias])

@@ -10,8 +10,8 @@ import pytest
 
 from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.events import Event, EventKind, Mark
-from abtui.measure.replay import ReplayController, profile_from_events
-from abtui.measure.synthetic import synthetic_events, synthetic_profile
+from abtui.measure.replay.controller import ReplayController, profile_from_events
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 
 
 def kinds(events: list[Event]) -> list[str]:

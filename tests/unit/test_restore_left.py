@@ -9,7 +9,7 @@ import json
 from abtui.core import events
 from abtui.core.events import Event
 from abtui.measure.headless import describe
-from abtui.measure.synthetic import synthetic_profile
+from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.ui.eventlog import EventLog
 from abtui.ui.record import SessionRecord
 from abtui.ui.state import ConsoleState

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from abtui.core.model import LinkState
-from abtui.measure.engine import Engine
+from abtui.measure.engine.front import Engine
 from tests.unit.test_engine_parts import FakeKnobs, profile
 
 

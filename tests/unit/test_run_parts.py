@@ -5,9 +5,9 @@ typed parser seam."""
 from __future__ import annotations
 
 from abtui.core.model import IperfSummary, LinkState
-from abtui.measure.run_context import OwnerOf
-from abtui.measure.run_procs import end_process
-from abtui.measure.seams import iperf_error_of, iperf_summary_of
+from abtui.measure.ports import iperf_error_of, iperf_summary_of
+from abtui.measure.run.context import OwnerOf
+from abtui.measure.run.procs import end_process
 from abtui.parse import Iperf3Result
 
 

@@ -20,9 +20,9 @@ from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
 from abtui.core.numbers import sig
-from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
-from abtui.measure.runs import PairRun
-from abtui.measure.seams import default_parser_factory
+from abtui.measure.ports import default_parser_factory
+from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.pair import PairRun
 from abtui.remote.iperf_cmd import ARMED_MARK
 from tests.fixtures import FIXTURES
 from tests.unit.fake_feed import FeedsLines
@@ -281,7 +281,7 @@ def test_measured_takes_the_receiving_side_of_every_recorded_udp_log(path: Path)
     """In every recorded UDP log (3.1.3 and 3.12 text, -J, 3.18 --json-stream), the intervals
     `measured` takes are those of the receiving side: a receiver's lines print jitter and
     lost/total datagrams, a sender's only what it sent."""
-    from abtui.measure.run_sides import measured
+    from abtui.measure.run.sides import measured
     from abtui.parse import parse_iperf3_json, parse_iperf3_text
 
     text = path.read_text()

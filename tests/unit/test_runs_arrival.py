@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 from abtui.core.events import Event, EventKind, IntervalMeasured
 from abtui.core.model import LinkState
-from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
-from abtui.measure.run_lines import OutputLines as _Lines
+from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.lines import OutputLines as _Lines
 from abtui.parse import Iperf3Result
 from abtui.remote.iperf_cmd import ARMED_MARK
 from tests.unit.fake_feed import FeedsLines
@@ -115,7 +115,8 @@ async def test_a_stopped_run_whose_client_never_ends_ends_within_a_bound(monkeyp
     """It used to wait for the client's output to end, spinning (a deadline already passed),
     for good: the run never ended, nor the console's start or stop waiting for it."""
     from abtui.core.model import Pair, TestOptions
-    from abtui.measure import run_reader, runs
+    from abtui.measure.run import pair as runs
+    from abtui.measure.run import reader as run_reader
 
     monkeypatch.setattr(run_reader, "STOP_WAIT_S", 0.5)
     events: list[Event] = []

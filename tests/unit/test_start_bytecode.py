@@ -23,7 +23,7 @@ WARM_IMPORTED = {"numpy", "scipy"}
 # driver and rich's emoji table (imported by its first frame) and asyncssh (by its first link)
 CONSOLE = """
 import json, sys, sysconfig
-import abtui.commands.tui, abtui.ui.app, abtui.ui.guard, abtui.measure.engine
+import abtui.commands.tui, abtui.ui.app, abtui.ui.guard, abtui.measure.engine.front
 import textual.drivers.linux_driver, rich._emoji_codes
 from abtui.remote.sshlib import asyncssh
 asyncssh.connect

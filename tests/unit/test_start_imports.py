@@ -40,7 +40,7 @@ def test_every_subcommand_is_still_listed_and_parses() -> None:
 
 def test_the_console_and_the_engine_import_no_ssh_until_a_link_connects() -> None:
     code = ("import abtui.commands.demo, abtui.commands.tui, abtui.lab.netns, abtui.ui.app, "
-            "abtui.ui.guard, abtui.measure.engine\n"
+            "abtui.ui.guard, abtui.measure.engine.front\n"
             "from abtui.remote.link import HostLink\n"
             "link = HostLink('lab-a-snd', ssh_config='/nonexistent')")
     assert _loaded_after(code) == []
@@ -72,13 +72,13 @@ import abtui.commands.tui as tui
 from abtui.profile import load_profile
 seen = {{}}
 def console(controller, title, subtitle="", *, on_hosts=False, **_kw):
-    seen["engine_at_open"] = "abtui.measure.engine" in sys.modules
+    seen["engine_at_open"] = "abtui.measure.engine.front" in sys.modules
     on_disk = []
     def shown(event):
         on_disk.append(controller.session_path.read_text().count(event.kind.value))
     controller.subscribe(shown)
     asyncio.run(controller.shutdown())
-    seen["engine_after"] = "abtui.measure.engine" in sys.modules
+    seen["engine_after"] = "abtui.measure.engine.front" in sys.modules
     seen["on_disk"] = on_disk
     return 0
 tui.open_console = console
@@ -101,7 +101,7 @@ def test_the_console_s_modules_bring_no_ssh_layer_nor_dialogs_before_the_first_f
     is built) and the dialog screens (abtui.ui.screens, when one is opened) for later."""
     code = ("import sys\n"
             "import abtui.commands.tui, abtui.hosts.undo, abtui.lab.lease, abtui.ui.keymap\n"
-            "import abtui.measure.seams, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
+            "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
             "print('loaded:' + ','.join(sorted(m for m in sys.modules if m.startswith("
             "('abtui.remote', 'abtui.ui.screens')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

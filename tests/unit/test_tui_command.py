@@ -42,7 +42,7 @@ def test_lab_profile_loads(tmp_path) -> None:  # type: ignore[no-untyped-def]
 def test_a_profile_opens_on_its_hosts_and_replay_on_a_replay(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import abtui.commands.tui as tui
     from abtui.cli import build_parser
-    from abtui.measure.replay import ReplayController
+    from abtui.measure.replay.controller import ReplayController
 
     path = tmp_path / "lab.toml"
     path.write_text(lab_profile_text())

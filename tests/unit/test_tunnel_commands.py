@@ -312,7 +312,7 @@ def test_linux_probe_asks_the_module_tree_and_creates_nothing_where_there_is_one
 
 
 def test_an_end_is_asked_whether_it_is_still_there(tmp_path):
-    """After a reconnect: a reset host has lost its ends (abtui.measure.engine_verify)."""
+    """After a reconnect: a reset host has lost its ends (abtui.measure.engine.verify)."""
     import subprocess
 
     from abtui.hosts.tunnel_commands import present_command

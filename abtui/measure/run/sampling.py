@@ -1,10 +1,10 @@
 """What a run samples beside iperf3: ping replies, watches (sysctls, commands) and host CPU
-(abtui.measure.run_cpu).
+(abtui.measure.run.cpu).
 
 Each sampler is a task of the run's own, turning what a host prints into PING, WATCH and CPU
 events; a watch or CPU sample that fails is reported once and its sampler goes on. A part of
-a run (abtui.measure.runs.PairRun) that owns these tasks; it never holds up the interval
-reader (abtui.measure.run_reader).
+a run (abtui.measure.run.pair.PairRun) that owns these tasks; it never holds up the interval
+reader (abtui.measure.run.reader).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import time
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState, PingReply, PingSummary, Watch
-from abtui.measure.run_context import RunContext
-from abtui.measure.run_cpu import CpuSampler
-from abtui.measure.seams import PingOutcome
+from abtui.measure.ports import PingOutcome
+from abtui.measure.run.context import RunContext
+from abtui.measure.run.cpu import CpuSampler
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     interrupt_group,

@@ -21,8 +21,8 @@ from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Profile, now
 from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import TUNNEL
-from abtui.measure.runs import PairRun
-from abtui.measure.seams import Emit, KnobApplier, NoKnobs
+from abtui.measure.ports import Emit, KnobApplier, NoKnobs
+from abtui.measure.run.pair import PairRun
 from abtui.remote.iperf_cmd import options_for
 from abtui.remote.link import HostLink
 
@@ -31,7 +31,7 @@ KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]
 
 
 class Runs(Protocol):
-    """What the knob changer needs of the runs (abtui.measure.engine_runs.RunScheduler)."""
+    """What the knob changer needs of the runs (abtui.measure.engine.runs.RunScheduler)."""
 
     def running(self, label: str) -> PairRun | None:
         """The pair's run released and not yet ended, if any."""
@@ -43,7 +43,7 @@ class Runs(Protocol):
 
 
 class Pauses(Protocol):
-    """What a build switch needs of the host verifier (abtui.measure.engine_verify)."""
+    """What a build switch needs of the host verifier (abtui.measure.engine.verify)."""
 
     def hold_switch(self, aliases: Sequence[str], since: float, wait_s: float) -> None:
         """No run starts on these hosts until they are read again (at most `wait_s`)."""

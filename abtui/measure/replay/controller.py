@@ -1,7 +1,7 @@
 """A Controller that replays events instead of driving hosts: for the console's tests, benches
 and demos while (or where) no real hosts are driven.
 
-Two sources: a recorded list of events (a saved session, or abtui.measure.synthetic's
+Two sources: a recorded list of events (a saved session, or abtui.measure.replay.synthetic's
 `synthetic_events`), replayed with
 its own timing scaled by `speed`; or, with no list, a live synthetic stream whose throughput
 level follows the knob values set through `set_knob`. Everything is deterministic for a seed.
@@ -24,7 +24,7 @@ from abtui.core.controller import Mode
 from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind, KnobChanged, RunStart
 from abtui.core.model import Knob, KnobKind, Pair, Profile
-from abtui.measure.synthetic import T0, Synth
+from abtui.measure.replay.synthetic import T0, Synth
 
 
 def profile_from_events(events: Sequence[AnyEvent], name: str = "replay") -> Profile:

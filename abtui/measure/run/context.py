@@ -1,8 +1,8 @@
 """What a run is given (RunSpec, its RunOwner, its RunParsers) and the context its parts share.
 
-A run (abtui.measure.runs.PairRun) is composed of three parts, each an object of its own:
-its remote processes (run_procs.RunProcesses), its samplers beside iperf3 (run_sampling:
-ping, watches, host CPU) and its interval reader (run_reader.IntervalReader). Each owns its
+A run (abtui.measure.run.pair.PairRun) is composed of three parts, each an object of its own:
+its remote processes (procs.RunProcesses), its samplers beside iperf3 (sampling:
+ping, watches, host CPU) and its interval reader (reader.IntervalReader). Each owns its
 own state; they share only this RunContext: the spec, the two links, the owner the run
 reports to, and what the run was told (stop, a link lost, retired).
 """
@@ -16,7 +16,7 @@ from typing import Protocol
 from abtui.core import events
 from abtui.core.events import AnyEvent, Event
 from abtui.core.model import Pair, TestOptions, Watch
-from abtui.measure.seams import Emit, ParserFactory, PingParserFactory
+from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.remote.link import HostLink
 
 PhaseFor = Callable[[str, float, float], tuple[int, bool]]

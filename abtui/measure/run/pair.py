@@ -5,10 +5,10 @@ released by the engine together with the other pairs', then streamed: every inte
 prints becomes an INTERVAL event, every ping reply a PING event, every watch sample a WATCH
 event, and the run ends with RUN_END. Whatever happens, every process it started is ended.
 
-PairRun is composed of its parts, each owning its state: the processes (run_procs), the
-samplers (run_sampling), the interval reader (run_reader), sharing one RunContext
-(run_context); this module streams and judges (how a run ends: ok, stopped, incomplete,
-error); which side's lines count is run_sides'.
+PairRun is composed of its parts, each owning its state: the processes (procs), the
+samplers (sampling), the interval reader (reader), sharing one RunContext
+(context); this module streams and judges (how a run ends: ok, stopped, incomplete,
+error); which side's lines count is sides'.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from dataclasses import asdict
 
 from abtui.core import events
 from abtui.core.model import LinkState
-from abtui.measure.run_context import RunContext, RunOwner, RunParsers, RunSpec
-from abtui.measure.run_procs import RunProcesses
-from abtui.measure.run_reader import STALL_INTERVALS, IntervalReader
-from abtui.measure.run_sampling import RunSamplers
-from abtui.measure.run_sides import fill_cpu
-from abtui.measure.seams import iperf_error_of, iperf_summary_of
+from abtui.measure.ports import iperf_error_of, iperf_summary_of
+from abtui.measure.run.context import RunContext, RunOwner, RunParsers, RunSpec
+from abtui.measure.run.procs import RunProcesses
+from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
+from abtui.measure.run.sampling import RunSamplers
+from abtui.measure.run.sides import fill_cpu
 from abtui.remote.link import HostLink
 
 __all__ = ["PairRun", "classify_iperf_error"]

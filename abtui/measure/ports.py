@@ -2,7 +2,8 @@
 
 The engine depends on these small protocols, not on the modules that implement them, so each
 side can be built and tested on its own; the `default_*` functions are the one place that binds
-them to the real modules (abtui.parse, abtui.hosts.knobs, abtui.sessions.writer).
+them to the real modules (abtui.parse, abtui.sessions.writer); the knob layer's applier on real
+hosts is abtui.hosts.applier.HostKnobs, handed in by the engine.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from abtui.core.events import AnyEvent
 from abtui.core.model import Interval, IperfSummary, Knob, Pair, PingReply, PingSummary, Profile
 
 if TYPE_CHECKING:  # (the console imports this module before its first frame: no SSH layer)
-    from abtui.hosts.undo import UndoJournal
-    from abtui.remote.dialect import Dialect
-    from abtui.remote.link import HostLink
     from abtui.sessions.writer import SessionWriter
 
 OutputFormat = Literal["text", "json-stream"]
@@ -147,43 +145,6 @@ class NoKnobs:
 
     async def restore(self) -> list[str]:
         return []
-
-
-class HostKnobs:
-    """The knob layer on real hosts (abtui.hosts.knobs, abtui.hosts.tunnels) behind KnobApplier."""
-
-    def __init__(self, profile: Profile, links: Mapping[str, HostLink],
-                 dialects: Mapping[str, Dialect], emit: Emit,
-                 journal: UndoJournal | None = None) -> None:
-        from abtui.hosts.knobs import KnobManager
-        from abtui.hosts.tunnels import TunnelManager
-
-        self.profile = profile
-        # the engine emits TUNNEL itself, per pair, with the new target
-        self.tunnels = TunnelManager(links, dialects, profile.pairs, journal=journal)
-        self.manager = KnobManager(links, dialects, journal=journal, emit=emit,
-                                   tunnels=self.tunnels)
-
-    async def apply(self, knob: Knob, value: str, pairs: Sequence[Pair],
-                    again: bool = False) -> Mapping[str, str]:
-        from abtui.hosts.knobs import resolve_targets
-
-        targets = resolve_targets(self.profile.pairs, knob, [p.label for p in pairs])
-        return (await self.manager.apply(knob, value, targets, again)).targets
-
-    async def current(self, knob: Knob, pairs: Sequence[Pair]) -> dict[str, dict[str, str]]:
-        """Each pair's value of a host knob now, per role (KnobManager.current)."""
-        return await self.manager.current(knob, pairs)
-
-    async def tunnel_intact(self, label: str, host: str) -> bool | None:
-        """The pair's tunnel ends on `host` still there (None: no tunnel abtui made there)."""
-        return await self.tunnels.intact(label, host)
-
-    async def restore(self) -> list[str]:
-        """Tunnels removed, knobs restored (RESTORE events); the journal is the engine's."""
-        from abtui.hosts.restore import set_back
-
-        return await set_back(self.manager, self.tunnels)
 
 
 def open_session_writer(path: Path, profile: Profile, compact: bool) -> SessionWriter:

@@ -4,7 +4,7 @@ streamed to their end.
 
 A run prepared before a restarting knob changed its pair is prepared again (`_fresh`); a busy
 server is retried on another port. What runs when (continuous mode, a plan's steps) is
-abtui.measure.engine's; one run's processes and output are abtui.measure.runs'.
+abtui.measure.engine.front's; one run's processes and output are abtui.measure.run.pair'.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
-from abtui.measure.engine_hosts import HostPool, install_hint
-from abtui.measure.engine_verify import HostGate
+from abtui.measure.engine.hosts import HostPool, install_hint
+from abtui.measure.engine.verify import HostGate
 from abtui.measure.phase_book import PhaseBook
-from abtui.measure.run_context import OwnerOf, RunParsers, RunSpec
-from abtui.measure.runs import PairRun
-from abtui.measure.seams import Emit, ParserFactory, PingParserFactory
+from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
+from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.pair import PairRun
 from abtui.measure.tasks import Tasks
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE
 from abtui.remote.link import HostLink

@@ -1,9 +1,9 @@
 """Synthetic sessions: a profile of made-up pairs and knobs, and a deterministic stream of
 events whose throughput level follows the knob values (KNOWN_FACTORS), for a seed.
 
-What the replay Controller (abtui.measure.replay) streams when it has no recording, and what
-the console's tests, benches and demos replay; kept apart from the Controller because they
-use it without one. No Textual here: this is domain code.
+What the replay Controller (abtui.measure.replay.controller) streams when it has no recording,
+and what the console's tests, benches and demos replay; kept apart from the Controller because
+they use it without one. No Textual here: this is domain code.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the console's bisect panel shows, folded from a session's events alone (so a live
 bisection and a replayed one show alike): the plan's mark names the candidates, each step's
-mark its call (abtui.measure.bisect.Step rows), the BisectLook events the step under way, the
+mark its call (abtui.measure.bisect.search.Step rows), the BisectLook events the step under way, the
 answer's mark the answer. The lines are short: an 80-column console shows them whole.
 No Textual here: this is domain code."""
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from abtui.core.events import BisectLook
-from abtui.measure.bisect import BAD, GOOD, UNDECIDED, Bisection, Step
+from abtui.measure.bisect.search import BAD, GOOD, UNDECIDED, Bisection, Step
 from abtui.reports import stats
 
 # beyond this many candidates, the untested ones outside the range left are one line each run

@@ -4,13 +4,13 @@ It implements abtui.core.controller.Controller. Runs of all pairs are prepared a
 together (runs.PairRun); the host clocks at release give the start skew. In continuous mode
 each pair's iperf3 is restarted as soon as a run ends, and knob changes open new phases
 (phases.PairPhases); in plan mode the profile's matrix is run step by step (plan.expand).
-Parsers, knob changes and the session store come in through abtui.measure.seams.
+Parsers, knob changes and the session store come in through abtui.measure.ports.
 
 The engine is a thin front over parts that own their state, each given its collaborators:
 the event bus (bus.EventBus), the phase book (phase_book.PhaseBook), the host pool
-(engine_hosts.HostPool), the knob changer (engine_knobs.KnobChanger), the run scheduler, the
-only owner of runs (engine_runs.RunScheduler), and the host verifier with its gate
-(engine_verify). This module is what runs when: continuous mode, the plan, stop and shutdown.
+(hosts.HostPool), the knob changer (knobs.KnobChanger), the run scheduler, the
+only owner of runs (runs.RunScheduler), and the host verifier with its gate
+(verify). This module is what runs when: continuous mode, the plan, stop and shutdown.
 """
 
 from __future__ import annotations
@@ -29,23 +29,23 @@ from abtui.core.controller import Mode
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind
 from abtui.core.model import BUILD_KINDS, LinkState, Profile, now
+from abtui.hosts.applier import HostKnobs
 from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
-from abtui.measure.engine_hosts import HostPool
-from abtui.measure.engine_knobs import KnobApplierFactory, KnobChanger
-from abtui.measure.engine_runs import RunScheduler
-from abtui.measure.engine_verify import HostGate, HostVerifier
+from abtui.measure.engine.hosts import HostPool
+from abtui.measure.engine.knobs import KnobApplierFactory, KnobChanger
+from abtui.measure.engine.runs import RunScheduler
+from abtui.measure.engine.verify import HostGate, HostVerifier
 from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, PlanStep, expand
-from abtui.measure.runs import PairRun
-from abtui.measure.seams import (
-    HostKnobs,
+from abtui.measure.ports import (
     ParserFactory,
     PingParserFactory,
     default_parser_factory,
     default_ping_parser_factory,
 )
+from abtui.measure.run.pair import PairRun
 from abtui.measure.tasks import Tasks
 from abtui.remote.iperf_cmd import run_seconds
 from abtui.remote.link import HostLink

@@ -1,5 +1,5 @@
 """A bisection the console runs (`abtui bisect` without --headless): the same steps, calls and
-marks as headless (abtui.measure.bisect_run.run_steps), in a task the console can stop. What
+marks as headless (abtui.measure.bisect.run.run_steps), in a task the console can stop. What
 the bisect panel shows comes as events (the step marks and BisectLook), not from here; this
 only says whether it runs and why it ended. No Textual here: this is domain code."""
 
@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from abtui.core.model import Profile
 from abtui.measure.alternate import STOP_WAIT_S
-from abtui.measure.bisect import Bisection
-from abtui.measure.bisect_run import BisectHost, BisectPlan, run_steps
+from abtui.measure.bisect.run import BisectHost, BisectPlan, run_steps
+from abtui.measure.bisect.search import Bisection
 
 
 class LiveBisection:

@@ -1,7 +1,7 @@
 """A run's remote processes: iperf3's server started on a free port, its client and ping
 armed, all released together, and every one of them ended whatever happens.
 
-A part of a run (abtui.measure.runs.PairRun), owning its processes: the one place that starts
+A part of a run (abtui.measure.run.pair.PairRun), owning its processes: the one place that starts
 a run's processes on a host and ends them, so the one that tells the undo journal of each and
 leaves orphans (a process on a host whose link dropped) to be ended once the link is back.
 """
@@ -14,9 +14,9 @@ import time
 
 from abtui.core.errors import RemoteError, RunFailed
 from abtui.core.model import LinkState, PingReply, PingSummary
-from abtui.measure.run_context import RunContext, RunOwner
-from abtui.measure.run_lines import OutputLines
-from abtui.measure.run_sides import reads_server, reads_server_cpu
+from abtui.measure.run.context import RunContext, RunOwner
+from abtui.measure.run.lines import OutputLines
+from abtui.measure.run.sides import reads_server, reads_server_cpu
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     SERVER_LISTENING,

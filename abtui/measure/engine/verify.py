@@ -43,11 +43,11 @@ from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, LinkState, Pair, Profile, now
 from abtui.hosts.knobs import HOST_KINDS
 from abtui.hosts.restore import rebooted
-from abtui.measure.engine_hosts import HostPool
-from abtui.measure.engine_knobs import KnobChanger, Runs
+from abtui.measure.engine.hosts import HostPool
+from abtui.measure.engine.knobs import KnobChanger, Runs
 from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import TUNNEL
-from abtui.measure.seams import Emit
+from abtui.measure.ports import Emit
 from abtui.measure.tasks import Tasks
 from abtui.remote.link import HostLink
 

@@ -1,6 +1,6 @@
 """`abtui bisect`: a bisection's steps run on the engine, each one an alternation of
 the knob between the good candidate and the one compared (abtui.measure.alternate's schedule,
-stretches, verdicts and `drive`), stopped by the step's call (abtui.measure.bisect.call) or
+stretches, verdicts and `drive`), stopped by the step's call (abtui.measure.bisect.search.call) or
 its maximum of blocks. One continuous run measures throughout; each step's stretches count
 only its own intervals. Every step is said and recorded as a mark carrying its row; the
 answer too; at its start and at every block a step says how it goes (a BisectLook event,
@@ -27,7 +27,7 @@ from abtui.measure.alternate import (
     order_line,
     verdicts_for,
 )
-from abtui.measure.bisect import UNDECIDED, Bisection, Step, bounded, call, worst
+from abtui.measure.bisect.search import UNDECIDED, Bisection, Step, bounded, call, worst
 from abtui.reports.sequential import FIRST_LOOK, Assessment
 
 
@@ -241,7 +241,7 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
 
 def deciding(looks: dict[str, Assessment], threshold: float
              ) -> tuple[str, float | None, float | None, float | None]:
-    """The pair that decides a step (abtui.measure.bisect.worst) and its Δ with the
+    """The pair that decides a step (abtui.measure.bisect.search.worst) and its Δ with the
     interval's ends (None while not bounded)."""
     got = worst(looks, threshold)
     pair, look = got if got is not None else ("", None)

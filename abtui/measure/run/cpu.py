@@ -18,8 +18,8 @@ import time
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
-from abtui.measure.run_context import RunContext
-from abtui.measure.run_procs import end_process, start_process
+from abtui.measure.run.context import RunContext
+from abtui.measure.run.procs import end_process, start_process
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.iperf_cmd import CPU_END_MARK, cpu_loop_command
 from abtui.remote.link import HostLink

@@ -22,7 +22,7 @@ from abtui.hosts.connect import held_line, open_hosts, probe_tunnels
 from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.measure.phase_book import PhaseBook
-from abtui.measure.seams import Emit
+from abtui.measure.ports import Emit
 from abtui.measure.tasks import Tasks
 from abtui.remote.dialect import Dialect
 from abtui.remote.iperf_cmd import parse_tools, tools_command

@@ -1,9 +1,9 @@
 """A run's interval reader: iperf3's output turned into INTERVAL events as it arrives.
 
 The client's lines are always read; the server's too when they measure the pair (UDP the
-client sends, see run_sides) or carry the sender's CPU line (-R in text mode). The reader
+client sends, see run.sides) or carry the sender's CPU line (-R in text mode). The reader
 owns both parsers and tells a stalled stream (no interval, or no data moved, for
-STALL_INTERVALS intervals) from one that ended. A part of a run (abtui.measure.runs.PairRun).
+STALL_INTERVALS intervals) from one that ended. A part of a run (abtui.measure.run.pair.PairRun).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import time
 from abtui.core import events
 from abtui.core.events import Event
 from abtui.core.model import Interval, IperfSummary
-from abtui.measure.run_context import RunContext
-from abtui.measure.run_lines import OutputLines
-from abtui.measure.run_sides import measured, reads_server
-from abtui.measure.seams import IperfOutcome, IperfParser, iperf_summary_of
+from abtui.measure.ports import IperfOutcome, IperfParser, iperf_summary_of
+from abtui.measure.run.context import RunContext
+from abtui.measure.run.lines import OutputLines
+from abtui.measure.run.sides import measured, reads_server
 
 # Time allowed for the connection set-up before the first interval is due.
 CONNECT_ALLOWANCE = 3.0
@@ -46,7 +46,7 @@ class IntervalReader:
         self._server_task: asyncio.Task[None] | None = None
 
     def follow_server(self, lines: OutputLines | None) -> None:
-        """Read the server's lines too, when they are kept (see run_sides)."""
+        """Read the server's lines too, when they are kept (see run.sides)."""
         if lines is not None and lines.keep:
             self._server_task = asyncio.get_running_loop().create_task(self._server_loop(lines))
 

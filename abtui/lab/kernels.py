@@ -11,7 +11,7 @@ A SPEC is one of
   virtme-ng boots one: with CONFIG_MODULES=y, the .ko files `make modules` left in the tree
   (modules.order, modules.builtin, modules.builtin.modinfo and System.map beside them).
 
-Nothing here starts a VM (abtui.lab.vm does).
+Nothing here starts a VM (abtui.lab.vm.guest does).
 """
 
 from __future__ import annotations

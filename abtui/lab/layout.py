@@ -32,7 +32,7 @@ def check_kernel_pairs(kernels: Mapping[str, str], pairs: int) -> dict[str, str]
 
 def check_nic_pairs(nics: Mapping[str, str], kernels: Mapping[str, str]) -> dict[str, str]:
     """Pair letter (upper case) -> data NIC model, each letter one of the VM pairs."""
-    from abtui.lab.vm import NIC_MODELS
+    from abtui.lab.vm.guest import NIC_MODELS
 
     out = {}
     for letter, model in nics.items():
@@ -68,7 +68,7 @@ class LabHost:
     data_address: str
     root_link: str  # the root-namespace end of its management veth (a VM host's tap)
     kernel: str = ""  # a VM host's kernel SPEC; "" for a namespace host (this machine's kernel)
-    nic: str = ""  # a VM host's data NIC model (abtui.lab.vm.NIC_MODELS); "" for veth
+    nic: str = ""  # a VM host's data NIC model (abtui.lab.vm.guest.NIC_MODELS); "" for veth
 
     @property
     def nic_name(self) -> str:
@@ -152,8 +152,8 @@ class LabLayout:
               nics: Mapping[str, str] | None = None) -> list[LabHost]:
         """The hosts of a lab with `pairs` pairs; `kernels` (pair letter -> SPEC) marks VM
         pairs and `nics` (pair letter -> model) their data NIC, by default those of the lab
-        that is up (a VM pair's NIC, when not named, is abtui.lab.vm.DEFAULT_NIC)."""
-        from abtui.lab.vm import DEFAULT_NIC
+        that is up (a VM pair's NIC, when not named, is abtui.lab.vm.guest.DEFAULT_NIC)."""
+        from abtui.lab.vm.guest import DEFAULT_NIC
 
         if not 1 <= pairs <= MAX_PAIRS:
             raise ValueError(f"a lab has 1 to {MAX_PAIRS} pairs")
@@ -214,7 +214,7 @@ class LabLayout:
     def vm_nics(self) -> dict[str, str]:
         """The NIC model of each VM pair of the lab that is up (a record from before NIC
         models were recorded: the default)."""
-        from abtui.lab.vm import DEFAULT_NIC
+        from abtui.lab.vm.guest import DEFAULT_NIC
 
         return {k: DEFAULT_NIC for k in self.kernel_specs()} | self.nic_models()
 

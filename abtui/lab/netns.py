@@ -7,7 +7,7 @@ addresses, sysctls and processes. Pair P has a veth data link 198.<o>.P.1 <-> 19
 listens. Everything the lab makes carries its name prefix, and `down` removes exactly that:
 a user's lab and a test run's never collide.
 
-A pair given a kernel (`up(kernels={"A": SPEC})`) has VM hosts instead (abtui.lab.vm): two
+A pair given a kernel (`up(kernels={"A": SPEC})`) has VM hosts instead (abtui.lab.vm.guest): two
 guests booting that kernel, their data NIC of the model `up(nics={"A": "e1000e"})` names,
 with the same names, addresses, keys and sshd as namespace hosts,
 their NICs on tap devices (`<prefix>-as`, `<prefix>-asd`, ...) and the pair's data link on a
@@ -16,7 +16,7 @@ bridge of its own (`<prefix>-ad`).
 This module brings a lab up (namespaces, veth links, the management bridge), takes it down and
 says how it is. A Lab owns its parts: its names and addresses (abtui.lab.layout.LabLayout), its
 keys, sshd and client files (abtui.lab.ssh_access.LabSsh, given the layout) and its VM pairs
-(abtui.lab.vmpairs.LabVmPairs, given both).
+(abtui.lab.vm.pairs.LabVmPairs, given both).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from abtui.lab.layout import MAX_PAIRS, LabHost, LabLayout, check_kernel_pairs, 
 from abtui.lab.lease import LabInUse
 from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
-from abtui.lab.vmboot import LabVmBoot
-from abtui.lab.vmpairs import VM_BANNER_TIMEOUT, LabVmPairs
+from abtui.lab.vm.boot import LabVmBoot
+from abtui.lab.vm.pairs import VM_BANNER_TIMEOUT, LabVmPairs
 from abtui.remote.lease import lease_files
 
 if TYPE_CHECKING:
@@ -162,8 +162,8 @@ class Lab:
            nics: Mapping[str, str] | None = None) -> list[LabHost]:
         """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
         letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot, `nics` a VM pair
-        to its data NIC's model (abtui.lab.vm.NIC_MODELS; the default where not named)."""
-        from abtui.lab.vm import DEFAULT_NIC
+        to its data NIC's model (abtui.lab.vm.guest.NIC_MODELS; the default where not named)."""
+        from abtui.lab.vm.guest import DEFAULT_NIC
 
         wanted = check_kernel_pairs(kernels or {}, pairs)
         models = {k: DEFAULT_NIC for k in wanted} | check_nic_pairs(nics or {}, wanted)
@@ -178,7 +178,7 @@ class Lab:
         resolved: dict[str, Kernel] = {}
         if wanted:
             from abtui.lab import kernels as kernel_specs
-            from abtui.lab import vm as lab_vm
+            from abtui.lab.vm import guest as lab_vm
 
             lab_vm.check_prerequisites()
             resolved = {letter: kernel_specs.resolve(spec) for letter, spec in wanted.items()}
@@ -280,7 +280,7 @@ class Lab:
         pair boots a Debian build (a kexec finds a Debian build's modules in the cache)."""
         from abtui.lab import kernels
         from abtui.lab.profile import kernel_knob
-        from abtui.lab.vmboot import switch_builds
+        from abtui.lab.vm.boot import switch_builds
 
         vm_pairs = sorted({h.pair for h in hosts if h.vm})
         if not vm_pairs or not all(kernels.DEBIAN_PACKAGE_RE.fullmatch(h.kernel)
@@ -329,7 +329,7 @@ class Lab:
 
     # ---- status -------------------------------------------------------------------------
     def status(self) -> dict[str, object]:
-        from abtui.lab.vm import ready_release, share_of
+        from abtui.lab.vm.guest import ready_release, share_of
 
         pairs = self.pair_count()
         meta = self.layout.record()

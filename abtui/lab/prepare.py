@@ -75,7 +75,7 @@ def lab_switch_builds(profile: Profile) -> LabBuilds | None:
     """How the lab's VM hosts reach each build the profile's [lab] builds names (each
     Debian package fetched into the kernel cache when it is not there yet)."""
     from abtui.lab import kernels
-    from abtui.lab.vmboot import switch_builds
+    from abtui.lab.vm.boot import switch_builds
 
     by_value = profile_builds(profile)
     if not by_value:

@@ -1,6 +1,6 @@
 """SSH into the lab's hosts: the lab's keys, each host's sshd (its config, started and waited
 for), and the client files (ssh_config, known_hosts) that `abtui` and plain `ssh -F` use. A
-namespace host's sshd is started here; a VM host's runs in its guest (abtui.lab.vmpairs) from the
+namespace host's sshd is started here; a VM host's runs in its guest (abtui.lab.vm.pairs) from the
 config written here.
 """
 

@@ -5,9 +5,9 @@ result) so the engine can feed live output line by line and `abtui import` whole
 the same code. No parser raises on any input: unrecognised text ends up in `parse_error`.
 """
 
-from abtui.parse.iperf3_json import Iperf3JsonParser, parse_iperf3_json
-from abtui.parse.iperf3_result import Iperf3Result
-from abtui.parse.iperf3_text import Iperf3TextParser, parse_iperf3_text
+from abtui.parse.iperf3.json import Iperf3JsonParser, parse_iperf3_json
+from abtui.parse.iperf3.result import Iperf3Result
+from abtui.parse.iperf3.text import Iperf3TextParser, parse_iperf3_text
 from abtui.parse.ping import PingParser, PingResult, parse_ping
 
 __all__ = [

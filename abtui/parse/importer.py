@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from abtui.core.errors import BadInput
-from abtui.parse.iperf3_json import parse_iperf3_json
-from abtui.parse.iperf3_result import Iperf3Result
-from abtui.parse.iperf3_text import parse_iperf3_text
+from abtui.parse.iperf3.json import parse_iperf3_json
+from abtui.parse.iperf3.result import Iperf3Result
+from abtui.parse.iperf3.text import parse_iperf3_text
 from abtui.parse.ping import PingResult, parse_ping
 
 _PING_MARKS = re.compile(r"^(?:\[\d+\.\d+\] )?(?:PING \S|\d+ bytes from .*(?:icmp_[sr]eq|seq)=|"

@@ -7,7 +7,7 @@ from statistics import fmean
 from abtui.core import numbers
 from abtui.core.model import CpuUtil, IperfSummary
 from abtui.parse.importer import ImportResult
-from abtui.parse.iperf3_result import Iperf3Result
+from abtui.parse.iperf3.result import Iperf3Result
 from abtui.parse.ping import PingResult
 
 rate = numbers.rate  # 3 significant digits, iperf3's 1000-based units (`19.0 Gbit/s`)

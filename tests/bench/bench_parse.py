@@ -15,7 +15,7 @@ import statistics
 import time
 
 from abtui.core.model import Interval
-from abtui.parse.iperf3_text import Iperf3TextParser
+from abtui.parse.iperf3.text import Iperf3TextParser
 from tests.bench.judge import measures
 
 INTERVALS = 62_500  # -P 2: 4 lines each

@@ -129,7 +129,7 @@ def _module_record(lab: Any) -> dict[str, Any]:
 def vm_kernel_switch() -> list[dict[str, Any]]:
     from abtui.core.errors import AbtuiError
     from abtui.lab import kernels
-    from abtui.lab import vm as lab_vm
+    from abtui.lab.vm import guest as lab_vm
 
     reason = lab_vm.missing_reason()
     if reason:

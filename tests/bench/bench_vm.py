@@ -26,7 +26,7 @@ def _vm_lab_up(name: str, specs: list[str]) -> dict[str, Any]:
     """The record `name`: seconds for `lab up` of one VM pair per SPEC (each fetched into the
     kernel cache first: the fetch is not part of the boot), the lab taken down after."""
     try:
-        lab_vm = importlib.import_module("abtui.lab.vm")
+        lab_vm = importlib.import_module("abtui.lab.vm.guest")
         kernels = importlib.import_module("abtui.lab.kernels")
     except ImportError:
         return {"name": name, "value": None, "unit": "s",

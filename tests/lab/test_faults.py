@@ -25,7 +25,7 @@ from abtui.lab.netns import Lab
 from abtui.lab.profile import TCP_RMEM_VALUES
 from abtui.measure.engine.front import Engine
 from abtui.measure.ports import open_session_writer
-from abtui.parse.iperf3_text import Iperf3TextParser
+from abtui.parse.iperf3.text import Iperf3TextParser
 from abtui.profile import load_profile
 from abtui.sessions.reader import load_events
 from tests.lab.engine_kit import (

@@ -1,4 +1,4 @@
-"""VM hosts (abtui.lab.vm): a lab whose pairs boot real Debian kernels under qemu.
+"""VM hosts (abtui.lab.vm.guest): a lab whose pairs boot real Debian kernels under qemu.
 
 One 2-pair VM lab for the whole module (four guests: pair A boots one kernel build, pair B
 another, as a built kernel tree assembled from its Debian package: `--kernel TREE` for real;
@@ -29,9 +29,9 @@ import pytest
 
 from abtui.core.errors import AbtuiError
 from abtui.hosts.connect import open_hosts
-from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
+from abtui.lab.vm import guest as lab_vm
 from abtui.profile import load_profile
 from tests.lab.guests import guest_ssh as _ssh
 from tests.lab.kernel_tree import tree_from_package

@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 
 from abtui.core.errors import AbtuiError
-from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
+from abtui.lab.vm import guest as lab_vm
 from tests.lab.guests import guest_ssh as _ssh
 from tests.lab.guests import ssh_argv
 from tests.lab.namespaces import make_test_lab

@@ -15,7 +15,7 @@ import pytest
 
 from abtui.core.events import Event, IntervalMeasured, RunEnd, RunStart
 from abtui.measure.ports import iperf_summary_of
-from abtui.parse.iperf3_text import Iperf3TextParser
+from abtui.parse.iperf3.text import Iperf3TextParser
 from abtui.sessions.session import Session
 from tests.bench import __main__ as runner
 from tests.bench import judge as j

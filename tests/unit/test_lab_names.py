@@ -35,7 +35,7 @@ def test_a_lab_is_composed_of_parts_sharing_one_layout(tmp_path, monkeypatch):
     layout's."""
     from abtui.lab.layout import LabLayout
     from abtui.lab.ssh_access import LabSsh
-    from abtui.lab.vmpairs import LabVmPairs
+    from abtui.lab.vm.pairs import LabVmPairs
 
     monkeypatch.setenv("ABTUI_LAB", "zlab,zla,233")
     lab = Lab.default()

@@ -15,10 +15,10 @@ from abtui.commands.lab import parse_nics
 from abtui.core.errors import BadInput
 from abtui.core.model import Knob, KnobKind, Role, Scope, Watch
 from abtui.lab import kernels, moderation
-from abtui.lab import vm as lab_vm
 from abtui.lab.mapping import STANDIN_KEY, LabFacts, map_profile
 from abtui.lab.netns import Lab
 from abtui.lab.prepare import lab_nics_for
+from abtui.lab.vm import guest as lab_vm
 from abtui.measure.run.sampling import watch_samples
 from abtui.profile import load_profile
 

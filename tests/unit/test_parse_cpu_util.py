@@ -12,8 +12,8 @@ import pytest
 
 from abtui.core.model import CpuUtil
 from abtui.parse.importer import import_text
-from abtui.parse.iperf3_json import parse_iperf3_json
-from abtui.parse.iperf3_text import parse_iperf3_text
+from abtui.parse.iperf3.json import parse_iperf3_json
+from abtui.parse.iperf3.text import parse_iperf3_text
 from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"

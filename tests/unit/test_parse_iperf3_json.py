@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from abtui.parse.iperf3_json import Iperf3JsonParser, parse_iperf3_json
+from abtui.parse.iperf3.json import Iperf3JsonParser, parse_iperf3_json
 from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.parse.iperf3_text import Iperf3TextParser, parse_iperf3_text
+from abtui.parse.iperf3.text import Iperf3TextParser, parse_iperf3_text
 from tests.fixtures import FIXTURES
 
 V312 = FIXTURES / "iperf3-3.12"

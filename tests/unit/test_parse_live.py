@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from abtui.parse.iperf3_text import Iperf3TextParser
+from abtui.parse.iperf3.text import Iperf3TextParser
 from abtui.parse.ping import PingParser
 
 BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}

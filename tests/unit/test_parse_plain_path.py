@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.parse.iperf3_text import Iperf3TextParser
+from abtui.parse.iperf3.text import Iperf3TextParser
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOGS = sorted(p for p in FIXTURES.rglob("*.txt"))

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from abtui.core.errors import BadInput
 from abtui.parse.importer import detect, import_text
-from abtui.parse.iperf3_json import Iperf3JsonParser
-from abtui.parse.iperf3_text import Iperf3TextParser
+from abtui.parse.iperf3.json import Iperf3JsonParser
+from abtui.parse.iperf3.text import Iperf3TextParser
 from abtui.parse.ping import PingParser
 from tests.fixtures import FIXTURES
 

@@ -15,11 +15,11 @@ import pytest
 from abtui import cli
 from abtui.core.errors import BadInput, LabError
 from abtui.core.model import KnobKind
-from abtui.lab import vm as lab_vm
 from abtui.lab.kernels import Kernel
 from abtui.lab.netns import Lab
 from abtui.lab.profile import LabBuild, kernel_knob, render_lab_profile
-from abtui.lab.vmboot import booted_kernel, kexec_command
+from abtui.lab.vm import guest as lab_vm
+from abtui.lab.vm.boot import booted_kernel, kexec_command
 from abtui.profile import load_profile
 
 K57 = Kernel("linux-image-6.1.0-57-amd64", "/c/linux-image-6.1.0-57-amd64/root/boot/vmlinuz-x",

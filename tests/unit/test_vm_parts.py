@@ -14,11 +14,11 @@ from abtui.commands.lab import parse_kernels
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 from abtui.lab import kernels
-from abtui.lab import vm as lab_vm
 from abtui.lab.mapping import LabFacts, map_profile
 from abtui.lab.netns import Lab
 from abtui.lab.prepare import lab_kernels_for
 from abtui.lab.profile import render_lab_profile
+from abtui.lab.vm import guest as lab_vm
 from abtui.profile import load_profile
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"

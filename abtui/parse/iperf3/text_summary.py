@@ -1,7 +1,7 @@
 """The end of an iperf3 text log: its sender and receiver lines, kept as they are read, made
 into the result's summaries (one per direction, one per stream).
 
-Apart from the line-by-line parser (iperf3_text), whose feeding is the hot path: this runs only
+Apart from the line-by-line parser (text), whose feeding is the hot path: this runs only
 when a result is asked for, and sees only end-of-test lines.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from abtui.core.model import IperfSummary
-from abtui.parse.iperf3_result import Iperf3Result
+from abtui.parse.iperf3.result import Iperf3Result
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from abtui.core.model import CpuUtil, Interval, IperfSummary
-from abtui.parse.iperf3_result import Iperf3Result, forget_unheard, local_sends, place_cpu
+from abtui.parse.iperf3.result import Iperf3Result, forget_unheard, local_sends, place_cpu
 
 
 class Iperf3JsonParser:

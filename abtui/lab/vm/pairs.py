@@ -1,7 +1,7 @@
-"""A lab's VM pairs: each pair given a kernel runs as two guests (abtui.lab.vm) booting it, on
+"""A lab's VM pairs: each pair given a kernel runs as two guests (abtui.lab.vm.guest) booting it, on
 tap devices (`<prefix>-as`, `<prefix>-asd`, ...) with the pair's data link on a bridge of its own
 (`<prefix>-ad`). Here the lab starts them, waits for their sshd, and finds their processes (for
-`down`); a guest's own command line and script are abtui.lab.vm's.
+`down`); a guest's own command line and script are abtui.lab.vm.guest's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
 
 if TYPE_CHECKING:
     from abtui.lab.kernels import Kernel
-    from abtui.lab.vm import Guest
+    from abtui.lab.vm.guest import Guest
 
 # a TCG guest boots in ~17 s alone on this machine's 2 cores; several at once, under load, take
 # a few times that
@@ -42,8 +42,8 @@ class LabVmPairs:
 
     def guest(self, h: LabHost, kernel: Kernel) -> Guest:
         """The guest a VM host runs as, booting `kernel`."""
-        from abtui.lab import vm as lab_vm
-        from abtui.lab.vm import Guest, mac
+        from abtui.lab.vm import guest as lab_vm
+        from abtui.lab.vm.guest import Guest, mac
 
         p = ord(h.pair.lower()) - ord("a") + 1
         role = 1 if h.role == "sender" else 2
@@ -60,7 +60,7 @@ class LabVmPairs:
         """Taps, data bridges and guests of the VM pairs (a guest that runs is kept, unless
         its alias is in `restart`: it is stopped and booted again); the guests started, with
         their start times."""
-        from abtui.lab import vm as lab_vm
+        from abtui.lab.vm import guest as lab_vm
 
         accel, why = lab_vm.accelerator(next(iter(kernels.values())))
         meta.update({"accel": accel, "accel_why": why})
@@ -95,7 +95,7 @@ class LabVmPairs:
     def runs_other(self, h: LabHost, kernels: Mapping[str, Kernel]) -> bool:
         """Whether the VM host's guest said it runs another release than its pair's kernel
         (switched by `lab boot` or a kexec from inside)."""
-        from abtui.lab import vm as lab_vm
+        from abtui.lab.vm import guest as lab_vm
 
         said = lab_vm.ready_release(lab_vm.share_of(self.layout.state_dir, h.alias))
         return h.pair in kernels and said is not None and said != kernels[h.pair].release
@@ -103,7 +103,7 @@ class LabVmPairs:
     def stop(self, g: Guest) -> None:
         """End a guest's qemu and its virtme-ng process (the lab started both), and wait
         until they are gone (its taps are free again)."""
-        from abtui.lab import vm as lab_vm
+        from abtui.lab.vm import guest as lab_vm
 
         pids = {p for p in (lab_vm.qemu_pid(g), self.vng_pid(g.alias)) if p is not None}
         terminate([p for p in pids if pid_alive(p)])
@@ -122,7 +122,7 @@ class LabVmPairs:
         """Wait for every started guest's sshd; seconds from start to SSH, per host. With
         `verify`, a guest is up only once its script said it runs its kernel's release (a
         guest that says another is a LabError: it booted another build)."""
-        from abtui.lab import vm as lab_vm
+        from abtui.lab.vm import guest as lab_vm
 
         boot: dict[str, float] = {}
         deadline = time.monotonic() + timeout

@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from abtui.lab.kernels import Kernel
     from abtui.lab.layout import LabHost, LabLayout
     from abtui.lab.profile import LabBuild
-    from abtui.lab.vm import Guest
-    from abtui.lab.vmpairs import LabVmPairs
+    from abtui.lab.vm.guest import Guest
+    from abtui.lab.vm.pairs import LabVmPairs
 
 METHODS = ("power", "kexec")
 # seconds for the kexec'd kernel to be loaded (the image and initramfs read over 9p under TCG)
@@ -85,7 +85,7 @@ def booted_kernel(layout: LabLayout, h: LabHost) -> Kernel:
     package of that release in the kernel cache (a kexec from inside tells the lab nothing)."""
     from abtui.lab import kernels
     from abtui.lab.kernels import Kernel
-    from abtui.lab.vm import ready_release, share_of
+    from abtui.lab.vm.guest import ready_release, share_of
 
     meta = layout.record()
     said = ready_release(share_of(layout.state_dir, h.alias))
@@ -176,7 +176,7 @@ class LabVmBoot:
                      ) -> dict[str, Guest]:
         """Every host's guest stopped and booted again on `kernel` (taps, MACs, addresses,
         sshd config and host key are the same: only the kernel differs)."""
-        from abtui.lab import vm as lab_vm
+        from abtui.lab.vm import guest as lab_vm
 
         accel = str(self.layout.record().get("accel") or lab_vm.accelerator(kernel)[0])
         guests = {h.alias: self.vms.guest(h, kernel) for h in hosts}
@@ -288,8 +288,8 @@ def _image_of(kernel: Kernel) -> str:
 def initramfs(kernel: Kernel) -> Path:
     """virtme-ng's initramfs for `kernel` (its 9p, virtio and overlayfs modules), made once
     and kept in the kernel cache beside the builds."""
-    from abtui.lab import vm as lab_vm
     from abtui.lab.kernels import cache_root
+    from abtui.lab.vm import guest as lab_vm
 
     image = Path(_image_of(kernel))
     stamp = f"{image.resolve()}:{image.stat().st_mtime_ns}:{kernel.modules}"

@@ -5,7 +5,7 @@ The aggregate of an interval is the stream line with one stream, the [SUM] line 
 server). The stream count comes from the "connected to" lines before the first header; a log
 cut before them is read as single-stream until a [SUM] line or a second stream id says
 otherwise. Bits are 1000-based, bytes 1024-based, as iperf3 prints them. The end-of-test lines
-are kept here and made into summaries by iperf3_text_summary.
+are kept here and made into summaries by text_summary.
 
 Live use: iperf3 3.12's `--forceflush` does not flush after a [SUM] line, so over a pipe the
 aggregate of a `-P N` interval arrives one interval late; run iperf3 under `stdbuf -oL` (or on a
@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from abtui.core.model import CpuUtil, Interval
-from abtui.parse.iperf3_result import Iperf3Result, forget_unheard, local_sends, place_cpu
-from abtui.parse.iperf3_text_summary import EndLine, Ends, place_summaries
+from abtui.parse.iperf3.result import Iperf3Result, forget_unheard, local_sends, place_cpu
+from abtui.parse.iperf3.text_summary import EndLine, Ends, place_summaries
 
 _BITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}

@@ -14,7 +14,7 @@ import shlex
 from typing import Any
 
 from abtui.core.errors import BadInput
-from abtui.core.model import Pair, TestOptions
+from abtui.core.model import DEFAULT_IPERF3, Pair, TestOptions
 
 MIN_INTERVAL = 0.1
 # A continuous run is a chain of runs this long, restarted as soon as one ends.
@@ -40,6 +40,13 @@ class HostTools:
     iperf_version: tuple[int, int] | None
     bash: bool
     stdbuf: bool
+
+
+def install_hint(program: str) -> str:
+    """How to get the iperf3 a host lacks (said when connecting and when a run cannot start)."""
+    if program == DEFAULT_IPERF3:
+        return "install the iperf3 package"
+    return "install iperf3 there, or correct the profile's [test] iperf3 option"
 
 
 def tools_command(program: str) -> str:

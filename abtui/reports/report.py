@@ -184,7 +184,7 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
 
 
 # Which side's interval lines a pair's throughput is made of, per protocol
-# (abtui.measure.run.sides).
+# (abtui.parse.iperf3.sides).
 SIDES = ("Intervals are iperf3's own lines: for TCP the client's (the sender's; the "
          "receiver's with -R), for UDP the receiving side's (what arrived, not the rate "
          "offered).")

@@ -22,7 +22,7 @@ from abtui.hosts.undo import UndoJournal
 from abtui.lab.netns import Lab
 from abtui.measure.engine.front import Engine
 from abtui.measure.headless import run_headless
-from abtui.measure.run.lines import OutputLines
+from abtui.remote.lines import OutputLines
 from abtui.sessions.reader import load_events
 from tests.lab.engine_kit import (
     UNIT,

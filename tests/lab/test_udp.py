@@ -17,7 +17,7 @@ from abtui.core.model import Pair
 from abtui.core.numbers import sig
 from abtui.lab.netns import Lab
 from abtui.measure.run.reader import SERVER_SUFFIX
-from abtui.measure.run.sides import STUB_FRACTION
+from abtui.parse.iperf3.sides import STUB_FRACTION
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 from tests.lab.engine_kit import Recorder, lab_profile, make_engine, run_plan, until

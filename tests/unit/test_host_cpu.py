@@ -294,7 +294,7 @@ def test_sampler_one_loop_per_host_and_ticks_since_the_previous() -> None:
 def test_a_stopped_run_ends_its_cpu_loops_before_its_cleanup_is_done() -> None:
     events: list[Event] = []
     snd = _CpuLink("snd", ["cpu  1 0 0 1 0 0 0 0\n"] * 100)
-    samplers = RunSamplers(_context(snd, events))
+    samplers = RunSamplers(_context(snd, events), CpuSampler)
 
     async def sample() -> None:
         samplers.start(None, [])

@@ -15,11 +15,12 @@ import asyncssh
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
 from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
-from abtui.measure.run.lines import OutputLines
+from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse import PingParser
 from abtui.remote.asyncssh_privates import hand_output
 from abtui.remote.iperf_cmd import ARMED_MARK
+from abtui.remote.lines import OutputLines
 from abtui.remote.streams import LineFeed
 from tests.unit.fake_feed import Follows
 
@@ -134,7 +135,7 @@ async def test_ping_replies_become_events_as_their_packet_arrives() -> None:
     link = SimpleNamespace(alias="s", state=LinkState.CONNECTED)
     ctx = RunContext(spec, link, link, OwnerOf(got.append, phase_for),  # type: ignore[arg-type]
                      RunParsers(lambda _f: None, PingParser))  # type: ignore[arg-type,return-value]
-    samplers = RunSamplers(ctx)
+    samplers = RunSamplers(ctx, CpuSampler)
     fake = _Feeding()
     samplers.start(fake, [])  # type: ignore[arg-type]
     await asyncio.sleep(0)  # the ping's task has set its feed

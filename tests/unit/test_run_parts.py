@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from abtui.core.model import IperfSummary, LinkState
 from abtui.measure.ports import iperf_error_of, iperf_summary_of
-from abtui.measure.run.context import OwnerOf
-from abtui.measure.run.procs import end_process
+from abtui.measure.run.context import OwnerOf, RunContext
 from abtui.parse import Iperf3Result
 
 
@@ -42,18 +41,23 @@ def _owner(book: _Book, orphans: list[tuple[str, int]]) -> OwnerOf:
                    orphan=lambda link, pgid: orphans.append((link.alias, pgid)))
 
 
+def _context(owner: OwnerOf) -> RunContext:
+    """A run's context with only its owner: ending a process asks nothing else of it."""
+    return RunContext(None, None, None, owner, None)  # type: ignore[arg-type]
+
+
 async def test_a_process_ended_on_a_connected_host_is_forgotten_by_the_journal() -> None:
     book, orphans = _Book(), []  # type: ignore[var-annotated]
     link = _Link("s")
     proc = _Proc(link, 42)
-    await end_process(_owner(book, orphans), proc)  # type: ignore[arg-type]
+    await _context(_owner(book, orphans)).end_process(proc)  # type: ignore[arg-type]
     assert proc.terminated and book.lines == [("ended", "s", "42")] and orphans == []
 
 
 async def test_a_process_on_a_lost_link_is_handed_over_as_an_orphan_not_forgotten() -> None:
     book, orphans = _Book(), []  # type: ignore[var-annotated]
     link = _Link("s", LinkState.RECONNECTING)
-    await end_process(_owner(book, orphans), _Proc(link, 42))  # type: ignore[arg-type]
+    await _context(_owner(book, orphans)).end_process(_Proc(link, 42))  # type: ignore[arg-type]
     assert orphans == [("s", 42)] and book.lines == []  # still to be ended: not forgotten
 
 

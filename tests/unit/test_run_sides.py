@@ -281,8 +281,8 @@ def test_measured_takes_the_receiving_side_of_every_recorded_udp_log(path: Path)
     """In every recorded UDP log (3.1.3 and 3.12 text, -J, 3.18 --json-stream), the intervals
     `measured` takes are those of the receiving side: a receiver's lines print jitter and
     lost/total datagrams, a sender's only what it sent."""
-    from abtui.measure.run.sides import measured
     from abtui.parse import parse_iperf3_json, parse_iperf3_text
+    from abtui.parse.iperf3.sides import measured
 
     text = path.read_text()
     r = parse_iperf3_json(text) if "json" in path.name else parse_iperf3_text(text)

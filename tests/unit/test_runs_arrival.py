@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from abtui.core.events import Event, EventKind, IntervalMeasured
 from abtui.core.model import LinkState
 from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
-from abtui.measure.run.lines import OutputLines as _Lines
 from abtui.parse import Iperf3Result
 from abtui.remote.iperf_cmd import ARMED_MARK
+from abtui.remote.lines import OutputLines as _Lines
 from tests.unit.fake_feed import FeedsLines
 
 

@@ -99,7 +99,8 @@ class Engine:
         self.runs = RunScheduler(profile, self.book, self.hosts, self.gate, self.emit,
                                  self.tasks, parser_factory=parser_factory or
                                  default_parser_factory(),
-                                 ping_parser_factory=ping_parser_factory, raw_sink=raw_sink)
+                                 ping_parser_factory=ping_parser_factory, new_run=PairRun,
+                                 raw_sink=raw_sink)
         self.knobs = KnobChanger(profile, self.book, self.runs, self.emit)
         self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
                                      self.runs, self.emit, self.tasks)

@@ -13,27 +13,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
-from abtui.core.model import DEFAULT_IPERF3, LinkState, Profile
+from abtui.core.model import LinkState, Profile
 from abtui.hosts.connect import held_line, open_hosts, probe_tunnels
 from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import HostRecord, UndoJournal
-from abtui.measure.phase_book import PhaseBook
 from abtui.measure.ports import Emit
 from abtui.measure.tasks import Tasks
 from abtui.remote.dialect import Dialect
-from abtui.remote.iperf_cmd import parse_tools, tools_command
+from abtui.remote.iperf_cmd import install_hint, parse_tools, tools_command
 from abtui.remote.link import HostLink
 
-
-def install_hint(program: str) -> str:
-    """How to get the iperf3 a host lacks (said when connecting and when a run cannot start)."""
-    if program == DEFAULT_IPERF3:
-        return "install the iperf3 package"
-    return "install iperf3 there, or correct the profile's [test] iperf3 option"
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.phase_book import PhaseBook
 
 
 OnState = Callable[[HostLink, LinkState, str], None]

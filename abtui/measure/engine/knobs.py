@@ -12,19 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from abtui.core import events
 from abtui.core.configuration import pair_value
 from abtui.core.errors import AbtuiError, BadInput, KnobRefused
 from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Profile, now
-from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import TUNNEL
 from abtui.measure.ports import Emit, KnobApplier, NoKnobs
-from abtui.measure.run.pair import PairRun
 from abtui.remote.iperf_cmd import options_for
 from abtui.remote.link import HostLink
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.phase_book import PhaseBook
+    from abtui.measure.run.pair import PairRun
 
 # Builds the knob layer once links exist: (links by alias, emit) -> applier.
 KnobApplierFactory = Callable[[Mapping[str, HostLink], Emit], KnobApplier]

@@ -12,22 +12,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
-from abtui.measure.engine.hosts import HostPool, install_hint
-from abtui.measure.engine.verify import HostGate
-from abtui.measure.phase_book import PhaseBook
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
-from abtui.measure.run.pair import PairRun
 from abtui.measure.tasks import Tasks
-from abtui.remote.iperf_cmd import JSON_STREAM_SINCE
+from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
 from abtui.remote.link import HostLink
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.engine.hosts import HostPool
+    from abtui.measure.engine.verify import HostGate
+    from abtui.measure.phase_book import PhaseBook
+    from abtui.measure.run.context import RunOwner
+    from abtui.measure.run.pair import PairRun
+
+    NewRun = Callable[[RunSpec, HostLink, HostLink, RunOwner, RunParsers], PairRun]
 
 BUSY_RETRIES = 3
 # A pause between the last pair armed and the release, so no host is still busy arming.
@@ -40,8 +45,9 @@ class RunScheduler:
     def __init__(self, profile: Profile, book: PhaseBook, pool: HostPool, gate: HostGate,
                  emit: Emit, tasks: Tasks, *, parser_factory: ParserFactory,
                  ping_parser_factory: PingParserFactory | None,
-                 raw_sink: Callable[[str, str], None] | None = None) -> None:
+                 new_run: NewRun, raw_sink: Callable[[str, str], None] | None = None) -> None:
         self.profile = profile
+        self._make_run = new_run  # a run is made by its own class, handed in by the engine
         self._book, self._pool, self._gate = book, pool, gate  # what a run is armed from
         self._emit, self._tasks = emit, tasks
         self.parser_factory = parser_factory
@@ -125,8 +131,9 @@ class RunScheduler:
                           if opts.host_cpu and a in self._pool.dialects})
         owner = OwnerOf(self._emit, self._book.classify, raw_sink=self.raw_sink,
                         book=self._pool.journal, orphan=self._pool.orphans.add)
-        return PairRun(spec, self._pool.links[pair.sender], self._pool.links[pair.receiver],
-                       owner, RunParsers(self.parser_factory, self.ping_parser_factory))
+        return self._make_run(spec, self._pool.links[pair.sender],
+                              self._pool.links[pair.receiver], owner,
+                              RunParsers(self.parser_factory, self.ping_parser_factory))
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:
         self._emit(Event.of(events.Error(message=message), pair=label))

@@ -35,6 +35,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.configuration import UNKNOWN, pair_value, role_value
@@ -43,13 +44,15 @@ from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, LinkState, Pair, Profile, now
 from abtui.hosts.knobs import HOST_KINDS
 from abtui.hosts.restore import rebooted
-from abtui.measure.engine.hosts import HostPool
-from abtui.measure.engine.knobs import KnobChanger, Runs
-from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import TUNNEL
 from abtui.measure.ports import Emit
 from abtui.measure.tasks import Tasks
 from abtui.remote.link import HostLink
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.engine.hosts import HostPool
+    from abtui.measure.engine.knobs import KnobChanger, Runs
+    from abtui.measure.phase_book import PhaseBook
 
 # How long a run waits for a reconnected host's knobs to be read again.
 VERIFY_WAIT_S = 60.0

@@ -1,5 +1,6 @@
 """One run of a pair: iperf3 (and ping, CPU samplers) started, read and ended. `pair.PairRun`
-is composed of a shared context (`context`) and parts it creates: its processes (`procs`),
-the interval reader (`reader`), the samplers (`sampling`, `cpu`) and the helpers they share
-(`lines`: a process's output lines; `sides`: which side of iperf3 measures what).
+creates its parts and hands each the run's shared context (`context`): its processes (`procs`),
+the interval reader (`reader`) and the samplers (`sampling`, given `cpu`'s host-CPU sampler).
+The parts stand on nothing else of measure/: a process's output lines are abtui.remote.lines',
+which side of iperf3 measures is abtui.parse.iperf3.sides'.
 """

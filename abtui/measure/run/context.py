@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from abtui.core import events
 from abtui.core.events import AnyEvent, Event
-from abtui.core.model import Pair, TestOptions, Watch
-from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
+from abtui.core.model import LinkState, Pair, TestOptions, Watch
 from abtui.remote.link import HostLink
+from abtui.remote.streams import RemoteProcess
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 
 PhaseFor = Callable[[str, float, float], tuple[int, bool]]
 RawSink = Callable[[str, str], None]
@@ -149,3 +152,23 @@ class RunContext:
 
     def phase(self, received: float, duration: float) -> tuple[int, bool]:
         return self.owner.phase_for(self.label, received, duration)
+
+    async def start_process(self, link: HostLink, command: str,
+                            what: str) -> RemoteProcess[HostLink]:
+        """A long command of the run's started on `link`, its process group written down: the
+        one place a run's parts start a process on a host."""
+        proc = await link.stream(command)
+        if proc.pgid is not None:
+            self.owner.started(link.alias, proc.pgid, what)
+        return proc
+
+    async def end_process(self, proc: RemoteProcess[HostLink]) -> None:
+        """A long command of the run's ended for certain (or, its link down, left to be ended
+        once the link is back), its process group struck off."""
+        if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
+            self.owner.orphaned(proc.link, proc.pgid)  # ended once the link is back
+            await proc.terminate()
+            return
+        await proc.terminate()
+        if proc.pgid is not None:
+            self.owner.ended(proc.link.alias, proc.pgid)

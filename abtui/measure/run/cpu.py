@@ -14,16 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
-from abtui.measure.run.context import RunContext
-from abtui.measure.run.procs import end_process, start_process
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.iperf_cmd import CPU_END_MARK, cpu_loop_command
 from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.run.context import RunContext
 
 # How long the loop is given to end by itself (end of file on stdin) before it is killed.
 END_GRACE_S = 1.0
@@ -72,8 +74,8 @@ class CpuSampler:
 
     async def _one_loop(self) -> None:
         """The remote loop started and read until it ends (a failure said once)."""
-        start = asyncio.ensure_future(start_process(
-            self.ctx.owner, self.link, cpu_loop_command(self.command), "host CPU"))
+        start = asyncio.ensure_future(self.ctx.start_process(
+            self.link, cpu_loop_command(self.command), "host CPU"))
         try:
             proc = await asyncio.shield(start)
         except RemoteError as exc:
@@ -154,5 +156,5 @@ class CpuSampler:
             proc.close_stdin()
         with contextlib.suppress(TimeoutError):
             await proc.wait(END_GRACE_S)
-        await end_process(self.ctx.owner, proc)
+        await self.ctx.end_process(proc)
         self._proc = None

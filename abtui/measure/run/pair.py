@@ -20,10 +20,11 @@ from abtui.core import events
 from abtui.core.model import LinkState
 from abtui.measure.ports import iperf_error_of, iperf_summary_of
 from abtui.measure.run.context import RunContext, RunOwner, RunParsers, RunSpec
+from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.procs import RunProcesses
 from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
 from abtui.measure.run.sampling import RunSamplers
-from abtui.measure.run.sides import fill_cpu
+from abtui.parse.iperf3.sides import fill_cpu
 from abtui.remote.link import HostLink
 
 __all__ = ["PairRun", "classify_iperf_error"]
@@ -50,7 +51,7 @@ class PairRun:
                  parsers: RunParsers) -> None:
         self.context = RunContext(spec, sender, receiver, owner, parsers)
         self.processes = RunProcesses(self.context)
-        self.samplers = RunSamplers(self.context)
+        self.samplers = RunSamplers(self.context, CpuSampler)
         self.reader = IntervalReader(self.context)
         self.status = "error"
         self.message = ""
@@ -127,7 +128,8 @@ class PairRun:
         ping = await self.samplers.finish_ping(procs.idle_summary)
         await self.cleanup()
         summary = iperf_summary_of(result)
-        fill_cpu(summary, self.reader.server_summary())
+        server = self.reader.server_outcome()
+        fill_cpu(summary, iperf_summary_of(server) if server is not None else None)
         reverse = iperf_summary_of(result, reverse=True) if self.status != "error" else None
         self.context.event(events.RunEnd(
             run=self.spec.run_id, status=self.status,

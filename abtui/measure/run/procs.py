@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from typing import TYPE_CHECKING
 
 from abtui.core.errors import RemoteError, RunFailed
-from abtui.core.model import LinkState, PingReply, PingSummary
-from abtui.measure.run.context import RunContext, RunOwner
-from abtui.measure.run.lines import OutputLines
-from abtui.measure.run.sides import reads_server, reads_server_cpu
+from abtui.core.model import PingReply, PingSummary
+from abtui.parse.iperf3.sides import reads_server, reads_server_cpu
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     SERVER_LISTENING,
@@ -28,8 +27,12 @@ from abtui.remote.iperf_cmd import (
     server_argv,
     server_command,
 )
+from abtui.remote.lines import OutputLines
 from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.run.context import RunContext
 
 PORT_TRIES = 8
 SERVER_START_TIMEOUT = 5.0
@@ -74,14 +77,14 @@ class RunProcesses:
             if keep and self.spec.receiver_stdbuf:
                 argv = ["stdbuf", "-oL", *argv]
             # what it prints once it listens is not read unless kept: dropped on the host
-            proc = await start_process(self.ctx.owner, self.receiver,
-                                       server_command(argv, drain=not keep), "iperf3 server")
+            proc = await self.ctx.start_process(
+                self.receiver, server_command(argv, drain=not keep), "iperf3 server")
             lines = OutputLines(proc)
             outcome = await self._server_outcome(lines, keep)
             if outcome is None:
                 self.server, self.server_lines, self.spec.port = proc, lines, port
                 return
-            await end_process(self.ctx.owner, proc)
+            await self.ctx.end_process(proc)
             if "address already in use" not in outcome.lower():
                 raise RunFailed(f"{self.receiver.alias}: the iperf3 server did not start: "
                                 f"{outcome}")
@@ -96,8 +99,8 @@ class RunProcesses:
         self.client_argv = list(argv)
         if self.spec.stdbuf:
             argv = ["stdbuf", "-oL", *argv]
-        self.client = await start_process(self.ctx.owner, self.sender,
-                                          armed(argv, self.spec.bash) + " 2>&1", "iperf3 client")
+        self.client = await self.ctx.start_process(
+            self.sender, armed(argv, self.spec.bash) + " 2>&1", "iperf3 client")
         self.client_lines = OutputLines(self.client)
         await self._await_armed(self.client_lines)
 
@@ -108,22 +111,22 @@ class RunProcesses:
         if opts.ping_count > 0:  # on the idle link, before iperf3 starts
             await self._idle_ping()
         else:
-            self.ping = await start_process(self.ctx.owner, self.sender,
-                                            armed(ping_argv(opts, self.spec.target)), "ping")
+            self.ping = await self.ctx.start_process(
+                self.sender, armed(ping_argv(opts, self.spec.target)), "ping")
 
     async def _idle_ping(self) -> None:
         assert self.ctx.parsers.ping is not None
         opts = self.spec.options
         argv = ping_argv(opts, self.spec.target)
         argv[1:1] = ["-c", str(opts.ping_count)]
-        proc = await start_process(self.ctx.owner, self.sender, plain(argv), "ping")
+        proc = await self.ctx.start_process(self.sender, plain(argv), "ping")
         parser = self.ctx.parsers.ping()
         try:
             async for line in proc.lines():
                 self.idle_replies.extend(parser.feed(line))
             await proc.wait(timeout=5.0)
         finally:
-            await end_process(self.ctx.owner, proc)
+            await self.ctx.end_process(proc)
         self.idle_summary = parser.finish().summary
 
     async def _await_armed(self, lines: OutputLines) -> None:
@@ -193,30 +196,8 @@ class RunProcesses:
     async def cleanup(self) -> None:
         """End every process this run started, and their readers, whatever state it is in."""
         procs = [p for p in (self.client, self.ping, self.server) if p is not None]
-        await asyncio.gather(*(end_process(self.ctx.owner, p) for p in procs),
+        await asyncio.gather(*(self.ctx.end_process(p) for p in procs),
                              return_exceptions=True)
         for lines in (self.client_lines, self.server_lines):
             if lines is not None:
                 lines.task.cancel()
-
-
-async def start_process(owner: RunOwner, link: HostLink, command: str,
-                        what: str) -> RemoteProcess[HostLink]:
-    """A long command of the run's started on `link`, its process group written down."""
-    proc = await link.stream(command)
-    if proc.pgid is not None:
-        owner.started(link.alias, proc.pgid, what)
-    return proc
-
-
-async def end_process(owner: RunOwner, proc: RemoteProcess[HostLink]) -> None:
-    """A long command of the run's ended for certain (or, its link down, left to be ended
-    once the link is back), its process group struck off."""
-    if proc.link.state is not LinkState.CONNECTED and proc.pgid is not None:
-        owner.orphaned(proc.link, proc.pgid)  # ended once the link is back
-        await proc.terminate()
-        return
-    await proc.terminate()
-    if proc.pgid is not None:
-        owner.ended(proc.link.alias, proc.pgid)
-

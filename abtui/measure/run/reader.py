@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.events import Event
-from abtui.core.model import Interval, IperfSummary
-from abtui.measure.ports import IperfOutcome, IperfParser, iperf_summary_of
-from abtui.measure.run.context import RunContext
-from abtui.measure.run.lines import OutputLines
-from abtui.measure.run.sides import measured, reads_server
+from abtui.core.model import Interval
+from abtui.parse.iperf3.sides import measured, reads_server
+from abtui.remote.lines import OutputLines
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.ports import IperfOutcome, IperfParser
+    from abtui.measure.run.context import RunContext
 
 # Time allowed for the connection set-up before the first interval is due.
 CONNECT_ALLOWANCE = 3.0
@@ -89,11 +92,11 @@ class IntervalReader:
             self._server_task.cancel()
         return self._client_parser.finish()
 
-    def server_summary(self) -> IperfSummary | None:
-        """The server's summary, when its lines were read (for the CPU line it has)."""
+    def server_outcome(self) -> IperfOutcome | None:
+        """The server's parser's outcome, when its lines were read (for the CPU line it has)."""
         if self._server_parser is None:
             return None
-        return iperf_summary_of(self._server_parser.finish())
+        return self._server_parser.finish()
 
     def cancel(self) -> None:
         if self._server_task is not None and not self._server_task.done():

@@ -13,13 +13,12 @@ import asyncio
 import contextlib
 import fnmatch
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState, PingReply, PingSummary, Watch
-from abtui.measure.ports import PingOutcome
-from abtui.measure.run.context import RunContext
-from abtui.measure.run.cpu import CpuSampler
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     interrupt_group,
@@ -31,6 +30,13 @@ from abtui.remote.iperf_cmd import (
 from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
 
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.ports import PingOutcome
+    from abtui.measure.run.context import RunContext
+    from abtui.measure.run.cpu import CpuSampler
+
+    CpuSamplerFactory = Callable[[RunContext, HostLink, str, float], CpuSampler]
+
 # Host CPU is sampled at the run's interval, never more often than this.
 CPU_MIN_PERIOD = 1.0
 
@@ -38,8 +44,9 @@ CPU_MIN_PERIOD = 1.0
 class RunSamplers:
     """The samplers of one run, and their tasks; see the module docstring."""
 
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, cpu_sampler: CpuSamplerFactory) -> None:
         self.ctx = ctx
+        self._cpu_sampler = cpu_sampler  # the run's (run.cpu.CpuSampler), handed in by it
         self.spec = ctx.spec
         self.sender = ctx.sender
         self.receiver = ctx.receiver
@@ -66,7 +73,7 @@ class RunSamplers:
         for alias, link in links.items():
             command = self.spec.cpu_commands.get(alias)
             if command:
-                sampler = CpuSampler(self.ctx, link, command, period)
+                sampler = self._cpu_sampler(self.ctx, link, command, period)
                 self._tasks.append(loop.create_task(sampler.run()))
 
     async def stop_samples(self) -> None:

@@ -1,7 +1,7 @@
 """Read a profile: TOML syntax by tomllib, then every section checked against the schema.
 
 Any problem becomes one BadInput line, `FILE:LINE: FIELD: what was wrong; what was expected`;
-nothing else escapes, whatever the bytes (tests/unit/test_profile_fuzz.py).
+nothing else escapes, whatever the bytes (tests/unit/profile/test_profile_fuzz.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A streamed command's stdout is handed to a writer from asyncssh's own packet callback, with
 no task woken per line (abtui.remote.streams.LineFeed): `SSHClientProcess.set_writer` and
 `feed_recv_buf`, what asyncssh's own redirects use, are not in its documented API. They are
-named in PRIVATES with the parameters used, pinned by tests/unit/test_asyncssh_privates.py
+named in PRIVATES with the parameters used, pinned by tests/unit/remote/test_asyncssh_privates.py
 against the installed asyncssh (pyproject.toml bounds it to the versions tested). Where one
 is missing or has other parameters (or raises AttributeError or TypeError at its first use),
 the stream goes the public way from then on, said once in the log: a task reads stdout

@@ -18,7 +18,7 @@ from abtui.ui.app import AbtuiApp
 from tests.ui.console_kit import until
 from tests.ui.test_living_small import footer, words
 from tests.ui.test_small_screen import fully_shown
-from tests.unit.test_bisect_live import BIG, MID, SMALL, three_sizes
+from tests.unit.measure.bisect.test_bisect_live import BIG, MID, SMALL, three_sizes
 
 pytestmark = pytest.mark.ui
 

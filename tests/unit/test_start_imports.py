@@ -62,7 +62,7 @@ def test_the_engine_is_built_after_the_console_opens_and_journals_first(tmp_path
     """`abtui tui PROFILE` opens the console before the engine's modules are imported (the
     first frame does not need them); the engine, built on the console's first call, still
     has the session's journal as its first subscriber and closes the session on shutdown."""
-    from tests.unit.test_tui_command import lab_profile_text
+    from tests.unit.commands.test_tui_command import lab_profile_text
 
     profile = tmp_path / "lab.toml"
     profile.write_text(lab_profile_text())

@@ -276,7 +276,7 @@ class Iperf3TextParser:
         label, no prefix, figures in bits: what every second of a live run is, read in about
         half the regex's time (docs/performance.md: the parse rate against a `str.split`
         loop). None when the line is anything else, and _LINE then reads it: both read the
-        same lines the same (tests/unit/test_parse_plain_path.py), except that this one also
+        same lines the same (tests/unit/parse/test_parse_plain_path.py), except that this one also
         takes a figure with its point first or last ("1.", ".5"), which iperf3 never prints."""
         f = line.split()
         i = 2 if f[0] == "[" else 1 if f[0] == "[SUM]" else 0

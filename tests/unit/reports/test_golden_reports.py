@@ -1,0 +1,159 @@
+"""Golden reports: each shipped procedure's Markdown report, made from a session recorded on
+the lab (tests/golden/*.abtui.jsonl.gz), equals the one read by eye and pinned next to it, so
+a change to a pasted table is always deliberate. Regenerate after a meant change with
+`ABTUI_UPDATE_GOLDEN=1 pytest tests/unit/reports/test_golden_reports.py`, then read `git diff`."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from abtui.reports.exports import render
+from abtui.sessions.session import Session
+
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+PROCEDURES = ("ix-enable-aim", "softirq-crypto", "wireguard-gro")
+# the same procedures recorded on VM hosts booting real Debian kernel builds (name-vm): the
+# release each pair booted, as its first table shows it
+VM_RELEASES = {"wireguard-gro-vm": {"baseline": "6.1.0-47-amd64", "gro-v1": "6.1.0-52-amd64",
+                                    "gro-v2": "6.1.0-57-amd64"},
+               "softirq-crypto-vm": {"BEFORE": "6.1.0-47-amd64", "AFTER": "6.1.0-57-amd64"},
+               "ix-enable-aim-vm": {"stock": "6.1.0-47-amd64", "patched": "6.1.0-57-amd64"}}
+# the same-hosts forms, recorded on one VM pair whose hosts switch between real Debian builds
+# ([lab] builds): the build knob and the release each value's build reports
+SAME_HOSTS = {
+    "softirq-crypto-same-hosts-vm": ("kernel", {"before": "6.1.0-47-amd64",
+                                                "after": "6.1.0-57-amd64"}),
+    "wireguard-gro-same-hosts-vm": ("wg", {"baseline": "6.1.0-47-amd64",
+                                           "gro-v1": "6.1.0-52-amd64",
+                                           "gro-v2": "6.1.0-57-amd64"}),
+    "ix-enable-aim-same-hosts-vm": ("ix", {"stock": "6.1.0-47-amd64",
+                                           "D30155": "6.1.0-57-amd64"}),
+}
+GOLDENS = (*PROCEDURES, *VM_RELEASES, *SAME_HOSTS)
+UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_report_equals_the_pinned_one(name: str) -> None:
+    session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
+    md = render(session, "md")
+    pinned = GOLDEN / f"{name}.md"
+    if UPDATE:
+        pinned.write_text(md)
+    want = pinned.read_text()
+    if md != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(True), md.splitlines(True),
+                                            f"{pinned.name} (pinned)", "now"))
+        pytest.fail(f"{name}'s report changed (ABTUI_UPDATE_GOLDEN=1 regenerates):\n{diff}")
+
+
+def test_the_golden_sessions_are_the_shipped_procedures() -> None:
+    """Each golden session ran its profile as shipped: the same pairs, knobs, plan and report
+    layout as the file in profiles/ (a profile changed there wants its session recorded anew)."""
+    profiles = GOLDEN.parents[1] / "profiles"
+    for name in GOLDENS:
+        session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
+        recorded = tomllib.loads(session.profile_text)
+        shipped = tomllib.loads((profiles / f"{name.removesuffix('-vm')}.toml").read_text())
+        assert "lab" in recorded or name not in SAME_HOSTS, name  # the builds the lab booted
+        for part in ("pairs", "knobs", "plan", "report"):
+            assert recorded.get(part) == shipped.get(part), (name, part)
+        assert session.translations, name  # recorded on the lab: its translations listed
+
+
+def test_the_vm_golden_ran_enable_aim_on_e1000e_with_real_interrupt_rates() -> None:
+    """ix-enable-aim on two real kernel builds: the first table's groups name two different
+    releases, enable_aim was e1000e's interrupt throttling (no stand-in), and the watch table
+    has interrupt rates per data0 vector of each FreeBSD-side pair and value."""
+    session = Session.load(GOLDEN / "ix-enable-aim-vm.abtui.jsonl.gz")
+    md = render(session, "md")
+    table = md.split("## Throughput per kernel and enable_aim", 1)[1].split("## ", 1)[0]
+    releases = set(re.findall(r"\| (?:stock|patched) \((6\.1\.0-\d+-amd64)\) \|", table))
+    assert len(releases) == 2, table
+    knob = next(t for t in session.translations if t["subject"] == "knob enable_aim")
+    assert knob["lab"].startswith("ethtool -C data0 rx-usecs on stock, patched: 0 = 0 (off)")
+    watches = md.split("## Watches per pair and enable_aim", 1)[1].split("## ", 1)[0]
+    for pair in ("stock", "patched"):
+        for value in ("0", "1", "2"):
+            assert f"| {pair} | {value} | interrupt_rate | data0-rx-0 |" in watches, watches
+
+
+@pytest.mark.parametrize("name", list(VM_RELEASES))
+def test_vm_goldens_ran_on_real_builds(name: str) -> None:
+    """Each pair's hosts booted the build its [lab] names, and the first table says which."""
+    session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
+    for pair, release in VM_RELEASES[name].items():
+        for role in ("sender", "receiver"):
+            host = session.hosts_of(pair)[role]
+            assert session.facts[host]["kernel_release"] == release, (pair, host)
+    first = render(session, "md").split("\n## ", 2)[1]
+    for pair, release in VM_RELEASES[name].items():
+        assert f"{pair} ({release})" in first, (pair, first)
+
+
+def test_a_shared_machine_s_cpu_is_not_printed_as_a_pair_s() -> None:
+    """linux-ref ran on namespace hosts (this machine's CPUs): the first table's CPU cells
+    read `shared` (not the whole machine's 200 %), with the caveat right under the table."""
+    md = render(Session.load(GOLDEN / "ix-enable-aim-vm.abtui.jsonl.gz"), "md")
+    first = md.split("## Throughput per kernel and enable_aim", 1)[1].split("## ", 1)[0]
+    row = next(ln for ln in first.splitlines() if ln.startswith("| linux-ref"))
+    assert row.split(" | ")[3:5] == ["shared", "shared"], row
+    after = first.split(row, 1)[1].lstrip("\n")
+    assert after.startswith("⚠ `shared`: the host CPU of nclab-c-rcv, nclab-c-snd"), after
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_every_generic_row_names_its_configuration(name: str) -> None:
+    """A pair none of the profile's knobs applies to (linux-ref on ix-enable-aim) ran under a
+    configuration of no knob: its rows read `(defaults)`, never an empty first cell."""
+    md = render(Session.load(GOLDEN / f"{name}.abtui.jsonl.gz"), "md")
+    for section in ("## Throughput per configuration", "## CPU cost per configuration"):
+        body = md.split(section, 1)[1].split("\n## ", 1)[0] if section in md else ""
+        assert not [ln for ln in body.splitlines() if ln.startswith("|  |")], (name, section)
+
+
+@pytest.mark.parametrize("name", list(SAME_HOSTS))
+def test_same_hosts_goldens_alternated_real_builds_on_one_pair(name: str) -> None:
+    """A same-hosts procedure as its authors ran it: its builds alternated across boots of one
+    VM pair. Every measured phase ran under the build its label names (the last verified
+    switch of each switching host before the phase reported that build's release), each build
+    has at least two measured phases, and the report leads with the alternation's verdict
+    naming the builds, the design and each build's boots."""
+    import json
+
+    from abtui.core import events
+    from abtui.sessions.reader import iter_events
+
+    knob, releases = SAME_HOSTS[name]
+    path = GOLDEN / f"{name}.abtui.jsonl.gz"
+    session = Session.load(path)
+    ups = [(e.t, e.host, e.payload.build) for e in iter_events(path)
+           if isinstance(e.payload, events.BuildSwitch) and e.payload.stage == "up"]
+    assert ups and {b for *_, b in ups} == set(releases.values()), ups
+    switching = {h for _, h, _ in ups}
+    doc = json.loads(render(session, "json"))
+    measured: dict[str, int] = {}
+    for phase in doc["phases"]:
+        if not phase["intervals"]:
+            continue
+        value = phase["config"][knob]
+        measured[value] = measured.get(value, 0) + 1
+        for host in switching:
+            before = [b for t, h, b in ups if h == host and t <= phase["start"]]
+            if before:  # a host's first phase ran on the build it was booted with
+                assert before[-1] == releases[value], (phase["config"], host, before)
+    assert set(measured) == set(releases) and min(measured.values()) >= 2, measured
+    rows = doc["alternation"]
+    assert len(rows) == len(releases) - 1, rows  # each build against the first
+    for row in rows:
+        assert row["design"] == "blocks" and row["boots"] >= 2 and row["base_boots"] >= 2, row
+    md = render(session, "md")
+    first = md.split("\n## ", 2)[1]
+    assert first.startswith("Alternation verdict"), first[:200]
+    assert all(f"{knob}={value} vs" in first for value in list(releases)[1:]), first

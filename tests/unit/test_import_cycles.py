@@ -5,6 +5,7 @@ modules into one). Read from the source with `ast`, so nothing is imported to ch
 from __future__ import annotations
 
 import ast
+from collections.abc import Set
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -21,11 +22,13 @@ def _module(path: Path) -> str:
 MODULES = {_module(p): p for p in ROOT.rglob("*.py")}
 
 
-def _imports(name: str, tree: ast.AST) -> set[str]:
+def _imports(name: str, tree: ast.AST, skip: Set[int] = frozenset()) -> set[str]:
     """The abtui modules a module's source imports (a package's `from p import m` names
-    the module m when there is one)."""
+    the module m when there is one); `skip`: the ids of import nodes not to count."""
     out: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):

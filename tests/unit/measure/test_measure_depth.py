@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from functools import cache
 
-from tests.unit.test_import_cycles import MODULES
+from tests.unit.test_import_cycles import MODULES, _imports
 
 LIMIT = 4
 PACKAGE = "abtui.measure"
@@ -36,22 +36,7 @@ def _guarded(tree: ast.AST) -> set[int]:
 def imports(name: str, source: str) -> set[str]:
     """The abtui.measure modules a module's source imports at run time (see the docstring)."""
     tree = ast.parse(source)
-    guarded = _guarded(tree)
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in guarded:
-            continue
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: from the module's own package
-                package = name.rsplit(".", node.level)[0]
-                base = f"{package}.{base}" if base else package
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                out.add(sub if sub in MODULES else base)
-    return {m for m in out if m.startswith(PACKAGE + ".") and m in MODULES and m != name}
+    return {m for m in _imports(name, tree, _guarded(tree)) if m.startswith(PACKAGE + ".")}
 
 
 def graph() -> dict[str, set[str]]:

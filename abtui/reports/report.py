@@ -67,7 +67,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     out = [f"# {title(session)}", "", *_overview(session)]
     common = common_knobs(session, table)
     if common:  # the tables below name each configuration by what sets it apart
-        from abtui.reports.procedure.order import shown_config
+        from abtui.reports.naming import shown_config
 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
@@ -163,7 +163,7 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     """A configuration per row, a column per pair (its one figure), then each other pair's
     delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
     shown, never compared."""
-    from abtui.reports.procedure.order import references
+    from abtui.reports.naming import references
     from abtui.reports.procedure.sections import layout_of
 
     u = rate_unit_of((c for row in table.values() for c in row.values()), rx, units)
@@ -217,9 +217,9 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
                base_config: str | None, seen: list[stats.Delta | None],
                doc: dict[str, Any]) -> list[str]:
     """Each configuration vs the first (in the profile's order) of those it may be compared
-    with: the same direction and tunnel type (procedure.order.comparable). Nothing when no two are
+    with: the same direction and tunnel type (naming.comparable). Nothing when no two are
     comparable."""
-    from abtui.reports.procedure.order import comparable
+    from abtui.reports.naming import comparable
 
     shown = labels(session, table, short=True)
     by_label = {v: k for k, v in shown.items()}

@@ -137,16 +137,27 @@ def _hosts(session: Session) -> str:
             if alias is None:
                 continue
             f = session.facts.get(alias, {})
-            rows.append([pair, role, alias, f.get("os", ""), f.get("kernel_release", ""),
+            rows.append([pair, role, alias, f.get("os", ""), _kernels(session, alias),
                          f.get("nic_driver", ""), f.get("nic_firmware", "")])
     if not rows:  # no pair table: list every host we have facts for
-        rows = [["", "", alias, f.get("os", ""), f.get("kernel_release", ""),
+        rows = [["", "", alias, f.get("os", ""), _kernels(session, alias),
                  f.get("nic_driver", ""), f.get("nic_firmware", "")]
                 for alias, f in session.facts.items()]
     if not rows:
         return "(no host facts recorded)"
     return md_table(["pair", "role", "host", "OS", "kernel", "NIC driver", "NIC firmware"],
                     rows)
+
+
+def _kernels(session: Session, alias: str) -> str:
+    """The release the host started on, then every other one a build switch booted it into
+    and verified, with the number of boots (a build alternation on the same hosts)."""
+    start = str(session.facts.get(alias, {}).get("kernel_release", ""))
+    booted = session.booted.get(alias, [])
+    if not booted:
+        return start
+    releases = list(dict.fromkeys(r for r in (start, *booted) if r))
+    return f"{', '.join(releases)} ({len(booted)} boot{'s' if len(booted) != 1 else ''})"
 
 
 def _options(session: Session) -> str:

@@ -66,6 +66,7 @@ from abtui.reports.sequential import (
     Contrasts,
     Family,
     assess,
+    before_looks,
     contrasts,
     crossed,
 )
@@ -440,8 +441,11 @@ class Verdicts:
         unit, value = key
         got = self._contrast(unit, value)
         dead = self.dead(unit, value)[0] + self.dead(unit, self.stretches.values[0])[0]
-        if got is None:
-            return assess([], self.family.design(rejected), self.min_effect, dead=dead)
+        early = before_looks([] if got is None else got.d, self.family.max_runs,
+                             self.min_effect, dead)  # (no design made before the first look)
+        if early is not None:
+            return early
+        assert got is not None  # (no blocks: before the first look)
         return assess(got.d, self.family.design(rejected), self.min_effect, got.floor, dead,
                       got.options, got.tss)
 

@@ -587,6 +587,20 @@ def _pct(x: float) -> float:
     return math.expm1(x) * 100 if x < 700 else math.inf
 
 
+def before_looks(ratios: Sequence[float], max_runs: int,
+                 min_effect: float = DEFAULT_MIN_EFFECT, dead: int = 0) -> Assessment | None:
+    """Where a comparison stands before its first look (fewer than FIRST_LOOK blocks: no
+    design needed, so none is made), or None from the first look on."""
+    d = [x for x in ratios if math.isfinite(x)]
+    if not d:
+        return Assessment(None, 0, False, None, max_runs, min_effect, dead=dead)
+    if len(d) < FIRST_LOOK:
+        pct = _pct(float(np.mean(d)))
+        return Assessment(stats.Delta(pct, why=f"fewer than {FIRST_LOOK} blocks"), len(d),
+                          False, None, max_runs, min_effect, dead=dead)
+    return None
+
+
 def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_MIN_EFFECT,
            floor: float = 0.0, dead: int = 0, options: Any = None, tss: Any = None
            ) -> Assessment:
@@ -598,14 +612,11 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
     (blocks × arrangements, as `contrasts` gives them): a claim also needs the randomisation
     p of its t at most the look's level (`randomisation_p`); `tss` (blocks of four) pools
     the spread within blocks (`cumulative`)."""
+    early = before_looks(ratios, design.max_runs, min_effect, dead)
+    if early is not None:
+        return early
     d = np.asarray([x for x in ratios if math.isfinite(x)], dtype=float)
     n = d.size
-    if n == 0:
-        return Assessment(None, 0, False, None, design.max_runs, min_effect, dead=dead)
-    if n < FIRST_LOOK:
-        pct = _pct(float(d.mean()))
-        return Assessment(stats.Delta(pct, why=f"fewer than {FIRST_LOOK} blocks"), n, False,
-                          None, design.max_runs, min_effect, dead=dead)
     tss = None if tss is None else np.asarray(tss, dtype=float)[np.isfinite(ratios)]
     mean, se, df, _n = (float(x[-1]) for x in cumulative(d, floor, tss))
     half = float(half_width(design, se, df, n))

@@ -277,3 +277,27 @@ def test_a_live_alternation_makes_its_designs_off_the_event_loop() -> None:
     for rejected in range(family.size):
         family.design(rejected)
     assert real.cache_info().hits == before + family.size  # every one made already
+
+
+def test_the_panel_before_the_first_look_makes_no_design() -> None:
+    """ctrl+a draws the verdicts' panel at once, before any block: those lines need no
+    design (its boundaries cost about a second of CPU the first time, made on the console's
+    event loop when the panel first drew: the console froze as the alternation began)."""
+    from abtui.reports import sequential
+
+    v = _verdicts(lambda *_: 5e9, pairs=("A", "B"), max_runs=13)
+    made: list[object] = []
+    real = sequential._design
+
+    def counted(*args: object) -> object:
+        made.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    sequential._design = counted  # type: ignore[assignment]
+    try:
+        current = v.current()
+        lines = v.summary()
+    finally:
+        sequential._design = real
+    assert made == []
+    assert all(a.n == 0 and not a.significant for a in current.values()) and lines

@@ -7,9 +7,10 @@ abtui.ui.journal has them all on disk for save, export and compare to read in a 
 screen is built and laid out by abtui.ui.layout, the panes repainted by abtui.ui.panes, the
 tables built by abtui.ui.tables; the keys are abtui.ui.keymap's, acted on by the main
 screen (abtui.ui.main_screen) and abtui.ui.knobkeys, controller calls abtui.ui.control's
-(each in a worker, posting the typed messages of abtui.ui.messages, handled here with `@on`;
-a failure is shown in its pane and the log, never as a traceback), leaving
-abtui.ui.leaving's, bench timings abtui.ui.bench's.
+through the session's lifecycle (abtui.measure.session, as `abtui run`'s; a knob's flip
+runs there as a task, never back through the app; each call posts the typed messages of
+abtui.ui.messages, handled here with `@on`; a failure is shown in its pane and the log,
+never as a traceback), leaving abtui.ui.leaving's, bench timings abtui.ui.bench's.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from textual.widgets import ProgressBar
 from abtui.core.controller import Controller, Mode
 from abtui.core.events import Event
 from abtui.core.text import visible
+from abtui.measure.session import ControllerSession
 from abtui.ui import tables
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.bench import BenchProbe
@@ -91,7 +93,8 @@ class AbtuiApp(App[int]):
                  save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None,
                  keymap: dict[str, str] | None = None,
-                 clock: Clock | None = None, bisection: BisectPlan | None = None) -> None:
+                 clock: Clock | None = None, bisection: BisectPlan | None = None,
+                 session: ControllerSession[Controller] | None = None) -> None:
         super().__init__()
         self.controller = controller
         self.profile = controller.profile
@@ -106,14 +109,17 @@ class AbtuiApp(App[int]):
         self.feed = EventFeed(self.scheduler, flush_hz)
         self.feed.flush = self._flush_events
         self.bench = BenchProbe(bench_file)
-        self.calls = ControllerCalls(controller, self.state, self.post_message)
+        # the session's lifecycle (on hosts: the command's, journalled; else the console's
+        # own on `controller`): connect, start, shutdown go through it
+        self.calls = ControllerCalls(session or ControllerSession(controller), self.state,
+                                     self.post_message)
         self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
                                               self.calls)  # ctrl+a, ctrl+e
         # `abtui bisect` in the console: it starts in place of measuring only
         self.bisection = ConsoleBisection(self, controller, self.profile, self.state,
                                           self.calls, bisection)
         self.knobs = KnobKeys(self, self.profile, self.state, self.alternation,
-                              self.set_knob)  # a knob's key, ctrl+t
+                              self.calls.flip)  # a knob's key, ctrl+t
         self.exit_flow = Leaving(self, self.state, self.calls, self.alternation, self.bench,
                                  self.fail, self.fold_queued, self.bisection)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
@@ -211,6 +217,7 @@ class AbtuiApp(App[int]):
         self.table.load_stats(lambda: self.table_throttle(force=True))
 
     def on_unmount(self) -> None:
+        self.calls.cancel_flips()  # as Textual cancels its workers
         self.journal.close()  # a spool of the console's own is removed
 
     def on_resize(self, event: Any) -> None:
@@ -410,11 +417,6 @@ class AbtuiApp(App[int]):
 
     def plan_progress(self) -> dict[str, Any] | None:
         return self.calls.plan_progress()
-
-    def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        """A knob's change on `pairs`, in a worker."""
-        self.run_worker(self.calls.set_knob(name, value, pairs), group="knobs",
-                        exit_on_error=False)
 
     @on(Said)
     def _said(self, message: Said) -> None:

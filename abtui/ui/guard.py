@@ -191,7 +191,7 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
             app.record.keep(event)  # what the console would have kept
     app.controller.subscribe(show)
     try:
-        await app.controller.shutdown()
+        await app.calls.session.shutdown()
     except Exception as exc:
         app.exit_flow.restore_outcome = "failed"
         _say(out, f"restoring failed: {type(exc).__name__}: {exc}")

@@ -1,6 +1,7 @@
 """What a knob's key and ctrl+t ask for on the pairs in scope: the knob's next value (cycling
-back to the host's own), or the tunnel the switcher picks. The change itself goes through
-abtui.ui.control; the knob is remembered for the alternation (ctrl+a)."""
+back to the host's own), or the tunnel the switcher picks. The change itself is handed to
+abtui.ui.control (it runs there as a task); the knob is remembered for the alternation
+(ctrl+a)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from abtui.core.model import KnobKind, Profile
 from abtui.ui.alternation import ConsoleAlternation
 from abtui.ui.state import ConsoleState
 
-SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, in a worker
+SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, run as a task
 
 
 class KnobKeys:

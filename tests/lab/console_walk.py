@@ -408,6 +408,7 @@ class Walker:
         workers = [f"{w.group}:{w.name}" for w in self.app.workers
                    if w.group in BUSY_GROUPS and w.state in (WorkerState.PENDING,
                                                              WorkerState.RUNNING)]
+        workers += [f"knobs:{t.get_name()}" for t in self.app.calls.flips if not t.done()]
         changing = [f"knob change on {label}" for label, ph in self.engine.book.phases.items()
                     if ph.pending is not None]
         return workers + changing

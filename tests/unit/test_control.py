@@ -10,6 +10,7 @@ from textual.message import Message
 
 from abtui.core.errors import KnobRefused
 from abtui.measure.replay import ReplayController
+from abtui.measure.session import ControllerSession
 from abtui.measure.synthetic import synthetic_profile
 from abtui.ui.control import ControllerCalls
 from abtui.ui.messages import Failed, KnobSet, Said, Started
@@ -44,7 +45,8 @@ class Recording(ReplayController):
 
 def _calls() -> tuple[ControllerCalls, Recording, list[Message]]:
     ctl, posted = Recording(), []
-    return ControllerCalls(ctl, ConsoleState(ctl.profile), posted.append), ctl, posted
+    return (ControllerCalls(ControllerSession(ctl), ConsoleState(ctl.profile), posted.append),
+            ctl, posted)
 
 
 async def test_start_connects_once_and_ends_what_runs_first_in_the_order_asked() -> None:

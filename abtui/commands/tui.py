@@ -154,7 +154,7 @@ def _open_on_hosts(profile: Profile, title: str, bisection: BisectPlan | None = 
     from abtui.measure.seams import open_session_writer
     from abtui.measure.session import ControllerSession
     from abtui.sessions.paths import new_session_path
-    from abtui.ui.keymap import load_keymap
+    from abtui.ui.flow.keymap import load_keymap
 
     load_keymap()  # a bad keymap file is said before a session file is started
     notice = recovery_notice()

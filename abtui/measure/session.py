@@ -8,7 +8,7 @@ down (every host set back), the session journal closed, whatever ends it.
 
 The console holds the same object across its life instead of one `async with`: the command
 that opens it builds the session and `open`s it (the journal subscribed before the screen),
-the console's calls (abtui.ui.control) `start`, `stop` and `shutdown` through it, and the
+the console's calls (abtui.ui.flow.control) `start`, `stop` and `shutdown` through it, and the
 command `close`s the journal once the console has gone, whatever ended it.
 
 Entering connects (the journal hears every event from SESSION_START on); leaving, or a

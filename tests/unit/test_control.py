@@ -1,4 +1,4 @@
-"""The console's controller calls (abtui.ui.control) on their own: no app, a controller that
+"""The console's controller calls (abtui.ui.flow.control) on their own: no app, a controller that
 records what it is asked, and the messages the calls post."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from abtui.core.errors import KnobRefused
 from abtui.measure.replay import ReplayController
 from abtui.measure.session import ControllerSession
 from abtui.measure.synthetic import synthetic_profile
-from abtui.ui.control import ControllerCalls
-from abtui.ui.messages import Failed, KnobSet, Said, Started
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.control import ControllerCalls
+from abtui.ui.flow.messages import Failed, KnobSet, Said, Started
+from abtui.ui.model.state import ConsoleState
 
 
 class Recording(ReplayController):

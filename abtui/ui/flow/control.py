@@ -2,7 +2,7 @@
 has too): one at a time in the order asked, a knob change, and the shutdown when leaving.
 Start and stop are coroutines the app runs in a worker; a knob's flip is handed here by its
 key and runs as a task of its own, never back through the app. What the screen should show
-is posted as a typed message (abtui.ui.messages), and a failure is said in the pane and the
+is posted as a typed message (abtui.ui.flow.messages), and a failure is said in the pane and the
 log, never a traceback."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from textual.message import Message
 from abtui.core.controller import Controller, Mode
 from abtui.core.errors import KnobRefused
 from abtui.measure.session import ControllerSession
-from abtui.ui.messages import Failed, KnobSet, Said, Started
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.messages import Failed, KnobSet, Said, Started
+from abtui.ui.model.state import ConsoleState
 
 CONTROL_WAIT_S = 10.0  # leaving waits this long for a controller call under way
 

@@ -1,6 +1,6 @@
 """What a knob's key and ctrl+t ask for on the pairs in scope: the knob's next value (cycling
 back to the host's own), or the tunnel the switcher picks. The change itself is handed to
-abtui.ui.control (it runs there as a task); the knob is remembered for the alternation
+abtui.ui.flow.control (it runs there as a task); the knob is remembered for the alternation
 (ctrl+a)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from textual.app import App
 
 from abtui.core.configuration import cycle
 from abtui.core.model import KnobKind, Profile
-from abtui.ui.alternation import ConsoleAlternation
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.alternation import ConsoleAlternation
+from abtui.ui.model.state import ConsoleState
 
 SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, run as a task
 
@@ -54,6 +54,8 @@ class KnobKeys:
             if isinstance(value, str):
                 self.apply(knob.name, value, pairs)
 
-        from abtui.ui.screens import TunnelSwitcher  # (its first use: not in the first frame)
+        from abtui.ui.render.screens import (
+            TunnelSwitcher,  # (its first use: not in the first frame)
+        )
 
         self.app.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)

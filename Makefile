@@ -127,7 +127,7 @@ test-slow: setup
 bench: setup $(VENV)/.compiled
 	$(PY) -m tests.bench
 
-# reliability.md: the fault scenarios' outcomes of one run, written only when asked
+# docs/reliability.md: the fault scenarios' outcomes of one run, written only when asked
 reliability: setup kernels
 	ABTUI_RELIABILITY_TABLE=1 $(VENV)/bin/pytest -q
 

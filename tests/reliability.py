@@ -3,7 +3,7 @@
 A scenario test is marked `@pytest.mark.reliability(NUMBER, SCENARIO, CHECKED)` and takes the
 `reliability` fixture; once its assertions passed it calls `reliability.row(**figures)`. A run
 asked to (ABTUI_RELIABILITY_TABLE=1: `make reliability`, `make soak`) that selected at least one
-scenario test rewrites reliability.md at the repository root,
+scenario test rewrites docs/reliability.md,
 one row per scenario with this run's outcome: pass (with its figures), fail (with the error), or
 skipped (with the reason: skipped by the test, not run because the run stopped first, or not
 selected in this run). No earlier outcome survives a run that did not pass the scenario.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-TABLE = Path(__file__).resolve().parents[1] / "reliability.md"
+TABLE = Path(__file__).resolve().parents[1] / "docs" / "reliability.md"
 HEADER = ("| # | scenario | what was checked | outcome | figures |\n"
           "|---|---|---|---|---|\n")
 _ROW = re.compile(r"^\| (\d+[a-z]?) \| (.*?) \| (.*?) \|")

@@ -377,6 +377,10 @@ class Restore(Payload):
     left: str | None = field(default=None, metadata=OPTIONAL)
 
 
+# how a kernel build is switched to (a boot); a module's reload is any other method
+BOOT_METHODS = frozenset({"kexec", "grub-reboot", "nextboot", "command", "reboot"})
+
+
 @_payload(EventKind.SWITCH)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BuildSwitch(Payload):
@@ -393,11 +397,15 @@ class BuildSwitch(Payload):
     seconds: float | None = field(default=None, metadata=OPTIONAL)
     message: str = ""
 
+    @property
+    def boots(self) -> bool:
+        """The switch boots the host (a kernel), rather than reloading a module."""
+        return self.method in BOOT_METHODS
+
     def line(self, host: str | None) -> str:
         """`lab-a-rcv: booting 6.1.0-57-amd64 (kexec)…`, `... up in 34 s on ...`."""
         who = f"{host}: " if host else ""
-        verb = "booting" if self.method in ("kexec", "grub-reboot", "nextboot", "command",
-                                            "reboot") else "reloading"
+        verb = "booting" if self.boots else "reloading"
         took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
         if self.stage == "booting":
             return f"{who}{verb} {self.value} ({self.method})…"

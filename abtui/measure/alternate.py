@@ -582,6 +582,15 @@ def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = N
                     knob.kind in BUILD_KINDS)
 
 
+def prepare_looks(verdicts: Verdicts) -> asyncio.Future[None]:
+    """Make the family's designs in a thread now (Family.prepare), so the first look, a
+    block from now, finds them made instead of computing them on the event loop. Nothing
+    waits for it; a failure here is the first look's to meet again."""
+    future = asyncio.get_running_loop().run_in_executor(None, verdicts.family.prepare)
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
+
+
 def plan_steps(knob: str, order: Sequence[str], block: int,
                boots: bool = False) -> list[PlanStep]:
     """Per run in plan mode: one run per entry of the schedule (`block` values a block);
@@ -619,6 +628,7 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
     stretch in force when it returns is closed by the caller (`stretches.close()`), once the
     engine stopped."""
     assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
+    prepare_looks(verdicts)
     loop = asyncio.get_running_loop()
     start = loop.time()
     stretches = verdicts.stretches

@@ -317,7 +317,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
     """Per run in plan mode: one run per entry of the schedule (alternate.plan_steps); a
     stretch closes when the plan says the next step begins. Returns why it stopped, as
     alternate.drive does."""
-    from abtui.measure.alternate import plan_steps
+    from abtui.measure.alternate import plan_steps, prepare_looks
 
     finished, decided = asyncio.Event(), asyncio.Event()
     order = verdicts.order
@@ -338,6 +338,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
             decided.set()
 
     engine.subscribe(watch)
+    prepare_looks(verdicts)
     await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block,
                                                 boots=verdicts.builds))
     waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}

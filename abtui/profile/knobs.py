@@ -6,12 +6,12 @@ import re
 from typing import Any
 
 from abtui.core import netem
+from abtui.core.dimensions import DIRECTION
 from abtui.core.errors import BadInput, Invalid, ProfileError
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Scope, TunnelType
 from abtui.profile import fields as f
 from abtui.profile.builds import check_module_key, knob_builds
 from abtui.profile.schema import (
-    DIRECTION_DIMENSION,
     KNOB_FIELDS,
     KNOB_OS_FIELDS,
     OS_NAMES,
@@ -168,7 +168,7 @@ def _os_variants(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> d
 
 def build_knob(raw: dict[str, Any], where: KeyPath) -> Knob:
     knob = read_table(raw, KNOB_FIELDS, where, extra=("os", "build", "builds"))
-    if knob["name"] == DIRECTION_DIMENSION:
+    if knob["name"] == DIRECTION:
         raise ProfileError((*where, "name"), f"{f.show(knob['name'])} is the plan's direction "
                            "dimension; expected another name")
     knob["kind"] = KnobKind(knob["kind"])

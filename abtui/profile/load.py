@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from abtui.core.builds import derived_release
+from abtui.core.dimensions import DIRECTION
 from abtui.core.errors import BadInput, Invalid, ProfileError
 from abtui.core.model import (
     BUILD_KINDS,
@@ -30,7 +31,6 @@ from abtui.profile import fields as f
 from abtui.profile.knobs import build_knob
 from abtui.profile.locate import key_lines, line_of
 from abtui.profile.schema import (
-    DIRECTION_DIMENSION,
     LAB_FIELDS,
     LAB_NICS,
     PAIR_FIELDS,
@@ -243,14 +243,14 @@ def _lab_per_pair(raw: dict[str, Any], labels: list[str], key: str,
 def _plan(plan: dict[str, Any], knob_names: list[str]) -> Plan:
     matrix = list(plan["matrix"])
     for name in matrix:
-        if name not in [*knob_names, DIRECTION_DIMENSION]:
+        if name not in [*knob_names, DIRECTION]:
             raise ProfileError(("plan", "matrix"), f"{f.show(name)} is not a knob; expected "
-                               f"knob names or {f.show(DIRECTION_DIMENSION)}")
-    if DIRECTION_DIMENSION in matrix and not plan["directions"]:
+                               f"knob names or {f.show(DIRECTION)}")
+    if DIRECTION in matrix and not plan["directions"]:
         raise ProfileError(("plan", "directions"), "missing; the matrix has \"direction\", "
                            'expected directions = ["tx", "rx"]')
-    if plan["directions"] and DIRECTION_DIMENSION not in matrix:
-        matrix.append(DIRECTION_DIMENSION)
+    if plan["directions"] and DIRECTION not in matrix:
+        matrix.append(DIRECTION)
     return Plan(**{**plan, "matrix": tuple(matrix)})
 
 

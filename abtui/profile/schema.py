@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from abtui.core.dimensions import DIRECTIONS
 from abtui.core.errors import Invalid, ProfileError
 from abtui.core.model import DEFAULT_MIN_EFFECT, KnobKind, Scope
 from abtui.profile import fields as f
@@ -21,8 +22,6 @@ KeyPath = tuple[str | int, ...]
 # Keys the console keeps for itself; a knob's `binding` may not take them (docs/profiles.md).
 RESERVED_KEYS = ("q", "?", "space", "s", "m", "e", "p", "a", "b", "tab")
 OS_NAMES = ("linux", "freebsd")
-DIRECTIONS = ("tx", "rx", "bidir")
-DIRECTION_DIMENSION = "direction"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import LeaseHeld, RemoteError
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
+from abtui.core.text import visible
 from abtui.remote.dialect import FUNCTION
 from abtui.remote.lease import FD as LEASE_FD
 from abtui.remote.lease import (
@@ -84,6 +85,19 @@ STATUS_DIGITS = 12  # room for the exit status in the framing's end mark (see Co
 # Poly1305 tag in Python per packet: 7-9 us against 47 us a packet, most of the client's
 # crypto on a knob flip (docs/performance.md). An ssh_config `Ciphers` line still decides.
 CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com")
+
+
+BRIEF = 60  # characters of a command an error line quotes
+
+
+def command_brief(command: str) -> str:
+    """A command as one line of an error message: its first line that says something (not a
+    dialect function's head), its runs of blanks as one space, cut at BRIEF characters, and
+    nothing a terminal would act on (a timed-out watch quoted its whole awk script)."""
+    said = [ln.strip() for ln in command.splitlines()
+            if ln.strip() and not ln.strip().endswith("{") and not ln.strip().startswith("}")]
+    text = visible(" ".join(said[0].split())) if said else ""
+    return text[:BRIEF] + ("…" if len(text) > BRIEF or len(said) > 1 else "")
 
 
 @dataclass(slots=True)
@@ -577,7 +591,7 @@ class HostLink:
         except TimeoutError as exc:
             self._reset_shell()
             raise RemoteError(self.alias, f"command timed out after {timeout:g} s: "
-                              f"{command[:80]}") from exc
+                              f"{command_brief(command)}") from exc
         except asyncio.CancelledError:
             # the command goes on in this shell: its late output would be the next
             # command's stdout

@@ -9,6 +9,7 @@ import dataclasses
 import shlex
 from typing import Any
 
+from abtui.core.dimensions import DIRECTION
 from abtui.core.model import TestOptions
 from abtui.remote.iperf_cmd import (
     JSON_STREAM_SINCE,
@@ -19,7 +20,6 @@ from abtui.remote.iperf_cmd import (
 from abtui.sessions.records import Run
 from abtui.sessions.session import Session
 
-DIRECTION = "direction"
 # after a command line the session did not record (older sessions): today's client_argv on
 # the recorded options, so a flag in it may be one that run never had
 REBUILT = "(rebuilt from the recorded options)"

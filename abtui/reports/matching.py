@@ -25,7 +25,7 @@ def knobs_of(session: Session) -> set[str]:
 
 def keys(session: Session, pair: str, shared: set[str]) -> dict[str, str]:
     """Each configuration identity of one pair -> what it is matched by in `knobs` mode."""
-    from abtui.reports.procedure.order import knob_values, text_of
+    from abtui.reports.naming import knob_values, text_of
     from abtui.reports.procedure.sections import layout_of
 
     doc = layout_of(session)[1]

@@ -67,7 +67,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     out = [f"# {title(session)}", "", *_overview(session)]
     common = common_knobs(session, table)
     if common:  # the tables below name each configuration by what sets it apart
-        from abtui.reports.procedure.order import shown_config
+        from abtui.reports.naming import shown_config
 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
@@ -137,16 +137,27 @@ def _hosts(session: Session) -> str:
             if alias is None:
                 continue
             f = session.facts.get(alias, {})
-            rows.append([pair, role, alias, f.get("os", ""), f.get("kernel_release", ""),
+            rows.append([pair, role, alias, f.get("os", ""), _kernels(session, alias),
                          f.get("nic_driver", ""), f.get("nic_firmware", "")])
     if not rows:  # no pair table: list every host we have facts for
-        rows = [["", "", alias, f.get("os", ""), f.get("kernel_release", ""),
+        rows = [["", "", alias, f.get("os", ""), _kernels(session, alias),
                  f.get("nic_driver", ""), f.get("nic_firmware", "")]
                 for alias, f in session.facts.items()]
     if not rows:
         return "(no host facts recorded)"
     return md_table(["pair", "role", "host", "OS", "kernel", "NIC driver", "NIC firmware"],
                     rows)
+
+
+def _kernels(session: Session, alias: str) -> str:
+    """The release the host started on, then every other one a build switch booted it into
+    and verified, with the number of boots (a build alternation on the same hosts)."""
+    start = str(session.facts.get(alias, {}).get("kernel_release", ""))
+    booted = session.booted.get(alias, [])
+    if not booted:
+        return start
+    releases = list(dict.fromkeys(r for r in (start, *booted) if r))
+    return f"{', '.join(releases)} ({len(booted)} boot{'s' if len(booted) != 1 else ''})"
 
 
 def _options(session: Session) -> str:
@@ -163,7 +174,7 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     """A configuration per row, a column per pair (its one figure), then each other pair's
     delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
     shown, never compared."""
-    from abtui.reports.procedure.order import references
+    from abtui.reports.naming import references
     from abtui.reports.procedure.sections import layout_of
 
     u = rate_unit_of((c for row in table.values() for c in row.values()), rx, units)
@@ -217,9 +228,9 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
                base_config: str | None, seen: list[stats.Delta | None],
                doc: dict[str, Any]) -> list[str]:
     """Each configuration vs the first (in the profile's order) of those it may be compared
-    with: the same direction and tunnel type (procedure.order.comparable). Nothing when no two are
+    with: the same direction and tunnel type (naming.comparable). Nothing when no two are
     comparable."""
-    from abtui.reports.procedure.order import comparable
+    from abtui.reports.naming import comparable
 
     shown = labels(session, table, short=True)
     by_label = {v: k for k, v in shown.items()}

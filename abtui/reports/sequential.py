@@ -491,6 +491,17 @@ class Family:
         return Design.make(self.max_runs, self.alpha / max(1, self.size - rejected) / T_LOOKS,
                            self.spending, self.arrangements)
 
+    def prepare(self) -> None:
+        """Every design the family may judge by, and Student's t, made now: the first use of
+        each costs about a second of CPU (the boundaries' root finding, scipy.stats' import),
+        which the first look paid on the console's event loop (1.7 s on a quiet machine, 5 s
+        under load: a frozen screen). A live alternation runs this in a thread while its
+        first block runs (abtui.measure.alternate.prepare_looks); the designs are cached."""
+        from scipy.stats import t  # noqa: F401  (imported once, for half_width)
+
+        for rejected in range(self.size):
+            self.design(rejected)
+
 
 @dataclass(frozen=True, slots=True)
 class Assessment:

@@ -58,6 +58,9 @@ class Session(EventReader):
         self.knob_changes: list[dict[str, Any]] = []
         self.knob_errors: list[dict[str, Any]] = []
         self.tunnels: list[dict[str, Any]] = []
+        # the kernel releases each host was booted into and verified on, in order (a build
+        # alternation on the same hosts); the facts say the release it started on
+        self.booted: dict[str, list[str]] = {}
         self.runs: list[Run] = []
         self.phases: list[Phase] = []
         self.intervals: dict[str, Columns] = {}
@@ -300,6 +303,10 @@ class Session(EventReader):
 
     def on_restore(self, ev: Event[events.Restore], d: events.Restore) -> None:
         self._record(self.restores, ev)
+
+    def on_switch(self, ev: Event[events.BuildSwitch], d: events.BuildSwitch) -> None:
+        if ev.host is not None and d.stage == "up" and d.boots and d.build:
+            self.booted.setdefault(ev.host, []).append(_text(d.build))
 
     def on_facts(self, ev: Event[events.Facts], d: events.Facts) -> None:
         if ev.host is not None:

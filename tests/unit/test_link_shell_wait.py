@@ -75,3 +75,16 @@ async def test_a_command_that_gets_the_shell_in_time_runs() -> None:
     release.set()
     assert (await held).stdout == "ran slow"
     assert (await waiting).stdout == "ran echo next"
+
+
+def test_a_timed_out_command_is_quoted_in_one_short_line() -> None:
+    """A timed-out command's error quotes its first line, cut, with nothing a terminal acts
+    on: a watch's awk script (a dialect function of many lines) read whole before."""
+    from abtui.remote.link import BRIEF, command_brief
+    script = ("abtui_fn() {\n  awk 'BEGIN { n = 0 }\n  /^cpu/ { print $1, $2 }' /proc/stat"
+              "\n}; abtui_fn")
+    assert command_brief(script) == "awk 'BEGIN { n = 0 }…"
+    assert command_brief("sysctl -n   net.ipv4.tcp_rmem") == "sysctl -n net.ipv4.tcp_rmem"
+    long = "echo " + "x" * 100
+    assert command_brief(long) == long[:BRIEF] + "…"
+    assert "\x1b" not in command_brief("printf '\x1b]0;title\x07'")

@@ -239,3 +239,41 @@ async def test_the_vectorised_rule_decides_as_the_live_objects_do() -> None:
         got = [v.decided[(p, "1")].n if (p, "1") in v.decided else 0 for p in "AB"]
         assert got == list(want[r]), (r, got, want[r])
     assert 0 < (want > 0).sum() < want.size  # both kinds of outcome were compared
+
+
+def test_a_live_alternation_makes_its_designs_off_the_event_loop() -> None:
+    """The first look's designs (about a second of CPU each the first time, five seconds
+    under load on the console's event loop) are made in a thread when the alternation
+    starts: every design the family may judge by is cached before the first look."""
+    import asyncio
+    import threading
+
+    from abtui.measure.alternate import prepare_looks
+    from abtui.reports import sequential
+
+    threads: list[int] = []
+    family = sequential.Family(2, max_runs=4, alpha=0.0371)  # designs no other test makes
+
+    class Probe:  # only what prepare_looks reads of a Verdicts
+        def __init__(self) -> None:
+            self.family = family
+
+    real = sequential._design
+
+    def counted(*args: object) -> object:
+        threads.append(threading.get_ident())
+        return real(*args)  # type: ignore[arg-type]
+
+    async def go() -> None:
+        sequential._design = counted  # type: ignore[assignment]
+        try:
+            await prepare_looks(Probe())  # type: ignore[arg-type]
+        finally:
+            sequential._design = real
+
+    asyncio.run(go())
+    assert threads and threading.get_ident() not in threads
+    before = real.cache_info().hits
+    for rejected in range(family.size):
+        family.design(rejected)
+    assert real.cache_info().hits == before + family.size  # every one made already

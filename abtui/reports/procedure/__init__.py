@@ -22,6 +22,6 @@ column groups shown per slot are `table.MEASURES` (plus a layout's own): add a g
 every layout's first table shows it.
 
 The modules: `sections` (the entry: a session's layout, its sections, the lab's translations),
-`order` (the profile's order and names), `table` (cells, slots and the first-table builder every
-layout shares), then one module per layout: `sweep`, `before_after`, `builds`.
+`table` (cells, slots and the first-table builder every layout shares), then one module per
+layout: `sweep`, `before_after`, `builds`; the profile's order and names are abtui.reports.naming's.
 """

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from abtui.core.dimensions import DIRECTION
 from abtui.reports.formatting import legend
-from abtui.reports.procedure.order import (
-    DIRECTION,
+from abtui.reports.naming import (
     base_pair,
     kernel_group,
     ordered,

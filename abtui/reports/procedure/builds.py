@@ -10,7 +10,7 @@ from typing import Any
 
 from abtui.reports import samples
 from abtui.reports.formatting import legend
-from abtui.reports.procedure.order import base_pair, kernel_group, pairs_in_order
+from abtui.reports.naming import base_pair, kernel_group, pairs_in_order
 from abtui.reports.procedure.table import Cells, Measure, Row, Slot, first_table, titled
 
 

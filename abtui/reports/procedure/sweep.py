@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from abtui.core.dimensions import DIRECTION
 from abtui.core.numbers import Unit, sig
 from abtui.reports import stats
 from abtui.reports.formatting import fmt_delta, fmt_ms, legend, md_table
-from abtui.reports.procedure.order import (
-    DIRECTION,
+from abtui.reports.naming import (
     base_pair,
     is_default,
     kernel_group,

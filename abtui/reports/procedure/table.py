@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from abtui.core.numbers import Unit
 from abtui.reports import cpu, stats
 from abtui.reports.formatting import fmt_cell, fmt_compare, md_table, rate_unit_of
-from abtui.reports.procedure.order import text_of
+from abtui.reports.naming import text_of
 from abtui.sessions.records import Phase, Run
 from abtui.sessions.session import Session
 

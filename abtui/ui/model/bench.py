@@ -15,7 +15,7 @@ screen) is never drawn: it is counted as shown but hidden, with no latency (`hid
 
 The collector's full passes are written too (when each began, how long it took): one such
 pass, 38-44 ms of CPU over what the console built to go live, was the slow interval that set
-`ui_latency_p99_ms` in some runs and not others (docs/performance.md, "The slow interval")."""
+`ui_latency_p99_ms` in some runs and not others (docs/performance-runs.md, "The slow interval")."""
 
 from __future__ import annotations
 

@@ -262,7 +262,7 @@ def saved_comparison(saved: Session, events: list[Event]) -> Comparison:
     from abtui.reports import compare
     from abtui.reports.exports import interval_rows
     from abtui.reports.formatting import fmt_cell, fmt_compare, rate_unit_of
-    from abtui.reports.procedure.order import shown_config
+    from abtui.reports.naming import shown_config
     from abtui.sessions.session import Session
 
     now = Session.from_events(events, name="this session")

@@ -27,7 +27,7 @@ The features:
   Textual's public SVG screenshot);
 - `footer_compact`: the footer's keys told the footer is compact (else they keep their look).
 
-Measured in docs/performance.md ("A pane's repaint handed to the screen", "The stamp taken by
+Measured in docs/performance-runs.md ("A pane's repaint handed to the screen", "The stamp taken by
 the frame", "The console's frames", "The console's share of its own CPU").
 """
 

@@ -2,7 +2,7 @@
 [--threshold PCT] [--metric throughput|rtt] [--max-blocks N] [--every S] [--pair P]
 [--design blocks|crossover] [--out FILE] [--resume SESSION] [--headless]`: which
 candidate made it worse (abtui.measure.bisect.search; docs/bisect.md), in the console with its
-bisect panel (abtui.ui.bisection), or headless."""
+bisect panel (abtui.ui.flow.bisection), or headless."""
 
 from __future__ import annotations
 

@@ -11,9 +11,20 @@ import contextlib
 import gc
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from abtui.core.controller import Controller, Mode
+    from abtui.core.events import AnyEvent, Event, Payload
+    from abtui.core.model import Profile
+    from abtui.measure.bisect.run import BisectPlan
+    from abtui.measure.engine.front import Engine
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.session import ControllerSession
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replay: refuse this knob change (to see how errors show)")
 
 
-def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[Any, str]:
+def replay_controller(args: argparse.Namespace,
+                      profile: Profile | None) -> tuple[ReplayController, str]:
     """The controller for --replay, and what the title calls it."""
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
@@ -52,7 +64,7 @@ def replay_controller(args: argparse.Namespace, profile: Any | None) -> tuple[An
             "REPLAY (synthetic)")
 
 
-def _recorded_profile(events: list[Any], path: Path) -> Any:
+def _recorded_profile(events: list[Event], path: Path) -> Profile:
     """The profile a session recorded (its SESSION_START), else one inferred from its events."""
     from abtui.core.errors import BadInput
     from abtui.core.events import EventKind, SessionStart
@@ -69,10 +81,13 @@ def _recorded_profile(events: list[Any], path: Path) -> Any:
     return profile_from_events(events, name=path.name.split(".")[0])
 
 
-def open_console(controller: Any, title: str, subtitle: str = "", *,
-                 on_hosts: bool = False, bisection: Any = None) -> int:
+def open_console(controller: Controller, title: str, subtitle: str = "", *,
+                 on_hosts: bool = False, bisection: BisectPlan | None = None,
+                 session: ControllerSession[Controller] | None = None) -> int:
     """The console until it ends; however it ends, the hosts are restored (abtui.ui.guard),
-    and on hosts a line says when `abtui recover` has something left to do."""
+    and on hosts a line says when `abtui recover` has something left to do. `session`: the
+    session's lifecycle (abtui.measure.session), journalled; None: one of the console's own,
+    on `controller`, with no journal (a replay)."""
     # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
     # late an interval shows (the budget: 50 ms p99, docs/performance.md). The console bounds
     # its own refreshes (abtui.ui.app: FLUSH_HZ), so a shorter period costs no CPU when
@@ -83,7 +98,8 @@ def open_console(controller: Any, title: str, subtitle: str = "", *,
     from abtui.ui.app import AbtuiApp
     from abtui.ui.guard import run_console
 
-    app = AbtuiApp(controller, title=title, subtitle=subtitle, bisection=bisection)
+    app = AbtuiApp(controller, title=title, subtitle=subtitle, bisection=bisection,
+                   session=session)
     return asyncio.run(run_console(app, recover_hint=on_hosts, linger=True))
 
 
@@ -123,21 +139,22 @@ def session_subtitle(path: Path, recover: bool = False) -> str:
     return ("⚠ run `abtui recover` — " if recover else "") + f"session {name_of(path)}"
 
 
-def open_on_hosts(profile: Any, title: str, bisection: Any = None) -> int:
+def open_on_hosts(profile: Profile, title: str, bisection: BisectPlan | None = None) -> int:
     """The console driving the engine on the profile's hosts, journalling the session;
-    `bisection` (abtui.measure.bisect_run.BisectPlan): run it (`abtui bisect`)."""
+    `bisection` (abtui.measure.bisect.run.BisectPlan): run it (`abtui bisect`)."""
     with collector_paused():
         return _open_on_hosts(profile, title, bisection)
 
 
-def _open_on_hosts(profile: Any, title: str, bisection: Any = None) -> int:
+def _open_on_hosts(profile: Profile, title: str, bisection: BisectPlan | None = None) -> int:
     import sys
 
     from abtui.hosts.undo import recovery_notice
     from abtui.lab import lease
     from abtui.measure.ports import open_session_writer
+    from abtui.measure.session import ControllerSession
     from abtui.sessions.paths import new_session_path
-    from abtui.ui.keymap import load_keymap
+    from abtui.ui.flow.keymap import load_keymap
 
     load_keymap()  # a bad keymap file is said before a session file is started
     notice = recovery_notice()
@@ -146,30 +163,32 @@ def _open_on_hosts(profile: Any, title: str, bisection: Any = None) -> int:
     path = new_session_path(profile.name)
     writer = open_session_writer(path, profile, compact=True)
 
-    def build() -> Any:
+    def build() -> Engine:
         from abtui.measure.engine.front import Engine
 
-        engine = Engine(profile, session_path=path)
-        engine.subscribe(writer.write)  # the journal first: on disk before it is shown
-        writer.on_error = lambda line: stop_measuring(engine, line)
-        return engine
+        return Engine(profile, session_path=path)
 
     engine = DeferredEngine(profile, path, build)
+    # the same lifecycle as `abtui run`'s: the journal subscribed first (on disk before it
+    # is shown), connect and shutdown through it, and closed here whatever ends the console
+    session: ControllerSession[Controller] = ControllerSession(
+        engine, writer, on_write_error=lambda line: stop_measuring(engine.engine, line))
+    session.open()
     try:
         subtitle = session_subtitle(path, bool(notice))
         with lease.hold(lease.labs_of(profile)):  # no other command takes its lab down
             return open_console(engine, title, subtitle=subtitle, on_hosts=True,
-                                bisection=bisection)
+                                bisection=bisection, session=session)
     finally:
-        closed = writer.close()
-        print(f"abtui: {writer.error}" if writer.error is not None else
+        closed = session.close()
+        print(f"abtui: {session.write_error}" if session.write_error is not None else
               f"abtui: session written to {closed}", file=sys.stderr)
 
 
-_STOPPING: set[Any] = set()  # the stops under way (asyncio keeps only weak references)
+_STOPPING: set[asyncio.Task[None]] = set()  # the stops under way (asyncio keeps weak refs)
 
 
-def stop_measuring(engine: Any, line: str) -> None:
+def stop_measuring(engine: Engine, line: str) -> None:
     """The session file cannot be written (the disk full): measuring stops and the console's
     log says why (the hosts are set back when the console is left, as always). Called by the
     writer inside the engine's fan-out, so the stop runs on its own task."""
@@ -192,21 +211,24 @@ def stop_measuring(engine: Any, line: str) -> None:
 class DeferredEngine:
     """The engine, imported and built when the console first calls it (connecting, after its
     first frame), not before the console opens: the engine's modules are 0.02 s of CPU the
-    first frame does not need. Subscribers are kept until then, and added after the
-    session's journal. A console left before it connected still shuts the engine down, so the
-    session is closed as always. The Controller protocol (abtui.core.controller)."""
+    first frame does not need. Subscribers are kept until then, in the order given (the
+    session's journal first). A console left before it connected still shuts the engine
+    down, so the session is closed as always. The Controller protocol
+    (abtui.core.controller)."""
 
-    def __init__(self, profile: Any, session_path: Any, build: Callable[[], Any]) -> None:
+    def __init__(self, profile: Profile, session_path: Path,
+                 build: Callable[[], Engine]) -> None:
         self.profile = profile
-        self.session_path = session_path
-        self._build: Callable[[], Any] | None = build
-        self._engine: Any = None
-        self._subscribers: list[Callable[[Any], None]] = []
+        self.session_path: Path | None = session_path
+        self._build: Callable[[], Engine] | None = build
+        self._engine: Engine | None = None
+        self._subscribers: list[Callable[[AnyEvent], None]] = []
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         """The engine, built on first use."""
-        if self._build is not None:
+        if self._engine is None:
+            assert self._build is not None
             self._engine, self._build = self._build(), None
             for callback in self._subscribers:
                 self._engine.subscribe(callback)
@@ -214,10 +236,10 @@ class DeferredEngine:
 
     @property
     def built(self) -> bool:
-        return self._build is None
+        return self._engine is not None
 
-    def subscribe(self, callback: Callable[[Any], None]) -> None:
-        if self.built:
+    def subscribe(self, callback: Callable[[AnyEvent], None]) -> None:
+        if self._engine is not None:
             self._engine.subscribe(callback)
         else:
             self._subscribers.append(callback)
@@ -225,7 +247,7 @@ class DeferredEngine:
     async def connect(self) -> None:
         await self.engine.connect()
 
-    async def start(self, mode: Any = "continuous") -> None:
+    async def start(self, mode: Mode = "continuous") -> None:
         await self.engine.start(mode)
 
     async def stop(self) -> None:
@@ -234,15 +256,16 @@ class DeferredEngine:
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
         await self.engine.set_knob(knob, value, pairs)
 
-    async def set_values(self, knob: str, values: Any, again: bool = False) -> None:
+    async def set_values(self, knob: str, values: Mapping[str, str],
+                         again: bool = False) -> None:
         await self.engine.set_values(knob, values, again)
 
     async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
                    bisect: dict[str, Any] | None = None) -> None:
         await self.engine.mark(text, verdicts, bisect)
 
-    def note(self, payload: Any) -> None:
+    def note(self, payload: Payload) -> None:
         self.engine.note(payload)
 
-    async def shutdown(self) -> None:
-        await self.engine.shutdown()
+    async def shutdown(self, reason: str = "shutdown") -> None:
+        await self.engine.shutdown(reason)

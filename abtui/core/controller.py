@@ -51,5 +51,6 @@ class Controller(Protocol):
         """An event the controller did not make itself (a bisection's look), stamped by its
         clock, to every subscriber and the session's journal."""
 
-    async def shutdown(self) -> None:
-        """Stop, restore every knob, remove tunnels, end remote processes; emits RESTORE."""
+    async def shutdown(self, reason: str = "shutdown") -> None:
+        """Stop, restore every knob, remove tunnels, end remote processes; emits RESTORE,
+        then SESSION_END saying `reason`."""

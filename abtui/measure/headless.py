@@ -362,7 +362,7 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     `settings` (knob, value) are applied before anything runs (`abtui run --set`); a refusal
     ends the run before it starts, with everything set back. `alternation` runs continuously
     flipping its knob (abtui.measure.alternate), for at most `duration` seconds. `bisection`
-    runs a bisection's steps on one continuous run (abtui.measure.bisect_run); an undecided
+    runs a bisection's steps on one continuous run (abtui.measure.bisect.run); an undecided
     one exits EXIT_INCONCLUSIVE.
 
     The session goes to `out` as a plain journal, or (None) to a new session in the sessions

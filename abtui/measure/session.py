@@ -6,6 +6,11 @@ down (every host set back), the session journal closed, whatever ends it.
         await engine.wait()
     session.closed  # the journal's file
 
+The console holds the same object across its life instead of one `async with`: the command
+that opens it builds the session and `open`s it (the journal subscribed before the screen),
+the console's calls (abtui.ui.flow.control) `start`, `stop` and `shutdown` through it, and the
+command `close`s the journal once the console has gone, whatever ended it.
+
 Entering connects (the journal hears every event from SESSION_START on); leaving, or a
 failure while connecting, shuts the controller down (reason "interrupted" when cancelled or
 interrupted, else "done") and closes the journal even when the shutdown fails. `start`
@@ -25,7 +30,7 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from abtui.core.controller import Mode
 from abtui.core.errors import WriteFailed
@@ -45,7 +50,7 @@ class Journal(Protocol):
 
 
 class Measuring(Protocol):
-    """What a session drives (abtui.measure.engine.Engine): a Controller whose shutdown
+    """What a session drives (abtui.measure.engine.front.Engine): a Controller whose shutdown
     says why the session ended."""
 
     def subscribe(self, callback: Callable[[AnyEvent], None]) -> object: ...
@@ -59,12 +64,20 @@ class Measuring(Protocol):
     async def shutdown(self, reason: str = "shutdown") -> None: ...
 
 
-class ControllerSession:
-    """A controller's session from connect to journal close; see the module docstring."""
+C = TypeVar("C", bound=Measuring)
 
-    def __init__(self, controller: Measuring, journal: Journal | None = None) -> None:
+
+class ControllerSession(Generic[C]):
+    """A controller's session from connect to journal close; see the module docstring.
+    `on_write_error`: what a journal that cannot be written does (the console says so and
+    stops measuring) in place of cancelling the task in the session (`abtui run`)."""
+
+    def __init__(self, controller: C, journal: Journal | None = None, *,
+                 on_write_error: Callable[[str], None] | None = None) -> None:
         self.controller = controller
         self._journal = journal
+        self._on_write_error = on_write_error
+        self._opened = False
         self._connected = False
         self.closed: Path | None = None  # the journal's file, once closed
         self._owner: asyncio.Task[object] | None = None  # the task that entered
@@ -77,11 +90,23 @@ class ControllerSession:
         """Why the journal stopped being written (None: it was written whole)."""
         return self._journal.error if self._journal is not None else None
 
-    async def __aenter__(self) -> ControllerSession:
-        self._owner, self._body = asyncio.current_task(), True
+    @property
+    def connected(self) -> bool:
+        """The controller's connect() has returned."""
+        return self._connected
+
+    def open(self) -> None:
+        """The journal hears every event from now on, before any other subscriber (once)."""
+        if self._opened:
+            return
+        self._opened = True
         if self._journal is not None:
             self._journal.on_error = self._journal_failed
             self.controller.subscribe(self._journal.write)
+
+    async def __aenter__(self) -> ControllerSession[C]:
+        self._owner, self._body = asyncio.current_task(), True
+        self.open()
         try:
             await self.connect()
         except BaseException as exc:
@@ -107,12 +132,34 @@ class ControllerSession:
         await self.controller.stop()
         await self.controller.start(mode)
 
+    async def stop(self) -> None:
+        """End whatever runs (the links kept)."""
+        await self.controller.stop()
+
+    async def shutdown(self, reason: str | None = None) -> None:
+        """Stop, and set every host back (the controller's shutdown, saying `reason`, else
+        its own: raising what restoring raised, so a console can say it and try again); the
+        journal stays open."""
+        if reason is None:
+            await self.controller.shutdown()
+        else:
+            await self.controller.shutdown(reason)
+
+    def close(self) -> Path | None:
+        """Close the journal, once (later calls return the same file); None: no journal."""
+        if self._journal is not None and self.closed is None:
+            self.closed = self._journal.close()
+        return self.closed
+
     def _journal_failed(self, line: str) -> None:
-        """The writer's one line: the session stops (the task in it cancelled), once. The
-        cancellation is made once the running step is over, and only while the task is in
-        the session's body: one delivered while the session ends would cut its set-back
-        short."""
+        """The writer's one line: the session stops (the task in it cancelled, or
+        `on_write_error` told), once. The cancellation is made once the running step is
+        over, and only while the task is in the session's body: one delivered while the
+        session ends would cut its set-back short."""
         self._failed = True
+        if self._on_write_error is not None:
+            self._on_write_error(line)
+            return
         with contextlib.suppress(RuntimeError):  # no loop: nothing runs to stop
             asyncio.get_running_loop().call_soon(self._stop)
 
@@ -137,10 +184,9 @@ class ControllerSession:
         if self._failed:
             reason = "write failed"
         try:
-            await self.controller.shutdown(reason)
+            await self.shutdown(reason)
         finally:
-            if self._journal is not None:
-                self.closed = self._journal.close()
+            self.close()
 
 
 def _reason(kind: type[BaseException] | None) -> str:

@@ -7,12 +7,14 @@ import bisect
 import csv
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import numpy as np
 
 from abtui.core.configuration import config_id
+from abtui.core.events import Event
 from abtui.core.model import interval_loss
 from abtui.core.text import visible
 from abtui.reports import samples, stats
@@ -271,3 +273,14 @@ def _render(session: Session, fmt: str, base: str | None, base_config: str | Non
         write_csv(session, buf)
         return buf.getvalue()
     raise ValueError(f"unknown format {fmt!r}: md, csv or json")
+
+
+def export_events(path: Path, fmt: str, events: Sequence[Event], name: str,
+                  base: str | None = None) -> None:
+    """The report `abtui export` writes, of `events` (a session so far: the console's
+    export), written whole or not at all at `path`."""
+    from abtui.core.files import write_atomic
+
+    session = Session.from_events(list(events), name=name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, render(session, fmt, base=base))

@@ -1,15 +1,17 @@
 """The abtui console: a pane per pair, the knob bar, the phase table and the event log.
 
-The app only views and dispatches: events reach it through abtui.ui.feed (queued, flushed within
-a refresh budget by abtui.ui.pacing's one scheduler), abtui.ui.record folds them into
-abtui.ui.state (keeping a bounded window of them), abtui.ui.eventlog says them, and
-abtui.ui.journal has them all on disk for save, export and compare to read in a worker. The
-screen is built and laid out by abtui.ui.layout, the panes repainted by abtui.ui.panes, the
-tables built by abtui.ui.tables; the keys are abtui.ui.keymap's, acted on by the main
-screen (abtui.ui.main_screen) and abtui.ui.knobkeys, controller calls abtui.ui.control's
-(each in a worker, posting the typed messages of abtui.ui.messages, handled here with `@on`;
-a failure is shown in its pane and the log, never as a traceback), leaving
-abtui.ui.leaving's, bench timings abtui.ui.bench's.
+The app only views and dispatches: events reach it through abtui.ui.flow.feed (queued, flushed
+within a refresh budget by abtui.ui.model.pacing's one scheduler), abtui.ui.flow.record folds them
+into abtui.ui.model.state (keeping a bounded window of them), abtui.ui.render.eventlog says them,
+and abtui.ui.flow.journal has them all on disk for save, export and compare to read in a worker. The
+screen is built and laid out by abtui.ui.render.layout, the panes repainted by
+abtui.ui.render.panes, the tables built by abtui.ui.render.tables; the keys are
+abtui.ui.flow.keymap's, acted on by the main screen (abtui.ui.flow.main_screen) and
+abtui.ui.flow.knobkeys, controller calls abtui.ui.flow.control's through the session's lifecycle
+(abtui.measure.session, as `abtui run`'s; a knob's flip runs there as a task, never back through the
+app; each call posts the typed messages of abtui.ui.flow.messages, handled here with `@on`; a
+failure is shown in its pane and the log, never as a traceback), leaving abtui.ui.flow.leaving's,
+bench timings abtui.ui.model.bench's.
 """
 
 from __future__ import annotations
@@ -31,17 +33,15 @@ from textual.widgets import ProgressBar
 from abtui.core.controller import Controller, Mode
 from abtui.core.events import Event
 from abtui.core.text import visible
-from abtui.ui import tables
-from abtui.ui.alternation import ConsoleAlternation
-from abtui.ui.bench import BenchProbe
-from abtui.ui.bisection import ConsoleBisection
-from abtui.ui.collector import LiveFreeze
-from abtui.ui.control import ControllerCalls
-from abtui.ui.eventlog import EventLog, LogView
-from abtui.ui.feed import FLUSH_HZ, LAZY_S, EventFeed
-from abtui.ui.files import SessionFiles
-from abtui.ui.journal import ConsoleJournal
-from abtui.ui.keymap import (
+from abtui.measure.session import ControllerSession
+from abtui.ui.flow.alternation import ConsoleAlternation
+from abtui.ui.flow.bisection import ConsoleBisection
+from abtui.ui.flow.collector import LiveFreeze
+from abtui.ui.flow.control import ControllerCalls
+from abtui.ui.flow.feed import FLUSH_HZ, LAZY_S, EventFeed
+from abtui.ui.flow.files import SessionFiles
+from abtui.ui.flow.journal import ConsoleJournal
+from abtui.ui.flow.keymap import (
     APP_BINDINGS,
     RESERVED,
     assign_keys,
@@ -49,19 +49,22 @@ from abtui.ui.keymap import (
     palette_actions,
     system_commands,
 )
-from abtui.ui.knobbar import KnobBar, knobbar_content, show_progress
-from abtui.ui.knobkeys import KnobKeys
-from abtui.ui.layout import MainLayout, main_widgets
-from abtui.ui.leaving import Leaving
-from abtui.ui.main_screen import MainScreen
-from abtui.ui.messages import Failed, KnobSet, Said, Started
-from abtui.ui.pacing import Clock, Scheduler, Throttle
-from abtui.ui.panes import PaneBoard, pane_label
-from abtui.ui.phase_rows import PhaseRow
-from abtui.ui.record import SessionRecord
-from abtui.ui.state import ConsoleState
-from abtui.ui.textual_privates import keep_unchanged_lines
-from abtui.ui.widgets import PairPane
+from abtui.ui.flow.knobkeys import KnobKeys
+from abtui.ui.flow.leaving import Leaving
+from abtui.ui.flow.main_screen import MainScreen
+from abtui.ui.flow.messages import Failed, KnobSet, Said, Started
+from abtui.ui.flow.record import SessionRecord
+from abtui.ui.model.bench import BenchProbe
+from abtui.ui.model.pacing import Clock, Scheduler, Throttle
+from abtui.ui.model.phase_rows import PhaseRow
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render import tables
+from abtui.ui.render.eventlog import EventLog, LogView
+from abtui.ui.render.knobbar import KnobBar, knobbar_content, show_progress
+from abtui.ui.render.layout import MainLayout, main_widgets
+from abtui.ui.render.panes import PaneBoard, pane_label
+from abtui.ui.render.textual_privates import keep_unchanged_lines
+from abtui.ui.render.widgets import PairPane
 
 if TYPE_CHECKING:
     from abtui.measure.bisect.run import BisectPlan
@@ -91,7 +94,8 @@ class AbtuiApp(App[int]):
                  save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None,
                  keymap: dict[str, str] | None = None,
-                 clock: Clock | None = None, bisection: BisectPlan | None = None) -> None:
+                 clock: Clock | None = None, bisection: BisectPlan | None = None,
+                 session: ControllerSession[Controller] | None = None) -> None:
         super().__init__()
         self.controller = controller
         self.profile = controller.profile
@@ -101,19 +105,22 @@ class AbtuiApp(App[int]):
         self.autostart = autostart
         self.scopes = ["all", *self.state.pairs]
         self.knob_keys = assign_keys(self.profile, self.RESERVED)
-        # every deferred flush and repaint (abtui.ui.pacing); `clock` for tests
+        # every deferred flush and repaint (abtui.ui.model.pacing); `clock` for tests
         self.scheduler = Scheduler(self.call_later, *([clock] if clock else []))
         self.feed = EventFeed(self.scheduler, flush_hz)
         self.feed.flush = self._flush_events
         self.bench = BenchProbe(bench_file)
-        self.calls = ControllerCalls(controller, self.state, self.post_message)
+        # the session's lifecycle (on hosts: the command's, journalled; else the console's
+        # own on `controller`): connect, start, shutdown go through it
+        self.calls = ControllerCalls(session or ControllerSession(controller), self.state,
+                                     self.post_message)
         self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
                                               self.calls)  # ctrl+a, ctrl+e
         # `abtui bisect` in the console: it starts in place of measuring only
         self.bisection = ConsoleBisection(self, controller, self.profile, self.state,
                                           self.calls, bisection)
         self.knobs = KnobKeys(self, self.profile, self.state, self.alternation,
-                              self.set_knob)  # a knob's key, ctrl+t
+                              self.calls.flip)  # a knob's key, ctrl+t
         self.exit_flow = Leaving(self, self.state, self.calls, self.alternation, self.bench,
                                  self.fail, self.fold_queued, self.bisection)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
@@ -145,7 +152,8 @@ class AbtuiApp(App[int]):
 
     @property
     def main_screen(self) -> MainScreen:
-        """The console's main screen (abtui.ui.main_screen): the main keys and their actions."""
+        """The console's main screen (abtui.ui.flow.main_screen): the main keys and their
+        actions."""
         if self._main_screen is None:
             self._main_screen = MainScreen.for_knobs(self, self.knob_keys)
         return self._main_screen
@@ -155,8 +163,8 @@ class AbtuiApp(App[int]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's, but on Linux a driver whose input thread sleeps until input comes
-        (abtui.ui.textual_privates: Textual's wakes ten times a second)."""
-        from abtui.ui.textual_privates import quiet_driver
+        (abtui.ui.render.textual_privates: Textual's wakes ten times a second)."""
+        from abtui.ui.render.textual_privates import quiet_driver
 
         return quiet_driver(super().get_driver_class())
 
@@ -169,7 +177,7 @@ class AbtuiApp(App[int]):
     def _from_palette(self, action: str) -> Awaitable[Any]:
         """A palette entry acts on the main screen; chosen over the compare screen, that
         screen gives way first (a new comparison takes its place)."""
-        from abtui.ui.screens import CompareScreen
+        from abtui.ui.render.screens import CompareScreen
 
         if isinstance(self.screen, CompareScreen):
             self.pop_screen()
@@ -211,6 +219,7 @@ class AbtuiApp(App[int]):
         self.table.load_stats(lambda: self.table_throttle(force=True))
 
     def on_unmount(self) -> None:
+        self.calls.cancel_flips()  # as Textual cancels its workers
         self.journal.close()  # a spool of the console's own is removed
 
     def on_resize(self, event: Any) -> None:
@@ -274,7 +283,7 @@ class AbtuiApp(App[int]):
 
     @property
     def log_lines(self) -> deque[str]:
-        """The event log's text (abtui.ui.eventlog)."""
+        """The event log's text (abtui.ui.render.eventlog)."""
         return self.event_log.lines
 
     def _flush_events(self) -> None:
@@ -285,7 +294,7 @@ class AbtuiApp(App[int]):
         stamps = self.record.fold(batch)
         if stamps:
             self.live_freeze.live()
-            self.bench.arrived(stamps)  # (before the panes take them: see abtui.ui.bench)
+            self.bench.arrived(stamps)  # (before the panes take them: see abtui.ui.model.bench)
         self._apply_dirty()
 
     def post_display_hook(self) -> None:
@@ -357,7 +366,7 @@ class AbtuiApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Once leaving has begun, only ctrl+q (to force out) still acts (the main screen's
-        keys check the same: abtui.ui.main_screen)."""
+        keys check the same: abtui.ui.flow.main_screen)."""
         return action == "quit" if self.exit_flow.begun else True
 
     def knobbar(self, width: int | None = None) -> Content:
@@ -403,18 +412,13 @@ class AbtuiApp(App[int]):
         self.notify(visible(message), severity="error", timeout=6, markup=False)
         self._apply_dirty()
 
-    # ---- controller calls (abtui.ui.control), each in a worker -----------------------
+    # ---- controller calls (abtui.ui.flow.control), each in a worker -----------------------
     def start(self, mode: Mode) -> None:
         """Measure in `mode` (after any controller call asked before)."""
         self.run_worker(self.calls.start(mode), group="controller", exit_on_error=False)
 
     def plan_progress(self) -> dict[str, Any] | None:
         return self.calls.plan_progress()
-
-    def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        """A knob's change on `pairs`, in a worker."""
-        self.run_worker(self.calls.set_knob(name, value, pairs), group="knobs",
-                        exit_on_error=False)
 
     @on(Said)
     def _said(self, message: Said) -> None:
@@ -442,18 +446,18 @@ class AbtuiApp(App[int]):
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:
-        """The palette's Screenshot (abtui.ui.files: in the sessions folder)."""
+        """The palette's Screenshot (abtui.ui.flow.files: in the sessions folder)."""
         self.files.screenshot(filename, path, time_format)
         return None
 
-    # ---- files (abtui.ui.files) ---------------------------------------------------------
+    # ---- files (abtui.ui.flow.files) ---------------------------------------------------------
     def fold_queued(self) -> None:
         """Fold in the events still queued for the screen, now."""
         self._flush_events()
 
     @property
     def recent(self) -> deque[Event]:
-        """The latest events received (abtui.ui.record's window; all of them are in
+        """The latest events received (abtui.ui.flow.record's window; all of them are in
         `journal`)."""
         return self.record.recent
 

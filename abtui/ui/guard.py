@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.ui.app import AbtuiApp
-from abtui.ui.textual_privates import ended_with, saved_terminal_modes, silence_dead_writer
+from abtui.ui.render.textual_privates import ended_with, saved_terminal_modes, silence_dead_writer
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 RECOVER = "not everything was restored: `abtui recover` will finish it (it reads the undo " \
@@ -191,7 +191,7 @@ async def _restore(app: AbtuiApp, out: TextIO) -> None:
             app.record.keep(event)  # what the console would have kept
     app.controller.subscribe(show)
     try:
-        await app.controller.shutdown()
+        await app.calls.session.shutdown()
     except Exception as exc:
         app.exit_flow.restore_outcome = "failed"
         _say(out, f"restoring failed: {type(exc).__name__}: {exc}")

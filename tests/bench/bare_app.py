@@ -2,7 +2,7 @@
 the same way as the console (`python -m` in the same tmux, 160x48): what any Textual program
 pays to its first frame on this machine now (the interpreter, Textual's imports, the driver,
 one frame). It writes when its first frame was shown to $ABTUI_BENCH_FILE, as the console
-does (abtui.ui.bench), and quits on ctrl+q."""
+does (abtui.ui.model.bench), and quits on ctrl+q."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from abtui.core import events
 from abtui.core.events import Event
 from abtui.measure.replay.synthetic import T0, Synth, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from abtui.ui.phase_rows import LOADED
+from abtui.ui.model.phase_rows import LOADED
 
 hours, backlog, FLIP_S, WARMUP_S = (float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]),
                                     int(sys.argv[4]))

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from abtui.lab.netns import Lab
-from abtui.ui.feed import FLUSH_HZ
+from abtui.ui.flow.feed import FLUSH_HZ
 from tests.bench.by_hand import run_by_hand, run_replay_by_hand
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab

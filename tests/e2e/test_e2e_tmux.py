@@ -491,12 +491,12 @@ def term_wait_quiet(term: Term, cond: Callable[[str], bool], timeout: float) -> 
 
 INJECT = {
     # a key's handler raises (ctrl+l: show or hide the log)
-    "key handler": ("from abtui.ui.main_screen import MainScreen\n"
+    "key handler": ("from abtui.ui.flow.main_screen import MainScreen\n"
                     "def boom(self):\n"
                     "    raise RuntimeError('injected by the test into a key handler')\n"
                     "MainScreen.action_toggle_log = boom\n"),
     # folding an event into the screen raises (a mark whose text is 'boom')
-    "event flush": ("from abtui.ui import state\n"
+    "event flush": ("from abtui.ui.model import state\n"
                     "apply = state.ConsoleState.apply\n"
                     "def boom(self, event):\n"
                     "    if event.kind == 'mark' and event.payload.text == 'boom':\n"

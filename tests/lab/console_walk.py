@@ -65,7 +65,7 @@ from abtui.core.labels import short_value
 from abtui.core.model import KnobKind, Profile
 from abtui.measure.engine.front import Engine
 from abtui.ui.app import AbtuiApp
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.widgets import PairPane
 from tests.lab.hostview import HostReader, Reading, norm
 
 LAG_S = float(os.environ.get("ABTUI_WALK_LAG_S", "3"))  # the screen may trail the journal
@@ -192,7 +192,7 @@ def plain(widget: Any) -> str:
 
 
 def screen_text(app: AbtuiApp) -> str:
-    """The current screen as text (abtui.ui.files.screen_text)."""
+    """The current screen as text (abtui.ui.flow.files.screen_text)."""
     return app.files.screen_text()
 
 
@@ -408,6 +408,7 @@ class Walker:
         workers = [f"{w.group}:{w.name}" for w in self.app.workers
                    if w.group in BUSY_GROUPS and w.state in (WorkerState.PENDING,
                                                              WorkerState.RUNNING)]
+        workers += [f"knobs:{t.get_name()}" for t in self.app.calls.flips if not t.done()]
         changing = [f"knob change on {label}" for label, ph in self.engine.book.phases.items()
                     if ph.pending is not None]
         return workers + changing
@@ -533,7 +534,7 @@ class Walker:
         await self.do_knob(step)
 
     async def do_tunnel(self, step: Step) -> None:
-        from abtui.ui.screens import TunnelSwitcher
+        from abtui.ui.render.screens import TunnelSwitcher
 
         knob = next(k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL)
 
@@ -674,7 +675,7 @@ class Walker:
             self.fail("plan-progress-shown", "p: the plan's progress bar is not shown")
 
     async def do_mark(self, step: Step) -> None:
-        from abtui.ui.screens import TextPrompt
+        from abtui.ui.render.screens import TextPrompt
 
         start = len(self.journal)
         scope = self.scope
@@ -704,7 +705,7 @@ class Walker:
 
     async def _path_dialog(self, key: str, what: str, path: Path | None) -> Path | None:
         """Open save/export, optionally type a path, confirm; returns the path it said."""
-        from abtui.ui.screens import PathPrompt
+        from abtui.ui.render.screens import PathPrompt
 
         screen = await self.open_dialog(key, PathPrompt, what, Input)
         if screen is None:
@@ -787,7 +788,7 @@ class Walker:
             self.fail("export", f"e: typed {typed}, the dialog said it would write {said}")
 
     async def do_compare(self, step: Step) -> None:
-        from abtui.ui.screens import CompareScreen
+        from abtui.ui.render.screens import CompareScreen
 
         screen = await self.open_dialog("ctrl+o", CompareScreen, "compare")
         if screen is None:

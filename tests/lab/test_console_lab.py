@@ -21,7 +21,7 @@ from abtui.measure.engine.front import Engine
 from abtui.profile import load_profile, parse_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import run_console
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.widgets import PairPane
 from tests.lab.namespaces import netns_processes, ns_exec
 from tests.ui.console_kit import until
 

@@ -12,7 +12,7 @@ from abtui.core.events import EventKind
 from abtui.lab.netns import Lab
 from abtui.reports.exports import to_json
 from abtui.sessions.session import Session
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
 from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine, until
 from tests.lab.namespaces import ns_exec
 

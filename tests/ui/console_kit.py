@@ -12,7 +12,7 @@ from abtui.core.events import Event
 from abtui.measure.replay.controller import ReplayController
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from abtui.ui.pacing import Clock
+from abtui.ui.model.pacing import Clock
 
 
 class SpyController(ReplayController):
@@ -66,7 +66,7 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -
 async def started(pilot: Pilot) -> None:
     """Wait until start-up is over: the significance marks' import (numpy, in a thread,
     holding the GIL for a second or more) is done and the screen has settled."""
-    from abtui.ui.phase_rows import LOADED
+    from abtui.ui.model.phase_rows import LOADED
 
     await until(pilot, lambda: "stats" in LOADED)
     await settle(pilot)

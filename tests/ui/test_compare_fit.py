@@ -12,8 +12,8 @@ from textual.widgets import DataTable, Input
 
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.sessions import writer
-from abtui.ui.screens import CompareScreen, SessionPicker
-from abtui.ui.tables import column_widths
+from abtui.ui.render.screens import CompareScreen, SessionPicker
+from abtui.ui.render.tables import column_widths
 from tests.ui.console_kit import make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui

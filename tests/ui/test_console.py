@@ -17,8 +17,8 @@ from abtui.core.model import LinkState
 from abtui.measure.replay.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp
-from abtui.ui.screens import CompareScreen, PathPrompt, TunnelSwitcher
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.screens import CompareScreen, PathPrompt, TunnelSwitcher
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import FakeClock, SpyController, make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui

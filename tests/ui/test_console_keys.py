@@ -10,7 +10,7 @@ from textual.widgets import Input
 from abtui.core.events import Event, Mark, Progress
 from abtui.measure.replay.synthetic import T0, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from abtui.ui.screens import TextPrompt, TunnelSwitcher
+from abtui.ui.render.screens import TextPrompt, TunnelSwitcher
 from tests.ui.console_kit import FakeClock, SpyController, make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui
@@ -142,8 +142,8 @@ async def test_after_a_plan_space_measures_continuously_without_the_plans_progre
 
 
 async def test_clicks_on_the_knob_bar_scope_and_flip_on_the_main_screen() -> None:
-    """The bar's chips are links to the main screen's actions (abtui.ui.main_screen)."""
-    from abtui.ui.knobbar import KnobBar
+    """The bar's chips are links to the main screen's actions (abtui.ui.flow.main_screen)."""
+    from abtui.ui.render.knobbar import KnobBar
 
     app = make_app(intervals=2)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -8,7 +8,7 @@ import pytest
 
 from abtui.core.events import Cpu, Event, EventKind, Facts
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui
@@ -43,8 +43,8 @@ async def test_panes_show_host_cpu_and_the_shared_machine() -> None:
 
 def test_a_pair_on_one_host_says_shared_as_the_reports_do() -> None:
     """Sender and receiver one host: each side's figure is that host's, both sides' work."""
-    from abtui.ui.chips import cpu_chips
-    from abtui.ui.pair_state import PairState
+    from abtui.ui.model.pair_state import PairState
+    from abtui.ui.render.chips import cpu_chips
 
     one = PairState("A", "h", "h", {}, cpu={"sender": (150.0, 5.0), "receiver": (150.0, 5.0)})
     two = PairState("B", "s", "r", {}, cpu={"sender": (150.0, 5.0)})

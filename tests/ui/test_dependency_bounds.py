@@ -1,5 +1,5 @@
 """Textual and asyncssh are bounded above to the versions tested (their privates are fenced in
-abtui.ui.textual_privates and abtui.remote.asyncssh_privates), and the one installed is the
+abtui.ui.render.textual_privates and abtui.remote.asyncssh_privates), and the one installed is the
 newest the bound allows: a fresh `make setup` (CI's clean clone) installs that one, so the UI
 and unit tests run on it, and this test fails, naming the newer release, where the installed
 one is not the newest within the bound (a stale environment, or a bound wider than tested).

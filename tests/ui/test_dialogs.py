@@ -13,7 +13,7 @@ from abtui.core.events import Event, EventKind, KnobChanged, Tunnel
 from abtui.measure.replay.synthetic import T0, synthetic_events, synthetic_profile
 from abtui.sessions import paths, reader, writer
 from abtui.ui.app import AbtuiApp
-from abtui.ui.screens import CompareScreen, PathPrompt, SessionPicker, TunnelSwitcher
+from abtui.ui.render.screens import CompareScreen, PathPrompt, SessionPicker, TunnelSwitcher
 from tests.ui.console_kit import make_app, replayed, until
 
 pytestmark = pytest.mark.ui
@@ -184,10 +184,10 @@ async def test_screenshot_and_export_go_to_the_sessions_folder(tmp_path: Path,
 
 
 async def test_save_writes_every_event_not_only_the_window_in_memory(tmp_path: Path) -> None:
-    """The console keeps only its latest events in memory (abtui.ui.record); `s` reads the
+    """The console keeps only its latest events in memory (abtui.ui.flow.record); `s` reads the
     session's journal in a worker, so the copy is the whole session, however far the window
     has moved on."""
-    from abtui.ui.record import SessionRecord
+    from abtui.ui.flow.record import SessionRecord
 
     app = make_app(intervals=20)
     app.record = SessionRecord(app.state, app.event_log, window=5)

@@ -16,9 +16,9 @@ from textual.screen import Screen
 from abtui.core.events import Event, EventKind
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from abtui.ui.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
-from abtui.ui.textual_privates import styles_cache
-from abtui.ui.widgets import PairPane
+from abtui.ui.flow.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
+from abtui.ui.render.textual_privates import styles_cache
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import FakeClock, SpyController, started, until
 
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from abtui.core.events import Event, EventKind
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle
 
 pytestmark = pytest.mark.ui
@@ -54,7 +54,7 @@ async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_fr
     from textual._styles_cache import StylesCache
     from textual.geometry import Region
 
-    from abtui.ui.textual_privates import KeptLines, styles_cache
+    from abtui.ui.render.textual_privates import KeptLines, styles_cache
 
     app = make_app(pairs=4, intervals=2)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -96,7 +96,7 @@ async def test_the_plan_s_progress_bar_runs_no_timer_that_shows_nothing() -> Non
     and still shows a plan's progress."""
     from textual.widgets import ProgressBar
 
-    from abtui.ui.knobbar import show_progress
+    from abtui.ui.render.knobbar import show_progress
 
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(160, 48)) as pilot:

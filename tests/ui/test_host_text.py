@@ -10,8 +10,8 @@ from textual.widgets import DataTable
 from abtui.core.events import Error, Event, Facts, KnobChanged, Link
 from abtui.core.text import visible
 from abtui.measure.replay.synthetic import T0
-from abtui.ui.screens import QuitScreen, TunnelSwitcher
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.screens import QuitScreen, TunnelSwitcher
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui

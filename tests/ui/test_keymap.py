@@ -11,8 +11,8 @@ import pytest
 from abtui.core.errors import BadInput
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
-from abtui.ui.keymap import keymap_path, load_keymap
-from abtui.ui.screens import TextPrompt
+from abtui.ui.flow.keymap import keymap_path, load_keymap
+from abtui.ui.render.screens import TextPrompt
 from tests.ui.console_kit import SpyController, replayed, settle, until
 
 pytestmark = pytest.mark.ui

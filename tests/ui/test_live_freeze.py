@@ -1,5 +1,5 @@
 """What the console built to go live is frozen out of the garbage collector's passes once
-its first interval is folded in (abtui.ui.collector): the first full pass went over it all,
+its first interval is folded in (abtui.ui.flow.collector): the first full pass went over it all,
 40 ms of CPU on an interval's way to the screen. Only once: later intervals freeze nothing."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from abtui.core.events import Facts
 from abtui.measure.replay.controller import ReplayController
 from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
-from abtui.ui.layout import TABLE_MIN
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.layout import TABLE_MIN
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import alternating, make_app, replayed, settle, until
 from tests.ui.test_small_screen import fully_shown, with_configs
 

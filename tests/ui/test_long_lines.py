@@ -9,7 +9,7 @@ from textual.geometry import Region
 
 from abtui.core.events import Event, Link
 from abtui.core.model import LinkState
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle
 
 pytestmark = pytest.mark.ui

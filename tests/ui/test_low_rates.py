@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from abtui.core.events import Event, EventKind
 from abtui.core.numbers import sig
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui

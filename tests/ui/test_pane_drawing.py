@@ -1,4 +1,4 @@
-"""A pane draws its own lines (abtui.ui.widgets.PairPane): they look exactly as Textual's
+"""A pane draws its own lines (abtui.ui.render.widgets.PairPane): they look exactly as Textual's
 Static draws the same text in the same place, cell by cell (character and style), in the
 line's colours and after a theme change; only the cheaper way of drawing them differs."""
 
@@ -16,11 +16,11 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 import abtui.ui
-from abtui.ui.chips import pack_chips
-from abtui.ui.drawing import ChartDrawer
-from abtui.ui.pair_state import PairState
-from abtui.ui.textual_privates import FramedLines, styles_cache
-from abtui.ui.widgets import PairPane
+from abtui.ui.model.pair_state import PairState
+from abtui.ui.render.chips import pack_chips
+from abtui.ui.render.drawing import ChartDrawer
+from abtui.ui.render.textual_privates import FramedLines, styles_cache
+from abtui.ui.render.widgets import PairPane
 
 ERROR = "tcp_wmem=4096 16384 65536 refused: lab-a-snd: sysctl: permission denied on key"
 CONFIG = {"cc": "cubic", "tcp_wmem": "4096 16384 65536", "tso": "off", "gro": "on",
@@ -149,7 +149,7 @@ def test_a_chart_is_each_value_s_column_in_its_style_cell_by_cell() -> None:
     the marker's, else high from 66 % of the ceiling, else low."""
     import random
 
-    from abtui.ui.drawing import BARS
+    from abtui.ui.render.drawing import BARS
 
     rng = random.Random(24)
     palette = (Style(), Style(color="red"), Style(color="green"), Style(color="blue"))
@@ -255,7 +255,7 @@ def test_a_scrolling_chart_is_drawn_as_afresh_working_out_only_its_new_columns()
     import random
     from collections import deque
 
-    import abtui.ui.drawing as drawing
+    import abtui.ui.render.drawing as drawing
 
     rng = random.Random(7)
     palette = (Style(), Style(color="red"), Style(color="green"), Style(color="blue"))

@@ -18,8 +18,8 @@ from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.profile import parse_profile
 from abtui.sessions.reader import load_events
 from abtui.ui.app import AbtuiApp
-from abtui.ui.phase_rows import LOADED
-from abtui.ui.tables import PhaseTable
+from abtui.ui.model.phase_rows import LOADED
+from abtui.ui.render.tables import PhaseTable
 from tests.ui.console_kit import SpyController, settle, started, until
 
 pytestmark = pytest.mark.ui

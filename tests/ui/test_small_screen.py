@@ -8,8 +8,8 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from abtui.core.events import IntervalMeasured, KnobChanged
-from abtui.ui.screens import CompareScreen
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.screens import CompareScreen
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle, until
 
 pytestmark = pytest.mark.ui

@@ -1,6 +1,6 @@
-"""The console's terminal driver (abtui.ui.textual_privates): its input thread sleeps until input
-comes, delivers keys as Textual's does (a lone Escape once its parser's deadline passes), and
-ends when input is disabled."""
+"""The console's terminal driver (abtui.ui.render.textual_privates): its input thread sleeps
+until input comes, delivers keys as Textual's does (a lone Escape once its parser's deadline
+passes), and ends when input is disabled."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from textual import events
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 
-from abtui.ui import textual_privates as tp
-from abtui.ui.textual_privates import QuietInputDriver, quiet_driver
+from abtui.ui.render import textual_privates as tp
+from abtui.ui.render.textual_privates import QuietInputDriver, quiet_driver
 
 pytestmark = pytest.mark.ui
 

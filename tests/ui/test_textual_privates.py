@@ -1,4 +1,4 @@
-"""abtui.ui.textual_privates is the one place that uses Textual's private API: every private
+"""abtui.ui.render.textual_privates is the one place that uses Textual's private API: every private
 it names is there in the installed Textual (with the parameters it expects), nothing else in
 abtui reaches for one, and with any of them gone the console still runs, Textual's public way
 (a newer Textual costs speed, never a crash)."""
@@ -18,14 +18,14 @@ from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.widget import Widget
 
-from abtui.ui import textual_privates as tp
-from abtui.ui.widgets import PairPane
+from abtui.ui.render import textual_privates as tp
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed, settle
 
 pytestmark = pytest.mark.ui
 
 ABTUI = Path(__file__).resolve().parents[2] / "abtui"
-FENCE = ABTUI / "ui" / "textual_privates.py"
+FENCE = ABTUI / "ui" / "render" / "textual_privates.py"
 
 
 @pytest.fixture(autouse=True)

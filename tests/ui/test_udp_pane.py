@@ -8,7 +8,7 @@ import pytest
 
 from abtui.core.events import Event, EventKind
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, replayed
 
 pytestmark = pytest.mark.ui

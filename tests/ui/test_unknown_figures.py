@@ -10,8 +10,8 @@ from textual.widgets import DataTable
 from abtui.core.events import Event, EventKind, IntervalMeasured
 from abtui.core.numbers import sig
 from abtui.measure.replay.synthetic import T0, synthetic_events, synthetic_profile
-from abtui.ui.screens import CompareScreen
-from abtui.ui.widgets import PairPane
+from abtui.ui.render.screens import CompareScreen
+from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import make_app, until
 
 pytestmark = pytest.mark.ui

@@ -9,6 +9,7 @@ What counts as cited, in backticks (`…`) unless said:
 - a file name alone (`sections.py`): some file of that name under abtui/ or tests/;
 - a dotted module path `abtui.x.y` anywhere in the text (backticks or not), with an optional
   last `.Name`: the module exists, and so does the name in it (a definition or an import);
+  one that is a file's name (`abtui.tcss`) is that file;
 - a capitalised name (`PairRun`, `HostKnobs`), alone or with one member
   (`IntervalReader._emit`, `Event.of()`): a class, function or assignment of that name
   somewhere in abtui, and its member defined in that class's body. Textual's own names the
@@ -72,7 +73,7 @@ def problems(text: str) -> list[str]:
     files = {p.name for top in (ABTUI, ROOT / "tests") for p in top.rglob("*")}
     out: list[str] = []
     for dotted in sorted(set(re.findall(r"\babtui(?:\.\w+)+", text))):
-        if dotted in modules:
+        if dotted in modules or dotted in files:  # `abtui.tcss` is a file
             continue
         head, _, name = dotted.rpartition(".")
         if head not in modules or name not in modules[head]:

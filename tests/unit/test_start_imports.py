@@ -98,12 +98,12 @@ print(json.dumps(seen))
 def test_the_console_s_modules_bring_no_ssh_layer_nor_dialogs_before_the_first_frame() -> None:
     """What `abtui tui PROFILE` imports before its first frame (abtui.commands.tui, the
     session's writer, the app) leaves the SSH layer (abtui.remote, imported when the engine
-    is built) and the dialog screens (abtui.ui.screens, when one is opened) for later."""
+    is built) and the dialog screens (abtui.ui.render.screens, when one is opened) for later."""
     code = ("import sys\n"
-            "import abtui.commands.tui, abtui.hosts.undo, abtui.lab.lease, abtui.ui.keymap\n"
+            "import abtui.commands.tui, abtui.hosts.undo, abtui.lab.lease, abtui.ui.flow.keymap\n"
             "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
             "print('loaded:' + ','.join(sorted(m for m in sys.modules if m.startswith("
-            "('abtui.remote', 'abtui.ui.screens')))))")
+            "('abtui.remote', 'abtui.ui.render.screens')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.strip().splitlines()
     assert out[-1] == "loaded:"

@@ -277,7 +277,7 @@ class ReplayController:
     def note(self, payload: events.Payload) -> None:
         self._emit(Event.of(payload, self._vt))  # on the replay's clock, as its own events
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, reason: str = "shutdown") -> None:
         await self.stop()
         for knob, host in sorted(self._changed):
             await asyncio.sleep(self.step_delay)
@@ -287,4 +287,4 @@ class ReplayController:
         for label in self.configs:
             self.configs[label] = {k.name: k.values[0] for k in self.profile.knobs}
         self._changed.clear()
-        self._emit(Event.of(events.SessionEnd(reason="shutdown"), self._vt))
+        self._emit(Event.of(events.SessionEnd(reason=reason), self._vt))

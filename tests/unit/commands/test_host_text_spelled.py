@@ -257,7 +257,7 @@ def test_every_export_format_spells_it(hostile_session, tmp_path, capsys, fmt) -
 
 
 def test_the_console_s_export_spells_it(hostile_session) -> None:  # type: ignore[no-untyped-def]
-    """The console writes what `render` gives (ui/tables.py): the same text."""
+    """The console writes what `render` gives (ui/render/tables.py): the same text."""
     from abtui.reports.exports import render
     from abtui.sessions.session import Session
 

@@ -15,7 +15,7 @@ from abtui.core.events import (
 )
 from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.sessions.session import Session
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
 
 HOSTS = {"tcp_wmem": "4096 16384 33554432", "cc": "bbr"}
 

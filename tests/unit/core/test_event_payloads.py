@@ -13,7 +13,7 @@ from abtui.core import events, model
 from abtui.core.events import PAYLOADS, Event, EventKind, EventReader
 from abtui.measure.replay.synthetic import synthetic_events
 from abtui.sessions.session import Session
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
 
 SESSIONS = sorted((Path(__file__).parents[2] / "fixtures" / "sessions").glob("*.jsonl.gz"))
 

@@ -10,7 +10,7 @@ from abtui.core.events import Event, Link
 from abtui.core.model import LinkState
 from abtui.profile.load import parse_profile
 from abtui.remote.link import HostLink
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
 
 PROFILE = """
 [[pairs]]
@@ -35,7 +35,7 @@ async def test_a_first_connect_that_fails_is_failed_not_lost(tmp_path):
 
 
 def test_the_pane_of_a_host_that_never_connected_says_so():
-    from abtui.ui.widgets import LINK_TEXT
+    from abtui.ui.render.widgets import LINK_TEXT
 
     state = ConsoleState(parse_profile(PROFILE, "p.toml"))
     state.apply(Event.of(Link.from_data({"state": "connected"}), host="a-rcv"))

@@ -22,7 +22,7 @@ from abtui.core.events import (
 from abtui.parse import parse_iperf3_text
 from abtui.reports import exports, report, stats
 from abtui.sessions.session import Session
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
 from tests import synth
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "iperf3-3.12" / "bidir.client.txt"
@@ -136,8 +136,8 @@ def test_the_compare_screen_s_lines_keep_the_way_back_apart(tmp_path: Path) -> N
     back is a line of its own (`A rx`), as on the report's chart, not interleaved with the
     pair's own direction into one zigzag line that is neither."""
     from abtui.sessions.writer import SessionWriter
-    from abtui.ui.record import throughput_series
-    from abtui.ui.tables import saved_comparison
+    from abtui.ui.flow.record import throughput_series
+    from abtui.ui.render.tables import saved_comparison
 
     events = _events()
     series = throughput_series(events, ["A"], events[0].t)
@@ -147,6 +147,8 @@ def test_the_compare_screen_s_lines_keep_the_way_back_apart(tmp_path: Path) -> N
         for ev in events:
             w.write(ev)
     assert w.final_path is not None
-    lines = saved_comparison(w.final_path, events).lines
+    from abtui.sessions.session import Session
+
+    lines = saved_comparison(Session.load(w.final_path), events).lines
     assert [v for _, v in lines["saved A"]] == pytest.approx([5.35, 5.15])
     assert [v for _, v in lines["now A rx"]] == pytest.approx([4.83, 4.90])

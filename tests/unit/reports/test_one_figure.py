@@ -25,7 +25,7 @@ from abtui.core.numbers import sig
 from abtui.profile import parse_profile
 from abtui.reports import compare, exports, report, stats
 from abtui.sessions.session import Session
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
 from tests import synth
 
 PROFILES = Path(__file__).resolve().parents[3] / "profiles"

@@ -26,8 +26,8 @@ from abtui.measure.headless import RunRates
 from abtui.profile import parse_profile
 from abtui.reports import exports, samples, stats
 from abtui.sessions.session import Session
-from abtui.ui.state import ConsoleState
-from abtui.ui.tables import session_comparison
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.tables import session_comparison
 from tests import synth
 
 FLIPS = [{"wmem": "default"}, {"wmem": "64k"}, {"wmem": "default"}]

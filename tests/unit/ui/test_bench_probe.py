@@ -1,5 +1,5 @@
-"""The console's bench probe (abtui.ui.bench) writes, on leaving, each full pass of the garbage
-collector with when it began: the bench says how many fell in its window (one such pass was
+"""The console's bench probe (abtui.ui.model.bench) writes, on leaving, each full pass of the
+garbage collector with when it began: the bench says how many fell in its window (one such pass was
 the slowest interval of some live runs and not others)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from abtui.ui.bench import BenchProbe
+from abtui.ui.model.bench import BenchProbe
 
 
 def _last(path: Path) -> dict:

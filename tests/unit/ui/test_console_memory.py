@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 from abtui.core.events import Event
 from abtui.measure.replay.synthetic import T0, Synth, synthetic_profile
-from abtui.ui.eventlog import EventLog
-from abtui.ui.journal import ConsoleJournal
-from abtui.ui.record import WINDOW, SessionRecord
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.journal import ConsoleJournal
+from abtui.ui.flow.record import WINDOW, SessionRecord
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.eventlog import EventLog
 
 HOUR = 3600
 

@@ -14,8 +14,8 @@ from abtui.core.events import (
 from abtui.core.model import LinkState
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.reports.throughput import Segment
-from abtui.ui.phase_rows import significance
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.phase_rows import significance
+from abtui.ui.model.state import ConsoleState
 
 
 def folded(intervals: int = 20, seed: int = 0) -> ConsoleState:
@@ -66,7 +66,7 @@ def test_garbage_events_never_raise() -> None:
 
 def test_significance_uses_abtui_stats_on_segments() -> None:
     import abtui.reports.stats
-    from abtui.ui import phase_rows as st
+    from abtui.ui.model import phase_rows as st
 
     def segs(*means: float) -> list[Segment]:
         out = []

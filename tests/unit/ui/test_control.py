@@ -1,4 +1,4 @@
-"""The console's controller calls (abtui.ui.control) on their own: no app, a controller that
+"""The console's controller calls (abtui.ui.flow.control) on their own: no app, a controller that
 records what it is asked, and the messages the calls post."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from textual.message import Message
 from abtui.core.errors import KnobRefused
 from abtui.measure.replay.controller import ReplayController
 from abtui.measure.replay.synthetic import synthetic_profile
-from abtui.ui.control import ControllerCalls
-from abtui.ui.messages import Failed, KnobSet, Said, Started
-from abtui.ui.state import ConsoleState
+from abtui.measure.session import ControllerSession
+from abtui.ui.flow.control import ControllerCalls
+from abtui.ui.flow.messages import Failed, KnobSet, Said, Started
+from abtui.ui.model.state import ConsoleState
 
 
 class Recording(ReplayController):
@@ -44,7 +45,8 @@ class Recording(ReplayController):
 
 def _calls() -> tuple[ControllerCalls, Recording, list[Message]]:
     ctl, posted = Recording(), []
-    return ControllerCalls(ctl, ConsoleState(ctl.profile), posted.append), ctl, posted
+    return (ControllerCalls(ControllerSession(ctl), ConsoleState(ctl.profile), posted.append),
+            ctl, posted)
 
 
 async def test_start_connects_once_and_ends_what_runs_first_in_the_order_asked() -> None:

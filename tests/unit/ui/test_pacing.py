@@ -1,11 +1,11 @@
-"""The console's one scheduler (abtui.ui.pacing), driven by a test clock and a test queue."""
+"""The console's one scheduler (abtui.ui.model.pacing), driven by a test clock and a test queue."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
-from abtui.ui.pacing import STALE_S, Scheduler, Throttle
+from abtui.ui.model.pacing import STALE_S, Scheduler, Throttle
 
 
 class Queue:

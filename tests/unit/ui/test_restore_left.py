@@ -10,9 +10,9 @@ from abtui.core import events
 from abtui.core.events import Event
 from abtui.measure.headless import describe
 from abtui.measure.replay.synthetic import synthetic_profile
-from abtui.ui.eventlog import EventLog
-from abtui.ui.record import SessionRecord
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.record import SessionRecord
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.eventlog import EventLog
 
 LEFT = Event.of(events.Restore(knob="tcp_wmem", value="4096 16384 4194304", ok=False,
                                message="left as it is: reads '1 2 3', not the '4096 16384 "

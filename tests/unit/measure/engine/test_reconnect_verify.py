@@ -179,7 +179,7 @@ def test_a_recorded_drift_is_kept_reported_and_logged():
     from abtui.reports.report import markdown
     from abtui.sessions.reader import load_events
     from abtui.sessions.session import Session
-    from abtui.ui.state import ConsoleState
+    from abtui.ui.model.state import ConsoleState
 
     path = Path(__file__).parents[3] / "fixtures" / "sessions" / "reconnect.abtui.jsonl.gz"
     said = ("tcp_wmem on htlab-a-snd is 4096 16384 1048576 after reconnect, was set to "

@@ -227,7 +227,7 @@ def test_udp_loss_and_jitter_reach_the_console_the_exports_and_the_report() -> N
     from abtui.reports.exports import render, to_json
     from abtui.reports.report import markdown
     from abtui.sessions.session import Session
-    from abtui.ui.state import ConsoleState
+    from abtui.ui.model.state import ConsoleState
 
     events = asyncio.run(replay("udp-fast", udp=True, bitrate="20G"))
     server = [d for d in printed(V312 / "udp-fast.server.txt") if d["end"] - d["start"] >= 0.1]

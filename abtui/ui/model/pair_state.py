@@ -1,5 +1,5 @@
 """One pair as its pane shows it: its series (sparkline history), latest figures, link states,
-kernels and CPU, and the running numbers of its phase. Apart from abtui.ui.state (which folds
+kernels and CPU, and the running numbers of its phase. Apart from abtui.ui.model.state (which folds
 events into these) so the panes and widgets read a plain record; no Textual.
 """
 

@@ -1,7 +1,7 @@
 """What the console keeps of the events it is handed: a bounded window of them. Each event is
-folded into abtui.ui.state (what the panes, the table and the live statistics need, all of
+folded into abtui.ui.model.state (what the panes, the table and the live statistics need, all of
 bounded size) and said in the event log; the events themselves are on disk, in the session's
-journal (abtui.ui.journal), where save, export and compare read them in a worker. So the
+journal (abtui.ui.flow.journal), where save, export and compare read them in a worker. So the
 console's memory stays flat however long the session runs (`console_24h_rss_mb`)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections import deque
 from collections.abc import Iterable
 
 from abtui.core.events import Event, EventKind
-from abtui.ui.eventlog import EventLog
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.eventlog import EventLog
 
 WINDOW = 1000  # the latest events kept in memory (a look back for scripts and tests)
 

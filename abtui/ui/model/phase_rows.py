@@ -1,6 +1,6 @@
 """The phase table's rows: one per configuration, each pair's intervals and run-level
 segments under it, and the cells the table prints (throughput as every table defines it, runs,
-Δ vs the base pair and the significance mark). Apart from abtui.ui.state (which fills the rows
+Δ vs the base pair and the significance mark). Apart from abtui.ui.model.state (which fills the rows
 from events) because the cells' statistics load lazily, off the way to the first frame; no
 Textual.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from abtui.core.numbers import Unit, rate_unit
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, change_pct, configuration_rate, run_values
-from abtui.ui.pair_state import Running
+from abtui.ui.model.pair_state import Running
 
 
 @dataclass(slots=True)

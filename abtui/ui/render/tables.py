@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.text import Text
 from textual import work
@@ -15,13 +14,15 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from abtui.core.events import Event
-from abtui.core.files import write_atomic
 from abtui.core.labels import fit_labels
 from abtui.core.numbers import Unit, rate_unit
 from abtui.core.text import UNKNOWN, visible
 from abtui.reports.throughput import configuration_rate
-from abtui.ui.phase_rows import LOADED
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.phase_rows import LOADED
+from abtui.ui.model.state import ConsoleState
+
+if TYPE_CHECKING:
+    from abtui.sessions.session import Session
 
 K = TypeVar("K", bound=tuple[Any, ...])
 V = TypeVar("V")
@@ -255,16 +256,15 @@ def unit_lines(series: dict[str, list[tuple[float, float]]], unit: Unit
     return {lb: [(t, v / unit.div) for t, v in pts] for lb, pts in series.items()}
 
 
-def saved_comparison(path: Path, events: list[Event]) -> Comparison:
-    """This session against a saved one (`abtui compare`'s table); OSError or AbtuiError when
-    the saved one cannot be read."""
+def saved_comparison(saved: Session, events: list[Event]) -> Comparison:
+    """This session against a saved one (`abtui compare`'s table), read by the caller
+    (abtui.sessions.session.Session.load)."""
     from abtui.reports import compare
     from abtui.reports.exports import interval_rows
     from abtui.reports.formatting import fmt_cell, fmt_compare, rate_unit_of
     from abtui.reports.naming import shown_config
     from abtui.sessions.session import Session
 
-    saved = Session.load(path)
     now = Session.from_events(events, name="this session")
     # rows named by what sets them apart, as the report's tables are; the rest said once
     common = compare.common_knobs(saved, now)
@@ -295,23 +295,3 @@ def saved_comparison(path: Path, events: list[Event]) -> Comparison:
 
 def _scaled(bps: float | None, unit: Unit) -> float | None:
     return None if bps is None else bps / unit.div
-
-
-def save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:
-    """A copy of the session so far at `path` (abtui.sessions.writer.save_events); the line
-    the log says."""
-    from abtui.sessions.writer import save_events
-
-    written = save_events(path, events, profile=profile, pairs=pairs)
-    return f"saved {len(events)} events to {written}"
-
-
-def export_to(path: Path, fmt: str, events: list[Event], name: str, base: str) -> str:
-    """The report `abtui export` writes, of the session so far; the line the log says."""
-    from abtui.reports.exports import render
-    from abtui.sessions.session import Session
-
-    session = Session.from_events(events, name=name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, render(session, fmt, base=base))
-    return f"exported {fmt} to {path}"

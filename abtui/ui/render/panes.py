@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
-from abtui.ui.pacing import Scheduler, Throttle
-from abtui.ui.state import ConsoleState
-from abtui.ui.widgets import PairPane
+from abtui.ui.model.pacing import Scheduler, Throttle
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.widgets import PairPane
 
 TEXT_HZ = 5  # panes' numbers repaints a second, at most
 
@@ -27,7 +27,7 @@ class PaneBoard:
         self.panes: list[PairPane] = []
         self._scale: tuple[float, float] = (0.0, 0.0)
         self._text_due: set[str] = set()
-        # `slack`: the numbers ride on a flush's frame (abtui.ui.pacing.Throttle)
+        # `slack`: the numbers ride on a flush's frame (abtui.ui.model.pacing.Throttle)
         self.text_throttle = Throttle(scheduler, TEXT_HZ, self._refresh_text, slack=slack)
 
     def changed(self, pairs: set[str], *, now: bool) -> None:

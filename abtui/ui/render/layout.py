@@ -14,13 +14,13 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, ProgressBar
 
-from abtui.ui.alternation import VerdictPanel
-from abtui.ui.eventlog import LogView
-from abtui.ui.knobbar import KnobBar, PlanProgress
-from abtui.ui.state import ConsoleState
-from abtui.ui.tables import PhaseTable
-from abtui.ui.textual_privates import compact_footer_keys
-from abtui.ui.widgets import PairPane
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.eventlog import LogView
+from abtui.ui.render.knobbar import KnobBar, PlanProgress
+from abtui.ui.render.tables import PhaseTable
+from abtui.ui.render.textual_privates import compact_footer_keys
+from abtui.ui.render.verdict_panel import VerdictPanel
+from abtui.ui.render.widgets import PairPane
 
 PANE_WIDTH = 40  # columns a pane wants: two fit in 80
 BOTTOM_ROWS = 8  # rows kept for the phase table (and log) below the panes

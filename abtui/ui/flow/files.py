@@ -1,27 +1,31 @@
 """The console's file dialogs: save a copy of the session, export its report, compare it with a
 saved session or phase by phase, a screenshot. Each asks for a path, then reads the session's
-journal (abtui.ui.journal) and writes off the event loop (abtui.ui.tables does the work) and
-says in the log what it did, or why it failed."""
+journal (abtui.ui.flow.journal) and writes off the event loop (abtui.sessions and
+abtui.reports do the reading and writing) and says in the log what it did, or why it failed."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.screen import Screen
 
 from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
+from abtui.core.events import Event
 from abtui.sessions import paths
-from abtui.ui import tables
-from abtui.ui.eventlog import EventLog
-from abtui.ui.journal import ConsoleJournal
-from abtui.ui.record import throughput_series
-from abtui.ui.state import ConsoleState
-from abtui.ui.textual_privates import screen_text
+from abtui.ui.flow.journal import ConsoleJournal
+from abtui.ui.flow.record import throughput_series
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render import tables
+from abtui.ui.render.eventlog import EventLog
+from abtui.ui.render.textual_privates import screen_text
+
+if TYPE_CHECKING:
+    from abtui.sessions.session import Session
 
 EXPORT_FORMATS = ("md", "csv", "json")
 
@@ -58,11 +62,11 @@ class SessionFiles:
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                self._in_thread("export", lambda: tables.export_to(
+                self._in_thread("export", lambda: _export(
                     result[0], result[1] or "md", self.journal.events(), self.profile.name,
                     self.state.base))
 
-        from abtui.ui.screens import PathPrompt
+        from abtui.ui.render.screens import PathPrompt
 
         path = self.controller.session_path
         name = paths.name_of(path) if path else paths.session_name(self.profile.name)
@@ -74,11 +78,11 @@ class SessionFiles:
 
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
-                self._in_thread("save", lambda: tables.save_copy(
+                self._in_thread("save", lambda: _save_copy(
                     result[0], self.journal.events(), self.profile.name,
                     list(self.state.pairs)))
 
-        from abtui.ui.screens import PathPrompt
+        from abtui.ui.render.screens import PathPrompt
 
         # With the engine the session is journalled as it runs (controller.session_path):
         # `s` saves a copy of what the console has received, under another name.
@@ -94,14 +98,14 @@ class SessionFiles:
     def compare_saved(self) -> None:
         """This session against a saved one (`abtui compare`'s table): picked from the
         sessions folder, or typed as a file or a name."""
-        from abtui.ui.screens import CompareScreen, SessionPicker
+        from abtui.ui.render.screens import CompareScreen, SessionPicker
 
         app = self.app
 
         def chosen(result: object) -> None:
             if isinstance(result, Path):
                 self._in_thread("compare", lambda: CompareScreen(
-                    tables.saved_comparison(result, self.journal.events())))
+                    tables.saved_comparison(_load(result), self.journal.events())))
 
         live = self.controller.session_path
         mine = {live, paths.finished_path(live)} if live else set()
@@ -114,7 +118,7 @@ class SessionFiles:
         """This session: the phase table, pairs over time, per-configuration bars. The table
         and bars are the live state's (taken now, on the loop); the lines over time are
         read from the journal in a worker, as the console keeps no series of its own."""
-        from abtui.ui.screens import CompareScreen
+        from abtui.ui.render.screens import CompareScreen
 
         app = self.app
         shown = tables.session_comparison(self.profile.name, self.state, {}, app.size.width)
@@ -161,3 +165,27 @@ class SessionFiles:
         else:
             app.call_from_thread(self.done, result)
 
+
+def _save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:
+    """A copy of the session so far at `path` (abtui.sessions.writer.save_events); the line
+    the log says."""
+    from abtui.sessions.writer import save_events
+
+    written = save_events(path, events, profile=profile, pairs=pairs)
+    return f"saved {len(events)} events to {written}"
+
+
+def _export(path: Path, fmt: str, events: list[Event], name: str, base: str) -> str:
+    """The report `abtui export` writes, of the session so far (abtui.reports.exports); the
+    line the log says."""
+    from abtui.reports.exports import export_events
+
+    export_events(path, fmt, events, name, base)
+    return f"exported {fmt} to {path}"
+
+
+def _load(path: Path) -> Session:
+    """A saved session, read (OSError or AbtuiError when it cannot be)."""
+    from abtui.sessions.session import Session
+
+    return Session.load(path)

@@ -1,25 +1,23 @@
-"""The console's live verdict: a panel showing an auto-alternation's verdicts (Δ, interval,
-verdict, stretches still needed), fed by abtui.measure.alternate.LiveAlternation. The rule, the
-flips and the lines are the domain's; this only shows them."""
+"""The console's live verdict: an auto-alternation's verdicts (Δ, interval, verdict,
+stretches still needed), fed by abtui.measure.alternate.LiveAlternation, shown in the
+verdict panel (abtui.ui.render.verdict_panel). The rule, the flips and the lines are the
+domain's; this only starts, stops and shows them."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
-from textual.content import Content
-from textual.message import Message
-from textual.widgets import Static
 
 from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.model import Profile
-from abtui.core.text import visible
-from abtui.ui.control import ControllerCalls
-from abtui.ui.messages import Failed, Said
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.control import ControllerCalls
+from abtui.ui.flow.messages import Failed, Said
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.verdict_panel import VerdictPanel
 
 if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation starts
     from abtui.measure.alternate import LiveAlternation
@@ -31,44 +29,10 @@ def has_ended(live: LiveAlternation) -> bool:
     return live.why is not None or not live.running
 
 
-class VerdictPanel(Static):
-    """The live rule's panel: an alternation's (one line for it, one per pair and compared
-    value) or a bisection's (abtui.ui.bisection); hidden until used, and again once an ended
-    one's panel is closed (escape)."""
-
-    class Changed(Message):
-        """Shown, hidden, or what it shows ended: the layout and the footer's keys may
-        change."""
-
-    ended = False  # what it shows has ended
-    shown: tuple[str, ...] = ()  # its lines
-
-    def show(self, lines: Sequence[str] | None, ended: bool = False) -> None:
-        """`lines` shown (None: hidden); `ended`: what they tell has ended (escape closes
-        it)."""
-        on = lines is not None
-        ended = on and ended
-        width = self.app.size.width - 2  # less its padding
-        rows = self.rows_for(width)
-        changed = self.display != on or ended != self.ended
-        self.display = on
-        self.ended = ended
-        if lines is not None:
-            self.shown = tuple(visible(line) for line in lines)
-            self.update("\n".join(self.shown))
-        changed = changed or self.rows_for(width) != rows  # its lines wrap into more rows
-        if changed:
-            self.post_message(self.Changed())
-
-    def rows_for(self, width: int) -> int:
-        """The rows its lines take wrapped at `width` cells."""
-        return sum(len(Content(line).wrap(max(width, 1))) for line in self.shown)
-
-
 class ConsoleAlternation:
     """ctrl+a and ctrl+e: start or stop alternating the knob last flipped (measuring
     continuously first), and step min_effect; the verdicts go to the app's VerdictPanel, its
-    lines to the log as messages (abtui.ui.messages)."""
+    lines to the log as messages (abtui.ui.flow.messages)."""
 
     def __init__(self, app: App[Any], controller: Controller, profile: Profile,
                  state: ConsoleState, calls: ControllerCalls) -> None:

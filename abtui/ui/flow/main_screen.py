@@ -12,13 +12,13 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from abtui.core.controller import Mode
-from abtui.ui.alternation import ConsoleAlternation
-from abtui.ui.bisection import ConsoleBisection
-from abtui.ui.control import ControllerCalls
-from abtui.ui.files import SessionFiles
-from abtui.ui.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
-from abtui.ui.knobkeys import KnobKeys
-from abtui.ui.textual_privates import draw_now
+from abtui.ui.flow.alternation import ConsoleAlternation
+from abtui.ui.flow.bisection import ConsoleBisection
+from abtui.ui.flow.control import ControllerCalls
+from abtui.ui.flow.files import SessionFiles
+from abtui.ui.flow.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
+from abtui.ui.flow.knobkeys import KnobKeys
+from abtui.ui.render.textual_privates import draw_now
 
 
 class Console(Protocol):
@@ -97,7 +97,7 @@ class MainScreen(Screen[None]):
             self.console.knobs.tunnel(self.console.scope_pairs())
 
     def _bisecting(self) -> bool:
-        """A bisection runs (abtui.ui.bisection): it sets the hosts and measures until its
+        """A bisection runs (abtui.ui.flow.bisection): it sets the hosts and measures until its
         answer, so the keys that would too are refused, and said so."""
         if not self.console.bisection.running:
             return False
@@ -106,7 +106,7 @@ class MainScreen(Screen[None]):
                         severity="warning", timeout=4)
         return True
 
-    # ---- runs (abtui.ui.control), each in a worker ----------------------------------------
+    # ---- runs (abtui.ui.flow.control), each in a worker ----------------------------------------
     def action_start_stop(self) -> None:
         """space: stop while measuring, else start measuring continuously."""
         if self._bisecting():
@@ -141,12 +141,12 @@ class MainScreen(Screen[None]):
                 self.app.run_worker(self.console.calls.mark(text), group="controller",
                                     exit_on_error=False)
 
-        from abtui.ui.screens import TextPrompt  # (its first use: not in the first frame)
+        from abtui.ui.render.screens import TextPrompt  # (its first use: not in the first frame)
 
         self.app.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
 
     def action_alternate(self) -> None:
-        """Alternate the knob last flipped with a live verdict (abtui.ui.alternation), or
+        """Alternate the knob last flipped with a live verdict (abtui.ui.flow.alternation), or
         stop."""
         if not self._bisecting():
             self.console.alternation.toggle()
@@ -174,7 +174,7 @@ class MainScreen(Screen[None]):
         # the screen's widgets laid out again for the room the panel leaves them
         self.call_after_refresh(self.console.relayout)
 
-    # ---- files (abtui.ui.files) -----------------------------------------------------------
+    # ---- files (abtui.ui.flow.files) -----------------------------------------------------------
     def action_export(self) -> None:
         self.console.files.export()
 

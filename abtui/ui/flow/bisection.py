@@ -1,7 +1,7 @@
 """The console's bisection (`abtui bisect` without --headless): measuring starts, then the
-bisection runs on the controller (abtui.measure.bisect_live) while the panes stream as in any
-session. Its panel is the alternation's (abtui.ui.alternation.VerdictPanel), showing the
-lines the console's state folds from the bisection's events (abtui.measure.bisect_board): a
+bisection runs on the controller (abtui.measure.bisect.live) while the panes stream as in any
+session. Its panel is the alternation's (abtui.ui.render.verdict_panel), showing the
+lines the console's state folds from the bisection's events (abtui.measure.bisect.board): a
 replayed bisect session shows the same panel. Escape closes it only once the bisection has
 ended; leaving stops it first (bounded), and the hosts are set back as always."""
 
@@ -13,10 +13,10 @@ from textual.app import App
 
 from abtui.core.controller import Controller
 from abtui.core.model import Profile
-from abtui.ui.alternation import VerdictPanel
-from abtui.ui.control import ControllerCalls
-from abtui.ui.messages import Failed, Said
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.control import ControllerCalls
+from abtui.ui.flow.messages import Failed, Said
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.verdict_panel import VerdictPanel
 
 if TYPE_CHECKING:  # numpy and scipy behind them: loaded when the bisection starts
     from abtui.measure.bisect.live import LiveBisection
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # numpy and scipy behind them: loaded when the bisection star
 
 class ConsoleBisection:
     """The bisection `plan` (None: the console was opened without one) on `controller`; its
-    lines go to the log as messages (abtui.ui.messages), its panel to #verdicts."""
+    lines go to the log as messages (abtui.ui.flow.messages), its panel to #verdicts."""
 
     def __init__(self, app: App[Any], controller: Controller, profile: Profile,
                  state: ConsoleState, calls: ControllerCalls,

@@ -24,7 +24,7 @@ from abtui.profile import RESERVED_KEYS
 AUTO_KEYS = "1234567890" + string.ascii_lowercase  # free ones, in this order
 
 # The console's keys. Quit is the app's (it acts on any screen); the others act on the main
-# screen only and are its bindings (abtui.ui.main_screen), the knob keys after them.
+# screen only and are its bindings (abtui.ui.flow.main_screen), the knob keys after them.
 APP_BINDINGS: list[BindingType] = [
     Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
 ]

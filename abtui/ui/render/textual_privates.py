@@ -59,7 +59,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
-from abtui.ui.drawing import Recolour
+from abtui.ui.render.drawing import Recolour
 
 if TYPE_CHECKING:
     from textual.css.styles import StylesBase

@@ -9,7 +9,7 @@ from rich.cells import cell_len
 from textual.content import Content
 
 from abtui.core.text import UNKNOWN, visible
-from abtui.ui.pair_state import PairState
+from abtui.ui.model.pair_state import PairState
 
 DIM = "dim"
 SHARED = "shared"  # a CPU figure that is the whole machine's (the reports' cells say so too)

@@ -29,7 +29,7 @@ from textual.widgets.option_list import Option
 
 from abtui.core.errors import BadInput
 from abtui.core.text import UNKNOWN, visible
-from abtui.ui.tables import Comparison, column_widths
+from abtui.ui.render.tables import Comparison, column_widths
 
 CLOSE = Binding("escape", "dismiss_screen", "Close", id="close")
 

@@ -2,14 +2,14 @@
 flushes. An interval goes at once while the refresh budget allows (`flush_hz` flushes a second,
 bursts of FLUSH_BURST), ping replies, watch and CPU samples with the next flush or within LAZY_S, so
 a fast stream costs a bounded number of refreshes and an idle console none. The flush is a
-wake-up of the console's one scheduler (abtui.ui.pacing)."""
+wake-up of the console's one scheduler (abtui.ui.model.pacing)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from abtui.core.events import Event, EventKind
-from abtui.ui.pacing import Scheduler, TokenBucket
+from abtui.ui.model.pacing import Scheduler, TokenBucket
 
 FLUSH_HZ = 10  # flushes a second at most when events never pause (see wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once

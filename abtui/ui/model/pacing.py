@@ -112,7 +112,7 @@ class Wakeup:
 
 class TokenBucket:
     """`burst` runs refilled at `hz` a second: a lone call never waits, a stream of calls
-    gets `hz` a second. What paces the flushes (abtui.ui.feed) and the throttled repaints
+    gets `hz` a second. What paces the flushes (abtui.ui.flow.feed) and the throttled repaints
     (Throttle)."""
 
     def __init__(self, hz: float, burst: int) -> None:

@@ -1,7 +1,9 @@
-"""The console's calls into the controller: one at a time in the order asked, a knob change,
-and the controller's shutdown when leaving. Each is a coroutine the app runs in a worker;
-what the screen should show is posted as a typed message (abtui.ui.messages), and a failure
-is said in the pane and the log, never a traceback."""
+"""The console's calls into its session (abtui.measure.session, the lifecycle `abtui run`
+has too): one at a time in the order asked, a knob change, and the shutdown when leaving.
+Start and stop are coroutines the app runs in a worker; a knob's flip is handed here by its
+key and runs as a task of its own, never back through the app. What the screen should show
+is posted as a typed message (abtui.ui.flow.messages), and a failure is said in the pane and the
+log, never a traceback."""
 
 from __future__ import annotations
 
@@ -14,23 +16,31 @@ from textual.message import Message
 
 from abtui.core.controller import Controller, Mode
 from abtui.core.errors import KnobRefused
-from abtui.ui.messages import Failed, KnobSet, Said, Started
-from abtui.ui.state import ConsoleState
+from abtui.measure.session import ControllerSession
+from abtui.ui.flow.messages import Failed, KnobSet, Said, Started
+from abtui.ui.model.state import ConsoleState
 
 CONTROL_WAIT_S = 10.0  # leaving waits this long for a controller call under way
 
 
 class ControllerCalls:
-    """What the console's keys ask of `controller`; `post` hands a message to the screen."""
+    """What the console's keys ask of `session`'s controller; `post` hands a message to the
+    screen."""
 
-    def __init__(self, controller: Controller, state: ConsoleState,
+    def __init__(self, session: ControllerSession[Controller], state: ConsoleState,
                  post: Callable[[Message], object]) -> None:
-        self.controller = controller
+        self.session = session
+        self.controller = session.controller
         self.state = state
         self.post = post
         self.lock = asyncio.Lock()
-        self.connected = False  # the controller's connect() has returned
         self.mode: Mode | None = None  # what the console last started
+        self.flips: set[asyncio.Task[None]] = set()  # knob changes under way
+
+    @property
+    def connected(self) -> bool:
+        """The controller's connect() has returned."""
+        return self.session.connected
 
     def plan_progress(self) -> dict[str, Any] | None:
         """The plan's last PROGRESS while the plan is what the console last started."""
@@ -46,10 +56,8 @@ class ControllerCalls:
         """Connect once, end whatever runs, then start in `mode` (after any call asked
         before this one)."""
         async def call() -> None:
-            if not self.connected:
-                await self.controller.connect()
-                self.connected = True
-            await self.controller.stop()
+            await self.session.connect()
+            await self.session.stop()
             self.mode = mode
             self.state.progress = None  # the last plan's
             self.post(Started(mode))
@@ -60,7 +68,7 @@ class ControllerCalls:
     async def stop(self) -> None:
         async def call() -> None:
             self.mode = None
-            await self.controller.stop()
+            await self.session.stop()
 
         await self._in_turn("stop", call)
 
@@ -73,6 +81,19 @@ class ControllerCalls:
                 await call()
             except Exception as exc:  # a host error must never take the console down
                 self.post(Failed(f"{what} failed: {type(exc).__name__}: {exc}"))
+
+    def flip(self, name: str, value: str, pairs: list[str]) -> None:
+        """A knob's key: its change on `pairs` as a task of its own (what it did is posted);
+        keys pressed in a row change in parallel, as the controller allows."""
+        task = asyncio.get_running_loop().create_task(self.set_knob(name, value, pairs))
+        self.flips.add(task)
+        task.add_done_callback(self.flips.discard)
+
+    def cancel_flips(self) -> None:
+        """The console is gone: a change still under way is cut short (the shutdown that
+        follows sets every host back)."""
+        for task in list(self.flips):
+            task.cancel()
 
     async def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
         if all(self.state.pairs[lb].config.get(name) == value for lb in pairs):
@@ -93,4 +114,4 @@ class ControllerCalls:
         controller stops and restores every knob (raising what restoring raised)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.lock.acquire(), CONTROL_WAIT_S)
-        await self.controller.shutdown()
+        await self.session.shutdown()

@@ -27,8 +27,9 @@ from textual.widget import Widget
 from abtui.core.model import LinkState
 from abtui.core.numbers import ms, rate_unit, sig
 from abtui.core.text import UNKNOWN, visible
-from abtui.ui.bench import BenchProbe
-from abtui.ui.chips import (
+from abtui.ui.model.bench import BenchProbe
+from abtui.ui.model.pair_state import PairState
+from abtui.ui.render.chips import (
     DIM,
     Part,
     Row,
@@ -39,9 +40,8 @@ from abtui.ui.chips import (
     row_text,
     styled,
 )
-from abtui.ui.drawing import ChartDrawer, TextDrawer
-from abtui.ui.pair_state import PairState
-from abtui.ui.textual_privates import FramedLines, frame_with, repaint_rows
+from abtui.ui.render.drawing import ChartDrawer, TextDrawer
+from abtui.ui.render.textual_privates import FramedLines, frame_with, repaint_rows
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
@@ -243,7 +243,8 @@ class PairPane(Widget):
             return  # (a layout pass is due, or was never made: it paints the whole pane)
         spans = [span for span in (self._spans[band] for band in dirty) if span[1]]
         if spans:
-            repaint_rows(self, spans)  # (abtui.ui.textual_privates: handed to the screen at once)
+            # (abtui.ui.render.textual_privates: handed to the screen at once)
+            repaint_rows(self, spans)
 
     def _relayout(self, grew: bool) -> None:
         """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""

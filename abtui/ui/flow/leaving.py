@@ -1,5 +1,5 @@
 """Leaving the console: ctrl+q shows the quit screen while the controller stops and restores
-every knob (abtui.ui.control), then the app exits; a second ctrl+q forces out at once."""
+every knob (abtui.ui.flow.control), then the app exits; a second ctrl+q forces out at once."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
-from abtui.ui.alternation import ConsoleAlternation
-from abtui.ui.bench import BenchProbe
-from abtui.ui.bisection import ConsoleBisection
-from abtui.ui.control import CONTROL_WAIT_S, ControllerCalls
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.alternation import ConsoleAlternation
+from abtui.ui.flow.bisection import ConsoleBisection
+from abtui.ui.flow.control import CONTROL_WAIT_S, ControllerCalls
+from abtui.ui.model.bench import BenchProbe
+from abtui.ui.model.state import ConsoleState
 
 if TYPE_CHECKING:
-    from abtui.ui.screens import QuitScreen
+    from abtui.ui.render.screens import QuitScreen
 
 
 class Leaving:
@@ -49,7 +49,7 @@ class Leaving:
             self.app.exit(1, return_code=1)
             return
         self.begun = True
-        from abtui.ui.screens import QuitScreen  # (its first use: not in the first frame)
+        from abtui.ui.render.screens import QuitScreen  # (its first use: not in the first frame)
 
         self.screen = QuitScreen()
         self.app.push_screen(self.screen)

@@ -1,5 +1,5 @@
 """Where the console's events are on disk, for save, export and compare to read in a worker
-(the console keeps only a bounded window of them in memory: abtui.ui.record).
+(the console keeps only a bounded window of them in memory: abtui.ui.flow.record).
 
 On hosts the engine journals the session as it runs (its file is there before the console
 opens, and written before the console is handed each event): that journal is read. A

@@ -13,8 +13,8 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from abtui.core.text import visible
-from abtui.ui.chips import pack_chips
-from abtui.ui.state import ConsoleState
+from abtui.ui.model.state import ConsoleState
+from abtui.ui.render.chips import pack_chips
 
 KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # safe inside a click action
 

@@ -1,6 +1,7 @@
 """What a knob's key and ctrl+t ask for on the pairs in scope: the knob's next value (cycling
-back to the host's own), or the tunnel the switcher picks. The change itself goes through
-abtui.ui.control; the knob is remembered for the alternation (ctrl+a)."""
+back to the host's own), or the tunnel the switcher picks. The change itself is handed to
+abtui.ui.flow.control (it runs there as a task); the knob is remembered for the alternation
+(ctrl+a)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from textual.app import App
 
 from abtui.core.configuration import cycle
 from abtui.core.model import KnobKind, Profile
-from abtui.ui.alternation import ConsoleAlternation
-from abtui.ui.state import ConsoleState
+from abtui.ui.flow.alternation import ConsoleAlternation
+from abtui.ui.model.state import ConsoleState
 
-SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, in a worker
+SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, run as a task
 
 
 class KnobKeys:
@@ -53,6 +54,8 @@ class KnobKeys:
             if isinstance(value, str):
                 self.apply(knob.name, value, pairs)
 
-        from abtui.ui.screens import TunnelSwitcher  # (its first use: not in the first frame)
+        from abtui.ui.render.screens import (
+            TunnelSwitcher,  # (its first use: not in the first frame)
+        )
 
         self.app.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)

@@ -1,8 +1,8 @@
 """What the console shows, folded from events: per-pair series and numbers, link states, the
-phase table. Plain Python (no Textual) so it is fast to test and cheap to update per event;
-the widgets read it when the app flushes a batch. The records it folds into are a pair's
-(abtui.ui.pair_state) and the phase table's rows (abtui.ui.phase_rows); this module is the
-folding: one handler per event kind, and what the knob bar and the table ask of the whole.
+phase table. Plain Python (no Textual) so it is fast to test and cheap to update per event; the
+widgets read it when the app flushes a batch. The records it folds into are a pair's
+(abtui.ui.model.pair_state) and the phase table's rows (abtui.ui.model.phase_rows); this module is
+the folding: one handler per event kind, and what the knob bar and the table ask of the whole.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from abtui.core.model import (
 from abtui.core.numbers import Unit, layout_units, ms
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, span_of
-from abtui.ui.pair_state import HISTORY, PairState, Running
-from abtui.ui.phase_rows import PhaseRow, phase_cells, table_unit
+from abtui.ui.model.pair_state import HISTORY, PairState, Running
+from abtui.ui.model.phase_rows import PhaseRow, phase_cells, table_unit
 
 if TYPE_CHECKING:
     from abtui.measure.bisect.board import BisectBoard
@@ -417,10 +417,10 @@ class ConsoleState(EventReader):
         return bmax, rmax
 
     def rate_unit(self) -> Unit:
-        """The phase table's one unit (abtui.ui.phase_rows.table_unit)."""
+        """The phase table's one unit (abtui.ui.model.phase_rows.table_unit)."""
         return table_unit(self.phases.values(), self.pairs, self.units)
 
     def phase_cells(self, row: PhaseRow, unit: Unit | None = None) -> list[str]:
         """One cell per pair in `unit` (the table's, rate_unit(), when not given;
-        abtui.ui.phase_rows.phase_cells)."""
+        abtui.ui.model.phase_rows.phase_cells)."""
         return phase_cells(row, self.pairs, self.base, unit or self.rate_unit())

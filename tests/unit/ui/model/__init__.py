@@ -1,0 +1,1 @@
+"""Unit tests of abtui.ui.model."""

@@ -193,9 +193,10 @@ def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:
 
     if not uses_tunnels(profile.knobs, profile.tunnels):
         return
-    wanted = {v for k in profile.knobs if k.kind.value == "tunnel" for v in k.values}
+    from abtui.core.model import KnobKind, tunnel_refusal
+
+    wanted = {v for k in profile.knobs if k.kind is KnobKind.TUNNEL for v in k.values}
     wanted.update(t for t in profile.tunnels if t != "none")
-    from abtui.core.model import tunnel_refusal
 
     probes = {a: f.tunnels for a, f in hosts.facts.items() if f.tunnels}
     for p in profile.pairs:

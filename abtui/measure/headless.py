@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from abtui.core import events, numbers
+from abtui.core.dimensions import DIRECTION
 from abtui.core.errors import (
     EXIT_FAILED,
     EXIT_INCONCLUSIVE,
@@ -25,7 +26,6 @@ from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine.front import Engine
 from abtui.measure.engine.knobs import KnobApplierFactory
-from abtui.measure.plan import DIRECTION
 from abtui.measure.ports import ParserFactory, PingParserFactory, open_session_writer
 from abtui.measure.session import ControllerSession
 from abtui.reports.procedure.before_after import DIRECTION_NAMES

@@ -16,12 +16,10 @@ import itertools
 import random
 from dataclasses import dataclass
 
+from abtui.core.dimensions import DEFAULT_DIRECTIONS, DIRECTION, TUNNEL
 from abtui.core.errors import BadInput
 from abtui.core.model import Profile
 
-DIRECTION = "direction"
-DIRECTIONS = ("tx", "rx")
-TUNNEL = "tunnel"
 # what each direction sets in the test options
 DIRECTION_OPTIONS = {"tx": {"reverse": False, "bidir": False},
                      "rx": {"reverse": True, "bidir": False},
@@ -50,7 +48,7 @@ def dimensions(profile: Profile) -> list[tuple[str, tuple[str, ...]]]:
         if name in knob_names:
             values = profile.knob(name).values
         elif name == DIRECTION:
-            values = tuple(profile.plan.directions) or DIRECTIONS
+            values = tuple(profile.plan.directions) or DEFAULT_DIRECTIONS
             bad = [v for v in values if v not in DIRECTION_OPTIONS]
             if bad:
                 raise BadInput(f"plan.directions: {bad[0]!r} is not one of "

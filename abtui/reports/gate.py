@@ -48,7 +48,7 @@ PASS, REGRESSION, INCONCLUSIVE, UNMATCHED = "pass", "regression", "inconclusive"
 UNTESTED = "too few runs"  # a case the rule cannot test: never judged, never a pass
 FDR = (1 - stats.CONFIDENCE) / 2  # one-sided, the 95 % interval's side
 CONTROL = "false discovery rate (Benjamini–Hochberg)"
-DIRECTIONS = {"throughput": "", "throughput_rx": " (way back: receiver → sender)"}
+METRIC_WAYS = {"throughput": "", "throughput_rx": " (way back: receiver → sender)"}
 # the runs a side the README recommends for a CI gate, from tests/bench/bench_gate.py
 RECOMMENDED_RUNS = 30
 PASS_CHANCE = 0.9  # "runs a pass needs": the gate passes this often when nothing changed
@@ -108,7 +108,7 @@ class GateCase:
 
     @property
     def name(self) -> str:
-        return self.config + DIRECTIONS.get(self.metric, f" ({self.metric})")
+        return self.config + METRIC_WAYS.get(self.metric, f" ({self.metric})")
 
     def line(self) -> str:
         """`A cc=reno: Δ of 20 % trimmed means -1.2% [-8.0, +6.1] ~ (p=0.7 n=5+5):

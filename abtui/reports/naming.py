@@ -13,6 +13,7 @@ from typing import Any
 
 from abtui.core.configuration import config_id
 from abtui.core.dimensions import DIRECTION, DIRECTIONS
+from abtui.core.model import KnobKind
 from abtui.reports import stats
 from abtui.sessions.session import Session
 
@@ -136,7 +137,7 @@ def group_knobs(doc: dict[str, Any]) -> list[str]:
     """Knobs whose values are separate tests, never compared with each other: the direction
     and the tunnel type (a Δ between them says nothing about a change)."""
     tunnels = [str(k.get("name")) for k in doc.get("knobs") or []
-               if isinstance(k, dict) and k.get("kind") == "tunnel"]
+               if isinstance(k, dict) and k.get("kind") == KnobKind.TUNNEL.value]
     return [DIRECTION, *tunnels]
 
 

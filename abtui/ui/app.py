@@ -3,7 +3,7 @@
 The app only views and dispatches: events reach it through abtui.ui.flow.feed (queued, flushed
 within a refresh budget by abtui.ui.model.pacing's one scheduler), abtui.ui.flow.record folds them
 into abtui.ui.model.state (keeping a bounded window of them), abtui.ui.render.eventlog says them,
-and abtui.ui.flow.journal has them all on disk for save, export and compare to read in a worker. The
+and abtui.ui.flow.on_disk has them all on disk for save, export and compare to read in a worker. The
 screen is built and laid out by abtui.ui.render.layout, the panes repainted by
 abtui.ui.render.panes, the tables built by abtui.ui.render.tables; the keys are
 abtui.ui.flow.keymap's, acted on by the main screen (abtui.ui.flow.main_screen) and
@@ -40,7 +40,6 @@ from abtui.ui.flow.collector import LiveFreeze
 from abtui.ui.flow.control import ControllerCalls
 from abtui.ui.flow.feed import FLUSH_HZ, LAZY_S, EventFeed
 from abtui.ui.flow.files import SessionFiles
-from abtui.ui.flow.journal import ConsoleJournal
 from abtui.ui.flow.keymap import (
     APP_BINDINGS,
     RESERVED,
@@ -53,6 +52,7 @@ from abtui.ui.flow.knobkeys import KnobKeys
 from abtui.ui.flow.leaving import Leaving
 from abtui.ui.flow.main_screen import MainScreen
 from abtui.ui.flow.messages import Failed, KnobSet, Said, Started
+from abtui.ui.flow.on_disk import EventsOnDisk
 from abtui.ui.flow.record import SessionRecord
 from abtui.ui.model.bench import BenchProbe
 from abtui.ui.model.pacing import Clock, Scheduler, Throttle
@@ -130,9 +130,9 @@ class AbtuiApp(App[int]):
         self.live_freeze = LiveFreeze()  # what going live built, out of the collector's way
         # every event on disk (what save, export and compare read): the engine's journal, or
         # the console's own spool; subscribed first, so it has whatever the screen has
-        self.journal = ConsoleJournal(controller.session_path, self.profile.name,
+        self.on_disk = EventsOnDisk(controller.session_path, self.profile.name,
                                       list(self.state.pairs))
-        self.files = SessionFiles(self, controller, self.state, self.journal, self.event_log,
+        self.files = SessionFiles(self, controller, self.state, self.on_disk, self.event_log,
                                   done=self.done, fail=self.fail, save_dir=save_dir,
                                   sessions_dir=sessions_dir)
         # the panes' repaints (TEXT_HZ at most); the numbers and the phase table are repainted
@@ -147,7 +147,7 @@ class AbtuiApp(App[int]):
         self._table_soon = self.scheduler.wakeup(self.table_throttle)
         self._table_asked = -1e9  # when the flush that scheduled it came
         self.set_keymap(load_keymap() if keymap is None else keymap)
-        controller.subscribe(self.journal.write)
+        controller.subscribe(self.on_disk.write)
         controller.subscribe(self.receive)
 
     @property
@@ -220,7 +220,7 @@ class AbtuiApp(App[int]):
 
     def on_unmount(self) -> None:
         self.calls.cancel_flips()  # as Textual cancels its workers
-        self.journal.close()  # a spool of the console's own is removed
+        self.on_disk.close()  # a spool of the console's own is removed
 
     def on_resize(self, event: Any) -> None:
         if self.screen_layout is not None:  # resizes can come before mount
@@ -458,7 +458,7 @@ class AbtuiApp(App[int]):
     @property
     def recent(self) -> deque[Event]:
         """The latest events received (abtui.ui.flow.record's window; all of them are in
-        `journal`)."""
+        `on_disk`)."""
         return self.record.recent
 
     def done(self, line: str) -> None:

@@ -157,7 +157,7 @@ class _Watchdog:
         if not self.said:
             _say(self.out, f"restoring did not finish in time; {RECOVER}")
         with contextlib.suppress(OSError):
-            self.app.journal.close()  # os._exit runs no clean-up: a spool would be left
+            self.app.on_disk.close()  # os._exit runs no clean-up: a spool would be left
         os._exit(self.code())
 
 

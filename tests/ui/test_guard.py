@@ -110,7 +110,7 @@ from abtui.ui.guard import run_console
 from tests.ui.console_kit import make_app, until
 
 app = make_app(intervals=4)
-print(f"spool {app.journal.path}", file=sys.stderr, flush=True)
+print(f"spool {app.on_disk.path}", file=sys.stderr, flush=True)
 
 async def stuck() -> None:
     time.sleep(600)  # restoring blocks the event loop itself: no timer fires any more

@@ -26,6 +26,7 @@ from typing import Any
 from abtui import __version__
 from abtui.core import events
 from abtui.core.controller import Mode
+from abtui.core.dimensions import DIRECTION
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind
 from abtui.core.model import BUILD_KINDS, LinkState, Profile, now
@@ -38,7 +39,7 @@ from abtui.measure.engine.knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine.runs import RunScheduler
 from abtui.measure.engine.verify import HostGate, HostVerifier
 from abtui.measure.phase_book import PhaseBook
-from abtui.measure.plan import DIRECTION, DIRECTION_OPTIONS, PlanStep, expand
+from abtui.measure.plan import DIRECTION_OPTIONS, PlanStep, expand
 from abtui.measure.ports import (
     ParserFactory,
     PingParserFactory,

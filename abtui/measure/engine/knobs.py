@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from abtui.core import events
 from abtui.core.configuration import pair_value
+from abtui.core.dimensions import TUNNEL
 from abtui.core.errors import AbtuiError, BadInput, KnobRefused
 from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Profile, now
-from abtui.measure.plan import TUNNEL
 from abtui.measure.ports import Emit, KnobApplier, NoKnobs
 from abtui.remote.iperf_cmd import options_for
 from abtui.remote.link import HostLink

@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.configuration import UNKNOWN, pair_value, role_value
+from abtui.core.dimensions import TUNNEL
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.core.model import BUILD_KINDS, Knob, KnobKind, LinkState, Pair, Profile, now
 from abtui.hosts.knobs import HOST_KINDS
 from abtui.hosts.restore import rebooted
-from abtui.measure.plan import TUNNEL
 from abtui.measure.ports import Emit
 from abtui.measure.tasks import Tasks
 from abtui.remote.link import HostLink

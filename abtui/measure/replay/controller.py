@@ -21,6 +21,7 @@ from typing import Any
 
 from abtui.core import events
 from abtui.core.controller import Mode
+from abtui.core.dimensions import TUNNEL
 from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind, KnobChanged, RunStart
 from abtui.core.model import Knob, KnobKind, Pair, Profile
@@ -47,7 +48,7 @@ def profile_from_events(events: Sequence[AnyEvent], name: str = "replay") -> Pro
         raise BadInput("this recording has no pair events to replay")
     pairs = [Pair(label=lb, sender=(hosts.get(lb) or [f"{lb.lower()}-snd"])[0],
                   receiver=f"{lb.lower()}-rcv", target="") for lb in labels]
-    klist = [Knob(n, KnobKind.TUNNEL if n == "tunnel" else KnobKind.SYSCTL,
+    klist = [Knob(n, KnobKind.TUNNEL if n == TUNNEL else KnobKind.SYSCTL,
                   tuple(dict.fromkeys(vs))) for n, vs in knobs.items()]
     return Profile(name=name, pairs=pairs, knobs=klist, base_pair=labels[0])
 

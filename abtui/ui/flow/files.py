@@ -1,6 +1,6 @@
 """The console's file dialogs: save a copy of the session, export its report, compare it with a
 saved session or phase by phase, a screenshot. Each asks for a path, then reads the session's
-journal (abtui.ui.flow.journal) and writes off the event loop (abtui.sessions and
+journal (abtui.ui.flow.on_disk) and writes off the event loop (abtui.sessions and
 abtui.reports do the reading and writing) and says in the log what it did, or why it failed."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.sessions import paths
-from abtui.ui.flow.journal import ConsoleJournal
+from abtui.ui.flow.on_disk import EventsOnDisk
 from abtui.ui.flow.record import throughput_series
 from abtui.ui.model.state import ConsoleState
 from abtui.ui.render import tables
@@ -37,7 +37,7 @@ class SessionFiles:
     so it never imports the console that owns it."""
 
     def __init__(self, app: App[Any], controller: Controller, state: ConsoleState,
-                 journal: ConsoleJournal, event_log: EventLog, *,
+                 on_disk: EventsOnDisk, event_log: EventLog, *,
                  done: Callable[[str], None], fail: Callable[[str], None],
                  save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None) -> None:
@@ -45,7 +45,7 @@ class SessionFiles:
         self.controller = controller
         self.profile = controller.profile
         self.state = state
-        self.journal = journal
+        self.on_disk = on_disk
         self.event_log = event_log
         self.done = done  # what a dialog did: said in the log and a notification
         self.fail = fail
@@ -63,7 +63,7 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
                 self._in_thread("export", lambda: _export(
-                    result[0], result[1] or "md", self.journal.events(), self.profile.name,
+                    result[0], result[1] or "md", self.on_disk.events(), self.profile.name,
                     self.state.base))
 
         from abtui.ui.render.screens import PathPrompt
@@ -79,7 +79,7 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
                 self._in_thread("save", lambda: _save_copy(
-                    result[0], self.journal.events(), self.profile.name,
+                    result[0], self.on_disk.events(), self.profile.name,
                     list(self.state.pairs)))
 
         from abtui.ui.render.screens import PathPrompt
@@ -105,7 +105,7 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, Path):
                 self._in_thread("compare", lambda: CompareScreen(
-                    tables.saved_comparison(_load(result), self.journal.events())))
+                    tables.saved_comparison(_load(result), self.on_disk.events())))
 
         live = self.controller.session_path
         mine = {live, paths.finished_path(live)} if live else set()
@@ -124,7 +124,7 @@ class SessionFiles:
         shown = tables.session_comparison(self.profile.name, self.state, {}, app.size.width)
         pairs, t0 = list(self.state.pairs), self.event_log.t0
         self._in_thread("compare", lambda: CompareScreen(dataclasses.replace(
-            shown, lines=tables.unit_lines(throughput_series(self.journal.events(), pairs,
+            shown, lines=tables.unit_lines(throughput_series(self.on_disk.events(), pairs,
                                                              t0), shown.unit))))
 
     def screenshot(self, filename: str | None, path: str | None,

@@ -1,7 +1,7 @@
 """What the console keeps of the events it is handed: a bounded window of them. Each event is
 folded into abtui.ui.model.state (what the panes, the table and the live statistics need, all of
 bounded size) and said in the event log; the events themselves are on disk, in the session's
-journal (abtui.ui.flow.journal), where save, export and compare read them in a worker. So the
+journal (abtui.ui.flow.on_disk), where save, export and compare read them in a worker. So the
 console's memory stays flat however long the session runs (`console_24h_rss_mb`)."""
 
 from __future__ import annotations

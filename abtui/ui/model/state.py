@@ -15,6 +15,7 @@ from abtui.core import events
 from abtui.core.configuration import config_changes, config_id, config_label
 from abtui.core.cpu import SHARED as CPU_SHARED
 from abtui.core.cpu import sample_figures
+from abtui.core.dimensions import TUNNEL
 from abtui.core.events import Event, EventReader
 from abtui.core.model import (
     KnobKind,
@@ -322,7 +323,7 @@ class ConsoleState(EventReader):
         try:
             return self.profile.knob(name).kind is KnobKind.TUNNEL
         except KeyError:
-            return name == "tunnel"
+            return name == TUNNEL
 
     def knob_value(self, name: str, pairs: list[str]) -> str:
         """A knob's value on the pairs of a scope as the hosts have it: one value when they

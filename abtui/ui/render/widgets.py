@@ -24,6 +24,7 @@ from textual.strip import Strip
 from textual.style import Style as TextualStyle
 from textual.widget import Widget
 
+from abtui.core.dimensions import TUNNEL
 from abtui.core.model import LinkState
 from abtui.core.numbers import ms, rate_unit, sig
 from abtui.core.text import UNKNOWN, visible
@@ -289,7 +290,7 @@ class PairPane(Widget):
     def _config_chips(self, compact: bool) -> list[list[Part]]:
         """`knob=value` per knob (the tunnel's is in the head line, unless compact)."""
         return [[f"{k}=", (v, "bold")] for k, v in self.state.config.items()
-                if compact or k != "tunnel"]
+                if compact or k != TUNNEL]
 
     def _head_chips(self, compact: bool) -> list[list[Part]]:
         """The kernel (both hosts' when they differ) and the tunnel (compact: in the knobs'

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from abtui.core.events import Event
 from abtui.measure.replay.synthetic import T0, Synth, synthetic_profile
-from abtui.ui.flow.journal import ConsoleJournal
+from abtui.ui.flow.on_disk import EventsOnDisk
 from abtui.ui.flow.record import WINDOW, SessionRecord
 from abtui.ui.model.state import ConsoleState
 from abtui.ui.render.eventlog import EventLog
@@ -56,20 +56,20 @@ def test_the_journal_has_every_event_the_window_has_let_go(tmp_path) -> None:  #
     """A controller that journals nothing: the console's own spool has every event (what
     save and export write), in order, and is removed when the console closes."""
     profile = synthetic_profile(2, 1.0)
-    journal = ConsoleJournal(None, profile.name, [p.label for p in profile.pairs])
+    on_disk = EventsOnDisk(None, profile.name, [p.label for p in profile.pairs])
     record = SessionRecord(ConsoleState(profile), EventLog(), window=10)
     sent = []
     for batch in _stream(Synth(profile, seed=2), 0, 50):
         for e in batch:
-            journal.write(e)
+            on_disk.write(e)
             sent.append(e)
         record.fold([(e, 0.0) for e in batch])
-    assert journal.spooled and len(record.recent) == 10
-    assert [e.to_json() for e in journal.events()] == [e.to_json() for e in sent]
-    folder = journal.path.parent
-    journal.close()
+    assert on_disk.spooled and len(record.recent) == 10
+    assert [e.to_json() for e in on_disk.events()] == [e.to_json() for e in sent]
+    folder = on_disk.path.parent
+    on_disk.close()
     assert not folder.exists()
-    journal.write(sent[0])  # after the console has closed (the guard's restore): nothing
+    on_disk.write(sent[0])  # after the console has closed (the guard's restore): nothing
 
 
 def test_the_engine_s_journal_is_read_not_copied(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -80,14 +80,14 @@ def test_the_engine_s_journal_is_read_not_copied(tmp_path) -> None:  # type: ign
     profile = synthetic_profile(1, 1.0)
     live = tmp_path / "s.abtui.jsonl"
     writer = SessionWriter(live, profile=profile.name, compact=False)
-    journal = ConsoleJournal(live, profile.name, ["A"])
+    on_disk = EventsOnDisk(live, profile.name, ["A"])
     events = [e for batch in _stream(Synth(profile), 0, 3) for e in batch]
     for e in events:
         writer.write(e)
-        journal.write(e)  # a no-op: the engine's writer has it
-    assert not journal.spooled and journal.path == live
-    assert len(journal.events()) == len(events)
-    journal.close()
+        on_disk.write(e)  # a no-op: the engine's writer has it
+    assert not on_disk.spooled and on_disk.path == live
+    assert len(on_disk.events()) == len(events)
+    on_disk.close()
     assert live.exists()  # the engine's to finish
     writer.close()
 
@@ -102,11 +102,11 @@ def test_a_spool_that_could_not_be_written_is_never_saved_as_the_whole(tmp_path)
     from tests.unit.filelimit import file_size_limit
 
     profile = synthetic_profile(2, 1.0)
-    journal = ConsoleJournal(None, profile.name, [p.label for p in profile.pairs])
-    with file_size_limit(journal.path.stat().st_size + 2000):
+    on_disk = EventsOnDisk(None, profile.name, [p.label for p in profile.pairs])
+    with file_size_limit(on_disk.path.stat().st_size + 2000):
         for batch in _stream(Synth(profile, seed=2), 0, 50):
             for e in batch:
-                journal.write(e)
+                on_disk.write(e)
     with pytest.raises(WriteFailed, match=r"could not write the session \(File too large\)"):
-        journal.events()
-    journal.close()
+        on_disk.events()
+    on_disk.close()

@@ -22,7 +22,7 @@ from abtui.sessions import reader
 from abtui.sessions.writer import SessionWriter
 
 
-class ConsoleJournal:
+class EventsOnDisk:
     """The session's events on disk: `events()` reads them all (call it off the event loop);
     `write` is the controller's subscriber (a no-op when the controller journals itself)."""
 

@@ -8,6 +8,7 @@ is not; no tool is said, not fatal."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -137,7 +138,10 @@ async def test_a_daemon_started_by_a_command_never_holds_the_lease(tmp_path):
             if Path(f"/proc/{daemon}/comm").read_text().strip() == "sleep":
                 break
             await asyncio.sleep(0.02)
-        held = [os.readlink(f"/proc/{daemon}/fd/{fd}") for fd in os.listdir(f"/proc/{daemon}/fd")]
+        held = []
+        for fd in os.listdir(f"/proc/{daemon}/fd"):
+            with contextlib.suppress(FileNotFoundError):  # (closed since it was listed)
+                held.append(os.readlink(f"/proc/{daemon}/fd/{fd}"))
         assert lease not in held, held
         shell.close()
         await asyncio.wait_for(conn.procs[0].proc.wait(), 5)

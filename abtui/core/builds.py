@@ -29,6 +29,8 @@ class Method(StrEnum):
 
 
 KERNEL_METHODS = (Method.KEXEC, Method.GRUB_REBOOT, Method.NEXTBOOT, Method.COMMAND)
+# what boots a host: a kernel build's methods, and the plain reboot a restore may use
+BOOT_METHODS = frozenset({*KERNEL_METHODS, Method.REBOOT})
 MODULE_METHODS = (Method.MODPROBE, Method.INSMOD, Method.KLD)
 # the placeholders a `command` build's argv may hold, each replaced by plain text
 PLACEHOLDERS = ("host", "value", "release", "knob", "pair")

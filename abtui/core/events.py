@@ -24,6 +24,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from abtui.core.builds import BOOT_METHODS
 from abtui.core.model import interval_loss, interval_rate, now
 
 
@@ -375,10 +376,6 @@ class Restore(Payload):
     ok: bool
     message: str
     left: str | None = field(default=None, metadata=OPTIONAL)
-
-
-# how a kernel build is switched to (a boot); a module's reload is any other method
-BOOT_METHODS = frozenset({"kexec", "grub-reboot", "nextboot", "command", "reboot"})
 
 
 @_payload(EventKind.SWITCH)

@@ -136,14 +136,11 @@ class ControllerSession(Generic[C]):
         """End whatever runs (the links kept)."""
         await self.controller.stop()
 
-    async def shutdown(self, reason: str | None = None) -> None:
-        """Stop, and set every host back (the controller's shutdown, saying `reason`, else
-        its own: raising what restoring raised, so a console can say it and try again); the
-        journal stays open."""
-        if reason is None:
-            await self.controller.shutdown()
-        else:
-            await self.controller.shutdown(reason)
+    async def shutdown(self, reason: str = "shutdown") -> None:
+        """Stop, and set every host back (the controller's shutdown, saying `reason`:
+        raising what restoring raised, so a console can say it and try again); the journal
+        stays open."""
+        await self.controller.shutdown(reason)
 
     def close(self) -> Path | None:
         """Close the journal, once (later calls return the same file); None: no journal."""

@@ -94,8 +94,8 @@ def command_brief(command: str) -> str:
     """A command as one line of an error message: its first line that says something (not a
     dialect function's head), its runs of blanks as one space, cut at BRIEF characters, and
     nothing a terminal would act on (a timed-out watch quoted its whole awk script)."""
-    said = [ln.strip() for ln in command.splitlines()
-            if ln.strip() and not ln.strip().endswith("{") and not ln.strip().startswith("}")]
+    lines = (ln.strip() for ln in command.splitlines())
+    said = [ln for ln in lines if ln and not ln.endswith("{") and not ln.startswith("}")]
     text = visible(" ".join(said[0].split())) if said else ""
     return text[:BRIEF] + ("…" if len(text) > BRIEF or len(said) > 1 else "")
 

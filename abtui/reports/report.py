@@ -137,10 +137,10 @@ def _hosts(session: Session) -> str:
             if alias is None:
                 continue
             f = session.facts.get(alias, {})
-            rows.append([pair, role, alias, f.get("os", ""), _kernels(session, alias),
+            rows.append([pair, role, alias, f.get("os", ""), _kernels(f, session.booted.get(alias)),
                          f.get("nic_driver", ""), f.get("nic_firmware", "")])
     if not rows:  # no pair table: list every host we have facts for
-        rows = [["", "", alias, f.get("os", ""), _kernels(session, alias),
+        rows = [["", "", alias, f.get("os", ""), _kernels(f, session.booted.get(alias)),
                  f.get("nic_driver", ""), f.get("nic_firmware", "")]
                 for alias, f in session.facts.items()]
     if not rows:
@@ -149,11 +149,11 @@ def _hosts(session: Session) -> str:
                     rows)
 
 
-def _kernels(session: Session, alias: str) -> str:
-    """The release the host started on, then every other one a build switch booted it into
-    and verified, with the number of boots (a build alternation on the same hosts)."""
-    start = str(session.facts.get(alias, {}).get("kernel_release", ""))
-    booted = session.booted.get(alias, [])
+def _kernels(facts: dict[str, Any], booted: list[str] | None) -> str:
+    """The release the host started on (its facts), then every other one a build switch
+    booted it into and verified (`booted`), with the number of boots (a build alternation on
+    the same hosts)."""
+    start = str(facts.get("kernel_release", ""))
     if not booted:
         return start
     releases = list(dict.fromkeys(r for r in (start, *booted) if r))

@@ -123,7 +123,7 @@ class Paced:
     async def mark(self, text):
         pass
 
-    async def shutdown(self):
+    async def shutdown(self, reason="shutdown"):
         pass
 
 

@@ -26,9 +26,9 @@ class SpyController(ReplayController):
         self.calls.append(("set_knob", knob, value, list(pairs or [])))
         await super().set_knob(knob, value, pairs)
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, reason: str = "shutdown") -> None:
         self.calls.append(("shutdown",))
-        await super().shutdown()
+        await super().shutdown(reason)
 
 
 class FakeClock:

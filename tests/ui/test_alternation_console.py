@@ -110,9 +110,9 @@ async def test_leaving_while_alternating_ends_the_alternation_before_restoring()
                 self.late.append(value)
             await super().set_knob(knob, value, pairs)
 
-        async def shutdown(self) -> None:
+        async def shutdown(self, reason: str = "shutdown") -> None:
             self.restoring = True
-            await super().shutdown()
+            await super().shutdown(reason)
 
     ctl = Watched(synthetic_profile(1), speed=400)
     app = AbtuiApp(ctl, title="abtui — test")

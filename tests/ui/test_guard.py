@@ -112,7 +112,7 @@ from tests.ui.console_kit import make_app, until
 app = make_app(intervals=4)
 print(f"spool {app.on_disk.path}", file=sys.stderr, flush=True)
 
-async def stuck() -> None:
+async def stuck(reason: str = "shutdown") -> None:
     time.sleep(600)  # restoring blocks the event loop itself: no timer fires any more
 
 app.controller.shutdown = stuck

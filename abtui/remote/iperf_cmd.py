@@ -158,6 +158,46 @@ def ping_argv(opts: TestOptions, target: str) -> list[str]:
     return argv
 
 
+# A gathered ping's lines are sent at most this often (a line waits GATHER_S + GATHER_POLL_S
+# at most): one SSH packet a second instead of one a reply. The console shows a ping reply
+# within a second anyway (abtui.ui.flow.feed.LAZY_S); a ping slower than this is not gathered.
+GATHER_S = 1.0
+GATHER_POLL_S = 0.25
+
+
+def gathers(ping_interval: float, bash: bool) -> bool:
+    """Whether a ping at this interval is gathered on its host: it needs bash there (its
+    clock is a builtin) and more than one reply per GATHER_S."""
+    return bash and ping_interval < GATHER_S
+
+
+def gathered(argv: list[str]) -> str:
+    """`argv`'s output (stderr with stdout) gathered on the host and sent GATHER_S at a time,
+    each line prefixed by its age in microseconds when sent (`AGE LINE`): the controller
+    dates it by the moment the batch came, less its age, with no clock shared with the host.
+    A bash script (EPOCHREALTIME); it ignores SIGINT (ping's cue for its summary, sent to
+    the whole group), so ping's last lines pass, and sends what it holds at the end."""
+    now = "${EPOCHREALTIME//[!0-9]/}"
+    gather = (
+        "trap '' INT; n=0; while :; do "
+        f"if IFS= read -r -t {GATHER_POLL_S:g} l; then a[n]={now}; b[n++]=$l; e=0; "
+        "elif (( $? > 128 )); then e=0; else e=1; fi; "
+        f"t={now}; "
+        f"if (( n && (e || t - a[0] >= {round(GATHER_S * 1e6)}) )); then o=; "
+        "for ((i = 0; i < n; i++)); do o+=\"$((t - a[i])) ${b[i]}\"$'\\n'; done; "
+        "printf '%s' \"$o\"; n=0; fi; "
+        "(( e )) && break; done")
+    return f"LC_ALL=C {shlex.join(argv)} 2>&1 | {{ {gather}; }}"
+
+
+def split_gathered(line: str) -> tuple[float, str] | None:
+    """A gathered line's age in seconds and the line itself; None when it has no age."""
+    age, sep, rest = line.partition(" ")
+    if not sep or not age.isdigit():
+        return None
+    return int(age) / 1e6, rest
+
+
 CPU_END_MARK = "__ABTUI_CPU__"
 
 
@@ -178,13 +218,16 @@ def armed(argv: list[str], bash: bool = False) -> str:
     The engine waits for the mark before releasing, so every shell is already blocked in
     `read` when the newline comes and the skew is not the shells' start-up time. With bash
     (5+) the clock is a builtin ($EPOCHREALTIME): no fork between the release and the clock."""
+    return armed_command(f"LC_ALL=C exec {shlex.join(argv)}", bash)
+
+
+def armed_command(command: str, bash: bool = False) -> str:
+    """`armed` for a shell command line (`command` is run by bash when `bash`, else sh)."""
     if bash:
         inner = (f"echo {ARMED_MARK} && read -r _abtui_go && "
-                 f"echo \"${{EPOCHREALTIME:-$({CLOCK_CMD})}}\" && "
-                 f"LC_ALL=C exec {shlex.join(argv)}")
+                 f"echo \"${{EPOCHREALTIME:-$({CLOCK_CMD})}}\" && {command}")
         return f"exec bash --norc --noprofile -c {shlex.quote(inner)}"
-    return (f"echo {ARMED_MARK} && read _abtui_go && LC_ALL=C {CLOCK_CMD} && "
-            f"LC_ALL=C exec {shlex.join(argv)}")
+    return f"echo {ARMED_MARK} && read _abtui_go && LC_ALL=C {CLOCK_CMD} && {command}"
 
 
 def parse_clock(line: str) -> float | None:

@@ -6,6 +6,7 @@ Each test checks, after it ran (failed or not), that no iperf3 or ping is left o
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import re
@@ -149,7 +150,7 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
     snd = [h.alias for h in lab.hosts(2) if h.role == "sender"]
     original = {a: ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_wmem").split() for a in snd}
     rec = Recorder()
-    engine = make_engine(lab_profile(lab), rec)
+    engine = make_engine(lab_profile(lab, ping=True), rec)  # ping gathered on the host
     try:
         await engine.connect()
         await engine.start("continuous")
@@ -186,6 +187,15 @@ async def test_knob_flipped_mid_run_gives_two_phases_and_is_restored(lab: Lab):
             assert phase["start"] - 0.05 <= span[0] and span[1] <= phase["end"] + 0.1, e
         # one run went on through the change: the knob does not restart iperf3
         assert len({e.payload.run for e in ivs}) == 1
+        # a ping reply is dated when it came, not when its batch crossed the link (a second
+        # at a time), and counted in the phase of that moment
+        pings = rec.of(EventKind.PING, pair)
+        assert {e.payload.phase for e in pings} == {0, 1}
+        gaps = [b.t - a.t for a, b in itertools.pairwise(pings)]
+        assert all(0.1 < gap < 0.35 for gap in gaps), gaps  # 0.2 s apart, as ping sent them
+        for e in pings:
+            phase = phases[e.payload.phase]
+            assert phase["start"] - 0.01 <= e.t <= phase["end"] + 0.06, (e, phase)
 
 
 @pytest.mark.reliability(

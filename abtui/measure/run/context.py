@@ -147,8 +147,10 @@ class RunContext:
     def label(self) -> str:
         return self.spec.pair.label
 
-    def event(self, payload: events.Payload, host: str | None = None) -> None:
-        self.owner.emit(Event.of(payload, pair=self.label, host=host))
+    def event(self, payload: events.Payload, host: str | None = None,
+              t: float | None = None) -> None:
+        """An event of the pair's, dated now or at `t` (time.time()) when it happened."""
+        self.owner.emit(Event.of(payload, t=t, pair=self.label, host=host))
 
     def phase(self, received: float, duration: float) -> tuple[int, bool]:
         return self.owner.phase_for(self.label, received, duration)

@@ -115,7 +115,7 @@ class PairRun:
         procs = self.processes
         assert procs.client_lines is not None
         self.reader.follow_server(procs.server_lines)
-        self.samplers.start(procs.ping, procs.idle_replies)
+        self.samplers.start(procs.ping, procs.idle_replies, procs.ping_gathered)
         gave_up = False
         try:
             gave_up = await self.reader.read_client(procs.client_lines)

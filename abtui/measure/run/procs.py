@@ -20,7 +20,10 @@ from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     SERVER_LISTENING,
     armed,
+    armed_command,
     client_argv,
+    gathered,
+    gathers,
     parse_clock,
     ping_argv,
     plain,
@@ -55,6 +58,7 @@ class RunProcesses:
         self.client: RemoteProcess[HostLink] | None = None
         self.client_lines: OutputLines | None = None
         self.ping: RemoteProcess[HostLink] | None = None  # armed, for the whole run
+        self.ping_gathered = False  # its lines gathered on the host (iperf_cmd.gathered)
         # with a ping count: replies on the idle link before iperf3 starts, and their summary
         self.idle_replies: list[PingReply] = []
         self.idle_summary: PingSummary | None = None
@@ -111,8 +115,11 @@ class RunProcesses:
         if opts.ping_count > 0:  # on the idle link, before iperf3 starts
             await self._idle_ping()
         else:
-            self.ping = await self.ctx.start_process(
-                self.sender, armed(ping_argv(opts, self.spec.target)), "ping")
+            argv = ping_argv(opts, self.spec.target)
+            self.ping_gathered = gathers(opts.ping_interval, self.spec.bash)
+            command = armed_command(gathered(argv), bash=True) if self.ping_gathered \
+                else armed(argv)
+            self.ping = await self.ctx.start_process(self.sender, command, "ping")
 
     async def _idle_ping(self) -> None:
         assert self.ctx.parsers.ping is not None

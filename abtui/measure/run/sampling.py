@@ -24,6 +24,7 @@ from abtui.remote.iperf_cmd import (
     interrupt_group,
     parse_clock,
     sample_command,
+    split_gathered,
     sysctl_names_command,
     sysctl_values_command,
 )
@@ -54,13 +55,15 @@ class RunSamplers:
         self._ping_task: asyncio.Task[PingOutcome] | None = None
         self._tasks: list[asyncio.Task[None]] = []  # watches and host CPU
 
-    def start(self, ping: RemoteProcess[HostLink] | None, idle: list[PingReply]) -> None:
+    def start(self, ping: RemoteProcess[HostLink] | None, idle: list[PingReply],
+              gathered: bool = False) -> None:
         """The run is released: the replies of an idle-link ping out, the armed ping (when
-        there is one) read, the watches and the host CPU sampled until `cancel`."""
+        there is one; `gathered`: its lines gathered on the host) read, the watches and the
+        host CPU sampled until `cancel`."""
         loop = asyncio.get_running_loop()
         if ping is not None:
             self._ping = ping
-            self._ping_task = loop.create_task(self._ping_loop(ping))
+            self._ping_task = loop.create_task(self._ping_loop(ping, gathered))
         for reply in idle:
             self.ctx.event(events.Ping(run=self.spec.run_id,
                                        phase=self.ctx.phase(time.time(), 0.0)[0],
@@ -93,21 +96,29 @@ class RunSamplers:
             self._ping_task.cancel()
 
     # ---- ping and watches ---------------------------------------------------------------
-    async def _ping_loop(self, ping: RemoteProcess[HostLink]) -> PingOutcome:
-        """The armed ping's replies, each a PING event in the phase it arrived in, handed on
-        from the SSH channel's own callback (RemoteProcess.follow: no task wakes per reply);
-        its outcome once its output ends."""
+    async def _ping_loop(self, ping: RemoteProcess[HostLink], gathered: bool) -> PingOutcome:
+        """The armed ping's replies, each a PING event dated and phased by when it came (a
+        gathered line: when its batch came, less its age), handed on from the SSH channel's
+        own callback (RemoteProcess.follow: no task wakes per reply); its outcome once its
+        output ends."""
         assert self.ctx.parsers.ping is not None
         parser = self.ctx.parsers.ping()
+        armed = [ARMED_MARK, "clock"]  # what the armed command prints before ping's lines
 
         def take(lines: list[str]) -> None:
+            came = time.time()
             for line in lines:
-                if line == ARMED_MARK or parse_clock(line) is not None:
+                if armed and (line == ARMED_MARK or parse_clock(line) is not None):
+                    armed.pop()
                     continue
+                when = came
+                if gathered and (aged := split_gathered(line)) is not None:
+                    age, line = aged
+                    when = came - age
                 for reply in parser.feed(line):
-                    phase, _ = self.ctx.phase(time.time(), 0.0)
+                    phase, _ = self.ctx.phase(when, 0.0)
                     self.ctx.event(events.Ping(run=self.spec.run_id, phase=phase,
-                                               seq=reply.seq, rtt_ms=reply.rtt_ms))
+                                               seq=reply.seq, rtt_ms=reply.rtt_ms), t=when)
 
         await ping.follow(take)
         return parser.finish()

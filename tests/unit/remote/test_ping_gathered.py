@@ -1,0 +1,104 @@
+"""A gathered ping (iperf_cmd.gathered): its lines cross the SSH link a second at a time, each
+with its age, so that the controller dates every reply when it came. Run by this machine's
+bash, with a scripted ping that prints its own clock in each reply."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from abtui.remote.iperf_cmd import (
+    GATHER_POLL_S,
+    GATHER_S,
+    gathered,
+    gathers,
+    split_gathered,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+
+# ping's reply lines, each with the moment it was printed; SIGINT prints the summary (as
+# iputils' ping does) and ends it
+SCRIPTED_PING = r"""
+summary() { echo; echo "--- x ping statistics ---"; echo "$i packets transmitted, $i received"; }
+trap 'summary; exit 0' INT
+i=0
+while :; do
+  i=$((i + 1))
+  echo "64 bytes from 198.18.0.2: icmp_seq=$i ttl=64 time=0.05 ms at=$EPOCHREALTIME"
+  sleep "$1" & wait
+done
+"""
+
+
+def _read_for(proc: subprocess.Popen[bytes], seconds: float) -> list[tuple[float, bytes]]:
+    """What the process wrote in `seconds`, each chunk with the moment it came."""
+    assert proc.stdout is not None
+    got: list[tuple[float, bytes]] = []
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        end = time.time() + seconds
+        while (left := end - time.time()) > 0:
+            if sel.select(left):
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                got.append((time.time(), chunk))
+    return got
+
+
+def _lines(chunks: list[tuple[float, bytes]]) -> list[tuple[float, str]]:
+    return [(came, line) for came, chunk in chunks
+            for line in chunk.decode().splitlines()]
+
+
+def test_replies_come_a_second_at_a_time_each_dated_when_it_was_printed() -> None:
+    proc = subprocess.Popen(["bash", "-c", gathered(["bash", "-c", SCRIPTED_PING, "ping",
+                                                     "0.1"])],
+                            stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        chunks = _read_for(proc, 3.4)
+        os.killpg(proc.pid, signal.SIGINT)  # ping's cue: its summary passes, all ends
+        rest = _read_for(proc, 3.0)
+        assert proc.wait(timeout=3.0) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    replies = _lines(chunks)
+    assert len(replies) >= 20
+    # a batch a second or so, not a packet a reply (10 replies a second were printed)
+    batches = {came for came, _ in replies}
+    assert len(batches) <= 4, len(batches)
+    for came, line in replies:
+        aged = split_gathered(line)
+        assert aged is not None, line
+        age, text = aged
+        assert 0 <= age <= GATHER_S + GATHER_POLL_S + 0.2, line
+        printed = float(text.rpartition("at=")[2])
+        assert abs((came - age) - printed) < 0.05, line  # the reply's own moment
+    # after SIGINT: the replies it held, then ping's summary, then the end
+    tail = [split_gathered(line) for _, line in _lines(rest)]
+    assert all(t is not None for t in tail)
+    texts = [t[1] for t in tail if t is not None]
+    assert texts[-1].endswith("received") and "--- x ping statistics ---" in texts
+
+
+def test_a_slow_ping_or_a_host_without_bash_is_not_gathered() -> None:
+    assert gathers(0.2, bash=True)
+    assert not gathers(GATHER_S, bash=True)  # a reply a second: nothing to gather
+    assert not gathers(0.2, bash=False)  # FreeBSD's sh: no clock builtin
+
+
+def test_a_line_without_an_age_is_not_taken_for_one() -> None:
+    assert split_gathered("123 64 bytes from x") == (123e-6, "64 bytes from x")
+    assert split_gathered("42 ") == (42e-6, "")
+    assert split_gathered("PING 198.18.0.2") is None
+    assert split_gathered("1733350000.25") is None
+    assert split_gathered("") is None

@@ -50,9 +50,10 @@ def install_hint(program: str) -> str:
 
 
 def tools_command(program: str) -> str:
-    """Ask a host, in one round trip, for `program`'s version, bash and stdbuf."""
+    """Ask a host, in one round trip, for `program`'s version, bash (5 or later: its clock
+    $EPOCHREALTIME, for armed starts and gathered pings) and stdbuf."""
     return (f"{shlex.quote(program)} --version 2>&1 | head -n 1; "
-            "command -v bash >/dev/null && echo __abtui_bash; "
+            "bash -c '[ -n \"${EPOCHREALTIME:-}\" ]' 2>/dev/null && echo __abtui_bash; "
             "command -v stdbuf >/dev/null && echo __abtui_stdbuf; true")
 
 

@@ -82,6 +82,26 @@ def test_what_a_host_has_is_asked_in_one_command_and_read_back():
     assert found.iperf_version is not None and found.iperf_version >= (3, 0)
 
 
+def test_a_bash_without_its_clock_is_no_bash_to_the_engine(tmp_path):
+    """A bash before 5 has no $EPOCHREALTIME: a gathered ping would never date (nor send)
+    its lines, so such a host is taken as one without bash (each reply sent as it comes)."""
+    import os
+    import shutil
+    import subprocess
+
+    from abtui.remote.iperf_cmd import parse_tools, tools_command
+
+    sh = shutil.which("sh")
+    assert sh is not None
+    old_bash = tmp_path / "bash"  # answers as sh: no EPOCHREALTIME
+    old_bash.write_text(f"#!{sh}\nexec {sh} \"$@\"\n")
+    old_bash.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ.get('PATH', '')}"}
+    out = subprocess.run([sh, "-c", tools_command("iperf3")], capture_output=True, text=True,
+                         check=True, env=env).stdout
+    assert parse_tools(out).bash is False
+
+
 def test_durations_versions_clocks_and_watch_commands():
     assert run_seconds(Options(duration=0)) == CONTINUOUS_CHUNK_S
     assert run_seconds(Options(duration=1.2)) == 2

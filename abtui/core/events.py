@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar, dataclass_transform
 
 from abtui.core.builds import BOOT_METHODS
 from abtui.core.model import interval_loss, interval_rate, now
@@ -62,9 +62,18 @@ RunId = str | int
 # A field's metadata when the journal record leaves it out while it is None.
 OPTIONAL = {"optional": True}
 NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+# Every payload is a frozen dataclass with slots; its equality, hash and repr are Payload's
+# own (the same as dataclass's, written once): the console imports this module before its
+# first frame, and dataclass's code generation for them was two fifths of the import.
+_T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
+def _payload_class(cls: type[_T]) -> type[_T]:
+    return dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)(cls)
+
+
+@_payload_class
 class Payload:
     """One kind's `data`: typed for emitters and readers, the same dict in the journal."""
 
@@ -77,6 +86,22 @@ class Payload:
     _SETTERS: ClassVar[tuple[tuple[str, Callable[[object, object], None]], ...]] = ()
 
     extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.extra, *(getattr(self, name) for name, _ in self._SPEC))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((self.__class__, self._values()))
+
+    def __repr__(self) -> str:
+        said = ", ".join(f"{name}={getattr(self, name)!r}"
+                         for name in ("extra", *(name for name, _ in self._SPEC)))
+        return f"{self.__class__.__qualname__}({said})"
 
     def to_data(self) -> dict[str, Any]:
         """The journal's `data` object for this payload."""
@@ -105,7 +130,7 @@ class Payload:
         return payload
 
 
-_set_extra: Callable[[object, object], None] = Payload.extra.__set__  # type: ignore[attr-defined,misc]
+_set_extra: Callable[[object, object], None] = Payload.extra.__set__  # type: ignore[attr-defined]
 PAYLOADS: dict[EventKind, type[Payload]] = {}
 P = TypeVar("P", bound=type[Payload])
 PT = TypeVar("PT", bound=Payload)
@@ -124,7 +149,7 @@ def _payload(kind: EventKind) -> Callable[[P], P]:
 
 
 @_payload(EventKind.SESSION_START)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class SessionStart(Payload):
     """The profile the session used. `pairs` lets reports name each pair's hosts (without it
     they read the profile copy); `imported` is set by `abtui import`, `translations` by
@@ -142,7 +167,7 @@ class SessionStart(Payload):
 
 
 @_payload(EventKind.FACTS)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Facts(Payload):
     """A host's facts, asdict(HostFacts) (host set)."""
 
@@ -150,7 +175,7 @@ class Facts(Payload):
 
 
 @_payload(EventKind.LINK)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Link(Payload):
     """A host's link changed state (a LinkState value) (host set)."""
 
@@ -159,7 +184,7 @@ class Link(Payload):
 
 
 @_payload(EventKind.ORIGINAL)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Original(Payload):
     """A setting's value before abtui first touched it (host set)."""
 
@@ -171,7 +196,7 @@ class Original(Payload):
 
 
 @_payload(EventKind.CONFIG)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Config(Payload):
     """Every knob's value as read from the hosts on connect: the pair's first configuration
     (pair set)."""
@@ -180,7 +205,7 @@ class Config(Payload):
 
 
 @_payload(EventKind.KNOB)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class KnobChanged(Payload):
     """A change applied on these pairs (labels) and hosts (aliases)."""
 
@@ -191,7 +216,7 @@ class KnobChanged(Payload):
 
 
 @_payload(EventKind.KNOB_ERROR)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class KnobError(Payload):
     """A change refused: nothing was changed."""
 
@@ -201,7 +226,7 @@ class KnobError(Payload):
 
 
 @_payload(EventKind.TUNNEL)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Tunnel(Payload):
     """The tunnel type in use and iperf3's new target (pair set)."""
 
@@ -210,7 +235,7 @@ class Tunnel(Payload):
 
 
 @_payload(EventKind.RUN_START)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class RunStart(Payload):
     """A run started (pair set): its configuration, the engine's phase, the sender's clock at
     release and its skew from the first sender's, asdict(TestOptions), target and port, and
@@ -230,7 +255,7 @@ class RunStart(Payload):
 
 
 @_payload(EventKind.INTERVAL)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class IntervalMeasured(Payload):
     """One iperf3 interval (pair set): model.Interval's fields and the phase it counts in;
     `straddles` when it began before a knob change and ended after (counted in no phase).
@@ -262,7 +287,7 @@ class IntervalMeasured(Payload):
 
 
 @_payload(EventKind.PING)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Ping(Payload):
     """One ping reply (pair set); rtt_ms None when it timed out."""
 
@@ -273,7 +298,7 @@ class Ping(Payload):
 
 
 @_payload(EventKind.WATCH)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class WatchSampled(Payload):
     """A watched sysctl's value during a run (pair and host set)."""
 
@@ -283,7 +308,7 @@ class WatchSampled(Payload):
 
 
 @_payload(EventKind.CPU)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Cpu(Payload):
     """A host's CPU sample during a run (pair and host set): the ticks each state gained
     since the host's previous sample, in abtui.core.cpu.FIELDS order, over all its CPUs
@@ -299,7 +324,7 @@ class Cpu(Payload):
 
 
 @_payload(EventKind.RUN_END)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class RunEnd(Payload):
     """A run ended (pair set): status "ok", "error", "incomplete" or "stopped";
     asdict(IperfSummary) and asdict(PingSummary) or None; --bidir adds the receiver ->
@@ -314,7 +339,7 @@ class RunEnd(Payload):
 
 
 @_payload(EventKind.PHASE)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Phase(Payload):
     """A phase closed (pair set): its id, configuration and span."""
 
@@ -325,7 +350,7 @@ class Phase(Payload):
 
 
 @_payload(EventKind.PROGRESS)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Progress(Payload):
     """Plan mode: steps done of total, and the estimated seconds left."""
 
@@ -335,7 +360,7 @@ class Progress(Payload):
 
 
 @_payload(EventKind.SKEW)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Skew(Payload):
     """A synchronized start: the spread of the senders' clocks, and each pair's clock."""
 
@@ -344,7 +369,7 @@ class Skew(Payload):
 
 
 @_payload(EventKind.ERROR)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Error(Payload):
     """Something failed (pair and/or host may be set)."""
 
@@ -352,7 +377,7 @@ class Error(Payload):
 
 
 @_payload(EventKind.MARK)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Mark(Payload):
     """A note on the timeline. An alternation's end mark carries its verdicts as rows
     (`verdicts`: one per pair and value compared, the keys of
@@ -366,7 +391,7 @@ class Mark(Payload):
 
 
 @_payload(EventKind.RESTORE)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Restore(Payload):
     """A setting set back on exit (host set). `left`: the value found instead of the one
     abtui wrote, so it was left as it is (someone else set it since)."""
@@ -379,7 +404,7 @@ class Restore(Payload):
 
 
 @_payload(EventKind.SWITCH)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class BuildSwitch(Payload):
     """A host switching to a build (a kernel by a boot, a module by a reload), host set:
     `stage` is `booting` (begun), `up` (back and verified: `build` is what the host reports,
@@ -412,7 +437,7 @@ class BuildSwitch(Payload):
 
 
 @_payload(EventKind.DRIFT)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class Drift(Payload):
     """A host reconnected with a knob's value other than its pair's configuration (host
     set): `value` what the host has, `expected` what abtui set or read before, `action`
@@ -433,7 +458,7 @@ class Drift(Payload):
 
 
 @_payload(EventKind.BISECT)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class BisectLook(Payload):
     """A bisection's step as it goes (abtui.measure.bisect.run): at its start and once a
     block, the candidate (`index` in the candidates) compared with the good one, the
@@ -455,7 +480,7 @@ class BisectLook(Payload):
 
 
 @_payload(EventKind.SESSION_END)
-@dataclass(frozen=True, slots=True, kw_only=True)
+@_payload_class
 class SessionEnd(Payload):
     """The session ended, and why."""
 

@@ -55,6 +55,9 @@ class PairState:
     # the phase's stretches (one per run it spans): its figure is theirs, phase_rate
     phase_segments: list[Segment] = field(default_factory=list)
     rtt_phase: Running = field(default_factory=Running)
+    # the phase a flip just ended: its last ping replies may still come (gathered on the
+    # host, a second at a time) once the new phase's numbers began
+    left_phase: Any = None
     segment: Segment | None = None  # the current stretch, in its phase row
     links: dict[str, str] = field(default_factory=dict)  # host -> LinkState
     kernels: dict[str, str] = field(default_factory=dict)  # host -> release

@@ -148,8 +148,20 @@ class ConsoleState(EventReader):
         rtt = p.rtt_ms
         for lb in self._pairs_of(event):
             if isinstance(rtt, int | float):
-                self.pairs[lb].rtt.append(float(rtt))
-                self.pairs[lb].rtt_phase.add(float(rtt))
+                ps = self.pairs[lb]
+                ps.rtt.append(float(rtt))
+                if self._in_phase(ps, p.phase):
+                    ps.rtt_phase.add(float(rtt))
+
+    @staticmethod
+    def _in_phase(ps: PairState, phase: object) -> bool:
+        """Whether a reply of `phase` counts in the phase in force: a reply of the phase a
+        flip ended comes late when ping is gathered on its host (a second at a time)."""
+        if phase is None:
+            return True
+        if ps.phase_id is not None:
+            return phase == ps.phase_id
+        return ps.left_phase is None or phase != ps.left_phase
 
     def on_watch(self, event: Event, p: events.WatchSampled) -> None:
         return None
@@ -400,7 +412,8 @@ class ConsoleState(EventReader):
             ps.pending_marker = True
             if is_tunnel:
                 ps.tunnel = value
-            ps.phase_id = None  # the engine opened a phase: its id comes with what follows
+            # the engine opened a phase: its id comes with what follows
+            ps.left_phase, ps.phase_id = ps.phase_id, None
             self._new_phase(ps)
         self.dirty.pairs.update(labels)
         self.dirty.knobs = True

@@ -124,3 +124,33 @@ def test_straddling_intervals_are_shown_but_counted_in_no_phase() -> None:
     rows = list(state.phases.values())
     assert rows[0].per_pair[label].n == 3 and rows[0].per_pair[label].mean == 8e9
     assert list(state.pairs[label].bps)[-1] == 5e9  # still drawn in the sparkline
+
+
+def test_a_flipped_phases_late_ping_replies_stay_out_of_the_new_phases_rtt() -> None:
+    """Ping is gathered on the host, a second at a time: the replies of the phase a flip
+    ended come after it. They are drawn, but the pane's RTT of the phase is the new one's."""
+    profile = synthetic_profile(1)
+    state = ConsoleState(profile)
+    label = profile.pairs[0].label
+    ps = state.pairs[label]
+
+    def ping(phase: int, rtt: float) -> Event:
+        return Event.of(Ping(run="A-1", phase=phase, seq=1, rtt_ms=rtt), pair=label)
+
+    def interval(phase: int) -> Event:
+        return Event.of(IntervalMeasured.from_data({
+            "run": "A-1", "phase": phase, "start": 0.0, "end": 1.0, "bytes": 1,
+            "bits_per_second": 1e9}), pair=label)
+
+    state.apply(interval(0))
+    state.apply(ping(0, 1.0))
+    assert (ps.rtt_phase.n, ps.rtt_phase.mean) == (1, 1.0)
+    state.apply(Event.of(KnobChanged.from_data({"knob": "tcp_wmem", "value": "x",
+                                                "pairs": [label]})))
+    state.apply(ping(0, 1.0))  # late: the phase the flip ended
+    state.apply(ping(1, 5.0))  # the new phase's, before its first interval
+    state.apply(interval(1))
+    state.apply(ping(0, 1.0))  # later still
+    state.apply(ping(1, 7.0))
+    assert (ps.rtt_phase.n, ps.rtt_phase.mean) == (2, 6.0)
+    assert list(ps.rtt)[-5:] == [1.0, 1.0, 5.0, 1.0, 7.0]  # every reply drawn

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from abtui.remote.iperf_cmd import (
+    GATHER_MIN_INTERVAL_S,
     GATHER_POLL_S,
     GATHER_S,
     gathered,
@@ -90,10 +91,13 @@ def test_replies_come_a_second_at_a_time_each_dated_when_it_was_printed() -> Non
     assert texts[-1].endswith("received") and "--- x ping statistics ---" in texts
 
 
-def test_a_slow_ping_or_a_host_without_bash_is_not_gathered() -> None:
-    assert gathers(0.2, bash=True)
+def test_a_slow_or_fast_ping_or_a_host_without_bash_is_not_gathered() -> None:
+    assert gathers(0.2, bash=True) and gathers(GATHER_MIN_INTERVAL_S, bash=True)
     assert not gathers(GATHER_S, bash=True)  # a reply a second: nothing to gather
     assert not gathers(0.2, bash=False)  # FreeBSD's sh: no clock builtin
+    # bash reads its pipe a byte at a time: past ten replies a second the gatherer would
+    # cost the host under test more than the packets it saves
+    assert not gathers(0.05, bash=True)
 
 
 def test_a_line_without_an_age_is_not_taken_for_one() -> None:

@@ -29,6 +29,7 @@ from tests.reliability import Reliability
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 ROOT = Path(__file__).resolve().parents[2]
 WMEM = "4096 16384 65536"
+FULL_S = 15.0  # the disk is kept full until the run stops, this long at most
 
 
 @contextlib.contextmanager
@@ -95,7 +96,11 @@ def test_a_full_disk_stops_the_run_and_sets_every_host_back(lab: Lab, tmp_path: 
             assert len(changed) == 2, _wmem(lab)  # the run set both senders
             filled = time.monotonic()
             filler = fill(disk)
-            time.sleep(1.0)
+            # full until the run stops (at most FULL_S): its file's last page still has room
+            # for up to 4 KB of records (a tmpfs charges by the page), about two seconds of
+            # a 2-pair run's events, so a fixed second full was sometimes too short
+            while proc.poll() is None and time.monotonic() - filled < FULL_S:
+                time.sleep(0.1)
             filler.unlink()  # space back: the session is not whole, the run stays stopped
             _, err = proc.communicate(timeout=60)
             stopped_s = time.monotonic() - filled

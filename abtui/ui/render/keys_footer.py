@@ -67,7 +67,7 @@ def key_spans(keys: tuple[FooterKey, ...], palette: FooterKey | None,
               width: int) -> list[KeySpan]:
     """Where each key goes on a line `width` columns wide: the keys from the left, each
     ` KEY DESCRIPTION `, as many as fit whole beside the palette's key at the right end."""
-    right = len(_label(palette)) + len(DIVIDER) if palette is not None else 0
+    right = len(_label(palette, compact=True)) + len(DIVIDER) if palette is not None else 0
     spans: list[KeySpan] = []
     x = 0
     for key in keys:
@@ -81,8 +81,11 @@ def key_spans(keys: tuple[FooterKey, ...], palette: FooterKey | None,
     return spans
 
 
-def _label(key: FooterKey) -> str:
-    return f" {key.display} {key.description} " if key.description else f" {key.display} "
+def _label(key: FooterKey, compact: bool = False) -> str:
+    """` KEY DESCRIPTION `; compact (the palette's, as Textual draws it): `KEY DESCRIPTION `."""
+    pad = "" if compact else " "
+    return f"{pad}{key.display} {key.description} " if key.description \
+        else f"{pad}{key.display} "
 
 
 class KeysFooter(Widget, can_focus=False):
@@ -155,7 +158,8 @@ class KeysFooter(Widget, can_focus=False):
                 line.append(DIVIDER, self.get_component_rich_style("footer-key--divider"))
             extra = (hover if key == self._hover else Style()) + (
                 dim if not key.enabled else Style())
-            line.append(f" {key.display} ", key_style + extra)
+            pad = "" if key is self.palette else " "
+            line.append(f"{pad}{key.display} ", key_style + extra)
             if key.description:
                 line.append(f"{key.description} ", description_style + extra)
         return line

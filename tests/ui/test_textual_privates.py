@@ -47,7 +47,7 @@ def _linux_driver() -> LinuxDriver:
 
 async def test_every_textual_private_the_console_uses_is_there() -> None:
     """What the fence reaches into is in the installed Textual (on a running console's
-    screen, app, pane, compositor and footer keys, a StylesCache, an input parser and a
+    screen, app, pane and compositor, a StylesCache, an input parser and a
     Linux driver), and the StylesCache methods it overrides or calls take the parameters it
     passes: an upgrade of Textual that moves one fails here, by name; and each, renamed, is
     named missing (the check can fail)."""
@@ -55,15 +55,13 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await replayed(pilot, 2)
         pane = app.query_one("#pane-A", PairPane)
-        key = app.query(tp._found["FooterKey"]).first()  # (not exported by Textual)
         instances = {"Screen": app.screen, "App": app, "Widget": pane,
                      "Compositor": app.screen._compositor,
                      "StylesCache": tp._found["StylesCache"](),
                      "XTermParser": tp._found["XTermParser"](False),
                      "LinuxDriver": _linux_driver()}
         for feature in tp.FEATURES:
-            given = {**instances, "Widget": key} if feature == "footer_compact" else instances
-            assert tp.missing(feature, given) == [], feature
+            assert tp.missing(feature, instances) == [], feature
         # each one renamed, as a newer Textual might: named missing for each of its features
         for n, private in enumerate(tp.PRIVATES):
             gone = private._replace(name=private.name + "_gone")
@@ -72,9 +70,7 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
                 if private.owner == "module":
                     patch.setitem(tp._found, private.name, None)
                 for feature in private.features:
-                    given = {**instances, "Widget": key} if feature == "footer_compact" \
-                        else instances
-                    assert tp.missing(feature, given), (private, feature)
+                    assert tp.missing(feature, instances), (private, feature)
         assert isinstance(tp.styles_cache(pane), tp.FramedLines)
         assert tp.fallen_back() == {}  # the console ran the private way throughout
         assert len(app.files.screen_text().splitlines()) == 48
@@ -91,7 +87,7 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
 
 def test_nothing_else_in_abtui_reaches_for_a_textual_private() -> None:
     """A private module of Textual is imported, and a private of PRIVATES read, only in the
-    fence (the guard's, the files' and the footer's included)."""
+    fence (the guard's and the files' included)."""
     names = {p.name for p in tp.PRIVATES if p.name.startswith("_")}
     own = {"_closing", "_debug", "_driver"}  # (names abtui's own objects use too)
     any_name, read_name = "|".join(names), "|".join(names - own)
@@ -134,7 +130,7 @@ async def test_with_every_private_gone_the_console_draws_the_same_the_public_way
     assert public_way == private_way
     assert private_way[0] and "A " in private_way[1]
     assert set(tp.fallen_back()) == {"repaint_rows", "draw_now", "kept_lines",
-                                     "framed_lines", "screen_text", "footer_compact"}
+                                     "framed_lines", "screen_text"}
 
 
 def test_a_stylescache_method_with_other_parameters_is_not_overridden(

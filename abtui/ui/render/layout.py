@@ -10,15 +10,14 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.containers import Grid, Horizontal
-from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, ProgressBar
+from textual.widgets import Header, ProgressBar
 
 from abtui.ui.model.state import ConsoleState
 from abtui.ui.render.eventlog import LogView
+from abtui.ui.render.keys_footer import KeysFooter
 from abtui.ui.render.knobbar import KnobBar, PlanProgress
 from abtui.ui.render.tables import PhaseTable
-from abtui.ui.render.textual_privates import compact_footer_keys
 from abtui.ui.render.verdict_panel import VerdictPanel
 from abtui.ui.render.widgets import PairPane
 
@@ -45,44 +44,6 @@ def main_widgets(state: ConsoleState) -> ComposeResult:
         yield PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
         yield LogView(id="log")
     yield KeysFooter()
-
-
-class KeysFooter(Footer):
-    """Textual's footer, each key bound to the footer's `compact` given its value before it
-    mounts. Textual makes a key compact, then binds it to the footer's (not compact), so each
-    of the dozen keys had its styles worked out three times as it mounted: a twentieth of the
-    console's CPU before its first frame. The palette's key, bound to nothing, stays as
-    Textual makes it."""
-
-    _shown: tuple[Any, ...] | None = None  # what the keys last composed showed
-    _pending = False  # a recompose is on its way (it reads the bindings as they are then)
-
-    def bindings_changed(self, screen: Screen[Any]) -> None:
-        """Textual's, but the keys are composed again only when what they show changed, and
-        once for any number of refreshes before it runs. Textual's footer recomposes on
-        every refresh of the bindings (the focus set, the screen resumed, a run started):
-        each time its dozen keys are removed, mounted and styled again, twice after the
-        first frame on the way to the first live number with the same keys as before."""
-        if self.is_attached and screen is self.screen and screen.app.app_focus:
-            if self._pending or self._shown == self._keys_shown():
-                return
-            self._pending = True  # (Textual's queues the recompose in this case alone)
-        super().bindings_changed(screen)
-
-    def _keys_shown(self) -> tuple[Any, ...]:
-        """What the footer's keys are made of (Footer.compose): every active binding it
-        shows, whether it is enabled, its tooltip, and the palette's key."""
-        active = self.screen.active_bindings
-        palette = active.get(self.app.COMMAND_PALETTE_BINDING)
-        return (self.show_command_palette, palette and palette[1:],
-                *((b, enabled, tooltip) for _, b, enabled, tooltip in active.values()
-                  if b.show))
-
-    def compose(self) -> ComposeResult:
-        self._pending = False
-        if self._bindings_ready:
-            self._shown = self._keys_shown()
-        yield from compact_footer_keys(super().compose(), self.compact)
 
 
 class MainLayout:

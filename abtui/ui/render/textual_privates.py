@@ -24,8 +24,7 @@ The features:
 - `restore_terminal`: after a crash or a signal, what the app ended with, the driver's saved
   terminal modes and its writer thread (else the generic line, a reset sequence only);
 - `screen_text`: the screen as plain text through its compositor (else parsed out of
-  Textual's public SVG screenshot);
-- `footer_compact`: the footer's keys told the footer is compact (else they keep their look).
+  Textual's public SVG screenshot).
 
 Measured in docs/performance-runs.md ("A pane's repaint handed to the screen", "The stamp taken by
 the frame", "The console's frames", "The console's share of its own CPU").
@@ -43,7 +42,7 @@ import os
 import re
 import selectors
 from codecs import getincrementaldecoder
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rich.cells import cell_len, set_cell_size
@@ -71,7 +70,7 @@ __all__ = ["FEATURES", "PRIVATES", "SIGNATURES", "DrawnAtOnce", "FramedLines", "
 log = logging.getLogger(__name__)
 
 FEATURES = ("repaint_rows", "draw_now", "kept_lines", "framed_lines", "quiet_input",
-            "restore_terminal", "screen_text", "footer_compact")
+            "restore_terminal", "screen_text")
 
 
 def _private(module: str, name: str) -> Any:
@@ -89,7 +88,6 @@ MODULES: dict[str, tuple[str, str]] = {
     "ParseError": ("textual._parser", "ParseError"),
     "get_time": ("textual._time", "get_time"),
     "loop_last": ("textual._loop", "loop_last"),
-    "FooterKey": ("textual.widgets._footer", "FooterKey"),
 }
 _found: dict[str, Any] = {name: _private(*where) for name, where in MODULES.items()}
 # what a private class is subclassed from when the installed Textual lacks it (never used:
@@ -111,8 +109,7 @@ class Private(NamedTuple):
 
 
 _ROWS, _DRAW, _KEPT, _FRAMED = "repaint_rows", "draw_now", "kept_lines", "framed_lines"
-_INPUT, _GUARD, _TEXT, _FOOTER = "quiet_input", "restore_terminal", "screen_text", \
-    "footer_compact"
+_INPUT, _GUARD, _TEXT = "quiet_input", "restore_terminal", "screen_text"
 
 PRIVATES: tuple[Private, ...] = (
     Private("module", "StylesCache", (_ROWS, _KEPT, _FRAMED)),
@@ -120,7 +117,6 @@ PRIVATES: tuple[Private, ...] = (
     Private("module", "ParseError", (_INPUT,)),
     Private("module", "get_time", (_INPUT,)),
     Private("module", "loop_last", (_INPUT,)),
-    Private("module", "FooterKey", (_FOOTER,)),
     Private("Screen", "_dirty_widgets", (_ROWS, _DRAW), True),
     Private("Screen", "_on_timer_update", (_DRAW,)),
     Private("Screen", "_compositor", (_ROWS, _TEXT), True),
@@ -137,7 +133,6 @@ PRIVATES: tuple[Private, ...] = (
     Private("Widget", "_styles_cache", (_ROWS, _KEPT, _FRAMED), True),
     Private("Widget", "_border_title", (_KEPT,), True),
     Private("Widget", "_border_subtitle", (_KEPT,), True),
-    Private("Widget", "_reactive_connect", (_FOOTER,), True),
     Private("StylesCache", "render_widget", (_KEPT,)),
     Private("StylesCache", "render", (_FRAMED,)),
     Private("StylesCache", "render_line", (_FRAMED,)),
@@ -489,7 +484,7 @@ class KeptLines(_StylesCache):  # type: ignore[misc,valid-type]
         return strips
 
 
-# ---- the screen as text, the footer's keys ----------------------------------------------
+# ---- the screen as text ------------------------------------------------------------------
 
 _SVG_TEXT = re.compile(r'<text [^>]*?x="([\d.]+)"[^>]*clip-path="url\(#[^"]*-line-(\d+)\)"'
                        r'[^>]*>(.*?)</text>')
@@ -523,18 +518,6 @@ def screen_text(app: App[Any]) -> str:
         line += " " * max(0, round(float(x) / SVG_CELL) - cell_len(line))
         lines[int(y)] = line + html.unescape(text).replace("\xa0", " ")
     return "\n".join(set_cell_size(lines.get(y, ""), width) for y in range(height))
-
-
-def compact_footer_keys(widgets: Iterable[Widget], compact: bool) -> Iterable[Widget]:
-    """The footer's keys as its compose made them, each told `compact` where it was bound to
-    the footer's (Textual's data_bind; FooterKey is not exported)."""
-    footer_key = _found["FooterKey"]
-    on = usable(_FOOTER) and footer_key is not None
-    for widget in widgets:
-        if on and isinstance(widget, footer_key) and "compact" in (
-                getattr(widget, "_reactive_connect", None) or {}):
-            widget.set_reactive(footer_key.compact, compact)
-        yield widget
 
 
 # ---- after a crash or a signal (the guard) ----------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -35,11 +36,15 @@ class FooterKey:
 
 @dataclass(frozen=True, slots=True)
 class KeySpan:
-    """Where a key is drawn on the line: columns [start, end)."""
+    """Where a key is drawn on the line, columns [start, end), and what is drawn there: its
+    key's text and its description's (the one place the line's text is made, so what is
+    drawn and where a click lands never disagree)."""
 
     key: FooterKey
     start: int
     end: int
+    key_text: str
+    description_text: str
 
 
 def shown_keys(screen: Screen[Any]) -> tuple[tuple[FooterKey, ...], FooterKey | None]:
@@ -67,25 +72,27 @@ def key_spans(keys: tuple[FooterKey, ...], palette: FooterKey | None,
               width: int) -> list[KeySpan]:
     """Where each key goes on a line `width` columns wide: the keys from the left, each
     ` KEY DESCRIPTION `, as many as fit whole beside the palette's key at the right end."""
-    right = len(_label(palette, compact=True)) + len(DIVIDER) if palette is not None else 0
+    last = _texts(palette, compact=True) if palette is not None else None
+    right = cell_len("".join(last)) + cell_len(DIVIDER) if last is not None else 0
     spans: list[KeySpan] = []
     x = 0
     for key in keys:
-        end = x + len(_label(key))
+        texts = _texts(key)
+        end = x + cell_len("".join(texts))
         if end > width - right:
             break
-        spans.append(KeySpan(key, x, end))
+        spans.append(KeySpan(key, x, end, *texts))
         x = end
-    if palette is not None and right <= width:
-        spans.append(KeySpan(palette, width - right + len(DIVIDER), width))
+    if palette is not None and last is not None and right <= width:
+        spans.append(KeySpan(palette, width - right + cell_len(DIVIDER), width, *last))
     return spans
 
 
-def _label(key: FooterKey, compact: bool = False) -> str:
-    """` KEY DESCRIPTION `; compact (the palette's, as Textual draws it): `KEY DESCRIPTION `."""
+def _texts(key: FooterKey, compact: bool = False) -> tuple[str, str]:
+    """A key's text and its description's: ` KEY ` and `DESCRIPTION `; compact (the
+    palette's, as Textual draws it): `KEY `."""
     pad = "" if compact else " "
-    return f"{pad}{key.display} {key.description} " if key.description \
-        else f"{pad}{key.display} "
+    return f"{pad}{key.display} ", f"{key.description} " if key.description else ""
 
 
 class KeysFooter(Widget, can_focus=False):
@@ -154,14 +161,13 @@ class KeysFooter(Widget, can_focus=False):
         for span in self._spans:
             key = span.key
             if key is self.palette:
-                line.append(" " * (span.start - len(DIVIDER) - len(line)))
+                line.append(" " * (span.start - cell_len(DIVIDER) - line.cell_len))
                 line.append(DIVIDER, self.get_component_rich_style("footer-key--divider"))
             extra = (hover if key == self._hover else Style()) + (
                 dim if not key.enabled else Style())
-            pad = "" if key is self.palette else " "
-            line.append(f"{pad}{key.display} ", key_style + extra)
-            if key.description:
-                line.append(f"{key.description} ", description_style + extra)
+            line.append(span.key_text, key_style + extra)
+            if span.description_text:
+                line.append(span.description_text, description_style + extra)
         return line
 
     def key_at(self, x: int) -> FooterKey | None:

@@ -177,31 +177,43 @@ def gathers(ping_interval: float, bash: bool) -> bool:
     return bash and GATHER_MIN_INTERVAL_S <= ping_interval < GATHER_S
 
 
+# A gathered batch is one line, its records apart by this (ASCII's record separator): bash's
+# stdout is line-buffered, so a batch of lines would still leave the host a write a line, and
+# on a busy host sshd would send each in its own packet again.
+GATHER_SEP = "\x1e"
+
+
 def gathered(argv: list[str]) -> str:
     """`argv`'s output (stderr with stdout) gathered on the host and sent GATHER_S at a time,
-    each line prefixed by its age in microseconds when sent (`AGE LINE`): the controller
-    dates it by the moment the batch came, less its age, with no clock shared with the host.
-    A bash script (EPOCHREALTIME); it ignores SIGINT (ping's cue for its summary, sent to
-    the whole group), so ping's last lines pass, and sends what it holds at the end."""
+    as one line of `AGE LINE` records apart by GATHER_SEP, each line's age in microseconds
+    when sent: the controller dates it by the moment the batch came, less its age, with no
+    clock shared with the host. A bash script (EPOCHREALTIME); it ignores SIGINT (ping's cue
+    for its summary, sent to the whole group), so ping's last lines pass, and sends what it
+    holds at the end."""
     now = "${EPOCHREALTIME//[!0-9]/}"
     gather = (
-        "trap '' INT; n=0; while :; do "
+        f"trap '' INT; s=$'\\x{ord(GATHER_SEP):02x}'; n=0; while :; do "
         f"if IFS= read -r -t {GATHER_POLL_S:g} l; then a[n]={now}; b[n++]=$l; e=0; "
         "elif (( $? > 128 )); then e=0; else e=1; fi; "
         f"t={now}; "
         f"if (( n && (e || t - a[0] >= {round(GATHER_S * 1e6)}) )); then o=; "
-        "for ((i = 0; i < n; i++)); do o+=\"$((t - a[i])) ${b[i]}\"$'\\n'; done; "
-        "printf '%s' \"$o\"; n=0; fi; "
+        "for ((i = 0; i < n; i++)); do o+=\"${o:+$s}$((t - a[i])) ${b[i]}\"; done; "
+        "echo \"$o\"; n=0; fi; "
         "(( e )) && break; done")
     return f"LC_ALL=C {shlex.join(argv)} 2>&1 | {{ {gather}; }}"
 
 
-def split_gathered(line: str) -> tuple[float, str] | None:
-    """A gathered line's age in seconds and the line itself; None when it has no age."""
-    age, sep, rest = line.partition(" ")
-    if not sep or not age.isdigit():
-        return None
-    return int(age) / 1e6, rest
+def ungathered(batch: str) -> list[tuple[float, str]]:
+    """A gathered batch's lines, each with its age in seconds; a record without an age (not
+    one abtui's gatherer wrote) is taken as it is, aged 0."""
+    records = []
+    for record in batch.split(GATHER_SEP):
+        age, sep, rest = record.partition(" ")
+        if sep and age.isdigit():
+            records.append((int(age) / 1e6, rest))
+        else:
+            records.append((0.0, record))
+    return records
 
 
 CPU_END_MARK = "__ABTUI_CPU__"

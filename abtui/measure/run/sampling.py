@@ -24,9 +24,9 @@ from abtui.remote.iperf_cmd import (
     interrupt_group,
     parse_clock,
     sample_command,
-    split_gathered,
     sysctl_names_command,
     sysctl_values_command,
+    ungathered,
 )
 from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
@@ -111,14 +111,12 @@ class RunSamplers:
                 if armed and (line == ARMED_MARK or parse_clock(line) is not None):
                     armed.pop()
                     continue
-                when = came
-                if gathered and (aged := split_gathered(line)) is not None:
-                    age, line = aged
+                for age, text in ungathered(line) if gathered else ((0.0, line),):
                     when = came - age
-                for reply in parser.feed(line):
-                    phase, _ = self.ctx.phase(when, 0.0)
-                    self.ctx.event(events.Ping(run=self.spec.run_id, phase=phase,
-                                               seq=reply.seq, rtt_ms=reply.rtt_ms), t=when)
+                    for reply in parser.feed(text):
+                        phase, _ = self.ctx.phase(when, 0.0)
+                        self.ctx.event(events.Ping(run=self.spec.run_id, phase=phase,
+                                                   seq=reply.seq, rtt_ms=reply.rtt_ms), t=when)
 
         await ping.follow(take)
         return parser.finish()

@@ -17,9 +17,10 @@ from abtui.remote.iperf_cmd import (
     GATHER_MIN_INTERVAL_S,
     GATHER_POLL_S,
     GATHER_S,
+    GATHER_SEP,
     gathered,
     gathers,
-    split_gathered,
+    ungathered,
 )
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
@@ -55,8 +56,10 @@ def _read_for(proc: subprocess.Popen[bytes], seconds: float) -> list[tuple[float
 
 
 def _lines(chunks: list[tuple[float, bytes]]) -> list[tuple[float, str]]:
+    """Each line with the moment its chunk came (split on newlines only, as abtui's feed
+    does: str.splitlines would split on the batch's record separator too)."""
     return [(came, line) for came, chunk in chunks
-            for line in chunk.decode().splitlines()]
+            for line in chunk.decode().split("\n")[:-1]]
 
 
 def test_replies_come_a_second_at_a_time_each_dated_when_it_was_printed() -> None:
@@ -72,22 +75,21 @@ def test_replies_come_a_second_at_a_time_each_dated_when_it_was_printed() -> Non
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    replies = _lines(chunks)
+    # a batch a second or so, each one line written at once: not a write (on a busy host,
+    # an SSH packet) a reply; 10 replies a second were printed
+    batches = _lines(chunks)
+    assert 2 <= len(batches) <= 4, [came for came, _ in batches]
+    assert len({came for came, _ in batches}) == len(batches)  # no batch cut in two reads
+    replies = [(came, record) for came, batch in batches for record in ungathered(batch)]
     assert len(replies) >= 20
-    # a batch a second or so, not a packet a reply (10 replies a second were printed)
-    batches = {came for came, _ in replies}
-    assert len(batches) <= 4, len(batches)
-    for came, line in replies:
-        aged = split_gathered(line)
-        assert aged is not None, line
-        age, text = aged
-        assert 0 <= age <= GATHER_S + GATHER_POLL_S + 0.2, line
+    for came, (age, text) in replies:
+        assert 0 < age <= GATHER_S + GATHER_POLL_S + 0.2, text
         printed = float(text.rpartition("at=")[2])
-        assert abs((came - age) - printed) < 0.05, line  # the reply's own moment
+        assert abs((came - age) - printed) < 0.05, text  # the reply's own moment
     # after SIGINT: the replies it held, then ping's summary, then the end
-    tail = [split_gathered(line) for _, line in _lines(rest)]
-    assert all(t is not None for t in tail)
-    texts = [t[1] for t in tail if t is not None]
+    tail = [record for _, batch in _lines(rest) for record in ungathered(batch)]
+    assert all(age > 0 for age, _ in tail)
+    texts = [text for _, text in tail]
     assert texts[-1].endswith("received") and "--- x ping statistics ---" in texts
 
 
@@ -100,9 +102,10 @@ def test_a_slow_or_fast_ping_or_a_host_without_bash_is_not_gathered() -> None:
     assert not gathers(0.05, bash=True)
 
 
-def test_a_line_without_an_age_is_not_taken_for_one() -> None:
-    assert split_gathered("123 64 bytes from x") == (123e-6, "64 bytes from x")
-    assert split_gathered("42 ") == (42e-6, "")
-    assert split_gathered("PING 198.18.0.2") is None
-    assert split_gathered("1733350000.25") is None
-    assert split_gathered("") is None
+def test_a_batch_splits_into_its_lines_and_a_record_without_an_age_is_taken_as_it_is() -> None:
+    assert ungathered(f"123 64 bytes from x{GATHER_SEP}42 ") == [(123e-6, "64 bytes from x"),
+                                                                (42e-6, "")]
+    # a host's own text is never taken for an age
+    assert ungathered("PING 198.18.0.2") == [(0.0, "PING 198.18.0.2")]
+    assert ungathered("1733350000.25") == [(0.0, "1733350000.25")]
+    assert ungathered(f"7 a{GATHER_SEP}b c") == [(7e-6, "a"), (0.0, "b c")]

@@ -170,8 +170,11 @@ class KnobManager:
 
     async def swap(self, host: str, s: Setting, value: str) -> Swap:
         """Read the current value, write `value` and read it back: one round trip."""
+        return await self._swap(host, s, self._dialect(host).normalize(s, value))
+
+    async def _swap(self, host: str, s: Setting, want: str) -> Swap:
+        """`swap` of a value already normalized for the host's OS."""
         dialect = self._dialect(host)
-        want = dialect.normalize(s, value)
         try:
             result = await self._link(host).run(dialect.swap_command(s, want), isolate=False)
         except RemoteError as exc:
@@ -223,7 +226,7 @@ class KnobManager:
         wanted = {h: knob.value_for_os(self._dialect(h).name, value) for h, _s in settings}
         for host, s in settings:
             try:
-                self._dialect(host).normalize(s, wanted[host])
+                wanted[host] = self._dialect(host).normalize(s, wanted[host])
             except BadInput as exc:
                 raise KnobRefused(f"{host}: knob {knob.name}: {INVALID}: {exc}",
                                   invalid=True) from exc
@@ -243,7 +246,7 @@ class KnobManager:
             for ident in first:
                 self.originals.pop(ident, None)
             raise
-        swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
+        swaps = await asyncio.gather(*(self._swap(h, s, wanted[h]) for h, s in settings))
         failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
                   if sw.error is not None]
         for (host, s), sw in zip(settings, swaps, strict=True):

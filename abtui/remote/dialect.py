@@ -115,15 +115,21 @@ class Dialect:
 
     def __init__(self) -> None:
         self._swaps: dict[tuple[Setting, str], str] = {}  # swap_command's, built once each
+        self._checked: set[Setting] = set()  # settings check_setting passed (a flip's path)
 
     def check_setting(self, s: Setting) -> Setting:
         """Validate a setting's key (and device) for this OS; raise BadInput otherwise."""
+        if s in self._checked:
+            return s
         if s.kind is KnobKind.SYSCTL:
             validate_sysctl_key(s.key)
         else:
             validate_device(s.device)
             if s.kind not in (KnobKind.MTU, KnobKind.NETEM):
                 validate_name("key", s.key)
+        if len(self._checked) >= MAX_KEPT:
+            self._checked.clear()
+        self._checked.add(s)
         return s
 
     def normalize(self, s: Setting, value: str) -> str:

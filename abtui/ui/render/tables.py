@@ -158,7 +158,7 @@ class PhaseTable(DataTable[Text]):
         self.label_cols = width
         cursor = self.cursor_row
         self.clear(columns=True)
-        self.add_column("configuration", key="config", width=width)
+        self.add_column(Text("configuration"), key="config", width=width)
         for label in state.pairs:
             self.add_column(Text(visible(pair_title(state, label, unit))), key=label,
                             width=CELL_WIDTH)

@@ -22,7 +22,7 @@ import re
 import secrets
 import shlex
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,6 +156,35 @@ def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") ->
     return f"{alias}: {exc}"
 
 
+def corkable(sock: Any) -> Any | None:
+    """`sock` when it is a TCP socket whose writes TCP_CORK can hold, else None."""
+    return sock if getattr(sock, "type", None) == socket.SOCK_STREAM and \
+        getattr(sock, "family", None) in (socket.AF_INET, socket.AF_INET6) and \
+        hasattr(socket, "TCP_CORK") else None
+
+
+@contextlib.contextmanager
+def corked(socks: Iterable[Any]) -> Iterator[list[Any]]:
+    """What is written to these sockets inside is held by the kernel (TCP_CORK) and leaves at
+    the end, each socket's as one segment, one socket right after the other: writes to
+    several hosts that must arrive together are apart by a system call, not by the Python
+    between them (each write is an encryption and a packet of asyncssh's). Yields the sockets
+    it could cork; one it could not is written to as usual."""
+    held = []
+    try:
+        for sock in socks:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+            except OSError:
+                continue
+            held.append(sock)
+        yield held
+    finally:
+        for sock in held:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+
+
 class ControlShell:
     """A control shell and its framing: each command is followed by an end mark on stdout
     (with the exit status) and one on stderr; in a bulk shell (bash 5, `bulk_loop`) the
@@ -180,13 +209,10 @@ class ControlShell:
         # a dialect command's text -> the name of the function it stays defined as
         self.functions: dict[str, str] = {}
         self._defining: tuple[str, str] | None = None
-        sock = conn.get_extra_info("socket")
-        # TCP_CORK: asyncssh sends an SSH_MSG_IGNORE packet before each data packet, in a
-        # write of its own; corked, the two leave in one segment (one wake-up of the host's
-        # sshd per command instead of two)
-        self._sock = sock if getattr(sock, "type", None) == socket.SOCK_STREAM and \
-            getattr(sock, "family", None) in (socket.AF_INET, socket.AF_INET6) and \
-            hasattr(socket, "TCP_CORK") else None
+        # asyncssh sends an SSH_MSG_IGNORE packet before each data packet, in a write of its
+        # own; corked, the two leave in one segment (one wake-up of the host's sshd per
+        # command instead of two)
+        self.sock = corkable(conn.get_extra_info("socket"))
 
     def send(self, command: str, opening: str, closing: str) -> None:
         """Write `command`, framed, to the shell's stdin (one TCP segment where it can)."""
@@ -195,21 +221,10 @@ class ControlShell:
             framed = f"{len(block.encode()):0{BULK_HEADER}d}{block}"
         else:
             framed = f"{opening} {command}\n{closing} </dev/null {LEASE_FD}>&-; {self._ends}"
-        sock = self._sock
-        if sock is None:
+        with corked([self.sock] if self.sock is not None else []) as held:
+            if not held:  # no cork here (or it failed): never tried again
+                self.sock = None
             self.process.stdin.write(framed)
-            return
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
-        except OSError:
-            self._sock = None
-            self.process.stdin.write(framed)
-            return
-        try:
-            self.process.stdin.write(framed)
-        finally:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
 
     def send_bare(self, command: str) -> None:
         """Write `command` to a shell reading its stdin itself (before `start_bulk`), with
@@ -398,6 +413,12 @@ class HostLink:
             self._set_state(LinkState.FAILED, str(exc))
             raise
         self._set_state(LinkState.CONNECTED)
+
+    @property
+    def sock(self) -> Any | None:
+        """Its connection's TCP socket, where `corked` can hold what is written to it (None
+        when not connected or not corkable)."""
+        return self._shell.sock if self._shell is not None else None
 
     @property
     def hostkey_problem(self) -> str:

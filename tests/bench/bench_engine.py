@@ -1,7 +1,7 @@
 """The engine on a lab of its own: start skew between pairs; fidelity and overhead against
 iperf3 itself.
 
-- `start_skew_p95_ms`: ≥ 20 synchronized starts of 2 lab pairs (a plan of 1 s runs); each
+- `start_skew_p95_ms`: ≥ 40 synchronized starts of 2 lab pairs (a plan of 1 s runs); each
   start's skew is the spread of the hosts' clocks read at release.
 - `fidelity_exact` and `overhead_ratio`, from the same runs: pair A, 3 s runs, through abtui
   (the engine, its session file, loaded back as every report reads it) and bare (`ip netns
@@ -38,7 +38,7 @@ from abtui.sessions.writer import SessionWriter
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 
-STARTS = 20
+STARTS = 40
 ROUNDS = 8  # per stream count (1 and 2): 16 pairs of runs
 SECONDS = 3
 BARE_PORT = 5301
@@ -71,7 +71,7 @@ async def _plan(engine: Engine) -> None:
 
 
 # ---- start skew ------------------------------------------------------------------------------
-SKEW_ROUNDS = 2  # each: STARTS / SKEW_ROUNDS starts through abtui, as many by hand
+SKEW_ROUNDS = 4  # each: STARTS / SKEW_ROUNDS starts through abtui, as many by hand
 ARMED = "armed"
 
 

@@ -185,7 +185,7 @@ def first_frame_of(cmd: str) -> float:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-FRAMES = 5  # first frames of the console and of the bare app, alternated
+FRAMES = 9  # first frames of the console and of the bare app, alternated
 LIVE_ROUNDS = 2  # live windows of the console and of the hand panes, alternated
 
 

@@ -23,7 +23,7 @@ from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.tasks import Tasks
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
-from abtui.remote.link import HostLink
+from abtui.remote.link import HostLink, corked
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.engine.hosts import HostPool
@@ -174,9 +174,13 @@ class RunScheduler:
         if self.stopping:  # stopped while these were being prepared: never released
             await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)
             return []
-        for run in ready:  # one loop iteration: the newlines leave together
-            run.release()
-            self._runs[run.label] = run  # from now on a flip or a stop reaches it
+        # one loop iteration, every sender's connection corked: the newlines leave together,
+        # apart by a system call each rather than by asyncssh's work on the next one
+        socks = [s for s in (run.release_sock() for run in ready) if s is not None]
+        with corked(socks):
+            for run in ready:
+                run.release()
+                self._runs[run.label] = run  # from now on a flip or a stop reaches it
         clocks = await asyncio.gather(*(r.read_clock() for r in ready))
         for run in ready:  # pings need no tight start: kept off the clients' way
             run.release_ping()

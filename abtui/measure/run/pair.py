@@ -97,6 +97,10 @@ class PairRun:
         """Let the armed client go: called for every pair in one loop iteration."""
         self.processes.release()
 
+    def release_sock(self) -> object | None:
+        """The socket its release goes out on (abtui.remote.link.corked holds it)."""
+        return self.processes.client_sock()
+
     def release_ping(self) -> None:
         self.processes.release_ping()
 

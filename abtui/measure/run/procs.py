@@ -167,6 +167,10 @@ class RunProcesses:
                 said.append(line.strip())
 
     # ---- releasing ----------------------------------------------------------------------
+    def client_sock(self) -> object | None:
+        """The socket the release goes out on (abtui.remote.link.corked holds it)."""
+        return self.client.link.sock if self.client is not None else None
+
     def release(self) -> None:
         """Let the armed client go: called for every pair in one loop iteration."""
         if self.client is not None:

@@ -359,6 +359,9 @@ class _Prepared:
     def release(self) -> None:
         self.released = True
 
+    def release_sock(self) -> None:
+        return None  # no connection to cork
+
     def release_ping(self) -> None:
         pass
 

@@ -168,12 +168,9 @@ class KnobManager:
                               f"after writing {want!r}")
         return got or want
 
-    async def swap(self, host: str, s: Setting, value: str) -> Swap:
-        """Read the current value, write `value` and read it back: one round trip."""
-        return await self._swap(host, s, self._dialect(host).normalize(s, value))
-
-    async def _swap(self, host: str, s: Setting, want: str) -> Swap:
-        """`swap` of a value already normalized for the host's OS."""
+    async def swap(self, host: str, s: Setting, want: str) -> Swap:
+        """Read the current value, write `want` (normalized for the host's OS: the flip did
+        it once, checking every host before any change) and read it back: one round trip."""
         dialect = self._dialect(host)
         try:
             result = await self._link(host).run(dialect.swap_command(s, want), isolate=False)
@@ -246,7 +243,7 @@ class KnobManager:
             for ident in first:
                 self.originals.pop(ident, None)
             raise
-        swaps = await asyncio.gather(*(self._swap(h, s, wanted[h]) for h, s in settings))
+        swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
         failed = [(h, sw.error) for (h, _s), sw in zip(settings, swaps, strict=True)
                   if sw.error is not None]
         for (host, s), sw in zip(settings, swaps, strict=True):

@@ -90,19 +90,22 @@ def _openssh_flips(lab: Lab, flips: int) -> list[float]:
     did not slow when a core was taken and abtui's did, so their quotient moved with the
     machine's load (by 46 % and 67 % between two runs, quiet and with a core busy)."""
     aliases = [h.alias for h in lab.hosts(2)]
-    times = []
-    for i in range(flips):
-        value = ("5", "6")[i % 2]
-        t0 = time.perf_counter()
-        procs = [subprocess.Popen(["ssh", "-F", str(lab.ssh_config), alias,
-                                   _flip_command(value)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for alias in aliases]
-        outs = [p.communicate(timeout=60) for p in procs]
-        times.append((time.perf_counter() - t0) * 1000)
-        for p, (out, err) in zip(procs, outs, strict=True):
-            assert p.returncode == 0 and out.strip() == value, (p.returncode, out, err)
-    return times
+    ssh = ["ssh", "-F", str(lab.ssh_config)]
+    return [_parallel_flip(ssh, aliases, ("5", "6")[i % 2], timeout=60) for i in range(flips)]
+
+
+def _parallel_flip(ssh: list[str], aliases: list[str], value: str, timeout: float) -> float:
+    """One flip by OpenSSH: `ssh` (its options) to every host at once, each writing `value`
+    then reading it back, checked; the wall time (ms) from the first start to the last end."""
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen([*ssh, alias, _flip_command(value)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for alias in aliases]
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    elapsed = (time.perf_counter() - t0) * 1000
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0 and out.strip() == value, (p.returncode, out, err)
+    return elapsed
 
 
 def _flip_command(value: str) -> str:
@@ -122,20 +125,9 @@ class _Mux:
                             "-N", "-f", alias], check=True, capture_output=True, timeout=30)
 
     def flips(self, n: int, warm: bool) -> list[float]:
-        times = []
-        for i in range(n + warm):  # the first one of the first round warms up
-            value = ("5", "6")[i % 2]
-            t0 = time.perf_counter()
-            procs = [subprocess.Popen([*self.base, alias, _flip_command(value)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                     for alias in self.aliases]
-            outs = [p.communicate(timeout=30) for p in procs]
-            elapsed = (time.perf_counter() - t0) * 1000
-            for p, (out, err) in zip(procs, outs, strict=True):
-                assert p.returncode == 0 and out.strip() == value, (p.returncode, out, err)
-            if i or not warm:
-                times.append(elapsed)
-        return times
+        times = [_parallel_flip(self.base, self.aliases, ("5", "6")[i % 2], timeout=30)
+                 for i in range(n + warm)]
+        return times[1:] if warm else times  # the first one of the first round warms up
 
     def close(self) -> None:
         for alias in self.aliases:

@@ -246,3 +246,25 @@ def test_compare_passes_ratios_within_the_tolerance_and_fails_those_further_apar
     assert not ok and any(line.startswith("frame_s") and "> 20%" in line for line in lines)
     lone = _results(tmp_path / "d.json", {"flip_ms": 0.05})
     assert compare.compare(a, lone)[1] is False
+
+
+def test_compare_holds_a_difference_budget_to_its_difference_on_the_budget_scale(
+        tmp_path: Path) -> None:
+    """A latency budgeted as a difference is compared by that difference as a share of the
+    budget, not by its ratio to a reference near zero (0.5 against 2.5 ms is 5x apart)."""
+    from tests.bench import compare
+
+    def run(path: Path, value: float, ref: float) -> Path:
+        path.write_text(json.dumps({"calibration": {}, "results": [
+            {"name": "p99_ms", "value": value, "reference": ref, "ratio": value / ref,
+             "judged": value - ref, "budget": "diff <= 10"},
+            {"name": "flip_ms", "value": 1.0, "reference": 300.0, "ratio": 1 / 300,
+             "judged": 300.0, "budget": "speedup >= 100"}]}))
+        return path
+
+    quiet = run(tmp_path / "a.json", 8.5, 0.5)
+    lines, ok = compare.compare(quiet, run(tmp_path / "b.json", 10.0, 2.5))  # +8.0 / +7.5
+    assert ok and any(line.startswith("p99_ms") and "5%" in line for line in lines)
+    assert any(line.startswith("flip_ms") and "300" in line for line in lines)
+    lines, ok = compare.compare(quiet, run(tmp_path / "c.json", 10.0, 7.0))  # +8.0 / +3.0
+    assert not ok and any(line.startswith("p99_ms") and "> 20%" in line for line in lines)

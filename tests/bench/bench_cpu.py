@@ -13,7 +13,6 @@ import os
 import statistics
 import subprocess
 import time
-from pathlib import Path
 
 from abtui.core.events import Cpu, Event
 from abtui.hosts.connect import open_hosts
@@ -21,26 +20,17 @@ from abtui.lab.netns import Lab
 from abtui.parse.cputimes import parse_cpu_times, since
 from abtui.profile import load_profile
 from abtui.remote.linux import Linux
+from tests.bench.cputime import CpuReading, cpu_used, read_cpu
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 
 SAMPLES = 200
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _ns_cpu_seconds(netns: str) -> float:
-    """utime + stime of every process in a namespace (PID namespaces are shared: only the
+def _ns_cpu(netns: str) -> CpuReading:
+    """The CPU time of every process in a namespace (PID namespaces are shared: only the
     namespace's own PIDs, as `ip netns pids` lists them)."""
     pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
                           text=True).stdout.split()
-    total = 0
-    for pid in pids:
-        try:
-            fields = (Path("/proc") / pid / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICK
+    return read_cpu(int(pid) for pid in pids)
 
 
 async def _sample(lab: Lab) -> dict[str, float]:
@@ -54,7 +44,7 @@ async def _sample(lab: Lab) -> dict[str, float]:
     try:
         before = parse_cpu_times(await link.check(command))  # warm up
         times, events = [], []
-        ns0, cpu0 = _ns_cpu_seconds(host.netns), time.process_time()
+        ns0, cpu0 = _ns_cpu(host.netns), time.process_time()
         for _ in range(SAMPLES):
             t0 = time.perf_counter()
             now = parse_cpu_times(await link.check(command))
@@ -66,7 +56,7 @@ async def _sample(lab: Lab) -> dict[str, float]:
                 events.append(Event.of(Cpu(run="A-1", role="sender", phase=0, straddles=False,
                                            total=got[0], cpus=got[1]), pair="A", host=host.alias))
         ctl = time.process_time() - cpu0
-        ns = _ns_cpu_seconds(host.netns) - ns0
+        ns = cpu_used(ns0, _ns_cpu(host.netns))
     finally:
         await hosts.close()
     lines = "".join(json.dumps(e.to_json(), separators=(",", ":")) + "\n" for e in events)
@@ -87,7 +77,7 @@ def host_cpu_sampling() -> list[dict]:  # type: ignore[type-arg]
                  f"(p95 {r['p95_ms']:.2f} ms); one per host per interval (≥ 1 s)"},
         {"name": "host_cpu_host_us_per_sample", "value": round(r["host_us"]),
          "unit": "us", "note": "CPU time of every process of the sampled host's namespace "
-                               f"(sshd, control shell) per sample; {TICK} Hz ticks"},
+                               "(sshd, control shell) per sample, from their threads' schedstat"},
         {"name": "host_cpu_controller_us_per_sample", "value": round(r["ctl_us"]),
          "unit": "us", "note": "abtui's own CPU per sample (asyncssh, parsing, ticks since)"},
         {"name": "host_cpu_session_bytes_per_sample", "value": round(r["line_bytes"]),

@@ -33,6 +33,7 @@ from typing import Any
 from abtui.lab.netns import Lab
 from abtui.ui.flow.feed import FLUSH_HZ
 from tests.bench.by_hand import run_by_hand, run_replay_by_hand
+from tests.bench.cputime import cpu_used, read_cpu
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 from tests.e2e.term import STARTED, end_console
@@ -40,15 +41,9 @@ from tests.e2e.term import STARTED, end_console
 ROOT = Path(__file__).resolve().parents[2]
 TMUX = shutil.which("tmux")
 WINDOW = float(os.environ.get("ABTUI_BENCH_SECONDS", "20"))
-TICK = os.sysconf("SC_CLK_TCK")
 # intervals folded in but not yet on screen when the console quits: at most what arrives in
 # two flushes' time (FLUSH_HZ when busy); more means it fell behind
 FLUSH_PERIODS_ALLOWED = 2
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
 def _running(pid: int) -> bool:
@@ -116,11 +111,11 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
                                     capture_output=True, text=True, check=True).stdout)
         first = first_record(bench, "first_frame", 20, "the first frame")
         time.sleep(warmup)  # imports done, links up, panes filled
-        c0, w0, since = _cpu_seconds(pid), time.monotonic(), time.time()
-        t0_term = _cpu_seconds(server)  # the terminal's (tmux's) share
+        c0, w0, since = read_cpu([pid]), time.monotonic(), time.time()
+        t0_term = read_cpu([server])  # the terminal's (tmux's) share
         time.sleep(window)
-        c1, w1, until = _cpu_seconds(pid), time.monotonic(), time.time()
-        term = _cpu_seconds(server) - t0_term
+        c1, w1, until = read_cpu([pid]), time.monotonic(), time.time()
+        term = cpu_used(t0_term, read_cpu([server]))
         subprocess.run([TMUX, "-S", socket, "send-keys", "-t", "b", "C-q"], check=True)
         last = _wait(lambda: next((r for r in _records(bench) if "shown" in r), None), 30,
                      "the console to quit")
@@ -138,7 +133,8 @@ def run_console(args: list[str], window: float, warmup: float = 3.0,
         shutil.rmtree(tmp, ignore_errors=True)
     if last["first_interval_at"] is None:
         raise RuntimeError("the console showed no interval")
-    return {"cpu_pct": 100 * (c1 - c0) / (w1 - w0), "first_frame_s": first["first_frame"] - t0,
+    return {"cpu_pct": 100 * cpu_used(c0, c1) / (w1 - w0),
+            "first_frame_s": first["first_frame"] - t0,
             "terminal_cpu_pct": 100 * term / (w1 - w0),
             "first_frame_cpu_s": first.get("cpu_s", float("nan")),
             "received": last["received"], "shown": last["shown"],

@@ -28,22 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from abtui.lab.netns import Lab
+from tests.bench.cputime import cpu_used, read_cpu
 
 PORT = 5399  # the hand servers' port, apart from abtui's
 PING_INTERVAL = 0.2  # the profile's default ping interval (abtui.core.model.TestOptions)
 # the stamp: the client's output line prefixed with the wall clock (bash's $EPOCHREALTIME)
 STAMP = "while IFS= read -r l; do printf '%s %s\\n' \"$EPOCHREALTIME\" \"$l\"; done"
 _INTERVAL = re.compile(r"(\d{9,}\.\d{6}) \[\s*\d+\]\s+\d+\.\d+-\s*\d+\.\d+\s+sec")
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-    return total / TICK
 
 
 def _children(pid: int) -> list[int]:
@@ -161,11 +152,11 @@ def run_panes(tmp: Path, commands: list[str], counted: str, window: float, warmu
             raise RuntimeError(f"{len(pids)} {counted} processes in the panes, want "
                                f"{len(commands)}")
         mine = [server, *pids]
-        c0, w0, since = _cpu_seconds(mine), time.monotonic(), time.time()
-        t0 = _cpu_seconds([server])
+        c0, w0, since = read_cpu(mine), time.monotonic(), time.time()
+        t0 = read_cpu([server])
         time.sleep(window)
-        c1, w1, until = _cpu_seconds(mine), time.monotonic(), time.time()
-        terminal = _cpu_seconds([server]) - t0
+        c1, w1, until = read_cpu(mine), time.monotonic(), time.time()
+        terminal = cpu_used(t0, read_cpu([server]))
     finally:
         if watcher is not None:
             watcher.stop()
@@ -173,7 +164,7 @@ def run_panes(tmp: Path, commands: list[str], counted: str, window: float, warmu
     lat = [d * 1000 for at, d in watcher.latencies if since <= at <= until]
     if not lat:
         raise RuntimeError("the panes showed no interval in the window")
-    return {"cpu_pct": 100 * (c1 - c0) / (w1 - w0), "latencies": lat,
+    return {"cpu_pct": 100 * cpu_used(c0, c1) / (w1 - w0), "latencies": lat,
             "terminal_cpu_pct": 100 * terminal / (w1 - w0)}
 
 

@@ -25,6 +25,8 @@ from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 
 SAMPLES = 200
+
+
 def _ns_cpu(netns: str) -> CpuReading:
     """The CPU time of every process in a namespace (PID namespaces are shared: only the
     namespace's own PIDs, as `ip netns pids` lists them)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.calibrate import line
-from tests.bench.judge import against
+from tests.bench.judge import against, limit_of
 
 TOLERANCE = 0.20
 
@@ -43,15 +43,12 @@ def _form(rec: dict[str, Any]) -> tuple[str, str] | None:
     return against(rec["budget"]) if rec.get("budget") else None
 
 
-def _diff_limit(rec: dict[str, Any]) -> float | None:
-    """X of a "diff <= X" budget (the scale a difference is compared on), else None."""
-    form = _form(rec)
-    return abs(float(form[1].lstrip("<>= "))) if form and form[0] == "diff" else None
-
-
 def _row(name: str, x: dict[str, Any] | None, y: dict[str, Any] | None) -> tuple[str, bool]:
     rx, ry = (x or {}).get("ratio"), (y or {}).get("ratio")
-    limit = _diff_limit(x or y or {})
+    form = _form(x or y or {})
+    kind = form[0] if form else "ratio"
+    # a difference is compared on its budget's scale, X of "diff <= X"
+    limit = abs(limit_of(form[1])) if form and kind == "diff" else 0.0
     if limit:
         dx, dy = (x or {}).get("judged"), (y or {}).get("judged")
         if dx is None or dy is None:
@@ -65,7 +62,7 @@ def _row(name: str, x: dict[str, Any] | None, y: dict[str, Any] | None) -> tuple
     if not rx or not ry:
         return f"{name:<32} {rx!s:>9} {ry!s:>9}       — a ratio missing", False
     apart = spread(rx, ry)  # a speedup's spread is its ratio's: shown as the speedup
-    speedup = (_form(x or y or {}) or ("",))[0] == "speedup"
+    speedup = kind == "speedup"
     fx, fy = (1 / rx, 1 / ry) if speedup else (rx, ry)
     return (f"{name:<32} {fx:>9.4g} {fy:>9.4g} {apart:>6.0%}"
             + ("" if apart <= TOLERANCE else f"  > {TOLERANCE:.0%}")

@@ -123,9 +123,21 @@ def against(budget: str) -> tuple[str, str] | None:
     if m is None:
         within(0.0, budget)  # raises when malformed
         return None
-    if not re.match(rf"^\s*{_LIMIT}\s*$", m[2]):
-        raise ValueError(f"budget {budget!r}: expected '{m[1]} <= X' or '{m[1]} >= X'")
+    try:
+        limit_of(m[2])
+    except ValueError:
+        raise ValueError(f"budget {budget!r}: expected '{m[1]} <= X' or '{m[1]} >= X'") \
+            from None
     return m[1], m[2]
+
+
+def limit_of(condition: str) -> float:
+    """X of a "<= X", ">= X" or "== X" condition (the limit `against` returns); ValueError
+    when malformed."""
+    m = re.match(rf"^\s*{_LIMIT}\s*$", condition)
+    if m is None:
+        raise ValueError(f"condition {condition!r}: expected '<= X', '>= X' or '== X'")
+    return float(m[2])
 
 
 def is_speed(unit: str) -> bool:

@@ -164,12 +164,15 @@ def corkable(sock: Any) -> Any | None:
 
 
 @contextlib.contextmanager
-def corked(socks: Iterable[Any]) -> Iterator[list[Any]]:
+def corked(socks: Iterable[Any],
+           together: Callable[[list[Any]], list[Any]] | None = None) -> Iterator[list[Any]]:
     """What is written to these sockets inside is held by the kernel (TCP_CORK) and leaves at
     the end, each socket's as one segment, one socket right after the other: writes to
     several hosts that must arrive together are apart by a system call, not by the Python
     between them (each write is an encryption and a packet of asyncssh's). Yields the sockets
-    it could cork; one it could not is written to as usual."""
+    it could cork; one it could not is written to as usual. `together`, when given, lifts the
+    corks at once where it can (abtui.remote.uring.Uncorker.lift) and returns the sockets it
+    could not, lifted here one by one."""
     held = []
     try:
         for sock in socks:
@@ -180,7 +183,11 @@ def corked(socks: Iterable[Any]) -> Iterator[list[Any]]:
             held.append(sock)
         yield held
     finally:
-        for sock in held:
+        left = held
+        if together is not None and held:
+            with contextlib.suppress(OSError):
+                left = together(held)
+        for sock in left:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
 

@@ -344,6 +344,7 @@ class Engine:
         try:
             pending = await self.knobs.applier.restore()
         finally:
+            self.runs.close()
             await self.hosts.end_orphans()
             await self.hosts.close()
             for line in pending:

@@ -24,6 +24,7 @@ from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.tasks import Tasks
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
 from abtui.remote.link import HostLink, corked
+from abtui.remote.uring import Uncorker
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.engine.hosts import HostPool
@@ -56,6 +57,7 @@ class RunScheduler:
         self._runs: dict[str, PairRun] = {}
         self._run_counter = 0
         self.skews: list[float] = []
+        self._uncorker: Uncorker | None = None  # made at the first release of several runs
         self._stopping = False  # the engine stopped: nothing more is released
         self.mode: Mode | None = None
 
@@ -75,6 +77,12 @@ class RunScheduler:
     def running(self, label: str) -> PairRun | None:
         """The pair's run released and not yet ended, if any."""
         return self._runs.get(label)
+
+    def close(self) -> None:
+        """What the releases held on this machine (their ring) let go; made again if needed."""
+        if self._uncorker is not None:
+            self._uncorker.close()
+            self._uncorker = None
 
     async def stop_all(self) -> None:
         """Stop every run going on."""
@@ -175,9 +183,12 @@ class RunScheduler:
             await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)
             return []
         # one loop iteration, every sender's connection corked: the newlines leave together,
-        # apart by a system call each rather than by asyncssh's work on the next one
+        # all in one system call where the system allows (else a system call apart), never
+        # apart by asyncssh's work on the next one
         socks = [s for s in (run.release_sock() for run in ready) if s is not None]
-        with corked(socks):
+        if len(socks) > 1 and self._uncorker is None:
+            self._uncorker = Uncorker()
+        with corked(socks, self._uncorker.lift if self._uncorker else None):
             for run in ready:
                 run.release()
                 self._runs[run.label] = run  # from now on a flip or a stop reaches it

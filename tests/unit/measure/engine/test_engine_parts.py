@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import socket
 from types import SimpleNamespace
 
 import pytest
@@ -399,6 +400,60 @@ async def test_a_run_prepared_before_a_restarting_flip_is_prepared_again():
     # nothing changed since: released as it is
     again = prepared()
     assert await engine.runs.release([again]) == [again]  # type: ignore[list-item]
+
+
+class _PreparedOnTcp(_Prepared):
+    """Armed, its release a newline written to a real loopback connection."""
+
+    def __init__(self, spec: RunSpec, sock: socket.socket) -> None:
+        super().__init__(spec)
+        self.sock = sock
+
+    def release(self) -> None:
+        super().release()
+        self.sock.sendall(b"\n")
+
+    def release_sock(self) -> socket.socket:  # type: ignore[override]
+        return self.sock
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+async def test_runs_are_released_together_and_the_ring_let_go_at_shutdown():
+    """Both senders' newlines held until every run is released, then let go at once; the
+    engine's shutdown closes what the release kept open on this machine."""
+    from abtui.measure.engine.front import Engine
+
+    prof = profile()
+    prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
+    engine = Engine(prof, use_journal=False)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        links = []
+        for _ in range(2):
+            client = socket.create_connection(server.getsockname())
+            links.append((client, server.accept()[0]))
+        try:
+            runs = [_PreparedOnTcp(RunSpec(run_id=f"{p.label}-x", pair=p,
+                                           options=engine.book.options(p), target=p.target,
+                                           seconds=10, port=5201,
+                                           settings=engine.book.settings[p.label]), client)
+                    for p, (client, _) in zip(prof.pairs, links, strict=True)]
+            assert await engine.runs.release(runs) == runs  # type: ignore[arg-type]
+            for _, peer in links:
+                peer.settimeout(1.0)
+                assert peer.recv(16) == b"\n"
+            assert all(c.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0
+                       for c, _ in links)
+            ring = engine.runs._uncorker
+            assert ring is not None
+            await engine.shutdown()
+            assert all(run.stopped for run in runs)
+            assert engine.runs._uncorker is None and not ring.available
+        finally:
+            for client, peer in links:
+                client.close()
+                peer.close()
 
 
 async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after():

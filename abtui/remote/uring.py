@@ -87,9 +87,10 @@ class _Ring:
         _U32.pack_into(self.sq, self.sq_tail, tail + len(socks))  # published to the kernel
         done = self.libc.syscall(_long(ENTER), _long(self.fd), _long(len(socks)),
                                  _long(len(socks)), _long(ENTER_GETEVENTS), None, _long(0))
+        if done != len(socks):  # entries left in the ring would go out with the next ones
+            raise OSError(ctypes.get_errno(), "io_uring_enter submitted "
+                          f"{done} of {len(socks)}")
         results = [-1] * len(socks)  # not completed: the caller does that socket itself
-        if done < 0:
-            return results
         head = self._u32(self.cq, self.cq_head)
         cq_tail = self._u32(self.cq, self.cq_tail)
         cq_mask = self._u32(self.cq, self.cq_mask)
@@ -132,7 +133,11 @@ class Uncorker:
         left: list[socket.socket] = []
         for start in range(0, len(socks), ENTRIES):
             chunk = socks[start:start + ENTRIES]
-            results = self._ring.submit(chunk)
+            try:
+                results = self._ring.submit(chunk)
+            except OSError:  # a ring in a state of its own: given up, the rest one by one
+                self.close()
+                return left + socks[start:]
             left += [s for s, res in zip(chunk, results, strict=True) if res != 0]
             if all(-res in UNSUPPORTED for res in results):
                 # a kernel with io_uring but without sockets' commands (before 6.7): not

@@ -166,3 +166,17 @@ def test_a_ring_the_kernel_cannot_use_for_sockets_is_given_up(uncorker: Uncorker
     with left, right:
         assert uncorker.lift([left, right]) == [left, right]
     assert not uncorker.available
+
+
+def test_corks_are_lifted_even_when_lifting_them_together_fails(
+        connections: list[tuple[socket.socket, socket.socket]]) -> None:
+    """A host left corked would never start: whatever went wrong in `together`, every cork
+    is lifted one by one."""
+    def broken(held: list[socket.socket]) -> list[socket.socket]:
+        raise RuntimeError("a ring in a state of its own")
+
+    with corked([c for c, _ in connections[:2]], broken) as held:
+        for client in held:
+            client.sendall(b"go\n")
+    assert [_received(peer, 1.0) for _, peer in connections[:2]] == [b"go\n", b"go\n"]
+    assert _Watched.lifted_by_setsockopt == 2

@@ -185,10 +185,9 @@ def corked(socks: Iterable[Any],
     finally:
         left = held
         if together is not None and held:
-            try:
+            # a host left corked would never start: whatever fails there, all lifted below
+            with contextlib.suppress(Exception):
                 left = together(held)
-            except Exception:  # a host left corked would never start: all lifted below
-                left = held
         for sock in left:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)

@@ -8,7 +8,8 @@ hog beside it run its slice (3 ms and more) before the second, so the senders st
 apart. One `io_uring_enter` submitting every socket's uncork (IORING_OP_URING_CMD's
 SOCKET_URING_OP_SETSOCKOPT, Linux 6.7 and later) does them all before it returns. Where the
 ring cannot be had (another system, an older kernel, io_uring disabled or filtered out) the
-caller uncorks each socket itself, as before. Plain ctypes and mmap: the ring is two entries.
+caller uncorks each socket itself, as before. Plain ctypes and mmap: a ring of ENTRIES
+entries, made once by its owner.
 """
 
 from __future__ import annotations

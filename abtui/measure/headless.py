@@ -274,7 +274,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     seconds (or one plan-mode run per stretch) until the rule, the maximum or the time limit
     stops it; the order's seed and the verdicts said, and recorded as marks."""
     from abtui.measure.alternate import (
-        boot_again,
+        anew,
         change_window,
         drive,
         ended_lines,
@@ -301,7 +301,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
         why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),
-                          verdicts, say, duration, boot_again=boot_again(engine, verdicts))
+                          verdicts, say, duration, again=anew(engine))
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
@@ -339,8 +339,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
 
     engine.subscribe(watch)
     prepare_looks(verdicts)
-    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block,
-                                                boots=verdicts.builds))
+    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block))
     waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}
     await asyncio.wait(waits, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:

@@ -153,7 +153,9 @@ KNOB_FIELDS = (
     Field("pairs", f.str_list(_label), ()),
     Field("binding", f.text, None),
     Field("initial", f.knob_value, None),
-    Field("restart", f.boolean, False),
+    # None: not said, the kind's default (core.model.Knob.restarts)
+    Field("restart", f.boolean, None),
+    Field("live", f.boolean, None),
 )
 
 KNOB_OS_FIELDS = (

@@ -3,8 +3,10 @@ listening, client armed), all of a group released together (RUN_START, the start
 streamed to their end.
 
 A run prepared before a restarting knob changed its pair is prepared again (`_fresh`); a busy
-server is retried on another port. What runs when (continuous mode, a plan's steps) is
-abtui.measure.engine.front's; one run's processes and output are abtui.measure.run.pair'.
+server is retried on another port; at a new stretch (`restart(..., clear=True)`) no run of its
+pairs is released before their hosts have cleared what the ended connections left. What runs
+when (continuous mode, a plan's steps) is abtui.measure.engine.front's; one run's processes
+and output are abtui.measure.run.pair'.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
+from abtui.measure.engine.carryover import Carryover
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.tasks import Tasks
@@ -60,6 +63,9 @@ class RunScheduler:
         self._uncorker: Uncorker | None = None  # made at the first release of several runs
         self._stopping = False  # the engine stopped: nothing more is released
         self.mode: Mode | None = None
+        # pair -> set once its hosts forgot what the last stretch's connections left
+        self._clearing: dict[str, asyncio.Future[None]] = {}
+        self.carryover = Carryover(pool, emit)
 
     @property
     def stopping(self) -> bool:
@@ -96,15 +102,30 @@ class RunScheduler:
             if link in (run.sender, run.receiver):
                 self._tasks.spawn(run.interrupt(link.alias))
 
-    async def restart(self, labels: Sequence[str], since: float) -> None:
+    async def restart(self, labels: Sequence[str], since: float, clear: bool = False) -> None:
         """End the pairs' current runs, counted nowhere after `since` (one released while
         the change was made may have either setting); the engine's continuous loop or
-        `stream` (a plan's step) start new ones right away."""
+        `stream` (a plan's step) start new ones right away. `clear` (a new stretch): no run
+        of these pairs is released until their hosts have forgotten what the ended
+        connections left to the next one (abtui.measure.engine.carryover)."""
         running = [self._runs[label] for label in labels if label in self._runs]
         for run in running:
             if run.retired_at is None:
                 run.retire(since)
-        await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
+        held = asyncio.get_running_loop().create_future() if clear else None
+        if held is not None:
+            for label in labels:
+                self._clearing[label] = held
+        try:
+            await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
+            if held is not None:
+                await self.carryover.clear([self.profile.pair(x) for x in labels])
+        finally:
+            if held is not None:
+                held.set_result(None)
+                for label in labels:
+                    if self._clearing.get(label) is held:
+                        del self._clearing[label]
 
     def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
         pair = self.profile.pair(label)
@@ -178,6 +199,9 @@ class RunScheduler:
         """Release prepared runs together; RUN_START each, SKEW for the group."""
         if len(ready) > 1:
             await asyncio.sleep(SETTLE_S)
+        clearing = {id(f): f for r in ready if (f := self._clearing.get(r.label)) is not None}
+        if clearing:  # a new stretch's hosts still forgetting the last one's connections
+            await asyncio.wait(list(clearing.values()))
         ready = await self._fresh(ready)
         if self.stopping:  # stopped while these were being prepared: never released
             await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)

@@ -727,22 +727,29 @@ def test_a_boot_into_the_stretch_s_build_is_not_a_lost_link_but_a_failed_switch_
     assert s.lost["A"] == {2, 3}
 
 
-async def test_a_build_knob_boots_again_at_a_boundary_that_keeps_its_build() -> None:
-    """One boot per stretch: with `boot_again` (a build knob), a boundary that keeps the
-    value boots the hosts into it again (no pause), one that changes it switches; the plan
-    mode's steps ask the same of every stretch after the first."""
+async def test_every_boundary_sets_up_a_new_stretch_changed_or_kept() -> None:
+    """With `again` (the engine's new stretch: runs restarted, carryover cleared, a build
+    booted), every boundary calls it, the value changed or kept, and `set_values` is never
+    called alone; without it, only a change is set. The plan mode's steps ask the same of
+    every stretch after the first, for any knob."""
     from abtui.measure.alternate import plan_steps
 
     v = _verdicts((1e9, 1e9), lambda _i: 1.0, 4)
     switched: list[str] = []
-    booted: list[str] = []
+    anew: list[str] = []
     v.stretches.begin(0, v.order[0])
     await drive(lambda _k, value: switched.append(value["A"]),
                 Alternation("rmem", (BIG, SMALL), 0.0, 4), v, lambda _line: None,
-                boot_again=lambda _k, value: booted.append(value["A"]))
+                again=lambda _k, value: anew.append(value["A"]))
+    assert switched == []
+    assert anew == list(v.order[1:4 * 2])
+    assert any(a == b for a, b in zip(v.order, v.order[1:4 * 2], strict=False))  # some kept
+    v = _verdicts((1e9, 1e9), lambda _i: 1.0, 4)
+    v.stretches.begin(0, v.order[0])
+    await drive(lambda _k, value: switched.append(value["A"]),
+                Alternation("rmem", (BIG, SMALL), 0.0, 4), v, lambda _line: None)
     pairs = list(zip(v.order, v.order[1:4 * 2], strict=False))
     assert switched == [b for a, b in pairs if a != b]
-    assert booted == [b for a, b in pairs if a == b] and booted
-    steps = plan_steps("kernel", v.order, 4, boots=True)
-    assert [s.again for s in steps] == [False] + [True] * (len(v.order) - 1)
-    assert not any(s.again for s in plan_steps("rmem", v.order, 4))
+    for knob in ("kernel", "rmem"):
+        steps = plan_steps(knob, v.order, 4)
+        assert [s.again for s in steps] == [False] + [True] * (len(v.order) - 1)

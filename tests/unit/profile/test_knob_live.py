@@ -10,7 +10,7 @@ import pytest
 
 from abtui.commands.check import runs_line
 from abtui.core.errors import BadInput
-from abtui.core.model import Knob, KnobKind
+from abtui.core.model import Knob
 from abtui.profile import load_profile, parse_profile
 from abtui.profile.save import save_profile
 

@@ -158,7 +158,7 @@ class RunScheduler:
             cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
                           if opts.host_cpu and a in self._pool.dialects})
-        owner = OwnerOf(self._emit, self._book.classify, raw_sink=self.raw_sink,
+        owner = OwnerOf(self._emit, self._book.classifier(spec.settings), raw_sink=self.raw_sink,
                         book=self._pool.journal, orphan=self._pool.orphans.add)
         return self._make_run(spec, self._pool.links[pair.sender],
                               self._pool.links[pair.receiver], owner,

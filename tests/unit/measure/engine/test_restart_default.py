@@ -201,3 +201,23 @@ async def test_a_host_that_cannot_clear_is_said_once_and_the_stretch_goes_on() -
 def test_each_dialect_clears_its_tcp_cache_with_one_quoted_command() -> None:
     assert "ip tcp_metrics flush all" in Linux().carryover_command
     assert "net.inet.tcp.hostcache.purgenow=1" in FreeBSD().carryover_command
+
+
+def test_a_run_prepared_before_a_restarting_change_counts_nowhere_after_it() -> None:
+    """The run's own classification (PhaseBook.classifier): once a restarting change began
+    on its pair, whatever it measures straddles, even a run nobody retired; a live knob's
+    change leaves it counting in the new phase."""
+    from abtui.measure.phase_book import PhaseBook
+
+    book = PhaseBook(Profile(name="p", pairs=[A, B], knobs=[RMEM, GRO]))
+    run_a, run_b = book.classifier(book.settings["A"]), book.classifier(book.settings["B"])
+    assert run_a("A", 100.0, 0.5) == (0, False)
+    book.phases["A"].running(True)
+    book.phases["A"].begin_change(100.2)
+    book.phases["A"].commit_change(100.2, 100.3, {"gro": "off"})  # a live knob: goes on
+    assert run_a("A", 101.0, 0.5) == (1, False)
+    book.settings_changed(["A"])  # a restarting change began on A
+    assert run_a("A", 103.0, 0.5) == (1, True)
+    assert run_b("B", 103.0, 0.5) == (0, False)  # the other pair's run is not concerned
+    fresh = book.classifier(book.settings["A"])  # a run prepared after it counts
+    assert fresh("A", 103.0, 0.5) == (1, False)

@@ -39,6 +39,9 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     NewRun = Callable[[RunSpec, HostLink, HostLink, RunOwner, RunParsers], PairRun]
 
 BUSY_RETRIES = 3
+# How long a new stretch waits for its pairs' next runs to be released (continuous mode): the
+# window an alternation drops after a boundary then covers their set-up and ramp
+NEXT_RUN_WAIT_S = 10.0
 # A pause between the last pair armed and the release, so no host is still busy arming.
 SETTLE_S = 0.05
 
@@ -65,6 +68,8 @@ class RunScheduler:
         self.mode: Mode | None = None
         # pair -> set once its hosts forgot what the last stretch's connections left
         self._clearing: dict[str, asyncio.Future[None]] = {}
+        # pair -> new stretches waiting for its next run's release (continuous mode)
+        self._next: dict[str, list[asyncio.Future[None]]] = {}
         self.carryover = Carryover(pool, emit)
 
     @property
@@ -107,15 +112,24 @@ class RunScheduler:
         the change was made may have either setting); the engine's continuous loop or
         `stream` (a plan's step) start new ones right away. `clear` (a new stretch): no run
         of these pairs is released until their hosts have forgotten what the ended
-        connections left to the next one (abtui.measure.engine.carryover)."""
+        connections left to the next one (abtui.measure.engine.carryover), and in continuous
+        mode it returns once the pairs' next runs are released (at most NEXT_RUN_WAIT_S), so
+        a stretch's clock, and the window dropped at its start, begin with its runs whatever
+        the value."""
         running = [self._runs[label] for label in labels if label in self._runs]
         for run in running:
             if run.retired_at is None:
                 run.retire(since)
-        held = asyncio.get_running_loop().create_future() if clear else None
+        loop = asyncio.get_running_loop()
+        held = loop.create_future() if clear else None
+        nexts: list[asyncio.Future[None]] = []
         if held is not None:
             for label in labels:
                 self._clearing[label] = held
+            if self.mode == "continuous" and not self.stopping:
+                for run in running:  # the continuous loop releases each pair's next run
+                    nexts.append(loop.create_future())
+                    self._next.setdefault(run.label, []).append(nexts[-1])
         try:
             await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
             if held is not None:
@@ -126,6 +140,16 @@ class RunScheduler:
                 for label in labels:
                     if self._clearing.get(label) is held:
                         del self._clearing[label]
+        if nexts:  # a new stretch begins once its runs do (a pair that cannot: bounded)
+            await asyncio.wait(nexts, timeout=NEXT_RUN_WAIT_S)
+            for waiting in nexts:
+                waiting.cancel()
+            for label in labels:
+                left = [f for f in self._next.get(label, []) if not f.done()]
+                if left:
+                    self._next[label] = left
+                else:
+                    self._next.pop(label, None)
 
     def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
         pair = self.profile.pair(label)
@@ -216,6 +240,10 @@ class RunScheduler:
             for run in ready:
                 run.release()
                 self._runs[run.label] = run  # from now on a flip or a stop reaches it
+        for run in ready:  # a new stretch waiting for its pair's next run: here it is
+            for waiting in self._next.pop(run.label, []):
+                if not waiting.done():
+                    waiting.set_result(None)
         clocks = await asyncio.gather(*(r.read_clock() for r in ready))
         for run in ready:  # pings need no tight start: kept off the clients' way
             run.release_ping()

@@ -221,3 +221,24 @@ def test_a_run_prepared_before_a_restarting_change_counts_nowhere_after_it() -> 
     assert run_b("B", 103.0, 0.5) == (0, False)  # the other pair's run is not concerned
     fresh = book.classifier(book.settings["A"])  # a run prepared after it counts
     assert fresh("A", 103.0, 0.5) == (1, False)
+
+
+async def test_in_continuous_mode_a_new_stretch_begins_once_its_runs_do() -> None:
+    """The boundary returns when the pair's next run is released (the continuous loop's
+    job), so an alternation's window after it covers the new run's set-up and ramp."""
+    e = engine(GRO)
+    log: list[tuple[str, str]] = []
+    hosts(e, log)
+    e.runs.begin("continuous")
+    await e.runs.release([Run(A, log)])  # type: ignore[list-item]
+    boundary = asyncio.ensure_future(e.set_values("gro", {"A": "on"}, again=True))
+    while ("clear", "r") not in log:
+        await asyncio.sleep(0)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not boundary.done()  # no run yet: the stretch has not begun
+    nxt = Run(A, log)
+    nxt.spec.settings = e.book.settings["A"]
+    await e.runs.release([nxt])  # type: ignore[list-item]
+    await asyncio.wait_for(boundary, 1)
+    assert e.runs.running("A") is nxt  # type: ignore[comparison-overlap]

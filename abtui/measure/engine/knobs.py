@@ -233,12 +233,15 @@ class KnobChanger:
             raise next(e for e in refused if not isinstance(e, KnobRefused))
         done: list[str] = []
         targets: dict[str, str] = {}
+        # a pair whose value was refused keeps its phase, but its run, retired since the
+        # change began (its intervals since straddle), is restarted under the same value
+        unchanged: list[str] = []
         for (value, xs), result in zip(groups.items(), got, strict=True):
             if isinstance(result, BaseException):
                 for label in xs:
                     self._book.phases[label].abort_change()
                     if label in retired:
-                        retired[label].keep()
+                        unchanged.append(label)
                 continue
             targets |= result
             done += xs
@@ -249,10 +252,12 @@ class KnobChanger:
                     self._emit(closed)
                 # a run goes on into it
                 self._book.phases[label].running(self._runs.running(label) is not None)
-        if again and (done or kept):  # a new stretch: forgotten, then measured afresh
-            await self._runs.restart([*done, *kept], begin, clear=True)
-        elif done and (restarts or targets):
-            await self._runs.restart(done, begin)
+        if again:  # a new stretch: forgotten, then measured afresh
+            ended = [*done, *kept, *unchanged]
+        else:
+            ended = [*done, *unchanged] if restarts or targets else []
+        if ended:
+            await self._runs.restart(ended, begin, clear=again)
         if refused:
             raise refused[0]
 

@@ -84,10 +84,6 @@ class PairRun:
         """Nothing it measures after `since` counts."""
         self.context.retired_at = since
 
-    def keep(self) -> None:
-        """The change that retired it was refused: what it measures counts again."""
-        self.context.retired_at = None
-
     # ---- its life -----------------------------------------------------------------------
     async def prepare(self) -> None:
         """Server listening, client and ping armed; raises RunFailed with one clear line."""

@@ -22,13 +22,17 @@ B = Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2")
 
 
 class Knobs:
-    """A knob layer that records what it was asked and changes nothing."""
+    """A knob layer that records what it was asked, changes nothing, refuses "bad"."""
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, str, list[str]]] = []
 
     async def apply(self, knob: Knob, value: str, pairs: list[Pair],
                     again: bool = False) -> dict[str, str]:
+        from abtui.core.errors import KnobRefused
+
+        if value == "bad":
+            raise KnobRefused(f"r: knob {knob.name}={value!r} refused: invalid value")
         self.asked.append((knob.name, value, [p.label for p in pairs]))
         return {}
 
@@ -70,9 +74,6 @@ class Run:
 
     def retire(self, since: float) -> None:
         self.retired_at = since
-
-    def keep(self) -> None:
-        self.retired_at = None
 
     async def stop(self) -> None:
         self.log.append(("stop", self.label))
@@ -242,3 +243,27 @@ async def test_in_continuous_mode_a_new_stretch_begins_once_its_runs_do() -> Non
     await e.runs.release([nxt])  # type: ignore[list-item]
     await asyncio.wait_for(boundary, 1)
     assert e.runs.running("A") is nxt  # type: ignore[comparison-overlap]
+
+
+async def test_a_refused_change_keeps_the_phase_and_restarts_the_run_under_the_same_value(
+        ) -> None:
+    """The run retired when the change began would count nowhere from then on: the pair's
+    phase stays, and its run is restarted, so what follows counts again."""
+    import pytest
+
+    from abtui.core.errors import KnobRefused
+
+    bad = Knob(name="rmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_rmem",
+               values=("4096 131072 6291456", "bad"))
+    e = engine(bad)
+    log: list[tuple[str, str]] = []
+    hosts(e, log)
+    e.book.phases["A"].config["rmem"] = bad.values[0]
+    e.book.phases["A"].running(True)
+    (run,) = await e.runs.release([Run(A, log)])  # type: ignore[list-item]
+    with pytest.raises(KnobRefused):
+        await e.set_knob("rmem", "bad")
+    assert e.book.phases["A"].phase == 0 and e.book.phases["A"].config["rmem"] == bad.values[0]
+    assert run.retired_at is not None and ("stop", "A") in log
+    fresh = e.book.classifier(e.book.settings["A"])  # the run that follows counts
+    assert fresh("A", 1e12, 0.5) == (0, False)

@@ -156,7 +156,7 @@ def runs_line(knob: Knob) -> str:
 
     kinds = " and ".join(dict.fromkeys(str(k) for k in (knob.kind, *knob.os_kinds.values())))
     if knob.kind in ALWAYS_RESTART_KINDS:
-        why = f"a {knob.kind} knob always does"
+        why = f"{'an' if str(knob.kind)[0] in 'aeiou' else 'a'} {knob.kind} knob always does"
     elif knob.live is not None:
         why = f"the profile says live = {str(knob.live).lower()}"
     elif knob.restart is not None:

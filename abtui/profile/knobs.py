@@ -194,9 +194,10 @@ def _check_live(knob: dict[str, Any], where: KeyPath) -> None:
                            "live = false)")
     if knob["kind"] in ALWAYS_RESTART_KINDS and (live or restart is False):
         said = "live" if live else "restart"
-        raise ProfileError((*where, said), f"a {knob['kind']} knob always restarts the runs (it "
-                           "changes what they connect to or run); expected no "
-                           f"{said} = {str(bool(live)).lower()}")
+        kind = str(knob["kind"])
+        raise ProfileError((*where, said), f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} knob "
+                           "always restarts the runs (it changes what they connect to or run); "
+                           f"expected no {said} = {'true' if live else 'false'}")
 
 
 def _builds(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> dict[str, Any]:

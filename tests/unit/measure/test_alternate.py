@@ -753,3 +753,41 @@ async def test_every_boundary_sets_up_a_new_stretch_changed_or_kept() -> None:
     for knob in ("kernel", "rmem"):
         steps = plan_steps(knob, v.order, 4)
         assert [s.again for s in steps] == [False] + [True] * (len(v.order) - 1)
+
+
+async def test_the_console_alternation_asks_a_new_stretch_at_every_boundary() -> None:
+    """The console's alternation restarts the runs at every boundary like the headless one:
+    each boundary is one `set_values(..., again=True)`, the value kept or changed."""
+    import asyncio
+    import dataclasses
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation, schedule
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
+
+    calls: list[tuple[str, bool]] = []
+
+    class Recorded(ReplayController):
+
+        async def set_values(self, knob: str, values: Mapping[str, str],
+                             again: bool = False) -> None:
+            (value,) = set(values.values())
+            calls.append((value, again))
+            await super().set_values(knob, values, again)
+
+    profile = synthetic_profile(pairs=1)
+    ctl = Recorded(profile, speed=400)
+    await ctl.start("continuous")
+    alt = console_alternation(profile, "tso", {"tso": "off"}, 0.05)
+    seed = next(x for x in range(100) if any(  # an order that keeps a value at a boundary
+        (o := schedule(alt.values, 2, x))[i] == o[i - 1] for i in range(1, 7)))
+    live = LiveAlternation(ctl, dataclasses.replace(alt, seed=seed), 1.0, before={"A": "off"})
+    await live.start()
+    while len(calls) < 7:
+        await asyncio.sleep(0.01)
+    await live.stop()
+    order = live.verdicts.order
+    boundaries = calls[:6]
+    assert boundaries == [(order[i], True) for i in range(1, 7)]
+    assert any(order[i] == order[i - 1] for i in range(1, 7))  # a kept value among them
+    await ctl.stop()

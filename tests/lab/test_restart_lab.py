@@ -11,7 +11,8 @@ console alternation once gave +19.9 % on one pair and −17.1 % on the other for
 Both are checked out of band (tests/lab/ran_under.py): a watcher in each receiver's namespace
 reads its tcp_rmem and its iperf3 servers' start times while the session runs, and every
 counted interval's run was released, and its server started, while the receiver held the
-value its phase names."""
+value its phase names. And a boundary that keeps the value leaves no sender with the TCP
+metrics of the connections it ended (`ip tcp_metrics show`), where a plain restart does."""
 
 from __future__ import annotations
 
@@ -157,3 +158,43 @@ async def test_the_console_engine_s_flip_shows_the_new_value_only_from_restarted
     print(f"\nflips {[v[:14] for _, v in flips]}: {got.runs} runs checked out of band "
           f"({got.unclear} unclear); medians 16 KiB {small / 1e9:.2f}, 6 MiB "
           f"{large / 1e9:.2f} Gbit/s")
+
+
+@pytest.mark.timeout(120)
+async def test_a_new_stretch_clears_what_the_ended_connections_left(lab: Lab) -> None:
+    """Between stretches each host of the pairs forgets the closed connections' TCP metrics
+    (ssthresh, RTT): right after a boundary that keeps the value, no sender holds an entry
+    for its target, though the runs it ended just closed their connections; a restart
+    without clearing (the control) leaves one."""
+    from abtui.core.model import now
+    from tests.lab.engine_kit import Recorder, lab_profile, make_engine, until
+    from tests.lab.namespaces import ns_exec
+
+    profile = lab_profile(lab)
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+
+    def cached(pair: str) -> bool:
+        p = profile.pair(pair)
+        shown = ns_exec(lab, p.sender, "ip", "tcp_metrics", "show")
+        return any(line.split()[:1] == [p.target] for line in shown.splitlines())
+
+    def started(pair: str) -> int:
+        return len(rec.of(EventKind.RUN_START, pair))
+
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        await until(lambda: all(rec.of(EventKind.INTERVAL, x) for x in ("A", "B")), 30)
+        kept = {x: engine.book.phases[x].config["tcp_wmem"] for x in ("A", "B")}
+        runs = {x: started(x) for x in ("A", "B")}
+        knobs = len(rec.of(EventKind.KNOB))
+        await engine.set_values("tcp_wmem", kept, again=True)  # a boundary keeping the value
+        assert all(started(x) > runs[x] for x in ("A", "B"))  # restarted, and released
+        assert not any(cached(x) for x in ("A", "B")), "a sender kept the ended run's metrics"
+        assert len(rec.of(EventKind.KNOB)) == knobs  # nothing was set: the value was kept
+        await engine.runs.restart(["A"], now())  # the control: a restart that does not clear
+        await until(lambda: cached("A"), 10)
+        assert not rec.of(EventKind.ERROR), [e.record() for e in rec.of(EventKind.ERROR)]
+    finally:
+        await engine.shutdown()

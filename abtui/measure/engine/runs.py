@@ -240,10 +240,6 @@ class RunScheduler:
             for run in ready:
                 run.release()
                 self._runs[run.label] = run  # from now on a flip or a stop reaches it
-        for run in ready:  # a new stretch waiting for its pair's next run: here it is
-            for waiting in self._next.pop(run.label, []):
-                if not waiting.done():
-                    waiting.set_result(None)
         clocks = await asyncio.gather(*(r.read_clock() for r in ready))
         for run in ready:  # pings need no tight start: kept off the clients' way
             run.release_ping()
@@ -263,6 +259,10 @@ class RunScheduler:
             self.skews.append(skew)
             self._emit(Event.of(events.Skew(
                 skew_ms=skew, clocks={r.label: c for r, c in zip(ready, clocks, strict=True)})))
+        for run in ready:  # a new stretch waiting for its pair's next run: it started
+            for waiting in self._next.pop(run.label, []):
+                if not waiting.done():
+                    waiting.set_result(None)
         if self.stopping:  # stopped while they were being released
             await asyncio.gather(*(r.stop() for r in ready), return_exceptions=True)
         return ready

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState, PingReply, PingSummary, Watch
+from abtui.measure.run.profiler import ProfileSampler
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     interrupt_group,
@@ -78,6 +79,10 @@ class RunSamplers:
             if command:
                 sampler = self._cpu_sampler(self.ctx, link, command, period)
                 self._tasks.append(loop.create_task(sampler.run()))
+            profile = self.spec.profile_commands.get(alias)
+            if profile is not None:
+                profiler = ProfileSampler(self.ctx, link, profile)
+                self._tasks.append(loop.create_task(profiler.run()))
 
     async def stop_samples(self) -> None:
         """The watches and host CPU end (the run is being cleaned up), the host CPU's loops

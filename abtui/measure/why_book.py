@@ -1,0 +1,117 @@
+"""The profiles of an alternation, stretch by stretch: a subscriber beside the verdicts that
+places every profile window (a PROFILE event) in the stretch in force when it began, exactly
+as the stretches place intervals (a window that began before its stretch opened, or whose
+pair holds no value, is left out), and judges them with abtui.reports.why at any time: live
+for the console's panel, and once at the end, recorded as a WHY event the reports copy.
+
+Only stretches the verdict counted are used (a stretch left out of the verdict is left out
+here too), in complete blocks, with the verdict's pairing: per block, a value's stretches
+against the base's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from abtui.core import events
+from abtui.core.events import AnyEvent
+from abtui.core.folded import Stacks, merge, merged, pack, unpack
+from abtui.reports import why
+
+Key = tuple[str, str]  # (pair, host)
+
+
+class StretchState(Protocol):
+    """What the book reads of the alternation's stretches (abtui.measure.alternate)."""
+
+    index: int | None
+    held: dict[str, str]
+    opened: float
+    taken: dict[str, dict[int, float]]
+
+
+@dataclass(slots=True)
+class WhyBook:
+    """See the module docstring. `orders`: each pair's schedule (its values by stretch);
+    `values`: the base first; `block`: stretches per block."""
+
+    stretches: StretchState
+    orders: Mapping[str, Sequence[str]]
+    values: tuple[str, ...]
+    block: int
+    # (pair, host) -> stretch index -> its merged stacks
+    stacks: dict[Key, dict[int, Stacks]] = field(default_factory=dict)
+    machine: dict[Key, bool] = field(default_factory=dict)  # the host's profile is a machine's
+    windows: int = 0  # windows placed in a stretch
+
+    def __call__(self, event: AnyEvent) -> None:
+        window = event.payload
+        if not isinstance(window, events.Profiled) or event.pair is None or event.host is None:
+            return
+        index = self.stretches.index
+        if index is None or event.pair not in self.stretches.held:
+            return
+        if not isinstance(window.start, int | float) or window.start < self.stretches.opened:
+            return  # began before the stretch opened: it may hold the other value's samples
+        key = (event.pair, event.host)
+        merge(self.stacks.setdefault(key, {}).setdefault(index, {}), unpack(window.stacks))
+        self.machine[key] = bool(window.shared)
+        self.windows += 1
+
+    def comparisons(self) -> list[tuple[Key, str, list[tuple[Stacks, Stacks]]]]:
+        """Per (pair, host) and value compared: each complete block's (base, value) stacks."""
+        out = []
+        base = self.values[0]
+        for key, by_index in sorted(self.stacks.items()):
+            pair = key[0]
+            order = self.orders.get(pair, ())
+            taken = self.stretches.taken.get(pair, {})
+            for value in self.values[1:]:
+                blocks = []
+                for b in range(len(order) // self.block):
+                    span = range(b * self.block, (b + 1) * self.block)
+                    if not all(i in taken and by_index.get(i) for i in span):
+                        continue
+                    sides = (merged(by_index[i] for i in span if order[i] == base),
+                             merged(by_index[i] for i in span if order[i] == value))
+                    if sides[0] and sides[1]:
+                        blocks.append(sides)
+                if blocks:
+                    out.append((key, value, blocks))
+        return out
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every comparison's rows (abtui.reports.why.ROW_KEYS)."""
+        out: list[dict[str, Any]] = []
+        for (pair, host), value, blocks in self.comparisons():
+            out.extend(why.rows(pair, host, value, self.values[0], why.compare(blocks),
+                                self.machine.get((pair, host), False)))
+        return out
+
+    def found(self) -> events.WhyFound:
+        """The end's record: the rows, and each comparison's two sides merged over its blocks
+        for the differential flame graph."""
+        flames = [{"pair": pair, "host": host, "value": value, "base": self.values[0],
+                   "base_stacks": pack(merged(b for b, _ in blocks)),
+                   "stacks": pack(merged(v for _, v in blocks))}
+                  for (pair, host), value, blocks in self.comparisons()]
+        return events.WhyFound(rows=self.rows(), flames=flames)
+
+    def lines(self, limit: int = 5) -> list[str]:
+        """The top movers, a line each, for the log and stderr."""
+        out = []
+        rows = self.rows()
+        for key in sorted({(r["pair"], r["host"], r["value"]) for r in rows}):
+            mine = [r for r in rows if (r["pair"], r["host"], r["value"]) == key]
+            moved = [r for r in why.top(mine, limit) if r["moved"]]
+            where = f"{key[0]} {key[1]}{' (the machine)' if mine[0]['machine'] else ''}"
+            if not moved:
+                out.append(f"why {where} {key[2]} vs {self.values[0]}: no frame moved "
+                           f"({mine[0]['blocks']} blocks)")
+                continue
+            said = ", ".join(f"{r['frame']} ({r['kind']}) {r['delta']:+.1f} pp "
+                             f"{why.interval_text(r)}" for r in moved)
+            out.append(f"why {where} {key[2]} vs {self.values[0]}: {said}")
+        return out

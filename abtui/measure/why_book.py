@@ -60,8 +60,9 @@ class WhyBook:
         self.machine[key] = bool(window.shared)
         self.windows += 1
 
-    def comparisons(self) -> list[tuple[Key, str, list[tuple[Stacks, Stacks]]]]:
-        """Per (pair, host) and value compared: each complete block's (base, value) stacks."""
+    def comparisons(self) -> list[tuple[Key, str, list[why.Block]]]:
+        """Per (pair, host) and value compared: each complete block's stretches of the base
+        and of the value, each flagged (of the value, its stacks)."""
         out = []
         base = self.values[0]
         for key, by_index in sorted(self.stacks.items()):
@@ -69,15 +70,13 @@ class WhyBook:
             order = self.orders.get(pair, ())
             taken = self.stretches.taken.get(pair, {})
             for value in self.values[1:]:
-                blocks = []
+                blocks: list[why.Block] = []
                 for b in range(len(order) // self.block):
                     span = range(b * self.block, (b + 1) * self.block)
                     if not all(i in taken and by_index.get(i) for i in span):
                         continue
-                    sides = (merged(by_index[i] for i in span if order[i] == base),
-                             merged(by_index[i] for i in span if order[i] == value))
-                    if sides[0] and sides[1]:
-                        blocks.append(sides)
+                    blocks.append([(order[i] == value, by_index[i]) for i in span
+                                   if order[i] in (base, value)])
                 if blocks:
                     out.append((key, value, blocks))
         return out
@@ -94,8 +93,8 @@ class WhyBook:
         """The end's record: the rows, and each comparison's two sides merged over its blocks
         for the differential flame graph."""
         flames = [{"pair": pair, "host": host, "value": value, "base": self.values[0],
-                   "base_stacks": pack(merged(b for b, _ in blocks)),
-                   "stacks": pack(merged(v for _, v in blocks))}
+                   "base_stacks": pack(merged(st for b in blocks for v, st in b if not v)),
+                   "stacks": pack(merged(st for b in blocks for v, st in b if v))}
                   for (pair, host), value, blocks in self.comparisons()]
         return events.WhyFound(rows=self.rows(), flames=flames)
 

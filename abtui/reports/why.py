@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 FAMILY_ALPHA = 0.05
-MIN_SHARE = 0.5  # percent of a side's samples for a frame to be tested
-MAX_FRAMES = 200  # tested frames per comparison at most (the largest)
+MIN_SHARE = 1.0  # percent of a side's samples for a frame to be tested
+MAX_FRAMES = 60  # tested frames per comparison at most (the largest)
 MIN_BLOCKS = 3  # blocks before an interval is given
 KINDS = ("self", "children", "thread")
 ROW_KEYS = ("pair", "host", "value", "base", "frame", "kind", "base_share", "share", "delta",
@@ -79,41 +79,80 @@ def _t_quantile(df: int, p: float) -> float:
     return float(stdtrit(df, p))
 
 
-def compare(blocks: Sequence[tuple[Stacks, Stacks]], *, alpha: float = FAMILY_ALPHA,
+Block = Sequence[tuple[bool, Stacks]]  # a block's stretches: (of the value, its stacks)
+
+
+def compare(blocks: Sequence[Block], *, alpha: float = FAMILY_ALPHA,
             min_share: float = MIN_SHARE, max_frames: int = MAX_FRAMES) -> list[Moved]:
-    """Each tested frame's change from the base (each block's first) to the value (its
-    second), sorted: the moved first, then by the size of the change."""
-    per_block = [(shares(base), shares(value)) for base, value in blocks
-                 if sum(base.values()) > 0 and sum(value.values()) > 0]
-    n = len(per_block)
-    if not n:
+    """Each tested frame's change from the base to the value, sorted: the moved first, then
+    by the size of the change.
+
+    Every stretch is a sample, each block its own level (a fixed effect): the change is the
+    within-block difference of the two sides' mean shares, averaged over the blocks (the
+    verdict's pairing), and its error is estimated from the stretches' scatter about their
+    block and side (N - B - 1 degrees of freedom: a block of four stretches gives two, where
+    a block's one difference gave none of its own)."""
+    used = [[(is_value, shares(st)) for is_value, st in block if sum(st.values()) > 0]
+            for block in blocks]
+    used = [b for b in used if any(v for v, _ in b) and any(not v for v, _ in b)]
+    n_blocks = len(used)
+    if not n_blocks:
         return []
-    pooled_base = shares(_merged(b for b, _ in blocks))
-    pooled_value = shares(_merged(v for _, v in blocks))
+    n_stretches = sum(len(b) for b in used)
+    df = n_stretches - n_blocks - 1
+    pooled_base = shares(_merged(st for block in blocks for v, st in block if not v))
+    pooled_value = shares(_merged(st for block in blocks for v, st in block if v))
     tested: list[tuple[float, str, str]] = []
     for kind in KINDS:
-        frames = set(pooled_base[kind]) | set(pooled_value[kind])
-        for frame in frames:
-            top = max(pooled_base[kind].get(frame, 0.0), pooled_value[kind].get(frame, 0.0))
-            if top >= min_share:
-                tested.append((top, kind, frame))
+        for frame in set(pooled_base[kind]) | set(pooled_value[kind]):
+            top_share = max(pooled_base[kind].get(frame, 0.0),
+                            pooled_value[kind].get(frame, 0.0))
+            if top_share >= min_share:
+                tested.append((top_share, kind, frame))
     tested.sort(reverse=True)
     tested = tested[:max_frames]
     k = max(1, len(tested))
-    quantile = _t_quantile(n - 1, 1 - alpha / (2 * k)) if n >= MIN_BLOCKS else math.nan
+    judged = n_blocks >= MIN_BLOCKS and df >= 1
+    quantile = _t_quantile(df, 1 - alpha / (2 * k)) if judged else math.nan
     out = []
     for _top, kind, frame in tested:
-        deltas = [v[kind].get(frame, 0.0) - b[kind].get(frame, 0.0) for b, v in per_block]
-        mean = sum(deltas) / n
+        mean, se = _within_blocks([[(v, sh[kind].get(frame, 0.0)) for v, sh in b]
+                                   for b in used])
         low = high = None
-        if n >= MIN_BLOCKS:
-            sd = math.sqrt(sum((d - mean) ** 2 for d in deltas) / (n - 1))
-            half = quantile * sd / math.sqrt(n)
-            low, high = mean - half, mean + half
+        if judged and se is not None:
+            low, high = mean - quantile * se, mean + quantile * se
         out.append(Moved(frame, kind, pooled_base[kind].get(frame, 0.0),
-                         pooled_value[kind].get(frame, 0.0), mean, low, high, n))
+                         pooled_value[kind].get(frame, 0.0), mean, low, high, n_blocks))
     out.sort(key=lambda m: (not m.moved, -abs(m.delta)))
     return out
+
+
+def _within_blocks(blocks: Sequence[Sequence[tuple[bool, float]]]) -> tuple[float, float | None]:
+    """The value's effect with blocks as fixed effects: (mean of the blocks' differences of
+    side means, its standard error from the residuals; None without residual freedom)."""
+    diffs, sxx, rss, n = [], 0.0, 0.0, 0
+    for block in blocks:
+        on = [y for v, y in block if v]
+        off = [y for v, y in block if not v]
+        diffs.append(sum(on) / len(on) - sum(off) / len(off))
+        x_mean = len(on) / len(block)
+        sxx += sum((float(v) - x_mean) ** 2 for v, _ in block)
+        n += len(block)
+    delta = sum(diffs) / len(diffs)
+    # residuals about each block's side means (the block and the value's effect fitted; a
+    # per-block effect beyond the mean one is in the residuals, as in the OLS fit)
+    for block in blocks:
+        on = [y for v, y in block if v]
+        off = [y for v, y in block if not v]
+        centre = (sum(on) + sum(off)) / len(block)
+        x_mean = len(on) / len(block)
+        for v, y in block:
+            fitted = centre + delta * (float(v) - x_mean)
+            rss += (y - fitted) ** 2
+    df = n - len(blocks) - 1
+    if df < 1 or sxx <= 0:
+        return delta, None
+    return delta, math.sqrt(rss / df / sxx)
 
 
 def _merged(parts: Any) -> dict[str, int]:

@@ -322,13 +322,9 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
 
 def _why_book(profile: Profile, verdicts: Verdicts) -> WhyBook | None:
     """The alternation's profiles, judged beside its verdicts, when profiling is on."""
-    if not profile.test.profile_hz and not any(
-            p.overrides.get("profile_hz") for p in profile.pairs):
-        return None
-    from abtui.measure.why_book import WhyBook
+    from abtui.measure.why_book import profiled, why_book
 
-    return WhyBook(verdicts.stretches, verdicts.orders, verdicts.stretches.values,
-                   verdicts.block)
+    return why_book(verdicts) if profiled(profile) else None
 
 
 async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,

@@ -18,9 +18,35 @@ from typing import Any, Protocol
 from abtui.core import events
 from abtui.core.events import AnyEvent
 from abtui.core.folded import Stacks, merge, merged, pack, unpack
+from abtui.core.model import Profile
 from abtui.reports import why
 
 Key = tuple[str, str]  # (pair, host)
+
+
+def profiled(profile: Profile) -> bool:
+    """Profiling is asked for: the profile's [test] profile_hz, or a pair's."""
+    return bool(profile.test.profile_hz) or any(p.overrides.get("profile_hz")
+                                                for p in profile.pairs)
+
+
+class VerdictState(Protocol):
+    """What the book is made from (abtui.measure.alternate.Verdicts)."""
+
+    @property
+    def stretches(self) -> Any: ...
+
+    @property
+    def orders(self) -> dict[str, tuple[str, ...]]: ...
+
+    @property
+    def block(self) -> int: ...
+
+
+def why_book(verdicts: VerdictState) -> WhyBook:
+    """The book beside an alternation's verdicts (subscribe it after their stretches)."""
+    return WhyBook(verdicts.stretches, verdicts.orders, tuple(verdicts.stretches.values),
+                   verdicts.block)
 
 
 class StretchState(Protocol):

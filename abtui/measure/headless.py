@@ -317,7 +317,9 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     if book is not None:
         for line in book.lines() or ["why: no profile window fell in a counted stretch"]:
             say(line)
-        engine.note(book.found())
+        found = book.found()
+        if found.rows:
+            engine.note(found)
 
 
 def _why_book(profile: Profile, verdicts: Verdicts) -> WhyBook | None:

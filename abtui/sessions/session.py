@@ -309,6 +309,8 @@ class Session(EventReader):
 
     def on_why(self, ev: Event[events.WhyFound], d: events.WhyFound) -> None:
         rows, flames = d.rows, d.flames
+        if not rows:  # an alternation stopped before a block: the last judged one stands
+            return
         self.why_rows = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) \
             else []
         self.why_flames = [f for f in flames if isinstance(f, dict)] \

@@ -179,7 +179,9 @@ class ConsoleAlternation:
         ended = live is not None and has_ended(live)
         if ended and self.why is not None and not self._why_noted:
             self._why_noted = True
-            self.controller.note(self.why.found())  # the reports' Why section reads it
+            found = self.why.found()
+            if found.rows:  # the reports' Why section reads it
+                self.controller.note(found)
         lines = [*(live.lines() if live is not None else []), *self._why_lines()]
         self.app.query_one("#verdicts", VerdictPanel).show(
             lines if live is not None or self.why_shown else None, ended)

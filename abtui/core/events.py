@@ -55,6 +55,7 @@ class EventKind(StrEnum):
     SWITCH = "switch"
     BISECT = "bisect"
     PROFILE = "profile"
+    COUNTERS = "counters"
     WHY = "why"
     SESSION_END = "session_end"
 
@@ -501,6 +502,20 @@ class Profiled(Payload):
     shared: bool = False
 
 
+@_payload(EventKind.COUNTERS)
+@_payload_class
+class CountersSampled(Payload):
+    """A profiled host's counters at `at` (the controller's clock; pair and host set): the
+    packed `counter value` lines of abtui.remote.counters (softnet, softirqs, nstat, kernel
+    threads' CPU ticks), running totals the readers turn into rates."""
+
+    run: RunId
+    role: str
+    at: float
+    values: str
+    shared: bool = False
+
+
 @_payload(EventKind.WHY)
 @_payload_class
 class WhyFound(Payload):
@@ -511,6 +526,9 @@ class WhyFound(Payload):
 
     rows: list[dict[str, Any]]
     flames: list[dict[str, Any]] = field(default_factory=list)
+    # the counters' rates per value and their change in % with its interval
+    # (abtui.reports.why.COUNTER_KEYS)
+    counters: list[dict[str, Any]] | None = field(default=None, metadata=OPTIONAL)
 
 
 @_payload(EventKind.SESSION_END)

@@ -71,8 +71,14 @@ class WhyBook:
     stacks: dict[Key, dict[int, Stacks]] = field(default_factory=dict)
     machine: dict[Key, bool] = field(default_factory=dict)  # the host's profile is a machine's
     windows: int = 0  # windows placed in a stretch
+    # (pair, host) -> stretch index -> its first and last counters sample (time, values)
+    samples: dict[Key, dict[int, list[tuple[float, dict[str, int]]]]] = field(
+        default_factory=dict)
 
     def __call__(self, event: AnyEvent) -> None:
+        if isinstance(event.payload, events.CountersSampled):
+            self._counters(event, event.payload)
+            return
         window = event.payload
         if not isinstance(window, events.Profiled) or event.pair is None or event.host is None:
             return
@@ -85,6 +91,58 @@ class WhyBook:
         merge(self.stacks.setdefault(key, {}).setdefault(index, {}), unpack(window.stacks))
         self.machine[key] = bool(window.shared)
         self.windows += 1
+
+    def _counters(self, event: AnyEvent, sample: events.CountersSampled) -> None:
+        index = self.stretches.index
+        if index is None or event.pair not in self.stretches.held or event.host is None:
+            return
+        if not isinstance(sample.at, int | float) or sample.at < self.stretches.opened:
+            return
+        values = unpack(sample.values)
+        if not values:
+            return
+        key = (event.pair, event.host)
+        kept = self.samples.setdefault(key, {}).setdefault(index, [])
+        if len(kept) < 2:
+            kept.append((float(sample.at), values))
+        else:
+            kept[1] = (float(sample.at), values)  # the first and the latest
+        self.machine.setdefault(key, bool(sample.shared))
+
+    def rates(self, key: Key, index: int) -> dict[str, float] | None:
+        """A stretch's counters a second, from its first and last samples."""
+        kept = self.samples.get(key, {}).get(index, [])
+        if len(kept) < 2 or kept[1][0] <= kept[0][0]:
+            return None
+        (t0, first), (t1, last) = kept
+        return {n: (last[n] - first.get(n, 0)) / (t1 - t0) for n in last if n in first}
+
+    def counter_comparisons(self) -> list[tuple[Key, str, list[why.RateBlock]]]:
+        """Per (pair, host) and value: each complete block's stretches' rates."""
+        out = []
+        base = self.values[0]
+        for key in sorted(self.samples):
+            order = self.orders.get(key[0], ())
+            taken = self.stretches.taken.get(key[0], {})
+            for value in self.values[1:]:
+                blocks: list[why.RateBlock] = []
+                for b in range(len(order) // self.block):
+                    span = [i for i in range(b * self.block, (b + 1) * self.block)
+                            if order[i] in (base, value)]
+                    rates = {i: self.rates(key, i) for i in span}
+                    if all(i in taken and rates[i] is not None for i in span):
+                        blocks.append([(order[i] == value, rates[i] or {}) for i in span])
+                if blocks:
+                    out.append((key, value, blocks))
+        return out
+
+    def counter_rows(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for (pair, host), value, blocks in self.counter_comparisons():
+            out.extend(why.counter_rows(pair, host, value, self.values[0],
+                                        why.compare_counters(blocks),
+                                        self.machine.get((pair, host), False)))
+        return out
 
     def comparisons(self) -> list[tuple[Key, str, list[why.Block]]]:
         """Per (pair, host) and value compared: each complete block's stretches of the base
@@ -122,7 +180,8 @@ class WhyBook:
                    "base_stacks": pack(merged(st for b in blocks for v, st in b if not v)),
                    "stacks": pack(merged(st for b in blocks for v, st in b if v))}
                   for (pair, host), value, blocks in self.comparisons()]
-        return events.WhyFound(rows=self.rows(), flames=flames)
+        return events.WhyFound(rows=self.rows(), flames=flames,
+                               counters=self.counter_rows() or None)
 
     def lines(self, limit: int = 5) -> list[str]:
         """The top movers, a line each, for the log and stderr."""
@@ -139,4 +198,12 @@ class WhyBook:
             said = ", ".join(f"{r['frame']} ({r['kind']}) {r['delta']:+.1f} pp "
                              f"{why.interval_text(r)}" for r in moved)
             out.append(f"why {where} {key[2]} vs {self.values[0]}: {said}")
+        counters = self.counter_rows()
+        for key in sorted({(r["pair"], r["host"], r["value"]) for r in counters}):
+            shifted = [r for r in counters if (r["pair"], r["host"], r["value"]) == key
+                       and r["moved"]][:limit]
+            if shifted:
+                said = ", ".join(f"{r['counter']} {r['pct']:+.1f}% [{r['low']:+.1f}, "
+                                 f"{r['high']:+.1f}]" for r in shifted)
+                out.append(f"counters {key[0]} {key[1]} {key[2]} vs {self.values[0]}: {said}")
         return out

@@ -175,6 +175,12 @@ def why_rows(session: Session) -> list[dict[str, Any]]:
     return json_rows(session)
 
 
+def _why_counters(session: Session) -> list[dict[str, Any]]:
+    from abtui.reports.why_report import json_counters
+
+    return json_counters(session)
+
+
 def bisection_table(session: Session) -> dict[str, Any] | None:
     """A bisection's steps and answer (abtui.reports.bisection), JSON's `"bisect"`."""
     from abtui.reports.bisection import to_json as table
@@ -227,6 +233,7 @@ def to_json(session: Session) -> dict[str, Any]:
                     "end_reason": session.end_reason},
         "alternation": alternation_rows(session),  # the answer, when one ran
         "why": why_rows(session),  # what the profiles say moved, when profiled
+        "why_counters": _why_counters(session),
         "profiles": [{"pair": p, "host": h, **seen} for (p, h), seen in session.profiled.items()],
         "bisect": bisection_table(session),  # a bisection's steps and answer, or null
         "pairs": list(session.pairs),

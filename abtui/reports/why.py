@@ -155,6 +155,77 @@ def _within_blocks(blocks: Sequence[Sequence[tuple[bool, float]]]) -> tuple[floa
     return delta, math.sqrt(rss / df / sxx)
 
 
+COUNTER_KEYS = ("pair", "host", "value", "base", "counter", "base_rate", "rate", "pct",
+                "low", "high", "moved", "blocks", "machine")
+RateBlock = Sequence[tuple[bool, Mapping[str, float]]]  # a block's stretches: (value?, rates)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterMoved:
+    """One counter's rate under each value and the change in % of the base's rate."""
+
+    counter: str
+    base_rate: float
+    rate: float
+    pct: float
+    low: float | None
+    high: float | None
+    blocks: int
+
+    @property
+    def moved(self) -> bool:
+        return self.low is not None and self.high is not None and (
+            self.low > 0 or self.high < 0)
+
+
+def compare_counters(blocks: Sequence[RateBlock], *, alpha: float = FAMILY_ALPHA,
+                     max_counters: int = MAX_FRAMES) -> list[CounterMoved]:
+    """Each counter's change of rate (a second) from the base to the value, in % of the
+    base's mean rate, with the frames' model (blocks as fixed effects, stretches as samples,
+    Bonferroni over the counters tested: those that moved at all, the busiest first)."""
+    used = [b for b in blocks if any(v for v, _ in b) and any(not v for v, _ in b)]
+    n_blocks = len(used)
+    if not n_blocks:
+        return []
+    names: dict[str, float] = {}
+    for block in used:
+        for _, rates in block:
+            for name, rate in rates.items():
+                names[name] = max(names.get(name, 0.0), abs(rate))
+    tested = sorted((n for n, top in names.items() if top > 0), key=lambda n: -names[n])
+    tested = tested[:max_counters]
+    df = sum(len(b) for b in used) - n_blocks - 1
+    judged = n_blocks >= MIN_BLOCKS and df >= 1
+    quantile = _t_quantile(df, 1 - alpha / (2 * max(1, len(tested)))) if judged else math.nan
+    out = []
+    for name in tested:
+        rows = [[(v, float(rates.get(name, 0.0))) for v, rates in b] for b in used]
+        base_values = [y for b in rows for v, y in b if not v]
+        value_values = [y for b in rows for v, y in b if v]
+        base_rate = sum(base_values) / len(base_values)
+        rate = sum(value_values) / len(value_values)
+        delta, se = _within_blocks(rows)
+        if base_rate <= 0:
+            continue  # no rate to give a change in % of
+        low = high = None
+        if judged and se is not None:
+            low = 100 * (delta - quantile * se) / base_rate
+            high = 100 * (delta + quantile * se) / base_rate
+        out.append(CounterMoved(name, base_rate, rate, 100 * delta / base_rate, low, high,
+                                n_blocks))
+    out.sort(key=lambda m: (not m.moved, -abs(m.pct)))
+    return out
+
+
+def counter_rows(pair: str, host: str, value: str, base: str, moved: Sequence[CounterMoved],
+                 machine: bool = False) -> list[dict[str, Any]]:
+    return [{"pair": pair, "host": host, "value": value, "base": base, "counter": m.counter,
+             "base_rate": round(m.base_rate, 3), "rate": round(m.rate, 3),
+             "pct": round(m.pct, 2), "low": None if m.low is None else round(m.low, 2),
+             "high": None if m.high is None else round(m.high, 2), "moved": m.moved,
+             "blocks": m.blocks, "machine": machine} for m in moved]
+
+
 def _merged(parts: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for part in parts:

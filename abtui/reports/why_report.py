@@ -42,10 +42,10 @@ def _pct(value: Any) -> str:
 
 def markdown(session: Session) -> list[str]:
     """The section (empty when the session has no profile)."""
-    if not session.why_rows and not session.profiled:
+    if not session.why_rows and not session.why_counters and not session.profiled:
         return []
     out = ["## Why (profiles)", ""]
-    if not session.why_rows:
+    if not session.why_rows and not session.why_counters:
         hosts = ", ".join(f"{h} ({p})" for p, h in session.profiled)
         return [*out, f"Profiles were recorded on {hosts}, but no alternation judged them "
                       "(`abtui run --alternate KNOB=A,B --profile` gives each frame's change "
@@ -71,9 +71,43 @@ def markdown(session: Session) -> list[str]:
                   "moved" if r.get("moved") else "—"] for r in why.top(rows, TOP)]
         out += [md_table(["frame", "kind", f"{base} %", f"{value} %", "Δ pp", "interval",
                           "moved"], table), ""]
+    out += _counters(session)
     if machine:
         out += [f"Note: {MACHINE_NOTE}.", ""]
     return out
+
+
+def _counters(session: Session) -> list[str]:
+    """The counters' movers, LKP's `%change` table: base rate, change with its interval,
+    value's rate, counter (a second each)."""
+    rows = session.why_counters
+    if not rows:
+        return []
+    out = ["### Counters (a second)", "",
+           "Each counter's rate under each value (softnet, softirqs, nstat, kernel threads' CPU "
+           "ticks) and its change in % of the base's rate, with the frames' interval; the "
+           "largest movers first.", ""]
+    for key in _comparisons(rows):
+        mine = sorted(_of(rows, key), key=lambda r: (not r.get("moved"),
+                                                      -abs(r.get("pct") or 0)))[:TOP]
+        table = [[f"{r.get('base_rate', 0):.4g}", f"{r.get('pct', 0):+.1f}%",
+                  _interval(r), f"{r.get('rate', 0):.4g}", str(r.get("counter")),
+                  "moved" if r.get("moved") else "—"] for r in mine]
+        out += [f"{key[0]} {key[1]}: {key[2]} vs {key[3]}", "",
+                md_table([key[3], "%change", "interval", key[2], "counter", "moved"], table), ""]
+    return out
+
+
+def _interval(row: Mapping[str, Any]) -> str:
+    low, high = row.get("low"), row.get("high")
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        return f"[{low:+.1f}, {high:+.1f}]"
+    return "—"
+
+
+def json_counters(session: Session) -> list[dict[str, Any]]:
+    """JSON's `"why_counters"`: every counter row (abtui.reports.why.COUNTER_KEYS)."""
+    return [{k: r.get(k) for k in why.COUNTER_KEYS} for r in session.why_counters]
 
 
 def json_rows(session: Session) -> list[dict[str, Any]]:

@@ -83,6 +83,7 @@ class Session(EventReader):
         # the last alternation's profiles judged (WHY): its rows and flame graphs' stacks
         self.why_rows: list[dict[str, Any]] = []
         self.why_flames: list[dict[str, Any]] = []
+        self.why_counters: list[dict[str, Any]] = []  # the counters' rates and their change
         # (pair, host) -> what its profile windows said: the event sampled, the rate,
         # windows and samples, and whether the profile is a shared machine's
         self.profiled: dict[tuple[str, str], dict[str, Any]] = {}
@@ -315,6 +316,9 @@ class Session(EventReader):
             else []
         self.why_flames = [f for f in flames if isinstance(f, dict)] \
             if isinstance(flames, list) else []
+        counters = d.counters
+        self.why_counters = [c for c in counters if isinstance(c, dict)] \
+            if isinstance(counters, list) else []
 
     def on_profile(self, ev: Event[events.Profiled], d: events.Profiled) -> None:
         if ev.pair is None or ev.host is None:

@@ -1,6 +1,7 @@
 """`abtui run --alternate … --profile` on the lab: TSO off against on (software segmentation
 on the sender's path instead of none) names the segmentation and transmit frames as moved
-up, with intervals that exclude zero, and every export carries the table: the report's Why
+up, with intervals that exclude zero, the counters name the packets processed per second as
+risen (each segment a packet of its own), and every export carries the table: the report's Why
 section, JSON's "why", the CSV table and the HTML report's differential flame graph. Real
 sshd, iperf3, ethtool and perf in namespaces."""
 
@@ -48,10 +49,16 @@ def test_tso_off_moves_the_segmentation_frames_up(lab: Lab, tmp_path: Path) -> N
                          for r in rows[:20])
     assert all(r["low"] > 0 for r in up)
     assert all(r["machine"] for r in rows)  # namespace hosts: the machine's profile, said
+    # the why in counters: every segment is a packet of its own without TSO
+    processed = [c for c in session.why_counters if c["counter"] == "softnet.processed"]
+    assert processed and processed[0]["moved"] and processed[0]["pct"] > 0, \
+        session.why_counters[:5]
     report = _export(out)
     assert "## Why (profiles)" in report and "the whole machine's" in report
+    assert "### Counters (a second)" in report
     doc = json.loads(_export(out, "--format", "json"))
     assert doc["why"] and {"frame", "kind", "delta", "low", "high", "moved"} <= set(doc["why"][0])
+    assert doc["why_counters"] and "pct" in doc["why_counters"][0]
     csv_text = _export(out, "--format", "csv", "--table", "why")
     assert csv_text.splitlines()[0].startswith("pair,host,value,base,frame,kind")
     page = _export(out, "--format", "html")

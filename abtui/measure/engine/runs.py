@@ -22,6 +22,7 @@ from abtui.core.model import LinkState, Pair, Profile
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, ProfileSpec, RunParsers, RunSpec
 from abtui.measure.tasks import Tasks
+from abtui.remote.counters import counters_loop_command
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
 from abtui.remote.link import HostLink, corked
 from abtui.remote.profiling import profile_loop_command
@@ -158,7 +159,9 @@ class RunScheduler:
         for alias in (pair.sender, pair.receiver):
             if not self._pool.has_perf.get(alias) or (alias in shared and alias != first_shared):
                 continue
-            out[alias] = ProfileSpec(profile_loop_command(hz), hz, alias in shared)
+            linux = getattr(self._pool.dialects.get(alias), "name", "") == "linux"
+            out[alias] = ProfileSpec(profile_loop_command(hz), hz, alias in shared,
+                                     counters_loop_command() if linux else None)
         return out
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:

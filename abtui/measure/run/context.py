@@ -34,6 +34,7 @@ class ProfileSpec:
     command: str
     hz: int
     shared: bool = False
+    counters: str | None = None  # the host's counters loop (abtui.remote.counters), if any
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.folded import pack
+from abtui.remote.counters import CounterStream
 from abtui.remote.link import HostLink
 from abtui.remote.profiling import FoldedWindow, ProfileStream
 
@@ -73,3 +74,43 @@ class ProfileSampler:
         if not self._said:
             self._said = True
             self.ctx.event(events.Error(message=f"profile: {reason}"), host=self.link.alias)
+
+
+class CounterSampler:
+    """One host's counters loop for one run (abtui.remote.counters), each sample a COUNTERS
+    event dated on the controller's clock as the profile's windows are. A loop that prints
+    nothing (no /proc: not Linux) gives no event and says nothing: the profile says enough."""
+
+    def __init__(self, ctx: RunContext, link: HostLink, spec: ProfileSpec) -> None:
+        self.ctx = ctx
+        self.link = link
+        self.spec = spec
+        self.role = "sender" if link is ctx.sender else "receiver"
+        self._stream = CounterStream()
+        self._offset = math.inf
+
+    async def run(self) -> None:
+        assert self.spec.counters is not None
+        try:
+            proc = await self.ctx.start_process(self.link, self.spec.counters, "counters")
+        except RemoteError:
+            return
+        try:
+            await proc.follow(self._take)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.ctx.end_process(proc)
+
+    def _take(self, lines: list[str]) -> None:
+        came = time.time()
+        for line in lines:
+            got = self._stream.feed(line)
+            if got is None:
+                continue
+            clock, values = got
+            self._offset = min(self._offset, came - clock)
+            at = clock + self._offset
+            self.ctx.event(events.CountersSampled(run=self.ctx.spec.run_id, role=self.role,
+                                                  at=at, values=pack(values),
+                                                  shared=self.spec.shared),
+                           host=self.link.alias, t=at)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState, PingReply, PingSummary, Watch
-from abtui.measure.run.profiler import ProfileSampler
+from abtui.measure.run.profiler import CounterSampler, ProfileSampler
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     interrupt_group,
@@ -83,6 +83,9 @@ class RunSamplers:
             if profile is not None:
                 profiler = ProfileSampler(self.ctx, link, profile)
                 self._tasks.append(loop.create_task(profiler.run()))
+                if profile.counters:
+                    counters = CounterSampler(self.ctx, link, profile)
+                    self._tasks.append(loop.create_task(counters.run()))
 
     async def stop_samples(self) -> None:
         """The watches and host CPU end (the run is being cleaned up), the host CPU's loops

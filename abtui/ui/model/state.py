@@ -169,6 +169,9 @@ class ConsoleState(EventReader):
     def on_profile(self, event: Event, p: events.Profiled) -> None:
         return None  # a window of stacks: the why table (ctrl+y) reads them, not the log
 
+    def on_counters(self, event: Event, p: events.CountersSampled) -> None:
+        return None  # running totals: the why table turns them into rates
+
     def on_why(self, event: Event, p: events.WhyFound) -> str:
         moved = sum(1 for r in p.rows if isinstance(r, dict) and r.get("moved")) \
             if isinstance(p.rows, list) else 0

@@ -77,3 +77,23 @@ def test_packed_stacks_round_trip_and_hostile_strings_read_as_nothing() -> None:
 
     bomb = base64.b64encode(zlib.compress(b"1 a\n" * (5 * 1024 * 1024))).decode()
     assert unpack(bomb) == {}  # inflates past the bound: not trusted
+
+
+def test_the_counters_stream_reads_hex_softnet_softirqs_nstat_and_kthreads() -> None:
+    from abtui.remote.counters import CounterStream
+
+    stream = CounterStream()
+    lines = ["@C 1700000000.5", "softnet 0 0000000a 00000001 00000002",
+             "softnet 1 00000010 00000000 00000003", "      NET_RX:        5        7",
+             "nstat TcpRetransSegs 12", "kthread kworker 30", "kthread cryptd x",
+             "garbage line", "@E"]
+    got = [g for g in (stream.feed(x) for x in lines) if g is not None]
+    assert len(got) == 1
+    clock, values = got[0]
+    assert clock == 1700000000.5
+    assert values["softnet.processed"] == 26 and values["softnet.processed.cpu1"] == 16
+    assert values["softnet.time_squeeze"] == 5 and values["softnet.dropped"] == 1
+    assert values["softirq.NET_RX"] == 12 and values["softirq.NET_RX.cpu1"] == 7
+    assert values["nstat.TcpRetransSegs"] == 12 and values["kthread.kworker"] == 30
+    assert "kthread.cryptd" not in values  # a value it cannot read is skipped
+    assert stream.feed("@E") is None  # an end without a start is nothing

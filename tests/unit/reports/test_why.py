@@ -75,3 +75,17 @@ def test_the_flame_graph_is_svg_coloured_only_where_moved() -> None:
     assert flame.GREY in fills and any(f.startswith("rgb(230") for f in fills)
     titles = [t.firstChild.data for t in doc.getElementsByTagName("title") if t.firstChild]
     assert any(t.startswith("hash:") and "moved" in t and "[" in t for t in titles)
+
+
+def test_a_counter_that_moves_is_named_with_its_change_in_percent() -> None:
+    rng = random.Random(4)
+    blocks = []
+    for _ in range(5):
+        order = rng.choice(["AABB", "ABAB", "ABBA", "BAAB", "BABA", "BBAA"])
+        blocks.append([(c == "B", {"softnet.processed": (2000.0 if c == "B" else 1000.0)
+                                   * (1 + rng.gauss(0, 0.05)),
+                                   "nstat.TcpRetransSegs": 10 * (1 + rng.gauss(0, 0.3))})
+                       for c in order])
+    moved = {m.counter: m for m in why.compare_counters(blocks)}
+    assert moved["softnet.processed"].moved and 80 < moved["softnet.processed"].pct < 120
+    assert not moved["nstat.TcpRetransSegs"].moved

@@ -12,21 +12,21 @@ from abtui.core.folded import pack, unpack
 from abtui.remote.profiling import _FOLD, MAX_DEPTH, ProfileStream, profile_loop_command
 
 PERF_SCRIPT = """\
-iperf3 1700000000.100000: 
+iperf3 1700000000.100000:\x20
 \tffffffff8121 skb_segment+0x12
 \tffffffff8122 tcp_gso_segment
 \tffffffff8123 __dev_queue_xmit
 \t    7f7139656240 [unknown]
 
-kworker/0:1H-kb 1700000000.200000: 
+kworker/0:1H-kb 1700000000.200000:\x20
 \tffffffff8124 aes_encrypt
 
-iperf3 1700000000.300000: 
+iperf3 1700000000.300000:\x20
 \tffffffff8121 skb_segment+0x12
 \tffffffff8122 tcp_gso_segment
 \tffffffff8123 __dev_queue_xmit
 
-iperf3 1700000001.500000: 
+iperf3 1700000001.500000:\x20
 \tffffffff8125 copy_user;evil
 
 """

@@ -21,8 +21,8 @@ from abtui.core.model import LinkState
 from abtui.measure.ports import iperf_error_of, iperf_summary_of
 from abtui.measure.run.context import RunContext, RunOwner, RunParsers, RunSpec
 from abtui.measure.run.cpu import CpuSampler
-from abtui.measure.run.profiler import CounterSampler, ProfileSampler
 from abtui.measure.run.procs import RunProcesses
+from abtui.measure.run.profiler import CounterSampler, ProfileSampler
 from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse.iperf3.sides import fill_cpu

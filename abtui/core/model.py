@@ -235,6 +235,8 @@ class TestOptions:
     ping_count: int = 0
     # sample each host's CPU time during runs (a CPU event per host and sample)
     host_cpu: bool = True
+    # `perf record` of every CPU of each profiled host at this rate (Hz); 0: no profile
+    profile_hz: int = 0
     extra_args: tuple[str, ...] = ()
     # the iperf3 program on the hosts: a name looked up in PATH, or an absolute path
     iperf3: str = DEFAULT_IPERF3

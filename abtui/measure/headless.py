@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
     from abtui.measure.bisect.run import BisectPlan
     from abtui.measure.bisect.search import Bisection
+    from abtui.measure.why_book import WhyBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +285,9 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
+    book = _why_book(profile, verdicts)
+    if book is not None:
+        engine.subscribe(book)  # after the stretches: a window is placed in the one in force
     await engine.set_values(alt.knob, verdicts.values_at(0))
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -310,6 +314,19 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     for line in lines:
         say(line)
     await engine.mark("; ".join(lines), verdicts=verdicts.table())
+    if book is not None:
+        for line in book.lines() or ["why: no profile window fell in a counted stretch"]:
+            say(line)
+        found = book.found()
+        if found.rows:
+            engine.note(found)
+
+
+def _why_book(profile: Profile, verdicts: Verdicts) -> WhyBook | None:
+    """The alternation's profiles, judged beside its verdicts, when profiling is on."""
+    from abtui.measure.why_book import profiled, why_book
+
+    return why_book(verdicts) if profiled(profile) else None
 
 
 async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,

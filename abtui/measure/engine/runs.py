@@ -20,13 +20,15 @@ from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
-from abtui.core.model import LinkState, Profile
+from abtui.core.model import LinkState, Pair, Profile
 from abtui.measure.engine.carryover import Carryover
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
-from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.context import OwnerOf, ProfileSpec, RunParsers, RunSpec
 from abtui.measure.tasks import Tasks
+from abtui.remote.counters import counters_loop_command
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
 from abtui.remote.link import HostLink, corked
+from abtui.remote.profiling import profile_loop_command
 from abtui.remote.uring import Uncorker
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
@@ -181,12 +183,31 @@ class RunScheduler:
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs],
             cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
-                          if opts.host_cpu and a in self._pool.dialects})
+                          if opts.host_cpu and a in self._pool.dialects},
+            profile_commands=self._profiled(pair, opts.profile_hz))
         owner = OwnerOf(self._emit, self._book.classifier(spec.settings), raw_sink=self.raw_sink,
                         book=self._pool.journal, orphan=self._pool.orphans.add)
         return self._make_run(spec, self._pool.links[pair.sender],
                               self._pool.links[pair.receiver], owner,
                               RunParsers(self.parser_factory, self.ping_parser_factory))
+
+    def _profiled(self, pair: Pair, hz: int) -> dict[str, ProfileSpec]:
+        """The pair's hosts to profile at `hz` (none at 0): each with perf, but of hosts that
+        share one machine's kernel (namespace hosts) only the first in the profile's order,
+        whose profile is the machine's (said so in each window)."""
+        if not hz:
+            return {}
+        shared = self._pool.cpu_shared
+        first_shared = next((a for p in self.profile.pairs for a in (p.sender, p.receiver)
+                             if a in shared and self._pool.has_perf.get(a)), None)
+        out: dict[str, ProfileSpec] = {}
+        for alias in (pair.sender, pair.receiver):
+            if not self._pool.has_perf.get(alias) or (alias in shared and alias != first_shared):
+                continue
+            linux = getattr(self._pool.dialects.get(alias), "name", "") == "linux"
+            out[alias] = ProfileSpec(profile_loop_command(hz), hz, alias in shared,
+                                     counters_loop_command() if linux else None)
+        return out
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:
         self._emit(Event.of(events.Error(message=message), pair=label))

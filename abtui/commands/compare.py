@@ -1,7 +1,7 @@
 """`abtui compare SESSION SESSION [--format md|json|junit] [--units bits|bytes]
-[--match config|knobs] [--fail-on-regression PCT [--allow-inconclusive]]`: phases matched by
-configuration. The gate (abtui.reports.gate) exits 0 only when every case it tested passed:
-1 on a regression, 3 (inconclusive) on an inconclusive case or one with too few runs (0 with
+[--match config|knobs] [--fail-on-regression PCT [--latency STAT] [--allow-inconclusive]]`:
+phases matched by configuration. The gate (abtui.reports.gate) exits 0 only when every case it
+tested passed: 1 on a regression, 3 (inconclusive) on an inconclusive case or one with too few runs (0 with
 --allow-inconclusive), 3 when nothing could be tested at all, whatever the options; 2 on bad
 input."""
 
@@ -33,6 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(the interval below -PCT, false discovery rate controlled), 3 "
                              "when inconclusive (about 30 runs a side let a no-change gate "
                              "pass at 5%%)")
+    parser.add_argument("--latency", metavar="STAT", choices=("avg", "p50", "p90", "p99",
+                                                               "p99.9"),
+                        help="with the gate: judge each configuration's ping RTT too, on "
+                             "each run's STAT (avg, p50, p90, p99, p99.9) of its replies, as "
+                             "1/RTT: a regression is 1/RTT down beyond -PCT (the RTT up by "
+                             "more than PCT/(100-PCT), 5.3%% at 5%%); a run with too few "
+                             "replies for a percentile is left out (p99 needs 100)")
     parser.add_argument("--allow-inconclusive", action="store_true",
                         help="with the gate: exit 0 when nothing regressed although some "
                              "cases were inconclusive (they are still listed); never when "
@@ -65,9 +72,12 @@ def run(args: argparse.Namespace) -> int:
     from abtui.sessions.session import Session
 
     threshold = threshold_of(args.fail_on_regression)
+    if args.latency is not None and threshold is None and args.format != "junit":
+        raise BadInput(f"--latency {args.latency}: it judges latency in the gate; give "
+                       "--fail-on-regression PCT too (or --format junit)")
     left = Session.load(paths.find_session(args.left, args.sessions_dir))
     right = Session.load(paths.find_session(args.right, args.sessions_dir))
-    cases = compare.gate(left, right, threshold or 0.0, args.match) \
+    cases = compare.gate(left, right, threshold or 0.0, args.match, args.latency) \
         if threshold is not None or args.format == "junit" else []
     if args.format == "json":
         from abtui.reports.exports import dumps

@@ -158,10 +158,12 @@ def to_json(left: Session, right: Session, match: str = "config") -> dict[str, A
 
 # ---- the regression gate (abtui.reports.gate) ------------------------------------------------
 
-def gate(left: Session, right: Session, threshold: float, match: str = "config"
-         ) -> list[GateCase]:
+def gate(left: Session, right: Session, threshold: float, match: str = "config",
+         latency: str | None = None) -> list[GateCase]:
     """Every pair, configuration and direction of the comparison, answered (pass,
-    regression, inconclusive; unmatched for what only one side has): abtui.reports.gate."""
+    regression, inconclusive; unmatched for what only one side has): abtui.reports.gate.
+    With `latency` (a statistic of abtui.reports.latency.STATS: `p99`), each matched row's
+    RTT is judged too, in the same false discovery rate control."""
     table = rows(left, right, match)
     judged: list[Judged] = []
     for r in table:
@@ -172,6 +174,10 @@ def gate(left: Session, right: Session, threshold: float, match: str = "config"
         if lc.samples_rx or rc.samples_rx:
             judged.append(Judged(r["pair"], r["config"], lc.samples_rx, rc.samples_rx,
                                  "throughput_rx"))
+    if latency is not None:
+        from abtui.reports import latency as lat
+
+        judged += lat.judged(left, right, table, latency)
     out = judge(judged, threshold)
     return out + [unmatched(r["pair"], r["config"],
                             left.name if r["only"] == "left" else right.name)

@@ -17,7 +17,7 @@ from abtui.core.configuration import config_id
 from abtui.core.events import Event
 from abtui.core.model import interval_loss
 from abtui.core.text import visible
-from abtui.reports import samples, stats
+from abtui.reports import latency, samples, stats
 from abtui.reports.throughput import span_of
 from abtui.sessions.records import NO_PHASE
 from abtui.sessions.session import Session
@@ -130,6 +130,8 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "throughput": rate.to_json(),
         "intervals": st["throughput"].to_json(),
         "rtt_ms": st["rtt"].to_json(),
+        # the replies' min/avg/max/stddev and percentiles (abtui.reports.latency)
+        "latency": latency.latency(session, ph.pair, phases=[phase_ix]).to_json(),
         "retransmits_per_s": st["retransmits_per_s"].to_json(),
         "noisy": st["throughput"].noisy,
         **({"bits_per_second_rx": rx.mean, "throughput_rx": rx.to_json(),
@@ -250,7 +252,8 @@ def to_json(session: Session) -> dict[str, Any]:
                   "stats": {m: s.to_json() for m, s in stats.run_stats(session, r).items()
                             if s.n or m != "throughput_rx"}}
                  for r in session.runs],
-        "configurations": [{**c.to_json(), "cpu": cpu.cell_json(cpu_cells[k][p])}
+        "configurations": [{**c.to_json(), "cpu": cpu.cell_json(cpu_cells[k][p]),
+                            "latency": latency.latency(session, p, phases=c.phases).to_json()}
                            for k, row in table.items() for p, c in row.items()],
         "host_cpu": cpu.series_json(session),
         "originals": session.originals, "knob_changes": session.knob_changes,

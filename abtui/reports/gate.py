@@ -108,6 +108,8 @@ class GateCase:
 
     @property
     def name(self) -> str:
+        if self.metric.startswith("latency "):
+            return f"{self.config} ({self.metric} RTT, judged on 1/RTT)"
         return self.config + METRIC_WAYS.get(self.metric, f" ({self.metric})")
 
     def line(self) -> str:
@@ -119,12 +121,19 @@ class GateCase:
             from abtui.reports.formatting import fmt_delta
 
             text += f"{trimmed.NAME} {fmt_delta(self.delta, self.verdict)}: "
+            if self.metric.startswith("latency "):
+                text += f"(the RTT {rtt_change(self.delta.pct):+.1f}%) "
         text += f"{self.answer}: {self.why}"
         if self.shows is not None:
             text += f"; could show a loss from {self.shows:.1f}%"
             if not self.failed:
                 text += f", {runs_text(self.runs)}"
         return text
+
+
+def rtt_change(pct: float) -> float:
+    """A Δ of 1/RTT as the RTT's own change (−20 % → +25 %): abtui.reports.latency's."""
+    return (100.0 / (1 + pct / 100) - 100.0) if pct > -100 else math.inf
 
 
 def runs_text(runs: int | None) -> str:

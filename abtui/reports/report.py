@@ -98,6 +98,8 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     if len(table) > 1 or base_config is not None:  # only what may be compared: _vs_config
         out += _vs_config(session, table, base_config, seen, doc)
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
+    if any(c.rtt.n for row in table.values() for c in row.values()):
+        out += [LATENCY_NOTE, ""]
     if session.runs:
         out += ["## Runs", "", _runs(session, units, common), ""]
     if chart:
@@ -260,7 +262,16 @@ def _vs_config(session: Session, table: dict[str, dict[str, stats.Cell]],
     return out
 
 
+LATENCY_NOTE = ("p50 … p99.9: the nearest-rank percentiles of the replies (a measured reply, "
+                "never interpolated); `—` with fewer replies than make one more than the "
+                "slowest: 10 for p90, 100 for p99, 1000 for p99.9.")
+
+
 def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
+    """Seed 002's latency table: min/avg/max/stddev per pair and configuration, and the
+    percentiles (abtui.reports.latency: `—` with too few replies for one)."""
+    from abtui.reports import latency
+
     rows = []
     shown = labels(session, table, short=True)
     for config, row in table.items():
@@ -268,12 +279,16 @@ def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
             c = row.get(pair)
             if c is None or not c.rtt.n:
                 continue
-            r = c.rtt
-            rows.append([shown[config], pair, *(fmt_ms(x) for x in (r.min, r.mean, r.max,
-                                                                     r.stdev)), str(r.n)])
+            r = latency.latency(session, pair, phases=c.phases)
+            rows.append([shown[config], pair, *(fmt_ms(x) for x in (r.min, r.avg, r.max,
+                                                                     r.stddev)),
+                         *(fmt_ms(r.percentiles[latency.name(q)])
+                           for q in latency.PERCENTILES),
+                         str(r.n) + (f" ({r.lost} lost)" if r.lost else "")])
     if not rows:
         return "(no ping replies recorded)"
-    return md_table(["configuration", "pair", "min", "avg", "max", "stddev", "replies"], rows)
+    return md_table(["configuration", "pair", "min", "avg", "max", "stddev",
+                     *(latency.name(q) for q in latency.PERCENTILES), "replies"], rows)
 
 
 def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None = None) -> str:

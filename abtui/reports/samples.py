@@ -80,6 +80,28 @@ def values(session: Session, pair: str, metric: str, *, phases: Sequence[int] | 
         return np.where(span > 0, retr / span, np.nan)
 
 
+def ping_rtts(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+              runs: Sequence[int] | None = None) -> NDArray[np.float64]:
+    """A pair's ping round trips (ms) in these phases/runs, a lost one as NaN (abtui.reports.
+    latency counts them apart); `values(..., "rtt")` leaves the lost ones out."""
+    source = session.pings[pair]
+    if not len(source):
+        return np.empty(0)
+    return _column(source, "rtt", np.float64)[_mask(source, phases, runs)]
+
+
+def ping_rtts_by_run(session: Session, pair: str, phases: Sequence[int]
+                     ) -> dict[int, NDArray[np.float64]]:
+    """ping_rtts within these phases, one array per run (by run index, in run order)."""
+    source = session.pings[pair]
+    if not len(source):
+        return {}
+    mask = _mask(source, phases, None)
+    rtt = _column(source, "rtt", np.float64)[mask]
+    run = _column(source, "run", np.int32)[mask]
+    return {int(r): rtt[run == r] for r in np.unique(run).tolist()}
+
+
 def segments(session: Session, pair: str, *, phases: Sequence[int] | None = None,
              runs: Sequence[int] | None = None, by_phase: bool = True,
              metric: str = "throughput") -> list[Segment]:

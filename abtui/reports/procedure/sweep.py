@@ -14,7 +14,7 @@ import numpy as np
 
 from abtui.core.dimensions import DIRECTION
 from abtui.core.numbers import Unit, sig
-from abtui.reports import stats
+from abtui.reports import latency, stats
 from abtui.reports.formatting import fmt_delta, fmt_ms, legend, md_table
 from abtui.reports.naming import (
     base_pair,
@@ -85,13 +85,16 @@ def _rtt_runs(session: Session, cell: stats.Cell | None) -> list[float]:
 def _latency_cells(s: Slot) -> list[str]:
     c = s.cell
     if c is None or not c.rtt.n or c.rtt.mean is None:
-        return ["—", "—"]
-    r = c.rtt
-    return ["/".join(fmt_ms(x) for x in (r.min, r.mean, r.max)), fmt_ms(r.stdev)]
+        return ["—"] * (2 + len(latency.PERCENTILES))
+    r = latency.latency(s.session, c.pair, phases=c.phases)
+    return ["/".join(fmt_ms(x) for x in (r.min, r.avg, r.max)), fmt_ms(r.stddev),
+            *(fmt_ms(r.percentiles[latency.name(q)]) for q in latency.PERCENTILES)]
 
 
 UNSET = "—"  # Cells.phases' key of a phase without the knob
-LATENCY = Measure(headers=lambda title, unit: ["min/avg/max ms", "stddev"], cells=_latency_cells)
+LATENCY = Measure(headers=lambda title, unit: ["min/avg/max ms", "stddev",
+                                               *(latency.name(q) for q in latency.PERCENTILES)],
+                  cells=_latency_cells)
 
 
 def sweep_sections(cells: Cells, doc: dict[str, Any], base: str | None) -> list[str]:
@@ -128,8 +131,10 @@ def sweep_sections(cells: Cells, doc: dict[str, Any], base: str | None) -> list[
             _latency_table(head, lat_rows) if any(
                 r.slots[0].cell is not None and r.slots[0].cell.rtt.n for r in lat_rows)
             else "(no ping replies recorded)", "",
-            "min/avg/max, stddev: over every ping reply of the cell, ms. Δ avg: change of the "
-            "mean of the runs' average RTT, its interval and verdict as above.", ""]
+            "min/avg/max, stddev: over every ping reply of the cell, ms; p50 … p99.9 their "
+            "nearest-rank percentiles (`—`: fewer than 10, 100, 1000 replies for p90, p99, "
+            "p99.9). Δ avg: change of the mean of the runs' average RTT, its interval and "
+            "verdict as above.", ""]
     runs = {p: run_groups(session, p, [knob]) for p in pairs}
     out += [f"## Watches per pair and {knob}", "",
             _watch_table(session, runs, knob, value_order(doc, [knob], session)), ""]

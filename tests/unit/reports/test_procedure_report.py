@@ -96,9 +96,13 @@ def test_sweep_grouped_by_kernel_in_the_profile_s_order():
                         ["", "1", "—", "-"]]
     assert "- A Δ without [low, high]: fewer than 2 runs" in markdown(session, chart=False)
     lat = _rows(lines, "Latency per kernel and enable_aim (ping RTT)")
-    assert lat[0] == ["kernel", "enable_aim", "min/avg/max ms", "stddev", "Δ avg"]
-    assert lat[1] == ["stock", "0", "0.100/0.200/0.300", "0.100", "base0"]
-    assert lat[3] == ["patched", "0", "0.100/0.200/0.300", "0.100", f"+0.0% {FEW}"]
+    assert lat[0] == ["kernel", "enable_aim", "min/avg/max ms", "stddev", "p50", "p90", "p99",
+                      "p99.9", "Δ avg"]
+    # three replies: a median, no p90 (it needs 10, else it is the slowest reply)
+    assert lat[1] == ["stock", "0", "0.100/0.200/0.300", "0.100", "0.200", "—", "—", "—",
+                      "base0"]
+    assert lat[3] == ["patched", "0", "0.100/0.200/0.300", "0.100", "0.200", "—", "—", "—",
+                      f"+0.0% {FEW}"]
     queues = _rows(lines, "Watches per pair and enable_aim")
     assert queues[1] == ["stock", "0", "interrupt_rate", "dev.ix.2.queue0.interrupt_rate",
                          "9000", "9000", "9000", "1"]

@@ -1,9 +1,9 @@
 """`abtui compare SESSION SESSION [--format md|json|junit] [--units bits|bytes]
 [--match config|knobs] [--fail-on-regression PCT [--latency STAT] [--allow-inconclusive]]`:
 phases matched by configuration. The gate (abtui.reports.gate) exits 0 only when every case it
-tested passed: 1 on a regression, 3 (inconclusive) on an inconclusive case or one with too few runs (0 with
---allow-inconclusive), 3 when nothing could be tested at all, whatever the options; 2 on bad
-input."""
+tested passed: 1 on a regression, 3 (inconclusive) on an inconclusive case or one with too few
+runs (0 with --allow-inconclusive), 3 when nothing could be tested at all, whatever the
+options; 2 on bad input. --latency judges each configuration's RTT too (abtui.reports.latency)."""
 
 from __future__ import annotations
 

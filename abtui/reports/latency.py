@@ -11,6 +11,9 @@ With fewer it is None and the tables print `—`: ping's `-c 10` says nothing of
 Lower is better. The gate judges latency the way the alternation does (measure/alternate.py's
 `inverse_rtt`): on 1/RTT, so that a loss is a regression as with throughput (−20 % of 1/RTT is
 the RTT +25 %); the gate's lines say the RTT's own change beside it (gate.rtt_change).
+Measured (tests/bench/latency_gate_sim.py, docs/sequential.md "Latency in the gate"): at 30
+runs a side and −5 %, p50 passes 0.99 of no-change gates and catches an RTT +10 % in 0.93;
+avg passes 0.36 (stalls), p99 0.04; false alarms ≤ 0.003 in every case simulated.
 """
 
 from __future__ import annotations

@@ -30,10 +30,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "export a session as md, csv, json or plots"),
     "compare": ("compare", "compare two sessions phase by phase"),
     "bisect": ("bisect", "find the candidate (build, value) that made it worse"),
+    "view": ("view", "watch a session read-only as it is recorded (--follow), or a saved one"),
 }
 # The console's commands: Textual owns the terminal, and its widgets spell host text out; every
 # other command's stdout and stderr are spelled out as they are written (abtui.core.text)
-CONSOLE_COMMANDS = frozenset({"tui", "demo"})
+CONSOLE_COMMANDS = frozenset({"tui", "demo", "view"})
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -59,7 +59,7 @@ def replay_controller(args: argparse.Namespace,
 
         path = paths.find_session(args.replay)
         events = reader.load_events(path)
-        profile = profile or _recorded_profile(events, path)
+        profile = profile or recorded_profile(events, path)
         return (ReplayController(profile, events, speed=speed, refuse=args.refuse),
                 f"REPLAY of {path.name}")
     profile = profile or synthetic_profile(args.pairs, args.interval)
@@ -67,7 +67,7 @@ def replay_controller(args: argparse.Namespace,
             "REPLAY (synthetic)")
 
 
-def _recorded_profile(events: list[Event], path: Path) -> Profile:
+def recorded_profile(events: list[Event], path: Path) -> Profile:
     """The profile a session recorded (its SESSION_START), else one inferred from its events."""
     from abtui.core.errors import BadInput
     from abtui.core.events import EventKind, SessionStart

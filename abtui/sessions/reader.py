@@ -208,6 +208,19 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[AnyEvent]:
         yield Event.from_json(obj)
 
 
+def event_of_line(path: Path, lineno: int, line: bytes) -> AnyEvent | None:
+    """One whole journal line (after the header) as an event, as iter_events reads it; None
+    for a kind this abtui does not know. BadInput naming file:line for a damaged one."""
+    _, obj = _parse(path, lineno, line)
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or kind not in {str(k) for k in EventKind}:
+        return None
+    why = _misshapen(obj)
+    if why is not None:
+        raise BadInput(f"{path}:{lineno}: malformed {kind} record ({why})")
+    return Event.from_json(obj)
+
+
 def load_events(path: str | os.PathLike[str]) -> list[AnyEvent]:
     """All events in a list (small sessions, tests); use iter_events or Session for big ones."""
     return list(iter_events(path))

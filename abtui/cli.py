@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "compare two sessions phase by phase"),
     "bisect": ("bisect", "find the candidate (build, value) that made it worse"),
     "view": ("view", "watch a session read-only as it is recorded (--follow), or a saved one"),
+    "serve": ("serve", "serve the read-only console on a session to web browsers"),
 }
 # The console's commands: Textual owns the terminal, and its widgets spell host text out; every
 # other command's stdout and stderr are spelled out as they are written (abtui.core.text)

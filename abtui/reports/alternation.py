@@ -83,6 +83,14 @@ def _boots(row: Mapping[str, Any]) -> list[str]:
             _spread(row.get("boot_sd")), _spread(row.get("within_sd"))]
 
 
+def panel_lines(text: str, rows: list[dict[str, Any]]) -> list[str]:
+    """A journalled alternation's verdicts (a mark's `verdicts`) as the console's verdict
+    panel lines: the mark's text, then one line per pair and compared value."""
+    return [text, *(f"{_text(r.get('pair'))} {r.get('knob', '?')}={r.get('value', '?')} vs "
+                     f"{r.get('base', '?')}: {_delta_cell(r)} {_text(r.get('verdict'))}, "
+                     f"{_text(r.get('blocks'))} blocks" for r in rows if isinstance(r, dict))]
+
+
 def table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """The rows as a table's header and cells (Markdown and HTML alike); a column of dead
     stretches only when some comparison had one, a build knob's boots and spreads only when

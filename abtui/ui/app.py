@@ -324,6 +324,8 @@ class AbtuiApp(App[int]):
             self.screen_layout.fit()
         if dirty.bisect:
             self.bisection.show()
+        if dirty.verdicts:
+            self.alternation.show_recorded(self.state.recorded_verdicts)
         self.running = self.state.running
         self.progress = self.plan_progress()
         self.exit_flow.show()

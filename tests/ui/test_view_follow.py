@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.events import EventKind
+from abtui.core.events import Event, EventKind, Mark
 from abtui.measure.replay.follow import FollowController
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.sessions.writer import SessionWriter
 from abtui.ui.app import AbtuiApp
+from abtui.ui.render.verdict_panel import VerdictPanel
 from abtui.ui.render.widgets import PairPane
 from tests.ui.console_kit import settle, until
 
@@ -29,6 +30,14 @@ def _split(events):  # type: ignore[no-untyped-def]
             cut = i + 1
             break
     return events[:cut], events[cut:]
+
+
+def _verdict_mark(pct: float, verdict: str, blocks: int):  # type: ignore[no-untyped-def]
+    row = {"pair": "A", "knob": "tso", "value": "off", "base": "on", "delta": "Δgeo",
+           "pct": pct, "low": pct - 2.5, "high": pct + 2.5, "verdict": verdict,
+           "blocks": blocks, "dead": 0, "seed": 7, "design": "blocks"}
+    return Event.of(Mark(text=f"alternation of tso ended after {blocks} blocks",
+                         verdicts=[row]))
 
 
 async def test_view_follow_shows_a_growing_session_and_refuses_knobs(tmp_path: Path) -> None:
@@ -57,6 +66,15 @@ async def test_view_follow_shows_a_growing_session_and_refuses_knobs(tmp_path: P
             for e in rest[: len(rest) // 2]:
                 writer.write(e)
             await until(pilot, lambda: app.state.intervals_seen > 8)
+            # an alternation's verdicts journalled: the verdict panel shows them, then the next
+            panel = app.query_one("#verdicts", VerdictPanel)
+            assert not panel.shown
+            writer.write(_verdict_mark(-12.5, "significant", 6))
+            await until(pilot, lambda: bool(panel.shown))
+            assert "Δgeo -12.5% [-15.0, -10.0] significant, 6 blocks" in panel.shown[1]
+            assert panel.shown[0].startswith("alternation of tso ended")
+            writer.write(_verdict_mark(-12.0, "significant", 8))
+            await until(pilot, lambda: "8 blocks" in " ".join(panel.shown))
             # it ends: the journal is compacted into .gz, the rest read from there
             for e in rest[len(rest) // 2:]:
                 writer.write(e)

@@ -174,6 +174,12 @@ class ConsoleAlternation:
 
         return profiled(self.profile)
 
+    def show_recorded(self, lines: list[str] | None) -> None:
+        """A recording's verdicts (a journalled alternation's mark, as `abtui view` reads
+        it): shown when no alternation of this console's own holds the panel."""
+        if self.live is None and lines:
+            self.app.query_one("#verdicts", VerdictPanel).show(lines, ended=True)
+
     def show(self) -> None:
         live = self.live
         ended = live is not None and has_ended(live)

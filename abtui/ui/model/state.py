@@ -42,9 +42,11 @@ class Dirty:
     knobs: bool = False
     status: bool = False
     bisect: bool = False  # the bisect panel's lines
+    verdicts: bool = False  # a journalled alternation's verdicts (recorded_verdicts)
 
     def __bool__(self) -> bool:
-        return bool(self.pairs) or self.phases or self.knobs or self.status or self.bisect
+        return bool(self.pairs) or self.phases or self.knobs or self.status or self.bisect \
+            or self.verdicts
 
 
 class ConsoleState(EventReader):
@@ -82,6 +84,7 @@ class ConsoleState(EventReader):
         self.host_tunnels: dict[str, dict[str, str]] = {}
         # a bisection's panel, from its marks and looks (built by its plan's mark)
         self.bisect: BisectBoard | None = None
+        self.recorded_verdicts: list[str] | None = None  # the last mark's verdicts, as lines
 
     # ---- folding ----------------------------------------------------------------------------
     def _phase_row(self, config: dict[str, str]) -> PhaseRow:
@@ -278,6 +281,12 @@ class ConsoleState(EventReader):
             ps.pending_marker = True
         if isinstance(p.bisect, dict):
             self._bisect_mark(p.bisect, p.text)
+        if isinstance(p.verdicts, list) and p.verdicts:
+            from abtui.reports.alternation import panel_lines
+
+            # the recording's verdicts, for a console that shows a recording (view --follow)
+            self.recorded_verdicts = panel_lines(str(p.text), p.verdicts)
+            self.dirty.verdicts = True
         return f"mark: {p.text}"
 
     def _bisect_mark(self, row: dict[str, Any], text: str) -> None:

@@ -81,6 +81,16 @@ kernels: setup
 	  $(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null; } || \
 	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
 
+# Test-only Debian packages: Chromium, for the headless-browser test of `abtui serve`
+# (tests/ui/test_serve_chromium.py; it skips, saying so, where it could not be installed).
+TEST_DEB_PACKAGES := chromium
+.test-deps-stamp:
+	@command -v chromium >/dev/null || { echo "installing test-only Debian packages: \
+	  $(TEST_DEB_PACKAGES)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends $(TEST_DEB_PACKAGES) >/dev/null; } || \
+	  echo "warning: chromium cannot be installed: the browser test of abtui serve will skip"
+	@touch $@
+
 demo: .deps-stamp $(VENV)/.installed-run $(VENV)/.compiled
 	$(VENV)/bin/abtui demo
 
@@ -107,7 +117,7 @@ define lint-steps
 endef
 
 # The slowest tests are listed at the end: CI has a time limit, and this is where it goes.
-test: setup kernels
+test: setup kernels .test-deps-stamp
 	$(lint-steps)
 	$(VENV)/bin/pytest -q --durations=40
 

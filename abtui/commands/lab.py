@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="the data NIC of VM pairs (every VM pair, or pair PAIR): e1000e (an "
                          "emulated Intel 82574L with interrupt throttling: the NIC for "
                          "interrupt moderation) or virtio (default)")
+    up.add_argument("--user", metavar="NAME",
+                    help="let NAME log in on the hosts too, with sudo rights there (the "
+                         "account is made when missing, and removed by lab down), for "
+                         "trying a sudo setup: ssh -F SSH_CONFIG -l NAME HOST")
     boot = sub.add_parser("boot", help="switch VM hosts to another kernel build (power-cycle "
                           "or kexec), keeping their names, addresses and keys")
     boot.add_argument("hosts", nargs="+", metavar="ALIAS",
@@ -48,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         if not 1 <= args.pairs <= MAX_PAIRS:
             raise BadInput(f"--pairs must be between 1 and {MAX_PAIRS}, not {args.pairs}")
         kernels = parse_kernels(args.kernel, args.pairs)
-        hosts = lab.up(pairs=args.pairs, kernels=kernels, nics=parse_nics(args.nic, kernels))
+        hosts = lab.up(pairs=args.pairs, kernels=kernels, nics=parse_nics(args.nic, kernels),
+                       user=args.user)
         print(f"lab up: {len(hosts)} hosts, {args.pairs} pairs", file=sys.stderr)
         status = lab.status()
         for h in status["hosts"]:  # type: ignore[attr-defined]
@@ -57,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
                       f"({status['accel']}, booted in {h['boot_s']} s)")
         print(f"  profile:    {lab.profile_path}")
         print(f"  ssh_config: {lab.ssh_config}   (try: ssh -F {lab.ssh_config} {hosts[0].alias})")
+        if args.user:
+            print(f"  user:       {args.user}, sudo rights on the hosts (try: ssh -F "
+                  f"{lab.ssh_config} -l {args.user} {hosts[0].alias} sudo -n id -u; in a "
+                  f"profile: sender = \"{args.user}@{hosts[0].alias}\")")
         return 0
     if args.lab_command == "boot":
         return _boot(lab, args)

@@ -159,12 +159,16 @@ class Lab:
 
     # ---- up -----------------------------------------------------------------------------
     def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None,
-           nics: Mapping[str, str] | None = None) -> list[LabHost]:
+           nics: Mapping[str, str] | None = None, user: str | None = None) -> list[LabHost]:
         """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
         letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot, `nics` a VM pair
         to its data NIC's model (abtui.lab.vm.guest.NIC_MODELS; the default where not named)."""
         from abtui.lab.vm.guest import DEFAULT_NIC
 
+        if user is not None:
+            from abtui.lab.users import check_name
+
+            check_name(user)  # said before anything changes
         wanted = check_kernel_pairs(kernels or {}, pairs)
         models = {k: DEFAULT_NIC for k in wanted} | check_nic_pairs(nics or {}, wanted)
         existing = self.pair_count()
@@ -203,6 +207,10 @@ class Lab:
                 if not h.vm:
                     self.ssh.start(h)
             self.ssh.write_client_files(hosts)
+            if user is not None:
+                from abtui.lab import users
+
+                users.admit(self.layout, user)
             previous = self.layout.record()
             kept = previous.get("boot_s", {})  # of guests that run and are kept
             meta: dict[str, Any] = {"pairs": pairs, "name": self.name, "octet": self.octet,
@@ -311,6 +319,9 @@ class Lab:
                 lease_file.unlink(missing_ok=True)
         for link in self._root_links():
             run(["ip", "link", "del", link], check=False)
+        from abtui.lab import users
+
+        users.remove(self.layout)  # the admitted users' keys and sudo rights (lab up --user)
         if self.state_dir.exists():
             shutil.rmtree(self.state_dir, ignore_errors=True)
 

@@ -13,6 +13,7 @@ from abtui.core.errors import LabError
 from abtui.core.pids import pid_alive
 from abtui.lab.layout import LabHost, LabLayout
 from abtui.lab.system import pidfile_pid, run, ssh_banner
+from abtui.lab.users import keys_dir
 
 SSHD = "/usr/sbin/sshd"
 VM_CONNECT_TIMEOUT = 60
@@ -93,7 +94,10 @@ class LabSsh:
             "Port 22",
             f"HostKey {self.layout.state_dir / ('host_' + h.alias)}",
             f"PidFile {pidfile}",
-            f"AuthorizedKeysFile {self.layout.state_dir / 'authorized_keys'}",
+            # root's keys in the lab's own folder; an admitted user's (abtui.lab.users), which
+            # sshd reads as that user, where that user can read them
+            f"AuthorizedKeysFile {self.layout.state_dir / 'authorized_keys'} "
+            f"{keys_dir(self.layout)}/%u",
             "PermitRootLogin prohibit-password",
             "PasswordAuthentication no",
             "KbdInteractiveAuthentication no",

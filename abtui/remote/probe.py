@@ -6,7 +6,7 @@ import asyncio
 
 
 async def _probe(alias: str, ssh_config: str | None, timeout: float) -> tuple[bool, str]:
-    import asyncssh
+    from abtui.remote.sshlib import asyncssh  # (its warnings kept quiet)
 
     from abtui.core.destination import parse_destination
 

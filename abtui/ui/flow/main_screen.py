@@ -181,6 +181,9 @@ class MainScreen(Screen[None]):
     def action_save(self) -> None:
         self.console.files.save()
 
+    def action_save_setup(self) -> None:
+        self.console.files.save_setup()
+
     def action_compare_saved(self) -> None:
         self.console.files.compare_saved()
 

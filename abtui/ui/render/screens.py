@@ -1,4 +1,5 @@
-"""The console's secondary screens: a path prompt (save/export), a saved-session picker
+"""The console's secondary screens: a path prompt (save/export), a confirmation (the setup
+saved to the profile), a saved-session picker
 (compare), a text prompt (mark), the tunnel switcher, quitting with restore progress, and the
 compare screen. Whatever they show that came from hosts or files is text, never markup."""
 
@@ -154,6 +155,38 @@ class PathPrompt(_Modal):
             self._submit()
         else:
             self.dismiss(None)
+
+
+class Confirm(_Modal):
+    """A question answered by Enter (yes: dismissed with True) or Esc (no): the lines say
+    what yes will do (saving the setup to the profile: each knob's new value)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        CLOSE, Binding("enter", "confirm", "Confirm", id="confirm", priority=True)]
+
+    def __init__(self, title: str, lines: list[str], yes: str = "Save") -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(Content(visible(self.title_text)), classes="dialog-title")
+            yield Static(Content(visible("\n".join(self.lines))), id="what")
+            yield Static(f"Enter: {self.yes.lower()}   Esc: cancel", classes="dim")
+            with Horizontal(classes="buttons"):
+                yield Button(self.yes, variant="primary", id="yes")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#yes", Button).focus()
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(True if event.button.id == "yes" else None)
 
 
 class SessionPicker(_Modal):

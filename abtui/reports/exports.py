@@ -250,20 +250,32 @@ def to_json(session: Session) -> dict[str, Any]:
 def render(session: Session, fmt: str, base: str | None = None,
            base_config: str | None = None, units: str | None = None) -> str:
     """The session as `md` (the review report, rates in `units`: bits or bytes per second;
-    None: its procedure's first table in the layout's own unit, the rest in bits),
+    None: its procedure's first table in the layout's own unit, the rest in bits), `text`
+    (that report for a mail: 78 columns, the answer first; abtui.reports.plaintext),
     `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
     export writes. What a host said is spelled out (core/text.py): no control character
     reaches the file; JSON escapes every non-ASCII character itself (`\\u001b`), so its
     strings read back exactly as said."""
-    return visible(_render(session, fmt, base, base_config, units), lines=True)
+    text = visible(_render(session, fmt, base, base_config, units), lines=True)
+    # laid out once spelled out: wrapping reads a carriage return as a space
+    if fmt == "md":
+        from abtui.reports.plaintext import wrap_markdown
+
+        return wrap_markdown(text)
+    if fmt == "text":
+        from abtui.reports.plaintext import text_report
+
+        return text_report(text)
+    return text
 
 
 def _render(session: Session, fmt: str, base: str | None, base_config: str | None,
             units: str | None) -> str:
-    if fmt == "md":
+    if fmt in ("md", "text"):
         from abtui.reports.report import markdown
 
-        return markdown(session, base=base, base_config=base_config, units=units)
+        return markdown(session, base=base, base_config=base_config, units=units,
+                        chart=fmt == "md")
     if fmt == "json":
         return dumps(to_json(session))
     if fmt == "csv":
@@ -272,7 +284,7 @@ def _render(session: Session, fmt: str, base: str | None, base_config: str | Non
         buf = io.StringIO()
         write_csv(session, buf)
         return buf.getvalue()
-    raise ValueError(f"unknown format {fmt!r}: md, csv or json")
+    raise ValueError(f"unknown format {fmt!r}: md, text, csv or json")
 
 
 def export_events(path: Path, fmt: str, events: Sequence[Event], name: str,

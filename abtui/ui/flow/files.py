@@ -27,7 +27,7 @@ from abtui.ui.render.textual_privates import screen_text
 if TYPE_CHECKING:
     from abtui.sessions.session import Session
 
-EXPORT_FORMATS = ("md", "csv", "json")
+EXPORT_FORMATS = ("md", "text", "csv", "json")
 
 
 class SessionFiles:

@@ -126,7 +126,7 @@ def test_the_end_mark_s_note_does_not_print_the_verdicts_again(tmp_path: Path) -
     evs[-2] = Event.of(events.Mark(text=text, verdicts=ROWS), evs[-2].t)
     md = render(_written(tmp_path, evs), "md")
     assert md.count("87.2") == 1 and md.count("-1.4%") == 1, md
-    notes = md.split("## Notes", 1)[1]
+    notes = " ".join(md.split("## Notes", 1)[1].split())  # (the report's prose is wrapped)
     assert ("mark: alternation ended (every comparison significant) after 3 blocks (12 "
             "stretches), 30 s; family-wise α 0.05 over 2 comparisons (Holm: α/2 each until "
             "one is significant); verdicts: the Alternation verdict table above") in notes

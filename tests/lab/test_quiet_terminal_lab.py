@@ -42,7 +42,7 @@ def test_every_command_with_an_agent_holding_keys_is_quiet(lab: Lab, tmp_path: P
         ["run", profile, "--headless", "--duration", "3", "--out", str(one)],
         ["run", profile, "--headless", "--duration", "3", "--out", str(two)],
         ["bisect", profile, "--knob", "tcp_rmem", "--good", BIG, "--bad", TINY,
-         "--candidates", f"{BIG},{TINY}", "--every", "2", "--max-blocks", "1", "--pair", "A",
+         "--candidates", f"{BIG},{TINY}", "--every", "2", "--max-blocks", "2", "--pair", "A",
          "--out", str(tmp_path / "bisect.jsonl"), "--headless"],
         ["recover", "--dry-run"],
         ["sessions"],

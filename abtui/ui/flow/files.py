@@ -80,7 +80,7 @@ class SessionFiles:
             if isinstance(result, tuple):
                 self._in_thread("save", lambda: _save_copy(
                     result[0], self.on_disk.events(), self.profile.name,
-                    list(self.state.pairs)))
+                    list(self.state.pairs), paths.name_of(live) if live else None))
 
         from abtui.ui.render.screens import PathPrompt
 
@@ -193,12 +193,13 @@ class SessionFiles:
             app.call_from_thread(self.done, result)
 
 
-def _save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:
-    """A copy of the session so far at `path` (abtui.sessions.writer.save_events); the line
-    the log says."""
+def _save_copy(path: Path, events: list[Event], profile: str, pairs: list[str],
+               copy_of: str | None) -> str:
+    """A copy of the session so far at `path` (abtui.sessions.writer.save_events), marked
+    as a copy of the live session's journal when there is one; the line the log says."""
     from abtui.sessions.writer import save_events
 
-    written = save_events(path, events, profile=profile, pairs=pairs)
+    written = save_events(path, events, profile=profile, pairs=pairs, copy_of=copy_of)
     return f"saved {len(events)} events to {written}"
 
 

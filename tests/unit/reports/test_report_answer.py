@@ -72,7 +72,7 @@ def test_the_verdict_table_in_csv_json_and_html(tmp_path: Path) -> None:
     doc = json.loads(render(session, "json"))
     assert doc["alternation"][0] == {key: ROWS[0].get(key) for key, _ in alternation.COLUMNS}
     page = chart_html(session)
-    assert page.index("<h2>Alternation verdict</h2>") < page.index("<pre")
+    assert page.index("<h2>Alternation verdict</h2>") < page.index("<svg")
     assert "<td>Δgeo -87.2% [-89.3, -84.8]</td>" in page
     out = tmp_path / "v.csv"
     assert main(["export", str(session.path), "--format", "csv", "--table", "verdicts",

@@ -85,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         from abtui.core.files import write_atomic
+        from abtui.reports.exports import as_file
 
-        write_atomic(out, text)
+        write_atomic(out, as_file(text, args.format))
     return 0
 
 

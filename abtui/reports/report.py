@@ -315,11 +315,13 @@ def _compact(header: list[str], body: list[list[str]]) -> tuple[list[str], list[
     """The runs table without a column nothing is in (no message, no CPU sampled) and
     without a column every run has the same cell in (all `ok`, all 0:00:10), which the
     line below says once: a table that fits a review, not 13 columns."""
+    from abtui.reports import cpu
+
     keep, same = [], []
     for i, name in enumerate(header):
         cells = {row[i] for row in body}
-        if body and cells <= {"", "—"}:
-            continue
+        if body and cells <= {"", "—"} and (name == "message" or name in cpu.RUN_HEADER):
+            continue  # nothing measured there (iperf3's own "—" columns stay: evidence)
         if len(body) > 1 and name in _SAID_ONCE and len(cells) == 1:
             same.append(f"{name} {cells.pop()}")
             continue

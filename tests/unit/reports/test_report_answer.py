@@ -77,7 +77,8 @@ def test_the_verdict_table_in_csv_json_and_html(tmp_path: Path) -> None:
     out = tmp_path / "v.csv"
     assert main(["export", str(session.path), "--format", "csv", "--table", "verdicts",
                  "--out", str(out)]) == 0
-    assert out.read_text().splitlines()[0] == ",".join(k for k, _ in alternation.COLUMNS)
+    assert out.read_text(encoding="utf-8-sig").splitlines()[0] == ",".join(
+        k for k, _ in alternation.COLUMNS)  # (a file: after its BOM)
     assert main(["export", str(session.path), "--format", "md", "--table", "verdicts"]) == 2
 
 

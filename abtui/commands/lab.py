@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
                      f"{h['nic']}, CPU its own" if h["kernel"] else
                      f"netns {h['release']}, CPU this machine's (shared by every netns host)")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
-                  f"ssh {h['address']:<15} data {h['data_address']:<13} {where}")
+                  f"ssh {h['address']:<15} data {h['data_address']:<13} {where}"
+                  + ("" if h["ok"] else f"\n     down: {h.get('why') or 'not reachable'}"))
     return 0 if status["ok"] else 1
 
 

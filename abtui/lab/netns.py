@@ -342,8 +342,9 @@ class Lab:
             entry = asdict(h)
             if h.vm:
                 qemu = pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
-                ok = qemu is not None and pid_alive(qemu) and \
-                    ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
+                why = ("its VM was never started (no qemu pidfile)" if qemu is None else
+                       f"its VM (qemu, PID {qemu}) is not running" if not pid_alive(qemu)
+                       else _sshd_silent(h.mgmt_address, VM_BANNER_TIMEOUT))
                 now = booted.get(h.alias) or kernels.get(h.pair, {})
                 # the guest's own word first: a kexec from inside does not tell the lab
                 said = ready_release(share_of(self.state_dir, h.alias))
@@ -352,13 +353,16 @@ class Lab:
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias),
                               "cpu": "own"})
             else:
-                ok = h.netns in present and self.ssh.pid_of(h) is not None and \
-                    ssh_banner(h.mgmt_address)[0]
+                why = (f"its network namespace {h.netns} is gone" if h.netns not in present
+                       else "its sshd is not running" if self.ssh.pid_of(h) is None
+                       else _sshd_silent(h.mgmt_address))
                 # a namespace's /proc/stat is this machine's: its CPU is every host's
                 entry.update({"release": os.uname().release, "booted": "", "accel": "",
                               "boot_s": None,
                               "cpu": "shared"})
-            entry.update({"address": h.mgmt_address, "ok": bool(ok), "nic": h.nic_name})
+            ok = not why
+            entry.update({"address": h.mgmt_address, "ok": bool(ok), "nic": h.nic_name,
+                          "why": why})
             hosts.append(entry)
         return {
             "name": self.name,
@@ -372,3 +376,9 @@ class Lab:
             "accel_why": meta.get("accel_why", ""),
             "hosts": hosts,
         }
+
+
+def _sshd_silent(address: str, timeout: float = 1.0) -> str:
+    """Why the sshd at `address` does not count as up ("" when it answers with a banner)."""
+    ok, said = ssh_banner(address, timeout=timeout)
+    return "" if ok else f"sshd at {address}:22 does not answer ({said or 'no banner'})"

@@ -132,7 +132,8 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, Path):
                 self._in_thread("compare", lambda: CompareScreen(
-                    tables.saved_comparison(_load(result), self.on_disk.events())))
+                    tables.saved_comparison(_load(result), self.on_disk.events(),
+                                            app.size.width)))
 
         live = self.controller.session_path
         mine = {live, paths.finished_path(live)} if live else set()

@@ -318,6 +318,11 @@ class CompareScreen(Screen[None]):
             if pts:
                 over.plot([t for t, _ in pts], [v for _, v in pts], label=label)
         over.xlabel("s")
+        values = [v for pts in c.lines.values() for _, v in pts]
+        if values:  # 3 significant digits, as every number abtui prints (not `5610.0`)
+            over.yticks(*_ticks(min(values), max(values)))
+            times = [t for pts in c.lines.values() for t, _ in pts]
+            over.xticks(*_ticks(min(times), max(times)))
         bars = self.query_one("#per-phase", PlotextPlot).plt
         names, heights = c.drawn_bars()
         bars.title(f"mean {c.unit.name} per row ({UNKNOWN}: not measured)"
@@ -325,4 +330,16 @@ class CompareScreen(Screen[None]):
         if names and heights:
             bars.multiple_bar(names, heights,  # type: ignore[call-arg]
                               labels=list(c.bars))  # plotext's keyword; its stub says label
+            tallest = max((h for row in heights for h in row), default=0.0)
+            bars.yticks(*_ticks(0.0, tallest))
         bars.xlabel("row")
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> tuple[list[float], list[str]]:
+    """An axis's ticks from `lo` to `hi` and their labels in 3 significant digits."""
+    from abtui.core.numbers import sig
+
+    if hi <= lo:
+        return [lo], [sig(lo)]
+    at = [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+    return at, [sig(x) for x in at]

@@ -63,7 +63,7 @@ def test_a_short_bisection_finds_the_step(lab: Lab, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"first bad: {TINY} (family-wise error ≤ 5 % over 2 " \
         f"steps); last good: {BIG}; worse by 60 % or more", proc.stderr
-    assert f"step 1: {TINY} vs {BIG}: bad, Δgeo -" in proc.stderr
+    assert f"step 1: {TINY} vs {BIG}: bad (pair A decided), Δgeo -" in proc.stderr
     assert _receivers(lab) == before
     assert "not everything was set back" not in proc.stderr
     # the table: md, csv and json alike

@@ -64,7 +64,8 @@ async def test_a_knob_line_names_its_key_and_shows_the_value_as_sysctl_prints_it
             return value
 
     class Manager:
-        dialects = {"h": Dialect()}
+        def __init__(self) -> None:
+            self.dialects = {"h": Dialect()}
 
         def setting(self, knob: object, target: object) -> object:
             return SimpleNamespace(key="net.ipv4.tcp_rmem")

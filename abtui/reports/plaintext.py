@@ -25,6 +25,8 @@ ANSWERS = ("Alternation verdict", "Bisect")
 _BULLET = re.compile(r"^(\s*)([-*]|\d+\.)\s+")
 _CODE = re.compile(r"`([^`]*)`")
 _STRONG = re.compile(r"\*\*([^*]+)\*\*")
+# what starts a block of its own in Markdown, at a line's start
+_MARKDOWN_START = re.compile(r"([-*+>|#]|\d+[.)])(\s|$)")
 
 
 def _blocks(md: str) -> Iterator[tuple[str, list[str]]]:
@@ -66,7 +68,8 @@ def _blocks(md: str) -> Iterator[tuple[str, list[str]]]:
 def _wrap(lines: list[str], width: int) -> list[str]:
     """A paragraph or a list item wrapped at `width`, a list item's lines hanging under its
     text; words are never split inside (a path longer than the line stays whole on a line of
-    its own) unless the plain text asks (`long_words`)."""
+    its own), and no wrapped line starts with what Markdown would read as a list item, a
+    heading, a quote or a table (its first word stays on the line before)."""
     m = _BULLET.match(lines[0])
     if m:
         first = m.group(1) + m.group(2) + " "
@@ -75,8 +78,18 @@ def _wrap(lines: list[str], width: int) -> list[str]:
     else:
         first = rest = ""
         text = " ".join(ln.strip() for ln in lines)
-    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest,
-                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+    out = textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest,
+                        break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+    for i in range(len(out) - 1, 0, -1):
+        body = out[i][len(rest):]
+        if _MARKDOWN_START.match(body):
+            word, _, tail = body.partition(" ")
+            out[i - 1] += " " + word
+            if tail:
+                out[i] = rest + tail
+            else:
+                del out[i]
+    return out
 
 
 def wrap_markdown(md: str, width: int = MD_WIDTH) -> str:

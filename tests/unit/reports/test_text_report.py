@@ -97,3 +97,11 @@ def test_the_markdown_report_wraps_its_prose_at_80_columns_and_keeps_tables() ->
     assert all(cell_len(ln) <= 80 for ln in wrapped.splitlines()[:4])
     assert f"| {para} | x |" in wrapped  # a table row is never wrapped
     assert wrapped.splitlines()[1].startswith("  word")  # a list item's lines hang
+
+
+def test_a_wrapped_line_never_starts_a_markdown_block() -> None:
+    """A paragraph wrapped so a line starts `- `, `# ` or `12. ` would read as a list item
+    or a heading: its first word stays on the line before."""
+    for token in ("-", "#", "12.", "|", ">"):
+        text = wrap_markdown("x " * 39 + f"{token} y " + "k " * 40)
+        assert not any(ln.startswith(f"{token} ") for ln in text.splitlines()[1:]), text

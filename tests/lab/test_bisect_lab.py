@@ -71,7 +71,8 @@ def test_a_short_bisection_finds_the_step(lab: Lab, tmp_path: Path) -> None:
     assert "## Bisect" in md and f"**first bad: {TINY} (" in md
     assert f"| 1 | {TINY} | {BIG} | bad | -" in md
     csv = _export(out, "csv", "--table", "bisect").splitlines()
-    assert csv[0] == "number,candidate,good,verdict,pct,low,high,blocks,boots,pair,seed"
+    assert csv[0] == ("number,candidate,good,verdict,pct,low,high,blocks,boots,pair,seed,"
+                      "interval_note")
     assert len(csv) == 2 and csv[1].startswith(f"1,{TINY},{BIG},bad,-")
     doc = json.loads(_export(out, "json"))["bisect"]
     assert doc["answer"] == "first bad" and [s["verdict"] for s in doc["steps"]] == ["bad"]

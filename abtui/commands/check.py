@@ -19,6 +19,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from abtui.core import signals
+
 if TYPE_CHECKING:
     from abtui.core.model import Knob, Profile
     from abtui.hosts.connect import Hosts
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         if args.lab:
             profile = _on_lab(profile)
         with lease.hold(lease.labs_of(profile)):
-            ok = asyncio.run(preflight(profile, _print))
+            ok = signals.run(preflight(profile, _print))
     return 0 if ok else 1
 
 

@@ -82,6 +82,9 @@ class BuildSwitcher:
         self.journal = journal
         self.emit = emit
         self.originals: dict[tuple[str, str], Origin] = {}  # (host, knob name) -> first build
+        # (host, knob name) -> (the value, the boot id before): a boot started (its command
+        # ran) that was not seen to end; the host may come up on that build later
+        self.in_flight: dict[tuple[str, str], tuple[str, str | None]] = {}
 
     def _commands(self, host: str) -> BuildCommands:
         dialect = self.dialects.get(host)
@@ -252,7 +255,13 @@ class BuildSwitcher:
         else:
             await self._run(t.host, self._commands(t.host).boot(build),
                             max(BOOT_START_S, build.timeout / 3))
-        await wait_new_boot(link, before, deadline, build.timeout)
+        self.in_flight[(t.host, knob)] = (value, before)  # from here it may boot it any time
+        try:
+            await wait_new_boot(link, before, deadline, build.timeout)
+        except RemoteError as exc:
+            raise RemoteError(t.host, f"{exc.reason}; its boot was started: it may still come "
+                                      f"up on {value!r} later") from exc
+        del self.in_flight[(t.host, knob)]
         state = await self.kernel(t.host)
         why = kernel_mismatch(build, state)
         if why is not None:
@@ -319,8 +328,21 @@ class BuildSwitcher:
         return out
 
     async def restore(self, o: Origin, host: str) -> str:
-        """One host back on its first build (nothing done when it runs it); what it reports."""
+        """One host back on its first build (nothing done when it runs it); what it reports.
+        A host whose boot into another build was started and not seen to end (it has not come
+        back, or not booted again yet) is not set back: RemoteError, and its entry stays in
+        the undo journal for `abtui recover` once it is up."""
         t = Target(host, o.device, "")
+        started = self.in_flight.get((host, o.knob))
+        if started is not None:
+            link = self.links.get(host)
+            up = link is not None and link.state is LinkState.CONNECTED
+            if not up or link is None or not link.boot_id or link.boot_id == started[1]:
+                why = "has not come back" if not up else "has not booted again"
+                raise RemoteError(host, f"its boot into {started[0]!r} was started and it {why}: "
+                                        f"it may come up on {started[0]!r} later; run `abtui "
+                                        "recover` once it is up")
+            del self.in_flight[(host, o.knob)]  # it booted since: whatever it runs, set back
         if o.kind is KnobKind.KERNEL:
             state = await self.kernel(host)
             if kernel_mismatch(o.build, state) is None:

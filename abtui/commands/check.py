@@ -151,12 +151,16 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
 async def _check_build(say: Report, manager: KnobManager, profile: Profile, knob: Knob) -> None:
     """Which of a kernel or module knob's builds each host runs now."""
     from abtui.core.model import Role
+    from abtui.hosts.builds import INDISTINCT, TELL_APART
 
     found = await manager.current(knob, [p for p in profile.pairs
                                          if not knob.pairs or p.label in knob.pairs])
     for label, roles in found.items():
         for role, value in roles.items():
             host = profile.pair(label).host(Role(role))
+            if value.endswith(INDISTINCT):  # a switch between them could not be verified
+                say(False, f"{host}: knob {knob.name}: runs {value}: {TELL_APART}")
+                continue
             listed = value in knob.values
             say(True, f"{host}: knob {knob.name}: runs {value}"
                 + ("" if listed else " (none of its values)"))

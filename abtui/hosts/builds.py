@@ -127,7 +127,8 @@ class BuildSwitcher:
         if knob.kind is KnobKind.KERNEL:
             state = await self.kernel(where.host)
             found = [v for v, b in knob.builds.items() if kernel_mismatch(b, state) is None]
-            return found[0] if len(found) == 1 else state.label()
+            return found[0] if len(found) == 1 else indistinct(found) if found else \
+                state.label()
         # one read of every parameter the builds name, one of each `reports` setting
         names = tuple({p[0]: p for b in knob.builds.values() for p in b.params}.values())
         mod = await self.module(knob, where.host, Build(Method.MODPROBE, params=names))
@@ -136,7 +137,9 @@ class BuildSwitcher:
         found = [v for v, b in knob.builds.items() if module_mismatch(b, mod) is None
                  and (b.reports is None or why[b.reports] is None)]
         shown = " ".join(f"{k}={v}" for k, v in sorted(mod.params.items())) or "loaded"
-        return found[0] if len(found) == 1 else shown if mod.loaded else "not loaded"
+        if len(found) > 1:
+            return indistinct(found)
+        return found[0] if found else shown if mod.loaded else "not loaded"
 
     # ---- switching ---------------------------------------------------------------------
     async def switch(self, knob: Knob, value: str, targets: Sequence[Target],
@@ -200,6 +203,9 @@ class BuildSwitcher:
     async def _unlisted(self, knob: Knob, t: Target, shown: str) -> Build:
         """How to come back to a first build none of the values is: a plain reboot (kexec,
         grub-reboot and nextboot leave the default boot alone) verified by its release."""
+        if shown.endswith(INDISTINCT):
+            raise KnobRefused(f"{t.host}: knob {knob.name}: the host runs {shown}: {TELL_APART} "
+                              "(nothing was changed)")
         if knob.kind is KnobKind.MODULE or any(b.method is Method.COMMAND
                                                for b in knob.builds.values()):
             raise KnobRefused(f"{t.host}: knob {knob.name}: the host runs {shown}, which none "
@@ -368,6 +374,17 @@ class BuildSwitcher:
         await self._run(t.host, self._commands(t.host).reload(o.key, o.build, o.iface),
                         o.build.timeout)
         return "reloaded, interface given back as journalled"
+
+
+INDISTINCT = "(its builds that cannot be told apart)"
+TELL_APART = ("give each build something the host shows that differs (a `reports` setting, "
+              "a parameter the module shows, a release or version)")
+
+
+def indistinct(found: Sequence[str]) -> str:
+    """What a host runs when several builds match what it shows (e1000e does not show its
+    InterruptThrottleRate): their values, said to be alike rather than "none of them"."""
+    return f"{' or '.join(repr(v) for v in found)} {INDISTINCT}"
 
 
 def _reported(r: Reports, where: Target) -> Setting:

@@ -224,3 +224,19 @@ async def test_a_command_build_whose_host_has_not_come_back_keeps_its_journal_en
     snd.boot += 1  # it came up (on its first build, here): nothing left
     [(_h, _o, ok, _m)] = await sw.restore_all()
     assert ok and read_journal(journal.path).empty
+
+
+async def test_builds_the_host_cannot_tell_apart_are_said_so_not_none_of_its_values() -> None:
+    """e1000e does not show its InterruptThrottleRate: two builds that differ only there (no
+    `reports`) both match what the host shows. The host runs one of them, said so, and a
+    switch is refused before anything changes (abtui could not come back to the right one)."""
+    snd = FakeHost("snd")
+    sw = _switcher([snd])
+    alike = Knob(name="itr", kind=KnobKind.MODULE, key="e1000e", values=("3", "10000"), builds={
+        v: Build(Method.MODPROBE, params=(("InterruptThrottleRate", v),), timeout=5)
+        for v in ("3", "10000")})
+    now = await sw.current(alike, _where(snd)[0])
+    assert now == "'3' or '10000' (its builds that cannot be told apart)"
+    with pytest.raises(KnobRefused, match=re.escape(f"runs {now}: give each build something")):
+        await sw.switch(alike, "10000", _where(snd))
+    assert not sw.originals and snd.itr == "3"

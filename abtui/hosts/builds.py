@@ -98,9 +98,12 @@ class BuildSwitcher:
             raise KnobRefused(f"{host}: no link to this host")
         return link
 
-    async def _run(self, host: str, command: str, timeout: float = 30.0) -> str:
+    async def _run(self, host: str, command: str, timeout: float = 30.0,
+                   again: bool = True) -> str:
+        """`again`: the command may run twice (a read, a reload to one build): a link lost
+        meanwhile is waited for and the command sent again (never a boot's command)."""
         result = await self._link(host).run(as_function(command), timeout=timeout,
-                                            isolate=False)
+                                            isolate=False, again=again)
         if not result.ok:
             why = (result.stderr.strip().splitlines() or [f"exit status {result.exit_status}"])
             raise RemoteError(host, why[-1])
@@ -260,7 +263,7 @@ class BuildSwitcher:
             await self._power(knob, value, build, t, before)
         else:
             await self._run(t.host, self._commands(t.host).boot(build),
-                            max(BOOT_START_S, build.timeout / 3))
+                            max(BOOT_START_S, build.timeout / 3), again=False)
         self.in_flight[(t.host, knob)] = (value, before)  # from here it may boot it any time
         try:
             await wait_new_boot(link, before, deadline, build.timeout)

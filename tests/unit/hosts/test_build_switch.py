@@ -49,7 +49,7 @@ class FakeHost:
         return f"boot-{self.boot}"
 
     async def run(self, command: str, timeout: float = 10.0,
-                  isolate: bool = True) -> CommandResult:
+                  isolate: bool = True, again: bool = False) -> CommandResult:
         self.commands.append(command)
         out = []
         if "kexec -l" in command:

@@ -16,6 +16,7 @@ from abtui.core.events import EventKind
 from abtui.core.model import Pair, Profile
 from abtui.measure.engine import front
 from abtui.measure.engine.front import Engine
+from tests.reliability import Reliability
 
 
 class _Link:
@@ -72,8 +73,13 @@ def _engine(runs: _Runs) -> tuple[Engine, list[Any]]:
     return engine, seen
 
 
+@pytest.mark.reliability(
+    "34", "a pair whose run was cut and whose hosts stay away past the reconnect wait, or "
+    "whose restart does not start (the engine's pair loop, fake scheduler)",
+    "never silently left out: one line naming the pair, then it waits for its hosts and "
+    "measures again once they are back; a restart that did not start is tried again")
 async def test_a_pair_whose_hosts_stay_away_is_said_and_measures_again_once_back(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, reliability: Reliability) -> None:
     monkeypatch.setattr(front, "RECONNECT_WAIT_S", 0.05)
     monkeypatch.setattr(front, "PREARM_S", 60)
     links = (_Link(), _Link())
@@ -89,6 +95,7 @@ async def test_a_pair_whose_hosts_stay_away_is_said_and_measures_again_once_back
         link.up.set()
     await asyncio.wait_for(loop, 5)
     assert runs.started == 1  # measured again once they were back
+    reliability.row(line=f"`{said.payload.message}`")
 
 
 async def test_a_restart_that_did_not_start_is_tried_again(

@@ -23,7 +23,6 @@ from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.remote.dialect import Setting
 from abtui.remote.link import CommandResult
 from abtui.remote.linux import Linux
-from tests.reliability import Reliability
 
 ITR = Knob(name="itr", kind=KnobKind.MODULE, key="e1000e", values=("3", "10000"), builds={
     v: Build(Method.MODPROBE, params=(("InterruptThrottleRate", v),),
@@ -201,14 +200,8 @@ async def test_again_boots_a_host_into_the_build_it_runs(monkeypatch):
     assert "kexec -l /boot/vmlinuz-6.1.0-47-amd64" in snd.commands[-2]
 
 
-@pytest.mark.reliability(
-    "33", "a `command` build switch whose host does not come back within its timeout (fake "
-    "host: the command ran, no new boot id)",
-    "refused saying the host may still come up on that build later; at the end not counted as "
-    "set back (the recover line), its undo-journal entry kept; once the host has booted "
-    "again the set-back goes on and the journal empties")
 async def test_a_command_build_whose_host_has_not_come_back_keeps_its_journal_entry(
-        tmp_path: Path, monkeypatch, reliability: Reliability) -> None:
+        tmp_path: Path, monkeypatch) -> None:
     """The user's command ran (exit 0) but no new boot was seen within the timeout: the switch
     is refused saying the host may still come up on that build later, and at the end the
     host is not counted as set back (it runs its first build now, but may boot the other one
@@ -231,7 +224,6 @@ async def test_a_command_build_whose_host_has_not_come_back_keeps_its_journal_en
     snd.boot += 1  # it came up (on its first build, here): nothing left
     [(_h, _o, ok, _m)] = await sw.restore_all()
     assert ok and read_journal(journal.path).empty
-    reliability.row(message=f"`{message}`")
 
 
 async def test_builds_the_host_cannot_tell_apart_are_said_so_not_none_of_its_values() -> None:

@@ -584,8 +584,9 @@ class HostLink:
 
         `again`: the command may run twice (it sets a value and reads it back): a lost link is
         not a refusal. A link being re-made is waited for (LINK_WAIT_S at most) before the
-        command is sent, and a command the link's loss cut short (or that timed out while the
-        link went) is sent again once the link is back, within the same bound.
+        command is sent, and a command the link's loss cut short, or that timed out (a drop
+        that TCP outlives: its shell is made again), is sent again once, when the link is
+        back, within the same bound.
         """
         if not again:
             return await self._run_once(command, timeout, isolate)
@@ -595,22 +596,28 @@ class HostLink:
         try:
             return await self._run_once(command, timeout, isolate)
         except RemoteError:
-            if self._closing or not self.reconnect or (
-                    self._conn is conn and self.state is LinkState.CONNECTED
-                    and self._shell is not None):
-                raise  # the link stayed: the host's own failure
+            stayed = self._conn is conn and self.state is LinkState.CONNECTED \
+                and self._shell is not None
+            if stayed or not self._may_come_back():
+                raise  # the host's own failure, or a link nothing will bring back
         if not await self._back_by(max(deadline, asyncio.get_running_loop().time()
                                        + timeout)):
             raise RemoteError(self.alias, f"the link dropped and was not back within "
                               f"{LINK_WAIT_S:g} s: {command_brief(command)}")
         return await self._run_once(command, timeout, isolate)
 
+    def _may_come_back(self) -> bool:
+        """Will the link be re-made on its own? Not once closed, never connected, or without
+        reconnects."""
+        return not self._closing and self.reconnect and \
+            self.state not in (LinkState.FAILED, LinkState.CLOSED)
+
     async def _back_by(self, deadline: float) -> bool:
         """Wait until the link is connected with a shell (a reconnect, a shell re-made
         after a command that timed out), at most until `deadline`; whether it is."""
         loop = asyncio.get_running_loop()
         while not (self.state is LinkState.CONNECTED and self._shell is not None):
-            if self._closing or not self.reconnect or loop.time() >= deadline:
+            if not self._may_come_back() or loop.time() >= deadline:
                 return False
             if self._shell is None and self._reopening is not None \
                     and not self._reopening.done():
@@ -618,6 +625,8 @@ class HostLink:
                     async with asyncio.timeout_at(deadline):
                         await asyncio.shield(self._reopening)
                 continue
+            if self.state is LinkState.CONNECTED:
+                return False  # its shell could not be made again
             await asyncio.sleep(0.1)
         return True
 

@@ -99,3 +99,47 @@ async def test_an_8_s_management_drop_during_a_flip_and_during_the_restore(
     assert not _journals(engine)
     reliability.row(drop_s=DROP_S, flip_took_s=figures["flip_s"],
                     restore_took_s=figures["restore_s"])
+
+
+def _rmem(lab: Lab) -> dict[str, str]:
+    return {h.alias: " ".join(ns_exec(lab, h.alias, "sysctl", "-n", "net.ipv4.tcp_rmem").split())
+            for h in lab.hosts(2) if h.role == "receiver"}
+
+
+def test_an_8_s_drop_does_not_end_a_headless_alternation(lab: Lab, tmp_path: Path):
+    """`abtui run --alternate` flipping the receivers' tcp_rmem every 2 s while pair A's
+    receiver loses its management link for 8 s (several flips fall in it): no flip is
+    refused, the alternation runs to its maximum and says it ended, every receiver reads its
+    tcp_rmem again and no undo journal is left. It stopped at the first flip in the drop."""
+    import os
+    import sys
+
+    from tests.lab.engine_kit import session_intervals, wait_for
+    from tests.lab.test_alternate_lab import _profile
+
+    before = _rmem(lab)
+    (big,) = set(before.values())
+    state, out = tmp_path / "state", tmp_path / "s.jsonl"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "abtui", "run", str(_profile(lab, tmp_path)),
+                             "--headless", "--alternate", f"tcp_rmem=4096 8192 16384,{big}",
+                             "--every", "2", "--max-runs", "4", "--out", str(out)],
+                            cwd=root, env=env, stderr=subprocess.PIPE, text=True)
+    receiver = lab.hosts(2)[1].root_link
+    try:
+        wait_for(lambda: session_intervals(out) >= 3 and '"knob"' in out.read_text(), 60)
+        subprocess.run(["ip", "link", "set", receiver, "down"], check=True)
+        time.sleep(DROP_S)
+        subprocess.run(["ip", "link", "set", receiver, "up"], check=True)
+        err = proc.communicate(timeout=180)[1]
+    finally:
+        subprocess.run(["ip", "link", "set", receiver, "up"], check=False)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "refused" not in err and "; stopped" not in err, err
+    assert "alternation ended" in err and "session written to" in err, err
+    assert proc.returncode in (0, 1), err  # 1: the run the drop cut is a failed run, said
+    assert _rmem(lab) == before
+    assert not list((state / "abtui" / "undo").glob("*.jsonl"))

@@ -9,6 +9,7 @@ a non-zero exit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -375,7 +376,9 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     bisected: Bisection | None = None
 
     def say(line: str) -> None:
-        print(f"abtui: {line}", file=stream, flush=True)
+        # a terminal that has gone (SIGHUP) is no reason to stop setting hosts back
+        with contextlib.suppress(OSError, ValueError):
+            print(f"abtui: {line}", file=stream, flush=True)
 
     # the knobs a line names: what this run varies (and every knob a flip changes later)
     varied = [alternation.knob] if alternation is not None else \

@@ -223,3 +223,22 @@ def test_a_console_that_dies_still_closes_the_journal_once(
     with pytest.raises(RuntimeError, match="died"):
         tui.open_on_hosts(_profile(tmp_path), "t")
     assert journals[0].closes == 1
+
+
+def test_a_terminal_that_has_gone_does_not_stop_the_set_back(
+        tmp_path, journals) -> None:  # type: ignore[no-untyped-def]
+    """SIGHUP: the terminal closed, so every progress line fails (EIO); the run still shuts
+    down and closes its journal, and says its exit code."""
+
+    class Gone:
+        def write(self, s: str) -> None:
+            raise OSError(5, "Input/output error")
+
+        def flush(self) -> None:
+            raise OSError(5, "Input/output error")
+
+    Engine.left = ["h1: tcp_rmem left"]
+    code = asyncio.run(headless.run_headless(_profile(tmp_path), tmp_path / "s.jsonl",
+                                             progress=Gone()))  # type: ignore[arg-type]
+    assert code == 1
+    assert Engine.made[0].calls[-1] == "shutdown done" and journals[0].closes == 1

@@ -63,7 +63,12 @@ class LeaseHeld(RemoteError):
         self.holder = holder
 
 
-class LeaseNotAsked(RemoteError):
+class LeaseRefused(RemoteError):
+    """Something else than a lease file is at the host's lease's name (a link, a FIFO,
+    another user's file: abtui.remote.lease): the host is not driven."""
+
+
+class LeaseNotAsked(LeaseRefused):
     """A host before this one in the hosts' one order of leasing was refused (abtui.remote.
     lease.LeaseOrder): this host's lease was not asked for, so another controller that needs
     it gets it."""

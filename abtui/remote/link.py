@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from abtui.core.destination import Destination, parse_destination
-from abtui.core.errors import LeaseHeld, LeaseNotAsked, RemoteError
+from abtui.core.errors import LeaseHeld, LeaseNotAsked, LeaseRefused, RemoteError
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
 from abtui.core.text import visible
@@ -562,7 +562,7 @@ class HostLink:
         if reply.state is LeaseState.HELD:
             raise LeaseHeld(self.alias, reply.holder_text())
         if reply.state is LeaseState.BAD:
-            raise RemoteError(self.alias, bad_line(reply))
+            raise LeaseRefused(self.alias, bad_line(reply))
         self.lease_path = reply.path or None
         self.lease_note = "" if reply.state is LeaseState.TAKEN else \
             f"no lease taken ({reply.why}): another abtui could drive this host at once"

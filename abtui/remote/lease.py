@@ -248,7 +248,9 @@ def _checks(dirs: tuple[str, ...]) -> str:
         f"{bad}=\"$__abtui_k owned by ${{3:-?}}\"; "
         "else set -f; set -- $(ls -ln \"$f\" 2>/dev/null); set +f; "
         "case $1 in -rw-------*) __abtui_m=ok ;; *) __abtui_m= ;; esac; "
-        "if [ \"$3\" != \"$__abtui_u\" ] || [ -z \"$__abtui_m\" ]; then "
+        "if [ \"$3\" = 0 ] && [ \"$__abtui_u\" != 0 ] && [ -n \"$__abtui_m\" ]; then "
+        "__abtui_no=\"$f is root's (log in as root, or sudo = true)\"; "
+        "elif [ \"$3\" != \"$__abtui_u\" ] || [ -z \"$__abtui_m\" ]; then "
         "__abtui_o=$3; set -f; set -- $(ls -l \"$f\" 2>/dev/null); set +f; "
         f"{bad}=\"a file owned by ${{3:-uid $__abtui_o}} (mode $1), not this login's "
         "(uid $__abtui_u) with mode 0600\"; fi; fi; fi")

@@ -241,3 +241,33 @@ async def test_an_order_whose_link_fails_before_naming_its_file_does_not_wait_fo
     assert await asyncio.wait_for(second, 1) == "h0 (before it) is driven by abtui of x"
     with contextlib.suppress(Exception):
         turn.cancel()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="a login of another user needs root and setpriv(1)")
+async def test_a_login_that_is_not_root_takes_no_lease_and_says_why():
+    """In root's folder, another user's login can neither create the lease nor take root's
+    file: no lease, said (not a refusal of the host, not a hang)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="abtui-lease-test.", dir="/tmp") as top:
+        folder = Path(top)
+        folder.chmod(0o755)  # root's, as /run: (pytest's own folders are closed to others)
+        await _not_root(folder)
+
+
+async def _not_root(folder: Path) -> None:
+    conn = LocalConn(("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                      "bash", "--noprofile", "--norc"))
+    try:
+        link = _link(folder)
+        await link._start_shell(conn)  # type: ignore[arg-type]
+        assert link.lease_path is None and "cannot create" in link.lease_note
+        assert "only root can: log in as root, or sudo = true" in link.lease_note
+        path = _lease_path(folder)
+        path.touch(mode=0o600)
+        link = _link(folder)
+        await link._start_shell(conn)  # type: ignore[arg-type]
+        assert link.lease_path is None and f"{path} is root's" in link.lease_note
+    finally:
+        await conn.stop()

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                      f"netns {h['release']}, CPU this machine's (shared by every netns host)")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
                   f"ssh {h['address']:<15} data {h['data_address']:<13} {where}"
-                  + (f": {h['why']}" if h["why"] else ""))
+                  + (f": {h['why']}" if h.get("why") else ""))
     return 0 if status["ok"] else 1
 
 

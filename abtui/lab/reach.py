@@ -10,6 +10,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from abtui.core.text import visible
+
 LOGIN_TIMEOUT_S = 10
 
 
@@ -32,7 +34,8 @@ def logins(ssh_config: Path, aliases: Sequence[str],
             continue
         lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
         out[alias] = "" if proc.returncode == 0 else \
-            f"ssh with the lab's keys failed: {lines[-1] if lines else f'exit {proc.returncode}'}"
+            "ssh with the lab's keys failed: " + \
+            (visible(lines[-1]) if lines else f"exit {proc.returncode}")
     return out
 
 

@@ -383,8 +383,8 @@ class LeaseOrder:
     """The hosts of one command leased one after another, in one global order: the order of
     their lease files' paths (the same for every controller, whatever its aliases). Each link
     names its file (`turn`), waits until every link has named its own or failed, then for
-    the links before it; one refused (held, or something else at its name) stops the links
-    after it, which say so instead of taking a lease another controller may need."""
+    the links before it; one held by another controller stops the links after it, which say
+    so instead of taking a lease that controller needs next."""
 
     def __init__(self, links: int) -> None:
         self._expected = links

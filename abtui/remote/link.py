@@ -142,12 +142,6 @@ def _client_class() -> Callable[[HostLink], asyncssh.SSHClient]:
     return _Client
 
 
-def _refusal(reply: LeaseReply) -> str:
-    """Why a host's lease was refused, for the hosts after it in the order."""
-    return f"driven by {reply.holder_text()}" if reply.state is LeaseState.HELD else \
-        "not leased (something else is at its lease's name)"
-
-
 def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") -> str:
     """One line that says what went wrong connecting to `alias` and what to do."""
     if isinstance(exc, RemoteError):  # it names the host already
@@ -551,8 +545,8 @@ class HostLink:
                         reply, dirs=self.lease_dirs, link=self._lease_link,
                         stale=not gone(reply.holder, reply.link, self._lease_link)))
                     reply = parse_reply((await shell.result()).stdout)
-            if reply.state in (LeaseState.HELD, LeaseState.BAD):
-                refused = f"{self.alias} (before it) is {_refusal(reply)}"
+            if reply.state is LeaseState.HELD:  # (something else at its name: not another's)
+                refused = f"{self.alias} (before it) is driven by {reply.holder_text()}"
             self._leased(reply)
         finally:
             if order is not None and self.lease_named:

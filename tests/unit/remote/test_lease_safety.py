@@ -271,3 +271,29 @@ async def _not_root(folder: Path) -> None:
         assert link.lease_path is None and f"{path} is root's" in link.lease_note
     finally:
         await conn.stop()
+
+
+async def test_a_live_holders_heartbeat_keeps_its_lease_fresh(tmp_path, monkeypatch):
+    """While the link lives its heartbeat refreshes the file's time (so it never looks
+    silent); once it stops, the time stands still."""
+    import abtui.remote.link as link_module
+
+    monkeypatch.setattr(link_module, "HEARTBEAT_S", 0.2)
+    conn = LocalConn()
+    link = _link(tmp_path)
+    try:
+        link._shell = await link._start_shell(conn)  # type: ignore[arg-type]
+        assert link.lease_path is not None
+        old = time.time() - 60
+        os.utime(link.lease_path, (old, old))
+        beat = asyncio.ensure_future(link._beat())
+        await asyncio.sleep(1.0)
+        assert os.stat(link.lease_path).st_mtime > time.time() - 5
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat
+        os.utime(link.lease_path, (old, old))
+        await asyncio.sleep(0.5)
+        assert os.stat(link.lease_path).st_mtime < time.time() - 50
+    finally:
+        await conn.stop()

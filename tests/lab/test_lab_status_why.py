@@ -35,9 +35,9 @@ def test_a_down_host_says_why(tmp_path: Path) -> None:
         st = abtui("lab", "status")
         assert st.returncode == 1, st.stdout + st.stderr
         lines = st.stdout.splitlines()
-        at = next(i for i, ln in enumerate(lines) if ln.startswith(f"DOWN {alias}"))
-        assert lines[at + 1].strip() == "down: its sshd is not running"
-        assert not any(ln.strip().startswith("down:") for ln in lines[at + 2:])  # rcv is ok
+        down = next(ln for ln in lines if ln.startswith(f"DOWN {alias}"))
+        assert down.endswith(": its sshd is not running"), down
+        assert sum(ln.startswith("DOWN") for ln in lines) == 1  # the receiver is ok
         doc = json.loads(abtui("lab", "status", "--json").stdout)
         why = {h["alias"]: h["why"] for h in doc["hosts"]}
         assert why == {alias: "its sshd is not running", f"{name}-a-rcv": ""}

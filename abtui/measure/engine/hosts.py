@@ -66,11 +66,13 @@ class HostPool:
         recorded in the undo journal before any knob is set."""
         hosts = await open_hosts(self.profile, on_state=on_state)
         self.links, self.dialects = hosts.links, hosts.dialects
-        if hosts.held:  # another abtui drives them: one controller per host
+        if hosts.held or hosts.unleased:  # another abtui drives them: one controller per host
             await self.close()
             self.links = {}
-            raise AbtuiError(f"{held_line(hosts.held)}: nothing was changed on any host "
-                             "(one abtui drives a host at a time; wait for it to end)")
+            why = "(one abtui drives a host at a time; wait for it to end)" if hosts.held \
+                else "(remove what is at the lease's name)"
+            raise AbtuiError(f"{held_line(hosts.held, hosts.unleased)}: nothing was changed "
+                             f"on any host {why}")
         doubted = [f"{a}: {hosts.errors.get(a) or link.hostkey_problem}"
                    for a, link in hosts.links.items() if link.hostkey_problem]
         if doubted:  # a host that may not be the one meant: touch no host at all

@@ -86,10 +86,12 @@ async def is_recorded_group(link: HostLink, pgid: int, what: str, age: float | N
 
 def leftovers_on(hosts: Mapping[str, HostLink], directory: Path | None = None
                  ) -> list[Leftover]:
-    """The process groups dead controllers' journals still list on these hosts."""
-    return [Leftover(p, host, pgid, what, p.started.get((host, pgid)))
-            for p in pending_recovery(directory)
-            for (host, pgid), what in p.pgids.items() if host in hosts]
+    """The process groups dead controllers' journals still list on these hosts, the iperf3
+    clients first: the flows themselves end first, not through their servers' end."""
+    found = [Leftover(p, host, pgid, what, p.started.get((host, pgid)))
+             for p in pending_recovery(directory)
+             for (host, pgid), what in p.pgids.items() if host in hosts]
+    return sorted(found, key=lambda left: "client" not in left.what)
 
 
 async def end_leftovers(links: Mapping[str, HostLink], say: Callable[[str, str], None],

@@ -187,6 +187,8 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
             return f"{knob} = {value} on {', '.join(pairs or [])}"
         case events.Drift() as drift:
             return drift.line(event.host)
+        case events.Mark(text=text) if event.host:  # done on a host (a dead run's flow ended)
+            return f"{who}{text}"
         case events.BuildSwitch() as switch:
             return switch.line(event.host)
         case events.Restore(ok=ok, knob=knob, message=message, left=left) if not ok:

@@ -115,8 +115,9 @@ class DriftWatch:
             for label in labels:
                 since_of[label] = min(since_of.get(label, since), since)
             self._emit(Event.of(events.Drift(
-                knob=c.knob or c.setting.key, key=c.setting.label(), value=c.found,
-                expected=c.expected, pairs=labels, action=LEFT,
+                knob=c.knob or c.setting.key, key=c.setting.label(),
+                value=" ".join(c.found.split()), expected=" ".join(c.expected.split()),
+                pairs=labels, action=LEFT,
                 message="what was measured between the two times counts in no phase",
                 since=since, until=t), host=c.host))
         for label, since in since_of.items():

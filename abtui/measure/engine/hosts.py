@@ -106,7 +106,8 @@ class HostPool:
                                              link.sudo))
 
     def _said(self, alias: str, line: str) -> None:
-        self._emit(Event.of(events.Error(message=line), host=alias))
+        """A note of what was done on a host before measuring (a mark on its timeline)."""
+        self._emit(Event.of(events.Mark(text=line.removeprefix(f"{alias}: ")), host=alias))
 
     def connected(self, alias: str) -> bool:
         link = self.links.get(alias)

@@ -292,7 +292,7 @@ def _foreign(p: Pending, ident: tuple[str, str, str, str | None], now: str | Non
     if now is None or same_value(now, p.originals.get(ident)):
         return ""
     if same_value(now, p.foreign.get(ident)):
-        return "set by someone else during the session (recorded as drift)"
+        return "set by someone else during the session, recorded as drift"
     wrote = p.written.get(ident)
     if wrote and not any(same_value(now, w) for w in wrote):
         return (f"not a value abtui set ({', '.join(repr(w) for w in wrote)}): someone else "

@@ -25,12 +25,21 @@ from abtui.sessions.reader import load_events
 from abtui.sessions.session import Session
 from tests.lab.engine_kit import stray_pids, wait_for
 from tests.lab.namespaces import netns_processes, ns_exec
+from tests.reliability import Reliability
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = TCP_RMEM_VALUES[1]  # what abtui sets (`--set`)
 FOREIGN = "4096 65536 1048576"  # what a colleague sets meanwhile: none of the profile's values
 KEY = "net.ipv4.tcp_rmem"
+DRIFT_ROW = (
+    "21", "a setting changed out of band mid-session (a colleague's `sysctl -w` of tcp_rmem "
+    "on one receiver), then a normal end; again, then SIGKILL and `abtui recover`",
+    "a drift event (host, setting, abtui's value, the found one, the window it changed in) "
+    "within seconds; the pair's phase split there, the next named by the host's value; the "
+    "end sets the other receiver back and leaves the colleague's value, saying so; after a "
+    "SIGKILL `recover` leaves it too (found as drift, or never read back: none of abtui's "
+    "values), one line each, and sets abtui's own back")
 
 
 def _abtui(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
@@ -76,8 +85,9 @@ def rmem_kept(lab: Lab):  # type: ignore[no-untyped-def]
         _colleague(lab, alias, value)
 
 
+@pytest.mark.reliability(*DRIFT_ROW)
 def test_a_setting_changed_out_of_band_is_drift_and_a_normal_end_leaves_it(
-        lab: Lab, tmp_path: Path, rmem_kept: dict[str, str]):
+        lab: Lab, tmp_path: Path, rmem_kept: dict[str, str], reliability: Reliability):
     """tcp_rmem set by abtui on both receivers; mid-session a colleague sets another value
     on one of them: the session records a drift event (host, setting, abtui's value, the
     found one, when), its pair's phase splits there (the next phase named by the host's
@@ -111,10 +121,12 @@ def test_a_setting_changed_out_of_band_is_drift_and_a_normal_end_leaves_it(
     assert f"left as it is: reads '{FOREIGN}'" in err.replace("\t", " ") or FOREIGN in err, err
     assert _rmem(lab) == {changed: FOREIGN, other: rmem_kept[other]}
     assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []
+    reliability.row(drift_seen_after_s=d.until - t_changed, window_s=d.until - d.since)
 
 
+@pytest.mark.reliability(*DRIFT_ROW)
 def test_sigkill_then_recover_leaves_the_colleagues_value_and_says_so(
-        lab: Lab, tmp_path: Path, rmem_kept: dict[str, str]):
+        lab: Lab, tmp_path: Path, rmem_kept: dict[str, str], reliability: Reliability):
     """A colleague's value found by the session (drift) and one set just before the SIGKILL
     (never read back): `abtui recover` reads each setting first and leaves both, one line
     each, while it still sets back what abtui's own values hold."""
@@ -159,6 +171,7 @@ def test_sigkill_then_recover_leaves_the_colleagues_value_and_says_so(
     (left,) = [line for line in said.splitlines() if line.startswith(f"ok   {second}: left ")]
     assert "not a value abtui set" in left, said
     assert _rmem(lab)[second] == FOREIGN
+    reliability.row(left_by_recover=2)
 
 
 def _iperf3_groups(lab: Lab) -> dict[int, tuple[str, str]]:
@@ -168,8 +181,13 @@ def _iperf3_groups(lab: Lab) -> dict[int, tuple[str, str]]:
             if comm == "iperf3" and not state.startswith("Z")}
 
 
+@pytest.mark.reliability(
+    "22", "controller SIGKILLed mid-run, its iperf3 left sending; the next `abtui run`",
+    "each iperf3 client the dead controller's journal recorded is ended by its process group "
+    "(verified: its program and start time) before the next session measures, one line each; "
+    "none runs beside it; the next session measures on port 5201, exit 0")
 def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
-        lab: Lab, tmp_path: Path):
+        lab: Lab, tmp_path: Path, reliability: Reliability):
     """After a SIGKILL the killed run's iperf3 keeps going on the hosts (a `-t 3600`-like
     run); the next `abtui run` ends each one the dead controller's journal recorded, by its
     process group, says so, and measures on the port it always uses, with none of them
@@ -208,3 +226,4 @@ def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
     starts = [e.payload for e in load_events(out2) if e.kind is EventKind.RUN_START]
     assert starts and all("5201" in " ".join(s.argv or []) for s in starts), starts
     assert stray_pids(lab) == {}
+    reliability.row(orphaned_iperf3=len(orphans), clients_ended=len(senders), port_used=5201)

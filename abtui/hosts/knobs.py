@@ -398,7 +398,8 @@ class KnobManager:
                 left = res if isinstance(res, str) else None
                 ok = res is None
                 msg = "" if ok else str(res) if left is None else \
-                    (f"left as it is: reads {left!r}, not the {self.written[(host, s)]!r} "
+                    (f"left as it is: reads {_words(left)!r}, not the "
+                     f"{_words(self.written[(host, s)])!r} "
                      "abtui set (set by someone else since)")
                 out.append(Restored(host, s, value, ok, msg, left))
                 if ok or left is not None:
@@ -429,6 +430,11 @@ class KnobManager:
 
 
 INVALID = "invalid value"
+
+
+def _words(value: str) -> str:
+    """A value as one line says it (tcp_rmem's tabs as spaces)."""
+    return " ".join(value.split())
 
 
 def _message(knob: Knob, value: str, host: str, exc: BaseException, note: str) -> str:

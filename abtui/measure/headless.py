@@ -96,7 +96,9 @@ class RunRates:
                 # a phase closed, with the values it had (the pair's own have moved on)
                 self.phase_config.setdefault(pair, {})[phase] = \
                     {str(k): str(v) for k, v in config.items()}
-            case events.KnobChanged(knob=knob, value=value, pairs=pairs):
+            case events.KnobChanged(knob=knob, value=value, pairs=pairs) | events.Drift(
+                    knob=knob, value=value, pairs=pairs, since=float()):
+                # (a drift read back: the host's value, set by someone else, from now on)
                 self.named += [] if knob in self.named else [str(knob)]
                 for label in pairs or []:
                     self.config.setdefault(label, {})[str(knob)] = str(value)

@@ -118,7 +118,8 @@ def test_a_setting_changed_out_of_band_is_drift_and_a_normal_end_leaves_it(
     before = [p for p in session.phases if p.pair == pair.pair and p.config["tcp_rmem"] == SMALL]
     assert before and before[-1].end is not None and before[-1].end <= d.until
     assert "changed out of band" in err and changed in err, err
-    assert f"left as it is: reads '{FOREIGN}'" in err.replace("\t", " ") or FOREIGN in err, err
+    assert f"{changed}: tcp_rmem left as it is: reads '{FOREIGN}', not the '{SMALL}' abtui " \
+        "set (set by someone else since)" in err, err
     assert _rmem(lab) == {changed: FOREIGN, other: rmem_kept[other]}
     assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []
     reliability.row(drift_seen_after_s=d.until - t_changed, window_s=d.until - d.since)

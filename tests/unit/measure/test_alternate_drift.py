@@ -101,3 +101,21 @@ def test_the_session_puts_what_ran_in_the_window_in_no_phase():
     assert phases[:2] != [NO_PHASE, NO_PHASE] and phases[2:] == [NO_PHASE, NO_PHASE]
     assert NO_PHASE not in list(session.intervals["B"]["phase"])
     assert [(d["host"], d["key"]) for d in session.drifts] == [("b", "net.ipv4.tcp_rmem")]
+
+
+def test_the_run_line_names_the_hosts_value_after_a_drift():
+    """`abtui run`'s line for a run through a drift gives each value its figure: abtui's before,
+    the host's after (never the host's traffic under abtui's value)."""
+    from abtui.core.events import Config, RunEnd, RunStart
+    from abtui.measure.headless import RunRates
+
+    rates = RunRates(["rmem"])
+    rates(Event.of(Config(config={"rmem": SMALL}), 90.0, pair="A"))
+    rates(Event.of(RunStart.from_data({"run": "r", "config": {"rmem": SMALL}, "phase": 0,
+                                       "options": {}}), 99.0, pair="A"))
+    rates(interval("A", 101.0, 1e9, phase=0))
+    rates(drifted(101.5, 102.5, ["A"]))
+    rates(interval("A", 104.0, 3e9, phase=1))
+    got = rates(Event.of(RunEnd.from_data({"run": "r", "status": "ok"}), 105.0, pair="A"))
+    assert got is not None
+    assert [what for what, _r in got.parts] == [f"TX, rmem={SMALL}", "TX, rmem=7"]

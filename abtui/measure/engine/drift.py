@@ -62,23 +62,28 @@ class DriftWatch:
         self._good: dict[str, float] = {}  # host -> when its settings last read as written
         self._opened = 0.0  # when measuring (re)started: no phase is older
         self._loop: asyncio.Task[None] | None = None
+        self._halt = asyncio.Event()  # set: the periodic reads end
 
     def start(self) -> None:
         """Measuring begins: read back every READBACK_S seconds until `stop`."""
         self._opened = now()
+        self._halt.clear()
         if self._loop is None or self._loop.done():
             self._loop = asyncio.get_running_loop().create_task(self._every())
 
     async def stop(self) -> None:
+        """No more periodic reads; a read under way completes (never cut off halfway)."""
         loop, self._loop = self._loop, None
+        self._halt.set()
         if loop is not None:
-            loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await loop
+            await asyncio.gather(loop, return_exceptions=True)
 
     async def _every(self) -> None:
         while True:
-            await asyncio.sleep(READBACK_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._halt.wait(), READBACK_S)
+            if self._halt.is_set():
+                return
             if self._changer.changing.locked():
                 continue  # a change (a boot, seconds) under way: read after it
             with contextlib.suppress(AbtuiError, OSError):

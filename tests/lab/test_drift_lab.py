@@ -122,6 +122,12 @@ def test_a_setting_changed_out_of_band_is_drift_and_a_normal_end_leaves_it(
         "set (set by someone else since)" in err, err
     assert _rmem(lab) == {changed: FOREIGN, other: rmem_kept[other]}
     assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []
+    report = _abtui(tmp_path, "export", str(out), "--format", "md")
+    md, _ = report.communicate(timeout=60)
+    assert report.returncode == 0
+    (noted,) = [line for line in md.splitlines() if "changed out of band" in line]
+    assert f"on {changed} changed out of band to '{FOREIGN}' (abtui had set '{SMALL}'), by " \
+        "someone else between " in noted, noted
     reliability.row(drift_seen_after_s=d.until - t_changed, window_s=d.until - d.since)
 
 

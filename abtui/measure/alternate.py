@@ -233,7 +233,7 @@ class Stretches:
     missing data not of the value's doing. A stretch that overlaps the time in which someone
     else changed a setting of the pair's hosts (a DRIFT read back: between its `since` and
     `until`) is left out too (`drifted`), even once closed: it ran under a value nobody can
-    name."""
+    name; after a drift of the alternated knob itself, every later stretch of the pair is."""
 
     knob: str
     values: tuple[str, ...]
@@ -264,6 +264,8 @@ class Stretches:
     _down: set[str] = field(default_factory=set)  # pairs whose link dropped in this stretch
     _failed: set[str] = field(default_factory=set)  # pairs whose run failed, no data since
     _booting: set[str] = field(default_factory=set)  # hosts switching to another build
+    # pairs whose alternated knob someone else set: no stretch of theirs holds its value since
+    _taken_over: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.samples = {p: {v: [] for v in self.values} for p in self.pairs}
@@ -287,6 +289,8 @@ class Stretches:
         for pair in self.pairs:
             seg = self._open.get(pair, Segment())
             value = self.held.get(pair)
+            if pair in self._taken_over:
+                self.drifted[pair].add(self.index)
             if self.index in self.drifted[pair]:
                 continue  # a setting changed out of band in it: left out (drift)
             if pair in self._down or value is None or value not in self.samples[pair]:
@@ -318,12 +322,16 @@ class Stretches:
     def _drift(self, drift: Drift, t: float) -> None:
         """Someone else changed a setting of these pairs' hosts between `since` and `until`:
         every stretch that overlaps that time is left out, the one in force and those
-        closed already (their samples withdrawn)."""
+        closed already (their samples withdrawn); and when it is the alternated knob, every
+        later stretch of those pairs too (abtui no longer sets it: what they run is not the
+        schedule's value)."""
         since = drift.since if drift.since is not None else t
         until = drift.until if drift.until is not None else t
         for pair in (str(p) for p in drift.pairs):
             if pair not in self.samples:
                 continue
+            if drift.knob == self.knob:  # the value is someone else's from now on
+                self._taken_over.add(pair)
             hit = [i for i, (a, b) in self.spans.items() if a < until and b > since]
             if self.index is not None and self.opened < until:
                 hit.append(self.index)

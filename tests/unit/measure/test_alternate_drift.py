@@ -119,3 +119,24 @@ def test_the_run_line_names_the_hosts_value_after_a_drift():
     got = rates(Event.of(RunEnd.from_data({"run": "r", "status": "ok"}), 105.0, pair="A"))
     assert got is not None
     assert [what for what, _r in got.parts] == [f"TX, rmem={SMALL}", "TX, rmem=7"]
+
+
+def test_after_the_alternated_knob_is_taken_over_no_later_stretch_counts():
+    """Someone else set the alternated knob itself: the stretches after the drift run their
+    value, not the schedule's, and are left out too (another knob's drift leaves them in)."""
+    s = _stretches()
+    _run(s, 0, BIG, 100)
+    s(Event.of(Drift(knob="rmem", value="7", expected=BIG, pairs=["A"], action="left",
+                     since=103.5, until=104.5), 104.5, host="b"))
+    _run(s, 1, BIG, 110)
+    _run(s, 2, SMALL, 120)
+    s.close(full=True)
+    assert s.taken["A"] == {} and s.drifted["A"] == {0, 1, 2}
+    assert set(s.taken["B"]) == {0, 1, 2}
+    other = _stretches()
+    _run(other, 0, BIG, 100)
+    other(Event.of(Drift(knob="wmem", value="7", expected="1", pairs=["A"], action="left",
+                         since=103.5, until=104.5), 104.5, host="a"))
+    _run(other, 1, BIG, 110)
+    other.close(full=True)
+    assert set(other.taken["A"]) == {1} and other.drifted["A"] == {0}

@@ -230,7 +230,8 @@ class KnobManager:
         for host, s in settings:  # someone else's value is never overwritten
             if (host, s) in self.foreign:
                 raise KnobRefused(f"{host}: knob {knob.name}={value!r} refused: {s.label()} "
-                                  f"was set to {self.foreign[(host, s)]!r} by someone else "
+                                  f"was set to {_words(self.foreign[(host, s)])!r} by "
+                                  "someone else "
                                   "during the session; abtui no longer sets it (nothing was "
                                   "changed)")
         # the value as each host's OS writes it ([knobs.os.<os>] values)

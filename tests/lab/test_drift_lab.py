@@ -234,3 +234,33 @@ def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
     assert starts and all("5201" in " ".join(s.argv or []) for s in starts), starts
     assert stray_pids(lab) == {}
     reliability.row(orphaned_iperf3=len(orphans), clients_ended=len(senders), port_used=5201)
+
+
+def test_an_alternation_whose_knob_someone_else_sets_stops_and_leaves_it(
+        lab: Lab, tmp_path: Path, rmem_kept: dict[str, str]):
+    """`abtui run --alternate tcp_rmem=…`: a colleague sets tcp_rmem on one receiver mid-way.
+    The next boundary reads it back (a drift event, the stretch left out), abtui never writes
+    over it: the next flip is refused and the alternation stops (exit 1) with that line, and
+    the end leaves the colleague's value while setting the other receiver back."""
+    changed, other = _receivers(lab)
+    big, small = TCP_RMEM_VALUES
+    out = tmp_path / "s.jsonl"
+    proc = _abtui(tmp_path, "run", str(lab.profile_path), "--headless", "--alternate",
+                  f"tcp_rmem={big},{small}", "--every", "2", "--max-runs", "6", "--seed", "7",
+                  "--out", str(out))
+    try:
+        wait_for(lambda: _count(out, "interval") >= 4, timeout=40)
+        _colleague(lab, changed, FOREIGN)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        _kill(proc)
+    assert proc.returncode == 1, err
+    (drift,) = _drifts(out)
+    assert drift.host == changed and drift.payload.value == FOREIGN
+    assert "changed out of band" in err, err
+    refused = [line for line in err.splitlines() if line.startswith("abtui: --alternate:")]
+    assert len(refused) == 1 and f"{changed}: knob tcp_rmem=" in refused[0], err
+    assert f"was set to '{FOREIGN}' by someone else" in refused[0] and \
+        "abtui no longer sets it" in refused[0], refused
+    assert _rmem(lab) == {changed: FOREIGN, other: rmem_kept[other]}
+    assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []

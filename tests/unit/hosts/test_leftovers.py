@@ -33,7 +33,7 @@ class LocalLink:
         self.alias, self.state, self.ends = "h", state, ends
         self.killed: list[int] = []
 
-    async def run(self, command, timeout=10.0, isolate=True):
+    async def run(self, command, timeout=10.0, isolate=True, **_kw):
         done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
         return CommandResult(done.returncode, done.stdout, done.stderr)
 

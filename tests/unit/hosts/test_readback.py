@@ -44,7 +44,7 @@ class FakeLink:
         self.values = {"net.x": "1"}
         self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
 
-    async def run(self, command, timeout=10.0, isolate=True):
+    async def run(self, command, timeout=10.0, isolate=True, **_kw):
         self.log.append((self.alias, command))
         verb, key, *rest = command.split()
         if key not in self.values:

@@ -45,7 +45,7 @@ class FakeLink:
     async def close(self):
         return None
 
-    async def run(self, command, timeout=10.0, isolate=True):
+    async def run(self, command, timeout=10.0, isolate=True, **_kw):
         verb, key, *rest = command.split()
         if verb == "write":
             WRITES.append(rest[0])

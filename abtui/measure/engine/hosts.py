@@ -5,7 +5,8 @@ abtui.hosts.restore.Orphans), ended once the link is back.
 Every link takes its host's lease (abtui.remote.lease): nothing is changed on any host when
 another abtui drives one of them, or when one host's key is in doubt; every host reached is
 recorded in the undo journal before any knob is set, so `abtui recover` can reach it after a
-crash.
+crash. Once the leases are held, what a dead controller's journal still lists on these hosts
+(its iperf3 and ping) is ended, or the session refuses (abtui.hosts.leftovers).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
 from abtui.hosts.connect import held_line, open_hosts, probe_tunnels
+from abtui.hosts.leftovers import end_leftovers
 from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.measure.ports import Emit
@@ -80,6 +82,13 @@ class HostPool:
             self.links = {}
             raise AbtuiError("; ".join(doubted) + "; nothing was changed on any host "
                              "(update known_hosts if the new key is expected)")
+        try:  # no flow but ours: a dead controller's runs end before anything is measured
+            await end_leftovers({a: link for a, link in self.links.items()
+                                 if self.connected(a)}, self._said)
+        except AbtuiError:
+            await self.close()
+            self.links = {}
+            raise
         await probe_tunnels(self.profile, hosts)
         for alias, facts in hosts.facts.items():
             self._emit(Event.of(events.Facts(facts=asdict(facts)), host=alias))
@@ -103,6 +112,10 @@ class HostPool:
             for link in self.links.values():
                 self.journal.host(HostRecord(link.alias, link.ssh_config, link.known_hosts,
                                              link.sudo))
+
+    def _said(self, alias: str, line: str) -> None:
+        """A note of what was done on a host before measuring (a mark on its timeline)."""
+        self._emit(Event.of(events.Mark(text=line.removeprefix(f"{alias}: ")), host=alias))
 
     def connected(self, alias: str) -> bool:
         link = self.links.get(alias)

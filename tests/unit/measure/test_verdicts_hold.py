@@ -121,8 +121,10 @@ def test_a_periodic_load_and_slow_flips_no_longer_make_false_claims() -> None:
 def test_a_value_dead_in_7_of_20_stretches_is_never_no_difference() -> None:
     """The small value stops the traffic in 7 of its 20 stretches (the engine ended the run,
     nothing arrives after); before, those blocks were left out and the line read "no
-    difference of 1% or more". Now they count, and the line says so. A stretch in which no
-    interval counted while the run was not failing is missing data instead, said as such."""
+    difference of 1% or more". Now the deaths are counted per value and judged on their own
+    (issue 45: not as a rate inside the log ratios): it is called worse by its deaths, and
+    the line says how often each value died. A stretch in which no interval counted while the
+    run was not failing is missing data instead, said as such."""
     rng = np.random.default_rng(7)
     dead = set(rng.choice(20, 7, replace=False))
     seen: dict[str, int] = {BIG: 0, SMALL: 0}
@@ -144,12 +146,12 @@ def test_a_value_dead_in_7_of_20_stretches_is_never_no_difference() -> None:
         empty.stretches.begin(i, value)
     empty.stretches.close(full=True)
     (row,) = empty.summary()
-    assert "1 stretch left out: no interval counted in it" in row and "moved nothing" not in \
-        row, row
+    assert "1 stretch left out: no interval counted in it" in row and "died" not in row, row
     assert "no difference" not in line, line
-    assert f"{SMALL} moved nothing in 7 of 20 stretches" in line, line
+    assert f"{SMALL} died in 7 of 20 stretches, {BIG} in 0" in line, line
     got = v.current()[("A", SMALL)]
-    assert got.delta is not None and got.delta.pct < -30, line
+    assert got.significant and got.by_deaths == 1 and got.verdict == "dies more", line
+    assert v.table()[0]["verdict"] == "significant (deaths)"
 
 
 # ---- 4. resolution-aware -------------------------------------------------------------------

@@ -94,7 +94,7 @@ def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
     """The gate's lines on stderr, and its exit code: 0 every case tested passed, 1 a
     regression, 3 (EXIT_INCONCLUSIVE) neither; nothing tested is never a pass."""
     from abtui.core.errors import EXIT_INCONCLUSIVE
-    from abtui.reports.gate import UNTESTED, resolution
+    from abtui.reports.gate import BLIND, UNTESTED, resolution
 
     def say(text: str) -> None:
         print(f"abtui: {text}", file=sys.stderr)
@@ -115,6 +115,7 @@ def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
         f"runs, {len(by[UNMATCHED])} not matched ({CONTROL} controlled over the {tested} "
         f"case{'s' if tested != 1 else ''} tested)")
     say(resolution(cases, threshold).line())
+    say(BLIND)
     if by[REGRESSION]:
         return EXIT_FAILED
     if not tested:

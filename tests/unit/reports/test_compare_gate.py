@@ -273,3 +273,17 @@ def test_runs_equal_at_the_printed_digit_are_no_regression() -> None:
     assert case.delta is not None and case.delta.low is not None and case.delta.high is not None
     assert case.delta.low < 0 < case.delta.high
     assert "Δ of 20 % trimmed means" in case.line()
+
+
+def test_the_gate_says_what_it_cannot_see(capsys: pytest.CaptureFixture[str]) -> None:
+    """Drift that differs per configuration between the sessions reads as the change (issue
+    45): every gate says so, with the false-alarm rates measured by the bench, and points to
+    the in-session alternation; the module's docstring carries the same figures."""
+    main(["compare", BASE, SAME, "--fail-on-regression", "2%"])
+    err = capsys.readouterr().err
+    assert gate.BLIND in err
+    for spread, at0, at2 in gate.CONFIG_DRIFT_ALARMS:
+        assert f"{spread:g}% apart: false alarms in {at0:.2f} of gates at threshold 0, " \
+               f"{at2:.2f} at 2%" in err
+    assert "abtui run --alternate" in err
+    assert gate.__doc__ is not None and "0.325" in gate.__doc__ and "0.91" in gate.__doc__

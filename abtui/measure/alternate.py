@@ -496,7 +496,8 @@ class Verdicts:
                  *([f"{empty} stretch{'es' if empty != 1 else ''} left out: no interval "
                     f"counted in {'them' if empty != 1 else 'it'}"] if empty else [])]
         return f"{pair}: {self.stretches.knob}={value} vs {base}: " \
-               f"{got.line(self.blocks())}" + (f" [{'; '.join(notes)}]" if notes else "")
+               f"{got.line(self.blocks(), (value, base))}" + \
+               (f" [{'; '.join(notes)}]" if notes else "")
 
     def summary(self) -> list[str]:
         return [self.line(k, a) for k, a in self.current().items()]

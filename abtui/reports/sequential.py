@@ -4,7 +4,9 @@ The alternation runs in *blocks* whose order is drawn at random (abtui.measure.a
 .schedule): for two values four stretches, each value twice, in one of the six balanced
 orders (BALANCED); for more a permutation. Each complete block gives, per pair and compared
 value, one sample: the mean log rate of that value's stretches in the block less the base's
-(`contrasts`; a stretch that moved nothing counts at DEAD_SHARE of the pair's median).
+(`contrasts`; a block with a stretch that moved nothing is left out: deaths are judged on
+their own, abtui.reports.deaths, and a first-order carryover is fitted beside the ratios,
+abtui.reports.carryover).
 Drift, warm-up and slowly varying noise are nearly the same within a block and cancel;
 periodic interference lands on either value by the draw. The rule is a paired t on these
 block log ratios, looked at once per complete block:
@@ -558,7 +560,7 @@ class Assessment:
     max_runs: int
     min_effect: float = DEFAULT_MIN_EFFECT
     within: bool = False  # not significant, the interval inside ±min_effect
-    dead: int = 0  # stretches of either value that moved nothing (counted, at DEAD_SHARE)
+    dead: int = 0  # stretches of either value that moved nothing (judged apart: deaths)
     # significant with the interval's near end within half of Δ: an early stop's Δ may then
     # overstate the effect materially (far beyond its boundary, the look's selection is not)
     close: bool = False
@@ -585,16 +587,17 @@ class Assessment:
             return f"{self.delta.pct:+.1f}%"
         return "~" if self.n >= FIRST_LOOK else "?"
 
-    def line(self, blocks: int | None = None) -> str:
+    def line(self, blocks: int | None = None, names: tuple[str, str] | None = None) -> str:
         """`Δgeo -12.2% [-14.0, -8.1] significant (3 blocks; stopped early: Δ may overstate
         the effect)` or `Δgeo … ~ (4 blocks), about 6 more blocks to resolve 1%`.
 
         `blocks`: the complete blocks of the schedule so far (the count an alternation's
         header gives). A comparison judged on fewer says so with that count: one decided at
         an earlier look says at which, and one that left blocks out (its stretch on this
-        pair was cut short by a stop or had no sample) how many."""
+        pair was cut short by a stop or had no sample) how many. `names`: the value and the
+        base, for a carryover's note."""
         ns = self._blocks(blocks)
-        carry = f"; {self.carry.text()}" if self.carry is not None else ""
+        carry = "" if self.carry is None else f"; {self.carry.text(*(names or ()))}"
         if self.by_deaths:
             rate = f"{DELTA_LABEL} {self._delta_text()} on the stretches that moved; " \
                 if self.delta is not None else ""
@@ -664,8 +667,8 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
     """The look these block log ratios (value vs base, one per complete block) make: the
     paired repeated interval (its spread never below `floor`, the figures' precision; the
     randomisation floor checked first, whatever the spread), the verdict from it, and the
-    blocks still needed. `dead`: stretches of either value that moved nothing (counted in
-    the ratios at DEAD_SHARE): such a comparison never says "no difference". `options`
+    blocks still needed. `dead`: stretches of either value that moved nothing (their blocks
+    left out of the ratios): such a comparison never says "no difference". `options`
     (blocks × arrangements, as `contrasts` gives them): a claim also needs the randomisation
     p of its t at most the look's level (`randomisation_p`); `tss` (blocks of four) pools
     the spread within blocks (`cumulative`). `died` (Contrasts.dead, this comparison's: the

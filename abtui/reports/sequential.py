@@ -541,12 +541,17 @@ class Carry(NamedTuple):
     high: float
     adjusted: stats.Delta
     separated: bool
+    shown: bool = True  # False: none shown, but the adjusted effect does not confirm the claim
 
     def text(self, value: str = "the value", base: str = "the base") -> str:
+        tail = "" if self.separated else ": a difference not separated from it"
+        if not self.shown:
+            return f"a carryover not excluded (a stretch after {value} runs {self.pct:+.1f}% " \
+                   f"[{self.low:+.1f}, {self.high:+.1f}] against one after {base}); adjusted " \
+                   f"for it {DELTA_LABEL} {self.adjusted}{tail}"
         return f"carryover: a stretch after {value} runs {self.pct:+.1f}% [{self.low:+.1f}, " \
                f"{self.high:+.1f}] against one after {base}; adjusted for it {DELTA_LABEL} " \
-               f"{self.adjusted}" + ("" if self.separated else
-                                     ": a difference not separated from it")
+               f"{self.adjusted}{tail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -694,7 +699,7 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
         significant = bool(randomisation_p(first, floor, None if tss is None else tss[None])[0]
                            <= design.nominal(n))
     delta = stats.Delta(_pct(mean), _pct(mean - half), _pct(mean + half))
-    said = _carry(carry, design, n, mean) if carry is not None else None
+    said = _carry(carry, design, n, mean, significant) if carry is not None else None
     if said is not None and not said.separated:
         significant = False
     inside = not significant and not dead and said is None and \
@@ -726,14 +731,18 @@ def _deaths(died: Any, design: Design) -> tuple[bool, int]:
     return True, int(np.sign(obs.sum())) if p[-1] <= level else 0
 
 
-def _carry(sums: Any, design: Design, n: int, mean: float) -> Carry | None:
-    """The carryover the fit at this look shows (None: none shown, or too few stretches)."""
+def _carry(sums: Any, design: Design, n: int, mean: float, claimed: bool) -> Carry | None:
+    """The carryover the fit at this look shows, or, when the log ratios `claimed` a
+    difference, one it cannot exclude that the adjusted effect does not confirm (None:
+    neither)."""
     from scipy.stats import t as student_t
 
     fit = carryover.fits(carryover.Sums(*(np.asarray(x)[None] for x in sums)))
     tau, tau_se, gamma, gamma_se, df = (float(np.asarray(x)[(0,) * (np.ndim(x) - 1) + (-1,)])
                                         for x in fit)
-    if not bool(carryover.shown(gamma, gamma_se, df)):
+    shown = bool(carryover.shown(gamma, gamma_se, df))
+    confirmed = bool(carryover.confirms(tau, tau_se, df, mean))
+    if not shown and (confirmed or not claimed):
         return None
     q = float(student_t.isf(carryover.CARRY_LEVEL / 2, df))
     level = float(design.nominal(n))
@@ -742,7 +751,8 @@ def _carry(sums: Any, design: Design, n: int, mean: float) -> Carry | None:
         else math.inf
     adjusted = stats.Delta(_pct(tau), _pct(tau - h), _pct(tau + h))
     return Carry(_pct(gamma), _pct(gamma - q * gamma_se), _pct(gamma + q * gamma_se),
-                 adjusted, bool(abs(tau) > h and np.sign(tau) == np.sign(mean)))
+                 adjusted, shown and confirmed and bool(abs(tau) > h and
+                                                        np.sign(tau) == np.sign(mean)), shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -845,7 +855,8 @@ def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT,
                     (np.sign(fit.tau[..., j]) == np.sign(m)) & \
                     attainable(n, nominal, levels[0].arrangements)
                 said[..., si] = sh
-                rate &= ~sh | ok
+                rate &= (~sh | ok) & carryover.confirms(fit.tau[..., j], fit.tau_se[..., j],
+                                                        fit.df[..., j], m)
             new = (decided == 0) & (rate | (dies != 0))
             if not new.any():
                 break

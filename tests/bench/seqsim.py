@@ -245,7 +245,9 @@ class Timed:
     with probability `dead_p`, on any value; `quantise`: each interval's rate printed with 3
     significant digits (around `level`); `sd` independent noise a stretch and pair; `drift`
     over the run. `restart` "every": every boundary restarts the runs, kept value or
-    changed (each restart drawn from `flip_s`, no pause drawn instead). `carry`: a stretch
+    changed, as the engine's `again` does (each boundary's restart drawn from `flip_s`, the
+    new runs' interval clock from its end; a kept value's boundary then pauses until it has
+    lasted as long as one of the changes so far, drawn, as drive pads it). `carry`: a stretch
     after one of value 1 on the same pair is that much (log) faster, whatever it runs (a
     value with an after-effect); `dead_value`: a stretch of value 1 dies with this
     probability (the value's doing); `dead_one`: one stretch of each run, drawn, dies on
@@ -345,22 +347,27 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
             counted_from = t + f[:, s]
             last_arrival = end[:, s]
         else:
+            took = np.zeros(runs)
             if s:
                 took = f[:, s]
-                if pad and not every:  # one of the flips so far, drawn (none yet: no pause)
+                if pad:  # one of the flips so far, drawn (none yet: no pause)
                     seen = flip[:, 1:s]
                     count = seen.sum(1)
                     pick = np.floor(rng.random(runs) * np.maximum(count, 1)).astype(int)
                     rank = np.cumsum(seen, 1) - 1
                     chosen = (rank == pick[:, None]) & seen
                     typical = (np.where(chosen, f[:, 1:s], 0.0)).sum(1)
-                    took = np.where(flip[:, s], took, typical)
+                    # restarting at every boundary, a kept value's boundary restarts the
+                    # runs too (f: its restart) and then pauses until it has lasted as long
+                    # as the drawn change (drive: max(0, drawn - took))
+                    took = np.where(flip[:, s], took, np.maximum(took, typical) if every
+                                    else typical)
                 t = end[:, s - 1] + took + window
             begin[:, s], end[:, s] = t, t + 1.0
             counted_from = t
             last_arrival = end[:, s]
-        if every:
-            origin = begin[:, s] + f[:, s] + 0.02
+        if every:  # the runs restarted f into the boundary, before its pause and window
+            origin = begin[:, s] - window - took + f[:, s] + 0.02
         elif sc.restart:
             origin = np.where(flip[:, s], begin[:, s] + f[:, s] + 0.02, origin)
         k0 = np.ceil((counted_from - origin) / L - 1e-9)

@@ -42,11 +42,15 @@ and the gate's Δ are ratios of means, and each line names its own.
 
 Measured by simulation of these functions driven by the project's own schedule and boundary
 (tests/bench/bench_seq.py; docs/sequential.md has the tables): A/A family false claims at most
-0.055 over 70 scenarios (1 × 2, 2 × 2 and 1 × 3 families; periodic loads of 2–7 stretches and
+0.056 over 70 scenarios (1 × 2, 2 × 2 and 1 × 3 families; periodic loads of 2–7 stretches and
 one block with flips of up to 3 stretches, dead stretches, 3-digit rates, drift, AR(1),
-stalls; last round's rule 0.07–0.29 in the periodic ones); power at 3 % / 3 % 0.811 within 20
-stretches a value, 0.814 with a −5 % drift; a difference of ten times the noise called after
-a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of the order, not
+stalls; last round's rule 0.07–0.29 in the periodic ones); restarting the runs at every
+boundary under periodic loads of 2–7 stretches, and a value with no effect of its own and an
+after-effect of 3–10 % (blocks and crossover), each within 0.06; power at 3 % / 3 % 0.804
+within 20 stretches a value, 0.793 with a −5 % drift, 0.708 with one dead stretch of 40 (an
+A/A run's printed |Δ| then 0.6 % at the median); a value dying in 35 % of its stretches
+called worse 0.77 of the time, never "no difference"; a difference of ten times the noise
+called after a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of the order, not
 per seed: `--seed N` replays one order's luck.
 
 scipy is imported lazily (the console starts without it).

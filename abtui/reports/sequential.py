@@ -50,8 +50,8 @@ after-effect of 3–10 % (blocks and crossover), each within 0.06; power at 3 % 
 within 20 stretches a value, 0.793 with a −5 % drift, 0.708 with one dead stretch of 40 (an
 A/A run's printed |Δ| then 0.6 % at the median); a value dying in 35 % of its stretches
 called worse 0.77 of the time, never "no difference"; a difference of ten times the noise
-called after a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of the order, not
-per seed: `--seed N` replays one order's luck.
+called after a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of
+the order, not per seed: `--seed N` replays one order's luck.
 
 scipy is imported lazily (the console starts without it).
 """

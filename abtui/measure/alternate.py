@@ -681,7 +681,7 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
         # as long as a change: one of those so far, drawn; at every boundary when each
         # restarts the runs (`again`: a kept value's boundary takes a restart of its own, and
         # padding it alone to a drawn change made kept boundaries the longer ones: A/A false
-        # claims 0.067 under a load of 2 stretches), else where the value is kept
+        # claims 0.077 under a load of 2 stretches), else where the value is kept
         drawn = pad.choice(flips) if flips and (again is not None or not changed) else None
         if changed:
             flips.append(took)

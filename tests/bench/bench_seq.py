@@ -219,7 +219,7 @@ RECORDS = [seq_false_claim_rate, seq_power, verdict_stretches_10x, seq_estimate_
 # a knob whose every boundary restarts the runs, kept value or changed, under periodic loads
 RESTART_PERIODS = (2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0)
 # 26 cells each near α: at 2 000 runs (standard error 0.005) the largest of them read 0.067 once
-# (periodic 7, 1 x 2; 0.053 at periodic 2, where padding only the kept boundaries read 0.067)
+# (periodic 7, 1 x 2; 0.044 at 4 000)
 RESTART_RUNS = 2 * RUNS
 # a value with no effect of its own and an after-effect on the next stretch (log)
 CARRIES = (0.03, 0.05, 0.10, -0.05, -0.10)

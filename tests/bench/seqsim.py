@@ -248,7 +248,7 @@ class Timed:
     changed, as the engine's `again` does (each boundary's restart drawn from `flip_s`, the
     new runs' interval clock from its end), then pauses until it has lasted as long as one
     of the changes so far, drawn, as drive pads it; "every, kept": only a kept value's
-    boundary pauses so (drive before: 0.067 false claims under a load of 2 stretches).
+    boundary pauses so (drive before: 0.077 false claims under a load of 2 stretches).
     `carry`: a stretch after one of value 1 on the same pair is that much (log) faster,
     whatever it runs (a value with an after-effect); `dead_value`: a stretch of value 1
     dies with this probability (the value's doing); `dead_one`: one stretch of each run,

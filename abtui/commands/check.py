@@ -20,6 +20,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from abtui.core import signals
+
 if TYPE_CHECKING:
     from abtui.core.model import Knob, Profile
     from abtui.hosts.connect import Hosts
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         if args.lab:
             profile = _on_lab(profile)
         with lease.hold(lease.labs_of(profile)):
-            ok = asyncio.run(preflight(profile, _print))
+            ok = signals.run(preflight(profile, _print))
     return 0 if ok else 1
 
 
@@ -84,6 +86,9 @@ async def preflight(profile: Profile, report: Report) -> bool:
             if alias in hosts.held:
                 say(False, f"{alias}: not checked: driven by {hosts.held[alias]} (one abtui "
                     "drives a host at a time)")
+                continue
+            if alias in hosts.unleased:
+                say(False, f"{alias}: not checked: {hosts.unleased[alias]}")
                 continue
             if alias in hosts.errors:
                 say(False, f"{alias}: unreachable: {hosts.errors[alias]}")
@@ -173,12 +178,16 @@ def runs_line(knob: Knob) -> str:
 async def _check_build(say: Report, manager: KnobManager, profile: Profile, knob: Knob) -> None:
     """Which of a kernel or module knob's builds each host runs now."""
     from abtui.core.model import Role
+    from abtui.hosts.builds import INDISTINCT, TELL_APART
 
     found = await manager.current(knob, [p for p in profile.pairs
                                          if not knob.pairs or p.label in knob.pairs])
     for label, roles in found.items():
         for role, value in roles.items():
             host = profile.pair(label).host(Role(role))
+            if value.endswith(INDISTINCT):  # a switch between them could not be verified
+                say(False, f"{host}: knob {knob.name}: runs {value}: {TELL_APART}")
+                continue
             listed = value in knob.values
             say(True, f"{host}: knob {knob.name}: runs {value}"
                 + ("" if listed else " (none of its values)"))
@@ -200,14 +209,15 @@ async def _check_setting(manager: KnobManager, knob: Knob,
             dialect.normalize(setting, value)
         except AbtuiError as exc:
             bad.append(str(exc))
+    # the key, and the value as sysctl prints it (its tabs as spaces, not `\t`)
+    now = f"{setting.key} = {' '.join(current.split())!r}"
     try:
         await manager.write(target.host, setting, current)
     except AbtuiError as exc:
-        return False, f"= {current!r}, not writable: {getattr(exc, 'reason', exc)}"
+        return False, f"{now}, not writable: {getattr(exc, 'reason', exc)}"
     if bad:
-        return False, f"= {current!r}, writable, but {'; '.join(bad)}"
-    shown = " ".join(current.split())
-    return True, f"{setting.key} = {shown!r}, readable and writable"
+        return False, f"{now}, writable, but {'; '.join(bad)}"
+    return True, f"{now}, readable and writable"
 
 
 def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:

@@ -1,12 +1,15 @@
 """`abtui run --headless`: the engine with no console; progress on stderr, events to a file.
 
-Whatever ends the run (the plan done, the duration up, an error, Ctrl-C), the engine is shut
-down: knobs restored, every remote process ended, links closed, the session file complete.
+Whatever ends the run (the plan done, the duration up, an error, ctrl+c, SIGTERM, SIGHUP:
+abtui.core.signals), the engine is shut down: knobs restored, every remote process ended, links
+closed, the session file complete; anything left set is said with the `abtui recover` line and
+a non-zero exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -97,7 +100,9 @@ class RunRates:
                 # a phase closed, with the values it had (the pair's own have moved on)
                 self.phase_config.setdefault(pair, {})[phase] = \
                     {str(k): str(v) for k, v in config.items()}
-            case events.KnobChanged(knob=knob, value=value, pairs=pairs):
+            case events.KnobChanged(knob=knob, value=value, pairs=pairs) | events.Drift(
+                    knob=knob, value=value, pairs=pairs, since=float()):
+                # (a drift read back: the host's value, set by someone else, from now on)
                 self.named += [] if knob in self.named else [str(knob)]
                 for label in pairs or []:
                     self.config.setdefault(label, {})[str(knob)] = str(value)
@@ -188,6 +193,8 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
             return f"{knob} = {value} on {', '.join(pairs or [])}"
         case events.Drift() as drift:
             return drift.line(event.host)
+        case events.Mark(text=text) if event.host:  # done on a host (a dead run's flow ended)
+            return f"{who}{text}"
         case events.BuildSwitch() as switch:
             return switch.line(event.host)
         case events.Restore(ok=ok, knob=knob, message=message, left=left) if not ok:
@@ -305,7 +312,8 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
         why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),
-                          verdicts, say, duration, again=anew(engine))
+                          verdicts, say, duration, again=anew(engine),
+                          check=engine.read_back)
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
@@ -385,10 +393,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     folder, compacted when it ends."""
     stream = progress or sys.stderr
     answer: str | None = None
+    ended: int | None = None  # the exit code of a run that stopped early
     bisected: Bisection | None = None
 
     def say(line: str) -> None:
-        print(f"abtui: {line}", file=stream, flush=True)
+        # a terminal that has gone (SIGHUP) is no reason to stop setting hosts back
+        with contextlib.suppress(OSError, ValueError):
+            print(f"abtui: {line}", file=stream, flush=True)
 
     # the knobs a line names: what this run varies (and every knob a flip changes later)
     varied = [alternation.knob] if alternation is not None else \
@@ -420,7 +431,7 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                     await engine.set_knob(knob, value)
                 except KnobRefused as exc:  # exit 2 for a value abtui itself rejects
                     say(f"--set {knob}={value} refused, not started: {exc}")
-                    return exc.exit_code
+                    raise _NotStarted(exc.exit_code) from None
             setting = False
             if alternation is not None:
                 await _alternate(engine, profile, alternation, duration, say)
@@ -439,26 +450,41 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             else:
                 await session.start("plan")
                 await engine.wait()
+    except _NotStarted as exc:
+        ended = exc.code
     except KnobRefused as exc:  # a flip of the alternation refused: it cannot go on
         say(f"{'bisect' if bisection is not None else '--alternate'}: {exc}; stopped")
-        return EXIT_FAILED
+        ended = EXIT_FAILED
     except WriteFailed as exc:  # the session file: stopped, the hosts set back
         say(f"{exc}; stopped, {_set_back(engine)}")
         return EXIT_FAILED
+    except asyncio.CancelledError:  # ctrl+c, SIGTERM, SIGHUP (abtui.core.signals)
+        say(f"stopped, {_set_back(engine)}")
+        raise
     finally:
         if session.write_error is None and session.closed is not None:
             say(f"session written to {session.closed}")
     if session.write_error is not None:  # the journal whole, its compaction failed
         say(session.write_error)
-    if engine.not_restored:
+    if engine.not_restored:  # whatever ended the run, the recover line and a failure
         say(_set_back(engine))
     if session.write_error or engine.not_restored:
-        return EXIT_FAILED
+        return ended or EXIT_FAILED
+    if ended is not None:
+        return ended
     if bisection is not None:  # runs that failed under it are said; the answer decides
         if bisected is not None:
             print(bisected.result_line(), flush=True)  # the answer, on stdout for scripts
         return EXIT_INCONCLUSIVE if answer == UNDECIDED else EXIT_OK
     return EXIT_FAILED if engine.failed_runs else EXIT_OK
+
+
+class _NotStarted(Exception):
+    """A --set value refused: the run ends before it starts, exiting `code`."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def _set_back(engine: Engine) -> str:

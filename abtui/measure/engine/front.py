@@ -34,6 +34,7 @@ from abtui.hosts.applier import HostKnobs
 from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
+from abtui.measure.engine.drift import DriftWatch
 from abtui.measure.engine.hosts import HostPool
 from abtui.measure.engine.knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine.runs import RunScheduler
@@ -106,6 +107,9 @@ class Engine:
         self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
                                      self.runs, self.emit, self.tasks)
         self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
+        # every setting the session set, read back while measuring (someone else's change)
+        self.drift = DriftWatch(profile, self.book, self.hosts, self.gate, self.knobs,
+                                self.runs, self.emit)
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False
@@ -147,13 +151,20 @@ class Engine:
 
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None,
                        again: bool = False) -> None:
+        await self.drift.check()  # someone else's value is seen before anything is written
         await self.knobs.set_knob(knob, value, pairs, again)
 
     async def set_values(self, knob: str, values: Mapping[str, str],
                          again: bool = False) -> None:
         """Each pair its own value of `knob`, in one change (KnobChanger.set_values: a
         crossover's boundary); `again`: a build knob's hosts boot even an unchanged build."""
+        await self.drift.check()
         await self.knobs.set_values(knob, values, again)
+
+    async def read_back(self) -> None:
+        """Every setting the session set read back now (an alternation's stretch boundary):
+        what someone else changed is a DRIFT event, its pairs' phases split (drift)."""
+        await self.drift.check()
 
     @property
     def plan_run_seconds(self) -> int:
@@ -179,6 +190,7 @@ class Engine:
         t = now()
         for phases in self.book.phases.values():
             phases.open_at(t)
+        self.drift.start()
         if mode == "plan":
             self.tasks.spawn(self._plan_loop(steps))
             return
@@ -193,7 +205,9 @@ class Engine:
         so a chunk that ends is followed by the next one without a set-up gap. A run that
         failed after the pair had measured (a stall, a link down) is started again with a
         growing pause (RETRY_BACKOFF_S) until it measures again; one that never measured
-        ends the pair's loop unless it stalled (`never_measured`)."""
+        ends the pair's loop unless it stalled (`never_measured`). A pair is never silently
+        left out: one whose hosts have not come back within RECONNECT_WAIT_S is said (one
+        line naming it) and waits for them, and a restart that did not start is retried."""
         label = run.label
         measured = False
         while True:
@@ -201,8 +215,9 @@ class Engine:
             run = await self.runs.stream(run)
             measured = measured or run.reader.count > 0
             spare = await ahead
-            done = self.runs.stopping or never_measured(run, measured) or (
-                run.status == "incomplete" and not await self._links_back(run))
+            done = self.runs.stopping or never_measured(run, measured)
+            if not done and run.status == "incomplete" and not await self._links_back(run):
+                done = not await self._hosts_back(run)
             if spare is not None and (done or run.status != "ok"):
                 await spare.cleanup()  # not for a run that failed, or one that must change
                 spare = None
@@ -214,6 +229,8 @@ class Engine:
                 again = await self._retry(label)
             else:
                 again = await self.runs.start_group([label], self._seconds(plan=False))
+            if not again and not self.runs.stopping:  # it did not start: never left out
+                again = await self._retry(label)
             if not again:
                 return
             run = again[0]
@@ -244,6 +261,21 @@ class Engine:
         await run.finished.wait()
         return prepared[0] if prepared else None
 
+    async def _hosts_back(self, run: PairRun) -> bool:
+        """A pair whose hosts did not come back within RECONNECT_WAIT_S: said once, then
+        waited for until they do (True) or measuring stops (False)."""
+        if self.runs.stopping:
+            return False
+        self.emit(Event.of(events.Error(
+            message=f"pair {run.label}: its hosts have not answered for {RECONNECT_WAIT_S:g} s "
+                    "since its run was cut; it measures again once they do"), pair=run.label))
+        while not self.runs.stopping:  # looked at every second: a stop is not held up
+            back = await asyncio.gather(run.sender.wait_connected(1.0),
+                                        run.receiver.wait_connected(1.0))
+            if all(back):
+                return not self.runs.stopping
+        return False
+
     async def _links_back(self, run: PairRun) -> bool:
         ok = await asyncio.gather(run.sender.wait_connected(RECONNECT_WAIT_S),
                                   run.receiver.wait_connected(RECONNECT_WAIT_S))
@@ -254,6 +286,10 @@ class Engine:
         await self.tasks.wait()
 
     async def stop(self) -> None:
+        await self.drift.stop()
+        if self._started:  # a change since the last read is seen before the phases close
+            with contextlib.suppress(AbtuiError, OSError):
+                await self.drift.check()
         self.runs.stop_releasing()
         self._stopped.set()
         await self.runs.stop_all()

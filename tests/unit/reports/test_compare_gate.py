@@ -287,3 +287,14 @@ def test_the_gate_says_what_it_cannot_see(capsys: pytest.CaptureFixture[str]) ->
                f"{at2:.2f} at 2%" in err
     assert "abtui run --alternate" in err
     assert gate.__doc__ is not None and "0.325" in gate.__doc__ and "0.91" in gate.__doc__
+
+
+def test_a_gate_whose_every_case_passed_does_not_ask_for_more_runs() -> None:
+    """"6 pass" then "a pass needs more than 1000 runs a side" (issue 49): once every case
+    tested passed, the resolution line says what a lone regression would have needed and
+    no run count; one that did not pass still gives it."""
+    case = gate.GateCase("A", "x=1", gate.PASS, "")
+    passed = gate.Resolution(3.2, case, 5000, passed=True).line()
+    assert "a pass needs" not in passed and "would have shown from 3.2%" in passed
+    failed = gate.Resolution(3.2, case, 5000).line()
+    assert "a pass needs more than" in failed

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
@@ -17,6 +18,9 @@ from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
 from abtui.core.text import visible
 from abtui.reports.gate import CONTROL, INCONCLUSIVE, PASS, REGRESSION, UNMATCHED, GateCase
 from abtui.reports.matching import MODES
+
+if TYPE_CHECKING:
+    from abtui.reports.host_state import Change
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +90,21 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if threshold is None:
         return EXIT_OK
+    host_lines(compare.host_changes(left, right))
     return verdict(cases, threshold, args.allow_inconclusive, args.match)
+
+
+def host_lines(changes: list[Change]) -> None:
+    """Before the gate's answer, on stderr: every difference between the sessions' hosts
+    beside the knobs (the same as compare's table), since the gate judges their effect
+    with the change it was run for."""
+    if not changes:
+        return
+    print(visible(f"abtui: the hosts differ beside the knobs in {len(changes)} setting"
+                  f"{'s' if len(changes) != 1 else ''}; the results include their effect:"),
+          file=sys.stderr)
+    for c in changes:
+        print(visible(f"abtui:   {c.line()}"), file=sys.stderr)
 
 
 def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,

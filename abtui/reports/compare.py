@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.core.configuration import config_id
-from abtui.reports import matching, stats
+from abtui.reports import host_state, matching, stats
 from abtui.reports.formatting import (
     fmt_cell,
     fmt_compare,
@@ -86,6 +86,7 @@ def markdown(left: Session, right: Session, units: str = "bits", match: str = "c
     seen: list[stats.Delta | None] = []
     body, unit = _table(left, right, table, False, seen, units)
     head = [f"# compare {left.name} → {right.name}", "",
+            *host_state.compare_section(left, right, _pair_map(left, right)),
             f"throughput in {unit}. " + legend(left.name), ""]
     out = [*head, body]
     if any(c.samples_rx for r in table for c in (r["left"], r["right"]) if c):
@@ -153,7 +154,18 @@ def to_json(left: Session, right: Session, match: str = "config") -> dict[str, A
             "ci_missing": d.why if d and d.low is None else None,
             "verdict": v.to_json() if v else None,
         })
-    return {"left": left.name, "right": right.name, "rows": out}
+    pairs = _pair_map(left, right)
+    return {"left": left.name, "right": right.name,
+            "host_state": host_state.to_json(host_state.between(left, right, pairs)),
+            "host_state_within": {s.name: host_state.to_json(host_state.within(s))
+                                  for s in (left, right)},
+            "rows": out}
+
+
+def host_changes(left: Session, right: Session) -> list[host_state.Change]:
+    """Every difference between the two sessions' hosts beside the knobs (the gate says
+    how many)."""
+    return host_state.between(left, right, _pair_map(left, right))
 
 
 # ---- the regression gate (abtui.reports.gate) ------------------------------------------------

@@ -71,11 +71,12 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
-    from abtui.reports import alternation, bisection
+    from abtui.reports import alternation, bisection, host_state
 
     out += bisection.markdown(session)  # a bisection's answer first, when one ran
     out += alternation.markdown(session)  # the answer first, when an alternation ran
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
+    out += host_state.report_section(session)  # its hosts changed while it measured
     units = units or "bits"
     out += ["## Hosts", "", _hosts(session), ""]
     options = _options(session)

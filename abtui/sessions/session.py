@@ -81,6 +81,10 @@ class Session(EventReader):
         # `abtui run --lab`: what the lab ran instead of what the profile names
         self.translations: list[dict[str, Any]] = []
         self.skews_ms: list[float] = []
+        # host -> moment ("start", "end") -> {"device", "items", "unavailable"} (HOST_STATE)
+        self.host_states: dict[str, dict[str, dict[str, Any]]] = {}
+        # traffic on a data link beyond iperf3's own (COMPETING), one dict each
+        self.competing: list[dict[str, Any]] = []
         self.end_reason: str | None = None
         self.kinds_seen: dict[str, int] = {}
         self._run_ix: dict[tuple[str, Any], int] = {}
@@ -314,6 +318,16 @@ class Session(EventReader):
 
     def on_original(self, ev: Event[events.Original], d: events.Original) -> None:
         self.originals.append({"t": ev.t, "host": ev.host, **ev.record()})
+
+    def on_host_state(self, ev: Event[events.HostStateRead], d: events.HostStateRead) -> None:
+        if ev.host is not None and d.moment in ("start", "end"):
+            self.host_states.setdefault(ev.host, {})[str(d.moment)] = {
+                "device": _text(d.device), "items": as_dict(d.items) or {},
+                "unavailable": as_dict(d.unavailable) or {}}
+
+    def on_competing(self, ev: Event[events.CompetingTraffic],
+                     d: events.CompetingTraffic) -> None:
+        self._record(self.competing, ev)
 
     def on_skew(self, ev: Event[events.Skew], d: events.Skew) -> None:
         if isinstance(d.skew_ms, int | float):

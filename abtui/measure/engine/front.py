@@ -34,6 +34,7 @@ from abtui.hosts.applier import HostKnobs
 from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
+from abtui.measure.engine.host_state import HostStateRecorder
 from abtui.measure.engine.hosts import HostPool
 from abtui.measure.engine.knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine.runs import RunScheduler
@@ -106,6 +107,7 @@ class Engine:
         self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
                                      self.runs, self.emit, self.tasks)
         self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
+        self.host_state = HostStateRecorder(profile, self.emit)
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False
@@ -137,6 +139,7 @@ class Engine:
             self.knobs.use(HostKnobs(self.profile, self.hosts.links, self.hosts.dialects,
                                      self.emit, self.hosts.journal))
         await self.knobs.read_current()
+        await self.host_state.record("start", self.hosts.links, self.hosts.dialects)
         await self.knobs.apply_initial()
 
     def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
@@ -344,6 +347,7 @@ class Engine:
         try:
             pending = await self.knobs.applier.restore()
         finally:
+            await self.host_state.record("end", self.hosts.links, self.hosts.dialects)
             self.runs.close()
             await self.hosts.end_orphans()
             await self.hosts.close()

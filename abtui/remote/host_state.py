@@ -206,8 +206,9 @@ _ITEM = {"sysctl": "net.* sysctls", "governor": "cpu governor", "cmdline": "kern
 
 
 def shown(item: str, device: str) -> str:
-    """An item as tables show it: the data device by its name (`data0 mtu`)."""
-    return item.replace(DEV, device or "data device", 1)
+    """An item as tables show it: a sysctl by its name, the data device by its name
+    (`net.ipv4.tcp_sack`, `data0 mtu`)."""
+    return item.removeprefix("sysctl ").replace(DEV, device or "data device", 1)
 
 
 def _split_sysctl(line: str) -> tuple[str, str, str]:

@@ -153,18 +153,23 @@ def to_json(changes: list[Change]) -> list[dict[str, str]]:
 
 
 def _unavailable_lines(*sessions: Session) -> list[str]:
-    said = []
+    """What hosts could not read, once per item and reason, naming the hosts (or "every
+    host") that said so."""
+    said: dict[tuple[str, str], list[str]] = {}
+    everyone = []
     for s in sessions:
         for host in s.host_states:
+            everyone.append(f"{s.name} {host}")
             got = reading(s, host) or {}
-            gone = _unavailable(got)
-            if gone:
-                dev = str(got.get("device") or "")
-                said.append(f"{s.name} {host}: " + "; ".join(
-                    f"{shown(k, dev)} ({v})" for k, v in sorted(gone.items())))
+            dev = str(got.get("device") or "")
+            for what, why in sorted(_unavailable(got).items()):
+                said.setdefault((shown(what, dev), why), []).append(f"{s.name} {host}")
     if not said:
         return []
-    return ["Not readable, so not compared: " + " · ".join(said), ""]
+    parts = [f"{what} ({why}) on "
+             + ("every host" if len(who) == len(everyone) else ", ".join(who))
+             for (what, why), who in said.items()]
+    return ["Not readable, so not compared: " + "; ".join(parts) + ".", ""]
 
 
 def _items(reading: Mapping[str, Any]) -> dict[str, str]:

@@ -38,6 +38,7 @@ from abtui.measure.engine.host_state import HostStateRecorder
 from abtui.measure.engine.hosts import HostPool
 from abtui.measure.engine.knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine.runs import RunScheduler
+from abtui.measure.engine.traffic import TrafficJudge
 from abtui.measure.engine.verify import HostGate, HostVerifier
 from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import DIRECTION_OPTIONS, PlanStep, expand
@@ -108,6 +109,8 @@ class Engine:
                                      self.runs, self.emit, self.tasks)
         self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
         self.host_state = HostStateRecorder(profile, self.emit)
+        self.traffic = TrafficJudge(profile.pairs, self.emit)  # no flow but ours
+        self.bus.subscribe(self.traffic.feed)
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False

@@ -19,6 +19,7 @@ from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
+from abtui.measure.engine.traffic import counters_for
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
 from abtui.measure.tasks import Tasks
@@ -136,7 +137,9 @@ class RunScheduler:
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs],
             cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
-                          if opts.host_cpu and a in self._pool.dialects})
+                          if opts.host_cpu and a in self._pool.dialects},
+            counters_for=counters_for(self._pool.dialects.get(pair.sender),
+                                      self._book.targets[label]))
         owner = OwnerOf(self._emit, self._book.classify, raw_sink=self.raw_sink,
                         book=self._pool.journal, orphan=self._pool.orphans.add)
         return self._make_run(spec, self._pool.links[pair.sender],

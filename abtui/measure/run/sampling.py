@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState, PingReply, PingSummary, Watch
+from abtui.measure.run.traffic import LinkCounterSampler
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     interrupt_group,
@@ -72,6 +73,9 @@ class RunSamplers:
             link = self.sender if watch.role.value == "sender" else self.receiver
             self._tasks.append(loop.create_task(self.sample_watch(watch, link)))
         period = max(self.spec.options.interval, CPU_MIN_PERIOD)
+        if self.spec.counters_for is not None:
+            counters = LinkCounterSampler(self.ctx, self.spec.counters_for, period)
+            self._tasks.append(loop.create_task(counters.run()))
         links = {link.alias: link for link in (self.sender, self.receiver)}
         for alias, link in links.items():
             command = self.spec.cpu_commands.get(alias)

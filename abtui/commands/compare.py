@@ -91,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
     if threshold is None:
         return EXIT_OK
     host_lines(compare.host_changes(left, right))
+    for line in compare.flagged(left, right, args.match):
+        print(visible(f"abtui: flagged, the gate's answer stands on it: {line}"),
+              file=sys.stderr)
     return verdict(cases, threshold, args.allow_inconclusive, args.match)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.core.configuration import config_id
-from abtui.reports import host_state, matching, stats
+from abtui.reports import flags, host_state, matching, stats
 from abtui.reports.formatting import (
     fmt_cell,
     fmt_compare,
@@ -107,11 +107,20 @@ def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
     body = []
     for r in table:
         lc, rc = r["left"], r["right"]
-        change = fmt_compare(lc, rc, rx, seen) if r["only"] is None else (
-            f"only in {left.name if r['only'] == 'left' else right.name}")
-        body.append([r["pair"], r["shown"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
-                     change])
+        change = fmt_compare(lc, rc, rx, seen) + _flagged(left, lc, right, rc) \
+            if r["only"] is None else (
+                f"only in {left.name if r['only'] == 'left' else right.name}")
+        body.append([r["pair"], r["shown"],
+                     fmt_cell(lc, div, rx) + flags.of_cell(left, lc).mark(),
+                     fmt_cell(rc, div, rx) + flags.of_cell(right, rc).mark(), change])
     return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit.name
+
+
+def _flagged(left: Session, lc: stats.Cell | None, right: Session,
+             rc: stats.Cell | None) -> str:
+    """A Δ made of flagged cells carries their flags (abtui.reports.flags)."""
+    words = [*flags.of_cell(left, lc).words, *flags.of_cell(right, rc).words]
+    return f" {flags.MARK} on {', '.join(dict.fromkeys(words))}" if words else ""
 
 
 def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
@@ -153,6 +162,8 @@ def to_json(left: Session, right: Session, match: str = "config") -> dict[str, A
             "ci_pct": [d.low, d.high] if d and d.low is not None else None,
             "ci_missing": d.why if d and d.low is None else None,
             "verdict": v.to_json() if v else None,
+            "flags": {"left": flags.of_cell(left, r["left"]).lines,
+                      "right": flags.of_cell(right, r["right"]).lines},
         })
     pairs = _pair_map(left, right)
     return {"left": left.name, "right": right.name,
@@ -160,6 +171,17 @@ def to_json(left: Session, right: Session, match: str = "config") -> dict[str, A
             "host_state_within": {s.name: host_state.to_json(host_state.within(s))
                                   for s in (left, right)},
             "rows": out}
+
+
+def flagged(left: Session, right: Session, match: str = "config") -> list[str]:
+    """One line per compared cell whose numbers carry a flag (abtui.reports.flags): what
+    the gate's answer for it stands on."""
+    out = []
+    for r in rows(left, right, match):
+        for s, c in ((left, r["left"]), (right, r["right"])):
+            for line in flags.of_cell(s, c).lines:
+                out.append(f"{s.name} {r['pair']} {r['shown']}: {line}")
+    return out
 
 
 def host_changes(left: Session, right: Session) -> list[host_state.Change]:

@@ -87,6 +87,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     if any(c.samples_rx for row in table.values() for c in row.values()):
         out += ["## Other direction (--bidir: receiver → sender)", "",
                 _pair_table(session, table, bp, True, seen, units), ""]
+    from abtui.reports import flags
+
+    out += flags.report_section(session, table)  # competing traffic, saturation
     udp = _udp(session, table)
     if udp:
         out += ["## UDP loss and jitter", "", udp, ""]
@@ -175,6 +178,7 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     """A configuration per row, a column per pair (its one figure), then each other pair's
     delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
     shown, never compared."""
+    from abtui.reports import flags
     from abtui.reports.naming import references
     from abtui.reports.procedure.sections import layout_of
 
@@ -187,8 +191,10 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     rows = []
     shown = labels(session, table, short=True)
     for config, row in table.items():
-        cells = [fmt_cell(row.get(p), div, rx) for p in session.pairs]
-        deltas = [fmt_compare(row.get(bp or ""), row.get(p), rx, seen) for p in others]
+        cells = [fmt_cell(row.get(p), div, rx) + flags.of_cell(session, row.get(p)).mark()
+                 for p in session.pairs]
+        deltas = [fmt_compare(row.get(bp or ""), row.get(p), rx, seen)
+                  + flags.delta_mark(session, row.get(bp or ""), row.get(p)) for p in others]
         rows.append([shown[config], *cells, *deltas])
     note = ("Figures, Δ and verdicts as above, for the way back (its own run-level values)."
             if rx else legend(bp or "the base pair"))

@@ -18,7 +18,7 @@ from typing import Any
 
 from abtui.core import events
 from abtui.core.configuration import config_label
-from abtui.core.cpu import busy_share, ticks
+from abtui.core.cpu import busy_share, softirq_share, ticks
 from abtui.core.events import AnyEvent, Event, EventReader
 from abtui.sessions.reader import time_of
 from abtui.sessions.records import (
@@ -281,7 +281,9 @@ class Session(EventReader):
         if series is None:
             series = self.cpu[(ev.pair, ev.host)] = cpu_columns()
         peak = max((b for b in map(busy_share, cpus) if b is not None), default=NAN)
-        series.append(ev.t, run, phase, *total, len(cpus) or 1, peak)
+        soft = [(x, i) for i, x in enumerate(map(softirq_share, cpus)) if x is not None]
+        soft_peak, soft_core = max(soft, default=(NAN, -1))
+        series.append(ev.t, run, phase, *total, len(cpus) or 1, peak, soft_peak, soft_core)
 
     # the rarer kinds are kept as recorded, one dict each
     def _record(self, into: list[dict[str, Any]], ev: AnyEvent) -> None:
@@ -327,7 +329,11 @@ class Session(EventReader):
 
     def on_competing(self, ev: Event[events.CompetingTraffic],
                      d: events.CompetingTraffic) -> None:
-        self._record(self.competing, ev)
+        if ev.pair is None:
+            return
+        phase = self._phase(ev.pair, d.phase, ev.t) if d.phase is not None else NO_PHASE
+        self.competing.append({"t": ev.t, "pair": ev.pair, "host": ev.host,
+                               "phase_index": phase, **ev.record()})
 
     def on_skew(self, ev: Event[events.Skew], d: events.Skew) -> None:
         if isinstance(d.skew_ms, int | float):

@@ -5,9 +5,10 @@ event ("competing traffic: 310 Mbit/s not ours") naming the span, its phase and 
 
 The rule (`judge_span`), per span between two readings of one host's device:
   link = 8 × (Δ tx bytes + Δ rx bytes − Δ packets × HEADER_BYTES) ÷ the host's seconds
-  ours = iperf3's rate over the span (every pair whose sender or receiver is that host, each
-         interval weighted by its overlap with the span, both directions of --bidir), plus
-         its retransmitted segments at RETRANSMIT_BYTES each
+  ours = iperf3's rate over the span (every pair whose sender or receiver is that host, both
+         directions of --bidir: each interval weighted by its overlap with the span, over
+         the time the intervals cover), plus its retransmitted segments at
+         RETRANSMIT_BYTES each
   flagged when link − ours > max(FRACTION × ours, FLOOR_BPS)
 The per-packet allowance takes the headers iperf3 does not count (Ethernet, IP, TCP with
 timestamps, a VLAN tag: ≤ 90 bytes) and the other direction's ACKs (all header) out of the
@@ -98,6 +99,22 @@ def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
+def _rates(ivs: Sequence[Iv], covered: Sequence[float]) -> tuple[float, float]:
+    """iperf3's rate and its retransmissions' over a span: per pair and direction, its
+    intervals' rates weighted by their overlap with the span, over the time they cover (a
+    gap at a run's end or start, the last partial interval iperf3 never prints, is taken at
+    the same rate: an idle gap makes ours larger, never a flag), summed."""
+    groups: dict[tuple[str, bool], list[float]] = {}
+    for iv, c in zip(ivs, covered, strict=True):
+        if c > 0:
+            g = groups.setdefault((iv.pair, iv.forward), [0.0, 0.0, 0.0])
+            g[0] += iv.bps * c
+            g[1] += 8 * RETRANSMIT_BYTES * iv.retransmits / iv.seconds * c
+            g[2] += c
+    return (sum(g[0] / g[2] for g in groups.values()),
+            sum(g[1] / g[2] for g in groups.values()))
+
+
 class TrafficJudge:
     """Fed every event (a bus subscriber); emits COMPETING for a flagged span, once the
     intervals that cover it have come."""
@@ -166,9 +183,7 @@ class TrafficJudge:
                and iv.pair == self._sampled_pair(host, pairs)]
         if sum(own) < COVERAGE * span:
             return
-        iperf = sum(iv.bps * c for iv, c in zip(ivs, covered, strict=True)) / span
-        retrans = sum(8 * RETRANSMIT_BYTES * iv.retransmits * c / iv.seconds
-                      for iv, c in zip(ivs, covered, strict=True)) / span
+        iperf, retrans = _rates(ivs, covered)
         verdict = judge_span(b.bytes - a.bytes, b.packets - a.packets, b.clock - a.clock,
                              iperf, retrans)
         if verdict is None:

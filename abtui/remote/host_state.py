@@ -95,7 +95,7 @@ if [ -n "$dev" ] && ifconfig "$dev" >/dev/null 2>&1; then
     case "$name" in irq[0-9]*:) ;; *) continue;; esac
     case "$rest" in *"$dev"*) ;; *) continue;; esac
     n=${name#irq}; n=${n%:}
-    echo "$name$(set -- $rest; echo " $1") $(cpuset -g -x "$n" 2>/dev/null | sed 's/.*: //')"
+    echo "${name%:} $(cpuset -g -x "$n" 2>/dev/null | sed 's/.*: //')"
   done
 else
   for s in ifconfig devsysctl qdisc irq; do echo "@@! $s no data device"; done

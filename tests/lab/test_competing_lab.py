@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import statistics
 import subprocess
 import time
 
@@ -63,9 +64,10 @@ async def test_a_competing_flow_flags_its_phase_and_only_its_phase(lab: Lab) -> 
 
     flagged = rec.of(EventKind.COMPETING, "A")
     assert len(flagged) >= 3, [e.record() for e in rec.of(EventKind.COMPETING)]
-    assert all(started - 1.5 <= e.payload.start and e.payload.end <= ended + 1.5
+    # spans are two readings (2 s) long: one may begin before the flow and end in it
+    assert all(started - 2.5 <= e.payload.start and e.payload.end <= ended + 2.5
                for e in flagged), [e.record() for e in flagged]
-    excess = sum(e.payload.excess_bps for e in flagged) / len(flagged)
+    excess = statistics.median(e.payload.excess_bps for e in flagged)
     assert 0.6 * theirs <= excess <= 1.4 * theirs, (excess, theirs)
     assert all(e.payload.device == "data0" and e.host == snd.alias for e in flagged)
     assert not rec.of(EventKind.COMPETING, "B")  # the other pair's link carried its own only

@@ -3,7 +3,8 @@ read on a run's sender, abtui.measure.run.traffic) set against iperf3's own byte
 same span; traffic on the link beyond iperf3's by more than a few percent is a COMPETING
 event ("competing traffic: 310 Mbit/s not ours") naming the span, its phase and the rate.
 
-The rule (`judge_span`), per span between two readings of one host's device:
+The rule (`judge_span`), per span of WINDOW reading periods (2 s at a 1 s interval,
+sliding by one reading) of one host's device:
   link = 8 × (Δ tx bytes + Δ rx bytes − Δ packets × HEADER_BYTES) ÷ the host's seconds
   ours = iperf3's rate over the span (every pair whose sender or receiver is that host, both
          directions of --bidir: each interval weighted by its overlap with the span, over
@@ -38,6 +39,9 @@ FRACTION = 0.05
 FLOOR_BPS = 1e6
 COVERAGE = 0.9
 KEEP_S = 10.0  # intervals and readings older than this are dropped
+# a span runs over this many reading periods (sliding by one): a reply late by some ms makes
+# one period long and the next short, and those errors cancel within a span
+WINDOW = 2
 
 
 def counters_for(dialect: Dialect | None, target: str) -> Callable[[str | None], str] | None:
@@ -125,7 +129,7 @@ class TrafficJudge:
         self._senders = {p.label: p.sender for p in pairs}
         self._intervals: dict[str, deque[Iv]] = {}  # pair -> its recent intervals
         # (host, device) -> its last reading, and spans waiting for their intervals
-        self._last: dict[tuple[str, str], Reading] = {}
+        self._last: dict[tuple[str, str], deque[Reading]] = {}
         self._pending: list[tuple[str, Reading, Reading]] = []
         self.judged = 0  # spans judged (tests, benches)
 
@@ -148,10 +152,10 @@ class TrafficJudge:
                               str(p.device), int(p.tx_bytes) + int(p.rx_bytes),
                               int(p.tx_packets) + int(p.rx_packets), p.run)
             key = (event.host, reading.device)
-            before = self._last.get(key)
-            self._last[key] = reading
-            if before is not None:
-                self._pending.append((event.host, before, reading))
+            kept = self._last.setdefault(key, deque(maxlen=WINDOW))
+            if len(kept) == WINDOW:
+                self._pending.append((event.host, kept[0], reading))
+            kept.append(reading)
 
     def _judge_pending(self, now: float) -> None:
         """Spans whose end an interval has passed are judged; too old ones dropped."""

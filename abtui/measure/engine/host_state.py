@@ -15,7 +15,6 @@ from abtui.hosts.state import TIMEOUT_S, read_all
 from abtui.measure.ports import Emit
 from abtui.remote.dialect import Dialect
 from abtui.remote.link import HostLink
-from abtui.reports.host_state import MAX_LISTED, diff
 
 # the end's reading holds up the set-back's last steps (links closed, the journal settled)
 END_TIMEOUT_S = 5.0
@@ -49,6 +48,9 @@ class HostStateRecorder:
             self._say_changes()
 
     def _say_changes(self) -> None:
+        # the reports' diff, imported at the session's end: not on the way to a first frame
+        from abtui.reports.host_state import MAX_LISTED, diff
+
         changed = [c for host, got in self.readings.items()
                    for c in diff(got.get("start"), got.get("end"), host)]
         if changed:

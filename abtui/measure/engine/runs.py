@@ -19,9 +19,9 @@ from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
-from abtui.measure.engine.traffic import counters_for
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.traffic import counters_for
 from abtui.measure.tasks import Tasks
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
 from abtui.remote.link import HostLink, corked

@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from abtui.core import events
 from abtui.core.events import AnyEvent, Event, EventKind
 from abtui.core.model import Pair
 from abtui.measure.ports import Emit
-from abtui.remote.dialect import Dialect
 
 HEADER_BYTES = 90
 RETRANSMIT_BYTES = 1514
@@ -42,18 +40,6 @@ KEEP_S = 10.0  # intervals and readings older than this are dropped
 # a span runs over this many reading periods (sliding by one): a reply late by some ms makes
 # one period long and the next short, and those errors cancel within a span
 WINDOW = 2
-
-
-def counters_for(dialect: Dialect | None, target: str) -> Callable[[str | None], str] | None:
-    """The command that reads a sender's data-link counters, for a device (None: the one
-    that holds or routes to `target`); None where the host's OS has none."""
-    if dialect is None or not dialect.link_counters_command(None, target):
-        return None
-    return functools.partial(_command, dialect, target)
-
-
-def _command(dialect: Dialect, target: str, device: str | None) -> str:
-    return dialect.link_counters_command(device, target)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,13 @@ the sampler goes on.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.errors import RemoteError
+from abtui.remote.dialect import Dialect
 from abtui.remote.traffic import parse_counters
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
@@ -22,6 +24,18 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
 
 # the command that reads a device's counters (None: find the device from the target)
 CountersFor = Callable[[str | None], str]
+
+
+def counters_for(dialect: Dialect | None, target: str) -> Callable[[str | None], str] | None:
+    """The command that reads a sender's data-link counters, for a device (None: the one
+    that holds or routes to `target`); None where the host's OS has none."""
+    if dialect is None or not dialect.link_counters_command(None, target):
+        return None
+    return functools.partial(_command, dialect, target)
+
+
+def _command(dialect: Dialect, target: str, device: str | None) -> str:
+    return dialect.link_counters_command(device, target)
 
 
 class LinkCounterSampler:

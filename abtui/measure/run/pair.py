@@ -24,6 +24,7 @@ from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.procs import RunProcesses
 from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
 from abtui.measure.run.sampling import RunSamplers
+from abtui.measure.run.traffic import LinkCounterSampler
 from abtui.parse.iperf3.sides import fill_cpu
 from abtui.remote.link import HostLink
 
@@ -51,7 +52,7 @@ class PairRun:
                  parsers: RunParsers) -> None:
         self.context = RunContext(spec, sender, receiver, owner, parsers)
         self.processes = RunProcesses(self.context)
-        self.samplers = RunSamplers(self.context, CpuSampler)
+        self.samplers = RunSamplers(self.context, CpuSampler, LinkCounterSampler)
         self.reader = IntervalReader(self.context)
         self.status = "error"
         self.message = ""

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from abtui.core import events
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState, PingReply, PingSummary, Watch
-from abtui.measure.run.traffic import LinkCounterSampler
 from abtui.remote.iperf_cmd import (
     ARMED_MARK,
     interrupt_group,
@@ -36,8 +35,10 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.ports import PingOutcome
     from abtui.measure.run.context import RunContext
     from abtui.measure.run.cpu import CpuSampler
+    from abtui.measure.run.traffic import CountersFor, LinkCounterSampler
 
     CpuSamplerFactory = Callable[[RunContext, HostLink, str, float], CpuSampler]
+    CounterSamplerFactory = Callable[[RunContext, CountersFor, float], LinkCounterSampler]
 
 # Host CPU is sampled at the run's interval, never more often than this.
 CPU_MIN_PERIOD = 1.0
@@ -46,9 +47,12 @@ CPU_MIN_PERIOD = 1.0
 class RunSamplers:
     """The samplers of one run, and their tasks; see the module docstring."""
 
-    def __init__(self, ctx: RunContext, cpu_sampler: CpuSamplerFactory) -> None:
+    def __init__(self, ctx: RunContext, cpu_sampler: CpuSamplerFactory,
+                 counter_sampler: CounterSamplerFactory | None = None) -> None:
         self.ctx = ctx
         self._cpu_sampler = cpu_sampler  # the run's (run.cpu.CpuSampler), handed in by it
+        # the run's data-link counters (run.traffic.LinkCounterSampler), handed in by it
+        self._counter_sampler = counter_sampler
         self.spec = ctx.spec
         self.sender = ctx.sender
         self.receiver = ctx.receiver
@@ -73,8 +77,8 @@ class RunSamplers:
             link = self.sender if watch.role.value == "sender" else self.receiver
             self._tasks.append(loop.create_task(self.sample_watch(watch, link)))
         period = max(self.spec.options.interval, CPU_MIN_PERIOD)
-        if self.spec.counters_for is not None:
-            counters = LinkCounterSampler(self.ctx, self.spec.counters_for, period)
+        if self.spec.counters_for is not None and self._counter_sampler is not None:
+            counters = self._counter_sampler(self.ctx, self.spec.counters_for, period)
             self._tasks.append(loop.create_task(counters.run()))
         links = {link.alias: link for link in (self.sender, self.receiver)}
         for alias, link in links.items():

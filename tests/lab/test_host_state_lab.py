@@ -104,6 +104,7 @@ def test_a_session_whose_host_changed_under_it_says_so(lab: Lab, sender: str,
             proc.wait()
     assert proc.returncode == 0, err
     alias = lab.hosts(2)[0].alias
+    assert f"hosts changed during the session: {alias}: net.ipv4.tcp_sack 1 → 0" in err
     report = _abtui("export", str(out), "--format", "md").stdout
     assert "## Hosts changed during the session" in report
     assert f"| {alias} | net.ipv4.tcp_sack | 1 | 0 |" in report

@@ -16,6 +16,7 @@ from abtui.measure.ports import Emit
 from abtui.remote.dialect import Dialect
 from abtui.remote.link import HostLink
 
+HOSTS_CHANGED = "hosts changed during the session"  # the end's mark begins so
 # the end's reading holds up the set-back's last steps (links closed, the journal settled)
 END_TIMEOUT_S = 5.0
 
@@ -57,5 +58,4 @@ class HostStateRecorder:
             listed = "; ".join(c.line() for c in changed[:MAX_LISTED])
             more = f" (and {len(changed) - MAX_LISTED} more)" \
                 if len(changed) > MAX_LISTED else ""
-            self._emit(Event.of(events.Mark(
-                text=f"hosts changed during the session: {listed}{more}")))
+            self._emit(Event.of(events.Mark(text=f"{HOSTS_CHANGED}: {listed}{more}")))

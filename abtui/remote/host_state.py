@@ -32,7 +32,9 @@ VOLATILE = re.compile(
     r"(^net\.netfilter\.nf_conntrack_count$|_count$|^net\.ipv4\.tcp_fastopen_key$|"
     r"stable_secret$|^net\.ipv4\.route\.flush$|^net\.ipv6\.route\.flush$|"
     r"^net\.core\.netdev_rss_key$|\.stats\.|_stats$|\.pcbcount$|\.drops$|"
-    r"^net\.inet\.(tcp|udp|ip)\.(sendspace|recvspace)_max_seen$)")
+    r"^net\.inet\.(tcp|udp|ip)\.(sendspace|recvspace)_max_seen$|"
+    # deprecated twins of the _ms keys, which sysctl(8) leaves out: both readings agree
+    r"\.neigh\.[^.]+\.(base_reachable_time|retrans_time)$)")
 
 _LINUX = r"""
 t=__TARGET__; dev=__DEV__
@@ -42,7 +44,9 @@ if [ -z "$dev" ] && [ -n "$t" ] && command -v ip >/dev/null 2>&1; then
     sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -n 1)
 fi
 echo "@@ device"; echo "$dev"
-if command -v sysctl >/dev/null 2>&1; then echo "@@ sysctl"; sysctl net 2>/dev/null
+if command -v grep >/dev/null 2>&1 && [ -d /proc/sys/net ]; then
+  echo "@@ procsys"; grep -rs '' /proc/sys/net  # one process for every file (sysctl: 2x)
+elif command -v sysctl >/dev/null 2>&1; then echo "@@ sysctl"; sysctl net 2>/dev/null
 else echo "@@! sysctl __NOTOOL__"; fi
 echo "@@ cmdline"; cat /proc/cmdline 2>/dev/null
 g=; for f in /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
@@ -151,6 +155,14 @@ def parse_state(out: str) -> HostState:
         key, sep, value = _split_sysctl(line)
         if sep and key.startswith("net.") and not VOLATILE.search(key):
             items[f"sysctl {key}"] = " ".join(value.split())
+    procsys: dict[str, list[str]] = {}
+    for line in sections.pop("procsys", []):
+        path, sep, value = line.partition(":")
+        if sep and path.startswith("/proc/sys/net/"):
+            procsys.setdefault(_sysctl_key(path), []).append(value)
+    for key, values in procsys.items():
+        if not VOLATILE.search(key):
+            items[f"sysctl {key}"] = " ".join(" ".join(values).split())
     cmdline = " ".join(x.strip() for x in sections.pop("cmdline", []) if x.strip())
     if cmdline:
         items["kernel cmdline"] = cmdline
@@ -197,7 +209,8 @@ def parse_state(out: str) -> HostState:
     return state
 
 
-_ITEM = {"sysctl": "net.* sysctls", "governor": "cpu governor", "cmdline": "kernel cmdline",
+_ITEM = {"sysctl": "net.* sysctls", "procsys": "net.* sysctls", "governor": "cpu governor",
+         "cmdline": "kernel cmdline",
          "mtu": "DEV mtu", "ethtool-k": "DEV offloads", "ethtool-c": "DEV coalescing",
          "ethtool-g": "DEV rings", "ethtool-l": "DEV channels",
          "ethtool-i": "DEV driver and firmware", "qdisc": "DEV qdisc",
@@ -209,6 +222,12 @@ def shown(item: str, device: str) -> str:
     """An item as tables show it: a sysctl by its name, the data device by its name
     (`net.ipv4.tcp_sack`, `data0 mtu`)."""
     return item.removeprefix("sysctl ").replace(DEV, device or "data device", 1)
+
+
+def _sysctl_key(path: str) -> str:
+    """/proc/sys/net/ipv4/conf/eth0.1/rp_filter -> net.ipv4.conf.eth0/1.rp_filter (sysctl's
+    own spelling, as abtui.remote.linux.Linux.proc_path reads it back)."""
+    return path.removeprefix("/proc/sys/").translate(str.maketrans("./", "/."))
 
 
 def _split_sysctl(line: str) -> tuple[str, str, str]:

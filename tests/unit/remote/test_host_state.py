@@ -17,12 +17,13 @@ from abtui.remote.traffic import parse_counters
 LINUX_OUT = """\
 @@ device
 eth1
-@@ sysctl
-net.ipv4.tcp_sack = 1
-net.ipv4.tcp_wmem = 4096\t16384\t4194304
-net.netfilter.nf_conntrack_count = 17
-net.ipv6.conf.eth1.stable_secret = x
-kernel.hostname = nope
+@@ procsys
+/proc/sys/net/ipv4/tcp_sack:1
+/proc/sys/net/ipv4/tcp_wmem:4096\t16384\t4194304
+/proc/sys/net/netfilter/nf_conntrack_count:17
+/proc/sys/net/ipv6/conf/eth1/stable_secret:x
+/proc/sys/net/ipv4/conf/eth1.100/rp_filter:2
+/proc/sys/kernel/hostname:nope
 @@ cmdline
 BOOT_IMAGE=/vmlinuz-6.1 root=/dev/sda1 isolcpus=2,3
 @@ governor
@@ -74,6 +75,7 @@ def test_linux_reading_becomes_items_named_for_the_data_device() -> None:
     assert "sysctl net.netfilter.nf_conntrack_count" not in items  # moves by itself
     assert "sysctl net.ipv6.conf.eth1.stable_secret" not in items
     assert "sysctl kernel.hostname" not in items  # only net.*
+    assert items["sysctl net.ipv4.conf.eth1/100.rp_filter"] == "2"  # sysctl's own spelling
     assert items["kernel cmdline"].endswith("isolcpus=2,3")
     assert items["cpu governor"] == "performance (cpu0 cpu1), powersave (cpu2)"
     assert items[f"{DEV} mtu"] == "9000"
@@ -94,6 +96,11 @@ def test_linux_reading_becomes_items_named_for_the_data_device() -> None:
     assert st.unavailable == {f"{DEV} channels": "netlink error: Operation not supported"}
     assert shown(f"{DEV} mtu", st.device) == "eth1 mtu"
     assert shown("sysctl net.ipv4.tcp_sack", st.device) == "net.ipv4.tcp_sack"
+
+
+def test_sysctl_output_where_grep_is_missing() -> None:
+    st = parse_state("@@ sysctl\nnet.ipv4.tcp_sack = 0\nnet.core.somaxconn = 4096\n")
+    assert st.items == {"sysctl net.ipv4.tcp_sack": "0", "sysctl net.core.somaxconn": "4096"}
 
 
 def test_freebsd_reading() -> None:

@@ -151,3 +151,22 @@ def report_section(session: Session, table: dict[str, dict[str, stats.Cell]]) ->
             f"{MARK} These cells' numbers (and every Δ and verdict made of them, marked "
             f"{MARK} in the tables) stand on stretches that were not only the configuration "
             "at work:", "", md_table(["configuration", "pair", "flag"], rows), ""]
+
+
+def verdict_note(session: Session) -> list[str]:
+    """Under an alternation's (or a bisection's) verdicts: the stretches they stand on that
+    carry a flag, counted per pair (nothing when none does, or no verdict was recorded)."""
+    if not any(m.get("verdicts") or m.get("bisect") for m in session.marks):
+        return []
+    said = []
+    for pair in session.pairs:
+        phases = session.phases_of(pair)
+        counts: Counter[str] = Counter()
+        for ph in phases:
+            counts.update(set(of(session, pair, [ph.index]).words))
+        said += [f"pair {pair}: {word} in {n} of {len(phases)} stretches"
+                 for word, n in counts.items()]
+    if not said:
+        return []
+    return [f"{MARK} These verdicts stand on flagged stretches: " + "; ".join(said)
+            + " (see Flagged measurements below).", ""]

@@ -75,6 +75,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 
     out += bisection.markdown(session)  # a bisection's answer first, when one ran
     out += alternation.markdown(session)  # the answer first, when an alternation ran
+    from abtui.reports import flags
+
+    out += flags.verdict_note(session)  # what those verdicts stand on, when flagged
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
     out += host_state.report_section(session)  # its hosts changed while it measured
     units = units or "bits"
@@ -87,8 +90,6 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     if any(c.samples_rx for row in table.values() for c in row.values()):
         out += ["## Other direction (--bidir: receiver → sender)", "",
                 _pair_table(session, table, bp, True, seen, units), ""]
-    from abtui.reports import flags
-
     out += flags.report_section(session, table)  # competing traffic, saturation
     udp = _udp(session, table)
     if udp:

@@ -107,3 +107,17 @@ def test_competing_traffic_and_the_marks_in_the_tables() -> None:
     assert "⚠ competing traffic" in row and "⚠ on competing traffic" in row
     assert compare.flagged(clean, s) and compare.flagged(clean, clean) == []
     assert compare.to_json(clean, s)["rows"][1]["flags"]["right"] == got.lines
+
+
+def test_an_alternations_verdicts_say_the_flagged_stretches_they_stand_on() -> None:
+    evs = _with(_plan(), competing=310e6)
+    mark = Event.of(events.Mark(text="alternation done", verdicts=[{"pair": "A"}]),
+                    evs[-1].t, pair=None)
+    s = Session.from_events([*evs[:-1], mark, evs[-1]])
+    note = flags.verdict_note(s)
+    assert note and "pair A: competing traffic in 2 of 4 stretches" in note[0]
+    assert "pair B" not in note[0]
+    assert note[0] in report.markdown(s, chart=False)
+    plain = Session.from_events([*_with(_plan())[:-1], mark])
+    assert flags.verdict_note(plain) == []  # nothing flagged: nothing said
+    assert flags.verdict_note(Session.from_events(evs)) == []  # no verdict recorded

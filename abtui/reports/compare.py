@@ -168,7 +168,8 @@ def to_json(left: Session, right: Session, match: str = "config") -> dict[str, A
     pairs = _pair_map(left, right)
     return {"left": left.name, "right": right.name,
             "host_state": host_state.to_json(host_state.between(left, right, pairs)),
-            "host_state_within": {s.name: host_state.to_json(host_state.within(s))
+            "host_state_within": {s.name: host_state.to_json(host_state.within(s),
+                                                             ("start", "end"))
                                   for s in (left, right)},
             "rows": out}
 

@@ -147,8 +147,10 @@ def report_section(session: Session) -> list[str]:
                      [[c.host, c.item, c.before, c.after] for c in changed]), ""]
 
 
-def to_json(changes: list[Change]) -> list[dict[str, str]]:
-    return [{"host": c.host, "setting": c.item, "left": c.before, "right": c.after}
+def to_json(changes: list[Change], sides: tuple[str, str] = ("left", "right")
+            ) -> list[dict[str, str]]:
+    """Changes as JSON rows: `sides` names the two values (a session's own: start, end)."""
+    return [{"host": c.host, "setting": c.item, sides[0]: c.before, sides[1]: c.after}
             for c in changes]
 
 

@@ -103,3 +103,15 @@ def test_sessions_recorded_before_host_state_still_load_and_compare(tmp_path: Pa
     assert json.loads(json.dumps(compare.to_json(old, new)))["host_state"] == []
     fixture = Path(__file__).parents[2] / "fixtures" / "sessions" / "base.jsonl"
     assert Session.load(fixture).host_states == {}  # a journal from before host state
+
+
+def test_the_json_export_carries_the_readings_and_the_changes() -> None:
+    from abtui.reports import exports
+
+    s = _session("run", {}, end={"lab-a-rcv": {**BASE, "sysctl net.ipv4.tcp_sack": "0"}})
+    doc = json.loads(exports.render(s, "json"))
+    assert doc["host_state"]["lab-a-snd"]["start"]["items"]["@dev mtu"] == "1500"
+    assert doc["hosts_changed"] == [{"host": "lab-a-rcv", "setting": "net.ipv4.tcp_sack",
+                                     "start": "1", "end": "0"}]
+    assert all(c["flags"] == [] for c in doc["configurations"])
+    assert compare.to_json(s, s)["host_state_within"]["run"] == doc["hosts_changed"]

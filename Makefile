@@ -7,9 +7,10 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
-	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static kexec-tools
+	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static kexec-tools \
+	linux-perf
 DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo \
-	qemu-system-x86_64 busybox depmod kexec
+	qemu-system-x86_64 busybox depmod kexec perf
 # The kernel builds the VM tests boot (tests/lab/test_vm_lab.py): fetched once into the kernel
 # cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.
 TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64

@@ -26,7 +26,10 @@ DESIGNS = ("blocks", "crossover")  # abtui.measure.alternate.DESIGNS (not import
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from abtui.commands.run import add_profile_argument
+
     parser.add_argument("profile", metavar="PROFILE", help="the profile (TOML) with the knob")
+    add_profile_argument(parser)
     parser.add_argument("--knob", required=True, metavar="NAME",
                         help="the knob whose values are bisected (a build knob: its builds)")
     parser.add_argument("--good", required=True, metavar="G", help="the candidate known good")
@@ -193,13 +196,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.headless and args.out is not None:
         raise BadInput("--out: the console writes its session in the sessions folder; give "
                        "--out with --headless")
-    from abtui.commands.run import profile_and_out
+    from abtui.commands.run import profile_and_out, with_profile_rate
     from abtui.hosts.undo import recovery_notice
 
     path, out = profile_and_out(args)
     from abtui.profile import load_profile
 
-    profile = load_profile(path)
+    profile = with_profile_rate(load_profile(path), args.profile_hz)
     plan = plan_of(args, profile)
     if args.resume is not None:
         plan, answered = resumed(args.resume, plan)

@@ -1,8 +1,9 @@
 """`abtui check PROFILE`: preflight every host of a profile, one line per finding.
 
 Reachable (OS, kernel), iperf3 and ping present, every knob readable and writable (the current
-value is written back unchanged, which proves writability without changing anything), tunnel
-types available on both hosts of each pair. Writing a value back and making a scratch tunnel
+value is written back unchanged, which proves writability without changing anything), what a
+change of each knob does to the runs going on (restarts them, or acts live: `runs_line`),
+tunnel types available on both hosts of each pair. Writing a value back and making a scratch tunnel
 are changes, however brief: check takes each host's lease as a run does
 (abtui.remote.lease), and a host another abtui drives is one FAIL line naming it, not
 checked. Exit 0 when all is well, 1 otherwise, 2 for a bad
@@ -126,6 +127,7 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
 
     manager = KnobManager(hosts.links, hosts.dialects)
     for knob in profile.knobs:
+        say(True, runs_line(knob))
         if knob.kind.value == "iperf3":
             try:
                 for value in knob.values:
@@ -144,6 +146,28 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
         for t, (ok, line) in zip(targets, found, strict=True):
             say(ok, f"{t.host}: knob {knob.name}{f' on {t.device}' if t.device else ''}: "
                 + line)
+
+
+def runs_line(knob: Knob) -> str:
+    """What a change of `knob` does to the runs going on, and why (docs/profiles.md, "A label
+    means the traffic ran under it"): restarts them (the safe default: only connections
+    opened after a change see it) or acts live (said in the profile, or the kind's)."""
+    from abtui.core.model import ALWAYS_RESTART_KINDS
+
+    kinds = " and ".join(dict.fromkeys(str(k) for k in (knob.kind, *knob.os_kinds.values())))
+    if knob.kind in ALWAYS_RESTART_KINDS:
+        why = f"{'an' if str(knob.kind)[0] in 'aeiou' else 'a'} {knob.kind} knob always does"
+    elif knob.live is not None:
+        why = f"the profile says live = {str(knob.live).lower()}"
+    elif knob.restart is not None:
+        why = f"the profile says restart = {str(knob.restart).lower()}"
+    elif knob.restarts:
+        why = f"the default for {kinds}: say live = true if it acts on open connections"
+    else:
+        why = f"the default for {kinds}"
+    what = "a change restarts the runs" if knob.restarts else \
+        "acts live: a change is measured on the runs going on"
+    return f"knob {knob.name}: {what} ({why})"
 
 
 async def _check_build(say: Report, manager: KnobManager, profile: Profile, knob: Knob) -> None:

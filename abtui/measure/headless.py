@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
     from abtui.measure.bisect.run import BisectPlan
     from abtui.measure.bisect.search import Bisection
+    from abtui.measure.why_book import WhyBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +278,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     seconds (or one plan-mode run per stretch) until the rule, the maximum or the time limit
     stops it; the order's seed and the verdicts said, and recorded as marks."""
     from abtui.measure.alternate import (
-        boot_again,
+        anew,
         change_window,
         drive,
         ended_lines,
@@ -287,6 +288,9 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
+    book = _why_book(profile, verdicts)
+    if book is not None:
+        engine.subscribe(book)  # after the stretches: a window is placed in the one in force
     await engine.set_values(alt.knob, verdicts.values_at(0))
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -304,7 +308,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
         why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),
-                          verdicts, say, duration, boot_again=boot_again(engine, verdicts))
+                          verdicts, say, duration, again=anew(engine))
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
@@ -313,6 +317,19 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     for line in lines:
         say(line)
     await engine.mark("; ".join(lines), verdicts=verdicts.table())
+    if book is not None:
+        for line in book.lines() or ["why: no profile window fell in a counted stretch"]:
+            say(line)
+        found = book.found()
+        if found.rows:
+            engine.note(found)
+
+
+def _why_book(profile: Profile, verdicts: Verdicts) -> WhyBook | None:
+    """The alternation's profiles, judged beside its verdicts, when profiling is on."""
+    from abtui.measure.why_book import profiled, why_book
+
+    return why_book(verdicts) if profiled(profile) else None
 
 
 async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
@@ -342,8 +359,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
 
     engine.subscribe(watch)
     prepare_looks(verdicts)
-    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block,
-                                                boots=verdicts.builds))
+    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block))
     waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}
     await asyncio.wait(waits, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:

@@ -29,7 +29,7 @@ from abtui.core.controller import Mode
 from abtui.core.dimensions import DIRECTION
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind
-from abtui.core.model import BUILD_KINDS, LinkState, Profile, now
+from abtui.core.model import LinkState, Profile, now
 from abtui.hosts.applier import HostKnobs
 from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
@@ -305,7 +305,7 @@ class Engine:
                 continue
             k = self.knobs.knob(name)
             labels = list(k.pairs) or list(self.book.phases)
-            again = step.again and k.kind in BUILD_KINDS  # one boot per stretch
+            again = step.again  # a new stretch (a build: one boot per stretch)
             if all(self.book.phases[x].config.get(name) == value for x in labels) and not again:
                 continue
             try:

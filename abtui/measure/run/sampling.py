@@ -33,12 +33,15 @@ from abtui.remote.streams import RemoteProcess
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.ports import PingOutcome
-    from abtui.measure.run.context import RunContext
+    from abtui.measure.run.context import ProfileSpec, RunContext
     from abtui.measure.run.cpu import CpuSampler
+    from abtui.measure.run.profiler import CounterSampler, ProfileSampler
     from abtui.measure.run.traffic import CountersFor, LinkCounterSampler
 
     CpuSamplerFactory = Callable[[RunContext, HostLink, str, float], CpuSampler]
-    CounterSamplerFactory = Callable[[RunContext, CountersFor, float], LinkCounterSampler]
+    LinkSamplerFactory = Callable[[RunContext, CountersFor, float], LinkCounterSampler]
+    Profilers = tuple[Callable[[RunContext, HostLink, ProfileSpec], ProfileSampler],
+                      Callable[[RunContext, HostLink, ProfileSpec], CounterSampler]]
 
 # Host CPU is sampled at the run's interval, never more often than this.
 CPU_MIN_PERIOD = 1.0
@@ -48,11 +51,14 @@ class RunSamplers:
     """The samplers of one run, and their tasks; see the module docstring."""
 
     def __init__(self, ctx: RunContext, cpu_sampler: CpuSamplerFactory,
-                 counter_sampler: CounterSamplerFactory | None = None) -> None:
+                 profilers: Profilers | None = None,
+                 link_sampler: LinkSamplerFactory | None = None) -> None:
         self.ctx = ctx
         self._cpu_sampler = cpu_sampler  # the run's (run.cpu.CpuSampler), handed in by it
+        # the run's profile and counters samplers (run.profiler), handed in by it
+        self._profilers = profilers
         # the run's data-link counters (run.traffic.LinkCounterSampler), handed in by it
-        self._counter_sampler = counter_sampler
+        self._link_sampler = link_sampler
         self.spec = ctx.spec
         self.sender = ctx.sender
         self.receiver = ctx.receiver
@@ -77,8 +83,8 @@ class RunSamplers:
             link = self.sender if watch.role.value == "sender" else self.receiver
             self._tasks.append(loop.create_task(self.sample_watch(watch, link)))
         period = max(self.spec.options.interval, CPU_MIN_PERIOD)
-        if self.spec.counters_for is not None and self._counter_sampler is not None:
-            counters = self._counter_sampler(self.ctx, self.spec.counters_for, period)
+        if self.spec.counters_for is not None and self._link_sampler is not None:
+            counters = self._link_sampler(self.ctx, self.spec.counters_for, period)
             self._tasks.append(loop.create_task(counters.run()))
         links = {link.alias: link for link in (self.sender, self.receiver)}
         for alias, link in links.items():
@@ -86,6 +92,13 @@ class RunSamplers:
             if command:
                 sampler = self._cpu_sampler(self.ctx, link, command, period)
                 self._tasks.append(loop.create_task(sampler.run()))
+            profile = self.spec.profile_commands.get(alias)
+            if profile is not None and self._profilers is not None:
+                make_profile, make_counters = self._profilers
+                self._tasks.append(loop.create_task(make_profile(self.ctx, link, profile).run()))
+                if profile.counters:
+                    self._tasks.append(loop.create_task(
+                        make_counters(self.ctx, link, profile).run()))
 
     async def stop_samples(self) -> None:
         """The watches and host CPU end (the run is being cleaned up), the host CPU's loops

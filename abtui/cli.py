@@ -83,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(_command_module(args._module).run(args) or 0)
         except AbtuiError as exc:  # its message may quote a host: spelled out here too
-            print(f"abtui: {visible(str(exc), lines=True)}", file=sys.stderr)
+            with contextlib.suppress(OSError, ValueError):  # a terminal gone (SIGHUP)
+                print(f"abtui: {visible(str(exc), lines=True)}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
             print("abtui: interrupted", file=sys.stderr)

@@ -7,11 +7,11 @@ bisect panel (abtui.ui.flow.bisection), or headless."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.core import signals
 from abtui.core.errors import BadInput
 
 if TYPE_CHECKING:
@@ -223,4 +223,4 @@ def run(args: argparse.Namespace) -> int:
     from abtui.measure.headless import run_headless
 
     with lease.hold(lease.labs_of(profile)):
-        return asyncio.run(run_headless(profile, out, bisection=plan))
+        return signals.run(run_headless(profile, out, bisection=plan))

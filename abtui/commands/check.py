@@ -20,6 +20,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from abtui.core import signals
+
 if TYPE_CHECKING:
     from abtui.core.model import Knob, Profile
     from abtui.hosts.connect import Hosts
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         if args.lab:
             profile = _on_lab(profile)
         with lease.hold(lease.labs_of(profile)):
-            ok = asyncio.run(preflight(profile, _print))
+            ok = signals.run(preflight(profile, _print))
     return 0 if ok else 1
 
 
@@ -173,12 +175,16 @@ def runs_line(knob: Knob) -> str:
 async def _check_build(say: Report, manager: KnobManager, profile: Profile, knob: Knob) -> None:
     """Which of a kernel or module knob's builds each host runs now."""
     from abtui.core.model import Role
+    from abtui.hosts.builds import INDISTINCT, TELL_APART
 
     found = await manager.current(knob, [p for p in profile.pairs
                                          if not knob.pairs or p.label in knob.pairs])
     for label, roles in found.items():
         for role, value in roles.items():
             host = profile.pair(label).host(Role(role))
+            if value.endswith(INDISTINCT):  # a switch between them could not be verified
+                say(False, f"{host}: knob {knob.name}: runs {value}: {TELL_APART}")
+                continue
             listed = value in knob.values
             say(True, f"{host}: knob {knob.name}: runs {value}"
                 + ("" if listed else " (none of its values)"))

@@ -6,11 +6,11 @@ measure with no console;
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.core import signals
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_MAX_RUNS
 
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         from abtui.measure.headless import run_headless
 
         with lease.hold(lease.labs_of(profile)):
-            return asyncio.run(run_headless(profile, out, args.duration,
+            return signals.run(run_headless(profile, out, args.duration,
                                             start_data=start_data, settings=settings,
                                             alternation=alternation))
 

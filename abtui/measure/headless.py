@@ -1,12 +1,15 @@
 """`abtui run --headless`: the engine with no console; progress on stderr, events to a file.
 
-Whatever ends the run (the plan done, the duration up, an error, Ctrl-C), the engine is shut
-down: knobs restored, every remote process ended, links closed, the session file complete.
+Whatever ends the run (the plan done, the duration up, an error, ctrl+c, SIGTERM, SIGHUP:
+abtui.core.signals), the engine is shut down: knobs restored, every remote process ended, links
+closed, the session file complete; anything left set is said with the `abtui recover` line and
+a non-zero exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -388,10 +391,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     folder, compacted when it ends."""
     stream = progress or sys.stderr
     answer: str | None = None
+    ended: int | None = None  # the exit code of a run that stopped early
     bisected: Bisection | None = None
 
     def say(line: str) -> None:
-        print(f"abtui: {line}", file=stream, flush=True)
+        # a terminal that has gone (SIGHUP) is no reason to stop setting hosts back
+        with contextlib.suppress(OSError, ValueError):
+            print(f"abtui: {line}", file=stream, flush=True)
 
     # the knobs a line names: what this run varies (and every knob a flip changes later)
     varied = [alternation.knob] if alternation is not None else \
@@ -423,7 +429,7 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                     await engine.set_knob(knob, value)
                 except KnobRefused as exc:  # exit 2 for a value abtui itself rejects
                     say(f"--set {knob}={value} refused, not started: {exc}")
-                    return exc.exit_code
+                    raise _NotStarted(exc.exit_code) from None
             setting = False
             if alternation is not None:
                 await _alternate(engine, profile, alternation, duration, say)
@@ -442,26 +448,41 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             else:
                 await session.start("plan")
                 await engine.wait()
+    except _NotStarted as exc:
+        ended = exc.code
     except KnobRefused as exc:  # a flip of the alternation refused: it cannot go on
         say(f"{'bisect' if bisection is not None else '--alternate'}: {exc}; stopped")
-        return EXIT_FAILED
+        ended = EXIT_FAILED
     except WriteFailed as exc:  # the session file: stopped, the hosts set back
         say(f"{exc}; stopped, {_set_back(engine)}")
         return EXIT_FAILED
+    except asyncio.CancelledError:  # ctrl+c, SIGTERM, SIGHUP (abtui.core.signals)
+        say(f"stopped, {_set_back(engine)}")
+        raise
     finally:
         if session.write_error is None and session.closed is not None:
             say(f"session written to {session.closed}")
     if session.write_error is not None:  # the journal whole, its compaction failed
         say(session.write_error)
-    if engine.not_restored:
+    if engine.not_restored:  # whatever ended the run, the recover line and a failure
         say(_set_back(engine))
     if session.write_error or engine.not_restored:
-        return EXIT_FAILED
+        return ended or EXIT_FAILED
+    if ended is not None:
+        return ended
     if bisection is not None:  # runs that failed under it are said; the answer decides
         if bisected is not None:
             print(bisected.result_line(), flush=True)  # the answer, on stdout for scripts
         return EXIT_INCONCLUSIVE if answer == UNDECIDED else EXIT_OK
     return EXIT_FAILED if engine.failed_runs else EXIT_OK
+
+
+class _NotStarted(Exception):
+    """A --set value refused: the run ends before it starts, exiting `code`."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def _set_back(engine: Engine) -> str:

@@ -370,7 +370,7 @@ class Engine:
         try:
             pending = await self.knobs.applier.restore()
         finally:
-            await self.host_state.record("end", self.hosts.links, self.hosts.dialects)
+            cut = await self.host_state.record_end(self.hosts.links, self.hosts.dialects)
             self.runs.close()
             await self.hosts.end_orphans()
             await self.hosts.close()
@@ -381,6 +381,8 @@ class Engine:
             # kept when something is left for `abtui recover`
             settle_journal(self.hosts.journal, left=bool(self.hosts.orphans or pending))
             self.emit(Event.of(events.SessionEnd(reason=reason)))
+            if cut:  # cancelled while reading the hosts: the set-back is done, it goes on
+                raise asyncio.CancelledError
 
 
 

@@ -6,6 +6,7 @@ cannot say is recorded as unavailable."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from abtui.core import events
@@ -47,6 +48,18 @@ class HostStateRecorder:
             self._emit(Event.of(payload, host=alias))
         if moment == "end":
             self._say_changes()
+
+    async def record_end(self, links: dict[str, HostLink],
+                         dialects: dict[str, Dialect]) -> bool:
+        """The end's reading, in the middle of the set-back: True when it was cancelled, so
+        that the caller finishes setting back before the cancellation goes on."""
+        try:
+            await self.record("end", links, dialects)
+        except asyncio.CancelledError:
+            self._emit(Event.of(events.Error(message="host state at end: not read "
+                                                     "(interrupted)")))
+            return True
+        return False
 
     def _say_changes(self) -> None:
         # the reports' diff, imported at the session's end: not on the way to a first frame

@@ -87,6 +87,9 @@ async def preflight(profile: Profile, report: Report) -> bool:
                 say(False, f"{alias}: not checked: driven by {hosts.held[alias]} (one abtui "
                     "drives a host at a time)")
                 continue
+            if alias in hosts.unleased:
+                say(False, f"{alias}: not checked: {hosts.unleased[alias]}")
+                continue
             if alias in hosts.errors:
                 say(False, f"{alias}: unreachable: {hosts.errors[alias]}")
                 continue

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         lab.down()
         print("lab down", file=sys.stderr)
         return 0
-    status = lab.status()
+    status = lab.status(login=True)
     if args.json:
         print(json.dumps(status, indent=2))
     else:
@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
                      f"{h['nic']}, CPU its own" if h["kernel"] else
                      f"netns {h['release']}, CPU this machine's (shared by every netns host)")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
-                  f"ssh {h['address']:<15} data {h['data_address']:<13} {where}")
+                  f"ssh {h['address']:<15} data {h['data_address']:<13} {where}"
+                  + (f": {h['why']}" if h.get("why") else ""))
     return 0 if status["ok"] else 1
 
 

@@ -47,6 +47,8 @@ _BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, Ev
 # such as U+009B or a bidi override was written as it is, and `tail -f` of a journal obeyed
 # it); an ASCII line, nearly every line, is returned as the encoder made it.
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# a session tells who ran what against which hosts: its owner's only, as ssh keeps its files
+SESSION_MODE = 0o600
 
 
 def _ENCODE(obj: object) -> str:
@@ -116,7 +118,7 @@ class SessionWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
-                               0o644)
+                               SESSION_MODE)
         except FileExistsError:
             raise BadInput(f"{self.path}: a session file exists there already") from None
         except OSError as exc:
@@ -300,7 +302,7 @@ def compact(path: Path, facts: dict[str, Any] | None = None,
     header = read_header(path)
     header.update(facts if facts is not None else scan_facts(path, header))
     zipped = target.name.endswith(".gz")
-    with atomic_file(target) as raw:
+    with atomic_file(target, SESSION_MODE) as raw:
         out: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if zipped else raw
         out.write((_ENCODE(header) + "\n").encode())
         with open(path, "rb") as src:

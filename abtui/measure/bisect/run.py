@@ -233,7 +233,7 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
         await engine.start("continuous")
     why = await drive(engine.set_values, alt, verdicts, lambda line: say(f"  {line}"),
                       stop=stop, boundary=look, done=decided,
-                      again=anew(engine))
+                      again=anew(engine), check=getattr(engine, "read_back", None))
     verdicts.stretches.close()
     route.to = ()
     return _record(number, candidate, index, why, verdicts, plan, boots.n)

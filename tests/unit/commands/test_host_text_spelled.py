@@ -332,7 +332,7 @@ def test_lab_status_spells_a_guest_s_release(monkeypatch, capsys) -> None:  # ty
             "nic": f"e1000e {HOSTILE}", "accel": "tcg", "boot_s": 30}
     status = {"up": True, "ok": True, "hosts": [host]}
     monkeypatch.setattr(Lab, "default", classmethod(lambda cls: types.SimpleNamespace(
-        status=lambda: status)))
+        status=lambda **_: status)))
     assert main(["lab", "status"]) == 0
     printed = capsys.readouterr().out
     assert_clean(printed, "abtui lab status")

@@ -20,7 +20,7 @@ REQUIRED: Any = object()
 KeyPath = tuple[str | int, ...]
 
 # Keys the console keeps for itself; a knob's `binding` may not take them (docs/profiles.md).
-RESERVED_KEYS = ("q", "?", "space", "s", "m", "e", "p", "a", "b", "tab")
+RESERVED_KEYS = ("q", "?", "space", "s", "S", "m", "e", "p", "a", "b", "tab")
 OS_NAMES = ("linux", "freebsd")
 
 

@@ -56,15 +56,17 @@ def _ENCODE(obj: object) -> str:
 
 
 def save_events(path: Path, events: Sequence[AnyEvent], *, profile: str = "",
-                pairs: Sequence[str] = ()) -> Path:
+                pairs: Sequence[str] = (), copy_of: str | None = None) -> Path:
     """Write `events` as a finished session at exactly `path` (gzip'ed when it ends in
     `.gz`, plain otherwise); journalled beside it first, so a crash leaves no torn file
-    there. BadInput when a file is there already."""
+    there. BadInput when a file is there already. `copy_of`: the name of the session this
+    is a copy of (the header says so, and `abtui sessions` with it)."""
     journal = part_path(path)
     with contextlib.suppress(FileNotFoundError):
         journal.unlink()  # an earlier save's, cut short
     try:
-        writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path)
+        writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path,
+                               copy_of=copy_of)
     except WriteFailed as exc:
         raise CannotWrite(f"{path}: {exc}") from None
     try:
@@ -94,7 +96,8 @@ class SessionWriter:
 
     def __init__(self, path: str | os.PathLike[str], *, profile: str = "",
                  pairs: Sequence[str] = (), fsync_interval: float = 1.0,
-                 compact: bool = True, final: Path | None = None) -> None:
+                 compact: bool = True, final: Path | None = None,
+                 copy_of: str | None = None) -> None:
         self.path = Path(path)
         self.final = final or finished_path(self.path)
         if compact and self.final.exists():
@@ -110,6 +113,8 @@ class SessionWriter:
             "format": FORMAT, "version": VERSION, "name": name_of(self.final),
             "profile": profile, "created": time.time(), "pairs": list(pairs),
         }
+        if copy_of:
+            self._header["copy_of"] = copy_of
         # why writing stopped (one line naming the file), once it did; told to `on_error`
         self.error: str | None = None
         self.on_error: Callable[[str], None] | None = None

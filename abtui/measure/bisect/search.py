@@ -130,6 +130,11 @@ class Step:
                              "its low end above its high end")
         return cls(**{key: row[key] for key in kinds})
 
+    def decided_by(self) -> str:
+        """` (pair A decided)`: the pair whose look made the call and whose Δ is shown ("" for
+        a step that recorded none)."""
+        return f" (pair {self.pair} decided)" if self.pair else ""
+
     def delta_text(self) -> str:
         """`Δgeo -87.2% [-93.1, -80.4]` (the interval's ends as the alternation prints them)."""
         if self.pct is None:

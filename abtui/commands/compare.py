@@ -22,6 +22,7 @@ from abtui.reports.matching import MODES
 
 if TYPE_CHECKING:
     from abtui.reports.host_state import Change
+    from abtui.sessions.session import Session
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,24 +100,27 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if threshold is None:
         return EXIT_OK
-    host_lines(compare.host_changes(left, right))
-    for line in compare.flagged(left, right, args.match):
-        print(visible(f"abtui: flagged, the gate's answer stands on it: {line}"),
-              file=sys.stderr)
+    beside_gate(left, right, args.match)
     return verdict(cases, threshold, args.allow_inconclusive, args.match)
 
 
-def host_lines(changes: list[Change]) -> None:
-    """Before the gate's answer, on stderr: every difference between the sessions' hosts
-    beside the knobs (the same as compare's table), since the gate judges their effect
-    with the change it was run for."""
-    if not changes:
-        return
-    print(visible(f"abtui: the hosts differ beside the knobs in {len(changes)} setting"
-                  f"{'s' if len(changes) != 1 else ''}; the results include their effect:"),
-          file=sys.stderr)
-    for c in changes:
-        print(visible(f"abtui:   {c.line()}"), file=sys.stderr)
+def beside_gate(left: Session, right: Session, match: str,
+                say: Callable[[str], None] | None = None) -> None:
+    """Before the gate's answer (`say`: on stderr by default): every difference between the
+    sessions' hosts beside the knobs (compare's table), and every compared cell whose
+    numbers carry a flag, since the gate judges their effect with the change it was run
+    for."""
+    from abtui.reports import compare
+
+    say = say or _on_stderr
+    changes: list[Change] = compare.host_changes(left, right)
+    if changes:
+        say(visible(f"the hosts differ beside the knobs in {len(changes)} setting"
+                    f"{'s' if len(changes) != 1 else ''}; the results include their effect:"))
+        for c in changes:
+            say(visible(f"  {c.line()}"))
+    for line in compare.flagged(left, right, match):
+        say(visible(f"flagged, the gate's answer stands on it: {line}"))
 
 
 def _on_stderr(text: str) -> None:

@@ -115,3 +115,17 @@ def test_the_json_export_carries_the_readings_and_the_changes() -> None:
                                      "start": "1", "end": "0"}]
     assert all(c["flags"] == [] for c in doc["configurations"])
     assert compare.to_json(s, s)["host_state_within"]["run"] == doc["hosts_changed"]
+
+
+def test_the_gate_says_the_differences_and_the_flags_before_its_answer() -> None:
+    from abtui.commands.compare import beside_gate
+
+    left = _session("before", {})
+    right = _session("after", {"lab-a-snd": {**BASE, "sysctl net.ipv4.tcp_sack": "0"}})
+    said: list[str] = []
+    beside_gate(left, right, "config", said.append)
+    assert said == ["the hosts differ beside the knobs in 1 setting; the results include "
+                    "their effect:", "  lab-a-snd: net.ipv4.tcp_sack 1 → 0"]
+    said.clear()
+    beside_gate(left, left, "config", said.append)
+    assert said == []

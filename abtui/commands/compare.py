@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
@@ -19,6 +19,10 @@ from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
 from abtui.core.text import visible
 from abtui.reports.gate import CONTROL, INCONCLUSIVE, PASS, REGRESSION, UNMATCHED, GateCase
 from abtui.reports.matching import MODES
+
+if TYPE_CHECKING:
+    from abtui.reports.host_state import Change
+    from abtui.sessions.session import Session
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +110,27 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if threshold is None:
         return EXIT_OK
+    beside_gate(left, right, args.match)
     return verdict(cases, threshold, args.allow_inconclusive, args.match)
+
+
+def beside_gate(left: Session, right: Session, match: str,
+                say: Callable[[str], None] | None = None) -> None:
+    """Before the gate's answer (`say`: on stderr by default): every difference between the
+    sessions' hosts beside the knobs (compare's table), and every compared cell whose
+    numbers carry a flag, since the gate judges their effect with the change it was run
+    for."""
+    from abtui.reports import compare
+
+    say = say or _on_stderr
+    changes: list[Change] = compare.host_changes(left, right)
+    if changes:
+        say(visible(f"the hosts differ beside the knobs in {len(changes)} setting"
+                    f"{'s' if len(changes) != 1 else ''}; the results include their effect:"))
+        for c in changes:
+            say(visible(f"  {c.line()}"))
+    for line in compare.flagged(left, right, match):
+        say(visible(f"flagged, the gate's answer stands on it: {line}"))
 
 
 def _on_stderr(text: str) -> None:
@@ -119,7 +143,7 @@ def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
     and its exit code: 0 every case tested passed, 1 a regression, 3 (EXIT_INCONCLUSIVE)
     neither; nothing tested is never a pass."""
     from abtui.core.errors import EXIT_INCONCLUSIVE
-    from abtui.reports.gate import UNTESTED, resolution
+    from abtui.reports.gate import BLIND, UNTESTED, resolution
 
     by = {a: [c for c in cases if c.answer == a]
           for a in (REGRESSION, INCONCLUSIVE, UNTESTED, UNMATCHED, PASS)}
@@ -137,6 +161,7 @@ def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
         f"runs, {len(by[UNMATCHED])} not matched ({CONTROL} controlled over the {tested} "
         f"case{'s' if tested != 1 else ''} tested)")
     say(resolution(cases, threshold).line())
+    say(BLIND)
     if by[REGRESSION]:
         return EXIT_FAILED
     if not tested:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from abtui.commands.compare import threshold_of, verdict
+from abtui.commands.compare import beside_gate, threshold_of, verdict
 from abtui.commands.sessions import add_sessions_dir
 from abtui.reports.matching import MODES
 
@@ -50,5 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
         write_atomic(Path(args.junit), visible(compare.junit(old, new, cases, threshold),
                                                lines=True))
-    return verdict(cases, threshold, args.allow_inconclusive, args.match,
-                   say=lambda text: print(text, file=sys.stdout, flush=True))
+    def say(text: str) -> None:
+        print(text, file=sys.stdout, flush=True)
+
+    beside_gate(old, new, args.match, say)
+    return verdict(cases, threshold, args.allow_inconclusive, args.match, say=say)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, dataclass_transform
 
 from abtui.core.builds import BOOT_METHODS
 from abtui.core.model import interval_loss, interval_rate, now
+from abtui.core.numbers import rate_unit
 
 
 class EventKind(StrEnum):
@@ -54,6 +55,9 @@ class EventKind(StrEnum):
     DRIFT = "drift"
     SWITCH = "switch"
     BISECT = "bisect"
+    HOST_STATE = "host_state"
+    LINK_BYTES = "link_bytes"
+    COMPETING = "competing"
     PROFILE = "profile"
     COUNTERS = "counters"
     WHY = "why"
@@ -501,6 +505,61 @@ class BisectLook(Payload):
     low: float | None = field(default=None, metadata=OPTIONAL)
     high: float | None = field(default=None, metadata=OPTIONAL)
     pair: str = ""
+
+
+@_payload(EventKind.HOST_STATE)
+@_payload_class
+class HostStateRead(Payload):
+    """What shapes a host's numbers besides the knobs (abtui.remote.host_state), read at the
+    session's `moment` ("start": before abtui set anything; "end": after it set every knob
+    back), host set: `device` the data device, `items` {item: value} (the data device named
+    `@dev` in them), `unavailable` {what: why} for what the host could not say."""
+
+    moment: str
+    device: str
+    items: dict[str, str]
+    unavailable: dict[str, str]
+
+
+@_payload(EventKind.LINK_BYTES)
+@_payload_class
+class LinkBytes(Payload):
+    """The data device's counters on a run's sender (pair and host set), read on the run's
+    beat (abtui.remote.traffic): `clock` the host's time (None where it has no sub-second
+    clock: the event's time stands in)."""
+
+    run: RunId
+    device: str
+    clock: float | None
+    tx_bytes: int
+    rx_bytes: int
+    tx_packets: int
+    rx_packets: int
+
+
+@_payload(EventKind.COMPETING)
+@_payload_class
+class CompetingTraffic(Payload):
+    """Traffic on a pair's data link beyond iperf3's own (abtui.measure.engine.traffic), pair
+    and host set: over `start`..`end` (the controller's clock) the device carried `link_bps`
+    (its per-packet headers allowed for) where iperf3 moved `iperf_bps`; `excess_bps` is the
+    rest, not ours. `phase` the phase it falls in (None across a change)."""
+
+    run: RunId
+    phase: int | None
+    device: str
+    start: float
+    end: float
+    link_bps: float
+    iperf_bps: float
+    excess_bps: float
+
+    def line(self, host: str | None) -> str:
+        """`competing traffic: 310 Mbit/s not ours on hflA0 (lab-a-snd)`."""
+        unit = rate_unit([self.excess_bps])
+        where = f" on {self.device}" + (f" ({host})" if host else "")
+        return (f"competing traffic: {self.excess_bps / unit.div:.0f} {unit.name} not "
+                f"ours{where}")
 
 
 @_payload(EventKind.PROFILE)

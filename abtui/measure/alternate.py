@@ -58,7 +58,7 @@ from abtui.core.model import BUILD_KINDS, DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, 
 from abtui.measure.boots import boot_spread
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
-from abtui.reports import stats
+from abtui.reports import deaths, stats
 from abtui.reports.sequential import (
     BALANCED,
     DELTA_LABEL,
@@ -222,18 +222,19 @@ class Stretches:
     at every boundary, whether the value changed or not.
 
     A stretch held its full time (`close(full=True)`: a boundary of the schedule) counts its
-    bits over at least `min_seconds`; one that moved nothing (its intervals carried nothing,
-    or none came because the pair's run failed, RUN_END "error", and has carried nothing
-    since) counts at rate 0: evidence against its value (sequential.log_rates), never missing
-    data. A full stretch in which no interval counted while the run was not failing (one too
-    short for an interval that began and ended in it, or one delivered late) is left out and
-    said (`empty`); so is one during which a host of the pair lost its link (`hosts`) other
-    than by a boot into the stretch's build (a plan-mode stretch opens before its switch),
-    or failed to switch to it, and one a stop cut short before it counted `min_seconds`:
-    missing data not of the value's doing. A stretch that overlaps the time in which someone
-    else changed a setting of the pair's hosts (a DRIFT read back: between its `since` and
-    `until`) is left out too (`drifted`), even once closed: it ran under a value nobody can
-    name; after a drift of the alternated knob itself, every later stretch of the pair is."""
+    bits over at least `min_seconds`; one that moved nothing (its intervals carried nothing, or
+    none came because the pair's run failed, RUN_END "error", and has carried nothing since)
+    counts at rate 0: evidence about its value, counted per value and judged on its own
+    (abtui.reports.deaths), never missing data. A full stretch in which no interval counted
+    while the run was not failing (one too short for an interval that began and ended in it, or
+    one delivered late) is left out and said (`empty`); so is one during which a host of the
+    pair lost its link (`hosts`) other than by a boot into the stretch's build (a plan-mode
+    stretch opens before its switch), or failed to switch to it, and one a stop cut short before
+    it counted `min_seconds`: missing data not of the value's doing. A stretch that overlaps the
+    time in which someone else changed a setting of the pair's hosts (a DRIFT read back: between
+    its `since` and `until`) is left out too (`drifted`), even once closed: it ran under a value
+    nobody can name; after a drift of the alternated knob itself, every later stretch of the
+    pair is."""
 
     knob: str
     values: tuple[str, ...]
@@ -452,8 +453,9 @@ class Verdicts:
 
     def ratios(self, unit: str, value: str) -> list[float]:
         """Per complete block with every stretch on the unit's pairs: the mean ln rate of
-        `value`'s stretches less the base's (a stretch that moved nothing counted, at
-        sequential.DEAD_SHARE); a crossover's, the mean of its two pairs'."""
+        `value`'s stretches less the base's (nan for a block with a stretch that moved
+        nothing: deaths are judged apart, abtui.reports.deaths); a crossover's, the mean of
+        its two pairs'."""
         got = self._contrast(unit, value)
         return [] if got is None else [float(x) for x in got.d]
 
@@ -474,7 +476,8 @@ class Verdicts:
         got = crossed(rates[0], rates[1], pos[0], pos[1]) if len(pairs) == 2 \
             else contrasts(rates[0], pos[0])
         return Contrasts(got.d[0], float(got.floor[0]), got.options[0],
-                         None if got.tss is None else got.tss[0])
+                         None if got.tss is None else got.tss[0],
+                         tuple(x[0] for x in got.dead), got.carry)
 
     def dead(self, unit: str, value: str) -> tuple[int, int]:
         """Stretches of `value` on the unit's pairs that moved nothing, and all its
@@ -493,7 +496,7 @@ class Verdicts:
             return early
         assert got is not None  # (no blocks: before the first look)
         return assess(got.d, self.family.design(rejected), self.min_effect, got.floor, dead,
-                      got.options, got.tss)
+                      got.options, got.tss, got.dead, got.carry)
 
     def current(self) -> dict[tuple[str, str], Assessment]:
         """(pair, value) -> where it stands now; Holm: each significant comparison passes its
@@ -530,8 +533,8 @@ class Verdicts:
         on fewer says why), and the stretches of either value that moved nothing."""
         pair, value = key
         base = self.stretches.values[0]
-        dead = [f"{v} moved nothing in {k} of {n} stretches"
-                for v in (value, base) for k, n in [self.dead(pair, v)] if k]
+        (k, n), (kb, _nb) = self.dead(pair, value), self.dead(pair, base)
+        dead = [deaths.text(value, k, n, base, kb)] if k or kb else []
         pairs = self._pairs(pair)
         lost = sum(len(self.stretches.lost[p]) for p in pairs)
         empty = sum(len(self.stretches.empty[p]) for p in pairs)
@@ -543,7 +546,8 @@ class Verdicts:
                  *([f"{empty} stretch{'es' if empty != 1 else ''} left out: no interval "
                     f"counted in {'them' if empty != 1 else 'it'}"] if empty else [])]
         return f"{pair}: {self.stretches.knob}={value} vs {base}: " \
-               f"{got.line(self.blocks())}" + (f" [{'; '.join(notes)}]" if notes else "")
+               f"{got.line(self.blocks(), (value, base))}" + \
+               (f" [{'; '.join(notes)}]" if notes else "")
 
     def summary(self) -> list[str]:
         return [self.line(k, a) for k, a in self.current().items()]
@@ -557,8 +561,8 @@ class Verdicts:
         base = self.stretches.values[0]
         for (pair, value), got in self.current().items():
             d = got.delta
-            verdict = "significant" if got.significant else "no difference" if got.within \
-                else "undecided"
+            verdict = "significant (deaths)" if got.by_deaths else "significant" \
+                if got.significant else "no difference" if got.within else "undecided"
             row: dict[str, object] = {
                 "pair": pair, "knob": self.stretches.knob, "value": value, "base": base,
                 "delta": DELTA_LABEL, "pct": d.pct if d else None,
@@ -730,11 +734,14 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
             if asyncio.iscoroutine(result):
                 await result
         took = loop.time() - began
+        # as long as a change: one of those so far, drawn; at every boundary when each
+        # restarts the runs (`again`: a kept value's boundary takes a restart of its own, and
+        # padding it alone to a drawn change made kept boundaries the longer ones: A/A false
+        # claims 0.077 under a load of 2 stretches), else where the value is kept
+        drawn = pad.choice(flips) if flips and (again is not None or not changed) else None
         if changed:
             flips.append(took)
-            pause = 0.0
-        else:  # as long as a change: one of those so far, drawn
-            pause = max(0.0, pad.choice(flips) - took) if flips else 0.0
+        pause = max(0.0, drawn - took) if drawn is not None else 0.0
         if await _stopped_within(stop, pause + alt.window):
             return "stopped"
         stretches.begin(i, now)

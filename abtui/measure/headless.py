@@ -28,6 +28,7 @@ from abtui.core.errors import (
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import Profile
 from abtui.measure.engine.front import Engine
+from abtui.measure.engine.host_state import HOSTS_CHANGED
 from abtui.measure.engine.knobs import KnobApplierFactory
 from abtui.measure.ports import ParserFactory, PingParserFactory, open_session_writer
 from abtui.measure.session import ControllerSession
@@ -193,6 +194,8 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
             return f"{knob} = {value} on {', '.join(pairs or [])}"
         case events.Drift() as drift:
             return drift.line(event.host)
+        case events.Mark(text=text) if str(text).startswith(HOSTS_CHANGED):
+            return str(text)
         case events.Mark(text=text) if event.host:  # done on a host (a dead run's flow ended)
             return f"{who}{text}"
         case events.BuildSwitch() as switch:

@@ -118,6 +118,16 @@ class Dialect:
     carryover_command = ""
     carryover_what = "the TCP metrics cache"
 
+    def host_state_command(self, device: str | None, target: str | None) -> str:
+        """Prints what shapes the host's numbers besides the knobs (abtui.remote.host_state);
+        "" where this OS has no reading."""
+        return ""
+
+    def link_counters_command(self, device: str | None, target: str | None) -> str:
+        """Prints the data device's byte and packet counters with the host's clock
+        (abtui.remote.traffic); "" where this OS has no reading."""
+        return ""
+
     def __init__(self) -> None:
         self._swaps: dict[tuple[Setting, str], str] = {}  # swap_command's, built once each
         self._checked: set[Setting] = set()  # settings check_setting passed (a flip's path)

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
+from abtui.remote import host_state, traffic
 from abtui.remote.dialect import (
     Dialect,
     Setting,
@@ -40,6 +41,12 @@ class FreeBSD(Dialect):
     }
     # Linux ethtool names of the same features
     FROM_LINUX: ClassVar[dict[str, str]] = {"rx": "rxcsum", "tx": "txcsum", "rxvlan": "vlanhwtag"}
+
+    def host_state_command(self, device: str | None, target: str | None) -> str:
+        return host_state.freebsd_command(device, target)
+
+    def link_counters_command(self, device: str | None, target: str | None) -> str:
+        return traffic.freebsd_counters_command(device, target)
 
     def capability(self, key: str) -> str:
         cap = self.FROM_LINUX.get(key, key)

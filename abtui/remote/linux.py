@@ -11,6 +11,7 @@ from typing import ClassVar
 from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
+from abtui.remote import host_state, traffic
 from abtui.remote.dialect import Dialect, Setting, as_function, on_off, unsigned
 from abtui.remote.refusals import EXIT_READ_ONLY, EXIT_UNKNOWN, EXIT_WRITE
 
@@ -50,6 +51,12 @@ class Linux(Dialect):
     # sysctls that take one of a list the kernel keeps in another: a refusal says the list
     CHOICES: ClassVar[dict[str, str]] = {
         "net.ipv4.tcp_congestion_control": "net.ipv4.tcp_allowed_congestion_control"}
+
+    def host_state_command(self, device: str | None, target: str | None) -> str:
+        return host_state.linux_command(device, target)
+
+    def link_counters_command(self, device: str | None, target: str | None) -> str:
+        return traffic.linux_counters_command(device, target)
 
     def __init__(self, fast_sysctl: bool = True) -> None:
         super().__init__()

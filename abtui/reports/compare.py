@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from abtui.core.configuration import config_id
-from abtui.reports import matching, stats
+from abtui.reports import flags, host_state, matching, stats
 from abtui.reports.formatting import (
     fmt_cell,
     fmt_compare,
@@ -86,6 +86,7 @@ def markdown(left: Session, right: Session, units: str = "bits", match: str = "c
     seen: list[stats.Delta | None] = []
     body, unit = _table(left, right, table, False, seen, units)
     head = [f"# compare {left.name} → {right.name}", "",
+            *host_state.compare_section(left, right, _pair_map(left, right)),
             f"throughput in {unit}. " + legend(left.name), ""]
     out = [*head, body]
     if any(c.samples_rx for r in table for c in (r["left"], r["right"]) if c):
@@ -106,11 +107,20 @@ def _table(left: Session, right: Session, table: list[dict[str, Any]], rx: bool,
     body = []
     for r in table:
         lc, rc = r["left"], r["right"]
-        change = fmt_compare(lc, rc, rx, seen) if r["only"] is None else (
-            f"only in {left.name if r['only'] == 'left' else right.name}")
-        body.append([r["pair"], r["shown"], fmt_cell(lc, div, rx), fmt_cell(rc, div, rx),
-                     change])
+        change = fmt_compare(lc, rc, rx, seen) + _flagged(left, lc, right, rc) \
+            if r["only"] is None else (
+                f"only in {left.name if r['only'] == 'left' else right.name}")
+        body.append([r["pair"], r["shown"],
+                     fmt_cell(lc, div, rx) + flags.of_cell(left, lc).mark(),
+                     fmt_cell(rc, div, rx) + flags.of_cell(right, rc).mark(), change])
     return md_table(["pair", "configuration", left.name, right.name, "Δ"], body), unit.name
+
+
+def _flagged(left: Session, lc: stats.Cell | None, right: Session,
+             rc: stats.Cell | None) -> str:
+    """A Δ made of flagged cells carries their flags (abtui.reports.flags)."""
+    words = [*flags.of_cell(left, lc).words, *flags.of_cell(right, rc).words]
+    return f" {flags.MARK} on {', '.join(dict.fromkeys(words))}" if words else ""
 
 
 def _config_values(*sessions: Session) -> dict[str, dict[str, Any]]:
@@ -152,8 +162,33 @@ def to_json(left: Session, right: Session, match: str = "config") -> dict[str, A
             "ci_pct": [d.low, d.high] if d and d.low is not None else None,
             "ci_missing": d.why if d and d.low is None else None,
             "verdict": v.to_json() if v else None,
+            "flags": {"left": flags.of_cell(left, r["left"]).lines,
+                      "right": flags.of_cell(right, r["right"]).lines},
         })
-    return {"left": left.name, "right": right.name, "rows": out}
+    pairs = _pair_map(left, right)
+    return {"left": left.name, "right": right.name,
+            "host_state": host_state.to_json(host_state.between(left, right, pairs)),
+            "host_state_within": {s.name: host_state.to_json(host_state.within(s),
+                                                             ("start", "end"))
+                                  for s in (left, right)},
+            "rows": out}
+
+
+def flagged(left: Session, right: Session, match: str = "config") -> list[str]:
+    """One line per compared cell whose numbers carry a flag (abtui.reports.flags): what
+    the gate's answer for it stands on."""
+    out = []
+    for r in rows(left, right, match):
+        for s, c in ((left, r["left"]), (right, r["right"])):
+            for line in flags.of_cell(s, c).lines:
+                out.append(f"{s.name} {r['pair']} {r['shown']}: {line}")
+    return out
+
+
+def host_changes(left: Session, right: Session) -> list[host_state.Change]:
+    """Every difference between the two sessions' hosts beside the knobs (the gate says
+    how many)."""
+    return host_state.between(left, right, _pair_map(left, right))
 
 
 # ---- the regression gate (abtui.reports.gate) ------------------------------------------------

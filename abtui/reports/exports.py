@@ -239,7 +239,7 @@ def to_json(session: Session) -> dict[str, Any]:
             "summary": _phase_summary(session, ph.index),
         })
     table = stats.cells(session)
-    from abtui.reports import cpu
+    from abtui.reports import cpu, flags, host_state
 
     cpu_cells = cpu.cells(session, table)
     return {
@@ -270,8 +270,13 @@ def to_json(session: Session) -> dict[str, Any]:
                             if s.n or m != "throughput_rx"}}
                  for r in session.runs],
         "configurations": [{**c.to_json(), "cpu": cpu.cell_json(cpu_cells[k][p]),
-                            "latency": latency.latency(session, p, phases=c.phases).to_json()}
+                            "latency": latency.latency(session, p, phases=c.phases).to_json(),
+                            "flags": flags.of_cell(session, c).lines}
                            for k, row in table.items() for p, c in row.items()],
+        # what shapes the numbers besides the knobs, per host at the start and end
+        "host_state": session.host_states,
+        "hosts_changed": host_state.to_json(host_state.within(session), ("start", "end")),
+        "competing": session.competing,
         "host_cpu": cpu.series_json(session),
         "originals": session.originals, "knob_changes": session.knob_changes,
         "knob_errors": session.knob_errors, "tunnels": session.tunnels,

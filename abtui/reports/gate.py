@@ -30,6 +30,15 @@ passes at −5 %, and a 5 % loss in every configuration is called in 0.04 of the
 gates find one). On plain means the same A/A gates at −5 % passed 0.06 of the time at 30
 runs and never at 5: one stalled run anywhere kept a case's interval across −5 %.
 
+What it cannot see (`BLIND`, said after every gate): drift that differs per configuration
+between the two sessions (a host's state that moved between the days, differently for each
+configuration) is a difference between the sessions like the change's, and more runs do not
+remove it. Measured (bench_gate.gate_config_drift, 200 A/A gates at 30 runs a side, each
+configuration's rate moved by its own lognormal factor): 1 % apart, false alarms in 0.325 of
+gates at threshold 0 (0.000 at 2 %); 2 % apart, 0.91 (0.23 at 2 %). The way to separate drift
+from a change is to alternate the two in one session (`abtui run --alternate`: blocks in a
+random order, drift cancels within a block).
+
 Why the false discovery rate and not family-wise (Holm): a change that costs throughput
 usually costs it in many configurations at once, and BH finds such a spread regression more
 often; when nothing changed (the case a false alarm is about) the two give the same
@@ -264,6 +273,17 @@ def _bh(ps: list[float]) -> list[float]:
     from scipy.stats import false_discovery_control
 
     return [float(q) for q in false_discovery_control(ps, method="bh")]
+
+
+# drift per configuration between the sessions: (its spread in percent, the share of A/A
+# gates that called a regression at threshold 0, at threshold 2 %), measured (module docstring)
+CONFIG_DRIFT_ALARMS = ((1.0, 0.325, 0.0), (2.0, 0.91, 0.23))
+BLIND = ("not seen: drift that differs per configuration between the two sessions reads as "
+         "the change (each configuration " + "; ".join(
+             f"{s:g}% apart: false alarms in {a0:.2f} of gates at threshold 0, {a2:.2f} at 2%"
+             for s, a0, a2 in CONFIG_DRIFT_ALARMS) +
+         "); to separate drift from a change, alternate the two in one session "
+         "(abtui run --alternate)")
 
 
 def unmatched(pair: str, config: str, where: str) -> GateCase:

@@ -71,14 +71,18 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 
         out.append(f"- in every configuration: {shown_config(session, common)}")
     out.append("")
-    from abtui.reports import alternation, bisection
+    from abtui.reports import alternation, bisection, host_state
 
     out += bisection.markdown(session)  # a bisection's answer first, when one ran
     out += alternation.markdown(session)  # the answer first, when an alternation ran
     from abtui.reports import why_report
 
     out += why_report.markdown(session)  # why: the frames that moved, when profiled
+    from abtui.reports import flags
+
+    out += flags.verdict_note(session)  # what those verdicts stand on, when flagged
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
+    out += host_state.report_section(session)  # its hosts changed while it measured
     units = units or "bits"
     out += ["## Hosts", "", _hosts(session), ""]
     options = _options(session)
@@ -89,6 +93,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     if any(c.samples_rx for row in table.values() for c in row.values()):
         out += ["## Other direction (--bidir: receiver → sender)", "",
                 _pair_table(session, table, bp, True, seen, units), ""]
+    out += flags.report_section(session, table)  # competing traffic, saturation
     udp = _udp(session, table)
     if udp:
         out += ["## UDP loss and jitter", "", udp, ""]
@@ -179,6 +184,7 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     """A configuration per row, a column per pair (its one figure), then each other pair's
     delta vs the base pair (--bidir's way back with `rx`); a `[report] reference` pair is
     shown, never compared."""
+    from abtui.reports import flags
     from abtui.reports.naming import references
     from abtui.reports.procedure.sections import layout_of
 
@@ -191,8 +197,10 @@ def _pair_table(session: Session, table: dict[str, dict[str, stats.Cell]], bp: s
     rows = []
     shown = labels(session, table, short=True)
     for config, row in table.items():
-        cells = [fmt_cell(row.get(p), div, rx) for p in session.pairs]
-        deltas = [fmt_compare(row.get(bp or ""), row.get(p), rx, seen) for p in others]
+        cells = [fmt_cell(row.get(p), div, rx) + flags.of_cell(session, row.get(p)).mark()
+                 for p in session.pairs]
+        deltas = [fmt_compare(row.get(bp or ""), row.get(p), rx, seen)
+                  + flags.delta_mark(session, row.get(bp or ""), row.get(p)) for p in others]
         rows.append([shown[config], *cells, *deltas])
     note = ("Figures, Δ and verdicts as above, for the way back (its own run-level values)."
             if rx else legend(bp or "the base pair"))

@@ -4,7 +4,9 @@ The alternation runs in *blocks* whose order is drawn at random (abtui.measure.a
 .schedule): for two values four stretches, each value twice, in one of the six balanced
 orders (BALANCED); for more a permutation. Each complete block gives, per pair and compared
 value, one sample: the mean log rate of that value's stretches in the block less the base's
-(`contrasts`; a stretch that moved nothing counts at DEAD_SHARE of the pair's median).
+(`contrasts`; a block with a stretch that moved nothing is left out: deaths are judged on
+their own, abtui.reports.deaths, and a first-order carryover is fitted beside the ratios,
+abtui.reports.carryover).
 Drift, warm-up and slowly varying noise are nearly the same within a block and cancel;
 periodic interference lands on either value by the draw. The rule is a paired t on these
 block log ratios, looked at once per complete block:
@@ -40,18 +42,23 @@ and the gate's Δ are ratios of means, and each line names its own.
 
 Measured by simulation of these functions driven by the project's own schedule and boundary
 (tests/bench/bench_seq.py; docs/sequential.md has the tables): A/A family false claims at most
-0.055 over 70 scenarios (1 × 2, 2 × 2 and 1 × 3 families; periodic loads of 2–7 stretches and
+0.056 over 70 scenarios (1 × 2, 2 × 2 and 1 × 3 families; periodic loads of 2–7 stretches and
 one block with flips of up to 3 stretches, dead stretches, 3-digit rates, drift, AR(1),
-stalls; last round's rule 0.07–0.29 in the periodic ones); power at 3 % / 3 % 0.811 within 20
-stretches a value, 0.814 with a −5 % drift; a difference of ten times the noise called after
-a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of the order, not
-per seed: `--seed N` replays one order's luck.
+stalls; last round's rule 0.07–0.29 in the periodic ones); restarting the runs at every
+boundary under periodic loads of 2–7 stretches, and a value with no effect of its own and an
+after-effect of 3–10 % (blocks and crossover), each within 0.06; power at 3 % / 3 % 0.804
+within 20 stretches a value, 0.793 with a −5 % drift, 0.708 with one dead stretch of 40 (an
+A/A run's printed |Δ| then 0.6 % at the median); a value dying in 35 % of its stretches
+called worse 0.77 of the time, never "no difference"; a difference of ten times the noise
+called after a median of 12 stretches (2 pairs × 2 values). The rates are over the draw of
+the order, not per seed: `--seed N` replays one order's luck.
 
 scipy is imported lazily (the console starts without it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -61,7 +68,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT
-from abtui.reports import stats
+from abtui.reports import carryover, deaths, stats
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -302,9 +309,6 @@ def observed_first(options: Any, d: Any) -> Any:
 # iperf3 prints rates with 3 significant digits (text mode): a figure is known to half a unit
 # of its third digit, 0.05–0.5 % of it
 DIGITS = 3
-# a stretch that moved nothing counts at this share of the pair's median stretch (its log
-# ratio is then about ln 0.01: a dead value loses by far, and the spread says how often)
-DEAD_SHARE = 0.01
 
 
 def resolution(rate: Any) -> Any:
@@ -316,15 +320,12 @@ def resolution(rate: Any) -> Any:
 
 
 def log_rates(rates: Any) -> Any:
-    """ln of stretch rates (last axis: stretches; nan: no sample), a stretch that moved
-    nothing (rate 0) taken at DEAD_SHARE of the median of the others (`rates`' last axis):
-    a dead stretch is evidence against its value, not missing data."""
+    """ln of stretch rates (last axis: stretches), nan for no sample and for a stretch that
+    moved nothing (rate 0): a dead stretch is evidence about its value, counted apart
+    (abtui.reports.deaths), not a rate inside the log ratios."""
     r = np.asarray(rates, dtype=float)
-    with np.errstate(invalid="ignore"):
-        live = np.where(r > 0, r, np.nan)
-        typical = np.nanmedian(np.where(np.isnan(live).all(-1, keepdims=True), 1.0, live),
-                               axis=-1, keepdims=True)
-        return np.log(np.where(r > 0, r, np.where(r == 0, DEAD_SHARE * typical, np.nan)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log(np.where(r > 0, r, np.nan))
 
 
 def contrasts(rates: Any, pos: Any) -> Contrasts:
@@ -349,6 +350,8 @@ def contrasts(rates: Any, pos: Any) -> Contrasts:
         return got.reshape(x.shape[:-1] + shape).mean(-1)  # … × blocks × values
 
     logs = log_rates(r)
+    dead = deaths.counts(r == 0, pos, BALANCED)
+    carry = carryover.sums(logs, pos)
     means, res = gather(logs), gather(resolution(r))
     d = np.moveaxis(means[..., 1:] - means[..., :1], -2, -1)  # … × compared × blocks
     width = np.moveaxis(res[..., 1:] + res[..., :1], -2, -1)
@@ -361,21 +364,25 @@ def contrasts(rates: Any, pos: Any) -> Contrasts:
         x = x.reshape((*logs.shape[:-1], -1, 4))  # … × blocks × the block's stretches
         options = (x @ _BALANCED_WEIGHTS.T)[..., None, :, :]  # … × 1 × blocks × 6
         tss = ((x - x.mean(-1, keepdims=True)) ** 2).sum(-1)[..., None, :]
-        return Contrasts(d, width.sum(-1) / count, options, tss)
+        return Contrasts(d, width.sum(-1) / count, options, tss, dead, carry)
     # a block of one permutation: the two values swapped, or not
-    return Contrasts(d, width.sum(-1) / count, np.stack([d, -d], -1), None)
+    return Contrasts(d, width.sum(-1) / count, np.stack([d, -d], -1), None, dead, carry)
 
 
 class Contrasts(NamedTuple):
     """What `contrasts` gives: block log ratios d (…, compared, blocks); their resolution
     floor (…, compared); each block's ratio under every arrangement (…, compared, blocks,
     arrangements); blocks of four: each block's sum of squares about its mean (…, 1,
-    blocks), else None."""
+    blocks), else None; the blocks' deaths (deaths.counts: the value's less the base's, the
+    same under every arrangement, both values' together); the carryover fit's sums
+    (carryover.sums)."""
 
     d: Any
     floor: Any
     options: Any
     tss: Any
+    dead: Any = None
+    carry: Any = None
 
 
 def crossed(first: Any, second: Any, pos: Any, second_pos: Any) -> Contrasts:
@@ -393,7 +400,11 @@ def crossed(first: Any, second: Any, pos: Any, second_pos: Any) -> Contrasts:
     half = (log_rates(first) - log_rates(second)) / 2
     got = contrasts(np.exp(half), pos)
     floor = (contrasts(first, pos).floor + contrasts(second, second_pos).floor) / 2
-    return Contrasts(got.d, floor, got.options, got.tss)
+    one = deaths.counts(np.asarray(first, dtype=float) == 0, pos, BALANCED)
+    two = deaths.counts(np.asarray(second, dtype=float) == 0, pos, BALANCED)
+    # the second pair ran the mirror: its value's deaths are where the first ran the base
+    dead = (one[0] - two[0], one[1] - two[1], one[2] + two[2])
+    return Contrasts(got.d, floor, got.options, got.tss, dead, got.carry)
 
 
 
@@ -486,10 +497,13 @@ class Family:
     spending: str = SPENDING[0]
     arrangements: int = 2
 
-    def design(self, rejected: int = 0) -> Design:
-        """The design one open comparison is judged by, with `rejected` already significant."""
-        return Design.make(self.max_runs, self.alpha / max(1, self.size - rejected) / T_LOOKS,
-                           self.spending, self.arrangements)
+    def design(self, rejected: int = 0, split: bool = False) -> Design:
+        """The design one open comparison's log ratios are judged by, with `rejected` already
+        significant; `split`: at a look at which its deaths can reach their share of the α
+        (deaths.DEATH_SHARE), the rest."""
+        return split_design(Design.make(self.max_runs,
+                                        self.alpha / max(1, self.size - rejected) / T_LOOKS,
+                                        self.spending, self.arrangements), split)
 
     def prepare(self) -> None:
         """Every design the family may judge by, and Student's t, made now: the first use of
@@ -501,6 +515,47 @@ class Family:
 
         for rejected in range(self.size):
             self.design(rejected)
+            self.design(rejected, split=True)
+            death_design(self.design(rejected))
+
+
+def split_design(design: Design, split: bool = True) -> Design:
+    """The log ratios' design when the deaths take their share of `design`'s α."""
+    if not split:
+        return design
+    return Design.make(design.max_runs, design.alpha * (1 - deaths.DEATH_SHARE),
+                       design.spending, design.arrangements)
+
+
+def death_design(design: Design) -> Design:
+    """The deaths' design: their share of `design`'s α (before the t statistics' T_LOOKS
+    correction, which an exact randomisation p does not need), spent O'Brien-Fleming-like."""
+    return Design.make(design.max_runs, design.alpha * T_LOOKS * deaths.DEATH_SHARE,
+                       "obrien-fleming", design.arrangements)
+
+
+class Carry(NamedTuple):
+    """A carryover the fit shows (carryover.shown): what a stretch after the value runs
+    against one after the base (percent, interval at the fit's level), the direct effect
+    adjusted for it (at the look's level), and whether that adjusted effect is significant
+    with the log ratios' sign (else no difference is claimed)."""
+
+    pct: float
+    low: float
+    high: float
+    adjusted: stats.Delta
+    separated: bool
+    shown: bool = True  # False: none shown, but the adjusted effect does not confirm the claim
+
+    def text(self, value: str = "the value", base: str = "the base") -> str:
+        tail = "" if self.separated else ": a difference not separated from it"
+        if not self.shown:
+            return f"a carryover not excluded (a stretch after {value} runs {self.pct:+.1f}% " \
+                   f"[{self.low:+.1f}, {self.high:+.1f}] against one after {base}); adjusted " \
+                   f"for it {DELTA_LABEL} {self.adjusted}{tail}"
+        return f"carryover: a stretch after {value} runs {self.pct:+.1f}% [{self.low:+.1f}, " \
+               f"{self.high:+.1f}] against one after {base}; adjusted for it {DELTA_LABEL} " \
+               f"{self.adjusted}{tail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,13 +569,16 @@ class Assessment:
     max_runs: int
     min_effect: float = DEFAULT_MIN_EFFECT
     within: bool = False  # not significant, the interval inside ±min_effect
-    dead: int = 0  # stretches of either value that moved nothing (counted, at DEAD_SHARE)
+    dead: int = 0  # stretches of either value that moved nothing (judged apart: deaths)
     # significant with the interval's near end within half of Δ: an early stop's Δ may then
     # overstate the effect materially (far beyond its boundary, the look's selection is not)
     close: bool = False
     # blocks from which "about k more" is said: FORECAST_FROM, or 2 when the spread is pooled
     # within blocks (blocks of four: 5 degrees of freedom at 2 blocks, as 6 blocks of two)
     forecast_from: int = FORECAST_FROM
+    # significant by its deaths alone (deaths.p_values): the value died more (+1) or less (-1)
+    by_deaths: int = 0
+    carry: Carry | None = None  # a carryover the fit shows
 
     @property
     def early(self) -> bool:
@@ -530,26 +588,37 @@ class Assessment:
 
     @property
     def verdict(self) -> str:
-        """`+6.2%` (significant), `~` (not, so far) or `?` (too few blocks to look)."""
+        """`+6.2%` (significant), `dies more` / `dies less` (significant by its deaths
+        alone), `~` (not, so far) or `?` (too few blocks to look)."""
+        if self.by_deaths:
+            return "dies more" if self.by_deaths > 0 else "dies less"
         if self.significant and self.delta is not None:
             return f"{self.delta.pct:+.1f}%"
         return "~" if self.n >= FIRST_LOOK else "?"
 
-    def line(self, blocks: int | None = None) -> str:
+    def line(self, blocks: int | None = None, names: tuple[str, str] | None = None) -> str:
         """`Δgeo -12.2% [-14.0, -8.1] significant (3 blocks; stopped early: Δ may overstate
         the effect)` or `Δgeo … ~ (4 blocks), about 6 more blocks to resolve 1%`.
 
         `blocks`: the complete blocks of the schedule so far (the count an alternation's
         header gives). A comparison judged on fewer says so with that count: one decided at
         an earlier look says at which, and one that left blocks out (its stretch on this
-        pair was cut short by a stop or had no sample) how many."""
+        pair was cut short by a stop or had no sample) how many. `names`: the value and the
+        base, for a carryover's note."""
         ns = self._blocks(blocks)
+        carry = "" if self.carry is None else f"; {self.carry.text(*(names or ()))}"
+        if self.by_deaths:
+            rate = f"{DELTA_LABEL} {self._delta_text()} on the stretches that moved; " \
+                if self.delta is not None else ""
+            whole = blocks if blocks is not None else self.n
+            return f"{rate}significant: {self.verdict} ({whole} block" \
+                   f"{'s' if whole != 1 else ''}){carry}"
         if self.delta is None:
             return f"? ({ns})"
         if self.significant:
             early = "; stopped early: Δ may overstate the effect" if self.early else ""
-            return f"{DELTA_LABEL} {self._delta_text()} significant ({ns}{early})"
-        text = f"{DELTA_LABEL} {self._delta_text()} {self.verdict} ({ns})"
+            return f"{DELTA_LABEL} {self._delta_text()} significant ({ns}{early}){carry}"
+        text = f"{DELTA_LABEL} {self._delta_text()} {self.verdict} ({ns}){carry}"
         if self.within:
             return f"{text}, no difference of {self.min_effect:g}% or more"
         if self.n >= FIRST_LOOK:
@@ -602,18 +671,26 @@ def before_looks(ratios: Sequence[float], max_runs: int,
 
 
 def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_MIN_EFFECT,
-           floor: float = 0.0, dead: int = 0, options: Any = None, tss: Any = None
-           ) -> Assessment:
+           floor: float = 0.0, dead: int = 0, options: Any = None, tss: Any = None,
+           died: Any = None, carry: Any = None) -> Assessment:
     """The look these block log ratios (value vs base, one per complete block) make: the
     paired repeated interval (its spread never below `floor`, the figures' precision; the
     randomisation floor checked first, whatever the spread), the verdict from it, and the
-    blocks still needed. `dead`: stretches of either value that moved nothing (counted in
-    the ratios at DEAD_SHARE): such a comparison never says "no difference". `options`
+    blocks still needed. `dead`: stretches of either value that moved nothing (their blocks
+    left out of the ratios): such a comparison never says "no difference". `options`
     (blocks × arrangements, as `contrasts` gives them): a claim also needs the randomisation
     p of its t at most the look's level (`randomisation_p`); `tss` (blocks of four) pools
-    the spread within blocks (`cumulative`)."""
+    the spread within blocks (`cumulative`). `died` (Contrasts.dead, this comparison's: the
+    blocks' deaths, every complete block including those whose ratio is nan): judged on their
+    own (deaths.p_values) at their share of the α when they can reach it, the log ratios at
+    the rest. `carry` (Contrasts.carry's sums, this comparison's, one entry per block): a
+    carryover the fit shows is said, and a claim then needs the adjusted effect too."""
+    split, by_deaths = _deaths(died, design)
+    design = split_design(design, split)
     early = before_looks(ratios, design.max_runs, min_effect, dead)
     if early is not None:
+        if by_deaths:
+            return dataclasses.replace(early, significant=True, by_deaths=by_deaths)
         return early
     d = np.asarray([x for x in ratios if math.isfinite(x)], dtype=float)
     n = d.size
@@ -626,70 +703,184 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
         significant = bool(randomisation_p(first, floor, None if tss is None else tss[None])[0]
                            <= design.nominal(n))
     delta = stats.Delta(_pct(mean), _pct(mean - half), _pct(mean + half))
-    inside = not significant and not dead and bool(within(mean, half, min_effect))
+    said = _carry(carry, design, n, mean, significant) if carry is not None else None
+    if said is not None and not said.separated:
+        significant = False
+    inside = not significant and not dead and said is None and \
+        bool(within(mean, half, min_effect))
     more = None
     if not significant and not inside and se > 0:
         got = int(more_blocks(design, se * math.sqrt(n), n, min_effect, mean,
                               tss is not None))
         more = got if got > 0 else None
     material = significant and abs(mean) < MATERIAL * half
-    return Assessment(delta, n, significant, more, design.max_runs, min_effect, inside, dead,
-                      material, FIRST_LOOK if tss is not None else FORECAST_FROM)
+    return Assessment(delta, n, significant or bool(by_deaths), more, design.max_runs,
+                      min_effect, inside, dead, material,
+                      FIRST_LOOK if tss is not None else FORECAST_FROM,
+                      0 if significant else by_deaths, said)
+
+
+def _deaths(died: Any, design: Design) -> tuple[bool, int]:
+    """Whether the deaths take their share of the α at this look (they can reach it), and
+    whether they are significant (+1: the value died more, -1: less, 0: not)."""
+    if died is None:
+        return False, 0
+    obs, options, both = (np.asarray(x) for x in died)
+    if obs.size == 0 or not both.sum():
+        return False, 0
+    p, pmin = deaths.p_values(obs, options)
+    level = float(death_design(design).nominal(obs.shape[-1]))
+    if pmin[-1] > level:
+        return False, 0
+    return True, int(np.sign(obs.sum())) if p[-1] <= level else 0
+
+
+def _carry(sums: Any, design: Design, n: int, mean: float, claimed: bool) -> Carry | None:
+    """The carryover the fit at this look shows, or, when the log ratios `claimed` a
+    difference, one it cannot exclude that the adjusted effect does not confirm (None:
+    neither)."""
+    from scipy.stats import t as student_t
+
+    fit = carryover.fits(carryover.Sums(*(np.asarray(x)[None] for x in sums)))
+    tau, tau_se, gamma, gamma_se, df = (float(np.asarray(x)[(0,) * (np.ndim(x) - 1) + (-1,)])
+                                        for x in fit)
+    shown = bool(carryover.shown(gamma, gamma_se, df))
+    confirmed = bool(carryover.confirms(tau, tau_se, df, mean))
+    if not shown and (confirmed or not claimed):
+        return None
+    q = float(student_t.isf(carryover.CARRY_LEVEL / 2, df))
+    level = float(design.nominal(n))
+    h = float(student_t.isf(level / 2, df)) * tau_se if attainable(n, level,
+                                                                    design.arrangements) \
+        else math.inf
+    adjusted = stats.Delta(_pct(tau), _pct(tau - h), _pct(tau + h))
+    return Carry(_pct(gamma), _pct(gamma - q * gamma_se), _pct(gamma + q * gamma_se),
+                 adjusted, shown and confirmed and bool(abs(tau) > h and
+                                                        np.sign(tau) == np.sign(mean)), shown)
 
 
 @dataclass(frozen=True, slots=True)
 class Simulated:
     """The live rule run on simulated block log ratios (runs × K comparisons × N blocks):
-    `decided` the look (n) at which each comparison turned significant (0: never), `sign` of
-    its mean there, `estimate` its log ratio there; per look (runs × K × looks) `within` and
-    `more` (as Assessment says them, -1: none) while undecided."""
+    `decided` the block of the schedule (n) at which each comparison turned significant (0:
+    never), `estimate` its log ratio there (nan: decided by its deaths alone), `worse` whether
+    the value was called worse (a negative log ratio, or more deaths); per look (runs × K ×
+    looks: the schedule's blocks FIRST_LOOK … N) `within` and `more` (as Assessment says them,
+    -1: none) while undecided, and `carry` whether a carryover was shown."""
 
     decided: NDArray[np.int64]
     estimate: NDArray[np.float64]
     within: NDArray[np.bool_]
     more: NDArray[np.int64]
     looks: NDArray[np.int64]
+    worse: Any = None
+    carry: Any = None
 
 
 def simulate(d: Any, family: Family, min_effect: float = DEFAULT_MIN_EFFECT,
-             floor: Any = 0.0, options: Any = None, tss: Any = None) -> Simulated:
+             floor: Any = 0.0, options: Any = None, tss: Any = None, died: Any = None,
+             carry: Any = None) -> Simulated:
     """The live rule (Holm over the family, the paired repeated interval at each look,
-    `within`, `more_blocks`) on block log ratios d[run, comparison, block] (`floor`: their
-    resolution floor, run × comparison, as `contrasts` gives it; `options` their ratios under
-    every arrangement, run × comparison × block × arrangement: the randomisation check;
-    `tss` the blocks' sums of squares, run × comparison × block: the pooled spread),
-    vectorised over runs: what Verdicts says live, for the statistics bench and the tests."""
+    `within`, `more_blocks`; the deaths and the carryover as `assess` judges them) on block
+    log ratios d[run, comparison, block] (nan: a block left out, as a dead stretch leaves
+    it; `floor`: their resolution floor, run × comparison, as `contrasts` gives it;
+    `options` their ratios under every arrangement, run × comparison × block ×
+    arrangement: the randomisation check; `tss` the blocks' sums of squares, run ×
+    comparison × block: the pooled spread; `died` the blocks' deaths, as Contrasts.dead
+    with run × comparison leading; `carry` the carryover fit, carryover.Fit with run ×
+    comparison × block fields, its df too), vectorised over runs: what Verdicts says live, for the
+    statistics bench and the tests."""
+    from scipy.stats import t as student_t
+
     d = np.asarray(d, dtype=float)
-    runs, k = d.shape[0], d.shape[1]
-    mean, se, df, looks = cumulative(d, floor, tss)
+    runs, k, blocks = d.shape
+    finite = np.isfinite(d)
+    order = np.argsort(~finite, axis=-1, kind="stable")  # the blocks looked at, first
+
+    def packed(x: Any) -> Any:
+        x = np.asarray(x, dtype=float)
+        at = order.reshape(order.shape + (1,) * (x.ndim - order.ndim))
+        return np.take_along_axis(x, np.broadcast_to(at, x.shape[:2] + at.shape[2:3] +
+                                                     x.shape[3:]), 2)
+
+    dc = np.where(np.isfinite(packed(d)), packed(d), 0.0)
+    tc = None if tss is None else packed(np.broadcast_to(tss, d.shape))
+    oc = None if options is None else packed(np.broadcast_to(options, d.shape +
+                                                             np.shape(options)[-1:]))
+    count = np.cumsum(finite, -1)  # blocks looked at by each block of the schedule
+    mean, se, df, looks = cumulative(dc, floor, tc)
+    split = died is not None
     designs = [family.design(r) for r in range(k)]
-    half = np.stack([half_width(g, se, df, looks) for g in designs])  # levels × runs × K × L
+    levels = designs + ([family.design(r, split=True) for r in range(k)] if split else [])
+    half = np.stack([half_width(g, se, df, looks) for g in levels])  # levels × runs × K × L
     crossed = np.abs(mean)[None] > half
-    if options is not None:
-        crossed &= _randomised(crossed, d, options, floor, tss, designs, looks)
+    if oc is not None:
+        crossed &= _randomised(crossed, dc, oc, floor, tc, levels, looks)
+    if split:
+        obs, opts, both = (np.asarray(x) for x in died)
+        p_dead, pmin = deaths.p_values(obs, opts)
+        any_dead = np.cumsum(both, -1) > 0
+        death_level = np.stack([death_design(g).nominal(np.arange(1, blocks + 1))
+                                for g in designs])  # K × blocks
+    if carry is not None:
+        fit = carryover.Fit(*(np.asarray(x) for x in carry))
+        shown = carryover.shown(fit.gamma, fit.gamma_se, fit.df)
     decided = np.zeros((runs, k), dtype=np.int64)
     estimate = np.full((runs, k), np.nan)
-    inside = np.zeros(mean.shape, dtype=bool)
-    more = np.full(mean.shape, -1, dtype=np.int64)
-    idx = np.arange(runs)
-    for li, n in enumerate(looks):
+    worse = np.zeros((runs, k), dtype=bool)
+    schedule_looks = np.arange(FIRST_LOOK, blocks + 1)
+    inside = np.zeros((runs, k, schedule_looks.size), dtype=bool)
+    more = np.full(inside.shape, -1, dtype=np.int64)
+    said = np.zeros(inside.shape, dtype=bool)
+    idx = np.arange(runs)[:, None]
+    kk = np.arange(k)[None, :]
+    for si, b in enumerate(schedule_looks):
+        j = b - 1
+        n = count[..., j]
+        li = np.clip(n - FIRST_LOOK, 0, looks.size - 1)
+        rated = n >= FIRST_LOOK
+        m = mean[idx, kk, li]
         while True:  # Holm: a rejection passes its α on, at this same look
-            level = np.minimum((decided > 0).sum(1), k - 1)
-            new = (decided == 0) & crossed[level, idx, :, li]
+            r = np.minimum((decided > 0).sum(1), k - 1)[:, None] + np.zeros((1, k), int)
+            lv = r
+            dies = np.zeros((runs, k), dtype=np.int64)
+            if split:
+                level = death_level[r, j]
+                can = any_dead[..., j] & (pmin[..., j] <= level)
+                lv = np.where(can, r + k, r)
+                dies = np.where(can & (p_dead[..., j] <= level),
+                                np.sign(obs[..., :b].sum(-1)), 0).astype(np.int64)
+            rate = rated & crossed[lv, idx, kk, li]
+            if carry is not None:
+                sh = shown[..., j]
+                nominal = np.asarray([g.nominal(b) for g in levels])[lv]  # rows × K
+                q = student_t.isf(nominal / 2, np.maximum(fit.df[..., j], 1))
+                ok = (np.abs(fit.tau[..., j]) > q * fit.tau_se[..., j]) & \
+                    (np.sign(fit.tau[..., j]) == np.sign(m)) & \
+                    attainable(n, nominal, levels[0].arrangements)
+                said[..., si] = sh
+                rate &= (~sh | ok) & carryover.confirms(fit.tau[..., j], fit.tau_se[..., j],
+                                                        fit.df[..., j], m)
+            new = (decided == 0) & (rate | (dies != 0))
             if not new.any():
                 break
-            decided[new] = n
-            estimate[new] = mean[..., li][new]
-        level = np.minimum((decided > 0).sum(1), k - 1)
-        h = half[level, idx, :, li]
-        open_ = decided == 0
-        inside[..., li] = open_ & within(mean[..., li], h, min_effect)
-        for r in np.unique(level):
-            rows = level == r
-            got = more_blocks(designs[r], se[rows, :, li] * math.sqrt(n), n, min_effect,
-                              mean[rows, :, li], tss is not None)
-            more[rows, :, li] = np.where(open_[rows] & ~inside[rows, :, li], got, -1)
-    return Simulated(decided, estimate, inside, more, looks)
+            decided[new] = b
+            estimate[new] = np.where(rate, m, np.nan)[new]
+            worse[new] = np.where(rate, m < 0, dies > 0)[new]
+        r = np.minimum((decided > 0).sum(1), k - 1)
+        h = half[r[:, None] + np.zeros((1, k), int), idx, kk, li]
+        open_ = (decided == 0) & rated
+        quiet = ~said[..., si] if carry is not None else True
+        if split:
+            quiet = quiet & ~any_dead[..., j]
+        inside[..., si] = open_ & quiet & within(m, h, min_effect)
+        for rr in np.unique(r):
+            rows = r == rr
+            got = more_blocks(designs[rr], se[idx, kk, li][rows] * np.sqrt(n[rows]), n[rows],
+                              min_effect, m[rows], tss is not None)
+            more[rows, :, si] = np.where(open_[rows] & ~inside[rows, :, si], got, -1)
+    return Simulated(decided, estimate, inside, more, schedule_looks, worse, said)
+
 
 
 def _randomised(crossed: Any, d: Any, options: Any, floor: Any, tss: Any,

@@ -94,8 +94,10 @@ def interval_columns() -> Columns:
 def cpu_columns() -> Columns:
     # one host's CPU samples: event time, run and phase (NO_PHASE: straddling a change), the
     # ticks each state gained over all CPUs (abtui.core.cpu.FIELDS), the CPU count and the
-    # busiest CPU's busy share (a saturated core hides in a many-core total)
-    return Columns(t="d", run="i", phase="i", **{f: "d" for f in FIELDS}, cpus="i", peak="d")
+    # busiest CPU's busy share (a saturated core hides in a many-core total); the CPU with
+    # the largest softirq share, and that share (a core a receive path saturates)
+    return Columns(t="d", run="i", phase="i", **{f: "d" for f in FIELDS}, cpus="i", peak="d",
+                   soft_peak="d", soft_core="i")
 
 
 def ping_columns() -> Columns:

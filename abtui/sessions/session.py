@@ -18,7 +18,7 @@ from typing import Any
 
 from abtui.core import events
 from abtui.core.configuration import config_label
-from abtui.core.cpu import busy_share, ticks
+from abtui.core.cpu import busy_share, softirq_share, ticks
 from abtui.core.events import AnyEvent, Event, EventReader
 from abtui.sessions.reader import time_of
 from abtui.sessions.records import (
@@ -88,6 +88,10 @@ class Session(EventReader):
         # windows and samples, and whether the profile is a shared machine's
         self.profiled: dict[tuple[str, str], dict[str, Any]] = {}
         self.skews_ms: list[float] = []
+        # host -> moment ("start", "end") -> {"device", "items", "unavailable"} (HOST_STATE)
+        self.host_states: dict[str, dict[str, dict[str, Any]]] = {}
+        # traffic on a data link beyond iperf3's own (COMPETING), one dict each
+        self.competing: list[dict[str, Any]] = []
         self.end_reason: str | None = None
         self.kinds_seen: dict[str, int] = {}
         self._run_ix: dict[tuple[str, Any], int] = {}
@@ -284,7 +288,9 @@ class Session(EventReader):
         if series is None:
             series = self.cpu[(ev.pair, ev.host)] = cpu_columns()
         peak = max((b for b in map(busy_share, cpus) if b is not None), default=NAN)
-        series.append(ev.t, run, phase, *total, len(cpus) or 1, peak)
+        soft = [(x, i) for i, x in enumerate(map(softirq_share, cpus)) if x is not None]
+        soft_peak, soft_core = max(soft, default=(NAN, -1))
+        series.append(ev.t, run, phase, *total, len(cpus) or 1, peak, soft_peak, soft_core)
 
     # the rarer kinds are kept as recorded, one dict each
     def _record(self, into: list[dict[str, Any]], ev: AnyEvent) -> None:
@@ -356,6 +362,20 @@ class Session(EventReader):
 
     def on_original(self, ev: Event[events.Original], d: events.Original) -> None:
         self.originals.append({"t": ev.t, "host": ev.host, **ev.record()})
+
+    def on_host_state(self, ev: Event[events.HostStateRead], d: events.HostStateRead) -> None:
+        if ev.host is not None and d.moment in ("start", "end"):
+            self.host_states.setdefault(ev.host, {})[str(d.moment)] = {
+                "device": _text(d.device), "items": as_dict(d.items) or {},
+                "unavailable": as_dict(d.unavailable) or {}}
+
+    def on_competing(self, ev: Event[events.CompetingTraffic],
+                     d: events.CompetingTraffic) -> None:
+        if ev.pair is None:
+            return
+        phase = self._phase(ev.pair, d.phase, ev.t) if d.phase is not None else NO_PHASE
+        self.competing.append({"t": ev.t, "pair": ev.pair, "host": ev.host,
+                               "phase_index": phase, **ev.record()})
 
     def on_skew(self, ev: Event[events.Skew], d: events.Skew) -> None:
         if isinstance(d.skew_ms, int | float):

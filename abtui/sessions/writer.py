@@ -39,7 +39,8 @@ from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 # kinds written often; every other kind is fsync'ed as soon as it is written
 _BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, EventKind.CPU,
                          EventKind.PROFILE, EventKind.COUNTERS,
-                         EventKind.PROGRESS, EventKind.LINK})
+                         EventKind.PROGRESS, EventKind.LINK, EventKind.LINK_BYTES,
+                         EventKind.COMPETING})
 # One line's JSON, by one encoder made once: json.dumps with options builds one per call
 # (0.7 of a ping record's 5.5 µs in a tight loop); the same bytes. What a host said is kept
 # exactly, but a non-printable character is escaped (the encoder escapes C0 only: a C1 control

@@ -66,13 +66,16 @@ def sessions(rng: np.random.Generator, count: int, n: int, rates: np.ndarray,
 
 
 def gates(rng: np.random.Generator, count: int, n: int, change: np.ndarray,
-          threshold: float = 0.0, stalls: float = 0.02
+          threshold: float = 0.0, stalls: float = 0.02, config_drift: float = 0.0
           ) -> list[tuple[list[gate.GateCase], list[float]]]:
     """`count` gates of two sessions of `n` runs a side, the right one's rates × `change`
-    [pair, configuration]; each gate's cases and their raw one-sided p (for Holm)."""
+    [pair, configuration]; each gate's cases and their raw one-sided p (for Holm).
+    `config_drift`: besides, each configuration of the right session (on both pairs, the
+    hosts' doing) shifted by its own lognormal factor of this spread."""
     rates = rng.uniform(5e9, 20e9, (count, len(PAIRS), CONFIGS))
     left = sessions(rng, count, n, rates, stalls=stalls)
-    right = sessions(rng, count, n, rates * change[None], stalls=stalls)
+    shift = np.exp(config_drift * rng.standard_normal((count, 1, CONFIGS)))
+    right = sessions(rng, count, n, rates * change[None] * shift, stalls=stalls)
     floor = math.log1p(-threshold / 100)
     out = []
     for g in range(count):
@@ -222,4 +225,29 @@ def verdict_rates() -> list[dict[str, Any]]:
                                  "-0.05 %, 3 printed digits: significant"}]
 
 
-RECORDS = [gate_false_alarms, gate_power, gate_passes, verdict_rates]
+DRIFT_GATES = 200  # binomial standard error at 0.4: 0.035
+
+
+@measures("gate_false_alarm_config_drift_1pct", "gate_false_alarm_config_drift_2pct")
+def gate_config_drift() -> list[dict[str, Any]]:
+    """What the gate cannot see: nothing changed, but each configuration's rate moved between
+    the sessions by its own amount (lognormal, 1 % or 2 % spread, the same on both pairs: a
+    host's state that differs per configuration from one day to the next). A/A gates at the
+    recommended runs that call a regression, at threshold 0 and at 2 %."""
+    rng = np.random.default_rng(SEED + 4)
+    same = np.ones((len(PAIRS), CONFIGS))
+    out = []
+    for spread in (0.01, 0.02):
+        at0 = _alarms(gates(rng, DRIFT_GATES, RECOMMENDED, same, 0.0,
+                            config_drift=spread))[0]
+        at2 = _alarms(gates(rng, DRIFT_GATES // 2, RECOMMENDED, same, 2.0,
+                            config_drift=spread))[0]
+        out.append({"name": f"gate_false_alarm_config_drift_{spread:.0%}".replace("%", "pct"),
+                    "value": round(at0, 3), "unit": "",
+                    "note": f"{DRIFT_GATES} A/A gates, n={RECOMMENDED}, each configuration "
+                            f"{spread:.0%} apart between the sessions (lognormal), threshold 0;"
+                            f" at threshold 2 %: {at2:.3f} ({DRIFT_GATES // 2} gates)"})
+    return out
+
+
+RECORDS = [gate_false_alarms, gate_power, gate_passes, verdict_rates, gate_config_drift]

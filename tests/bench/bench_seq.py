@@ -212,3 +212,103 @@ def seq_crossover() -> list[dict]:
 
 RECORDS = [seq_false_claim_rate, seq_power, verdict_stretches_10x, seq_estimate_calibration,
            seq_crossover]
+
+
+# ---- issue 45: what the verdict is fed ----------------------------------------------------
+
+# a knob whose every boundary restarts the runs, kept value or changed, under periodic loads
+RESTART_PERIODS = (2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0)
+# 26 cells each near α: at 2 000 runs (standard error 0.005) the largest of them read 0.067 once
+# (periodic 7, 1 x 2; 0.044 at 4 000)
+RESTART_RUNS = 2 * RUNS
+# a value with no effect of its own and an after-effect on the next stretch (log)
+CARRIES = (0.03, 0.05, 0.10, -0.05, -0.10)
+
+
+@measures("seq_restart_every_false_claim_rate")
+def seq_restart_every() -> dict:
+    rng = np.random.default_rng(SEED + 11)
+    rates: dict[str, float] = {}
+    for pairs, values in FAMILIES:
+        for period in RESTART_PERIODS:
+            sc = ss.Timed(f"periodic {period:g}", period=period, restart="every")
+            rates[f"{sc.name} ({pairs}x{values})"] = _any(
+                ss.timed_claims(rng, sc, RESTART_RUNS, pairs, values, MAX_RUNS))
+    for period in (3.0, 7.0):
+        sc = ss.Timed(f"periodic {period:g}, slow restarts", period=period, restart="every",
+                      flip_s=SLOW)
+        rates[f"{sc.name} (1x2)"] = _any(ss.timed_claims(rng, sc, RESTART_RUNS, 1, 2,
+                                                         MAX_RUNS))
+    worst = max(rates, key=lambda k: rates[k])
+    return {"name": "seq_restart_every_false_claim_rate", "value": round(rates[worst], 4),
+            "unit": "share",
+            "note": f"A/A, every boundary restarts the runs (each restart 0.02-0.3 of a "
+                    f"stretch, or 0.5-3: slow), 1 % noise, a load of 30 % half of every "
+                    f"period; worst: {worst}; {RESTART_RUNS} runs each: " +
+                    ", ".join(f"{k} {v:.3f}" for k, v in rates.items())}
+
+
+@measures("seq_carryover_false_claim_rate")
+def seq_carryover() -> dict:
+    rng = np.random.default_rng(SEED + 12)
+    rates: dict[str, float] = {}
+    shown: list[float] = []
+    for carry in CARRIES:
+        for sd in (0.01, 0.03):
+            sc = ss.Timed(f"after-effect {carry:+.0%}, {sd:.0%} noise", sd=sd, carry=carry)
+            for pairs in (1, 2):
+                got = ss.timed_claims(rng, sc, RUNS // 2, pairs, 2, MAX_RUNS)
+                rates[f"{sc.name} ({pairs}x2)"] = _any(got)
+                shown.append(float(got.carry.any(-1).any(-1).mean()))
+            got = ss.crossover_claims(rng, sc, RUNS // 2, MAX_RUNS, pair_effect=PAIR_EFFECT)
+            rates[f"{sc.name} (crossover)"] = _any(got)
+    worst = max(rates, key=lambda k: rates[k])
+    return {"name": "seq_carryover_false_claim_rate", "value": round(rates[worst], 4),
+            "unit": "share",
+            "note": f"no direct effect, the stretch after value 1 moved by the after-effect; "
+                    f"worst: {worst}; {RUNS // 2} runs each; carryover said in "
+                    f"{min(shown):.2f}-{max(shown):.2f} of the blocks' runs: " +
+                    ", ".join(f"{k} {v:.3f}" for k, v in rates.items())}
+
+
+@measures("seq_power_3pct_one_dead", "seq_aa_one_dead_median_delta_pct",
+          "seq_dead_value_called_worse", "seq_dead_value_no_difference")
+def seq_deaths() -> list[dict]:
+    rng = np.random.default_rng(SEED + 13)
+    one = ss.Timed("3 %, one dead stretch", sd=0.03, dead_one=True)
+    got = ss.timed_claims(rng, one, 2 * RUNS, 1, 2, MAX_RUNS, effects=(0.0, EFFECT))
+    power = float((got.decided > 0).mean())
+    names = ("0", "1")
+    blocks = ss.max_blocks(names, MAX_RUNS)
+    rates, pos = ss.timed_rates(rng, RUNS, 1, 2, blocks, one)
+    d = ss.sq.contrasts(rates, pos).d.reshape(RUNS, -1)
+    printed = np.abs(np.expm1(np.nanmean(d, axis=-1))) * 100
+    aa = _any(ss.rule(rates, pos, 2, blocks))
+    out = [{"name": "seq_power_3pct_one_dead", "value": round(power, 4), "unit": "share",
+            "note": f"1 pair x 2 values, true +3 %, 3 % noise, one stretch of the 40 dead "
+                    f"(the host's), {2 * RUNS} runs"},
+           {"name": "seq_aa_one_dead_median_delta_pct", "value": round(float(
+               np.median(printed)), 3), "unit": "%",
+            "note": f"A/A, 3 % noise, one dead stretch of 40, {RUNS} runs: the printed |Δgeo| "
+                    f"at the end, median (90th percentile {np.quantile(printed, 0.9):.2f} "
+                    f"%); false claims {aa:.3f}"}]
+    worse, none, parts = {}, {}, []
+    for pairs in (1, 2):
+        sc = ss.Timed("value dies 35 %", sd=0.03, dead_value=0.35)
+        got = ss.timed_claims(rng, sc, RUNS, pairs, 2, MAX_RUNS)
+        worse[pairs] = float(((got.decided > 0) & got.worse).mean())
+        none[pairs] = float(got.within.any(-1).mean())
+        parts.append(f"{pairs}x2 each comparison {worse[pairs]:.3f}, never 'no difference' "
+                     f"({none[pairs]:.3f} said it)")
+    aa5 = _any(ss.timed_claims(rng, ss.Timed("", sd=0.03, dead_p=0.2), RUNS, 1, 2, MAX_RUNS))
+    out += [{"name": "seq_dead_value_called_worse", "value": round(worse[1], 4),
+             "unit": "share",
+             "note": f"value 1 dies in 35 % of its stretches (the base never), 3 % noise, "
+                     f"{RUNS} runs: " + "; ".join(parts) + f"; A/A with 20 % of all stretches "
+                     f"dead (the host's): false claims {aa5:.3f}"},
+            {"name": "seq_dead_value_no_difference", "value": max(none.values()),
+             "unit": "share", "note": "the same runs: a look that said 'no difference'"}]
+    return out
+
+
+RECORDS += [seq_restart_every, seq_carryover, seq_deaths]

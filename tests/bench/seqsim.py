@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from abtui.measure.alternate import arrangements, max_blocks, positions, schedule
+from abtui.reports import carryover
 from abtui.reports import sequential as sq
 
 SUBSTEPS = 24  # a stretch's load fraction, averaged on this many points
@@ -145,7 +146,7 @@ def untimed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, 
 
 def rule(rates: np.ndarray, pos: np.ndarray, values: int, blocks: int,
          min_effect: float = 1.0, spending: str = sq.SPENDING[0], check: bool = True,
-         pooled: bool = True) -> sq.Simulated:
+         pooled: bool = True, deaths: bool = True, carry: bool = True) -> sq.Simulated:
     """The live rule on stretch rates (runs × pairs × stretches) in the runs' orders `pos`:
     the block log ratios, their resolution floor, pooled spread and randomisation check as
     Verdicts takes them (sequential.contrasts), Holm over pairs × compared values."""
@@ -159,7 +160,26 @@ def rule(rates: np.ndarray, pos: np.ndarray, values: int, blocks: int,
     family = sq.Family(d.shape[1], blocks, spending=spending,
                        arrangements=arrangements(names))
     return sq.simulate(d, family, min_effect, floor=got.floor.reshape(runs, -1),
-                       options=options if check else None, tss=tss if pooled else None)
+                       options=options if check else None, tss=tss if pooled else None,
+                       died=judged_deaths(got, runs) if deaths else None,
+                       carry=fitted(got, runs) if carry else None)
+
+
+def judged_deaths(got: sq.Contrasts, runs: int) -> tuple[np.ndarray, ...]:
+    """Contrasts.dead as simulate takes it: run × comparison × block (× arrangement)."""
+    obs, options, both = got.dead
+    options = np.broadcast_to(options, np.shape(obs) + np.shape(options)[-1:])
+    return (np.reshape(obs, (runs, -1, np.shape(obs)[-1])),
+            np.reshape(options, (runs, -1, *np.shape(options)[-2:])),
+            np.reshape(both, (runs, -1, np.shape(both)[-1])))
+
+
+def fitted(got: sq.Contrasts, runs: int) -> carryover.Fit:
+    """The carryover fit at every block as simulate takes it (run × comparison × block)."""
+    fit = carryover.fits(got.carry)
+    df = np.broadcast_to(np.asarray(fit.df)[..., None, :], np.shape(fit.tau))
+    return carryover.Fit(*(np.reshape(x, (runs, -1, np.shape(x)[-1]))
+                           for x in (fit.tau, fit.tau_se, fit.gamma, fit.gamma_se, df)))
 
 
 def ratios(rng: np.random.Generator, runs: int, pairs: int, values: int, blocks: int,
@@ -224,12 +244,20 @@ class Timed:
     none; "block": the block's length), at a random phase; a stretch is dead (moves nothing)
     with probability `dead_p`, on any value; `quantise`: each interval's rate printed with 3
     significant digits (around `level`); `sd` independent noise a stretch and pair; `drift`
-    over the run."""
+    over the run. `restart` "every": every boundary restarts the runs, kept value or
+    changed, as the engine's `again` does (each boundary's restart drawn from `flip_s`, the
+    new runs' interval clock from its end), then pauses until it has lasted as long as one
+    of the changes so far, drawn, as drive pads it; "every, kept": only a kept value's
+    boundary pauses so (drive before: 0.077 false claims under a load of 2 stretches).
+    `carry`: a stretch after one of value 1 on the same pair is that much (log) faster,
+    whatever it runs (a value with an after-effect); `dead_value`: a stretch of value 1
+    dies with this probability (the value's doing); `dead_one`: one stretch of each run,
+    drawn, dies on the first pair (the host's doing)."""
 
     name: str
     sd: float = 0.01
     flip_s: tuple[float, float] = (0.02, 0.3)
-    restart: bool = True
+    restart: bool | str = True
     interval: float = 0.1
     period: float | str = 0.0
     load: float = 0.3
@@ -237,6 +265,9 @@ class Timed:
     quantise: bool = False
     level: float = 9.41
     drift: float = 0.0
+    carry: float = 0.0
+    dead_value: float = 0.0
+    dead_one: bool = False
 
 
 def old_schedule(values: Sequence[str], blocks: int, seed: int) -> tuple[str, ...]:
@@ -290,7 +321,9 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
     at = np.asarray(orders)  # runs × n
     n = at.shape[1]
     flip = np.r_[np.zeros((runs, 1), bool).T, (at[:, 1:] != at[:, :-1]).T].T
-    f = np.where(flip, rng.uniform(*sc.flip_s, (runs, n)), 0.0)
+    every = sc.restart in ("every", "every, kept") and not old
+    drawn = rng.uniform(*sc.flip_s, (runs, n))
+    f = np.where(flip | every, drawn, 0.0)
     period = float(len(old_schedule(names, 1, 0)) if old else
                    len(schedule(names, 1, 0))) if sc.period == "block" else float(sc.period)
     phase = rng.uniform(0, period or 1.0, runs)
@@ -305,13 +338,17 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
         level[:, 1:] += np.log1p(pair_effect)
     if sc.drift:
         level += np.log1p(sc.drift) * np.arange(n) / max(1, n - 1)
+    if sc.carry:
+        level[..., 1:] += sc.carry * (ran[..., :-1] == 1)
     rates = np.zeros((runs, pairs, n))
+    one = rng.integers(0, n, runs)
     for s in range(n):
         if old:  # begun at t; flip from t to t + f; `every` from the flip's end
             begin[:, s], end[:, s] = t, t + f[:, s] + 1.0
             counted_from = t + f[:, s]
             last_arrival = end[:, s]
         else:
+            took = np.zeros(runs)
             if s:
                 took = f[:, s]
                 if pad:  # one of the flips so far, drawn (none yet: no pause)
@@ -321,12 +358,18 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
                     rank = np.cumsum(seen, 1) - 1
                     chosen = (rank == pick[:, None]) & seen
                     typical = (np.where(chosen, f[:, 1:s], 0.0)).sum(1)
-                    took = np.where(flip[:, s], took, typical)
+                    # restarting at every boundary, a kept value's boundary restarts the
+                    # runs too (f: its restart) and then pauses until it has lasted as long
+                    # as the drawn change (drive: max(0, drawn - took))
+                    took = np.where(flip[:, s] & (sc.restart != "every"), took,
+                                    np.maximum(took, typical) if every else typical)
                 t = end[:, s - 1] + took + window
             begin[:, s], end[:, s] = t, t + 1.0
             counted_from = t
             last_arrival = end[:, s]
-        if sc.restart:
+        if every:  # the runs restarted f into the boundary, before its pause and window
+            origin = begin[:, s] - window - took + f[:, s] + 0.02
+        elif sc.restart:
             origin = np.where(flip[:, s], begin[:, s] + f[:, s] + 0.02, origin)
         k0 = np.ceil((counted_from - origin) / L - 1e-9)
         if old:  # arrived after the begin, not straddling the flip
@@ -346,6 +389,11 @@ def timed_rates(rng: np.random.Generator, runs: int, pairs: int, values: int, bl
         rate = total / np.maximum(count, 1)[:, None]
         if sc.dead_p:
             rate = np.where(rng.random((runs, pairs)) < sc.dead_p, 0.0, rate)
+        if sc.dead_value:
+            rate = np.where((ran[:, :, s] == 1) & (rng.random((runs, pairs)) < sc.dead_value),
+                            0.0, rate)
+        if sc.dead_one:
+            rate[:, 0] = np.where(one == s, 0.0, rate[:, 0])
         if old:  # under half its time: no sample (a dead stretch among them)
             short = (count * L < 0.5)[:, None] | (rate <= 0)
             rate = np.where(short, np.nan, rate)
@@ -374,7 +422,8 @@ def crossover_claims(rng: np.random.Generator, sc: Timed, runs: int, max_runs: i
     got = sq.crossed(rates[:, 0], rates[:, 1], pos, mirror_positions(pos))
     family = sq.Family(1, blocks, arrangements=arrangements(names))
     return sq.simulate(got.d, family, 1.0, floor=got.floor, options=got.options if check
-                       else None, tss=got.tss)
+                       else None, tss=got.tss, died=judged_deaths(got, runs),
+                       carry=fitted(got, runs))
 
 
 def _round3(r: np.ndarray) -> np.ndarray:

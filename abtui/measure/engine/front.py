@@ -35,9 +35,11 @@ from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
 from abtui.measure.engine.drift import DriftWatch
+from abtui.measure.engine.host_state import HostStateRecorder
 from abtui.measure.engine.hosts import HostPool
 from abtui.measure.engine.knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine.runs import RunScheduler
+from abtui.measure.engine.traffic import TrafficJudge
 from abtui.measure.engine.verify import HostGate, HostVerifier
 from abtui.measure.phase_book import PhaseBook
 from abtui.measure.plan import DIRECTION_OPTIONS, PlanStep, expand
@@ -110,6 +112,9 @@ class Engine:
         # every setting the session set, read back while measuring (someone else's change)
         self.drift = DriftWatch(profile, self.book, self.hosts, self.gate, self.knobs,
                                 self.runs, self.emit)
+        self.host_state = HostStateRecorder(profile, self.emit)
+        self.traffic = TrafficJudge(profile.pairs, self.emit)  # no flow but ours
+        self.bus.subscribe(self.traffic.feed)
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False
@@ -141,6 +146,7 @@ class Engine:
             self.knobs.use(HostKnobs(self.profile, self.hosts.links, self.hosts.dialects,
                                      self.emit, self.hosts.journal))
         await self.knobs.read_current()
+        await self.host_state.record("start", self.hosts.links, self.hosts.dialects)
         await self.knobs.apply_initial()
 
     def _on_link_state(self, link: HostLink, state: LinkState, message: str) -> None:
@@ -380,6 +386,7 @@ class Engine:
         try:
             pending = await self.knobs.applier.restore()
         finally:
+            cut = await self.host_state.record_end(self.hosts.links, self.hosts.dialects)
             self.runs.close()
             await self.hosts.end_orphans()
             await self.hosts.close()
@@ -390,6 +397,8 @@ class Engine:
             # kept when something is left for `abtui recover`
             settle_journal(self.hosts.journal, left=bool(self.hosts.orphans or pending))
             self.emit(Event.of(events.SessionEnd(reason=reason)))
+            if cut:  # cancelled while reading the hosts: the set-back is done, it goes on
+                raise asyncio.CancelledError
 
 
 

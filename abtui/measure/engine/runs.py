@@ -24,6 +24,7 @@ from abtui.core.model import LinkState, Pair, Profile
 from abtui.measure.engine.carryover import Carryover
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, ProfileSpec, RunParsers, RunSpec
+from abtui.measure.run.traffic import counters_for
 from abtui.measure.tasks import Tasks
 from abtui.remote.counters import counters_loop_command
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
@@ -195,7 +196,9 @@ class RunScheduler:
             cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
                           if opts.host_cpu and a in self._pool.dialects},
-            profile_commands=self._profiled(pair, opts.profile_hz))
+            profile_commands=self._profiled(pair, opts.profile_hz),
+            counters_for=counters_for(self._pool.dialects.get(pair.sender),
+                                      self._book.targets[label]))
         owner = OwnerOf(self._emit, self._book.classifier(spec.settings), raw_sink=self.raw_sink,
                         book=self._pool.journal, orphan=self._pool.orphans.add)
         return self._make_run(spec, self._pool.links[pair.sender],

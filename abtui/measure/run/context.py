@@ -61,6 +61,9 @@ class RunSpec:
     profile_commands: dict[str, ProfileSpec] = field(default_factory=dict)
     # the engine's count of restarting changes on the pair when this run was prepared
     settings: int = 0
+    # the sender's data-link counters command for a device (None: found from the target),
+    # read on the run's beat (abtui.measure.run.traffic); None: not read
+    counters_for: Callable[[str | None], str] | None = None
 
 
 class RunOwner(Protocol):

@@ -25,6 +25,7 @@ from abtui.measure.run.procs import RunProcesses
 from abtui.measure.run.profiler import CounterSampler, ProfileSampler
 from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
 from abtui.measure.run.sampling import RunSamplers
+from abtui.measure.run.traffic import LinkCounterSampler
 from abtui.parse.iperf3.sides import fill_cpu
 from abtui.remote.link import HostLink
 
@@ -53,7 +54,8 @@ class PairRun:
         self.context = RunContext(spec, sender, receiver, owner, parsers)
         self.processes = RunProcesses(self.context)
         self.samplers = RunSamplers(self.context, CpuSampler,
-                                    profilers=(ProfileSampler, CounterSampler))
+                                    profilers=(ProfileSampler, CounterSampler),
+                                    link_sampler=LinkCounterSampler)
         self.reader = IntervalReader(self.context)
         self.status = "error"
         self.message = ""

@@ -33,13 +33,13 @@ from abtui.remote.streams import RemoteProcess
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.ports import PingOutcome
-    from abtui.measure.run.context import RunContext
+    from abtui.measure.run.context import ProfileSpec, RunContext
     from abtui.measure.run.cpu import CpuSampler
+    from abtui.measure.run.profiler import CounterSampler, ProfileSampler
+    from abtui.measure.run.traffic import CountersFor, LinkCounterSampler
 
     CpuSamplerFactory = Callable[[RunContext, HostLink, str, float], CpuSampler]
-    from abtui.measure.run.context import ProfileSpec
-    from abtui.measure.run.profiler import CounterSampler, ProfileSampler
-
+    LinkSamplerFactory = Callable[[RunContext, CountersFor, float], LinkCounterSampler]
     Profilers = tuple[Callable[[RunContext, HostLink, ProfileSpec], ProfileSampler],
                       Callable[[RunContext, HostLink, ProfileSpec], CounterSampler]]
 
@@ -51,11 +51,14 @@ class RunSamplers:
     """The samplers of one run, and their tasks; see the module docstring."""
 
     def __init__(self, ctx: RunContext, cpu_sampler: CpuSamplerFactory,
-                 profilers: Profilers | None = None) -> None:
+                 profilers: Profilers | None = None,
+                 link_sampler: LinkSamplerFactory | None = None) -> None:
         self.ctx = ctx
         self._cpu_sampler = cpu_sampler  # the run's (run.cpu.CpuSampler), handed in by it
         # the run's profile and counters samplers (run.profiler), handed in by it
         self._profilers = profilers
+        # the run's data-link counters (run.traffic.LinkCounterSampler), handed in by it
+        self._link_sampler = link_sampler
         self.spec = ctx.spec
         self.sender = ctx.sender
         self.receiver = ctx.receiver
@@ -80,6 +83,9 @@ class RunSamplers:
             link = self.sender if watch.role.value == "sender" else self.receiver
             self._tasks.append(loop.create_task(self.sample_watch(watch, link)))
         period = max(self.spec.options.interval, CPU_MIN_PERIOD)
+        if self.spec.counters_for is not None and self._link_sampler is not None:
+            counters = self._link_sampler(self.ctx, self.spec.counters_for, period)
+            self._tasks.append(loop.create_task(counters.run()))
         links = {link.alias: link for link in (self.sender, self.receiver)}
         for alias, link in links.items():
             command = self.spec.cpu_commands.get(alias)

@@ -49,11 +49,15 @@ class Dirty:
             or self.verdicts
 
 
+# the console's log says competing traffic again only after this long without any (s)
+COMPETING_QUIET_S = 10.0
+
 class ConsoleState(EventReader):
     """Folds controller events into what the panes, the table and the log show."""
 
     def __init__(self, profile: Profile, history: int = HISTORY) -> None:
         self.profile = profile
+        self._competing_said: dict[str, float] = {}  # pair -> its last COMPETING's time
         self.base = profile.base_pair or (profile.pairs[0].label if profile.pairs else "")
         self.units = layout_units(profile.layout)  # rates in bits or bytes per second
         self.pairs: dict[str, PairState] = {}
@@ -266,6 +270,29 @@ class ConsoleState(EventReader):
             self.pairs[lb].error = str(p.message if p.message is not None else "")
         where = event.pair or event.host or "abtui"
         return f"error {where}: {p.message}"
+
+    def on_link_bytes(self, event: Event, p: events.LinkBytes) -> None:
+        """A data link's counters: routine (what they show comes as COMPETING)."""
+        return None
+
+    def on_host_state(self, event: Event, p: events.HostStateRead) -> str | None:
+        """A host's state beside the knobs, read at the session's start or end: said once
+        per host and moment, with what it could not read."""
+        gone = len(p.unavailable) if isinstance(p.unavailable, dict) else 0
+        count = len(p.items) if isinstance(p.items, dict) else 0
+        return (f"{event.host}: host state at {p.moment}: {count} settings read"
+                + (f", {gone} not readable" if gone else ""))
+
+    def on_competing(self, event: Event, p: events.CompetingTraffic) -> str | None:
+        """Traffic not ours on a pair's data link: said when it begins (after
+        COMPETING_QUIET_S without any), not for every span while it goes on (the session
+        keeps every span)."""
+        key = event.pair or ""
+        last = self._competing_said.get(key)
+        self._competing_said[key] = event.t
+        if last is not None and event.t - last < COMPETING_QUIET_S:
+            return None
+        return f"pair {event.pair}: {p.line(event.host)}"
 
     def on_drift(self, event: Event, p: events.Drift) -> str:
         """A reconnected host had another value (its phase ended): said in the log."""

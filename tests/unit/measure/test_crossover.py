@@ -201,10 +201,14 @@ def test_crossed_contrasts_are_the_mean_of_the_pairs_and_a_shared_disturbance_ca
     loaded = sq.crossed(rp * shared, rq * shared, pos_p, pos_q)
     assert np.allclose(loaded.d, c.d) and np.allclose(loaded.tss, c.tss)
     assert sq.contrasts(rp * shared, pos_p).tss.sum() > 50 * cp.tss.sum()
-    # a dead stretch on the second pair counts against the value it ran there
+    # a dead stretch on the second pair is counted against the value it ran there (the base:
+    # the compared value died one fewer), and its block leaves the log ratios
     dead = rq.copy()
-    dead[pos_q[0][0][0]] = 0.0  # the base's stretch on Q: the first pair's other value wins
-    assert sq.crossed(rp, dead, pos_p, pos_q).d[0, 0] > c.d[0, 0] + 1
+    dead[pos_q[0][0][0]] = 0.0  # the base's stretch on Q
+    got = sq.crossed(rp, dead, pos_p, pos_q)
+    assert np.isnan(got.d[0, 0]) and np.isfinite(got.d[0, 1:]).all()
+    assert got.dead[0][0].tolist() == [-1, 0, 0] and got.dead[2][0].tolist() == [1, 0, 0]
+    assert np.min(np.abs(got.dead[1][0, 0] - got.dead[0][0, 0])) == 0  # drawn among options
 
 
 def test_the_crossover_rule_s_false_claims_stay_within_alpha_under_a_pair_effect_and_drift(

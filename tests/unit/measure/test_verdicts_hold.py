@@ -121,8 +121,10 @@ def test_a_periodic_load_and_slow_flips_no_longer_make_false_claims() -> None:
 def test_a_value_dead_in_7_of_20_stretches_is_never_no_difference() -> None:
     """The small value stops the traffic in 7 of its 20 stretches (the engine ended the run,
     nothing arrives after); before, those blocks were left out and the line read "no
-    difference of 1% or more". Now they count, and the line says so. A stretch in which no
-    interval counted while the run was not failing is missing data instead, said as such."""
+    difference of 1% or more". Now the deaths are counted per value and judged on their own
+    (issue 45: not as a rate inside the log ratios): it is called worse by its deaths, and
+    the line says how often each value died. A stretch in which no interval counted while the
+    run was not failing is missing data instead, said as such."""
     rng = np.random.default_rng(7)
     dead = set(rng.choice(20, 7, replace=False))
     seen: dict[str, int] = {BIG: 0, SMALL: 0}
@@ -144,12 +146,12 @@ def test_a_value_dead_in_7_of_20_stretches_is_never_no_difference() -> None:
         empty.stretches.begin(i, value)
     empty.stretches.close(full=True)
     (row,) = empty.summary()
-    assert "1 stretch left out: no interval counted in it" in row and "moved nothing" not in \
-        row, row
+    assert "1 stretch left out: no interval counted in it" in row and "died" not in row, row
     assert "no difference" not in line, line
-    assert f"{SMALL} moved nothing in 7 of 20 stretches" in line, line
+    assert f"{SMALL} died in 7 of 20 stretches, {BIG} in 0" in line, line
     got = v.current()[("A", SMALL)]
-    assert got.delta is not None and got.delta.pct < -30, line
+    assert got.significant and got.by_deaths == 1 and got.verdict == "dies more", line
+    assert v.table()[0]["verdict"] == "significant (deaths)"
 
 
 # ---- 4. resolution-aware -------------------------------------------------------------------
@@ -301,3 +303,25 @@ def test_the_panel_before_the_first_look_makes_no_design() -> None:
         sequential._design = real
     assert made == []
     assert all(a.n == 0 and not a.significant for a in current.values()) and lines
+
+
+def test_a_carryover_is_said_with_the_values_names_and_claims_nothing() -> None:
+    """Issue 45: the small value has no effect of its own, but the stretch after it runs 8 %
+    faster (what a TCP metrics cache or a full queue leaves behind). The live line names the
+    carryover with the values and does not call the after-effect a difference."""
+    rng = np.random.default_rng(21)
+    last: list[str] = []
+
+    def rate(_pair: str, _index: int, value: str) -> float:
+        after = 1.08 if last and last[-1] == SMALL else 1.0
+        last.append(value)
+        return 5e9 * after * rng.normal(1, 0.004)
+
+    v = _verdicts(rate)
+    for i, value in enumerate(v.order):
+        v.stretches.begin(i, value)
+    v.stretches.close(full=True)
+    (line,) = v.summary()
+    assert f"carryover: a stretch after {SMALL} runs +" in line, line
+    assert f"against one after {BIG}" in line and "not separated from it" in line, line
+    assert not v.current()[("A", SMALL)].significant, line

@@ -275,6 +275,20 @@ def test_runs_equal_at_the_printed_digit_are_no_regression() -> None:
     assert "Δ of 20 % trimmed means" in case.line()
 
 
+def test_the_gate_says_what_it_cannot_see(capsys: pytest.CaptureFixture[str]) -> None:
+    """Drift that differs per configuration between the sessions reads as the change (issue
+    45): every gate says so, with the false-alarm rates measured by the bench, and points to
+    the in-session alternation; the module's docstring carries the same figures."""
+    main(["compare", BASE, SAME, "--fail-on-regression", "2%"])
+    err = capsys.readouterr().err
+    assert gate.BLIND in err
+    for spread, at0, at2 in gate.CONFIG_DRIFT_ALARMS:
+        assert f"{spread:g}% apart: false alarms in {at0:.2f} of gates at threshold 0, " \
+               f"{at2:.2f} at 2%" in err
+    assert "abtui run --alternate" in err
+    assert gate.__doc__ is not None and "0.325" in gate.__doc__ and "0.91" in gate.__doc__
+
+
 def test_a_gate_whose_every_case_passed_does_not_ask_for_more_runs() -> None:
     """"6 pass" then "a pass needs more than 1000 runs a side" (issue 49): once every case
     tested passed, the resolution line says what a lone regression would have needed and

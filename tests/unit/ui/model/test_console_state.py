@@ -154,3 +154,28 @@ def test_a_flipped_phases_late_ping_replies_stay_out_of_the_new_phases_rtt() -> 
     state.apply(ping(1, 7.0))
     assert (ps.rtt_phase.n, ps.rtt_phase.mean) == (2, 6.0)
     assert list(ps.rtt)[-5:] == [1.0, 1.0, 5.0, 1.0, 7.0]  # every reply drawn
+
+
+def test_competing_traffic_is_said_when_it_begins_and_counters_are_routine() -> None:
+    from abtui.core.events import CompetingTraffic, HostStateRead, LinkBytes
+    from abtui.ui.model.state import COMPETING_QUIET_S
+
+    state = ConsoleState(synthetic_profile(2))
+    t = 1_780_000_000.0
+    assert state.apply(Event.of(LinkBytes(run="A-1", device="data0", clock=t, tx_bytes=1,
+                                           rx_bytes=2, tx_packets=1, rx_packets=1), t,
+                                pair="A", host="a-snd")) is None
+
+    def span(at: float) -> str | None:
+        return state.apply(Event.of(CompetingTraffic(
+            run="A-1", phase=0, device="data0", start=at - 2, end=at, link_bps=7.1e8,
+            iperf_bps=4e8, excess_bps=3.1e8), at, pair="A", host="a-snd"))
+
+    assert span(t) == "pair A: competing traffic: 310 Mbit/s not ours on data0 (a-snd)"
+    assert span(t + 1) is None and span(t + 2) is None  # it goes on: said once
+    assert span(t + 2 + COMPETING_QUIET_S + 1) is not None  # it came back
+    line = state.apply(Event.of(HostStateRead(moment="start", device="data0",
+                                              items={"@dev mtu": "1500"},
+                                              unavailable={"cpu governor": "no cpufreq"}),
+                                t, host="a-snd"))
+    assert line == "a-snd: host state at start: 1 settings read, 1 not readable"

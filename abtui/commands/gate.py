@@ -1,5 +1,5 @@
 """`abtui gate OLD NEW [--threshold PCT] [--allow-inconclusive] [--match config|knobs]
-[--junit FILE]`: the regression gate as a command of its own (what `abtui compare
+[--latency STAT] [--junit FILE]`: the regression gate as a command of its own (what `abtui compare
 --fail-on-regression` does, kept there too): every configuration both sessions ran, judged at
 -PCT with the false discovery rate controlled (abtui.reports.gate); one line per case that did
 not pass and a summary on stdout, the exit code the CI reads."""
@@ -14,6 +14,7 @@ from abtui.commands.compare import beside_gate, threshold_of, verdict
 from abtui.commands.sessions import add_sessions_dir
 from abtui.reports.matching import MODES
 
+LATENCY_STATS = ("avg", "p50", "p90", "p99", "p99.9")  # abtui.reports.latency.STATS
 DEFAULT_THRESHOLD = "5%"
 
 
@@ -30,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--match", choices=MODES, default="config",
                         help="config: configurations matched by every knob's value "
                              "(default); knobs: by the knobs both sessions have")
+    parser.add_argument("--latency", metavar="STAT", choices=LATENCY_STATS,
+                        help="judge each configuration's ping RTT too: each run's STAT (avg, "
+                             "p50, p90, p99, p99.9) of its replies, as 1/RTT (a regression: "
+                             "the RTT up by more than PCT/(100-PCT)); p50 is the one a gate "
+                             "can pass on (README: Latency in the gate)")
     parser.add_argument("--junit", metavar="FILE",
                         help="also write the cases as JUnit XML (one test case each)")
     add_sessions_dir(parser)
@@ -43,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     threshold = threshold_of(args.threshold, option="--threshold")
     old = Session.load(paths.find_session(args.old, args.sessions_dir))
     new = Session.load(paths.find_session(args.new, args.sessions_dir))
-    cases = compare.gate(old, new, threshold, args.match)
+    cases = compare.gate(old, new, threshold, args.match, args.latency)
     if args.junit:
         from abtui.core.files import write_atomic
         from abtui.core.text import visible

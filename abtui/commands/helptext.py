@@ -102,6 +102,23 @@ exit codes:
 """ + _BAD + """
   3  inconclusive: a case had too few runs or its interval straddles -PCT,
      or nothing could be tested (--allow-inconclusive: 0 when nothing regressed)""",
+    "view": """\
+example:
+  abtui view --follow ~/.local/state/abtui/sessions/NAME.abtui.jsonl
+  (another abtui records it; this console only shows it: knob keys are refused)
+
+exit codes:
+  0  the console closed (nothing on any host was changed)
+""" + _BAD,
+    "serve": """\
+example:
+  abtui serve NAME.abtui.jsonl --port 8049   # then open http://127.0.0.1:8049
+  (loopback only; ssh -L 8049:127.0.0.1:8049 HOST lets a reviewer elsewhere in)
+
+exit codes:
+  0  stopped (ctrl+c or SIGTERM)
+""" + _BAD + """
+     (an address or port it cannot listen on, too)""",
     "bisect": """\
 example:
   abtui bisect mine.toml --knob kernel --good 6.1.170 --bad 6.1.192 --headless

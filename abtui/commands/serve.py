@@ -38,8 +38,6 @@ EXTERNAL = re.compile(r"""(?:href|src)\s*=\s*["']?(?:https?:)?//""", re.I)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = "example:" + __doc__.split("Example:", 1)[1] if __doc__ else None
     parser.add_argument("session", metavar="SESSION",
                         help="a session file (live journal or finished), or a session name")
     parser.add_argument("--host", default="127.0.0.1", metavar="ADDR",

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = "example:" + __doc__.split("Example:", 1)[1] if __doc__ else None
     parser.add_argument("session", metavar="SESSION",
                         help="a session file (live journal or finished), or a session name")
     parser.add_argument("--follow", action="store_true",

@@ -131,3 +131,15 @@ def test_cli_latency_gate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "latency avg RTT" in err and "regression" in err
     assert main(["compare", str(left), str(slower), "--latency", "p99"]) == 2
     assert "--fail-on-regression" in capsys.readouterr().err
+
+
+def test_gate_command_judges_latency(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                     ) -> None:
+    from abtui.commands.gate import LATENCY_STATS
+
+    assert LATENCY_STATS == latency.STATS
+    left = _write(tmp_path / "l.abtui.jsonl", _plan([0.05, 0.08], seed=4))
+    slower = _write(tmp_path / "w.abtui.jsonl", _plan([0.05, 0.12], seed=6))
+    assert main(["gate", str(left), str(slower), "--latency", "p50"]) == 1
+    out = capsys.readouterr().out
+    assert "(latency p50 RTT, judged on 1/RTT)" in out and "regression" in out

@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
                         help=f"the port to listen on (default {DEFAULT_PORT})")
+    parser.add_argument("--url", metavar="URL",
+                        help="the address browsers reach the server by, when it is not "
+                             "http://ADDR:N (needed with a wildcard --host such as 0.0.0.0)")
     add_sessions_dir(parser)
 
 
@@ -63,6 +66,21 @@ def local_page(into: Path) -> Path:
     return into
 
 
+def public_url(host: str, port: int, url: str | None) -> str:
+    """Where the page's links point (textual-serve writes them whole): `url`, else
+    http://HOST:PORT; a wildcard address names no server a browser can reach."""
+    from abtui.core.errors import BadInput
+
+    if url is not None:
+        if not re.fullmatch(r"https?://[^\s/]+/?", url):
+            raise BadInput(f"--url {url}: expected http://NAME:PORT (the address browsers use)")
+        return url.rstrip("/")
+    if host in ("0.0.0.0", "::", ""):
+        raise BadInput(f"--host {host or '(empty)'}: browsers cannot reach a wildcard address; "
+                       f"give --url http://NAME:{port} (the name they reach this machine by)")
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def view_command(path: Path) -> str:
     """The shell command each browser's console runs (textual-serve runs it with a shell)."""
     return shlex.join([sys.executable, "-m", "abtui", "view", "--follow", str(path)])
@@ -79,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     SessionTail(path)  # one line now, not in every browser, when it is no session
     if not 0 < args.port < 65536:
         raise BadInput(f"--port {args.port}: expected 1 to 65535")
+    url = public_url(args.host, args.port, args.url)
     try:
         with socket.create_server((args.host, args.port)):
             pass
@@ -89,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory(prefix="abtui-serve-") as tmp:
         server = Server(view_command(path), host=args.host, port=args.port,
-                        title=f"abtui — {path.name} (read-only)",
+                        title=f"abtui — {path.name} (read-only)", public_url=url,
                         templates_path=local_page(Path(tmp)))
         server.serve()
     return 0

@@ -42,3 +42,16 @@ def test_bad_input_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["serve", str(path), "--port", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "cannot listen" in err[1] and "--port 0" in err[2]
+
+
+def test_public_url() -> None:
+    from abtui.commands.serve import public_url
+    from abtui.core.errors import BadInput
+
+    assert public_url("127.0.0.1", 8049, None) == "http://127.0.0.1:8049"
+    assert public_url("::1", 8049, None) == "http://[::1]:8049"
+    assert public_url("0.0.0.0", 8049, "http://lab.example:8049/") == "http://lab.example:8049"
+    with pytest.raises(BadInput, match="--url http://NAME:8049"):
+        public_url("0.0.0.0", 8049, None)
+    with pytest.raises(BadInput, match="--url ftp://x"):
+        public_url("127.0.0.1", 8049, "ftp://x")

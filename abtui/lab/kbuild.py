@@ -142,7 +142,7 @@ def _fetch_source(name: str) -> Path:
         inner = f"./usr/src/{name}.tar.xz"
         pipeline = (f"dpkg-deb --fsys-tarfile {_q(deb)} | tar -xO {_q(inner)} | xz -dc | "
                     f"tar -x -C {_q(unpack)}")
-        proc = subprocess.run(["sh", "-c", "set -o pipefail 2>/dev/null; " + pipeline],
+        proc = subprocess.run(["bash", "-o", "pipefail", "-c", pipeline],
                               capture_output=True, text=True)
         tops = [p for p in unpack.iterdir() if p.is_dir()] if unpack.is_dir() else []
         if proc.returncode != 0 or len(tops) != 1 or not (tops[0] / "Makefile").is_file():
@@ -381,17 +381,22 @@ def _load() -> float:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m abtui.lab.kbuild SOURCE CONFIG [PATCH...]`: build (or find) that kernel and
-    print its image; exit 2 with one line when it cannot be had."""
+    """`python -m abtui.lab.kbuild fetch SOURCE`: fetch and unpack a source package into the
+    cache (`make kernels` does, for the tests' fast check of the series);
+    `python -m abtui.lab.kbuild SOURCE CONFIG [PATCH...]`: build (or find) that kernel and
+    print its image. Exit 2 with one line when it cannot be had."""
     from abtui.core.errors import AbtuiError
 
-    if len(argv) < 2:
-        print("usage: python -m abtui.lab.kbuild SOURCE-PACKAGE CONFIG-FRAGMENT [PATCH...]",
-              file=sys.stderr)
-        return 2
-    spec = BuildSpec(argv[0], Path(argv[1]), tuple(Path(p) for p in argv[2:]))
     try:
-        built = build(spec)
+        if len(argv) == 2 and argv[0] == "fetch":
+            print(source_tree(argv[1]))
+            return 0
+        if len(argv) < 2:
+            print("usage: python -m abtui.lab.kbuild fetch SOURCE-PACKAGE\n"
+                  "       python -m abtui.lab.kbuild SOURCE-PACKAGE CONFIG-FRAGMENT [PATCH...]",
+                  file=sys.stderr)
+            return 2
+        built = build(BuildSpec(argv[0], Path(argv[1]), tuple(Path(p) for p in argv[2:])))
     except AbtuiError as exc:
         print(f"abtui: {exc}", file=sys.stderr)
         return 2

@@ -18,7 +18,9 @@ TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64
 # The kernel source the ARM guest's builds start from (abtui.lab.kbuild; profiles/patches/
 # arm-neon-softirq applies to it): 138 MB fetched once into the kernel cache's sources/, ~20 s
 # to unpack; the default tier checks the series applies to it (tests/unit/lab/
-# test_arm_neon_series.py), the slow tier builds BEFORE and AFTER from it.
+# test_arm_neon_series.py), the slow tier builds BEFORE and AFTER from it. The ARM guest's
+# userspace (abtui.lab.vm.armroot): Debian's armhf packages, 12 MB, with apt's own package lists
+# for armhf kept in the cache (this machine's apt configuration is left as it is).
 KERNEL_SOURCES := linux-source-6.1
 # The slow tier's third build (tests/lab/test_vm_builds_lab.py: wireguard-gro on three builds),
 # fetched by `make test-slow` and by `ABTUI_SLOW=1 make test`.
@@ -88,6 +90,8 @@ kernels: setup
 	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
 	@for s in $(KERNEL_SOURCES); do $(PY) -m abtui.lab.kbuild fetch $$s >/dev/null || \
 	  echo "warning: $$s cannot be fetched: the series check and the ARM builds will skip"; done
+	@$(PY) -m abtui.lab.vm.armroot >/dev/null || \
+	  echo "warning: the armhf userspace cannot be made: its check and the ARM guest will skip"
 
 demo: .deps-stamp $(VENV)/.installed-run $(VENV)/.compiled
 	$(VENV)/bin/abtui demo

@@ -305,3 +305,40 @@ def overlay(files: Mapping[str, tuple[int, bytes]]) -> bytes:
     entries = [(d, stat.S_IFDIR | 0o755, b"") for d in dirs]
     entries += [(name, stat.S_IFREG | mode, data) for name, (mode, data) in sorted(files.items())]
     return gzip.compress(cpio_newc(entries), 6, mtime=0)
+
+
+def cached() -> Userspace | None:
+    """The base archive made from the packages already fetched, None when they are not (no
+    network, no apt asked: the tests' fast check)."""
+    kept = root_dir() / "apt" / "resolved.json"
+    try:
+        names = [str(n) for n in json.loads(kept.read_text())["packages"]]
+    except (OSError, ValueError, KeyError):
+        return None
+    debs = {p.name.split("_")[0]: p for p in (root_dir() / "debs").glob("*.deb")}
+    if any(n not in debs for n in names):
+        return None
+    files = sorted(debs[n].name for n in names)
+    key = hashlib.sha256("\n".join(files).encode()).hexdigest()[:16]
+    archive = root_dir() / f"base-{key}.cpio.gz"
+    return Userspace(archive, tuple(debs[n].name for n in names)) if archive.is_file() else None
+
+
+def main() -> int:
+    """`python -m abtui.lab.vm.armroot`: assemble the base (fetching what is missing) and print
+    it; exit 2 with one line when it cannot be had."""
+    import sys
+
+    from abtui.core.errors import AbtuiError
+
+    try:
+        made = assemble()
+    except AbtuiError as exc:
+        print(f"abtui: {exc}", file=sys.stderr)
+        return 2
+    print(f"{made.archive} ({made.archive.stat().st_size} bytes, {len(made.debs)} packages)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

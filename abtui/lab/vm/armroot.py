@@ -2,10 +2,10 @@
 
 The x86 guests share this machine's root filesystem (virtme-ng); an ARM guest cannot, so it
 boots an initramfs made here from Debian's own armhf builds of what a lab host runs: busybox
-(the shell and coreutils), iperf3, iproute2 (`ip xfrm`: busybox's own `ip` has none) and
-dropbear (the SSH server), with the shared libraries they need (their Depends, followed
-through library packages only: maintainer-script tools such as debconf and adduser are never
-run in the guest). 12 MB compressed.
+(coreutils and the init's shell), dash (root's shell: busybox's shell prefers its own
+applets to PATH, and its `ip` has no xfrm), iperf3, iproute2 and dropbear (the SSH server),
+with the shared libraries they need (their Depends; maintainer-script tools such as debconf
+and adduser, PAM and perl left out: never run in the guest). 10 MB compressed.
 
 apt is asked with a private state (its own package lists for armhf, under the kernel cache):
 this machine's apt configuration, architectures and package lists are left as they are.
@@ -34,8 +34,9 @@ from pathlib import Path
 from abtui.core.errors import BadInput, MissingPrerequisite
 from abtui.lab.kernels import cache_root
 
-# what a lab host runs, as Debian's armhf packages
-ARMHF_PACKAGES = ("busybox-static", "iperf3", "libiperf0", "iproute2", "dropbear-bin")
+# what a lab host runs, as Debian's armhf packages. dash is root's shell: Debian's busybox
+# shell runs its own applets before PATH (its `ip` has no xfrm), dash runs iproute2's
+ARMHF_PACKAGES = ("busybox-static", "dash", "iperf3", "libiperf0", "iproute2", "dropbear-bin")
 # dependencies not needed to run the programs above: maintainer scripts' tools, PAM, perl
 _SKIP = re.compile(r"^(debconf.*|cdebconf|adduser|dpkg|install-info|init-system-helpers|"
                    r"perl.*|libpam.*|libperl.*|lib.*-perl|.*-common|gcc-\d+-base)$")
@@ -57,9 +58,9 @@ exec /bin/sh
 """
 BASE_FILES = {
     "init": (0o755, INIT),
-    "etc/passwd": (0o644, "root:x:0:0:root:/root:/bin/sh\n"),
+    "etc/passwd": (0o644, "root:x:0:0:root:/root:/bin/dash\n"),
     "etc/group": (0o644, "root:x:0:\n"),
-    "etc/shells": (0o644, "/bin/sh\n"),
+    "etc/shells": (0o644, "/bin/sh\n/bin/dash\n"),
     "etc/nsswitch.conf": (0o644, "passwd: files\ngroup: files\nhosts: files\n"),
     "etc/hosts": (0o644, "127.0.0.1 localhost\n"),
 }

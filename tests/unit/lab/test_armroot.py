@@ -87,11 +87,14 @@ def test_the_cached_base_holds_what_a_lab_host_runs() -> None:
         pytest.skip("the armhf packages are not in the kernel cache (`make kernels` fetches "
                     "them: 12 MB)")
     entries = read_newc(gzip.decompress(base.archive.read_bytes()))
-    for path in ("init", "bin/busybox", "usr/sbin/dropbear", "usr/bin/iperf3", "bin/ip",
+    for path in ("init", "bin/busybox", "bin/dash", "usr/sbin/dropbear", "usr/bin/iperf3",
+                 "bin/ip",
                  "lib/ld-linux-armhf.so.3", "etc/passwd"):
         assert path in entries, f"{path} missing from the ARM guest's userspace"
     assert not stat.S_ISLNK(entries["bin/ip"][0])  # iproute2's, with xfrm
     assert entries["bin/sh"][1] == b"/bin/busybox"
+    # root's shell runs iproute2's `ip` (busybox's shell would run its own applet first)
+    assert entries["etc/passwd"][1].startswith(b"root:x:0:0:root:/root:/bin/dash\n")
     assert entries["usr/bin/iperf3"][1][:4] == b"\x7fELF"
     assert entries["usr/bin/iperf3"][1][18] == 40  # e_machine: ARM
     assert base.archive.stat().st_size < 20_000_000

@@ -8,9 +8,9 @@ empty :=
 space := $(empty) $(empty)
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
 	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static kexec-tools \
-	qemu-system-arm gcc-arm-linux-gnueabihf make flex bison bc patch xz-utils
+	linux-perf qemu-system-arm gcc-arm-linux-gnueabihf make flex bison bc patch xz-utils
 DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo \
-	qemu-system-x86_64 busybox depmod kexec qemu-system-arm arm-linux-gnueabihf-gcc make \
+	qemu-system-x86_64 busybox depmod kexec perf qemu-system-arm arm-linux-gnueabihf-gcc make \
 	flex bison bc patch xz
 # The kernel builds the VM tests boot (tests/lab/test_vm_lab.py): fetched once into the kernel
 # cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.

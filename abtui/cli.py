@@ -56,6 +56,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+PROFILE_FLAG_DEFAULT = "--profile=99"  # abtui.remote.profiling.DEFAULT_HZ
+
+
 def _command_module(module: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(f"abtui.commands.{module}")
 
@@ -65,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help",
                                                                               "--version")):
         args_list = ["tui", *args_list]
+    # `--profile` takes its rate only as `--profile=HZ` (GNU's optional argument): a bare
+    # `--profile` never swallows the PROFILE after it
+    args_list = [PROFILE_FLAG_DEFAULT if a == "--profile" else a for a in args_list]
     parser = build_parser(args_list[0] if args_list[0] in COMMANDS else None)
     try:
         args = parser.parse_args(args_list)
@@ -77,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(_command_module(args._module).run(args) or 0)
         except AbtuiError as exc:  # its message may quote a host: spelled out here too
-            print(f"abtui: {visible(str(exc), lines=True)}", file=sys.stderr)
+            with contextlib.suppress(OSError, ValueError):  # a terminal gone (SIGHUP)
+                print(f"abtui: {visible(str(exc), lines=True)}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
             print("abtui: interrupted", file=sys.stderr)

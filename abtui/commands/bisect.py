@@ -7,11 +7,11 @@ bisect panel (abtui.ui.flow.bisection), or headless."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.core import signals
 from abtui.core.errors import BadInput
 
 if TYPE_CHECKING:
@@ -26,7 +26,10 @@ DESIGNS = ("blocks", "crossover")  # abtui.measure.alternate.DESIGNS (not import
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from abtui.commands.run import add_profile_argument
+
     parser.add_argument("profile", metavar="PROFILE", help="the profile (TOML) with the knob")
+    add_profile_argument(parser)
     parser.add_argument("--knob", required=True, metavar="NAME",
                         help="the knob whose values are bisected (a build knob: its builds)")
     parser.add_argument("--good", required=True, metavar="G", help="the candidate known good")
@@ -193,13 +196,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.headless and args.out is not None:
         raise BadInput("--out: the console writes its session in the sessions folder; give "
                        "--out with --headless")
-    from abtui.commands.run import profile_and_out
+    from abtui.commands.run import profile_and_out, with_profile_rate
     from abtui.hosts.undo import recovery_notice
 
     path, out = profile_and_out(args)
     from abtui.profile import load_profile
 
-    profile = load_profile(path)
+    profile = with_profile_rate(load_profile(path), args.profile_hz)
     plan = plan_of(args, profile)
     if args.resume is not None:
         plan, answered = resumed(args.resume, plan)
@@ -220,4 +223,4 @@ def run(args: argparse.Namespace) -> int:
     from abtui.measure.headless import run_headless
 
     with lease.hold(lease.labs_of(profile)):
-        return asyncio.run(run_headless(profile, out, bisection=plan))
+        return signals.run(run_headless(profile, out, bisection=plan))

@@ -1,8 +1,9 @@
 """`abtui check PROFILE`: preflight every host of a profile, one line per finding.
 
 Reachable (OS, kernel), iperf3 and ping present, every knob readable and writable (the current
-value is written back unchanged, which proves writability without changing anything), tunnel
-types available on both hosts of each pair. Writing a value back and making a scratch tunnel
+value is written back unchanged, which proves writability without changing anything), what a
+change of each knob does to the runs going on (restarts them, or acts live: `runs_line`),
+tunnel types available on both hosts of each pair. Writing a value back and making a scratch tunnel
 are changes, however brief: check takes each host's lease as a run does
 (abtui.remote.lease), and a host another abtui drives is one FAIL line naming it, not
 checked. Exit 0 when all is well, 1 otherwise, 2 for a bad
@@ -18,6 +19,8 @@ import argparse
 import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from abtui.core import signals
 
 if TYPE_CHECKING:
     from abtui.core.model import Knob, Profile
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         if args.lab:
             profile = _on_lab(profile)
         with lease.hold(lease.labs_of(profile)):
-            ok = asyncio.run(preflight(profile, _print))
+            ok = signals.run(preflight(profile, _print))
     return 0 if ok else 1
 
 
@@ -126,6 +129,7 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
 
     manager = KnobManager(hosts.links, hosts.dialects)
     for knob in profile.knobs:
+        say(True, runs_line(knob))
         if knob.kind.value == "iperf3":
             try:
                 for value in knob.values:
@@ -146,15 +150,41 @@ async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:
                 + line)
 
 
+def runs_line(knob: Knob) -> str:
+    """What a change of `knob` does to the runs going on, and why (docs/profiles.md, "A label
+    means the traffic ran under it"): restarts them (the safe default: only connections
+    opened after a change see it) or acts live (said in the profile, or the kind's)."""
+    from abtui.core.model import ALWAYS_RESTART_KINDS
+
+    kinds = " and ".join(dict.fromkeys(str(k) for k in (knob.kind, *knob.os_kinds.values())))
+    if knob.kind in ALWAYS_RESTART_KINDS:
+        why = f"{'an' if str(knob.kind)[0] in 'aeiou' else 'a'} {knob.kind} knob always does"
+    elif knob.live is not None:
+        why = f"the profile says live = {str(knob.live).lower()}"
+    elif knob.restart is not None:
+        why = f"the profile says restart = {str(knob.restart).lower()}"
+    elif knob.restarts:
+        why = f"the default for {kinds}: say live = true if it acts on open connections"
+    else:
+        why = f"the default for {kinds}"
+    what = "a change restarts the runs" if knob.restarts else \
+        "acts live: a change is measured on the runs going on"
+    return f"knob {knob.name}: {what} ({why})"
+
+
 async def _check_build(say: Report, manager: KnobManager, profile: Profile, knob: Knob) -> None:
     """Which of a kernel or module knob's builds each host runs now."""
     from abtui.core.model import Role
+    from abtui.hosts.builds import INDISTINCT, TELL_APART
 
     found = await manager.current(knob, [p for p in profile.pairs
                                          if not knob.pairs or p.label in knob.pairs])
     for label, roles in found.items():
         for role, value in roles.items():
             host = profile.pair(label).host(Role(role))
+            if value.endswith(INDISTINCT):  # a switch between them could not be verified
+                say(False, f"{host}: knob {knob.name}: runs {value}: {TELL_APART}")
+                continue
             listed = value in knob.values
             say(True, f"{host}: knob {knob.name}: runs {value}"
                 + ("" if listed else " (none of its values)"))

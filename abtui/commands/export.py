@@ -26,16 +26,21 @@ def add_units(parser: argparse.ArgumentParser, default: str | None = "bits") -> 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", metavar="SESSION", help="a session file, or a session name")
-    parser.add_argument("--format", choices=("md", "csv", "json", "plot"), default="md")
+    parser.add_argument("--format", choices=("md", "html", "csv", "json", "plot"), default="md",
+                        help="md: the review report; html: the same as one page, with the "
+                             "differential flame graphs of a profiled alternation; csv, json: "
+                             "the data; plot: the throughput chart")
     parser.add_argument("--out", metavar="FILE",
                         help="write here instead of stdout (plot: .png or .svg for an image, "
                              ".html or .txt for the text chart)")
-    parser.add_argument("--table", choices=("intervals", "verdicts", "bisect"),
+    parser.add_argument("--table", choices=("intervals", "verdicts", "bisect", "why"),
                         default="intervals",
                         help="csv: one row per interval (default), the alternation's "
                              "verdict table (pair, values compared, Δ with its interval, "
                              "verdict, blocks, seed), or a bisection's steps (candidate, "
-                             "verdict, Δ with its interval, blocks, boots)")
+                             "verdict, Δ with its interval, blocks, boots), or what a "
+                             "profiled alternation found moved (pair, host, frame, kind, Δ "
+                             "in points with its interval)")
     add_units(parser, default=None)
     parser.add_argument("--base-pair", metavar="LABEL",
                         help="pair the deltas are taken against (default: the profile's "
@@ -76,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
 
     text = render(session, args.format, base=args.base_pair, base_config=args.base_config,
                   units=args.units) if args.table == "intervals" else _verdicts(session) \
-        if args.table == "verdicts" else _bisect(session)
+        if args.table == "verdicts" else _why(session) if args.table == "why" \
+        else _bisect(session)
     if out is None:
         sys.stdout.write(text)
     else:
@@ -91,6 +97,21 @@ def _verdicts(session: Session) -> str:
     from abtui.reports.alternation import to_csv
 
     return to_csv(session)
+
+
+def _why(session: Session) -> str:
+    """`--table why`: the profiles' rows as CSV."""
+    import csv
+    import io
+
+    from abtui.reports.why_report import csv_rows
+
+    head, rows = csv_rows(session)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(head)
+    writer.writerows([["" if v is None else v for v in row] for row in rows])
+    return buf.getvalue()
 
 
 def _bisect(session: Session) -> str:

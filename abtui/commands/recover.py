@@ -18,8 +18,8 @@ bad argument.
 from __future__ import annotations
 
 import argparse
-import asyncio
 
+from abtui.core import signals
 from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
 
 
@@ -60,8 +60,12 @@ def run(args: argparse.Namespace) -> int:
             for line in describe(p, args.forget):
                 print(line)
         return EXIT_OK
-    ok = asyncio.run(recover_all(pending, _print, forget=args.forget,
-                                 forget_unreachable=args.forget_unreachable))
+    try:
+        ok = signals.run(recover_all(pending, _print, forget=args.forget,
+                                     forget_unreachable=args.forget_unreachable))
+    except signals.Signalled as exc:  # what is not done stays in the undo journals
+        raise signals.Signalled(exc.signum, "what was not set back stays in the undo journal: "
+                                            "run `abtui recover` again") from None
     return EXIT_OK if ok else EXIT_FAILED
 
 

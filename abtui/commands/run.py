@@ -6,11 +6,11 @@ measure with no console;
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.core import signals
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_MAX_RUNS
 
@@ -64,6 +64,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the seed of the random order (the alternation's blocks, or the "
                              "plan's shuffle, over the profile's plan.seed): the seed a "
                              "session records replays its order")
+    add_profile_argument(parser)
+
+
+def add_profile_argument(parser: argparse.ArgumentParser) -> None:
+    """`--profile[=HZ]` (run, bisect): each judged pair's hosts profiled per stretch."""
+    parser.add_argument("--profile", dest="profile_hz", type=profile_rate, metavar="HZ",
+                        help="profile every CPU of the hosts with perf (call graphs, at HZ "
+                             "samples a second, 99 when given as --profile) stretch by "
+                             "stretch; the report's Why section and `export` show which "
+                             "functions moved between the values, with intervals")
+
+
+def profile_rate(text: str) -> int:
+    try:
+        hz = int(text)
+    except ValueError:
+        hz = 0
+    if not 1 <= hz <= 999:
+        raise argparse.ArgumentTypeError(f"{text!r}: give --profile or --profile=HZ, HZ a "
+                                         "whole number from 1 to 999")
+    return hz
+
+
+def with_profile_rate(profile: Profile, hz: int | None) -> Profile:
+    """The profile with `--profile`'s rate as its [test] profile_hz (unchanged without)."""
+    if not hz:
+        return profile
+    import dataclasses
+
+    return dataclasses.replace(profile, test=dataclasses.replace(profile.test, profile_hz=hz))
 
 
 def parse_setting(text: str, knobs: list[str]) -> tuple[str, str]:
@@ -103,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     path, out = profile_and_out(args)
     from abtui.profile import load_profile
 
-    profile = load_profile(path)
+    profile = with_profile_rate(load_profile(path), args.profile_hz)
     settings = [parse_setting(s, [k.name for k in profile.knobs]) for s in args.settings]
     alternation = _alternation(args, profile)
     if args.seed is not None and alternation is None:
@@ -122,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         from abtui.measure.headless import run_headless
 
         with lease.hold(lease.labs_of(profile)):
-            return asyncio.run(run_headless(profile, out, args.duration,
+            return signals.run(run_headless(profile, out, args.duration,
                                             start_data=start_data, settings=settings,
                                             alternation=alternation))
 

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="synthetic replay seed")
     parser.add_argument("--refuse", action="append", default=[], metavar="KNOB[=VALUE]",
                         help="replay: refuse this knob change (to see how errors show)")
+    from abtui.commands.run import add_profile_argument
+
+    add_profile_argument(parser)
 
 
 def replay_controller(args: argparse.Namespace,
@@ -124,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
         from abtui.profile import load_profile
 
         profile = load_profile(args.profile) if args.profile else None
+        if profile is not None and getattr(args, "profile_hz", None):
+            from abtui.commands.run import with_profile_rate
+
+            profile = with_profile_rate(profile, args.profile_hz)
         if args.replay is None and profile is not None:
             return open_on_hosts(profile, f"abtui — {profile.name}")
         controller, label = replay_controller(args, profile)

@@ -54,6 +54,9 @@ class EventKind(StrEnum):
     DRIFT = "drift"
     SWITCH = "switch"
     BISECT = "bisect"
+    PROFILE = "profile"
+    COUNTERS = "counters"
+    WHY = "why"
     SESSION_END = "session_end"
 
 
@@ -477,6 +480,55 @@ class BisectLook(Payload):
     low: float | None = field(default=None, metadata=OPTIONAL)
     high: float | None = field(default=None, metadata=OPTIONAL)
     pair: str = ""
+
+
+@_payload(EventKind.PROFILE)
+@_payload_class
+class Profiled(Payload):
+    """One window of a host's profile during a run (pair and host set): `perf record` of
+    every CPU at `hz`, sampling `event` (cycles, or cpu-clock where the host has no PMU),
+    folded into stacks (`stacks`: abtui.core.folded's packed text, thread;root;…;leaf COUNT)
+    from `start` to `end` on the controller's clock; `shared`: the host shares its kernel
+    with others (a namespace host: the profile is the whole machine's)."""
+
+    run: RunId
+    role: str
+    start: float
+    end: float
+    event: str
+    hz: int
+    samples: int
+    stacks: str
+    shared: bool = False
+
+
+@_payload(EventKind.COUNTERS)
+@_payload_class
+class CountersSampled(Payload):
+    """A profiled host's counters at `at` (the controller's clock; pair and host set): the
+    packed `counter value` lines of abtui.remote.counters (softnet, softirqs, nstat, kernel
+    threads' CPU ticks), running totals the readers turn into rates."""
+
+    run: RunId
+    role: str
+    at: float
+    values: str
+    shared: bool = False
+
+
+@_payload(EventKind.WHY)
+@_payload_class
+class WhyFound(Payload):
+    """An alternation's profiles judged at its end: per pair, host and value compared, each
+    frame's share change with its interval over blocks (`rows`: the keys of
+    abtui.reports.why.ROW_KEYS) and each side's merged stacks for the differential flame
+    graph (`flames`: pair, host, value, base, and the packed stacks of each)."""
+
+    rows: list[dict[str, Any]]
+    flames: list[dict[str, Any]] = field(default_factory=list)
+    # the counters' rates per value and their change in % with its interval
+    # (abtui.reports.why.COUNTER_KEYS)
+    counters: list[dict[str, Any]] | None = field(default=None, metadata=OPTIONAL)
 
 
 @_payload(EventKind.SESSION_END)

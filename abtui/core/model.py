@@ -51,6 +51,13 @@ class KnobKind(StrEnum):
 
 # the kinds whose values are builds, each reached by a boot or a reload (Knob.builds)
 BUILD_KINDS = (KnobKind.KERNEL, KnobKind.MODULE)
+# the kinds whose change always restarts the affected pairs' runs, whatever the profile says:
+# the target, the iperf3 command or the host itself changes
+ALWAYS_RESTART_KINDS = (KnobKind.TUNNEL, KnobKind.IPERF3, *BUILD_KINDS)
+# the kinds that act on open connections (per packet: offloads, interrupt moderation, the
+# qdisc), so a change may be measured on the run that is going on (Knob.restarts); every
+# other kind (a sysctl, the MTU: read when a connection opens) restarts the runs by default
+LIVE_KINDS = (KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE, KnobKind.NETEM)
 
 
 class TunnelType(StrEnum):
@@ -171,11 +178,28 @@ class Knob:
     os_values: dict[str, dict[str, str]] = field(default_factory=dict)
     # the value to set when a session starts (None: leave the host's own value)
     initial: str | None = None
-    # the setting only affects new connections (socket buffers, congestion control): a live
-    # flip restarts the affected pairs' runs so the new phase measures it
-    restart: bool = False
+    # what the profile says of open connections (None: not said, the kind's default, see
+    # `restarts`): `live = true` the setting acts on open traffic; `restart = true` only new
+    # connections see it (`restart = false` is `live = true`, as it always meant)
+    restart: bool | None = None
+    live: bool | None = None
     # kernel and module knobs: each value's build, how a host reaches it (core/builds.py)
     builds: dict[str, Build] = field(default_factory=dict)
+
+    @property
+    def restarts(self) -> bool:
+        """Whether a change of this knob restarts the affected pairs' runs, so that no phase
+        counts traffic of a connection opened under another value. A knob acts live only
+        when the profile says so (`live = true`, or `restart = false`) or when its kind and
+        every per-OS kind act on open traffic (LIVE_KINDS); tunnels, iperf3 options and
+        builds always restart."""
+        if self.kind in ALWAYS_RESTART_KINDS:
+            return True
+        if self.live is not None:
+            return not self.live
+        if self.restart is not None:
+            return self.restart
+        return not all(k in LIVE_KINDS for k in (self.kind, *self.os_kinds.values()))
 
     def for_os(self, os_name: str) -> tuple[KnobKind, str]:
         """The kind and key this knob has on a host running `os_name` ("linux", "freebsd")."""
@@ -211,6 +235,8 @@ class TestOptions:
     ping_count: int = 0
     # sample each host's CPU time during runs (a CPU event per host and sample)
     host_cpu: bool = True
+    # `perf record` of every CPU of each profiled host at this rate (Hz); 0: no profile
+    profile_hz: int = 0
     extra_args: tuple[str, ...] = ()
     # the iperf3 program on the hosts: a name looked up in PATH, or an absolute path
     iperf3: str = DEFAULT_IPERF3

@@ -82,6 +82,9 @@ class BuildSwitcher:
         self.journal = journal
         self.emit = emit
         self.originals: dict[tuple[str, str], Origin] = {}  # (host, knob name) -> first build
+        # (host, knob name) -> (the value, the boot id before): a boot started (its command
+        # ran) that was not seen to end; the host may come up on that build later
+        self.in_flight: dict[tuple[str, str], tuple[str, str | None]] = {}
 
     def _commands(self, host: str) -> BuildCommands:
         dialect = self.dialects.get(host)
@@ -95,9 +98,12 @@ class BuildSwitcher:
             raise KnobRefused(f"{host}: no link to this host")
         return link
 
-    async def _run(self, host: str, command: str, timeout: float = 30.0) -> str:
+    async def _run(self, host: str, command: str, timeout: float = 30.0,
+                   again: bool = True) -> str:
+        """`again`: the command may run twice (a read, a reload to one build): a link lost
+        meanwhile is waited for and the command sent again (never a boot's command)."""
         result = await self._link(host).run(as_function(command), timeout=timeout,
-                                            isolate=False)
+                                            isolate=False, again=again)
         if not result.ok:
             why = (result.stderr.strip().splitlines() or [f"exit status {result.exit_status}"])
             raise RemoteError(host, why[-1])
@@ -124,7 +130,8 @@ class BuildSwitcher:
         if knob.kind is KnobKind.KERNEL:
             state = await self.kernel(where.host)
             found = [v for v, b in knob.builds.items() if kernel_mismatch(b, state) is None]
-            return found[0] if len(found) == 1 else state.label()
+            return found[0] if len(found) == 1 else indistinct(found) if found else \
+                state.label()
         # one read of every parameter the builds name, one of each `reports` setting
         names = tuple({p[0]: p for b in knob.builds.values() for p in b.params}.values())
         mod = await self.module(knob, where.host, Build(Method.MODPROBE, params=names))
@@ -133,7 +140,9 @@ class BuildSwitcher:
         found = [v for v, b in knob.builds.items() if module_mismatch(b, mod) is None
                  and (b.reports is None or why[b.reports] is None)]
         shown = " ".join(f"{k}={v}" for k, v in sorted(mod.params.items())) or "loaded"
-        return found[0] if len(found) == 1 else shown if mod.loaded else "not loaded"
+        if len(found) > 1:
+            return indistinct(found)
+        return found[0] if found else shown if mod.loaded else "not loaded"
 
     # ---- switching ---------------------------------------------------------------------
     async def switch(self, knob: Knob, value: str, targets: Sequence[Target],
@@ -197,6 +206,9 @@ class BuildSwitcher:
     async def _unlisted(self, knob: Knob, t: Target, shown: str) -> Build:
         """How to come back to a first build none of the values is: a plain reboot (kexec,
         grub-reboot and nextboot leave the default boot alone) verified by its release."""
+        if shown.endswith(INDISTINCT):
+            raise KnobRefused(f"{t.host}: knob {knob.name}: the host runs {shown}: {TELL_APART} "
+                              "(nothing was changed)")
         if knob.kind is KnobKind.MODULE or any(b.method is Method.COMMAND
                                                for b in knob.builds.values()):
             raise KnobRefused(f"{t.host}: knob {knob.name}: the host runs {shown}, which none "
@@ -251,8 +263,14 @@ class BuildSwitcher:
             await self._power(knob, value, build, t, before)
         else:
             await self._run(t.host, self._commands(t.host).boot(build),
-                            max(BOOT_START_S, build.timeout / 3))
-        await wait_new_boot(link, before, deadline, build.timeout)
+                            max(BOOT_START_S, build.timeout / 3), again=False)
+        self.in_flight[(t.host, knob)] = (value, before)  # from here it may boot it any time
+        try:
+            await wait_new_boot(link, before, deadline, build.timeout)
+        except RemoteError as exc:
+            raise RemoteError(t.host, f"{exc.reason}; its boot was started: it may still come "
+                                      f"up on {value!r} later") from exc
+        del self.in_flight[(t.host, knob)]
         state = await self.kernel(t.host)
         why = kernel_mismatch(build, state)
         if why is not None:
@@ -319,8 +337,21 @@ class BuildSwitcher:
         return out
 
     async def restore(self, o: Origin, host: str) -> str:
-        """One host back on its first build (nothing done when it runs it); what it reports."""
+        """One host back on its first build (nothing done when it runs it); what it reports.
+        A host whose boot into another build was started and not seen to end (it has not come
+        back, or not booted again yet) is not set back: RemoteError, and its entry stays in
+        the undo journal for `abtui recover` once it is up."""
         t = Target(host, o.device, "")
+        started = self.in_flight.get((host, o.knob))
+        if started is not None:
+            link = self.links.get(host)
+            up = link is not None and link.state is LinkState.CONNECTED
+            if not up or link is None or not link.boot_id or link.boot_id == started[1]:
+                why = "has not come back" if not up else "has not booted again"
+                raise RemoteError(host, f"its boot into {started[0]!r} was started and it {why}: "
+                                        f"it may come up on {started[0]!r} later; run `abtui "
+                                        "recover` once it is up")
+            del self.in_flight[(host, o.knob)]  # it booted since: whatever it runs, set back
         if o.kind is KnobKind.KERNEL:
             state = await self.kernel(host)
             if kernel_mismatch(o.build, state) is None:
@@ -346,6 +377,17 @@ class BuildSwitcher:
         await self._run(t.host, self._commands(t.host).reload(o.key, o.build, o.iface),
                         o.build.timeout)
         return "reloaded, interface given back as journalled"
+
+
+INDISTINCT = "(its builds that cannot be told apart)"
+TELL_APART = ("give each build something the host shows that differs (a `reports` setting, "
+              "a parameter the module shows, a release or version)")
+
+
+def indistinct(found: Sequence[str]) -> str:
+    """What a host runs when several builds match what it shows (e1000e does not show its
+    InterruptThrottleRate): their values, said to be alike rather than "none of them"."""
+    return f"{' or '.join(repr(v) for v in found)} {INDISTINCT}"
 
 
 def _reported(r: Reports, where: Target) -> Setting:

@@ -144,7 +144,8 @@ class KnobManager:
     async def read(self, host: str, s: Setting) -> str:
         """The setting's current value on `host`; RemoteError (naming the host) otherwise."""
         dialect = self._dialect(host)
-        result = await self._link(host).run(dialect.read_command(s), isolate=False)
+        result = await self._link(host).run(dialect.read_command(s), isolate=False,
+                                            again=True)  # a lost link is waited for
         value = dialect.parse_value(s, result.stdout) if result.ok else None
         if value is None:
             why = self._why(host, result.stderr, result.exit_status) if not result.ok \
@@ -156,7 +157,8 @@ class KnobManager:
         """Write and read back in one round trip; RemoteError unless it reads back `value`."""
         dialect = self._dialect(host)
         want = dialect.normalize(s, value)
-        result = await self._link(host).run(dialect.write_command(s, want), isolate=False)
+        result = await self._link(host).run(dialect.write_command(s, want), isolate=False,
+                                            again=True)
         if not result.ok:
             raise RemoteError(host, f"{s.label()}: "
                               f"{self._why(host, result.stderr, result.exit_status)}")
@@ -173,7 +175,8 @@ class KnobManager:
         it once, checking every host before any change) and read it back: one round trip."""
         dialect = self._dialect(host)
         try:
-            result = await self._link(host).run(dialect.swap_command(s, want), isolate=False)
+            result = await self._link(host).run(dialect.swap_command(s, want),
+                                                isolate=False, again=True)
         except RemoteError as exc:
             return Swap(None, exc)
         old, got = dialect.parse_swap(s, result.stdout)

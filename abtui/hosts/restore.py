@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from abtui.core.errors import AbtuiError, RemoteError
+from abtui.core.errors import AbtuiError, LeaseHeld, RemoteError
 from abtui.core.model import KnobKind
 from abtui.hosts.builds import origin_of
 from abtui.hosts.connect import detect_dialect
@@ -134,6 +134,7 @@ def describe(p: Pending, forget: list[str] | tuple[str, ...] = ()) -> list[str]:
 class _Left:
     """What could not be done, per host: one line each at the end."""
     problems: dict[str, list[str]] = field(default_factory=dict)
+    busy: set[str] = field(default_factory=set)  # hosts another live abtui drives
 
     def add(self, host: str, what: str) -> None:
         self.problems.setdefault(host, []).append(what)
@@ -163,8 +164,9 @@ async def recover_all(pending: list[Pending], say: Say, *, forget: list[str] | t
         await asyncio.gather(*(link.close() for link in links.values()),
                              return_exceptions=True)
     for host, problems in left.problems.items():
-        say(False, f"{host}: {'; '.join(problems)} (if {host} is gone for good: "
-            f"`abtui recover --forget {host}`)")
+        gone = "" if host in left.busy else \
+            f" (if {host} is gone for good: `abtui recover --forget {host}`)"
+        say(False, f"{host}: {'; '.join(problems)}{gone}")
     for p in journals:
         if read_journal(p.path).empty:
             p.path.unlink(missing_ok=True)
@@ -189,6 +191,11 @@ async def _reach(links: dict[str, HostLink], journals: list[Pending], left: _Lef
     dialects = {}
     reached = await asyncio.gather(*(_open(link) for link in links.values()))
     for alias, got in zip(links, reached, strict=True):
+        if isinstance(got, LeaseHeld):  # reachable, only busy: never forgotten for it
+            left.busy.add(alias)
+            left.add(alias, f"busy: {got.reason}; {left_on(journals, alias)} left (run `abtui "
+                     "recover` again once that run has ended)")
+            continue
         if not isinstance(got, str):
             dialects[alias] = got
             continue
@@ -300,10 +307,13 @@ async def _group_runs(link: HostLink, pgid: int, what: str) -> bool:
     return (await link.run(group_runs_command(pgid, what))).ok
 
 
-async def _open(link: HostLink) -> Dialect | str:
-    """The host's dialect once connected, or the one-line reason it is not."""
+async def _open(link: HostLink) -> Dialect | LeaseHeld | str:
+    """The host's dialect once connected, or the one-line reason it is not (LeaseHeld:
+    another abtui drives it)."""
     try:
         await link.connect()
         return await detect_dialect(link)
+    except LeaseHeld as exc:
+        return exc
     except Exception as exc:  # any reason is one host's, the rest goes on
         return str(getattr(exc, "reason", "") or exc)

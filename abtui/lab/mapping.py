@@ -335,7 +335,7 @@ def _standin_knob(k: Knob, kind: KnobKind, key: str, out: list[Translation],
         f"{why}; a receive-buffer cap changes lab throughput visibly for new connections"))
     return dataclasses.replace(
         k, kind=KnobKind.SYSCTL, key=STANDIN_KEY, device=None, scope=Scope.RECEIVER,
-        os_kinds={}, os_keys={}, os_values={"linux": levels}, restart=True)
+        os_kinds={}, os_keys={}, os_values={"linux": levels}, restart=True, live=None)
 
 
 def _watch(w: Watch, facts: LabFacts, devices: Collection[str],

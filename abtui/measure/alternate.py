@@ -595,11 +595,11 @@ def prepare_looks(verdicts: Verdicts) -> asyncio.Future[None]:
     return future
 
 
-def plan_steps(knob: str, order: Sequence[str], block: int,
-               boots: bool = False) -> list[PlanStep]:
+def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
     """Per run in plan mode: one run per entry of the schedule (`block` values a block);
-    `boots` (a build knob): every stretch after the first boots its build, changed or not."""
-    return [PlanStep(i, {knob: value}, i // block + 1, again=boots and i > 0)
+    every stretch after the first is set again, changed or not (`again`: its hosts clear
+    what the last run left; a build knob's boot its build)."""
+    return [PlanStep(i, {knob: value}, i // block + 1, again=i > 0)
             for i, value in enumerate(order)]
 
 
@@ -609,35 +609,36 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
                 stop: asyncio.Event | None = None,
                 boundary: Callable[[], None] | None = None,
                 done: Callable[[], str | None] | None = None,
-                boot_again: Callable[[str, Mapping[str, str]], object] | None = None) -> str:
+                again: Callable[[str, Mapping[str, str]], object] | None = None) -> str:
     """Hold each value of the schedule `every` seconds. Every boundary is handled alike,
     whether the value changes or not, so that a stretch's timing never depends on the drawn
     order: the stretch in force closes; the verdicts that have a new look (a complete block)
     are said and `boundary` is called (the blocks counted change even when no verdict has a
-    new look); the knob is set when a pair's value changes, every pair's value of the
-    schedule in one call (`set_values(knob, {pair: value})`: a crossover's two pairs switch
-    together, each to its own value), awaited (the host confirms it; a
-    flip that takes a boot delays the next stretch, never lengthens it), and a boundary that
-    keeps the value pauses as long as one of the flips so far, drawn (seeded by the
-    schedule's seed), so that the time between stretches has one distribution whatever the
-    order (a periodic load's phase would otherwise follow the flips) — or, with `boot_again`
-    (a build knob), boots the hosts into the same build again: one boot per stretch, so each
-    stretch is a boot of its own (boot-to-boot spread is part of every sample); `alt.window` seconds
-    are dropped; then the next stretch opens, and counts only intervals that began after
-    that (Stretches). The caller set the schedule's first value; stretch 0 opens
-    after the window too (unless the caller began it). Returns why it stopped: `verdict`,
-    `max-runs`, `time limit`, what `done` returned (asked at every boundary after the
-    verdicts: a bisection's step call) or `stopped` (`stop` set: only ever between flips, so a flip
-    under way always completes and the engine's phases and the hosts never disagree). A
-    stretch in force when it returns is closed by the caller (`stretches.close()`), once the
-    engine stopped."""
+    new look); then the next stretch is set up, every pair's value of the schedule in one
+    call, awaited (the host confirms it; a flip that takes a boot delays the next stretch,
+    never lengthens it): with `again` (the engine's `set_values(..., again=True)`: `anew`)
+    at every boundary, changed value or kept, so every pair's runs restart alike and the
+    hosts clear what the last stretch's connections left (a build knob's hosts boot the
+    stretch's build: one boot per stretch); without it `set_values(knob, {pair: value})`
+    only when a pair's value changes (a crossover's two pairs switch together, each to its
+    own value). A boundary that keeps the value then pauses until it has lasted as long as
+    one of the changes so far, drawn (seeded by the schedule's seed), so that the time
+    between stretches has one distribution whatever the order (a periodic load's phase
+    would otherwise follow the flips); `alt.window` seconds are dropped; then the next
+    stretch opens, and counts only intervals that began after that (Stretches). The caller
+    set the schedule's first value; stretch 0 opens after the window too (unless the caller
+    began it). Returns why it stopped: `verdict`, `max-runs`, `time limit`, what `done`
+    returned (asked at every boundary after the verdicts: a bisection's step call) or
+    `stopped` (`stop` set: only ever between flips, so a flip under way always completes
+    and the engine's phases and the hosts never disagree). A stretch in force when it
+    returns is closed by the caller (`stretches.close()`), once the engine stopped."""
     assert alt.every is not None, "drive flips on a clock; plan mode runs plan_steps"
     prepare_looks(verdicts)
     loop = asyncio.get_running_loop()
     start = loop.time()
     stretches = verdicts.stretches
     stop = stop or asyncio.Event()
-    flips: list[float] = []  # how long each flip took
+    flips: list[float] = []  # how long each change took
     pad = random.Random(verdicts.seed)
     i = stretches.index if stretches.index is not None else stretches.closed - 1
     if stretches.index is None:  # stretch i + 1 opens after the window, as at every boundary
@@ -667,16 +668,18 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
         i += 1
         now = verdicts.values_at(i)
         changed = now != verdicts.values_at(i - 1)
-        if changed or boot_again is not None:
-            began = loop.time()
-            flip = set_values if changed or boot_again is None else boot_again
+        began = loop.time()
+        flip = again if again is not None else set_values if changed else None
+        if flip is not None:
             result = flip(alt.knob, now)
             if asyncio.iscoroutine(result):
                 await result
-            flips.append(loop.time() - began)
+        took = loop.time() - began
+        if changed:
+            flips.append(took)
             pause = 0.0
-        else:  # as long as a flip: one of those so far, drawn
-            pause = pad.choice(flips) if flips else 0.0
+        else:  # as long as a change: one of those so far, drawn
+            pause = max(0.0, pad.choice(flips) - took) if flips else 0.0
         if await _stopped_within(stop, pause + alt.window):
             return "stopped"
         stretches.begin(i, now)
@@ -689,13 +692,10 @@ class SetsValues(Protocol):
                          again: bool = False) -> None: ...
 
 
-def boot_again(engine: SetsValues, verdicts: Verdicts
-               ) -> Callable[[str, Mapping[str, str]], object] | None:
-    """What drive calls at a boundary that keeps a build knob's value: the engine's
-    `set_values(..., again=True)` (the hosts boot it again: one boot per stretch); None for
-    other knobs (drive pauses as long as a flip instead)."""
-    if not verdicts.builds:
-        return None
+def anew(engine: SetsValues) -> Callable[[str, Mapping[str, str]], object]:
+    """What drive calls at every boundary: the engine's `set_values(..., again=True)` (a new
+    stretch: every pair's runs restart and its hosts clear what the last ones left, the
+    value changed or kept; a build's hosts boot it again: one boot per stretch)."""
     return lambda knob, values: engine.set_values(knob, values, again=True)
 
 
@@ -828,12 +828,22 @@ class LiveAlternation:
             self.flipping = None
         self.held = value
 
+    async def _anew(self, knob: str, values: Mapping[str, str]) -> None:
+        """A boundary: the schedule's values set as a new stretch (every pair's runs
+        restart, changed or kept: the engine's `again`)."""
+        (value,) = set(values.values())
+        self.flipping = value
+        try:
+            await self.controller.set_values(knob, values, again=True)
+        finally:
+            self.flipping = None
+        self.held = value
+
     async def _run(self) -> None:
         try:
             # the panel is redrawn once per boundary (`boundary`), its new lines with it
             why = await drive(self._flip, self.alt, self.verdicts, lambda _line: None,
-                              stop=self._stop, boundary=self.notify,
-                              boot_again=boot_again(self.controller, self.verdicts))
+                              stop=self._stop, boundary=self.notify, again=self._anew)
         except Exception as exc:  # a refused flip: it cannot go on
             why = f"error: {exc}"
         self.why = why if self.stuck is None else f"{why}; {self.stuck} (then set)"

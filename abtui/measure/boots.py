@@ -1,5 +1,5 @@
 """A build alternation's boots: every stretch is one boot (abtui boots the hosts into the
-stretch's build at its start, changed or not: alternate.drive's `boot_again`, the plan's
+stretch's build at its start, changed or not: alternate.drive's `again`, the plan's
 `again` steps), and the spread of the readings says how much of the noise is the boot's and
 how much is within it:
 - within-boot spread: the ln rates of a stretch's readings (its intervals) about their mean,

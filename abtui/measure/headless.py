@@ -1,12 +1,15 @@
 """`abtui run --headless`: the engine with no console; progress on stderr, events to a file.
 
-Whatever ends the run (the plan done, the duration up, an error, Ctrl-C), the engine is shut
-down: knobs restored, every remote process ended, links closed, the session file complete.
+Whatever ends the run (the plan done, the duration up, an error, ctrl+c, SIGTERM, SIGHUP:
+abtui.core.signals), the engine is shut down: knobs restored, every remote process ended, links
+closed, the session file complete; anything left set is said with the `abtui recover` line and
+a non-zero exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from abtui.measure.alternate import Alternation, Verdicts
     from abtui.measure.bisect.run import BisectPlan
     from abtui.measure.bisect.search import Bisection
+    from abtui.measure.why_book import WhyBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +278,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     seconds (or one plan-mode run per stretch) until the rule, the maximum or the time limit
     stops it; the order's seed and the verdicts said, and recorded as marks."""
     from abtui.measure.alternate import (
-        boot_again,
+        anew,
         change_window,
         drive,
         ended_lines,
@@ -284,6 +288,9 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
+    book = _why_book(profile, verdicts)
+    if book is not None:
+        engine.subscribe(book)  # after the stretches: a window is placed in the one in force
     await engine.set_values(alt.knob, verdicts.values_at(0))
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -301,7 +308,7 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
         why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),
-                          verdicts, say, duration, boot_again=boot_again(engine, verdicts))
+                          verdicts, say, duration, again=anew(engine))
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough
@@ -310,6 +317,19 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     for line in lines:
         say(line)
     await engine.mark("; ".join(lines), verdicts=verdicts.table())
+    if book is not None:
+        for line in book.lines() or ["why: no profile window fell in a counted stretch"]:
+            say(line)
+        found = book.found()
+        if found.rows:
+            engine.note(found)
+
+
+def _why_book(profile: Profile, verdicts: Verdicts) -> WhyBook | None:
+    """The alternation's profiles, judged beside its verdicts, when profiling is on."""
+    from abtui.measure.why_book import profiled, why_book
+
+    return why_book(verdicts) if profiled(profile) else None
 
 
 async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
@@ -339,8 +359,7 @@ async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
 
     engine.subscribe(watch)
     prepare_looks(verdicts)
-    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block,
-                                                boots=verdicts.builds))
+    await engine.start("plan", steps=plan_steps(alt.knob, order, verdicts.block))
     waits = {asyncio.ensure_future(finished.wait()), asyncio.ensure_future(decided.wait())}
     await asyncio.wait(waits, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:
@@ -369,10 +388,13 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
     folder, compacted when it ends."""
     stream = progress or sys.stderr
     answer: str | None = None
+    ended: int | None = None  # the exit code of a run that stopped early
     bisected: Bisection | None = None
 
     def say(line: str) -> None:
-        print(f"abtui: {line}", file=stream, flush=True)
+        # a terminal that has gone (SIGHUP) is no reason to stop setting hosts back
+        with contextlib.suppress(OSError, ValueError):
+            print(f"abtui: {line}", file=stream, flush=True)
 
     # the knobs a line names: what this run varies (and every knob a flip changes later)
     varied = [alternation.knob] if alternation is not None else \
@@ -404,7 +426,7 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                     await engine.set_knob(knob, value)
                 except KnobRefused as exc:  # exit 2 for a value abtui itself rejects
                     say(f"--set {knob}={value} refused, not started: {exc}")
-                    return exc.exit_code
+                    raise _NotStarted(exc.exit_code) from None
             setting = False
             if alternation is not None:
                 await _alternate(engine, profile, alternation, duration, say)
@@ -423,26 +445,41 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             else:
                 await session.start("plan")
                 await engine.wait()
+    except _NotStarted as exc:
+        ended = exc.code
     except KnobRefused as exc:  # a flip of the alternation refused: it cannot go on
         say(f"{'bisect' if bisection is not None else '--alternate'}: {exc}; stopped")
-        return EXIT_FAILED
+        ended = EXIT_FAILED
     except WriteFailed as exc:  # the session file: stopped, the hosts set back
         say(f"{exc}; stopped, {_set_back(engine)}")
         return EXIT_FAILED
+    except asyncio.CancelledError:  # ctrl+c, SIGTERM, SIGHUP (abtui.core.signals)
+        say(f"stopped, {_set_back(engine)}")
+        raise
     finally:
         if session.write_error is None and session.closed is not None:
             say(f"session written to {session.closed}")
     if session.write_error is not None:  # the journal whole, its compaction failed
         say(session.write_error)
-    if engine.not_restored:
+    if engine.not_restored:  # whatever ended the run, the recover line and a failure
         say(_set_back(engine))
     if session.write_error or engine.not_restored:
-        return EXIT_FAILED
+        return ended or EXIT_FAILED
+    if ended is not None:
+        return ended
     if bisection is not None:  # runs that failed under it are said; the answer decides
         if bisected is not None:
             print(bisected.result_line(), flush=True)  # the answer, on stdout for scripts
         return EXIT_INCONCLUSIVE if answer == UNDECIDED else EXIT_OK
     return EXIT_FAILED if engine.failed_runs else EXIT_OK
+
+
+class _NotStarted(Exception):
+    """A --set value refused: the run ends before it starts, exiting `code`."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def _set_back(engine: Engine) -> str:

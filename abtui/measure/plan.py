@@ -33,7 +33,8 @@ class PlanStep:
     index: int
     config: dict[str, str]
     repetition: int
-    # a build alternation's step: its hosts boot the build even when it is unchanged (the
+    # an alternation's step after the first: a new stretch, set again even when its value is
+    # unchanged (the hosts clear what the last runs left; a build's hosts boot it again: the
     # stretch is one boot)
     again: bool = False
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Generic, Protocol, TypeVar
 
+from abtui.core import signals
 from abtui.core.controller import Mode
 from abtui.core.errors import WriteFailed
 from abtui.core.events import AnyEvent
@@ -181,7 +182,8 @@ class ControllerSession(Generic[C]):
         if self._failed:
             reason = "write failed"
         try:
-            await self.shutdown(reason)
+            with signals.ending():  # a signal meanwhile waits: the set-back runs to its end
+                await self.shutdown(reason)
         finally:
             self.close()
 

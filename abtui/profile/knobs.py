@@ -8,7 +8,7 @@ from typing import Any
 from abtui.core import netem
 from abtui.core.dimensions import DIRECTION
 from abtui.core.errors import BadInput, Invalid, ProfileError
-from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Scope, TunnelType
+from abtui.core.model import ALWAYS_RESTART_KINDS, BUILD_KINDS, Knob, KnobKind, Scope, TunnelType
 from abtui.profile import fields as f
 from abtui.profile.builds import check_module_key, knob_builds
 from abtui.profile.schema import (
@@ -180,7 +180,24 @@ def build_knob(raw: dict[str, Any], where: KeyPath) -> Knob:
                            f"values; expected one of {', '.join(map(f.show, knob['values']))}")
     knob.update(_os_variants(raw, knob, where))
     knob["builds"] = _builds(raw, knob, where)
+    _check_live(knob, where)
     return Knob(**knob)
+
+
+def _check_live(knob: dict[str, Any], where: KeyPath) -> None:
+    """`live` and `restart` say one thing (`restart = false` is `live = true`), and a kind
+    that always restarts the runs (a tunnel, an iperf3 option, a build) cannot act live."""
+    live, restart = knob["live"], knob["restart"]
+    if live is not None and restart is not None and live == restart:
+        raise ProfileError((*where, "live"), f"live = {str(live).lower()} contradicts restart = "
+                           f"{str(restart).lower()}; expected one of them (restart = true is "
+                           "live = false)")
+    if knob["kind"] in ALWAYS_RESTART_KINDS and (live or restart is False):
+        said = "live" if live else "restart"
+        kind = str(knob["kind"])
+        raise ProfileError((*where, said), f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} knob "
+                           "always restarts the runs (it changes what they connect to or run); "
+                           f"expected no {said} = {'true' if live else 'false'}")
 
 
 def _builds(raw: dict[str, Any], knob: dict[str, Any], where: KeyPath) -> dict[str, Any]:

@@ -124,6 +124,7 @@ TEST_FIELDS = (
     Field("ping_interval", f.number(0.01, 60), 0.2),
     Field("ping_count", f.integer(0, 100_000), 0),
     Field("host_cpu", f.boolean, True),
+    Field("profile_hz", f.integer(0, 999), 0),
     Field("extra_args", f.str_list(f.extra_arg, unique=False), ()),
     Field("iperf3", f.matching(f.PROGRAM_RE, 'a program name or an absolute path on the hosts, '
                                               'such as "/opt/iperf3/bin/iperf3"'), "iperf3"),
@@ -153,7 +154,9 @@ KNOB_FIELDS = (
     Field("pairs", f.str_list(_label), ()),
     Field("binding", f.text, None),
     Field("initial", f.knob_value, None),
-    Field("restart", f.boolean, False),
+    # None: not said, the kind's default (core.model.Knob.restarts)
+    Field("restart", f.boolean, None),
+    Field("live", f.boolean, None),
 )
 
 KNOB_OS_FIELDS = (

@@ -112,6 +112,11 @@ class Dialect:
     # prints the host's CPU time counters (abtui.parse.cputimes reads them): one round trip
     # per sample of a run's host CPU series
     cpu_times_command = ""
+    # forgets what one TCP connection leaves to the next to the same host (the metrics or
+    # host cache: ssthresh, RTT), between an alternation's stretches; "" when abtui knows no
+    # way on this OS. `carryover_what` names it in what abtui says
+    carryover_command = ""
+    carryover_what = "the TCP metrics cache"
 
     def __init__(self) -> None:
         self._swaps: dict[tuple[Setting, str], str] = {}  # swap_command's, built once each

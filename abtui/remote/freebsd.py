@@ -13,6 +13,7 @@ from abtui.core.model import KnobKind
 from abtui.remote.dialect import (
     Dialect,
     Setting,
+    as_function,
     on_off,
     unsigned,
     validate_device,
@@ -25,6 +26,9 @@ class FreeBSD(Dialect):
 
     name = "freebsd"
     cpu_times_command = "sysctl -n kern.cp_times"
+    # the TCP host cache (ssthresh, RTT per destination), purged at once (FreeBSD 11 and later)
+    carryover_command = as_function("sysctl net.inet.tcp.hostcache.purgenow=1 2>&1")
+    carryover_what = "the TCP host cache (sysctl net.inet.tcp.hostcache.purgenow=1)"
 
     # ifconfig's argument -> the flag `options=` shows when it is on
     CAPABILITIES: ClassVar[dict[str, str]] = {

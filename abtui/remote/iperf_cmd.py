@@ -40,6 +40,7 @@ class HostTools:
     iperf_version: tuple[int, int] | None
     bash: bool
     stdbuf: bool
+    perf: bool = False  # `perf` is there (a run's profile: abtui.remote.profiling)
 
 
 def install_hint(program: str) -> str:
@@ -54,14 +55,16 @@ def tools_command(program: str) -> str:
     $EPOCHREALTIME, for armed starts and gathered pings) and stdbuf."""
     return (f"{shlex.quote(program)} --version 2>&1 | head -n 1; "
             "bash -c '[ -n \"${EPOCHREALTIME:-}\" ]' 2>/dev/null && echo __abtui_bash; "
-            "command -v stdbuf >/dev/null && echo __abtui_stdbuf; true")
+            "command -v stdbuf >/dev/null && echo __abtui_stdbuf; "
+            "command -v perf >/dev/null && echo __abtui_perf; true")
 
 
 def parse_tools(stdout: str) -> HostTools:
     """What `tools_command` found."""
     lines = stdout.splitlines()
     return HostTools(parse_iperf_version(lines[0] if lines else ""),
-                     "__abtui_bash" in lines, "__abtui_stdbuf" in lines)
+                     "__abtui_bash" in lines, "__abtui_stdbuf" in lines,
+                     "__abtui_perf" in lines)
 
 
 def options_for(base: TestOptions, pair: Pair, extra: dict[str, Any] | None = None) -> TestOptions:

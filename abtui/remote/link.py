@@ -50,6 +50,11 @@ KEEPALIVE_INTERVAL = 2.0
 KEEPALIVE_COUNT_MAX = 3
 DEFAULT_CONNECT_TIMEOUT = 10.0
 RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
+# How long a command that may run again (`run(..., again=True)`: a knob's read, write or flip,
+# a restore, a module reload) waits for a dropped link to come back before it fails: an 8-s
+# drop is noticed by keepalives within KEEPALIVE_INTERVAL * KEEPALIVE_COUNT_MAX and re-made
+# within a backoff step (5 s at most) of the link's return (docs/contracts.md)
+LINK_WAIT_S = 30.0
 # What tells one boot of a host from the next (Linux, then FreeBSD): a process group
 # recorded before a reboot is not the one of that number after it.
 BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
@@ -570,13 +575,62 @@ class HostLink:
 
     # ---- short commands -----------------------------------------------------------------
     async def run(self, command: str, timeout: float = 10.0,
-                  isolate: bool = True) -> CommandResult:
+                  isolate: bool = True, *, again: bool = False) -> CommandResult:
         """Run a shell command in the control shell (stdin closed) and return its result.
 
         `command` must already be quoted by its builder (see abtui.remote.dialects). It runs in
         a subshell, so `exit` or `cd` cannot touch the control shell; `isolate=False` saves
         that fork (~1 ms) for commands that never exit, such as the dialects' functions.
+
+        `again`: the command may run twice (it sets a value and reads it back): a lost link is
+        not a refusal. A link being re-made is waited for (LINK_WAIT_S at most) before the
+        command is sent, and a command the link's loss cut short, or that timed out (a drop
+        that TCP outlives: its shell is made again), is sent again once, when the link is
+        back, within the same bound.
         """
+        if not again:
+            return await self._run_once(command, timeout, isolate)
+        deadline = asyncio.get_running_loop().time() + LINK_WAIT_S
+        await self._back_by(deadline)
+        conn = self._conn
+        try:
+            return await self._run_once(command, timeout, isolate)
+        except RemoteError:
+            stayed = self._conn is conn and self.state is LinkState.CONNECTED \
+                and self._shell is not None
+            if stayed or not self._may_come_back():
+                raise  # the host's own failure, or a link nothing will bring back
+        if not await self._back_by(max(deadline, asyncio.get_running_loop().time()
+                                       + timeout)):
+            raise RemoteError(self.alias, f"the link dropped and was not back within "
+                              f"{LINK_WAIT_S:g} s: {command_brief(command)}")
+        return await self._run_once(command, timeout, isolate)
+
+    def _may_come_back(self) -> bool:
+        """Will the link be re-made on its own? Not once closed, never connected, or without
+        reconnects."""
+        return not self._closing and self.reconnect and \
+            self.state not in (LinkState.FAILED, LinkState.CLOSED)
+
+    async def _back_by(self, deadline: float) -> bool:
+        """Wait until the link is connected with a shell (a reconnect, a shell re-made
+        after a command that timed out), at most until `deadline`; whether it is."""
+        loop = asyncio.get_running_loop()
+        while not (self.state is LinkState.CONNECTED and self._shell is not None):
+            if not self._may_come_back() or loop.time() >= deadline:
+                return False
+            if self._shell is None and self._reopening is not None \
+                    and not self._reopening.done():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout_at(deadline):
+                        await asyncio.shield(self._reopening)
+                continue
+            if self.state is LinkState.CONNECTED:
+                return False  # its shell could not be made again
+            await asyncio.sleep(0.1)
+        return True
+
+    async def _run_once(self, command: str, timeout: float, isolate: bool) -> CommandResult:
         opening, closing = ("(", ")") if isolate else ("{", "}")
         # one deadline for the wait for the shell and the command: a command stuck in the
         # shell holds up the next ones only until their own timeouts

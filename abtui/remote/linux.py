@@ -11,7 +11,7 @@ from typing import ClassVar
 from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
-from abtui.remote.dialect import Dialect, Setting, on_off, unsigned
+from abtui.remote.dialect import Dialect, Setting, as_function, on_off, unsigned
 from abtui.remote.refusals import EXIT_READ_ONLY, EXIT_UNKNOWN, EXIT_WRITE
 
 # Is netem there (loaded, loadable, or built in), asked without loading anything? Only when the
@@ -32,6 +32,10 @@ class Linux(Dialect):
     # long intr/softirq lines after them are never read
     cpu_times_command = ('while read -r l; do case $l in cpu*) echo "$l";; *) break;; esac; '
                          'done < /proc/stat')
+    # the kernel's TCP metrics cache (ssthresh, RTT, cwnd per destination: `ip tcp_metrics
+    # show`), which hands a closed connection's figures to the next one to the same host
+    carryover_command = as_function("ip tcp_metrics flush all 2>&1")
+    carryover_what = "the TCP metrics cache (ip tcp_metrics flush)"
 
     # ethtool -K takes these short names; ethtool -k prints the long ones
     FEATURES: ClassVar[dict[str, str]] = {

@@ -168,6 +168,19 @@ def alternation_rows(session: Session) -> list[dict[str, Any]]:
     return rows(session)
 
 
+def why_rows(session: Session) -> list[dict[str, Any]]:
+    """The alternation's profiles judged (abtui.reports.why_report), JSON's `"why"`."""
+    from abtui.reports.why_report import json_rows
+
+    return json_rows(session)
+
+
+def _why_counters(session: Session) -> list[dict[str, Any]]:
+    from abtui.reports.why_report import json_counters
+
+    return json_counters(session)
+
+
 def bisection_table(session: Session) -> dict[str, Any] | None:
     """A bisection's steps and answer (abtui.reports.bisection), JSON's `"bisect"`."""
     from abtui.reports.bisection import to_json as table
@@ -219,6 +232,9 @@ def to_json(session: Session) -> dict[str, Any]:
                     "end": session.last_t, "duration": session.duration,
                     "end_reason": session.end_reason},
         "alternation": alternation_rows(session),  # the answer, when one ran
+        "why": why_rows(session),  # what the profiles say moved, when profiled
+        "why_counters": _why_counters(session),
+        "profiles": [{"pair": p, "host": h, **seen} for (p, h), seen in session.profiled.items()],
         "bisect": bisection_table(session),  # a bisection's steps and answer, or null
         "pairs": list(session.pairs),
         "pair_hosts": session.pair_hosts,
@@ -266,13 +282,19 @@ def _render(session: Session, fmt: str, base: str | None, base_config: str | Non
         return markdown(session, base=base, base_config=base_config, units=units)
     if fmt == "json":
         return dumps(to_json(session))
+    if fmt == "html":
+        from abtui.reports.html_report import page
+        from abtui.reports.report import markdown
+
+        return page(session, markdown(session, base=base, base_config=base_config,
+                                      units=units))
     if fmt == "csv":
         import io
 
         buf = io.StringIO()
         write_csv(session, buf)
         return buf.getvalue()
-    raise ValueError(f"unknown format {fmt!r}: md, csv or json")
+    raise ValueError(f"unknown format {fmt!r}: md, html, csv or json")
 
 
 def export_events(path: Path, fmt: str, events: Sequence[Event], name: str,

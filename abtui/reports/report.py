@@ -75,6 +75,9 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
 
     out += bisection.markdown(session)  # a bisection's answer first, when one ran
     out += alternation.markdown(session)  # the answer first, when an alternation ran
+    from abtui.reports import why_report
+
+    out += why_report.markdown(session)  # why: the frames that moved, when profiled
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
     units = units or "bits"
     out += ["## Hosts", "", _hosts(session), "", *_clock_lines(session)]

@@ -80,6 +80,13 @@ class Session(EventReader):
         self.drifts: list[dict[str, Any]] = []
         # `abtui run --lab`: what the lab ran instead of what the profile names
         self.translations: list[dict[str, Any]] = []
+        # the last alternation's profiles judged (WHY): its rows and flame graphs' stacks
+        self.why_rows: list[dict[str, Any]] = []
+        self.why_flames: list[dict[str, Any]] = []
+        self.why_counters: list[dict[str, Any]] = []  # the counters' rates and their change
+        # (pair, host) -> what its profile windows said: the event sampled, the rate,
+        # windows and samples, and whether the profile is a shared machine's
+        self.profiled: dict[tuple[str, str], dict[str, Any]] = {}
         self.skews_ms: list[float] = []
         self.end_reason: str | None = None
         self.kinds_seen: dict[str, int] = {}
@@ -300,6 +307,27 @@ class Session(EventReader):
 
     def on_drift(self, ev: Event[events.Drift], d: events.Drift) -> None:
         self._record(self.drifts, ev)
+
+    def on_why(self, ev: Event[events.WhyFound], d: events.WhyFound) -> None:
+        rows, flames = d.rows, d.flames
+        if not rows:  # an alternation stopped before a block: the last judged one stands
+            return
+        self.why_rows = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) \
+            else []
+        self.why_flames = [f for f in flames if isinstance(f, dict)] \
+            if isinstance(flames, list) else []
+        counters = d.counters
+        self.why_counters = [c for c in counters if isinstance(c, dict)] \
+            if isinstance(counters, list) else []
+
+    def on_profile(self, ev: Event[events.Profiled], d: events.Profiled) -> None:
+        if ev.pair is None or ev.host is None:
+            return
+        seen = self.profiled.setdefault((ev.pair, ev.host), {
+            "event": _text(d.event), "hz": d.hz if isinstance(d.hz, int) else None,
+            "windows": 0, "samples": 0, "machine": bool(d.shared)})
+        seen["windows"] += 1
+        seen["samples"] += d.samples if isinstance(d.samples, int) else 0
 
     def on_restore(self, ev: Event[events.Restore], d: events.Restore) -> None:
         self._record(self.restores, ev)

@@ -38,6 +38,7 @@ from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 
 # kinds written often; every other kind is fsync'ed as soon as it is written
 _BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, EventKind.CPU,
+                         EventKind.PROFILE, EventKind.COUNTERS,
                          EventKind.PROGRESS, EventKind.LINK})
 # One line's JSON, by one encoder made once: json.dumps with options builds one per call
 # (0.7 of a ping record's 5.5 µs in a tight loop); the same bytes. What a host said is kept

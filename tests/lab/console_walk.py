@@ -1249,11 +1249,11 @@ def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]]
 
 def check_restarts(journal: list[Event], profile: Profile, failures: Failures,
                    step: int) -> None:
-    """A knob that only new connections see (`restart`, a tunnel, an iperf3 option) ends the
-    pair's run: what that run still measures after the change was measured under the old
-    setting, so none of it may count in the new phase."""
-    restarting = {k.name for k in profile.knobs
-                  if k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3)}
+    """A knob that only new connections see (every knob not declared `live`: a sysctl by
+    default, a tunnel, an iperf3 option) ends the pair's run: what that run still measures
+    after the change was measured under the old setting, so none of it may count in the new
+    phase."""
+    restarting = {k.name for k in profile.knobs if k.restarts}
     open_run: dict[str, Any] = {}
     superseded: dict[tuple[str, Any], tuple[str, float]] = {}  # (pair, run) -> knob, when
     counted = []

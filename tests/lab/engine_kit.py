@@ -41,8 +41,11 @@ def lab_profile(lab: Lab, **test: object) -> Profile:
     options = {"duration": 0, "interval": 0.5, "ping": False, **test}
     return Profile(name="enginetest", pairs=pairs, test=Options(**options),  # type: ignore[arg-type]
                    ssh_config=str(lab.ssh_config), plan=Plan(shuffle=False, pause=0.1),
+                   # declared live: the tests on this profile follow one run through a
+                   # change (a live knob's phases); a knob's default, a change restarting
+                   # the runs, is tests/lab/test_restart_lab.py's
                    knobs=[Knob(name="tcp_wmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_wmem",
-                               values=WMEM, scope=Scope.SENDER)])
+                               values=WMEM, scope=Scope.SENDER, live=True)])
 
 
 def tunnel_profile(lab: Lab) -> Profile:

@@ -36,6 +36,12 @@ def test_check_reports_every_host_knob_and_tunnel(lab: Lab, tmp_path):
         assert any(ln.startswith(f"ok   {alias}: knob tso on data0: tso = 'on', readable and "
                                  "writable") for ln in lines)
     assert sum("tunnels available: none, wireguard" in ln for ln in lines) == 2
+    # what a change of each knob does to the runs going on, and why
+    for said in ("knob tso: acts live: a change is measured on the runs going on (the default "
+                 "for ethtool-feature)",
+                 "knob tcp_rmem: a change restarts the runs (the profile says restart = true)",
+                 "knob tunnel: a change restarts the runs (a tunnel knob always does)"):
+        assert f"ok   {said}" in lines, ok.stdout
     after = {h.alias: subprocess.run(["ip", "netns", "exec", h.netns, "sysctl", "-n",
                                       "net.ipv4.tcp_wmem"], capture_output=True,
                                      text=True).stdout for h in lab.hosts(2)}

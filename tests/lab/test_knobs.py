@@ -92,9 +92,10 @@ async def test_each_hosts_part_of_a_flip_comes_back_in_one_ssh_packet(lab: Lab):
         for link in hosts.links.values():
             run = link.run
 
-            async def logged(command, timeout=10.0, isolate=True, run=run):  # type: ignore[no-untyped-def]
+            async def logged(command, timeout=10.0, isolate=True, again=False,  # type: ignore[no-untyped-def]
+                             run=run):
                 commands.append(command)
-                return await run(command, timeout, isolate)
+                return await run(command, timeout, isolate, again=again)
 
             link.run = logged  # type: ignore[method-assign]
         for seen in packets.values():

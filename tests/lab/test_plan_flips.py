@@ -1,6 +1,7 @@
-"""A knob that only new connections see (restart = true, a tunnel, an iperf3 option), flipped
-while a plan's step measures: the step's run on that pair ends, what it measured after the
-flip counts nowhere, and a fresh run of the step's length measures the new setting."""
+"""A knob that only new connections see (not live: a sysctl's default, a tunnel, an iperf3
+option), flipped while a plan's step measures: the step's run on that pair ends, what it
+measured after the flip counts nowhere, and a fresh run of the step's length measures the new
+setting."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays")]
 
 async def test_a_restarting_knob_flipped_mid_step_measures_the_new_setting(lab: Lab):
     profile = lab_profile(lab, duration=3)
-    profile.knobs = [dataclasses.replace(profile.knobs[0], restart=True)]
+    profile.knobs = [dataclasses.replace(profile.knobs[0], live=False)]  # the kit's is live
     rec = Recorder()
     engine = make_engine(profile, rec)
     try:

@@ -21,7 +21,7 @@ from abtui.core.model import Profile
 from abtui.measure.alternate import (
     Alternation,
     Verdicts,
-    boot_again,
+    anew,
     change_window,
     drive,
     order_line,
@@ -233,7 +233,7 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
         await engine.start("continuous")
     why = await drive(engine.set_values, alt, verdicts, lambda line: say(f"  {line}"),
                       stop=stop, boundary=look, done=decided,
-                      boot_again=boot_again(engine, verdicts))
+                      again=anew(engine))
     verdicts.stretches.close()
     route.to = ()
     return _record(number, candidate, index, why, verdicts, plan, boots.n)

@@ -29,7 +29,7 @@ from abtui.core.controller import Mode
 from abtui.core.dimensions import DIRECTION
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent, Event, EventKind
-from abtui.core.model import BUILD_KINDS, LinkState, Profile, now
+from abtui.core.model import LinkState, Profile, now
 from abtui.hosts.applier import HostKnobs
 from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
@@ -193,7 +193,9 @@ class Engine:
         so a chunk that ends is followed by the next one without a set-up gap. A run that
         failed after the pair had measured (a stall, a link down) is started again with a
         growing pause (RETRY_BACKOFF_S) until it measures again; one that never measured
-        ends the pair's loop unless it stalled (`never_measured`)."""
+        ends the pair's loop unless it stalled (`never_measured`). A pair is never silently
+        left out: one whose hosts have not come back within RECONNECT_WAIT_S is said (one
+        line naming it) and waits for them, and a restart that did not start is retried."""
         label = run.label
         measured = False
         while True:
@@ -201,8 +203,9 @@ class Engine:
             run = await self.runs.stream(run)
             measured = measured or run.reader.count > 0
             spare = await ahead
-            done = self.runs.stopping or never_measured(run, measured) or (
-                run.status == "incomplete" and not await self._links_back(run))
+            done = self.runs.stopping or never_measured(run, measured)
+            if not done and run.status == "incomplete" and not await self._links_back(run):
+                done = not await self._hosts_back(run)
             if spare is not None and (done or run.status != "ok"):
                 await spare.cleanup()  # not for a run that failed, or one that must change
                 spare = None
@@ -214,6 +217,8 @@ class Engine:
                 again = await self._retry(label)
             else:
                 again = await self.runs.start_group([label], self._seconds(plan=False))
+            if not again and not self.runs.stopping:  # it did not start: never left out
+                again = await self._retry(label)
             if not again:
                 return
             run = again[0]
@@ -243,6 +248,21 @@ class Engine:
         prepared = await self.runs.prepare([run.label], self._seconds(plan=False))
         await run.finished.wait()
         return prepared[0] if prepared else None
+
+    async def _hosts_back(self, run: PairRun) -> bool:
+        """A pair whose hosts did not come back within RECONNECT_WAIT_S: said once, then
+        waited for until they do (True) or measuring stops (False)."""
+        if self.runs.stopping:
+            return False
+        self.emit(Event.of(events.Error(
+            message=f"pair {run.label}: its hosts have not answered for {RECONNECT_WAIT_S:g} s "
+                    "since its run was cut; it measures again once they do"), pair=run.label))
+        while not self.runs.stopping:  # looked at every second: a stop is not held up
+            back = await asyncio.gather(run.sender.wait_connected(1.0),
+                                        run.receiver.wait_connected(1.0))
+            if all(back):
+                return not self.runs.stopping
+        return False
 
     async def _links_back(self, run: PairRun) -> bool:
         ok = await asyncio.gather(run.sender.wait_connected(RECONNECT_WAIT_S),
@@ -299,7 +319,7 @@ class Engine:
                 continue
             k = self.knobs.knob(name)
             labels = list(k.pairs) or list(self.book.phases)
-            again = step.again and k.kind in BUILD_KINDS  # one boot per stretch
+            again = step.again  # a new stretch (a build: one boot per stretch)
             if all(self.book.phases[x].config.get(name) == value for x in labels) and not again:
                 continue
             try:

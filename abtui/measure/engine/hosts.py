@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from abtui.core import events
+from abtui.core.cpu import SHARED as CPU_SHARED_SCOPE
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
@@ -53,6 +54,9 @@ class HostPool:
         self.iperf_versions: dict[tuple[str, str], tuple[int, int] | None] = {}
         self.has_bash: dict[str, bool] = {}
         self.has_stdbuf: dict[str, bool] = {}
+        self.has_perf: dict[str, bool] = {}
+        # hosts whose CPUs are a machine's shared with other hosts (namespace hosts)
+        self.cpu_shared: set[str] = set()
         self.orphans = Orphans()
 
     # ---- connecting ---------------------------------------------------------------------
@@ -77,6 +81,8 @@ class HostPool:
         await probe_tunnels(self.profile, hosts)
         for alias, facts in hosts.facts.items():
             self._emit(Event.of(events.Facts(facts=asdict(facts)), host=alias))
+            if facts.cpu_scope == CPU_SHARED_SCOPE:
+                self.cpu_shared.add(alias)
         for alias, link in hosts.links.items():
             if link.lease_note:
                 self._emit(Event.of(events.Error(message=f"{alias}: {link.lease_note}"),
@@ -114,6 +120,11 @@ class HostPool:
         self.iperf_versions[(link.alias, program)] = version
         self.has_bash[link.alias] = tools.bash
         self.has_stdbuf[link.alias] = tools.stdbuf
+        self.has_perf[link.alias] = tools.perf
+        if not tools.perf and any(self._book.options(p).profile_hz for p in self.profile.pairs):
+            self._emit(Event.of(events.Error(
+                message=f"{link.alias}: perf is not installed: no profile of this host "
+                        "(install linux-perf); the rest goes on"), host=link.alias))
         if version is None:
             self._emit(Event.of(events.Error(
                 message=f"{link.alias}: iperf3 is not installed (`{program}` not "

@@ -1,6 +1,11 @@
 """The engine's knob changer: each pair's values read from the hosts, set initially, and
-changed live (a change opens a new phase; one only new connections see restarts the pairs'
-runs). It is given the phase book, the runs and the knob layer (the applier); changes are
+changed live. A change opens a new phase and, unless the knob acts on open traffic
+(`Knob.restarts`: by default every change restarts), restarts the pairs' runs: a value
+reaches only connections opened after it is set, so what the old connection measures after
+the change began counts nowhere. `again` (an alternation's stretch boundary) restarts every
+pair's runs alike, the value kept or changed, live knob or not, and clears what one
+connection leaves to the next on the hosts (the TCP metrics cache) before the new runs
+start. It is given the phase book, the runs and the knob layer (the applier); changes are
 made one at a time (`changing`, which the host verifier's re-apply holds too).
 
 The one place a host's or an option's error becomes a refusal (KnobRefused); a refused change
@@ -39,8 +44,9 @@ class Runs(Protocol):
         """The pair's run released and not yet ended, if any."""
         ...
 
-    async def restart(self, labels: Sequence[str], since: float) -> None:
-        """End the pairs' runs, counted nowhere after `since`; new ones follow."""
+    async def restart(self, labels: Sequence[str], since: float, clear: bool = False) -> None:
+        """End the pairs' runs, counted nowhere after `since`; new ones follow (`clear`: once
+        the hosts have forgotten what the old connections left, the TCP metrics cache)."""
         ...
 
 
@@ -174,44 +180,52 @@ class KnobChanger:
         both pairs switch together, each to another value; a build switch holds and boots
         every pair's hosts at once). A pair whose value is refused stays as it was (its
         phase goes on); the others take theirs; KnobRefused names the first refusal.
-        `again`: a build knob's hosts boot (reload) their build even when it is unchanged
-        (a new phase: a build alternation's stretch is one boot)."""
+        `again`: a new stretch (an alternation's boundary): every pair's runs restart, the
+        value changed or not, and the hosts forget what the old connections left (the TCP
+        metrics cache) before the new ones open; a build knob's hosts boot (reload) their
+        build even when it is unchanged (a new phase: a build alternation's stretch is one
+        boot)."""
         async with self.changing:
-            await self._set_values(self.knob(knob), values, again and self.knob(knob).kind
-                                   in BUILD_KINDS)
+            await self._set_values(self.knob(knob), values, again)
 
     async def _set_values(self, k: Knob, values: Mapping[str, str], again: bool = False) -> None:
         knob = k.name
         unknown = [label for label in values if label not in self._book.phases]
         if unknown:
             raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
-        # a pair whose hosts have the value already is not changed: no new phase for it
+        boot = again and k.kind in BUILD_KINDS
+        # a pair whose hosts have the value already is not changed: no new phase for it (a
+        # build's boot again is one: each boot its own phase)
         wanted = {x: v for x, v in values.items()
-                  if again or self._book.phases[x].config.get(k.name) != v}
+                  if boot or self._book.phases[x].config.get(k.name) != v}
         labels = list(wanted)
-        if not labels:
+        # a new stretch: the kept pairs' runs restart too (and the changed pairs' whatever
+        # the knob's kind), so no boundary is told from another by how it treats the runs
+        kept = [x for x in values if again and x not in wanted]
+        if not labels and not kept:
             return
         begin = now()
         for label in labels:
             self._book.phases[label].begin_change(begin)
         # a setting only new connections see: the pairs' runs end (continuous: `_follow`
         # starts the next; a plan's step: `_stream` measures it again)
-        restarts = k.restart or k.kind in (KnobKind.TUNNEL, KnobKind.IPERF3, *BUILD_KINDS)
-        retired = {x: r for x in labels if restarts and (r := self._runs.running(x)) is not None}
+        restarts = again or k.restarts
+        ending = [*labels, *kept] if restarts else []
+        retired = {x: r for x in ending if (r := self._runs.running(x)) is not None}
         for run in retired.values():  # its connection keeps the old setting: counted nowhere
             run.retire(begin)
         if restarts:
-            self._book.settings_changed(labels)
+            self._book.settings_changed(ending)
         paused = await self._pause(k, labels, begin)
         groups: dict[str, list[str]] = {}
         for label, value in wanted.items():
             groups.setdefault(value, []).append(label)
         try:  # each value on its pairs, at once
-            got = await asyncio.gather(*(self._apply(k, v, xs, again)
+            got = await asyncio.gather(*(self._apply(k, v, xs, boot)
                                          for v, xs in groups.items()), return_exceptions=True)
         finally:
             if restarts:
-                self._book.settings_changed(labels)
+                self._book.settings_changed(ending)
             if paused and self.pauses is not None:  # what the switch reset: re-applied
                 self.pauses.recheck(paused)
         refused = [e for e in got if isinstance(e, BaseException)]
@@ -219,12 +233,15 @@ class KnobChanger:
             raise next(e for e in refused if not isinstance(e, KnobRefused))
         done: list[str] = []
         targets: dict[str, str] = {}
+        # a pair whose value was refused keeps its phase, but its run, retired since the
+        # change began (its intervals since straddle), is restarted under the same value
+        unchanged: list[str] = []
         for (value, xs), result in zip(groups.items(), got, strict=True):
             if isinstance(result, BaseException):
                 for label in xs:
                     self._book.phases[label].abort_change()
                     if label in retired:
-                        retired[label].keep()
+                        unchanged.append(label)
                 continue
             targets |= result
             done += xs
@@ -235,8 +252,12 @@ class KnobChanger:
                     self._emit(closed)
                 # a run goes on into it
                 self._book.phases[label].running(self._runs.running(label) is not None)
-        if done and (restarts or targets):
-            await self._runs.restart(done, begin)
+        if again:  # a new stretch: forgotten, then measured afresh
+            ended = [*done, *kept, *unchanged]
+        else:
+            ended = [*done, *unchanged] if restarts or targets else []
+        if ended:
+            await self._runs.restart(ended, begin, clear=again)
         if refused:
             raise refused[0]
 

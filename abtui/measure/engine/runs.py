@@ -3,8 +3,10 @@ listening, client armed), all of a group released together (RUN_START, the start
 streamed to their end.
 
 A run prepared before a restarting knob changed its pair is prepared again (`_fresh`); a busy
-server is retried on another port. What runs when (continuous mode, a plan's steps) is
-abtui.measure.engine.front's; one run's processes and output are abtui.measure.run.pair'.
+server is retried on another port; at a new stretch (`restart(..., clear=True)`) no run of its
+pairs is released before their hosts have cleared what the ended connections left. What runs
+when (continuous mode, a plan's steps) is abtui.measure.engine.front's; one run's processes
+and output are abtui.measure.run.pair'.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from abtui.core import events
 from abtui.core.controller import Mode
 from abtui.core.errors import RunFailed
 from abtui.core.events import Event
-from abtui.core.model import LinkState, Profile
+from abtui.core.model import LinkState, Pair, Profile
+from abtui.measure.engine.carryover import Carryover
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
-from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.context import OwnerOf, ProfileSpec, RunParsers, RunSpec
 from abtui.measure.tasks import Tasks
+from abtui.remote.counters import counters_loop_command
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
 from abtui.remote.link import HostLink, corked
+from abtui.remote.profiling import profile_loop_command
 from abtui.remote.uring import Uncorker
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
@@ -36,6 +41,9 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     NewRun = Callable[[RunSpec, HostLink, HostLink, RunOwner, RunParsers], PairRun]
 
 BUSY_RETRIES = 3
+# How long a new stretch waits for its pairs' next runs to be released (continuous mode): the
+# window an alternation drops after a boundary then covers their set-up and ramp
+NEXT_RUN_WAIT_S = 10.0
 # A pause between the last pair armed and the release, so no host is still busy arming.
 SETTLE_S = 0.05
 
@@ -60,6 +68,11 @@ class RunScheduler:
         self._uncorker: Uncorker | None = None  # made at the first release of several runs
         self._stopping = False  # the engine stopped: nothing more is released
         self.mode: Mode | None = None
+        # pair -> set once its hosts forgot what the last stretch's connections left
+        self._clearing: dict[str, asyncio.Future[None]] = {}
+        # pair -> new stretches waiting for its next run's release (continuous mode)
+        self._next: dict[str, list[asyncio.Future[None]]] = {}
+        self.carryover = Carryover(pool, emit)
 
     @property
     def stopping(self) -> bool:
@@ -96,15 +109,49 @@ class RunScheduler:
             if link in (run.sender, run.receiver):
                 self._tasks.spawn(run.interrupt(link.alias))
 
-    async def restart(self, labels: Sequence[str], since: float) -> None:
+    async def restart(self, labels: Sequence[str], since: float, clear: bool = False) -> None:
         """End the pairs' current runs, counted nowhere after `since` (one released while
         the change was made may have either setting); the engine's continuous loop or
-        `stream` (a plan's step) start new ones right away."""
+        `stream` (a plan's step) start new ones right away. `clear` (a new stretch): no run
+        of these pairs is released until their hosts have forgotten what the ended
+        connections left to the next one (abtui.measure.engine.carryover), and in continuous
+        mode it returns once the pairs' next runs are released (at most NEXT_RUN_WAIT_S), so
+        a stretch's clock, and the window dropped at its start, begin with its runs whatever
+        the value."""
         running = [self._runs[label] for label in labels if label in self._runs]
         for run in running:
             if run.retired_at is None:
                 run.retire(since)
-        await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
+        loop = asyncio.get_running_loop()
+        held = loop.create_future() if clear else None
+        nexts: list[asyncio.Future[None]] = []
+        if held is not None:
+            for label in labels:
+                self._clearing[label] = held
+            if self.mode == "continuous" and not self.stopping:
+                for run in running:  # the continuous loop releases each pair's next run
+                    nexts.append(loop.create_future())
+                    self._next.setdefault(run.label, []).append(nexts[-1])
+        try:
+            await asyncio.gather(*(run.stop() for run in running), return_exceptions=True)
+            if held is not None:
+                await self.carryover.clear([self.profile.pair(x) for x in labels])
+        finally:
+            if held is not None:
+                held.set_result(None)
+                for label in labels:
+                    if self._clearing.get(label) is held:
+                        del self._clearing[label]
+        if nexts:  # a new stretch begins once its runs do (a pair that cannot: bounded)
+            await asyncio.wait(nexts, timeout=NEXT_RUN_WAIT_S)
+            for waiting in nexts:
+                waiting.cancel()
+            for label in labels:
+                left = [f for f in self._next.get(label, []) if not f.done()]
+                if left:
+                    self._next[label] = left
+                else:
+                    self._next.pop(label, None)
 
     def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
         pair = self.profile.pair(label)
@@ -136,12 +183,31 @@ class RunScheduler:
             watches=[w for w in self.profile.watches if not w.pairs or label in w.pairs],
             cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
-                          if opts.host_cpu and a in self._pool.dialects})
-        owner = OwnerOf(self._emit, self._book.classify, raw_sink=self.raw_sink,
+                          if opts.host_cpu and a in self._pool.dialects},
+            profile_commands=self._profiled(pair, opts.profile_hz))
+        owner = OwnerOf(self._emit, self._book.classifier(spec.settings), raw_sink=self.raw_sink,
                         book=self._pool.journal, orphan=self._pool.orphans.add)
         return self._make_run(spec, self._pool.links[pair.sender],
                               self._pool.links[pair.receiver], owner,
                               RunParsers(self.parser_factory, self.ping_parser_factory))
+
+    def _profiled(self, pair: Pair, hz: int) -> dict[str, ProfileSpec]:
+        """The pair's hosts to profile at `hz` (none at 0): each with perf, but of hosts that
+        share one machine's kernel (namespace hosts) only the first in the profile's order,
+        whose profile is the machine's (said so in each window)."""
+        if not hz:
+            return {}
+        shared = self._pool.cpu_shared
+        first_shared = next((a for p in self.profile.pairs for a in (p.sender, p.receiver)
+                             if a in shared and self._pool.has_perf.get(a)), None)
+        out: dict[str, ProfileSpec] = {}
+        for alias in (pair.sender, pair.receiver):
+            if not self._pool.has_perf.get(alias) or (alias in shared and alias != first_shared):
+                continue
+            linux = getattr(self._pool.dialects.get(alias), "name", "") == "linux"
+            out[alias] = ProfileSpec(profile_loop_command(hz), hz, alias in shared,
+                                     counters_loop_command() if linux else None)
+        return out
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:
         self._emit(Event.of(events.Error(message=message), pair=label))
@@ -178,6 +244,9 @@ class RunScheduler:
         """Release prepared runs together; RUN_START each, SKEW for the group."""
         if len(ready) > 1:
             await asyncio.sleep(SETTLE_S)
+        clearing = {id(f): f for r in ready if (f := self._clearing.get(r.label)) is not None}
+        if clearing:  # a new stretch's hosts still forgetting the last one's connections
+            await asyncio.wait(list(clearing.values()))
         ready = await self._fresh(ready)
         if self.stopping:  # stopped while these were being prepared: never released
             await asyncio.gather(*(r.cleanup() for r in ready), return_exceptions=True)
@@ -211,6 +280,10 @@ class RunScheduler:
             self.skews.append(skew)
             self._emit(Event.of(events.Skew(
                 skew_ms=skew, clocks={r.label: c for r, c in zip(ready, clocks, strict=True)})))
+        for run in ready:  # a new stretch waiting for its pair's next run: it started
+            for waiting in self._next.pop(run.label, []):
+                if not waiting.done():
+                    waiting.set_result(None)
         if self.stopping:  # stopped while they were being released
             await asyncio.gather(*(r.stop() for r in ready), return_exceptions=True)
         return ready

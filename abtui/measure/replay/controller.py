@@ -263,10 +263,12 @@ class ReplayController:
 
     async def set_values(self, knob: str, values: Mapping[str, str],
                          again: bool = False) -> None:
-        """Each pair its value: one set_knob per value (a replay boots nothing: `again` is
-        the value set as it is)."""
+        """Each pair its value: one set_knob per value (a replay boots and restarts nothing:
+        with `again`, a new stretch, a pair that keeps its value is left as it is)."""
         by_value: dict[str, list[str]] = {}
         for pair, value in values.items():
+            if again and self.configs.get(pair, {}).get(knob) == value:
+                continue
             by_value.setdefault(value, []).append(pair)
         for value, pairs in by_value.items():
             await self.set_knob(knob, value, pairs)

@@ -26,6 +26,17 @@ PhaseFor = Callable[[str, float, float], tuple[int, bool]]
 RawSink = Callable[[str, str], None]
 
 
+@dataclass(frozen=True, slots=True)
+class ProfileSpec:
+    """A host's profile during a run: its loop (abtui.remote.profiling), its rate, and
+    whether the host shares its machine's kernel (the profile is the machine's)."""
+
+    command: str
+    hz: int
+    shared: bool = False
+    counters: str | None = None  # the host's counters loop (abtui.remote.counters), if any
+
+
 @dataclass(slots=True)
 class RunSpec:
     run_id: str
@@ -46,6 +57,8 @@ class RunSpec:
     # host alias -> the command that prints its CPU time counters (TestOptions.host_cpu):
     # sampled every max(interval, CPU_MIN_PERIOD) s during the run
     cpu_commands: dict[str, str] = field(default_factory=dict)
+    # host alias -> its profile during the run (TestOptions.profile_hz; none: not profiled)
+    profile_commands: dict[str, ProfileSpec] = field(default_factory=dict)
     # the engine's count of restarting changes on the pair when this run was prepared
     settings: int = 0
 

@@ -22,6 +22,7 @@ from abtui.measure.ports import iperf_error_of, iperf_summary_of
 from abtui.measure.run.context import RunContext, RunOwner, RunParsers, RunSpec
 from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.procs import RunProcesses
+from abtui.measure.run.profiler import CounterSampler, ProfileSampler
 from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse.iperf3.sides import fill_cpu
@@ -51,7 +52,8 @@ class PairRun:
                  parsers: RunParsers) -> None:
         self.context = RunContext(spec, sender, receiver, owner, parsers)
         self.processes = RunProcesses(self.context)
-        self.samplers = RunSamplers(self.context, CpuSampler)
+        self.samplers = RunSamplers(self.context, CpuSampler,
+                                    profilers=(ProfileSampler, CounterSampler))
         self.reader = IntervalReader(self.context)
         self.status = "error"
         self.message = ""
@@ -83,10 +85,6 @@ class PairRun:
     def retire(self, since: float) -> None:
         """Nothing it measures after `since` counts."""
         self.context.retired_at = since
-
-    def keep(self) -> None:
-        """The change that retired it was refused: what it measures counts again."""
-        self.context.retired_at = None
 
     # ---- its life -----------------------------------------------------------------------
     async def prepare(self) -> None:

@@ -37,6 +37,11 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.run.cpu import CpuSampler
 
     CpuSamplerFactory = Callable[[RunContext, HostLink, str, float], CpuSampler]
+    from abtui.measure.run.context import ProfileSpec
+    from abtui.measure.run.profiler import CounterSampler, ProfileSampler
+
+    Profilers = tuple[Callable[[RunContext, HostLink, ProfileSpec], ProfileSampler],
+                      Callable[[RunContext, HostLink, ProfileSpec], CounterSampler]]
 
 # Host CPU is sampled at the run's interval, never more often than this.
 CPU_MIN_PERIOD = 1.0
@@ -45,9 +50,12 @@ CPU_MIN_PERIOD = 1.0
 class RunSamplers:
     """The samplers of one run, and their tasks; see the module docstring."""
 
-    def __init__(self, ctx: RunContext, cpu_sampler: CpuSamplerFactory) -> None:
+    def __init__(self, ctx: RunContext, cpu_sampler: CpuSamplerFactory,
+                 profilers: Profilers | None = None) -> None:
         self.ctx = ctx
         self._cpu_sampler = cpu_sampler  # the run's (run.cpu.CpuSampler), handed in by it
+        # the run's profile and counters samplers (run.profiler), handed in by it
+        self._profilers = profilers
         self.spec = ctx.spec
         self.sender = ctx.sender
         self.receiver = ctx.receiver
@@ -78,6 +86,13 @@ class RunSamplers:
             if command:
                 sampler = self._cpu_sampler(self.ctx, link, command, period)
                 self._tasks.append(loop.create_task(sampler.run()))
+            profile = self.spec.profile_commands.get(alias)
+            if profile is not None and self._profilers is not None:
+                make_profile, make_counters = self._profilers
+                self._tasks.append(loop.create_task(make_profile(self.ctx, link, profile).run()))
+                if profile.counters:
+                    self._tasks.append(loop.create_task(
+                        make_counters(self.ctx, link, profile).run()))
 
     async def stop_samples(self) -> None:
         """The watches and host CPU end (the run is being cleaned up), the host CPU's loops

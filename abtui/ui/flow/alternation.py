@@ -21,6 +21,10 @@ from abtui.ui.render.verdict_panel import VerdictPanel
 
 if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation starts
     from abtui.measure.alternate import LiveAlternation
+    from abtui.measure.why_book import WhyBook
+
+NO_PROFILE = ("why: no profile is taken; set [test] profile_hz in the profile (or start "
+              "with `abtui tui PROFILE --profile`) to see which functions moved")
 
 
 def has_ended(live: LiveAlternation) -> bool:
@@ -44,6 +48,9 @@ class ConsoleAlternation:
         self.live: LiveAlternation | None = None
         self.min_effect = profile.min_effect
         self.every: float | None = None  # seconds a value is held (None: the default)
+        self.why: WhyBook | None = None  # the alternation's profiles (when profiled)
+        self.why_shown = False  # ctrl+y: the why table under the verdicts
+        self._why_noted = False  # the ended alternation's WHY recorded
 
     @property
     def last_knob(self) -> str | None:
@@ -83,6 +90,7 @@ class ConsoleAlternation:
                   if (not knob.pairs or lb in knob.pairs) and alt.knob in ps.config}
         live = self.live = LiveAlternation(self.controller, alt, self.min_effect,
                                            notify=self.show, before=before)
+        self.why, self._why_noted = self._why_book(live), False
         app.post_message(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
                               f"every {alt.every:g} s"))
         starting = asyncio.ensure_future(live.start())
@@ -137,7 +145,43 @@ class ConsoleAlternation:
             self.live = None
             self.show()
 
+    def _why_book(self, live: LiveAlternation) -> WhyBook | None:
+        from abtui.measure.why_book import profiled, why_book
+
+        if not profiled(self.profile):
+            return None
+        book = why_book(live.verdicts)
+        self.controller.subscribe(book)  # after the alternation's own subscriber
+        return book
+
+    def toggle_why(self) -> None:
+        """ctrl+y: the why table (the frames that moved, with intervals) shown under the
+        verdicts, or hidden."""
+        self.why_shown = not self.why_shown
+        self.show()
+
+    def _why_lines(self) -> list[str]:
+        if not self.why_shown:
+            return []
+        if self.why is None:
+            return [NO_PROFILE if self.live is None or not self._profiled() else
+                    "why: start an alternation (ctrl+a) to judge the profiles"]
+        return self.why.lines() or [f"why: {self.why.windows} profile windows so far; a "
+                                    "table once a block is complete"]
+
+    def _profiled(self) -> bool:
+        from abtui.measure.why_book import profiled
+
+        return profiled(self.profile)
+
     def show(self) -> None:
         live = self.live
+        ended = live is not None and has_ended(live)
+        if ended and self.why is not None and not self._why_noted:
+            self._why_noted = True
+            found = self.why.found()
+            if found.rows:  # the reports' Why section reads it
+                self.controller.note(found)
+        lines = [*(live.lines() if live is not None else []), *self._why_lines()]
         self.app.query_one("#verdicts", VerdictPanel).show(
-            live.lines() if live is not None else None, live is not None and has_ended(live))
+            lines if live is not None or self.why_shown else None, ended)

@@ -14,7 +14,8 @@ from abtui.ui.model.pacing import Scheduler, TokenBucket
 FLUSH_HZ = 10  # flushes a second at most when events never pause (see wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
 LAZY_S = 1.0  # ping replies and watch samples wait this long at most to be shown
-LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH, EventKind.CPU})
+LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH, EventKind.CPU, EventKind.PROFILE,
+                        EventKind.COUNTERS})
 
 
 class EventFeed:

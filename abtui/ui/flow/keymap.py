@@ -49,6 +49,7 @@ SCREEN_BINDINGS: list[Binding] = [
     Binding("ctrl+l", "toggle_log", "Log", id="log"),
     Binding("ctrl+a", "alternate", "Alternate", id="alternate", show=False),
     Binding("ctrl+e", "min_effect", "Min effect", id="min_effect", show=False),
+    Binding("ctrl+y", "why", "Why: the profiles' movers", id="why", show=False),
 ]
 # the palette's, each action run on the main screen (quit is the app's)
 CONSOLE_BINDINGS: list[BindingType] = [

@@ -160,6 +160,10 @@ class MainScreen(Screen[None]):
     def action_min_effect(self) -> None:
         self.console.alternation.next_min_effect()
 
+    def action_why(self) -> None:
+        """ctrl+y: which functions moved between the alternated values (their profiles)."""
+        self.console.alternation.toggle_why()
+
     # ---- the screen -----------------------------------------------------------------------
     def action_toggle_log(self) -> None:
         self.console.toggle_log()

@@ -166,6 +166,17 @@ class ConsoleState(EventReader):
     def on_watch(self, event: Event, p: events.WatchSampled) -> None:
         return None
 
+    def on_profile(self, event: Event, p: events.Profiled) -> None:
+        return None  # a window of stacks: the why table (ctrl+y) reads them, not the log
+
+    def on_counters(self, event: Event, p: events.CountersSampled) -> None:
+        return None  # running totals: the why table turns them into rates
+
+    def on_why(self, event: Event, p: events.WhyFound) -> str:
+        moved = sum(1 for r in p.rows if isinstance(r, dict) and r.get("moved")) \
+            if isinstance(p.rows, list) else 0
+        return f"why: the profiles judged, {moved} frames moved (export: the Why section)"
+
     def on_cpu(self, event: Event, p: events.Cpu) -> None:
         got = sample_figures(p)
         if got is None:

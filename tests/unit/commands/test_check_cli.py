@@ -45,4 +45,6 @@ async def test_check_agrees_with_the_loader_on_iperf3_knobs() -> None:
     lines: list[tuple[bool, str]] = []
     await _check_knobs(lambda ok, line: lines.append((ok, line)), profile, Hosts())
     streams = [x for x in lines if x[1].startswith("knob streams")]
-    assert streams == [(True, "knob streams: iperf3 option parallel, no host change")]
+    assert streams == [(True, "knob streams: a change restarts the runs (an iperf3 knob always "
+                              "does)"),
+                       (True, "knob streams: iperf3 option parallel, no host change")]

@@ -49,7 +49,7 @@ class FakeHost:
         return f"boot-{self.boot}"
 
     async def run(self, command: str, timeout: float = 10.0,
-                  isolate: bool = True) -> CommandResult:
+                  isolate: bool = True, again: bool = False) -> CommandResult:
         self.commands.append(command)
         out = []
         if "kexec -l" in command:
@@ -198,3 +198,45 @@ async def test_again_boots_a_host_into_the_build_it_runs(monkeypatch):
         "snd": "6.1.0-47-amd64", "rcv": "6.1.0-47-amd64"}
     assert snd.boot == rcv.boot == 2
     assert "kexec -l /boot/vmlinuz-6.1.0-47-amd64" in snd.commands[-2]
+
+
+async def test_a_command_build_whose_host_has_not_come_back_keeps_its_journal_entry(
+        tmp_path: Path, monkeypatch) -> None:
+    """The user's command ran (exit 0) but no new boot was seen within the timeout: the switch
+    is refused saying the host may still come up on that build later, and at the end the
+    host is not counted as set back (it runs its first build now, but may boot the other one
+    at any time): its undo-journal entry stays for `abtui recover`, with the recover hint.
+    Once it has booted again, the set-back goes on as for any host."""
+    monkeypatch.setattr(host_builds, "POLL_S", 0.02)
+    snd = FakeHost("snd")
+    journal = UndoJournal(tmp_path)
+    sw = _switcher([snd], journal)
+    knob = Knob(name="kernel", kind=KnobKind.KERNEL, values=("a", "b"), builds={
+        "a": KERNEL.builds["a"],
+        "b": Build(Method.COMMAND, release="6.1.0-57-amd64", timeout=0.3,
+                   command=(sys.executable, "-c", "pass"))})
+    with pytest.raises(KnobRefused, match=re.escape("it may still come up on 'b' later")):
+        await sw.switch(knob, "b", _where(snd))
+    [(host, _o, ok, message)] = await sw.restore_all()
+    assert (host, ok) == ("snd", False)
+    assert "may come up on 'b' later" in message and "abtui recover" in message
+    assert set(read_journal(journal.path).builds) == {("snd", "kernel")}
+    snd.boot += 1  # it came up (on its first build, here): nothing left
+    [(_h, _o, ok, _m)] = await sw.restore_all()
+    assert ok and read_journal(journal.path).empty
+
+
+async def test_builds_the_host_cannot_tell_apart_are_said_so_not_none_of_its_values() -> None:
+    """e1000e does not show its InterruptThrottleRate: two builds that differ only there (no
+    `reports`) both match what the host shows. The host runs one of them, said so, and a
+    switch is refused before anything changes (abtui could not come back to the right one)."""
+    snd = FakeHost("snd")
+    sw = _switcher([snd])
+    alike = Knob(name="itr", kind=KnobKind.MODULE, key="e1000e", values=("3", "10000"), builds={
+        v: Build(Method.MODPROBE, params=(("InterruptThrottleRate", v),), timeout=5)
+        for v in ("3", "10000")})
+    now = await sw.current(alike, _where(snd)[0])
+    assert now == "'3' or '10000' (its builds that cannot be told apart)"
+    with pytest.raises(KnobRefused, match=re.escape(f"runs {now}: give each build something")):
+        await sw.switch(alike, "10000", _where(snd))
+    assert not sw.originals and snd.itr == "3"

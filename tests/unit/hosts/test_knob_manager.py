@@ -46,7 +46,7 @@ class FakeLink:
         self.values = {"net.x": "1"}
         self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
 
-    async def run(self, command, timeout=10.0, isolate=True):
+    async def run(self, command, timeout=10.0, isolate=True, again=False):
         self.log.append((self.alias, command))
         return self._do(command)
 
@@ -133,11 +133,11 @@ async def test_a_first_flip_on_four_hosts_is_one_fsync_and_on_disk_before_any_wr
     on_disk_at_first_swap = []
     run = FakeLink.run
 
-    async def watching(self, command, timeout=10.0, isolate=True):
+    async def watching(self, command, timeout=10.0, isolate=True, again=False):
         if command.startswith("swap") and not on_disk_at_first_swap:
             on_disk_at_first_swap.append((len(fsyncs),
                                           len(read_journal(journal.path).originals)))
-        return await run(self, command, timeout, isolate)
+        return await run(self, command, timeout, isolate, again)
 
     monkeypatch.setattr(FakeLink, "run", watching)
     targets = resolve_targets(PAIRS[:2], KNOB)

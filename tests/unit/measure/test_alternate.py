@@ -727,22 +727,67 @@ def test_a_boot_into_the_stretch_s_build_is_not_a_lost_link_but_a_failed_switch_
     assert s.lost["A"] == {2, 3}
 
 
-async def test_a_build_knob_boots_again_at_a_boundary_that_keeps_its_build() -> None:
-    """One boot per stretch: with `boot_again` (a build knob), a boundary that keeps the
-    value boots the hosts into it again (no pause), one that changes it switches; the plan
-    mode's steps ask the same of every stretch after the first."""
+async def test_every_boundary_sets_up_a_new_stretch_changed_or_kept() -> None:
+    """With `again` (the engine's new stretch: runs restarted, carryover cleared, a build
+    booted), every boundary calls it, the value changed or kept, and `set_values` is never
+    called alone; without it, only a change is set. The plan mode's steps ask the same of
+    every stretch after the first, for any knob."""
     from abtui.measure.alternate import plan_steps
 
     v = _verdicts((1e9, 1e9), lambda _i: 1.0, 4)
     switched: list[str] = []
-    booted: list[str] = []
+    anew: list[str] = []
     v.stretches.begin(0, v.order[0])
     await drive(lambda _k, value: switched.append(value["A"]),
                 Alternation("rmem", (BIG, SMALL), 0.0, 4), v, lambda _line: None,
-                boot_again=lambda _k, value: booted.append(value["A"]))
+                again=lambda _k, value: anew.append(value["A"]))
+    assert switched == []
+    assert anew == list(v.order[1:4 * 2])
+    assert any(a == b for a, b in zip(v.order, v.order[1:4 * 2], strict=False))  # some kept
+    v = _verdicts((1e9, 1e9), lambda _i: 1.0, 4)
+    v.stretches.begin(0, v.order[0])
+    await drive(lambda _k, value: switched.append(value["A"]),
+                Alternation("rmem", (BIG, SMALL), 0.0, 4), v, lambda _line: None)
     pairs = list(zip(v.order, v.order[1:4 * 2], strict=False))
     assert switched == [b for a, b in pairs if a != b]
-    assert booted == [b for a, b in pairs if a == b] and booted
-    steps = plan_steps("kernel", v.order, 4, boots=True)
-    assert [s.again for s in steps] == [False] + [True] * (len(v.order) - 1)
-    assert not any(s.again for s in plan_steps("rmem", v.order, 4))
+    for knob in ("kernel", "rmem"):
+        steps = plan_steps(knob, v.order, 4)
+        assert [s.again for s in steps] == [False] + [True] * (len(v.order) - 1)
+
+
+async def test_the_console_alternation_asks_a_new_stretch_at_every_boundary() -> None:
+    """The console's alternation restarts the runs at every boundary like the headless one:
+    each boundary is one `set_values(..., again=True)`, the value kept or changed."""
+    import asyncio
+    import dataclasses
+
+    from abtui.measure.alternate import LiveAlternation, console_alternation, schedule
+    from abtui.measure.replay.controller import ReplayController
+    from abtui.measure.replay.synthetic import synthetic_profile
+
+    calls: list[tuple[str, bool]] = []
+
+    class Recorded(ReplayController):
+
+        async def set_values(self, knob: str, values: Mapping[str, str],
+                             again: bool = False) -> None:
+            (value,) = set(values.values())
+            calls.append((value, again))
+            await super().set_values(knob, values, again)
+
+    profile = synthetic_profile(pairs=1)
+    ctl = Recorded(profile, speed=400)
+    await ctl.start("continuous")
+    alt = console_alternation(profile, "tso", {"tso": "off"}, 0.05)
+    seed = next(x for x in range(100) if any(  # an order that keeps a value at a boundary
+        (o := schedule(alt.values, 2, x))[i] == o[i - 1] for i in range(1, 7)))
+    live = LiveAlternation(ctl, dataclasses.replace(alt, seed=seed), 1.0, before={"A": "off"})
+    await live.start()
+    while len(calls) < 7:
+        await asyncio.sleep(0.01)
+    await live.stop()
+    order = live.verdicts.order
+    boundaries = calls[:6]
+    assert boundaries == [(order[i], True) for i in range(1, 7)]
+    assert any(order[i] == order[i - 1] for i in range(1, 7))  # a kept value among them
+    await ctl.stop()

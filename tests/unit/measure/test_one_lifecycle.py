@@ -15,7 +15,8 @@ import abtui.commands.tui as tui
 import abtui.measure.engine.front
 import abtui.measure.headless as headless
 import abtui.measure.ports
-from abtui.core.errors import AbtuiError
+from abtui.core import signals
+from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.events import AnyEvent
 from abtui.core.model import Profile
 from abtui.measure.session import ControllerSession
@@ -43,6 +44,7 @@ class Engine:
     """The engine's lifecycle calls, recorded; `fail` names the one that raises."""
 
     fail: ClassVar[str] = ""
+    left: ClassVar[list[str]] = []  # what its shutdown could not set back
     made: ClassVar[list[Engine]] = []
 
     def __init__(self, profile: Profile, **_options: object) -> None:
@@ -74,6 +76,12 @@ class Engine:
 
     async def shutdown(self, reason: str = "shutdown") -> None:
         await self._call(f"shutdown {reason}")
+        self.not_restored = list(Engine.left)
+
+    async def set_knob(self, knob: str, value: str) -> None:
+        self.calls.append(f"set {knob}={value}")
+        if Engine.fail == "set":
+            raise KnobRefused(f"knob {knob}={value!r} refused: no such value")
 
 
 @pytest.fixture
@@ -93,6 +101,7 @@ def journals(tmp_path, monkeypatch) -> list[Journal]:  # type: ignore[no-untyped
     monkeypatch.setattr(headless, "Engine", Engine)
     monkeypatch.setattr(Engine, "made", [])
     monkeypatch.setattr(Engine, "fail", "")
+    monkeypatch.setattr(Engine, "left", [])
     return made
 
 
@@ -125,6 +134,59 @@ def test_abtui_run_that_fails_to_connect_still_shuts_down_and_closes_once(
         asyncio.run(headless.run_headless(_profile(tmp_path), tmp_path / "s.jsonl"))
     assert journals[0].closes == 1
     assert Engine.made[0].calls == ["connect", "shutdown done"]
+
+
+class Lines:
+    """The progress stream's lines."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_refused_set_that_leaves_something_set_says_the_recover_line_and_fails(
+        tmp_path, journals) -> None:  # type: ignore[no-untyped-def]
+    """Any end that leaves something on the hosts says `abtui recover` and exits non-zero,
+    the refused --set's way out included (it returned before the check and said nothing)."""
+    Engine.fail, Engine.left = "set", ["h1: tcp_rmem left at '4096 8192 16384'"]
+    lines = Lines()
+    code = asyncio.run(headless.run_headless(_profile(tmp_path), tmp_path / "s.jsonl",
+                                             settings=[("tcp_rmem", "x")], progress=lines))
+    assert code != 0
+    assert "refused, not started" in lines.text
+    assert lines.text.rstrip().endswith("run `abtui recover` to finish"), lines.text
+
+
+@pytest.mark.parametrize("left", [[], ["h1: tcp_rmem left"]])
+def test_a_signal_stops_the_run_and_says_what_was_set_back(
+        tmp_path, journals, monkeypatch, left) -> None:  # type: ignore[no-untyped-def]
+    """SIGTERM mid-run: the session shuts down ("interrupted"), one line says whether every
+    host was set back (else the recover line), then Signalled (exit 143)."""
+    import os
+    import signal
+
+    Engine.left = left
+
+    async def wait_forever(self: Engine) -> None:
+        self.calls.append("wait")
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(30)
+
+    monkeypatch.setattr(Engine, "wait", wait_forever)
+    lines = Lines()
+    with pytest.raises(signals.Signalled) as ended:
+        signals.run(headless.run_headless(_profile(tmp_path), tmp_path / "s.jsonl",
+                                          progress=lines))
+    assert ended.value.exit_code == 143
+    assert Engine.made[0].calls[-1] == "shutdown interrupted"
+    said = "every host set back" if not left else "run `abtui recover` to finish"
+    assert f"stopped, {said if not left else 'not everything'}" in lines.text, lines.text
+    assert said in lines.text
 
 
 def test_the_console_on_hosts_goes_through_the_same_session(
@@ -161,3 +223,22 @@ def test_a_console_that_dies_still_closes_the_journal_once(
     with pytest.raises(RuntimeError, match="died"):
         tui.open_on_hosts(_profile(tmp_path), "t")
     assert journals[0].closes == 1
+
+
+def test_a_terminal_that_has_gone_does_not_stop_the_set_back(
+        tmp_path, journals) -> None:  # type: ignore[no-untyped-def]
+    """SIGHUP: the terminal closed, so every progress line fails (EIO); the run still shuts
+    down and closes its journal, and says its exit code."""
+
+    class Gone:
+        def write(self, s: str) -> None:
+            raise OSError(5, "Input/output error")
+
+        def flush(self) -> None:
+            raise OSError(5, "Input/output error")
+
+    Engine.left = ["h1: tcp_rmem left"]
+    code = asyncio.run(headless.run_headless(_profile(tmp_path), tmp_path / "s.jsonl",
+                                             progress=Gone()))  # type: ignore[arg-type]
+    assert code == 1
+    assert Engine.made[0].calls[-1] == "shutdown done" and journals[0].closes == 1

@@ -196,8 +196,9 @@ def test_lab_mapping_translates_what_the_lab_lacks(tmp_path):
     ix = map_profile(load_profile(PROFILES / "ix-enable-aim.toml"), hosts, ssh_config="c",
                      known_hosts="k", facts=facts)
     aim = ix.profile.knob("enable_aim")
-    assert (aim.kind, aim.key, aim.scope, aim.restart) == (KnobKind.SYSCTL, STANDIN_KEY,
-                                                           Scope.RECEIVER, True)
+    assert (aim.kind, aim.key, aim.scope, aim.restarts) == (KnobKind.SYSCTL, STANDIN_KEY,
+                                                            Scope.RECEIVER, True)
+    assert load_profile(PROFILES / "ix-enable-aim.toml").knob("enable_aim").live  # on ix
     assert aim.values == ("0", "1", "2") and aim.value_for_os("linux", "0").endswith("65536")
     # the last value is the lab hosts' own receive buffer: the report marks it (default)
     own = dataclasses.replace(facts, rmem="4096 131072 33554432")

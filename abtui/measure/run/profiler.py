@@ -1,0 +1,116 @@
+"""A host's profile during a run: the host's profiling loop (abtui.remote.profiling) started
+with the run's samplers, its windows turned into PROFILE events as they come.
+
+The loop folds its samples on the host, one window a second; each window becomes an event
+dated on the controller's clock (the host's clock shifted by the smallest arrival-minus-
+window-end seen so far: the link's delay is never added twice). A host whose loop says it
+gives no profile (perf missing, not permitted) says so once per run; the rest goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from typing import TYPE_CHECKING
+
+from abtui.core import events
+from abtui.core.errors import RemoteError
+from abtui.core.folded import pack
+from abtui.remote.counters import CounterStream
+from abtui.remote.link import HostLink
+from abtui.remote.profiling import FoldedWindow, ProfileStream
+
+if TYPE_CHECKING:  # types only: the objects are handed in by their owner
+    from abtui.measure.run.context import ProfileSpec, RunContext
+
+END_GRACE_S = 1.0
+
+
+class ProfileSampler:
+    """One host's profile loop for one run; see the module docstring."""
+
+    def __init__(self, ctx: RunContext, link: HostLink, spec: ProfileSpec) -> None:
+        self.ctx = ctx
+        self.link = link
+        self.spec = spec
+        self.role = "sender" if link is ctx.sender else "receiver"
+        self._stream = ProfileStream()
+        self._offset = math.inf  # controller clock - host clock, at most (delay included)
+        self._said = False
+
+    async def run(self) -> None:
+        """Read the loop until it ends or the run cancels this task; the loop is ended."""
+        try:
+            proc = await self.ctx.start_process(self.link, self.spec.command, "profile")
+        except RemoteError as exc:
+            self._say(exc.reason)
+            return
+        try:
+            await proc.follow(self._take)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.ctx.end_process(proc)
+        if self._stream.refused:
+            self._say(self._stream.refused)
+
+    def _take(self, lines: list[str]) -> None:
+        came = time.time()
+        for line in lines:
+            window = self._stream.feed(line)
+            if window is not None:
+                self._window(window, came)
+
+    def _window(self, window: FoldedWindow, came: float) -> None:
+        self._offset = min(self._offset, came - window.end)
+        start, end = window.start + self._offset, window.end + self._offset
+        # no phase of its own: a window is placed in a stretch by its time (measure.why_book)
+        self.ctx.event(events.Profiled(
+            run=self.ctx.spec.run_id, role=self.role, start=start, end=end,
+            event=self._stream.event or "cpu-clock", hz=self.spec.hz, samples=window.samples,
+            stacks=pack(window.stacks), shared=self.spec.shared), host=self.link.alias, t=end)
+
+    def _say(self, reason: str) -> None:
+        if not self._said:
+            self._said = True
+            self.ctx.event(events.Error(message=f"profile: {reason}"), host=self.link.alias)
+
+
+class CounterSampler:
+    """One host's counters loop for one run (abtui.remote.counters), each sample a COUNTERS
+    event dated on the controller's clock as the profile's windows are. A loop that prints
+    nothing (no /proc: not Linux) gives no event and says nothing: the profile says enough."""
+
+    def __init__(self, ctx: RunContext, link: HostLink, spec: ProfileSpec) -> None:
+        self.ctx = ctx
+        self.link = link
+        self.spec = spec
+        self.role = "sender" if link is ctx.sender else "receiver"
+        self._stream = CounterStream()
+        self._offset = math.inf
+
+    async def run(self) -> None:
+        assert self.spec.counters is not None
+        try:
+            proc = await self.ctx.start_process(self.link, self.spec.counters, "counters")
+        except RemoteError:
+            return
+        try:
+            await proc.follow(self._take)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.ctx.end_process(proc)
+
+    def _take(self, lines: list[str]) -> None:
+        came = time.time()
+        for line in lines:
+            got = self._stream.feed(line)
+            if got is None:
+                continue
+            clock, values = got
+            self._offset = min(self._offset, came - clock)
+            at = clock + self._offset
+            self.ctx.event(events.CountersSampled(run=self.ctx.spec.run_id, role=self.role,
+                                                  at=at, values=pack(values),
+                                                  shared=self.spec.shared),
+                           host=self.link.alias, t=at)

@@ -1,0 +1,99 @@
+"""The host's profiling loop: its fold (the real awk program, fed a recorded shape of `perf
+script -F time,comm,sym` output), its stream parser, and the packed stacks a session keeps."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from abtui.core.folded import pack, unpack
+from abtui.remote.profiling import _FOLD, MAX_DEPTH, ProfileStream, profile_loop_command
+
+PERF_SCRIPT = """\
+iperf3 1700000000.100000:\x20
+\tffffffff8121 skb_segment+0x12
+\tffffffff8122 tcp_gso_segment
+\tffffffff8123 __dev_queue_xmit
+\t    7f7139656240 [unknown]
+
+kworker/0:1H-kb 1700000000.200000:\x20
+\tffffffff8124 aes_encrypt
+
+iperf3 1700000000.300000:\x20
+\tffffffff8121 skb_segment+0x12
+\tffffffff8122 tcp_gso_segment
+\tffffffff8123 __dev_queue_xmit
+
+iperf3 1700000001.500000:\x20
+\tffffffff8125 copy_user;evil
+
+"""
+
+
+@pytest.mark.skipif(shutil.which("awk") is None, reason="no awk on this machine")
+def test_the_fold_counts_stacks_per_window_root_first() -> None:
+    out = subprocess.run(["awk", "-v", "W=1", "-v", f"D={MAX_DEPTH}", _FOLD],
+                         input=PERF_SCRIPT, capture_output=True, text=True, check=True).stdout
+    stream = ProfileStream()
+    windows = [w for w in (stream.feed(line) for line in out.splitlines()) if w is not None]
+    assert [(w.start, w.end, w.samples) for w in windows] == [
+        (1700000000.0, 1700000001.0, 3), (1700000001.0, 1700000002.0, 1)]
+    assert windows[0].stacks == {
+        "iperfN;__dev_queue_xmit;tcp_gso_segment;skb_segment": 2,  # offsets and [unknown] gone
+        "kworker/N:NH-kb;aes_encrypt": 1,  # a pool's workers are one name
+    }
+    assert windows[1].stacks == {"iperfN;copy_user:evil": 1}  # a `;` cannot split a frame
+
+
+def test_the_stream_says_the_event_or_why_there_is_none_and_skips_garbage() -> None:
+    stream = ProfileStream()
+    for line in ["@ABTUI-PROFILE event cycles", "@W x y z", "12 orphan;line", "@E",
+                 "@W 1.0 2.0 5", "5 a;b", "garbage", "-3 c;d", "@E"]:
+        stream.feed(line)
+    assert stream.event == "cycles" and stream.refused is None
+    other = ProfileStream()
+    other.feed("@ABTUI-PROFILE none perf is not installed (Debian: linux-perf)")
+    assert other.refused == "perf is not installed (Debian: linux-perf)"
+
+
+def test_the_loop_is_quoted_and_bounded() -> None:
+    command = profile_loop_command(99)
+    assert "-F 99" in command and "-k CLOCK_REALTIME" in command and "-a -g" in command
+    with pytest.raises(ValueError):
+        profile_loop_command(0)
+    with pytest.raises(ValueError):
+        profile_loop_command(5000)
+
+
+def test_packed_stacks_round_trip_and_hostile_strings_read_as_nothing() -> None:
+    stacks = {"t;a;b": 3, "t;c": 1}
+    assert unpack(pack(stacks)) == stacks
+    assert unpack("not base64 !!") == {}
+    assert unpack(12) == {}
+    import base64
+    import zlib
+
+    bomb = base64.b64encode(zlib.compress(b"1 a\n" * (5 * 1024 * 1024))).decode()
+    assert unpack(bomb) == {}  # inflates past the bound: not trusted
+
+
+def test_the_counters_stream_reads_hex_softnet_softirqs_nstat_and_kthreads() -> None:
+    from abtui.remote.counters import CounterStream
+
+    stream = CounterStream()
+    lines = ["@C 1700000000.5", "softnet 0 0000000a 00000001 00000002",
+             "softnet 1 00000010 00000000 00000003", "      NET_RX:        5        7",
+             "nstat TcpRetransSegs 12", "kthread kworker 30", "kthread cryptd x",
+             "garbage line", "@E"]
+    got = [g for g in (stream.feed(x) for x in lines) if g is not None]
+    assert len(got) == 1
+    clock, values = got[0]
+    assert clock == 1700000000.5
+    assert values["softnet.processed"] == 26 and values["softnet.processed.cpu1"] == 16
+    assert values["softnet.time_squeeze"] == 5 and values["softnet.dropped"] == 1
+    assert values["softirq.NET_RX"] == 12 and values["softirq.NET_RX.cpu1"] == 7
+    assert values["nstat.TcpRetransSegs"] == 12 and values["kthread.kworker"] == 30
+    assert "kthread.cryptd" not in values  # a value it cannot read is skipped
+    assert stream.feed("@E") is None  # an end without a start is nothing

@@ -6,6 +6,7 @@ against Debian's cached tree is tests/unit/lab/test_arm_neon_series.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -118,3 +119,62 @@ def test_a_source_not_fetched_is_said_without_fetching(tmp_path: Path,
     with pytest.raises(BadInput, match=r"linux-source-6.1: not fetched yet"):
         kbuild.source_tree("linux-source-6.1", fetch=False)
     assert kbuild.cached_build(BuildSpec("linux-source-6.1", FRAGMENT)) is None
+
+
+def _fake_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dot_config: str) -> Path:
+    """A kernel cache with an unpacked "source" and fake `make`/compiler on PATH: `make
+    allnoconfig` writes `dot_config` into O=, `make zImage` writes the image and counts."""
+    cache = tmp_path / "cache"
+    tree = cache / "sources" / "linux-source-6.1_6.1.192-3"
+    (tree / "dir").mkdir(parents=True)
+    (tree / "dir" / "f.c").write_text("one\ntwo\nthree\n")
+    (cache / "sources" / "linux-source-6.1_6.1.192-3.ready").write_text(
+        '{"deb": "x.deb", "sha256": "abc"}\n')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "dot_config").write_text(dot_config)
+    make = f"""#!/bin/sh
+for a; do case $a in O=*) out=${{a#O=}};; esac; done
+case " $* " in
+*" allnoconfig "*) cp {tmp_path / 'dot_config'} "$out/.config" ;;
+*" zImage "*) mkdir -p "$out/arch/arm/boot" && cat dir/f.c > "$out/arch/arm/boot/zImage"
+  echo built >> {tmp_path / 'makes'} ;;
+esac
+"""
+    tools = {"make": make, "arm-linux-gnueabihf-gcc": "#!/bin/sh\necho 12.2.0\n"}
+    for name in ("flex", "bison", "bc"):
+        tools[name] = "#!/bin/sh\n"
+    for name, text in tools.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("ABTUI_KERNEL_CACHE", str(cache))
+    return tmp_path
+
+
+@needs_patch
+def test_a_build_is_made_once_out_of_tree_patched_on_a_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_NET=y\n")
+    root = _fake_tools(tmp_path, monkeypatch, "CONFIG_NET=y\n")
+    patch = _patch(tmp_path, "1.patch", "two", "2")
+    spec = BuildSpec("linux-source-6.1", frag, (patch,))
+    built = kbuild.build(spec)
+    assert built.image.read_text() == "one\n2\nthree\n"  # the patched copy was built
+    tree = kbuild.cached_source("linux-source-6.1")
+    assert tree is not None and (tree / "dir" / "f.c").read_text() == "one\ntwo\nthree\n"
+    assert kbuild.build(spec).key == built.key  # cached: make not run again
+    assert (root / "makes").read_text() == "built\n"
+    assert kbuild.cached_build(spec) is not None
+    plain = kbuild.build(BuildSpec("linux-source-6.1", frag))
+    assert plain.key != built.key and plain.image.read_text() == "one\ntwo\nthree\n"
+
+
+def test_an_option_kconfig_dropped_stops_the_build_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_NET=y\nCONFIG_INET_ESP=y\n")
+    _fake_tools(tmp_path, monkeypatch, "CONFIG_NET=y\n# CONFIG_INET_ESP is not set\n")
+    with pytest.raises(BadInput, match=r"Kconfig dropped CONFIG_INET_ESP=y"):
+        kbuild.build(BuildSpec("linux-source-6.1", frag))

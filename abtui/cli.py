@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from abtui import __version__
+from abtui.commands.helptext import EPILOGS
 from abtui.core.errors import EXIT_BAD_INPUT, AbtuiError
 from abtui.core.text import spelled_out, visible
 
@@ -27,8 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("recover", "restore knobs, remove tunnels, end processes after a crash"),
     "import": ("import_", "parse saved iperf3 and ping outputs"),
     "sessions": ("sessions", "list saved sessions"),
-    "export": ("export", "export a session as md, csv, json or plots"),
+    "export": ("export", "export a session as md, text, csv, json or plots"),
     "compare": ("compare", "compare two sessions phase by phase"),
+    "gate": ("gate", "the regression gate: fail when NEW lost throughput against OLD"),
     "bisect": ("bisect", "find the candidate (build, value) that made it worse"),
 }
 # The console's commands: Textual owns the terminal, and its widgets spell host text out; every
@@ -49,7 +51,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         if importlib.util.find_spec(f"abtui.commands.{module}") is None:
             continue  # not built yet
-        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp = sub.add_parser(name, help=help_text, description=help_text,
+                            epilog=EPILOGS.get(name),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
         if command is None or name == command:
             _command_module(module).add_arguments(sp)
         sp.set_defaults(_module=module)

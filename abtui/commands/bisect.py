@@ -166,6 +166,7 @@ def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
     session's answer line when it has one (nothing to run)."""
     import dataclasses
 
+    from abtui.measure.bisect.recorded import answer_of, plan_problem
     from abtui.measure.bisect.search import UNDECIDED, Bisection
     from abtui.sessions import paths
     from abtui.sessions.session import Session
@@ -175,15 +176,17 @@ def resumed(ref: str, plan: BisectPlan) -> tuple[BisectPlan, str | None]:
     recorded = next((r["plan"] for r in rows if isinstance(r.get("plan"), dict)), None)
     if recorded is None:
         raise BadInput(f"--resume {path}: the session recorded no bisection")
-    mine = plan.record()
-    was = {"design": "blocks", **recorded}  # recorded before bisections had a design
-    for key in ("knob", "candidates", "threshold", "metric", "design"):
-        if was.get(key) != mine[key]:
-            raise BadInput(f"--resume {path}: its bisection's {key} was {was.get(key)!r}, "
-                           f"not {mine[key]!r}; give the same")
+    problem = plan_problem(recorded, plan.record())
+    if problem is not None:
+        raise BadInput(f"--resume {path}: {problem}")
     answer = next((r for r in rows if "answer" in r), None)
-    if answer is not None and answer.get("answer") != UNDECIDED:
-        return plan, str(answer.get("line", answer.get("answer")))
+    if answer is not None:
+        try:
+            said, line = answer_of(answer)
+        except ValueError as exc:
+            raise BadInput(f"--resume {path}: {exc}") from None
+        if said != UNDECIDED:
+            return plan, line
     steps = tuple(r for r in rows if "plan" not in r and "answer" not in r)
     try:
         Bisection(plan.candidates, plan.threshold).replay(steps)

@@ -87,6 +87,9 @@ async def preflight(profile: Profile, report: Report) -> bool:
                 say(False, f"{alias}: not checked: driven by {hosts.held[alias]} (one abtui "
                     "drives a host at a time)")
                 continue
+            if alias in hosts.unleased:
+                say(False, f"{alias}: not checked: {hosts.unleased[alias]}")
+                continue
             if alias in hosts.errors:
                 say(False, f"{alias}: unreachable: {hosts.errors[alias]}")
                 continue
@@ -206,14 +209,15 @@ async def _check_setting(manager: KnobManager, knob: Knob,
             dialect.normalize(setting, value)
         except AbtuiError as exc:
             bad.append(str(exc))
+    # the key, and the value as sysctl prints it (its tabs as spaces, not `\t`)
+    now = f"{setting.key} = {' '.join(current.split())!r}"
     try:
         await manager.write(target.host, setting, current)
     except AbtuiError as exc:
-        return False, f"= {current!r}, not writable: {getattr(exc, 'reason', exc)}"
+        return False, f"{now}, not writable: {getattr(exc, 'reason', exc)}"
     if bad:
-        return False, f"= {current!r}, writable, but {'; '.join(bad)}"
-    shown = " ".join(current.split())
-    return True, f"{setting.key} = {shown!r}, readable and writable"
+        return False, f"{now}, writable, but {'; '.join(bad)}"
+    return True, f"{now}, readable and writable"
 
 
 def _check_tunnels(say: Report, profile: Profile, hosts: Hosts) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import overload
 
 from abtui.commands.export import add_units
 from abtui.commands.sessions import add_sessions_dir
@@ -45,8 +47,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sessions_dir(parser)
 
 
-def threshold_of(text: str | None) -> float | None:
-    """--fail-on-regression's percentage (`2%` or `2`; 0 allowed: any significant loss)."""
+@overload
+def threshold_of(text: str, option: str = ...) -> float: ...
+
+
+@overload
+def threshold_of(text: None, option: str = ...) -> None: ...
+
+
+def threshold_of(text: str | None, option: str = "--fail-on-regression") -> float | None:
+    """The gate's percentage (`2%` or `2`; 0 allowed: any significant loss)."""
     if text is None:
         return None
     from abtui.core.errors import Invalid
@@ -55,7 +65,7 @@ def threshold_of(text: str | None) -> float | None:
     try:
         return float(fields.percent(0, 100, lo_ok=True)(text if "%" in text else float(text)))
     except (Invalid, ValueError):
-        raise BadInput(f"--fail-on-regression {text}: expected a percentage from 0% up to "
+        raise BadInput(f"{option} {text}: expected a percentage from 0% up to "
                        "100%, e.g. 2%") from None
 
 
@@ -93,15 +103,17 @@ def run(args: argparse.Namespace) -> int:
     return verdict(cases, threshold, args.allow_inconclusive, args.match)
 
 
+def _on_stderr(text: str) -> None:
+    print(f"abtui: {text}", file=sys.stderr)
+
+
 def verdict(cases: list[GateCase], threshold: float, allow_inconclusive: bool,
-            match: str) -> int:
-    """The gate's lines on stderr, and its exit code: 0 every case tested passed, 1 a
-    regression, 3 (EXIT_INCONCLUSIVE) neither; nothing tested is never a pass."""
+            match: str, say: Callable[[str], None] = _on_stderr) -> int:
+    """The gate's lines (`say`: on stderr after compare's table, on stdout for `abtui gate`),
+    and its exit code: 0 every case tested passed, 1 a regression, 3 (EXIT_INCONCLUSIVE)
+    neither; nothing tested is never a pass."""
     from abtui.core.errors import EXIT_INCONCLUSIVE
     from abtui.reports.gate import UNTESTED, resolution
-
-    def say(text: str) -> None:
-        print(f"abtui: {text}", file=sys.stderr)
 
     by = {a: [c for c in cases if c.answer == a]
           for a in (REGRESSION, INCONCLUSIVE, UNTESTED, UNMATCHED, PASS)}

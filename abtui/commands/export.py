@@ -1,4 +1,4 @@
-"""`abtui export SESSION --format md|csv|json|plot [--out FILE]`."""
+"""`abtui export SESSION --format md|text|csv|json|plot [--out FILE]`."""
 
 from __future__ import annotations
 
@@ -26,10 +26,12 @@ def add_units(parser: argparse.ArgumentParser, default: str | None = "bits") -> 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", metavar="SESSION", help="a session file, or a session name")
-    parser.add_argument("--format", choices=("md", "html", "csv", "json", "plot"), default="md",
-                        help="md: the review report; html: the same as one page, with the "
-                             "differential flame graphs of a profiled alternation; csv, json: "
-                             "the data; plot: the throughput chart")
+    parser.add_argument("--format", choices=("md", "text", "html", "csv", "json", "plot"),
+                        default="md",
+                        help="md: the review report (default); text: the same for a "
+                             "plain-text mail, 78 columns, the answer first; html: the same "
+                             "as one page, with the differential flame graphs of a profiled "
+                             "alternation; csv, json: the data; plot: the throughput chart")
     parser.add_argument("--out", metavar="FILE",
                         help="write here instead of stdout (plot: .png or .svg for an image, "
                              ".html or .txt for the text chart)")
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--base-pair {args.base_pair!r}: the session's pairs are "
                        f"{', '.join(session.pairs) or 'none'}")
     if args.table != "intervals" and args.format != "csv":
-        raise BadInput(f"--table {args.table} goes with --format csv (md and json lead "
+        raise BadInput(f"--table {args.table} goes with --format csv (md, text and json lead "
                        "with the alternation's and the bisection's tables already)")
     out = Path(args.out) if args.out else None
     if args.format == "plot":
@@ -87,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         from abtui.core.files import write_atomic
+        from abtui.reports.exports import as_file
 
-        write_atomic(out, text)
+        write_atomic(out, as_file(text, args.format))
     return 0
 
 

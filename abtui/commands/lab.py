@@ -12,8 +12,10 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from abtui.commands.helptext import sub_help
+
     sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
-    up = sub.add_parser("up", help="bring the lab up (idempotent)")
+    up = sub.add_parser("up", help="bring the lab up (idempotent)", **sub_help("lab up"))
     up.add_argument("--pairs", type=int, default=2, help="host pairs, 1 to 8 (default 2)")
     up.add_argument("--kernel", action="append", default=[], metavar="[PAIR=]SPEC",
                     help="VM hosts booting this kernel (every pair, or pair PAIR: --kernel "
@@ -29,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "guest instructions, steady whatever this machine's load; they "
                          "compare only with figures at the same shift)")
     boot = sub.add_parser("boot", help="switch VM hosts to another kernel build (power-cycle "
-                          "or kexec), keeping their names, addresses and keys")
+                          "or kexec), keeping their names, addresses and keys",
+                          **sub_help("lab boot"))
     boot.add_argument("hosts", nargs="+", metavar="ALIAS",
                       help="VM hosts of the lab (several: switched together)")
     boot.add_argument("kernel", metavar="KERNEL",
@@ -38,8 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     boot.add_argument("--method", choices=("power", "kexec"), default="power",
                       help="power: stop the guest and boot it on KERNEL, as a lab's power "
                            "control would (default); kexec: kexec into KERNEL from inside it")
-    sub.add_parser("down", help="remove everything the lab made")
-    status = sub.add_parser("status", help="health of every lab host; exit 1 when broken")
+    sub.add_parser("down", help="remove everything the lab made", **sub_help("lab down"))
+    status = sub.add_parser("status", help="health of every lab host; exit 1 when broken",
+                            **sub_help("lab status"))
     status.add_argument("--json", action="store_true", help="machine-readable status")
 
 
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         lab.down()
         print("lab down", file=sys.stderr)
         return 0
-    status = lab.status()
+    status = lab.status(login=True)
     if args.json:
         print(json.dumps(status, indent=2))
     else:
@@ -89,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
                      f"{h['nic']}, CPU its own" if h["kernel"] else
                      f"netns {h['release']}, CPU this machine's (shared by every netns host)")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "
-                  f"ssh {h['address']:<15} data {h['data_address']:<13} {where}")
+                  f"ssh {h['address']:<15} data {h['data_address']:<13} {where}"
+                  + (f": {h['why']}" if h.get("why") else ""))
     return 0 if status["ok"] else 1
 
 

@@ -24,14 +24,13 @@ from abtui.core.errors import EXIT_FAILED, EXIT_OK, BadInput
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
+    import textwrap
+
+    parser.description = textwrap.fill(
         "After a crash (or a run whose hosts could not be set back), restore the knobs, remove "
         "the tunnels and end the processes an earlier abtui left on hosts, from its undo "
-        "journal. One line per action; one line per host for what could not be done.")
-    parser.epilog = (
-        "Exit codes: 0 everything set back or forgotten (or nothing pending), 1 something "
-        "could not be set back (the journal keeps it; run again later) or an entry could not "
-        "be used (said and skipped), 2 bad arguments.")
+        "journal. One line per action; one line per host for what could not be done.",
+        width=78)  # (the epilog, an example and the exit codes: abtui.commands.helptext)
     parser.add_argument("--dry-run", action="store_true",
                         help="only list what would be set back (and forgotten)")
     parser.add_argument("--forget", action="append", default=[], metavar="HOST",

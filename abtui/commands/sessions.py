@@ -35,7 +35,8 @@ def _entry(path: Path) -> dict[str, Any]:
     start = (reader.head_time(path) if live else h.get("start")) or h.get("created")
     return {"name": h.get("name") or paths.name_of(path), "path": str(path),
             "profile": h.get("profile", ""), "created": start, "pairs": h.get("pairs") or [],
-            "duration": (end - start) if end and start else None, "finished": not live}
+            "duration": (end - start) if end and start else None, "finished": not live,
+            "copy_of": h.get("copy_of")}
 
 
 def _finish(part: Path) -> str:
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         dur = fmt_duration(e["duration"]) if e["duration"] is not None else "?"
         print(f"{visible(e['name']):<40} {visible(e['profile']):<14} "
               f"{fmt_time(e['created']):<23} {visible(','.join(e['pairs'])):<12} "
-              f"{dur}{'' if e['finished'] else ' (live/cut short)'}")
+              f"{dur}{'' if e['finished'] else ' (live/cut short)'}"
+              + (f" (saved copy of {visible(e['copy_of'])})" if e["copy_of"] else ""))
     for u in unreadable:
         print(f"cannot read: {visible(u['why'])}")
     for c in cut:

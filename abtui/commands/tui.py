@@ -267,6 +267,10 @@ class DeferredEngine:
                          again: bool = False) -> None:
         await self.engine.set_values(knob, values, again)
 
+    async def read_back(self) -> None:
+        """Every setting the session set read back (an alternation's stretch boundary)."""
+        await self.engine.read_back()
+
     async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
                    bisect: dict[str, Any] | None = None) -> None:
         await self.engine.mark(text, verdicts, bisect)

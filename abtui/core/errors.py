@@ -63,6 +63,20 @@ class LeaseHeld(RemoteError):
         self.holder = holder
 
 
+class LeaseRefused(RemoteError):
+    """Something else than a lease file is at the host's lease's name (a link, a FIFO,
+    another user's file: abtui.remote.lease): the host is not driven."""
+
+
+class LeaseNotAsked(LeaseRefused):
+    """A host before this one in the hosts' one order of leasing was refused (abtui.remote.
+    lease.LeaseOrder): this host's lease was not asked for, so another controller that needs
+    it gets it."""
+
+    def __init__(self, host: str, why: str) -> None:
+        super().__init__(host, f"its lease not asked for: {why}")
+
+
 class KnobRefused(AbtuiError):
     """A knob change was refused (and rolled back everywhere); str() is the one-line reason.
     `invalid`: abtui itself refused the value (not a value of that knob's kind, a key or

@@ -442,9 +442,12 @@ class BuildSwitch(Payload):
 @_payload(EventKind.DRIFT)
 @_payload_class
 class Drift(Payload):
-    """A host reconnected with a knob's value other than its pair's configuration (host
-    set): `value` what the host has, `expected` what abtui set or read before, `action`
-    what abtui did about it (`re-applied`, or `relabelled` with the reason in `message`)."""
+    """A knob's value on a host other than its pair's configuration (host set): `value` what
+    the host has, `expected` what abtui set or read before, `action` what abtui did about it.
+    Found after a reconnect (`re-applied`, or `relabelled` with the reason in `message`), or
+    by reading back what the session set (`since` set: someone else changed `key` between
+    `since` and `until`, time.time(); the value is left as found, never overwritten, and what
+    was measured between the two times belongs to no phase)."""
 
     knob: str
     value: str
@@ -452,12 +455,30 @@ class Drift(Payload):
     pairs: list[str]
     action: str
     message: str = ""
+    # the setting, as the host names it (`net.ipv4.tcp_rmem`, `gro on eth0`)
+    key: str | None = field(default=None, metadata=OPTIONAL)
+    since: float | None = field(default=None, metadata=OPTIONAL)
+    until: float | None = field(default=None, metadata=OPTIONAL)
 
     def line(self, host: str | None) -> str:
         """The sentence the console log shows."""
         why = f" ({self.message})" if self.message else ""
+        if self.since is not None:
+            what = f"{self.knob} ({self.key})" if self.key and self.key != self.knob \
+                else self.knob
+            until = f" and {_clock(self.until)}" if self.until is not None else ""
+            return (f"{what} on {host} changed out of band to {self.value!r} (abtui had set "
+                    f"{self.expected!r}), by someone else between {_clock(self.since)}"
+                    f"{until}: {self.action}{why}")
         return (f"{self.knob} on {host} is {self.value} after reconnect, was set to "
                 f"{self.expected}: {self.action}{why}")
+
+
+def _clock(t: float | None) -> str:
+    """A time.time() as the local clock reads it, to the second."""
+    import time
+
+    return time.strftime("%H:%M:%S", time.localtime(t)) if t is not None else "?"
 
 
 @_payload(EventKind.BISECT)

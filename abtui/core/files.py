@@ -46,9 +46,11 @@ def _checked(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], new_mode: int | None = None
+                ) -> Iterator[BinaryIO]:
     """A binary file to write `path`'s new content to; on leaving the block it is fsync'ed
-    and renamed over `path` (its permissions kept, a new one made as `open` would). Left by
+    and renamed over `path` (its permissions kept, a new one made as `open` would, or with
+    `new_mode`: a session's 0600). Left by
     an exception, nothing is renamed and the temporary file is removed. OSError, raised by
     the block or on the way out, becomes CannotWrite naming `path`."""
     target = Path(path)
@@ -65,7 +67,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         try:
             mode = target.stat().st_mode & 0o7777
         except FileNotFoundError:
-            mode = 0o666 & ~_umask()
+            mode = new_mode if new_mode is not None else 0o666 & ~_umask()
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except OSError as exc:

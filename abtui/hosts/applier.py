@@ -3,13 +3,14 @@ KnobApplier (abtui.measure.ports): apply, read, check tunnels, set back."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from abtui.core.events import AnyEvent
 from abtui.core.model import Knob, Pair, Profile
 
 if TYPE_CHECKING:  # (the console imports this module before its first frame: no SSH layer)
+    from abtui.hosts.readback import Changed
     from abtui.hosts.undo import UndoJournal
     from abtui.remote.dialect import Dialect
     from abtui.remote.link import HostLink
@@ -46,6 +47,13 @@ class HostKnobs:
     async def tunnel_intact(self, label: str, host: str) -> bool | None:
         """The pair's tunnel ends on `host` still there (None: no tunnel abtui made there)."""
         return await self.tunnels.intact(label, host)
+
+    async def read_back(self, hosts: Collection[str]) -> list[Changed]:
+        """Every setting written on `hosts` read back; what someone else changed since
+        (abtui.hosts.readback: no longer abtui's, never written again)."""
+        from abtui.hosts.readback import read_back
+
+        return await read_back(self.manager, hosts)
 
     async def restore(self) -> list[str]:
         """Tunnels removed, knobs restored (RESTORE events); the journal is the engine's."""

@@ -9,12 +9,14 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from abtui.core.errors import AbtuiError, LeaseHeld, RemoteError
+from abtui.core.errors import AbtuiError, LeaseHeld, LeaseRefused, RemoteError
 from abtui.core.model import HostFacts, Pair, Profile
 from abtui.remote.dialect import Dialect
 from abtui.remote.dialects import dialect_for
 from abtui.remote.facts import gather_facts
 from abtui.remote.link import HostLink, StateCallback, connect_all
+
+NOT_ASKED = "its lease not asked for"  # (abtui.core.errors.LeaseNotAsked's reason)
 
 
 def profile_hosts(pairs: Sequence[Pair]) -> list[str]:
@@ -49,6 +51,9 @@ class Hosts:
     errors: dict[str, str] = field(default_factory=dict)
     # host -> the controller holding its lease (abtui.remote.lease): another abtui drives it
     held: dict[str, str] = field(default_factory=dict)
+    # host -> why its lease was not taken although it answered (something else at the
+    # lease's name; a host before it in the one order refused): not driven
+    unleased: dict[str, str] = field(default_factory=dict)
 
     async def close(self) -> None:
         await asyncio.gather(*(link.close() for link in self.links.values()),
@@ -75,6 +80,8 @@ async def open_hosts(profile: Profile, on_state: StateCallback | None = None,
     for alias, exc in failed.items():
         if isinstance(exc, LeaseHeld):
             hosts.held[alias] = exc.holder
+        if isinstance(exc, LeaseRefused):
+            hosts.unleased[alias] = exc.reason
         if exc is not None:
             hosts.errors[alias] = str(exc).removeprefix(f"{alias}: ")
     alive = [a for a in hosts.links if a not in hosts.errors]
@@ -93,13 +100,21 @@ async def open_hosts(profile: Profile, on_state: StateCallback | None = None,
     return hosts
 
 
-def held_line(held: dict[str, str]) -> str:
-    """One line naming the controller(s) holding hosts' leases, each with its hosts."""
+def held_line(held: dict[str, str], unleased: dict[str, str] | None = None) -> str:
+    """One line naming the controller(s) holding hosts' leases, each with its hosts, and the
+    hosts whose leases were not taken (not asked for: after a held one in the order)."""
     by_holder: dict[str, list[str]] = {}
     for alias, holder in held.items():
         by_holder.setdefault(holder, []).append(alias)
-    return "; ".join(f"{', '.join(aliases)} {'is' if len(aliases) == 1 else 'are'} driven by "
-                     f"{holder}" for holder, aliases in by_holder.items())
+    parts = [f"{', '.join(aliases)} {'is' if len(aliases) == 1 else 'are'} driven by {holder}"
+             for holder, aliases in by_holder.items()]
+    asked = [a for a, why in (unleased or {}).items() if not why.startswith(NOT_ASKED)]
+    parts += [f"{a}: {(unleased or {})[a]}" for a in asked]
+    waiting = [a for a in (unleased or {}) if a not in asked]
+    if waiting:
+        parts.append(f"{', '.join(waiting)} not asked for (after "
+                     f"{'them' if len(parts) > 1 else 'it'} in the hosts' one order)")
+    return "; ".join(parts)
 
 
 async def probe_tunnels(profile: Profile, hosts: Hosts) -> None:

@@ -108,9 +108,17 @@ class KnobManager:
         self.originals: dict[tuple[str, Setting], tuple[str, str]] = {}
         # setting identity -> the value this manager last wrote (and read back) there
         self.written: dict[tuple[str, Setting], str] = {}
+        # setting identity -> the value someone else set there since (abtui.hosts.readback):
+        # no longer abtui's, never written again, left as found on exit
+        self.foreign: dict[tuple[str, Setting], str] = {}
         self._lock = asyncio.Lock()
         # kernel and module knobs: a switch is a boot or a reload (abtui.hosts.builds)
         self.builds = BuildSwitcher(links, dialects, self.read, journal=journal, emit=emit)
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """Held while settings change or are read back (no read sees a flip half done)."""
+        return self._lock
 
     def setting(self, knob: Knob, target: Target) -> Setting:
         """The knob as a setting of this host's OS ([knobs.os.<os>] picks its kind and key)."""
@@ -222,6 +230,13 @@ class KnobManager:
     async def _apply_settings(self, knob: Knob, value: str,
                               targets: Sequence[Target]) -> ApplyResult:
         settings = [(t.host, self.setting(knob, t)) for t in targets]
+        for host, s in settings:  # someone else's value is never overwritten
+            if (host, s) in self.foreign:
+                raise KnobRefused(f"{host}: knob {knob.name}={value!r} refused: {s.label()} "
+                                  f"was set to {_words(self.foreign[(host, s)])!r} by "
+                                  "someone else "
+                                  "during the session; abtui no longer sets it (nothing was "
+                                  "changed)")
         # the value as each host's OS writes it ([knobs.os.<os>] values)
         wanted = {h: knob.value_for_os(self._dialect(h).name, value) for h, _s in settings}
         for host, s in settings:
@@ -242,6 +257,9 @@ class KnobManager:
                     contextlib.nullcontext():
                 for (host, s), old in zip(first, before, strict=True):
                     self._record_original(knob, host, s, str(old))
+                if self.journal is not None:  # each value abtui writes, once
+                    for host, s in settings:
+                        self.journal.wrote(host, str(s.kind), s.key, s.device, wanted[host])
         except WriteFailed:  # not journalled: not changed, now or by a later flip
             for ident in first:
                 self.originals.pop(ident, None)
@@ -384,7 +402,8 @@ class KnobManager:
                 left = res if isinstance(res, str) else None
                 ok = res is None
                 msg = "" if ok else str(res) if left is None else \
-                    (f"left as it is: reads {left!r}, not the {self.written[(host, s)]!r} "
+                    (f"left as it is: reads {_words(left)!r}, not the "
+                     f"{_words(self.written[(host, s)])!r} "
                      "abtui set (set by someone else since)")
                 out.append(Restored(host, s, value, ok, msg, left))
                 if ok or left is not None:
@@ -415,6 +434,11 @@ class KnobManager:
 
 
 INVALID = "invalid value"
+
+
+def _words(value: str) -> str:
+    """A value as one line says it (tcp_rmem's tabs as spaces)."""
+    return " ".join(value.split())
 
 
 def _message(knob: Knob, value: str, host: str, exc: BaseException, note: str) -> str:

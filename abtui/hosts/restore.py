@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from abtui.core.model import KnobKind
 from abtui.hosts.builds import origin_of
 from abtui.hosts.connect import detect_dialect
 from abtui.hosts.knobs import KnobManager
+from abtui.hosts.leftovers import is_recorded_group
 from abtui.hosts.tunnel_commands import down_command
 from abtui.hosts.tunnels import TunnelManager
 from abtui.hosts.undo import (
@@ -33,7 +35,7 @@ from abtui.hosts.undo import (
 )
 from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
-from abtui.remote.streams import RemoteProcess, group_alive_command, group_runs_command
+from abtui.remote.streams import RemoteProcess, group_alive_command
 
 # How `abtui recover` reports: (done, one line).
 Say = Callable[[bool, str], None]
@@ -257,36 +259,62 @@ async def _build_back(p: Pending, manager: KnobManager, host: str, knob: str,
 
 async def _restore(p: Pending, manager: KnobManager, ident: tuple[str, str, str, str | None],
                    value: str, left: _Left, say: Say) -> None:
-    """Write one original back. A write that is refused while the host holds the original
-    anyway (a read-only setting abtui never changed) counts as done."""
-    from abtui.hosts.undo import append_record
-
+    """Write one original back, reading the setting first: a value that is no longer abtui's
+    (one the live session found set by someone else, or one abtui never wrote, when the
+    journal says what it wrote) is left as it is and said in one line. A write that is
+    refused while the host holds the original anyway (a read-only setting abtui never
+    changed) counts as done."""
     host, kind, key, dev = ident
     s = Setting(KnobKind(kind), key, dev)
     try:
-        await manager.write(host, s, value)
-        done = f"restored {s.label()} = {value!r}"
-    except Exception as exc:  # reported; the rest goes on
-        why = getattr(exc, "reason", str(exc))
+        now: str | None = await manager.read(host, s)
+    except Exception:  # cannot say: the write below tells
+        now = None
+    foreign = _foreign(p, ident, now)
+    if foreign:
+        append_record(p.path, {"op": "restored", "host": host, "kind": kind, "key": key,
+                               "device": dev, "left": now})
+        say(True, f"{host}: left {s.label()} = {now!r} as it is: {foreign} (its original "
+                  f"was {value!r})")
+        return
+    if same_value(now, value):
+        done = f"{s.label()} already is {value!r}"
+    else:
         try:
-            now = await manager.read(host, s)
-        except Exception:  # the write's reason is the one to give
-            now = None
-        if not same_value(now, value):
+            await manager.write(host, s, value)
+            done = f"restored {s.label()} = {value!r}"
+        except Exception as exc:  # reported; the rest goes on
+            why = getattr(exc, "reason", str(exc))
             left.add(host, f"could not restore {s.label()} = {value!r}: {why}")
             return
-        done = f"{s.label()} already is {value!r}"
     append_record(p.path, {"op": "restored", "host": host, "kind": kind, "key": key,
                            "device": dev})
     say(True, f"{host}: {done}")
+
+
+def _foreign(p: Pending, ident: tuple[str, str, str, str | None], now: str | None) -> str:
+    """Why the value `now` is someone else's, not abtui's ("" when it is abtui's, or cannot
+    be told): the live session found it set by someone else, or the journal lists every value
+    abtui wrote there and `now` is none of them (nor the original)."""
+    if now is None or same_value(now, p.originals.get(ident)):
+        return ""
+    if same_value(now, p.foreign.get(ident)):
+        return "set by someone else during the session, recorded as drift"
+    wrote = p.written.get(ident)
+    if wrote and not any(same_value(now, w) for w in wrote):
+        return (f"not a value abtui set ({', '.join(repr(w) for w in wrote)}): someone else "
+                "changed it since")
+    return ""
 
 
 async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, left: _Left,
                      say: Say) -> None:
     """End one process group abtui started."""
     host, name = link.alias, f"process group {pgid} ({what or 'abtui'})"
+    started = p.started.get((host, pgid))
+    age = None if started is None else max(0.0, time.time() - started)
     try:
-        if not await _group_runs(link, pgid, what):
+        if not await is_recorded_group(link, pgid, what, age):
             append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
             say(True, f"{host}: {name} had already ended")
             return
@@ -300,11 +328,6 @@ async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, left: _Le
         return
     append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
     say(True, f"{host}: ended {name}")
-
-
-async def _group_runs(link: HostLink, pgid: int, what: str) -> bool:
-    """Does process group `pgid` still run `what`? (A reused number is left alone.)"""
-    return (await link.run(group_runs_command(pgid, what))).ok
 
 
 async def _open(link: HostLink) -> Dialect | LeaseHeld | str:

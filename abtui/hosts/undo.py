@@ -3,9 +3,12 @@
 One append-only JSON-lines file per controller process under
 `user_state_dir("abtui")/undo/`, each line fsync'ed before the change it describes is made
 (the lines of one flip's hosts together, `UndoJournal.batch`):
-the hosts (alias and ssh options), the original value of every setting touched, the build
-(kernel or module) each host ran before its first switch, tunnels brought up, remote process
-groups started. A clean exit deletes the file; after a crash,
+the hosts (alias and ssh options), the original value of every setting touched and each value
+abtui writes there (`wrote`, once per value: so `abtui recover` can tell a value that is no
+longer abtui's, someone else's since, and leave it), a setting found changed by someone else
+(`foreign`), the build (kernel or module) each host ran before its first switch, tunnels
+brought up, remote process groups started (with when, so a later abtui ends only those very
+processes: abtui.hosts.leftovers). A clean exit deletes the file; after a crash,
 `abtui recover` (or the next start, via `pending_recovery()`) replays what is left.
 """
 
@@ -65,6 +68,12 @@ class Pending:
     tunnels: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # (host, pgid) -> what was started
     pgids: dict[tuple[str, int], str] = field(default_factory=dict)
+    # (host, pgid) -> when it was started (time.time() of the controller; None: not recorded)
+    started: dict[tuple[str, int], float] = field(default_factory=dict)
+    # (host, kind, key, device) -> every value abtui wrote there (empty: not recorded)
+    written: dict[tuple[str, str, str, str | None], list[str]] = field(default_factory=dict)
+    # (host, kind, key, device) -> the value someone else set, found by a live session
+    foreign: dict[tuple[str, str, str, str | None], str] = field(default_factory=dict)
     # (host, knob) -> the build it ran before abtui first switched it (abtui.hosts.builds)
     builds: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     # entries this abtui cannot use, one line each (`read_journal`)
@@ -93,6 +102,7 @@ class Pending:
         self.originals = {k: v for k, v in self.originals.items() if k[0] != host}
         self.tunnels = {k: v for k, v in self.tunnels.items() if k[0] != host}
         self.pgids = {k: v for k, v in self.pgids.items() if k[0] != host}
+        self.started = {k: v for k, v in self.started.items() if k[0] != host}
         self.skipped = [k for k in self.skipped if k.host != host]
 
 
@@ -119,6 +129,7 @@ class UndoJournal:
         self._fh = os.fdopen(fd, "ab")
         self._hosts: set[str] = set()
         self._originals: set[tuple[str, str, str, str | None]] = set()
+        self._wrote: set[tuple[str, str, str, str | None, str]] = set()
         self._batching = 0
         self._unsynced = False  # lines a batch wrote that are not fsync'ed yet
         self._write({"op": "start", "pid": os.getpid(), "t": time.time()})
@@ -194,6 +205,26 @@ class UndoJournal:
         self._originals.add(ident)
         return True
 
+    def wrote(self, host: str, kind: str, key: str, device: str | None, value: str) -> bool:
+        """Record a value abtui is about to write to a setting (once per value: a flip back
+        and forth costs nothing after the first of each), before it is written: so
+        `abtui recover` can tell a value that is no longer abtui's. False if already
+        recorded."""
+        self._usable()
+        ident = (host, kind, key, device, " ".join(value.split()))
+        if ident in self._wrote:
+            return False
+        self._write({"op": "wrote", "host": host, "kind": kind, "key": key,
+                     "device": device, "value": value})
+        self._wrote.add(ident)
+        return True
+
+    def foreign(self, host: str, kind: str, key: str, device: str | None, value: str) -> None:
+        """A setting abtui set was found changed by someone else to `value`: no longer
+        abtui's, never overwritten, left as found by the exit and by `abtui recover`."""
+        self._write({"op": "foreign", "host": host, "kind": kind, "key": key,
+                     "device": device, "value": value}, before_change=False)
+
     def restored(self, host: str, kind: str, key: str, device: str | None,
                  left: str | None = None) -> None:
         """Set back; or (`left`: the value found) left as it is, since it was no longer the
@@ -229,8 +260,8 @@ class UndoJournal:
     def record_pgid(self, host: str, pgid: int, what: str = "") -> None:
         """A remote process group abtui started (the engine calls this for iperf3/ping, once
         it runs: this session ends it whether or not the record could be written)."""
-        self._write({"op": "pgid", "host": host, "pgid": int(pgid), "what": what},
-                    before_change=False)
+        self._write({"op": "pgid", "host": host, "pgid": int(pgid), "what": what,
+                     "t": time.time()}, before_change=False)
 
     def forget_pgid(self, host: str, pgid: int) -> None:
         """That process group has ended (or was ended): nothing to kill any more."""
@@ -429,10 +460,23 @@ def _tunnel_down(p: Pending, rec: dict[str, Any]) -> None:
 
 def _pgid(p: Pending, rec: dict[str, Any]) -> None:
     p.pgids[(rec["host"], rec["pgid"])] = rec.get("what", "")
+    if "t" in rec:
+        p.started[(rec["host"], rec["pgid"])] = float(rec["t"])
 
 
 def _pgid_gone(p: Pending, rec: dict[str, Any]) -> None:
     p.pgids.pop((rec["host"], rec["pgid"]), None)
+    p.started.pop((rec["host"], rec["pgid"]), None)
+
+
+def _wrote(p: Pending, rec: dict[str, Any]) -> None:
+    values = p.written.setdefault(_setting(rec), [])
+    if rec["value"] not in values:
+        values.append(rec["value"])
+
+
+def _foreign(p: Pending, rec: dict[str, Any]) -> None:
+    p.foreign[_setting(rec)] = rec["value"]
 
 
 def _build(p: Pending, rec: dict[str, Any]) -> None:
@@ -462,7 +506,9 @@ ENTRIES: dict[str, Entry] = {
     "unchanged": Entry(_SETTING, _set_back, _DEVICE),
     "tunnel": Entry(_TUNNEL, _tunnel, {"pair": TEXT, "os": MAYBE_TEXT}, _tunnel_usable),
     "tunnel_down": Entry({"host": TEXT, "ifname": TEXT}, _tunnel_down),
-    "pgid": Entry(_GROUP, _pgid, {"what": TEXT}, _group_usable),
+    "wrote": Entry({**_SETTING, "value": TEXT}, _wrote, _DEVICE, _known_kind),
+    "foreign": Entry({**_SETTING, "value": TEXT}, _foreign, _DEVICE, _known_kind),
+    "pgid": Entry(_GROUP, _pgid, {"what": TEXT, "t": NUMBER}, _group_usable),
     "pgid_gone": Entry(_GROUP, _pgid_gone),
     "build": Entry({"host": TEXT, "knob": TEXT, "kind": TEXT, "key": TEXT, "value": TEXT,
                     "build": (dict,)}, _build, {**_DEVICE, "iface": (dict, type(None))}),

@@ -184,6 +184,7 @@ class Lab:
                                 if existing != pairs else
                                 "rebuilding it for other kernels, NICs or clock")
         self.check_prerequisites()
+        self.refuse_if_clashing()
         resolved: dict[str, Kernel] = {}
         if wanted:
             from abtui.lab import kernels as kernel_specs
@@ -336,8 +337,21 @@ class Lab:
         # the bridge last: its ports first
         return sorted(names, key=lambda n: n == self.layout.bridge)
 
+    def refuse_if_clashing(self) -> None:
+        """BadInput, before anything is made, when another lab uses this one's management
+        subnet or interface prefix (abtui.lab.reach.clash)."""
+        from abtui.lab.reach import clash, root_addresses
+
+        why = clash(root_addresses(), self.layout.bridge, self.layout.bridge_address)
+        if why is not None:
+            raise BadInput(f"lab {self.name!r}: {why}; nothing was made (give this lab "
+                           "others: ABTUI_LAB=name,ifprefix,mgmt)")
+
     # ---- status -------------------------------------------------------------------------
-    def status(self) -> dict[str, object]:
+    def status(self, login: bool = False) -> dict[str, object]:
+        """The lab's hosts and whether each works (`ok`; `why` not): its namespace (or
+        guest), its sshd and its SSH banner; with `login`, SSH logs in with the lab's keys
+        too."""
         from abtui.lab.vm.guest import ready_release, share_of
 
         pairs = self.pair_count()
@@ -351,8 +365,10 @@ class Lab:
             entry = asdict(h)
             if h.vm:
                 qemu = pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
-                ok = qemu is not None and pid_alive(qemu) and \
-                    ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
+                alive = qemu is not None and pid_alive(qemu)
+                ok = alive and ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
+                why = "" if ok else "its guest is not running" if not alive else \
+                    f"no SSH server answers at {h.mgmt_address}"
                 now = booted.get(h.alias) or kernels.get(h.pair, {})
                 # the guest's own word first: a kexec from inside does not tell the lab
                 said = ready_release(share_of(self.state_dir, h.alias))
@@ -361,14 +377,25 @@ class Lab:
                               "accel": meta.get("accel", ""), "boot_s": boot.get(h.alias),
                               "cpu": "own"})
             else:
-                ok = h.netns in present and self.ssh.pid_of(h) is not None and \
-                    ssh_banner(h.mgmt_address)[0]
+                why = ("its namespace is gone" if h.netns not in present else
+                       "its sshd is not running" if self.ssh.pid_of(h) is None else
+                       "" if ssh_banner(h.mgmt_address)[0] else
+                       f"no SSH server answers at {h.mgmt_address}")
+                ok = not why
                 # a namespace's /proc/stat is this machine's: its CPU is every host's
                 entry.update({"release": os.uname().release, "booted": "", "accel": "",
                               "boot_s": None,
                               "cpu": "shared"})
-            entry.update({"address": h.mgmt_address, "ok": bool(ok), "nic": h.nic_name})
+            entry.update({"address": h.mgmt_address, "ok": bool(ok), "nic": h.nic_name,
+                          "why": why})
             hosts.append(entry)
+        if login and hosts:
+            from abtui.lab.reach import logins
+
+            failed = logins(self.ssh_config, [str(e["alias"]) for e in hosts if e["ok"]])
+            for e in hosts:
+                if failed.get(str(e["alias"])):
+                    e.update({"ok": False, "why": failed[str(e["alias"])]})
         return {
             "name": self.name,
             "up": bool(pairs),

@@ -37,16 +37,17 @@ import asyncio
 import contextlib
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from abtui.core.configuration import UNKNOWN
 from abtui.core.controller import Controller
-from abtui.core.errors import BadInput
+from abtui.core.errors import AbtuiError, BadInput
 from abtui.core.events import (
     AnyEvent,
     BuildSwitch,
+    Drift,
     EventKind,
     IntervalMeasured,
     Link,
@@ -229,7 +230,10 @@ class Stretches:
     said (`empty`); so is one during which a host of the pair lost its link (`hosts`) other
     than by a boot into the stretch's build (a plan-mode stretch opens before its switch),
     or failed to switch to it, and one a stop cut short before it counted `min_seconds`:
-    missing data not of the value's doing."""
+    missing data not of the value's doing. A stretch that overlaps the time in which someone
+    else changed a setting of the pair's hosts (a DRIFT read back: between its `since` and
+    `until`) is left out too (`drifted`), even once closed: it ran under a value nobody can
+    name; after a drift of the alternated knob itself, every later stretch of the pair is."""
 
     knob: str
     values: tuple[str, ...]
@@ -240,6 +244,10 @@ class Stretches:
     taken: dict[str, dict[int, float]] = field(default_factory=dict)
     lost: dict[str, set[int]] = field(default_factory=dict)  # pair -> link lost: left out
     empty: dict[str, set[int]] = field(default_factory=dict)  # pair -> nothing counted
+    # pair -> stretches a setting changed out of band in (a DRIFT read back): left out
+    drifted: dict[str, set[int]] = field(default_factory=dict)
+    spans: dict[int, tuple[float, float]] = field(default_factory=dict)  # closed: open, close
+    _value_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (pair, i) -> value
     # what a stretch measures: an event's (value a second, seconds) when it counts; the
     # throughput of the counted intervals, or (`inverse_rtt`) the ping replies
     source: Callable[[AnyEvent], tuple[float, float] | None] = counted
@@ -256,12 +264,15 @@ class Stretches:
     _down: set[str] = field(default_factory=set)  # pairs whose link dropped in this stretch
     _failed: set[str] = field(default_factory=set)  # pairs whose run failed, no data since
     _booting: set[str] = field(default_factory=set)  # hosts switching to another build
+    # pairs whose alternated knob someone else set: no stretch of theirs holds its value since
+    _taken_over: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.samples = {p: {v: [] for v in self.values} for p in self.pairs}
         self.taken = {p: {} for p in self.pairs}
         self.lost = {p: set() for p in self.pairs}
         self.empty = {p: set() for p in self.pairs}
+        self.drifted = {p: set() for p in self.pairs}
 
     def begin(self, index: int, value: str | Mapping[str, str]) -> None:
         """Stretch `index` (holding `value` on every pair, or each pair's value: a
@@ -278,6 +289,10 @@ class Stretches:
         for pair in self.pairs:
             seg = self._open.get(pair, Segment())
             value = self.held.get(pair)
+            if pair in self._taken_over:
+                self.drifted[pair].add(self.index)
+            if self.index in self.drifted[pair]:
+                continue  # a setting changed out of band in it: left out (drift)
             if pair in self._down or value is None or value not in self.samples[pair]:
                 self.lost[pair].add(self.index)
                 continue
@@ -290,17 +305,45 @@ class Stretches:
             rate = seg.bits / over if over > 0 else 0.0  # full and nothing counted: dead
             self.samples[pair][value].append(rate)
             self.taken[pair][self.index] = rate
+            self._value_at[(pair, self.index)] = value
             logs = self._logs.get(pair, [])
             if len(logs) > 1:
                 mean = sum(logs) / len(logs)
                 self.within.setdefault(pair, {})[self.index] = (
                     len(logs) - 1, sum((x - mean) ** 2 for x in logs))
         self.closed = max(self.closed, self.index + 1)
+        self.spans[self.index] = (self.opened, self.latest)
         self._open.clear()
         self._logs.clear()
         self._down.clear()
         self.index = None
         self.held = {}
+
+    def _drift(self, drift: Drift, t: float) -> None:
+        """Someone else changed a setting of these pairs' hosts between `since` and `until`:
+        every stretch that overlaps that time is left out, the one in force and those
+        closed already (their samples withdrawn); and when it is the alternated knob, every
+        later stretch of those pairs too (abtui no longer sets it: what they run is not the
+        schedule's value)."""
+        since = drift.since if drift.since is not None else t
+        until = drift.until if drift.until is not None else t
+        for pair in (str(p) for p in drift.pairs):
+            if pair not in self.samples:
+                continue
+            if drift.knob == self.knob:  # the value is someone else's from now on
+                self._taken_over.add(pair)
+            hit = [i for i, (a, b) in self.spans.items() if a < until and b > since]
+            if self.index is not None and self.opened < until:
+                hit.append(self.index)
+            for i in hit:
+                self.drifted[pair].add(i)
+                rate = self.taken[pair].pop(i, None)
+                value = self._value_at.pop((pair, i), None)
+                if rate is not None and value is not None and rate in self.samples[pair][value]:
+                    self.samples[pair][value].remove(rate)
+                self.within.get(pair, {}).pop(i, None)
+                self.lost[pair].discard(i)
+                self.empty[pair].discard(i)
 
     def _add(self, pair: str, got: tuple[float, float | None]) -> None:
         """A counted reading (a value a second, its seconds) into the stretch in force."""
@@ -316,6 +359,9 @@ class Stretches:
             (self._booting.add if switch.stage == "booting" else self._booting.discard)(host)
             if switch.stage == "failed" and self.index is not None:  # not the value's build
                 self._down.update(p for p, hs in self.hosts.items() if host in hs)
+            return
+        if isinstance(switch, Drift) and switch.since is not None:
+            self._drift(switch, event.t)
             return
         if self.index is None:
             return
@@ -489,8 +535,11 @@ class Verdicts:
         pairs = self._pairs(pair)
         lost = sum(len(self.stretches.lost[p]) for p in pairs)
         empty = sum(len(self.stretches.empty[p]) for p in pairs)
+        drifted = sum(len(self.stretches.drifted[p]) for p in pairs)
         notes = [*dead, *([f"{lost} stretch{'es' if lost != 1 else ''} left out: a host's "
                            f"link was lost"] if lost else []),
+                 *([f"{drifted} stretch{'es' if drifted != 1 else ''} left out: a setting "
+                    "was changed out of band (drift)"] if drifted else []),
                  *([f"{empty} stretch{'es' if empty != 1 else ''} left out: no interval "
                     f"counted in {'them' if empty != 1 else 'it'}"] if empty else [])]
         return f"{pair}: {self.stretches.knob}={value} vs {base}: " \
@@ -609,7 +658,8 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
                 stop: asyncio.Event | None = None,
                 boundary: Callable[[], None] | None = None,
                 done: Callable[[], str | None] | None = None,
-                again: Callable[[str, Mapping[str, str]], object] | None = None) -> str:
+                again: Callable[[str, Mapping[str, str]], object] | None = None,
+                check: Callable[[], Awaitable[object]] | None = None) -> str:
     """Hold each value of the schedule `every` seconds. Every boundary is handled alike,
     whether the value changes or not, so that a stretch's timing never depends on the drawn
     order: the stretch in force closes; the verdicts that have a new look (a complete block)
@@ -624,7 +674,9 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
     own value). A boundary that keeps the value then pauses until it has lasted as long as
     one of the changes so far, drawn (seeded by the schedule's seed), so that the time
     between stretches has one distribution whatever the order (a periodic load's phase
-    would otherwise follow the flips); `alt.window` seconds are dropped; then the next
+    would otherwise follow the flips); `check` (the engine's read-back of every setting it
+    set, `Engine.read_back`) is awaited before each stretch closes, so one in which someone
+    else changed a setting is left out; `alt.window` seconds are dropped; then the next
     stretch opens, and counts only intervals that began after that (Stretches). The caller
     set the schedule's first value; stretch 0 opens after the window too (unless the caller
     began it). Returns why it stopped: `verdict`, `max-runs`, `time limit`, what `done`
@@ -654,6 +706,9 @@ async def drive(set_values: Callable[[str, Mapping[str, str]], object], alt: Alt
             return "time limit"
         if await _stopped_within(stop, alt.every if left is None else min(alt.every, left)):
             return "stopped"
+        if check is not None:  # settings read back: a stretch someone else changed is left out
+            with contextlib.suppress(AbtuiError, OSError):
+                await check()
         stretches.close(full=True)
         for line in verdicts.new_lines():
             say(line)
@@ -843,7 +898,8 @@ class LiveAlternation:
         try:
             # the panel is redrawn once per boundary (`boundary`), its new lines with it
             why = await drive(self._flip, self.alt, self.verdicts, lambda _line: None,
-                              stop=self._stop, boundary=self.notify, again=self._anew)
+                              stop=self._stop, boundary=self.notify, again=self._anew,
+                              check=getattr(self.controller, "read_back", None))
         except Exception as exc:  # a refused flip: it cannot go on
             why = f"error: {exc}"
         self.why = why if self.stuck is None else f"{why}; {self.stuck} (then set)"

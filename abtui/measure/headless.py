@@ -100,7 +100,9 @@ class RunRates:
                 # a phase closed, with the values it had (the pair's own have moved on)
                 self.phase_config.setdefault(pair, {})[phase] = \
                     {str(k): str(v) for k, v in config.items()}
-            case events.KnobChanged(knob=knob, value=value, pairs=pairs):
+            case events.KnobChanged(knob=knob, value=value, pairs=pairs) | events.Drift(
+                    knob=knob, value=value, pairs=pairs, since=float()):
+                # (a drift read back: the host's value, set by someone else, from now on)
                 self.named += [] if knob in self.named else [str(knob)]
                 for label in pairs or []:
                     self.config.setdefault(label, {})[str(knob)] = str(value)
@@ -191,6 +193,8 @@ def describe(event: AnyEvent, measured: Measured | None = None) -> str | None:
             return f"{knob} = {value} on {', '.join(pairs or [])}"
         case events.Drift() as drift:
             return drift.line(event.host)
+        case events.Mark(text=text) if event.host:  # done on a host (a dead run's flow ended)
+            return f"{who}{text}"
         case events.BuildSwitch() as switch:
             return switch.line(event.host)
         case events.Restore(ok=ok, knob=knob, message=message, left=left) if not ok:
@@ -308,7 +312,8 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
         why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),
-                          verdicts, say, duration, again=anew(engine))
+                          verdicts, say, duration, again=anew(engine),
+                          check=engine.read_back)
     else:
         why = await _alternate_runs(engine, alt, verdicts, duration, say)
     await engine.stop()  # the stretch in force closes: it counts if it lasted long enough

@@ -5,8 +5,9 @@ pair holds no value, is left out), and judges them with abtui.reports.why at any
 for the console's panel, and once at the end, recorded as a WHY event the reports copy.
 
 Only stretches the verdict counted are used (a stretch left out of the verdict is left out
-here too), in complete blocks, with the verdict's pairing: per block, a value's stretches
-against the base's.
+here too), with the verdict's pairing: per block, a value's stretches against the base's; a
+stretch that got no window (every boundary restarts the runs, and a loaded host may spend a
+short stretch starting perf) is left out of its block, and a block needs both sides.
 """
 
 from __future__ import annotations
@@ -127,11 +128,12 @@ class WhyBook:
             for value in self.values[1:]:
                 blocks: list[why.RateBlock] = []
                 for b in range(len(order) // self.block):
-                    span = [i for i in range(b * self.block, (b + 1) * self.block)
-                            if order[i] in (base, value)]
-                    rates = {i: self.rates(key, i) for i in span}
-                    if all(i in taken and rates[i] is not None for i in span):
-                        blocks.append([(order[i] == value, rates[i] or {}) for i in span])
+                    rates = {i: self.rates(key, i) for i in range(b * self.block,
+                                                                  (b + 1) * self.block)
+                             if order[i] in (base, value) and i in taken}
+                    kept = [(order[i] == value, r) for i, r in rates.items() if r is not None]
+                    if {v for v, _ in kept} == {True, False}:
+                        blocks.append(kept)
                 if blocks:
                     out.append((key, value, blocks))
         return out
@@ -156,11 +158,13 @@ class WhyBook:
             for value in self.values[1:]:
                 blocks: list[why.Block] = []
                 for b in range(len(order) // self.block):
-                    span = range(b * self.block, (b + 1) * self.block)
-                    if not all(i in taken and by_index.get(i) for i in span):
-                        continue
-                    blocks.append([(order[i] == value, by_index[i]) for i in span
-                                   if order[i] in (base, value)])
+                    # a stretch the verdict left out, or without a window (its restart's
+                    # set-up took it), is left out here; a block needs both sides
+                    span = [i for i in range(b * self.block, (b + 1) * self.block)
+                            if order[i] in (base, value) and i in taken and by_index.get(i)]
+                    sides = {order[i] == value for i in span}
+                    if sides == {True, False}:
+                        blocks.append([(order[i] == value, by_index[i]) for i in span])
                 if blocks:
                     out.append((key, value, blocks))
         return out

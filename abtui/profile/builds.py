@@ -43,12 +43,14 @@ BUILD_FIELDS = (
     Field("image", _path, None),
     Field("initrd", _optional_path, None),
     Field("append", f.text, None),
-    Field("entry", f.text, None),
-    Field("kernel", f.matching(_NAME_RE, "a kernel's folder under /boot, such as \"D30155\""),
-          None),
+    Field("entry", f.not_option(f.text), None),
+    Field("kernel", f.not_option(f.matching(_NAME_RE, "a kernel's folder under /boot, such "
+                                            "as \"D30155\"")), None),
     Field("command", f.str_list(f.text, unique=False, non_empty=True), None),
-    Field("file", f.matching(_KLD_FILE_RE, "a module file: an absolute path on the host"), None),
-    Field("release", f.matching(_RELEASE_RE, 'a `uname -r`, such as "6.1.0-57-amd64"'), None),
+    Field("file", f.not_option(f.matching(_KLD_FILE_RE, "a module file: an absolute path on "
+                                          "the host")), None),
+    Field("release", f.not_option(f.matching(_RELEASE_RE, 'a `uname -r`, such as '
+                                             '"6.1.0-57-amd64"')), None),
     Field("version", f.text, None),
     Field("srcversion", f.matching(re.compile(r"[0-9A-Fa-f]{1,64}"), "a module's srcversion "
                                    "(hex digits)"), None),
@@ -78,6 +80,8 @@ _NEEDS = {Method.GRUB_REBOOT: "entry", Method.NEXTBOOT: "kernel", Method.COMMAND
 
 
 def check_module_key(key: str, where: KeyPath) -> None:
+    if key.startswith("-"):  # `modprobe -r KEY`, `kldload KEY`
+        raise ProfileError((*where, "key"), f.option_problem(key))
     if not MODULE_RE.fullmatch(key):
         raise ProfileError((*where, "key"), f"{f.show(key)} is not a module name; expected "
                            'letters, digits, _ and -, such as "e1000e" or "if_ix"')
@@ -139,6 +143,8 @@ def _reports(table: dict[str, Any], where: KeyPath) -> Reports:
     for key in ("kind", "value"):
         if got[key] is None:
             raise ProfileError((*where, key), "missing; expected kind, key and value")
+    if got["key"].startswith("-"):
+        raise ProfileError((*where, "key"), f.option_problem(got["key"]))
     if got["kind"] != KnobKind.MTU.value and not f.ETHTOOL_KEY_RE.fullmatch(got["key"]) \
             and not f.SYSCTL_RE.fullmatch(got["key"]):
         raise ProfileError((*where, "key"), f"{f.show(got['key'])} is not a setting's key")

@@ -80,6 +80,24 @@ def matching(regex: re.Pattern[str], expected: str, max_len: int = 200) -> Conv:
     return conv
 
 
+def not_option(conv: Conv) -> Conv:
+    """`conv`, refusing a value that begins with `-`: it becomes a command's own argument
+    (`grub-reboot ENTRY`, `insmod FILE`, `sysctl -n KEY`), where it would be read as an
+    option."""
+    def checked(value: Any) -> Any:
+        out = conv(value)
+        if isinstance(out, str) and out.startswith("-"):
+            raise Invalid(option_problem(out))
+        return out
+    return checked
+
+
+def option_problem(value: str) -> str:
+    """The one line a value that would be read as an option is refused with."""
+    return (f"{show(value)} begins with '-': the host's command would read it as an option; "
+            "expected a name or a path")
+
+
 def one_of(choices: tuple[str, ...]) -> Conv:
     def conv(value: Any) -> str:
         value = text(value)

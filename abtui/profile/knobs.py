@@ -69,12 +69,22 @@ def _values_ok(values: tuple[str, ...], ok: Any, expected: str, where: KeyPath) 
                                f"entry {i}: {f.show(v)} is not allowed; expected {expected}")
 
 
+def _no_options(values: tuple[str, ...], where: KeyPath) -> None:
+    """Values that become a command's own argument (a build's name, iperf3's `-C NAME`)
+    never begin with `-`."""
+    for i, v in enumerate(values):
+        if v.startswith("-"):
+            raise ProfileError((*where, "values"), f"entry {i}: {f.option_problem(v)}")
+
+
 def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str, Any],
                where: KeyPath) -> None:
     """The key and the values a knob of `kind` may have."""
     keyless = kind in (KnobKind.MTU, KnobKind.TUNNEL, KnobKind.NETEM, KnobKind.KERNEL)
     if keyless and key:
         raise ProfileError((*where, "key"), f"a {kind} knob has no key; expected none")
+    if key.startswith("-"):  # `sysctl -n KEY`, `ethtool -K DEV KEY …`
+        raise ProfileError((*where, "key"), f.option_problem(key))
     if kind is KnobKind.SYSCTL:
         if not f.SYSCTL_RE.fullmatch(key):
             raise ProfileError((*where, "key"), f"{f.show(key)} is not a sysctl name; expected "
@@ -106,12 +116,14 @@ def check_kind(kind: KnobKind, key: str, values: tuple[str, ...], knob: dict[str
     elif kind in BUILD_KINDS:
         if kind is KnobKind.MODULE:
             check_module_key(key, where)
+        _no_options(values, where)
         _values_ok(values, _BUILD_VALUE, "a build's name: letters, digits, _ . + : ~ / @ -",
                    where)
     elif kind is KnobKind.IPERF3:
         if key not in IPERF3_KEYS:
             raise ProfileError((*where, "key"), f"{f.show(key)} is not an iperf3 knob; expected "
                                f"one of {', '.join(IPERF3_KEYS)}")
+        _no_options(values, where)
         _values_ok(values, *IPERF3_KEYS[key], where)
     if knob.get("device") and kind not in (KnobKind.ETHTOOL_FEATURE, KnobKind.ETHTOOL_COALESCE,
                                            KnobKind.MTU, KnobKind.NETEM, KnobKind.MODULE):

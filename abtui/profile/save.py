@@ -262,3 +262,67 @@ def save_profile(profile: Profile, path: str | Path, *,
     p.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(p, text)
     return p
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SetupChange:
+    """What saving the live setup does to one knob: `value` becomes its `initial`
+    (`before`: what the profile had), or, with `why`, the knob is left as the file has it."""
+
+    knob: str
+    value: str
+    before: str | None = None
+    why: str = ""
+
+    def line(self) -> str:
+        if self.why:
+            return f"{self.knob}: left as it is ({self.why})"
+        was = f" (was {self.before})" if self.before is not None else " (was not set)"
+        return f"{self.knob} = {self.value}{was}"
+
+
+def setup_changes(profile: Profile,
+                  live: Mapping[str, Mapping[str, str]]) -> list[SetupChange]:
+    """Each of the profile's knobs the live setup (pair -> knob -> value, as the hosts
+    reported and the flips set) holds one value of on every pair: written when it is one of
+    the knob's values and not already its `initial`; said when the pairs differ or the value
+    is a host's own (a profile can only name listed values)."""
+    out: list[SetupChange] = []
+    for knob in profile.knobs:
+        seen = {pair: cfg[knob.name] for pair, cfg in live.items() if knob.name in cfg}
+        values = set(seen.values())
+        if not values:
+            continue
+        if len(values) > 1:
+            each = ", ".join(f"{pair} {value}" for pair, value in seen.items())
+            out.append(SetupChange(knob.name, "", knob.initial,
+                                   f"the pairs differ: {each}; a profile holds one value"))
+            continue
+        value = values.pop()
+        if value == knob.initial:
+            continue
+        if value not in knob.values:
+            out.append(SetupChange(knob.name, value, knob.initial,
+                                   "the hosts' own value, not one the profile lists"))
+            continue
+        out.append(SetupChange(knob.name, value, knob.initial))
+    return out
+
+
+def save_setup(path: str | Path,
+               live: Mapping[str, Mapping[str, str]]) -> tuple[Path, list[SetupChange]]:
+    """The live setup written into the profile at `path` as its knobs' `initial` values.
+
+    The file is read and checked again first (it may have been edited since the console
+    loaded it: what it now says is kept, only the knobs' values change), edited in place with
+    its comments, checked once more and atomically replaced (save_profile). BadInput, naming
+    the file, when it no longer loads."""
+    from abtui.profile.load import load_profile
+
+    p = Path(path)
+    current = load_profile(p)
+    changes = setup_changes(current, live)
+    values = {c.knob: c.value for c in changes if not c.why}
+    if values:
+        save_profile(current, p, knob_values=values)
+    return p, changes

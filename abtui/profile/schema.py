@@ -20,7 +20,7 @@ REQUIRED: Any = object()
 KeyPath = tuple[str | int, ...]
 
 # Keys the console keeps for itself; a knob's `binding` may not take them (docs/profiles.md).
-RESERVED_KEYS = ("q", "?", "space", "s", "m", "e", "p", "a", "b", "tab")
+RESERVED_KEYS = ("q", "?", "space", "s", "S", "m", "e", "p", "a", "b", "tab")
 OS_NAMES = ("linux", "freebsd")
 
 
@@ -117,7 +117,8 @@ TEST_FIELDS = (
     Field("udp", f.boolean, False),
     Field("bitrate", f.matching(f.BITRATE_RE, 'an iperf3 bitrate such as "1G" or "500M"'), None),
     Field("omit", f.integer(0, 600), 0),
-    Field("congestion", f.matching(f.CONGESTION_RE, 'an algorithm name such as "bbr"'), None),
+    Field("congestion", f.not_option(f.matching(f.CONGESTION_RE,
+                                                'an algorithm name such as "bbr"')), None),
     Field("bind", f.ip, None),
     Field("port", f.integer(1, 65535), 5201),
     Field("ping", f.boolean, True),

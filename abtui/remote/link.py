@@ -27,17 +27,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from abtui.core.destination import Destination, parse_destination
-from abtui.core.errors import LeaseHeld, RemoteError
+from abtui.core.errors import LeaseHeld, LeaseNotAsked, LeaseRefused, RemoteError
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
 from abtui.core.text import visible
 from abtui.remote.dialect import FUNCTION
 from abtui.remote.lease import FD as LEASE_FD
 from abtui.remote.lease import (
+    HEARTBEAT_S,
     LOCK_DIRS,
+    TAKEOVER_WAIT_S,
+    WAIT_S,
+    LeaseOrder,
     LeaseReply,
     LeaseState,
+    bad_line,
     gone,
+    heartbeat_command,
+    name_command,
     parse_reply,
     take_command,
     takeover_command,
@@ -349,6 +356,10 @@ class HostLink:
         self.lease_path: str | None = None
         self.lease_note = ""
         self._lease_link = secrets.token_hex(4)  # this link's, kept over its reconnects
+        # the hosts' one order of leasing (connect_all), for the first connect only
+        self.lease_order: LeaseOrder | None = None
+        self.lease_named = False  # this link named its file to `lease_order`
+        self._heartbeat: asyncio.Task[None] | None = None  # refreshes the lease (HEARTBEAT_S)
         try:
             self.destination = parse_destination(alias)
             self._invalid = ""
@@ -484,6 +495,20 @@ class HostLink:
         self.shell_group = int(group) if group.isdigit() else None
         self.boot_id = lines[2] if len(lines) > 2 and lines[2] else None
         self._connected.set()
+        if self.lease_path and (self._heartbeat is None or self._heartbeat.done()):
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _beat(self) -> None:
+        """Refresh the lease's time every HEARTBEAT_S while the link lives (skipped while
+        the shell runs a command): a holder that stops (frozen, its machine gone) is seen
+        silent by the next controller, which takes the lease over (abtui.remote.lease)."""
+        while not self._closing:
+            await asyncio.sleep(HEARTBEAT_S)
+            path = self.lease_path
+            if path is None or self._shell is None or self._shell_lock.locked():
+                continue
+            with contextlib.suppress(Exception):  # a dropped link: the reconnect says it
+                await self.run(heartbeat_command(path), timeout=HEARTBEAT_S, isolate=False)
 
     async def _start_shell(self, conn: asyncssh.SSHClientConnection) -> ControlShell:
         """A new control shell on `conn`: the host's lease taken first (LeaseHeld when another
@@ -491,9 +516,9 @@ class HostLink:
         shell = ControlShell(await conn.create_process(self._shell_command(),
                                                        encoding="utf-8", errors="replace"), conn)
         try:
+            if self.lease:
+                await self._take_lease(shell)
             async with asyncio.timeout(self.connect_timeout):
-                if self.lease:
-                    await self._take_lease(shell)
                 await shell.start_bulk()
         except BaseException:
             shell.close()
@@ -501,19 +526,42 @@ class HostLink:
         return shell
 
     async def _take_lease(self, shell: ControlShell) -> None:
-        """Take the host's lease in `shell`; one held by a controller that is gone (this one
-        before a reconnect, an ended process of this machine) is taken over."""
-        shell.send_bare(take_command(dirs=self.lease_dirs, link=self._lease_link))
-        reply = parse_reply((await shell.result()).stdout)
-        if reply.state is LeaseState.HELD and reply.holder is not None and \
-                gone(reply.holder, reply.link, self._lease_link):
-            shell.send_bare(takeover_command(reply, dirs=self.lease_dirs, link=self._lease_link))
-            reply = parse_reply((await shell.result()).stdout)
-        self._leased(reply)
+        """Take the host's lease in `shell` (in its turn of `lease_order`, on a first connect);
+        one held by a controller that is gone (this one before a reconnect, an ended process
+        of this machine) or silent (stale) is taken over."""
+        order, self.lease_order = self.lease_order, None
+        key, refused = "", None
+        try:
+            if order is not None:
+                async with asyncio.timeout(self.connect_timeout):
+                    shell.send_bare(name_command(self.lease_dirs))
+                    key = (await shell.result()).stdout.strip()
+                self.lease_named = True
+                before = await order.turn(key)  # the hosts before it: their own timeouts
+                if before is not None:
+                    refused = before
+                    raise LeaseNotAsked(self.alias, before)
+            async with asyncio.timeout(self.connect_timeout + TAKEOVER_WAIT_S + WAIT_S):
+                shell.send_bare(take_command(dirs=self.lease_dirs, link=self._lease_link))
+                reply = parse_reply((await shell.result()).stdout)
+                if reply.state is LeaseState.HELD and reply.holder is not None and (
+                        gone(reply.holder, reply.link, self._lease_link) or reply.stale):
+                    shell.send_bare(takeover_command(
+                        reply, dirs=self.lease_dirs, link=self._lease_link,
+                        stale=not gone(reply.holder, reply.link, self._lease_link)))
+                    reply = parse_reply((await shell.result()).stdout)
+            if reply.state is LeaseState.HELD:  # (something else at its name: not another's)
+                refused = f"{self.alias} (before it) is driven by {reply.holder_text()}"
+            self._leased(reply)
+        finally:
+            if order is not None and self.lease_named:
+                order.done(key, refused)
 
     def _leased(self, reply: LeaseReply) -> None:
         if reply.state is LeaseState.HELD:
             raise LeaseHeld(self.alias, reply.holder_text())
+        if reply.state is LeaseState.BAD:
+            raise LeaseRefused(self.alias, bad_line(reply))
         self.lease_path = reply.path or None
         self.lease_note = "" if reply.state is LeaseState.TAKEN else \
             f"no lease taken ({reply.why}): another abtui could drive this host at once"
@@ -558,6 +606,10 @@ class HostLink:
 
     async def close(self) -> None:
         self._closing = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._heartbeat
         if self._reconnect_task is not None:
             self._reconnect_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -747,7 +799,22 @@ class HostLink:
 
 
 async def connect_all(links: list[HostLink]) -> dict[str, BaseException | None]:
-    """Connect every link concurrently; returns each alias's error (None when connected)."""
-    results = await asyncio.gather(*(link.connect() for link in links), return_exceptions=True)
+    """Connect every link concurrently; returns each alias's error (None when connected).
+    The links that lease take their leases in one global order (abtui.remote.lease.
+    LeaseOrder): two controllers started together never both lose."""
+    leasing = [link for link in links if link.lease]
+    order = LeaseOrder(len(leasing))
+    for link in leasing:
+        link.lease_order, link.lease_named = order, False
+
+    async def one(link: HostLink) -> None:
+        try:
+            await link.connect()
+        finally:
+            if link in leasing and not link.lease_named:
+                order.leave()
+            link.lease_order = None
+
+    results = await asyncio.gather(*(one(link) for link in links), return_exceptions=True)
     return {link.alias: (r if isinstance(r, BaseException) else None)
             for link, r in zip(links, results, strict=True)}

@@ -6,9 +6,8 @@ import asyncio
 
 
 async def _probe(alias: str, ssh_config: str | None, timeout: float) -> tuple[bool, str]:
-    import asyncssh
-
     from abtui.core.destination import parse_destination
+    from abtui.remote.sshlib import asyncssh  # (its warnings kept quiet)
 
     try:
         host, extra = parse_destination(alias).connect_args()

@@ -20,8 +20,31 @@ import contextlib
 import importlib
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+# asyncssh's modules whose warnings are theirs to fix, not the user's to read: its DSA support
+# reads cryptography's deprecated DSA classes at import (and when keys are loaded, an
+# ssh-agent's among them), ten CryptographyDeprecationWarning lines on every command
+_QUIET_MODULES = r"asyncssh(\.|$)"
+
+
+def quiet() -> None:
+    """Library warnings raised from asyncssh's own modules kept off the user's terminal: a
+    filter scoped to those modules and to cryptography's deprecation warnings, installed
+    before asyncssh is imported (idempotent: filterwarnings replaces an equal filter).
+    Importing cryptography.utils here costs nothing asyncssh's import does not pay."""
+    from cryptography.utils import CryptographyDeprecationWarning
+
+    warnings.filterwarnings("ignore", category=CryptographyDeprecationWarning,
+                            module=_QUIET_MODULES)
+
+
+def _import_asyncssh() -> Any:
+    quiet()
+    return importlib.import_module("asyncssh")
+
 
 if TYPE_CHECKING:
     import asyncssh as asyncssh
@@ -30,7 +53,7 @@ else:
         """The asyncssh module, imported on the first attribute read."""
 
         def __getattr__(self, name: str) -> Any:
-            return getattr(importlib.import_module("asyncssh"), name)
+            return getattr(_import_asyncssh(), name)
 
     asyncssh = _OnFirstUse()
 
@@ -96,7 +119,7 @@ def _import() -> concurrent.futures.Future[None]:
             def work() -> None:
                 try:
                     with _libraries_found_by_the_loader():
-                        importlib.import_module("asyncssh")
+                        _import_asyncssh()
                 except BaseException as exc:  # said to every waiter
                     done.set_exception(exc)
                 else:

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from abtui.reports.formatting import md_table
+from abtui.reports.formatting import bounded, md_table
 from abtui.sessions.session import Session
 
 # (row key, column name) in the order every format prints them
@@ -31,7 +31,7 @@ COLUMNS = (("pair", "pair"), ("knob", "knob"), ("value", "value"), ("base", "vs"
            ("verdict", "verdict"), ("blocks", "blocks"), ("dead", "dead stretches"),
            ("seed", "seed"), ("design", "design"), ("boots", "boots"),
            ("base_boots", "base boots"), ("boot_sd", "boot-to-boot sd %"),
-           ("within_sd", "within-boot sd %"))
+           ("within_sd", "within-boot sd %"), ("interval_note", "interval note"))
 DEFAULT_DELTA = "Δgeo"  # the live rule's Δ when a row does not name it
 DEFAULT_DESIGN = "blocks"  # the only design before rows named theirs
 
@@ -120,14 +120,14 @@ def to_csv(session: Session) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([key for key, _ in COLUMNS])
-    for r in verdicts(session):
+    for r in map(bounded, verdicts(session)):
         writer.writerow(["" if r.get(key) is None else r.get(key) for key, _ in COLUMNS])
     return buf.getvalue()
 
 
 def to_json(session: Session) -> list[dict[str, Any]]:
     """The rows, each with every key of COLUMNS (null where the run recorded none)."""
-    return [{key: r.get(key) for key, _ in COLUMNS} for r in verdicts(session)]
+    return [{key: r.get(key) for key, _ in COLUMNS} for r in map(bounded, verdicts(session))]
 
 
 def to_html(session: Session) -> str:

@@ -10,12 +10,12 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from abtui.reports.formatting import md_table
+from abtui.reports.formatting import bounded, md_table
 from abtui.sessions.session import Session
 
 # the row keys in the order every format prints them
 COLUMNS = ("number", "candidate", "good", "verdict", "pct", "low", "high", "blocks", "boots",
-           "pair", "seed")
+           "pair", "seed", "interval_note")
 
 
 def _rows(session: Session) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -34,7 +34,7 @@ def _rows(session: Session) -> tuple[list[dict[str, Any]], dict[str, Any] | None
 
 def steps(session: Session) -> list[dict[str, Any]]:
     """The steps' rows, each with every key of COLUMNS (null where none was recorded)."""
-    return [{key: r.get(key) for key in COLUMNS} for r in _rows(session)[0]]
+    return [bounded({key: r.get(key) for key in COLUMNS}) for r in _rows(session)[0]]
 
 
 def to_json(session: Session) -> dict[str, Any] | None:
@@ -85,5 +85,5 @@ def to_csv(session: Session) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
     for r in steps(session):
-        writer.writerow(["" if r[k] is None else r[k] for k in COLUMNS])
+        writer.writerow(["" if r.get(k) is None else r.get(k) for k in COLUMNS])
     return buf.getvalue()

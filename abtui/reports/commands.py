@@ -74,13 +74,35 @@ def ping_line(recorded: dict[str, Any]) -> str:
     return f"ping -i {opts.ping_interval:g} (alongside)"
 
 
+_PORT_FLAGS = ("-p", "--port")
+
+
+def _port_free(argv: list[str]) -> tuple[tuple[str, ...], str | None]:
+    """The command with its server port left out, and that port: a run whose server moved
+    to another port (the last one still busy) ran the same command."""
+    kept: list[str] = []
+    port = None
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg in _PORT_FLAGS and i + 1 < len(argv):
+            port, skip = argv[i + 1], True
+            continue
+        kept.append(arg)
+    return tuple(kept), port
+
+
 def command_lines(session: Session) -> list[tuple[str, str, str, str]]:
     """(pair, direction, iperf3 command in Markdown code, ping) per pair and distinct
-    command line, in the order first run; a command rebuilt from the options (iperf3_argv)
-    says so after it. Direction as the plan names it (`tx`, `rx`), else read from the command
-    (`-R`, `--bidir`)."""
+    command line, in the order first run, the server's port aside (the first run's shown,
+    the others named after it); a command rebuilt from the options (iperf3_argv) says so
+    after it. Direction as the plan names it (`tx`, `rx`), else read from the command (`-R`,
+    `--bidir`)."""
     out: list[tuple[str, str, str, str]] = []
     seen: set[tuple[str, str]] = set()
+    ports: dict[tuple[str, tuple[str, ...]], tuple[int, list[str]]] = {}
     for pair in session.pairs:
         for run in session.runs_of(pair):
             source = (run.options or {}).get("source")
@@ -94,13 +116,22 @@ def command_lines(session: Session) -> list[tuple[str, str, str, str]]:
             if found is None:
                 continue
             argv, recorded = found
-            cell = f"`{shlex.join(argv)}`" + ("" if recorded else f" {REBUILT}")
-            if (pair, cell) in seen:
+            key, port = _port_free(argv)
+            if (pair, key) in ports:  # the same command, perhaps on another port
+                row, seen_ports = ports[(pair, key)]
+                if port is not None and port not in seen_ports:
+                    seen_ports.append(port)
                 continue
-            seen.add((pair, cell))
+            ports[(pair, key)] = (len(out), [port] if port is not None else [])
+            cell = f"`{shlex.join(argv)}`" + ("" if recorded else f" {REBUILT}")
             direction = str(run.config.get(DIRECTION) or "")
             if not direction:
                 direction = ("bidir" if "--bidir" in argv else
                              "rx (-R)" if "-R" in argv or "--reverse" in argv else "tx")
             out.append((pair, direction, cell, ping_line(run.options or {})))
+    for row, seen_ports in ports.values():
+        if len(seen_ports) > 1:  # the server moved: one line, its ports said
+            pair, direction, cell, ping = out[row]
+            out[row] = (pair, direction, f"{cell} (also on port{'s' * (len(seen_ports) > 2)} "
+                        f"{', '.join(seen_ports[1:])})", ping)
     return out

@@ -79,13 +79,30 @@ def interval_rows(session: Session, pair: str) -> Iterator[dict[str, Any]]:
         }
 
 
+def knob_columns(session: Session) -> dict[str, str]:
+    """Each knob (and dimension) the session's phases set -> its CSV column: its own name,
+    `knob:NAME` where that is one of the interval's own columns."""
+    out: dict[str, str] = {}
+    for phase in session.phases:
+        for name in phase.config:
+            out.setdefault(name, f"knob:{name}" if name in CSV_FIELDS else name)
+    return out
+
+
 def write_csv(session: Session, out: IO[str]) -> int:
-    """Write the CSV; returns the number of interval rows."""
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    """Write the CSV: a row per interval, with a column per knob (its value in the interval's
+    phase, empty for an interval that straddles a change), so a spreadsheet filters by value;
+    returns the number of interval rows."""
+    knobs = knob_columns(session)
+    writer = csv.DictWriter(out, fieldnames=[*CSV_FIELDS, *knobs.values()],
+                            lineterminator="\n")
     writer.writeheader()
+    configs = {(p.pair, p.id): p.config for p in session.phases}
     n = 0
     for pair in session.pairs:
         for row in interval_rows(session, pair):
+            config = configs.get((pair, row["phase"]), {}) if row["phase"] is not None else {}
+            row.update({col: config.get(name) for name, col in knobs.items()})
             writer.writerow({k: "" if v is None else v for k, v in row.items()})
             n += 1
     return n
@@ -266,20 +283,32 @@ def to_json(session: Session) -> dict[str, Any]:
 def render(session: Session, fmt: str, base: str | None = None,
            base_config: str | None = None, units: str | None = None) -> str:
     """The session as `md` (the review report, rates in `units`: bits or bytes per second;
-    None: its procedure's first table in the layout's own unit, the rest in bits),
+    None: its procedure's first table in the layout's own unit, the rest in bits), `text`
+    (that report for a mail: 78 columns, the answer first; abtui.reports.plaintext),
     `csv` (a row per interval) or `json` text; what `abtui export` prints and the console's
     export writes. What a host said is spelled out (core/text.py): no control character
     reaches the file; JSON escapes every non-ASCII character itself (`\\u001b`), so its
     strings read back exactly as said."""
-    return visible(_render(session, fmt, base, base_config, units), lines=True)
+    text = visible(_render(session, fmt, base, base_config, units), lines=True)
+    # laid out once spelled out: wrapping reads a carriage return as a space
+    if fmt == "md":
+        from abtui.reports.plaintext import wrap_markdown
+
+        return wrap_markdown(text)
+    if fmt == "text":
+        from abtui.reports.plaintext import text_report
+
+        return text_report(text)
+    return text
 
 
 def _render(session: Session, fmt: str, base: str | None, base_config: str | None,
             units: str | None) -> str:
-    if fmt == "md":
+    if fmt in ("md", "text"):
         from abtui.reports.report import markdown
 
-        return markdown(session, base=base, base_config=base_config, units=units)
+        return markdown(session, base=base, base_config=base_config, units=units,
+                        chart=fmt == "md")
     if fmt == "json":
         return dumps(to_json(session))
     if fmt == "html":
@@ -294,7 +323,17 @@ def _render(session: Session, fmt: str, base: str | None, base_config: str | Non
         buf = io.StringIO()
         write_csv(session, buf)
         return buf.getvalue()
-    raise ValueError(f"unknown format {fmt!r}: md, html, csv or json")
+    raise ValueError(f"unknown format {fmt!r}: md, text, html, csv or json")
+
+
+BOM = "\ufeff"
+
+
+def as_file(text: str, fmt: str) -> str:
+    """What a file of `fmt` holds: a CSV file starts with a UTF-8 byte order mark, so a
+    spreadsheet reads its `Δgeo` and `→` as UTF-8, not as a legacy code page (stdout, read
+    by programs, has none)."""
+    return BOM + text if fmt == "csv" and not text.startswith(BOM) else text
 
 
 def export_events(path: Path, fmt: str, events: Sequence[Event], name: str,
@@ -305,4 +344,4 @@ def export_events(path: Path, fmt: str, events: Sequence[Event], name: str,
 
     session = Session.from_events(list(events), name=name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, render(session, fmt, base=base))
+    write_atomic(path, as_file(render(session, fmt, base=base), fmt))

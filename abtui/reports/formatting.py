@@ -121,3 +121,19 @@ def legend(base: str, spread: bool = True) -> str:
             "half its last printed digit), then that test's verdict with its p: significant "
             "exactly when 0 is outside the interval (~: no significant difference; ?: fewer "
             "than 2 runs on a side, too few to tell).")
+
+
+UNBOUNDED = "interval not bounded yet: too few blocks to bound it"
+
+
+def bounded(row: dict[str, object]) -> dict[str, object]:
+    """A verdict row for CSV and JSON: an interval with no bound (a low at -100 %, a high at
+    infinity or none, as the live rule reports one it cannot bound yet) left empty, with
+    `interval_note` saying why, never `-100.0,inf`."""
+    low, high = row.get("low"), row.get("high")
+    numbers = isinstance(low, int | float) and isinstance(high, int | float)
+    if numbers and low > -100.0 and math.isfinite(high) and high < 1e6:  # type: ignore[operator,arg-type]
+        return {**row, "interval_note": None}
+    if low is None and high is None and not isinstance(row.get("pct"), int | float):
+        return {**row, "interval_note": None}  # no figure at all: nothing to explain
+    return {**row, "low": None, "high": None, "interval_note": UNBOUNDED}

@@ -215,14 +215,18 @@ class Resolution:
     shows: float | None
     worst: GateCase | None
     runs: int | None
+    passed: bool = False  # every case tested passed: no run count is wanted
 
     def line(self) -> str:
         if self.worst is None:
             return "resolution: nothing was tested"
         shows = "" if self.shows is None else (
             f"a regression in one case alone would have shown from {self.shows:.1f}% (the "
-            f"least resolved case: {self.worst.pair} {self.worst.name}); ")
-        return f"resolution: {shows}{runs_text(self.runs)} ({PASS_CHANCE:.0%} of gates)"
+            f"least resolved case: {self.worst.pair} {self.worst.name})")
+        if self.passed:  # never "N pass" then "a pass needs more runs"
+            return f"resolution: {shows or 'every case passed'}"
+        return (f"resolution: {shows}{'; ' if shows else ''}{runs_text(self.runs)} "
+                f"({PASS_CHANCE:.0%} of gates)")
 
 
 def resolution(cases: Sequence[GateCase], threshold: float) -> Resolution:
@@ -241,7 +245,7 @@ def resolution(cases: Sequence[GateCase], threshold: float) -> Resolution:
             worst, shows = c, loss
         need = runs_for(a, b, floor, chance)
         runs = None if need is None or runs is None else max(runs, need)
-    return Resolution(shows, worst, runs)
+    return Resolution(shows, worst, runs, all(c.answer == PASS for c, _ in tested))
 
 
 def _bh(ps: list[float]) -> list[float]:

@@ -3,8 +3,9 @@ boundaries marked. Text with plotext: plain (one marker character per pair) for 
 for the terminal, a .txt file, or a .html page (the coloured text, escaped); images with
 matplotlib (its Agg renderer draws without a display): a .png or .svg file.
 
-matplotlib is the optional `plot` extra (`pip install 'abtui[plot]'`; `make setup` installs
-it): without it a .png or .svg is refused with one line, never written as text.
+matplotlib is in abtui's default install; where an environment lacks it, a .png or .svg is
+refused with one line saying how to install it there (never written as text), and the HTML
+page falls back to the coloured text chart.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -125,18 +127,50 @@ def save_chart(session: Session, path: Path, width: int = 100, height: int = 22)
         raise BadInput(f"--out {path}: a plot is written as .png, .svg, .html or .txt")
 
 
+def install_hint(package: str) -> str:
+    """How to install `package` into the environment abtui runs in: with the uv beside its
+    Python (the README's .venv has uv and no pip), else that Python's pip."""
+    import sys
+
+    uv = Path(sys.executable).parent / "uv"
+    if uv.exists():
+        return f"{uv} pip install --python {sys.executable} {package}"
+    return f"{sys.executable} -m pip install {package}"
+
+
+def has_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def _matplotlib() -> None:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise BadInput("a .png or .svg plot needs matplotlib: pip install 'abtui[plot]' "
-                       "(or write .html or .txt)") from None
+    if not has_matplotlib():
+        raise BadInput(f"a .png or .svg plot needs matplotlib: {install_hint('matplotlib')} "
+                       "(or write .html or .txt)")
 
 
 def save_image(session: Session, path: Path, size: tuple[float, float] = (10.0, 4.5)) -> None:
     """The chart as a PNG or SVG image, drawn by matplotlib's Agg renderer on a Figure of its
     own (no pyplot state, no display)."""
     _matplotlib()
+    fmt = path.suffix.lower().lstrip(".")
+    with atomic_file(path) as fh:
+        _draw(session, size, fh, fmt)
+
+
+def svg_text(session: Session, size: tuple[float, float] = (10.0, 4.5)) -> str:
+    """The chart as an SVG element to put in a page (no XML declaration, no doctype)."""
+    import io
+
+    _matplotlib()
+    buf = io.BytesIO()
+    _draw(session, size, buf, "svg")
+    text = buf.getvalue().decode("utf-8")
+    return text[text.index("<svg"):]
+
+
+def _draw(session: Session, size: tuple[float, float], fh: Any, fmt: str) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -168,10 +202,8 @@ def save_image(session: Session, path: Path, size: tuple[float, float] = (10.0, 
     fig.tight_layout()
     import matplotlib
 
-    fmt = path.suffix.lower().lstrip(".")
     # SVG: text as <text> (searchable, small), no date (the same session, the same file)
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "abtui"}), \
-            atomic_file(path) as fh:
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "abtui"}):
         fig.savefig(fh, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
 
 
@@ -240,15 +272,20 @@ def ansi_to_html(text: str) -> str:
 
 
 def chart_html(session: Session, width: int = 100, height: int = 22) -> str:
-    """A complete, valid HTML page with the coloured text chart (escaped, in <pre>)."""
+    """A complete, valid HTML page with the chart as SVG (matplotlib's, inline: lines, not
+    text characters, so phase boundaries are straight in a browser); where matplotlib is
+    missing, the coloured text chart (escaped, in <pre>)."""
     name = html.escape(visible(title(session)))
-    body = ansi_to_html(throughput_chart(session, width, height, color=True)) or \
-        "(no intervals recorded)"
+    if has_matplotlib():
+        chart = f"<figure>\n{svg_text(session)}</figure>\n"
+    else:
+        body = ansi_to_html(throughput_chart(session, width, height, color=True)) or \
+            "(no intervals recorded)"
+        chart = ("<pre style=\"font-family:monospace;font-size:10pt;line-height:1.1\">"
+                 f"{body}</pre>\n")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{name}: throughput over time</title>\n</head>\n<body>\n"
-            f"{_verdicts(session)}"
-            "<pre style=\"font-family:monospace;font-size:10pt;line-height:1.1\">"
-            f"{body}</pre>\n</body>\n</html>\n")
+            f"{_verdicts(session)}{chart}</body>\n</html>\n")
 
 
 def _verdicts(session: Session) -> str:

@@ -312,13 +312,39 @@ def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None =
              "—" if retr is None else str(retr),
              *(_udp_summary(r.summary) if udp else []), *cpu.run_columns(r), r.message]
             for r, tp, rate, snd, rcv, retr in rows]
-    return md_table(["pair", "run", "configuration", "status", "duration",
-                     f"throughput ({unit})", "intervals", f"sender ({unit})",
-                     f"receiver ({unit})", "retransmits",
-                     *(["lost %", "jitter (ms)"] if udp else []), *cpu.RUN_HEADER,
-                     "message"], body) + (
-        "\n\nthroughput: the run's own figure (the bits of its counted intervals ÷ their "
-        "seconds); sender, receiver: iperf3's own summary lines." + cpu.RUN_NOTE)
+    header, body, same = _compact(
+        ["pair", "run", "configuration", "status", "duration", f"throughput ({unit})",
+         "intervals", f"sender ({unit})", f"receiver ({unit})", "retransmits",
+         *(["lost %", "jitter (ms)"] if udp else []), *cpu.RUN_HEADER, "message"], body)
+    return md_table(header, body) + (
+        "\n\n" + (f"Every run: {same}. " if same else "")
+        + "throughput: the run's own figure (the bits of its counted intervals ÷ their "
+        "seconds); sender, receiver: iperf3's own summary lines."
+        + (cpu.RUN_NOTE if set(cpu.RUN_HEADER) & set(header) else ""))
+
+
+# columns the runs table drops when every run has the same cell (said once below it)
+_SAID_ONCE = ("status", "duration")
+
+
+def _compact(header: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]],
+                                                                str]:
+    """The runs table without a column nothing is in (no message, no CPU sampled) and
+    without a column every run has the same cell in (all `ok`, all 0:00:10), which the
+    line below says once: a table that fits a review, not 13 columns."""
+    from abtui.reports import cpu
+
+    keep, same = [], []
+    for i, name in enumerate(header):
+        cells = {row[i] for row in body}
+        if body and cells <= {"", "—"} and (name == "message" or name in cpu.RUN_HEADER):
+            continue  # nothing measured there (iperf3's own "—" columns stay: evidence)
+        if len(body) > 1 and name in _SAID_ONCE and len(cells) == 1:
+            same.append(f"{name} {cells.pop()}")
+            continue
+        keep.append(i)
+    return ([header[i] for i in keep], [[row[i] for i in keep] for row in body],
+            ", ".join(same))
 
 
 def _udp_summary(s: dict[str, Any] | None) -> list[str]:

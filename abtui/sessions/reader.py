@@ -67,6 +67,7 @@ _HEADER_FIELDS: dict[str, Any] = {
     "start": lambda v: time_of(v) is not None,
     "end": lambda v: time_of(v) is not None,
     "events": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "copy_of": lambda v: isinstance(v, str) and bool(v),
 }
 
 

@@ -307,6 +307,20 @@ class Session(EventReader):
 
     def on_drift(self, ev: Event[events.Drift], d: events.Drift) -> None:
         self._record(self.drifts, ev)
+        if d.since is None or not isinstance(d.pairs, list):
+            return
+        # changed by someone else between `since` and now: what was measured meanwhile ran
+        # under a value nobody can name, and belongs to no phase (as a straddling interval)
+        since = as_num(d.since)
+        for pair in d.pairs:
+            for store in (self.intervals.get(str(pair)), self.pings.get(str(pair))):
+                if store is None:
+                    continue
+                times, phases = store["t"], store["phase"]
+                i = len(times) - 1
+                while i >= 0 and times[i] > since:
+                    phases[i] = NO_PHASE
+                    i -= 1
 
     def on_why(self, ev: Event[events.WhyFound], d: events.WhyFound) -> None:
         rows, flames = d.rows, d.flames

@@ -46,6 +46,8 @@ _BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, Ev
 # such as U+009B or a bidi override was written as it is, and `tail -f` of a journal obeyed
 # it); an ASCII line, nearly every line, is returned as the encoder made it.
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# a session tells who ran what against which hosts: its owner's only, as ssh keeps its files
+SESSION_MODE = 0o600
 
 
 def _ENCODE(obj: object) -> str:
@@ -53,15 +55,17 @@ def _ENCODE(obj: object) -> str:
 
 
 def save_events(path: Path, events: Sequence[AnyEvent], *, profile: str = "",
-                pairs: Sequence[str] = ()) -> Path:
+                pairs: Sequence[str] = (), copy_of: str | None = None) -> Path:
     """Write `events` as a finished session at exactly `path` (gzip'ed when it ends in
     `.gz`, plain otherwise); journalled beside it first, so a crash leaves no torn file
-    there. BadInput when a file is there already."""
+    there. BadInput when a file is there already. `copy_of`: the name of the session this
+    is a copy of (the header says so, and `abtui sessions` with it)."""
     journal = part_path(path)
     with contextlib.suppress(FileNotFoundError):
         journal.unlink()  # an earlier save's, cut short
     try:
-        writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path)
+        writer = SessionWriter(journal, profile=profile, pairs=pairs, final=path,
+                               copy_of=copy_of)
     except WriteFailed as exc:
         raise CannotWrite(f"{path}: {exc}") from None
     try:
@@ -91,7 +95,8 @@ class SessionWriter:
 
     def __init__(self, path: str | os.PathLike[str], *, profile: str = "",
                  pairs: Sequence[str] = (), fsync_interval: float = 1.0,
-                 compact: bool = True, final: Path | None = None) -> None:
+                 compact: bool = True, final: Path | None = None,
+                 copy_of: str | None = None) -> None:
         self.path = Path(path)
         self.final = final or finished_path(self.path)
         if compact and self.final.exists():
@@ -107,6 +112,8 @@ class SessionWriter:
             "format": FORMAT, "version": VERSION, "name": name_of(self.final),
             "profile": profile, "created": time.time(), "pairs": list(pairs),
         }
+        if copy_of:
+            self._header["copy_of"] = copy_of
         # why writing stopped (one line naming the file), once it did; told to `on_error`
         self.error: str | None = None
         self.on_error: Callable[[str], None] | None = None
@@ -115,7 +122,7 @@ class SessionWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
-                               0o644)
+                               SESSION_MODE)
         except FileExistsError:
             raise BadInput(f"{self.path}: a session file exists there already") from None
         except OSError as exc:
@@ -299,7 +306,7 @@ def compact(path: Path, facts: dict[str, Any] | None = None,
     header = read_header(path)
     header.update(facts if facts is not None else scan_facts(path, header))
     zipped = target.name.endswith(".gz")
-    with atomic_file(target) as raw:
+    with atomic_file(target, SESSION_MODE) as raw:
         out: Any = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if zipped else raw
         out.write((_ENCODE(header) + "\n").encode())
         with open(path, "rb") as src:

@@ -63,7 +63,7 @@ def test_a_short_bisection_finds_the_step(lab: Lab, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"first bad: {TINY} (family-wise error ≤ 5 % over 2 " \
         f"steps); last good: {BIG}; worse by 60 % or more", proc.stderr
-    assert f"step 1: {TINY} vs {BIG}: bad, Δgeo -" in proc.stderr
+    assert f"step 1: {TINY} vs {BIG}: bad (pair A decided), Δgeo -" in proc.stderr
     assert _receivers(lab) == before
     assert "not everything was set back" not in proc.stderr
     # the table: md, csv and json alike
@@ -71,7 +71,8 @@ def test_a_short_bisection_finds_the_step(lab: Lab, tmp_path: Path) -> None:
     assert "## Bisect" in md and f"**first bad: {TINY} (" in md
     assert f"| 1 | {TINY} | {BIG} | bad | -" in md
     csv = _export(out, "csv", "--table", "bisect").splitlines()
-    assert csv[0] == "number,candidate,good,verdict,pct,low,high,blocks,boots,pair,seed"
+    assert csv[0] == ("number,candidate,good,verdict,pct,low,high,blocks,boots,pair,seed,"
+                      "interval_note")
     assert len(csv) == 2 and csv[1].startswith(f"1,{TINY},{BIG},bad,-")
     doc = json.loads(_export(out, "json"))["bisect"]
     assert doc["answer"] == "first bad" and [s["verdict"] for s in doc["steps"]] == ["bad"]

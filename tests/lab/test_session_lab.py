@@ -127,5 +127,7 @@ def test_md_export_of_a_lab_session_has_the_review_tables(measured, tmp_path: Pa
     assert len(cells) == 2 and all(not tilde and float(p) < 0.05 for tilde, p in cells), row
     # a 200M run's figure at 3 significant digits (iperf3's pacing lands within 2 % of it;
     # under load a 1 s run read 201 or 198)
-    run = re.search(r"^\| A \| 1 \| bitrate=200M \| ok \| 0:00:0\d \| (\d{3}) \|", md, re.M)
+    # (status and duration are columns only when the runs differ in them: said once below)
+    run = re.search(r"^\| A \| 1 \| bitrate=200M \|(?: ok \|)?(?: 0:00:0\d \|)? (\d{3}) \|", md,
+                    re.M)
     assert run is not None and 196 <= int(run[1]) <= 204, md

@@ -151,7 +151,8 @@ async def run_steps(engine: BisectHost, profile: Profile, plan: BisectPlan,
                 return bisection
             bisection.record(step)
             line = f"step {step.number}: {step.candidate} vs {bisection.good}: " \
-                   f"{step.verdict}, {step.delta_text()} ({_blocks(step.blocks)}" \
+                   f"{step.verdict}{step.decided_by()}, {step.delta_text()} " \
+                   f"({_blocks(step.blocks)}" \
                    f"{f', {step.boots} boots' if step.boots else ''}); range left " \
                    f"{bisection.range_text()}"
             tell(line)
@@ -233,7 +234,7 @@ async def _step(engine: BisectHost, profile: Profile, plan: BisectPlan, bisectio
         await engine.start("continuous")
     why = await drive(engine.set_values, alt, verdicts, lambda line: say(f"  {line}"),
                       stop=stop, boundary=look, done=decided,
-                      again=anew(engine))
+                      again=anew(engine), check=getattr(engine, "read_back", None))
     verdicts.stretches.close()
     route.to = ()
     return _record(number, candidate, index, why, verdicts, plan, boots.n)

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from abtui.core.text import visible
 from abtui.reports import stats
 from abtui.reports.sequential import FIRST_LOOK, Assessment
 
@@ -114,10 +115,25 @@ class Step:
             "pair": (str,), "seed": (int, type(None))}
         for key, kind in kinds.items():
             if not isinstance(row.get(key), kind) or isinstance(row.get(key), bool):
-                raise ValueError(f"a recorded step's {key!r} is {row.get(key)!r}")
+                raise ValueError(f"a recorded step's {key!r} is {_brief(row.get(key))}")
         if row["verdict"] not in (GOOD, BAD, UNDECIDED):
-            raise ValueError(f"a recorded step's verdict is {row['verdict']!r}")
+            raise ValueError(f"a recorded step's verdict is {_brief(row['verdict'])}")
+        for key, least in (("number", 1), ("index", 0), ("blocks", 0), ("boots", 0)):
+            if row[key] < least:
+                raise ValueError(f"a recorded step's {key!r} is {row[key]}, less than {least}")
+        for key in ("pct", "low", "high"):
+            if row[key] is not None and not (math.isfinite(row[key]) and row[key] > -100):
+                raise ValueError(f"a recorded step's {key!r} is {row[key]!r}, not a change "
+                                 "in percent")
+        if row["low"] is not None and row["high"] is not None and row["low"] > row["high"]:
+            raise ValueError(f"a recorded step's interval is [{row['low']}, {row['high']}]: "
+                             "its low end above its high end")
         return cls(**{key: row[key] for key in kinds})
+
+    def decided_by(self) -> str:
+        """` (pair A decided)`: the pair whose look made the call and whose Δ is shown ("" for
+        a step that recorded none)."""
+        return f" (pair {self.pair} decided)" if self.pair else ""
 
     def delta_text(self) -> str:
         """`Δgeo -87.2% [-93.1, -80.4]` (the interval's ends as the alternation prints them)."""
@@ -125,6 +141,12 @@ class Step:
             return "Δgeo —"
         ends = "" if self.low is not None else " (interval not bounded yet)"
         return f"Δgeo {stats.Delta(self.pct, self.low, self.high)}{ends}"
+
+
+def _brief(value: object) -> str:
+    """A recorded value, as a message quotes it: spelled out, cut to 60 characters."""
+    text = visible(repr(value))
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def blocks_needed(step: Step, threshold: float) -> int | None:
@@ -205,8 +227,8 @@ class Bisection:
             step = Step.from_row(row)
             want = self.next()
             if want is None or step.index != want or step.candidate != self.candidates[want]:
-                nothing = "nothing more" if want is None else repr(self.candidates[want])
-                raise ValueError(f"recorded step {step.number} compared {step.candidate!r}; "
+                nothing = "nothing more" if want is None else _brief(self.candidates[want])
+                raise ValueError(f"recorded step {step.number} compared {_brief(step.candidate)}; "
                                  f"this bisection compares {nothing} next")
             if step.verdict == UNDECIDED:
                 self.retried += 1

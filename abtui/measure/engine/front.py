@@ -34,6 +34,7 @@ from abtui.hosts.applier import HostKnobs
 from abtui.hosts.restore import settle_journal
 from abtui.hosts.undo import UndoJournal
 from abtui.measure.bus import EventBus, Subscription
+from abtui.measure.engine.drift import DriftWatch
 from abtui.measure.engine.hosts import HostPool
 from abtui.measure.engine.knobs import KnobApplierFactory, KnobChanger
 from abtui.measure.engine.runs import RunScheduler
@@ -106,6 +107,9 @@ class Engine:
         self.verifier = HostVerifier(profile, self.book, self.hosts, self.gate, self.knobs,
                                      self.runs, self.emit, self.tasks)
         self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
+        # every setting the session set, read back while measuring (someone else's change)
+        self.drift = DriftWatch(profile, self.book, self.hosts, self.gate, self.knobs,
+                                self.runs, self.emit)
         self._applier_factory = knob_applier
         self._stopped = asyncio.Event()
         self._started = False
@@ -147,13 +151,20 @@ class Engine:
 
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None,
                        again: bool = False) -> None:
+        await self.drift.check()  # someone else's value is seen before anything is written
         await self.knobs.set_knob(knob, value, pairs, again)
 
     async def set_values(self, knob: str, values: Mapping[str, str],
                          again: bool = False) -> None:
         """Each pair its own value of `knob`, in one change (KnobChanger.set_values: a
         crossover's boundary); `again`: a build knob's hosts boot even an unchanged build."""
+        await self.drift.check()
         await self.knobs.set_values(knob, values, again)
+
+    async def read_back(self) -> None:
+        """Every setting the session set read back now (an alternation's stretch boundary):
+        what someone else changed is a DRIFT event, its pairs' phases split (drift)."""
+        await self.drift.check()
 
     @property
     def plan_run_seconds(self) -> int:
@@ -179,6 +190,7 @@ class Engine:
         t = now()
         for phases in self.book.phases.values():
             phases.open_at(t)
+        self.drift.start()
         if mode == "plan":
             self.tasks.spawn(self._plan_loop(steps))
             return
@@ -274,6 +286,10 @@ class Engine:
         await self.tasks.wait()
 
     async def stop(self) -> None:
+        await self.drift.stop()
+        if self._started:  # a change since the last read is seen before the phases close
+            with contextlib.suppress(AbtuiError, OSError):
+                await self.drift.check()
         self.runs.stop_releasing()
         self._stopped.set()
         await self.runs.stop_all()

@@ -5,7 +5,8 @@ abtui.hosts.restore.Orphans), ended once the link is back.
 Every link takes its host's lease (abtui.remote.lease): nothing is changed on any host when
 another abtui drives one of them, or when one host's key is in doubt; every host reached is
 recorded in the undo journal before any knob is set, so `abtui recover` can reach it after a
-crash.
+crash. Once the leases are held, what a dead controller's journal still lists on these hosts
+(its iperf3 and ping) is ended, or the session refuses (abtui.hosts.leftovers).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
 from abtui.hosts.connect import held_line, open_hosts, probe_tunnels
+from abtui.hosts.leftovers import end_leftovers
 from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.measure.ports import Emit
@@ -66,11 +68,13 @@ class HostPool:
         recorded in the undo journal before any knob is set."""
         hosts = await open_hosts(self.profile, on_state=on_state)
         self.links, self.dialects = hosts.links, hosts.dialects
-        if hosts.held:  # another abtui drives them: one controller per host
+        if hosts.held or hosts.unleased:  # another abtui drives them: one controller per host
             await self.close()
             self.links = {}
-            raise AbtuiError(f"{held_line(hosts.held)}: nothing was changed on any host "
-                             "(one abtui drives a host at a time; wait for it to end)")
+            why = "(one abtui drives a host at a time; wait for it to end)" if hosts.held \
+                else "(remove what is at the lease's name)"
+            raise AbtuiError(f"{held_line(hosts.held, hosts.unleased)}: nothing was changed "
+                             f"on any host {why}")
         doubted = [f"{a}: {hosts.errors.get(a) or link.hostkey_problem}"
                    for a, link in hosts.links.items() if link.hostkey_problem]
         if doubted:  # a host that may not be the one meant: touch no host at all
@@ -78,6 +82,13 @@ class HostPool:
             self.links = {}
             raise AbtuiError("; ".join(doubted) + "; nothing was changed on any host "
                              "(update known_hosts if the new key is expected)")
+        try:  # no flow but ours: a dead controller's runs end before anything is measured
+            await end_leftovers({a: link for a, link in self.links.items()
+                                 if self.connected(a)}, self._said)
+        except AbtuiError:
+            await self.close()
+            self.links = {}
+            raise
         await probe_tunnels(self.profile, hosts)
         for alias, facts in hosts.facts.items():
             self._emit(Event.of(events.Facts(facts=asdict(facts)), host=alias))
@@ -101,6 +112,10 @@ class HostPool:
             for link in self.links.values():
                 self.journal.host(HostRecord(link.alias, link.ssh_config, link.known_hosts,
                                              link.sudo))
+
+    def _said(self, alias: str, line: str) -> None:
+        """A note of what was done on a host before measuring (a mark on its timeline)."""
+        self._emit(Event.of(events.Mark(text=line.removeprefix(f"{alias}: ")), host=alias))
 
     def connected(self, alias: str) -> bool:
         link = self.links.get(alias)

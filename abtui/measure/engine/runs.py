@@ -48,6 +48,18 @@ NEXT_RUN_WAIT_S = 10.0
 SETTLE_S = 0.05
 
 
+
+class RunIds:
+    """Runs numbered per pair (`A-1`, `A-2`, `B-1`): one count across the pairs made pair
+    B's first run `B-2`."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def next(self, label: str) -> str:
+        self._counts[label] = self._counts.get(label, 0) + 1
+        return f"{label}-{self._counts[label]}"
+
 class RunScheduler:
     """Run groups prepared, released and streamed; see the module docstring."""
 
@@ -63,7 +75,7 @@ class RunScheduler:
         self.ping_parser_factory = ping_parser_factory
         self.raw_sink = raw_sink
         self._runs: dict[str, PairRun] = {}
-        self._run_counter = 0
+        self._run_ids = RunIds()
         self.skews: list[float] = []
         self._uncorker: Uncorker | None = None  # made at the first release of several runs
         self._stopping = False  # the engine stopped: nothing more is released
@@ -156,8 +168,7 @@ class RunScheduler:
     def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
         pair = self.profile.pair(label)
         opts = self._book.options(pair)
-        self._run_counter += 1
-        run_id = f"{label}-{self._run_counter}"
+        run_id = self._run_ids.next(label)
         for alias in (pair.sender, pair.receiver):
             link = self._pool.links.get(alias)
             if link is None or link.state is not LinkState.CONNECTED:

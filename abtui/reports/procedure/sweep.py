@@ -160,17 +160,36 @@ def _sweep_rows(cells: Cells, doc: dict[str, Any], pair: str, bp: str | None, kn
             out.append((label, Slot(session, pair, cell, unit), "-", "-"))
         return out
     out = []
+    listed = knob_values(doc, knob)
     for v in values:
         cell = groups[pair].get((v,))
-        label = v + (" (default)" if is_default(session, pair, knob, v) else "")
+        label = value_label(v, listed, is_default(session, pair, knob, v))
         if pair == bp:
-            tp = lat = f"base{v}"
+            tp = lat = base_text(v, listed)
         else:
             base_cell = groups.get(bp or "", {}).get((v,))
             tp = cells.delta(base_cell, cell)
             lat = _rtt_delta(cells, base_cell, cell)
         out.append((label, Slot(session, pair, cell, unit), tp, lat))
     return out
+
+
+OWN = "hosts' own"  # a value the profile does not list: the hosts' own, as they had it
+
+
+def value_label(value: str, listed: Sequence[str], default: bool) -> str:
+    """A row's value: the profile's (`2 (default)` when the hosts had it), or, for one it
+    does not list (a translated knob's host value, `4096 131072 33554432`), the hosts' own,
+    named as such and never under the knob's name as if the profile had it."""
+    if value in listed:
+        return value + (" (default)" if default else "")
+    return f"{OWN}: {value}"
+
+
+def base_text(value: str, listed: Sequence[str]) -> str:
+    """The base row's Δ cell: `base0` for a listed value, `base (hosts' own)` for another
+    (never `base4096 131072 33554432`)."""
+    return f"base{value}" if value in listed else f"base ({OWN})"
 
 
 def _rtt_delta(cells: Cells, base: stats.Cell | None, other: stats.Cell | None) -> str:

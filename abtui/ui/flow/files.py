@@ -27,11 +27,11 @@ from abtui.ui.render.textual_privates import screen_text
 if TYPE_CHECKING:
     from abtui.sessions.session import Session
 
-EXPORT_FORMATS = ("md", "csv", "json")
+EXPORT_FORMATS = ("md", "text", "csv", "json")
 
 
 class SessionFiles:
-    """What `s`, `e`, the palette's compare-with-saved and its Screenshot do for the app.
+    """What `s`, `S`, `e`, the palette's compare-with-saved and its Screenshot do for the app.
 
     Given its collaborators (the app only as Textual's App: screens, workers, screenshots),
     so it never imports the console that owns it."""
@@ -80,7 +80,7 @@ class SessionFiles:
             if isinstance(result, tuple):
                 self._in_thread("save", lambda: _save_copy(
                     result[0], self.on_disk.events(), self.profile.name,
-                    list(self.state.pairs)))
+                    list(self.state.pairs), paths.name_of(live) if live else None))
 
         from abtui.ui.render.screens import PathPrompt
 
@@ -95,6 +95,33 @@ class SessionFiles:
                                    note=note, resolve=paths.saved_path, replace=False),
                         chosen)
 
+    def save_setup(self) -> None:
+        """S: the live setup written into the profile's own file (each knob's value on every
+        pair as its `initial`), after Enter confirms; abtui.profile.save does the saving (the
+        file read and checked again, comments kept, replaced atomically), in a worker."""
+        from abtui.profile.save import setup_changes
+        from abtui.ui.render.screens import Confirm
+
+        path = self.profile.source_path
+        if not path:
+            self.fail("save setup: this session's profile has no file to save into (a "
+                      "replay, or a profile read from a session)")
+            return
+        live = self.live_setup()
+        changes = setup_changes(self.profile, live)
+        lines = [c.line() for c in changes] or [
+            "the knobs' values are the profile's already: nothing to change"]
+
+        def chosen(result: object) -> None:
+            if result is True:
+                self._in_thread("save setup", lambda: _save_setup(Path(path), live))
+
+        self.app.push_screen(Confirm(f"Save the setup to {path}?", lines), chosen)
+
+    def live_setup(self) -> dict[str, dict[str, str]]:
+        """Each pair's knob values as the hosts reported them and the flips since set."""
+        return {label: dict(ps.config) for label, ps in self.state.pairs.items()}
+
     def compare_saved(self) -> None:
         """This session against a saved one (`abtui compare`'s table): picked from the
         sessions folder, or typed as a file or a name."""
@@ -105,7 +132,8 @@ class SessionFiles:
         def chosen(result: object) -> None:
             if isinstance(result, Path):
                 self._in_thread("compare", lambda: CompareScreen(
-                    tables.saved_comparison(_load(result), self.on_disk.events())))
+                    tables.saved_comparison(_load(result), self.on_disk.events(),
+                                            app.size.width)))
 
         live = self.controller.session_path
         mine = {live, paths.finished_path(live)} if live else set()
@@ -166,13 +194,26 @@ class SessionFiles:
             app.call_from_thread(self.done, result)
 
 
-def _save_copy(path: Path, events: list[Event], profile: str, pairs: list[str]) -> str:
-    """A copy of the session so far at `path` (abtui.sessions.writer.save_events); the line
-    the log says."""
+def _save_copy(path: Path, events: list[Event], profile: str, pairs: list[str],
+               copy_of: str | None) -> str:
+    """A copy of the session so far at `path` (abtui.sessions.writer.save_events), marked
+    as a copy of the live session's journal when there is one; the line the log says."""
     from abtui.sessions.writer import save_events
 
-    written = save_events(path, events, profile=profile, pairs=pairs)
+    written = save_events(path, events, profile=profile, pairs=pairs, copy_of=copy_of)
     return f"saved {len(events)} events to {written}"
+
+
+def _save_setup(path: Path, live: dict[str, dict[str, str]]) -> str:
+    """The setup saved into the profile at `path`; the line the log says, naming the file."""
+    from abtui.profile.save import save_setup
+
+    written, changes = save_setup(path, live)
+    saved = [f"{c.knob}={c.value}" for c in changes if not c.why]
+    kept = [c.line() for c in changes if c.why]
+    head = (f"setup saved to {written}: {', '.join(saved)}" if saved
+            else f"setup saved to {written}: nothing to change")
+    return head + (f" ({'; '.join(kept)})" if kept else "")
 
 
 def _export(path: Path, fmt: str, events: list[Event], name: str, base: str) -> str:

@@ -43,6 +43,8 @@ SCREEN_BINDINGS: list[Binding] = [
     Binding("p", "plan", "Plan", id="plan"),
     Binding("m", "mark", "Mark", id="mark"),
     Binding("s", "save", "Save", id="save"),
+    Binding("S", "save_setup", "Save setup", id="save_setup",
+            tooltip="save the setup to the profile (Enter confirms)"),
     Binding("e", "export", "Export", id="export"),
     Binding("ctrl+o", "compare", "Compare", id="compare"),
     Binding("ctrl+t", "tunnel", "Tunnel", id="tunnel"),
@@ -54,6 +56,8 @@ SCREEN_BINDINGS: list[Binding] = [
 # the palette's, each action run on the main screen (quit is the app's)
 CONSOLE_BINDINGS: list[BindingType] = [
     Binding("ctrl+q", "app.quit", "Quit", id="quit"), SCOPE_BINDINGS[0], *SCREEN_BINDINGS]
+# the palette's name of an action whose footer name is short (binding id -> name)
+PALETTE_NAMES = {"save": "Save session", "save_setup": "Save setup to profile"}
 # Plain keys the console keeps for itself (profiles may not bind these: abtui.profile);
 # every other action is on a ctrl key, so knobs may take any other letter.
 RESERVED: frozenset[str] = frozenset(
@@ -117,7 +121,8 @@ def system_commands(actions: list[tuple[str, str, str]],
 
 def palette_actions(knob_keys: dict[str, str], scopes: list[str]) -> list[tuple[str, str, str]]:
     """(name, action, help) of every console action the palette offers, knobs included."""
-    acts = [(f"{b.description}", b.action, f"key {b.key_display or b.key}")
+    acts = [(PALETTE_NAMES.get(b.id or "", b.description), b.action,
+             f"key {b.key_display or b.key}")
             for b in CONSOLE_BINDINGS if isinstance(b, Binding)]
     acts.append(("Stop measuring", "stop", "stop all pairs"))
     acts.append(("Start measuring", "start", "start all pairs together"))

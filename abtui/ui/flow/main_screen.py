@@ -10,6 +10,7 @@ from typing import ClassVar, Protocol
 from textual import events, on
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widget import Widget
 
 from abtui.core.controller import Mode
 from abtui.ui.flow.alternation import ConsoleAlternation
@@ -51,10 +52,12 @@ class MainScreen(Screen[None]):
     (and show in the footer and the keys panel) on it alone, never behind a dialog."""
 
     BINDINGS: ClassVar[list[BindingType]] = []
+    BINDING_GROUP_TITLE = "abtui"  # the keys panel's heading over the console's own keys
 
     def __init__(self, console: Console) -> None:
         super().__init__(id="_default")
         self.console = console
+        self._focus_before: Widget | None = None  # what had the focus before `?`
 
     @classmethod
     def for_knobs(cls, console: Console, knob_keys: dict[str, str]) -> MainScreen:
@@ -169,11 +172,17 @@ class MainScreen(Screen[None]):
         self.console.toggle_log()
 
     def action_help(self) -> None:
-        """Textual's keys panel, every binding of the screen (knobs included); again hides
-        it."""
+        """Textual's keys panel, abtui's keys first (the focus is taken off the table while
+        it is open: the focused widget's cursor keys would lead the list, before every key
+        of abtui's), knobs included; again hides it and gives the focus back."""
         if self.query("HelpPanel"):
             self.app.action_hide_help_panel()
+            if self._focus_before is not None and self._focus_before.is_attached:
+                self.set_focus(self._focus_before)
+            self._focus_before = None
         else:
+            self._focus_before = self.focused
+            self.set_focus(None)
             self.app.action_show_help_panel()
         # the screen's widgets laid out again for the room the panel leaves them
         self.call_after_refresh(self.console.relayout)
@@ -184,6 +193,9 @@ class MainScreen(Screen[None]):
 
     def action_save(self) -> None:
         self.console.files.save()
+
+    def action_save_setup(self) -> None:
+        self.console.files.save_setup()
 
     def action_compare_saved(self) -> None:
         self.console.files.compare_saved()

@@ -364,13 +364,21 @@ class ConsoleState(EventReader):
                 self.dirty.pairs.add(label)
 
     def row_label(self, row: PhaseRow) -> str:
-        """The phase table's name for a row (abtui.core.configuration: what export prints)."""
-        return config_label(row.config, self.baseline)
+        """The phase table's name for a row (abtui.core.configuration: what export prints):
+        the baseline's own row named by its values of the knobs the other rows change, as
+        the report names it (not `initial`)."""
+        return ", ".join(f"{k}={v}" for k, v in self.row_parts(row)) or \
+            config_label(row.config, self.baseline)
 
     def row_parts(self, row: PhaseRow) -> list[tuple[str, str]]:
         """The knobs a row's label names, `(knob, value)` (what abtui.core.labels fits into
         a narrow column)."""
-        return config_changes(row.config, self.baseline)
+        parts = config_changes(row.config, self.baseline)
+        if parts:
+            return parts
+        changed = sorted({k for r in self.phases.values()
+                          for k, _ in config_changes(r.config, self.baseline)})
+        return [(k, str(row.config[k])) for k in changed if k in row.config]
 
     def tunnel_choices(self, types: list[str], pairs: list[str]) -> list[tuple[str, str]]:
         """Each tunnel type with why it cannot be had on these pairs ("" when it can): the

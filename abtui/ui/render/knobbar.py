@@ -53,7 +53,9 @@ def knobbar_content(scope: str, scope_pairs: list[str], knob_keys: dict[str, str
             markup = f"[@click=screen.knob('{knob}')]{markup}[/]"
         chips.append(Content.from_markup(markup, key=visible(key), knob=visible(knob),
                                          value=visible(str(value))))
-    run = "running" if state.running else "stopped"
+    planning = progress is not None and progress.get("done") != progress.get("total")
+    # between a plan's steps no run is up, yet the plan goes on: not "stopped"
+    run = "running" if state.running else "between steps" if planning else "stopped"
     if progress:
         run += f" plan {progress.get('done')}/{progress.get('total')}"
         eta = progress.get("eta_s")

@@ -107,6 +107,18 @@ class MainLayout:
             _max_height(self.grid, None)  # the stylesheet's
 
 
+def _rows_even(panes: list[PairPane], cols: int, width: int, compact: bool) -> None:
+    """The panes of a grid row as tall as its tallest, so they end on the same row (one
+    pane's hosts or numbers wrapping onto another line left its neighbour a row short)."""
+    for first in range(0, len(panes), cols):
+        row = panes[first:first + cols]
+        tallest = max(p.height_for(width, compact) for p in row)
+        for pane in row:  # (a height of its own: its growing lays the screen out once)
+            if pane.styles.height is None or pane.styles.height.value != tallest or \
+                    not pane.styles.inline.has_rule("height"):
+                pane.styles.height = tallest
+
+
 def _max_height(widget: Widget, rows: int | None) -> None:
     """The widget's own max-height (None: the stylesheet's), set only when it changes:
     Textual lays the screen out again whenever it is set to None (a pane that grew cost two
@@ -132,6 +144,7 @@ def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: Phase
     for pane in panes:
         if pane.has_class("-compact") != compact:
             pane.set_compact(compact)
+    _rows_even(panes, cols, pane_w, compact)
     if not table.fits(state, width):
         table.rebuild(state, width)
     # narrow: the log goes under the table instead of beside it

@@ -1,4 +1,5 @@
-"""The console's secondary screens: a path prompt (save/export), a saved-session picker
+"""The console's secondary screens: a path prompt (save/export), a confirmation (the setup
+saved to the profile), a saved-session picker
 (compare), a text prompt (mark), the tunnel switcher, quitting with restore progress, and the
 compare screen. Whatever they show that came from hosts or files is text, never markup."""
 
@@ -156,6 +157,38 @@ class PathPrompt(_Modal):
             self.dismiss(None)
 
 
+class Confirm(_Modal):
+    """A question answered by Enter (yes: dismissed with True) or Esc (no): the lines say
+    what yes will do (saving the setup to the profile: each knob's new value)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        CLOSE, Binding("enter", "confirm", "Confirm", id="confirm", priority=True)]
+
+    def __init__(self, title: str, lines: list[str], yes: str = "Save") -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(Content(visible(self.title_text)), classes="dialog-title")
+            yield Static(Content(visible("\n".join(self.lines))), id="what")
+            yield Static(f"Enter: {self.yes.lower()}   Esc: cancel", classes="dim")
+            with Horizontal(classes="buttons"):
+                yield Button(self.yes, variant="primary", id="yes")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#yes", Button).focus()
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(True if event.button.id == "yes" else None)
+
+
 class SessionPicker(_Modal):
     """A saved session, picked from the sessions folder's list (newest first) or typed as a
     file or a name, as `abtui compare` takes them; dismissed with its file's Path."""
@@ -285,6 +318,11 @@ class CompareScreen(Screen[None]):
             if pts:
                 over.plot([t for t, _ in pts], [v for _, v in pts], label=label)
         over.xlabel("s")
+        values = [v for pts in c.lines.values() for _, v in pts]
+        if values:  # 3 significant digits, as every number abtui prints (not `5610.0`)
+            over.yticks(*_ticks(min(values), max(values)))
+            times = [t for pts in c.lines.values() for t, _ in pts]
+            over.xticks(*_ticks(min(times), max(times)))
         bars = self.query_one("#per-phase", PlotextPlot).plt
         names, heights = c.drawn_bars()
         bars.title(f"mean {c.unit.name} per row ({UNKNOWN}: not measured)"
@@ -292,4 +330,16 @@ class CompareScreen(Screen[None]):
         if names and heights:
             bars.multiple_bar(names, heights,  # type: ignore[call-arg]
                               labels=list(c.bars))  # plotext's keyword; its stub says label
+            tallest = max((h for row in heights for h in row), default=0.0)
+            bars.yticks(*_ticks(0.0, tallest))
         bars.xlabel("row")
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> tuple[list[float], list[str]]:
+    """An axis's ticks from `lo` to `hi` and their labels in 3 significant digits."""
+    from abtui.core.numbers import sig
+
+    if hi <= lo:
+        return [lo], [sig(lo)]
+    at = [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+    return at, [sig(x) for x in at]

@@ -239,15 +239,17 @@ def session_comparison(name: str, state: ConsoleState,
     unit = state.rate_unit()
     rows = phase_rows(state, unit)
     width = label_width(state, screen_width, [lb for lb, _ in rows], whole=True)
-    fitted = fit_labels([state.row_parts(r) for r in state.phases.values()], width)
+    parts = [state.row_parts(r) for r in state.phases.values()]
+    fitted = fit_labels(parts, width)
     bars = {label: [_scaled(configuration_rate(r.segments.get(label, [])), unit)
                     for r in state.phases.values()] for label in state.pairs}
+    # each bar group named under it (fitted to a group's share of half the screen)
+    names = fit_labels(parts, bar_width(screen_width, len(rows)))
     return Comparison(
         f"Compare: {name}, phase by phase",
         ["configuration", *(pair_title(state, lb, unit) for lb in state.pairs)],
         [[label, *cells] for label, (_, cells) in zip(fitted, rows, strict=True)],
-        unit_lines(series, unit),
-        [str(i + 1) for i in range(len(rows))], bars, unit)
+        unit_lines(series, unit), names, bars, unit)
 
 
 def unit_lines(series: dict[str, list[tuple[float, float]]], unit: Unit
@@ -256,7 +258,18 @@ def unit_lines(series: dict[str, list[tuple[float, float]]], unit: Unit
     return {lb: [(t, v / unit.div) for t, v in pts] for lb, pts in series.items()}
 
 
-def saved_comparison(saved: Session, events: list[Event]) -> Comparison:
+def bar_width(screen_width: int, groups: int) -> int:
+    """The cells a bar group's name has under it: the bar chart takes half the screen, less
+    its axis, shared by the groups (a gap between them)."""
+    return max(3, (screen_width // 2 - 8) // max(groups, 1) - 2)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def saved_comparison(saved: Session, events: list[Event], screen_width: int = 120
+                     ) -> Comparison:
     """This session against a saved one (`abtui compare`'s table), read by the caller
     (abtui.sessions.session.Session.load)."""
     from abtui.reports import compare
@@ -284,10 +297,11 @@ def saved_comparison(saved: Session, events: list[Event]) -> Comparison:
              fmt_compare(r["left"], r["right"])] for r in table]
     mean = [(r["left"].throughput.mean if r["left"] else None,
              r["right"].throughput.mean if r["right"] else None) for r in table]
+    room = bar_width(screen_width, len(rows))
     return Comparison(
         f"Compare: {saved.name} → this session ({unit.name})",
         ["pair", "configuration", saved.name, "this session", "Δ"], rows, lines,
-        [str(i + 1) for i in range(len(rows))],
+        [_cut(f"{r['pair']} {r['shown']}", room) for r in table],
         {"saved": [_scaled(a, unit) for a, _ in mean],
          "now": [_scaled(b, unit) for _, b in mean]}, unit,
         f"in every configuration: {shown_config(saved, common)}" if common else "")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.content import Content
@@ -46,6 +47,8 @@ from abtui.ui.render.textual_privates import FramedLines, frame_with, repaint_ro
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
+# a border title's frame: `╭─ ` before it, ` ─` and the corner after it
+TITLE_FRAME = 6
 PANE_INNER = 34  # a pane's text width before its first layout (40 columns less the frame)
 Line = Literal["head", "config", "bps-label", "rtt-label", "tcp", "error"]
 Chart = Literal["bps", "rtt"]
@@ -122,8 +125,9 @@ class PairPane(Widget):
         self._grew = False
         self.probe: BenchProbe | None = None  # the bench's, when it times the intervals
         self._covers: dict[str, int] = {}  # band → the pair's intervals its rows show
-        self.border_title = Content(  # type: ignore[assignment]
-            visible(f"{state.label}  {state.sender} → {state.receiver}"))
+        self._hosts = visible(f"{state.sender} → {state.receiver}")
+        self._title = ""
+        self._fit_title(0)
         self.refresh_from_state((1.0, 1.0))  # its size is known at its first layout
 
     # ---- what it shows (tests and scripts read these) -----------------------------------
@@ -252,7 +256,9 @@ class PairPane(Widget):
         self._rows = None
         if self.is_mounted:  # (before, its first layout sizes it)
             self._grew = self._grew or grew
-            self.refresh(layout=True)
+            # a height the screen's layout gave it (its grid row's tallest pane's): that
+            # layout, told by Grew, sizes it again; a layout pass here would be one more
+            self.refresh(layout=not self.styles.inline.has_rule("height"))
 
     def _announce(self) -> None:
         """Tell the screen once that the pane grew, however many of its lines did."""
@@ -292,19 +298,40 @@ class PairPane(Widget):
         return [[f"{k}=", (v, "bold")] for k, v in self.state.config.items()
                 if compact or k != TUNNEL]
 
-    def _head_chips(self, compact: bool) -> list[list[Part]]:
+    def _hosts_inside(self, width: int) -> bool:
+        """Whether the pair's hosts are a line of the pane's at `width` (frame included):
+        they do not fit in its border's title whole, and a title is never cut."""
+        title = f"{self.state.label}  {self._hosts}"
+        return width > 0 and cell_len(title) + TITLE_FRAME > width
+
+    def _title_at(self, width: int) -> str:
+        return self.state.label if self._hosts_inside(width) else \
+            f"{self.state.label}  {self._hosts}"
+
+    def _fit_title(self, width: int) -> None:
+        """The border's title: the label and the hosts, or the label alone when the hosts
+        would be cut (they are the head line's first chip then)."""
+        title = self._title_at(width)
+        if title != self._title:
+            self._title = title
+            self.border_title = Content(title)  # type: ignore[assignment]
+
+    def _head_chips(self, compact: bool, width: int | None = None) -> list[list[Part]]:
         """The kernel (both hosts' when they differ) and the tunnel (compact: in the knobs'
-        line instead, so the kernel's keeps one line in a narrow pane)."""
+        line instead, so the kernel's keeps one line in a narrow pane); first the hosts when
+        the title has no room for them."""
         s = self.state
         kernels = sorted({k for k in s.kernels.values() if k})
         kernel: list[Part] = [("kernel ", DIM), " / ".join(kernels) or "?"]
-        return [kernel] if compact else [kernel, [("tunnel ", DIM), s.tunnel]]
+        hosts: list[list[Part]] = [[self._hosts]] if self._hosts_inside(
+            self.size.width if width is None else width) else []
+        return [*hosts, kernel] if compact else [*hosts, kernel, [("tunnel ", DIM), s.tunnel]]
 
     def height_for(self, width: int, compact: bool) -> int:
         """Rows this pane takes at `width` columns, frame included (compact: no charts)."""
         inner = width - 4
         rows = 2
-        for chips in (self._config_chips(compact), self._head_chips(compact)):
+        for chips in (self._config_chips(compact), self._head_chips(compact, width)):
             rows += len(pack_rows([styled(c) for c in chips], inner))
         for name in ("bps-label", "rtt-label", "tcp", "error"):
             if name != "error" or self.state.error:
@@ -322,6 +349,9 @@ class PairPane(Widget):
         self._grew = False  # the layout made it so: no news for the screen
 
     def on_resize(self) -> None:
+        if self._title != self._title_at(self.size.width):
+            self._fit_title(self.size.width)
+            self.refresh_text()  # the hosts moved into the head line, or out of it
         width = self.content_region.width
         if width != self._width:
             self._width = width

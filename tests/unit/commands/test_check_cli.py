@@ -48,3 +48,40 @@ async def test_check_agrees_with_the_loader_on_iperf3_knobs() -> None:
     assert streams == [(True, "knob streams: a change restarts the runs (an iperf3 knob always "
                               "does)"),
                        (True, "knob streams: iperf3 option parallel, no host change")]
+
+
+async def test_a_knob_line_names_its_key_and_shows_the_value_as_sysctl_prints_it() -> None:
+    """`knob enable_aim: = '4096\\t131072…'` (issue 49): the key was missing and the tabs
+    escaped; every line of a knob says `KEY = 'VALUE'`, its whitespace as spaces."""
+    from types import SimpleNamespace
+
+    from abtui.commands.check import _check_setting
+    from abtui.core.errors import BadInput
+    from abtui.core.model import Knob, KnobKind
+
+    class Dialect:
+        def normalize(self, setting: object, value: str) -> str:
+            if value == "bad":
+                raise BadInput("bad: not three numbers")
+            return value
+
+    class Manager:
+        def __init__(self) -> None:
+            self.dialects = {"h": Dialect()}
+
+        def setting(self, knob: object, target: object) -> object:
+            return SimpleNamespace(key="net.ipv4.tcp_rmem")
+
+        async def read(self, host: str, setting: object) -> str:
+            return "4096\t131072\t6291456"
+
+        async def write(self, host: str, setting: object, value: str) -> None:
+            return None
+
+    target = SimpleNamespace(host="h", device=None)
+    knob = Knob("enable_aim", KnobKind.SYSCTL, ("4096 131072 6291456", "bad"),
+                key="net.ipv4.tcp_rmem")
+    ok, line = await _check_setting(Manager(), knob, target)  # type: ignore[arg-type]
+    assert not ok
+    assert line == ("net.ipv4.tcp_rmem = '4096 131072 6291456', writable, but bad: not three "
+                    "numbers")

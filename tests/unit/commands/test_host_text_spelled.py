@@ -37,6 +37,8 @@ def assert_clean(text: str, where: str) -> None:
 
 def assert_clean_file(path: Path) -> str:
     text = path.read_bytes().decode()  # strict UTF-8: a lone surrogate would not be
+    if path.suffix == ".csv":  # a CSV file's byte order mark is abtui's own, for spreadsheets
+        text = text.removeprefix("\ufeff")
     assert_clean(text, str(path))
     return text
 
@@ -245,7 +247,8 @@ def test_every_export_format_spells_it(hostile_session, tmp_path, capsys, fmt) -
     assert assert_clean_file(out) == printed
     if fmt == "md":  # shown, spelled out: the hosts' table, a configuration, the error
         assert f"6.18.44-fc-v857{SPELLED}" in printed and f"veth{SPELLED}" in printed
-        assert f"33554432{SPELLED}" in printed and f"iperf3: {SPELLED}" in printed
+        assert f"33554432{SPELLED}" in printed
+        assert f"iperf3: {SPELLED}" in printed.replace("\n  ", " ")  # (the notes wrapped)
     elif fmt == "csv":
         assert f"33554432{SPELLED}" in printed
     else:  # JSON escapes it (ASCII), and a reader gets exactly what the host said
@@ -332,7 +335,7 @@ def test_lab_status_spells_a_guest_s_release(monkeypatch, capsys) -> None:  # ty
             "nic": f"e1000e {HOSTILE}", "accel": "tcg", "boot_s": 30}
     status = {"up": True, "ok": True, "hosts": [host]}
     monkeypatch.setattr(Lab, "default", classmethod(lambda cls: types.SimpleNamespace(
-        status=lambda: status)))
+        status=lambda **_: status)))
     assert main(["lab", "status"]) == 0
     printed = capsys.readouterr().out
     assert_clean(printed, "abtui lab status")

@@ -125,7 +125,9 @@ async def test_a_first_flip_on_four_hosts_is_one_fsync_and_on_disk_before_any_wr
         tmp_path, monkeypatch):
     """The originals of a flip's first touch of a setting (and how to reach each host) reach
     the disk in one fsync for the 4 hosts, not one per record (8), before the first write is
-    sent; later flips, with nothing to record, cost none."""
+    sent, with the value each host gets (`wrote`); a flip to a value not written before costs
+    one more (its `wrote` records, so `abtui recover` can tell abtui's values from someone
+    else's), and later flips, with nothing to record, cost none."""
     m, _links, log, _events, journal = _manager(tmp_path)
     fsyncs = []
     real_fsync = os.fsync
@@ -145,8 +147,12 @@ async def test_a_first_flip_on_four_hosts_is_one_fsync_and_on_disk_before_any_wr
     assert on_disk_at_first_swap == [(1, 4)]
     assert len(fsyncs) == 1
     await m.apply(KNOB, "1", targets)
-    assert len(fsyncs) == 1
-    assert [c.split()[0] for _h, c in log] == ["read"] * 4 + ["swap"] * 8
+    assert len(fsyncs) == 2
+    for value in ("2", "1", "2"):
+        await m.apply(KNOB, value, targets)
+    assert len(fsyncs) == 2
+    assert [c.split()[0] for _h, c in log] == ["read"] * 4 + ["swap"] * 20
+    assert set(map(tuple, read_journal(journal.path).written.values())) == {("2", "1")}
 
 
 async def test_one_refusal_sets_the_others_back(tmp_path):

@@ -103,7 +103,8 @@ def test_every_entry_the_journal_writes_reads_back_usable():
         {"op": "tunnel", "host": "h", "type": "vxlan", "ifname": "abv1sabcd", "local": "1.2.3.4",
          "remote": "1.2.3.5", "spi_out": None, "spi_in": None, "os": "linux", "pair": "A"},
         {"op": "tunnel_down", "host": "h", "ifname": "abv1sabcd"},
-        {"op": "pgid", "host": "h", "pgid": 4242, "what": "iperf3"},
+        {**ORIGINAL, "op": "wrote"}, {**ORIGINAL, "op": "foreign"},
+        {"op": "pgid", "host": "h", "pgid": 4242, "what": "iperf3", "t": 1.5},
         {"op": "pgid_gone", "host": "h", "pgid": 4242}, {"op": "forget", "host": "h"},
         BUILD, {"op": "build_restored", "host": "h1", "knob": "kernel"}]
     assert {r["op"] for r in written} == set(ENTRIES)

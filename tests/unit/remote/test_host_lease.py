@@ -159,7 +159,8 @@ def _bin(tmp_path: Path, *, lockf: bool) -> dict[str, str]:
     FreeBSD's lockf(1) (`lockf -s -t SECONDS FD`, exit 75 when held) when asked."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for tool in ("sh", "bash", "uname", "tr", "readlink", "head", "sleep"):
+    for tool in ("sh", "bash", "uname", "tr", "readlink", "head", "sleep", "id", "ls", "date",
+                 "stat"):
         found = shutil.which(tool)
         assert found, tool
         (bindir / tool).symlink_to(found)
@@ -219,29 +220,41 @@ async def test_no_lock_tool_is_said_not_fatal(tmp_path):
 
 
 def test_the_command_lines_for_each_tool():
-    """flock(1) first, FreeBSD's lockf(1) on a descriptor next; a takeover waits for the old
-    shell's lock, and ends that shell only while the file still names it (never 1 or $$)."""
-    take = take_command(ALICE, dirs=("/run/lock", "/var/run"))
-    assert "if command -v flock >/dev/null 2>&1; then flock -n 7; " \
-           "elif command -v lockf >/dev/null 2>&1; then lockf -s -t 0 7; else return 9; fi" in take
-    assert "for c in /run/lock /var/run; do" in take and "exec 7>>\"$f\"" in take
+    """flock(1) first, FreeBSD's lockf(1) on a descriptor next, each waiting WAIT_S; the
+    folder is the first of /run, /var/run that is a folder (not the first writable one); a
+    takeover waits for the old shell's lock, and ends that shell only while the file still
+    names it (never 1 or $$), a stale one only while it is still silent and idle."""
+    take = take_command(ALICE)
+    assert "if command -v flock >/dev/null 2>&1; then flock -w 1 7; " \
+           "elif command -v lockf >/dev/null 2>&1; then lockf -s -t 1 7; else return 9; fi" in take
+    assert "for c in /run /var/run; do if [ -d \"$c\" ]; then" in take
+    assert "-w \"$c\"" not in take and ">>" not in take and "exec 7<>\"$f\"" in take
+    assert "(umask 077; set -C; : >\"$f\")" in take
     assert "__abtui_lease='user=alice machine=elsewhere pid=4242 start=1796000000 link='" in take
-    reply = parse_reply("abtui-lease held /run/lock/abtui-lease.h1\n"
+    reply = parse_reply("abtui-lease held 3 /run/abtui-lease.h1\n"
                         "abtui-lease user=alice machine=elsewhere pid=4242 start=1796000000 "
-                        "link=ab12 shell=777\n")
-    assert (reply.holder, reply.link, reply.shell) == (ALICE, "ab12", 777)
+                        "link=ab12 shell=777      \n")
+    assert (reply.holder, reply.link, reply.shell, reply.age, reply.path) == \
+        (ALICE, "ab12", 777, 3, "/run/abtui-lease.h1")
+    assert not reply.stale and "silent" not in reply.holder_text()
     over = takeover_command(reply, ALICE, link="ab12")
-    assert "flock -w 5 7" in over and "lockf -s -t 5 7" in over
-    assert ("if [ 777 -gt 1 ] && [ 777 != $$ ] && [ \"$(head -n 1 \"$f\" 2>/dev/null)\" = "
+    assert "flock -w 5 7" in over and "lockf -s -t 5 7" in over and "pgrep" not in over
+    assert ("if [ 777 -gt 1 ] && [ 777 != $$ ] && [ \"$__abtui_h\" = "
             "'abtui-lease user=alice machine=elsewhere pid=4242 start=1796000000 link=ab12 "
             "shell=777' ] && { [ ! -e /proc/self/fd ] || "
             "[ \"$(readlink /proc/777/fd/7 2>/dev/null)\" -ef \"$f\" ]; }; "
             "then kill -KILL 777 2>/dev/null; fi") in over
-    assert parse_reply("abtui-lease none no writable folder of /x").why == \
-        "no writable folder of /x"
-    odd = parse_reply("abtui-lease held /f\n\x1b]0;hi\x07\n")
+    stale = parse_reply("abtui-lease held 25 /f\nabtui-lease user=a machine=m pid=1 start=0 "
+                        "shell=9\n")
+    assert stale.stale and "silent for 25 s" in stale.holder_text()
+    assert "! pgrep -P 9 >/dev/null 2>&1" in takeover_command(stale, ALICE, stale=True)
+    assert parse_reply("abtui-lease held - /f\nx\n").age is None
+    assert parse_reply("abtui-lease none no tool").why == "no tool"
+    bad = parse_reply("abtui-lease bad /run/x is a FIFO owned by \x1b[2Jnobody")
+    assert bad.state is LeaseState.BAD and bad.path == "/run/x" and "\x1b" not in bad.why
+    odd = parse_reply("abtui-lease held 0 /f\n\x1b]0;hi\x07\n")
     assert odd.holder_text() == "an abtui (\\x1b]0;hi\\x07)"
-    spoofed = parse_reply("abtui-lease held /f\nabtui-lease user=\x1b[2J machine=m pid=1 "
+    spoofed = parse_reply("abtui-lease held 0 /f\nabtui-lease user=\x1b[2J machine=m pid=1 "
                           "start=0 shell=9\n")
     assert "\x1b" not in spoofed.holder_text() and "\\x1b[2J@m" in spoofed.holder_text()
 

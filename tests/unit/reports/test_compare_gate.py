@@ -273,3 +273,14 @@ def test_runs_equal_at_the_printed_digit_are_no_regression() -> None:
     assert case.delta is not None and case.delta.low is not None and case.delta.high is not None
     assert case.delta.low < 0 < case.delta.high
     assert "Δ of 20 % trimmed means" in case.line()
+
+
+def test_a_gate_whose_every_case_passed_does_not_ask_for_more_runs() -> None:
+    """"6 pass" then "a pass needs more than 1000 runs a side" (issue 49): once every case
+    tested passed, the resolution line says what a lone regression would have needed and
+    no run count; one that did not pass still gives it."""
+    case = gate.GateCase("A", "x=1", gate.PASS, "")
+    passed = gate.Resolution(3.2, case, 5000, passed=True).line()
+    assert "a pass needs" not in passed and "would have shown from 3.2%" in passed
+    failed = gate.Resolution(3.2, case, 5000).line()
+    assert "a pass needs more than" in failed

@@ -54,13 +54,29 @@ def test_svg_is_an_svg_image_naming_the_pairs(session_file: Path, tmp_path: Path
     assert _plot(session_file, out) == 0 and out.read_bytes() == first  # the same file
 
 
-def test_html_is_valid_html(session_file: Path, tmp_path: Path) -> None:
+def test_html_is_valid_html_with_the_chart_as_svg(session_file: Path, tmp_path: Path) -> None:
+    """The page's chart is real SVG (matplotlib's lines, so phase boundaries are straight in
+    a browser; issue 49), not a braille text chart in <pre>."""
     html5lib = pytest.importorskip("html5lib")
     out = tmp_path / "x.html"
     assert _plot(session_file, out) == 0
     text = out.read_text()
     # strict: any parse error (a malformed attribute like `style = style=…`) raises
     doc = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(text)
+    ns = "{http://www.w3.org/2000/svg}"
+    svg = doc.find(f"./body/figure/{ns}svg")
+    assert svg is not None and doc.find("./body/pre") is None
+    assert svg.findall(f".//{ns}path") and "throughput over time" in "".join(svg.itertext())
+    assert not any("\u2800" <= ch <= "\u28ff" for ch in text)  # no braille
+
+
+def test_html_without_matplotlib_keeps_the_text_chart(session_file: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    html5lib = pytest.importorskip("html5lib")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = tmp_path / "x.html"
+    assert _plot(session_file, out) == 0
+    doc = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(out.read_text())
     pre = doc.find("./body/pre")
     assert pre is not None and "throughput over time" in "".join(pre.itertext())
     assert all(s.get("style", "").startswith(("color:", "background-color:"))
@@ -87,3 +103,6 @@ def test_other_suffixes_and_a_missing_matplotlib_are_refused_in_one_line(
     assert _plot(session_file, png) == 2 and not png.exists()
     err = capsys.readouterr().err
     assert err.startswith("abtui: a .png or .svg plot needs matplotlib") and err.count("\n") == 1
+    # a hint that works in the README's venv, which has uv and no pip
+    assert f"{Path(sys.executable).parent / 'uv'} pip install --python {sys.executable} " \
+        "matplotlib" in err or f"{sys.executable} -m pip install matplotlib" in err

@@ -72,12 +72,13 @@ def test_the_verdict_table_in_csv_json_and_html(tmp_path: Path) -> None:
     doc = json.loads(render(session, "json"))
     assert doc["alternation"][0] == {key: ROWS[0].get(key) for key, _ in alternation.COLUMNS}
     page = chart_html(session)
-    assert page.index("<h2>Alternation verdict</h2>") < page.index("<pre")
+    assert page.index("<h2>Alternation verdict</h2>") < page.index("<svg")
     assert "<td>Δgeo -87.2% [-89.3, -84.8]</td>" in page
     out = tmp_path / "v.csv"
     assert main(["export", str(session.path), "--format", "csv", "--table", "verdicts",
                  "--out", str(out)]) == 0
-    assert out.read_text().splitlines()[0] == ",".join(k for k, _ in alternation.COLUMNS)
+    assert out.read_text(encoding="utf-8-sig").splitlines()[0] == ",".join(
+        k for k, _ in alternation.COLUMNS)  # (a file: after its BOM)
     assert main(["export", str(session.path), "--format", "md", "--table", "verdicts"]) == 2
 
 
@@ -126,7 +127,7 @@ def test_the_end_mark_s_note_does_not_print_the_verdicts_again(tmp_path: Path) -
     evs[-2] = Event.of(events.Mark(text=text, verdicts=ROWS), evs[-2].t)
     md = render(_written(tmp_path, evs), "md")
     assert md.count("87.2") == 1 and md.count("-1.4%") == 1, md
-    notes = md.split("## Notes", 1)[1]
+    notes = " ".join(md.split("## Notes", 1)[1].split())  # (the report's prose is wrapped)
     assert ("mark: alternation ended (every comparison significant) after 3 blocks (12 "
             "stretches), 30 s; family-wise α 0.05 over 2 comparisons (Holm: α/2 each until "
             "one is significant); verdicts: the Alternation verdict table above") in notes

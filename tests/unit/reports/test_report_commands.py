@@ -52,3 +52,21 @@ def test_the_recorded_argv_survives_the_journal() -> None:
     assert again.payload.argv == OLD
     assert Session.from_events([again]).runs[0].argv == OLD
     assert "argv" not in dataclasses.replace(payload, argv=None).to_data()
+
+
+def test_a_server_that_moved_ports_is_one_command_its_ports_named() -> None:
+    """The same iperf3 command once per pair, not once per port the server moved to (the
+    last still busy); the other ports named after it (issue 49)."""
+    out, n = [], 0
+    for ev in load_events(RECORDED):
+        if ev.kind is events.EventKind.RUN_START and ev.pair == "baseline":
+            port = str(5201 + n % 3)
+            n += 1
+            argv = [*OLD[:4], port, *OLD[5:]]
+            ev = Event.of(dataclasses.replace(ev.payload, argv=argv), ev.t, ev.pair, ev.host)
+        out.append(ev)
+    assert n >= 3
+    lines = [cell for pair, _, cell, _ in command_lines(Session.from_events(out))
+             if pair == "baseline"]
+    assert lines == ["`iperf3 -c 198.19.1.2 -p 5201 -t 10 -i 1 --forceflush -P 2 -R` "
+                     "(also on ports 5202, 5203)"]

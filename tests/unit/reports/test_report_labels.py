@@ -22,7 +22,7 @@ def _export(capsys: pytest.CaptureFixture[str], fmt: str) -> str:
 
 def test_rows_name_what_sets_them_apart(capsys: pytest.CaptureFixture[str]) -> None:
     md = _export(capsys, "md")
-    assert f"- in every configuration: {SHARED}\n" in md
+    assert f"- in every configuration: {SHARED}\n" in md.replace("\n  ", " ")  # (wrapped)
     table = md.split("## Throughput per configuration")[1].split("\n\n")[1]
     names = [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[2:]]
     assert names == ["tso=on, tunnel=none", "tso=on, tunnel=vxlan", "tso=off, tunnel=none",

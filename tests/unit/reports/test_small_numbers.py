@@ -196,7 +196,9 @@ def test_the_compare_screen_has_no_figure_where_a_pair_measured_nothing() -> Non
     assert [r[2] for r in c.rows][1] == "—"
     assert c.bars["A"][1] == pytest.approx(5.0, rel=0.02) and c.bars["B"][1] is None
     names, heights = c.drawn_bars()
-    assert names == ["1", "2—"] and heights[1][1] == 0.0  # plotext leaves a 0 bar blank
+    # each row named (issue 49), the unmeasured one marked; plotext leaves a 0 bar blank
+    assert names == [c.bar_names[0], f"{c.bar_names[1]}—"] and heights[1][1] == 0.0
+    assert not any(n.isdigit() for n in c.bar_names)
 
 
 def test_the_console_never_says_0_for_a_skew_or_retransmits_nobody_reported() -> None:

@@ -329,3 +329,12 @@ def test_a_resume_keeps_the_calls_and_judges_an_undecided_step_again(tmp_path: o
     path = _session(tmp_path, [])
     with pytest.raises(BadInput, match="the session recorded no bisection"):
         resumed(path, plan)  # type: ignore[arg-type]
+
+
+def test_a_step_line_names_the_pair_that_decided() -> None:
+    """The step line said the call and a Δ without naming whose (issue 49)."""
+    from abtui.measure.bisect.search import BAD, Step
+
+    step = Step(1, "v4", 4, BAD, -12.0, -20.0, -5.0, 3, pair="B")
+    assert step.decided_by() == " (pair B decided)"
+    assert Step(1, "v4", 4, BAD).decided_by() == ""

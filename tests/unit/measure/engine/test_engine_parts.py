@@ -497,3 +497,12 @@ async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after()
     with pytest.raises(KnobRefused):
         await engine.set_knob("kernel", "bad")
     assert len(rechecked) == 2  # a refused switch is read again too
+
+
+def test_runs_are_numbered_per_pair() -> None:
+    """Pair B's first run is B-1, not B-2 (one count across pairs; issue 49)."""
+    from abtui.measure.engine.runs import RunIds
+
+    ids = RunIds()
+    assert [ids.next(p) for p in ("A", "B", "A", "B", "B")] == ["A-1", "B-1", "A-2", "B-2",
+                                                                 "B-3"]

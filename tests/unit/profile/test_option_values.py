@@ -1,0 +1,56 @@
+"""A profile value that becomes a command's own argument never begins with `-` (option
+injection: `grub-reboot '--help'`, `insmod --help`, `modprobe -r --help`, `sysctl -n -a`,
+`iperf3 -C -x`): one line naming the field, exit 2; a value inside a `name=value` word (a
+module parameter, a sysctl's value) may."""
+
+from __future__ import annotations
+
+import pytest
+
+from abtui.profile import parse_profile
+from tests.unit.profile.test_profile_builds import HEAD, KERNEL, MODULE, error_of
+
+GRUB = KERNEL.replace('method = "command"\ncommand = ["abtui", "lab", "boot", "{host}", '
+                      '"{value}"]', 'method = "grub-reboot"\nentry = "--help"')
+
+
+def test_a_grub_entry_beginning_with_a_dash_is_refused_naming_it() -> None:
+    said = error_of(GRUB)
+    assert "knobs[0].build.entry" in said and '"--help" begins with' in said
+
+
+@pytest.mark.parametrize(("field", "value"), [("file", "--help"), ("release", "-r")])
+def test_an_insmod_file_or_a_release_beginning_with_a_dash_is_refused(field: str,
+                                                                        value: str) -> None:
+    text = MODULE.replace('method = "modprobe"', f'method = "insmod"\nfile = "/x.ko"\n'
+                          f'{field} = "{value}"' if field == "release" else
+                          f'method = "insmod"\nfile = "{value}"')
+    said = error_of(text)
+    assert f'"{value}" begins with' in said and field in said
+
+
+def test_a_nextboot_kernel_beginning_with_a_dash_is_refused() -> None:
+    said = error_of(KERNEL.replace('method = "command"\ncommand = ["abtui", "lab", "boot", '
+                                   '"{host}", "{value}"]', 'method = "nextboot"\nkernel = "-h"'))
+    assert "knobs[0].build.kernel" in said and '"-h" begins with' in said
+
+
+def test_module_and_sysctl_keys_and_build_or_congestion_values_are_refused() -> None:
+    assert '"--help" begins with' in error_of(MODULE.replace('key = "e1000e"',
+                                                                 'key = "--help"'))
+    sysctl = HEAD + ('[[knobs]]\nname = "s"\nkind = "sysctl"\nkey = "-a"\n'
+                     'values = ["1", "2"]\n')
+    assert "knobs[0].key" in error_of(sysctl) and '"-a" begins with' in error_of(sysctl)
+    cc = HEAD + ('[[knobs]]\nname = "cc"\nkind = "iperf3"\nkey = "congestion"\n'
+                 'values = ["bbr", "-x"]\n')
+    assert 'entry 1: "-x" begins with' in error_of(cc)
+    build = KERNEL.replace('"linux-image-6.1.0-57-amd64"]', '"--version"]')
+    assert 'entry 1: "--version" begins with' in error_of(build)
+    reports = MODULE.replace('key = "rx-usecs"', 'key = "-x"')
+    assert '"-x" begins with' in error_of(reports)
+
+
+def test_a_value_inside_one_word_may_begin_with_a_dash() -> None:
+    sysctl = HEAD + ('[[knobs]]\nname = "s"\nkind = "sysctl"\nkey = "net.x"\n'
+                     'values = ["-1", "2"]\n')
+    assert parse_profile(sysctl, "t.toml").knobs[0].values == ("-1", "2")

@@ -8,12 +8,20 @@ empty :=
 space := $(empty) $(empty)
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
 	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static kexec-tools \
-	linux-perf
+	linux-perf qemu-system-arm gcc-arm-linux-gnueabihf make flex bison bc patch xz-utils
 DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo \
-	qemu-system-x86_64 busybox depmod kexec perf
+	qemu-system-x86_64 busybox depmod kexec perf qemu-system-arm arm-linux-gnueabihf-gcc make \
+	flex bison bc patch xz
 # The kernel builds the VM tests boot (tests/lab/test_vm_lab.py): fetched once into the kernel
 # cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.
 TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64
+# The kernel source the ARM guest's builds start from (abtui.lab.kbuild; profiles/patches/
+# arm-neon-softirq applies to it): 138 MB fetched once into the kernel cache's sources/, ~20 s
+# to unpack; the default tier checks the series applies to it (tests/unit/lab/
+# test_arm_neon_series.py), the slow tier builds BEFORE and AFTER from it. The ARM guest's
+# userspace (abtui.lab.vm.armroot): Debian's armhf packages, 12 MB, with apt's own package lists
+# for armhf kept in the cache (this machine's apt configuration is left as it is).
+KERNEL_SOURCES := linux-source-6.1
 # The slow tier's third build (tests/lab/test_vm_builds_lab.py: wireguard-gro on three builds),
 # fetched by `make test-slow` and by `ABTUI_SLOW=1 make test`.
 SLOW_KERNELS := linux-image-6.1.0-52-amd64
@@ -80,6 +88,10 @@ kernels: setup
 	@$(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null 2>&1 || { apt-get update -qq && \
 	  $(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null; } || \
 	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
+	@for s in $(KERNEL_SOURCES); do $(PY) -m abtui.lab.kbuild fetch $$s >/dev/null || \
+	  echo "warning: $$s cannot be fetched: the series check and the ARM builds will skip"; done
+	@$(PY) -m abtui.lab.vm.armroot >/dev/null || \
+	  echo "warning: the armhf userspace cannot be made: its check and the ARM guest will skip"
 
 # Test-only Debian packages: Chromium, for the headless-browser test of `abtui serve`
 # (tests/ui/test_serve_chromium.py; it skips, saying so, where it could not be installed).

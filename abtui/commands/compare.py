@@ -91,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
                        "--fail-on-regression PCT too (or --format junit)")
     left = Session.load(paths.find_session(args.left, args.sessions_dir))
     right = Session.load(paths.find_session(args.right, args.sessions_dir))
+    from abtui.core.clock import check_comparable, session_clocks
+
+    check_comparable(session_clocks(left.facts), session_clocks(right.facts),
+                     (left.name or args.left, right.name or args.right))
     cases = compare.gate(left, right, threshold or 0.0, args.match, args.latency) \
         if threshold is not None or args.format == "junit" else []
     if args.format == "json":

@@ -29,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="let NAME log in on the hosts too, with sudo rights there (the "
                          "account is made when missing, and removed by lab down), for "
                          "trying a sudo setup: ssh -F SSH_CONFIG -l NAME HOST")
+    up.add_argument("--clock", default="host", metavar="host|icount[=SHIFT]",
+                    help="the VM guests' clock: host (wall-clock time, default) or icount "
+                         "(qemu's instruction counting, shift 6 unless given: figures count "
+                         "guest instructions, steady whatever this machine's load; they "
+                         "compare only with figures at the same shift)")
     boot = sub.add_parser("boot", help="switch VM hosts to another kernel build (power-cycle "
                           "or kexec), keeping their names, addresses and keys",
                           **sub_help("lab boot"))
@@ -47,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from abtui.core.clock import clock_label, parse_clock
     from abtui.core.errors import BadInput
     from abtui.lab.layout import MAX_PAIRS
     from abtui.lab.netns import Lab
@@ -56,10 +62,13 @@ def run(args: argparse.Namespace) -> int:
         if not 1 <= args.pairs <= MAX_PAIRS:
             raise BadInput(f"--pairs must be between 1 and {MAX_PAIRS}, not {args.pairs}")
         kernels = parse_kernels(args.kernel, args.pairs)
+        clock = parse_clock(args.clock)
         hosts = lab.up(pairs=args.pairs, kernels=kernels, nics=parse_nics(args.nic, kernels),
-                       user=args.user)
+                       clock=clock, user=args.user)
         print(f"lab up: {len(hosts)} hosts, {args.pairs} pairs", file=sys.stderr)
         status = lab.status()
+        if kernels:
+            print(f"  clock:      {clock_label(clock)} (the VM guests')")
         for h in status["hosts"]:  # type: ignore[attr-defined]
             if h["kernel"]:
                 print(f"  {h['alias']}: VM, kernel {h['release']}, NIC {h['nic']} "
@@ -87,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
             print("lab is down")
         for h in status["hosts"]:  # type: ignore[attr-defined]
             mark = "ok  " if h["ok"] else "DOWN"
-            where = (f"VM {h['release']} ({h['accel']}, booted in {h['boot_s']} s), NIC "
+            clock = f", clock {clock_label(str(status['clock']))}" if status.get("clock") else ""
+            where = (f"VM {h['release']} ({h['accel']}{clock}, booted in {h['boot_s']} s), NIC "
                      f"{h['nic']}, CPU its own" if h["kernel"] else
                      f"netns {h['release']}, CPU this machine's (shared by every netns host)")
             print(f"{mark} {h['alias']:<12} pair {h['pair']} {h['role']:<8} "

@@ -68,13 +68,11 @@ class LeaseRefused(RemoteError):
     another user's file: abtui.remote.lease): the host is not driven."""
 
 
-class LeaseNotAsked(LeaseRefused):
+def lease_not_asked(host: str, why: str) -> LeaseRefused:
     """A host before this one in the hosts' one order of leasing was refused (abtui.remote.
     lease.LeaseOrder): this host's lease was not asked for, so another controller that needs
     it gets it."""
-
-    def __init__(self, host: str, why: str) -> None:
-        super().__init__(host, f"its lease not asked for: {why}")
+    return LeaseRefused(host, f"its lease not asked for: {why}")
 
 
 class KnobRefused(AbtuiError):

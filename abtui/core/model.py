@@ -327,6 +327,9 @@ class HostFacts:
     nic_driver: str = ""
     nic_firmware: str = ""
     link_speed: str = ""
+    # whose clock the host's figures are on (abtui.core.clock): "" its own, "icount:N" a
+    # guest's instruction-counted time
+    clock: str = ""
     # tunnel type -> "yes" | "kernel" | "userspace" | "module" | "no: why" (tunnel_refusal
     # reads it); empty when not asked (the profile uses no tunnel) or the host could not say
     tunnels: dict[str, str] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from abtui.remote.dialects import dialect_for
 from abtui.remote.facts import gather_facts
 from abtui.remote.link import HostLink, StateCallback, connect_all
 
-NOT_ASKED = "its lease not asked for"  # (abtui.core.errors.LeaseNotAsked's reason)
+NOT_ASKED = "its lease not asked for"  # (abtui.core.errors.lease_not_asked's reason)
 
 
 def profile_hosts(pairs: Sequence[Pair]) -> list[str]:

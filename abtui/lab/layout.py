@@ -195,6 +195,10 @@ class LabLayout:
         except (KeyError, TypeError, ValueError):
             return 0
 
+    def clock(self) -> str:
+        """The VM guests' clock (abtui.core.clock): "" their host's, "icount:N" counted."""
+        return str(self.record().get("clock") or "")
+
     def kernel_specs(self) -> dict[str, str]:
         """Pair letter -> kernel SPEC of the lab's VM pairs (from its record)."""
         kernels = self.record().get("kernels", {})

@@ -135,6 +135,10 @@ class Lab:
     def nic_models(self) -> dict[str, str]:
         return self.layout.nic_models()
 
+    def clock(self) -> str:
+        """The VM guests' clock (abtui.core.clock), as the lab was brought up."""
+        return self.layout.clock()
+
     def refuse_if_used(self, doing: str) -> None:
         self.layout.refuse_if_used(doing)
 
@@ -159,10 +163,12 @@ class Lab:
 
     # ---- up -----------------------------------------------------------------------------
     def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None,
-           nics: Mapping[str, str] | None = None, user: str | None = None) -> list[LabHost]:
+           nics: Mapping[str, str] | None = None, clock: str = "",
+           user: str | None = None) -> list[LabHost]:
         """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
         letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot, `nics` a VM pair
-        to its data NIC's model (abtui.lab.vm.guest.NIC_MODELS; the default where not named)."""
+        to its data NIC's model (abtui.lab.vm.guest.NIC_MODELS; the default where not named),
+        `clock` the VM guests' clock (abtui.core.clock: "" their host's, "icount:N")."""
         from abtui.lab.vm.guest import DEFAULT_NIC
 
         if user is not None:
@@ -171,13 +177,17 @@ class Lab:
             check_name(user)  # said before anything changes
         wanted = check_kernel_pairs(kernels or {}, pairs)
         models = {k: DEFAULT_NIC for k in wanted} | check_nic_pairs(nics or {}, wanted)
+        if clock and not wanted:
+            raise BadInput("--clock: only VM hosts run on an instruction-counted clock; give "
+                           "the lab a --kernel (namespace hosts share this machine's)")
         existing = self.pair_count()
         rebuild = bool(existing) and (existing != pairs or self.kernel_specs() != wanted
-                                      or self.layout.vm_nics() != models)
+                                      or self.layout.vm_nics() != models
+                                      or (bool(wanted) and self.layout.clock() != clock))
         if rebuild:  # said before anything is checked or changed
             self.refuse_if_used(f"rebuilding it with {pairs} pairs (it has {existing})"
                                 if existing != pairs else
-                                "rebuilding it for other kernels or NICs")
+                                "rebuilding it for other kernels, NICs or clock")
         self.check_prerequisites()
         self.refuse_if_clashing()
         resolved: dict[str, Kernel] = {}
@@ -216,7 +226,7 @@ class Lab:
             kept = previous.get("boot_s", {})  # of guests that run and are kept
             meta: dict[str, Any] = {"pairs": pairs, "name": self.name, "octet": self.octet,
                                     "kernels": {k: v.to_json() for k, v in resolved.items()},
-                                    "nics": models,
+                                    "nics": models, "clock": clock,
                                     "boot_s": kept if isinstance(kept, dict) else {}}
             self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
@@ -408,5 +418,7 @@ class Lab:
             "pairs": pairs,
             "accel": meta.get("accel", ""),
             "accel_why": meta.get("accel_why", ""),
+            # the VM guests' clock (abtui.core.clock): "" their host's, "icount:N" counted
+            "clock": str(meta.get("clock") or ""),
             "hosts": hosts,
         }

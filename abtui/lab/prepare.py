@@ -41,12 +41,14 @@ def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
     the_lab = Lab.default() if lab else None
     kernels = lab_kernels_for(profile) if lab else {}
     nics = lab_nics_for(profile, {**the_lab.kernel_specs(), **kernels}) if the_lab else {}
+    clock = lab_clock_for(profile) if the_lab else ""
     if short:
         vm = the_lab is not None and bool(kernels or the_lab.kernel_specs())
         profile, shortened = quick(profile, vm=vm)
         translations += [shortened] if shortened else []
     if the_lab is not None:
-        hosts = ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels, nics=nics)
+        hosts = ensure_lab(the_lab, len(profile.pairs), say, kernels=kernels, nics=nics,
+                           clock=clock)
         facts = lab_facts(hosts[1], hosts[:2 * len(profile.pairs)],
                           ssh_config=str(the_lab.ssh_config))
         mapped = map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
@@ -144,8 +146,20 @@ def lab_nics_for(profile: Profile, kernels: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def lab_clock_for(profile: Profile) -> str:
+    """The VM guests' clock the profile's [lab] clock asks for ("" the host's: the default)."""
+    import tomllib
+
+    from abtui.profile.load import lab_clock
+
+    if not profile.source_text:
+        return ""
+    raw = tomllib.loads(profile.source_text)
+    return lab_clock(raw) if "lab" in raw else ""
+
+
 def ensure_lab(lab: Lab, pairs: int, say: Any, kernels: dict[str, str] | None = None,
-               nics: dict[str, str] | None = None) -> list[LabHost]:
+               nics: dict[str, str] | None = None, clock: str = "") -> list[LabHost]:
     """The lab's hosts, bringing it up (with at least `pairs` pairs) when it is not. With
     `kernels` (lab pair letter -> SPEC), a lab whose VM pairs boot other kernels is rebuilt;
     with `nics` (lab pair letter -> NIC model), one whose VM pairs have other NICs."""
@@ -157,6 +171,8 @@ def ensure_lab(lab: Lab, pairs: int, say: Any, kernels: dict[str, str] | None = 
     up, up_nics = lab.kernel_specs(), lab.nic_models()
     mismatch = bool(kernels) and any(up.get(k) != v for k, v in (kernels or {}).items())
     mismatch |= any(k in up and up_nics.get(k) != v for k, v in (nics or {}).items())
+    vm_lab = bool(kernels or up)
+    mismatch |= vm_lab and lab.clock() != clock
     if have < pairs or mismatch or not lab.status()["ok"]:
         n = max(pairs, have)
         wanted = kernels if kernels else {k: v for k, v in up.items() if ord(k) - 64 <= n}
@@ -168,7 +184,11 @@ def ensure_lab(lab: Lab, pairs: int, say: Any, kernels: dict[str, str] | None = 
                       for k, v in sorted(wanted.items()))
         say(f"lab: bringing up lab {lab.name!r} with {n} pairs{again}{vms} (take it down with "
             "`abtui lab down`)")
-        return lab.up(n, kernels=wanted, nics=models)
+        if clock:
+            from abtui.core.clock import clock_label
+
+            say(f"lab: the VM guests on {clock_label(clock)} ([lab] clock)")
+        return lab.up(n, kernels=wanted, nics=models, clock=clock if wanted else "")
     return lab.hosts(have)
 
 

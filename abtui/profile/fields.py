@@ -107,6 +107,19 @@ def one_of(choices: tuple[str, ...]) -> Conv:
     return conv
 
 
+def lab_clock(value: Any) -> str:
+    """[lab] clock: `host` or `icount[=SHIFT]` (abtui.core.clock), kept as written."""
+    from abtui.core.clock import parse_clock
+    from abtui.core.errors import BadInput
+
+    value = text(value)
+    try:
+        parse_clock(value)
+    except BadInput as exc:
+        raise Invalid(str(exc).removeprefix("--clock ")) from None
+    return value
+
+
 def boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise _wrong(value, "true or false")

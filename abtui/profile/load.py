@@ -224,6 +224,15 @@ def lab_nics(raw: dict[str, Any], labels: list[str]) -> dict[str, str]:
     return _lab_per_pair(raw, labels, "nic", f.one_of(LAB_NICS))
 
 
+def lab_clock(raw: dict[str, Any]) -> str:
+    """The [lab] section's clock for the VM guests, parsed (abtui.core.clock): "" the host's."""
+    from abtui.core.clock import parse_clock
+
+    lab = sub_table(raw, "lab", ())
+    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics", "builds"))
+    return parse_clock(head["clock"] or "", "[lab] clock")
+
+
 def _lab_per_pair(raw: dict[str, Any], labels: list[str], key: str,
                   conv: Callable[[Any], str]) -> dict[str, str]:
     """[lab] `key` for every pair and `key`s per label -> pair label -> value."""

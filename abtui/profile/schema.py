@@ -205,6 +205,8 @@ LAB_NICS = ("e1000e", "virtio")
 LAB_FIELDS = (
     Field("kernel", lambda v: f.text(v, 1000), None),
     Field("nic", f.one_of(LAB_NICS), None),
+    # the VM guests' clock: "host" (wall-clock time) or "icount[=SHIFT]" (abtui.core.clock)
+    Field("clock", f.lab_clock, None),
 )
 
 SECTIONS = ("profile", "test", "pairs", "knobs", "watches", "plan", "report", "lab")

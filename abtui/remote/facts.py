@@ -6,8 +6,10 @@ hosts both answer in a single round trip with `key=value` lines that `parse_fact
 
 from __future__ import annotations
 
+import contextlib
 from shlex import quote
 
+from abtui.core.clock import CMDLINE_WORD, parse_clock
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_IPERF3, HostFacts
 from abtui.profile.fields import PROGRAM_RE
@@ -41,6 +43,9 @@ Linux)
   elif n=$(ip netns identify 2>/dev/null); then
     if [ -n "$n" ]; then echo "cpu_scope=shared"; else echo "cpu_scope=own"; fi
   else echo "cpu_scope="; fi
+  # an instruction-counted guest of the lab says so on its kernel command line (builtins)
+  c=; [ -r /proc/cmdline ] && read -r c < /proc/cmdline
+  for w in $c; do case $w in __CLOCK__=*) echo "clock=${w#*=}";; esac; done
   if [ -n "$dev" ]; then
     ethtool -i "$dev" 2>/dev/null |
       sed -n 's/^driver: /nic_driver=/p; s/^firmware-version: /nic_firmware=/p'
@@ -74,7 +79,8 @@ def facts_command(device: str | None = None, iperf3: str = DEFAULT_IPERF3) -> st
     dev = quote(validate_device(device)) if device else "''"
     if not PROGRAM_RE.fullmatch(iperf3):
         raise BadInput(f"iperf3 program {iperf3!r} is not a program name or path")
-    return _SCRIPT.replace("__DEV__", dev).replace("__IPERF3__", quote(iperf3))
+    return (_SCRIPT.replace("__DEV__", dev).replace("__IPERF3__", quote(iperf3))
+            .replace("__CLOCK__", CMDLINE_WORD))
 
 
 def parse_facts(alias: str, out: str, device: str | None = None) -> HostFacts:
@@ -92,6 +98,8 @@ def parse_facts(alias: str, out: str, device: str | None = None) -> HostFacts:
     for name in ("os", "hostname", "kernel_release", "kernel_version", "cpu_model",
                  "iperf3_version", "ping_version", "nic_driver", "nic_firmware", "cpu_scope"):
         setattr(facts, name, values.get(name, ""))
+    with contextlib.suppress(BadInput):  # a word that is not a clock is not one
+        facts.clock = parse_clock(values.get("clock", ""))
     count = values.get("cpu_count", "")
     facts.cpu_count = int(count) if count.isdigit() else None
     try:

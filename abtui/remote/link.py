@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from abtui.core.destination import Destination, parse_destination
-from abtui.core.errors import LeaseHeld, LeaseNotAsked, LeaseRefused, RemoteError
+from abtui.core.errors import LeaseHeld, LeaseRefused, RemoteError, lease_not_asked
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
 from abtui.core.text import visible
@@ -540,7 +540,7 @@ class HostLink:
                 before = await order.turn(key)  # the hosts before it: their own timeouts
                 if before is not None:
                     refused = before
-                    raise LeaseNotAsked(self.alias, before)
+                    raise lease_not_asked(self.alias, before)
             async with asyncio.timeout(self.connect_timeout + TAKEOVER_WAIT_S + WAIT_S):
                 shell.send_bare(take_command(dirs=self.lease_dirs, link=self._lease_link))
                 reply = parse_reply((await shell.result()).stdout)

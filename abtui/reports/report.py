@@ -84,7 +84,7 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     out += sections(session, base, seen, units)  # the [report] layout, lab translations
     out += host_state.report_section(session)  # its hosts changed while it measured
     units = units or "bits"
-    out += ["## Hosts", "", _hosts(session), ""]
+    out += ["## Hosts", "", _hosts(session), "", *_clock_lines(session)]
     options = _options(session)
     if options:
         out += ["## Test options", "", options, ""]
@@ -157,6 +157,20 @@ def _hosts(session: Session) -> str:
         return "(no host facts recorded)"
     return md_table(["pair", "role", "host", "OS", "kernel", "NIC driver", "NIC firmware"],
                     rows)
+
+
+def _clock_lines(session: Session) -> list[str]:
+    """The clock the figures are on, said when it is not the hosts' own (an instruction-
+    counted lab guest): a figure on it counts guest instructions, not seconds."""
+    from abtui.core.clock import HOST, clock_label, session_clocks
+
+    clocks = session_clocks(session.facts)
+    if clocks == [HOST] or not clocks:
+        return []
+    named = " and ".join(clock_label(c) for c in clocks)
+    return [f"Clock: {named}. Figures on guest instructions count the guest's own executed "
+            "instructions (bytes per instruction, scaled), not the machine's time; they "
+            "compare only with figures at the same shift, never with wall-clock ones.", ""]
 
 
 def _kernels(facts: dict[str, Any], booted: list[str] | None) -> str:

@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from abtui.core.clock import CMDLINE_WORD, shift_of
 from abtui.core.errors import MissingPrerequisite
 from abtui.lab.kernels import Kernel, cache_root
 from abtui.profile.schema import LAB_NICS
@@ -69,6 +70,7 @@ class Guest:
     sshd_config: Path
     state_dir: Path
     nic: str = DEFAULT_NIC  # the data NIC's model (NIC_MODELS)
+    clock: str = ""  # abtui.core.clock: "" the host's, "icount:N" instruction-counted
 
     @property
     def script(self) -> Path:
@@ -189,10 +191,21 @@ def vng_command(g: Guest, accel: str) -> list[str]:
         f"-device virtio-net-pci,netdev=mgmt,mac={g.mgmt_mac}",
         f"-netdev tap,id=data,ifname={g.data_tap},script=no,downscript=no",
         f"-device {NIC_MODELS[g.nic][0]},netdev=data,mac={g.data_mac}",
+        *icount_args(g.clock),
     ])
+    clock = ["--append", f"{CMDLINE_WORD}={g.clock}"] if g.clock else []
     return [vng, "--run", g.kernel.image, *(["--disable-kvm"] if accel == "tcg" else []),
-            "--cpus", "1", "--memory", GUEST_MEMORY, "--name", g.alias,
+            *clock, "--cpus", "1", "--memory", GUEST_MEMORY, "--name", g.alias,
             "--rwdir", str(g.share), "--exec", f"sh {g.script}", f"--qemu-opts={qemu_opts}"]
+
+
+def icount_args(clock: str) -> list[str]:
+    """qemu's options for a guest on an instruction-counted clock: `-icount shift=N,sleep=on`
+    (the guest's time advances 2^N ns per executed instruction; an idle guest sleeps in real
+    time, so timers of a guest that waits on the network still fire). Nothing for the host's
+    clock. TCG only: KVM runs instructions without counting them."""
+    shift = shift_of(clock)
+    return [] if shift is None else ["-icount", f"shift={shift},sleep=on"]
 
 
 def _env() -> dict[str, str]:

@@ -52,7 +52,8 @@ class LabVmPairs:
                      data_mac=mac(self.layout.mgmt, p, role, 1), mgmt_address=h.mgmt_address,
                      data_address=h.data_address,
                      sshd_config=self.layout.state_dir / f"sshd_config-{h.alias}",
-                     state_dir=self.layout.state_dir, nic=h.nic or lab_vm.DEFAULT_NIC)
+                     state_dir=self.layout.state_dir, nic=h.nic or lab_vm.DEFAULT_NIC,
+                     clock=self.layout.clock())
 
     def start(self, hosts: list[LabHost], kernels: Mapping[str, Kernel],
               meta: dict[str, Any], restart: Collection[str] = ()
@@ -62,7 +63,10 @@ class LabVmPairs:
         their start times."""
         from abtui.lab.vm import guest as lab_vm
 
-        accel, why = lab_vm.accelerator(next(iter(kernels.values())))
+        if meta.get("clock"):  # instruction counting is TCG's
+            accel, why = "tcg", "instruction-counted clock (-icount runs under TCG only)"
+        else:
+            accel, why = lab_vm.accelerator(next(iter(kernels.values())))
         meta.update({"accel": accel, "accel_why": why})
         self.layout.meta_path.write_text(json.dumps(meta))
         started: dict[str, tuple[Guest, float]] = {}

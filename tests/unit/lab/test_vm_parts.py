@@ -232,7 +232,10 @@ class _FakeLab:
     def status(self) -> dict:
         return {"ok": True}
 
-    def up(self, n, kernels, nics=None):
+    def clock(self) -> str:
+        return ""
+
+    def up(self, n, kernels, nics=None, clock=""):
         self.ups.append((n, kernels))
         return []
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from abtui.core.errors import LeaseHeld, LeaseNotAsked, RemoteError
+from abtui.core.errors import LeaseHeld, LeaseRefused, RemoteError
 from abtui.remote.lease import (
     STALE_S,
     Controller,
@@ -217,7 +217,8 @@ async def test_two_controllers_started_together_exactly_one_wins(tmp_path):
             wins.append(outcome)
             loser = got_b if outcome[0] else got_a
             assert sum(isinstance(e, LeaseHeld) for e in loser) == 1, loser
-            assert sum(isinstance(e, LeaseNotAsked) for e in loser) == 1, loser
+            assert sum(isinstance(e, LeaseRefused) and "not asked for" in e.reason
+                       for e in loser) == 1, loser
         finally:
             await a.stop()
             await b.stop()

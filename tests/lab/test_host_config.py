@@ -77,22 +77,24 @@ async def test_the_hosts_values_are_the_first_phase_and_flips_return_to_them(lab
     assert after == dict.fromkeys(senders, HOSTS_OWN)
     assert len(rec.of(EventKind.SESSION_START)) == 1  # connected once
 
-    # one rule: the console's rows and labels are the export's
+    # one rule: the console's rows are the export's phases, and the baseline's row is named
+    # by its values as the report names it (the export's label for it is `initial`)
     state = ConsoleState(profile)
     for e in rec.events:
         state.apply(e)
+    own = f"tcp_wmem={HOSTS_OWN}"
     exported: dict[tuple[str, str], int] = {}
     for ph in to_json(Session.from_events(rec.events))["phases"]:
         if ph["intervals"]:
-            key = (ph["label"], ph["pair"])
+            key = (own if ph["label"] == INITIAL else ph["label"], ph["pair"])
             exported[key] = exported.get(key, 0) + len(ph["intervals"])
     shown = {(state.row_label(r), pair): run.n for r in state.phases.values()
              for pair, run in r.per_pair.items()}
     assert shown == exported
     console = {label for label, _pair in shown}
-    assert INITIAL in console and f"tcp_wmem={WMEM[1]}" in console
+    assert own in console and f"tcp_wmem={WMEM[1]}" in console
     # the return to the host's own value pooled with the first phase, not a row of its own
     assert len([r for r in state.phases.values() if r.per_pair]) == len(console)
-    initial = next(r for r in state.phases.values() if state.row_label(r) == INITIAL)
+    initial = next(r for r in state.phases.values() if state.row_label(r) == own)
     assert initial.config == {"tcp_wmem": HOSTS_OWN}
     assert len(initial.segments["A"]) >= 2

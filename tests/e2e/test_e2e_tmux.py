@@ -341,7 +341,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
     keys = readme_keys()
     knob_keys = {k.binding: k.name for k in profile.knobs if k.binding}
     handled = {*knob_keys, "tab", "a", "b", "ctrl+t", "space", "ctrl+r", "p", "m", "s", "e",
-               "ctrl+o", "ctrl+l", "ctrl+a", "ctrl+e", "?", "ctrl+p", "ctrl+q"}
+               "ctrl+o", "ctrl+l", "ctrl+a", "ctrl+e", "?", "ctrl+p", "ctrl+q", "S", "ctrl+y"}
     assert set(keys) <= handled, f"README keys this test does not press: {set(keys) - handled}"
     ssh = str(lab.ssh_config)
     con = Console(term, tmp_path, lab.profile_path)
@@ -370,6 +370,12 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
                     problems.append("ctrl+t: the switcher still shown after Enter")
             elif key in ASKS:  # a dialog: answered once it shows, gone before going on
                 problems += _answered(term, key)
+            elif key == "S":  # the save-setup question, cancelled: the lab's profile kept
+                if not term_wait_quiet(term, lambda s: "Save the setup to " in s, 20):
+                    problems.append("S: no save-setup question")
+                term.keys("Escape")
+                if not term_wait_quiet(term, lambda s: "Save the setup to " not in s, 20):
+                    problems.append("S: the question still shown after Escape")
             elif key == "ctrl+a":  # alternation of the knob last flipped, its verdict panel
                 if not term_wait_quiet(term, lambda s: "alternating " in s, 20):
                     problems.append("ctrl+a: no alternation panel")
@@ -446,6 +452,7 @@ def test_every_key_of_the_readme_in_turn_on_the_lab(term: Term, tmp_path: Path, 
 # what each key's screen or panel shows while it is open, and the key that closes it (the
 # keys panel is beside the screen: `?` again hides it)
 SHOWN_BY = {"ctrl+o": ("Compare:", "Escape"), "ctrl+p": ("Search for commands", "Escape"),
+            "ctrl+y": ("why: ", "C-y"),  # no profile here: the line says how to ask for one
             "?": ("shift+tab Focus", "?")}  # the keys panel; its text may wrap after "Focus"
 
 

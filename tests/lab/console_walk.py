@@ -373,6 +373,7 @@ class Walker:
         self.step = -1
         self.readings: list[Reading] = []
         self.shown_div = 1e9  # the unit (bits/s ÷ div) of the table finish() read off the screen
+        self.shown_baseline: str | None = None  # the baseline row's name in that table
         self.read_at = -1  # how many changes the journal held at the last reading
         self.log: list[str] = []
         self.log_checked = 0
@@ -894,6 +895,14 @@ class Walker:
                 f"{len(app.feed.pending)} queued, next flush due "
                 f"{app.feed.due} (now {time.perf_counter():.3f})")
 
+    def baseline_label(self) -> str | None:
+        """The console's name for the baseline's row (None: no such row yet)."""
+        from abtui.core.configuration import config_changes
+
+        state = self.app.state
+        rows = [r for r in state.phases.values() if not config_changes(r.config, state.baseline)]
+        return state.row_label(rows[0]) if rows else None
+
     async def check_tables(self) -> None:
         from abtui.core.configuration import config_id
         from abtui.reports import stats
@@ -908,8 +917,8 @@ class Walker:
             self.fail("console-events-prefix", "the console's events are not the journal's "
                       "first events (what `s` saves differs from what was recorded)")
         session = Session.from_events(events)
-        labels = {config_id(ph.config): session.config_label(ph.config)
-                  for ph in session.phases}
+        labels = console_names({config_id(ph.config): session.config_label(ph.config)
+                                for ph in session.phases}, self.baseline_label())
         export = export_table((c.to_json() for row in stats.cells(session).values()
                                for c in row.values()), labels)
         counts = [{p: sum(seg.n for seg in segs) for p, segs in row.segments.items()}
@@ -1107,6 +1116,7 @@ class Walker:
                       f"read the same: {sorted({x for x in labels if labels.count(x) > 1})}")
         shown = [(a, cb) for (a, _), (_, cb) in zip(rows, shown, strict=False)]
         self.shown_div = self.app.state.rate_unit().div  # the unit the table showed
+        self.shown_baseline = self.baseline_label()  # how it named the baseline's row
         await self.press("ctrl+q")
         if not await self.wait_for(lambda: self.app.return_code is not None, 90):
             self.fail("quits", "ctrl+q: still running 90 s later")
@@ -1173,6 +1183,17 @@ def gbit(x: float | None) -> str:
 
 # ---- after the console has gone ------------------------------------------------------------
 
+def console_names(labels: dict[str, str], baseline: str | None) -> dict[str, str]:
+    """The export's labels as the console names its rows: the baseline's (`initial` in the
+    export) as the console's own baseline row reads (by its values of the knobs the other
+    rows change, as the report names it: abtui.ui.model.state.ConsoleState.row_label)."""
+    from abtui.core.configuration import INITIAL
+
+    if baseline is None:
+        return labels
+    return {cid: baseline if label == INITIAL else label for cid, label in labels.items()}
+
+
 def export_json(path: Path) -> dict[str, Any]:
     """`abtui export PATH --format json`, the real command."""
     out = subprocess.run([sys.executable, "-m", "abtui", "export", str(path), "--format",
@@ -1185,13 +1206,14 @@ def export_json(path: Path) -> dict[str, Any]:
 
 def check_export(doc: dict[str, Any], shown: Sequence[tuple[str, Sequence[str]]] | None,
                  journal: list[Event], readings: list[Reading], originals: Reading,
-                 profile: Profile, failures: Failures, step: int, div: float = 1e9) -> None:
+                 profile: Profile, failures: Failures, step: int, div: float = 1e9,
+                 baseline: str | None = None) -> None:
     """The saved session's export against the screen, the journal and the hosts: each
     phase's configuration against the readings taken while it measured."""
     pairs = [p.label for p in profile.pairs]
     if shown is not None:
-        labels = {ph["configuration"]: ph.get("label", ph["configuration"])
-                  for ph in doc["phases"]}
+        labels = console_names({ph["configuration"]: ph.get("label", ph["configuration"])
+                                for ph in doc["phases"]}, baseline)
         export = export_table(doc["configurations"], labels)
         for kind, diff in table_differences(console_table(shown, pairs, div=div), export,
                                             pairs).items():

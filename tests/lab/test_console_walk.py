@@ -127,7 +127,8 @@ async def test_a_seeded_random_walk_over_the_console(lab: Lab, tmp_path: Path,
     failures.notes += [f"engine error ×{n}: {m}" for m, n in errors.most_common()]
     readings = walker.readings if walker else []
     check_export(export_json(path), shown, journal, readings, originals, profile, failures,
-                 len(steps), walker.shown_div if walker else 1e9)
+                 len(steps), walker.shown_div if walker else 1e9,
+                 walker.shown_baseline if walker else None)
     report = failures.report(seed, STEPS, steps, test)
     print(report)
     if failures:

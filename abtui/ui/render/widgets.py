@@ -411,13 +411,13 @@ class PairPane(Widget):
         total = UNKNOWN if s.retransmits_total is None else str(s.retransmits_total)
         if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
             jitter = ms(s.jitter_ms)
-            self._set("tcp", [("lost ", DIM), f"{sig(s.loss_pct)}%"],
-                      [("jitter ", DIM), jitter, " ms"], [("n ", DIM), str(s.intervals)],
-                      *cpu_chips(s))
-        else:
-            self._set("tcp", [("retr ", DIM), retr, (f" (Σ {total})", DIM)],
-                      [("cwnd ", DIM), human_bytes(s.cwnd)], [("n ", DIM), str(s.intervals)],
-                      *cpu_chips(s))
+            self._set("tcp", [("n ", DIM), str(s.intervals)],
+                      [("lost ", DIM), f"{sig(s.loss_pct)}%"],
+                      [("jitter ", DIM), jitter, " ms"], *cpu_chips(s))
+        else:  # the count first: where the line wraps past a short grid, it stays in view
+            self._set("tcp", [("n ", DIM), str(s.intervals)],
+                      [("retr ", DIM), retr, (f" (Σ {total})", DIM)],
+                      [("cwnd ", DIM), human_bytes(s.cwnd)], *cpu_chips(s))
         self._set("error", *([("⚠ ", "bold"), s.error],) if s.error else ())
         if self._error_shown != bool(s.error):  # the error line shown or gone
             self._error_shown = bool(s.error)

@@ -8,10 +8,13 @@ empty :=
 space := $(empty) $(empty)
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
 	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static kexec-tools \
-	linux-perf qemu-system-arm gcc-arm-linux-gnueabihf make flex bison bc patch xz-utils
+	linux-perf
 DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo \
-	qemu-system-x86_64 busybox depmod kexec perf qemu-system-arm arm-linux-gnueabihf-gcc make \
-	flex bison bc patch xz
+	qemu-system-x86_64 busybox depmod kexec perf
+# The ARM guest's tools (abtui.lab.kbuild, abtui.lab.vm.armguest): installed for the slow tier
+# only (`make arm`, which `make test-slow` runs): minutes of downloads CI's default tier skips
+ARM_DEB_PACKAGES := qemu-system-arm gcc-arm-linux-gnueabihf make flex bison bc patch xz-utils
+ARM_DEB_PROGRAMS := qemu-system-arm arm-linux-gnueabihf-gcc make flex bison bc patch xz
 # The kernel builds the VM tests boot (tests/lab/test_vm_lab.py): fetched once into the kernel
 # cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.
 TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64
@@ -29,7 +32,7 @@ ifeq ($(ABTUI_SLOW),1)
 TEST_KERNELS += $(SLOW_KERNELS)
 endif
 
-.PHONY: setup demo test check test-slow bench soak reliability lint clean-venv lab-down kernels
+.PHONY: setup demo test check test-slow bench soak reliability lint clean-venv lab-down kernels arm
 
 setup: .deps-stamp $(VENV)/.installed
 
@@ -88,6 +91,14 @@ kernels: setup
 	@$(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null 2>&1 || { apt-get update -qq && \
 	  $(PY) -m abtui.lab.kernels $(TEST_KERNELS) >/dev/null; } || \
 	  echo "warning: the test kernels cannot be fetched: the VM tests will skip"
+
+# The ARM guest's tools, kernel source and userspace (the slow tier's ARM builds and guest; the
+# default tier's checks of them skip, saying so, where they are absent)
+arm: setup
+	@missing=""; for p in $(ARM_DEB_PROGRAMS); do \
+	  PATH="$$PATH:/usr/sbin:/sbin" command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends $(ARM_DEB_PACKAGES) >/dev/null; fi
 	@for s in $(KERNEL_SOURCES); do $(PY) -m abtui.lab.kbuild fetch $$s >/dev/null || \
 	  echo "warning: $$s cannot be fetched: the series check and the ARM builds will skip"; done
 	@$(PY) -m abtui.lab.vm.armroot >/dev/null || \
@@ -142,7 +153,7 @@ check: $(VENV)/.installed
 
 # The slow tier alone (tests marked `slow`, left out of `make test`: six VM guests, minutes);
 # `ABTUI_SLOW=1 make test` runs it with every other tier.
-test-slow: setup
+test-slow: setup arm
 	@$(MAKE) --no-print-directory kernels ABTUI_SLOW=1
 	ABTUI_SLOW=1 $(VENV)/bin/pytest -q -m slow
 

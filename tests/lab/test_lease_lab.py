@@ -177,6 +177,9 @@ def _racer(lab: Lab, start_at: float) -> subprocess.Popen[str]:
     "times: exactly one takes every host, the other is refused naming it (its PID) and "
     "takes none; then twice two `abtui run --headless`: one runs (exit 0), the other exits 1 "
     "in one line naming it, no traceback, the hosts at their originals")
+# 20 starts of two controllers: over 2 minutes (tests/unit/remote/test_lease_safety.py keeps the
+# order in the default tier)
+@pytest.mark.slow
 def test_two_controllers_started_together_exactly_one_wins(lab: Lab, tmp_path: Path,
                                                           reliability: Reliability):
     outcomes, odd = [], []

@@ -106,6 +106,9 @@ def _rmem(lab: Lab) -> dict[str, str]:
             for h in lab.hosts(2) if h.role == "receiver"}
 
 
+# a whole alternation through a drop: a minute (the flip and restore drops stay in the default
+# tier)
+@pytest.mark.slow
 def test_an_8_s_drop_does_not_end_a_headless_alternation(lab: Lab, tmp_path: Path):
     """`abtui run --alternate` flipping the receivers' tcp_rmem every 2 s while pair A's
     receiver loses its management link for 8 s (several flips fall in it): no flip is

@@ -28,6 +28,9 @@ def _noise(stderr: str) -> list[str]:
             if "Warning" in ln or "Traceback" in ln or "warnings.warn" in ln]
 
 
+# every command against the lab, about 45 s (tests/unit/remote/test_quiet_asyncssh.py keeps the
+# filter in the default tier)
+@pytest.mark.slow
 def test_every_command_with_an_agent_holding_keys_is_quiet(lab: Lab, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     env.update({"ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",

@@ -126,7 +126,11 @@ async def test_rows_are_renamed_in_place_when_the_baseline_changes() -> None:
         table = app.table
         rows = list(app.state.phases.values())
         before = [_row_text(table, i)[0] for i in range(2)]
-        app.state.baseline = dict(rows[1].config)  # the flipped configuration, now the hosts'
+        # the hosts now read another value of a knob no row changed (a reconnect found a
+        # colleague's setting): every row is named by it too (the baseline's row names its
+        # values, so the flip alone would rename nothing)
+        other = next(k for k in rows[0].config if rows[0].config[k] == rows[1].config[k])
+        app.state.baseline = {**rows[1].config, other: "another"}
         table.refresh_cells(app.state, app.main_width)
         after = [_row_text(table, i)[0] for i in range(2)]
         assert after == [app.state.row_label(r) for r in rows] and after != before, after

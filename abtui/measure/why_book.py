@@ -196,8 +196,9 @@ class WhyBook:
             moved = [r for r in why.top(mine, limit) if r["moved"]]
             where = f"{key[0]} {key[1]}{' (the machine)' if mine[0]['machine'] else ''}"
             if not moved:
+                blocks = mine[0]["blocks"]
                 out.append(f"why {where} {key[2]} vs {self.values[0]}: no frame moved "
-                           f"({mine[0]['blocks']} blocks)")
+                           f"({blocks} block{'' if blocks == 1 else 's'})")
                 continue
             said = ", ".join(f"{r['frame']} ({r['kind']}) {r['delta']:+.1f} pp "
                              f"{why.interval_text(r)}" for r in moved)

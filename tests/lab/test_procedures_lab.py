@@ -93,7 +93,8 @@ def test_ix_enable_aim(lab_env, tmp_path):
         assert re.fullmatch(NUMBER, r[2]), r
     assert all(re.fullmatch(DELTA, r[3]) for r in rows[4:7])
     lat = _table(md, "Latency per kernel and enable_aim (ping RTT)")
-    assert lat[0] == ["kernel", "enable_aim", "min/avg/max ms", "stddev", "Δ avg"]
+    assert lat[0] == ["kernel", "enable_aim", "min/avg/max ms", "stddev", "p50", "p90", "p99",
+                      "p99.9", "Δ avg"]  # seed 002's table, with percentiles
     assert len(lat) == 8 and all(re.fullmatch(r"[\d.]+/[\d.]+/[\d.]+", r[2]) for r in lat[1:])
     watches = _table(md, "Watches per pair and enable_aim")
     queues = {(r[0], r[1]) for r in watches[1:] if r[3] == "data0.rx_pps" and float(r[4]) > 0}

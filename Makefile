@@ -71,7 +71,7 @@ WARM_IMPORTS := abtui.commands.demo abtui.commands.tui abtui.lab.netns abtui.mea
 # emoji table, asyncssh and cryptography, imported when the first link connects), and each start
 # compiled those again: 0.04 s of CPU before the first frame, 0.2 s more before the first number.
 # Seconds, once (numpy and scipy, far larger, are left to the imports above).
-DEP_PACKAGES := textual rich asyncssh cryptography platformdirs plotext textual_plotext tomlkit
+DEP_PACKAGES := textual rich asyncssh cryptography platformdirs plotext textual_plotext tomlkit attr
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 
 # What `make demo` needs: abtui and its dependencies, no test or VM tools.

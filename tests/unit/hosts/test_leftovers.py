@@ -6,6 +6,7 @@ makes the session refuse, naming it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -61,6 +62,14 @@ def iperf3(tmp_path):
     shutil.copy(shutil.which("sleep") or "/bin/sleep", program)
     proc = subprocess.Popen([str(program), "60"], start_new_session=True)
     PROCS[proc.pid] = proc
+    # Popen returns once the child is forked, maybe before it runs iperf3: until it does, it
+    # is not the recorded program (under load that took long enough to fail the check)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{proc.pid}/comm").read_text().strip() == "iperf3":
+                break
+        time.sleep(0.01)
     yield proc
     if proc.poll() is None:
         proc.kill()

@@ -34,7 +34,7 @@ def _export(out: Path, *args: str) -> str:
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed (linux-perf)")
 # an alternation of 12 stretches, 1-2 minutes (tests/unit/reports/test_why.py and
-# tests/ui/test_why_console.py keep the rule and the panel in the default tier)
+# tests/ui/test_alternation_why.py keep the rule and the panel in the default tier)
 @pytest.mark.slow
 def test_tso_off_moves_the_segmentation_frames_up(lab: Lab, tmp_path: Path) -> None:
     out = tmp_path / "tso.jsonl"

@@ -69,8 +69,12 @@ class Moved:
 
     @property
     def moved(self) -> bool:
-        return self.low is not None and self.high is not None and (
-            self.low > 0 or self.high < 0)
+        return excludes_zero(self.low, self.high)
+
+
+def excludes_zero(low: float | None, high: float | None) -> bool:
+    """An interval that says which way the change went (a frame or counter "moved")."""
+    return low is not None and high is not None and (low > 0 or high < 0)
 
 
 def _t_quantile(df: int, p: float) -> float:
@@ -174,8 +178,7 @@ class CounterMoved:
 
     @property
     def moved(self) -> bool:
-        return self.low is not None and self.high is not None and (
-            self.low > 0 or self.high < 0)
+        return excludes_zero(self.low, self.high)
 
 
 def compare_counters(blocks: Sequence[RateBlock], *, alpha: float = FAMILY_ALPHA,

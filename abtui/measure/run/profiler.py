@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from abtui.core import events
@@ -25,6 +26,22 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.run.context import ProfileSpec, RunContext
 
 END_GRACE_S = 1.0
+
+
+async def follow_loop(ctx: RunContext, link: HostLink, command: str, what: str,
+                      take: Callable[[list[str]], None]) -> str | None:
+    """A host loop of the run's started, its lines handed to `take` until it ends or the
+    run cancels the task, then ended for certain; why it could not start, or None."""
+    try:
+        proc = await ctx.start_process(link, command, what)
+    except RemoteError as exc:
+        return exc.reason
+    try:
+        await proc.follow(take)
+    finally:
+        with contextlib.suppress(Exception):
+            await ctx.end_process(proc)
+    return None
 
 
 class ProfileSampler:
@@ -41,18 +58,10 @@ class ProfileSampler:
 
     async def run(self) -> None:
         """Read the loop until it ends or the run cancels this task; the loop is ended."""
-        try:
-            proc = await self.ctx.start_process(self.link, self.spec.command, "profile")
-        except RemoteError as exc:
-            self._say(exc.reason)
-            return
-        try:
-            await proc.follow(self._take)
-        finally:
-            with contextlib.suppress(Exception):
-                await self.ctx.end_process(proc)
-        if self._stream.refused:
-            self._say(self._stream.refused)
+        refused = await follow_loop(self.ctx, self.link, self.spec.command, "profile",
+                                    self._take)
+        if refused or self._stream.refused:
+            self._say(refused or self._stream.refused or "")
 
     def _take(self, lines: list[str]) -> None:
         came = time.time()
@@ -91,15 +100,7 @@ class CounterSampler:
 
     async def run(self) -> None:
         assert self.spec.counters is not None
-        try:
-            proc = await self.ctx.start_process(self.link, self.spec.counters, "counters")
-        except RemoteError:
-            return
-        try:
-            await proc.follow(self._take)
-        finally:
-            with contextlib.suppress(Exception):
-                await self.ctx.end_process(proc)
+        await follow_loop(self.ctx, self.link, self.spec.counters, "counters", self._take)
 
     def _take(self, lines: list[str]) -> None:
         came = time.time()

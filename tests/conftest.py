@@ -136,10 +136,10 @@ def _lab_tidied(request: pytest.FixtureRequest) -> Iterator[None]:
     or set back (tests.lab.namespaces.tidy_after_test) and said: a test that failed half-way
     (its engine never stopped, a colleague's value left) fails alone, not the tests after it.
     Tests that must leave nothing assert it themselves (tests/lab's `no_strays`)."""
-    if "lab" not in request.fixturenames:
+    lab = request.getfixturevalue("lab") if "lab" in request.fixturenames else None
+    if not isinstance(lab, Lab):  # no lab, or a parameter of that name
         yield
         return
-    lab: Lab = request.getfixturevalue("lab")
     settings = _LAB_SETTINGS.setdefault(lab.name, host_settings(lab))
     yield
     tidied = tidy_after_test(lab, settings)

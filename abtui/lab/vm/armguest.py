@@ -84,6 +84,9 @@ def guest_script(g: ArmGuest) -> str:
     line, dropbear in the foreground (keys only)."""
     return "\n".join([
         "#!/bin/sh",
+        # the base's tmpfs /run is world-writable (1777): abtui takes no host lease in a
+        # folder others can write, so /run is root's alone, as on a Debian host
+        "chmod 0755 /run",
         "for i in /sys/class/net/*; do",
         '  case "$(cat "$i/address")" in',
         f'  {g.mgmt_mac}) /bin/ip link set "${{i##*/}}" name mgmt0 ;;',

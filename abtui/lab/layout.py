@@ -7,9 +7,11 @@ are given it too.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Self
@@ -200,6 +202,18 @@ class LabLayout:
         except (OSError, ValueError):
             return {}
         return meta if isinstance(meta, dict) else {}
+
+    @contextlib.contextmanager
+    def record_lock(self) -> Iterator[None]:
+        """The lab's record is read and written by one process at a time (two hosts switched
+        by two `lab boot` commands at once)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with (self.state_dir / "lab.lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def pair_count(self) -> int:
         """Pairs of the lab that is up (from its record), 0 when none is recorded."""

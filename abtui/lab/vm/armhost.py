@@ -231,8 +231,6 @@ class LabArmHost:
         """Power-cycle the ARM host onto build `name`; (the build, seconds from the switch's
         start to SSH on it). A boot that fails is followed by a power-cycle back onto the
         build it ran, then LabError."""
-        from abtui.lab.vm.boot import record_lock
-
         builds = recorded_builds(self.layout)
         if name not in builds:
             raise BadInput(f"lab boot {h.alias} {name}: the ARM host's builds are "
@@ -249,7 +247,7 @@ class LabArmHost:
             except LabError as again:
                 with_back = f"; and back onto {before.name} failed too: {again}"
             raise LabError(f"{exc}{with_back}") from None
-        with record_lock(self.layout):
+        with self.layout.record_lock():
             meta = self.layout.record()
             meta.setdefault("booted", {})[h.alias] = {"arm": name}
             meta.setdefault("boot_s", {})[h.alias] = seconds

@@ -29,14 +29,13 @@ back onto its pair's build.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shlex
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,19 +66,6 @@ class Switched:
     seconds: float
 
 
-@contextlib.contextmanager
-def record_lock(layout: LabLayout) -> Iterator[None]:
-    """The lab's record is read and written by one process at a time (two hosts switched by
-    two `lab boot` commands at once)."""
-    layout.state_dir.mkdir(parents=True, exist_ok=True)
-    with (layout.state_dir / "lab.lock").open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def booted_kernel(layout: LabLayout, h: LabHost) -> Kernel:
     """The build a VM host runs now: the release its guest said it runs, as the lab's record
     names it (its own build where `lab boot` switched it, else its pair's), or as the Debian
@@ -104,7 +90,7 @@ def booted_kernel(layout: LabLayout, h: LabHost) -> Kernel:
 
 def _record_booted(layout: LabLayout, alias: str, pair: str, kernel: Kernel,
                    seconds: float | None) -> None:
-    with record_lock(layout):
+    with layout.record_lock():
         meta = layout.record()
         booted: dict[str, Any] = meta.setdefault("booted", {})
         pair_spec = meta.get("kernels", {}).get(pair, {}).get("spec")

@@ -108,3 +108,14 @@ def test_the_lab_profile_is_the_seed_procedure(tmp_path: Path) -> None:
     assert profile.test.duration == 10  # iperf3's default options
     pair = profile.pairs[0]
     assert (pair.sender, pair.receiver, pair.target) == (snd.alias, rcv.alias, "198.19.1.2")
+
+
+def test_an_arm_host_without_an_x86_peer_is_refused_before_anything_is_made(
+        tmp_path: Path) -> None:
+    from abtui.lab.netns import Lab
+
+    lab = Lab(name="t", octet=19, ifprefix="tq", state_dir=tmp_path / "t", mgmt=230)
+    build = armhost.ArmBuild("before", "/z1", "6.1.192", "#1 A")
+    with pytest.raises(BadInput, match="give pair A a --kernel") as err:
+        lab.up(pairs=1, kernels={}, arm={"before": build})
+    assert "\n" not in str(err.value) and not (tmp_path / "t").exists()

@@ -135,6 +135,9 @@ EPILOGS.update({
     "lab up": """\
 example:
   abtui lab up --pairs 2           # 4 namespace hosts, each with its own sshd
+  # pair A's sender a 32-bit ARM guest booting two builds, its IPsec peer x86:
+  abtui lab up --pairs 1 --kernel A=linux-image-6.1.0-57-amd64 --clock icount \\
+      --arm-build before=BUILD_FOLDER --arm-build after=BUILD_FOLDER
 
 exit codes:
   0  the lab is up (again: idempotent)
@@ -159,6 +162,7 @@ exit codes:
     "lab boot": """\
 example:
   abtui lab boot vm-a1 vm-a2 linux-image-6.1.0-57-amd64 --method kexec
+  abtui lab boot lab-a-snd after   # the ARM host, power-cycled onto its build
 
 exit codes:
   0  the hosts run KERNEL

@@ -25,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="the data NIC of VM pairs (every VM pair, or pair PAIR): e1000e (an "
                          "emulated Intel 82574L with interrupt throttling: the NIC for "
                          "interrupt moderation) or virtio (default)")
+    up.add_argument("--arm-build", action="append", default=[], metavar="NAME=FOLDER",
+                    help="pair A's sender as a 32-bit ARM guest (qemu-system-arm, an armhf "
+                         "userspace with dropbear) booting built ARM kernel trees by name "
+                         "(repeatable: the first booted now, the others by `lab boot HOST "
+                         "NAME`); its receiver the x86 guest of --kernel A=...")
     up.add_argument("--user", metavar="NAME",
                     help="let NAME log in on the hosts too, with sudo rights there (the "
                          "account is made when missing, and removed by lab down), for "
@@ -41,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="VM hosts of the lab (several: switched together)")
     boot.add_argument("kernel", metavar="KERNEL",
                       help="the build, as `lab up --kernel` takes it (a Debian kernel package "
-                           "name, a kernel image with its modules, or a build tree)")
+                           "name, a kernel image with its modules, or a build tree); for the "
+                           "ARM host, the NAME of one of its --arm-build builds")
     boot.add_argument("--method", choices=("power", "kexec"), default="power",
                       help="power: stop the guest and boot it on KERNEL, as a lab's power "
                            "control would (default); kexec: kexec into KERNEL from inside it")
@@ -63,14 +69,20 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--pairs must be between 1 and {MAX_PAIRS}, not {args.pairs}")
         kernels = parse_kernels(args.kernel, args.pairs)
         clock = parse_clock(args.clock)
+        from abtui.lab.vm.armhost import parse_arm_builds
+
+        arm = parse_arm_builds(args.arm_build) if args.arm_build else None
         hosts = lab.up(pairs=args.pairs, kernels=kernels, nics=parse_nics(args.nic, kernels),
-                       clock=clock, user=args.user)
+                       clock=clock, user=args.user, arm=arm)
         print(f"lab up: {len(hosts)} hosts, {args.pairs} pairs", file=sys.stderr)
         status = lab.status()
         if kernels:
             print(f"  clock:      {clock_label(clock)} (the VM guests')")
         for h in status["hosts"]:  # type: ignore[attr-defined]
-            if h["kernel"]:
+            if h.get("arch") == "arm":
+                print(f"  {h['alias']}: ARM VM, build {h['booted']} ({h['release']}), "
+                      f"booted in {h['boot_s']} s")
+            elif h["kernel"]:
                 print(f"  {h['alias']}: VM, kernel {h['release']}, NIC {h['nic']} "
                       f"({status['accel']}, booted in {h['boot_s']} s)")
         print(f"  profile:    {lab.profile_path}")

@@ -27,6 +27,9 @@ WG_PORT_BASE = 51820
 VXLAN_VNI_BASE = 4200
 VXLAN_PORT = 4789
 AEAD = "rfc4106(gcm(aes))"
+# the keys abtui makes: a 256-bit AES key and RFC 4106's 4-byte salt (the softirq-crypto seed's
+# `rfc4106(gcm(aes))` with a 256-bit key)
+IPSEC_KEY_BYTES = 36
 WG_KEY = re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw480]=")
 OURS = re.compile(r"ab[a-z0-9]{1,13}")  # abtui's tunnel interfaces, and only those
 TUNNEL_OSES = ("linux", "freebsd")
@@ -90,9 +93,11 @@ def _our_ifname(name: str) -> str:
 
 
 def _keys(e: End) -> None:
+    """An RFC 4106 key: the AES key and a 4-byte salt, 20 bytes (AES-128) or 36 (AES-256)."""
     for key in (e.key_out, e.key_in):
-        if not re.fullmatch(r"[0-9a-f]{40}", key):
-            raise BadInput("an IPsec key must be 20 bytes in hex")
+        if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{72}", key):
+            raise BadInput("an IPsec key must be 20 or 36 bytes in hex (AES-128 or AES-256, "
+                           "each with its 4-byte salt)")
 
 
 def _wg_endpoint(e: End) -> str:

@@ -21,6 +21,7 @@ from abtui.core.errors import BadInput, RemoteError
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, Pair, TunnelType
 from abtui.hosts.tunnel_commands import (
+    IPSEC_KEY_BYTES,
     TUNNEL_OSES,
     End,
     down_command,
@@ -135,7 +136,7 @@ class TunnelManager:
             raise RemoteError(pair.sender, f"no route source towards {remote}: {out.strip()}")
         s_addr, r_addr = tunnel_addresses(index)
         spi_a, spi_b = (secrets.randbits(28) | 0x100 for _ in range(2))
-        key_a, key_b = secrets.token_hex(20), secrets.token_hex(20)
+        key_a, key_b = secrets.token_hex(IPSEC_KEY_BYTES), secrets.token_hex(IPSEC_KEY_BYTES)
         snd = End(pair.sender, "s", ttype, ifname(ttype, index, "s", self.tag), local, remote,
                   s_addr, r_addr, index, spi_a, spi_b, key_a, key_b, oses[0])
         rcv = End(pair.receiver, "r", ttype, ifname(ttype, index, "r", self.tag), remote,

@@ -7,10 +7,12 @@ are given it too.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -69,6 +71,7 @@ class LabHost:
     root_link: str  # the root-namespace end of its management veth (a VM host's tap)
     kernel: str = ""  # a VM host's kernel SPEC; "" for a namespace host (this machine's kernel)
     nic: str = ""  # a VM host's data NIC model (abtui.lab.vm.guest.NIC_MODELS); "" for veth
+    arch: str = ""  # "arm": the lab's 32-bit ARM guest (abtui.lab.vm.armhost); "" x86 or netns
 
     @property
     def nic_name(self) -> str:
@@ -149,10 +152,13 @@ class LabLayout:
         return self.state_dir / "lab.json"
 
     def hosts(self, pairs: int, kernels: Mapping[str, str] | None = None,
-              nics: Mapping[str, str] | None = None) -> list[LabHost]:
+              nics: Mapping[str, str] | None = None, arm: str | None = None
+              ) -> list[LabHost]:
         """The hosts of a lab with `pairs` pairs; `kernels` (pair letter -> SPEC) marks VM
         pairs and `nics` (pair letter -> model) their data NIC, by default those of the lab
-        that is up (a VM pair's NIC, when not named, is abtui.lab.vm.guest.DEFAULT_NIC)."""
+        that is up (a VM pair's NIC, when not named, is abtui.lab.vm.guest.DEFAULT_NIC);
+        `arm`, the first ARM build's name, makes pair A's sender the ARM guest
+        (abtui.lab.vm.armhost; by default as the lab that is up has it)."""
         from abtui.lab.vm.guest import DEFAULT_NIC
 
         if not 1 <= pairs <= MAX_PAIRS:
@@ -160,6 +166,7 @@ class LabLayout:
         if kernels is None:
             kernels = self.kernel_specs()
             nics = self.nic_models() if nics is None else nics
+            arm = self.arm_first() if arm is None else arm
         nics = nics or {}
         out = []
         for p in range(1, pairs + 1):
@@ -178,7 +185,15 @@ class LabLayout:
                     nic=nics.get(letter.upper(), DEFAULT_NIC)
                     if letter.upper() in kernels else "",
                 ))
+        if arm and out[0].vm:  # pair A's sender: the ARM guest, its first build
+            out[0] = replace(out[0], kernel=arm, nic="virtio", arch="arm")
         return out
+
+    def arm_first(self) -> str:
+        """The first ARM build's name of the lab that is up, "" when it has no ARM host."""
+        raw = self.record().get("arm", {})
+        builds = raw.get("builds", {}) if isinstance(raw, dict) else {}
+        return next(iter(builds), "") if isinstance(builds, dict) else ""
 
     def record(self) -> dict[str, Any]:
         """The lab's record (lab.json) as `up` wrote it; {} when there is none."""
@@ -187,6 +202,18 @@ class LabLayout:
         except (OSError, ValueError):
             return {}
         return meta if isinstance(meta, dict) else {}
+
+    @contextlib.contextmanager
+    def record_lock(self) -> Iterator[None]:
+        """The lab's record is read and written by one process at a time (two hosts switched
+        by two `lab boot` commands at once)."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with (self.state_dir / "lab.lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def pair_count(self) -> int:
         """Pairs of the lab that is up (from its record), 0 when none is recorded."""

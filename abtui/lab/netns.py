@@ -36,6 +36,7 @@ from abtui.lab.layout import MAX_PAIRS, LabHost, LabLayout, check_kernel_pairs, 
 from abtui.lab.lease import LabInUse
 from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
+from abtui.lab.vm.armhost import ArmBuild, LabArmHost, recorded_builds
 from abtui.lab.vm.boot import LabVmBoot
 from abtui.lab.vm.pairs import VM_BANNER_TIMEOUT, LabVmPairs
 from abtui.remote.lease import lease_files
@@ -74,7 +75,8 @@ class Lab:
                                           state_dir=state_dir, mgmt=mgmt)
         self.ssh = LabSsh(self.layout)
         self.vms = LabVmPairs(self.layout, self.ssh)
-        self.boots = LabVmBoot(self.layout, self.vms)
+        self.arm = LabArmHost(self.layout)
+        self.boots = LabVmBoot(self.layout, self.vms, self.arm)
 
     @classmethod
     def default(cls) -> Self:
@@ -123,8 +125,9 @@ class Lab:
         return self.layout.meta_path
 
     def hosts(self, pairs: int, kernels: Mapping[str, str] | None = None,
-              nics: Mapping[str, str] | None = None) -> list[LabHost]:
-        return self.layout.hosts(pairs, kernels, nics)
+              nics: Mapping[str, str] | None = None, arm: str | None = None
+              ) -> list[LabHost]:
+        return self.layout.hosts(pairs, kernels, nics, arm)
 
     def pair_count(self) -> int:
         return self.layout.pair_count()
@@ -164,11 +167,14 @@ class Lab:
     # ---- up -----------------------------------------------------------------------------
     def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None,
            nics: Mapping[str, str] | None = None, clock: str = "",
-           user: str | None = None) -> list[LabHost]:
+           user: str | None = None,
+           arm: Mapping[str, ArmBuild] | None = None) -> list[LabHost]:
         """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
         letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot, `nics` a VM pair
         to its data NIC's model (abtui.lab.vm.guest.NIC_MODELS; the default where not named),
-        `clock` the VM guests' clock (abtui.core.clock: "" their host's, "icount:N")."""
+        `clock` the VM guests' clock (abtui.core.clock: "" their host's, "icount:N"), `arm`
+        the ARM builds pair A's sender boots as the lab's ARM guest (abtui.lab.vm.armhost: the
+        first at once; None keeps the ones the lab that is up has, {} none)."""
         from abtui.lab.vm.guest import DEFAULT_NIC
 
         if user is not None:
@@ -180,10 +186,16 @@ class Lab:
         if clock and not wanted:
             raise BadInput("--clock: only VM hosts run on an instruction-counted clock; give "
                            "the lab a --kernel (namespace hosts share this machine's)")
+        had_arm = recorded_builds(self.layout)
+        arm_builds = dict(had_arm if arm is None else arm)
+        if arm_builds and "A" not in wanted:
+            raise BadInput("--arm-build: the ARM guest is pair A's sender; its receiver is an "
+                           "x86 VM guest: give pair A a --kernel (A=linux-image-...)")
         existing = self.pair_count()
         rebuild = bool(existing) and (existing != pairs or self.kernel_specs() != wanted
                                       or self.layout.vm_nics() != models
-                                      or (bool(wanted) and self.layout.clock() != clock))
+                                      or (bool(wanted) and self.layout.clock() != clock)
+                                      or had_arm != arm_builds)
         if rebuild:  # said before anything is checked or changed
             self.refuse_if_used(f"rebuilding it with {pairs} pairs (it has {existing})"
                                 if existing != pairs else
@@ -196,10 +208,15 @@ class Lab:
             from abtui.lab.vm import guest as lab_vm
 
             lab_vm.check_prerequisites()
+            if arm_builds:
+                from abtui.lab.vm.armhost import check_prerequisites as arm_prerequisites
+
+                arm_prerequisites()
             resolved = {letter: kernel_specs.resolve(spec) for letter, spec in wanted.items()}
         if rebuild:
             self.down()
-        hosts = self.hosts(pairs, wanted, models)
+        hosts = self.hosts(pairs, wanted, models, arm=next(iter(arm_builds), ""))
+        x86 = [h for h in hosts if h.arch != "arm"]
         self.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state_dir, 0o700)
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)
@@ -228,23 +245,47 @@ class Lab:
                                     "kernels": {k: v.to_json() for k, v in resolved.items()},
                                     "nics": models, "clock": clock,
                                     "boot_s": kept if isinstance(kept, dict) else {}}
+            if arm_builds:
+                self.arm.record(arm_builds, meta)
+                if isinstance(previous.get("booted"), dict):  # a kept ARM guest's build
+                    meta["booted"] = {a: b for a, b in previous["booted"].items()
+                                      if isinstance(b, dict) and "arm" in b}
             self.meta_path.write_text(json.dumps(meta))
             self._write_profile(hosts, pairs)
             # a kept guest running another build (`lab boot`, a kexec) boots its pair's again
-            switched = {h.alias for h in hosts if h.vm and self.vms.runs_other(h, resolved)}
-            started = self.vms.start(hosts, resolved, meta, restart=switched) \
+            switched = {h.alias for h in x86 if h.vm and self.vms.runs_other(h, resolved)}
+            started = self.vms.start(x86, resolved, meta, restart=switched) \
                 if resolved else {}
+            arm_started = self._start_arm(hosts, arm_builds)
             for h in hosts:
                 if not h.vm:
                     self.ssh.wait(h)
             if started:
-                meta["boot_s"].update(self.vms.wait(hosts, started))
+                meta["boot_s"].update(self.vms.wait(x86, started))
+            for h, build, t0 in arm_started:
+                meta["boot_s"][h.alias] = self.arm.wait(h, build, t0)
+                meta.get("booted", {}).pop(h.alias, None)
+            if started or arm_started:
                 self.meta_path.write_text(json.dumps(meta))
         except BaseException:
             with contextlib.suppress(LabInUse):  # a lab others use is left as it is
                 self.down()
             raise
         return hosts
+
+    def _start_arm(self, hosts: list[LabHost], builds: Mapping[str, ArmBuild]
+                   ) -> list[tuple[LabHost, ArmBuild, float]]:
+        """The ARM host's guest started on its first build, unless it runs that build
+        already; (host, build, start time) of the one started."""
+        out = []
+        for h in hosts:
+            if h.arch != "arm":
+                continue
+            first = builds[h.kernel]
+            if self.arm.pid(h.alias) is not None and self.arm.running(h.alias) == first:
+                continue
+            out.append((h, first, self.arm.start(h, first, self.layout.data_bridge(h.pair))))
+        return out
 
     def _make_bridge(self) -> None:
         bridge = self.layout.bridge
@@ -285,6 +326,9 @@ class Lab:
     def _write_profile(self, hosts: list[LabHost], pairs: int) -> None:
         from abtui.lab.profile import render_lab_profile
 
+        if hosts[0].arch == "arm":
+            self._write_arm_profile(hosts)
+            return
         namespaces = [h for h in hosts if not h.vm]
         # a VM guest's own (root) namespace loads any algorithm its kernel has on first use
         allowed = self._allowed_congestion(namespaces[0]) if namespaces else list(VM_CONGESTION)
@@ -293,6 +337,21 @@ class Lab:
             known_hosts=str(self.known_hosts), hosts=hosts, pairs=pairs,
             congestion=allowed or ["reno"], all_vm=not namespaces,
             kernel=self._kernel_knob(hosts)))
+
+    def _write_arm_profile(self, hosts: list[LabHost]) -> None:
+        """The lab's profile when pair A's sender is the ARM guest (its knobs are what the
+        guest's busybox userspace can set): abtui.lab.vm.armhost.lab_profile."""
+        import sys
+
+        from abtui.lab.profile import SWITCH_TIMEOUT_S
+        from abtui.lab.vm.armhost import lab_profile
+
+        power = [sys.executable, "-m", "abtui", "lab", "boot", "{host}", "{value}"]
+        self.profile_path.write_text(lab_profile(
+            lab_name=self.name, ssh_config=str(self.ssh_config),
+            known_hosts=str(self.known_hosts), sender=hosts[0], receiver=hosts[1],
+            builds=list(recorded_builds(self.layout).values()), power=power,
+            timeout=SWITCH_TIMEOUT_S))
 
     def _kernel_knob(self, hosts: list[LabHost]) -> str:
         """The VM pairs' kernel knob (abtui.lab.profile.kernel_knob): offered when every VM
@@ -322,6 +381,7 @@ class Lab:
             if pid is not None:
                 pids.add(pid)
         pids.update(self.vms.pids())
+        pids.update(self.arm.pids())
         terminate(pids)
         for ns in namespaces:
             run(["ip", "netns", "del", ns], check=False)
@@ -375,7 +435,17 @@ class Lab:
         hosts = []
         for h in self.hosts(pairs) if pairs else []:
             entry = asdict(h)
-            if h.vm:
+            if h.arch == "arm":
+                alive = self.arm.pid(h.alias) is not None
+                ok = alive and ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]
+                why = "" if ok else "its ARM guest is not running" if not alive else \
+                    f"no SSH server answers at {h.mgmt_address}"
+                runs = self.arm.running(h.alias)
+                entry.update({"release": runs.release if runs else "",
+                              "booted": runs.name if runs else "",
+                              "accel": "tcg", "boot_s": boot.get(h.alias), "cpu": "own",
+                              "arch": "arm"})
+            elif h.vm:
                 qemu = pidfile_pid(self.state_dir / f"vm-{h.alias}.pid")
                 alive = qemu is not None and pid_alive(qemu)
                 ok = alive and ssh_banner(h.mgmt_address, timeout=VM_BANNER_TIMEOUT)[0]

@@ -5,7 +5,9 @@ ours on the link.
 The command prints one line, `DEVICE CLOCK TX_BYTES RX_BYTES TX_PACKETS RX_PACKETS`: the
 device the profile names, else the one that holds or routes to the pair's target (resolved
 on the host; a sampler passes the name it got back from then on); CLOCK the host's time in
-seconds (bash's EPOCHREALTIME, no fork), `-` where the host's shell has no sub-second clock.
+seconds (bash's EPOCHREALTIME, no fork; in another shell, such as a busybox guest's dash,
+the seconds since boot /proc/uptime gives, to 10 ms: the guest's own clock, which an
+instruction-counted guest's iperf3 figures are on too), `-` where the host has neither.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ _LINUX = (
     '{ echo "no statistics for data device ${dev:-(none found)}" >&2; exit 1; }; '
     'read -r a < "$s/tx_bytes"; read -r b < "$s/rx_bytes"; read -r c < "$s/tx_packets"; '
     'read -r e < "$s/rx_packets"; '
-    'echo "$dev ${EPOCHREALTIME:--} $a $b $c $e"')
+    'u=-; [ -n "${EPOCHREALTIME:-}" ] || { [ -r /proc/uptime ] && read -r u _ < /proc/uptime; }; '
+    'echo "$dev ${EPOCHREALTIME:-$u} $a $b $c $e"')
 
 _FREEBSD = (
     'if [ -z "$dev" ] && [ -n "$t" ]; then '

@@ -25,6 +25,7 @@ from abtui.lab.vm.armroot import Userspace, overlay
 from abtui.lab.vm.guest import READY, icount_args
 
 QEMU_ARM = "qemu-system-arm"
+VERSION = "abtui guest version: "  # the line before the ready line: `uname -v`
 MACHINE = ["-M", "virt,highmem=off", "-cpu", "max", "-smp", "1", "-m", "512"]
 
 
@@ -83,6 +84,9 @@ def guest_script(g: ArmGuest) -> str:
     line, dropbear in the foreground (keys only)."""
     return "\n".join([
         "#!/bin/sh",
+        # the base's tmpfs /run is world-writable (1777): abtui takes no host lease in a
+        # folder others can write, so /run is root's alone, as on a Debian host
+        "chmod 0755 /run",
         "for i in /sys/class/net/*; do",
         '  case "$(cat "$i/address")" in',
         f'  {g.mgmt_mac}) /bin/ip link set "${{i##*/}}" name mgmt0 ;;',
@@ -91,6 +95,7 @@ def guest_script(g: ArmGuest) -> str:
         "done",
         f"/bin/ip addr add {g.mgmt_address} dev mgmt0 && /bin/ip link set mgmt0 up",
         f"/bin/ip addr add {g.data_address} dev data0 && /bin/ip link set data0 up",
+        f'echo "{VERSION}$(uname -v)"',
         f'echo "{READY}$(uname -r) $(hostname)"',
         "exec /usr/sbin/dropbear -F -E -s -r /etc/dropbear/dropbear_ed25519_host_key "
         f"-p {g.mgmt_address.split('/')[0]}:22",
@@ -143,6 +148,24 @@ def ready_release(g: ArmGuest) -> str | None:
         if line.startswith(READY):
             words = line.removeprefix(READY).split()
             return words[0] if words else None
+    return None
+
+
+def ready_version(state_dir: Path, alias: str) -> tuple[str, str] | None:
+    """(release, `uname -v`) the guest said it runs on its console, None before its ready
+    line: two builds of one source share a release, their versions differ."""
+    try:
+        text = (state_dir / f"arm-{alias}.log").read_text(errors="replace")
+    except OSError:
+        return None
+    version = None
+    for line in text.splitlines():
+        line = line.rstrip("\r")
+        if line.startswith(VERSION):
+            version = line.removeprefix(VERSION).strip()
+        elif line.startswith(READY) and version is not None:
+            words = line.removeprefix(READY).split()
+            return (words[0], version) if words else None
     return None
 
 

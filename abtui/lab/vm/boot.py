@@ -29,14 +29,13 @@ back onto its pair's build.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shlex
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from abtui.lab.kernels import Kernel
     from abtui.lab.layout import LabHost, LabLayout
     from abtui.lab.profile import LabBuild
+    from abtui.lab.vm.armhost import LabArmHost
     from abtui.lab.vm.guest import Guest
     from abtui.lab.vm.pairs import LabVmPairs
 
@@ -64,19 +64,6 @@ class Switched:
     release: str
     method: str
     seconds: float
-
-
-@contextlib.contextmanager
-def record_lock(layout: LabLayout) -> Iterator[None]:
-    """The lab's record is read and written by one process at a time (two hosts switched by
-    two `lab boot` commands at once)."""
-    layout.state_dir.mkdir(parents=True, exist_ok=True)
-    with (layout.state_dir / "lab.lock").open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def booted_kernel(layout: LabLayout, h: LabHost) -> Kernel:
@@ -103,7 +90,7 @@ def booted_kernel(layout: LabLayout, h: LabHost) -> Kernel:
 
 def _record_booted(layout: LabLayout, alias: str, pair: str, kernel: Kernel,
                    seconds: float | None) -> None:
-    with record_lock(layout):
+    with layout.record_lock():
         meta = layout.record()
         booted: dict[str, Any] = meta.setdefault("booted", {})
         pair_spec = meta.get("kernels", {}).get(pair, {}).get("spec")
@@ -120,9 +107,11 @@ class LabVmBoot:
     """Switches a lab's VM hosts to other builds (power-cycle or kexec); given the lab's
     layout and its VM pairs (which name, start and wait for guests)."""
 
-    def __init__(self, layout: LabLayout, vms: LabVmPairs) -> None:
+    def __init__(self, layout: LabLayout, vms: LabVmPairs,
+                 arm: LabArmHost | None = None) -> None:
         self.layout = layout
         self.vms = vms
+        self.arm = arm
 
     # ---- what is asked ------------------------------------------------------------------
     def hosts_of(self, aliases: Sequence[str]) -> list[LabHost]:
@@ -155,6 +144,9 @@ class LabVmBoot:
         if method not in METHODS:
             raise BadInput(f"lab boot --method {method}: the methods are {', '.join(METHODS)}")
         hosts = self.hosts_of(aliases)
+        arm = [h for h in hosts if h.arch == "arm"]
+        if arm:
+            return self._boot_arm(hosts, spec, method)
         kernel = kernels.resolve(spec)
         t0 = time.monotonic()
         before = {h.alias: booted_kernel(self.layout, h) for h in hosts}
@@ -171,6 +163,16 @@ class LabVmBoot:
         for h in hosts:
             _record_booted(self.layout, h.alias, h.pair, kernel, seconds[h.alias])
         return [Switched(h.alias, kernel.release, method, seconds[h.alias]) for h in hosts]
+
+    def _boot_arm(self, hosts: Sequence[LabHost], name: str, method: str) -> list[Switched]:
+        """The lab's ARM host power-cycled onto its build `name` (abtui.lab.vm.armhost)."""
+        if len(hosts) > 1 or self.arm is None:
+            raise BadInput("lab boot: the ARM host boots its own builds: name it alone")
+        if method != "power":
+            raise BadInput("lab boot --method kexec: the ARM guest's small kernel has no "
+                           "kexec; it is power-cycled (--method power)")
+        build, seconds = self.arm.switch(hosts[0], name)
+        return [Switched(hosts[0].alias, f"{build.release} {build.name}", method, seconds)]
 
     def _power_cycle(self, hosts: Sequence[LabHost], kernel: Kernel
                      ) -> dict[str, Guest]:

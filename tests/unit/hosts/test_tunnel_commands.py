@@ -11,6 +11,7 @@ import pytest
 from abtui.core.errors import BadInput, RemoteError
 from abtui.core.model import TunnelType
 from abtui.hosts.tunnel_commands import (
+    IPSEC_KEY_BYTES,
     End,
     available,
     down_command,
@@ -65,6 +66,17 @@ def test_ipsec_uses_esp_aes_gcm_both_ways_and_comes_down_fully():
         assert needle in down
     with pytest.raises(BadInput):
         up_command(_end(TunnelType.IPSEC, key_out="zz; reboot"))
+
+
+def test_ipsec_takes_a_256_bit_key_and_abtui_makes_one():
+    """rfc4106(gcm(aes)) with a 256-bit key (the softirq-crypto seed's): 32 bytes of AES key
+    and RFC 4106's 4-byte salt; a 128-bit one still works, any other length is refused."""
+    long_key = "c" * 72
+    assert f"aead 'rfc4106(gcm(aes))' 0x{long_key} 128" in up_command(
+        _end(TunnelType.IPSEC, key_out=long_key))
+    with pytest.raises(BadInput):
+        up_command(_end(TunnelType.IPSEC, key_out="c" * 64))  # no salt
+    assert IPSEC_KEY_BYTES == 36
 
 
 def test_gre_vxlan_wireguard_commands():

@@ -5,6 +5,7 @@ names kept out of the shell."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +181,15 @@ def test_counters_line() -> None:
     run = subprocess.run(["bash", "-c", Linux().link_counters_command("lo", None)],
                          capture_output=True, text=True, timeout=30)
     assert parse_counters(run.stdout) is not None, run.stderr
+
+
+def test_counters_in_a_shell_without_epochrealtime_carry_the_uptime_clock() -> None:
+    """dash (the ARM guest's root shell) has no EPOCHREALTIME: the reading's clock is the
+    host's seconds since boot, the guest's own clock, so an instruction-counted guest's link
+    rate and its iperf3 figures are on one clock."""
+    run = subprocess.run(["dash", "-c", Linux().link_counters_command("lo", None)],
+                         capture_output=True, text=True, timeout=30)
+    got = parse_counters(run.stdout)
+    assert got is not None and got.clock is not None, run.stdout + run.stderr
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    assert abs(got.clock - uptime) < 5.0

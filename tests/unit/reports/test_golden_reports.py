@@ -36,7 +36,11 @@ SAME_HOSTS = {
     "ix-enable-aim-same-hosts-vm": ("ix", {"stock": "6.1.0-47-amd64",
                                            "D30155": "6.1.0-57-amd64"}),
 }
-GOLDENS = (*PROCEDURES, *VM_RELEASES, *SAME_HOSTS)
+# the softirq-crypto seed on its own patch: the lab's ARM guest power-cycled between the BEFORE
+# and AFTER builds of linux-source-6.1, IPsec to an x86 VM guest, recorded by
+# tests/lab/test_arm_softirq_crypto_lab.py on the lab's own profile: the reverse value each ran
+ARM_SEED = {"softirq-crypto-arm-tx-vm": "off", "softirq-crypto-arm-rx-vm": "on"}
+GOLDENS = (*PROCEDURES, *VM_RELEASES, *SAME_HOSTS, *ARM_SEED)
 UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
 
 
@@ -58,7 +62,7 @@ def test_the_golden_sessions_are_the_shipped_procedures() -> None:
     """Each golden session ran its profile as shipped: the same pairs, knobs, plan and report
     layout as the file in profiles/ (a profile changed there wants its session recorded anew)."""
     profiles = GOLDEN.parents[1] / "profiles"
-    for name in GOLDENS:
+    for name in (g for g in GOLDENS if g not in ARM_SEED):  # those: the test below
         session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
         recorded = tomllib.loads(session.profile_text)
         shipped = tomllib.loads((profiles / f"{name.removesuffix('-vm')}.toml").read_text())
@@ -183,3 +187,44 @@ def test_same_hosts_goldens_alternated_real_builds_on_one_pair(name: str) -> Non
     first = md.split("\n## ", 2)[1]
     assert first.startswith("Alternation verdict"), first[:200]
     assert all(f"{knob}={value} vs" in first for value in list(releases)[1:]), first
+
+
+@pytest.mark.parametrize("name", list(ARM_SEED))
+def test_the_arm_seed_goldens_alternated_the_seeds_own_builds(name: str) -> None:
+    """The lab's profile an ARM lab writes is the shipped softirq-crypto-arm procedure (its
+    test options, plan and knobs; its hosts and builds the lab's): the kernel knob's two
+    builds share a release and are told apart by `uname -v`; every measured phase ran IPsec
+    in the direction the golden is named for, each build at least twice; the report leads
+    with the alternation's verdict and names the instruction-counted clock."""
+    import json
+
+    session = Session.load(GOLDEN / f"{name}.abtui.jsonl.gz")
+    recorded = tomllib.loads(session.profile_text)
+    shipped = tomllib.loads((GOLDEN.parents[1] / "profiles" / "softirq-crypto-arm.toml")
+                            .read_text())
+    for part in ("test", "plan"):
+        assert recorded[part] == shipped[part], part
+
+    def knobs(doc: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+        return [(k["name"], k["kind"], k["values"]) for k in doc["knobs"]]
+
+    assert knobs(recorded) == knobs(shipped)
+    kernel = next(k for k in recorded["knobs"] if k["name"] == "kernel")
+    builds = [kernel["builds"][v] for v in kernel["values"]]
+    assert {b["release"] for b in builds} == {"6.1.192"} and len({b["version"] for b in
+                                                                  builds}) == 2, builds
+    assert kernel["build"]["method"] == "command" and "boot" in kernel["build"]["command"]
+    doc = json.loads(render(session, "json"))
+    measured: dict[str, int] = {}
+    for phase in doc["phases"]:
+        if phase["intervals"]:
+            assert phase["config"]["tunnel"] == "ipsec", phase["config"]
+            assert phase["config"]["reverse"] == ARM_SEED[name], phase["config"]
+            measured[phase["config"]["kernel"]] = measured.get(phase["config"]["kernel"], 0) + 1
+    assert set(measured) == {"before", "after"} and min(measured.values()) >= 2, measured
+    (row,) = doc["alternation"]
+    assert (row["knob"], row["value"], row["base"]) == ("kernel", "after", "before"), row
+    assert row["verdict"] in ("significant", "no difference", "undecided"), row
+    md = render(session, "md")
+    assert md.split("\n## ", 2)[1].startswith("Alternation verdict")
+    assert "Clock: guest instructions, shift 6." in md

@@ -132,4 +132,4 @@ def bins(values: list[float]) -> list[list[float]]:
     for v in values:
         key = float(f"{v:.3g}")
         counts[key] = counts.get(key, 0) + 1
-    return [[k, float(c)] for k, c in sorted(counts.items())]
+    return [[k, c] for k, c in sorted(counts.items())]

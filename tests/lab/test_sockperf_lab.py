@@ -9,6 +9,7 @@ printed), and nothing of it left on the hosts.
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -17,7 +18,15 @@ from abtui.lab.netns import Lab
 from abtui.reports import latency
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
-from tests.lab.engine_kit import lab_profile, run_plan, stray_pids
+from tests.lab.engine_kit import (
+    WMEM,
+    Recorder,
+    lab_profile,
+    make_engine,
+    run_plan,
+    stray_pids,
+    until,
+)
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("no_strays"),
               pytest.mark.skipif(shutil.which("sockperf") is None,
@@ -52,4 +61,40 @@ async def test_sockperf_beside_iperf3_gives_percentiles_per_interval(lab: Lab, m
         assert ours.percentiles["p50"] == pytest.approx(theirs, rel=0.02, abs=0.002)
     report = markdown(session, chart=False)
     assert "Request/response latency (sockperf" in report
+    assert not stray_pids(lab, ("sockperf",))
+
+
+async def test_a_continuous_run_split_by_a_live_flip_and_stopped(lab: Lab) -> None:
+    """A continuous run (no end of its own) through a live knob's flip, then stopped: sockperf
+    is interrupted at the stop, its round trips fall in the two phases by when they were sent,
+    and neither its server nor its client is left."""
+    profile = lab_profile(lab, interval=1.0, sockperf="ping-pong", sockperf_mps=300)
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= 4, timeout=20)
+        started = {e.payload.run for e in rec.of(EventKind.RUN_START)}
+        # sockperf's processes run on the hosts meanwhile, each written down for recover
+        running = stray_pids(lab, ("sockperf",))
+        assert sum(len(v) for v in running.values()) == 4, running
+        flipped = time.time()
+        await engine.set_knob("tcp_wmem", WMEM[1])
+        await until(lambda: len([e for e in rec.of(EventKind.INTERVAL, "A")
+                                 if e.t > flipped + 3]) >= 1, timeout=20)
+        await engine.stop()
+        await until(lambda: all(rec.of(EventKind.RUN_END, p) for p in ("A", "B")), timeout=20)
+    finally:
+        await engine.shutdown()
+    for run in started:
+        end = rec.run_end(run)
+        assert end["status"] == "stopped" and end["rr"]["observations"] > 300, end
+        rr = [e for e in rec.of(EventKind.RR) if e.payload.run == run]
+        assert sum(e.payload.n for e in rr) == end["rr"]["observations"]
+        phases = {e.payload.phase for e in rr}
+        assert len(phases) == 2, phases  # before and after the live flip
+        last_before = max(e.payload.end for e in rr if e.payload.phase == min(phases))
+        first_after = min(e.payload.start for e in rr if e.payload.phase == max(phases))
+        assert first_after <= last_before  # the interval of the flip is split by phase
     assert not stray_pids(lab, ("sockperf",))

@@ -305,9 +305,14 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
         f"one {engine.plan_run_seconds} s run per value"
     crossed = f", crossed over {' and '.join(verdicts.stretches.pairs)}" \
         if alt.design == "crossover" else ""
+    stat = "mean RTT" if alt.metric == "rtt" else "RTT " + alt.metric.split()[-1]
+    judged = "" if alt.metric == "throughput" else (
+        f"; judged on each stretch's {stat}"
+        f"{' of sockperf' if profile.test.sockperf and alt.metric != 'rtt' else ''} as 1/RTT "
+        "(-9.1% is the RTT +10%)")
     say(f"alternating {alt.knob} between {' / '.join(alt.values)}{crossed}, {every}, at most "
         f"{verdicts.family.max_runs} blocks; smallest effect of interest "
-        f"{verdicts.min_effect:g}%")
+        f"{verdicts.min_effect:g}%{judged}")
     seeded = order_line(alt.knob, verdicts.seed, alt.values, alt.design,
                         verdicts.stretches.pairs)
     say(seeded)

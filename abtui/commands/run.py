@@ -172,8 +172,8 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
     if args.alternate is None:
         extra = [o for o, v in (("--every", args.every), ("--max-runs", args.max_runs),
                                 ("--until-verdict", args.until_verdict or None),
-                                ("--design", args.design), ("--metric", args.metric))
-                 if v is not None]
+                                ("--design", args.design),
+                                ("--metric", getattr(args, "metric", None))) if v is not None]
         if extra:
             raise BadInput(f"{extra[0]} goes with --alternate KNOB=V1,V2")
         return None
@@ -191,7 +191,7 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
         k = profile.knob(knob)
         check_design(design, values, [p.label for p in profile.pairs
                                       if not k.pairs or p.label in k.pairs])
-    metric = _metric(args.metric, args.every, profile)
+    metric = _metric(getattr(args, "metric", None), args.every, profile)
     return Alternation(knob, values, args.every, max_runs, args.until_verdict, args.seed,
                        design=design, metric=metric)
 

@@ -8,8 +8,12 @@ printed), and nothing of it left on the hosts.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +102,43 @@ async def test_a_continuous_run_split_by_a_live_flip_and_stopped(lab: Lab) -> No
         first_after = min(e.payload.start for e in rr if e.payload.phase == max(phases))
         assert first_after <= last_before  # the interval of the flip is split by phase
     assert not stray_pids(lab, ("sockperf",))
+
+
+def test_a_sigkilled_controller_s_sockperf_is_ended_by_recover(lab: Lab, tmp_path: Path
+                                                               ) -> None:
+    """`abtui run --headless` with sockperf, killed with SIGKILL while it measures: its
+    sockperf server and client stay on the hosts (written in the undo journal by process
+    group), and `abtui recover` ends every one of them."""
+    root = Path(__file__).resolve().parents[2]
+    text = lab.profile_path.read_text().replace("[test]\n", '[test]\nsockperf = "ping-pong"\n'
+                                                "sockperf_mps = 200\n", 1)
+    profile = tmp_path / "rr.toml"
+    profile.write_text(text)
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONPATH": str(root)}
+
+    def abtui(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "abtui", *args], cwd=root, env=env,
+                                text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    out = tmp_path / "s.jsonl"
+    proc = abtui("run", str(profile), "--headless", "--duration", "60", "--out", str(out))
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and \
+                sum(len(v) for v in stray_pids(lab, ("sockperf",)).values()) < 4:
+            time.sleep(0.2)
+        assert sum(len(v) for v in stray_pids(lab, ("sockperf",)).values()) == 4
+        proc.kill()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert stray_pids(lab, ("sockperf",))  # left behind by the kill
+    rec = abtui("recover")
+    said, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, said + err
+    deadline = time.monotonic() + 10  # (an ended process may linger as a zombie: not counted)
+    while stray_pids(lab, ("sockperf",)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not stray_pids(lab, ("sockperf",)), said

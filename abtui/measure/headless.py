@@ -336,6 +336,8 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
                         verdicts.stretches.pairs)
     say(seeded)
     await engine.mark(seeded)
+    if judged:  # the report's notes say what the verdicts' Δ is of
+        await engine.mark(f"the alternation's verdicts{judged}")
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
         why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),

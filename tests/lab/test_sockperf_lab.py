@@ -142,3 +142,45 @@ def test_a_sigkilled_controller_s_sockperf_is_ended_by_recover(lab: Lab, tmp_pat
     while stray_pids(lab, ("sockperf",)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not stray_pids(lab, ("sockperf",)), said
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+
+async def test_an_alternation_judges_sockperf_s_p50(lab: Lab, tmp_path: Path) -> None:
+    """`abtui run --alternate tcp_wmem --metric p50` with sockperf and no ping: one run per
+    stretch, each stretch's sample the p50 of its sockperf round trips (as 1/RTT), so the
+    block it completes has a Δ; the verdicts say what they judged, in the session too."""
+    from abtui.hosts.undo import UndoJournal
+    from abtui.measure.alternate import Alternation
+    from abtui.measure.headless import run_headless
+    from abtui.sessions.reader import iter_events
+
+    profile = lab_profile(lab, duration=4, interval=1.0, sockperf="ping-pong",
+                          sockperf_mps=300)
+    out, said = tmp_path / "alt.jsonl", _Lines()
+    alt = Alternation("tcp_wmem", WMEM, None, max_runs=2, seed=5, metric="rtt p50")
+    await run_headless(profile, out, progress=said, alternation=alt,
+                       journal=UndoJournal(tmp_path / "undo"))
+    assert "judged on each stretch's RTT p50 of sockperf as 1/RTT" in said.text, said.text
+    events = list(iter_events(out))
+    assert not [e for e in events if e.kind is EventKind.PING]  # sockperf is the only source
+    rr_runs = {e.payload.run for e in events if e.kind is EventKind.RR}
+    runs = {e.payload.run for e in events if e.kind is EventKind.RUN_START}
+    assert rr_runs == runs and len(runs) >= 8  # every stretch's run had its round trips
+    rows = next(e.payload.verdicts for e in reversed(events)
+                if e.kind is EventKind.MARK and e.payload.verdicts)
+    assert {r["pair"] for r in rows} == {"A", "B"}
+    for row in rows:
+        assert row["blocks"] >= 1 and row["pct"] is not None, row  # the blocks' Δ of 1/RTT
+    marks = [e.payload.text for e in events if e.kind is EventKind.MARK]
+    assert any("verdicts; judged on each stretch's RTT p50" in m for m in marks), marks
+    assert not stray_pids(lab, ("sockperf",))

@@ -15,8 +15,10 @@ DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux 
 # only (`make arm`, which `make test-slow` runs): minutes of downloads CI's default tier skips
 ARM_DEB_PACKAGES := qemu-system-arm gcc-arm-linux-gnueabihf make flex bison bc patch xz-utils
 ARM_DEB_PROGRAMS := qemu-system-arm arm-linux-gnueabihf-gcc make flex bison bc patch xz
-# The kernel builds the VM tests boot (tests/lab/test_vm_lab.py): fetched once into the kernel
-# cache (~/.cache/abtui/kernels), ~70 MB each to download, ~400 MB each unpacked.
+# The kernel builds the VM tests boot (tests/lab/test_vm_lab.py and the other VM tests, all of
+# the slow tier): fetched once into the kernel cache (~/.cache/abtui/kernels) by `make kernels`,
+# which `make test-slow` and `ABTUI_SLOW=1 make test` run; ~70 MB each to download, ~400 MB
+# each unpacked.
 TEST_KERNELS := linux-image-6.1.0-47-amd64 linux-image-6.1.0-57-amd64
 # The kernel source the ARM guest's builds start from (abtui.lab.kbuild; profiles/patches/
 # arm-neon-softirq applies to it): 138 MB fetched once into the kernel cache's sources/, ~20 s
@@ -30,6 +32,8 @@ KERNEL_SOURCES := linux-source-6.1
 SLOW_KERNELS := linux-image-6.1.0-52-amd64
 ifeq ($(ABTUI_SLOW),1)
 TEST_KERNELS += $(SLOW_KERNELS)
+# what only the slow tier boots and builds: fetched when it runs
+SLOW_PREREQS := kernels arm
 endif
 
 .PHONY: setup demo test check test-slow bench soak reliability lint clean-venv lab-down kernels arm
@@ -140,7 +144,7 @@ define lint-steps
 endef
 
 # The slowest tests are listed at the end: CI has a time limit, and this is where it goes.
-test: setup kernels .test-deps-stamp
+test: setup $(SLOW_PREREQS) .test-deps-stamp
 	$(lint-steps)
 	$(VENV)/bin/pytest -q --durations=40
 
@@ -162,11 +166,11 @@ bench: setup $(VENV)/.compiled
 	$(PY) -m tests.bench
 
 # docs/reliability.md: the fault scenarios' outcomes of one run, written only when asked
-reliability: setup kernels
-	ABTUI_RELIABILITY_TABLE=1 $(VENV)/bin/pytest -q
+reliability: setup kernels arm
+	ABTUI_SLOW=1 ABTUI_RELIABILITY_TABLE=1 $(VENV)/bin/pytest -q
 
 soak: setup
-	ABTUI_RELIABILITY_TABLE=1 ABTUI_SOAK_SECONDS=600 $(VENV)/bin/pytest -q -m lab tests/lab -k soak
+	ABTUI_SLOW=1 ABTUI_RELIABILITY_TABLE=1 ABTUI_SOAK_SECONDS=600 $(VENV)/bin/pytest -q -m lab tests/lab -k soak
 	ABTUI_WALK_SEED=random ABTUI_WALK_STEPS=600 $(VENV)/bin/pytest -q -m lab tests/lab/test_console_walk.py
 
 lint: $(VENV)/.installed

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from abtui.lab.netns import Lab
-from tests.lab.namespaces import make_test_lab
+from tests.lab.namespaces import host_settings, make_test_lab, tidy_after_test
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -128,6 +128,26 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield the_lab
     finally:
         the_lab.down()
+
+
+@pytest.fixture(autouse=True)
+def _lab_tidied(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on the shared lab, failed ones included, what it left there is ended
+    or set back (tests.lab.namespaces.tidy_after_test) and said: a test that failed half-way
+    (its engine never stopped, a colleague's value left) fails alone, not the tests after it.
+    Tests that must leave nothing assert it themselves (tests/lab's `no_strays`)."""
+    if "lab" not in request.fixturenames:
+        yield
+        return
+    lab: Lab = request.getfixturevalue("lab")
+    settings = _LAB_SETTINGS.setdefault(lab.name, host_settings(lab))
+    yield
+    tidied = tidy_after_test(lab, settings)
+    if tidied:
+        print(f"\n{request.node.nodeid} left on the lab (tidied): {'; '.join(tidied)}")
+
+
+_LAB_SETTINGS: dict[str, dict[str, list[str]]] = {}
 
 
 # the reliability table (tests/reliability.py): its fixture and the hooks that note each

@@ -488,6 +488,9 @@ class Drift(Payload):
     key: str | None = field(default=None, metadata=OPTIONAL)
     since: float | None = field(default=None, metadata=OPTIONAL)
     until: float | None = field(default=None, metadata=OPTIONAL)
+    # True: `expected` is the host's own value abtui read (and named the phase by), not one
+    # it wrote
+    read: bool | None = field(default=None, metadata=OPTIONAL)
 
     def line(self, host: str | None) -> str:
         """The sentence the console log shows."""
@@ -496,8 +499,9 @@ class Drift(Payload):
             what = f"{self.knob} ({self.key})" if self.key and self.key != self.knob \
                 else self.knob
             until = f" and {_clock(self.until)}" if self.until is not None else ""
-            return (f"{what} on {host} changed out of band to {self.value!r} (abtui had set "
-                    f"{self.expected!r}), by someone else between {_clock(self.since)}"
+            had = "read" if self.read else "set"
+            return (f"{what} on {host} changed out of band to {self.value!r} (abtui had "
+                    f"{had} {self.expected!r}), by someone else between {_clock(self.since)}"
                     f"{until}: {self.action}{why}")
         return (f"{self.knob} on {host} is {self.value} after reconnect, was set to "
                 f"{self.expected}: {self.action}{why}")

@@ -111,6 +111,10 @@ class KnobManager:
         # setting identity -> the value someone else set there since (abtui.hosts.readback):
         # no longer abtui's, never written again, left as found on exit
         self.foreign: dict[tuple[str, Setting], str] = {}
+        # setting identity -> (the value last read there, knob name): what the session's
+        # labels name for a value abtui never wrote (the host's own, read at connect), read
+        # back as `written` is (abtui.hosts.readback)
+        self.seen: dict[tuple[str, Setting], tuple[str, str]] = {}
         self._lock = asyncio.Lock()
         # kernel and module knobs: a switch is a boot or a reload (abtui.hosts.builds)
         self.builds = BuildSwitcher(links, dialects, self.read, journal=journal, emit=emit)
@@ -232,11 +236,7 @@ class KnobManager:
         settings = [(t.host, self.setting(knob, t)) for t in targets]
         for host, s in settings:  # someone else's value is never overwritten
             if (host, s) in self.foreign:
-                raise KnobRefused(f"{host}: knob {knob.name}={value!r} refused: {s.label()} "
-                                  f"was set to {_words(self.foreign[(host, s)])!r} by "
-                                  "someone else "
-                                  "during the session; abtui no longer sets it (nothing was "
-                                  "changed)")
+                raise KnobRefused(_foreign(knob, value, host, s, self.foreign[(host, s)]))
         # the value as each host's OS writes it ([knobs.os.<os>] values)
         wanted = {h: knob.value_for_os(self._dialect(h).name, value) for h, _s in settings}
         for host, s in settings:
@@ -251,6 +251,11 @@ class KnobManager:
         for (host, _s), old in zip(first, before, strict=True):
             if isinstance(old, BaseException):
                 raise KnobRefused(_message(knob, value, host, old, "nothing was changed"))
+        for (host, s), old in zip(first, before, strict=True):  # changed since it was read
+            seen = self.seen.get((host, s))
+            if seen is not None and not same_value(str(old), seen[0]):
+                self.foreign[(host, s)] = str(old)
+                raise KnobRefused(_foreign(knob, value, host, s, str(old)))
         # on disk before any change: one fsync for all the hosts of this flip
         try:
             with self.journal.batch() if self.journal is not None else \
@@ -366,6 +371,7 @@ class KnobManager:
             return await self.builds.current(knob, target)
         s = self.setting(knob, target)
         raw = await self.read(target.host, s)
+        self.seen[(target.host, s)] = (raw, knob.name)
         dialect = self._dialect(target.host)
         matches = []
         for v in knob.values:
@@ -434,6 +440,12 @@ class KnobManager:
 
 
 INVALID = "invalid value"
+
+
+def _foreign(knob: Knob, value: str, host: str, s: Setting, found: str) -> str:
+    return (f"{host}: knob {knob.name}={value!r} refused: {s.label()} was set to "
+            f"{_words(found)!r} by someone else during the session; abtui no longer sets it "
+            "(nothing was changed)")
 
 
 def _words(value: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from abtui.reports.plaintext import markdown_blocks, table_cells
 from abtui.sessions.session import Session
 
 STYLE = ("body{font-family:sans-serif;max-width:80em;margin:1em auto;padding:0 1em}"
@@ -15,43 +16,30 @@ STYLE = ("body{font-family:sans-serif;max-width:80em;margin:1em auto;padding:0 1
          "figure{margin:0;overflow:auto}")
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def from_markdown(lines: list[str]) -> str:
     """The few Markdown forms the report writes, as HTML; anything else a paragraph."""
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            out.append("<pre>" + html.escape("\n".join(lines[i + 1:j])) + "</pre>")
-            i = j + 1
-            continue
-        if line.startswith("#"):
+    for kind, block in markdown_blocks("\n".join(lines)):
+        if kind == "code":
+            inner = block[1:-1] if block[-1].startswith("```") and len(block) > 1 else block[1:]
+            out.append("<pre>" + html.escape("\n".join(inner)) + "</pre>")
+        elif kind == "heading":
+            line = block[0]
             level = min(6, len(line) - len(line.lstrip("#")))
             out.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
-        elif line.startswith("|"):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                rows.append(_cells(lines[i]))
-                i += 1
+        elif kind == "table":
+            rows = [table_cells(x) for x in block]
             head, body = rows[0], [r for r in rows[1:] if not all(set(c) <= set("-: ")
                                                                  for c in r)]
             out.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head)
                        + "</tr>" + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>"
                                                             for c in r) + "</tr>" for r in body)
                        + "</table>")
-            continue
-        elif line.startswith("- "):
-            out.append(f"<ul><li>{html.escape(line[2:])}</li></ul>")
-        elif line.strip():
-            out.append(f"<p>{html.escape(line)}</p>")
-        i += 1
+        elif kind == "item" and block[0].startswith("- "):
+            text = " ".join([block[0][2:], *(x.strip() for x in block[1:])])
+            out.append(f"<ul><li>{html.escape(text)}</li></ul>")
+        elif kind != "blank":
+            out.append(f"<p>{html.escape(' '.join(x.strip() for x in block))}</p>")
     return "\n".join(out)
 
 

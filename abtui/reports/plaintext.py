@@ -29,7 +29,7 @@ _STRONG = re.compile(r"\*\*([^*]+)\*\*")
 _MARKDOWN_START = re.compile(r"([-*+>|#]|\d+[.)])(\s|$)")
 
 
-def _blocks(md: str) -> Iterator[tuple[str, list[str]]]:
+def markdown_blocks(md: str) -> Iterator[tuple[str, list[str]]]:
     """The Markdown as (kind, lines): `heading`, `table`, `code` (a fence, fences kept),
     `item` (one list item), `para`, `blank`."""
     lines = md.splitlines()
@@ -96,7 +96,7 @@ def wrap_markdown(md: str, width: int = MD_WIDTH) -> str:
     """The report's paragraphs and list items wrapped at `width` (soft line breaks, which
     Markdown joins again); headings, tables and code kept as they are."""
     out: list[str] = []
-    for kind, lines in _blocks(md):
+    for kind, lines in markdown_blocks(md):
         if kind == "heading" and cell_len(lines[0]) > width and ": " in lines[0]:
             # a heading cannot be wrapped: the title's description goes below it
             head, rest = lines[0].split(": ", 1)
@@ -106,7 +106,8 @@ def wrap_markdown(md: str, width: int = MD_WIDTH) -> str:
     return "\n".join(out) + ("\n" if md.endswith("\n") else "")
 
 
-def _cells(row: str) -> list[str]:
+def table_cells(row: str) -> list[str]:
+    """A Markdown table row's cells, plain (an escaped `\\|` a bar inside a cell)."""
     inner = row.strip()
     inner = inner[1:-1] if inner.endswith("|") else inner[1:]
     cells = re.split(r"(?<!\\)\|", inner)
@@ -127,7 +128,7 @@ def _table(lines: list[str], width: int) -> list[str]:
     (headers included) wrapped over lines of their own, never inside a word, as LKP's mails
     lay out `%change`; else a row at a time: its first cell, then each other cell as
     `header: value`, wrapped and indented."""
-    rows = [_cells(ln) for ln in lines if not re.fullmatch(r"\|(\s*:?-+:?\s*\|)+\s*", ln)]
+    rows = [table_cells(ln) for ln in lines if not re.fullmatch(r"\|(\s*:?-+:?\s*\|)+\s*", ln)]
     if not rows:
         return []
     header, body = rows[0], rows[1:]
@@ -218,7 +219,7 @@ def text_report(md: str, width: int = TEXT_WIDTH) -> str:
     """The Markdown report as plain text for a mail: every line at most `width` columns,
     the answer first."""
     out: list[str] = []
-    for kind, lines in _blocks(_answer_first(md)):
+    for kind, lines in markdown_blocks(_answer_first(md)):
         if kind == "heading":
             if out and out[-1]:
                 out.append("")

@@ -75,3 +75,42 @@ def ns_exec(lab_: Lab, alias: str, *cmd: str) -> str:
     """Run a command inside a lab host's namespace directly (the tests' side channel)."""
     return subprocess.run(["ip", "netns", "exec", f"abtui-{alias}", *cmd],
                           capture_output=True, text=True, check=True).stdout
+
+
+# The settings tests change on the shared lab's hosts (knobs' sysctls): put back after each
+# test, so one that fails half-way cannot hand its changed hosts to the next ones.
+KEPT_SETTINGS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control",
+                 "net.ipv4.tcp_sack")
+
+
+def host_settings(lab_: Lab) -> dict[str, list[str]]:
+    """{alias: [value of each of KEPT_SETTINGS]} read in the hosts' namespaces."""
+    out = {}
+    for h in lab_.hosts(2):
+        read = subprocess.run(["ip", "netns", "exec", h.netns, "sysctl", "-n", *KEPT_SETTINGS],
+                              capture_output=True, text=True)
+        out[h.alias] = [" ".join(v.split()) for v in read.stdout.splitlines()]
+    return out
+
+
+def tidy_after_test(lab_: Lab, settings: dict[str, list[str]]) -> list[str]:
+    """What a test left on the shared lab, ended or set back (by PID, in the lab's own
+    namespaces): sshd sessions (an engine never stopped keeps its links, and with them its
+    hosts' leases), iperf3 and ping, and KEPT_SETTINGS changed from `settings`. Returns what
+    was tidied, one phrase each."""
+    tidied = []
+    for h in lab_.hosts(2):
+        daemon = lab_.sshd_pid(h.alias)
+        for pid, comm, _cmdline, _state in netns_processes(h.netns):
+            if comm in ("iperf3", "ping") or (comm == "sshd" and pid != daemon):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                tidied.append(f"{h.alias}: {comm} {pid} ended")
+    now = host_settings(lab_)
+    for alias, values in settings.items():
+        for key, was, found in zip(KEPT_SETTINGS, values, now.get(alias, []), strict=False):
+            if found != was:
+                subprocess.run(["ip", "netns", "exec", f"abtui-{alias}", "sysctl", "-qw",
+                                f"{key}={was}"], check=True)
+                tidied.append(f"{alias}: {key} set back from '{found}' to '{was}'")
+    return tidied

@@ -152,6 +152,7 @@ while True:
 WMEM = "4096 16384 4194304"  # the lab's own tcp_wmem; the A/A value is one byte more
 
 
+@pytest.mark.slow  # the rates themselves are the statistics bench's (tests/bench/bench_seq.py)
 @pytest.mark.timeout(400)  # one or two alternations of about a minute on a loaded machine
 def test_an_aa_alternation_under_periodic_cpu_load_claims_no_difference(
         lab: Lab, tmp_path: Path) -> None:

@@ -239,12 +239,16 @@ def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
 
 def test_an_alternation_whose_knob_someone_else_sets_stops_and_leaves_it(
         lab: Lab, tmp_path: Path, rmem_kept: dict[str, str]):
-    """`abtui run --alternate tcp_rmem=…`: a colleague sets tcp_rmem on one receiver mid-way.
+    """`abtui run --alternate tcp_rmem=…`: a colleague sets tcp_rmem on one receiver mid-way
+    (here in the first stretch, whose value is the hosts' own: abtui read it, wrote nothing,
+    and the label names it all the same; on CI's kernel the lab's default is that value).
     The next boundary reads it back (a drift event, the stretch left out), abtui never writes
     over it: the next flip is refused and the alternation stops (exit 1) with that line, and
     the end leaves the colleague's value while setting the other receiver back."""
     changed, other = _receivers(lab)
     big, small = TCP_RMEM_VALUES
+    for alias in (changed, other):  # the first value is the hosts' own: abtui writes it not
+        _colleague(lab, alias, big)  # (rmem_kept sets the kernel's default back)
     out = tmp_path / "s.jsonl"
     proc = _abtui(tmp_path, "run", str(lab.profile_path), "--headless", "--alternate",
                   f"tcp_rmem={big},{small}", "--every", "2", "--max-runs", "6", "--seed", "7",
@@ -259,9 +263,11 @@ def test_an_alternation_whose_knob_someone_else_sets_stops_and_leaves_it(
     (drift,) = _drifts(out)
     assert drift.host == changed and drift.payload.value == FOREIGN
     assert "changed out of band" in err, err
+    if drift.payload.expected == big:  # found in a stretch at the hosts' own value
+        assert drift.payload.read and f"(abtui had read '{big}')" in err, err
     refused = [line for line in err.splitlines() if line.startswith("abtui: --alternate:")]
     assert len(refused) == 1 and f"{changed}: knob tcp_rmem=" in refused[0], err
     assert f"was set to '{FOREIGN}' by someone else" in refused[0] and \
         "abtui no longer sets it" in refused[0], refused
-    assert _rmem(lab) == {changed: FOREIGN, other: rmem_kept[other]}
+    assert _rmem(lab) == {changed: FOREIGN, other: big}
     assert pending_recovery(tmp_path / "state" / "abtui" / "undo") == []

@@ -413,6 +413,7 @@ def _rss_kib() -> int:
 SOAK_SECONDS = float(os.environ.get("ABTUI_SOAK_SECONDS", "40"))
 
 
+@pytest.mark.slow  # a long run: `make soak` (600 s) and the slow tier (40 s)
 @pytest.mark.timeout(int(SOAK_SECONDS) + 120)
 @pytest.mark.reliability(
     "8", f"soak: 2 pairs at 0.5 s, knob flipped every 10 s, {SOAK_SECONDS:g} s",

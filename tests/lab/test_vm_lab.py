@@ -38,8 +38,9 @@ from tests.lab.kernel_tree import tree_from_package
 from tests.lab.namespaces import make_test_lab
 from tests.lab.through import iperf3_mbits
 
-# booting four TCG guests (in the first test's setup) and a procedure's runs take minutes
-pytestmark = [pytest.mark.lab, pytest.mark.timeout(1200)]
+# booting four TCG guests (in the first test's setup) and a procedure's runs take minutes:
+# the slow tier (about 4.5 minutes of CI's 25)
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1200)]
 ROOT = Path(__file__).resolve().parents[2]
 # Two real builds (6.1.170 and 6.1.192): pair A boots the first package, pair B the second
 # as a built tree (bzImage, .config, System.map and in-tree modules) made from its package.
@@ -267,7 +268,7 @@ def test_check_reports_every_tunnel_type_available(vm_lab: Lab):
         assert f"ok   {h.alias}: reachable, Linux {release} ({h.alias}), as root" in proc.stdout
 
 
-@pytest.mark.slow  # ~70 s of CI's 25 minutes; its goldens (tests/golden/softirq-crypto-*vm.*) stay
+# its goldens (tests/golden/softirq-crypto-*vm.*) stay
 def test_softirq_crypto_runs_on_two_real_builds(vm_lab: Lab, tmp_path):
     """The procedure as its authors ran it: BEFORE and AFTER on two kernel builds, real IPsec
     and kernel WireGuard, TX and RX; no tunnel is translated."""

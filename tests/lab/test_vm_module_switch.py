@@ -35,7 +35,8 @@ from tests.lab.guests import guest_ssh as _ssh
 from tests.lab.guests import ssh_argv
 from tests.lab.namespaces import make_test_lab
 
-pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
+# two guests booted and their driver reloaded: the slow tier (about a minute of CI's 25)
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1500)]
 KERNEL = os.environ.get("ABTUI_TEST_KERNEL", "linux-image-6.1.0-57-amd64")
 # the driver's InterruptThrottleRate -> what `ethtool -c` shows as rx-usecs (1 000 000 / rate
 # for a fixed rate; the dynamic modes, 1 and 3, as they are). The alternation uses two fixed
@@ -125,7 +126,7 @@ def _ran(proc: subprocess.CompletedProcess[str]) -> None:
     assert " failed" not in proc.stderr and "refused" not in proc.stderr, proc.stderr
 
 
-@pytest.mark.slow  # a dozen reloads of an emulated NIC's driver: over two minutes (CI's time)
+# a dozen reloads of an emulated NIC's driver: over two minutes
 def test_a_module_parameter_alternates_by_reloads_labelled_as_the_hosts_report_it(
         e1000e_lab: Lab, tmp_path: Path) -> None:
     lab = e1000e_lab

@@ -53,15 +53,18 @@ async def test_ctrl_y_names_the_function_that_moved() -> None:
     ctl.subscribe(windows)
     async with app.run_test(size=(160, 48)) as pilot:
         await until(pilot, lambda: app.state.running)
-        app.alternation.every = 0.05
+        app.alternation.every = 0.5
         await pilot.press("w")  # tcp_wmem capped: the knob to alternate
         await until(pilot, lambda: app.state.pairs["A"].config.get("tcp_wmem") == CAPPED)
         await pilot.press("ctrl+y")
         await pilot.press("ctrl+a")
-        await until(pilot, lambda: "copy_from_user (self)" in _panel(app), timeout=90)
+        try:
+            await until(pilot, lambda: "copy_from_user (self)" in _panel(app), timeout=90)
+        except AssertionError:
+            raise AssertionError(f"no mover named; the panel:\n{_panel(app)}") from None
         text = _panel(app)
         line = next(x for x in text.splitlines() if x.startswith("why A"))
         assert "-" in line.split("copy_from_user (self)")[1].split("pp")[0]  # down uncapped
         if app.alternation.live is not None and app.alternation.live.running:
             await pilot.press("ctrl+a")
-        await until(pilot, lambda: "ended:" in _panel(app))
+        await until(pilot, lambda: "ended:" in _panel(app), timeout=60)

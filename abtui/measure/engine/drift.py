@@ -124,7 +124,7 @@ class DriftWatch:
                 value=" ".join(c.found.split()), expected=" ".join(c.expected.split()),
                 pairs=labels, action=LEFT,
                 message="what was measured between the two times counts in no phase",
-                since=since, until=t), host=c.host))
+                since=since, until=t, read=None if c.wrote else True), host=c.host))
         for label, since in since_of.items():
             phases = self._book.phases[label]
             if phases.pending is not None:  # a host of it reconnects: the verifier splits it

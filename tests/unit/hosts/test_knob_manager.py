@@ -14,55 +14,12 @@ from abtui.hosts import undo
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting
-from abtui.remote.dialect import SWAP_MARK, Dialect
-from abtui.remote.link import CommandResult
 from tests.unit.filelimit import file_size_limit
+from tests.unit.hosts.fake_hosts import FakeDialect, FakeLink
 
 PAIRS = [Pair("A", "a-snd", "a-rcv", "198.19.1.2", "data0", "data0"),
          Pair("B", "b-snd", "b-rcv", "198.19.2.2", "eth1", "eth2"),
          Pair("C", "a-snd", "c-rcv", "198.19.3.2", "data0", "data0")]
-
-
-class FakeDialect(Dialect):
-    name = "linux"
-
-    def read_command(self, s):
-        return f"read {s.key}"
-
-    def write_command(self, s, value):
-        return f"write {s.key} {value}"
-
-    def swap_command(self, s, value):
-        return f"swap {s.key} {value}"
-
-    def parse_value(self, s, out):
-        return out.strip() or None
-
-
-class FakeLink:
-    def __init__(self, alias, log, refuse=False):
-        self.alias, self.log, self.refuse = alias, log, refuse
-        self.refuse_back = False  # takes the new value but refuses to go back to "1"
-        self.values = {"net.x": "1"}
-        self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
-
-    async def run(self, command, timeout=10.0, isolate=True, again=False):
-        self.log.append((self.alias, command))
-        return self._do(command)
-
-    def _do(self, command):
-        verb, key, *rest = command.split()
-        if verb == "swap":
-            old = self.values[key]
-            result = self._do(f"write {key} {rest[0]}")
-            return CommandResult(result.exit_status, f"{old}\n{SWAP_MARK}\n{result.stdout}",
-                                 result.stderr)
-        if verb == "write":
-            if (self.refuse and rest[0] != self.values[key]) or \
-                    (self.refuse_back and rest[0] == "1" and self.values[key] != "1"):
-                return CommandResult(1, "", "printf: write error: Invalid argument\n")
-            self.values[key] = rest[0]
-        return CommandResult(0, self.values[key] + "\n", "")
 
 
 def _manager(tmp_path, refuse=()):

@@ -11,50 +11,12 @@ from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.readback import read_back
 from abtui.hosts.undo import UndoJournal, read_journal
-from abtui.remote.dialect import SWAP_MARK, Dialect
-from abtui.remote.link import CommandResult
+from tests.unit.hosts.fake_hosts import FakeDialect, FakeLink
 
 HOSTS = ["a-snd", "a-rcv", "b-snd", "b-rcv"]
 PAIRS = [Pair("A", "a-snd", "a-rcv", "198.19.1.2", "data0", "data0"),
          Pair("B", "b-snd", "b-rcv", "198.19.2.2", "eth1", "eth2")]
 KNOB = Knob("x", KnobKind.SYSCTL, ("1", "2"), key="net.x")
-
-
-class FakeDialect(Dialect):
-    name = "linux"
-
-    def read_command(self, s):
-        return f"read {s.key}"
-
-    def write_command(self, s, value):
-        return f"write {s.key} {value}"
-
-    def swap_command(self, s, value):
-        return f"swap {s.key} {value}"
-
-    def parse_value(self, s, out):
-        return out.strip() or None
-
-
-class FakeLink:
-    """A host's settings in a dict; a setting not there cannot be read (exit 1)."""
-
-    def __init__(self, alias, log):
-        self.alias, self.log = alias, log
-        self.values = {"net.x": "1"}
-        self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
-
-    async def run(self, command, timeout=10.0, isolate=True, **_kw):
-        self.log.append((self.alias, command))
-        verb, key, *rest = command.split()
-        if key not in self.values:
-            return CommandResult(1, "", f"sysctl: cannot stat {key}\n")
-        old = self.values[key]
-        if verb in ("swap", "write"):
-            self.values[key] = rest[0]
-        out = f"{old}\n{SWAP_MARK}\n{self.values[key]}\n" if verb == "swap" else \
-            f"{self.values[key]}\n"
-        return CommandResult(0, out, "")
 
 
 def _manager(tmp_path):
@@ -115,3 +77,35 @@ async def test_a_setting_that_cannot_be_read_is_skipped_not_called_changed(tmp_p
     await m.apply(KNOB, "2", resolve_targets(PAIRS[:2], KNOB))
     del links["b-snd"].values["net.x"]  # cannot be read now
     assert await read_back(m, HOSTS) == [] and m.foreign == {}
+
+
+async def test_a_hosts_own_value_changed_before_any_flip_is_drift_and_never_overwritten(
+        tmp_path):
+    """Read at connect (the first phase is labelled with it) and never written: a colleague's
+    change before abtui's first flip is found as the host's own is, with the connect-time
+    value as the expected one, and the flip after it writes nothing."""
+    m, links, log, _events, _journal = _manager(tmp_path)
+    both = {"sender": "1", "receiver": "1"}
+    assert await m.current(KNOB, PAIRS) == {"A": both, "B": both}
+    assert await read_back(m, HOSTS) == []
+    links["a-rcv"].values["net.x"] = "7"
+    (found,) = await read_back(m, HOSTS)
+    assert (found.host, found.knob, found.expected, found.found) == ("a-rcv", "x", "1", "7")
+    log.clear()
+    with pytest.raises(KnobRefused, match="set to '7' by someone else"):
+        await m.apply(KNOB, "2", resolve_targets(PAIRS, KNOB))
+    assert not [c for _h, c in log if not c.startswith("read ")]  # nothing written
+    assert links["a-rcv"].values["net.x"] == "7" and links["b-rcv"].values["net.x"] == "1"
+
+
+async def test_a_change_between_the_connect_read_and_the_first_flip_refuses_the_flip(tmp_path):
+    """No read back in between: the flip's own read of the original finds another value
+    than the one read at connect, and writes nothing on any host."""
+    m, links, log, _events, _journal = _manager(tmp_path)
+    await m.current(KNOB, PAIRS)
+    links["b-rcv"].values["net.x"] = "7"
+    log.clear()
+    with pytest.raises(KnobRefused, match=r"b-rcv: knob x='2' refused: .*set to '7'"):
+        await m.apply(KNOB, "2", resolve_targets(PAIRS, KNOB))
+    assert all(c.startswith("read ") for _h, c in log)
+    assert [(host, found) for (host, _s), found in m.foreign.items()] == [("b-rcv", "7")]

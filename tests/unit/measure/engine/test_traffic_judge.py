@@ -133,3 +133,18 @@ def test_another_pair_through_the_same_host_is_ours() -> None:
                 bits_per_second=OURS, retransmits=0, cwnd_bytes=None, omitted=False,
                 straddles=False), t=t + 0.01, pair=pair))
     assert judge.judged >= 6 and not out
+
+
+def test_one_span_beyond_ours_whose_neighbours_are_not_is_no_flag() -> None:
+    """An interval placed a little late (a busy controller) moves bytes from one second to
+    the next: one span reads beyond ours, the next below, the spans around them as ours.
+    A lone span is not flagged; the same excess held over three seconds is, in each span."""
+    link = Link()
+    for k in range(1, 20):
+        shift = {8: 600e6, 9: -600e6}.get(k, 0.0)
+        link.second(k, extra=shift, ours=OURS * (1 + 0.3 * (k % 2)))
+    assert link.judge.judged >= 15 and not link.flagged()
+    held = Link()
+    for k in range(1, 20):
+        held.second(k, extra=600e6 if 8 <= k <= 10 else 0.0)
+    assert len(held.flagged()) >= 2

@@ -261,6 +261,23 @@ def sockperf_client_argv(opts: TestOptions, target: str, port: int, seconds: int
     return argv
 
 
+def sockperf_version_command() -> str:
+    """sockperf's first line of `--version` (`sockperf, version 3.7-no.git`), nothing when the
+    host has none."""
+    return "command -v sockperf >/dev/null 2>&1 && sockperf --version 2>&1 | head -n 1; true"
+
+
+def sockperf_finding(alias: str, out: str) -> tuple[bool, str]:
+    """`abtui check`'s line on a host's sockperf (the profile asks for a request/response
+    load): present with its version, or missing and what to do."""
+    m = re.search(r"version\s+(\S+)", out)
+    if out.strip():
+        return True, f"{alias}: sockperf present ({m.group(1) if m else out.strip()[:40]})"
+    return False, (f"{alias}: sockperf is missing: install it (the sockperf package), or "
+                   "leave [test] sockperf out (its pairs would run without the "
+                   "request/response load)")
+
+
 def plain(argv: list[str]) -> str:
     return f"LC_ALL=C exec {shlex.join(argv)}"
 

@@ -184,3 +184,16 @@ async def test_an_alternation_judges_sockperf_s_p50(lab: Lab, tmp_path: Path) ->
     marks = [e.payload.text for e in events if e.kind is EventKind.MARK]
     assert any("verdicts; judged on each stretch's RTT p50" in m for m in marks), marks
     assert not stray_pids(lab, ("sockperf",))
+
+
+def test_check_says_each_host_has_sockperf(lab: Lab, tmp_path: Path) -> None:
+    """`abtui check` of a profile asking for sockperf: one line per host naming its version."""
+    root = Path(__file__).resolve().parents[2]
+    profile = tmp_path / "rr.toml"
+    profile.write_text(lab.profile_path.read_text().replace(
+        "[test]\n", '[test]\nsockperf = "under-load"\n', 1))
+    got = subprocess.run([sys.executable, "-m", "abtui", "check", str(profile)], cwd=root,
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stdout + got.stderr
+    for h in lab.hosts(2):
+        assert f"ok   {h.alias}: sockperf present (3." in got.stdout, got.stdout

@@ -76,3 +76,13 @@ def test_the_commands_a_run_starts() -> None:
 def test_the_tools_question_says_whether_sockperf_is_there() -> None:
     assert parse_tools("iperf 3.12\n__abtui_sockperf\n").sockperf
     assert not parse_tools("iperf 3.12\n__abtui_perf\n").sockperf
+
+
+def test_check_s_line_on_a_host_s_sockperf() -> None:
+    from abtui.remote.iperf_cmd import sockperf_finding
+
+    assert sockperf_finding("h", "sockperf, version 3.7-no.git\n") == (
+        True, "h: sockperf present (3.7-no.git)")
+    ok, line = sockperf_finding("h", "")
+    assert not ok and line.startswith("h: sockperf is missing: install it (the sockperf "
+                                      "package)") and "\n" not in line

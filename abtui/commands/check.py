@@ -1,9 +1,10 @@
 """`abtui check PROFILE`: preflight every host of a profile, one line per finding.
 
-Reachable (OS, kernel), iperf3 and ping present (and sockperf where the profile asks for it), every knob readable and writable (the current
-value is written back unchanged, which proves writability without changing anything), what a
-change of each knob does to the runs going on (restarts them, or acts live: `runs_line`),
-tunnel types available on both hosts of each pair. Writing a value back and making a scratch tunnel
+Reachable (OS, kernel), iperf3 and ping present (sockperf too where the profile asks for
+it), every knob readable and writable (the current value is written back unchanged, which
+proves writability without changing anything), what a change of each knob does to the runs
+going on (restarts them, or acts live: `runs_line`), tunnel types available on both hosts of
+each pair. Writing a value back and making a scratch tunnel
 are changes, however brief: check takes each host's lease as a run does
 (abtui.remote.lease), and a host another abtui drives is one FAIL line naming it, not
 checked. Exit 0 when all is well, 1 otherwise, 2 for a bad

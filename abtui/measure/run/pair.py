@@ -94,11 +94,16 @@ class PairRun:
     async def prepare(self) -> None:
         """Server listening, client and ping armed; raises RunFailed with one clear line (a
         request/response load that cannot start is said, and the run goes on without it)."""
-        try:
-            await asyncio.gather(self.processes.prepare(), self.rr.prepare())
-        except BaseException:
+        try:  # both to their end before either is judged: nothing started after a cleanup
+            got = await asyncio.gather(self.processes.prepare(), self.rr.prepare(),
+                                       return_exceptions=True)
+        except BaseException:  # cancelled: whatever the load started is ended
             await self.rr.cleanup()
             raise
+        failed = [r for r in got if isinstance(r, BaseException)]
+        if failed:
+            await self.rr.cleanup()
+            raise failed[0]
 
     def release(self) -> None:
         """Let the armed client go: called for every pair in one loop iteration."""

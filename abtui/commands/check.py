@@ -233,7 +233,7 @@ async def _check_setting(manager: KnobManager, knob: Knob,
         except AbtuiError as exc:
             bad.append(str(exc))
     # the key, and the value as sysctl prints it (its tabs as spaces, not `\t`)
-    now = f"{setting.key} = {' '.join(current.split())!r}"
+    now = f"{setting.key or setting.kind} = {' '.join(current.split())!r}"  # mtu: by kind
     try:
         await manager.write(target.host, setting, current)
     except AbtuiError as exc:

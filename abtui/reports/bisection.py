@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from abtui.reports.formatting import bounded, md_table
+from abtui.reports.stats import delta_text
 from abtui.sessions.session import Session
 
 # the row keys in the order every format prints them
@@ -52,10 +53,8 @@ def _delta(r: Mapping[str, Any]) -> str:
     pct, low, high = r.get("pct"), r.get("low"), r.get("high")
     if not isinstance(pct, int | float):
         return "—"
-    text = f"{pct:+.1f}%"
-    if isinstance(low, int | float) and isinstance(high, int | float):
-        text += f" [{low:+.1f}, {high:+.1f}]" if high < 1e6 else f" [{low:+.1f}, +inf]"
-    return text
+    bounds = isinstance(low, int | float) and isinstance(high, int | float)
+    return delta_text(pct, low if bounds else None, high if bounds else None)  # type: ignore[arg-type]
 
 
 def _verdict(r: Mapping[str, Any]) -> str:

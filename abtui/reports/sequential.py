@@ -657,14 +657,9 @@ class Assessment:
             abs(math.log1p(d.pct / 100)) > math.log1p(self.min_effect / 100)
 
     def _delta_text(self) -> str:
-        """The Δ with its interval; at the first looks the spending boundary is so wide that
-        the interval reaches -100 % and beyond a million percent, which says nothing a
-        reader can use (`[-100.0, +inf]`): then only that it is not bounded yet."""
-        d = self.delta
-        assert d is not None
-        if d.low is not None and d.high is not None and d.low <= -99.95 and d.high >= 1e6:
-            return f"{d.pct:+.1f}% (interval not bounded yet)"
-        return str(d)
+        """The Δ with its interval (stats.delta_text: an interval not bounded yet says so)."""
+        assert self.delta is not None
+        return str(self.delta)
 
     def _blocks(self, blocks: int | None) -> str:
         """How many blocks this comparison stands on, against the schedule's `blocks`."""

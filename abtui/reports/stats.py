@@ -139,16 +139,23 @@ class Delta:
     why: str = ""
 
     def __str__(self) -> str:
-        text = f"{self.pct:+.1f}%"
-        if self.low is not None and self.high is not None:
-            text += f" [{_bound(self.low)}, {_bound(self.high)}]"
+        return delta_text(self.pct, self.low, self.high)
+
+
+NOT_BOUNDED = "(interval not bounded yet)"
+
+
+def delta_text(pct: float, low: float | None, high: float | None) -> str:
+    """A Δ as users read it: `+3.4% [+1.2, +5.7]`. At the sequential rule's first looks
+    (tiny levels, few degrees of freedom) the interval reaches -100 % and beyond a million
+    percent, which says nothing a reader can use (`[-100.0, +inf]`): then only that it is
+    not bounded yet; an end beyond a million percent alone reads +inf."""
+    text = f"{pct:+.1f}%"
+    if low is None or high is None:
         return text
-
-
-def _bound(pct: float) -> str:
-    """An interval's end; beyond a million percent it says +inf (the sequential rule's first
-    looks, drawn at tiny levels with few degrees of freedom, reach that)."""
-    return f"{pct:+.1f}" if pct < 1e6 else "+inf"
+    if low <= -99.95 and high >= 1e6:
+        return f"{text} {NOT_BOUNDED}"
+    return f"{text} [{low:+.1f}, {f'{high:+.1f}' if high < 1e6 else '+inf'}]"
 
 
 def finite(xs: Sequence[float] | NDArray[Any]) -> list[float]:

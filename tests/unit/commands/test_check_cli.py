@@ -70,7 +70,9 @@ async def test_a_knob_line_names_its_key_and_shows_the_value_as_sysctl_prints_it
             self.dialects = {"h": Dialect()}
 
         def setting(self, knob: object, target: object) -> object:
-            return SimpleNamespace(key="net.ipv4.tcp_rmem")
+            if getattr(knob, "kind", None) is KnobKind.MTU:  # a keyless kind
+                return SimpleNamespace(key="", kind=KnobKind.MTU)
+            return SimpleNamespace(key="net.ipv4.tcp_rmem", kind=KnobKind.SYSCTL)
 
         async def read(self, host: str, setting: object) -> str:
             return "4096\t131072\t6291456"
@@ -85,3 +87,6 @@ async def test_a_knob_line_names_its_key_and_shows_the_value_as_sysctl_prints_it
     assert not ok
     assert line == ("net.ipv4.tcp_rmem = '4096 131072 6291456', writable, but bad: not three "
                     "numbers")
+    mtu = Knob("mtu", KnobKind.MTU, ("1500", "9000"))
+    ok, line = await _check_setting(Manager(), mtu, target)  # type: ignore[arg-type]
+    assert ok and line.startswith("mtu = '4096 131072 6291456'"), line  # `knob mtu:  = …`

@@ -122,3 +122,17 @@ def test_a_carryover_too_weak_to_show_still_needs_the_adjusted_effect() -> None:
     said = sq.assess(*args, tuple(x[0] for x in got.dead), got.carry)
     assert not said.significant and said.carry is not None and not said.carry.shown
     assert "a carryover not excluded" in said.line() and "not separated from it" in said.line()
+
+
+def test_a_carryover_line_s_unbounded_adjusted_effect_says_so() -> None:
+    """`adjusted for it Δgeo -20.4% [-100.0, +inf]` (a user's alternation of two blocks)
+    read as a figure; an interval the first looks cannot bound says it is not bounded."""
+    from abtui.reports.sequential import Carry
+    from abtui.reports.stats import Delta
+
+    carry = Carry(-33.3, -45.1, -19.0, Delta(-20.4, -100.0, math.inf), separated=False)
+    line = carry.text("9000", "1500")
+    assert "adjusted for it Δgeo -20.4% (interval not bounded yet): a difference not " \
+        "separated from it" in line, line
+    assert "+inf" not in line and "[-45.1, -19.0]" in line
+    assert str(Delta(5.0, 1.0, 2e6)) == "+5.0% [+1.0, +inf]"  # one end beyond: said as such

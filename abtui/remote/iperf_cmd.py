@@ -243,13 +243,15 @@ def sockperf_server_argv(port: int, tcp: bool) -> list[str]:
     return ["sockperf", "server", "-p", str(int(port)), *(["--tcp"] if tcp else [])]
 
 
-def sockperf_client_argv(opts: TestOptions, target: str, port: int, seconds: int) -> list[str]:
+def sockperf_client_argv(opts: TestOptions, target: str, port: int, seconds: int,
+                         spare: int = SOCKPERF_SPARE_S) -> list[str]:
     """sockperf's client for a run of `seconds` (0: continuous): ping-pong (one message in
     flight) or under-load (a fixed rate whatever the replies, each one answered), round trips
     (`--full-rtt`) and every observation printed when it ends (`--full-log /dev/fd/3`: the
-    caller points fd 3 at the stream it reads, abtui.measure.run.rr)."""
+    caller points fd 3 at the stream it reads, abtui.measure.run.rr). `spare`: seconds past
+    the run's `seconds` it may go on (it is interrupted when the run ends; 0: it ends then)."""
     mode = opts.sockperf or "ping-pong"
-    limit = SOCKPERF_MAX_S if seconds <= 0 else min(SOCKPERF_MAX_S, seconds + SOCKPERF_SPARE_S)
+    limit = SOCKPERF_MAX_S if seconds <= 0 else min(SOCKPERF_MAX_S, seconds + spare)
     argv = ["sockperf", mode, "-i", target, "-p", str(int(port)), "-t", str(limit),
             "--mps", str(int(opts.sockperf_mps)), "--full-rtt", "--full-log", "/dev/fd/3"]
     if mode == "under-load":

@@ -318,8 +318,9 @@ def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
 
 
 RR_NOTE = ("A request/response load beside iperf3: every round trip sockperf measured, kept "
-           "to 3 significant digits; they come when each run ends, and a run's first ~2.5 s "
-           "have none (sockperf's start-up and warm-up). Percentiles as above.")
+           "to 3 significant digits; they come when each run ends (every 10 s in a longer "
+           "run: sockperf in chunks), and the first ~2.5 s of a run or chunk have none "
+           "(sockperf's start-up and warm-up). Percentiles as above.")
 
 
 def _rr_mode(session: Session) -> str:

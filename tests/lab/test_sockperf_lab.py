@@ -197,3 +197,37 @@ def test_check_says_each_host_has_sockperf(lab: Lab, tmp_path: Path) -> None:
     assert got.returncode == 0, got.stdout + got.stderr
     for h in lab.hosts(2):
         assert f"ok   {h.alias}: sockperf present (3." in got.stdout, got.stdout
+
+
+async def test_a_continuous_run_s_round_trips_come_chunk_by_chunk(lab: Lab) -> None:
+    """A continuous run runs sockperf in chunks (CHUNK_S): round trips come while the run goes
+    on, not only at its stop; every chunk's observations are in the run's RR events, and no
+    client or server is left."""
+    from abtui.measure.run.rr import CHUNK_S
+
+    profile = lab_profile(lab, interval=1.0, sockperf="ping-pong", sockperf_mps=300)
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    try:
+        await engine.connect()
+        await engine.start("continuous")
+        # the first chunk's round trips, before anything stops the run
+        await until(lambda: all(rec.of(EventKind.RR, p) for p in ("A", "B")),
+                    timeout=CHUNK_S + 15)
+        assert not rec.of(EventKind.RUN_END)
+        started = {e.payload.run for e in rec.of(EventKind.RUN_START)}
+        await until(lambda: len(rec.of(EventKind.INTERVAL, "A")) >= CHUNK_S + 6,
+                    timeout=CHUNK_S + 20)
+        await engine.stop()
+    finally:
+        await engine.shutdown()
+    for run in started:
+        end = rec.run_end(run)
+        own = end["rr"]
+        assert own is not None and own["chunks"] >= 2, own
+        rr = [e.payload for e in rec.of(EventKind.RR) if e.payload.run == run]
+        assert sum(p.n for p in rr) == own["observations"] > 0
+        assert max(p.end for p in rr) > CHUNK_S  # the second chunk's, on the run's clock
+    # a chunk the stop cut in its start-up measured nothing, and that is no error
+    assert not [e for e in rec.of(EventKind.ERROR) if "sockperf" in str(e.record())]
+    assert not stray_pids(lab, ("sockperf",))

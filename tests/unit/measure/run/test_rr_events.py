@@ -86,3 +86,13 @@ def test_check_s_line_on_a_host_s_sockperf() -> None:
     ok, line = sockperf_finding("h", "")
     assert not ok and line.startswith("h: sockperf is missing: install it (the sockperf "
                                       "package)") and "\n" not in line
+
+
+def test_a_later_chunk_is_placed_on_the_run_s_intervals() -> None:
+    """A chunk started 10.3 s after the release: its observations' times count from its own
+    start, their intervals from the run's release."""
+    out = interval_events(_result(), "A-1", T0, 1.0, _Run(), anchor=T0 + 10.3)
+    # sent at 12.8 … 16.7 s into the run (all in phase 2)
+    assert [(p.start, p.phase) for p, _ in out] == [(12.0, 2), (13.0, 2), (14.0, 2),
+                                                   (15.0, 2), (16.0, 2)]
+    assert sum(p.n for p, _ in out) == 40 and out[0][1] == T0 + 13

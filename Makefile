@@ -8,9 +8,9 @@ empty :=
 space := $(empty) $(empty)
 DEB_PACKAGES := iperf3 openssh-server openssh-client iproute2 ethtool wireguard-tools \
 	wireguard-go iputils-ping tmux procps kmod sudo qemu-system-x86 busybox-static kexec-tools \
-	linux-perf
+	linux-perf sockperf
 DEB_PROGRAMS := iperf3 sshd ssh ssh-keygen ip ethtool wg wireguard-go ping tmux pgrep sudo \
-	qemu-system-x86_64 busybox depmod kexec perf
+	qemu-system-x86_64 busybox depmod kexec perf sockperf
 # The ARM guest's tools (abtui.lab.kbuild, abtui.lab.vm.armguest): installed for the slow tier
 # only (`make arm`, which `make test-slow` runs): minutes of downloads CI's default tier skips
 ARM_DEB_PACKAGES := qemu-system-arm gcc-arm-linux-gnueabihf make flex bison bc patch xz-utils

@@ -1,9 +1,10 @@
 """`abtui check PROFILE`: preflight every host of a profile, one line per finding.
 
-Reachable (OS, kernel), iperf3 and ping present, every knob readable and writable (the current
-value is written back unchanged, which proves writability without changing anything), what a
-change of each knob does to the runs going on (restarts them, or acts live: `runs_line`),
-tunnel types available on both hosts of each pair. Writing a value back and making a scratch tunnel
+Reachable (OS, kernel), iperf3 and ping present (sockperf too where the profile asks for
+it), every knob readable and writable (the current value is written back unchanged, which
+proves writability without changing anything), what a change of each knob does to the runs
+going on (restarts them, or acts live: `runs_line`), tunnel types available on both hosts of
+each pair. Writing a value back and making a scratch tunnel
 are changes, however brief: check takes each host's lease as a run does
 (abtui.remote.lease), and a host another abtui drives is one FAIL line naming it, not
 checked. Exit 0 when all is well, 1 otherwise, 2 for a bad
@@ -94,6 +95,7 @@ async def preflight(profile: Profile, report: Report) -> bool:
                 say(False, f"{alias}: unreachable: {hosts.errors[alias]}")
                 continue
             _report_host(say, alias, hosts, host_iperf3(profile, alias))
+        await _check_sockperf(say, profile, hosts)
         await _check_knobs(say, profile, hosts)
         await probe_tunnels(profile, hosts)
         _check_tunnels(say, profile, hosts)
@@ -122,6 +124,27 @@ def _report_host(say: Report, alias: str, hosts: Hosts, iperf3: str) -> None:
     say(bool(f.ping_version), f"{alias}: "
         + (f"ping present ({f.ping_version})" if f.ping_version else
            "ping is missing: install it (iputils-ping on Debian)"))
+
+
+async def _check_sockperf(say: Report, profile: Profile, hosts: Hosts) -> None:
+    """sockperf on both hosts of every pair whose options ask for a request/response load."""
+    from abtui.core.errors import AbtuiError
+    from abtui.remote.iperf_cmd import options_for, sockperf_finding, sockperf_version_command
+
+    wanted = sorted({alias for pair in profile.pairs
+                     if options_for(profile.test, pair).sockperf
+                     for alias in (pair.sender, pair.receiver)})
+    for alias in wanted:
+        link = hosts.links.get(alias)
+        if link is None or alias in hosts.errors or alias in hosts.held or \
+                alias in hosts.unleased:
+            continue
+        try:
+            out = (await link.run(sockperf_version_command())).stdout
+        except AbtuiError as exc:
+            say(False, f"{alias}: sockperf not checked: {exc}")
+            continue
+        say(*sockperf_finding(alias, out))
 
 
 async def _check_knobs(say: Report, profile: Profile, hosts: Hosts) -> None:

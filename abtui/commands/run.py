@@ -60,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "exactly two pairs: each block the second pair runs the mirror "
                              "of the first's order, one verdict on the mean of the two; needs "
                              "--every)")
+    parser.add_argument("--metric", choices=ALTERNATE_METRICS, metavar="METRIC",
+                        help="with --alternate: what the verdict judges: throughput "
+                             "(default), rtt (the mean RTT of ping's replies) or p50, p90, "
+                             "p99, p99.9 (each stretch's RTT percentile: of sockperf's round "
+                             "trips where [test] sockperf is set, else of ping's replies); "
+                             "latency as 1/RTT, so that worse is negative as with throughput")
     parser.add_argument("--seed", type=int, metavar="N",
                         help="the seed of the random order (the alternation's blocks, or the "
                              "plan's shuffle, over the profile's plan.seed): the seed a "
@@ -166,7 +172,8 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
     if args.alternate is None:
         extra = [o for o, v in (("--every", args.every), ("--max-runs", args.max_runs),
                                 ("--until-verdict", args.until_verdict or None),
-                                ("--design", args.design)) if v is not None]
+                                ("--design", args.design),
+                                ("--metric", getattr(args, "metric", None))) if v is not None]
         if extra:
             raise BadInput(f"{extra[0]} goes with --alternate KNOB=V1,V2")
         return None
@@ -184,8 +191,32 @@ def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | No
         k = profile.knob(knob)
         check_design(design, values, [p.label for p in profile.pairs
                                       if not k.pairs or p.label in k.pairs])
+    metric = _metric(getattr(args, "metric", None), args.every, profile)
     return Alternation(knob, values, args.every, max_runs, args.until_verdict, args.seed,
-                       design=design)
+                       design=design, metric=metric)
+
+
+# --metric's choices: abtui.measure.latency_stretch.METRICS, a percentile by its name alone
+ALTERNATE_METRICS = ("throughput", "rtt", "p50", "p90", "p99", "p99.9")
+
+
+def _metric(given: str | None, every: float | None, profile: Profile) -> str:
+    """--metric as the alternation names it (`rtt p99`), checked against what the runs
+    measure."""
+    if given is None or given == "throughput":
+        return "throughput"
+    test = profile.test
+    metric = given if given == "rtt" else f"rtt {given}"
+    if given != "rtt" and test.sockperf:
+        if every is not None:
+            raise BadInput(f"--metric {given}: sockperf's round trips come when each run ends; "
+                           "alternate one run per value (leave out --every), or set "
+                           "[test] sockperf off to judge ping's replies")
+        return metric
+    if not test.ping or test.ping_count:
+        raise BadInput(f"--metric {given}: the profile's runs ping nothing alongside iperf3; "
+                       "set [test] ping = true and ping_count = 0 (or [test] sockperf)")
+    return metric
 
 
 def _translate(profile: Profile, *, lab: bool, quick: bool) -> tuple[Profile, dict[str, object]]:

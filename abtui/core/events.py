@@ -43,6 +43,7 @@ class EventKind(StrEnum):
     RUN_START = "run_start"
     INTERVAL = "interval"
     PING = "ping"
+    RR = "rr"
     WATCH = "watch"
     CPU = "cpu"
     RUN_END = "run_end"
@@ -304,6 +305,28 @@ class Ping(Payload):
     rtt_ms: float | None
 
 
+@_payload(EventKind.RR)
+@_payload_class
+class RequestResponse(Payload):
+    """A request/response load's round trips (sockperf) in one interval of a run and one
+    phase (pair set): `start`/`end` seconds since the run was released, the count, the mean
+    and nearest-rank percentiles (ms; None with too few for one), and every round trip as
+    [ms to 3 significant digits, count] bins, from which a phase's percentiles are read."""
+
+    run: RunId
+    phase: int | None
+    start: float
+    end: float
+    n: int
+    avg_ms: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    p999_ms: float | None
+    max_ms: float | None
+    bins: list[list[float]]
+
+
 @_payload(EventKind.WATCH)
 @_payload_class
 class WatchSampled(Payload):
@@ -343,6 +366,8 @@ class RunEnd(Payload):
     ping: dict[str, Any] | None
     message: str
     reverse_summary: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
+    # the request/response load's own summary (sockperf's avg, percentiles, drops), if any
+    rr: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
 
 
 @_payload(EventKind.PHASE)

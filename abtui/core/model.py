@@ -233,6 +233,11 @@ class TestOptions:
     ping_interval: float = 0.2
     # > 0: `ping -c N` on the idle link before iperf3 starts; 0: ping alongside iperf3
     ping_count: int = 0
+    # a request/response load beside iperf3 (sockperf "ping-pong" or "under-load"; None: none)
+    # at this many messages a second, over TCP or UDP
+    sockperf: str | None = None
+    sockperf_mps: int = 1000
+    sockperf_tcp: bool = True
     # sample each host's CPU time during runs (a CPU event per host and sample)
     host_cpu: bool = True
     # `perf record` of every CPU of each profiled host at this rate (Hz); 0: no profile

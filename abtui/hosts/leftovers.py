@@ -35,7 +35,7 @@ from abtui.remote.streams import group_alive_command
 # for a controller and a host whose clocks run at slightly different rates over hours.
 SAME_START_S = 5.0
 # The programs a run starts, checked by name where the journal names one of them.
-PROGRAMS = ("iperf3", "ping")
+PROGRAMS = ("iperf3", "ping", "sockperf")
 
 
 @dataclass(frozen=True, slots=True)

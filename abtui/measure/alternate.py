@@ -56,6 +56,8 @@ from abtui.core.events import (
 )
 from abtui.core.model import BUILD_KINDS, DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT, LinkState, Profile
 from abtui.measure.boots import boot_spread
+from abtui.measure.latency_stretch import measure as latency_measure
+from abtui.measure.latency_stretch import percentile_of
 from abtui.measure.phases import SLACK_S
 from abtui.measure.plan import PlanStep
 from abtui.reports import deaths, stats
@@ -88,6 +90,8 @@ class Alternation:
     # before the next stretch's clock starts: a restarted run's set-up and ramp fall in it
     window: float = 0.0
     design: str = "blocks"  # DESIGNS: one value on every pair, or crossed over two pairs
+    # what a stretch measures: throughput, or latency (abtui.measure.latency_stretch.METRICS)
+    metric: str = "throughput"
 
 
 # `--design`: every pair the same value at once (each judged alone), or two pairs crossed over
@@ -251,7 +255,11 @@ class Stretches:
     _value_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (pair, i) -> value
     # what a stretch measures: an event's (value a second, seconds) when it counts; the
     # throughput of the counted intervals, or (`inverse_rtt`) the ping replies
-    source: Callable[[AnyEvent], tuple[float, float] | None] = counted
+    source: Callable[[AnyEvent], Any] = counted
+    # a stretch's sample from its readings' values (a latency percentile:
+    # abtui.measure.latency_stretch), instead of their time-weighted mean; None: the mean
+    stat: Callable[[Sequence[float]], float | None] | None = None
+    _vals: dict[str, list[float]] = field(default_factory=dict)  # pair -> readings (stat)
     closed: int = 0  # stretches closed so far (the schedule's first `closed` entries)
     index: int | None = None  # the stretch in force
     held: dict[str, str] = field(default_factory=dict)  # pair -> its value in that stretch
@@ -304,6 +312,12 @@ class Stretches:
                 continue
             over = max(seg.seconds, self.min_seconds) if full else seg.seconds
             rate = seg.bits / over if over > 0 else 0.0  # full and nothing counted: dead
+            if self.stat is not None and seg.seconds:
+                got = self.stat(self._vals.get(pair, []))
+                if got is None:  # too few readings for the percentile: nothing measured
+                    self.empty[pair].add(self.index)
+                    continue
+                rate = got
             self.samples[pair][value].append(rate)
             self.taken[pair][self.index] = rate
             self._value_at[(pair, self.index)] = value
@@ -316,6 +330,7 @@ class Stretches:
         self.spans[self.index] = (self.opened, self.latest)
         self._open.clear()
         self._logs.clear()
+        self._vals.clear()
         self._down.clear()
         self.index = None
         self.held = {}
@@ -349,6 +364,8 @@ class Stretches:
     def _add(self, pair: str, got: tuple[float, float | None]) -> None:
         """A counted reading (a value a second, its seconds) into the stretch in force."""
         self._open.setdefault(pair, Segment()).add(*got)
+        if self.stat is not None:
+            self._vals.setdefault(pair, []).append(got[0])
         if got[0] > 0 and got[1] is not None:
             self._logs.setdefault(pair, []).append(math.log(got[0]))
 
@@ -381,9 +398,11 @@ class Stretches:
                 self._failed.add(pair)
             return
         if self.source is not counted:  # another measure than throughput: its events
-            sample = self.source(event)
-            if sample is not None and event.t - sample[1] - SLACK_S >= self.opened:
-                self._add(pair, sample)
+            sample = self.source(event)  # a reading, or (a request/response interval) several
+            readings = sample if isinstance(sample, list) else [sample] if sample else []
+            if readings and event.t - sum(r[1] for r in readings) - SLACK_S >= self.opened:
+                for reading in readings:
+                    self._add(pair, reading)
             return
         interval = event.payload if event.kind is EventKind.INTERVAL else None
         if isinstance(interval, IntervalMeasured) and (interval.bits_per_second or 0) > 0:
@@ -611,23 +630,27 @@ def inverse_rtt(interval_s: float) -> Callable[[AnyEvent], tuple[float, float] |
 
 def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = None,
                  alpha: float | None = None, pairs: Sequence[str] | None = None,
-                 metric: str = "throughput", min_effect: float | None = None) -> Verdicts:
+                 metric: str | None = None, min_effect: float | None = None) -> Verdicts:
     """The verdicts of an alternation on the pairs its knob touches (`pairs`: only those of
     them); a stretch lasts `alt.every` seconds, or `stretch_s` (a plan run's length) when
     that is None. The order is drawn from `alt.seed` (a new seed when None). `alpha`: the
-    family's α when it is a share of a larger one's (a bisection's step). `metric`:
-    `throughput`, or `rtt` (the stretches' inverse RTT from ping: `inverse_rtt`).
+    family's α when it is a share of a larger one's (a bisection's step). `metric` (None:
+    the alternation's): `throughput`, `rtt` (the stretches' inverse RTT from ping:
+    `inverse_rtt`) or `rtt p99` (a percentile: abtui.measure.latency_stretch).
     `min_effect`: the smallest Δ that matters (None: the profile's)."""
     knob = profile.knob(alt.knob)
     chosen = [p for p in profile.pairs if (not knob.pairs or p.label in knob.pairs)
               and (pairs is None or p.label in pairs)]
     labels = tuple(p.label for p in chosen)
     check_design(alt.design, alt.values, labels)
+    metric = metric or alt.metric
     stretches = Stretches(alt.knob, alt.values, labels,
                           min_seconds=(alt.every or stretch_s or 0.0) / 2,
                           hosts={p.label: (p.sender, p.receiver) for p in chosen},
                           source=inverse_rtt(profile.test.ping_interval) if metric == "rtt"
                           else counted)
+    if percentile_of(metric) is not None:
+        stretches.source, stretches.stat = latency_measure(profile.test, metric)
     seed = alt.seed if alt.seed is not None else new_seed()
     blocks = max_blocks(alt.values, alt.max_runs)
     units = 1 if alt.design == CROSSOVER else len(labels)

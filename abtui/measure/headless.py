@@ -32,6 +32,7 @@ from abtui.measure.engine.host_state import HOSTS_CHANGED
 from abtui.measure.engine.knobs import KnobApplierFactory
 from abtui.measure.ports import ParserFactory, PingParserFactory, open_session_writer
 from abtui.measure.session import ControllerSession
+from abtui.remote.iperf_cmd import run_seconds
 from abtui.reports.procedure.before_after import DIRECTION_NAMES
 from abtui.reports.throughput import Segment, counted
 from abtui.sessions.paths import new_session_path
@@ -239,11 +240,14 @@ class Tally:
 
     def __init__(self) -> None:
         self.rates: dict[str, Segment] = {}
+        self.ended: set[str] = set()  # pairs with a run ended
 
     def __call__(self, event: AnyEvent) -> None:
         got = counted(event)
         if got is not None and event.pair:
             self.rates.setdefault(event.pair, Segment()).add(*got)
+        if event.kind is EventKind.RUN_END and event.pair:
+            self.ended.add(event.pair)
 
     def line(self, elapsed: float, duration: float, pairs: Sequence[str]) -> str:
         """`+20/60 s: A 12.0 Gbit/s (5 intervals), B 980 Mbit/s (5 intervals), C no intervals`
@@ -267,8 +271,17 @@ def tick_seconds(duration: float) -> float | None:
     return min(60.0, max(5.0, round(duration / 10)))
 
 
+# A --duration's runs that end by themselves (iperf3 -t of that duration) are waited for
+# this much past it, so their last interval and summary are theirs, not a stop's
+END_GRACE_S = 5.0
+
+
 async def _continuous(duration: float, tally: Tally, pairs: Sequence[str],
-                      say: Callable[[str], None]) -> None:
+                      say: Callable[[str], None],
+                      own_end: Callable[[], None] | None = None) -> None:
+    """`duration` seconds of a continuous run, a progress line every tick; `own_end` (its
+    runs last that long, iperf3 -t): called once the time is up, no run released after it,
+    and each pair's run waited for to end by itself."""
     tick = tick_seconds(duration)
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -277,6 +290,12 @@ async def _continuous(duration: float, tally: Tally, pairs: Sequence[str],
         elapsed = loop.time() - start
         if tick is not None and duration - elapsed > tick / 2:
             say(tally.line(elapsed, duration, pairs))
+    if own_end is None:
+        return
+    own_end()
+    deadline = loop.time() + END_GRACE_S
+    while not set(pairs) <= tally.ended and loop.time() < deadline:
+        await asyncio.sleep(0.05)
 
 
 async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
@@ -305,13 +324,20 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
         f"one {engine.plan_run_seconds} s run per value"
     crossed = f", crossed over {' and '.join(verdicts.stretches.pairs)}" \
         if alt.design == "crossover" else ""
+    stat = "mean RTT" if alt.metric == "rtt" else "RTT " + alt.metric.split()[-1]
+    judged = "" if alt.metric == "throughput" else (
+        f"; judged on each stretch's {stat}"
+        f"{' of sockperf' if profile.test.sockperf and alt.metric != 'rtt' else ''} as 1/RTT "
+        "(-9.1% is the RTT +10%)")
     say(f"alternating {alt.knob} between {' / '.join(alt.values)}{crossed}, {every}, at most "
         f"{verdicts.family.max_runs} blocks; smallest effect of interest "
-        f"{verdicts.min_effect:g}%")
+        f"{verdicts.min_effect:g}%{judged}")
     seeded = order_line(alt.knob, verdicts.seed, alt.values, alt.design,
                         verdicts.stretches.pairs)
     say(seeded)
     await engine.mark(seeded)
+    if judged:  # the report's notes say what the verdicts' Δ is of
+        await engine.mark(f"the alternation's verdicts{judged}")
     if alt.every is not None:
         await engine.start("continuous")  # stretch 0 opens in drive, after the window
         why = await drive(engine.set_values, replace(alt, window=change_window(profile, alt.every)),
@@ -420,6 +446,12 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
             say(line)
 
     path = out or new_session_path(profile.name)
+    # --duration shorter than a run: iperf3 runs that long (-t), so what the report says ran
+    # (the command line RUN_START records) is what the duration asked
+    own_end = (duration is not None and alternation is None and bisection is None
+               and 0 < run_seconds(profile.test, duration) < run_seconds(profile.test))
+    if own_end:
+        engine_options.setdefault("chunk_seconds", run_seconds(profile.test, duration))
     engine = Engine(profile, parser_factory=parser_factory,
                     ping_parser_factory=ping_parser_factory, knob_applier=knob_applier,
                     session_path=path, **engine_options)  # type: ignore[arg-type]
@@ -449,7 +481,8 @@ async def run_headless(profile: Profile, out: Path | None, duration: float | Non
                 tally = Tally()
                 engine.subscribe(tally)
                 await session.start("continuous")
-                await _continuous(duration, tally, [p.label for p in profile.pairs], say)
+                await _continuous(duration, tally, [p.label for p in profile.pairs], say,
+                                  engine.release_no_more if own_end else None)
             else:
                 await session.start("plan")
                 await engine.wait()

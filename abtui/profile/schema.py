@@ -108,6 +108,8 @@ def profile_fields(base: Path | None) -> tuple[Field, ...]:
     )
 
 
+SOCKPERF_MODES = ("ping-pong", "under-load")  # abtui.remote.iperf_cmd.sockperf_client_argv
+
 TEST_FIELDS = (
     Field("duration", f.number(0, 7 * 86400), 10.0),
     Field("interval", f.number(0.1, 60), 1.0),
@@ -124,6 +126,9 @@ TEST_FIELDS = (
     Field("ping", f.boolean, True),
     Field("ping_interval", f.number(0.01, 60), 0.2),
     Field("ping_count", f.integer(0, 100_000), 0),
+    Field("sockperf", f.one_of(SOCKPERF_MODES), None),
+    Field("sockperf_mps", f.integer(1, 1_000_000), 1000),
+    Field("sockperf_tcp", f.boolean, True),
     Field("host_cpu", f.boolean, True),
     Field("profile_hz", f.integer(0, 999), 0),
     Field("extra_args", f.str_list(f.extra_arg, unique=False), ()),

@@ -41,6 +41,7 @@ class HostTools:
     bash: bool
     stdbuf: bool
     perf: bool = False  # `perf` is there (a run's profile: abtui.remote.profiling)
+    sockperf: bool = False  # `sockperf` is there (a request/response load beside iperf3)
 
 
 def install_hint(program: str) -> str:
@@ -56,7 +57,8 @@ def tools_command(program: str) -> str:
     return (f"{shlex.quote(program)} --version 2>&1 | head -n 1; "
             "bash -c '[ -n \"${EPOCHREALTIME:-}\" ]' 2>/dev/null && echo __abtui_bash; "
             "command -v stdbuf >/dev/null && echo __abtui_stdbuf; "
-            "command -v perf >/dev/null && echo __abtui_perf; true")
+            "command -v perf >/dev/null && echo __abtui_perf; "
+            "command -v sockperf >/dev/null && echo __abtui_sockperf; true")
 
 
 def parse_tools(stdout: str) -> HostTools:
@@ -64,7 +66,7 @@ def parse_tools(stdout: str) -> HostTools:
     lines = stdout.splitlines()
     return HostTools(parse_iperf_version(lines[0] if lines else ""),
                      "__abtui_bash" in lines, "__abtui_stdbuf" in lines,
-                     "__abtui_perf" in lines)
+                     "__abtui_perf" in lines, "__abtui_sockperf" in lines)
 
 
 def options_for(base: TestOptions, pair: Pair, extra: dict[str, Any] | None = None) -> TestOptions:
@@ -227,6 +229,55 @@ def cpu_loop_command(command: str) -> str:
     it reads on stdin, then prints CPU_END_MARK: a sample costs the caller a write and a
     read, not a round trip on the control shell. It ends at end of file on stdin."""
     return f"while read -r _abtui_tick; do {command} 2>&1; echo {CPU_END_MARK}; done"
+
+
+# sockperf's server listens this far above the run's iperf3 port (moved on when taken)
+SOCKPERF_PORT_OFFSET = 6000
+# a client's own bound: it is interrupted when the run ends, and ends by itself this much later
+SOCKPERF_SPARE_S = 30
+SOCKPERF_MAX_S = 36_000_000  # sockperf's own largest -t
+
+
+def sockperf_server_argv(port: int, tcp: bool) -> list[str]:
+    """sockperf's server on every address of the receiver (what the pair's target is)."""
+    return ["sockperf", "server", "-p", str(int(port)), *(["--tcp"] if tcp else [])]
+
+
+def sockperf_client_argv(opts: TestOptions, target: str, port: int, seconds: int,
+                         spare: int = SOCKPERF_SPARE_S) -> list[str]:
+    """sockperf's client for a run of `seconds` (0: continuous): ping-pong (one message in
+    flight) or under-load (a fixed rate whatever the replies, each one answered), round trips
+    (`--full-rtt`) and every observation printed when it ends (`--full-log /dev/fd/3`: the
+    caller points fd 3 at the stream it reads, abtui.measure.run.rr). `spare`: seconds past
+    the run's `seconds` it may go on (it is interrupted when the run ends; 0: it ends then)."""
+    mode = opts.sockperf or "ping-pong"
+    limit = SOCKPERF_MAX_S if seconds <= 0 else min(SOCKPERF_MAX_S, seconds + spare)
+    argv = ["sockperf", mode, "-i", target, "-p", str(int(port)), "-t", str(limit),
+            "--mps", str(int(opts.sockperf_mps)), "--full-rtt", "--full-log", "/dev/fd/3"]
+    if mode == "under-load":
+        argv += ["--reply-every", "1"]
+    if opts.sockperf_tcp:
+        argv.append("--tcp")
+    if opts.bind:
+        argv += ["--client_ip", opts.bind]
+    return argv
+
+
+def sockperf_version_command() -> str:
+    """sockperf's first line of `--version` (`sockperf, version 3.7-no.git`), nothing when the
+    host has none."""
+    return "command -v sockperf >/dev/null 2>&1 && sockperf --version 2>&1 | head -n 1; true"
+
+
+def sockperf_finding(alias: str, out: str) -> tuple[bool, str]:
+    """`abtui check`'s line on a host's sockperf (the profile asks for a request/response
+    load): present with its version, or missing and what to do."""
+    m = re.search(r"version\s+(\S+)", out)
+    if out.strip():
+        return True, f"{alias}: sockperf present ({m.group(1) if m else out.strip()[:40]})"
+    return False, (f"{alias}: sockperf is missing: install it (the sockperf package), or "
+                   "leave [test] sockperf out (its pairs would run without the "
+                   "request/response load)")
 
 
 def plain(argv: list[str]) -> str:

@@ -65,13 +65,17 @@ def _started(recorded: dict[str, Any]) -> bool:
 
 
 def ping_line(recorded: dict[str, Any]) -> str:
-    """How the run pinged: `-c N` on the idle link before iperf3, or alongside it."""
+    """How the run pinged: `-c N` on the idle link before iperf3, or alongside it; and its
+    request/response load (sockperf) alongside, if any."""
     opts = options_of(recorded)
-    if not opts.ping:
-        return "—"
-    if opts.ping_count > 0:
-        return f"ping -c {opts.ping_count} (before each run)"
-    return f"ping -i {opts.ping_interval:g} (alongside)"
+    parts = []
+    if opts.ping:
+        parts.append(f"ping -c {opts.ping_count} (before each run)" if opts.ping_count > 0
+                     else f"ping -i {opts.ping_interval:g} (alongside)")
+    if opts.sockperf:
+        parts.append(f"sockperf {opts.sockperf} --mps {opts.sockperf_mps}"
+                     f"{' --tcp' if opts.sockperf_tcp else ''} (alongside)")
+    return "; ".join(parts) or "—"
 
 
 _PORT_FLAGS = ("-p", "--port")

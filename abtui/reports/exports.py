@@ -149,6 +149,9 @@ def _phase_summary(session: Session, phase_ix: int) -> dict[str, Any]:
         "rtt_ms": st["rtt"].to_json(),
         # the replies' min/avg/max/stddev and percentiles (abtui.reports.latency)
         "latency": latency.latency(session, ph.pair, phases=[phase_ix]).to_json(),
+        # the request/response load's round trips (sockperf), where it ran
+        **({"rr_latency": latency.rr_latency(session, ph.pair, phases=[phase_ix]).to_json()}
+           if latency.has_rr(session, ph.pair) else {}),
         "retransmits_per_s": st["retransmits_per_s"].to_json(),
         "noisy": st["throughput"].noisy,
         **({"bits_per_second_rx": rx.mean, "throughput_rx": rx.to_json(),
@@ -271,6 +274,9 @@ def to_json(session: Session) -> dict[str, Any]:
                  for r in session.runs],
         "configurations": [{**c.to_json(), "cpu": cpu.cell_json(cpu_cells[k][p]),
                             "latency": latency.latency(session, p, phases=c.phases).to_json(),
+                            **({"rr_latency": latency.rr_latency(
+                                session, p, phases=c.phases).to_json()}
+                               if latency.has_rr(session, p) else {}),
                             "flags": flags.of_cell(session, c).lines}
                            for k, row in table.items() for p, c in row.items()],
         # what shapes the numbers besides the knobs, per host at the start and end

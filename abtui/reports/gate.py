@@ -118,7 +118,9 @@ class GateCase:
     @property
     def name(self) -> str:
         if self.metric.startswith("latency "):
-            return f"{self.config} ({self.metric} RTT, judged on 1/RTT)"
+            what, by, _ = self.metric.partition(" sockperf")
+            return (f"{self.config} ({what} RTT{' of sockperf' if by else ''}, "
+                    "judged on 1/RTT)")
         return self.config + METRIC_WAYS.get(self.metric, f" ({self.metric})")
 
     def line(self) -> str:

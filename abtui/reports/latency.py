@@ -94,14 +94,41 @@ def latency(session: Session, pair: str, *, phases: Sequence[int] | None = None,
     return of_values(rtt, int(np.count_nonzero(~np.isfinite(rtt))))
 
 
-def run_values(session: Session, pair: str, phases: Sequence[int], stat: str = "avg"
-               ) -> list[float]:
-    """One value per run within these phases: its replies' mean (`avg`) or percentile
-    (`p99`), runs with too few replies for that percentile left out (`needed`)."""
+def expand(values: np.ndarray[Any, Any], counts: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Binned round trips back as one value per observation (each bin's value)."""
+    ok = np.isfinite(values) & np.isfinite(counts) & (counts > 0)
+    return np.repeat(values[ok], counts[ok].astype(np.int64))
+
+
+def rr_latency(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+               runs: Sequence[int] | None = None) -> Latency:
+    """A pair's request/response load's round trips (sockperf) within these phases/runs."""
+    return of_values(expand(*samples.rr_bins(session, pair, phases=phases, runs=runs)))
+
+
+def has_rr(session: Session, pair: str | None = None) -> bool:
+    """Whether the session recorded a request/response load (on this pair)."""
+    pairs = [pair] if pair is not None else list(session.rr)
+    return any(len(session.rr.get(p, ())) for p in pairs)
+
+
+SOURCES = ("ping", "sockperf")
+
+
+def run_values(session: Session, pair: str, phases: Sequence[int], stat: str = "avg",
+               source: str = "ping") -> list[float]:
+    """One value per run within these phases: its replies' (or, with `source` "sockperf",
+    its request/response round trips') mean (`avg`) or percentile (`p99`), runs with too
+    few for that percentile left out (`needed`)."""
     if stat not in STATS:
         raise ValueError(f"latency statistic {stat!r}: one of {', '.join(STATS)}")
+    if source == "sockperf":
+        runs = [expand(v, c) for v, c in
+                samples.rr_bins_by_run(session, pair, phases).values()]
+    else:
+        runs = list(samples.ping_rtts_by_run(session, pair, phases).values())
     out = []
-    for rtt in samples.ping_rtts_by_run(session, pair, phases).values():
+    for rtt in runs:
         finite = rtt[np.isfinite(rtt)]
         if not finite.size:
             continue
@@ -124,8 +151,10 @@ def gate_metric(stat: str) -> str:
 
 
 def stat_of(metric: str) -> str | None:
-    """The statistic a gate case's metric judges (`p99`), None for another metric."""
-    head, _, stat = metric.partition(" ")
+    """The statistic a gate case's metric judges (`p99`; `latency p99 sockperf` too), None
+    for another metric."""
+    head, _, rest = metric.partition(" ")
+    stat = rest.split(" ")[0]
     return stat if head == GATE_METRIC and stat in STATS else None
 
 
@@ -134,17 +163,21 @@ def judged(left: Session, right: Session, rows: Sequence[dict[str, Any]], stat: 
     """The gate's latency cases (abtui.reports.compare.rows' matched rows): per pair and
     configuration, each run's `stat` of its replies on either side, as 1/RTT (more is better,
     so a loss beyond −PCT is a regression as with throughput: the RTT up by more than
-    PCT / (100 − PCT)). A row with no replies on either side is left out: no latency was
-    measured there, so none is judged."""
+    PCT / (100 − PCT)). Where both sides ran a request/response load (sockperf) on the pair,
+    its round trips are judged (thousands a run, against ping's few), and the case's metric
+    says so (`latency p99 sockperf`). A row with no replies on either side is left out: no
+    latency was measured there, so none is judged."""
     out = []
     for r in rows:
         if r["only"] is not None:
             continue
         lc, rc = r["left"], r["right"]
-        base = run_values(left, lc.pair, lc.phases, stat)
-        other = run_values(right, rc.pair, rc.phases, stat)
+        source = ("sockperf" if has_rr(left, lc.pair) and has_rr(right, rc.pair)
+                  else "ping")
+        base = run_values(left, lc.pair, lc.phases, stat, source)
+        other = run_values(right, rc.pair, rc.phases, stat, source)
         if not base and not other and not (lc.rtt.n or rc.rtt.n):
             continue
-        out.append(Judged(r["pair"], r["config"], inverse(base), inverse(other),
-                          gate_metric(stat)))
+        metric = gate_metric(stat) + (" sockperf" if source == "sockperf" else "")
+        out.append(Judged(r["pair"], r["config"], inverse(base), inverse(other), metric))
     return out

@@ -88,7 +88,10 @@ def throughput_chart(session: Session, width: int = 100, height: int = 22,
     plt.xlabel("seconds since start")
     plt.ylabel(unit.name)
     text: str = plt.build()
-    return text if color else _ANSI.sub("", text)
+    if color:
+        return text
+    # plotext pads its title and axis lines to the width: no trailing blanks in a mail
+    return "\n".join(line.rstrip() for line in _ANSI.sub("", text).split("\n"))
 
 
 def phase_boundaries(session: Session) -> list[float]:

@@ -105,6 +105,10 @@ def markdown(session: Session, base: str | None = None, base_config: str | None 
     out += ["## Latency (ping RTT, ms)", "", _latency(session, table), ""]
     if any(c.rtt.n for row in table.values() for c in row.values()):
         out += [LATENCY_NOTE, ""]
+    rr = _rr_latency(session, table)
+    if rr:
+        out += [f"## Request/response latency (sockperf {_rr_mode(session)}, round trip, ms)",
+                "", rr, "", RR_NOTE, ""]
     if session.runs:
         out += ["## Runs", "", _runs(session, units, common), ""]
     if chart:
@@ -311,6 +315,46 @@ def _latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
         return "(no ping replies recorded)"
     return md_table(["configuration", "pair", "min", "avg", "max", "stddev",
                      *(latency.name(q) for q in latency.PERCENTILES), "replies"], rows)
+
+
+RR_NOTE = ("A request/response load beside iperf3: every round trip sockperf measured, kept "
+           "to 3 significant digits; they come when each run ends (every 10 s in a longer "
+           "run: sockperf in chunks), and the first ~2.5 s of a run or chunk have none "
+           "(sockperf's start-up and warm-up). Percentiles as above.")
+
+
+def _rr_mode(session: Session) -> str:
+    """The sockperf mode the runs recorded (RUN_START's options)."""
+    modes = sorted({str(r.options["sockperf"]) for r in session.runs
+                    if r.options and r.options.get("sockperf")})
+    return ", ".join(modes) or "ping-pong"
+
+
+def _rr_latency(session: Session, table: dict[str, dict[str, stats.Cell]]) -> str:
+    """The request/response load's table (abtui.reports.latency.rr_latency), in seed 002's
+    shape: min/avg/max/stddev and p50 … p99.9 per pair and configuration; "" without one."""
+    from abtui.reports import latency
+
+    if not latency.has_rr(session):
+        return ""
+    rows = []
+    shown = labels(session, table, short=True)
+    for config, row in table.items():
+        for pair in session.pairs:
+            c = row.get(pair)
+            if c is None:
+                continue
+            r = latency.rr_latency(session, pair, phases=c.phases)
+            if not r.n:
+                continue
+            rows.append([shown[config], pair, *(fmt_ms(x) for x in (r.min, r.avg, r.max,
+                                                                     r.stddev)),
+                         *(fmt_ms(r.percentiles[latency.name(q)])
+                           for q in latency.PERCENTILES), str(r.n)])
+    if not rows:
+        return ""
+    return md_table(["configuration", "pair", "min", "avg", "max", "stddev",
+                     *(latency.name(q) for q in latency.PERCENTILES), "round trips"], rows)
 
 
 def _runs(session: Session, units: str = "bits", common: dict[str, Any] | None = None) -> str:

@@ -102,6 +102,31 @@ def ping_rtts_by_run(session: Session, pair: str, phases: Sequence[int]
     return {int(r): rtt[run == r] for r in np.unique(run).tolist()}
 
 
+def rr_bins(session: Session, pair: str, *, phases: Sequence[int] | None = None,
+            runs: Sequence[int] | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """A pair's request/response round trips (ms, binned) in these phases/runs, and each
+    bin's count (abtui.core.events.RequestResponse)."""
+    source = session.rr.get(pair)
+    if source is None or not len(source):
+        return np.empty(0), np.empty(0)
+    mask = _mask(source, phases, runs)
+    return (_column(source, "rtt", np.float64)[mask],
+            _column(source, "count", np.float64)[mask])
+
+
+def rr_bins_by_run(session: Session, pair: str, phases: Sequence[int]
+                   ) -> dict[int, tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """rr_bins within these phases, one (values, counts) per run (by run index)."""
+    source = session.rr.get(pair)
+    if source is None or not len(source):
+        return {}
+    mask = _mask(source, phases, None)
+    rtt = _column(source, "rtt", np.float64)[mask]
+    count = _column(source, "count", np.float64)[mask]
+    run = _column(source, "run", np.int32)[mask]
+    return {int(r): (rtt[run == r], count[run == r]) for r in np.unique(run).tolist()}
+
+
 def segments(session: Session, pair: str, *, phases: Sequence[int] | None = None,
              runs: Sequence[int] | None = None, by_phase: bool = True,
              metric: str = "throughput") -> list[Segment]:

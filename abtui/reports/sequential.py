@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT
+from abtui.core.numbers import sig
 from abtui.reports import carryover, deaths, stats
 
 if TYPE_CHECKING:
@@ -442,7 +443,7 @@ def within(mean: Any, half: Any, min_effect: float) -> Any:
 
 
 def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 0.0,
-                pooled: bool = False) -> Any:
+                pooled: bool = False, holds: bool = False) -> Any:
     """Further blocks (≥ 1) until the repeated interval's half-width, at each later look's own
     boundary and t quantile (a look that may claim nothing: never), is at most the larger of
     half of ln(1 + min_effect) (then it resolves, whatever the mean) and a low estimate of
@@ -451,7 +452,8 @@ def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 
     confidence bound of `sd` (n − 1 degrees of freedom: a spread estimated from few blocks is
     often too small, and an estimate from it promises too soon). -1 when not by the last look.
     Numpy: arrays of sd, n and mean give arrays. `pooled`: the spread has cumulative's
-    pooled degrees of freedom (3n − 1)."""
+    pooled degrees of freedom (3n − 1). `holds`: until |mean| itself would be significant
+    (a forecast if the Δ holds, not a low estimate of it: what an undecided large Δ needs)."""
     from scipy.stats import chi2
     from scipy.stats import t as student_t
 
@@ -466,8 +468,8 @@ def more_blocks(design: Design, sd: Any, n: Any, min_effect: float, mean: Any = 
                                       np.asarray(mean, dtype=float))
     df = np.maximum(n - 1 + extra * n, 1)
     upper = sd * np.sqrt(df / chi2.ppf(1 - SPREAD_UPPER, df))
-    target = np.maximum(math.log1p(min_effect / 100) / 2,
-                        np.abs(mean) - 2 * upper / np.sqrt(np.maximum(n, 1)))
+    target = np.abs(mean) if holds else np.maximum(
+        math.log1p(min_effect / 100) / 2, np.abs(mean) - 2 * upper / np.sqrt(np.maximum(n, 1)))
     with np.errstate(divide="ignore", invalid="ignore"):
         need = target / upper
     first = np.searchsorted(-factor, -need, side="left")  # first look with factor <= need
@@ -579,6 +581,10 @@ class Assessment:
     # significant by its deaths alone (deaths.p_values): the value died more (+1) or less (-1)
     by_deaths: int = 0
     carry: Carry | None = None  # a carryover the fit shows
+    spread: float | None = None  # the block log ratios' standard deviation, as a % change
+    # undecided with a Δ past min_effect: blocks until the Δ as estimated would turn
+    # significant, if it holds (more_blocks' `holds`); None: not by the maximum
+    if_holds: int | None = None
 
     @property
     def early(self) -> bool:
@@ -589,12 +595,16 @@ class Assessment:
     @property
     def verdict(self) -> str:
         """`+6.2%` (significant), `dies more` / `dies less` (significant by its deaths
-        alone), `~` (not, so far) or `?` (too few blocks to look)."""
+        alone), `~` (no difference of min_effect or more: the interval within it),
+        `undecided` (neither, so far: a large Δ may still be resolving) or `?` (too few
+        blocks to look)."""
         if self.by_deaths:
             return "dies more" if self.by_deaths > 0 else "dies less"
         if self.significant and self.delta is not None:
             return f"{self.delta.pct:+.1f}%"
-        return "~" if self.n >= FIRST_LOOK else "?"
+        if self.n < FIRST_LOOK:
+            return "?"
+        return "~" if self.within else "undecided"
 
     def line(self, blocks: int | None = None, names: tuple[str, str] | None = None) -> str:
         """`Δgeo -12.2% [-14.0, -8.1] significant (3 blocks; stopped early: Δ may overstate
@@ -622,15 +632,29 @@ class Assessment:
         if self.within:
             return f"{text}, no difference of {self.min_effect:g}% or more"
         if self.n >= FIRST_LOOK:
+            at = "this spread" if self.spread is None else f"±{sig(self.spread)}% a block"
             if self.more is None and self.n < self.forecast_from:
                 return f"{text}, too few blocks yet to say how many more resolve " \
                        f"{self.min_effect:g}%"
+            if self._beyond():  # a Δ past min_effect: how long it needs, if it holds
+                k = self.if_holds
+                if k is None:
+                    return f"{text}, not significant within the maximum of " \
+                           f"{self.max_runs} blocks at {at}, even if Δ holds"
+                return f"{text}, about {k} more block{'s' if k != 1 else ''} to be " \
+                       f"significant if Δ holds, at {at}"
             if self.more is None:
                 return f"{text}, not resolved to {self.min_effect:g}% within the maximum " \
-                       f"of {self.max_runs} blocks at this spread"
+                       f"of {self.max_runs} blocks at {at}"
             return f"{text}, about {self.more} more block{'s' if self.more != 1 else ''} " \
-                   f"to resolve {self.min_effect:g}%"
+                   f"to resolve {self.min_effect:g}% at {at}"
         return text
+
+    def _beyond(self) -> bool:
+        """The Δ lies past ±min_effect (its hint is then about turning significant)."""
+        d = self.delta
+        return d is not None and math.isfinite(d.pct) and d.pct > -100 and \
+            abs(math.log1p(d.pct / 100)) > math.log1p(self.min_effect / 100)
 
     def _delta_text(self) -> str:
         """The Δ with its interval (stats.delta_text: an interval not bounded yet says so)."""
@@ -703,16 +727,21 @@ def assess(ratios: Sequence[float], design: Design, min_effect: float = DEFAULT_
         significant = False
     inside = not significant and not dead and said is None and \
         bool(within(mean, half, min_effect))
-    more = None
+    more = holds = None
     if not significant and not inside and se > 0:
         got = int(more_blocks(design, se * math.sqrt(n), n, min_effect, mean,
                               tss is not None))
         more = got if got > 0 else None
+        if abs(mean) > math.log1p(min_effect / 100):
+            got = int(more_blocks(design, se * math.sqrt(n), n, min_effect, mean,
+                                  tss is not None, holds=True))
+            holds = got if got > 0 else None
     material = significant and abs(mean) < MATERIAL * half
     return Assessment(delta, n, significant or bool(by_deaths), more, design.max_runs,
                       min_effect, inside, dead, material,
                       FIRST_LOOK if tss is not None else FORECAST_FROM,
-                      0 if significant else by_deaths, said)
+                      0 if significant else by_deaths, said,
+                      _pct(se * math.sqrt(n)) if n > 1 else None, holds)
 
 
 def _deaths(died: Any, design: Design) -> tuple[bool, int]:

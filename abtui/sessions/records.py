@@ -104,6 +104,11 @@ def ping_columns() -> Columns:
     return Columns(t="d", seq="q", rtt="d", phase="i", run="i")
 
 
+def rr_columns() -> Columns:
+    """A request/response load's round trips: one row per recorded bin (its ms, its count)."""
+    return Columns(t="d", rtt="d", count="d", phase="i", run="i")
+
+
 def as_dict(value: Any) -> dict[str, Any] | None:
     """A dict field as recorded, or None when a foreign record put something else there."""
     return dict(value) if isinstance(value, dict) else None

@@ -33,6 +33,7 @@ from abtui.sessions.records import (
     cpu_columns,
     interval_columns,
     ping_columns,
+    rr_columns,
 )
 
 
@@ -65,6 +66,8 @@ class Session(EventReader):
         self.phases: list[Phase] = []
         self.intervals: dict[str, Columns] = {}
         self.pings: dict[str, Columns] = {}
+        # a request/response load's round trips (sockperf), binned: abtui.reports.latency
+        self.rr: dict[str, Columns] = {}
         # (pair, host, name) -> (times, values); values NaN where not a number
         self.watches: dict[tuple[str | None, str | None, str], tuple[array[float], array[float]]]
         self.watches = {}
@@ -148,6 +151,7 @@ class Session(EventReader):
         if label not in self.intervals:
             self.intervals[label] = interval_columns()
             self.pings[label] = ping_columns()
+            self.rr[label] = rr_columns()
 
     def on_session_start(self, ev: Event[events.SessionStart], d: events.SessionStart) -> None:
         self.profile_text = _text(d.profile_text)
@@ -234,6 +238,17 @@ class Session(EventReader):
         self.pings[pair].append(ev.t, int(seq) if isinstance(seq, int) else -1,
                                 as_num(d.rtt_ms), phase, run)
 
+    def on_rr(self, ev: Event[events.RequestResponse], d: events.RequestResponse) -> None:
+        pair = ev.pair
+        if pair is None or not isinstance(d.bins, list):
+            return
+        run = self._run(pair, d.run)
+        phase = self._phase(pair, d.phase, ev.t) if d.phase is not None else NO_PHASE
+        store = self.rr[pair]
+        for b in d.bins:
+            if isinstance(b, list) and len(b) == 2:
+                store.append(ev.t, as_num(b[0]), as_num(b[1]), phase, run)
+
     def on_phase(self, ev: Event[events.Phase], d: events.Phase) -> None:
         if ev.pair is None:
             return
@@ -319,7 +334,8 @@ class Session(EventReader):
         # under a value nobody can name, and belongs to no phase (as a straddling interval)
         since = as_num(d.since)
         for pair in d.pairs:
-            for store in (self.intervals.get(str(pair)), self.pings.get(str(pair))):
+            for store in (self.intervals.get(str(pair)), self.pings.get(str(pair)),
+                          self.rr.get(str(pair))):
                 if store is None:
                     continue
                 times, phases = store["t"], store["phase"]

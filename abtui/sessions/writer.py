@@ -37,7 +37,8 @@ from abtui.sessions.paths import finished_path, name_of, part_path
 from abtui.sessions.reader import FORMAT, VERSION, read_header, scan_facts
 
 # kinds written often; every other kind is fsync'ed as soon as it is written
-_BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.WATCH, EventKind.CPU,
+_BULK_KINDS = frozenset({EventKind.INTERVAL, EventKind.PING, EventKind.RR, EventKind.WATCH,
+                         EventKind.CPU,
                          EventKind.PROFILE, EventKind.COUNTERS,
                          EventKind.PROGRESS, EventKind.LINK, EventKind.LINK_BYTES,
                          EventKind.COMPETING})

@@ -291,6 +291,11 @@ class Engine:
         """Until every run has ended (plan finished, or stopped)."""
         await self.tasks.wait()
 
+    def release_no_more(self) -> None:
+        """No run is released from now on; those going on end by themselves (`abtui run
+        --duration` shorter than a run: its runs last the duration), then `stop`."""
+        self.runs.stop_releasing()
+
     async def stop(self) -> None:
         await self.drift.stop()
         if self._started:  # a change since the last read is seen before the phases close

@@ -57,6 +57,7 @@ class HostPool:
         self.has_bash: dict[str, bool] = {}
         self.has_stdbuf: dict[str, bool] = {}
         self.has_perf: dict[str, bool] = {}
+        self.has_sockperf: dict[str, bool] = {}
         # hosts whose CPUs are a machine's shared with other hosts (namespace hosts)
         self.cpu_shared: set[str] = set()
         self.orphans = Orphans()
@@ -140,6 +141,12 @@ class HostPool:
             self._emit(Event.of(events.Error(
                 message=f"{link.alias}: perf is not installed: no profile of this host "
                         "(install linux-perf); the rest goes on"), host=link.alias))
+        self.has_sockperf[link.alias] = tools.sockperf
+        if not tools.sockperf and any(self._book.options(p).sockperf and link.alias in
+                                      (p.sender, p.receiver) for p in self.profile.pairs):
+            self._emit(Event.of(events.Error(
+                message=f"{link.alias}: sockperf is not installed: no request/response latency "
+                        "on its pairs (install sockperf); the rest goes on"), host=link.alias))
         if version is None:
             self._emit(Event.of(events.Error(
                 message=f"{link.alias}: iperf3 is not installed (`{program}` not "

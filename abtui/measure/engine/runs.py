@@ -197,6 +197,8 @@ class RunScheduler:
                           for a in (pair.sender, pair.receiver)
                           if opts.host_cpu and a in self._pool.dialects},
             profile_commands=self._profiled(pair, opts.profile_hz),
+            rr=bool(opts.sockperf) and all(self._pool.has_sockperf.get(a, False)
+                                           for a in (pair.sender, pair.receiver)),
             counters_for=counters_for(self._pool.dialects.get(pair.sender),
                                       self._book.targets[label]))
         owner = OwnerOf(self._emit, self._book.classifier(spec.settings), raw_sink=self.raw_sink,

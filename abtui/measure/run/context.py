@@ -64,6 +64,8 @@ class RunSpec:
     # the sender's data-link counters command for a device (None: found from the target),
     # read on the run's beat (abtui.measure.run.traffic); None: not read
     counters_for: Callable[[str | None], str] | None = None
+    # a request/response load (sockperf, TestOptions.sockperf) beside iperf3: both hosts have it
+    rr: bool = False
 
 
 class RunOwner(Protocol):

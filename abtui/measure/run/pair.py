@@ -24,6 +24,7 @@ from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.procs import RunProcesses
 from abtui.measure.run.profiler import CounterSampler, ProfileSampler
 from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
+from abtui.measure.run.rr import RequestResponseLoad
 from abtui.measure.run.sampling import RunSamplers
 from abtui.measure.run.traffic import LinkCounterSampler
 from abtui.parse.iperf3.sides import fill_cpu
@@ -57,6 +58,7 @@ class PairRun:
                                     profilers=(ProfileSampler, CounterSampler),
                                     link_sampler=LinkCounterSampler)
         self.reader = IntervalReader(self.context)
+        self.rr = RequestResponseLoad(self.context)  # sockperf, when the spec asks for it
         self.status = "error"
         self.message = ""
         self.retry_port: int | None = None
@@ -90,12 +92,23 @@ class PairRun:
 
     # ---- its life -----------------------------------------------------------------------
     async def prepare(self) -> None:
-        """Server listening, client and ping armed; raises RunFailed with one clear line."""
-        await self.processes.prepare()
+        """Server listening, client and ping armed; raises RunFailed with one clear line (a
+        request/response load that cannot start is said, and the run goes on without it)."""
+        try:  # both to their end before either is judged: nothing started after a cleanup
+            got = await asyncio.gather(self.processes.prepare(), self.rr.prepare(),
+                                       return_exceptions=True)
+        except BaseException:  # cancelled: whatever the load started is ended
+            await self.rr.cleanup()
+            raise
+        failed = [r for r in got if isinstance(r, BaseException)]
+        if failed:
+            await self.rr.cleanup()
+            raise failed[0]
 
     def release(self) -> None:
         """Let the armed client go: called for every pair in one loop iteration."""
         self.processes.release()
+        self.rr.release()
 
     def release_sock(self) -> object | None:
         """The socket its release goes out on (abtui.remote.link.corked holds it)."""
@@ -130,6 +143,7 @@ class PairRun:
         result = await self.reader.finish()
         self.status, self.message = self._judge(rc, iperf_error_of(result))
         ping = await self.samplers.finish_ping(procs.idle_summary)
+        rr = await self.rr.finish()
         await self.cleanup()
         summary = iperf_summary_of(result)
         server = self.reader.server_outcome()
@@ -139,7 +153,7 @@ class PairRun:
             run=self.spec.run_id, status=self.status,
             summary=asdict(summary) if summary and self.status != "error" else None,
             ping=asdict(ping) if ping else None, message=self.message,
-            reverse_summary=asdict(reverse) if reverse else None))
+            reverse_summary=asdict(reverse) if reverse else None, rr=rr))
         return self.status
 
     def _judge(self, rc: int | None, error: str | None) -> tuple[str, str]:
@@ -174,7 +188,8 @@ class PairRun:
     # ---- ending -------------------------------------------------------------------------
     async def cleanup(self) -> None:
         """End every process and task this run started, whatever state it is in."""
-        await asyncio.gather(self.samplers.stop_samples(), self.processes.cleanup())
+        await asyncio.gather(self.samplers.stop_samples(), self.processes.cleanup(),
+                             self.rr.cleanup())
         self.samplers.cancel()
         self.reader.cancel()
 

@@ -38,6 +38,29 @@ class Running:
 
 
 @dataclass(slots=True)
+class Binned:
+    """A phase's request/response round trips (sockperf's, RR events' bins): ms -> count, and
+    their nearest-rank percentiles (abtui.reports.latency's rule: None with too few)."""
+
+    counts: dict[float, int] = field(default_factory=dict)
+    n: int = 0
+
+    def add(self, value: float, count: int) -> None:
+        self.counts[value] = self.counts.get(value, 0) + count
+        self.n += count
+
+    def percentile(self, q: float) -> float | None:
+        if not self.n or self.n < (1 if q <= 50 else math.ceil(round(100 / (100 - q), 6))):
+            return None
+        rank, seen = max(1, math.ceil(round(q / 100 * self.n, 9))), 0
+        for value in sorted(self.counts):
+            seen += self.counts[value]
+            if seen >= rank:
+                return value
+        return None
+
+
+@dataclass(slots=True)
 class PairState:
     """One pair's pane: what its hosts have, its series, latest figures and link states."""
 
@@ -55,6 +78,8 @@ class PairState:
     # the phase's stretches (one per run it spans): its figure is theirs, phase_rate
     phase_segments: list[Segment] = field(default_factory=list)
     rtt_phase: Running = field(default_factory=Running)
+    # the phase's request/response round trips (sockperf), which come as each run ends
+    rr_phase: Binned = field(default_factory=Binned)
     # the phase a flip just ended: its last ping replies may still come (gathered on the
     # host, a second at a time) once the new phase's numbers began
     left_phase: Any = None

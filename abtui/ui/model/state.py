@@ -26,7 +26,7 @@ from abtui.core.model import (
 from abtui.core.numbers import Unit, layout_units, ms
 from abtui.core.text import UNKNOWN
 from abtui.reports.throughput import Segment, span_of
-from abtui.ui.model.pair_state import HISTORY, PairState, Running
+from abtui.ui.model.pair_state import HISTORY, Binned, PairState, Running
 from abtui.ui.model.phase_rows import PhaseRow, phase_cells, table_unit
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ class ConsoleState(EventReader):
         """The pair enters its (new) configuration: fresh phase numbers, a new segment."""
         ps.phase = Running()
         ps.rtt_phase = Running()
+        ps.rr_phase = Binned()
         ps.phase_segments = []
         self._new_segment(ps)
 
@@ -159,6 +160,17 @@ class ConsoleState(EventReader):
                 ps.rtt.append(float(rtt))
                 if self._in_phase(ps, p.phase):
                     ps.rtt_phase.add(float(rtt))
+
+    def on_rr(self, event: Event, p: events.RequestResponse) -> None:
+        """A request/response load's round trips (they come as a run ends): the phase's."""
+        for lb in self._pairs_of(event):
+            ps = self.pairs[lb]
+            if not self._in_phase(ps, p.phase) or not isinstance(p.bins, list):
+                continue
+            for b in p.bins:
+                if (isinstance(b, list) and len(b) == 2
+                        and all(isinstance(x, int | float) for x in b) and b[1] > 0):
+                    ps.rr_phase.add(float(b[0]), int(b[1]))
 
     @staticmethod
     def _in_phase(ps: PairState, phase: object) -> bool:

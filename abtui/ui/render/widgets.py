@@ -405,8 +405,12 @@ class PairPane(Widget):
                   [("mean ", DIM), unit.figure(s.phase_rate)],
                   [("min ", DIM), unit.figure(p.lo)], [("max ", DIM), unit.figure(p.hi)], *back)
         r = s.rtt_phase
+        rr = s.rr_phase  # sockperf's round trips in the phase, as its runs end
+        rr_chips: list[list[Part]] = [] if not rr.n else [
+            [("rr p50 ", DIM), ms(rr.percentile(50))], [("p99 ", DIM), ms(rr.percentile(99))]]
         self._set("rtt-label", [("RTT ", DIM), (ms(s.rtt[-1]) if s.rtt else UNKNOWN, "bold"),
-                                " ms"], [("mean ", DIM), ms(r.mean)], [("max ", DIM), ms(r.hi)])
+                                " ms"], [("mean ", DIM), ms(r.mean)], [("max ", DIM), ms(r.hi)],
+                  *rr_chips)
         retr = UNKNOWN if s.retransmits is None else str(s.retransmits)
         total = UNKNOWN if s.retransmits_total is None else str(s.retransmits_total)
         if s.loss_pct is not None:  # UDP: what arrived of what was sent, not TCP's figures
@@ -424,4 +428,3 @@ class PairPane(Widget):
             self._relayout(grew=False)
         self._flush()
         self._announce()
-

@@ -89,8 +89,9 @@ def _journal(folder: Path, pgid: int, what: str, t: float | None) -> Path:
 
 def test_the_programs_a_run_starts_are_checked_by_name():
     assert [program_of(w) for w in ("iperf3 client", "iperf3 server", "ping", "host CPU",
-                                    "/usr/local/bin/iperf3 -c x", "")] == \
-        ["iperf3", "iperf3", "ping", "", "iperf3", ""]
+                                    "/usr/local/bin/iperf3 -c x", "", "sockperf server",
+                                    "sockperf client")] == \
+        ["iperf3", "iperf3", "ping", "", "iperf3", "", "sockperf", "sockperf"]
 
 
 @pytest.mark.parametrize("what, age, ours", [

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
+from abtui.core.numbers import sig
 from abtui.reports import sequential as sq
 from tests.bench import seqsim as ss
 
@@ -66,13 +67,13 @@ def test_assess_says_significant_not_yet_and_too_few() -> None:
     near = sq.assess([-0.08, 0.0, -0.07, -0.01, -0.06, -0.02, -0.05, 0.0, -0.06], design)
     assert near.significant and "stopped early: Δ may overstate the effect" in near.line()
     same = sq.assess([0.001, -0.0012, 0.0004, 0.002, -0.0015], design, min_effect=1.0)
-    assert not same.significant and same.verdict == "~"
+    assert not same.significant and same.verdict == "undecided"
     assert same.more is not None and same.more >= 1 and "more block" in same.line()
     wide = sq.assess([0.01, -0.012, 0.004, 0.02, -0.015], design, min_effect=1.0)
     assert wide.more is None and "not resolved to 1% within the maximum of 10" in wide.line()
     assert sq.assess([-0.1], design).verdict == "?"
     early = sq.assess([0.01, -0.012], design)
-    assert early.verdict == "~" and "too few blocks yet" in early.line()
+    assert early.verdict == "undecided" and "too few blocks yet" in early.line()
 
 
 def test_an_unbounded_first_look_says_so_instead_of_minus_100_to_inf() -> None:
@@ -133,10 +134,10 @@ def test_the_estimate_is_calibrated_in_a_small_simulation() -> None:
 def test_a_first_look_interval_may_be_unbounded_and_says_so() -> None:
     """Early looks of a 20-look design are drawn at levels far below 2^(1 − n): the interval
     is unbounded there ([-100.0, +inf]), never an overflow, said as not bounded yet, and the
-    verdict `~`."""
+    verdict `undecided` (never `~`, which reads as no difference)."""
     got = sq.assess([-2.0, -2.1], sq.Family(1, 20).design())
     assert got.delta is not None and got.delta.high == float("inf")
-    assert "interval not bounded yet" in got.line() and got.verdict == "~"
+    assert "interval not bounded yet" in got.line() and got.verdict == "undecided"
 
 
 def test_a_replayed_order_is_not_the_average_over_orders() -> None:
@@ -170,3 +171,28 @@ def test_the_randomisation_check_keeps_alpha_where_the_t_does_not() -> None:
                ).mean()
     assert checked <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 20000), checked
     assert t > checked + 0.02, (t, checked)
+
+
+def test_an_undecided_large_effect_reads_undecided_and_its_hint_follows_the_effect() -> None:
+    """Three values, 9 blocks, +40 % at a large spread: not `~` (no difference) but
+    `undecided`, and a hint that says how many more blocks the Δ needs if it holds, at the
+    spread it says; `~` only for an interval within ±min_effect. Of two comparisons at the
+    same spread, the larger Δ never needs more blocks."""
+    from abtui.measure.alternate import arrangements, max_blocks
+
+    values = ("a", "b", "c")
+    design = sq.Family(2, max_blocks(values, 20), arrangements=arrangements(values)).design()
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0.0, 0.3, 9)
+    big = sq.assess(list(np.log(1.40) + noise), design)
+    small = sq.assess(list(np.log(1.04) + noise), design)
+    assert not big.significant and big.verdict == "undecided" and "~" not in big.line()
+    assert "if Δ holds" in big.line()
+    assert f"±{sig(big.spread)}% a block" in big.line()
+    assert big.spread == pytest.approx(small.spread)
+    assert "if Δ holds" in small.line()  # +11 % as estimated: past 1 %, the same kind of hint
+    assert big.if_holds is not None and (small.if_holds is None or
+                                         big.if_holds <= small.if_holds)
+    flat = sq.assess([0.001, -0.0012, 0.0004, 0.002, -0.0015, 0.0, 0.001, -0.001, 0.0, 0.0005],
+                     sq.Family(1, 10).design(), min_effect=1.0)
+    assert flat.within and flat.verdict == "~" and "no difference of 1% or more" in flat.line()

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 POLL_S = 0.02
+# /proc/PID/stat's start time counts clock ticks (USER_HZ, 100 a second on Linux): a process
+# seen started at T started in [T, T + START_TICK_S)
+START_TICK_S = 0.01
 
 # Runs inside a receiver's namespace: `S t value` each poll, `P t pid start argv` once per
 # iperf3 process of that namespace (its start on the wall clock, 10 ms ticks).
@@ -167,16 +170,16 @@ def ran_under(events: Iterable[Mapping[str, Any]], knob: str,
             out.wrong.append(f"{run}: counted in phases of {sorted(labels)}")
             continue
         (value,) = labels
-        moments = [("released", released)]
+        moments = [("released", released, 0.0)]
         if server is None:
             out.wrong.append(f"{run}: no iperf3 server on port {port} seen on {pair}'s receiver")
-        else:
-            moments.append(("its server started", server[0]))
-        for what, t in moments:
+        else:  # /proc's start time is whole clock ticks: the start is up to one tick later
+            moments.append(("its server started", server[0], START_TICK_S))
+        for what, t, late in moments:
             before, after = rcv.value_at(t)
             if before == value:
                 continue
-            if after == value:
+            if after == value or (late and value in rcv.value_at(t + late)):
                 out.unclear += 1  # the value came between the polls around that moment
                 continue
             out.wrong.append(f"{run} ({pair}) counted under {value!r}, but {what} at {t:.3f} "

@@ -155,6 +155,7 @@ class _Lines:
         pass
 
 
+@pytest.mark.slow  # a latency alternation of ~40 s; the rule's rates are the bench's
 async def test_an_alternation_judges_sockperf_s_p50(lab: Lab, tmp_path: Path) -> None:
     """`abtui run --alternate tcp_wmem --metric p50` with sockperf and no ping: one run per
     stretch, each stretch's sample the p50 of its sockperf round trips (as 1/RTT), so the

@@ -46,7 +46,6 @@ from abtui.remote.iperf_cmd import (
 from abtui.remote.lines import OutputLines
 from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
-from abtui.reports.latency import of_values
 
 if TYPE_CHECKING:  # types only: the context is handed in by the run
     from abtui.measure.run.context import RunContext
@@ -304,6 +303,8 @@ def interval_events(result: SockperfResult, run_id: events.RunId, released_at: f
             continue
         phase, _ = ctx.phase(when, 0.0)
         groups.setdefault((int((when - released_at) // interval), phase), []).append(rtt)
+    from abtui.reports.latency import of_values  # numpy: not at the console's start
+
     out = []
     for (k, phase), values in sorted(groups.items()):
         lat = of_values(values)

@@ -1,7 +1,8 @@
 """The counters loop a profiled run keeps on a Linux host beside its profile: once a second,
-the host's clock, then what explains a profile's change as rates: each CPU's packets
-processed, dropped and squeezed (`/proc/net/softnet_stat`), NET_RX and NET_TX softirqs per
-CPU (`/proc/softirqs`), the nonzero IP, TCP and UDP counters (`nstat -as`: absolute, the
+the host's clock (its wall clock to the nanosecond or, where `date` has no `%N` as busybox's,
+the seconds since boot from /proc/uptime), then what explains a profile's change as rates:
+each CPU's packets processed, dropped and squeezed (`/proc/net/softnet_stat`), NET_RX and
+NET_TX softirqs per CPU (`/proc/softirqs`), the nonzero IP, TCP and UDP counters (`nstat -as`: absolute, the
 history left alone) and the CPU ticks of the kernel's worker threads by pool (kworker,
 ksoftirqd, cryptd, napi: one each, whatever its workers are doing). The controller turns two
 samples into rates (abtui.measure.why_book).
@@ -27,7 +28,11 @@ def counters_loop_command(period: float = 1.0) -> str:
 
     return (
         "while :; do "
-        f"echo \"{SAMPLE_MARK} $(date +%s.%N)\"; "
+        # busybox's date has no %N (it prints it as is): then the seconds since boot, to the
+        # hundredth (a clock of its own: the controller dates samples by their arrival)
+        "t=$(date +%s.%N 2>/dev/null); "
+        "case $t in *[!0-9.]*|'') read -r t _ </proc/uptime;; esac; "
+        f"echo \"{SAMPLE_MARK} $t\"; "
         "awk '{print \"softnet\", NR-1, $1, $2, $3}' /proc/net/softnet_stat 2>/dev/null; "
         "grep -E '^ *NET_(RX|TX):' /proc/softirqs 2>/dev/null; "
         "LC_ALL=C nstat -as 2>/dev/null | "

@@ -36,10 +36,14 @@ from abtui.lab.kernels import cache_root
 
 # what a lab host runs, as Debian's armhf packages. dash is root's shell: Debian's busybox
 # shell runs its own applets before PATH (its `ip` has no xfrm), dash runs iproute2's
-ARMHF_PACKAGES = ("busybox-static", "dash", "iperf3", "libiperf0", "iproute2", "dropbear-bin")
-# dependencies not needed to run the programs above: maintainer scripts' tools, PAM, perl
+ARMHF_PACKAGES = ("busybox-static", "dash", "iperf3", "libiperf0", "iproute2", "dropbear-bin",
+                  "linux-perf")
+# dependencies not needed to run the programs above: maintainer scripts' tools, PAM, the perl
+# and python interpreters and their libraries of modules (perf links libperl and libpython, to
+# run scripts abtui never asks for: the shared libraries are enough for it to start)
 _SKIP = re.compile(r"^(debconf.*|cdebconf|adduser|dpkg|install-info|init-system-helpers|"
-                   r"perl.*|libpam.*|libperl.*|lib.*-perl|.*-common|gcc-\d+-base)$")
+                   r"perl.*|libpam.*|lib.*-perl|.*-common|gcc-\d+-base|python3.*|"
+                   r"libpython3[.\d]*-(stdlib|minimal)|media-types)$")
 ARCH = "armhf"
 # what the base's init mounts and runs: the guest's own script, from its overlay
 INIT = """#!/bin/sh

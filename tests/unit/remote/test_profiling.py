@@ -97,3 +97,44 @@ def test_the_counters_stream_reads_hex_softnet_softirqs_nstat_and_kthreads() -> 
     assert values["nstat.TcpRetransSegs"] == 12 and values["kthread.kworker"] == 30
     assert "kthread.cryptd" not in values  # a value it cannot read is skipped
     assert stream.feed("@E") is None  # an end without a start is nothing
+
+
+@pytest.mark.skipif(shutil.which("awk") is None or not __import__("os").path.exists(
+    "/proc/uptime"), reason="no awk or no /proc/uptime on this machine")
+@pytest.mark.parametrize("date", ["busybox", "gnu"])
+def test_the_counters_loop_has_a_clock_where_date_has_no_nanoseconds(tmp_path, date) -> None:
+    """busybox's `date +%s.%N` prints `1700000000.%N` (the ARM guest's userspace): the loop
+    then reads the seconds since boot, so every sample still has a clock and is kept."""
+    import os
+    import signal
+
+    from abtui.remote.counters import CounterStream, counters_loop_command
+
+    fake = tmp_path / "date"
+    fake.write_text("#!/bin/sh\necho 1700000000.%N\n" if date == "busybox" else
+                    "#!/bin/sh\necho 1700000000.250000000\n")
+    fake.chmod(0o755)
+    proc = subprocess.Popen(["sh", "-c", counters_loop_command(0.2)], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"},
+                            start_new_session=True)
+    stream, got = CounterStream(), []
+    try:
+        assert proc.stdout is not None
+        for n, line in enumerate(proc.stdout):
+            if n > 2000:  # samples that never complete: the clock was not read
+                break
+            sample = stream.feed(line.rstrip("\n"))
+            if sample is not None:
+                got.append(sample)
+            if len(got) == 2:
+                break
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    assert len(got) == 2, got
+    if date == "gnu":
+        assert got[0][0] == 1700000000.25
+    else:
+        uptime = float(open("/proc/uptime").read().split()[0])
+        assert 0 < got[0][0] <= got[1][0] <= uptime  # the seconds since boot, rising
+    assert all(any(k.startswith("kthread.") for k in values) for _, values in got)

@@ -2,10 +2,10 @@
 the host's clock (its wall clock to the nanosecond or, where `date` has no `%N` as busybox's,
 the seconds since boot from /proc/uptime), then what explains a profile's change as rates:
 each CPU's packets processed, dropped and squeezed (`/proc/net/softnet_stat`), NET_RX and
-NET_TX softirqs per CPU (`/proc/softirqs`), the nonzero IP, TCP and UDP counters (`nstat -as`: absolute, the
-history left alone) and the CPU ticks of the kernel's worker threads by pool (kworker,
-ksoftirqd, cryptd, napi: one each, whatever its workers are doing). The controller turns two
-samples into rates (abtui.measure.why_book).
+NET_TX softirqs per CPU (`/proc/softirqs`), the nonzero IP, TCP and UDP counters (`nstat
+-as`: absolute, the history left alone) and the CPU ticks of the kernel's worker threads by
+pool (kworker, ksoftirqd, cryptd, napi: one each, whatever its workers are doing). The
+controller turns two samples into rates (abtui.measure.why_book).
 
 Each sample is `@C CLOCK`, its lines, then `@E`; a line it cannot read is skipped.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -99,8 +100,8 @@ def test_the_counters_stream_reads_hex_softnet_softirqs_nstat_and_kthreads() -> 
     assert stream.feed("@E") is None  # an end without a start is nothing
 
 
-@pytest.mark.skipif(shutil.which("awk") is None or not __import__("os").path.exists(
-    "/proc/uptime"), reason="no awk or no /proc/uptime on this machine")
+@pytest.mark.skipif(shutil.which("awk") is None or not Path("/proc/uptime").exists(),
+                    reason="no awk or no /proc/uptime on this machine")
 @pytest.mark.parametrize("date", ["busybox", "gnu"])
 def test_the_counters_loop_has_a_clock_where_date_has_no_nanoseconds(tmp_path, date) -> None:
     """busybox's `date +%s.%N` prints `1700000000.%N` (the ARM guest's userspace): the loop
@@ -135,6 +136,6 @@ def test_the_counters_loop_has_a_clock_where_date_has_no_nanoseconds(tmp_path, d
     if date == "gnu":
         assert got[0][0] == 1700000000.25
     else:
-        uptime = float(open("/proc/uptime").read().split()[0])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
         assert 0 < got[0][0] <= got[1][0] <= uptime  # the seconds since boot, rising
     assert all(any(k.startswith("kthread.") for k in values) for _, values in got)

@@ -3,12 +3,13 @@ low rate, streamed through `perf script` and folded on the host into stacks, one
 second, so the controller receives a few kilobytes a second instead of every sample.
 
 Each window is printed as `@W START END SAMPLES`, then `COUNT STACK` lines (a stack is the
-thread's name then the frames from the root to the leaf, joined by `;`, as FlameGraph's
-folded format), then `@E`; START and END are the host's wall clock (perf's samples are
-stamped with CLOCK_REALTIME). The first line says the sampling event (`cycles` where the
-host has a hardware PMU, `cpu-clock` where it has none: VM guests under emulation) or why
-there is no profile (`perf` missing). Thread names have their digits folded (`kworker/N:N`)
-so that one worker pool is one name whatever the worker.
+thread's name then the frames from the root to the leaf, joined by `;`, as FlameGraph's folded
+format), then `@E`; START and END are the host's wall clock (perf's samples are stamped with
+CLOCK_REALTIME). `@R` comes once, with the first sample: perf's start-up is over (a run releases
+its traffic after it, so that start-up is not paid out of what is measured). The first line says
+the sampling event (`cycles` where the host has a hardware PMU, `cpu-clock` where it has none:
+VM guests under emulation) or why there is no profile (`perf` missing). Thread names have their
+digits folded (`kworker/N:N`) so that one worker pool is one name whatever the worker.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 
 PROFILE_MARK = "@ABTUI-PROFILE"
 WINDOW_MARK = "@W"
+READY_MARK = "@R"  # the first sample came through: perf's start-up (its reading of the
+# running processes and of the kernel's symbols) is over
 END_MARK = "@E"
 DEFAULT_HZ = 99  # rustc-perf's rate: low enough to cost ≤ 2 % of throughput
 MAX_HZ = 999
@@ -45,6 +48,7 @@ function done_sample(  w) {
   n++
 }
 /^[^ \t]/ {
+  if (!ready) { print "@R"; fflush(); ready = 1 }
   done_sample()
   t = $NF; sub(/:$/, "", t); t += 0
   comm = $0; sub(/[ \t]+[0-9.]+:[ \t]*$/, "", comm)
@@ -99,6 +103,7 @@ class ProfileStream:
 
     event: str | None = None
     refused: str | None = None
+    ready: bool = False  # the first sample came: perf is through its start-up
     _open: FoldedWindow | None = None
 
     def feed(self, line: str) -> FoldedWindow | None:
@@ -109,6 +114,9 @@ class ProfileStream:
                 self.event = why.strip()
             elif word == "none":
                 self.refused = why.strip() or "no profile"
+            return None
+        if line == READY_MARK:
+            self.ready = True
             return None
         if line.startswith(WINDOW_MARK + " "):
             parts = line.split()

@@ -104,6 +104,13 @@ class PairRun:
         if failed:
             await self.rr.cleanup()
             raise failed[0]
+        # the profile loops through perf's start-up before the traffic is released
+        try:
+            self.samplers.start_profiles()
+            await self.samplers.profiles_ready()
+        except BaseException:  # cancelled: the loops and the armed processes are ended
+            await self.cleanup()
+            raise
 
     def release(self) -> None:
         """Let the armed client go: called for every pair in one loop iteration."""

@@ -1,14 +1,19 @@
 """A host's profile during a run: the host's profiling loop (abtui.remote.profiling) started
 with the run's samplers, its windows turned into PROFILE events as they come.
 
-The loop folds its samples on the host, one window a second; each window becomes an event
-dated on the controller's clock (the host's clock shifted by the smallest arrival-minus-
-window-end seen so far: the link's delay is never added twice). A host whose loop says it
-gives no profile (perf missing, not permitted) says so once per run; the rest goes on.
+The loop is started before the run's traffic is released, which waits (a few seconds at most)
+until perf is through its start-up: reading every running process and the kernel's symbols costs
+a fraction of a CPU-second, which a run's first second would otherwise pay (measured: 23 % of a
+5-s run's throughput on the lab, tests/bench/bench_why.py). Windows that ended before the
+release are dropped. The loop folds its samples on the host, one window a second; each window
+becomes an event dated on the controller's clock (the host's clock shifted by the smallest
+arrival-minus-window-end seen so far: the link's delay is never added twice). A host whose loop
+says it gives no profile (perf missing, not permitted) says so once per run; the rest goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import time
@@ -55,11 +60,19 @@ class ProfileSampler:
         self._stream = ProfileStream()
         self._offset = math.inf  # controller clock - host clock, at most (delay included)
         self._said = False
+        # set once perf is through its start-up, or said it gives no profile, or ended: the
+        # run releases its traffic after it (RunSamplers.profiles_ready)
+        self.ready = asyncio.Event()
+        # the run's release (controller clock): a window that ended before it held no traffic
+        self.since: float | None = None
 
     async def run(self) -> None:
         """Read the loop until it ends or the run cancels this task; the loop is ended."""
-        refused = await follow_loop(self.ctx, self.link, self.spec.command, "profile",
-                                    self._take)
+        try:
+            refused = await follow_loop(self.ctx, self.link, self.spec.command, "profile",
+                                        self._take)
+        finally:
+            self.ready.set()
         if refused or self._stream.refused:
             self._say(refused or self._stream.refused or "")
 
@@ -69,10 +82,14 @@ class ProfileSampler:
             window = self._stream.feed(line)
             if window is not None:
                 self._window(window, came)
+        if self._stream.ready or self._stream.refused:
+            self.ready.set()
 
     def _window(self, window: FoldedWindow, came: float) -> None:
         self._offset = min(self._offset, came - window.end)
         start, end = window.start + self._offset, window.end + self._offset
+        if self.since is None or end < self.since:
+            return  # all of it before the traffic was released
         # no phase of its own: a window is placed in a stretch by its time (measure.why_book)
         self.ctx.event(events.Profiled(
             run=self.ctx.spec.run_id, role=self.role, start=start, end=end,

@@ -45,6 +45,9 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
 
 # Host CPU is sampled at the run's interval, never more often than this.
 CPU_MIN_PERIOD = 1.0
+# How long a release waits for the profile loops' start-up at most (a TCG guest's perf reads
+# its symbols in a few seconds)
+PROFILE_READY_S = 15.0
 
 
 class RunSamplers:
@@ -65,6 +68,8 @@ class RunSamplers:
         self._ping: RemoteProcess[HostLink] | None = None
         self._ping_task: asyncio.Task[PingOutcome] | None = None
         self._tasks: list[asyncio.Task[None]] = []  # watches and host CPU
+        self._profiles: list[ProfileSampler] = []  # started ahead of the release
+        self._profiles_started = False
 
     def start(self, ping: RemoteProcess[HostLink] | None, idle: list[PingReply],
               gathered: bool = False) -> None:
@@ -93,12 +98,37 @@ class RunSamplers:
                 sampler = self._cpu_sampler(self.ctx, link, command, period)
                 self._tasks.append(loop.create_task(sampler.run()))
             profile = self.spec.profile_commands.get(alias)
-            if profile is not None and self._profilers is not None:
-                make_profile, make_counters = self._profilers
-                self._tasks.append(loop.create_task(make_profile(self.ctx, link, profile).run()))
-                if profile.counters:
-                    self._tasks.append(loop.create_task(
-                        make_counters(self.ctx, link, profile).run()))
+            if profile is not None and self._profilers is not None and profile.counters:
+                self._tasks.append(loop.create_task(
+                    self._profilers[1](self.ctx, link, profile).run()))
+        self.start_profiles()
+        released = time.time()
+        for profiler in self._profiles:
+            profiler.since = released
+
+    def start_profiles(self) -> None:
+        """The hosts' profile loops started (once), ahead of the release: see
+        `profiles_ready`."""
+        if self._profiles_started or self._profilers is None:
+            return
+        self._profiles_started = True
+        loop = asyncio.get_running_loop()
+        links = {link.alias: link for link in (self.sender, self.receiver)}
+        for alias, link in links.items():
+            profile = self.spec.profile_commands.get(alias)
+            if profile is not None:
+                sampler = self._profilers[0](self.ctx, link, profile)
+                self._profiles.append(sampler)
+                self._tasks.append(loop.create_task(sampler.run()))
+
+    async def profiles_ready(self, timeout: float = PROFILE_READY_S) -> None:
+        """Until every profile loop is through perf's start-up (or gave up, or `timeout`
+        passed): the traffic released after it does not pay for that start-up."""
+        if not self._profiles:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(p.ready.wait() for p in self._profiles)),
+                                   timeout)
 
     async def stop_samples(self) -> None:
         """The watches and host CPU end (the run is being cleaned up), the host CPU's loops

@@ -1,0 +1,78 @@
+"""A profiled run starts its hosts' profile loops before it releases the traffic and waits
+(bounded) until perf is through its start-up, so the run's first second does not pay for it;
+the windows that ended before the release are dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+from typing import Any
+
+from abtui.core.folded import unpack
+from abtui.measure.run.profiler import ProfileSampler
+from abtui.measure.run.sampling import RunSamplers
+
+
+class _Ctx:
+    def __init__(self) -> None:
+        self.spec = SimpleNamespace(run_id="r1")
+        self.sender = SimpleNamespace(alias="s")
+        self.events: list[Any] = []
+
+    def event(self, payload: Any, host: str | None = None, t: float | None = None) -> None:
+        self.events.append(payload)
+
+
+def _sampler(ctx: _Ctx) -> ProfileSampler:
+    spec = SimpleNamespace(command="loop", hz=99, shared=False, counters=None)
+    return ProfileSampler(ctx, ctx.sender, spec)  # type: ignore[arg-type]
+
+
+def test_ready_comes_with_the_first_sample_or_a_refusal() -> None:
+    async def go() -> None:
+        ctx = _Ctx()
+        sampler = _sampler(ctx)
+        sampler._take(["@ABTUI-PROFILE event cpu-clock"])
+        assert not sampler.ready.is_set()  # perf record has not sampled yet
+        sampler._take(["@R"])
+        assert sampler.ready.is_set()
+        refused = _sampler(_Ctx())
+        refused._take(["@ABTUI-PROFILE none perf is not installed (Debian: linux-perf)"])
+        assert refused.ready.is_set()  # nothing to wait for
+
+    asyncio.run(go())
+
+
+def test_windows_that_ended_before_the_release_are_dropped() -> None:
+    async def go() -> None:
+        ctx = _Ctx()
+        sampler = _sampler(ctx)
+        now = time.time()
+        # the host's clock 1000 s behind: dated by arrival, as every window
+        sampler._take(["@R", f"@W {now - 1002:.3f} {now - 1001:.3f} 3", "3 idle;swapper", "@E"])
+        sampler.since = now - 0.5  # the release
+        sampler._take([f"@W {now - 1001:.3f} {now - 1000:.3f} 2", "2 iperfN;tcp_sendmsg",
+                       "@E"])
+        kept = [e for e in ctx.events if type(e).__name__ == "Profiled"]
+        assert len(kept) == 1 and unpack(kept[0].stacks) == {"iperfN;tcp_sendmsg": 2}
+
+    asyncio.run(go())
+
+
+def test_the_release_waits_for_the_slowest_loop_but_not_forever() -> None:
+    async def go() -> None:
+        ctx = _Ctx()
+        samplers = RunSamplers.__new__(RunSamplers)
+        fast, slow = _sampler(ctx), _sampler(ctx)
+        samplers._profiles = [fast, slow]
+        fast.ready.set()
+        t0 = time.monotonic()
+        await samplers.profiles_ready(timeout=0.3)  # the slow one never says: bounded
+        assert 0.25 <= time.monotonic() - t0 < 2
+        asyncio.get_running_loop().call_later(0.1, slow.ready.set)
+        t0 = time.monotonic()
+        await samplers.profiles_ready(timeout=5)
+        assert time.monotonic() - t0 < 1
+
+    asyncio.run(go())

@@ -3,9 +3,11 @@
 The x86 guests share this machine's root filesystem (virtme-ng); an ARM guest cannot, so it
 boots an initramfs made here from Debian's own armhf builds of what a lab host runs: busybox
 (coreutils and the init's shell), dash (root's shell: busybox's shell prefers its own
-applets to PATH, and its `ip` has no xfrm), iperf3, iproute2 and dropbear (the SSH server),
-with the shared libraries they need (their Depends; maintainer-script tools such as debconf
-and adduser, PAM and perl left out: never run in the guest). 10 MB compressed.
+applets to PATH, and its `ip` has no xfrm), iperf3, iproute2, dropbear (the SSH server) and
+perf (`linux-perf`: a profiled run's `perf record`), with the shared libraries they need
+(their Depends; maintainer-script tools such as debconf and adduser, PAM, and the perl and
+python interpreters perf's libraries depend on left out: never run in the guest). 24 MB
+compressed.
 
 apt is asked with a private state (its own package lists for armhf, under the kernel cache):
 this machine's apt configuration, architectures and package lists are left as they are.

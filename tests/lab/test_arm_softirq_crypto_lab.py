@@ -10,7 +10,8 @@ has no ESP). `abtui check` drives it like any host; `abtui run LAB-PROFILE --alt
 kernel=before,after --until-verdict` switches the builds on the same guest (the lab's
 power-cycle, `abtui lab boot`), IPsec rfc4106(gcm(aes)) with a 256-bit key, iperf3's default
 options, TX then RX, each to a verdict or a stated undecided, and leaves the guest on its first
-build. Both guests on the instruction-counted clock (shift 6). Skipped, with the reason, where
+build. Both guests on the instruction-counted clock (shift 6), the ARM guest profiled
+(`--profile`: its perf and counters give the report's Why section). Skipped, with the reason, where
 qemu, virtme-ng, the two ARM builds, the armhf userspace or the x86 kernel package are missing
 (`make arm`, then the builds: docs/profiles.md). Set ABTUI_ARM_SESSIONS=FOLDER to keep the
 sessions (the golden tests/golden/softirq-crypto-arm-*-vm was recorded so).
@@ -145,7 +146,7 @@ def test_the_seed_alternates_before_and_after_to_a_verdict(arm_lab, tmp_path, di
     proc = _abtui(lab, tmp_path, "run", str(lab.profile_path), "--headless", "--alternate",
                   "kernel=before,after", "--set", "tunnel=ipsec", "--set", f"reverse={reverse}",
                   "--until-verdict", "--max-runs", str(MAX_RUNS), "--seed", str(SEED),
-                  "--out", str(out), timeout=3000)
+                  "--profile", "--out", str(out), timeout=3000)
     assert proc.returncode == 0, proc.stderr[-3000:]
     keep = os.environ.get("ABTUI_ARM_SESSIONS")
     if keep:
@@ -170,6 +171,17 @@ def test_the_seed_alternates_before_and_after_to_a_verdict(arm_lab, tmp_path, di
     assert status["hosts"][0]["booted"] == "before", status["hosts"][0]
     md = _abtui(lab, tmp_path, "export", str(out)).stdout
     assert "## Alternation verdict" in md and "guest instructions, shift 6" in md
+    # the why: the ARM guest profiled (Debian's armhf perf, cpu-clock: no PMU under TCG) and
+    # its counters sampled on its busybox userspace (the kernel threads' CPU ticks). What the
+    # measurement supports (docs/reports.md, "The softirq-crypto seed on the lab"): frames
+    # and counters judged over the blocks, not yet which way they move
+    assert "## Why (profiles)" in md and f"### A {snd}: after vs before" in md, md[-3000:]
+    mine = [r for r in doc["why"] if r["host"] == snd]
+    assert mine and all(r["blocks"] == alt["blocks"] for r in mine), doc["why"][:3]
+    if alt["blocks"] >= 3:  # the rule's intervals need 3 blocks
+        assert all(r["low"] is not None for r in mine)
+    counters = {c["counter"] for c in doc["why_counters"] if c["host"] == snd}
+    assert {"kthread.kworker", "softirq.NET_RX"} <= counters, sorted(counters)
     print(f"{direction}: Δ {alt['pct']:+.1f}% [{alt['low']}, {alt['high']}] {alt['verdict']} "
           f"after {alt['blocks']} blocks ({alt['boots']}/{alt['base_boots']} boots), "
           f"boot-to-boot sd {alt['boot_sd']:.1f}%, within-boot sd {alt['within_sd']:.1f}%, "

@@ -113,6 +113,8 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
             app.record.restore_failed
         if failed and recover_hint and not gave_up:
             _say(out, RECOVER)
+        if failed:  # something left set: never exit 0 (ctrl+q's restore may end so)
+            code = code or 1
     finally:
         for t in timer:
             t.cancel()

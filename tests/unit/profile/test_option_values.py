@@ -54,3 +54,19 @@ def test_a_value_inside_one_word_may_begin_with_a_dash() -> None:
     sysctl = HEAD + ('[[knobs]]\nname = "s"\nkind = "sysctl"\nkey = "net.x"\n'
                      'values = ["-1", "2"]\n')
     assert parse_profile(sysctl, "t.toml").knobs[0].values == ("-1", "2")
+
+
+def test_a_set_or_alternated_iperf3_value_beginning_with_a_dash_is_refused() -> None:
+    """`abtui run --set cc=-x` (or `--alternate cc=bbr,-x`) goes through the rule the engine
+    and `abtui check` share, not the loader's: `iperf3 -C -x` was sent."""
+    from abtui.core.errors import BadInput
+    from abtui.profile.knobs import iperf3_setting
+
+    cc = HEAD + ('[[knobs]]\nname = "cc"\nkind = "iperf3"\nkey = "congestion"\n'
+                 'values = ["bbr", "reno"]\n')
+    knob = parse_profile(cc, "t.toml").knobs[0]
+    assert iperf3_setting(knob, "bbr") == ("congestion", "bbr")
+    with pytest.raises(BadInput) as refused:
+        iperf3_setting(knob, "-x")
+    assert str(refused.value) == ("knob cc: \"-x\" begins with '-': the host's command would "
+                                  "read it as an option; expected a name or a path")

@@ -16,6 +16,7 @@ from abtui.core.events import Event, EventKind
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import RECOVER, run_console
+from tests.reliability import Reliability
 from tests.ui.console_kit import SpyController, make_app, until
 
 pytestmark = pytest.mark.ui
@@ -159,7 +160,13 @@ class _LeavesOne(SpyController):
         await super().shutdown(reason)
 
 
-async def test_ctrl_q_that_left_a_host_set_says_recover_and_exits_non_zero() -> None:
+@pytest.mark.reliability(
+    "46c", "an end that leaves something set on the hosts: a refused `--set` of headless `run`, "
+    "ctrl+q of the console whose restore left a host",
+    "the `abtui recover` line said and a non-zero exit (the console said the line and exited "
+    "0; the refused `--set` said nothing)")
+async def test_ctrl_q_that_left_a_host_set_says_recover_and_exits_non_zero(
+        reliability: Reliability) -> None:
     """ctrl+q whose restore ended but left something set: the recover line, and exit 1 (it
     said the line and exited 0)."""
     profile = synthetic_profile(2)
@@ -175,3 +182,4 @@ async def test_ctrl_q_that_left_a_host_set_says_recover_and_exits_non_zero() -> 
     assert app.exit_flow.restore_outcome == "done" and app.record.restore_failed
     assert out.getvalue() == f"abtui: {RECOVER}\n"
     assert code == 1
+    reliability.row(console_exit=code)

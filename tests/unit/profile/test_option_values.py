@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from abtui.profile import parse_profile
+from tests.reliability import Reliability
 from tests.unit.profile.test_profile_builds import HEAD, KERNEL, MODULE, error_of
 
 GRUB = KERNEL.replace('method = "command"\ncommand = ["abtui", "lab", "boot", "{host}", '
@@ -35,7 +36,15 @@ def test_a_nextboot_kernel_beginning_with_a_dash_is_refused() -> None:
     assert "knobs[0].build.kernel" in said and '"-h" begins with' in said
 
 
-def test_module_and_sysctl_keys_and_build_or_congestion_values_are_refused() -> None:
+@pytest.mark.reliability(
+    "46d", "profile and `--set` values that become a host command's own argument beginning "
+    "with `-` (`grub-reboot '--help'`, `insmod --help`, a module or sysctl key, a build or "
+    "congestion value)",
+    "one line naming the field and the value, exit 2, nothing sent (the loader, `--set`, "
+    "`--alternate` and `check` share the rule); a value inside one word (`-1` of a sysctl) "
+    "allowed")
+def test_module_and_sysctl_keys_and_build_or_congestion_values_are_refused(
+        reliability: Reliability) -> None:
     assert '"--help" begins with' in error_of(MODULE.replace('key = "e1000e"',
                                                                  'key = "--help"'))
     sysctl = HEAD + ('[[knobs]]\nname = "s"\nkind = "sysctl"\nkey = "-a"\n'
@@ -48,6 +57,7 @@ def test_module_and_sysctl_keys_and_build_or_congestion_values_are_refused() -> 
     assert 'entry 1: "--version" begins with' in error_of(build)
     reports = MODULE.replace('key = "rx-usecs"', 'key = "-x"')
     assert '"-x" begins with' in error_of(reports)
+    reliability.row(fields_refused=6, example=f"`{error_of(sysctl)}`")
 
 
 def test_a_value_inside_one_word_may_begin_with_a_dash() -> None:

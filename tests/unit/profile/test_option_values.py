@@ -80,3 +80,15 @@ def test_a_set_or_alternated_iperf3_value_beginning_with_a_dash_is_refused() -> 
         iperf3_setting(knob, "-x")
     assert str(refused.value) == ("knob cc: \"-x\" begins with '-': the host's command would "
                                   "read it as an option; expected a name or a path")
+
+
+@pytest.mark.parametrize(("table", "where"), [
+    ('[test]\niperf3 = "-i0"\n', "test.iperf3"),  # `stdbuf -oL -i0 …`
+    ('[[watches]]\nname = "w"\nrole = "sender"\nsysctl = "-a"\n', "watches[0].sysctl"),
+])
+def test_the_iperf3_program_and_a_watched_sysctl_beginning_with_a_dash_are_refused(
+        table: str, where: str) -> None:
+    """The program runs as `stdbuf -oL PROGRAM …` and a watch reads `sysctl -n KEY`: both
+    are a command's own argument (`sysctl -n -a` was sent)."""
+    said = error_of(HEAD + table)
+    assert where in said and "begins with '-'" in said, said

@@ -41,7 +41,8 @@ DRIFT_ROW = (
     "within seconds; the pair's phase split there, the next named by the host's value; the "
     "end sets the other receiver back and leaves the colleague's value, saying so; after a "
     "SIGKILL `recover` leaves it too (found as drift, or never read back: none of abtui's "
-    "values), one line each, and sets abtui's own back")
+    "values), one line each, and sets abtui's own back; the killed session's journal and "
+    "report keep the drift")
 
 
 def _abtui(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
@@ -239,7 +240,8 @@ class _Alive:
     "22", "controller SIGKILLed mid-run, its iperf3 left sending; the next `abtui run`",
     "each iperf3 client the dead controller's journal recorded is ended by its process group "
     "(verified: its program and start time) before the next session measures, one line each; "
-    "none runs beside it; the next session measures on port 5201, exit 0")
+    "none runs beside it (none alive, read every 20 ms, after the next session's first "
+    "release); the next session measures on port 5201, exit 0")
 def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
         lab: Lab, tmp_path: Path, reliability: Reliability):
     """After a SIGKILL the killed run's iperf3 keeps going on the hosts (a `-t 3600`-like

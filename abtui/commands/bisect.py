@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from abtui.core import signals
 from abtui.core.errors import BadInput
+from abtui.measure.alternate.design import DESIGNS
 
 if TYPE_CHECKING:
     from abtui.core.model import Knob, Profile
@@ -22,7 +23,6 @@ DEFAULT_THRESHOLD = 5.0
 DEFAULT_MAX_BLOCKS = 10
 DEFAULT_EVERY = 5.0
 METRICS = ("throughput", "rtt")
-DESIGNS = ("blocks", "crossover")  # abtui.measure.alternate.DESIGNS (not imported: numpy)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,7 +132,7 @@ def plan_of(args: argparse.Namespace, profile: Profile) -> BisectPlan:
     candidates = candidates_of(args, profile)
     _check_values(knob, candidates)
     if args.design == "crossover":
-        from abtui.measure.alternate import check_design
+        from abtui.measure.alternate.design import check_design
 
         judged = [p for p in touched if not args.pair or p in args.pair]
         check_design(args.design, (args.good, args.bad), judged)

@@ -16,7 +16,7 @@ from abtui.core.model import DEFAULT_MAX_RUNS
 
 if TYPE_CHECKING:
     from abtui.core.model import Profile
-    from abtui.measure.alternate import Alternation
+    from abtui.measure.alternate.design import Alternation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | None:
     """--alternate and its options, checked."""
-    from abtui.measure.alternate import CROSSOVER, Alternation, check_design, parse_alternate
+    from abtui.measure.alternate.design import CROSSOVER, Alternation, check_design, parse_alternate
 
     if args.seed is not None and not 0 <= args.seed < 2**63:
         raise BadInput(f"--seed {args.seed}: give a whole number from 0 to 2^63 - 1")

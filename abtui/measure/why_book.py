@@ -32,7 +32,7 @@ def profiled(profile: Profile) -> bool:
 
 
 class VerdictState(Protocol):
-    """What the book is made from (abtui.measure.alternate.Verdicts)."""
+    """What the book is made from (abtui.measure.alternate.verdicts.Verdicts)."""
 
     @property
     def stretches(self) -> Any: ...

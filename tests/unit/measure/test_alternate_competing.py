@@ -7,7 +7,9 @@ it stands on were flagged. The other pair's line says nothing."""
 from __future__ import annotations
 
 from abtui.core.events import CompetingTraffic, Event, IntervalMeasured
-from abtui.measure.alternate import Stretches, Verdicts, schedule
+from abtui.measure.alternate.design import schedule
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import Verdicts
 from abtui.reports.sequential import Family
 
 BIG, SMALL = "4096 131072 6291456", "4096 8192 16384"

@@ -15,19 +15,18 @@ import pytest
 
 from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.model import Knob, KnobKind, Pair, Profile
-from abtui.measure.alternate import (
+from abtui.measure.alternate.design import (
     Alternation,
-    Stretches,
-    Verdicts,
     check_design,
-    drive,
     mirror,
     order_line,
     pair_orders,
     positions,
     schedule,
-    verdicts_for,
 )
+from abtui.measure.alternate.drive import drive
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import Verdicts, verdicts_for
 from abtui.measure.boots import boot_spread
 from abtui.reports import sequential as sq
 from tests.unit.measure.engine.test_engine_parts import FakeKnobs

@@ -180,7 +180,7 @@ def test_an_undecided_large_effect_reads_undecided_and_its_hint_follows_the_effe
     `undecided`, and a hint that says how many more blocks the Δ needs if it holds, at the
     spread it says; `~` only for an interval within ±min_effect. Of two comparisons at the
     same spread, the larger Δ never needs more blocks."""
-    from abtui.measure.alternate import arrangements, max_blocks
+    from abtui.measure.alternate.design import arrangements, max_blocks
 
     values = ("a", "b", "c")
     design = sq.Family(2, max_blocks(values, 20), arrangements=arrangements(values)).design()

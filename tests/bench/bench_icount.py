@@ -40,7 +40,7 @@ from tests.bench.labs import bench_lab
 
 KERNEL = os.environ.get("ABTUI_BENCH_KERNEL", "linux-image-6.1.0-47-amd64")
 READINGS = int(os.environ.get("ABTUI_BENCH_ICOUNT_READINGS", "4"))  # iperf3 runs a boot
-RUN_S = 3  # each run's length, on the guest's clock
+RUN_S = int(os.environ.get("ABTUI_BENCH_ICOUNT_RUN_S", "3"))  # a run, on the guest's clock
 WARMUP_S = 1  # a first run a boot, not counted (the new boot's first connection)
 # boots a lane: the cold `lab up`, then these switches onto the same build
 SWITCHES = tuple(os.environ.get("ABTUI_BENCH_ICOUNT_SWITCHES", "power,kexec").split(","))

@@ -16,7 +16,9 @@ data link, figures as the client reports them on its guest's clock) on every boo
 
 Budgets (issue 47): the icount lane within ≤ 2 %, between ≤ 3 %, power ≥ 0.8; the plain
 lane recorded beside it. Each record carries the machine's load while its lane ran. Skipped,
-saying why, where VM hosts cannot run or the build cannot be had."""
+saying why, where VM hosts cannot run or the build cannot be had.
+ABTUI_BENCH_ICOUNT_SHIFT, _READINGS, _RUN_S and _SWITCHES (the boots after the cold one,
+`power,kexec`) change a lane; docs/performance.md says why shift 4 and `-O 1`."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.commands.sessions import add_session_out
 from abtui.core import signals
 from abtui.core.errors import BadInput
 from abtui.measure.alternate.design import DESIGNS
@@ -60,8 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the same value at once, each pair judged alone) or `crossover` "
                              "(exactly two pairs: each block the second runs the mirror of "
                              "the first's order, one call on the mean of the two)")
-    parser.add_argument("--out", metavar="FILE",
-                        help="the session file (default: a new session in the sessions folder)")
+    add_session_out(parser)
     parser.add_argument("--resume", metavar="SESSION",
                         help="go on with the bisection this session recorded (the same knob, "
                              "candidates and threshold): its steps' calls are kept, an "

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.commands.sessions import add_session_out
 from abtui.core import signals
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_MAX_RUNS
@@ -25,9 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no console: progress on stderr, the session written to a file")
     parser.add_argument("--duration", type=float, metavar="S",
                         help="instead of the plan, measure continuously for S seconds")
-    parser.add_argument("--out", metavar="FILE",
-                        help="the session file (default: a new session in the sessions folder, "
-                             "see `abtui sessions`)")
+    add_session_out(parser)
     parser.add_argument("--lab", action="store_true",
                         help="run on the local lab (brought up when it is not): pairs mapped "
                              "onto lab hosts, what the lab lacks translated (each translation "

@@ -71,6 +71,7 @@ from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT
 from abtui.core.numbers import sig
 from abtui.core.orders import BALANCED
 from abtui.reports import carryover, deaths, stats
+from abtui.reports.stats import pct_of_log as _pct
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -667,10 +668,6 @@ class Assessment:
         if self.significant:
             return f"decided at {of}"
         return f"{of}: {blocks - self.n} left out"
-
-
-def _pct(x: float) -> float:
-    return math.expm1(x) * 100 if x < 700 else math.inf
 
 
 def before_looks(ratios: Sequence[float], max_runs: int,

@@ -126,8 +126,14 @@ def _depends(deb: Path) -> list[str]:
     version it names): the -common headers and linux-kbuild, made by the same build."""
     proc = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True,
                           text=True)
+    return parse_depends(proc.stdout)
+
+
+def parse_depends(text: str) -> list[str]:
+    """A headers package's Depends field -> `name=version` of the headers and kbuild packages
+    it names with a version (compilers and the rest are the machine's own)."""
     out = []
-    for part in proc.stdout.split(","):
+    for part in text.split(","):
         m = re.match(r"\s*(linux-(?:headers|kbuild)-\S+)\s*\((?:=|>=)\s*(\S+)\)", part)
         if m:
             out.append(f"{m.group(1)}={m.group(2)}")
@@ -174,14 +180,19 @@ def _fetch_headers(release: str) -> Path:
             raise BadInput(f"headers of {release}: {name} has no usr/src/{name}/Makefile")
         final = root / name
         # the flavour's Makefile includes the common tree by its /usr/src path: the cache's
-        makefile.write_text(_INCLUDE_RE.sub(
-            lambda m: f"include {final / 'usr' / 'src' / m.group(1)}", makefile.read_text()))
+        makefile.write_text(rehome_makefile(makefile.read_text(), final))
         if final.exists():
             shutil.rmtree(final)
         os.rename(unpack, final)
         (root / f"{name}.ready").write_text(json.dumps(
             {"debs": sorted(d.name for d in debs), "sha256": h.hexdigest()}) + "\n")
     return final / "usr" / "src" / name
+
+
+def rehome_makefile(text: str, root: Path) -> str:
+    """Debian's flavour Makefile with its /usr/src include pointed under `root` (the folder
+    the packages were unpacked into)."""
+    return _INCLUDE_RE.sub(lambda m: f"include {root / 'usr' / 'src' / m.group(1)}", text)
 
 
 # ---- the build -------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Debian's own module) and with profiles/patches/wireguard-plain-call (`plain`:
 netif_receive_skb, the seed's before). `--alternate wg=plain,gro --until-verdict` loads them
 in turn by insmod on both guests (the modules each depends on first), the WireGuard tunnel
 made again after every load, `iperf3 -P 2 -R` through it, to a verdict or a stated undecided,
-and leaves the hosts on the build they ran first. Skipped, with the reason, where qemu or
+and leaves the hosts on the build they ran before it (Debian's own module: `gro`'s
+srcversion). Skipped, with the reason, where qemu or
 virtme-ng, the kernel package, or the builds' inputs (the source and headers packages, gcc)
 cannot be had. Set ABTUI_WG_SESSIONS=FOLDER to keep the session (the golden
 tests/golden/wireguard-gro-same-hosts-vm was recorded so).
@@ -133,12 +134,19 @@ def test_the_seed_alternates_plain_and_gro_to_a_verdict(wg_lab, tmp_path):
     measured = [p["config"] for p in doc["phases"] if p["intervals"]]
     assert {c["wg"] for c in measured} == {"plain", "gro"}, measured
     assert all(c["tunnel"] == "wireguard" for c in measured), measured
-    # the hosts end on the build they ran first (plain, the alternation's first value), as
-    # the module itself says
+    # the hosts end on the build they ran before the session: the guests boot with Debian's
+    # own wireguard.ko, which abtui recognised as `gro` (the same srcversion: the same
+    # source), and set back there, as the session and the module itself say
+    session = [json.loads(line) for line in out.read_text().splitlines()]
+    first = {e["host"]: e["data"]["value"] for e in session if e.get("kind") == "original"
+             and e["data"]["knob"] == "wg"}
     hosts = [h.alias for h in lab.hosts(1)]
+    assert first == dict.fromkeys(hosts, "gro"), first
+    assert {(e["host"], e["data"]["value"], e["data"]["ok"]) for e in session
+            if e.get("kind") == "restore"} == {(h, "gro", True) for h in hosts}
     for alias in hosts:
         said_by_host = guest_ssh(lab, alias, "cat /sys/module/wireguard/srcversion").strip()
-        assert said_by_host == builds["plain"].srcversion, (alias, said_by_host)
+        assert said_by_host == builds[first[alias]].srcversion, (alias, said_by_host)
     md = _abtui(lab, tmp_path, "export", str(out)).stdout
     assert "## Alternation verdict" in md and "insmod of plain = wireguard.ko" in md
     print(f"gro vs plain: Δ {alt['pct']:+.1f}% [{alt['low']}, {alt['high']}] {alt['verdict']} "

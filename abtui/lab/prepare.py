@@ -118,6 +118,11 @@ def lab_module_builds(profile: Profile, say: Any) -> LabModules | None:
                        "built for one ([lab] kernel)")
     release = releases.pop()
     by_value = {}
+    for value, patches in table.items():  # every patch there before anything is built
+        missing = [str(p) for p in patches if not p.is_file()]
+        if missing:
+            raise BadInput(f"[lab] modules {value}: no such patch file {', '.join(missing)} "
+                           "(paths are relative to the profile's folder)")
     for value, patches in table.items():
         spec = modbuild.ModuleSpec(knob.key, release, patches)
         built = modbuild.cached_module(spec)

@@ -240,14 +240,10 @@ def lab_modules(raw: dict[str, Any], knobs: list[Knob], base: Path | None
         if not isinstance(patches, list) or not all(isinstance(p, str) for p in patches):
             raise ProfileError(where, f"got {f.type_name(patches)}; expected a list of patch "
                                "files (relative to the profile's folder), [] for none")
-        paths = []
-        for i, name in enumerate(patches):
-            path = Path(name).expanduser()
-            path = path if path.is_absolute() or base is None else base / path
-            if not path.is_file():
-                raise ProfileError((*where, i), f"{f.show(name)}: no such patch file ({path})")
-            paths.append(path)
-        out[value] = tuple(paths)
+        # resolved against the profile's folder; whether they exist is asked when the lab
+        # builds (a profile saved elsewhere still loads)
+        paths = [Path(name).expanduser() for name in patches]
+        out[value] = tuple(p if p.is_absolute() or base is None else base / p for p in paths)
     return out
 
 

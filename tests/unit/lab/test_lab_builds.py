@@ -6,6 +6,7 @@ after the boot is the package's; a bad [lab] builds is one line naming it."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind, Scope
 from abtui.lab.mapping import LabBuilds, LabFacts, LabModule, LabModules, map_profile
 from abtui.lab.netns import Lab
-from abtui.lab.prepare import lab_kernels_for, profile_builds
+from abtui.lab.prepare import lab_kernels_for, lab_module_builds, profile_builds
 from abtui.lab.profile import LabBuild
 from abtui.profile import load_profile
 from abtui.profile.load import lab_modules
@@ -128,8 +129,6 @@ def test_the_shipped_wireguard_profile_builds_its_modules_for_the_lab_kernel(
      r"lab\.modules: has no build for \"gro\"; expected one for every value of knob wg"),
     ('[lab.modules]\nplain = []\ngro = []\n',
      r"lab\.kernel: missing; \[lab\] modules are built for the VM guests' kernel"),
-    ('kernel = "linux-image-6.1.0-57-amd64"\n[lab.modules]\nplain = ["nope.patch"]\n'
-     'gro = []\n', r"lab\.modules\.plain\[0\]: \"nope\.patch\": no such patch file"),
     ('kernel = "linux-image-6.1.0-57-amd64"\n[lab.modules]\nplain = "x"\ngro = []\n',
      r"lab\.modules\.plain: got a string; expected a list of patch files"),
 ])
@@ -181,3 +180,17 @@ def test_ix_s_enable_aim_with_no_linux_counterpart_is_e1000e_s_throttling(tmp_pa
     assert aim.os_values["linux"] == {"0": "0", "1": "1", "2": "3"}
     line = next(t.line() for t in mapped.translations if t.subject == "knob enable_aim")
     assert "ethtool -C data0 rx-usecs on ix: 0 = 0 (off), 1 = 1 (dynamic)" in line, line
+
+
+def test_a_missing_patch_is_one_line_when_the_lab_builds(tmp_path: Path) -> None:
+    """The profile loads wherever it is saved; the lab, asked to build, names the patch it
+    cannot find (before fetching or compiling anything)."""
+    path = _with_lab(tmp_path, "wireguard-gro-same-hosts",
+                     'kernel = "linux-image-6.1.0-57-amd64"\n[lab.modules]\n'
+                     'plain = ["nope.patch"]\ngro = []\n')
+    profile = load_profile(path)
+    said: list[str] = []
+    with pytest.raises(BadInput, match=rf"\[lab\] modules plain: no such patch file "
+                       rf"{re.escape(str(tmp_path / 'nope.patch'))} \(paths are relative"):
+        lab_module_builds(profile, said.append)
+    assert said == []

@@ -1,7 +1,7 @@
 """Kernel modules built out of tree for the lab's guests (abtui.lab.modbuild): the cache key
 moved by every input that changes the .ko (and by nothing else), Debian's headers packages
 found and re-homed, and the seed's plain-call patch applying, exactly, to Debian's
-linux-source-6.1 in the kernel cache (`make kernels` fetches it; the test says so and skips
+linux-source-6.1 in the kernel cache (`make arm` fetches it; the test says so and skips
 where it is not cached). The real build and its load on a guest are the slow tier's
 (tests/lab/test_wireguard_gro_lab.py)."""
 
@@ -68,7 +68,7 @@ def test_the_flavour_makefile_includes_the_cached_common_tree() -> None:
 def test_the_plain_call_patch_applies_to_the_cached_tree_and_changes_one_call() -> None:
     tree = kbuild.cached_source("linux-source-6.1")
     if tree is None:
-        pytest.skip("linux-source-6.1 is not in the kernel cache (`make kernels` fetches it)")
+        pytest.skip("linux-source-6.1 is not in the kernel cache (`make arm` fetches it)")
     receive = (tree / "drivers" / "net" / "wireguard" / "receive.c").read_text()
     assert receive.count("napi_gro_receive(&peer->napi, skb);") == 1  # what 6.1 ships
     kbuild.check_series(tree, [PLAIN])  # exactly: no fuzz

@@ -47,6 +47,7 @@ from abtui.core.errors import AbtuiError, BadInput
 from abtui.core.events import (
     AnyEvent,
     BuildSwitch,
+    CompetingTraffic,
     Drift,
     EventKind,
     IntervalMeasured,
@@ -251,6 +252,8 @@ class Stretches:
     empty: dict[str, set[int]] = field(default_factory=dict)  # pair -> nothing counted
     # pair -> stretches a setting changed out of band in (a DRIFT read back): left out
     drifted: dict[str, set[int]] = field(default_factory=dict)
+    # pair -> stretches a flagged span of competing traffic overlaps: kept, and flagged
+    competing: dict[str, set[int]] = field(default_factory=dict)
     spans: dict[int, tuple[float, float]] = field(default_factory=dict)  # closed: open, close
     _value_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (pair, i) -> value
     # what a stretch measures: an event's (value a second, seconds) when it counts; the
@@ -282,6 +285,7 @@ class Stretches:
         self.lost = {p: set() for p in self.pairs}
         self.empty = {p: set() for p in self.pairs}
         self.drifted = {p: set() for p in self.pairs}
+        self.competing = {p: set() for p in self.pairs}
 
     def begin(self, index: int, value: str | Mapping[str, str]) -> None:
         """Stretch `index` (holding `value` on every pair, or each pair's value: a
@@ -361,6 +365,17 @@ class Stretches:
                 self.lost[pair].discard(i)
                 self.empty[pair].discard(i)
 
+    def _competing(self, pair: str, span: CompetingTraffic) -> None:
+        """Traffic not ours on the pair's data link over the span: the stretches it overlaps
+        keep their samples (what it costs is the pair's to judge) and are counted as flagged,
+        so that a verdict standing on them says so."""
+        if pair not in self.competing:
+            return
+        hit = {i for i, (a, b) in self.spans.items() if a < span.end and b > span.start}
+        if self.index is not None and self.opened < span.end:
+            hit.add(self.index)
+        self.competing[pair].update(hit)
+
     def _add(self, pair: str, got: tuple[float, float | None]) -> None:
         """A counted reading (a value a second, its seconds) into the stretch in force."""
         self._open.setdefault(pair, Segment()).add(*got)
@@ -380,6 +395,9 @@ class Stretches:
             return
         if isinstance(switch, Drift) and switch.since is not None:
             self._drift(switch, event.t)
+            return
+        if isinstance(switch, CompetingTraffic):  # flagged late (its neighbour span): any
+            self._competing(str(event.pair), switch)  # stretch it overlaps, closed or not
             return
         if self.index is None:
             return
@@ -558,12 +576,17 @@ class Verdicts:
         lost = sum(len(self.stretches.lost[p]) for p in pairs)
         empty = sum(len(self.stretches.empty[p]) for p in pairs)
         drifted = sum(len(self.stretches.drifted[p]) for p in pairs)
+        # flagged, not left out: only those it counted (a sample taken) are what it stands on
+        flagged = sum(len(self.stretches.competing[p] & set(self.stretches.taken[p]))
+                      for p in pairs)
+        counted = sum(len(self.stretches.taken[p]) for p in pairs)
         notes = [*dead, *([f"{lost} stretch{'es' if lost != 1 else ''} left out: a host's "
                            f"link was lost"] if lost else []),
                  *([f"{drifted} stretch{'es' if drifted != 1 else ''} left out: a setting "
                     "was changed out of band (drift)"] if drifted else []),
                  *([f"{empty} stretch{'es' if empty != 1 else ''} left out: no interval "
-                    f"counted in {'them' if empty != 1 else 'it'}"] if empty else [])]
+                    f"counted in {'them' if empty != 1 else 'it'}"] if empty else []),
+                 *([f"⚠ competing traffic in {flagged} of {counted} stretches"] if flagged else [])]
         return f"{pair}: {self.stretches.knob}={value} vs {base}: " \
                f"{got.line(self.blocks(), (value, base))}" + \
                (f" [{'; '.join(notes)}]" if notes else "")

@@ -206,6 +206,7 @@ async def test_drive_ends_at_the_time_limit() -> None:
     assert got == "time limit" and v.stretches.closed <= 4
 
 
+@pytest.mark.sim
 async def test_an_aa_alternation_under_periodic_load_claims_no_more_than_chance() -> None:
     """The live objects (Stretches, Verdicts, drive) on an A/A alternation whose stretches
     lose 30 % on every other stretch (a load at twice the stretch): 200 runs of 12 blocks
@@ -679,6 +680,7 @@ async def _aa_claims(seeds: range, rng: np.random.Generator,
     return claimed
 
 
+@pytest.mark.sim
 async def test_the_lab_aa_rule_passes_drawn_orders_and_fails_strict_abab(
         monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The lab A/A test's rule (three seeds, at most one may claim) in its shape without

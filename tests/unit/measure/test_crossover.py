@@ -211,6 +211,7 @@ def test_crossed_contrasts_are_the_mean_of_the_pairs_and_a_shared_disturbance_ca
     assert np.min(np.abs(got.dead[1][0, 0] - got.dead[0][0, 0])) == 0  # drawn among options
 
 
+@pytest.mark.sim
 def test_the_crossover_rule_s_false_claims_stay_within_alpha_under_a_pair_effect_and_drift(
         ) -> None:
     """A/A on two pairs, Q 30 % slower, a −5 % drift shared in time and 3 % noise: 400

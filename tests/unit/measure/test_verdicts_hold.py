@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
+import pytest
 
 from abtui.core.events import Event, IntervalMeasured, RunEnd
 from abtui.measure.alternate import (
@@ -217,6 +218,7 @@ def test_the_live_delta_is_named_and_said_once() -> None:
 
 # ---- the bench's rule is the live one -------------------------------------------------------
 
+@pytest.mark.sim
 async def test_the_vectorised_rule_decides_as_the_live_objects_do() -> None:
     """seqsim.rule (what the statistics bench measures) against drive/Stretches/Verdicts on
     the very same stretch rates and orders: the same comparisons decided at the same looks,

@@ -21,7 +21,7 @@ SAME_HOSTS = {
     "softirq-crypto-same-hosts": ("kernel", KnobKind.KERNEL, Method.KEXEC,
                                   "kernel=before,after"),
     "wireguard-gro-same-hosts": ("wg", KnobKind.MODULE, Method.INSMOD,
-                                 "wg=baseline,gro-v1,gro-v2"),
+                                 "wg=plain,gro"),
     "ix-enable-aim-same-hosts": ("ix", KnobKind.MODULE, Method.KLD, "ix=stock,D30155"),
 }
 

@@ -149,11 +149,11 @@ test: setup $(SLOW_PREREQS) .test-deps-stamp
 	$(VENV)/bin/pytest -q --durations=40
 
 # The contributors' check: lint, types and the unit tests, as any user, offline once the
-# virtual environment is made (no Debian packages, kernels or labs: those need root). About a
-# minute on two cores as a user without root, 70 s of CPU time (README).
+# virtual environment is made (no Debian packages, kernels or labs: those need root). The
+# simulations and fuzzers (marked sim) are left to `make test`: CPU time measured in the README.
 check: $(VENV)/.installed
 	$(lint-steps)
-	$(VENV)/bin/pytest -q tests/unit
+	$(VENV)/bin/pytest -q -m 'not sim' tests/unit
 
 # The slow tier alone (tests marked `slow`, left out of `make test`: six VM guests, minutes);
 # `ABTUI_SLOW=1 make test` runs it with every other tier.

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.commands.sessions import add_session_out
 from abtui.core import signals
 from abtui.core.errors import BadInput
+from abtui.measure.alternate.design import DESIGNS
 
 if TYPE_CHECKING:
     from abtui.core.model import Knob, Profile
@@ -22,7 +24,6 @@ DEFAULT_THRESHOLD = 5.0
 DEFAULT_MAX_BLOCKS = 10
 DEFAULT_EVERY = 5.0
 METRICS = ("throughput", "rtt")
-DESIGNS = ("blocks", "crossover")  # abtui.measure.alternate.DESIGNS (not imported: numpy)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,8 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the same value at once, each pair judged alone) or `crossover` "
                              "(exactly two pairs: each block the second runs the mirror of "
                              "the first's order, one call on the mean of the two)")
-    parser.add_argument("--out", metavar="FILE",
-                        help="the session file (default: a new session in the sessions folder)")
+    add_session_out(parser)
     parser.add_argument("--resume", metavar="SESSION",
                         help="go on with the bisection this session recorded (the same knob, "
                              "candidates and threshold): its steps' calls are kept, an "
@@ -132,7 +132,7 @@ def plan_of(args: argparse.Namespace, profile: Profile) -> BisectPlan:
     candidates = candidates_of(args, profile)
     _check_values(knob, candidates)
     if args.design == "crossover":
-        from abtui.measure.alternate import check_design
+        from abtui.measure.alternate.design import check_design
 
         judged = [p for p in touched if not args.pair or p in args.pair]
         check_design(args.design, (args.good, args.bad), judged)

@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abtui.commands.sessions import add_session_out
 from abtui.core import signals
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_MAX_RUNS
 
 if TYPE_CHECKING:
     from abtui.core.model import Profile
-    from abtui.measure.alternate import Alternation
+    from abtui.measure.alternate.design import Alternation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no console: progress on stderr, the session written to a file")
     parser.add_argument("--duration", type=float, metavar="S",
                         help="instead of the plan, measure continuously for S seconds")
-    parser.add_argument("--out", metavar="FILE",
-                        help="the session file (default: a new session in the sessions folder, "
-                             "see `abtui sessions`)")
+    add_session_out(parser)
     parser.add_argument("--lab", action="store_true",
                         help="run on the local lab (brought up when it is not): pairs mapped "
                              "onto lab hosts, what the lab lacks translated (each translation "
@@ -165,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _alternation(args: argparse.Namespace, profile: Profile) -> Alternation | None:
     """--alternate and its options, checked."""
-    from abtui.measure.alternate import CROSSOVER, Alternation, check_design, parse_alternate
+    from abtui.measure.alternate.design import CROSSOVER, Alternation, check_design, parse_alternate
 
     if args.seed is not None and not 0 <= args.seed < 2**63:
         raise BadInput(f"--seed {args.seed}: give a whole number from 0 to 2^63 - 1")

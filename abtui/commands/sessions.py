@@ -19,6 +19,13 @@ def add_sessions_dir(parser: argparse.ArgumentParser) -> None:
                              "user data folder's abtui/sessions)")
 
 
+def add_session_out(parser: argparse.ArgumentParser) -> None:
+    """`--out FILE` of the commands that write a session (run, bisect)."""
+    parser.add_argument("--out", metavar="FILE",
+                        help="the session file (default: a new session in the sessions folder, "
+                             "see `abtui sessions`)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sessions_dir(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable list")

@@ -262,6 +262,11 @@ class RunStart(Payload):
     argv: list[str] | None = field(default=None, metadata=OPTIONAL)
 
 
+# an interval's span on the controller's clock is the duration before it arrived, widened by
+# this for delivery (phases and the alternation's stretches err towards leaving it out)
+SLACK_S = 0.05
+
+
 @_payload(EventKind.INTERVAL)
 @_payload_class
 class IntervalMeasured(Payload):

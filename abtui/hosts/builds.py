@@ -316,6 +316,8 @@ class BuildSwitcher:
         if why is not None:
             raise RemoteError(t.host, why)
         shown = [f"{k}={v}" for k, v in sorted(state.params.items())]
+        if build.srcversion:  # what proves which build of the module runs
+            shown.append(f"srcversion {state.srcversion}")
         if build.reports is not None:
             shown.append(f"{build.reports.key} {build.reports.value}")
         return ", ".join(shown) or "loaded"

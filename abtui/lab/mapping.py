@@ -119,6 +119,26 @@ class LabBuilds:
                      timeout=SWITCH_TIMEOUT_S)
 
 
+@dataclass(frozen=True, slots=True)
+class LabModule:
+    """A module build the lab made for one value of a module knob (abtui.lab.modbuild): its
+    file (the guests see this machine's files), srcversion, and the patches it carries."""
+
+    file: str
+    srcversion: str
+    patches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabModules:
+    """The module builds the profile's [lab] modules names, made for the VM guests' kernel
+    `release` from `source` (the source package as unpacked: linux-source-6.1_6.1.192-3)."""
+
+    release: str
+    source: str
+    by_value: dict[str, LabModule]
+
+
 @dataclass(slots=True)
 class LabMapping:
     """The profile as the lab runs it, and the translations that made it."""
@@ -134,8 +154,8 @@ class LabMapping:
 
 
 def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
-                known_hosts: str, facts: LabFacts, builds: LabBuilds | None = None
-                ) -> LabMapping:
+                known_hosts: str, facts: LabFacts, builds: LabBuilds | None = None,
+                modules: LabModules | None = None) -> LabMapping:
     """The profile on lab hosts (pair i on lab pair i), with its knobs and watches translated;
     the build knob whose values `builds` names boots the lab's Debian kernels."""
     need = len(profile.pairs)
@@ -168,11 +188,23 @@ def map_profile(profile: Profile, hosts: Sequence[LabHost], *, ssh_config: str,
                                "section naming a kernel per pair for VM hosts)"))
     devices = {d for p in profile.pairs for d in (p.sender_device, p.receiver_device) if d}
     nics = {p.label: facts.nic_of(i) for i, p in enumerate(profile.pairs)}
-    knobs = [_build_knob(k, builds, out) or _moderation_knob(k, nics, out)
+    knobs = [_module_knob(k, modules, out) or _build_knob(k, builds, out)
+             or _moderation_knob(k, nics, out)
              or _knob(k, facts, out, _of(nics, k.pairs)) for k in profile.knobs]
     watches = [_irq_watch(w, nics, out) or _watch(w, facts, devices, out, _of(nics, w.pairs))
                for w in profile.watches]
     test = profile.test
+    if any(facts.builds) and 0 < test.interval < QUICK_VM_INTERVAL:
+        # an emulated guest on a loaded machine reports intervals seconds late, and the
+        # engine's stall watch gives a stream three intervals: at -i 1 a slow guest's stream
+        # is taken for a dead one (measured: wireguard-gro at load 14)
+        out.append(Translation("iperf3 -i", f"{test.interval:g}", f"{QUICK_VM_INTERVAL:g}",
+                               "VM hosts under emulation report intervals late on a loaded "
+                               "machine; the run's figure is the same bits over its seconds"))
+        test = dataclasses.replace(test, interval=QUICK_VM_INTERVAL)
+        pairs = [dataclasses.replace(p, overrides={
+            k: v for k, v in p.overrides.items()
+            if k != "interval" or float(v) >= QUICK_VM_INTERVAL}) for p in pairs]
     if test.bind:
         out.append(Translation("iperf3 -B", test.bind, "(any)", "not a lab address"))
         test = dataclasses.replace(test, bind=None)
@@ -259,6 +291,30 @@ def _build_knob(k: Knob, builds: LabBuilds | None, out: list[Translation]) -> Kn
     out.append(Translation(f"knob {k.name}", original, f"{how} into {shown}", why))
     return dataclasses.replace(k, kind=KnobKind.KERNEL, key="", os_kinds={}, os_keys={},
                                os_values={}, builds={v: builds.build(v) for v in k.values})
+
+
+def _module_knob(k: Knob, modules: LabModules | None, out: list[Translation]) -> Knob | None:
+    """A module knob the profile's [lab] modules builds: each value's .ko loaded by insmod on
+    the knob's hosts, its srcversion the proof it runs."""
+    if modules is None or k.kind is not KnobKind.MODULE or \
+            not set(k.values) <= set(modules.by_value):
+        return None
+    methods = sorted({str(b.method) for b in k.builds.values()})
+    original = " ".join(w for w in (str(k.kind), k.key, "by", ", ".join(methods)) if w)
+    shown = ", ".join(
+        f"{v} = {k.key}.ko srcversion {m.srcversion}"
+        + (f" (+ {', '.join(m.patches)})" if m.patches else " (no patch)")
+        for v, m in ((v, modules.by_value[v]) for v in k.values))
+    out.append(Translation(
+        f"knob {k.name}", original, f"insmod of {shown}",
+        f"built by the lab out of tree from {modules.source} against Debian's "
+        f"linux-headers-{modules.release}, the VM guests' kernel"))
+    builds = {v: Build(Method.INSMOD, file=modules.by_value[v].file,
+                       srcversion=modules.by_value[v].srcversion,
+                       params=k.builds[v].params if v in k.builds else (),
+                       timeout=SWITCH_TIMEOUT_S)
+              for v in k.values}
+    return dataclasses.replace(k, builds=builds)
 
 
 def _irq_watch(w: Watch, nics: dict[str, str], out: list[Translation]) -> Watch | None:

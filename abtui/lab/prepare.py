@@ -20,6 +20,8 @@ from abtui.lab.mapping import (
     LabBuilds,
     LabFacts,
     LabMapping,
+    LabModule,
+    LabModules,
     Translation,
     map_profile,
     quick,
@@ -53,7 +55,8 @@ def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
                           ssh_config=str(the_lab.ssh_config))
         mapped = map_profile(profile, hosts, ssh_config=str(the_lab.ssh_config),
                              known_hosts=str(the_lab.known_hosts), facts=facts,
-                             builds=lab_switch_builds(profile))
+                             builds=lab_switch_builds(profile),
+                             modules=lab_module_builds(profile, say))
         profile = mapped.profile
         translations = mapped.translations + translations
     mapping = LabMapping(profile, translations)
@@ -88,6 +91,59 @@ def lab_switch_builds(profile: Profile) -> LabBuilds | None:
     made, power = switch_builds(specs)
     of_spec = {b.spec: b for b in made}
     return LabBuilds({v: of_spec[s] for v, s in by_value.items()}, tuple(power))
+
+
+def lab_module_builds(profile: Profile, say: Any) -> LabModules | None:
+    """The module builds the profile's [lab] modules names, made (or found in the kernel
+    cache) for the [lab] kernel's release: `say` tells of each build it makes."""
+    import tomllib
+    from pathlib import Path
+
+    from abtui.core.builds import derived_release
+    from abtui.lab import modbuild
+    from abtui.profile.load import lab_modules
+
+    if not profile.source_text:
+        return None
+    raw = tomllib.loads(profile.source_text)
+    base = Path(profile.source_path).parent if profile.source_path else None
+    table = lab_modules(raw, list(profile.knobs), base) if "lab" in raw else {}
+    if not table:
+        return None
+    knob = next(k for k in profile.knobs if k.kind is KnobKind.MODULE
+                and set(table) <= set(k.values))
+    releases = {derived_release(spec) for spec in profile_kernels(profile).values()}
+    if len(releases) != 1:
+        raise BadInput("[lab] modules: the pairs boot different kernels; the modules are "
+                       "built for one ([lab] kernel)")
+    release = releases.pop()
+    by_value = {}
+    for value, patches in table.items():  # every patch there before anything is built
+        missing = [str(p) for p in patches if not p.is_file()]
+        if missing:
+            raise BadInput(f"[lab] modules {value}: no such patch file {', '.join(missing)} "
+                           "(paths are relative to the profile's folder)")
+    for value, patches in table.items():
+        spec = modbuild.ModuleSpec(knob.key, release, patches)
+        built = modbuild.cached_module(spec)
+        if built is None:
+            say(f"lab: building {knob.key}.ko {value} for {release} (out of tree, about a "
+                "minute; cached after)")
+            built = modbuild.build(spec)
+        by_value[value] = LabModule(str(built.file), built.srcversion,
+                                    tuple(p.name for p in patches))
+    tree = kbuild_source_name(knob.key, release)
+    return LabModules(release, tree, by_value)
+
+
+def kbuild_source_name(module: str, release: str) -> str:
+    """The unpacked source package a module build of `release` came from (its folder's name:
+    linux-source-6.1_6.1.192-3)."""
+    from abtui.lab import kbuild, modbuild
+
+    name = modbuild.ModuleSpec(module, release).source_package()
+    tree = kbuild.cached_source(name)
+    return tree.name if tree is not None else name
 
 
 def profile_kernels(profile: Profile) -> dict[str, str]:

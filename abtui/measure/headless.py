@@ -38,7 +38,8 @@ from abtui.reports.throughput import Segment, counted
 from abtui.sessions.paths import new_session_path
 
 if TYPE_CHECKING:
-    from abtui.measure.alternate import Alternation, Verdicts
+    from abtui.measure.alternate.design import Alternation
+    from abtui.measure.alternate.verdicts import Verdicts
     from abtui.measure.bisect.run import BisectPlan
     from abtui.measure.bisect.search import Bisection
     from abtui.measure.why_book import WhyBook
@@ -303,14 +304,9 @@ async def _alternate(engine: Engine, profile: Profile, alt: Alternation,
     """The alternation: the schedule's first value set, then the next one every `alt.every`
     seconds (or one plan-mode run per stretch) until the rule, the maximum or the time limit
     stops it; the order's seed and the verdicts said, and recorded as marks."""
-    from abtui.measure.alternate import (
-        anew,
-        change_window,
-        drive,
-        ended_lines,
-        order_line,
-        verdicts_for,
-    )
+    from abtui.measure.alternate.design import change_window, order_line
+    from abtui.measure.alternate.drive import anew, drive, ended_lines
+    from abtui.measure.alternate.verdicts import verdicts_for
 
     verdicts = verdicts_for(profile, alt, engine.plan_run_seconds)
     engine.subscribe(verdicts.stretches)
@@ -368,10 +364,11 @@ def _why_book(profile: Profile, verdicts: Verdicts) -> WhyBook | None:
 
 async def _alternate_runs(engine: Engine, alt: Alternation, verdicts: Verdicts,
                           duration: float | None, say: Callable[[str], None]) -> str:
-    """Per run in plan mode: one run per entry of the schedule (alternate.plan_steps); a
+    """Per run in plan mode: one run per entry of the schedule (plan.plan_steps); a
     stretch closes when the plan says the next step begins. Returns why it stopped, as
     alternate.drive does."""
-    from abtui.measure.alternate import plan_steps, prepare_looks
+    from abtui.measure.alternate.drive import prepare_looks
+    from abtui.measure.plan import plan_steps
 
     finished, decided = asyncio.Event(), asyncio.Event()
     order = verdicts.order

@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from abtui.core import events
-from abtui.core.events import AnyEvent, Event
-
-SLACK_S = 0.05
+from abtui.core.events import SLACK_S, AnyEvent, Event
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from abtui.core.dimensions import DEFAULT_DIRECTIONS, DIRECTION, TUNNEL
@@ -84,3 +85,11 @@ def expand(profile: Profile, seed: int | None = None) -> list[PlanStep]:
         rng.shuffle(block)
         items += [(config, rep) for config in block]
     return [PlanStep(i, config, rep) for i, (config, rep) in enumerate(items)]
+
+
+def plan_steps(knob: str, order: Sequence[str], block: int) -> list[PlanStep]:
+    """Per run in plan mode: one run per entry of the schedule (`block` values a block);
+    every stretch after the first is set again, changed or not (`again`: its hosts clear
+    what the last run left; a build knob's boot its build)."""
+    return [PlanStep(i, {knob: value}, i // block + 1, again=i > 0)
+            for i, value in enumerate(order)]

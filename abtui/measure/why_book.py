@@ -32,7 +32,7 @@ def profiled(profile: Profile) -> bool:
 
 
 class VerdictState(Protocol):
-    """What the book is made from (abtui.measure.alternate.Verdicts)."""
+    """What the book is made from (abtui.measure.alternate.verdicts.Verdicts)."""
 
     @property
     def stretches(self) -> Any: ...
@@ -116,7 +116,8 @@ class WhyBook:
         if len(kept) < 2 or kept[1][0] <= kept[0][0]:
             return None
         (t0, first), (t1, last) = kept
-        return {n: (last[n] - first.get(n, 0)) / (t1 - t0) for n in last if n in first}
+        rates = {n: (last[n] - first.get(n, 0)) / (t1 - t0) for n in last if n in first}
+        return rates | why.ratios(rates)
 
     def counter_comparisons(self) -> list[tuple[Key, str, list[why.RateBlock]]]:
         """Per (pair, host) and value: each complete block's stretches' rates."""

@@ -55,6 +55,8 @@ def iperf3_setting(knob: Knob, value: str) -> tuple[str, bool | int | str]:
     if key not in IPERF3_KEYS:
         raise BadInput(f"knob {knob.name}: {key!r} is not an iperf3 option abtui sets "
                        f"(one of {', '.join(IPERF3_KEYS)})")
+    if value.startswith("-"):  # `iperf3 -C VALUE`: a --set or --alternate value too
+        raise BadInput(f"knob {knob.name}: {f.option_problem(value)}")
     ok, expected = IPERF3_KEYS[key]
     if not (value in ok if isinstance(ok, tuple) else ok.fullmatch(value)):
         raise BadInput(f"knob {knob.name}: {value!r} is not a valid {key}; expected {expected}")

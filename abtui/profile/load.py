@@ -160,6 +160,7 @@ def _build(raw: dict[str, Any], base: Path | None, stem: str) -> Profile:
         lab_kernels(raw, labels)
         lab_nics(raw, labels)
         lab_builds(raw, knobs)
+        lab_modules(raw, knobs, base)
     plan = _plan(read_table(sub_table(raw, "plan", ()), PLAN_FIELDS, ("plan",)),
                  [k.name for k in knobs])
     tunnels = _tunnels(head["tunnels"], knobs)
@@ -206,6 +207,46 @@ def lab_builds(raw: dict[str, Any], knobs: list[Knob]) -> dict[str, str]:
     return {value: _lab_spec(spec, (*at, value)) for value, spec in table.items()}
 
 
+def lab_modules(raw: dict[str, Any], knobs: list[Knob], base: Path | None
+                ) -> dict[str, tuple[Path, ...]]:
+    """The [lab] section's `modules`: a module knob's value -> the patches (in order, paths
+    relative to the profile's folder) of the build the lab makes for it, out of tree from the
+    kernel source of the [lab] kernel (`modules = { plain = ["patches/x.patch"], gro = [] }`;
+    abtui.lab.modbuild). Every value of one module knob; the [lab] kernel is the one the
+    modules are built for."""
+    lab = sub_table(raw, "lab", ())
+    table = sub_table(lab, "modules", ("lab",))
+    if not table:
+        return {}
+    at: KeyPath = ("lab", "modules")
+    knob = next((k for k in knobs if k.kind is KnobKind.MODULE and set(table) <= set(k.values)),
+                None)
+    if knob is None:
+        modules = [k.name for k in knobs if k.kind is KnobKind.MODULE]
+        raise ProfileError(at, f"names {', '.join(map(f.show, table))}; expected the values "
+                           "of one module knob" + (f" ({', '.join(modules)})" if modules else
+                                                  " (the profile has none)"))
+    missing = [v for v in knob.values if v not in table]
+    if missing:
+        raise ProfileError(at, f"has no build for {', '.join(map(f.show, missing))}; expected "
+                           f"one for every value of knob {knob.name}")
+    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics", "builds", "modules"))
+    if not head["kernel"] or not derived_release(head["kernel"]):
+        raise ProfileError(("lab", "kernel"), "missing; [lab] modules are built for the VM "
+                           "guests' kernel: expected kernel = \"linux-image-RELEASE\"")
+    out: dict[str, tuple[Path, ...]] = {}
+    for value, patches in table.items():
+        where: KeyPath = (*at, value)
+        if not isinstance(patches, list) or not all(isinstance(p, str) for p in patches):
+            raise ProfileError(where, f"got {f.type_name(patches)}; expected a list of patch "
+                               "files (relative to the profile's folder), [] for none")
+        # resolved against the profile's folder; whether they exist is asked when the lab
+        # builds (a profile saved elsewhere still loads)
+        paths = [Path(name).expanduser() for name in patches]
+        out[value] = tuple(p if p.is_absolute() or base is None else base / p for p in paths)
+    return out
+
+
 def _lab_spec(value: Any, at: KeyPath) -> str:
     """A Debian kernel package the lab boots (`linux-image-RELEASE`)."""
     try:
@@ -229,7 +270,7 @@ def lab_clock(raw: dict[str, Any]) -> str:
     from abtui.core.clock import parse_clock
 
     lab = sub_table(raw, "lab", ())
-    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics", "builds"))
+    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics", "builds", "modules"))
     return parse_clock(head["clock"] or "", "[lab] clock")
 
 
@@ -237,7 +278,7 @@ def _lab_per_pair(raw: dict[str, Any], labels: list[str], key: str,
                   conv: Callable[[Any], str]) -> dict[str, str]:
     """[lab] `key` for every pair and `key`s per label -> pair label -> value."""
     lab = sub_table(raw, "lab", ())
-    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics", "builds"))
+    head = read_table(lab, LAB_FIELDS, ("lab",), extra=("kernels", "nics", "builds", "modules"))
     per_pair = sub_table(lab, f"{key}s", ("lab",))
     out = dict.fromkeys(labels, head[key]) if head[key] else {}
     for label, value in per_pair.items():

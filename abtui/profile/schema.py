@@ -132,8 +132,9 @@ TEST_FIELDS = (
     Field("host_cpu", f.boolean, True),
     Field("profile_hz", f.integer(0, 999), 0),
     Field("extra_args", f.str_list(f.extra_arg, unique=False), ()),
-    Field("iperf3", f.matching(f.PROGRAM_RE, 'a program name or an absolute path on the hosts, '
-                                              'such as "/opt/iperf3/bin/iperf3"'), "iperf3"),
+    Field("iperf3", f.not_option(f.matching(f.PROGRAM_RE, 'a program name or an absolute path '
+                                                          'on the hosts, such as '
+                                                          '"/opt/iperf3/bin/iperf3"')), "iperf3"),
 )
 
 _label = f.matching(f.LABEL_RE, "letters, digits, _ . + - (at most 32, starting with a "
@@ -173,8 +174,8 @@ KNOB_OS_FIELDS = (
 WATCH_FIELDS = (
     Field("name", _name, REQUIRED),
     Field("role", f.one_of(("sender", "receiver")), REQUIRED),
-    Field("sysctl", f.matching(f.SYSCTL_GLOB_RE, "a sysctl name; * matches any characters"),
-          None),
+    Field("sysctl", f.not_option(f.matching(f.SYSCTL_GLOB_RE,  # `sysctl -n KEY`
+                                            "a sysctl name; * matches any characters")), None),
     Field("command", lambda v: f.text(v, 1000), None),
     Field("interval", f.number(0.1, 3600), 1.0),
     Field("pairs", f.str_list(_label), ()),

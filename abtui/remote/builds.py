@@ -234,7 +234,12 @@ class LinuxBuilds(BuildCommands):
         if build.method is Method.MODPROBE:
             out += f"modprobe {m}{_params(build)} || return $?; "
         elif build.method is Method.INSMOD:
-            out += f"insmod {quote(build.file)}{_params(build)} || return $?; "
+            # insmod resolves nothing: the modules the file depends on (`modprobe -r` took
+            # them along with the old build) are loaded first, from the running kernel's own
+            f = quote(build.file)
+            out += (f"d=$(modinfo -F depends {f} 2>/dev/null | tr , ' '); "
+                    f"[ -z \"$d\" ] || modprobe -a $d || return $?; "
+                    f"insmod {f}{_params(build)} || return $?; ")
         else:
             raise BadInput(f"a Linux host does not load a module by {build.method}")
         return out + (self._give_back(iface) if iface is not None else "true")

@@ -8,7 +8,7 @@ reply that was measured, never an interpolation between two), and only from enou
 that it is not simply the slowest one: p90 from 10, p99 from 100, p99.9 from 1000 (`needed`).
 With fewer it is None and the tables print `—`: ping's `-c 10` says nothing of a p99.
 
-Lower is better. The gate judges latency the way the alternation does (measure/alternate.py's
+Lower is better. The gate judges latency the way the alternation does (measure/alternate/'s
 `inverse_rtt`): on 1/RTT, so that a loss is a regression as with throughput (−20 % of 1/RTT is
 the RTT +25 %); the gate's lines say the RTT's own change beside it (gate.rtt_change).
 Measured (tests/bench/latency_gate_sim.py, docs/sequential.md "Latency in the gate"): at 30

@@ -69,7 +69,9 @@ import numpy as np
 
 from abtui.core.model import DEFAULT_MAX_RUNS, DEFAULT_MIN_EFFECT
 from abtui.core.numbers import sig
+from abtui.core.orders import BALANCED
 from abtui.reports import carryover, deaths, stats
+from abtui.reports.stats import pct_of_log as _pct
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -250,9 +252,6 @@ def cumulative(d: Any, floor: Any = 0.0, tss: Any = None) -> tuple[Any, Any, Any
 POOLED_DF = 2
 
 
-# two values: a block is four stretches in one of these six balanced orders (0 the base, 1 the
-# other), each as likely
-BALANCED = ((0, 0, 1, 1), (0, 1, 0, 1), (0, 1, 1, 0), (1, 0, 0, 1), (1, 0, 1, 0), (1, 1, 0, 0))
 # a block's log ratio under each order: the mean ln rate of the 1s less the 0s'
 _BALANCED_WEIGHTS = np.asarray(BALANCED, dtype=float) - 0.5
 # the randomisation check: every pattern of the blocks' arrangements up to this many, else
@@ -332,7 +331,7 @@ def log_rates(rates: Any) -> Any:
 def contrasts(rates: Any, pos: Any) -> Contrasts:
     """Block log ratios and their resolution floor from stretch rates (…, stretches: runs,
     pairs) and the schedule's `pos` (blocks × values × stretches of a value in the block, as
-    abtui.measure.alternate.positions gives; with a leading runs axis when each run has its
+    abtui.measure.alternate.design.positions gives; with a leading runs axis when each run has its
     own order): per compared value (values 1…), the mean ln rate of its stretches in the
     block less the base's (…, compared, blocks), nan where a stretch has no sample; and per
     compared value the floor (…, compared): the mean over blocks of the precision of the two
@@ -512,7 +511,7 @@ class Family:
         each costs about a second of CPU (the boundaries' root finding, scipy.stats' import),
         which the first look paid on the console's event loop (1.7 s on a quiet machine, 5 s
         under load: a frozen screen). A live alternation runs this in a thread while its
-        first block runs (abtui.measure.alternate.prepare_looks); the designs are cached."""
+        first block runs (abtui.measure.alternate.drive.prepare_looks); the designs are cached."""
         from scipy.stats import t  # noqa: F401  (imported once, for half_width)
 
         for rejected in range(self.size):
@@ -669,10 +668,6 @@ class Assessment:
         if self.significant:
             return f"decided at {of}"
         return f"{of}: {blocks - self.n} left out"
-
-
-def _pct(x: float) -> float:
-    return math.expm1(x) * 100 if x < 700 else math.inf
 
 
 def before_looks(ratios: Sequence[float], max_runs: int,

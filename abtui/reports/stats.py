@@ -270,10 +270,10 @@ def _delta(a: list[float], b: list[float], w: LogWelch | str, confidence: float,
     if w.se == 0:
         return Delta(pct, pct, pct)
     low, high = w.bounds(confidence)
-    return Delta(pct, _pct_of_log(low), _pct_of_log(high))
+    return Delta(pct, pct_of_log(low), pct_of_log(high))
 
 
-def _pct_of_log(x: float) -> float:
+def pct_of_log(x: float) -> float:
     """A log ratio in percent; +inf beyond a float's range (the sequential rule's early looks
     draw intervals at tiny levels with few degrees of freedom)."""
     return math.expm1(x) * 100 if x < 700 else math.inf
@@ -418,7 +418,7 @@ def judged_by(base: Sequence[float], other: Sequence[float], w: LogWelch | str
     """The Δ (its figure the procedure's own ratio, `w.log_ratio`) and verdict of another
     procedure on the same values (the gate's trimmed means: abtui.reports.trimmed)."""
     a, b = finite(base), finite(other)
-    pct = _pct_of_log(w.log_ratio) if isinstance(w, LogWelch) else None
+    pct = pct_of_log(w.log_ratio) if isinstance(w, LogWelch) else None
     return _delta(a, b, w, CONFIDENCE, pct), _verdict(a, b, w, 1 - CONFIDENCE, pct)
 
 

@@ -159,6 +159,31 @@ def _within_blocks(blocks: Sequence[Sequence[tuple[bool, float]]]) -> tuple[floa
     return delta, math.sqrt(rss / df / sxx)
 
 
+# Ratios of two counters' rates, per stretch, compared like the rates (not a second: a
+# count per count): what a receive path's batching is. `per.packets_per_net_rx`: packets the
+# stack took (softnet processed) per NET_RX softirq, what one NAPI round hands up;
+# `per.segments_per_ip_packet`: IP segments received (IpExtIn*Pkts count a GRO packet's
+# segments) per IP packet the stack took (IpInReceives counts a GRO packet once): 1.0 where
+# nothing was merged. A tunnel's outer packets count 1 in both.
+RATIOS = {
+    "per.packets_per_net_rx": (("softnet.processed",), ("softirq.NET_RX",)),
+    "per.segments_per_ip_packet": (("nstat.IpExtInNoECTPkts", "nstat.IpExtInECT0Pkts",
+                                    "nstat.IpExtInECT1Pkts", "nstat.IpExtInCEPkts"),
+                                   ("nstat.IpInReceives",)),
+}
+
+
+def ratios(rates: Mapping[str, float]) -> dict[str, float]:
+    """RATIOS of a stretch's rates, where both sides have moved."""
+    out = {}
+    for name, (top, bottom) in RATIOS.items():
+        num = sum(rates.get(n, 0.0) for n in top)
+        den = sum(rates.get(n, 0.0) for n in bottom)
+        if num > 0 and den > 0:
+            out[name] = num / den
+    return out
+
+
 COUNTER_KEYS = ("pair", "host", "value", "base", "counter", "base_rate", "rate", "pct",
                 "low", "high", "moved", "blocks", "machine")
 RateBlock = Sequence[tuple[bool, Mapping[str, float]]]  # a block's stretches: (value?, rates)

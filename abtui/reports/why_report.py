@@ -86,10 +86,15 @@ def _counters(session: Session) -> list[str]:
     out = ["### Counters (a second)", "",
            "Each counter's rate under each value (softnet, softirqs, nstat, kernel threads' CPU "
            "ticks) and its change in % of the base's rate, with the frames' interval; the "
-           "largest movers first.", ""]
+           "receive path's batching first (`per.*`: counts per count, not a second: packets "
+           "per NET_RX softirq, IP segments per IP packet taken), then the largest movers.",
+           ""]
     for key in _comparisons(rows):
-        mine = sorted(_of(rows, key), key=lambda r: (not r.get("moved"),
-                                                      -abs(r.get("pct") or 0)))[:TOP]
+        ranked = sorted(_of(rows, key), key=lambda r: (not r.get("moved"),
+                                                        -abs(r.get("pct") or 0)))
+        # the receive path's batching (abtui.reports.why.RATIOS) always, then the movers
+        ratio = [r for r in ranked if str(r.get("counter")).startswith("per.")]
+        mine = ratio + [r for r in ranked if r not in ratio][:TOP]
         table = [[f"{r.get('base_rate', 0):.4g}", f"{r.get('pct', 0):+.1f}%",
                   _interval(r), f"{r.get('rate', 0):.4g}", str(r.get("counter")),
                   "moved" if r.get("moved") else "—"] for r in mine]

@@ -120,6 +120,9 @@ class SessionWriter:
         self.error: str | None = None
         self.on_error: Callable[[str], None] | None = None
         self.lost = 0  # events not written after a failure
+        # events that came after the session was closed (a sampler's last reading racing a
+        # stop): the file is whole without them, so they are counted, never raised
+        self.late = 0
         self._size = 0  # bytes in the journal up to the end of its last whole record
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +167,8 @@ class SessionWriter:
             self.lost += 1
             return
         if self._fd < 0:
-            raise ValueError(f"session {self.path} is closed")
+            self.late += 1
+            return
         try:
             self._append(event)
         except OSError as exc:

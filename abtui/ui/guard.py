@@ -113,6 +113,8 @@ async def run_console(app: AbtuiApp, *, out: TextIO | None = None, recover_hint:
             app.record.restore_failed
         if failed and recover_hint and not gave_up:
             _say(out, RECOVER)
+        if failed and recover_hint:  # left set on hosts: never exit 0 (ctrl+q's restore may
+            code = code or 1  # end so; a replay's recorded RESTORE is not this console's)
     finally:
         for t in timer:
             t.cancel()

@@ -1,5 +1,5 @@
 """`abtui bisect` simulated (seeded): whole bisections whose every step is the alternation's
-schedule (abtui.measure.alternate.schedule, blocks of four in one of six balanced orders) on
+schedule (abtui.measure.alternate.design.schedule, blocks of four in one of six balanced orders) on
 stretch values under the statistics bench's noise scenarios (tests/bench/seqsim.py: noise,
 drift, AR(1) slowly varying noise, periodic load, stalls), looked at once per complete block
 with the live rule (abtui.reports.sequential.assess at the step's share of α, as Verdicts

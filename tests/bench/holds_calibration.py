@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from abtui.measure.alternate import arrangements, max_blocks
+from abtui.measure.alternate.design import arrangements, max_blocks
 from abtui.reports import sequential as sq
 
 SEED = 49

@@ -85,6 +85,16 @@ BUDGETS: dict[str, str | None] = {
     # the issue's absolute 5 s target, judged in the record itself ("failed" when over): a
     # module reload inside an emulated guest has no same-run peer yet
     "module_switch_s": None,
+    # the lab's two clocks as instruments (tests/bench/bench_icount.py, issue 47): the
+    # instruction-counted lane budgeted, the plain lane recorded beside it
+    "vm_plain_boot_s": None,
+    "vm_plain_within_cv_pct": None,
+    "vm_plain_between_cv_pct": None,
+    "vm_plain_power_10pct_16boots": None,
+    "vm_icount_boot_s": None,
+    "vm_icount_within_cv_pct": "<= 2",
+    "vm_icount_between_cv_pct": "<= 3",
+    "vm_icount_power_10pct_16boots": ">= 0.8",
 }
 
 FAILING = ("FAIL", "error")

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from abtui.measure.alternate import max_blocks
+from abtui.measure.alternate.design import max_blocks
 from tests.bench import seqsim
 from tests.bench.seqsim import Scenario
 

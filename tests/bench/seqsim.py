@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from abtui.measure.alternate import arrangements, max_blocks, positions, schedule
+from abtui.measure.alternate.design import arrangements, max_blocks, positions, schedule
 from abtui.reports import carryover
 from abtui.reports import sequential as sq
 

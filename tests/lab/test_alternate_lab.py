@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from abtui.lab.netns import Lab
-from abtui.measure.alternate import new_seed, schedule
+from abtui.measure.alternate.design import new_seed, schedule
 from abtui.reports import stats
 from abtui.sessions.session import Session
 
@@ -213,7 +213,9 @@ async def test_the_console_alternation_sets_the_knob_back_on_the_hosts(
     import asyncio
 
     from abtui.core.model import DEFAULT_MAX_RUNS
-    from abtui.measure import alternate
+    from abtui.measure.alternate import verdicts
+    from abtui.measure.alternate.design import schedule
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from tests.lab.engine_kit import WMEM, Recorder, lab_profile, make_engine
     from tests.lab.namespaces import ns_exec
 
@@ -230,12 +232,12 @@ async def test_the_console_alternation_sets_the_knob_back_on_the_hosts(
         await engine.start("continuous")
         (before,) = wmem()
         assert before == WMEM[0]  # the lab's own value, the base
-        alt = alternate.console_alternation(profile, "tcp_wmem", {"tcp_wmem": before}, 30.0)
+        alt = console_alternation(profile, "tcp_wmem", {"tcp_wmem": before}, 30.0)
         seed = next(s for s in range(100)
-                    if alternate.schedule(alt.values, DEFAULT_MAX_RUNS, s)[0] != before)
-        monkeypatch.setattr(alternate, "new_seed", lambda: seed)
-        live = alternate.LiveAlternation(engine, alt, 1.0,
-                                         before={p.label: before for p in profile.pairs})
+                    if schedule(alt.values, DEFAULT_MAX_RUNS, s)[0] != before)
+        monkeypatch.setattr(verdicts, "new_seed", lambda: seed)
+        live = LiveAlternation(engine, alt, 1.0,
+                               before={p.label: before for p in profile.pairs})
         await live.start()  # its first stretch holds the other value
         assert wmem() == {WMEM[1]}
         await asyncio.wait_for(live.stop(), 30)

@@ -76,7 +76,9 @@ async def test_a_competing_flow_flags_its_phase_and_only_its_phase(lab: Lab) -> 
     phases = {ph.config.get("tcp_wmem"): ph.index for ph in session.phases_of("A")}
     assert "competing traffic" in flags.of(session, "A", [phases[WMEM[1]]]).words
     before = [ix for value, ix in phases.items() if value != WMEM[1]]
-    assert before and not flags.of(session, "A", before)
+    changed = [(e.t, e.record()) for e in rec.of(EventKind.PHASE, "A")]
+    assert before and not flags.of(session, "A", before), \
+        (f"flow {started:.3f}-{ended:.3f}", session.competing, changed)
     text = report.markdown(session, chart=False)
     assert "## Flagged measurements" in text
     assert "competing traffic:" in text and "not ours on data0" in text

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from abtui.lab.netns import Lab
-from abtui.measure.alternate import mirror, schedule
+from abtui.measure.alternate.design import mirror, schedule
 from abtui.sessions.session import Session
 from tests.lab.test_alternate_lab import BIG, TINY, _profile, _ran
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -39,7 +41,8 @@ DRIFT_ROW = (
     "within seconds; the pair's phase split there, the next named by the host's value; the "
     "end sets the other receiver back and leaves the colleague's value, saying so; after a "
     "SIGKILL `recover` leaves it too (found as drift, or never read back: none of abtui's "
-    "values), one line each, and sets abtui's own back")
+    "values), one line each, and sets abtui's own back; the killed session's journal and "
+    "report keep the drift")
 
 
 def _abtui(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
@@ -160,6 +163,15 @@ def test_sigkill_then_recover_leaves_the_colleagues_value_and_says_so(
     assert "set by someone else" in left and "as it is" in left, left
     assert any(line.startswith(f"ok   {second}: restored {KEY}") for line in lines), said
     assert _rmem(lab) == {first: FOREIGN, second: rmem_kept[second]}
+    # the killed session's journal keeps the drift, and its report says it, after recover
+    (drift,) = _drifts(out)
+    assert (drift.host, drift.payload.key, drift.payload.expected, drift.payload.value) == \
+        (first, KEY, SMALL, FOREIGN)
+    report = _abtui(tmp_path, "export", str(out), "--format", "md")
+    md, _ = report.communicate(timeout=60)
+    assert report.returncode == 0
+    assert f"on {first} changed out of band to '{FOREIGN}' (abtui had set '{SMALL}')" in \
+        " ".join(md.split()), md
 
     # never read back: a value none of those abtui wrote is someone else's too
     out2 = tmp_path / "s2.jsonl"
@@ -189,11 +201,47 @@ def _iperf3_groups(lab: Lab) -> dict[int, tuple[str, str]]:
             if comm == "iperf3" and not state.startswith("Z")}
 
 
+class _Alive:
+    """A thread that reads /proc every 20 ms and keeps, per PID, the last time it saw that
+    process (the one it was when watched: same start time) alive and not a zombie."""
+
+    def __init__(self, pids: Iterable[int]) -> None:
+        self.start = {pid: self._stat(pid)[1] for pid in pids}
+        self.last = {pid: time.time() for pid in self.start}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _stat(pid: int) -> tuple[str, str]:
+        """(state, start time in ticks), or ("", "") for a process gone."""
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return "", ""
+        return fields[0], fields[19]
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            t = time.time()
+            for pid, began in self.start.items():
+                state, start = self._stat(pid)
+                if state and not state.startswith("Z") and start == began:
+                    self.last[pid] = t
+            self._done.wait(0.02)
+
+    def stop(self) -> dict[int, float]:
+        self._done.set()
+        self._thread.join(timeout=5)
+        return self.last
+
+
 @pytest.mark.reliability(
     "22", "controller SIGKILLed mid-run, its iperf3 left sending; the next `abtui run`",
     "each iperf3 client the dead controller's journal recorded is ended by its process group "
     "(verified: its program and start time) before the next session measures, one line each; "
-    "none runs beside it; the next session measures on port 5201, exit 0")
+    "none runs beside it (none alive, read every 20 ms, after the next session's first "
+    "release); the next session measures on port 5201, exit 0")
 def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
         lab: Lab, tmp_path: Path, reliability: Reliability):
     """After a SIGKILL the killed run's iperf3 keeps going on the hosts (a `-t 3600`-like
@@ -214,6 +262,7 @@ def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
     assert orphans, "the killed run's iperf3 ended by itself: nothing to check"
     assert any(" -c " in f" {cmd} " for _host, cmd in orphans.values()), orphans
     out2 = tmp_path / "s2.jsonl"
+    watch = _Alive(orphans)  # when each orphan was last seen alive, read every 20 ms
     nxt = _abtui(tmp_path, "run", str(lab.profile_path), "--headless", "--duration", "4",
                  "--out", str(out2))
     try:
@@ -222,8 +271,12 @@ def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
         _, err = nxt.communicate(timeout=60)
     finally:
         _kill(nxt)
+        last_alive = watch.stop()
     assert nxt.returncode == 0, err
     assert not (alive & set(orphans)), "an orphaned iperf3 ran beside the next session"
+    released = min(e.t for e in load_events(out2) if e.kind is EventKind.RUN_START)
+    late = {pid: round(t - released, 3) for pid, t in last_alive.items() if t >= released}
+    assert not late, f"orphaned iperf3 alive after the next session's first release (s): {late}"
     ended = [line for line in err.splitlines() if "left by a dead abtui" in line]
     senders = {h.alias for h in lab.hosts(2) if h.role == "sender"}
     assert {line.split()[1].rstrip(":") for line in ended
@@ -234,7 +287,9 @@ def test_a_sigkilled_runs_iperf3_is_ended_before_the_next_session_measures(
     starts = [e.payload for e in load_events(out2) if e.kind is EventKind.RUN_START]
     assert starts and all("5201" in " ".join(s.argv or []) for s in starts), starts
     assert stray_pids(lab) == {}
-    reliability.row(orphaned_iperf3=len(orphans), clients_ended=len(senders), port_used=5201)
+    reliability.row(orphaned_iperf3=len(orphans), clients_ended=len(senders), port_used=5201,
+                    last_orphan_ended_before_release_s=round(
+                        released - max(last_alive.values()), 3))
 
 
 def test_an_alternation_whose_knob_someone_else_sets_stops_and_leaves_it(

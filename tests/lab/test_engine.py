@@ -559,7 +559,7 @@ async def test_headless_alternation_lines_name_only_values_measured(lab: Lab, tm
     """`--alternate tcp_wmem` flipping on a continuous run (a setting the run goes on
     through): each run's line names exactly the values its intervals were measured at, each
     with its own figure when there are two."""
-    from abtui.measure.alternate import Alternation
+    from abtui.measure.alternate.design import Alternation
 
     profile = lab_profile(lab)
     out, said = tmp_path / "alt.jsonl", _Lines()

@@ -94,6 +94,7 @@ async def test_an_8_s_management_drop_during_a_flip_and_during_the_restore(
         _mgmt(lab, "up")
         await engine.shutdown()
     assert figures["flip_s"] >= DROP_S - 1  # it was in flight through the drop
+    assert figures["restore_s"] >= DROP_S - 1  # so was the restore: it waited, not gave up
     assert engine.not_restored == []
     assert _wmem(lab) == before
     assert not _journals(engine)

@@ -198,3 +198,95 @@ async def test_a_new_stretch_clears_what_the_ended_connections_left(lab: Lab) ->
         assert not rec.of(EventKind.ERROR), [e.record() for e in rec.of(EventKind.ERROR)]
     finally:
         await engine.shutdown()
+
+
+# 98 s on a quiet machine, 208 s at load 15: the slow tier (CI's default tier has 25 minutes)
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_the_console_flip_and_alternation_find_the_small_buffer_slower(
+        lab: Lab, tmp_path: Path) -> None:
+    """The console itself (the Textual app on the lab's engine) on the profile whose tcp_rmem
+    says nothing of `restart`: its key flips the receivers to 16 KiB and back (r, r) and the
+    phase table shows 16 KiB slower on both pairs; then its alternation of that knob (ctrl+a,
+    2 s stretches) ends with 16 KiB significantly slower on both pairs, where such a console
+    once gave +19.9 % on one pair and −17.1 % on the other. Checked out of band as above."""
+    import io
+
+    from abtui.ui.app import AbtuiApp
+    from abtui.ui.guard import run_console
+    from tests.lab.engine_kit import Recorder, make_engine
+    from tests.lab.namespaces import ns_exec
+    from tests.ui.console_kit import until
+
+    profile = load_profile(_profile(lab, tmp_path))
+    rcv, receiver_of = _receivers(lab)
+
+    def rmem() -> dict[str, str]:
+        return {a: " ".join(ns_exec(lab, a, "sysctl", "-n", "net.ipv4.tcp_rmem").split())
+                for a in rcv}
+
+    before = rmem()  # the hosts' own value, set back by ctrl+q
+    rec = Recorder()
+    engine = make_engine(profile, rec)
+    app = AbtuiApp(engine, title="lab restart")
+    panel: list[str] = []
+    rows: dict[str, dict[str, float]] = {}
+    failed: list[str] = []
+
+    def counted_since(t: float) -> bool:  # each pair: 4 intervals counted since `t`
+        return all(sum(1 for e in rec.of(EventKind.INTERVAL, x) if e.t > t
+                       and not e.payload.straddles and not e.payload.omitted) >= 4
+                   for x in ("A", "B"))
+
+    async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
+        try:
+            await until(pilot, lambda: counted_since(0.0), 60)
+            for value in (TINY, BIG):  # the knob's key, by hand, to 16 KiB then 6 MiB
+                for _ in range(3):  # the key steps through the values from the one in force
+                    held = app.state.pairs["A"].config.get("tcp_rmem")
+                    if held == value:
+                        break
+                    flipped = time.time()
+                    await pilot.press("r")
+                    await until(pilot, lambda h=held: all(app.state.pairs[x].config.get(
+                        "tcp_rmem") not in (None, h) for x in ("A", "B")), 30)
+                assert held == value or app.state.pairs["A"].config.get("tcp_rmem") == value
+                assert set(rmem().values()) == {value}, rmem()  # the hosts, read apart
+                await until(pilot, lambda t=flipped: counted_since(t), 60)
+            for row in app.state.phases.values():
+                if row.config.get("tcp_rmem"):
+                    rows[row.config["tcp_rmem"]] = {x: r.mean for x, r in row.per_pair.items()}
+            app.alternation.every = 2.0
+            await pilot.press("ctrl+a")  # the knob flipped last, its value now the base
+            await until(pilot, lambda: app.alternation.live is not None
+                        and app.alternation.live.why is not None, 200)
+            panel.append(str(app.query_one("#verdicts").render()))
+        except AssertionError as exc:  # the console still quits, and sets the hosts back
+            failed.append(f"{exc}; panel: {app.query_one('#verdicts').render()}")
+        await pilot.press("ctrl+q")
+
+    watchers = Watchers(rcv, tmp_path).start()
+    try:
+        code = await run_console(app, out=io.StringIO(), headless=True, size=(160, 48),
+                                 auto_pilot=drive)
+    finally:
+        seen = watchers.stop()
+    assert not failed, failed
+    assert code == 0
+    assert rmem() == before  # ctrl+q set the receivers back
+    for pair in ("A", "B"):  # the console's phase table: the hand flips
+        assert rows[TINY][pair] < 0.5 * rows[BIG][pair], rows
+    text = " ".join(panel[0].split())
+    assert "ended: verdict" in text, panel[0]
+    for pair in ("A", "B"):  # the alternation: 16 KiB against the base, 6 MiB
+        assert re.search(rf"{pair}: tcp_rmem={TINY} vs {BIG}: Δgeo -\d+\.\d% \[[^\]]*\] "
+                         r"significant", text), panel[0]
+    journal = [{"kind": str(e.kind), "t": e.t, "pair": e.pair, "data": e.record()}
+               for e in rec.events]
+    got = ran_under(journal, "tcp_rmem", seen, receiver_of)
+    assert not got.wrong, got.wrong
+    assert got.runs >= 8 and got.unclear <= got.runs // 4, (got.runs, got.unclear)
+    small, large = statistics.median(got.values[TINY]), statistics.median(got.values[BIG])
+    assert small < 0.5 * large and max(got.values[TINY]) < 0.7 * large, (got.values, large)
+    print(f"\nphase table {rows}; {got.runs} runs checked out of band ({got.unclear} "
+          f"unclear)\n{panel[0]}")

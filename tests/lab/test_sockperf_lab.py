@@ -161,7 +161,7 @@ async def test_an_alternation_judges_sockperf_s_p50(lab: Lab, tmp_path: Path) ->
     stretch, each stretch's sample the p50 of its sockperf round trips (as 1/RTT), so the
     block it completes has a Δ; the verdicts say what they judged, in the session too."""
     from abtui.hosts.undo import UndoJournal
-    from abtui.measure.alternate import Alternation
+    from abtui.measure.alternate.design import Alternation
     from abtui.measure.headless import run_headless
     from abtui.sessions.reader import iter_events
 

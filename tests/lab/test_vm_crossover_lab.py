@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from abtui.lab.netns import Lab
-from abtui.measure.alternate import mirror, schedule
+from abtui.measure.alternate.design import mirror, schedule
 from tests.lab.test_vm_switch_lab import KERNELS, Uname, _abtui, _releases, _ssh, _warm, booted
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(3600)]

@@ -141,12 +141,13 @@ async def test_ctrl_a_after_p_alternates_the_plan_s_knob_and_stopping_sets_it_ba
     again stops it and sets tso back to the value it had before the alternation began (not
     the value it held when stopped); the log says so."""
     from abtui.core.model import DEFAULT_MAX_RUNS
-    from abtui.measure import alternate
+    from abtui.measure.alternate import verdicts
+    from abtui.measure.alternate.design import schedule
 
     # an order whose first stretch holds the other value: the stop has something to undo
     seed = next(s for s in range(100)
-                if alternate.schedule(("off", "on"), DEFAULT_MAX_RUNS, s)[0] == "on")
-    monkeypatch.setattr(alternate, "new_seed", lambda: seed)
+                if schedule(("off", "on"), DEFAULT_MAX_RUNS, s)[0] == "on")
+    monkeypatch.setattr(verdicts, "new_seed", lambda: seed)
     ctl = ReplayController(synthetic_profile(1), speed=400)
     app = AbtuiApp(ctl, title="abtui — test")
     async with app.run_test(size=(140, 45)) as pilot:

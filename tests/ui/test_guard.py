@@ -5,15 +5,19 @@ tests/lab/test_console_lab.py."""
 from __future__ import annotations
 
 import io
+import math
 import os
 import signal
 
 import pytest
 
-from abtui.core.events import EventKind
+from abtui.core import events
+from abtui.core.events import Event, EventKind
+from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.guard import RECOVER, run_console
-from tests.ui.console_kit import make_app, until
+from tests.reliability import Reliability
+from tests.ui.console_kit import SpyController, make_app, until
 
 pytestmark = pytest.mark.ui
 
@@ -143,3 +147,42 @@ def test_a_console_whose_event_loop_is_stuck_still_ends_on_sigterm() -> None:
     assert time.monotonic() - began < 40
     spool = Path(out.stderr.split("spool ", 1)[1].split("\n", 1)[0])
     assert not spool.parent.exists()  # the console's spool went with it
+
+
+class _LeavesOne(SpyController):
+    """A controller whose shutdown reports one host it could not set back (a RESTORE event
+    that is not ok), as the engine does when a host stays away through its restore."""
+
+    async def shutdown(self, reason: str = "shutdown") -> None:
+        self._emit(Event.of(events.Restore(knob="tcp_wmem", value="4096 16384 4194304",
+                                           ok=False, message="a-snd: link lost"),
+                            self._vt, host="a-snd"))
+        await super().shutdown(reason)
+
+
+@pytest.mark.reliability(
+    "46c", "an end that leaves something set on the hosts: a refused `--set` of headless `run`, "
+    "ctrl+q of the console whose restore left a host",
+    "the `abtui recover` line said and a non-zero exit (the console said the line and exited "
+    "0; the refused `--set` said nothing)")
+@pytest.mark.parametrize("on_hosts", [True, False], ids=["hosts", "replay"])
+async def test_ctrl_q_that_left_a_host_set_says_recover_and_exits_non_zero(
+        on_hosts: bool, reliability: Reliability) -> None:
+    """ctrl+q whose restore ended but left something set: the recover line, and exit 1 (it
+    said the line and exited 0). A replay (no hosts: its RESTORE events are a recording's)
+    says nothing and exits 0."""
+    profile = synthetic_profile(2)
+    ctl = _LeavesOne(profile, synthetic_events(profile, intervals=4, seed=7), speed=math.inf)
+    app = AbtuiApp(ctl, title="abtui — test — REPLAY")
+    out = io.StringIO()
+
+    async def drive(pilot) -> None:  # type: ignore[no-untyped-def]
+        await until(pilot, lambda: app.state.intervals_seen >= 4)
+        await pilot.press("ctrl+q")
+
+    code = await run_console(app, out=out, headless=True, size=(100, 30), auto_pilot=drive,
+                             recover_hint=on_hosts)
+    assert app.exit_flow.restore_outcome == "done" and app.record.restore_failed
+    assert out.getvalue() == (f"abtui: {RECOVER}\n" if on_hosts else "")
+    assert code == (1 if on_hosts else 0)
+    reliability.row(console_exit=code)

@@ -62,7 +62,9 @@ EARLIER = """# Reliability
 def _run(tmp: Path, *args: str, ask: str = "1") -> dict[str, str]:
     (tmp / "conftest.py").write_text(CONFTEST)
     (tmp / "test_scenarios.py").write_text(SCENARIOS)
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+    # without hypothesis's plugin: its import is half of each inner run's CPU time
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "-p", "no:hypothesispytest", *args],
                    cwd=tmp, capture_output=True, text=True, timeout=120,
                    env={**os.environ, "PYTHONPATH": str(ROOT), ASK: ask})
     rows = {}
@@ -85,7 +87,8 @@ def test_each_row_is_this_runs_outcome(tmp_path: Path) -> None:
         "6": "**fail**: OSError: no lab (in setup)",
     }
     text = (tmp_path / "reliability.md").read_text()
-    assert "2026-01-01" not in text and "\n`pytest -q -p no:cacheprovider`\n" in text, text
+    command = "`pytest -q -p no:cacheprovider -p no:hypothesispytest`"
+    assert "2026-01-01" not in text and f"\n{command}\n" in text, text
 
 
 def test_a_run_that_stops_early_or_selects_one_says_so(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Callable
 
 from abtui.core.model import Profile
-from abtui.measure.alternate import STOP_WAIT_S
+from abtui.measure.alternate.design import STOP_WAIT_S
 from abtui.measure.bisect.run import BisectHost, BisectPlan, run_steps
 from abtui.measure.bisect.search import Bisection
 

@@ -18,15 +18,9 @@ from typing import Any, Protocol
 
 from abtui.core.events import AnyEvent, BisectLook, BuildSwitch, EventKind, Payload
 from abtui.core.model import Profile
-from abtui.measure.alternate import (
-    Alternation,
-    Verdicts,
-    anew,
-    change_window,
-    drive,
-    order_line,
-    verdicts_for,
-)
+from abtui.measure.alternate.design import Alternation, change_window, order_line
+from abtui.measure.alternate.drive import anew, drive
+from abtui.measure.alternate.verdicts import Verdicts, verdicts_for
 from abtui.measure.bisect.search import UNDECIDED, Bisection, Step, bounded, call, worst
 from abtui.reports.sequential import FIRST_LOOK, Assessment
 
@@ -64,7 +58,7 @@ class BisectPlan:
     # an earlier run's step rows (its session's marks), replayed first; and that session
     resumed: tuple[dict[str, Any], ...] = ()
     resumed_from: str = ""
-    design: str = "blocks"  # abtui.measure.alternate.DESIGNS: a crossover over two pairs
+    design: str = "blocks"  # abtui.measure.alternate.design.DESIGNS: a crossover over two pairs
 
     def record(self) -> dict[str, Any]:
         """What the session's first bisect mark keeps: what a resume must match."""

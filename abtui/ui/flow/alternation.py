@@ -1,5 +1,5 @@
 """The console's live verdict: an auto-alternation's verdicts (Δ, interval, verdict,
-stretches still needed), fed by abtui.measure.alternate.LiveAlternation, shown in the
+stretches still needed), fed by abtui.measure.alternate.live.LiveAlternation, shown in the
 verdict panel (abtui.ui.render.verdict_panel). The rule, the flips and the lines are the
 domain's; this only starts, stops and shows them."""
 
@@ -20,7 +20,7 @@ from abtui.ui.model.state import ConsoleState
 from abtui.ui.render.verdict_panel import VerdictPanel
 
 if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation starts
-    from abtui.measure.alternate import LiveAlternation
+    from abtui.measure.alternate.live import LiveAlternation
     from abtui.measure.why_book import WhyBook
 
 NO_PROFILE = ("why: no profile is taken; set [test] profile_hz in the profile (or start "
@@ -66,7 +66,7 @@ class ConsoleAlternation:
         self.app.run_worker(self._toggle(), group="alternate", exit_on_error=False)
 
     async def _toggle(self) -> None:
-        from abtui.measure.alternate import LiveAlternation, console_alternation
+        from abtui.measure.alternate.live import LiveAlternation, console_alternation
 
         app = self.app
         live = self.live
@@ -128,7 +128,7 @@ class ConsoleAlternation:
 
     def next_min_effect(self) -> None:
         """The smallest effect worth resolving, next choice (0.5, 1, 2, 5, 10 %)."""
-        from abtui.measure.alternate import next_min_effect
+        from abtui.measure.alternate.live import next_min_effect
 
         self.min_effect = next_min_effect(self.min_effect)
         if self.live is not None:

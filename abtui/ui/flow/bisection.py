@@ -95,7 +95,7 @@ class ConsoleBisection:
 
     async def end(self) -> None:
         """Leaving: no step goes on after this returns (a value being set finishes first,
-        within abtui.measure.alternate.STOP_WAIT_S); the hosts are set back after it."""
+        within abtui.measure.alternate.design.STOP_WAIT_S); the hosts are set back after it."""
         if self.live is not None and self.live.running:
             await self.live.stop()
             self.show()

@@ -23,6 +23,7 @@ from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.remote.dialect import Setting
 from abtui.remote.link import CommandResult
 from abtui.remote.linux import Linux
+from tests.reliability import Reliability
 
 ITR = Knob(name="itr", kind=KnobKind.MODULE, key="e1000e", values=("3", "10000"), builds={
     v: Build(Method.MODPROBE, params=(("InterruptThrottleRate", v),),
@@ -226,7 +227,13 @@ async def test_a_command_build_whose_host_has_not_come_back_keeps_its_journal_en
     assert ok and read_journal(journal.path).empty
 
 
-async def test_builds_the_host_cannot_tell_apart_are_said_so_not_none_of_its_values() -> None:
+@pytest.mark.reliability(
+    "46e", "two e1000e module builds differing only in InterruptThrottleRate (the module does "
+    "not show it)",
+    "the host's build read as `'3' or '10000' (its builds that cannot be told apart)`, not "
+    "\"none of its values\"; a switch refused before anything changes")
+async def test_builds_the_host_cannot_tell_apart_are_said_so_not_none_of_its_values(
+        reliability: Reliability) -> None:
     """e1000e does not show its InterruptThrottleRate: two builds that differ only there (no
     `reports`) both match what the host shows. The host runs one of them, said so, and a
     switch is refused before anything changes (abtui could not come back to the right one)."""
@@ -240,3 +247,4 @@ async def test_builds_the_host_cannot_tell_apart_are_said_so_not_none_of_its_val
     with pytest.raises(KnobRefused, match=re.escape(f"runs {now}: give each build something")):
         await sw.switch(alike, "10000", _where(snd))
     assert not sw.originals and snd.itr == "3"
+    reliability.row(read=f"`{now}`", changed_on_refusal=0)

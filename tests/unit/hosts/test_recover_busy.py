@@ -14,6 +14,7 @@ from abtui.core.errors import LeaseHeld
 from abtui.hosts import restore
 from abtui.hosts.undo import read_journal
 from abtui.remote.link import HostLink
+from tests.reliability import Reliability
 
 HOLDER = "abtui of ann@box, PID 4711, since 02:10"
 
@@ -27,9 +28,14 @@ def _journal(path: Path) -> Path:
     return path
 
 
+@pytest.mark.reliability(
+    "46g", "`abtui recover` on a host only busy with another live abtui (its lease held)",
+    "one line saying it is busy and to run recover again once that run has ended, never "
+    "`--forget`; `--forget-unreachable` keeps its entries; exit 1")
 @pytest.mark.parametrize("forget_unreachable", [False, True])
 def test_a_busy_host_is_not_offered_forget(tmp_path: Path, monkeypatch,
-                                            forget_unreachable: bool) -> None:
+                                            forget_unreachable: bool,
+                                            reliability: Reliability) -> None:
     async def held(self: HostLink) -> None:
         raise LeaseHeld(self.alias, HOLDER)
 
@@ -44,3 +50,4 @@ def test_a_busy_host_is_not_offered_forget(tmp_path: Path, monkeypatch,
     assert not done and line.startswith(f"busy: busy: driven by {HOLDER}; 1 setting left")
     assert "--forget" not in line and "run `abtui recover` again once" in line
     assert read_journal(journal).originals  # kept, whole
+    reliability.row(entries_kept=len(read_journal(journal).originals), line=f"`{line}`")

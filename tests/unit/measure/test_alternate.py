@@ -14,17 +14,17 @@ import pytest
 from abtui.commands.run import _alternation, add_arguments
 from abtui.core.errors import BadInput
 from abtui.core.events import Event, EventKind, IntervalMeasured, Link
-from abtui.measure.alternate import (
+from abtui.measure.alternate.design import (
     Alternation,
-    Stretches,
-    Verdicts,
-    drive,
     max_blocks,
     parse_alternate,
-    plan_steps,
     positions,
     schedule,
 )
+from abtui.measure.alternate.drive import drive
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import Verdicts
+from abtui.measure.plan import plan_steps
 from abtui.profile import parse_profile
 from abtui.reports.sequential import Family
 
@@ -206,6 +206,7 @@ async def test_drive_ends_at_the_time_limit() -> None:
     assert got == "time limit" and v.stretches.closed <= 4
 
 
+@pytest.mark.sim
 async def test_an_aa_alternation_under_periodic_load_claims_no_more_than_chance() -> None:
     """The live objects (Stretches, Verdicts, drive) on an A/A alternation whose stretches
     lose 30 % on every other stretch (a load at twice the stretch): 200 runs of 12 blocks
@@ -264,11 +265,7 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
     tcp_wmem halves it): the verdict comes and the alternation ends by itself."""
     import asyncio
 
-    from abtui.measure.alternate import (
-        LiveAlternation,
-        console_alternation,
-        next_min_effect,
-    )
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation, next_min_effect
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
@@ -311,7 +308,7 @@ async def test_the_console_alternation_on_a_synthetic_stream() -> None:
 async def test_the_console_alternation_stops_by_key() -> None:
     import asyncio
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
@@ -343,7 +340,7 @@ async def test_an_ended_alternation_says_so_before_its_knob_is_set_back() -> Non
     under load saw "running" for 30 s after ctrl+a again)."""
     import asyncio
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
@@ -387,7 +384,7 @@ async def test_stopping_the_console_alternation_lets_a_flip_under_way_finish() -
     nowhere, the knob keys cycling from a stale value)."""
     import asyncio
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
@@ -425,7 +422,7 @@ async def _started_on_a_held_flip(gate):  # type: ignore[no-untyped-def]
     start's task)."""
     import asyncio
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
@@ -473,12 +470,12 @@ async def test_a_stop_waits_a_bounded_time_for_a_flip_that_does_not_complete(
     knob goes back). Unbounded, the key waited on the flip unseen: "running" for 30 s."""
     import asyncio
 
-    import abtui.measure.alternate as alternate
-    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.alternate import live
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
-    monkeypatch.setattr(alternate, "STOP_WAIT_S", 0.2, raising=False)
+    monkeypatch.setattr(live, "STOP_WAIT_S", 0.2)
     gate = asyncio.Event()
 
     class HungFlip(ReplayController):
@@ -550,7 +547,7 @@ async def test_the_panel_is_told_at_every_boundary_of_the_schedule() -> None:
     30 s read as an alternation that had stalled."""
     import asyncio
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
@@ -635,7 +632,7 @@ async def test_the_console_alternation_sets_back_each_pair_s_own_value() -> None
     whichever value the alternation held last."""
     import asyncio
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 
@@ -658,7 +655,7 @@ async def _aa_claims(seeds: range, rng: np.random.Generator,
     drive): 2 pairs, 10 blocks at most, until a verdict; the throughput 25 % lower on every
     other stretch (a load at exactly twice the stretch, its phase drawn), 3 % noise per pair.
     The seeds whose run claimed a difference."""
-    from abtui.measure.alternate import verdicts_for
+    from abtui.measure.alternate.verdicts import verdicts_for
 
     profile = parse_profile(PROFILE.replace('pairs = ["A"]', 'pairs = ["A", "B"]'), "t.toml")
     claimed = []
@@ -679,6 +676,7 @@ async def _aa_claims(seeds: range, rng: np.random.Generator,
     return claimed
 
 
+@pytest.mark.sim
 async def test_the_lab_aa_rule_passes_drawn_orders_and_fails_strict_abab(
         monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The lab A/A test's rule (three seeds, at most one may claim) in its shape without
@@ -686,12 +684,12 @@ async def test_the_lab_aa_rule_passes_drawn_orders_and_fails_strict_abab(
     ABAB (the old schedule, patched in) claimed every time; now that a claim needs the effect
     adjusted for a first-order carryover (issue 45), and in strict ABAB the stretch before is
     always the other value, the two cannot be told apart: it claims nothing and says so."""
-    from abtui.measure import alternate
+    from abtui.measure.alternate import verdicts
 
     rng = np.random.default_rng(11)
     drawn = await _aa_claims(range(100, 130), rng)
     assert len(drawn) <= 4, drawn  # 30 runs; at α 0.05 about 1.5
-    monkeypatch.setattr(alternate, "schedule",
+    monkeypatch.setattr(verdicts, "schedule",
                         lambda values, blocks, _seed: tuple(values) * (2 * blocks))
     said: list[str] = []
     strict = await _aa_claims(range(3), rng, said)
@@ -739,7 +737,7 @@ async def test_every_boundary_sets_up_a_new_stretch_changed_or_kept() -> None:
     booted), every boundary calls it, the value changed or kept, and `set_values` is never
     called alone; without it, only a change is set. The plan mode's steps ask the same of
     every stretch after the first, for any knob."""
-    from abtui.measure.alternate import plan_steps
+    from abtui.measure.plan import plan_steps
 
     v = _verdicts((1e9, 1e9), lambda _i: 1.0, 4)
     switched: list[str] = []
@@ -768,7 +766,8 @@ async def test_the_console_alternation_asks_a_new_stretch_at_every_boundary() ->
     import asyncio
     import dataclasses
 
-    from abtui.measure.alternate import LiveAlternation, console_alternation, schedule
+    from abtui.measure.alternate.design import schedule
+    from abtui.measure.alternate.live import LiveAlternation, console_alternation
     from abtui.measure.replay.controller import ReplayController
     from abtui.measure.replay.synthetic import synthetic_profile
 

@@ -6,7 +6,10 @@ reader puts what was measured in that time in no phase (abtui.sessions.session).
 from __future__ import annotations
 
 from abtui.core.events import Drift, Event, IntervalMeasured
-from abtui.measure.alternate import Alternation, Stretches, Verdicts, drive, schedule
+from abtui.measure.alternate.design import Alternation, schedule
+from abtui.measure.alternate.drive import drive
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import Verdicts
 from abtui.reports.sequential import Family
 from abtui.sessions.records import NO_PHASE
 from abtui.sessions.session import Session

@@ -10,7 +10,9 @@ import pytest
 from abtui.commands.run import _alternation, add_arguments
 from abtui.core.errors import BadInput
 from abtui.core.events import Event, Ping, RequestResponse
-from abtui.measure.alternate import Alternation, Stretches, verdicts_for
+from abtui.measure.alternate.design import Alternation
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import verdicts_for
 from abtui.measure.latency_stretch import (
     inverse_percentile,
     measure,

@@ -15,19 +15,18 @@ import pytest
 
 from abtui.core.errors import BadInput, KnobRefused
 from abtui.core.model import Knob, KnobKind, Pair, Profile
-from abtui.measure.alternate import (
+from abtui.measure.alternate.design import (
     Alternation,
-    Stretches,
-    Verdicts,
     check_design,
-    drive,
     mirror,
     order_line,
     pair_orders,
     positions,
     schedule,
-    verdicts_for,
 )
+from abtui.measure.alternate.drive import drive
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import Verdicts, verdicts_for
 from abtui.measure.boots import boot_spread
 from abtui.reports import sequential as sq
 from tests.unit.measure.engine.test_engine_parts import FakeKnobs
@@ -211,6 +210,7 @@ def test_crossed_contrasts_are_the_mean_of_the_pairs_and_a_shared_disturbance_ca
     assert np.min(np.abs(got.dead[1][0, 0] - got.dead[0][0, 0])) == 0  # drawn among options
 
 
+@pytest.mark.sim
 def test_the_crossover_rule_s_false_claims_stay_within_alpha_under_a_pair_effect_and_drift(
         ) -> None:
     """A/A on two pairs, Q 30 % slower, a −5 % drift shared in time and 3 % noise: 400

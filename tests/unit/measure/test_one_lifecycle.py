@@ -21,6 +21,7 @@ from abtui.core.events import AnyEvent
 from abtui.core.model import Profile
 from abtui.measure.session import ControllerSession
 from abtui.profile import load_profile
+from tests.reliability import Reliability
 from tests.unit.commands.test_tui_command import lab_profile_text
 
 
@@ -149,8 +150,13 @@ class Lines:
         pass
 
 
+@pytest.mark.reliability(
+    "46c", "an end that leaves something set on the hosts: a refused `--set` of headless `run`, "
+    "ctrl+q of the console whose restore left a host",
+    "the `abtui recover` line said and a non-zero exit (the console said the line and exited "
+    "0; the refused `--set` said nothing)")
 def test_a_refused_set_that_leaves_something_set_says_the_recover_line_and_fails(
-        tmp_path, journals) -> None:  # type: ignore[no-untyped-def]
+        tmp_path, journals, reliability: Reliability) -> None:  # type: ignore[no-untyped-def]
     """Any end that leaves something on the hosts says `abtui recover` and exits non-zero,
     the refused --set's way out included (it returned before the check and said nothing)."""
     Engine.fail, Engine.left = "set", ["h1: tcp_rmem left at '4096 8192 16384'"]
@@ -160,6 +166,7 @@ def test_a_refused_set_that_leaves_something_set_says_the_recover_line_and_fails
     assert code != 0
     assert "refused, not started" in lines.text
     assert lines.text.rstrip().endswith("run `abtui recover` to finish"), lines.text
+    reliability.row(headless_exit=code)
 
 
 @pytest.mark.parametrize("left", [[], ["h1: tcp_rmem left"]])

@@ -10,16 +10,13 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
+import pytest
 
 from abtui.core.events import Event, IntervalMeasured, RunEnd
-from abtui.measure.alternate import (
-    Alternation,
-    Stretches,
-    Verdicts,
-    drive,
-    max_blocks,
-    schedule,
-)
+from abtui.measure.alternate.design import Alternation, max_blocks, schedule
+from abtui.measure.alternate.drive import drive
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import Verdicts
 from abtui.reports import sequential as sq
 from tests.bench import seqsim as ss
 
@@ -163,7 +160,7 @@ def test_equal_at_printed_precision_is_not_significant() -> None:
     the interval is at least as wide as what the figures allow (0.1 %: 9.41 may be 9.405 to
     9.415). A zero spread with no floor never claims."""
     order = schedule(VALUES, 10, 4)
-    from abtui.measure.alternate import positions
+    from abtui.measure.alternate.design import positions
 
     pos = positions(order, VALUES)
     rates = [9.41e9 if x == BIG else 9.42e9 for x in order]
@@ -217,6 +214,7 @@ def test_the_live_delta_is_named_and_said_once() -> None:
 
 # ---- the bench's rule is the live one -------------------------------------------------------
 
+@pytest.mark.sim
 async def test_the_vectorised_rule_decides_as_the_live_objects_do() -> None:
     """seqsim.rule (what the statistics bench measures) against drive/Stretches/Verdicts on
     the very same stretch rates and orders: the same comparisons decided at the same looks,
@@ -250,7 +248,7 @@ def test_a_live_alternation_makes_its_designs_off_the_event_loop() -> None:
     import asyncio
     import threading
 
-    from abtui.measure.alternate import prepare_looks
+    from abtui.measure.alternate.drive import prepare_looks
     from abtui.reports import sequential
 
     threads: list[int] = []

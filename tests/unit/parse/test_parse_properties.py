@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,9 @@ from abtui.parse.iperf3.json import Iperf3JsonParser
 from abtui.parse.iperf3.text import Iperf3TextParser
 from abtui.parse.ping import PingParser
 from tests.fixtures import FIXTURES
+
+# a fuzzer or a simulation: seconds of CPU, run by `make test`, not by `make check`
+pytestmark = pytest.mark.sim
 
 SAMPLES = sorted(p.read_text() for p in FIXTURES.rglob("*.txt")) + sorted(
     p.read_text() for p in FIXTURES.rglob("*.jsonl"))

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,9 @@ from abtui.core.model import Profile
 from abtui.profile import load_profile, parse_profile
 from abtui.profile.fields import has_control
 from tests.unit.sandbox import nothing_runs
+
+# a fuzzer or a simulation: seconds of CPU, run by `make test`, not by `make check`
+pytestmark = pytest.mark.sim
 
 EXAMPLE = (Path(__file__).resolve().parents[3] / "profiles" / "example.toml").read_text()
 BASE = tomllib.loads(EXAMPLE)

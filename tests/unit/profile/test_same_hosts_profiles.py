@@ -11,7 +11,8 @@ import pytest
 
 from abtui.core.builds import Method
 from abtui.core.model import KnobKind, Scope
-from abtui.measure.alternate import Alternation, parse_alternate, verdicts_for
+from abtui.measure.alternate.design import Alternation, parse_alternate
+from abtui.measure.alternate.verdicts import verdicts_for
 from abtui.profile import check_profile, load_profile
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -20,7 +21,7 @@ SAME_HOSTS = {
     "softirq-crypto-same-hosts": ("kernel", KnobKind.KERNEL, Method.KEXEC,
                                   "kernel=before,after"),
     "wireguard-gro-same-hosts": ("wg", KnobKind.MODULE, Method.INSMOD,
-                                 "wg=baseline,gro-v1,gro-v2"),
+                                 "wg=plain,gro"),
     "ix-enable-aim-same-hosts": ("ix", KnobKind.MODULE, Method.KLD, "ix=stock,D30155"),
 }
 

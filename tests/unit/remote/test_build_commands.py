@@ -79,6 +79,30 @@ def test_a_module_reload_takes_its_parameters_and_gives_the_interface_back():
         LINUX.reload("e1000e; reboot", build, None)
 
 
+@pytest.mark.parametrize(("depends", "loaded"), [
+    ("libcurve25519-generic,udp_tunnel,ip6_udp_tunnel", "libcurve25519-generic udp_tunnel "
+     "ip6_udp_tunnel"),
+    ("", ""),
+])
+def test_insmod_loads_what_the_file_depends_on_first(tmp_path, depends, loaded):
+    """`modprobe -r` takes a module's unused dependencies along; insmod resolves none: the
+    file's own `depends` are loaded from the running kernel's modules before it (run with
+    stand-in programs that log their arguments)."""
+    log = tmp_path / "log"
+    for name, body in (("modinfo", f'[ "$1 $2" = "-F depends" ] && echo "{depends}"'),
+                       ("modprobe", f'echo "modprobe $*" >> {log}'),
+                       ("insmod", f'echo "insmod $*" >> {log}'),
+                       ("rmmod", f'echo "rmmod $*" >> {log}')):
+        (tmp_path / name).write_text(f"#!/bin/sh\n{body}\n")
+        (tmp_path / name).chmod(0o755)
+    cmd = LINUX.reload("wireguard", Build(Method.INSMOD, file="/c/wg plain/wireguard.ko"), None)
+    proc = subprocess.run(["sh", "-c", as_function(cmd)], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    want = ([f"modprobe -a {loaded}"] if loaded else []) + ["insmod /c/wg plain/wireguard.ko"]
+    assert log.read_text().splitlines() == want
+
+
 def test_freebsd_reloads_a_kld_and_puts_back_its_addresses():
     iface = Interface("ix0", "00:1b:21:aa:bb:cc", "9000", True, ("10.0.0.1/24",))
     cmd = FREEBSD.reload("if_ix", Build(Method.KLD, file="/boot/modules/if_ix.ko"), iface)

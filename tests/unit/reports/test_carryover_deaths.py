@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from abtui.measure.alternate import positions, schedule
+from abtui.measure.alternate.design import positions, schedule
 from abtui.reports import carryover, deaths
 from abtui.reports import sequential as sq
 

@@ -176,6 +176,7 @@ def test_inconclusive_alone_exits_3_unless_allowed(capsys: pytest.CaptureFixture
                  "--allow-inconclusive"]) == 0
 
 
+@pytest.mark.sim
 def test_many_configurations_keep_false_alarms_rare() -> None:
     # 20 A/A configurations × 2 pairs, n = 5 at 3 % noise, threshold 0: each case alone says
     # "regression" 2.5 % of the time, so 40 of them did in ~45 % of gates (the old gate:

@@ -30,9 +30,6 @@ VM_RELEASES = {"wireguard-gro-vm": {"baseline": "6.1.0-47-amd64", "gro-v1": "6.1
 SAME_HOSTS = {
     "softirq-crypto-same-hosts-vm": ("kernel", {"before": "6.1.0-47-amd64",
                                                 "after": "6.1.0-57-amd64"}),
-    "wireguard-gro-same-hosts-vm": ("wg", {"baseline": "6.1.0-47-amd64",
-                                           "gro-v1": "6.1.0-52-amd64",
-                                           "gro-v2": "6.1.0-57-amd64"}),
     "ix-enable-aim-same-hosts-vm": ("ix", {"stock": "6.1.0-47-amd64",
                                            "D30155": "6.1.0-57-amd64"}),
 }
@@ -40,7 +37,12 @@ SAME_HOSTS = {
 # and AFTER builds of linux-source-6.1, IPsec to an x86 VM guest, recorded by
 # tests/lab/test_arm_softirq_crypto_lab.py on the lab's own profile: the reverse value each ran
 ARM_SEED = {"softirq-crypto-arm-tx-vm": "off", "softirq-crypto-arm-rx-vm": "on"}
-GOLDENS = (*PROCEDURES, *VM_RELEASES, *SAME_HOSTS, *ARM_SEED)
+# the wireguard-gro seed on its own change: one VM pair alternating the plain-call and GRO-call
+# wireguard.ko the lab built from linux-source-6.1, loaded by insmod (recorded by
+# tests/lab/test_wireguard_gro_lab.py): the srcversion each value's build has
+WG_SEED = {"wireguard-gro-same-hosts-vm": {"plain": "DB6416EBEE70509A3FCF608",
+                                          "gro": "A54194B1D21918923AF110D"}}
+GOLDENS = (*PROCEDURES, *VM_RELEASES, *SAME_HOSTS, *ARM_SEED, *WG_SEED)
 UPDATE = os.environ.get("ABTUI_UPDATE_GOLDEN") == "1"
 
 
@@ -228,3 +230,41 @@ def test_the_arm_seed_goldens_alternated_the_seeds_own_builds(name: str) -> None
     md = render(session, "md")
     assert md.split("\n## ", 2)[1].startswith("Alternation verdict")
     assert "Clock: guest instructions, shift 6." in md
+
+
+@pytest.mark.parametrize("name", list(WG_SEED))
+def test_the_wireguard_seed_golden_alternated_the_lab_built_modules(name: str) -> None:
+    """The plain-call and GRO-call builds, made by the lab ([lab] modules) and loaded by insmod
+    on both hosts of one VM pair: the translation names each build's srcversion and patch,
+    every switch was an insmod of one of the two values, every measured phase ran through
+    WireGuard with each value at least twice, and the report leads with the alternation's
+    verdict (or its stated undecided) on the instruction-counted clock."""
+    import json
+
+    from abtui.core import events
+    from abtui.sessions.reader import iter_events
+
+    path = GOLDEN / f"{name}.abtui.jsonl.gz"
+    session = Session.load(path)
+    knob = next(t for t in session.translations if t["subject"] == "knob wg")
+    for value, srcversion in WG_SEED[name].items():
+        assert f"{value} = wireguard.ko srcversion {srcversion}" in knob["lab"], knob
+    assert "linux-headers-6.1.0-57-amd64" in knob["why"], knob
+    ups = [e.payload for e in iter_events(path)
+           if isinstance(e.payload, events.BuildSwitch) and e.payload.stage == "up"]
+    assert ups and {(u.method, u.value) for u in ups} == {("insmod", "plain"),
+                                                          ("insmod", "gro")}, ups
+    doc = json.loads(render(session, "json"))
+    measured: dict[str, int] = {}
+    for phase in doc["phases"]:
+        if phase["intervals"]:
+            assert phase["config"]["tunnel"] == "wireguard", phase["config"]
+            measured[phase["config"]["wg"]] = measured.get(phase["config"]["wg"], 0) + 1
+    assert set(measured) == {"plain", "gro"} and min(measured.values()) >= 2, measured
+    (row,) = doc["alternation"]
+    assert (row["value"], row["base"], row["design"]) == ("gro", "plain", "blocks"), row
+    assert row["verdict"] in ("significant", "no difference", "undecided"), row
+    md = render(session, "md")
+    first = md.split("\n## ", 2)[1]
+    assert first.startswith("Alternation verdict") and "wg=gro vs plain" in first, first[:300]
+    assert "guest instructions, shift 6" in md

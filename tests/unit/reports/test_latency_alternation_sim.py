@@ -4,8 +4,13 @@ false claims than the throughput rule's budget allows, and sockperf's p99 finds 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.bench import latency_alt_sim as sim
 from tests.bench.seqsim import Scenario
+
+# a fuzzer or a simulation: seconds of CPU, run by `make test`, not by `make check`
+pytestmark = pytest.mark.sim
 
 
 def test_false_claims_within_the_budget_and_power_on_sockperf_s_tail() -> None:

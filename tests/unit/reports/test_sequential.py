@@ -36,6 +36,7 @@ def test_on_no_difference_the_rule_keeps_alpha_and_peeking_does_not() -> None:
     assert naive > 3 * rule, (naive, rule)
 
 
+@pytest.mark.sim
 def test_the_family_of_four_comparisons_keeps_alpha_together() -> None:
     """Holm over 4 comparisons: the chance that any says "significant" stays near α (each
     judged alone at α, it is about 1 − 0.95⁴ ≈ 0.19)."""
@@ -140,6 +141,7 @@ def test_a_first_look_interval_may_be_unbounded_and_says_so() -> None:
     assert "interval not bounded yet" in got.line() and got.verdict == "undecided"
 
 
+@pytest.mark.sim
 def test_a_replayed_order_is_not_the_average_over_orders() -> None:
     """The rate the rule keeps is over the order's draw: under a load at exactly twice the
     stretch (the lab A/A test's shape: 2 pairs x 2 values, 10 blocks), the average over
@@ -178,7 +180,7 @@ def test_an_undecided_large_effect_reads_undecided_and_its_hint_follows_the_effe
     `undecided`, and a hint that says how many more blocks the Δ needs if it holds, at the
     spread it says; `~` only for an interval within ±min_effect. Of two comparisons at the
     same spread, the larger Δ never needs more blocks."""
-    from abtui.measure.alternate import arrangements, max_blocks
+    from abtui.measure.alternate.design import arrangements, max_blocks
 
     values = ("a", "b", "c")
     design = sq.Family(2, max_blocks(values, 20), arrangements=arrangements(values)).design()

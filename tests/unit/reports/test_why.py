@@ -89,3 +89,20 @@ def test_a_counter_that_moves_is_named_with_its_change_in_percent() -> None:
     moved = {m.counter: m for m in why.compare_counters(blocks)}
     assert moved["softnet.processed"].moved and 80 < moved["softnet.processed"].pct < 120
     assert not moved["nstat.TcpRetransSegs"].moved
+
+
+def test_the_receive_path_s_batching_is_a_ratio_of_two_rates() -> None:
+    """GRO on a tunnel's receive path: the stack takes fewer, larger packets (IpInReceives
+    counts a merged packet once, IpExtInNoECTPkts its segments), and each NET_RX round hands
+    up what it holds; without GRO every segment is its own packet (1.0). A side that did not
+    move gives no ratio."""
+    merged = {"softnet.processed": 300.0, "softirq.NET_RX": 100.0,
+              "nstat.IpInReceives": 250.0, "nstat.IpExtInNoECTPkts": 900.0,
+              "nstat.IpExtInECT0Pkts": 100.0}
+    assert why.ratios(merged) == {"per.packets_per_net_rx": 3.0,
+                                  "per.segments_per_ip_packet": 4.0}
+    plain = {"softnet.processed": 100.0, "softirq.NET_RX": 100.0,
+             "nstat.IpInReceives": 1000.0, "nstat.IpExtInNoECTPkts": 1000.0}
+    assert why.ratios(plain) == {"per.packets_per_net_rx": 1.0,
+                                 "per.segments_per_ip_packet": 1.0}
+    assert why.ratios({"softnet.processed": 5.0, "softirq.NET_RX": 0.0}) == {}

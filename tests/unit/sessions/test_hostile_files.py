@@ -44,6 +44,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hostile")
 
 
+@pytest.mark.sim
 @SETTINGS
 @given(data=SESSION_LIKE, zipped=st.booleans())
 def test_random_session_files_load_or_fail_in_one_line(files: Path, data: bytes,
@@ -60,6 +61,7 @@ def test_random_session_files_load_or_fail_in_one_line(files: Path, data: bytes,
     RAN["session"] += 1
 
 
+@pytest.mark.sim
 @SETTINGS
 @given(data=st.one_of(st.binary(max_size=3000), st.text(max_size=3000).map(str.encode)),
        as_json=st.booleans())

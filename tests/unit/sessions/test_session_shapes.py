@@ -95,6 +95,7 @@ def _readers(path: Path, zipped: bool) -> None:
             assert str(exc) and "\n" not in str(exc)
 
 
+@pytest.mark.sim
 @SETTINGS
 @given(base=st.sampled_from(sorted(BASES)), zipped=st.booleans(),
        changes=st.lists(CHANGE, min_size=1, max_size=4))

@@ -208,6 +208,7 @@ def test_malformed_records_never_raise_a_traceback(tmp_path: Path) -> None:
         reader.load_events(path)
 
 
+@pytest.mark.sim
 @given(st.lists(st.fixed_dictionaries({
     "kind": st.sampled_from([str(k) for k in EventKind]),
     "pair": st.sampled_from(["A", "B", None]),

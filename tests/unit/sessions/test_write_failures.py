@@ -214,3 +214,17 @@ def test_a_writer_used_as_a_block_raises_what_failed_on_leaving(tmp_path: Path) 
         for e in _events():
             w.write(e)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.abtui.jsonl"]
+
+
+def test_an_event_after_the_close_is_counted_not_raised(tmp_path: Path) -> None:
+    """A sampler's last reading can race a stop: written after the session closed, it used to
+    raise ValueError out of the sampler and print a traceback on ctrl+c. The closed file stays
+    whole and reads back; the late event is counted."""
+    events = _events(5)
+    writer = SessionWriter(tmp_path / "s.abtui.jsonl", profile="synth", pairs=["A", "B"])
+    for e in events[:-1]:
+        writer.write(e)
+    path = writer.close()
+    writer.write(events[-1])
+    assert writer.late == 1
+    assert len(reader.load_events(path)) == len(events) - 1

@@ -7,6 +7,8 @@ import gc
 import tracemalloc
 from collections.abc import Iterator
 
+import pytest
+
 from abtui.core.events import Event
 from abtui.measure.replay.synthetic import T0, Synth, synthetic_profile
 from abtui.ui.flow.on_disk import EventsOnDisk
@@ -31,6 +33,7 @@ def _fold(record: SessionRecord, synth: Synth, start: int, seconds: int) -> None
         record.fold([(e, 0.0) for e in batch])
 
 
+@pytest.mark.sim
 def test_the_record_s_memory_is_flat_over_three_simulated_hours() -> None:
     """After an hour's warm-up, three more simulated hours (2 pairs at 1 s, a ping each)
     add no memory that grows with them: it used to keep every event (~2.6 MB per 1000 s)."""

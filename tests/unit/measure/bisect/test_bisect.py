@@ -15,7 +15,10 @@ import pytest
 from abtui.commands.bisect import add_arguments, plan_of
 from abtui.core.errors import BadInput
 from abtui.core.events import BuildSwitch, Event, IntervalMeasured, Mark, Ping
-from abtui.measure.alternate import Alternation, Stretches, Verdicts, drive, max_blocks, schedule
+from abtui.measure.alternate.design import Alternation, max_blocks, schedule
+from abtui.measure.alternate.drive import drive
+from abtui.measure.alternate.stretches import Stretches
+from abtui.measure.alternate.verdicts import Verdicts
 from abtui.measure.bisect.run import step_looks
 from abtui.measure.bisect.search import (
     BAD,
@@ -244,7 +247,7 @@ def test_bad_input_is_one_line_naming_what(argv: tuple[str, ...], said: str) -> 
 def test_the_rtt_metric_is_each_stretchs_inverse_rtt_a_lost_reply_zero() -> None:
     """`--metric rtt`: the stretches count ping replies (1000 / RTT ms, each held for the
     ping interval; one that timed out 0), never the intervals."""
-    from abtui.measure.alternate import inverse_rtt
+    from abtui.measure.alternate.stretches import inverse_rtt
 
     s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=0.0, source=inverse_rtt(0.2))
 

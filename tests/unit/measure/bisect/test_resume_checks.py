@@ -14,6 +14,7 @@ import pytest
 from abtui.core.errors import BadInput
 from abtui.measure.bisect.recorded import brief
 from abtui.measure.bisect.search import GOOD, Step
+from tests.reliability import Reliability
 from tests.unit.measure.bisect.test_bisect import CANDIDATES, _plan, _session
 
 
@@ -65,7 +66,14 @@ def test_negative_counts_and_upside_down_intervals_are_refused(tmp_path: Path) -
     assert "'pct' is inf" in _refusal(tmp_path, [{"plan": plan}, {**good, "pct": math.inf}])
 
 
-def test_a_huge_recorded_plan_gives_a_short_line(tmp_path: Path) -> None:
+@pytest.mark.reliability(
+    "46b", "tampered `bisect --resume` sessions: a malformed answer mark, a NaN or text "
+    "threshold, negative block/boot/step counts, an infinite or upside-down interval, a plan "
+    "of 200 000 candidates",
+    "each refused as bad input in one line (exit 2) naming the field, never printed back "
+    "whole (`{'a': 1}` with exit 0 before), a recorded value quoted cut to 60 characters")
+def test_a_huge_recorded_plan_gives_a_short_line(tmp_path: Path,
+                                                  reliability: Reliability) -> None:
     plan = _mine().record()  # type: ignore[attr-defined]
     many = [f"value-{i}" for i in range(200_000)]
     assert len(json.dumps(many)) > 2_000_000
@@ -77,3 +85,5 @@ def test_a_huge_recorded_plan_gives_a_short_line(tmp_path: Path) -> None:
     assert "…" in _refusal(tmp_path, [{"plan": plan}, bad_candidate])
     long_list = brief(many)
     assert long_list.endswith("… (200000 items)") and len(long_list) < 80
+    reliability.row(plan_json_bytes=len(json.dumps(many)),
+                    line_chars=len(_refusal(tmp_path, [{"plan": {**plan, "candidates": many}}])))

@@ -115,6 +115,32 @@ def test_a_span_across_a_knob_change_has_no_phase() -> None:
     assert None in phases and 0 in phases and 1 in phases
 
 
+def test_a_span_the_change_began_in_has_no_phase_though_its_intervals_share_one() -> None:
+    """Intervals placed by when they came: under load the last one before a change comes
+    just before it and none after it for a while, so a span reaching past the change holds
+    only the old phase's intervals, while another flow begun after the change is in its
+    bytes. The change's own time (its PHASE event) keeps that span out of the old phase."""
+    def run(told: bool) -> set[int | None]:
+        link = Link()
+        for k in range(1, 6):
+            link.second(k, phase=0)
+        if told:  # phase 0 closed: its change began at T0 + 5.1
+            link.judge.feed(Event.of(events.Phase(phase=0, config={}, start=T0,
+                                                  end=T0 + 5.1), t=T0 + 5.15, pair="A"))
+        link.second(6, extra=300e6, interval=False)  # the next interval comes late
+        link.second(7, extra=300e6, interval=False)
+        link.judge.feed(Event.of(events.IntervalMeasured(  # before the change, placed late
+            run="A-1", phase=0, start=5.0, end=6.9, bytes=int(OURS / 8 * 1.9),
+            bits_per_second=OURS, retransmits=0, cwnd_bytes=None, omitted=False,
+            straddles=False), t=T0 + 7.02, pair="A"))
+        for k in range(8, 11):
+            link.second(k, extra=300e6, phase=1)
+        return {f.phase for f in link.flagged() if f.start < T0 + 6.5}
+
+    assert 0 in run(told=False)  # what the rule alone did: the flow read as phase 0's
+    assert run(told=True) == {None}
+
+
 def test_another_pair_through_the_same_host_is_ours() -> None:
     """Pair B's receiver is pair A's sender here: B's bytes on that link are abtui's own."""
     pairs = [PAIRS[0], Pair(label="B", sender="b-snd", receiver="a-snd", target="198.18.1.1")]

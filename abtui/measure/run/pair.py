@@ -175,8 +175,10 @@ class PairRun:
                                   "received are kept")
         if self.reader.stalled:
             what = "no data moved" if self.reader.empty_streak else "no interval from iperf3"
-            msg = (f"{what} for {STALL_INTERVALS} intervals "
-                   f"({STALL_INTERVALS * self.spec.options.interval:g} s): the stream stalled")
+            window = STALL_INTERVALS * self.spec.options.interval * self.reader.pace
+            msg = (f"{what} for {STALL_INTERVALS} intervals ({window:.3g} s"
+                   f"{'' if self.reader.pace == 1.0 else ' at the run clock pace'}): "
+                   "the stream stalled")
             ctx.event(events.Error(message=msg))
             return "error", msg
         if error:

@@ -25,6 +25,10 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
 # Time allowed for the connection set-up before the first interval is due.
 CONNECT_ALLOWANCE = 3.0
 STALL_INTERVALS = 3
+# The most wall-clock seconds one second of a run's own clock may take before its stall window
+# stops widening: a guest on an instruction-counted clock (abtui.core.clock) counts its
+# intervals in guest seconds, which run slower than the machine's under load.
+MAX_PACE = 10.0
 # How long the server may take, once the client is done, to print its last intervals and exit.
 SERVER_END_TIMEOUT = 3.0
 # How long a stopped run waits for its client's output to end (a link that hangs may never
@@ -43,6 +47,14 @@ class IntervalReader:
         self.count = 0
         self.stalled = False
         self.empty_streak = 0  # intervals in a row that carried no data
+        # wall-clock seconds per second of the run's own clock so far (1 on a host whose
+        # clock is the machine's; more on a guest on an instruction-counted clock): the stall
+        # window is STALL_INTERVALS of the run's intervals, at the pace they really come
+        self.pace = 1.0
+        # (monotonic, the run's clock) where the pace is counted from: the client's start at
+        # 0 s, again at the first interval after iperf3 restarts its clock (after `-O`)
+        self._since: tuple[float, float] | None = None
+        self._last_end = 0.0
         self._client_parser = ctx.parsers.iperf("json-stream" if ctx.spec.json_stream
                                                 else "text")
         self._server_parser: IperfParser | None = None
@@ -58,6 +70,7 @@ class IntervalReader:
         told to stop, STOP_WAIT_S pass; True in that last case (the client must be ended)."""
         opts = self.ctx.spec.options
         stall_s = STALL_INTERVALS * opts.interval
+        self._since = (time.monotonic(), 0.0)
         deadline = time.monotonic() + stall_s + opts.omit + CONNECT_ALLOWANCE
         stop_wait = False  # stopped, and now waiting (bounded) for the client's output to end
         while True:
@@ -79,10 +92,23 @@ class IntervalReader:
             for interval in got:
                 self._take(interval, lines.arrived)
             if got:
-                deadline = time.monotonic() + stall_s
+                deadline = time.monotonic() + stall_s * self._paced(max(i.end for i in got))
             if self.empty_streak >= STALL_INTERVALS and not self.ctx.stopping:
                 self.stalled = True
                 return False
+
+    def _paced(self, end: float) -> float:
+        """The pace after an interval that ended at `end` s of the run's own clock arrived:
+        the wall-clock seconds since the client started (or iperf3 restarted its clock) over
+        the run's seconds since then, at least 1, at most MAX_PACE."""
+        now = time.monotonic()
+        if self._since is None or end < self._last_end:  # iperf3 restarted its clock
+            self._since = (now, end)
+        elif end > self._since[1]:
+            ratio = (now - self._since[0]) / (end - self._since[1])
+            self.pace = min(MAX_PACE, max(1.0, ratio))
+        self._last_end = end
+        return self.pace
 
     async def finish(self) -> IperfOutcome:
         """Once the client is done: the server's last intervals awaited (bounded), the client's

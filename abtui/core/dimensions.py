@@ -8,3 +8,5 @@ DIRECTION = "direction"
 TUNNEL = "tunnel"
 DIRECTIONS = ("tx", "rx", "bidir")  # every direction a profile may list
 DEFAULT_DIRECTIONS = ("tx", "rx")  # a matrix's `direction` when the plan lists none
+# how tables and progress lines name each direction
+DIRECTION_NAMES = {"tx": "TX", "rx": "RX (-R)", "bidir": "bidir"}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from abtui.core import events, numbers
-from abtui.core.dimensions import DIRECTION
+from abtui.core.dimensions import DIRECTION, DIRECTION_NAMES
 from abtui.core.errors import (
     EXIT_FAILED,
     EXIT_INCONCLUSIVE,
@@ -33,7 +33,6 @@ from abtui.measure.engine.knobs import KnobApplierFactory
 from abtui.measure.ports import ParserFactory, PingParserFactory, open_session_writer
 from abtui.measure.session import ControllerSession
 from abtui.remote.iperf_cmd import run_seconds
-from abtui.reports.procedure.before_after import DIRECTION_NAMES
 from abtui.reports.throughput import Segment, counted
 from abtui.sessions.paths import new_session_path
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from abtui.core.dimensions import DIRECTION
+from abtui.core.dimensions import DIRECTION, DIRECTION_NAMES
 from abtui.reports.formatting import legend
 from abtui.reports.naming import (
     base_pair,
@@ -17,8 +17,6 @@ from abtui.reports.naming import (
     shown_value,
 )
 from abtui.reports.procedure.table import Cells, Row, Slot, first_table
-
-DIRECTION_NAMES = {"tx": "TX", "rx": "RX (-R)", "bidir": "bidir"}
 
 
 def before_after_sections(cells: Cells, doc: dict[str, Any], base: str | None) -> list[str]:

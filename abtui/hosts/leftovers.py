@@ -72,7 +72,10 @@ def same_group_command(pgid: int, what: str, age: float | None) -> str:
     prog = shlex.quote(program_of(what))
     return (f"ps -A -o pgid= -o etimes= -o stat= -o comm= 2>/dev/null | awk -v g={g} "
             f"-v w={prog} -v lo={low:.0f} -v hi={high:.0f} "
-            "'$1==g && $3 !~ /^Z/ {if ($2+0>m) m=$2+0; if (w==\"\" || index($4, w)==1) f=1} "
+            # procps prints a process started within the last second, before its own clock
+            # tick, as a negative age wrapped to 2^32: that is 0 s
+            "'$1==g && $3 !~ /^Z/ {e=$2+0; if (e>=2^31) e=0; if (e>m) m=e; "
+            "if (w==\"\" || index($4, w)==1) f=1} "
             "END {exit !(f && m>=lo && m<=hi)}'")
 
 

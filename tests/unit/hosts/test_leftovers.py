@@ -151,3 +151,17 @@ async def test_hosts_not_in_this_session_or_not_connected_are_not_touched(tmp_pa
     await end_leftovers({"other": LocalLink()}, lambda *_: None, folder)
     assert down.killed == [] and iperf3.poll() is None
     assert len(pending_recovery(folder)) == 1
+
+
+def test_an_age_procps_wrapped_below_zero_is_a_new_process(tmp_path):
+    """procps prints a process started within its last clock tick with a negative age wrapped
+    to 2^32 (seen: 4123168608 s for an iperf3 just started, 2 runs in 15): that is a process
+    of 0 s, the one just recorded, not one started 130 years ago."""
+    fake = tmp_path / "ps"
+    fake.write_text("#!/bin/sh\necho '  4242 4123168608 Ss   iperf3'\necho '  4243 7 S sleep'\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    just = subprocess.run(["sh", "-c", same_group_command(4242, "iperf3 client", 0.0)], env=env)
+    assert just.returncode == 0
+    old = subprocess.run(["sh", "-c", same_group_command(4242, "iperf3 client", 600.0)], env=env)
+    assert old.returncode != 0

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO
 
 from abtui.core.errors import BadInput, MissingPrerequisite
-from abtui.lab.kernels import cache_root
+from abtui.lab.kernels import apt_download, cache_root
 
 SOURCE_PACKAGE_RE = re.compile(r"linux-source-[0-9][0-9.]*")
 # the option lines of a config fragment: `CONFIG_X=v` and `# CONFIG_X is not set`
@@ -126,15 +126,7 @@ def _fetch_source(name: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
         work = Path(tmp)
-        os.chmod(work, 0o755)  # apt's sandbox user writes the download here
-        proc = subprocess.run(["apt-get", "download", "-q", name], cwd=work,
-                              capture_output=True, text=True)
-        debs = sorted(work.glob(f"{name}_*.deb"))
-        if proc.returncode != 0 or not debs:
-            why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-            raise BadInput(f"kernel source {name}: apt-get download failed: "
-                           f"{why[-1] if why else 'no .deb'} (run `apt-get update` first)")
-        deb = debs[0]
+        (deb,) = apt_download([name], work, f"kernel source {name}")
         stem = deb.name.removesuffix(".deb").removesuffix("_all")
         digest = _file_sha256(deb)
         unpack = work / "unpack"

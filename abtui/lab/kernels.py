@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -225,6 +226,23 @@ def cached_packages() -> list[str]:
         if root.is_dir() else []
 
 
+def apt_download(names: Sequence[str], work: Path, what: str,
+                 hint: str = "run `apt-get update` first") -> list[Path]:
+    """`apt-get download` of exactly `names` into the scratch folder `work` (made writable for
+    apt's sandbox user): the .deb files it added, one per name. Else BadInput naming `what`,
+    with apt's last line and `hint`."""
+    os.chmod(work, 0o755)
+    before = set(work.glob("*.deb"))
+    proc = subprocess.run(["apt-get", "download", "-q", *names], cwd=work,
+                          capture_output=True, text=True)
+    got = sorted(set(work.glob("*.deb")) - before)
+    if proc.returncode != 0 or len(got) != len(names):
+        why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise BadInput(f"{what}: apt-get download failed: {why[-1] if why else 'no .deb'} "
+                       f"({hint})")
+    return got
+
+
 def _fetch_package(name: str) -> None:
     """`apt-get download NAME` (exactly that package: a wildcard would fetch every version),
     `dpkg-deb -x`, `depmod -b`; done in a scratch folder and moved in place, so an interrupted
@@ -237,15 +255,9 @@ def _fetch_package(name: str) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=final.parent) as tmp:
         work = Path(tmp)
-        os.chmod(work, 0o755)  # apt's sandbox user writes the download here
-        proc = subprocess.run(["apt-get", "download", "-q", name], cwd=work,
-                              capture_output=True, text=True)
-        debs = sorted(work.glob("*.deb"))
-        if proc.returncode != 0 or not debs:
-            why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-            raise BadInput(f"--kernel {name}: apt-get download failed: "
-                           f"{why[-1] if why else 'no .deb'} (is it a package name "
-                           "`apt-cache search linux-image` lists? run `apt-get update` first)")
+        debs = apt_download([name], work, f"--kernel {name}",
+                            "is it a package name `apt-cache search linux-image` lists? run "
+                            "`apt-get update` first")
         _checked(["dpkg-deb", "-x", str(debs[0]), str(work / "root")], name)
         for deb in debs:
             deb.unlink()

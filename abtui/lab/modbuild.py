@@ -35,13 +35,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from abtui.core.errors import BadInput
 from abtui.lab import kbuild
-from abtui.lab.kernels import cache_root
+from abtui.lab.kernels import apt_download, cache_root
 
 # the drivers this builder knows: module name -> (its folder in the tree, its Kconfig option)
 DRIVERS = {"wireguard": ("drivers/net/wireguard", "CONFIG_WIREGUARD")}
@@ -140,18 +139,6 @@ def parse_depends(text: str) -> list[str]:
     return out
 
 
-def _download(names: Sequence[str], work: Path, what: str) -> list[Path]:
-    before = set(work.glob("*.deb"))
-    proc = subprocess.run(["apt-get", "download", "-q", *names], cwd=work,
-                          capture_output=True, text=True)
-    got = sorted(set(work.glob("*.deb")) - before)
-    if proc.returncode != 0 or len(got) != len(names):
-        why = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise BadInput(f"{what}: apt-get download {' '.join(names)} failed: "
-                       f"{why[-1] if why else 'no .deb'} (run `apt-get update` first)")
-    return got
-
-
 def _fetch_headers(release: str) -> Path:
     """`apt-get download linux-headers-RELEASE` and what it depends on at its version, each
     unpacked (`dpkg-deb -x`) into one root; in a scratch folder moved in place. 14 MB, a few
@@ -162,9 +149,9 @@ def _fetch_headers(release: str) -> Path:
     name = f"linux-headers-{release}"
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
         work = Path(tmp)
-        os.chmod(work, 0o755)  # apt's sandbox user writes the download here
-        debs = _download([name], work, f"headers of {release}")
-        debs += _download(_depends(debs[0]), work, f"headers of {release}")
+        debs = apt_download([name], work, f"headers of {release}")
+        depends = _depends(debs[0])
+        debs += apt_download(depends, work, f"headers of {release} ({', '.join(depends)})")
         h = hashlib.sha256()
         unpack = work / "root"
         for deb in sorted(debs, key=lambda p: p.name):

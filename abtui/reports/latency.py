@@ -9,7 +9,7 @@ that it is not simply the slowest one: p90 from 10, p99 from 100, p99.9 from 100
 With fewer it is None and the tables print `—`: ping's `-c 10` says nothing of a p99.
 
 Lower is better. The gate judges latency the way the alternation does (measure/alternate/'s
-`inverse_rtt`): on 1/RTT, so that a loss is a regression as with throughput (−20 % of 1/RTT is
+`ping_readings`): on 1/RTT, so that a loss is a regression as with throughput (−20 % of 1/RTT is
 the RTT +25 %); the gate's lines say the RTT's own change beside it (gate.rtt_change).
 Measured (tests/bench/latency_gate_sim.py, docs/sequential.md "Latency in the gate"): at 30
 runs a side and −5 %, p50 passes 0.99 of no-change gates and catches an RTT +10 % in 0.93;

@@ -19,12 +19,12 @@ sessions (the golden tests/golden/softirq-crypto-arm-*-vm was recorded so).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from abtui.lab.netns import Lab
 from abtui.lab.vm import armroot
 from abtui.lab.vm import guest as lab_vm
 from abtui.lab.vm.armhost import ArmBuild, arm_build
-from tests.lab.guests import ssh_argv
+from tests.lab.guests import abtui_on, ssh_argv
 from tests.lab.namespaces import make_test_lab
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -67,16 +67,8 @@ def _missing() -> str | None:
     return None
 
 
-def _env(lab: Lab, state: Path) -> dict[str, str]:
-    return {**os.environ, "ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
-            "ABTUI_LAB_DIR": str(lab.state_dir.parent), "XDG_STATE_HOME": str(state),
-            "PYTHONPATH": str(ROOT)}
-
-
-def _abtui(lab: Lab, state: Path, *args: str, timeout: float = 1800
-           ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "abtui", *args], cwd=ROOT,
-                          env=_env(lab, state), capture_output=True, text=True, timeout=timeout)
+# abtui's command line against the lab, 1800 s at most unless told
+_abtui = functools.partial(abtui_on, timeout=1800)
 
 
 def _ssh(lab: Lab, alias: str, command: str) -> str:

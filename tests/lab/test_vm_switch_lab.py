@@ -13,6 +13,7 @@ with the reason, where qemu/virtme-ng or the kernel packages are missing.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -29,8 +30,9 @@ from abtui.core.errors import AbtuiError
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from abtui.lab.vm import guest as lab_vm
+from tests.lab.guests import abtui_on, ssh_argv
 from tests.lab.guests import guest_ssh as _ssh
-from tests.lab.guests import ssh_argv
+from tests.lab.guests import lab_env as _env
 from tests.lab.namespaces import make_test_lab
 
 # one VM pair (two TCG guests) booted once for the module; each switch is a boot
@@ -69,17 +71,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, list[s
     yield from booted(tmp_path_factory.mktemp("switchlab"), "k", {"A": KERNELS[0]})
 
 
-def _env(lab: Lab, state: Path) -> dict[str, str]:
-    """`abtui` on this lab, with an undo journal of the test's own."""
-    return {**os.environ, "ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
-            "ABTUI_LAB_DIR": str(lab.state_dir.parent), "XDG_STATE_HOME": str(state),
-            "PYTHONPATH": str(ROOT)}
-
-
-def _abtui(lab: Lab, state: Path, *args: str, timeout: float = 1500
-           ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "abtui", *args], cwd=ROOT, env=_env(lab, state),
-                          capture_output=True, text=True, timeout=timeout)
+# abtui's command line against the lab, 1500 s at most unless told
+_abtui = functools.partial(abtui_on, timeout=1500)
 
 
 

@@ -18,12 +18,11 @@ tests/golden/wireguard-gro-same-hosts-vm was recorded so).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +35,7 @@ from abtui.lab import modbuild
 from abtui.lab.kernels import resolve
 from abtui.lab.netns import Lab
 from abtui.lab.vm import guest as lab_vm
-from tests.lab.guests import guest_ssh
+from tests.lab.guests import abtui_on, guest_ssh
 from tests.lab.namespaces import make_test_lab
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -58,16 +57,8 @@ def _builds() -> dict[str, modbuild.BuiltModule]:
         for value, patches in raw["lab"]["modules"].items()}
 
 
-def _env(lab: Lab, state: Path) -> dict[str, str]:
-    return {**os.environ, "ABTUI_LAB": f"{lab.name},{lab.ifprefix},{lab.mgmt}",
-            "ABTUI_LAB_DIR": str(lab.state_dir.parent), "XDG_STATE_HOME": str(state),
-            "PYTHONPATH": str(ROOT)}
-
-
-def _abtui(lab: Lab, state: Path, *args: str, timeout: float = 3000
-           ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "abtui", *args], cwd=ROOT,
-                          env=_env(lab, state), capture_output=True, text=True, timeout=timeout)
+# abtui's command line against the lab, 3000 s at most unless told
+_abtui = functools.partial(abtui_on, timeout=3000)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The alternation's stretches: each pair's stretch values by schedule index, taken from the
-engine's events (throughput, or a latency measure: `inverse_rtt`)."""
+engine's events (throughput, or a latency measure: abtui.measure.latency_stretch)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from abtui.core.events import (
     EventKind,
     IntervalMeasured,
     Link,
-    Ping,
     RunEnd,
 )
 from abtui.core.model import LinkState
@@ -63,7 +62,7 @@ class Stretches:
     spans: dict[int, tuple[float, float]] = field(default_factory=dict)  # closed: open, close
     _value_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (pair, i) -> value
     # what a stretch measures: an event's (value a second, seconds) when it counts; the
-    # throughput of the counted intervals, or (`inverse_rtt`) the ping replies
+    # throughput of the counted intervals, or (latency_stretch.ping_readings) the ping replies
     source: Callable[[AnyEvent], Any] = counted
     # a stretch's sample from its readings' values (a latency percentile:
     # abtui.measure.latency_stretch), instead of their time-weighted mean; None: the mean
@@ -235,18 +234,3 @@ class Stretches:
             got = counted(event)
             if got is not None and event.t - got[1] - SLACK_S >= self.opened:
                 self._add(pair, got)
-
-
-def inverse_rtt(interval_s: float) -> Callable[[AnyEvent], tuple[float, float] | None]:
-    """A stretch's measure from ping replies: 1000 / RTT in ms, each reply held for the ping
-    interval, so that less is worse as with throughput (-50 %: the RTT doubled) and a reply
-    that timed out counts 0 for its interval."""
-
-    def sample(event: AnyEvent) -> tuple[float, float] | None:
-        ping = event.payload if event.kind is EventKind.PING else None
-        if not isinstance(ping, Ping):
-            return None
-        rtt = ping.rtt_ms
-        return (1000.0 / rtt if rtt is not None and rtt > 0 else 0.0), interval_s
-
-    return sample

@@ -20,10 +20,10 @@ from abtui.measure.alternate.design import (
     positions,
     schedule,
 )
-from abtui.measure.alternate.stretches import Stretches, inverse_rtt
+from abtui.measure.alternate.stretches import Stretches
 from abtui.measure.boots import boot_spread
 from abtui.measure.latency_stretch import measure as latency_measure
-from abtui.measure.latency_stretch import percentile_of
+from abtui.measure.latency_stretch import percentile_of, ping_readings
 from abtui.reports import deaths, stats
 from abtui.reports.sequential import (
     DELTA_LABEL,
@@ -244,7 +244,7 @@ def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = N
     that is None. The order is drawn from `alt.seed` (a new seed when None). `alpha`: the
     family's α when it is a share of a larger one's (a bisection's step). `metric` (None:
     the alternation's): `throughput`, `rtt` (the stretches' inverse RTT from ping:
-    `inverse_rtt`) or `rtt p99` (a percentile: abtui.measure.latency_stretch).
+    `latency_stretch.ping_readings`) or `rtt p99` (a percentile: abtui.measure.latency_stretch).
     `min_effect`: the smallest Δ that matters (None: the profile's)."""
     knob = profile.knob(alt.knob)
     chosen = [p for p in profile.pairs if (not knob.pairs or p.label in knob.pairs)
@@ -255,7 +255,7 @@ def verdicts_for(profile: Profile, alt: Alternation, stretch_s: float | None = N
     stretches = Stretches(alt.knob, alt.values, labels,
                           min_seconds=(alt.every or stretch_s or 0.0) / 2,
                           hosts={p.label: (p.sender, p.receiver) for p in chosen},
-                          source=inverse_rtt(profile.test.ping_interval) if metric == "rtt"
+                          source=ping_readings(profile.test.ping_interval) if metric == "rtt"
                           else counted)
     if percentile_of(metric) is not None:
         stretches.source, stretches.stat = latency_measure(profile.test, metric)

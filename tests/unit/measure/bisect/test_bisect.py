@@ -247,9 +247,9 @@ def test_bad_input_is_one_line_naming_what(argv: tuple[str, ...], said: str) -> 
 def test_the_rtt_metric_is_each_stretchs_inverse_rtt_a_lost_reply_zero() -> None:
     """`--metric rtt`: the stretches count ping replies (1000 / RTT ms, each held for the
     ping interval; one that timed out 0), never the intervals."""
-    from abtui.measure.alternate.stretches import inverse_rtt
+    from abtui.measure.latency_stretch import ping_readings
 
-    s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=0.0, source=inverse_rtt(0.2))
+    s = Stretches("rmem", (BIG, SMALL), ("A",), min_seconds=0.0, source=ping_readings(0.2))
 
     def ping(t: float, rtt: float | None) -> Event:
         return Event.of(Ping(run="r", phase=0, seq=1, rtt_ms=rtt), t, pair="A")

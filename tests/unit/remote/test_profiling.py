@@ -37,10 +37,10 @@ iperf3 1700000001.500000:\x20
 def test_the_fold_counts_stacks_per_window_root_first() -> None:
     out = subprocess.run(["awk", "-v", "W=1", "-v", f"D={MAX_DEPTH}", _FOLD],
                          input=PERF_SCRIPT, capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[0] == "@R" and out.count("@R") == 1  # once, at the first sample
+    assert out.splitlines()[0] == "@F 1700000000.100000" and out.count("@F") == 1
     stream = ProfileStream()
     windows = [w for w in (stream.feed(line) for line in out.splitlines()) if w is not None]
-    assert stream.ready
+    assert stream.first == 1700000000.1
     assert [(w.start, w.end, w.samples) for w in windows] == [
         (1700000000.0, 1700000001.0, 3), (1700000001.0, 1700000002.0, 1)]
     assert windows[0].stacks == {

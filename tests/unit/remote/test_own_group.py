@@ -6,6 +6,7 @@ does what each server does."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,11 +23,22 @@ pytestmark = pytest.mark.skipif(shutil.which("setsid") is None or not Path("/pro
 LOOP = "sleep 30 & sleep 30 & echo started; wait"
 
 
-def _start(command: str, *, leader: bool) -> tuple[subprocess.Popen[str], int]:
-    """As the link does: report `$$`, then exec the command's shell. `leader`: as OpenSSH
-    (a session of its own); else as dropbear (the server's group)."""
-    proc = subprocess.Popen(["sh", "-c", 'echo $$; exec sh -c "$0"', command],
-                            stdout=subprocess.PIPE, text=True, start_new_session=leader)
+LINK = 'echo $$; exec sh -c "$ABTUI_COMMAND"'  # what the link runs: `$$`, then the command
+SERVERS = {
+    # OpenSSH: the command's shell is a session leader of its own
+    "openssh": (["sh", "-c", LINK], True),
+    # dropbear: the connection's process leads the group; the command's shell is its child
+    "dropbear": (["sh", "-c", f"sh -c {shlex.quote(LINK)}; true"], True),
+    # a shell in someone else's group whose parent does not lead it
+    "foreign": (["sh", "-c", LINK], False),
+}
+
+
+def _start(command: str, server: str) -> tuple[subprocess.Popen[str], int]:
+    """As the link does under `server`: report `$$`, then exec the command's shell."""
+    argv, leader = SERVERS[server]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=leader,
+                            env={**os.environ, "ABTUI_COMMAND": command})
     assert proc.stdout is not None
     reported = int(proc.stdout.readline())
     assert proc.stdout.readline().strip() == "started"
@@ -46,19 +58,6 @@ def _members(pgid: int) -> list[int]:
     return out
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
 def _gone(pgid: int, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -68,9 +67,9 @@ def _gone(pgid: int, timeout: float = 5.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("leader", [False, True], ids=["dropbear", "openssh"])
-def test_ending_the_reported_group_ends_the_loops(leader: bool) -> None:
-    proc, reported = _start(own_group(LOOP), leader=leader)
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_ending_the_reported_group_ends_the_loops(server: str) -> None:
+    proc, reported = _start(own_group(LOOP), server)
     try:
         members = _members(reported)
         assert reported in members and len(members) >= 3  # the shell and both sleeps
@@ -85,14 +84,13 @@ def test_ending_the_reported_group_ends_the_loops(leader: bool) -> None:
 
 def test_without_it_the_reported_group_names_nothing_on_dropbear() -> None:
     """The bug it mends: the shell stays in the server's group, `$$` is no group at all."""
-    proc, reported = _start(LOOP, leader=False)
+    proc, reported = _start(LOOP, "dropbear")
     try:
         assert _members(reported) == []
         with pytest.raises(ProcessLookupError):
             os.killpg(reported, signal.SIGTERM)
     finally:
-        for pid in [proc.pid, *_children(proc.pid)]:
-            os.kill(pid, signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)  # the "server's" group: ours, the whole of it
         proc.wait(5)
 
 

@@ -35,9 +35,10 @@ if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.run.context import ProfileSpec, RunContext
 
 END_GRACE_S = 1.0
-# How long a run's end waits for a host to fold its profile (a one-CPU guest under emulation
-# reads a 10-s run's samples in tens of seconds); then the loop is ended without its windows
-FOLD_WAIT_S = 90.0
+# How long a run's end waits for a host to fold its profile (an x86 host: 1-2 s; the one-CPU
+# ARM guest under emulation, the machine at load 15: about 90 s for a 10-s run); then the loop
+# is ended without its windows
+FOLD_WAIT_S = 180.0
 
 
 async def follow_loop(ctx: RunContext, link: HostLink, command: str, what: str,

@@ -1,22 +1,26 @@
-"""What every OS dialect shares: a host setting, the checks every key and value passes before
-it reaches a command, and the Dialect base class whose commands are shell functions.
+"""What every OS's driver (its dialect) shares: a host setting, the checks every key and value
+passes before it reaches a command, and the Dialect base class whose commands are shell
+functions; a dialect carries its OS's build and tunnel commands as its parts.
 
-Every command is built by a dialect (abtui.remote.linux, abtui.remote.freebsd), from validated
-keys and values, each quoted with shlex.quote, so untrusted text (a profile, a knob value) never
-reaches a shell as code. A write command also reads the setting back, so one round trip both
-changes and verifies it. Parsers never raise: they return None when a reply is not what they
-expect. abtui.remote.dialects picks a host's dialect; abtui.remote.refusals says why a host
-refused a write.
+Every command is built by a dialect (abtui.remote.os.linux, abtui.remote.os.freebsd), from
+validated keys and values, each quoted with shlex.quote, so untrusted text (a profile, a knob
+value) never reaches a shell as code. A write command also reads the setting back, so one round
+trip both changes and verifies it. Parsers never raise: they return None when a reply is not
+what they expect. abtui.remote.os.pick picks a host's dialect, once; abtui.remote.refusals says
+why a host refused a write.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
+from abtui.remote.os.builds import BuildCommands
+from abtui.remote.os.tunnels import TunnelCommands
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,9 @@ class Dialect:
     """How one OS reads and writes settings. Subclasses fill in the per-kind commands."""
 
     name = "posix"
+    # the OS's build and tunnel commands (None: abtui switches no builds, makes no tunnels here)
+    builds: ClassVar[BuildCommands | None] = None
+    tunnels: ClassVar[TunnelCommands | None] = None
     # prints the host's CPU time counters (abtui.parse.cputimes reads them): one round trip
     # per sample of a run's host CPU series
     cpu_times_command = ""

@@ -12,17 +12,8 @@ from typing import Any
 
 from abtui.core.errors import BadInput
 from abtui.core.model import TunnelType
-from abtui.remote.os.tunnels import (
-    VXLAN_PORT,
-    VXLAN_VNI_BASE,
-    WG_PUBKEY,
-    End,
-    TunnelCommands,
-    check_keys,
-    our_ifname,
-    valid_ip,
-    wg_keys,
-)
+from abtui.remote.os import tunnels as shared
+from abtui.remote.os.tunnels import End, TunnelCommands, valid_ip
 
 # FreeBSD: asked without changing anything. A cloner `ifconfig -C` lists is there ("yes");
 # one whose module is on disk but not loaded is "module" (ifconfig loads it when the tunnel is
@@ -69,19 +60,19 @@ class FreeBSDTunnels(TunnelCommands):
         local, remote = quote(valid_ip(e.local)), quote(valid_ip(e.remote))
         addr = quote(valid_ip(e.address) + "/24")
         if e.type is TunnelType.WIREGUARD:
-            return (f"{_clone('wg', e)} && {wg_keys(e)} && "
-                    f"ifconfig {dev} inet {addr} mtu 1420 up && {WG_PUBKEY}")
+            return (f"{_clone('wg', e)} && {shared.wg_keys(e)} && "
+                    f"ifconfig {dev} inet {addr} mtu 1420 up && {shared.WG_PUBKEY}")
         if e.type is TunnelType.VXLAN:
-            clone = _clone("vxlan", e, "vxlanid", str(VXLAN_VNI_BASE + e.index),
+            clone = _clone("vxlan", e, "vxlanid", str(shared.VXLAN_VNI_BASE + e.index),
                            "vxlanlocal", local, "vxlanremote", remote,
-                           "vxlanport", str(VXLAN_PORT))
+                           "vxlanport", str(shared.VXLAN_PORT))
             return f"{clone} && ifconfig {dev} inet {addr} up"
         if e.type is TunnelType.GRE:  # point to point: the peer's tunnel address is the far end
             near, far = quote(valid_ip(e.address)), quote(valid_ip(e.peer_address))
             return (f"{_clone('gre', e)} && ifconfig {dev} tunnel {local} {remote} && "
                     f"ifconfig {dev} inet {near} {far} netmask 255.255.255.255 up")
         if e.type is TunnelType.IPSEC:
-            check_keys(e)
+            shared.check_keys(e)
             lo, re_ = valid_ip(e.local), valid_ip(e.remote)
             return _setkey([
                 f"add {lo} {re_} esp {e.spi_out:#010x} -m transport -E aes-gcm-16 0x{e.key_out};",
@@ -98,14 +89,15 @@ class FreeBSDTunnels(TunnelCommands):
                             f"delete {re_} {lo} esp {spi_in:#010x};",
                             f"spddelete {lo}/32 {re_}/32 any -P out;",
                             f"spddelete {re_}/32 {lo}/32 any -P in;"]) + " 2>/dev/null; true"
-        return f"ifconfig {quote(our_ifname(str(record['ifname'])))} destroy 2>/dev/null; true"
+        dev = quote(shared.our_ifname(str(record["ifname"])))
+        return f"ifconfig {dev} destroy 2>/dev/null; true"
 
     def present(self, record: Mapping[str, Any]) -> str:
         if TunnelType(str(record["type"])) is TunnelType.IPSEC:
             valid_ip(str(record["local"])), valid_ip(str(record["remote"]))
             spi = int(record["spi_out"])
             return f"setkey -D 2>/dev/null | grep -q {quote(f'spi={spi}(0x{spi:08x})')}"
-        return f"ifconfig {quote(our_ifname(str(record['ifname'])))} >/dev/null 2>&1"
+        return f"ifconfig {quote(shared.our_ifname(str(record['ifname'])))} >/dev/null 2>&1"
 
     def source(self, target: str) -> str:
         """route(8) names the interface; its first inet is the source."""

@@ -11,18 +11,8 @@ from typing import Any
 
 from abtui.core.errors import BadInput
 from abtui.core.model import TunnelType
-from abtui.remote.os.tunnels import (
-    AEAD,
-    VXLAN_PORT,
-    VXLAN_VNI_BASE,
-    WG_PUBKEY,
-    End,
-    TunnelCommands,
-    check_keys,
-    our_ifname,
-    valid_ip,
-    wg_keys,
-)
+from abtui.remote.os import tunnels as shared
+from abtui.remote.os.tunnels import End, TunnelCommands, valid_ip
 
 # Linux: asked without loading anything. A kernel module that is loaded or built in is there;
 # one that modprobe would load on first use is "module". Only where the kernel has no module
@@ -87,11 +77,12 @@ class LinuxTunnels(TunnelCommands):
         local, remote = quote(valid_ip(e.local)), quote(valid_ip(e.remote))
         if e.type is TunnelType.WIREGUARD:
             return (f"{{ ip link add name {dev} type wireguard 2>/dev/null || "
-                    f"wireguard-go {dev} >/dev/null 2>&1; }} && {wg_keys(e)} && "
-                    f"ip link set dev {dev} mtu 1420 && {self._addr_up(e)} && {WG_PUBKEY}")
+                    f"wireguard-go {dev} >/dev/null 2>&1; }} && {shared.wg_keys(e)} && "
+                    f"ip link set dev {dev} mtu 1420 && {self._addr_up(e)} && {shared.WG_PUBKEY}")
         if e.type is TunnelType.VXLAN:
-            return (f"ip link add name {dev} type vxlan id {VXLAN_VNI_BASE + e.index} "
-                    f"local {local} remote {remote} dstport {VXLAN_PORT} && {self._addr_up(e)}")
+            return (f"ip link add name {dev} type vxlan id {shared.VXLAN_VNI_BASE + e.index} "
+                    f"local {local} remote {remote} dstport {shared.VXLAN_PORT} && "
+                    f"{self._addr_up(e)}")
         if e.type is TunnelType.GRE:
             return (f"ip link add name {dev} type gre local {local} remote {remote} ttl 64 && "
                     f"{self._addr_up(e)}")
@@ -103,9 +94,9 @@ class LinuxTunnels(TunnelCommands):
     def _xfrm_up(e: End) -> list[str]:
         """ESP in transport mode between the underlay addresses, AES-GCM (RFC 4106)."""
         local, remote = quote(valid_ip(e.local)), quote(valid_ip(e.remote))
-        check_keys(e)
+        shared.check_keys(e)
         state = ("ip xfrm state add src {s} dst {d} proto esp spi {spi:#010x} reqid {r} "
-                 "mode transport aead " + quote(AEAD) + " 0x{k} 128")
+                 "mode transport aead " + quote(shared.AEAD) + " 0x{k} 128")
         policy = ("ip xfrm policy add src {s}/32 dst {d}/32 dir {dir} tmpl src {s} dst {d} "
                   "proto esp reqid {r} mode transport")
         reqid = 0xAB00 + e.index
@@ -127,14 +118,15 @@ class LinuxTunnels(TunnelCommands):
                 f"ip xfrm state delete src {remote} dst {local} proto esp spi {spi_in:#010x} "
                 "2>/dev/null",
                 "true"])
-        return f"ip link del dev {quote(our_ifname(str(record['ifname'])))} 2>/dev/null; true"
+        dev = quote(shared.our_ifname(str(record["ifname"])))
+        return f"ip link del dev {dev} 2>/dev/null; true"
 
     def present(self, record: Mapping[str, Any]) -> str:
         if TunnelType(str(record["type"])) is TunnelType.IPSEC:
             lo, re_ = valid_ip(str(record["local"])), valid_ip(str(record["remote"]))
             return (f"ip xfrm state get src {quote(lo)} dst {quote(re_)} proto esp "
                     f"spi {int(record['spi_out']):#010x} >/dev/null 2>&1")
-        return f"ip link show dev {quote(our_ifname(str(record['ifname'])))} >/dev/null 2>&1"
+        return f"ip link show dev {quote(shared.our_ifname(str(record['ifname'])))} >/dev/null 2>&1"
 
     def source(self, target: str) -> str:
         return f"ip -o route get {quote(valid_ip(target))}"

@@ -13,8 +13,8 @@ from abtui.core.clock import CMDLINE_WORD, parse_clock
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_IPERF3, HostFacts
 from abtui.profile.fields import PROGRAM_RE
+from abtui.remote.checks import validate_device
 from abtui.remote.link import HostLink
-from abtui.remote.os.dialect import validate_device
 from abtui.remote.os.freebsd.knobs import parse_freebsd_pciconf
 
 _SCRIPT = r"""

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from shlex import quote
 
-from abtui.remote.os.dialect import validate_device
+from abtui.remote.checks import validate_device
 
 SECTION = "@@ "
 DEV = "@dev"  # the data device in an item's name (`@dev mtu`); `shown` puts its name in

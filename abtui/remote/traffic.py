@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from shlex import quote
 
+from abtui.remote.checks import validate_device
 from abtui.remote.host_state import ADDRESS
-from abtui.remote.os.dialect import validate_device
 
 _LINUX_RESOLVE = (
     'if [ -z "$dev" ] && [ -n "$t" ]; then '

@@ -1,6 +1,6 @@
-"""What every OS's driver (its dialect) shares: a host setting, the checks every key and value
-passes before it reaches a command, and the Dialect base class whose commands are shell
-functions; a dialect carries its OS's build and tunnel commands as its parts.
+"""What every OS's driver (its dialect) shares: a host setting and the Dialect base class whose
+commands are shell functions, each key and value checked first (abtui.remote.checks); a
+dialect carries its OS's build and tunnel commands as its parts.
 
 Every command is built by a dialect (abtui.remote.os.linux, abtui.remote.os.freebsd), from
 validated keys and values, each quoted with shlex.quote, so untrusted text (a profile, a knob
@@ -12,13 +12,20 @@ why a host refused a write.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import ClassVar
 
 from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
+from abtui.remote.checks import (
+    on_off,
+    unsigned,
+    validate_device,
+    validate_name,
+    validate_sysctl_key,
+    validate_text,
+)
 from abtui.remote.os.builds import BuildCommands
 from abtui.remote.os.tunnels import TunnelCommands
 
@@ -34,61 +41,6 @@ class Setting:
     def label(self) -> str:
         name = self.key or str(self.kind)  # a keyless kind (mtu, netem) by its kind
         return f"{name} on {self.device}" if self.device else name
-
-
-# ---- validation -------------------------------------------------------------------------
-SYSCTL_KEY = re.compile(r"[A-Za-z0-9_.%/-]+")
-DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}")
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-MAX_VALUE = 1024
-
-
-def validate_sysctl_key(key: str) -> str:
-    """A sysctl name: [A-Za-z0-9_.%/-]+, no option-like start, no empty or dot-only parts."""
-    if not isinstance(key, str) or not SYSCTL_KEY.fullmatch(key) or key[0] in "-./" \
-            or any(part in ("", ".", "..") for part in key.replace("/", ".").split(".")) \
-            or any(part in ("", ".", "..") for part in key.split(".")):
-        raise BadInput(f"sysctl key {key!r} is not valid: expected names like "
-                       "net.ipv4.tcp_wmem ([A-Za-z0-9_.%/-], not starting with - . or /)")
-    return key
-
-
-def validate_device(device: str | None) -> str:
-    if not device or not DEVICE.fullmatch(device):
-        raise BadInput(f"device {device!r} is not a valid interface name")
-    return device
-
-
-def validate_name(what: str, name: str) -> str:
-    if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 64:
-        raise BadInput(f"{what} {name!r} is not valid (letters, digits, _ and -)")
-    return name
-
-
-def validate_text(what: str, value: str) -> str:
-    """A free-form value (a sysctl's): printable, one line, at most MAX_VALUE characters."""
-    if not isinstance(value, str) or len(value) > MAX_VALUE or \
-            any(not ch.isprintable() and ch != "\t" for ch in value):
-        raise BadInput(f"{what}: value {value!r} is not valid (one printable line, "
-                       f"at most {MAX_VALUE} characters)")
-    return value
-
-
-def on_off(value: str) -> str:
-    """on/off (also 1/0, true/false, yes/no) spelled on/off."""
-    v = str(value).strip().lower()
-    if v in ("on", "1", "true", "yes"):
-        return "on"
-    if v in ("off", "0", "false", "no"):
-        return "off"
-    raise BadInput(f"value {value!r} is not valid: expected on or off")
-
-
-def unsigned(value: str, what: str = "value", low: int = 0, high: int = 2**32 - 1) -> str:
-    v = str(value).strip()
-    if not v.isdigit() or not low <= int(v) <= high:
-        raise BadInput(f"{what} {value!r} is not valid: expected an integer {low}..{high}")
-    return str(int(v))
 
 
 def same_value(a: str | None, b: str | None) -> bool:

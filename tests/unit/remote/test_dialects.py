@@ -8,7 +8,8 @@ import pytest
 
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
-from abtui.remote.os.dialect import Setting, same_value, validate_sysctl_key
+from abtui.remote.checks import validate_sysctl_key
+from abtui.remote.os.dialect import Setting, same_value
 from abtui.remote.os.freebsd.knobs import (
     FreeBSD,
     parse_freebsd_pciconf,

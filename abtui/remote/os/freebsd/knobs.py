@@ -12,15 +12,8 @@ from typing import ClassVar
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 from abtui.remote import host_state, traffic
-from abtui.remote.os.dialect import (
-    Dialect,
-    Setting,
-    as_function,
-    on_off,
-    unsigned,
-    validate_device,
-    validate_sysctl_key,
-)
+from abtui.remote.checks import on_off, unsigned, validate_device, validate_sysctl_key
+from abtui.remote.os.dialect import Dialect, Setting, as_function
 from abtui.remote.os.freebsd.builds import FreeBSDBuilds
 from abtui.remote.os.freebsd.tunnels import FreeBSDTunnels
 

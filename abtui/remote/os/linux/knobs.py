@@ -13,7 +13,8 @@ from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 from abtui.remote import host_state, traffic
-from abtui.remote.os.dialect import Dialect, Setting, as_function, on_off, unsigned
+from abtui.remote.checks import on_off, unsigned
+from abtui.remote.os.dialect import Dialect, Setting, as_function
 from abtui.remote.os.linux.builds import LinuxBuilds
 from abtui.remote.os.linux.tunnels import LinuxTunnels
 from abtui.remote.refusals import EXIT_READ_ONLY, EXIT_UNKNOWN, EXIT_WRITE

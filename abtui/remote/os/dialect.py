@@ -82,6 +82,11 @@ class Dialect:
         "" where this OS has no reading."""
         return ""
 
+    def counters_loop_command(self) -> str | None:
+        """The counters loop a profiled run keeps beside its profile (abtui.remote.counters);
+        None where this OS has none."""
+        return None
+
     def link_counters_command(self, device: str | None, target: str | None) -> str:
         """Prints the data device's byte and packet counters with the host's clock
         (abtui.remote.traffic); "" where this OS has no reading."""

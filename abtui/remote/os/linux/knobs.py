@@ -12,7 +12,7 @@ from typing import ClassVar
 from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
-from abtui.remote import host_state, traffic
+from abtui.remote import counters, host_state, traffic
 from abtui.remote.checks import on_off, unsigned
 from abtui.remote.os.dialect import Dialect, Setting, as_function
 from abtui.remote.os.linux.builds import LinuxBuilds
@@ -60,6 +60,9 @@ class Linux(Dialect):
 
     def host_state_command(self, device: str | None, target: str | None) -> str:
         return host_state.linux_command(device, target)
+
+    def counters_loop_command(self) -> str | None:
+        return counters.counters_loop_command()
 
     def link_counters_command(self, device: str | None, target: str | None) -> str:
         return traffic.linux_counters_command(device, target)

@@ -36,6 +36,10 @@ END_MARK = "@E"
 DEFAULT_HZ = 99  # rustc-perf's rate: low enough to cost ≤ 2 % of throughput
 MAX_HZ = 999
 MAX_DEPTH = 64  # leaf-most frames kept per stack
+# The recording's size on the host at most (perf record stops there; later windows are not
+# given): 99 Hz with call graphs writes about 30 KB a second per CPU, so 256 MB holds an hour
+# and more of a 2-CPU host, minutes of a 64-CPU one, and never fills its /tmp
+MAX_RECORD = "256M"
 
 # Folds perf script's `-F time,comm,ip,sym` output (a header line `COMM TIME:`, the frames
 # indented leaf first, a blank line) into one window of stack counts per W seconds.
@@ -92,13 +96,14 @@ def profile_loop_command(hz: int = DEFAULT_HZ, window: float = 1.0) -> str:
         "ev=cpu-clock; "
         "LC_ALL=C perf stat -e cycles -a -x, -- true 2>&1 | grep -q '^[0-9]' && ev=cycles; "
         f"echo \"{PROFILE_MARK} event $ev\"; "
-        "d=$(mktemp -d /tmp/abtui-profile.XXXXXX) && mkfifo \"$d/c\" \"$d/a\" || "
+        "d=$(mktemp -d \"${TMPDIR:-/tmp}/abtui-profile.XXXXXX\") && mkfifo \"$d/c\" \"$d/a\" || "
         f"{{ {none} no fifo in /tmp'; exit 0; }}; "
         "trap 'rm -rf \"$d\"; exit 0' INT TERM HUP; "
         # both fifos held open both ways: no open blocks, whoever is late
         "exec 3<>\"$d/c\" 4<>\"$d/a\"; "
         f"{{ LC_ALL=C perf record -a -g -F {int(hz)} -e \"$ev\" -k CLOCK_REALTIME -q -D -1 "
-        "--control \"fifo:$d/c,$d/a\" -o \"$d/p\" </dev/null >/dev/null 2>&1; "
+        f"--max-size={MAX_RECORD} --control \"fifo:$d/c,$d/a\" -o \"$d/p\" "
+        "</dev/null >/dev/null 2>&1; "
         "echo ended >&4; } & "
         "echo enable >&3; read -r ok <&4; "
         "if [ \"$ok\" != ack ]; then rm -rf \"$d\"; "

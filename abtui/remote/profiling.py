@@ -10,6 +10,8 @@ about 1.5 % of its CPU, and a one-CPU guest under emulation two thirds of its sa
 (docs/performance-runs.md, 2026-12-07). perf record starts with its events disabled and is
 enabled through its control fifo: its acknowledgement (`@R`) says its start-up (reading every
 running process and the kernel's symbols) is over, and a run releases its traffic after it.
+The recording lives in `$TMPDIR` (else /tmp) and stops at MAX_RECORD (a long run on a host
+with many CPUs loses its last windows rather than fill the disk); it is removed in any case.
 
 After `@R` the loop waits for the end of its stdin, stops perf record (`stop` on the fifo),
 then prints `@F T` (the first sample's time: the controller dates the windows by it and the

@@ -4,10 +4,10 @@ Short commands (sysctl reads and writes, ethtool, kill) go through the control s
 a random sentinel, so each costs about a millisecond instead of a new SSH channel (~120 ms).
 Long commands (iperf3, ping, watches) get a channel of their own and stream stdout line by
 line (abtui.remote.streams); each reports its process group first, so cancelling ends it and
-its children for certain. A dropped connection is noticed by keepalives and re-opened with
-backoff; state changes are reported to a callback. A destination written `user@host:port`
-connects as that user to that port (abtui.core.destination), with the ssh_config `Host` block
-of `host` still applied.
+its children for certain. A dropped connection is noticed by keepalives (abtui.remote.keepalive:
+no timer re-armed per packet) and re-opened with backoff; state changes are reported to a
+callback. A destination written `user@host:port` connects as that user to that port
+(abtui.core.destination), with the ssh_config `Host` block of `host` still applied.
 Host keys are checked against known_hosts (~/.ssh/config and ssh-agent apply, as asyncssh loads
 them by default): an unknown key is refused unless the profile accepts new keys (then it is
 recorded), a changed key always, naming the known_hosts line (abtui.remote.ssh_files).
@@ -24,7 +24,7 @@ import shlex
 import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from abtui.core.destination import Destination, parse_destination
 from abtui.core.errors import LeaseHeld, LeaseRefused, RemoteError, lease_not_asked
@@ -32,6 +32,7 @@ from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
 from abtui.core.text import visible
 from abtui.remote.dialect import FUNCTION
+from abtui.remote.keepalive import Keepalive
 from abtui.remote.lease import FD as LEASE_FD
 from abtui.remote.lease import (
     HEARTBEAT_S,
@@ -51,7 +52,7 @@ from abtui.remote.lease import (
 )
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
-from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
+from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command, session_class
 
 KEEPALIVE_INTERVAL = 2.0
 KEEPALIVE_COUNT_MAX = 3
@@ -388,6 +389,7 @@ class HostLink:
         self._reconnect_task: asyncio.Task[None] | None = None
         self._reopening: asyncio.Task[None] | None = None  # a new control shell under way
         self._connected = asyncio.Event()
+        self._keepalive: Keepalive | None = None  # the connection's dead-link detection
 
     # ---- connection ---------------------------------------------------------------------
     @property
@@ -487,6 +489,8 @@ class HostLink:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
+        self._keepalive = Keepalive(conn, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT_MAX)
+        self._keepalive.start()  # (where it cannot, asyncssh's own keepalive stays on)
         ident = await self.run(f"id -u; {SHELL_GROUP_COMMAND}; {BOOT_ID_COMMAND}",
                                timeout=self.connect_timeout)
         lines = [line.strip() for line in ident.stdout.splitlines()]
@@ -573,6 +577,7 @@ class HostLink:
         self._connected.clear()
         self._shell = None
         self._conn = None
+        self._stop_keepalive()
         if self._closing:
             return
         self._set_state(LinkState.LOST, str(exc) if exc else "connection closed")
@@ -604,8 +609,14 @@ class HostLink:
             return False
         return True
 
+    def _stop_keepalive(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.stop()
+            self._keepalive = None
+
     async def close(self) -> None:
         self._closing = True
+        self._stop_keepalive()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -770,11 +781,14 @@ class HostLink:
             f"sh -c {shlex.quote(command)}"
         # The session's shell is a process-group leader (sshd calls setsid): report it first.
         wrapped = f"echo {PGID_MARK} $$; exec {inner}"
+        session = session_class()(stderr_lines)
         try:
-            proc = await conn.create_process(wrapped, encoding="utf-8", errors="replace")
+            chan, _ = await conn.create_session(lambda: cast("asyncssh.SSHClientSession[str]",
+                                                             session), wrapped,
+                                                encoding="utf-8", errors="replace")
         except (asyncssh.Error, OSError) as exc:
             raise RemoteError(self.alias, f"cannot start a command: {exc}") from exc
-        rp = RemoteProcess(self, proc, command, stderr_lines)
+        rp = RemoteProcess(self, chan, session, command)
         await rp._read_pgid()
         return rp
 

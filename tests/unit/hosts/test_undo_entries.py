@@ -141,21 +141,12 @@ def test_the_kill_refuses_the_control_shells_own_group():
     assert pgid_problem(4243, 4242) == "" and pgid_problem(2) == ""
 
 
-class _Stdout:
+class _Session:
     def __init__(self, line: str) -> None:
         self.line = line
 
     async def readline(self) -> str:
         return self.line
-
-
-class _Proc:
-    def __init__(self, line: str) -> None:
-        self.stdout = _Stdout(line)
-        self.stderr = _Stdout("")
-
-    def __aiter__(self) -> _Proc:
-        return self
 
 
 @pytest.mark.parametrize(("reply", "pgid"), [(f"{PGID_MARK} 4242\n", 4242),
@@ -165,7 +156,7 @@ class _Proc:
 def test_a_hosts_reply_of_group_1_or_below_is_no_group(reply, pgid):
     async def read() -> int | None:
         rp = RemoteProcess.__new__(RemoteProcess)
-        rp._proc = _Proc(reply)  # type: ignore[assignment]
+        rp._session = _Session(reply)  # type: ignore[assignment]
         rp.pgid = None
         await rp._read_pgid()
         return rp.pgid

@@ -20,8 +20,8 @@ from abtui.hosts import builds as host_builds
 from abtui.hosts.builds import BuildSwitcher, origin_of
 from abtui.hosts.targets import Target
 from abtui.hosts.undo import UndoJournal, read_journal
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.dialect import Setting
-from abtui.remote.link import CommandResult
 from abtui.remote.linux import Linux
 from tests.reliability import Reliability
 

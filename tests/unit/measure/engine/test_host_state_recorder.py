@@ -11,7 +11,7 @@ from abtui.core.errors import RemoteError
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import LinkState, Pair, Profile
 from abtui.measure.engine.host_state import HostStateRecorder
-from abtui.remote.link import CommandResult
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.linux import Linux
 
 PAIR = Pair(label="A", sender="snd", receiver="rcv", target="198.18.1.2",

@@ -13,8 +13,8 @@ from abtui.core.events import Event, EventKind
 from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, TestOptions
 from abtui.measure.engine.front import Engine
 from abtui.measure.run.context import RunSpec
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.freebsd import FreeBSD
-from abtui.remote.link import CommandResult
 from abtui.remote.linux import Linux
 
 A = Pair(label="A", sender="s", receiver="r", target="198.18.1.2")

@@ -157,8 +157,10 @@ class StreamSession:
             self.chan.pause_reading()
 
     def eof_received(self) -> bool:
+        """The host's end of stdout; True: stdin stays open (a half-close, as asyncssh's
+        own process keeps it), closed with the channel."""
         self._end()
-        return False
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         """The channel closed, or the link was lost: the stream ends there, no error."""

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from abtui.core.destination import Destination, parse_destination
-from abtui.core.errors import LeaseHeld, LeaseRefused, RemoteError, lease_not_asked
+from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
 from abtui.remote.connection import (
@@ -36,22 +36,8 @@ from abtui.remote.connection import (
 )
 from abtui.remote.control_shell import CommandResult, ControlShell, command_brief
 from abtui.remote.keepalive import Keepalive
-from abtui.remote.lease import (
-    HEARTBEAT_S,
-    LOCK_DIRS,
-    TAKEOVER_WAIT_S,
-    WAIT_S,
-    LeaseOrder,
-    LeaseReply,
-    LeaseState,
-    bad_line,
-    gone,
-    heartbeat_command,
-    name_command,
-    parse_reply,
-    take_command,
-    takeover_command,
-)
+from abtui.remote.lease import HEARTBEAT_S, LOCK_DIRS, LeaseOrder, LeaseState, heartbeat_command
+from abtui.remote.link_lease import take_lease
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
 from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command, session_class
@@ -263,42 +249,16 @@ class HostLink:
         return shell
 
     async def _take_lease(self, shell: ControlShell) -> None:
-        """Take the host's lease in `shell` (in its turn of `lease_order`, on a first connect);
-        one held by a controller that is gone (this one before a reconnect, an ended process
-        of this machine) or silent (stale) is taken over."""
+        """Take the host's lease in `shell` (abtui.remote.link_lease), in its turn of
+        `lease_order` on a first connect."""
         order, self.lease_order = self.lease_order, None
-        key, refused = "", None
-        try:
-            if order is not None:
-                async with asyncio.timeout(self.connect_timeout):
-                    shell.send_bare(name_command(self.lease_dirs))
-                    key = (await shell.result()).stdout.strip()
-                self.lease_named = True
-                before = await order.turn(key)  # the hosts before it: their own timeouts
-                if before is not None:
-                    refused = before
-                    raise lease_not_asked(self.alias, before)
-            async with asyncio.timeout(self.connect_timeout + TAKEOVER_WAIT_S + WAIT_S):
-                shell.send_bare(take_command(dirs=self.lease_dirs, link=self._lease_link))
-                reply = parse_reply((await shell.result()).stdout)
-                if reply.state is LeaseState.HELD and reply.holder is not None and (
-                        gone(reply.holder, reply.link, self._lease_link) or reply.stale):
-                    shell.send_bare(takeover_command(
-                        reply, dirs=self.lease_dirs, link=self._lease_link,
-                        stale=not gone(reply.holder, reply.link, self._lease_link)))
-                    reply = parse_reply((await shell.result()).stdout)
-            if reply.state is LeaseState.HELD:  # (something else at its name: not another's)
-                refused = f"{self.alias} (before it) is driven by {reply.holder_text()}"
-            self._leased(reply)
-        finally:
-            if order is not None and self.lease_named:
-                order.done(key, refused)
 
-    def _leased(self, reply: LeaseReply) -> None:
-        if reply.state is LeaseState.HELD:
-            raise LeaseHeld(self.alias, reply.holder_text())
-        if reply.state is LeaseState.BAD:
-            raise LeaseRefused(self.alias, bad_line(reply))
+        def named() -> None:
+            self.lease_named = True
+
+        reply = await take_lease(shell, alias=self.alias, dirs=self.lease_dirs,
+                                 link_id=self._lease_link, timeout=self.connect_timeout,
+                                 order=order, named=named)
         self.lease_path = reply.path or None
         self.lease_note = "" if reply.state is LeaseState.TAKEN else \
             f"no lease taken ({reply.why}): another abtui could drive this host at once"

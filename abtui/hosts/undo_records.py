@@ -258,8 +258,8 @@ class Unchanged(UndoRecord):
 @_record("tunnel")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TunnelUp(UndoRecord):
-    """A tunnel end brought up on `host` (abtui.hosts.tunnel_commands' End.record, no key
-    material), and the pair it serves."""
+    """A tunnel end brought up on `host` (its End's record, no key material), and the pair
+    it serves."""
 
     host: str
     type: str
@@ -272,16 +272,17 @@ class TunnelUp(UndoRecord):
     pair: str | None = None
 
     def end(self) -> dict[str, Any]:
-        """The end as tunnel_commands reads it (down_command, present_command)."""
+        """The end as its OS's tunnel commands read it (`down`, `present`)."""
         out = self.to_data()
         del out["op"], out["host"]
         return out
 
     def problem(self) -> str:
-        from abtui.hosts.tunnel_commands import down_command
+        from abtui.remote.os.pick import tunnels_of
 
+        end = self.end()
         try:
-            down_command(self.end())
+            tunnels_of(end).down(end)
         except (KeyError, TypeError, ValueError, AbtuiError) as exc:
             return f"a tunnel this abtui cannot remove ({visible(str(exc))[:60]})"
         return ""

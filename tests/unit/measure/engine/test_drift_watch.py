@@ -14,7 +14,7 @@ from abtui.core.model import KnobKind, LinkState, Scope, now
 from abtui.hosts.readback import Changed
 from abtui.measure.engine import drift
 from abtui.measure.engine.front import Engine
-from abtui.remote.dialect import Setting
+from abtui.remote.os.dialect import Setting
 from tests.profiles import profile, sysctl
 
 RMEM = sysctl("rmem", "net.ipv4.tcp_rmem", ("4096 8192 16384", "4096 131072 6291456"),

@@ -13,9 +13,9 @@ from abtui.core.events import Event, EventKind
 from abtui.core.model import Knob, KnobKind, LinkState, Pair, TestOptions
 from abtui.measure.engine.front import Engine
 from abtui.measure.run.context import RunSpec
-from abtui.remote.freebsd import FreeBSD
 from abtui.remote.link import CommandResult
-from abtui.remote.linux import Linux
+from abtui.remote.os.freebsd.knobs import FreeBSD
+from abtui.remote.os.linux.knobs import Linux
 from tests.profiles import pair, profile, sysctl
 
 A, B = pair(1), pair(2)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from abtui.core.text import visible
 from abtui.remote.cork import corkable, corked
-from abtui.remote.dialect import FUNCTION
 from abtui.remote.lease import FD as LEASE_FD
+from abtui.remote.os.dialect import FUNCTION
 from abtui.remote.sshlib import asyncssh
 
 # A folder of a bulk shell's own for its output files (ControlShell.bulk_loop): in /dev/shm
@@ -32,7 +32,8 @@ BULK_PROBE = ('case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) '
               'trap \'exit 143\' TERM && echo bulk ;; esac')
 BULK_HEADER = 8  # digits of a command's length before it (one `read -N 8`)
 
-# A dialect's command (abtui.remote.dialect.as_function): a function defined and called at once.
+# A dialect's command (abtui.remote.os.dialect.as_function): a function defined and called
+# at once.
 _DEF_HEAD, _DEF_TAIL = f"{FUNCTION}() {{\n", f"\n}}; {FUNCTION}"
 MAX_FUNCTIONS = 256  # dialect commands a bulk shell keeps defined (a flip's are a handful)
 STATUS_DIGITS = 12  # room for the exit status in the framing's end mark (see ControlShell)

@@ -334,7 +334,7 @@ class HostLink:
                   isolate: bool = True, *, again: bool = False) -> CommandResult:
         """Run a shell command in the control shell (stdin closed) and return its result.
 
-        `command` must already be quoted by its builder (see abtui.remote.dialects). It runs in
+        `command` must already be quoted by its builder (see abtui.remote.os). It runs in
         a subshell, so `exit` or `cd` cannot touch the control shell; `isolate=False` saves
         that fork (~1 ms) for commands that never exit, such as the dialects' functions.
 

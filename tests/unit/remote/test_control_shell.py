@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from abtui.remote.control_shell import ControlShell
-from abtui.remote.dialect import as_function
+from abtui.remote.os.dialect import as_function
 from tests.unit.remote.local_shell import PipeProcess
 from tests.unit.remote.local_shell import stop as _stop
 

@@ -107,9 +107,9 @@ class MainScreen(Screen[None]):
         answer, so the keys that would too are refused, and said so."""
         if not self.console.bisection.running:
             return False
-        self.post_message(Notice("a bisection is running: it sets the hosts and measures "
-                                 "until its answer (ctrl+q stops it and sets the hosts back)",
-                                 warning=True, timeout=4))
+        self.app.post_message(Notice("a bisection is running: it sets the hosts and measures "
+                                     "until its answer (ctrl+q stops it and sets the hosts "
+                                     "back)", warning=True, timeout=4))
         return True
 
     # ---- runs (abtui.ui.flow.control), each in a worker ----------------------------------------
@@ -149,8 +149,8 @@ class MainScreen(Screen[None]):
 
         from abtui.ui.render.screens import TextPrompt  # (its first use: not in the first frame)
 
-        self.post_message(ShowScreen(TextPrompt("Mark the timeline", "what just happened?"),
-                                     done))
+        self.app.post_message(ShowScreen(TextPrompt("Mark the timeline",
+                                                    "what just happened?"), done))
 
     def action_alternate(self) -> None:
         """Alternate the knob last flipped with a live verdict (abtui.ui.flow.alternation), or

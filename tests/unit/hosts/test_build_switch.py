@@ -112,7 +112,7 @@ async def test_a_module_switch_reloads_both_hosts_and_goes_back(tmp_path: Path) 
                                      ("rcv", "up")])
     pending = read_journal(journal.path)
     assert set(pending.builds) == {("snd", "itr"), ("rcv", "itr")}
-    origin = origin_of("itr", pending.builds[("snd", "itr")])
+    origin = origin_of("itr", pending.builds[("snd", "itr")].origin())
     assert origin.value == "3" and origin.iface is not None and origin.iface.addresses == (
         "198.19.1.2/24",)
     done = await sw.restore_all()

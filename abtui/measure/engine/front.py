@@ -110,8 +110,13 @@ class Engine:
                                      self.runs, self.emit, self.tasks)
         self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
         # every setting the session set, read back while measuring (someone else's change)
+        # and before every change (someone else's value is seen before anything is written)
         self.drift = DriftWatch(profile, self.book, self.hosts, self.gate, self.knobs,
                                 self.runs, self.emit)
+        self.knobs.read_back_first(self.drift.check)
+        # the one knob entry point: each pair its own value of a knob, in one change (a
+        # crossover's boundary; `again`: a new stretch), the changer's own method
+        self.set_values = self.knobs.set_values
         self.host_state = HostStateRecorder(profile, self.emit)
         self.traffic = TrafficJudge(profile.pairs, self.emit)  # no flow but ours
         self.bus.subscribe(self.traffic.feed)
@@ -157,15 +162,9 @@ class Engine:
 
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None,
                        again: bool = False) -> None:
-        await self.drift.check()  # someone else's value is seen before anything is written
-        await self.knobs.set_knob(knob, value, pairs, again)
-
-    async def set_values(self, knob: str, values: Mapping[str, str],
-                         again: bool = False) -> None:
-        """Each pair its own value of `knob`, in one change (KnobChanger.set_values: a
-        crossover's boundary); `again`: a build knob's hosts boot even an unchanged build."""
-        await self.drift.check()
-        await self.knobs.set_values(knob, values, again)
+        """`value` on the pairs (the knob's own, or all): the knob's one entry point,
+        `set_values`, on the pairs it reaches."""
+        await self.set_values(knob, dict.fromkeys(self.knobs.labels(knob, pairs), value), again)
 
     async def read_back(self) -> None:
         """Every setting the session set read back now (an alternation's stretch boundary):

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
-from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.model import Profile
 from abtui.ui.flow.control import ControllerCalls
@@ -38,10 +37,9 @@ class ConsoleAlternation:
     continuously first), and step min_effect; the verdicts go to the app's VerdictPanel, its
     lines to the log as messages (abtui.ui.flow.messages)."""
 
-    def __init__(self, app: App[Any], controller: Controller, profile: Profile,
-                 state: ConsoleState, calls: ControllerCalls) -> None:
+    def __init__(self, app: App[Any], profile: Profile, state: ConsoleState,
+                 calls: ControllerCalls) -> None:
         self.app = app  # runs the workers, holds the panel, notifies
-        self.controller = controller
         self.profile = profile
         self.state = state
         self.calls = calls
@@ -88,7 +86,7 @@ class ConsoleAlternation:
         knob = self.profile.knob(alt.knob)
         before = {lb: ps.config[alt.knob] for lb, ps in self.state.pairs.items()
                   if (not knob.pairs or lb in knob.pairs) and alt.knob in ps.config}
-        live = self.live = LiveAlternation(self.controller, alt, self.min_effect,
+        live = self.live = LiveAlternation(self.calls.controller, alt, self.min_effect,
                                            notify=self.show, before=before)
         self.why, self._why_noted = self._why_book(live), False
         app.post_message(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
@@ -109,12 +107,18 @@ class ConsoleAlternation:
             await self.live.stop(restore=False)  # restoring the hosts sets it back
             self.show()
 
+    def alternating(self, knob: str) -> bool:
+        """Whether `knob` is being alternated now (a flip of it by hand must end that first:
+        the two would fight over the hosts' value)."""
+        live = self.live
+        return live is not None and live.running and live.alt.knob == knob
+
     def flipped_by_hand(self, knob: str, then: Callable[[], None]) -> None:
         """A knob key pressed: a flip of the knob being alternated ends the alternation
         first (the two would fight over the hosts' value), then `then` sets it."""
         self.last_knob = knob
         live = self.live
-        if live is None or not live.running or live.alt.knob != knob:
+        if live is None or not self.alternating(knob):
             then()
             return
 
@@ -151,7 +155,7 @@ class ConsoleAlternation:
         if not profiled(self.profile):
             return None
         book = why_book(live.verdicts)
-        self.controller.subscribe(book)  # after the alternation's own subscriber
+        self.calls.session.subscribe(book)  # after the alternation's own subscriber
         return book
 
     def toggle_why(self) -> None:
@@ -187,7 +191,7 @@ class ConsoleAlternation:
             self._why_noted = True
             found = self.why.found()
             if found.rows:  # the reports' Why section reads it
-                self.controller.note(found)
+                self.calls.controller.note(found)
         lines = [*(live.lines() if live is not None else []), *self._why_lines()]
         self.app.query_one("#verdicts", VerdictPanel).show(
             lines if live is not None or self.why_shown else None, ended)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
-from abtui.core.controller import Controller
 from abtui.core.model import Profile
 from abtui.ui.flow.control import ControllerCalls
 from abtui.ui.flow.messages import Failed, Said
@@ -24,14 +23,13 @@ if TYPE_CHECKING:  # numpy and scipy behind them: loaded when the bisection star
 
 
 class ConsoleBisection:
-    """The bisection `plan` (None: the console was opened without one) on `controller`; its
+    """The bisection `plan` (None: the console was opened without one) on the controller of
+    `calls`; its
     lines go to the log as messages (abtui.ui.flow.messages), its panel to #verdicts."""
 
-    def __init__(self, app: App[Any], controller: Controller, profile: Profile,
-                 state: ConsoleState, calls: ControllerCalls,
-                 plan: BisectPlan | None = None) -> None:
+    def __init__(self, app: App[Any], profile: Profile, state: ConsoleState,
+                 calls: ControllerCalls, plan: BisectPlan | None = None) -> None:
         self.app = app  # runs the worker, holds the panel
-        self.controller = controller
         self.profile = profile
         self.state = state  # its `bisect`: the panel's lines, from the events
         self.calls = calls
@@ -53,7 +51,7 @@ class ConsoleBisection:
             self.app.post_message(Failed(f"bisect of {self.plan.knob} not started: the "
                                          "hosts could not be measured (the log says why)"))
             return
-        self.live = LiveBisection(self.controller, self.profile, self.plan, say=self.say,
+        self.live = LiveBisection(self.calls.controller, self.profile, self.plan, say=self.say,
                                   notify=self._ended)
         self.live.start()
 

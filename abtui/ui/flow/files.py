@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App
 from textual.screen import Screen
 
-from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.sessions import paths
@@ -25,6 +24,7 @@ from abtui.ui.render.eventlog import EventLog
 from abtui.ui.render.textual_privates import screen_text
 
 if TYPE_CHECKING:
+    from abtui.measure.session import ControllerSession
     from abtui.sessions.session import Session
 
 EXPORT_FORMATS = ("md", "text", "csv", "json")
@@ -36,14 +36,14 @@ class SessionFiles:
     Given its collaborators (the app only as Textual's App: screens, workers, screenshots),
     so it never imports the console that owns it."""
 
-    def __init__(self, app: App[Any], controller: Controller, state: ConsoleState,
+    def __init__(self, app: App[Any], session: ControllerSession[Any], state: ConsoleState,
                  on_disk: EventsOnDisk, event_log: EventLog, *,
                  done: Callable[[str], None], fail: Callable[[str], None],
                  save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None) -> None:
         self.app = app
-        self.controller = controller
-        self.profile = controller.profile
+        self.session = session  # its controller's journal (none: a replay's)
+        self.profile = session.profile
         self.state = state
         self.on_disk = on_disk
         self.event_log = event_log
@@ -68,7 +68,7 @@ class SessionFiles:
 
         from abtui.ui.render.screens import PathPrompt
 
-        path = self.controller.session_path
+        path = self.session.session_path
         name = paths.name_of(path) if path else paths.session_name(self.profile.name)
         app.push_screen(PathPrompt("Export the session (the report abtui export writes)",
                                    str(self.folder() / f"{name}.md"), EXPORT_FORMATS), chosen)
@@ -86,7 +86,7 @@ class SessionFiles:
 
         # With the engine the session is journalled as it runs (controller.session_path):
         # `s` saves a copy of what the console has received, under another name.
-        live = self.controller.session_path
+        live = self.session.session_path
         note = (f"This session is being written to {live} as it runs (finished there when "
                 "you quit); this saves a copy of it so far.") if live else ""
         default = paths.new_session_path(self.profile.name, self.folder() if self.save_dir
@@ -135,7 +135,7 @@ class SessionFiles:
                     tables.saved_comparison(_load(result), self.on_disk.events(),
                                             app.size.width)))
 
-        live = self.controller.session_path
+        live = self.session.session_path
         mine = {live, paths.finished_path(live)} if live else set()
         saved = [p for p in reversed(paths.list_sessions(self.sessions_dir)) if p not in mine]
         app.push_screen(SessionPicker(

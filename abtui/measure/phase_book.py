@@ -43,14 +43,17 @@ class PhaseBook:
         """An interval's phase and whether it straddles a change (PairPhases.classify)."""
         return self.phases[label].classify(received, duration)
 
-    def classifier(self, settings: int) -> Callable[[str, float, float], tuple[int, bool]]:
+    def phase_for(self, label: str, received: float, duration: float,
+                  settings: int) -> tuple[int, bool]:
         """`classify` for a run prepared at the pair's settings count `settings`: once a
         setting only new connections see began changing on its pair since, whatever it
         measures straddles (counted in no phase), however the run was told or not told: a
-        phase never carries intervals of a connection opened under another value."""
+        phase never carries intervals of a connection opened under another value. What a
+        run asks its owner (abtui.measure.run.context.RunOwner.phase_for)."""
+        phase, straddles = self.phases[label].classify(received, duration)
+        return phase, straddles or self.settings[label] != settings
 
-        def classify(label: str, received: float, duration: float) -> tuple[int, bool]:
-            phase, straddles = self.classify(label, received, duration)
-            return phase, straddles or self.settings[label] != settings
-
-        return classify
+    def classifier(self, settings: int) -> Callable[[str, float, float], tuple[int, bool]]:
+        """`phase_for` of a run prepared at `settings`."""
+        return lambda label, received, duration: self.phase_for(label, received, duration,
+                                                                settings)

@@ -92,6 +92,10 @@ class Engine:
         # what shutdown could not set back (one line each), for `abtui recover` to finish
         self.not_restored: list[str] = []
         self.bus = EventBus()
+        # every part emits straight onto the bus (an interval's path: no relay on the way);
+        # the failed runs are counted by the bus's first subscriber
+        self.emit: Callable[[AnyEvent], None] = self.bus.emit
+        self.bus.subscribe(self._count_failed)
         self.tasks = Tasks()
         self.book = PhaseBook(profile)
         if ping_parser_factory is None and any(self.book.options(p).ping
@@ -129,11 +133,10 @@ class Engine:
         """Every event from now on, until the returned handle is closed."""
         return self.bus.subscribe(callback)
 
-    def emit(self, event: AnyEvent) -> None:
+    def _count_failed(self, event: AnyEvent) -> None:
         if (event.kind is EventKind.RUN_END and isinstance(end := event.payload, events.RunEnd)
                 and end.status in ("error", "incomplete")):
             self.failed_runs += 1
-        self.bus.emit(event)
 
     # ---- connecting ---------------------------------------------------------------------
     async def connect(self) -> None:

@@ -191,84 +191,81 @@ class KnobChanger:
         set_knob names the pairs first); never at once with a reconnected host's re-apply."""
         if self._read_back is not None:
             await self._read_back()
-        async with self.changing:
-            await self._change(self.knob(knob), values, again)
-
-    async def _change(self, k: Knob, values: Mapping[str, str], again: bool = False) -> None:
-        knob = k.name
-        unknown = [label for label in values if label not in self._book.phases]
-        if unknown:
-            raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
-        boot = again and k.kind in BUILD_KINDS
-        # a pair whose hosts have the value already is not changed: no new phase for it (a
-        # build's boot again is one: each boot its own phase)
-        wanted = {x: v for x, v in values.items()
-                  if boot or self._book.phases[x].config.get(k.name) != v}
-        labels = list(wanted)
-        # a new stretch: the kept pairs' runs restart too (and the changed pairs' whatever
-        # the knob's kind), so no boundary is told from another by how it treats the runs
-        kept = [x for x in values if again and x not in wanted]
-        if not labels and not kept:
-            return
-        begin = now()
-        for label in labels:
-            self._book.phases[label].begin_change(begin)
-        # a setting only new connections see: the pairs' runs end (continuous: `_follow`
-        # starts the next; a plan's step: `_stream` measures it again)
-        restarts = again or k.restarts
-        ending = [*labels, *kept] if restarts else []
-        retired = {x: r for x in ending if (r := self._runs.running(x)) is not None}
-        for run in retired.values():  # its connection keeps the old setting: counted nowhere
-            run.retire(begin)
-        if restarts:
-            self._book.settings_changed(ending)
-        paused = await self._pause(k, labels, begin)
-        groups: dict[str, list[str]] = {}
-        for label, value in wanted.items():
-            groups.setdefault(value, []).append(label)
-        try:  # each value on its pairs, at once (the knob layer's calls themselves)
-            outcomes = await asyncio.gather(*(self._call(k, v, xs, boot)
-                                              for v, xs in groups.items()),
-                                            return_exceptions=True)
-            got = [self._outcome(k, v, xs, o)
-                   for (v, xs), o in zip(groups.items(), outcomes, strict=True)]
-        finally:
+        async with self.changing:  # (the change in line: a flip's path has no relay)
+            k = self.knob(knob)
+            unknown = [label for label in values if label not in self._book.phases]
+            if unknown:
+                raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
+            boot = again and k.kind in BUILD_KINDS
+            # a pair whose hosts have the value already is not changed: no new phase for it (a
+            # build's boot again is one: each boot its own phase)
+            wanted = {x: v for x, v in values.items()
+                      if boot or self._book.phases[x].config.get(k.name) != v}
+            labels = list(wanted)
+            # a new stretch: the kept pairs' runs restart too (and the changed pairs' whatever
+            # the knob's kind), so no boundary is told from another by how it treats the runs
+            kept = [x for x in values if again and x not in wanted]
+            if not labels and not kept:
+                return
+            begin = now()
+            for label in labels:
+                self._book.phases[label].begin_change(begin)
+            # a setting only new connections see: the pairs' runs end (continuous: `_follow`
+            # starts the next; a plan's step: `_stream` measures it again)
+            restarts = again or k.restarts
+            ending = [*labels, *kept] if restarts else []
+            retired = {x: r for x in ending if (r := self._runs.running(x)) is not None}
+            for run in retired.values():  # its connection keeps the old setting: counted nowhere
+                run.retire(begin)
             if restarts:
                 self._book.settings_changed(ending)
-            if paused and self.pauses is not None:  # what the switch reset: re-applied
-                self.pauses.recheck(paused)
-        refused = [e for e in got if isinstance(e, BaseException)]
-        if any(not isinstance(e, KnobRefused) for e in refused):
-            raise next(e for e in refused if not isinstance(e, KnobRefused))
-        done: list[str] = []
-        targets: dict[str, str] = {}
-        # a pair whose value was refused keeps its phase, but its run, retired since the
-        # change began (its intervals since straddle), is restarted under the same value
-        unchanged: list[str] = []
-        for (value, xs), result in zip(groups.items(), got, strict=True):
-            if isinstance(result, BaseException):
+            paused = await self._pause(k, labels, begin)
+            groups: dict[str, list[str]] = {}
+            for label, value in wanted.items():
+                groups.setdefault(value, []).append(label)
+            try:  # each value on its pairs, at once (the knob layer's calls themselves)
+                outcomes = await asyncio.gather(*(self._call(k, v, xs, boot)
+                                                  for v, xs in groups.items()),
+                                                return_exceptions=True)
+                got = [self._outcome(k, v, xs, o)
+                       for (v, xs), o in zip(groups.items(), outcomes, strict=True)]
+            finally:
+                if restarts:
+                    self._book.settings_changed(ending)
+                if paused and self.pauses is not None:  # what the switch reset: re-applied
+                    self.pauses.recheck(paused)
+            refused = [e for e in got if isinstance(e, BaseException)]
+            if any(not isinstance(e, KnobRefused) for e in refused):
+                raise next(e for e in refused if not isinstance(e, KnobRefused))
+            done: list[str] = []
+            targets: dict[str, str] = {}
+            # a pair whose value was refused keeps its phase, but its run, retired since the
+            # change began (its intervals since straddle), is restarted under the same value
+            unchanged: list[str] = []
+            for (value, xs), result in zip(groups.items(), got, strict=True):
+                if isinstance(result, BaseException):
+                    for label in xs:
+                        self._book.phases[label].abort_change()
+                        if label in retired:
+                            unchanged.append(label)
+                    continue
+                targets |= result
+                done += xs
+                end = now()
                 for label in xs:
-                    self._book.phases[label].abort_change()
-                    if label in retired:
-                        unchanged.append(label)
-                continue
-            targets |= result
-            done += xs
-            end = now()
-            for label in xs:
-                closed = self._book.phases[label].commit_change(begin, end, {knob: value})
-                if closed is not None:
-                    self._emit(closed)
-                # a run goes on into it
-                self._book.phases[label].running(self._runs.running(label) is not None)
-        if again:  # a new stretch: forgotten, then measured afresh
-            ended = [*done, *kept, *unchanged]
-        else:
-            ended = [*done, *unchanged] if restarts or targets else []
-        if ended:
-            await self._runs.restart(ended, begin, clear=again)
-        if refused:
-            raise refused[0]
+                    closed = self._book.phases[label].commit_change(begin, end, {knob: value})
+                    if closed is not None:
+                        self._emit(closed)
+                    # a run goes on into it
+                    self._book.phases[label].running(self._runs.running(label) is not None)
+            if again:  # a new stretch: forgotten, then measured afresh
+                ended = [*done, *kept, *unchanged]
+            else:
+                ended = [*done, *unchanged] if restarts or targets else []
+            if ended:
+                await self._runs.restart(ended, begin, clear=again)
+            if refused:
+                raise refused[0]
 
     async def _pause(self, k: Knob, labels: Sequence[str], begin: float) -> list[str]:
         """A build switch: the pairs' hosts held (no run starts there until they are read

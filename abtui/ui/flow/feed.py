@@ -45,8 +45,10 @@ class EventFeed:
         """The controller's subscriber: the event queued, and shown as soon as the refresh
         budget allows (at most `flush_hz` flushes a second, none when idle)."""
         now = self.queue(event)
-        if self._live():  # else the screen's first flush takes it (or the console closed)
-            self.schedule(event, now)
+        if not self._live():  # the screen's first flush takes it (or the console closed)
+            return
+        wait = self._budget.wait(now)  # the flush as soon as the refresh budget allows
+        self._wakeup.at(now + (max(wait, LAZY_S) if event.kind in LAZY_KINDS else wait))
 
     def queue(self, event: Event) -> float:
         """Queue an event; its arrival time (an interval is timed from its line's arrival
@@ -55,13 +57,6 @@ class EventFeed:
         self.pending.append((event, now if event.arrived is None else event.arrived))
         self.queued += 1
         return now
-
-    def schedule(self, event: Event, now: float) -> None:
-        """Have the queue flushed as soon as the refresh budget allows."""
-        wait = self.wait(now)
-        if event.kind in LAZY_KINDS:
-            wait = max(wait, LAZY_S)
-        self._wakeup.at(now + wait)
 
     def wait(self, now: float) -> float:
         """Seconds until the refresh budget allows a flush: a token bucket of FLUSH_BURST

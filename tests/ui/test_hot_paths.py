@@ -11,11 +11,13 @@ entered from the first (the key's action, the reader that got the line) to the l
 one that hands the command to the link, the one that asks for the repaint), both included.
 
 A relay put back on either way (a forwarder, the app receiving an event before its feed, a
-lambda around a call) adds a frame and fails here."""
+lambda around a call) adds a frame and fails here; so does docs/architecture.md's walk of
+either way once it no longer names the functions recorded, in their order, and their count."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,6 +52,26 @@ PAIR = Pair(label="A", sender="s", receiver="r", target="198.18.1.2")
 READ = "reader.IntervalReader.read_client"  # where the line is read off the stream
 # one iperf3 -i 1 client line (text mode): the reader makes it an interval
 LINE = "[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec    0    512 KBytes"
+
+
+def _walked(start: str) -> tuple[int, list[str]]:
+    """docs/architecture.md's count of the way that starts at `start`, and the functions it
+    names on it, in order."""
+    doc = (Path(ABTUI).parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for para in doc.split("\n\n"):
+        if para.startswith("Counted (`tests/ui/test_hot_paths.py`") and f"`{start}`" in para:
+            count = re.search(r"\*\*(\d+) calls\*\*", para)
+            assert count is not None, para
+            names = re.findall(r"`([A-Z]\w*\.\w+)`", para)
+            return int(count.group(1)), names[names.index(start):]
+    raise AssertionError(f"docs/architecture.md walks no way from {start}")
+
+
+def _checked_against_the_docs(way: list[str]) -> None:
+    """The docs' walk is the way recorded: its count, and each function in its order."""
+    names = [w.split(".", 1)[1] for w in way]  # (module.Class.method -> Class.method)
+    count, walked = _walked(names[0])
+    assert count == len(way) and walked[:len(names)] == names, (count, walked, names)
 
 
 def _ours(frame: FrameType) -> bool:
@@ -150,6 +172,7 @@ async def test_a_flip_goes_from_its_key_to_the_host_in_at_most_8_calls(
     print(f"a flip: {len(way)} calls", *way, sep="\n  ")
     assert len(way) <= FLIP_HOPS, "\n".join(way)
     assert way[-1] == "knobs.KnobManager.swap"  # (the one that hands it to the link)
+    _checked_against_the_docs(way)
     assert "measure.session" not in " ".join(way) and "DeferredEngine" not in " ".join(way)
 
 
@@ -210,6 +233,7 @@ async def test_an_interval_goes_from_its_line_to_the_pane_in_at_most_12_calls(
     print(f"an interval: {len(way)} calls", *way, sep="\n  ")
     assert len(way) <= INTERVAL_CALLS, "\n".join(way)
     assert way[-1] == "widgets.PairPane._flush"  # (the one that asks for the repaint)
+    _checked_against_the_docs(way)
     # the event goes from the engine's bus to the console's feed, never back to the app
     # first: the app is entered once, by the flush
     # first, then entered once, by the flush the feed was given when it was made

@@ -188,10 +188,14 @@ class ControllerSession(Generic[C]):
             await self.controller.connect()
             self._connected = True
 
-    async def start(self, mode: Mode = "continuous") -> None:
-        """Measure in `mode`: connected once, whatever runs ended first."""
+    async def start(self, mode: Mode = "continuous",
+                    starting: Callable[[], object] | None = None) -> None:
+        """Measure in `mode`: connected once, whatever runs ended first; `starting` is
+        called in between (the console says what it starts)."""
         await self.connect()
         await self.controller.stop()
+        if starting is not None:
+            starting()
         await self.controller.start(mode)
 
     async def stop(self) -> None:

@@ -60,15 +60,12 @@ class ControllerCalls:
     async def start(self, mode: Mode = "continuous") -> None:
         """Connect once, end whatever runs, then start in `mode` (after any call asked
         before this one)."""
-        async def call() -> None:
-            await self.session.connect()
-            await self.session.stop()
+        def starting() -> None:
             self.mode = mode
             self.state.progress = None  # the last plan's
             self.post(Started(mode))
-            await self.controller.start(mode)
 
-        await self._in_turn("start", call)
+        await self._in_turn("start", lambda: self.session.start(mode, starting))
 
     async def stop(self) -> None:
         async def call() -> None:

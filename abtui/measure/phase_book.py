@@ -7,7 +7,7 @@ changer and the host verifier write it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from abtui.core.model import Pair, Profile, TestOptions
@@ -52,8 +52,3 @@ class PhaseBook:
         run asks its owner (abtui.measure.run.context.RunOwner.phase_for)."""
         phase, straddles = self.phases[label].classify(received, duration)
         return phase, straddles or self.settings[label] != settings
-
-    def classifier(self, settings: int) -> Callable[[str, float, float], tuple[int, bool]]:
-        """`phase_for` of a run prepared at `settings`."""
-        return lambda label, received, duration: self.phase_for(label, received, duration,
-                                                                settings)

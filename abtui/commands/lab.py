@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "userspace with dropbear) booting built ARM kernel trees by name "
                          "(repeatable: the first booted now, the others by `lab boot HOST "
                          "NAME`); its receiver the x86 guest of --kernel A=...")
+    up.add_argument("--arm-crypto-priority", action="append", default=None,
+                    metavar="DRIVER=N",
+                    help="set a crypto driver's priority on the ARM guest at each boot, "
+                         "before any SA exists (repeatable; kept by the lab; the guest's "
+                         "console says what it was): e.g. cryptd(ghash-ce-sync)=200 lets "
+                         "gcm(aes) take ghash-ce itself, the NEON-in-softirq seed's path")
     up.add_argument("--user", metavar="NAME",
                     help="let NAME log in on the hosts too, with sudo rights there (the "
                          "account is made when missing, and removed by lab down), for "
@@ -70,10 +76,13 @@ def run(args: argparse.Namespace) -> int:
         kernels = parse_kernels(args.kernel, args.pairs)
         clock = parse_clock(args.clock)
         from abtui.lab.vm.armhost import parse_arm_builds
+        from abtui.lab.vm.cryptorank import parse_priorities
 
         arm = parse_arm_builds(args.arm_build) if args.arm_build else None
+        rank = None if args.arm_crypto_priority is None \
+            else parse_priorities(args.arm_crypto_priority)
         hosts = lab.up(pairs=args.pairs, kernels=kernels, nics=parse_nics(args.nic, kernels),
-                       clock=clock, user=args.user, arm=arm)
+                       clock=clock, user=args.user, arm=arm, arm_crypto=rank)
         print(f"lab up: {len(hosts)} hosts, {args.pairs} pairs", file=sys.stderr)
         status = lab.status()
         if kernels:

@@ -25,7 +25,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -36,7 +36,7 @@ from abtui.lab.layout import MAX_PAIRS, LabHost, LabLayout, check_kernel_pairs, 
 from abtui.lab.lease import LabInUse
 from abtui.lab.ssh_access import LabSsh
 from abtui.lab.system import pidfile_pid, run, ssh_banner, terminate
-from abtui.lab.vm.armhost import ArmBuild, LabArmHost, recorded_builds
+from abtui.lab.vm.armhost import ArmBuild, LabArmHost, recorded_builds, recorded_priorities
 from abtui.lab.vm.boot import LabVmBoot
 from abtui.lab.vm.pairs import VM_BANNER_TIMEOUT, LabVmPairs
 from abtui.remote.lease import lease_files
@@ -168,13 +168,16 @@ class Lab:
     def up(self, pairs: int = 2, kernels: Mapping[str, str] | None = None,
            nics: Mapping[str, str] | None = None, clock: str = "",
            user: str | None = None,
-           arm: Mapping[str, ArmBuild] | None = None) -> list[LabHost]:
+           arm: Mapping[str, ArmBuild] | None = None,
+           arm_crypto: Sequence[tuple[str, int]] | None = None) -> list[LabHost]:
         """Bring the lab up; idempotent: what exists and works is kept. `kernels` maps a pair
         letter to the kernel SPEC (abtui.lab.kernels) its two VM hosts boot, `nics` a VM pair
         to its data NIC's model (abtui.lab.vm.guest.NIC_MODELS; the default where not named),
         `clock` the VM guests' clock (abtui.core.clock: "" their host's, "icount:N"), `arm`
         the ARM builds pair A's sender boots as the lab's ARM guest (abtui.lab.vm.armhost: the
-        first at once; None keeps the ones the lab that is up has, {} none)."""
+        first at once; None keeps the ones the lab that is up has, {} none), `arm_crypto`
+        the crypto ranking the ARM guest applies at each boot (abtui.lab.vm.cryptorank; None
+        keeps the lab's)."""
         from abtui.lab.vm.guest import DEFAULT_NIC
 
         if user is not None:
@@ -188,6 +191,10 @@ class Lab:
                            "the lab a --kernel (namespace hosts share this machine's)")
         had_arm = recorded_builds(self.layout)
         arm_builds = dict(had_arm if arm is None else arm)
+        had_rank = recorded_priorities(self.layout)
+        rank = had_rank if arm_crypto is None else tuple(arm_crypto)
+        if rank and not arm_builds:
+            raise BadInput("--arm-crypto-priority: the lab has no ARM guest (--arm-build)")
         if arm_builds and "A" not in wanted:
             raise BadInput("--arm-build: the ARM guest is pair A's sender; its receiver is an "
                            "x86 VM guest: give pair A a --kernel (A=linux-image-...)")
@@ -195,7 +202,7 @@ class Lab:
         rebuild = bool(existing) and (existing != pairs or self.kernel_specs() != wanted
                                       or self.layout.vm_nics() != models
                                       or (bool(wanted) and self.layout.clock() != clock)
-                                      or had_arm != arm_builds)
+                                      or had_arm != arm_builds or had_rank != rank)
         if rebuild:  # said before anything is checked or changed
             self.refuse_if_used(f"rebuilding it with {pairs} pairs (it has {existing})"
                                 if existing != pairs else
@@ -246,7 +253,7 @@ class Lab:
                                     "nics": models, "clock": clock,
                                     "boot_s": kept if isinstance(kept, dict) else {}}
             if arm_builds:
-                self.arm.record(arm_builds, meta)
+                self.arm.record(arm_builds, meta, rank)
                 if isinstance(previous.get("booted"), dict):  # a kept ARM guest's build
                     meta["booted"] = {a: b for a, b in previous["booted"].items()
                                       if isinstance(b, dict) and "arm" in b}
@@ -351,7 +358,7 @@ class Lab:
             lab_name=self.name, ssh_config=str(self.ssh_config),
             known_hosts=str(self.known_hosts), sender=hosts[0], receiver=hosts[1],
             builds=list(recorded_builds(self.layout).values()), power=power,
-            timeout=SWITCH_TIMEOUT_S))
+            timeout=SWITCH_TIMEOUT_S, crypto_priority=recorded_priorities(self.layout)))
 
     def _kernel_knob(self, hosts: list[LabHost]) -> str:
         """The VM pairs' kernel knob (abtui.lab.profile.kernel_knob): offered when every VM

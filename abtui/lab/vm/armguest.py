@@ -22,6 +22,7 @@ from pathlib import Path
 from abtui.core.clock import CMDLINE_WORD
 from abtui.core.errors import BadInput, LabError
 from abtui.lab.vm.armroot import Userspace, overlay
+from abtui.lab.vm.cryptorank import HELPER, helper_binary, rank_lines
 from abtui.lab.vm.guest import READY, icount_args
 
 QEMU_ARM = "qemu-system-arm"
@@ -45,6 +46,9 @@ class ArmGuest:
     authorized_keys: str
     state_dir: Path
     clock: str = ""  # abtui.core.clock
+    # crypto algorithms re-ranked at boot, before any SA exists: (driver, priority), in order
+    # (`lab up --arm-crypto-priority`; abtui.lab.vm.cryptorank)
+    crypto_priority: tuple[tuple[str, int], ...] = ()
 
     @property
     def log(self) -> Path:
@@ -95,6 +99,7 @@ def guest_script(g: ArmGuest) -> str:
         "done",
         f"/bin/ip addr add {g.mgmt_address} dev mgmt0 && /bin/ip link set mgmt0 up",
         f"/bin/ip addr add {g.data_address} dev data0 && /bin/ip link set data0 up",
+        *rank_lines(g.crypto_priority),
         f'echo "{VERSION}$(uname -v)"',
         f'echo "{READY}$(uname -r) $(hostname)"',
         "exec /usr/sbin/dropbear -F -E -s -r /etc/dropbear/dropbear_ed25519_host_key "
@@ -104,13 +109,16 @@ def guest_script(g: ArmGuest) -> str:
 
 
 def guest_files(g: ArmGuest) -> dict[str, tuple[int, bytes]]:
-    return {
+    files = {
         "etc/hostname": (0o644, f"{g.alias}\n".encode()),
         "etc/abtui/guest.sh": (0o755, guest_script(g).encode()),
         "etc/dropbear/dropbear_ed25519_host_key": (0o600,
                                                    dropbear_key(g.host_key.read_bytes())),
         "root/.ssh/authorized_keys": (0o600, g.authorized_keys.encode()),
     }
+    if g.crypto_priority:
+        files[HELPER.lstrip("/")] = (0o755, helper_binary(g.state_dir).read_bytes())
+    return files
 
 
 def qemu_command(g: ArmGuest) -> list[str]:

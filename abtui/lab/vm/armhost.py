@@ -102,6 +102,13 @@ def recorded_builds(layout: LabLayout) -> dict[str, ArmBuild]:
             for n, b in builds.items() if isinstance(b, dict)}
 
 
+def recorded_priorities(layout: LabLayout) -> tuple[tuple[str, int], ...]:
+    """The crypto ranking the lab's ARM guest applies at each boot (from its record)."""
+    raw = layout.record().get("arm", {})
+    pairs = raw.get("crypto_priority", []) if isinstance(raw, dict) else []
+    return tuple((str(d), int(p)) for d, p in pairs) if isinstance(pairs, list) else ()
+
+
 def check_prerequisites() -> None:
     from shutil import which
 
@@ -137,7 +144,8 @@ class LabArmHost:
                         data_address=f"{h.data_address}/24",
                         host_key=state / f"host_{h.alias}",
                         authorized_keys=(state / "authorized_keys").read_text(),
-                        state_dir=state, clock=self.layout.clock())
+                        state_dir=state, clock=self.layout.clock(),
+                        crypto_priority=recorded_priorities(self.layout))
 
     def pidfile(self, alias: str) -> Path:
         return self.layout.state_dir / f"arm-{alias}.pid"
@@ -223,9 +231,12 @@ class LabArmHost:
                 out.add(pid)
         return out
 
-    def record(self, builds: Mapping[str, ArmBuild], meta: dict[str, Any]) -> None:
-        """The builds, by name, into the lab's record (`meta`, written by the caller)."""
-        meta["arm"] = {"pair": ARM_PAIR, "builds": {n: b.to_json() for n, b in builds.items()}}
+    def record(self, builds: Mapping[str, ArmBuild], meta: dict[str, Any],
+               crypto_priority: Sequence[tuple[str, int]] = ()) -> None:
+        """The builds, by name, and the crypto ranking every boot applies
+        (abtui.lab.vm.cryptorank) into the lab's record (`meta`, written by the caller)."""
+        meta["arm"] = {"pair": ARM_PAIR, "builds": {n: b.to_json() for n, b in builds.items()},
+                       "crypto_priority": [[d, p] for d, p in crypto_priority]}
 
     def switch(self, h: LabHost, name: str) -> tuple[ArmBuild, float]:
         """Power-cycle the ARM host onto build `name`; (the build, seconds from the switch's
@@ -283,9 +294,19 @@ def kernel_knob(builds: Sequence[ArmBuild], power: Sequence[str], timeout: int) 
     return "\n".join(lines) + "\n"
 
 
+def rank_comment(crypto_priority: Sequence[tuple[str, int]]) -> list[str]:
+    """The profile's record of the crypto ranking every boot of the guest applies (a copy of
+    the profile goes into each session)."""
+    if not crypto_priority:
+        return ["# The guest's crypto drivers keep their own priorities (no ranking at boot)."]
+    ranked = ", ".join(f"{d} = {p}" for d, p in crypto_priority)
+    return [f"# Each boot of the guest sets these crypto priorities before any SA: {ranked}",
+            "# (`lab up --arm-crypto-priority`; its console says what each was)."]
+
+
 def lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str, sender: LabHost,
                 receiver: LabHost, builds: Sequence[ArmBuild], power: Sequence[str],
-                timeout: int) -> str:
+                timeout: int, crypto_priority: Sequence[tuple[str, int]] = ()) -> str:
     """The lab's profile when pair A's sender is the ARM guest: the softirq-crypto seed's
     procedure on it (profiles/softirq-crypto-arm.toml with this lab's hosts and builds):
     the kernel knob over the ARM builds, IPsec rfc4106(gcm(aes)) to the x86 receiver, TX
@@ -300,6 +321,7 @@ def lab_profile(*, lab_name: str, ssh_config: str, known_hosts: str, sender: Lab
         "#   abtui run THIS --headless --alternate kernel=BUILD1,BUILD2 --set reverse=off "
         "--until-verdict",
         "# (reverse=on for RX).",
+        *rank_comment(crypto_priority),
         "",
         "[profile]",
         f"name = {q(lab_name)}",

@@ -47,6 +47,8 @@ SERIES = tuple(sorted((ROOT / "profiles" / "patches" / "arm-neon-softirq").glob(
 PEER = os.environ.get("ABTUI_TEST_ARM_PEER", "linux-image-6.1.0-57-amd64")
 SEED = 47  # the alternation's order, replayable
 MAX_RUNS = 8  # at most 4 blocks of four boots a direction
+# ranked below ghash-ce at each boot, so the SA takes the driver the seed patches (README)
+RANKED = "cryptd(ghash-ce-sync)"
 VERDICT_RE = re.compile(r"A: kernel=after vs before: Δgeo ([+-]?[\d.]+)% (\[[^\]]*\]|\([^)]*\)) "
                         r"(\S+)")
 
@@ -101,7 +103,8 @@ def arm_lab(tmp_path_factory: pytest.TempPathFactory
     try:
         up = _abtui(lab, tmp, "lab", "up", "--pairs", "1", f"--kernel=A={PEER}", "--clock",
                     "icount", f"--arm-build=before={before_out.out}",
-                    f"--arm-build=after={after_out.out}")
+                    f"--arm-build=after={after_out.out}",
+                    f"--arm-crypto-priority={RANKED}=200")
         assert up.returncode == 0, up.stderr[-3000:]
         print(up.stdout)
         yield lab, before, after
@@ -122,6 +125,11 @@ def test_abtui_drives_the_arm_guest_like_any_host(arm_lab, tmp_path):
     said = _ssh(lab, snd, "uname -m; uname -v; cat /proc/cmdline; hostname").splitlines()
     assert said[0] == "armv7l" and said[1] == before.version, said
     assert "abtui.clock=icount:6" in said[2] and said[3] == snd
+    # the ranking every boot applies (lab up --arm-crypto-priority): cryptd's ghash instance
+    # below ghash-ce, so a gcm(aes) is built on ghash-ce itself (the seed's path)
+    crypto = _ssh(lab, snd, "cat /proc/crypto")
+    assert re.search(r"driver\s*: cryptd\(ghash-ce-sync\)\n[^\n]*\npriority\s*: 200\n",
+                     crypto), crypto[:2000]
     check = _abtui(lab, tmp_path, "check", str(lab.profile_path), timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr
     assert f"ok   {snd}: reachable, Linux 6.1.192" in check.stdout, check.stdout

@@ -138,7 +138,7 @@ example:
   # pair A's sender a 32-bit ARM guest booting two builds, its IPsec peer x86:
   abtui lab up --pairs 1 --kernel A=linux-image-6.1.0-57-amd64 --clock icount \\
       --arm-build before=BUILD_FOLDER --arm-build after=BUILD_FOLDER \\
-      --arm-crypto-priority 'cryptd(ghash-ce-sync)=200'   # gcm(aes) on ghash-ce itself
+      --arm-crypto-priority 'cryptd(ghash-ce-sync)=200'  # gcm on ghash-ce
 
 exit codes:
   0  the lab is up (again: idempotent)

@@ -39,11 +39,11 @@ from typing import Any
 # reference), "speedup OP X" (reference / value), "diff OP X" (value - reference, in its unit).
 BUDGETS: dict[str, str | None] = {
     "knob_flip_4hosts_median_ms": "ratio <= 1.5",
-    "knob_flip_vs_openssh_mux_ms": "speedup >= 12",
+    "knob_flip_vs_openssh_mux_ms": "speedup >= 20",  # 12 until 2026-12-07 (issue 50)
     "knob_flip_vs_openssh_ms": "speedup >= 100",
     "start_skew_p95_ms": "diff <= 5",
     "ui_latency_p99_ms": "diff <= 10",
-    "console_cpu_2pairs_pct": "ratio <= 3",
+    "console_cpu_2pairs_pct": "ratio <= 2",  # 3 until 2026-12-07; moonshot 1.5
     "ui_cpu_8pairs_pct": "ratio <= 5",
     "ui_latency_p99_8pairs_ms": "diff <= 100",
     "fidelity_exact": "== 1",
@@ -56,7 +56,7 @@ BUDGETS: dict[str, str | None] = {
     "session_24h_file_mb": "<= 30",
     "console_24h_rss_mb": "<= 150",
     "parse_lines_per_s": "ratio >= 0.5",
-    "first_frame_s": "ratio <= 1.5",
+    "first_frame_s": "ratio <= 1.3",  # 1.5 until 2026-12-07
     "demo_first_number_warm_s": "ratio <= 3",
     "vm_pair_boot_s": None,
     "gate_false_alarm_rate": "<= 0.05",

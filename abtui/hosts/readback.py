@@ -4,14 +4,14 @@ colleague's `sysctl -w` on the host mid-session) is found here, never overwritte
 The engine reads back at every stretch boundary of an alternation, before every change it
 makes and every few seconds while it measures (abtui.measure.engine.drift); each read is one
 round trip of a host's control shell (about a millisecond), all hosts at once, every setting
-of a host in that one round trip (`reads_command`: a round trip a setting, 20 a read-back on
-a 2-pair lab of 5 knobs, was a third of the live console's SSH packets). A setting that
-reads otherwise than the value abtui last wrote (and read back) there, or, where it wrote
-none, than the value it read there (a host's own value, which the labels name as the knob's
-value until a flip), becomes the host's own: marked foreign in the knob layer
+of a host in that one round trip (`reads_command`: a round trip a setting, 10 a read-back on
+the lab's 2 pairs, was two thirds of the live console's control-shell round trips). A
+setting that reads otherwise than the value abtui last wrote (and read back) there, or,
+where it wrote none, than the value it read there (a host's own value, which the labels name
+as the knob's value until a flip), becomes the host's own: marked foreign in the knob layer
 (`KnobManager.foreign`: no flip writes it again) and in the undo journal (`abtui recover`
-leaves it), and returned as a `Changed` for the engine to
-record as drift and split the phase.
+leaves it), and returned as a `Changed` for the engine to record as drift and split the
+phase.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from abtui.core.errors import RemoteError
 from abtui.hosts.knobs import KnobManager
-from abtui.remote.dialect import Setting, same_value
+from abtui.remote.os.dialect import Setting, same_value
 
 # closes each setting's output in a host's reads sent as one command, with its exit status
 READ_END = "@abtui-read-end"

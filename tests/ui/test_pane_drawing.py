@@ -205,7 +205,7 @@ async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> 
             app.receive(e)
             if e.kind is EventKind.INTERVAL:
                 await settle(pilot)
-                shown = app.files.screen_text()
+                shown = app.screen_text()
                 assert f"n {app.state.pairs['A'].intervals} " in shown, shown
         assert app.state.pairs["A"].intervals == 12
         assert not prompted, f"the pane was prompted {len(prompted)} times"

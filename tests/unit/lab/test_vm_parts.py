@@ -262,7 +262,7 @@ def test_run_lab_keeps_a_vm_lab_with_the_builds_and_rebuilds_one_without():
 
 
 def test_a_keyless_setting_is_named_by_its_kind():
-    from abtui.remote.dialect import Setting
+    from abtui.remote.os.dialect import Setting
 
     assert Setting(KnobKind.NETEM, "", "data0").label() == "netem on data0"
     assert Setting(KnobKind.MTU, "", "eth0").label() == "mtu on eth0"
@@ -280,7 +280,8 @@ def test_quick_runs_on_vm_hosts_have_whole_second_intervals():
 
 
 def test_a_vm_host_s_ssh_config_gives_its_links_more_time_to_connect(tmp_path):
-    from abtui.remote.link import DEFAULT_CONNECT_TIMEOUT, HostLink
+    from abtui.remote.connection import DEFAULT_CONNECT_TIMEOUT
+    from abtui.remote.link import HostLink
 
     lab = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path)
     hosts = lab.hosts(2, {"B": "k"})

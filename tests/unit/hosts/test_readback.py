@@ -14,8 +14,8 @@ from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.readback import READ_END, read_back, split_reads
 from abtui.hosts.undo import UndoJournal, read_journal
-from abtui.remote.dialect import Setting
-from abtui.remote.link import CommandResult
+from abtui.remote.control_shell import CommandResult
+from abtui.remote.os.dialect import Setting
 from tests.unit.hosts.fake_hosts import FakeDialect, FakeLink
 
 HOSTS = ["a-snd", "a-rcv", "b-snd", "b-rcv"]

@@ -57,6 +57,7 @@ class StretchState(Protocol):
     held: dict[str, str]
     opened: float
     taken: dict[str, dict[int, float]]
+    spans: dict[int, tuple[float, float]]  # closed stretches: when each opened and closed
 
 
 @dataclass(slots=True)
@@ -83,15 +84,28 @@ class WhyBook:
         window = event.payload
         if not isinstance(window, events.Profiled) or event.pair is None or event.host is None:
             return
-        index = self.stretches.index
-        if index is None or event.pair not in self.stretches.held:
+        index = self._stretch_of(event.pair, window.start)
+        if index is None:
             return
-        if not isinstance(window.start, int | float) or window.start < self.stretches.opened:
-            return  # began before the stretch opened: it may hold the other value's samples
         key = (event.pair, event.host)
         merge(self.stacks.setdefault(key, {}).setdefault(index, {}), unpack(window.stacks))
         self.machine[key] = bool(window.shared)
         self.windows += 1
+
+    def _stretch_of(self, pair: str, start: object) -> int | None:
+        """The stretch a window that began at `start` counts in: the one in force, or (a host
+        folds its profile once its run is over: abtui.measure.run.profiler) a closed one whose
+        span holds it; None when it began before a stretch opened (it may hold the other
+        value's samples) or outside every stretch."""
+        if not isinstance(start, int | float):
+            return None
+        st = self.stretches
+        if st.index is not None and pair in st.held and start >= st.opened:
+            return st.index
+        if pair not in self.orders:
+            return None
+        return next((i for i, (opened, closed) in st.spans.items()
+                     if opened <= start <= closed), None)
 
     def _counters(self, event: AnyEvent, sample: events.CountersSampled) -> None:
         index = self.stretches.index

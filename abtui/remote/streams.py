@@ -71,6 +71,22 @@ def group_alive_command(pgid: int) -> str:
             f"else kill -0 -{g} 2>/dev/null; fi")
 
 
+def own_group(command: str) -> str:
+    """`command` made to run in the process group its stream reports. The link reports the
+    shell's `$$` as the group (abtui.remote.link.HostLink.stream): right where sshd makes each
+    command a session leader (OpenSSH calls setsid), wrong on dropbear (the ARM guest's sshd),
+    whose command stays in the group of the connection's own process (its parent), so that
+    ending the reported group ended nothing and a run's loops outlived it. There the shell
+    becomes a group leader itself (`setsid` without a fork: it is not one), in place, with the
+    same pid. Where the group already is `$$`, or the parent's and the parent is `sudo` (the
+    reported pid is sudo's), nothing changes; without /proc or setsid the command runs as
+    before."""
+    return ("if read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null && [ \"$g\" != $$ ] && "
+            "{ [ \"$g\" != \"$PPID\" ] || ! read -r pc </proc/$PPID/comm 2>/dev/null || "
+            "[ \"$pc\" != sudo ]; } && command -v setsid >/dev/null 2>&1; then "
+            f"exec setsid sh -c {shlex.quote(command)}; fi; {command}")
+
+
 def group_runs_command(pgid: int, what: str = "") -> str:
     """A shell test that succeeds while process group `pgid` still runs the program `what`
     names (its first word's base name; any program when empty): a reused number is not ours."""

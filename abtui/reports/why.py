@@ -31,10 +31,16 @@ ROW_KEYS = ("pair", "host", "value", "base", "frame", "kind", "base_share", "sha
             "low", "high", "moved", "blocks", "machine")
 
 Stacks = Mapping[str, int]
+# The profile's own thread (perf record, the one process the profile runs beside the traffic:
+# abtui.remote.profiling) is left out of the samples shares are counted in: what it costs is
+# the profile's, not the value's (the report's section says so)
+PROFILER_THREADS = frozenset({"perf"})
 
 
 def shares(stacks: Stacks) -> dict[str, dict[str, float]]:
-    """Per kind, each frame's percentage of the samples."""
+    """Per kind, each frame's percentage of the samples, the profile's own thread's left out
+    (PROFILER_THREADS)."""
+    stacks = {s: c for s, c in stacks.items() if s.split(";", 1)[0] not in PROFILER_THREADS}
     total = sum(stacks.values())
     out: dict[str, dict[str, float]] = {k: {} for k in KINDS}
     if total <= 0:

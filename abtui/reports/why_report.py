@@ -54,7 +54,8 @@ def markdown(session: Session) -> list[str]:
             "percentage points with its interval over the blocks (95 % for the family of "
             "frames tested, Bonferroni). A frame is moved only when its interval excludes "
             "zero. `self`: samples whose leaf it is; `children`: samples whose stack holds "
-            "it; `thread`: samples of a thread name.", ""]
+            "it; `thread`: samples of a thread name. The profile's own thread (`perf`, "
+            "perf record) is left out of the samples counted.", ""]
     machine = False
     for key in _comparisons(session.why_rows):
         pair, host, value, base = key

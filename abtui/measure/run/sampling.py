@@ -69,6 +69,7 @@ class RunSamplers:
         self._ping_task: asyncio.Task[PingOutcome] | None = None
         self._tasks: list[asyncio.Task[None]] = []  # watches and host CPU
         self._profiles: list[ProfileSampler] = []  # started ahead of the release
+        self._profile_tasks: list[asyncio.Task[None]] = []
         self._profiles_started = False
 
     def start(self, ping: RemoteProcess[HostLink] | None, idle: list[PingReply],
@@ -119,7 +120,8 @@ class RunSamplers:
             if profile is not None:
                 sampler = self._profilers[0](self.ctx, link, profile)
                 self._profiles.append(sampler)
-                self._tasks.append(loop.create_task(sampler.run()))
+                self._profile_tasks.append(loop.create_task(sampler.run()))
+                self._tasks.append(self._profile_tasks[-1])
 
     async def profiles_ready(self, timeout: float = PROFILE_READY_S) -> None:
         """Until every profile loop is through perf's start-up (or gave up, or `timeout`
@@ -132,7 +134,13 @@ class RunSamplers:
 
     async def stop_samples(self) -> None:
         """The watches and host CPU end (the run is being cleaned up), the host CPU's loops
-        on the hosts too."""
+        on the hosts too; the profiles first fold what they recorded (bounded)."""
+        ahead = set(self._profile_tasks)
+        for task in self._tasks:
+            if task not in ahead:  # nothing else samples the fold's CPU
+                task.cancel()
+        if self._profiles:
+            await asyncio.gather(*(p.finish() for p in self._profiles))
         self._cancel_samples()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 

@@ -37,10 +37,10 @@ iperf3 1700000001.500000:\x20
 def test_the_fold_counts_stacks_per_window_root_first() -> None:
     out = subprocess.run(["awk", "-v", "W=1", "-v", f"D={MAX_DEPTH}", _FOLD],
                          input=PERF_SCRIPT, capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[0] == "@R" and out.count("@R") == 1  # once, at the first sample
+    assert out.splitlines()[0] == "@F 1700000000.100000" and out.count("@F") == 1
     stream = ProfileStream()
     windows = [w for w in (stream.feed(line) for line in out.splitlines()) if w is not None]
-    assert stream.ready
+    assert stream.first == 1700000000.1
     assert [(w.start, w.end, w.samples) for w in windows] == [
         (1700000000.0, 1700000001.0, 3), (1700000001.0, 1700000002.0, 1)]
     assert windows[0].stacks == {
@@ -141,3 +141,38 @@ def test_the_counters_loop_has_a_clock_where_date_has_no_nanoseconds(tmp_path, d
         uptime = float(Path("/proc/uptime").read_text().split()[0])
         assert 0 < got[0][0] <= got[1][0] <= uptime  # the seconds since boot, rising
     assert all(any(k.startswith("kthread.") for k in values) for _, values in got)
+
+
+def _perf_records() -> bool:
+    if shutil.which("perf") is None:
+        return False
+    got = subprocess.run(["perf", "record", "-a", "-e", "cpu-clock", "-q", "-o", "/dev/null",
+                          "--", "true"], capture_output=True, check=False)
+    return got.returncode == 0
+
+
+@pytest.mark.skipif(not _perf_records(), reason="perf is missing or may not record every CPU")
+def test_the_loop_records_until_its_stdin_ends_then_folds_and_leaves_nothing(tmp_path) -> None:
+    """The real loop, locally: ready once perf is enabled, nothing but that while it records,
+    its windows (with the first sample's time) once stdin ends, its file gone."""
+    import os
+    import time
+
+    proc = subprocess.Popen(["sh", "-c", profile_loop_command(99)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert proc.stdin is not None and proc.stdout is not None
+    stream = ProfileStream()
+    while not (stream.ready or stream.refused):
+        line = proc.stdout.readline()
+        assert line, "the loop ended before it was ready"
+        assert stream.feed(line.rstrip("\n")) is None
+    assert stream.refused is None and stream.event in ("cycles", "cpu-clock")
+    ready = time.time()
+    time.sleep(1.5)
+    proc.stdin.close()  # the run is over
+    windows = [w for w in (stream.feed(line.rstrip("\n")) for line in proc.stdout) if w]
+    assert proc.wait(timeout=60) == 0
+    assert windows and sum(w.samples for w in windows) > 0
+    assert stream.first is not None and abs(stream.first - ready) < 1.0  # same clock, enabled
+    assert list(tmp_path.iterdir()) == []  # its recording removed

@@ -106,3 +106,10 @@ def test_the_receive_path_s_batching_is_a_ratio_of_two_rates() -> None:
     assert why.ratios(plain) == {"per.packets_per_net_rx": 1.0,
                                  "per.segments_per_ip_packet": 1.0}
     assert why.ratios({"softnet.processed": 5.0, "softirq.NET_RX": 0.0}) == {}
+
+
+def test_the_profiles_own_thread_is_left_out_of_the_shares_and_told_apart() -> None:
+    stacks = {"perf;perf_mmap__push": 50, "iperfN;tcp_sendmsg": 30, "kworker/N:N;gcm": 20}
+    got = why.shares(stacks)
+    assert got["thread"] == {"iperfN": 60.0, "kworker/N:N": 40.0}  # of the 50 others
+    assert "perf_mmap__push" not in got["children"]

@@ -76,3 +76,41 @@ def test_the_release_waits_for_the_slowest_loop_but_not_forever() -> None:
         assert time.monotonic() - t0 < 1
 
     asyncio.run(go())
+
+
+def test_windows_folded_after_the_run_are_dated_by_the_ready_mark_not_their_arrival() -> None:
+    """The host folds once the run is over: its windows come seconds late, and are placed by
+    `@R`'s arrival and the first sample's time (the host's clock 1000 s behind)."""
+    async def go() -> None:
+        ctx = _Ctx()
+        sampler = _sampler(ctx)
+        sampler.since = 0.0
+        sampler._take(["@R"])  # perf enabled: its first sample follows within a period
+        ready = sampler._ready_at
+        assert ready is not None
+        host = ready - 1000
+        await asyncio.sleep(0.6)  # the run goes on; then the fold comes
+        sampler._take([f"@F {host + 0.01:.6f}", f"@W {host:.6f} {host + 0.2:.6f} 2",
+                       "2 iperfN;tcp_sendmsg", "@E"])
+        (window,) = [e for e in ctx.events if type(e).__name__ == "Profiled"]
+        assert abs(window.start - ready) < 0.05  # not 0.4 s late, as its arrival says
+
+    asyncio.run(go())
+
+
+def test_finish_closes_the_loops_stdin_and_waits_for_its_windows() -> None:
+    async def go() -> None:
+        ctx = _Ctx()
+        sampler = _sampler(ctx)
+        closed: list[bool] = []
+        sampler._proc = SimpleNamespace(close_stdin=lambda: closed.append(True))  # type: ignore[assignment]
+        asyncio.get_running_loop().call_later(0.2, sampler._done.set)  # the fold ended
+        t0 = time.monotonic()
+        await sampler.finish(timeout=5)
+        assert closed == [True] and 0.15 < time.monotonic() - t0 < 2
+        hung = _sampler(ctx)
+        t0 = time.monotonic()
+        await hung.finish(timeout=0.2)  # a loop that never ends: bounded
+        assert time.monotonic() - t0 < 1
+
+    asyncio.run(go())

@@ -17,12 +17,13 @@ import pytest
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
-from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
+from abtui.measure.run.context import RunContext, RunParsers, RunSpec
 from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse import PingParser
 from abtui.remote.iperf_cmd import ARMED_MARK, GATHER_SEP
 from tests.unit.measure.run.fake_feed import FeedsLines
+from tests.unit.measure.run.owner import Owner
 
 PING = Path(__file__).parents[3] / "fixtures" / "ping" / "iputils.txt"
 AGES_US = [900_000, 700_000, 500_000, 300_000, 100_000]  # the five replies' ages when sent
@@ -60,7 +61,7 @@ async def test_a_batch_straddling_a_flip_is_phased_reply_by_reply() -> None:
                    target="t", seconds=10, port=5201)
     fake = _Batch()
     ctx = RunContext(spec, fake.link, fake.link,  # type: ignore[arg-type]
-                     OwnerOf(got.append, phase_for),
+                     Owner(got.append, phase_for),
                      RunParsers(lambda _f: None, PingParser))  # type: ignore[arg-type,return-value]
     samplers = RunSamplers(ctx, CpuSampler)
     # the flip 0.4 s before the batch leaves: computed when the fake hands it on

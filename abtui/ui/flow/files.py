@@ -22,7 +22,7 @@ from abtui.ui.flow.record import throughput_series
 from abtui.ui.model.state import ConsoleState
 from abtui.ui.render import tables
 from abtui.ui.render.eventlog import EventLog
-from abtui.ui.render.textual_privates import screen_text
+from abtui.ui.render.screen_text import screen_text
 
 if TYPE_CHECKING:
     from abtui.sessions.session import Session
@@ -173,7 +173,7 @@ class SessionFiles:
     def screen_text(self) -> str:
         """The screen as plain text, laid out as a screenshot shows it (for scripts and the
         lab walk that check what is in sight)."""
-        return screen_text(self.app)  # (Textual has no public "screen as text")
+        return screen_text(self.app)
 
     def _in_thread(self, what: str, job: Callable[[], Any]) -> None:
         self.app.run_worker(lambda: self._job(what, job), thread=True, exit_on_error=False,

@@ -43,7 +43,7 @@ from abtui.ui.render.chips import (
     styled,
 )
 from abtui.ui.render.drawing import ChartDrawer, TextDrawer
-from abtui.ui.render.textual_privates import FramedLines, frame_with, repaint_rows
+from abtui.ui.render.textual_privates import FramedLines, frame_with
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
@@ -247,9 +247,10 @@ class PairPane(Widget):
         if not dirty or not self.is_mounted or self._rows is None:
             return  # (a layout pass is due, or was never made: it paints the whole pane)
         spans = [span for span in (self._spans[band] for band in dirty) if span[1]]
-        if spans:
-            # (abtui.ui.render.textual_privates: handed to the screen at once)
-            repaint_rows(self, spans)
+        if spans:  # (regions relative to the content, the frame's columns included)
+            left = self.content_offset.x
+            width = self.outer_size.width
+            self.refresh(*(Region(-left, y, width, rows) for y, rows in spans))
 
     def _relayout(self, grew: bool) -> None:
         """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""

@@ -3,7 +3,7 @@ check what is in sight): Textual has no public "screen as text", so it is read o
 public SVG screenshot, each run of text at its column.
 
 Its private way (the screen's compositor rendered to a plain console) was given up for this
-public one: 2-3 ms a call against 30-40 ms, on no path of the live console
+public one: 13.7 ms of CPU a call at 160×48 against 2.3 ms, on no path of the live console
 (docs/performance.md, "Textual's privates, each against its public path").
 """
 

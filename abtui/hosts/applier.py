@@ -12,8 +12,8 @@ from abtui.core.model import Knob, Pair, Profile
 if TYPE_CHECKING:  # (the console imports this module before its first frame: no SSH layer)
     from abtui.hosts.readback import Changed
     from abtui.hosts.undo import UndoJournal
-    from abtui.remote.dialect import Dialect
     from abtui.remote.link import HostLink
+    from abtui.remote.os.dialect import Dialect
 
 Emit = Callable[[AnyEvent], None]
 

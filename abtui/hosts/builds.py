@@ -29,23 +29,20 @@ from abtui.core.model import Knob, KnobKind, LinkState
 from abtui.hosts.power import command_argv, run_command
 from abtui.hosts.targets import Target
 from abtui.hosts.undo import UndoJournal
-from abtui.remote.builds import (
+from abtui.remote.link import HostLink
+from abtui.remote.os.builds import (
     BuildCommands,
     Interface,
     KernelState,
     ModuleState,
-    build_commands,
     kernel_mismatch,
     module_mismatch,
 )
-from abtui.remote.dialect import Dialect, Setting, as_function, same_value
-from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect, Setting, as_function, same_value
 
 Emit = Callable[[Event], None]
 ReadSetting = Callable[[str, Setting], Awaitable[str]]
 POLL_S = 0.25  # how often a host coming back is looked at
-# a reload's command reads the build's `reports` setting after this line, in this function
-REPORTS_MARK, REPORTS_FUNCTION = "__ABTUI_REPORTS__", "abtui_reports"
 # how long the command that starts a boot may take on the host at least (`kexec -l` reads the
 # image and initramfs: over 30 s in an emulated guest under load), and at most the build's timeout
 BOOT_START_S = 30.0
@@ -90,7 +87,9 @@ class BuildSwitcher:
         dialect = self.dialects.get(host)
         if dialect is None:
             raise KnobRefused(f"{host}: OS not known yet (not connected?)")
-        return build_commands(dialect.name)
+        if dialect.builds is None:
+            raise KnobRefused(f"{host}: abtui switches builds on Linux and FreeBSD hosts only")
+        return dialect.builds
 
     def _link(self, host: str) -> HostLink:
         link = self.links.get(host)
@@ -301,14 +300,13 @@ class BuildSwitcher:
         iface = await self._interface(t)
         # the reload, the interface given back, the module and its `reports` setting read
         # again: one round trip
-        command = f"{cmds.reload(knob.key, build, iface)}; {cmds.module_state(knob.key, build)}"
         dialect = self.dialects[t.host]
+        read = None
         if build.reports is not None:
             s = _reported(build.reports, t)
-            command += (f"\n{REPORTS_FUNCTION}() {{\n{dialect.read_body(dialect.check_setting(s))}"
-                        f"\n}}; echo {REPORTS_MARK}; {REPORTS_FUNCTION}")
-        out, _, reported = (await self._run(t.host, command, build.timeout)).partition(
-            f"{REPORTS_MARK}\n")
+            read = dialect.read_body(dialect.check_setting(s))
+        command = cmds.reload_and_read(knob.key, build, iface, read)
+        out, reported = cmds.split_reload(await self._run(t.host, command, build.timeout))
         state = cmds.parse_module_state(out)
         why = module_mismatch(build, state)
         if why is None and build.reports is not None:

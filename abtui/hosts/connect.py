@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 from abtui.core.errors import AbtuiError, LeaseHeld, LeaseRefused, RemoteError
 from abtui.core.model import HostFacts, Pair, Profile
-from abtui.remote.dialect import Dialect
-from abtui.remote.dialects import dialect_for
 from abtui.remote.facts import gather_facts
 from abtui.remote.link import HostLink, StateCallback, connect_all
+from abtui.remote.os.dialect import Dialect
+from abtui.remote.os.pick import OS_COMMAND, dialect_for
 
 NOT_ASKED = "its lease not asked for"  # (abtui.core.errors.lease_not_asked's reason)
 
@@ -136,4 +136,4 @@ async def probe_tunnels(profile: Profile, hosts: Hosts) -> None:
 
 async def detect_dialect(link: HostLink) -> Dialect:
     """The dialect of a connected host, from `uname -s`."""
-    return dialect_for(await link.check("uname -s"))
+    return dialect_for(await link.check(OS_COMMAND))

@@ -22,8 +22,8 @@ from abtui.core.model import BUILD_KINDS, Knob, KnobKind, Pair
 from abtui.hosts.builds import BuildSwitcher
 from abtui.hosts.targets import Target
 from abtui.hosts.undo import HostRecord, UndoJournal
-from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect, Setting, same_value
 from abtui.remote.refusals import PERMISSION, READ_ONLY, reason_line
 
 if TYPE_CHECKING:

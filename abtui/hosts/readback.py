@@ -19,7 +19,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from abtui.hosts.knobs import KnobManager
-from abtui.remote.dialect import Setting, same_value
+from abtui.remote.os.dialect import Setting, same_value
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,6 @@ from abtui.hosts.builds import origin_of
 from abtui.hosts.connect import detect_dialect
 from abtui.hosts.knobs import KnobManager
 from abtui.hosts.leftovers import is_recorded_group
-from abtui.hosts.tunnel_commands import down_command
 from abtui.hosts.tunnels import TunnelManager
 from abtui.hosts.undo import (
     Pending,
@@ -33,8 +32,9 @@ from abtui.hosts.undo import (
     left_on,
     read_journal,
 )
-from abtui.remote.dialect import Dialect, Setting, same_value
 from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect, Setting, same_value
+from abtui.remote.os.pick import tunnels_of
 from abtui.remote.streams import RemoteProcess, group_alive_command
 
 # How `abtui recover` reports: (done, one line).
@@ -221,7 +221,7 @@ async def _recover_journal(p: Pending, links: dict[str, HostLink],
         if host not in dialects:
             continue
         try:
-            result = await links[host].run(down_command(tunnel))
+            result = await links[host].run(tunnels_of(tunnel).down(tunnel))
         except AbtuiError as exc:  # the link dropped meanwhile
             left.add(host, f"could not remove tunnel {name}: {getattr(exc, 'reason', exc)}")
             continue

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 
 from abtui.core.errors import RemoteError
 from abtui.core.model import Pair
-from abtui.remote.dialect import Dialect
 from abtui.remote.host_state import HostState, parse_state
 from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect
 
 TIMEOUT_S = 15.0
 

@@ -3,10 +3,10 @@
 Each type comes up on both hosts, is verified by a ping through it (the address that answers
 becomes iperf3's target), and comes down leaving nothing behind: links, addresses, SAs and
 policies, wireguard-go processes (they exit when their interface is deleted). Each end is made
-with its own host's commands (abtui.hosts.tunnel_commands: Linux or FreeBSD), so a pair may mix the
-two. WireGuard keys are made on each host with `wg genkey` for this session; the private key
-never leaves its host. Every tunnel is journalled (abtui.hosts.undo) before it is made, so `abtui
-recover` can remove it after a crash.
+with its own host's commands (its dialect's `tunnels`, abtui.remote.os: Linux or FreeBSD), so a
+pair may mix the two. WireGuard keys are made on each host with `wg genkey` for this session;
+the private key never leaves its host. Every tunnel is journalled (abtui.hosts.undo) before it
+is made, so `abtui recover` can remove it after a crash.
 """
 
 from __future__ import annotations
@@ -20,26 +20,20 @@ from abtui.core import events
 from abtui.core.errors import BadInput, RemoteError
 from abtui.core.events import Event
 from abtui.core.model import Knob, KnobKind, Pair, TunnelType
-from abtui.hosts.tunnel_commands import (
+from abtui.hosts.undo import UndoJournal
+from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect
+from abtui.remote.os.pick import tunnels_for
+from abtui.remote.os.tunnels import (
     IPSEC_KEY_BYTES,
-    TUNNEL_OSES,
     End,
-    down_command,
+    TunnelCommands,
     ifname,
     parse_probe,
     parse_route_source,
-    peer_command,
-    present_command,
-    probe_command,
-    source_command,
     tunnel_addresses,
-    up_command,
     valid_ip,
-    verify_command,
 )
-from abtui.hosts.undo import UndoJournal
-from abtui.remote.dialect import Dialect
-from abtui.remote.link import HostLink
 
 Emit = Callable[[Event], None]
 # Making a tunnel end may load kernel modules and instantiate its cipher (with the kernel's
@@ -49,11 +43,11 @@ UP_TIMEOUT = 60.0
 
 async def probe_host(link: HostLink, dialect: Dialect | None) -> dict[str, str]:
     """Which tunnel types this host can make (and why not), in one round trip."""
-    if dialect is None or dialect.name not in TUNNEL_OSES:
+    if dialect is None or dialect.tunnels is None:
         why = "no: abtui makes tunnels on Linux and FreeBSD hosts only" if dialect is not None \
             else "no: the host's OS is not known (it did not answer when connecting)"
         return {t.value: "yes" if t is TunnelType.NONE else why for t in TunnelType}
-    return parse_probe(await link.check(probe_command(dialect.name)))
+    return parse_probe(await link.check(dialect.tunnels.probe()))
 
 
 def uses_tunnels(knobs: Sequence[Knob], tunnels: Sequence[str]) -> bool:
@@ -117,20 +111,23 @@ class TunnelManager:
                 self.emit(Event.of(events.Tunnel(type=ttype.value, target=target), pair=label))
             return target
 
+    def _commands(self, host: str, ttype: TunnelType) -> TunnelCommands:
+        """The host's tunnel commands: its dialect's, picked when it connected."""
+        d = self.dialects.get(host)
+        if d is None:
+            raise RemoteError(host, f"{ttype} tunnels: not connected (its OS is not known: "
+                              "it did not answer when abtui connected)")
+        if d.tunnels is None:
+            raise RemoteError(host, f"{ttype} tunnels: abtui makes tunnels on Linux and "
+                              "FreeBSD hosts only")
+        return d.tunnels
+
     async def _ends(self, label: str, ttype: TunnelType) -> tuple[End, End]:
         index, pair = self._pair(label)
-        oses = []
-        for host in (pair.sender, pair.receiver):
-            d = self.dialects.get(host)
-            if d is None:
-                raise RemoteError(host, f"{ttype} tunnels: not connected (its OS is not known: "
-                                  "it did not answer when abtui connected)")
-            if d.name not in TUNNEL_OSES:
-                raise RemoteError(host, f"{ttype} tunnels: abtui makes tunnels on Linux and "
-                                  "FreeBSD hosts only")
-            oses.append(d.name)
+        oses = [self._commands(host, ttype).name for host in (pair.sender, pair.receiver)]
         remote = valid_ip(pair.target)
-        out = await self.links[pair.sender].check(source_command(remote, oses[0]))
+        out = await self.links[pair.sender].check(
+            self._commands(pair.sender, ttype).source(remote))
         local = parse_route_source(out)
         if local is None:
             raise RemoteError(pair.sender, f"no route source towards {remote}: {out.strip()}")
@@ -151,17 +148,18 @@ class TunnelManager:
                 self.journal.tunnel_up(e.host, {**e.record(), "pair": label})
         self.active[label] = Active(ttype, snd.peer_address if ttype is not TunnelType.IPSEC
                                     else rcv.local, ends)
+        cmds = {e.host: tunnels_for(e.os) for e in ends}  # each end by its host's OS
         try:
-            outs = await asyncio.gather(*(self.links[e.host].check(up_command(e),
+            outs = await asyncio.gather(*(self.links[e.host].check(cmds[e.host].up(e),
                                                                     timeout=UP_TIMEOUT)
                                           for e in ends))
             if ttype is TunnelType.WIREGUARD:
                 keys = [o.strip().splitlines()[-1] if o.strip() else "" for o in outs]
-                await asyncio.gather(self.links[snd.host].check(peer_command(snd, keys[1])),
-                                     self.links[rcv.host].check(peer_command(rcv, keys[0])))
-            result = await self.links[snd.host].run(verify_command(
-                rcv.local if ttype is TunnelType.IPSEC else snd.peer_address, os=snd.os),
-                timeout=15)
+                await asyncio.gather(
+                    self.links[snd.host].check(cmds[snd.host].peer(snd, keys[1])),
+                    self.links[rcv.host].check(cmds[rcv.host].peer(rcv, keys[0])))
+            result = await self.links[snd.host].run(cmds[snd.host].verify(
+                rcv.local if ttype is TunnelType.IPSEC else snd.peer_address), timeout=15)
             if not result.ok:
                 raise RemoteError(snd.host, f"{ttype} tunnel of pair {label} is up but "
                                   f"{snd.peer_address} does not answer through it")
@@ -176,7 +174,7 @@ class TunnelManager:
             return
         errors = []
         for e, res in zip(act.ends, await asyncio.gather(
-                *(self.links[e.host].run(down_command(e.record())) for e in act.ends),
+                *(self.links[e.host].run(tunnels_for(e.os).down(e.record())) for e in act.ends),
                 return_exceptions=True), strict=True):
             if isinstance(res, BaseException):
                 errors.append(f"{e.host}: {res}")
@@ -192,8 +190,8 @@ class TunnelManager:
         ends = [e for e in act.ends if e.host == host] if act else []
         if not ends:
             return None
-        results = await asyncio.gather(*(self.links[host].run(present_command(e.record()))
-                                         for e in ends))
+        results = await asyncio.gather(*(self.links[host].run(tunnels_for(e.os).present(
+            e.record())) for e in ends))
         return all(r.ok for r in results)
 
     async def down_all(self) -> None:

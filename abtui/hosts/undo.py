@@ -420,10 +420,10 @@ def _known_kind(rec: dict[str, Any]) -> str:
 
 
 def _tunnel_usable(rec: dict[str, Any]) -> str:
-    from abtui.hosts.tunnel_commands import down_command
+    from abtui.remote.os.pick import tunnels_of
 
     try:
-        down_command(rec)
+        tunnels_of(rec).down(rec)
     except (KeyError, TypeError, ValueError, AbtuiError) as exc:
         return f"a tunnel this abtui cannot remove ({visible(str(exc))[:60]})"
     return ""

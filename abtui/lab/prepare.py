@@ -270,8 +270,9 @@ def lab_facts(host: LabHost, hosts: Sequence[LabHost] = (), *,
 def _vm_facts(host: LabHost, hosts: Sequence[LabHost], ssh_config: str) -> LabFacts:
     """Ask each VM pair's receiver over SSH (the lab's ssh_config): its sysctls, the tunnel
     types it can make, netem; a type or netem counts when every pair has it."""
-    from abtui.hosts.tunnel_commands import available, parse_probe, probe_command
-    from abtui.remote.linux import NETEM_PRESENT
+    from abtui.remote.os.linux.knobs import NETEM_PRESENT
+    from abtui.remote.os.linux.tunnels import PROBE_LINUX
+    from abtui.remote.os.tunnels import available, parse_probe
 
     def ssh(h: LabHost, command: str) -> str:
         proc = subprocess.run(["ssh", "-F", ssh_config, "-o", "BatchMode=yes", h.alias,
@@ -295,7 +296,7 @@ def _vm_facts(host: LabHost, hosts: Sequence[LabHost], ssh_config: str) -> LabFa
         else:
             release = ssh(h, "uname -r").strip()
             names = frozenset(ssh(h, "sysctl -aN 2>/dev/null").split())
-            types = available(parse_probe(ssh(h, probe_command("linux"))))
+            types = available(parse_probe(ssh(h, PROBE_LINUX)))
             netem = netem and "yes" in ssh(h, f"{NETEM_PRESENT} && echo yes")
             builds.append(f"{h.kernel} ({release})")
         sysctls = names if sysctls is None else sysctls & names

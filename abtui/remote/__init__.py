@@ -1,1 +1,1 @@
-"""SSH links to hosts (asyncssh) and the OS dialects that build their commands."""
+"""SSH links to hosts (asyncssh), and in `os/` the one driver per OS that builds their commands."""

@@ -37,7 +37,8 @@ def counters_loop_command(period: float = 1.0) -> str:
         "grep -E '^ *NET_(RX|TX):' /proc/softirqs 2>/dev/null; "
         "LC_ALL=C nstat -as 2>/dev/null | "
         "awk '$1 ~ /^(Ip|Tcp|TcpExt|Udp)[A-Z]/ {print \"nstat\", $1, $2}'; "
-        f"awk {shlex.quote(_KTHREADS)} /proc/[0-9]*/stat 2>/dev/null; "
+        # cat, not awk's own file list: mawk stops at a process that ended since the glob
+        f"cat /proc/[0-9]*/stat 2>/dev/null | awk {shlex.quote(_KTHREADS)}; "
         f"echo {END_MARK}; sleep {period:g} || break; done"
     )
 

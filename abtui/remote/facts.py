@@ -13,9 +13,9 @@ from abtui.core.clock import CMDLINE_WORD, parse_clock
 from abtui.core.errors import BadInput
 from abtui.core.model import DEFAULT_IPERF3, HostFacts
 from abtui.profile.fields import PROGRAM_RE
-from abtui.remote.dialect import validate_device
-from abtui.remote.freebsd import parse_freebsd_pciconf
+from abtui.remote.checks import validate_device
 from abtui.remote.link import HostLink
+from abtui.remote.os.freebsd.knobs import parse_freebsd_pciconf
 
 _SCRIPT = r"""
 os=$(uname -s); echo "os=$os"

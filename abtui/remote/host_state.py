@@ -2,7 +2,7 @@
 `net.*` sysctls, the data device's offloads, coalescing, rings, channels, MTU, qdisc, driver
 and firmware, the NIC vectors' IRQ affinity, the CPU governor and the kernel command line.
 
-The script is the host's dialect's (abtui.remote.linux, abtui.remote.freebsd call
+The script is the host's dialect's (abtui.remote.os.linux.knobs, abtui.remote.os.freebsd.knobs call
 `linux_command` / `freebsd_command`): sections, each `@@ NAME` then its lines, or
 `@@! NAME why` when the host cannot say (a tool missing, a device without rings). A missing
 tool is an item recorded as unavailable, never an error: the script always exits 0.
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from shlex import quote
 
-from abtui.remote.dialect import validate_device
+from abtui.remote.checks import validate_device
 
 SECTION = "@@ "
 DEV = "@dev"  # the data device in an item's name (`@dev mtu`); `shown` puts its name in
@@ -226,7 +226,7 @@ def shown(item: str, device: str) -> str:
 
 def _sysctl_key(path: str) -> str:
     """/proc/sys/net/ipv4/conf/eth0.1/rp_filter -> net.ipv4.conf.eth0/1.rp_filter (sysctl's
-    own spelling, as abtui.remote.linux.Linux.proc_path reads it back)."""
+    own spelling, as abtui.remote.os.linux.knobs.Linux.proc_path reads it back)."""
     return path.removeprefix("/proc/sys/").translate(str.maketrans("./", "/."))
 
 

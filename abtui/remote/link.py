@@ -31,7 +31,6 @@ from abtui.core.errors import LeaseHeld, LeaseRefused, RemoteError, lease_not_as
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
 from abtui.core.text import visible
-from abtui.remote.dialect import FUNCTION
 from abtui.remote.lease import FD as LEASE_FD
 from abtui.remote.lease import (
     HEARTBEAT_S,
@@ -49,6 +48,7 @@ from abtui.remote.lease import (
     take_command,
     takeover_command,
 )
+from abtui.remote.os.dialect import FUNCTION
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
 from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
@@ -85,7 +85,7 @@ BULK_PROBE = ('case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) '
               'trap \'exit 143\' TERM && echo bulk ;; esac')
 BULK_HEADER = 8  # digits of a command's length before it (one `read -N 8`)
 
-# A dialect's command (abtui.remote.dialect.as_function): a function defined and called at once.
+# A dialect's command (abtui.remote.os.dialect.as_function): a function defined and called at once.
 _DEF_HEAD, _DEF_TAIL = f"{FUNCTION}() {{\n", f"\n}}; {FUNCTION}"
 MAX_FUNCTIONS = 256  # dialect commands a bulk shell keeps defined (a flip's are a handful)
 
@@ -630,7 +630,7 @@ class HostLink:
                   isolate: bool = True, *, again: bool = False) -> CommandResult:
         """Run a shell command in the control shell (stdin closed) and return its result.
 
-        `command` must already be quoted by its builder (see abtui.remote.dialects). It runs in
+        `command` must already be quoted by its builder (see abtui.remote.os). It runs in
         a subshell, so `exit` or `cd` cannot touch the control shell; `isolate=False` saves
         that fork (~1 ms) for commands that never exit, such as the dialects' functions.
 

@@ -23,6 +23,38 @@ from abtui.remote.sshlib import asyncssh
 PGID_MARK = "__ABTUI_PGID__"
 
 
+# How far the group's start may lie from the time its journal recorded (seconds): the record
+# is written as soon as the group reports its number (well under a second later), the rest is
+# for a controller and a host whose clocks run at slightly different rates over hours.
+SAME_START_S = 5.0
+# The programs a run starts, checked by name where the journal names one of them.
+PROGRAMS = ("iperf3", "ping", "sockperf")
+
+
+def program_of(what: str) -> str:
+    """The program a journal's `what` names, when it is one a run starts ("" otherwise:
+    the group's start time alone tells it apart)."""
+    word = what.split()[0].rsplit("/", 1)[-1] if what.strip() else ""
+    return word if word in PROGRAMS else ""
+
+
+def same_group_command(pgid: int, what: str, age: float | None) -> str:
+    """A shell test that succeeds while process group `pgid` is the one recorded: a live
+    member runs the program `what` names (its name begins so: `iperf3-3.17` too), and the
+    group's oldest member has run `age` seconds, within SAME_START_S (None: not recorded,
+    any age)."""
+    g = int(pgid)
+    low, high = (-1.0, 1e12) if age is None else (age - SAME_START_S, age + SAME_START_S)
+    prog = shlex.quote(program_of(what))
+    return (f"ps -A -o pgid= -o etimes= -o stat= -o comm= 2>/dev/null | awk -v g={g} "
+            f"-v w={prog} -v lo={low:.0f} -v hi={high:.0f} "
+            # procps prints a process started within the last second, before its own clock
+            # tick, as a negative age wrapped to 2^32: that is 0 s
+            "'$1==g && $3 !~ /^Z/ {e=$2+0; if (e>=2^31) e=0; if (e>m) m=e; "
+            "if (w==\"\" || index($4, w)==1) f=1} "
+            "END {exit !(f && m>=lo && m<=hi)}'")
+
+
 def group_alive_command(pgid: int) -> str:
     """A shell test that succeeds while process group `pgid` has a member that is not a
     zombie. `kill -0` counts zombies: children orphaned by the kill wait for init to reap

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from shlex import quote
 
-from abtui.remote.dialect import validate_device
+from abtui.remote.checks import validate_device
 from abtui.remote.host_state import ADDRESS
 
 _LINUX_RESOLVE = (

@@ -19,7 +19,7 @@ from abtui.hosts.connect import open_hosts
 from abtui.lab.netns import Lab
 from abtui.parse.cputimes import parse_cpu_times, since
 from abtui.profile import load_profile
-from abtui.remote.linux import Linux
+from abtui.remote.os.linux.knobs import Linux
 from tests.bench.cputime import CpuReading, cpu_used, read_cpu
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab

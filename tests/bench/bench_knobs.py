@@ -17,7 +17,7 @@ from abtui.hosts.connect import open_hosts
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.linux import Linux
+from abtui.remote.os.linux.knobs import Linux
 from tests.bench.judge import measures
 from tests.bench.labs import with_lab
 

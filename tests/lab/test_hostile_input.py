@@ -11,13 +11,15 @@ import pytest
 from abtui.core.errors import AbtuiError, KnobRefused
 from abtui.core.model import Knob, KnobKind
 from abtui.hosts.knobs import KnobManager, Target
-from abtui.hosts.tunnel_commands import down_command, verify_command
 from abtui.lab.netns import Lab
-from abtui.remote.dialect import Setting
 from abtui.remote.facts import facts_command
-from abtui.remote.freebsd import FreeBSD
 from abtui.remote.link import HostLink
-from abtui.remote.linux import Linux
+from abtui.remote.os.dialect import Setting
+from abtui.remote.os.freebsd.knobs import FreeBSD
+from abtui.remote.os.linux.knobs import Linux
+from abtui.remote.os.pick import tunnels_for
+
+LINUX = tunnels_for("linux")
 
 pytestmark = pytest.mark.lab
 
@@ -53,8 +55,8 @@ async def test_nothing_hostile_executes_on_a_host(lab: Lab):
                         except AbtuiError:
                             rejected += 1
         for value in _hostile(marker):
-            for build in (lambda v=value: facts_command(v), lambda v=value: verify_command(v),
-                          lambda v=value: down_command({"type": "vxlan", "ifname": v})):
+            for build in (lambda v=value: facts_command(v), lambda v=value: LINUX.verify(v),
+                          lambda v=value: LINUX.down({"type": "vxlan", "ifname": v})):
                 try:
                     commands.append(build())
                 except AbtuiError:

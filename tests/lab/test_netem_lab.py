@@ -16,7 +16,7 @@ from abtui.hosts.connect import open_hosts
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.lab.netns import Lab
 from abtui.profile import load_profile
-from abtui.remote.linux import NETEM_MISSING, NETEM_PRESENT
+from abtui.remote.os.linux.knobs import NETEM_MISSING, NETEM_PRESENT
 from tests.lab.namespaces import ns_exec
 
 pytestmark = pytest.mark.lab

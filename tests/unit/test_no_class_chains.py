@@ -18,6 +18,7 @@ ALLOWED_BASES = {
     "Payload": "the event catalogue's dataclasses, one per kind",
     "Dialect": "an OS dialect (Linux, FreeBSD) filling in the same commands",
     "BuildCommands": "an OS's build commands (Linux, FreeBSD) filling in the same commands",
+    "TunnelCommands": "an OS's tunnel commands (Linux, FreeBSD) filling in the same commands",
     "EventReader": "the one event dispatch; a reader defines its handlers",
     "_Modal": "Textual modal screens sharing their close binding",
 }

@@ -18,8 +18,8 @@ from abtui.core import events
 from abtui.core.errors import AbtuiError
 from abtui.core.events import AnyEvent, Event
 from abtui.core.model import LinkState, Pair
-from abtui.remote.dialect import Dialect
 from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect
 
 # seconds a host has to clear it (a control shell's round trip: milliseconds)
 CLEAR_TIMEOUT_S = 5.0

@@ -14,8 +14,8 @@ from abtui.core.events import Event
 from abtui.core.model import LinkState, Profile
 from abtui.hosts.state import TIMEOUT_S, read_all
 from abtui.measure.ports import Emit
-from abtui.remote.dialect import Dialect
 from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect
 
 HOSTS_CHANGED = "hosts changed during the session"  # the end's mark begins so
 # the end's reading holds up the set-back's last steps (links closed, the journal settled)

@@ -27,9 +27,9 @@ from abtui.hosts.restore import Orphans
 from abtui.hosts.undo import HostRecord, UndoJournal
 from abtui.measure.ports import Emit
 from abtui.measure.tasks import Tasks
-from abtui.remote.dialect import Dialect
 from abtui.remote.iperf_cmd import install_hint, parse_tools, tools_command
 from abtui.remote.link import HostLink
+from abtui.remote.os.dialect import Dialect
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.phase_book import PhaseBook

@@ -26,7 +26,6 @@ from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, ProfileSpec, RunParsers, RunSpec
 from abtui.measure.run.traffic import counters_for
 from abtui.measure.tasks import Tasks
-from abtui.remote.counters import counters_loop_command
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
 from abtui.remote.link import HostLink, corked
 from abtui.remote.profiling import profile_loop_command
@@ -220,9 +219,9 @@ class RunScheduler:
         for alias in (pair.sender, pair.receiver):
             if not self._pool.has_perf.get(alias) or (alias in shared and alias != first_shared):
                 continue
-            linux = getattr(self._pool.dialects.get(alias), "name", "") == "linux"
+            dialect = self._pool.dialects.get(alias)
             out[alias] = ProfileSpec(profile_loop_command(hz), hz, alias in shared,
-                                     counters_loop_command() if linux else None)
+                                     dialect.counters_loop_command() if dialect else None)
         return out
 
     def _fail_run(self, label: str, run_id: str, message: str) -> None:

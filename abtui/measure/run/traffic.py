@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from abtui.core import events
 from abtui.core.errors import RemoteError
-from abtui.remote.dialect import Dialect
+from abtui.remote.os.dialect import Dialect
 from abtui.remote.traffic import parse_counters
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner

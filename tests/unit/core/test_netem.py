@@ -13,9 +13,9 @@ from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 from abtui.profile import load_profile
-from abtui.remote.dialect import Setting
-from abtui.remote.freebsd import FreeBSD
-from abtui.remote.linux import NETEM_MISSING, Linux
+from abtui.remote.os.dialect import Setting
+from abtui.remote.os.freebsd.knobs import FreeBSD
+from abtui.remote.os.linux.knobs import NETEM_MISSING, Linux
 from abtui.remote.refusals import EXIT_UNKNOWN
 
 NETEM = Setting(KnobKind.NETEM, "", "data0")

@@ -3,8 +3,8 @@ commands are words, and a link whose settings live in a dict."""
 
 from __future__ import annotations
 
-from abtui.remote.dialect import SWAP_MARK, Dialect
 from abtui.remote.link import CommandResult
+from abtui.remote.os.dialect import SWAP_MARK, Dialect
 
 
 class FakeDialect(Dialect):

@@ -20,9 +20,9 @@ from abtui.hosts import builds as host_builds
 from abtui.hosts.builds import BuildSwitcher, origin_of
 from abtui.hosts.targets import Target
 from abtui.hosts.undo import UndoJournal, read_journal
-from abtui.remote.dialect import Setting
 from abtui.remote.link import CommandResult
-from abtui.remote.linux import Linux
+from abtui.remote.os.dialect import Setting
+from abtui.remote.os.linux.knobs import Linux
 from tests.reliability import Reliability
 
 ITR = Knob(name="itr", kind=KnobKind.MODULE, key="e1000e", values=("3", "10000"), builds={

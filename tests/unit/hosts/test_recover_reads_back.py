@@ -11,8 +11,8 @@ import pytest
 
 from abtui.hosts import restore
 from abtui.hosts.undo import pending_recovery, read_journal
-from abtui.remote.dialect import Dialect
 from abtui.remote.link import CommandResult
+from abtui.remote.os.dialect import Dialect
 
 DEAD = 999999990  # no such process: the journal's writer is gone
 

@@ -10,19 +10,48 @@ import pytest
 
 from abtui.core.errors import BadInput, RemoteError
 from abtui.core.model import TunnelType
-from abtui.hosts.tunnel_commands import (
+from abtui.remote.os.freebsd.tunnels import PROBE_FREEBSD
+from abtui.remote.os.linux.tunnels import PROBE_LINUX
+from abtui.remote.os.pick import tunnels_for, tunnels_of
+from abtui.remote.os.tunnels import (
     IPSEC_KEY_BYTES,
     End,
     available,
-    down_command,
     ifname,
     parse_probe,
     parse_route_source,
-    peer_command,
     tunnel_addresses,
-    up_command,
-    verify_command,
 )
+
+
+# each end's commands are its own OS driver's (an End's `os`, a journal record's `os`)
+def up_command(e: End) -> str:
+    return tunnels_for(e.os).up(e)
+
+
+def down_command(record: dict) -> str:
+    return tunnels_of(record).down(record)
+
+
+def present_command(record: dict) -> str:
+    return tunnels_of(record).present(record)
+
+
+def peer_command(e: End, key: str) -> str:
+    return tunnels_for(e.os).peer(e, key)
+
+
+def verify_command(address: str, os: str = "linux") -> str:
+    return tunnels_for(os).verify(address)
+
+
+def source_command(target: str, os: str = "linux") -> str:
+    return tunnels_for(os).source(target)
+
+
+def probe_command(os: str) -> str:
+    return tunnels_for(os).probe()
+
 
 KEY = "a" * 40
 
@@ -203,8 +232,6 @@ def test_freebsd_ipsec_goes_through_setkey_stdin_and_comes_down_fully(tmp_path):
 
 
 def test_freebsd_route_source_verify_and_probe(tmp_path):
-    from abtui.hosts.tunnel_commands import PROBE_FREEBSD, probe_command, source_command
-
     out = _run_with_stubs(tmp_path, source_command("198.19.1.2", "freebsd"))
     assert out[:2] == ["route -n get 198.19.1.2", "ifconfig ix0 inet"]
     assert parse_route_source("\n".join(out)) == "198.19.1.1"
@@ -253,8 +280,8 @@ async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
     from abtui.core.model import Pair
     from abtui.hosts.tunnels import TunnelManager
     from abtui.hosts.undo import UndoJournal
-    from abtui.remote.freebsd import FreeBSD
-    from abtui.remote.linux import Linux
+    from abtui.remote.os.freebsd.knobs import FreeBSD
+    from abtui.remote.os.linux.knobs import Linux
 
     log: list[tuple[str, str]] = []
     links = {"bsd": _ScriptedLink("bsd", "freebsd", log),
@@ -281,7 +308,6 @@ async def test_each_end_is_made_by_its_own_host_s_commands(tmp_path):
 
 
 def test_freebsd_probe_changes_nothing_and_reports_each_type(tmp_path):
-    from abtui.hosts.tunnel_commands import PROBE_FREEBSD
 
     out = _run_with_stubs(tmp_path, PROBE_FREEBSD)  # sysctl is this machine's: no IPsec tree
     assert [c for c in out if c.startswith("ifconfig")] == ["ifconfig -C"]  # nothing created
@@ -298,7 +324,6 @@ def test_linux_probe_asks_the_module_tree_and_creates_nothing_where_there_is_one
     tests see each type tried on a scratch link.)"""
     import subprocess
 
-    from abtui.hosts.tunnel_commands import PROBE_LINUX
 
     sysmod, mods, bin_ = tmp_path / "sys", tmp_path / "mods", tmp_path / "bin"
     for d in (sysmod / "vxlan", mods, bin_):
@@ -327,7 +352,6 @@ def test_an_end_is_asked_whether_it_is_still_there(tmp_path):
     """After a reconnect: a reset host has lost its ends (abtui.measure.engine.verify)."""
     import subprocess
 
-    from abtui.hosts.tunnel_commands import present_command
 
     vxlan = _end(TunnelType.VXLAN)
     assert present_command(vxlan.record()) == f"ip link show dev {vxlan.ifname} >/dev/null 2>&1"

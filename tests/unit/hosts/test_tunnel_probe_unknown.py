@@ -14,5 +14,5 @@ async def test_an_unknown_os_is_said_as_unknown_and_another_os_as_unsupported() 
     unknown = await probe_host(link, None)  # type: ignore[arg-type]
     assert unknown["none"] == "yes"
     assert unknown["ipsec"] == "no: the host's OS is not known (it did not answer when connecting)"
-    other = await probe_host(link, SimpleNamespace(name="windows"))  # type: ignore[arg-type]
+    other = await probe_host(link, SimpleNamespace(name="windows", tunnels=None))  # type: ignore[arg-type]
     assert other["ipsec"] == "no: abtui makes tunnels on Linux and FreeBSD hosts only"

@@ -262,7 +262,7 @@ def test_run_lab_keeps_a_vm_lab_with_the_builds_and_rebuilds_one_without():
 
 
 def test_a_keyless_setting_is_named_by_its_kind():
-    from abtui.remote.dialect import Setting
+    from abtui.remote.os.dialect import Setting
 
     assert Setting(KnobKind.NETEM, "", "data0").label() == "netem on data0"
     assert Setting(KnobKind.MTU, "", "eth0").label() == "mtu on eth0"

@@ -10,17 +10,17 @@ import pytest
 
 from abtui.core.builds import Build, Method, Reports
 from abtui.core.errors import BadInput
-from abtui.remote.builds import (
-    FreeBSDBuilds,
+from abtui.remote.os.builds import (
     Interface,
     KernelState,
-    LinuxBuilds,
     ModuleState,
-    build_commands,
     kernel_mismatch,
     module_mismatch,
 )
-from abtui.remote.dialect import as_function
+from abtui.remote.os.dialect import as_function
+from abtui.remote.os.freebsd.builds import FreeBSDBuilds
+from abtui.remote.os.linux.builds import LinuxBuilds
+from abtui.remote.os.pick import dialect_for
 
 LINUX, FREEBSD = LinuxBuilds(), FreeBSDBuilds()
 
@@ -55,7 +55,8 @@ def test_freebsd_boots_by_nextboot_and_refuses_linux_methods():
         FREEBSD.boot(Build(Method.KEXEC, release="x"))
     with pytest.raises(BadInput):
         LINUX.boot(Build(Method.NEXTBOOT, kernel="x"))
-    assert build_commands("freebsd").name == "freebsd" and build_commands("linux").name == "linux"
+    assert isinstance(dialect_for("FreeBSD").builds, FreeBSDBuilds)
+    assert isinstance(dialect_for("Linux").builds, LinuxBuilds)
 
 
 def test_a_module_reload_takes_its_parameters_and_gives_the_interface_back():

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from abtui.remote.dialect import as_function
 from abtui.remote.link import ControlShell
+from abtui.remote.os.dialect import as_function
 from tests.unit.remote.local_shell import PipeProcess
 from tests.unit.remote.local_shell import stop as _stop
 

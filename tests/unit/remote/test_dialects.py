@@ -8,15 +8,16 @@ import pytest
 
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
-from abtui.remote.dialect import Setting, same_value, validate_sysctl_key
-from abtui.remote.dialects import dialect_for
-from abtui.remote.freebsd import (
+from abtui.remote.checks import validate_sysctl_key
+from abtui.remote.os.dialect import Setting, same_value
+from abtui.remote.os.freebsd.knobs import (
     FreeBSD,
     parse_freebsd_pciconf,
     parse_ifconfig_options,
     parse_sysctl_change,
 )
-from abtui.remote.linux import Linux, parse_ethtool_coalesce, parse_ethtool_feature
+from abtui.remote.os.linux.knobs import Linux, parse_ethtool_coalesce, parse_ethtool_feature
+from abtui.remote.os.pick import dialect_for
 from abtui.remote.refusals import (
     EXIT_UNKNOWN,
     EXIT_WRITE,

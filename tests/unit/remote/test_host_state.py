@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from abtui.core.errors import BadInput
-from abtui.remote.freebsd import FreeBSD
 from abtui.remote.host_state import DEV, parse_state, shown
-from abtui.remote.linux import Linux
+from abtui.remote.os.freebsd.knobs import FreeBSD
+from abtui.remote.os.linux.knobs import Linux
 from abtui.remote.traffic import parse_counters
 
 LINUX_OUT = """\

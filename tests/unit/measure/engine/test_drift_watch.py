@@ -14,7 +14,7 @@ from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, Scope, no
 from abtui.hosts.readback import Changed
 from abtui.measure.engine import drift
 from abtui.measure.engine.front import Engine
-from abtui.remote.dialect import Setting
+from abtui.remote.os.dialect import Setting
 
 RMEM = Knob(name="rmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_rmem",
             values=("4096 8192 16384", "4096 131072 6291456"), scope=Scope.RECEIVER)

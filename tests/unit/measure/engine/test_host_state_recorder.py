@@ -12,7 +12,7 @@ from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import LinkState, Pair, Profile
 from abtui.measure.engine.host_state import HostStateRecorder
 from abtui.remote.link import CommandResult
-from abtui.remote.linux import Linux
+from abtui.remote.os.linux.knobs import Linux
 
 PAIR = Pair(label="A", sender="snd", receiver="rcv", target="198.18.1.2",
             sender_device="data0", receiver_device="data0")

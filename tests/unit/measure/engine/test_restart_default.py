@@ -13,9 +13,9 @@ from abtui.core.events import Event, EventKind
 from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, TestOptions
 from abtui.measure.engine.front import Engine
 from abtui.measure.run.context import RunSpec
-from abtui.remote.freebsd import FreeBSD
 from abtui.remote.link import CommandResult
-from abtui.remote.linux import Linux
+from abtui.remote.os.freebsd.knobs import FreeBSD
+from abtui.remote.os.linux.knobs import Linux
 
 A = Pair(label="A", sender="s", receiver="r", target="198.18.1.2")
 B = Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2")

@@ -21,9 +21,9 @@ from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
 from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
-from abtui.remote.freebsd import FreeBSD
 from abtui.remote.iperf_cmd import CPU_END_MARK, cpu_loop_command
-from abtui.remote.linux import Linux
+from abtui.remote.os.freebsd.knobs import FreeBSD
+from abtui.remote.os.linux.knobs import Linux
 from abtui.remote.streams import LineFeed
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session

@@ -1,5 +1,6 @@
-"""The FreeBSD dialect: settings read and written through sysctl(8) and ifconfig(8)
-capabilities, and the parsers of what sysctl, ifconfig and pciconf print.
+"""The FreeBSD driver: settings (knobs) read and written through sysctl(8) and ifconfig(8)
+capabilities, and the parsers of what sysctl, ifconfig and pciconf print; its build and tunnel
+commands are its parts (abtui.remote.os.freebsd.builds, abtui.remote.os.freebsd.tunnels).
 """
 
 from __future__ import annotations
@@ -11,21 +12,18 @@ from typing import ClassVar
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
 from abtui.remote import host_state, traffic
-from abtui.remote.dialect import (
-    Dialect,
-    Setting,
-    as_function,
-    on_off,
-    unsigned,
-    validate_device,
-    validate_sysctl_key,
-)
+from abtui.remote.checks import on_off, unsigned, validate_device, validate_sysctl_key
+from abtui.remote.os.dialect import Dialect, Setting, as_function
+from abtui.remote.os.freebsd.builds import FreeBSDBuilds
+from abtui.remote.os.freebsd.tunnels import FreeBSDTunnels
 
 
 class FreeBSD(Dialect):
     """FreeBSD: sysctl(8) (`k=v` answers `k: old -> new`), ifconfig(8) capabilities."""
 
     name = "freebsd"
+    builds = FreeBSDBuilds()
+    tunnels = FreeBSDTunnels()
     cpu_times_command = "sysctl -n kern.cp_times"
     # the TCP host cache (ssthresh, RTT per destination), purged at once (FreeBSD 11 and later)
     carryover_command = as_function("sysctl net.inet.tcp.hostcache.purgenow=1 2>&1")

@@ -1,5 +1,6 @@
-"""The Linux dialect: settings read and written through /proc/sys with shell builtins, ethtool,
-iproute2 and tc (netem), and the parsers of what ethtool prints.
+"""The Linux driver: settings (knobs) read and written through /proc/sys with shell builtins,
+ethtool, iproute2 and tc (netem), and the parsers of what ethtool prints; its build and tunnel
+commands are its parts (abtui.remote.os.linux.builds, abtui.remote.os.linux.tunnels).
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from typing import ClassVar
 from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
-from abtui.remote import host_state, traffic
-from abtui.remote.dialect import Dialect, Setting, as_function, on_off, unsigned
+from abtui.remote import counters, host_state, traffic
+from abtui.remote.checks import on_off, unsigned
+from abtui.remote.os.dialect import Dialect, Setting, as_function
+from abtui.remote.os.linux.builds import LinuxBuilds
+from abtui.remote.os.linux.tunnels import LinuxTunnels
 from abtui.remote.refusals import EXIT_READ_ONLY, EXIT_UNKNOWN, EXIT_WRITE
 
 # Is netem there (loaded, loadable, or built in), asked without loading anything? Only when the
@@ -29,6 +33,8 @@ class Linux(Dialect):
     """Linux: /proc/sys with shell builtins (no fork under bash), ethtool, iproute2."""
 
     name = "linux"
+    builds = LinuxBuilds()
+    tunnels = LinuxTunnels()
     # /proc/stat's cpu lines (they come first) with shell builtins only: no fork, and the
     # long intr/softirq lines after them are never read
     cpu_times_command = ('while read -r l; do case $l in cpu*) echo "$l";; *) break;; esac; '
@@ -54,6 +60,9 @@ class Linux(Dialect):
 
     def host_state_command(self, device: str | None, target: str | None) -> str:
         return host_state.linux_command(device, target)
+
+    def counters_loop_command(self) -> str | None:
+        return counters.counters_loop_command()
 
     def link_counters_command(self, device: str | None, target: str | None) -> str:
         return traffic.linux_counters_command(device, target)

@@ -1,22 +1,33 @@
-"""What every OS dialect shares: a host setting, the checks every key and value passes before
-it reaches a command, and the Dialect base class whose commands are shell functions.
+"""What every OS's driver (its dialect) shares: a host setting and the Dialect base class whose
+commands are shell functions, each key and value checked first (abtui.remote.checks); a
+dialect carries its OS's build and tunnel commands as its parts.
 
-Every command is built by a dialect (abtui.remote.linux, abtui.remote.freebsd), from validated
-keys and values, each quoted with shlex.quote, so untrusted text (a profile, a knob value) never
-reaches a shell as code. A write command also reads the setting back, so one round trip both
-changes and verifies it. Parsers never raise: they return None when a reply is not what they
-expect. abtui.remote.dialects picks a host's dialect; abtui.remote.refusals says why a host
-refused a write.
+Every command is built by a dialect (abtui.remote.os.linux, abtui.remote.os.freebsd), from
+validated keys and values, each quoted with shlex.quote, so untrusted text (a profile, a knob
+value) never reaches a shell as code. A write command also reads the setting back, so one round
+trip both changes and verifies it. Parsers never raise: they return None when a reply is not
+what they expect. abtui.remote.os.pick picks a host's dialect, once; abtui.remote.refusals says
+why a host refused a write.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from abtui.core import netem
 from abtui.core.errors import BadInput
 from abtui.core.model import KnobKind
+from abtui.remote.checks import (
+    on_off,
+    unsigned,
+    validate_device,
+    validate_name,
+    validate_sysctl_key,
+    validate_text,
+)
+from abtui.remote.os.builds import BuildCommands
+from abtui.remote.os.tunnels import TunnelCommands
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,61 +41,6 @@ class Setting:
     def label(self) -> str:
         name = self.key or str(self.kind)  # a keyless kind (mtu, netem) by its kind
         return f"{name} on {self.device}" if self.device else name
-
-
-# ---- validation -------------------------------------------------------------------------
-SYSCTL_KEY = re.compile(r"[A-Za-z0-9_.%/-]+")
-DEVICE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}")
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-MAX_VALUE = 1024
-
-
-def validate_sysctl_key(key: str) -> str:
-    """A sysctl name: [A-Za-z0-9_.%/-]+, no option-like start, no empty or dot-only parts."""
-    if not isinstance(key, str) or not SYSCTL_KEY.fullmatch(key) or key[0] in "-./" \
-            or any(part in ("", ".", "..") for part in key.replace("/", ".").split(".")) \
-            or any(part in ("", ".", "..") for part in key.split(".")):
-        raise BadInput(f"sysctl key {key!r} is not valid: expected names like "
-                       "net.ipv4.tcp_wmem ([A-Za-z0-9_.%/-], not starting with - . or /)")
-    return key
-
-
-def validate_device(device: str | None) -> str:
-    if not device or not DEVICE.fullmatch(device):
-        raise BadInput(f"device {device!r} is not a valid interface name")
-    return device
-
-
-def validate_name(what: str, name: str) -> str:
-    if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 64:
-        raise BadInput(f"{what} {name!r} is not valid (letters, digits, _ and -)")
-    return name
-
-
-def validate_text(what: str, value: str) -> str:
-    """A free-form value (a sysctl's): printable, one line, at most MAX_VALUE characters."""
-    if not isinstance(value, str) or len(value) > MAX_VALUE or \
-            any(not ch.isprintable() and ch != "\t" for ch in value):
-        raise BadInput(f"{what}: value {value!r} is not valid (one printable line, "
-                       f"at most {MAX_VALUE} characters)")
-    return value
-
-
-def on_off(value: str) -> str:
-    """on/off (also 1/0, true/false, yes/no) spelled on/off."""
-    v = str(value).strip().lower()
-    if v in ("on", "1", "true", "yes"):
-        return "on"
-    if v in ("off", "0", "false", "no"):
-        return "off"
-    raise BadInput(f"value {value!r} is not valid: expected on or off")
-
-
-def unsigned(value: str, what: str = "value", low: int = 0, high: int = 2**32 - 1) -> str:
-    v = str(value).strip()
-    if not v.isdigit() or not low <= int(v) <= high:
-        raise BadInput(f"{what} {value!r} is not valid: expected an integer {low}..{high}")
-    return str(int(v))
 
 
 def same_value(a: str | None, b: str | None) -> bool:
@@ -109,6 +65,9 @@ class Dialect:
     """How one OS reads and writes settings. Subclasses fill in the per-kind commands."""
 
     name = "posix"
+    # the OS's build and tunnel commands (None: abtui switches no builds, makes no tunnels here)
+    builds: ClassVar[BuildCommands | None] = None
+    tunnels: ClassVar[TunnelCommands | None] = None
     # prints the host's CPU time counters (abtui.parse.cputimes reads them): one round trip
     # per sample of a run's host CPU series
     cpu_times_command = ""
@@ -122,6 +81,11 @@ class Dialect:
         """Prints what shapes the host's numbers besides the knobs (abtui.remote.host_state);
         "" where this OS has no reading."""
         return ""
+
+    def counters_loop_command(self) -> str | None:
+        """The counters loop a profiled run keeps beside its profile (abtui.remote.counters);
+        None where this OS has none."""
+        return None
 
     def link_counters_command(self, device: str | None, target: str | None) -> str:
         """Prints the data device's byte and packet counters with the host's clock

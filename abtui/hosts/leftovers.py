@@ -26,6 +26,7 @@ from pathlib import Path
 from abtui.core.errors import AbtuiError
 from abtui.core.model import LinkState
 from abtui.hosts.undo import Pending, append_record, pending_recovery
+from abtui.hosts.undo_records import GroupGone
 from abtui.remote.link import HostLink
 from abtui.remote.streams import group_alive_command, program_of, same_group_command
 
@@ -89,8 +90,7 @@ async def end_leftovers(links: Mapping[str, HostLink], say: Callable[[str, str],
         except AbtuiError as exc:
             stuck.append(f"{left.host}: {left.name} ({getattr(exc, 'reason', exc)})")
             continue
-        append_record(left.journal.path, {"op": "pgid_gone", "host": left.host,
-                                          "pgid": left.pgid})
+        append_record(left.journal.path, GroupGone(left.host, left.pgid))
     if stuck:
         raise AbtuiError(f"{'; '.join(stuck)} still running: nothing was measured beside it "
                          "(end it, or run `abtui recover`)")

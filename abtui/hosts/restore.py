@@ -15,7 +15,6 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from abtui.core.errors import AbtuiError, LeaseHeld, RemoteError
 from abtui.core.model import KnobKind
@@ -31,6 +30,13 @@ from abtui.hosts.undo import (
     forget_host,
     left_on,
     read_journal,
+)
+from abtui.hosts.undo_records import (
+    BuildRestored,
+    BuildSaved,
+    GroupGone,
+    Restored,
+    TunnelDown,
 )
 from abtui.remote.link import HostLink
 from abtui.remote.os.dialect import Dialect, Setting, same_value
@@ -126,7 +132,7 @@ def describe(p: Pending, forget: list[str] | tuple[str, ...] = ()) -> list[str]:
     out += [f"{h}: remove tunnel {name}" for (h, name) in p.tunnels if h not in forget]
     out += [f"{h}: end process group {g} ({what or 'started by abtui'})"
             for (h, g), what in p.pgids.items() if h not in forget]
-    out += [f"{h}: back on {rec.get('value') or 'the build it ran'} ({k})"
+    out += [f"{h}: back on {rec.value or 'the build it ran'} ({k})"
             for (h, k), rec in p.builds.items() if h not in forget]
     out += [k.line for k in p.skipped if k.host not in forget]
     return out
@@ -221,13 +227,14 @@ async def _recover_journal(p: Pending, links: dict[str, HostLink],
         if host not in dialects:
             continue
         try:
-            result = await links[host].run(tunnels_of(tunnel).down(tunnel))
+            end = tunnel.end()
+            result = await links[host].run(tunnels_of(end).down(end))
         except AbtuiError as exc:  # the link dropped meanwhile
             left.add(host, f"could not remove tunnel {name}: {getattr(exc, 'reason', exc)}")
             continue
         if result.ok:
-            append_record(p.path, {"op": "tunnel_down", "host": host, "ifname": name})
-            say(True, f"{host}: removed tunnel {name} ({tunnel.get('type')})")
+            append_record(p.path, TunnelDown(host, name))
+            say(True, f"{host}: removed tunnel {name} ({tunnel.type})")
         else:
             left.add(host, f"could not remove tunnel {name}: "
                      f"{result.stderr.strip() or f'exit {result.exit_status}'}")
@@ -240,10 +247,10 @@ async def _recover_journal(p: Pending, links: dict[str, HostLink],
 
 
 async def _build_back(p: Pending, manager: KnobManager, host: str, knob: str,
-                      rec: dict[str, Any], left: _Left, say: Say) -> None:
+                      rec: BuildSaved, left: _Left, say: Say) -> None:
     """One host back on the build it ran before abtui first switched it, verified."""
     try:
-        origin = origin_of(knob, rec)
+        origin = origin_of(knob, rec.origin())
     except (KeyError, TypeError, ValueError):
         left.add(host, f"the journal's first build of {knob} is damaged: boot it by hand")
         return
@@ -253,7 +260,7 @@ async def _build_back(p: Pending, manager: KnobManager, host: str, knob: str,
         left.add(host, f"could not go back to {origin.shown} ({knob}): "
                  f"{getattr(exc, 'reason', exc)}")
         return
-    append_record(p.path, {"op": "build_restored", "host": host, "knob": knob})
+    append_record(p.path, BuildRestored(host, knob))
     say(True, f"{host}: back on {origin.shown} ({knob}: {got})")
 
 
@@ -272,8 +279,7 @@ async def _restore(p: Pending, manager: KnobManager, ident: tuple[str, str, str,
         now = None
     foreign = _foreign(p, ident, now)
     if foreign:
-        append_record(p.path, {"op": "restored", "host": host, "kind": kind, "key": key,
-                               "device": dev, "left": now})
+        append_record(p.path, Restored(host, kind, key, dev, left=now))
         say(True, f"{host}: left {s.label()} = {now!r} as it is: {foreign} (its original "
                   f"was {value!r})")
         return
@@ -287,8 +293,7 @@ async def _restore(p: Pending, manager: KnobManager, ident: tuple[str, str, str,
             why = getattr(exc, "reason", str(exc))
             left.add(host, f"could not restore {s.label()} = {value!r}: {why}")
             return
-    append_record(p.path, {"op": "restored", "host": host, "kind": kind, "key": key,
-                           "device": dev})
+    append_record(p.path, Restored(host, kind, key, dev))
     say(True, f"{host}: {done}")
 
 
@@ -315,7 +320,7 @@ async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, left: _Le
     age = None if started is None else max(0.0, time.time() - started)
     try:
         if not await is_recorded_group(link, pgid, what, age):
-            append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
+            append_record(p.path, GroupGone(host, pgid))
             say(True, f"{host}: {name} had already ended")
             return
         await link.kill_group(pgid)
@@ -326,7 +331,7 @@ async def _end_group(p: Pending, link: HostLink, pgid: int, what: str, left: _Le
     if alive.ok:
         left.add(host, f"{name} is still running")
         return
-    append_record(p.path, {"op": "pgid_gone", "host": host, "pgid": pgid})
+    append_record(p.path, GroupGone(host, pgid))
     say(True, f"{host}: ended {name}")
 
 

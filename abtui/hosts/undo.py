@@ -10,6 +10,9 @@ longer abtui's, someone else's since, and leave it), a setting found changed by 
 brought up, remote process groups started (with when, so a later abtui ends only those very
 processes: abtui.hosts.leftovers). A clean exit deletes the file; after a crash,
 `abtui recover` (or the next start, via `pending_recovery()`) replays what is left.
+
+Each line is a typed record of `abtui.hosts.undo_records` (`"op"` its kind), written and read
+back through it: the format every earlier abtui wrote.
 """
 
 from __future__ import annotations
@@ -18,30 +21,43 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_state_dir
 
-from abtui.core.errors import AbtuiError, WriteFailed
+from abtui.core.errors import WriteFailed
 from abtui.core.files import why
-from abtui.core.model import KnobKind
-from abtui.core.pids import pgid_problem, pid_alive
-from abtui.core.text import visible
+from abtui.core.pids import pid_alive
+from abtui.hosts.undo_records import (
+    RECORDS,
+    BuildRestored,
+    BuildSaved,
+    Foreign,
+    Forget,
+    GroupGone,
+    GroupStarted,
+    HostRecord,
+    Original,
+    Restored,
+    Start,
+    TunnelDown,
+    TunnelUp,
+    Unchanged,
+    UndoRecord,
+    Wrote,
+    problem_of,
+    setting,
+)
+
+__all__ = ["HostRecord", "Pending", "Skipped", "UndoJournal", "append_record", "forget_host",
+           "left_on", "pending_recovery", "read_journal", "recovery_notice", "undo_dir"]
 
 
 def undo_dir() -> Path:
     return Path(user_state_dir("abtui")) / "undo"
-
-
-@dataclass(slots=True)
-class HostRecord:
-    alias: str
-    ssh_config: str | None = None
-    known_hosts: str | None = None
-    sudo: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +81,7 @@ class Pending:
     # (host, kind, key, device) -> original value
     originals: dict[tuple[str, str, str, str | None], str] = field(default_factory=dict)
     # (host, ifname) -> the tunnel's record
-    tunnels: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    tunnels: dict[tuple[str, str], TunnelUp] = field(default_factory=dict)
     # (host, pgid) -> what was started
     pgids: dict[tuple[str, int], str] = field(default_factory=dict)
     # (host, pgid) -> when it was started (time.time() of the controller; None: not recorded)
@@ -75,7 +91,7 @@ class Pending:
     # (host, kind, key, device) -> the value someone else set, found by a live session
     foreign: dict[tuple[str, str, str, str | None], str] = field(default_factory=dict)
     # (host, knob) -> the build it ran before abtui first switched it (abtui.hosts.builds)
-    builds: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    builds: dict[tuple[str, str], BuildSaved] = field(default_factory=dict)
     # entries this abtui cannot use, one line each (`read_journal`)
     skipped: list[Skipped] = field(default_factory=list)
 
@@ -105,6 +121,56 @@ class Pending:
         self.started = {k: v for k, v in self.started.items() if k[0] != host}
         self.skipped = [k for k in self.skipped if k.host != host]
 
+    def take(self, record: UndoRecord) -> None:
+        """What one line of the journal does to what is pending: its kind's `on_<op>`."""
+        getattr(self, f"on_{record.OP}")(record)
+
+    def on_start(self, r: Start) -> None:
+        self.pid = r.pid
+
+    def on_host(self, r: HostRecord) -> None:
+        self.hosts[r.alias] = r
+
+    def on_original(self, r: Original) -> None:
+        self.originals.setdefault(setting(r), r.value)
+
+    def on_restored(self, r: Restored | Unchanged) -> None:
+        self.originals.pop(setting(r), None)
+
+    on_unchanged = on_restored
+
+    def on_wrote(self, r: Wrote) -> None:
+        values = self.written.setdefault(setting(r), [])
+        if r.value not in values:
+            values.append(r.value)
+
+    def on_foreign(self, r: Foreign) -> None:
+        self.foreign[setting(r)] = r.value
+
+    def on_tunnel(self, r: TunnelUp) -> None:
+        self.tunnels[(r.host, r.ifname)] = r
+
+    def on_tunnel_down(self, r: TunnelDown) -> None:
+        self.tunnels.pop((r.host, r.ifname), None)
+
+    def on_pgid(self, r: GroupStarted) -> None:
+        self.pgids[(r.host, r.pgid)] = r.what
+        if r.t is not None:
+            self.started[(r.host, r.pgid)] = float(r.t)
+
+    def on_pgid_gone(self, r: GroupGone) -> None:
+        self.pgids.pop((r.host, r.pgid), None)
+        self.started.pop((r.host, r.pgid), None)
+
+    def on_build(self, r: BuildSaved) -> None:
+        self.builds.setdefault((r.host, r.knob), r)
+
+    def on_build_restored(self, r: BuildRestored) -> None:
+        self.builds.pop((r.host, r.knob), None)
+
+    def on_forget(self, r: Forget) -> None:
+        self.forget(r.host)
+
 
 class UndoJournal:
     """The writing side; one per controller process. Every record is fsync'ed: on its own,
@@ -132,7 +198,7 @@ class UndoJournal:
         self._wrote: set[tuple[str, str, str, str | None, str]] = set()
         self._batching = 0
         self._unsynced = False  # lines a batch wrote that are not fsync'ed yet
-        self._write({"op": "start", "pid": os.getpid(), "t": time.time()})
+        self._write(Start(os.getpid(), time.time()))
 
     def _why(self, exc: OSError) -> str:
         return (f"{self.path}: cannot write the undo journal ({why(exc)}); nothing more is "
@@ -148,7 +214,7 @@ class UndoJournal:
         if self.broken is not None:
             raise WriteFailed(self.broken)
 
-    def _write(self, record: dict[str, Any], *, before_change: bool = True) -> None:
+    def _write(self, record: UndoRecord, *, before_change: bool = True) -> None:
         """One record; `before_change`: it must be on disk before what it describes happens
         (WriteFailed if it cannot be), else it is let go when it cannot be written."""
         if self.broken is not None:
@@ -189,8 +255,7 @@ class UndoJournal:
         self._usable()
         if rec.alias in self._hosts:
             return
-        self._write({"op": "host", "alias": rec.alias, "ssh_config": rec.ssh_config,
-                     "known_hosts": rec.known_hosts, "sudo": rec.sudo})
+        self._write(rec)
         self._hosts.add(rec.alias)
 
     def original(self, host: str, kind: str, key: str, device: str | None, value: str,
@@ -200,8 +265,7 @@ class UndoJournal:
         ident = (host, kind, key, device)
         if ident in self._originals:
             return False
-        self._write({"op": "original", "host": host, "kind": kind, "key": key,
-                     "device": device, "value": value, "knob": knob})
+        self._write(Original(host, kind, key, device, value=value, knob=knob))
         self._originals.add(ident)
         return True
 
@@ -214,59 +278,51 @@ class UndoJournal:
         ident = (host, kind, key, device, " ".join(value.split()))
         if ident in self._wrote:
             return False
-        self._write({"op": "wrote", "host": host, "kind": kind, "key": key,
-                     "device": device, "value": value})
+        self._write(Wrote(host, kind, key, device, value=value))
         self._wrote.add(ident)
         return True
 
     def foreign(self, host: str, kind: str, key: str, device: str | None, value: str) -> None:
         """A setting abtui set was found changed by someone else to `value`: no longer
         abtui's, never overwritten, left as found by the exit and by `abtui recover`."""
-        self._write({"op": "foreign", "host": host, "kind": kind, "key": key,
-                     "device": device, "value": value}, before_change=False)
+        self._write(Foreign(host, kind, key, device, value=value), before_change=False)
 
     def restored(self, host: str, kind: str, key: str, device: str | None,
                  left: str | None = None) -> None:
         """Set back; or (`left`: the value found) left as it is, since it was no longer the
         value abtui wrote: nothing for `abtui recover` either way."""
         self._originals.discard((host, kind, key, device))
-        self._write({"op": "restored", "host": host, "kind": kind, "key": key,
-                     "device": device, **({"left": left} if left is not None else {})},
-                    before_change=False)
+        self._write(Restored(host, kind, key, device, left=left), before_change=False)
 
     def unchanged(self, host: str, kind: str, key: str, device: str | None) -> None:
         """A recorded setting was never changed after all (its write was refused): nothing
         to set back, so neither the exit nor `abtui recover` tries."""
         self._originals.discard((host, kind, key, device))
-        self._write({"op": "unchanged", "host": host, "kind": kind, "key": key,
-                     "device": device}, before_change=False)
+        self._write(Unchanged(host, kind, key, device), before_change=False)
 
     def build(self, host: str, knob: str, record: dict[str, Any]) -> None:
         """The build `host` ran before abtui first switched `knob` there, and how to come
         back to it (abtui.hosts.builds.record)."""
-        self._write({"op": "build", "host": host, "knob": knob, **record})
+        self._write(BuildSaved.from_data({"host": host, "knob": knob, **record}))
 
     def build_restored(self, host: str, knob: str) -> None:
         """`host` is back on that build."""
-        self._write({"op": "build_restored", "host": host, "knob": knob})
+        self._write(BuildRestored(host, knob))
 
     def tunnel_up(self, host: str, record: dict[str, Any]) -> None:
-        self._write({"op": "tunnel", "host": host, **record})
+        self._write(TunnelUp.from_data({"host": host, **record}))
 
     def tunnel_down(self, host: str, ifname: str) -> None:
-        self._write({"op": "tunnel_down", "host": host, "ifname": ifname},
-                    before_change=False)
+        self._write(TunnelDown(host, ifname), before_change=False)
 
     def record_pgid(self, host: str, pgid: int, what: str = "") -> None:
         """A remote process group abtui started (the engine calls this for iperf3/ping, once
         it runs: this session ends it whether or not the record could be written)."""
-        self._write({"op": "pgid", "host": host, "pgid": int(pgid), "what": what,
-                     "t": time.time()}, before_change=False)
+        self._write(GroupStarted(host, int(pgid), what, time.time()), before_change=False)
 
     def forget_pgid(self, host: str, pgid: int) -> None:
         """That process group has ended (or was ended): nothing to kill any more."""
-        self._write({"op": "pgid_gone", "host": host, "pgid": int(pgid)},
-                    before_change=False)
+        self._write(GroupGone(host, int(pgid)), before_change=False)
 
     def finish(self) -> None:
         """Everything was set back: the journal is no longer needed."""
@@ -281,7 +337,7 @@ class UndoJournal:
             self._fh.close()
 
 
-def append_record(path: Path, record: dict[str, Any]) -> None:
+def append_record(path: Path, record: UndoRecord) -> None:
     """Append one record to a journal (recover notes what it set back), fsync'ed. A line a
     crash cut short is ended first, so the new record stays readable."""
     with path.open("a+b") as fh:
@@ -309,15 +365,15 @@ def forget_host(pending: Iterable[Pending], host: str) -> None:
     host that is gone for good (`abtui recover --forget`)."""
     for p in pending:
         if host in p.involved:
-            append_record(p.path, {"op": "forget", "host": host})
+            append_record(p.path, Forget(host))
             p.forget(host)
 
 
-def _line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+def _line(record: UndoRecord) -> bytes:
+    return (json.dumps(record.to_data(), separators=(",", ":")) + "\n").encode()
 
 
-def _write_line(fh: Any, record: dict[str, Any]) -> None:
+def _write_line(fh: Any, record: UndoRecord) -> None:
     fh.write(_line(record))
     _sync(fh)
 
@@ -330,8 +386,9 @@ def _sync(fh: Any) -> None:
 
 def read_journal(path: Path) -> Pending:
     """What a journal still asks to undo. Never raises on a damaged file: each entry is
-    checked on its own (`ENTRIES`), and one this abtui cannot use (an unknown kind, from a
-    newer abtui; a field of the wrong type; a process group it must never end) is skipped
+    checked on its own (`undo_records.problem_of`), and one this abtui cannot use (an
+    unknown kind, from a newer abtui; a field of the wrong type; a process group it must
+    never end) is skipped
     and said in `Pending.skipped`, the others kept. A last line a crash cut short is
     dropped without a word."""
     pending = Pending(path=path, pid=None)
@@ -350,171 +407,15 @@ def read_journal(path: Path) -> Pending:
                 pending.skip(None, f"{path.name} line {number}: not a JSON entry: skipped",
                              keep=False)
             continue
-        why = entry_problem(rec)
+        why = problem_of(rec)
         if why:
             host = rec.get("host") if isinstance(rec, dict) else None
             pending.skip(host if isinstance(host, str) else None,
                          f"{path.name} line {number}: {why}",
-                         keep=isinstance(rec, dict) and rec.get("op") not in ENTRIES)
+                         keep=isinstance(rec, dict) and rec.get("op") not in RECORDS)
             continue
-        ENTRIES[rec["op"]].apply(pending, rec)
+        pending.take(RECORDS[rec["op"]].from_data(rec))
     return pending
-
-
-# The types a field may have: JSON's, as json.loads gives them.
-Types = tuple[type, ...]
-TEXT: Types = (str,)
-MAYBE_TEXT: Types = (str, type(None))
-NUMBER: Types = (int, float)
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One kind of journal entry: its fields and their types (`required`; `optional` may
-    be left out), a check of its values beyond their types (a reason, "" when usable), and
-    what it does to what is pending. A new kind is one `ENTRIES` item."""
-
-    required: dict[str, Types]
-    apply: Callable[[Pending, dict[str, Any]], None]
-    optional: dict[str, Types] = field(default_factory=dict)
-    check: Callable[[dict[str, Any]], str] = lambda rec: ""
-
-
-def entry_problem(rec: object) -> str:
-    """Why a journal entry cannot be used ("" when it can): not an object, an unknown kind,
-    a field missing or of the wrong type, a value its check refuses."""
-    if not isinstance(rec, dict):
-        return "not an entry (a JSON object): skipped"
-    op = rec.get("op")
-    entry = ENTRIES.get(op) if isinstance(op, str) else None
-    if entry is None:
-        return (f"unknown kind of entry '{visible(str(op))}' (written by a newer abtui?): "
-                "skipped")
-    for name, types in (*entry.required.items(), *entry.optional.items()):
-        if name not in rec:
-            if name in entry.required:
-                return f"{op} entry without {name!r}: skipped"
-            continue
-        value = rec[name]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            wanted = " or ".join(_type_name(t) for t in types)
-            return (f"{op} entry's {name!r} is {type(value).__name__} "
-                    f"{visible(repr(value))[:40]}, not {wanted}: skipped")
-    why = entry.check(rec)
-    return f"{op} entry: {why}: skipped" if why else ""
-
-
-def _type_name(t: type) -> str:
-    return {str: "text", int: "a whole number", float: "a number", bool: "true/false",
-            type(None): "null", dict: "an object"}.get(t, t.__name__)
-
-
-def _setting(rec: dict[str, Any]) -> tuple[str, str, str, str | None]:
-    return (rec["host"], rec["kind"], rec["key"], rec.get("device"))
-
-
-def _known_kind(rec: dict[str, Any]) -> str:
-    kinds = {str(k) for k in KnobKind}
-    kind = visible(rec["kind"])
-    return "" if rec["kind"] in kinds else f"unknown kind of setting '{kind}'"
-
-
-def _tunnel_usable(rec: dict[str, Any]) -> str:
-    from abtui.remote.os.pick import tunnels_of
-
-    try:
-        tunnels_of(rec).down(rec)
-    except (KeyError, TypeError, ValueError, AbtuiError) as exc:
-        return f"a tunnel this abtui cannot remove ({visible(str(exc))[:60]})"
-    return ""
-
-
-def _group_usable(rec: dict[str, Any]) -> str:
-    return pgid_problem(rec["pgid"])
-
-
-def _start(p: Pending, rec: dict[str, Any]) -> None:
-    p.pid = rec["pid"]
-
-
-def _host(p: Pending, rec: dict[str, Any]) -> None:
-    p.hosts[rec["alias"]] = HostRecord(rec["alias"], rec.get("ssh_config"),
-                                       rec.get("known_hosts"), bool(rec.get("sudo")))
-
-
-def _original(p: Pending, rec: dict[str, Any]) -> None:
-    p.originals.setdefault(_setting(rec), rec["value"])
-
-
-def _set_back(p: Pending, rec: dict[str, Any]) -> None:
-    p.originals.pop(_setting(rec), None)
-
-
-def _tunnel(p: Pending, rec: dict[str, Any]) -> None:
-    p.tunnels[(rec["host"], rec["ifname"])] = rec
-
-
-def _tunnel_down(p: Pending, rec: dict[str, Any]) -> None:
-    p.tunnels.pop((rec["host"], rec["ifname"]), None)
-
-
-def _pgid(p: Pending, rec: dict[str, Any]) -> None:
-    p.pgids[(rec["host"], rec["pgid"])] = rec.get("what", "")
-    if "t" in rec:
-        p.started[(rec["host"], rec["pgid"])] = float(rec["t"])
-
-
-def _pgid_gone(p: Pending, rec: dict[str, Any]) -> None:
-    p.pgids.pop((rec["host"], rec["pgid"]), None)
-    p.started.pop((rec["host"], rec["pgid"]), None)
-
-
-def _wrote(p: Pending, rec: dict[str, Any]) -> None:
-    values = p.written.setdefault(_setting(rec), [])
-    if rec["value"] not in values:
-        values.append(rec["value"])
-
-
-def _foreign(p: Pending, rec: dict[str, Any]) -> None:
-    p.foreign[_setting(rec)] = rec["value"]
-
-
-def _build(p: Pending, rec: dict[str, Any]) -> None:
-    p.builds.setdefault((rec["host"], rec["knob"]), rec)
-
-
-def _build_back(p: Pending, rec: dict[str, Any]) -> None:
-    p.builds.pop((rec["host"], rec["knob"]), None)
-
-
-def _forget(p: Pending, rec: dict[str, Any]) -> None:
-    p.forget(rec["host"])
-
-
-_SETTING = {"host": TEXT, "kind": TEXT, "key": TEXT}
-_DEVICE = {"device": MAYBE_TEXT}
-_GROUP = {"host": TEXT, "pgid": (int,)}
-_TUNNEL = {"host": TEXT, "ifname": TEXT, "type": TEXT}
-# Every kind of entry this abtui writes and reads: its fields' types, its check, its effect.
-ENTRIES: dict[str, Entry] = {
-    "start": Entry({"pid": (int,)}, _start, {"t": NUMBER}),
-    "host": Entry({"alias": TEXT}, _host,
-                  {"ssh_config": MAYBE_TEXT, "known_hosts": MAYBE_TEXT, "sudo": (bool,)}),
-    "original": Entry({**_SETTING, "value": TEXT}, _original, {**_DEVICE, "knob": TEXT},
-                      _known_kind),
-    "restored": Entry(_SETTING, _set_back, {**_DEVICE, "left": TEXT}),
-    "unchanged": Entry(_SETTING, _set_back, _DEVICE),
-    "tunnel": Entry(_TUNNEL, _tunnel, {"pair": TEXT, "os": MAYBE_TEXT}, _tunnel_usable),
-    "tunnel_down": Entry({"host": TEXT, "ifname": TEXT}, _tunnel_down),
-    "wrote": Entry({**_SETTING, "value": TEXT}, _wrote, _DEVICE, _known_kind),
-    "foreign": Entry({**_SETTING, "value": TEXT}, _foreign, _DEVICE, _known_kind),
-    "pgid": Entry(_GROUP, _pgid, {"what": TEXT, "t": NUMBER}, _group_usable),
-    "pgid_gone": Entry(_GROUP, _pgid_gone),
-    "build": Entry({"host": TEXT, "knob": TEXT, "kind": TEXT, "key": TEXT, "value": TEXT,
-                    "build": (dict,)}, _build, {**_DEVICE, "iface": (dict, type(None))}),
-    "build_restored": Entry({"host": TEXT, "knob": TEXT}, _build_back),
-    "forget": Entry({"host": TEXT}, _forget),
-}
 
 
 def _alive(pid: int | None) -> bool:

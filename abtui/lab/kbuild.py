@@ -86,7 +86,9 @@ def builds_dir() -> Path:
 
 # ---- the source package -------------------------------------------------------------------
 
-def _need(*programs: str, why: str) -> None:
+def need(*programs: str, why: str) -> None:
+    """BadInput naming the programs missing from PATH (and the sbin folders), and why they
+    are needed."""
     path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
     missing = [p for p in programs if shutil.which(p, path=path) is None]
     if missing:
@@ -121,14 +123,14 @@ def source_tree(name: str, *, fetch: bool = True) -> Path:
 def _fetch_source(name: str) -> Path:
     """`apt-get download NAME`, then the .tar.xz inside unpacked; in a scratch folder moved in
     place, so an interrupted fetch leaves nothing half made. 138 MB, ~20 s on this machine."""
-    _need("apt-get", "dpkg-deb", "tar", "xz", why=f"kernel source {name}")
+    need("apt-get", "dpkg-deb", "tar", "xz", why=f"kernel source {name}")
     root = sources_dir()
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
         work = Path(tmp)
         (deb,) = apt_download([name], work, f"kernel source {name}")
         stem = deb.name.removesuffix(".deb").removesuffix("_all")
-        digest = _file_sha256(deb)
+        digest = file_sha256(deb)
         unpack = work / "unpack"
         unpack.mkdir()
         inner = f"./usr/src/{name}.tar.xz"
@@ -154,7 +156,8 @@ def _q(path: Path | str) -> str:
     return "'" + str(path).replace("'", "'\\''") + "'"
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read a MiB at a time (packages of hundreds of MB)."""
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -190,7 +193,7 @@ def check_series(tree: Path, patches: Sequence[Path]) -> None:
     """That the patches apply to `tree` in order, exactly (no fuzz, no offsets beyond what
     `patch` reports): tried on a copy of the files they touch, the tree left as it is. Raises
     BadInput naming the patch and `patch`'s own words when one does not."""
-    _need("patch", why="applying a patch series")
+    need("patch", why="applying a patch series")
     with tempfile.TemporaryDirectory(prefix="abtui-series-") as tmp:
         work = Path(tmp)
         for patch in patches:
@@ -200,10 +203,12 @@ def check_series(tree: Path, patches: Sequence[Path]) -> None:
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(src, dst)
         for patch in patches:
-            _apply(work, patch, tree.name)
+            apply_patch(work, patch, tree.name)
 
 
-def _apply(tree: Path, patch: Path, label: str = "") -> None:
+def apply_patch(tree: Path, patch: Path, label: str = "") -> None:
+    """Apply one patch to `tree` (`-p1`, no fuzz); BadInput naming it and `label` (the tree
+    it is meant for) when it does not apply."""
     if not patch.is_file():
         raise BadInput(f"patch {patch}: no such file")
     proc = subprocess.run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "-s", "-i",
@@ -250,7 +255,7 @@ def dropped_options(wanted: dict[str, str], dot_config: str) -> list[str]:
 # ---- the build ----------------------------------------------------------------------------
 
 def compiler_version(spec: BuildSpec) -> str:
-    _need(spec.compiler(), "make", "flex", "bison", "bc",
+    need(spec.compiler(), "make", "flex", "bison", "bc",
           why=f"building a {spec.arch} kernel (Debian: gcc-arm-linux-gnueabihf make flex "
               "bison bc)")
     proc = subprocess.run([spec.compiler(), "-dumpfullversion"], capture_output=True,
@@ -277,7 +282,9 @@ def image_path(spec: BuildSpec, out: Path) -> Path:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (made when missing): one build of a key at a time,
+    across processes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -314,7 +321,7 @@ def build(spec: BuildSpec, *, jobs: int | None = None, log: Path | None = None,
     tree = source_tree(spec.source, fetch=fetch)
     key = build_key(spec, source_digest(tree), compiler)
     folder = builds_dir() / key
-    with _locked(builds_dir() / f"{key}.lock"):
+    with locked(builds_dir() / f"{key}.lock"):
         done = _finished(spec, key)
         if done is not None:
             return done
@@ -327,45 +334,49 @@ def build(spec: BuildSpec, *, jobs: int | None = None, log: Path | None = None,
             src = folder / "src"
             subprocess.run(["cp", "-al", str(tree), str(src)], check=True)
             for patch in spec.patches:
-                _apply(src, patch, tree.name)
+                apply_patch(src, patch, tree.name)
         out = folder / "out"
         out.mkdir()
         make = ["make", f"O={out}", f"ARCH={spec.arch}", f"CROSS_COMPILE={spec.cross_compile}"]
         logfile = log or folder / "build.log"
-        started, cpu0 = time.monotonic(), _children_cpu()
+        started, cpu0 = time.monotonic(), children_cpu()
         with logfile.open("w") as fh:
-            _run([*make, f"KCONFIG_ALLCONFIG={spec.config.resolve()}", "allnoconfig"], src, fh,
-                 "allnoconfig")
+            run_make([*make, f"KCONFIG_ALLCONFIG={spec.config.resolve()}", "allnoconfig"],
+                     src, fh, "allnoconfig")
             dropped = dropped_options(options, (out / ".config").read_text())
             if dropped:
                 raise BadInput(f"kernel config {spec.config}: Kconfig dropped "
                                f"{', '.join(dropped)} (a dependency is not set)")
-            _run([*make, f"-j{jobs or os.cpu_count() or 1}", spec.target], src, fh,
-                 spec.target)
+            run_make([*make, f"-j{jobs or os.cpu_count() or 1}", spec.target], src, fh,
+                     spec.target)
         image = image_path(spec, out)
         info: dict[str, object] = {
             "source": spec.source, "source_tree": tree.name, "config": spec.config.name,
             "patches": [p.name for p in spec.patches], "compiler": compiler,
             "wall_s": round(time.monotonic() - started, 1),
-            "cpu_s": round(_children_cpu() - cpu0, 1), "image_bytes": image.stat().st_size,
-            "load": _load(), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "cpu_s": round(children_cpu() - cpu0, 1), "image_bytes": image.stat().st_size,
+            "load": load_average(), "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (folder / "build.json").write_text(json.dumps(info, indent=1) + "\n")
         return Built(key, image, out, info)
 
 
-def _run(args: list[str], cwd: Path, log: IO[str], what: str) -> None:
+def run_make(args: list[str], cwd: Path, log: IO[str], what: str) -> None:
+    """Run a build command in `cwd`, its output into `log`; BadInput naming `what` and the
+    log when it fails."""
     proc = subprocess.run(args, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         raise BadInput(f"kernel build: `make {what}` failed in {cwd} (see {log.name})")
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
+    """The CPU seconds this process's finished children took (a build's cost)."""
     t = os.times()
     return t.children_user + t.children_system
 
 
-def _load() -> float:
+def load_average() -> float:
+    """The machine's one-minute load (-1 where unknown), recorded beside a build's time."""
     try:
         return os.getloadavg()[0]
     except OSError:

@@ -143,7 +143,7 @@ def _fetch_headers(release: str) -> Path:
     """`apt-get download linux-headers-RELEASE` and what it depends on at its version, each
     unpacked (`dpkg-deb -x`) into one root; in a scratch folder moved in place. 14 MB, a few
     seconds on this machine."""
-    kbuild._need("apt-get", "dpkg-deb", why=f"headers of {release}")
+    kbuild.need("apt-get", "dpkg-deb", why=f"headers of {release}")
     root = headers_dir()
     root.mkdir(parents=True, exist_ok=True)
     name = f"linux-headers-{release}"
@@ -155,7 +155,7 @@ def _fetch_headers(release: str) -> Path:
         h = hashlib.sha256()
         unpack = work / "root"
         for deb in sorted(debs, key=lambda p: p.name):
-            h.update(deb.name.encode() + b"\0" + kbuild._file_sha256(deb).encode() + b"\0")
+            h.update(deb.name.encode() + b"\0" + kbuild.file_sha256(deb).encode() + b"\0")
             proc = subprocess.run(["dpkg-deb", "-x", str(deb), str(unpack)],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
@@ -185,7 +185,7 @@ def rehome_makefile(text: str, root: Path) -> str:
 # ---- the build -------------------------------------------------------------------------------
 
 def compiler_version() -> str:
-    kbuild._need("gcc", "make", why="building a kernel module (Debian: gcc make)")
+    kbuild.need("gcc", "make", why="building a kernel module (Debian: gcc make)")
     proc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True)
     return proc.stdout.strip() or "?"
 
@@ -239,7 +239,7 @@ def build(spec: ModuleSpec, *, jobs: int | None = None, fetch: bool = True) -> B
     headers = headers_tree(spec.release, fetch=fetch)
     key = module_key(spec, kbuild.source_digest(tree), headers_digest(spec.release), compiler)
     folder = kbuild.builds_dir() / key
-    with kbuild._locked(kbuild.builds_dir() / f"{key}.lock"):
+    with kbuild.locked(kbuild.builds_dir() / f"{key}.lock"):
         done = _finished(key)
         if done is not None:
             return done
@@ -253,12 +253,12 @@ def build(spec: ModuleSpec, *, jobs: int | None = None, fetch: bool = True) -> B
         driver.parent.mkdir(parents=True)
         shutil.copytree(tree / folder_in_tree, driver)
         for patch in spec.patches:
-            kbuild._apply(src, patch, tree.name)
-        started, cpu0 = time.monotonic(), kbuild._children_cpu()
+            kbuild.apply_patch(src, patch, tree.name)
+        started, cpu0 = time.monotonic(), kbuild.children_cpu()
         log = folder / "build.log"
         with log.open("w") as fh:
-            kbuild._run(["make", "-C", str(headers), f"M={driver}", f"{option}=m",
-                         f"-j{jobs or os.cpu_count() or 1}", "modules"], driver, fh, "modules")
+            kbuild.run_make(["make", "-C", str(headers), f"M={driver}", f"{option}=m",
+                             f"-j{jobs or os.cpu_count() or 1}", "modules"], driver, fh, "modules")
         ko = driver / f"{spec.module}.ko"
         if not ko.is_file():
             raise BadInput(f"module build: no {ko.name} after `make modules` (see {log})")
@@ -268,7 +268,7 @@ def build(spec: ModuleSpec, *, jobs: int | None = None, fetch: bool = True) -> B
             "patches": [p.name for p in spec.patches], "compiler": compiler, "file": str(ko),
             "srcversion": modinfo(ko, "srcversion"), "vermagic": modinfo(ko, "vermagic"),
             "wall_s": round(time.monotonic() - started, 1),
-            "cpu_s": round(kbuild._children_cpu() - cpu0, 1), "load": kbuild._load(),
+            "cpu_s": round(kbuild.children_cpu() - cpu0, 1), "load": kbuild.load_average(),
             "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         if not str(info["vermagic"]).startswith(f"{spec.release} "):

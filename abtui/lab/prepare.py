@@ -66,14 +66,21 @@ def for_lab(profile: Profile, *, lab: bool, short: bool, say: Any
 
 def profile_builds(profile: Profile) -> dict[str, str]:
     """The profile's [lab] builds: a build knob's value -> the Debian kernel standing for it."""
-    import tomllib
-
     from abtui.profile.load import lab_builds
 
+    raw = lab_document(profile)
+    return lab_builds(raw, list(profile.knobs)) if raw else {}
+
+
+def lab_document(profile: Profile) -> dict[str, Any] | None:
+    """The profile's copy as TOML when it has a [lab] table (None when not): what every
+    [lab] reader here reads (its builds, modules, kernels, NICs and clock)."""
+    import tomllib
+
     if not profile.source_text:
-        return {}
+        return None
     raw = tomllib.loads(profile.source_text)
-    return lab_builds(raw, list(profile.knobs)) if "lab" in raw else {}
+    return raw if "lab" in raw else None
 
 
 def lab_switch_builds(profile: Profile) -> LabBuilds | None:
@@ -96,18 +103,15 @@ def lab_switch_builds(profile: Profile) -> LabBuilds | None:
 def lab_module_builds(profile: Profile, say: Any) -> LabModules | None:
     """The module builds the profile's [lab] modules names, made (or found in the kernel
     cache) for the [lab] kernel's release: `say` tells of each build it makes."""
-    import tomllib
     from pathlib import Path
 
     from abtui.core.builds import derived_release
     from abtui.lab import modbuild
     from abtui.profile.load import lab_modules
 
-    if not profile.source_text:
-        return None
-    raw = tomllib.loads(profile.source_text)
+    raw = lab_document(profile)
     base = Path(profile.source_path).parent if profile.source_path else None
-    table = lab_modules(raw, list(profile.knobs), base) if "lab" in raw else {}
+    table = lab_modules(raw, list(profile.knobs), base) if raw else {}
     if not table:
         return None
     knob = next(k for k in profile.knobs if k.kind is KnobKind.MODULE
@@ -148,14 +152,10 @@ def kbuild_source_name(module: str, release: str) -> str:
 
 def profile_kernels(profile: Profile) -> dict[str, str]:
     """The profile's [lab] kernels: pair label -> SPEC (read from the profile's copy)."""
-    import tomllib
-
     from abtui.profile.load import lab_kernels
 
-    if not profile.source_text:
-        return {}
-    raw = tomllib.loads(profile.source_text)
-    return lab_kernels(raw, [p.label for p in profile.pairs]) if "lab" in raw else {}
+    raw = lab_document(profile)
+    return lab_kernels(raw, [p.label for p in profile.pairs]) if raw else {}
 
 
 def lab_kernels_for(profile: Profile) -> dict[str, str]:
@@ -184,14 +184,10 @@ def lab_nics_for(profile: Profile, kernels: dict[str, str]) -> dict[str, str]:
     """The data NIC of each of the profile's VM pairs, by lab pair letter: the profile's
     [lab] nic(s); else e1000e where it asks for interrupt moderation (the lab's NIC with
     interrupt throttling); else none named (the lab's default, or what is up)."""
-    import tomllib
-
     from abtui.profile.load import lab_nics
 
-    named: dict[str, str] = {}
-    if profile.source_text:
-        raw = tomllib.loads(profile.source_text)
-        named = lab_nics(raw, [p.label for p in profile.pairs]) if "lab" in raw else {}
+    raw = lab_document(profile)
+    named = lab_nics(raw, [p.label for p in profile.pairs]) if raw else {}
     auto = "e1000e" if moderates_interrupts(profile) else None
     out = {}
     for i, p in enumerate(profile.pairs):
@@ -204,14 +200,10 @@ def lab_nics_for(profile: Profile, kernels: dict[str, str]) -> dict[str, str]:
 
 def lab_clock_for(profile: Profile) -> str:
     """The VM guests' clock the profile's [lab] clock asks for ("" the host's: the default)."""
-    import tomllib
-
     from abtui.profile.load import lab_clock
 
-    if not profile.source_text:
-        return ""
-    raw = tomllib.loads(profile.source_text)
-    return lab_clock(raw) if "lab" in raw else ""
+    raw = lab_document(profile)
+    return lab_clock(raw) if raw else ""
 
 
 def ensure_lab(lab: Lab, pairs: int, say: Any, kernels: dict[str, str] | None = None,

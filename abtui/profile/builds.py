@@ -27,15 +27,8 @@ from abtui.core.model import KnobKind
 from abtui.profile import fields as f
 from abtui.profile.schema import Field, KeyPath, check_keys, read_table, sub_table
 
-MODULE_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_PATH_RE = re.compile(r"/[A-Za-z0-9_.+,:@~/-]{1,250}")
-_KLD_FILE_RE = re.compile(r"/[A-Za-z0-9_.+,:@~/-]{1,250}|[A-Za-z0-9_.-]{1,64}")
-_NAME_RE = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
-_RELEASE_RE = re.compile(r"[A-Za-z0-9._+~-]{1,64}")
-_PARAM_RE = re.compile(r"[A-Za-z0-9_]{1,64}")
-_PARAM_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+-]{1,200}")
-_path = f.matching(_PATH_RE, "an absolute path on the host")
-_optional_path = f.matching(re.compile(f"|{_PATH_RE.pattern}"),
+_path = f.matching(f.HOST_PATH_RE, "an absolute path on the host")
+_optional_path = f.matching(re.compile(f"|{f.HOST_PATH_RE.pattern}"),
                             'an absolute path on the host, or "" for none')
 
 BUILD_FIELDS = (
@@ -44,12 +37,12 @@ BUILD_FIELDS = (
     Field("initrd", _optional_path, None),
     Field("append", f.text, None),
     Field("entry", f.not_option(f.text), None),
-    Field("kernel", f.not_option(f.matching(_NAME_RE, "a kernel's folder under /boot, such "
+    Field("kernel", f.not_option(f.matching(f.BOOT_NAME_RE, "a kernel's folder under /boot, such "
                                             "as \"D30155\"")), None),
     Field("command", f.str_list(f.text, unique=False, non_empty=True), None),
-    Field("file", f.not_option(f.matching(_KLD_FILE_RE, "a module file: an absolute path on "
+    Field("file", f.not_option(f.matching(f.KLD_FILE_RE, "a module file: an absolute path on "
                                           "the host")), None),
-    Field("release", f.not_option(f.matching(_RELEASE_RE, 'a `uname -r`, such as '
+    Field("release", f.not_option(f.matching(f.RELEASE_RE, 'a `uname -r`, such as '
                                              '"6.1.0-57-amd64"')), None),
     Field("version", f.text, None),
     Field("srcversion", f.matching(re.compile(r"[0-9A-Fa-f]{1,64}"), "a module's srcversion "
@@ -82,7 +75,7 @@ _NEEDS = {Method.GRUB_REBOOT: "entry", Method.NEXTBOOT: "kernel", Method.COMMAND
 def check_module_key(key: str, where: KeyPath) -> None:
     if key.startswith("-"):  # `modprobe -r KEY`, `kldload KEY`
         raise ProfileError((*where, "key"), f.option_problem(key))
-    if not MODULE_RE.fullmatch(key):
+    if not f.MODULE_RE.fullmatch(key):
         raise ProfileError((*where, "key"), f"{f.show(key)} is not a module name; expected "
                            'letters, digits, _ and -, such as "e1000e" or "if_ix"')
 
@@ -123,14 +116,14 @@ def _read(table: dict[str, Any], where: KeyPath) -> dict[str, Any]:
 def _params(table: dict[str, Any], where: KeyPath) -> tuple[tuple[str, str], ...]:
     out = []
     for name, value in table.items():
-        if not _PARAM_RE.fullmatch(name):
+        if not f.PARAM_RE.fullmatch(name):
             raise ProfileError((*where, name), "not a module parameter's name; expected "
                                "letters, digits and _")
         try:
             text = f.knob_value(value)
         except Invalid as exc:
             raise ProfileError((*where, name), str(exc)) from None
-        if not _PARAM_VALUE_RE.fullmatch(text):
+        if not f.PARAM_VALUE_RE.fullmatch(text):
             raise ProfileError((*where, name), f"{f.show(text)} is not a parameter value; "
                                "expected letters, digits and _ . , : / + -")
         out.append((name, text))

@@ -31,6 +31,15 @@ HOSTNAME_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,6
 BITRATE_RE = re.compile(r"[0-9]+(\.[0-9]+)?[KMGTkmgt]?(/[0-9]+)?")
 CONGESTION_RE = re.compile(r"[A-Za-z0-9_-]{1,16}")
 PROGRAM_RE = re.compile(r"/?[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*")
+# a build's values (abtui.profile.builds): a module, a file or folder on the host, a kernel's
+# name under /boot, a `uname -r`, a module parameter and its value
+MODULE_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+HOST_PATH_RE = re.compile(r"/[A-Za-z0-9_.+,:@~/-]{1,250}")
+KLD_FILE_RE = re.compile(r"/[A-Za-z0-9_.+,:@~/-]{1,250}|[A-Za-z0-9_.-]{1,64}")
+BOOT_NAME_RE = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
+RELEASE_RE = re.compile(r"[A-Za-z0-9._+~-]{1,64}")
+PARAM_RE = re.compile(r"[A-Za-z0-9_]{1,64}")
+PARAM_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+-]{1,200}")
 
 
 def show(value: Any, limit: int = 40) -> str:

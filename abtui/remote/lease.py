@@ -1,6 +1,6 @@
 """A host's lease: one controller drives a host at a time.
 
-The control shell (abtui.remote.link.ControlShell) takes an exclusive lock on a file of the
+The control shell (abtui.remote.control_shell.ControlShell) takes an exclusive lock on a file of the
 host's own and keeps the locked descriptor open as long as it lives, so the lease lasts as
 long as the link: a dropped link, a killed controller or a dead machine ends the shell and
 with it the lock, with nothing to clean up.

@@ -4,10 +4,10 @@ Short commands (sysctl reads and writes, ethtool, kill) go through the control s
 a random sentinel, so each costs about a millisecond instead of a new SSH channel (~120 ms).
 Long commands (iperf3, ping, watches) get a channel of their own and stream stdout line by
 line (abtui.remote.streams); each reports its process group first, so cancelling ends it and
-its children for certain. A dropped connection is noticed by keepalives and re-opened with
-backoff; state changes are reported to a callback. A destination written `user@host:port`
-connects as that user to that port (abtui.core.destination), with the ssh_config `Host` block
-of `host` still applied.
+its children for certain. A dropped connection is noticed by keepalives (abtui.remote.keepalive:
+no timer re-armed per packet) and re-opened with backoff; state changes are reported to a
+callback. A destination written `user@host:port` connects as that user to that port
+(abtui.core.destination), with the ssh_config `Host` block of `host` still applied.
 Host keys are checked against known_hosts (~/.ssh/config and ssh-agent apply, as asyncssh loads
 them by default): an unknown key is refused unless the profile accepts new keys (then it is
 recorded), a changed key always, naming the known_hosts line (abtui.remote.ssh_files).
@@ -17,45 +17,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import re
 import secrets
 import shlex
-import socket
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from abtui.core.destination import Destination, parse_destination
-from abtui.core.errors import LeaseHeld, LeaseRefused, RemoteError, lease_not_asked
+from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
-from abtui.core.text import visible
-from abtui.remote.lease import FD as LEASE_FD
-from abtui.remote.lease import (
-    HEARTBEAT_S,
-    LOCK_DIRS,
-    TAKEOVER_WAIT_S,
-    WAIT_S,
-    LeaseOrder,
-    LeaseReply,
-    LeaseState,
-    bad_line,
-    gone,
-    heartbeat_command,
-    name_command,
-    parse_reply,
-    take_command,
-    takeover_command,
+from abtui.remote.connection import (
+    CIPHERS,
+    DEFAULT_CONNECT_TIMEOUT,
+    KEEPALIVE_COUNT_MAX,
+    KEEPALIVE_INTERVAL,
+    client_class,
+    describe_connect_error,
 )
-from abtui.remote.os.dialect import FUNCTION
+from abtui.remote.control_shell import CommandResult, ControlShell, command_brief
+from abtui.remote.keepalive import Keepalive
+from abtui.remote.lease import HEARTBEAT_S, LOCK_DIRS, LeaseOrder, LeaseState, heartbeat_command
+from abtui.remote.link_lease import take_lease
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
-from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command
+from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command, session_class
 
-KEEPALIVE_INTERVAL = 2.0
-KEEPALIVE_COUNT_MAX = 3
-DEFAULT_CONNECT_TIMEOUT = 10.0
 RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 # How long a command that may run again (`run(..., again=True)`: a knob's read, write or flip,
 # a restore, a module reload) waits for a dropped link to come back before it fails: an 8-s
@@ -70,274 +56,7 @@ BOOT_ID_COMMAND = ("cat /proc/sys/kernel/random/boot_id 2>/dev/null || "
 # The control shell's own process group (a line, empty where ps cannot say): never ended.
 SHELL_GROUP_COMMAND = "ps -o pgid= -p $$ 2>/dev/null || echo"
 
-# A folder of a bulk shell's own for its output files (ControlShell.bulk_loop): in /dev/shm
-# where it can be made there.
-MAKE_FOLDER = ('mktemp -d /dev/shm/abtui.XXXXXX 2>/dev/null || '
-               'mktemp -d "${TMPDIR:-/tmp}/abtui.XXXXXX"')
-# Bash 5 (its `read -N` reads a block in one read(2), and takes LC_ALL for that read alone),
-# able to make the folder; its two files are created empty here. The loop removes the folder
-# as soon as it has opened them; the EXIT trap (SIGHUP and SIGTERM exit through it) covers a
-# shell that ends before that.
-BULK_PROBE = ('case "${BASH_VERSION:-}" in [5-9].*|[1-9][0-9]*) '
-              f'__abtui_t=$({MAKE_FOLDER}) && '
-              ': >"$__abtui_t/o" && : >"$__abtui_t/e" && '
-              'trap \'rm -rf -- "$__abtui_t"\' EXIT && trap \'exit 129\' HUP && '
-              'trap \'exit 143\' TERM && echo bulk ;; esac')
-BULK_HEADER = 8  # digits of a command's length before it (one `read -N 8`)
-
-# A dialect's command (abtui.remote.os.dialect.as_function): a function defined and called at once.
-_DEF_HEAD, _DEF_TAIL = f"{FUNCTION}() {{\n", f"\n}}; {FUNCTION}"
-MAX_FUNCTIONS = 256  # dialect commands a bulk shell keeps defined (a flip's are a handful)
-
 StateCallback = Callable[["HostLink", LinkState, str], None]
-STATUS_DIGITS = 12  # room for the exit status in the framing's end mark (see ControlShell)
-# The ciphers offered first: AEAD only, AES-GCM ahead of chacha20-poly1305 (asyncssh's first
-# choice), then asyncssh's other defaults for servers without these. AES-GCM is one OpenSSL
-# call a packet (AES-NI); asyncssh's chacha20-poly1305 builds three cipher objects and a
-# Poly1305 tag in Python per packet: 7-9 us against 47 us a packet, most of the client's
-# crypto on a knob flip (docs/performance.md). An ssh_config `Ciphers` line still decides.
-CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com")
-
-
-BRIEF = 60  # characters of a command an error line quotes
-
-
-def command_brief(command: str) -> str:
-    """A command as one line of an error message: its first line that says something (not a
-    dialect function's head), its runs of blanks as one space, cut at BRIEF characters, and
-    nothing a terminal would act on (a timed-out watch quoted its whole awk script)."""
-    lines = (ln.strip() for ln in command.splitlines())
-    said = [ln for ln in lines if ln and not ln.endswith("{") and not ln.startswith("}")]
-    text = visible(" ".join(said[0].split())) if said else ""
-    return text[:BRIEF] + ("…" if len(text) > BRIEF or len(said) > 1 else "")
-
-
-@dataclass(slots=True)
-class CommandResult:
-    exit_status: int
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_status == 0
-
-
-@functools.cache
-def _client_class() -> Callable[[HostLink], asyncssh.SSHClient]:
-    """The asyncssh client class of a link (defined on first use: asyncssh is imported then,
-    abtui.remote.sshlib)."""
-
-    class _Client(asyncssh.SSHClient):
-        def __init__(self, link: HostLink) -> None:
-            self._link = link
-            self._conn: asyncssh.SSHClientConnection | None = None
-
-        def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
-            self._conn = conn
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._link._on_connection_lost(self._conn, exc)
-
-        def validate_host_public_key(self, host: str, addr: str, port: int,
-                                     key: asyncssh.SSHKey) -> bool:
-            """Called only for a key known_hosts does not list: tell unknown from changed."""
-            return self._link.host_keys.judge(host, addr, port, key)
-
-    return _Client
-
-
-def describe_connect_error(alias: str, exc: BaseException, hostkey: str = "") -> str:
-    """One line that says what went wrong connecting to `alias` and what to do."""
-    if isinstance(exc, RemoteError):  # it names the host already
-        return str(exc)
-    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-        return hostkey or (
-            f"host key of {alias} is not trusted ({exc.reason}): check it, then add it to "
-            "known_hosts (e.g. `ssh-keyscan`), or set accept_new_host_keys in the profile")
-    if isinstance(exc, asyncssh.PermissionDenied):
-        return f"{alias} refused our keys ({exc.reason}): check User/IdentityFile or ssh-agent"
-    if isinstance(exc, asyncssh.DisconnectError):
-        return f"{alias} disconnected: {exc.reason}"
-    if isinstance(exc, TimeoutError):
-        return f"{alias} did not answer in time (unreachable?)"
-    if isinstance(exc, OSError) and exc.filename:  # the ssh_config or a key file
-        return f"{alias}: cannot read {exc.filename}: {exc.strerror or exc}"
-    if isinstance(exc, OSError):
-        return f"cannot reach {alias}: {exc.strerror or exc}"
-    return f"{alias}: {exc}"
-
-
-def corkable(sock: Any) -> Any | None:
-    """`sock` when it is a TCP socket whose writes TCP_CORK can hold, else None."""
-    return sock if getattr(sock, "type", None) == socket.SOCK_STREAM and \
-        getattr(sock, "family", None) in (socket.AF_INET, socket.AF_INET6) and \
-        hasattr(socket, "TCP_CORK") else None
-
-
-@contextlib.contextmanager
-def corked(socks: Iterable[Any],
-           together: Callable[[list[Any]], list[Any]] | None = None) -> Iterator[list[Any]]:
-    """What is written to these sockets inside is held by the kernel (TCP_CORK) and leaves at
-    the end, each socket's as one segment, one socket right after the other: writes to
-    several hosts that must arrive together are apart by a system call, not by the Python
-    between them (each write is an encryption and a packet of asyncssh's). Yields the sockets
-    it could cork; one it could not is written to as usual. `together`, when given, lifts the
-    corks at once where it can (abtui.remote.uring.Uncorker.lift) and returns the sockets it
-    could not, lifted here one by one."""
-    held = []
-    try:
-        for sock in socks:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
-            except OSError:
-                continue
-            held.append(sock)
-        yield held
-    finally:
-        left = held
-        if together is not None and held:
-            # a host left corked would never start: whatever fails there, all lifted below
-            with contextlib.suppress(Exception):
-                left = together(held)
-        for sock in left:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
-
-
-class ControlShell:
-    """A control shell and its framing: each command is followed by an end mark on stdout
-    (with the exit status) and one on stderr; in a bulk shell (bash 5, `bulk_loop`) the
-    reply is one write on stdout: the output, a mark, stderr, the end mark. The mark is
-    drawn once per shell, so its patterns are compiled once (asyncssh compiles a string
-    separator on every read: a mark drawn per command cost a regex compile per read,
-    ~0.1 ms each, on the knob flip's path); a shell whose framing broke is dropped, so no
-    late output from an earlier command is ever read under the same mark."""
-
-    def __init__(self, process: asyncssh.SSHClientProcess[str],
-                 conn: asyncssh.SSHClientConnection) -> None:
-        self.process = process
-        self.mark = f"__ABTUI_{secrets.token_hex(8)}__"
-        self.out_end = re.compile(re.escape(f"\n{self.mark} ") + r"(-?\d+)\n")
-        self.err_end = re.compile(re.escape(f"\n{self.mark}\n"))
-        self.err_mark = f"\n{self.mark}\n"  # in a bulk reply: where stderr begins
-        self.out_len = len(self.mark) + 3 + STATUS_DIGITS
-        self.err_len = len(self.mark) + 2
-        # what follows a command read by the shell itself: the end marks, status first
-        self._ends = f"printf '\\n{self.mark} %d\\n' \"$?\"; printf '\\n{self.mark}\\n' >&2\n"
-        self.bulk = False  # commands read whole by bash's `read -N` (bulk_loop)
-        # a dialect command's text -> the name of the function it stays defined as
-        self.functions: dict[str, str] = {}
-        self._defining: tuple[str, str] | None = None
-        # asyncssh sends an SSH_MSG_IGNORE packet before each data packet, in a write of its
-        # own; corked, the two leave in one segment (one wake-up of the host's sshd per
-        # command instead of two)
-        self.sock = corkable(conn.get_extra_info("socket"))
-
-    def send(self, command: str, opening: str, closing: str) -> None:
-        """Write `command`, framed, to the shell's stdin (one TCP segment where it can)."""
-        if self.bulk:  # the loop of `bulk_loop` frames it: the block's length, then the block
-            block = f"{opening} {self._named(command)}\n{closing}"
-            framed = f"{len(block.encode()):0{BULK_HEADER}d}{block}"
-        else:
-            framed = f"{opening} {command}\n{closing} </dev/null {LEASE_FD}>&-; {self._ends}"
-        with corked([self.sock] if self.sock is not None else []) as held:
-            if not held:  # no cork here (or it failed): never tried again
-                self.sock = None
-            self.process.stdin.write(framed)
-
-    def send_bare(self, command: str) -> None:
-        """Write `command` to a shell reading its stdin itself (before `start_bulk`), with
-        the end marks but no redirection around it: what it opens stays open in the shell
-        (the lease's descriptor). It must not read stdin."""
-        assert not self.bulk
-        self.process.stdin.write(f"{command}\n{self._ends}")
-
-    def _named(self, command: str) -> str:
-        """A dialect's command, sent again, as the call of the function its first sending
-        defined: bash parses the ~650 characters of a knob flip's command once per shell, not
-        per flip (0.05 ms of the host's CPU a command). Defined once its command ran with a
-        status other than 2 (a definition bash could not parse is sent whole again)."""
-        self._defining = None
-        if not (command.startswith(_DEF_HEAD) and command.endswith(_DEF_TAIL)):
-            return command
-        name = self.functions.get(command)
-        if name is not None:
-            return name
-        if len(self.functions) >= MAX_FUNCTIONS:
-            return command
-        name = f"abtui_f{len(self.functions)}"
-        self._defining = (command, name)
-        return f"{name}() {{\n{command[len(_DEF_HEAD):-len(_DEF_TAIL)]}\n}}; {name}"
-
-    def bulk_loop(self) -> str:
-        """The loop bash runs to read each command whole: bash reads a script from a pipe one
-        byte a read(2) (so that a child could read what follows), ~0.3 ms of the host's CPU
-        for a knob flip's command; `read -N` takes the block in one read, its length (in
-        bytes, LC_ALL=C for that read only) in a fixed-width header before it.
-
-        The reply is one write: bash's stdout is line-buffered, so a command printing on its
-        own and then the marks were 5 to 7 writes on two pipes, each a wake-up of sshd and
-        often an SSH packet of its own. The loop's stdout and stderr are files of the shell's
-        folder (BULK_PROBE made it), opened once for appending, and read from where the last
-        reply stopped through descriptors also opened once (no open or redirection per
-        command); the loop reads the commands from descriptor 3 (the shell's stdin, moved),
-        and they run with /dev/null as stdin; the reply -- output, mark, stderr, end mark
-        with the status -- is one `printf %s` on descriptor 4 (the pipe stdout was), one
-        write(2) for a string that ends with a newline. The folder is removed as soon as
-        the files are open (they live on as long as the shell holds them), so a shell killed
-        outright leaves nothing on the host. Past 64 KiB the loop moves to two fresh files
-        the same way (a new folder, opened, removed); where none can be made it goes on
-        with the old ones. A command that does not parse: bash's message in stderr, status
-        2, the loop goes on. NUL bytes of an output are left out."""
-        t = '"$__abtui_t"'
-        def take(fd: int, var: str) -> str:  # the file from where the last reply stopped
-            return (f"{var}=; while IFS= read -r -d '' -u {fd} __abtui_x; do "
-                    f'{var}+=$__abtui_x; done; {var}+=$__abtui_x; ')
-        def files(d: str) -> str:  # the loop's output files opened, their folder removed
-            return f"exec 1>>{d}/o 2>>{d}/e 5<{d}/o 6<{d}/e; rm -rf -- {d}"
-        return ("__abtui_fresh() { local d; d=$( { " + MAKE_FOLDER + "; } 2>/dev/null) || "
-                f"return; {files(chr(34) + '$d' + chr(34))}; }}; "
-                f"exec 3<&0 4>&1 0</dev/null; {files(t)}; "
-                f"__abtui_z=0; while IFS= read -r -u 3 -N {BULK_HEADER} __abtui_n && "
-                'LC_ALL=C IFS= read -r -u 3 -N "$__abtui_n" __abtui_c; do '
-                f'eval "$__abtui_c" {LEASE_FD}>&-; __abtui_s=$?; '
-                + take(5, "__abtui_o") + take(6, "__abtui_e") +
-                f'printf %s "$__abtui_o\n{self.mark}\n$__abtui_e\n{self.mark} $__abtui_s\n" '
-                ">&4; if (( (__abtui_z += ${#__abtui_o} + ${#__abtui_e}) > 65536 )); then "
-                "__abtui_fresh && __abtui_z=0; fi; "
-                "done\n")
-
-    async def start_bulk(self) -> None:
-        """Where the shell is bash 5 or later, switch it to `bulk_loop` (else it stays the
-        shell reading stdin itself, as sh does)."""
-        self.send(BULK_PROBE, "{", "}")
-        probe = await self.result()
-        if probe.stdout.strip() == "bulk":
-            self.process.stdin.write(self.bulk_loop())
-            self.bulk = True
-
-    async def result(self) -> CommandResult:
-        """The command's stdout, stderr and exit status, once both end marks are read (in a
-        bulk shell's reply, both are on stdout)."""
-        out = await self.process.stdout.readuntil(self.out_end, self.out_len)
-        end = self.out_end.search(out, max(0, len(out) - self.out_len))
-        assert end is not None  # readuntil returns what ends with the mark
-        if self.bulk:  # one reply: output, mark, stderr, end mark
-            stdout, _mark, stderr = out[: end.start()].partition(self.err_mark)
-        else:
-            err = await self.process.stderr.readuntil(self.err_end, self.err_len)
-            stdout = out[: end.start()]
-            stderr = err[: -(len(self.mark) + 2)]
-        status = int(end.group(1))
-        if self._defining is not None and status != 2:
-            self.functions[self._defining[0]] = self._defining[1]
-        self._defining = None
-        return CommandResult(status, stdout.removesuffix("\n") if
-                             stdout.endswith("\n") else stdout, stderr)
-
-    def close(self) -> None:
-        self.process.close()
 
 
 class HostLink:
@@ -388,6 +107,7 @@ class HostLink:
         self._reconnect_task: asyncio.Task[None] | None = None
         self._reopening: asyncio.Task[None] | None = None  # a new control shell under way
         self._connected = asyncio.Event()
+        self._keepalive: Keepalive | None = None  # the connection's dead-link detection
 
     # ---- connection ---------------------------------------------------------------------
     @property
@@ -405,7 +125,8 @@ class HostLink:
             "keepalive_interval": KEEPALIVE_INTERVAL,
             "keepalive_count_max": KEEPALIVE_COUNT_MAX,
             "connect_timeout": self.connect_timeout,
-            "client_factory": lambda: _client_class()(self),
+            "client_factory": lambda: client_class()(self._on_connection_lost,
+                                                     self.host_keys.judge),
         }
         if self.ssh_config:
             opts["config"] = [self.ssh_config]
@@ -487,6 +208,8 @@ class HostLink:
             conn.close()
             raise
         self._conn, self._shell = conn, shell
+        self._keepalive = Keepalive(conn, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT_MAX)
+        self._keepalive.start()  # (where it cannot, asyncssh's own keepalive stays on)
         ident = await self.run(f"id -u; {SHELL_GROUP_COMMAND}; {BOOT_ID_COMMAND}",
                                timeout=self.connect_timeout)
         lines = [line.strip() for line in ident.stdout.splitlines()]
@@ -526,42 +249,16 @@ class HostLink:
         return shell
 
     async def _take_lease(self, shell: ControlShell) -> None:
-        """Take the host's lease in `shell` (in its turn of `lease_order`, on a first connect);
-        one held by a controller that is gone (this one before a reconnect, an ended process
-        of this machine) or silent (stale) is taken over."""
+        """Take the host's lease in `shell` (abtui.remote.link_lease), in its turn of
+        `lease_order` on a first connect."""
         order, self.lease_order = self.lease_order, None
-        key, refused = "", None
-        try:
-            if order is not None:
-                async with asyncio.timeout(self.connect_timeout):
-                    shell.send_bare(name_command(self.lease_dirs))
-                    key = (await shell.result()).stdout.strip()
-                self.lease_named = True
-                before = await order.turn(key)  # the hosts before it: their own timeouts
-                if before is not None:
-                    refused = before
-                    raise lease_not_asked(self.alias, before)
-            async with asyncio.timeout(self.connect_timeout + TAKEOVER_WAIT_S + WAIT_S):
-                shell.send_bare(take_command(dirs=self.lease_dirs, link=self._lease_link))
-                reply = parse_reply((await shell.result()).stdout)
-                if reply.state is LeaseState.HELD and reply.holder is not None and (
-                        gone(reply.holder, reply.link, self._lease_link) or reply.stale):
-                    shell.send_bare(takeover_command(
-                        reply, dirs=self.lease_dirs, link=self._lease_link,
-                        stale=not gone(reply.holder, reply.link, self._lease_link)))
-                    reply = parse_reply((await shell.result()).stdout)
-            if reply.state is LeaseState.HELD:  # (something else at its name: not another's)
-                refused = f"{self.alias} (before it) is driven by {reply.holder_text()}"
-            self._leased(reply)
-        finally:
-            if order is not None and self.lease_named:
-                order.done(key, refused)
 
-    def _leased(self, reply: LeaseReply) -> None:
-        if reply.state is LeaseState.HELD:
-            raise LeaseHeld(self.alias, reply.holder_text())
-        if reply.state is LeaseState.BAD:
-            raise LeaseRefused(self.alias, bad_line(reply))
+        def named() -> None:
+            self.lease_named = True
+
+        reply = await take_lease(shell, alias=self.alias, dirs=self.lease_dirs,
+                                 link_id=self._lease_link, timeout=self.connect_timeout,
+                                 order=order, named=named)
         self.lease_path = reply.path or None
         self.lease_note = "" if reply.state is LeaseState.TAKEN else \
             f"no lease taken ({reply.why}): another abtui could drive this host at once"
@@ -573,6 +270,7 @@ class HostLink:
         self._connected.clear()
         self._shell = None
         self._conn = None
+        self._stop_keepalive()
         if self._closing:
             return
         self._set_state(LinkState.LOST, str(exc) if exc else "connection closed")
@@ -604,8 +302,14 @@ class HostLink:
             return False
         return True
 
+    def _stop_keepalive(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.stop()
+            self._keepalive = None
+
     async def close(self) -> None:
         self._closing = True
+        self._stop_keepalive()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -770,11 +474,14 @@ class HostLink:
             f"sh -c {shlex.quote(command)}"
         # The session's shell is a process-group leader (sshd calls setsid): report it first.
         wrapped = f"echo {PGID_MARK} $$; exec {inner}"
+        session = session_class()(stderr_lines)
         try:
-            proc = await conn.create_process(wrapped, encoding="utf-8", errors="replace")
+            chan, _ = await conn.create_session(lambda: cast("asyncssh.SSHClientSession[str]",
+                                                             session), wrapped,
+                                                encoding="utf-8", errors="replace")
         except (asyncssh.Error, OSError) as exc:
             raise RemoteError(self.alias, f"cannot start a command: {exc}") from exc
-        rp = RemoteProcess(self, proc, command, stderr_lines)
+        rp = RemoteProcess(self, chan, session, command)
         await rp._read_pgid()
         return rp
 

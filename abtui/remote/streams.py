@@ -1,26 +1,32 @@
 """Long commands on a host: each on an SSH channel of its own, its stdout streamed line by line
 (`lines`), or handed on packet by packet from the channel's own callback (`feed`: no task
-woken per line, for the streams a run reads all along). The command reports its process
-group first, so cancelling ends it and its children for certain (a TERM, then a KILL for
-what is left). The link (abtui.remote.link) starts them; this is what a started one is.
+woken per line, for the streams a run reads all along). The channel's session is
+`StreamSession`, written to asyncssh's public session API (`SSHClientSession.data_received`,
+`SSHClientChannel`): each packet's data comes to it from the channel, with no stream reader
+between. The command reports its process group first, so cancelling ends it and its
+children for certain (a TERM, then a KILL for what is left). The link (abtui.remote.link)
+starts them; this is what a started one is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shlex
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.core.pids import pgid_problem
-from abtui.remote.asyncssh_privates import hand_output
 from abtui.remote.sshlib import asyncssh
 
 PGID_MARK = "__ABTUI_PGID__"
+# stdout a reader has not taken yet (before a feed) past which the channel stops reading:
+# the host's writes then wait on the SSH window, nothing piles up here
+READ_AHEAD = 1 << 20
 
 
 # How far the group's start may lie from the time its journal recorded (seconds): the record
@@ -88,10 +94,9 @@ L = TypeVar("L", bound=ProcessHost)
 
 
 class LineFeed:
-    """stdout handed on as it comes off the channel, with no task woken for it: asyncssh
-    gives each packet's data to `write` from its own callback (a writer, as its redirects
-    use: abtui.remote.asyncssh_privates, where a task reading stdout is the fallback), and
-    every line that packet completed goes to `handle` in one call (a ping line, an
+    """stdout handed on as it comes off the channel, with no task woken for it: the channel's
+    session (StreamSession) gives each packet's data to `write` from asyncssh's own
+    callback, and every line that packet completed goes to `handle` in one call (a ping line, an
     iperf3 interval: one packet, one call). `ended` is done when the stream ends (the
     process exits, the link drops; a partial last line is handed on first), or holds what
     `handle` raised; from `stop` on, what arrives is drained and dropped."""
@@ -113,13 +118,6 @@ class LineFeed:
             self._hand([self._partial])
             self._partial = ""
         self.stop()
-
-    def write_exception(self, exc: Exception) -> None:
-        """A link lost before the feed was set: the stream ends there, as `lines` does."""
-        self.write_eof()
-
-    def close(self) -> None:
-        self.write_eof()
 
     async def until_end(self) -> None:
         """Wait for the stream's end; what `handle` raised is raised here, and once this
@@ -145,49 +143,171 @@ class LineFeed:
                 self.ended.set_exception(exc)
 
 
+class OutputWriter(Protocol):
+    """What a stream's stdout is handed to, packet by packet (LineFeed)."""
+
+    def write(self, data: str) -> None: ...
+
+    def write_eof(self) -> None: ...
+
+
+class StreamSession:
+    """A streamed command's SSH session (asyncssh's SSHClientSession, public API): stdout
+    kept for a reader (`readline`, `read_lines`) until a writer is set (`hand_to`), then
+    handed to it from `data_received` itself, packet by packet; the last `stderr_lines`
+    lines of stderr kept; the stream's end (EOF, the channel closed, the link lost) said to
+    both. Past READ_AHEAD characters not read, the channel pauses reading (the host waits
+    on the SSH window) until the reader catches up."""
+
+    def __init__(self, stderr_lines: int) -> None:
+        self.chan: Any = None  # the SSHClientChannel, from connection_made
+        self.stderr: deque[str] = deque(maxlen=stderr_lines)
+        self._err = ""  # stderr's partial last line
+        self._out = ""  # stdout no reader has taken yet
+        self._writer: OutputWriter | None = None
+        self._ended = False
+        self._paused = False
+        self._wake: asyncio.Future[None] | None = None
+
+    # -- asyncssh's session callbacks
+    def connection_made(self, chan: Any) -> None:
+        self.chan = chan
+
+    def data_received(self, data: str, datatype: int | None) -> None:
+        if datatype is not None:  # stderr (the only extended data a session carries)
+            *lines, self._err = (self._err + data).split("\n")
+            self.stderr.extend(lines)
+            return
+        writer = self._writer
+        if writer is not None:
+            writer.write(data)
+            return
+        self._out += data
+        self._wake_reader()
+        if len(self._out) > READ_AHEAD and not self._paused and self.chan is not None:
+            self._paused = True
+            self.chan.pause_reading()
+
+    def eof_received(self) -> bool:
+        """The host's end of stdout; True: stdin stays open (a half-close, as asyncssh's
+        own process keeps it), closed with the channel."""
+        self._end()
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The channel closed, or the link was lost: the stream ends there, no error."""
+        self._end()
+
+    # -- the reading side
+    def hand_to(self, writer: OutputWriter) -> None:
+        """From now on stdout goes to `writer` as it comes (what came before first)."""
+        if self._out:
+            out, self._out = self._out, ""
+            writer.write(out)
+        if self._ended:
+            writer.write_eof()
+            return
+        self._writer = writer
+        self._resume()
+
+    async def readline(self) -> str:
+        """stdout's next line with its newline ("" at the end, the partial last line whole)."""
+        while True:
+            cut = self._out.find("\n") + 1
+            if cut or self._ended:
+                line, self._out = (self._out[:cut], self._out[cut:]) if cut else (self._out, "")
+                self._resume()
+                return line
+            await self._wait()
+
+    async def read_lines(self) -> list[str]:
+        """Every whole line stdout holds (waiting for one), without newlines; [] at the end
+        (the partial last line handed on first)."""
+        while True:
+            if "\n" in self._out:
+                *lines, self._out = self._out.split("\n")
+                self._resume()
+                return lines
+            if self._ended:
+                rest, self._out = self._out, ""
+                return [rest] if rest else []
+            await self._wait()
+
+    def _end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if self._err:
+            self.stderr.append(self._err)
+            self._err = ""
+        if self._writer is not None:
+            self._writer.write_eof()
+        self._wake_reader()
+
+    async def _wait(self) -> None:
+        self._wake = asyncio.get_running_loop().create_future()
+        try:
+            await self._wake
+        finally:
+            self._wake = None
+
+    def _wake_reader(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def _resume(self) -> None:
+        if self._paused and len(self._out) <= READ_AHEAD // 2:
+            self._paused = False
+            self.chan.resume_reading()
+
+
+@functools.cache
+def session_class() -> type[StreamSession]:
+    """StreamSession as asyncssh's SSHClientSession (defined on first use: asyncssh is
+    imported then, abtui.remote.sshlib), so that a callback a newer asyncssh adds has its
+    default."""
+
+    class Session(StreamSession, asyncssh.SSHClientSession):
+        pass
+
+    return Session
+
+
 class RemoteProcess(Generic[L]):
     """A streamed remote command: its stdout lines, its process group, and how to end it;
-    `link` the link that started it (a `RemoteProcess[HostLink]` from HostLink.stream)."""
+    `link` the link that started it (a `RemoteProcess[HostLink]` from HostLink.stream);
+    `chan` its SSH channel and `session` the channel's StreamSession."""
 
-    def __init__(self, link: L, proc: asyncssh.SSHClientProcess[str], command: str,
-                 stderr_lines: int) -> None:
+    def __init__(self, link: L, chan: Any, session: StreamSession, command: str) -> None:
         self.link = link
         self.command = command
         self.pgid: int | None = None
-        self._proc = proc
-        self._stderr: deque[str] = deque(maxlen=stderr_lines)
-        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+        self._chan = chan
+        self._session = session
 
     async def _read_pgid(self) -> None:
-        line = await self._proc.stdout.readline()
+        line = await self._session.readline()
         if line.startswith(PGID_MARK):
             with contextlib.suppress(ValueError, IndexError):
                 pgid = int(line.split()[1])
                 # a group abtui may never end is no group to end it by (abtui.core.pids)
                 self.pgid = None if pgid_problem(pgid) else pgid
 
-    async def _drain_stderr(self) -> None:
-        with contextlib.suppress(asyncssh.Error, OSError):
-            async for line in self._proc.stderr:
-                self._stderr.append(line.rstrip("\n"))
-
     @property
     def stderr(self) -> str:
-        return "\n".join(self._stderr)
+        return "\n".join(self._session.stderr)
 
     async def lines(self) -> AsyncIterator[str]:
         """stdout, line by line, until the process ends or the link drops."""
-        try:
-            async for line in self._proc.stdout:
-                yield line.rstrip("\n")
-        except (asyncssh.Error, OSError):
-            return
+        while lines := await self._session.read_lines():
+            for line in lines:
+                yield line
 
     def feed(self, handle: Callable[[list[str]], None]) -> LineFeed:
         """stdout handed to `handle` as it arrives, every line one packet carried in one call
         (see LineFeed); the other way to read it than `lines`, never both."""
         feed = LineFeed(handle)
-        hand_output(self._proc, feed)  # (asyncssh's own callback: abtui.remote.asyncssh_privates)
+        self._session.hand_to(feed)
         return feed
 
     async def follow(self, handle: Callable[[list[str]], None]) -> None:
@@ -195,30 +315,24 @@ class RemoteProcess(Generic[L]):
         await self.feed(handle).until_end()
 
     def write(self, data: str) -> None:
-        self._proc.stdin.write(data)
+        self._chan.write(data)
 
     def close_stdin(self) -> None:
         """End of file on the command's stdin (a loop reading it ends by itself)."""
-        self._proc.stdin.write_eof()
+        self._chan.write_eof()
 
     async def wait(self, timeout: float | None = None) -> int | None:
         """The exit status (None when ended by a signal or the link dropped)."""
-        try:
-            result = await asyncio.wait_for(self._proc.wait(check=False), timeout)
-        except (asyncssh.Error, OSError):
-            return None
-        finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._stderr_task, 1.0)
-        return result.exit_status if result.exit_status is not None and \
-            result.exit_status >= 0 else None
+        with contextlib.suppress(asyncssh.Error, OSError):
+            await asyncio.wait_for(self._chan.wait_closed(), timeout)
+        status = self._chan.get_exit_status()
+        return status if status is not None and status >= 0 else None
 
     async def terminate(self, grace: float = 2.0) -> None:
         """End the remote process and all its children, for certain."""
         if self.pgid is not None and self.link.state is LinkState.CONNECTED:
             with contextlib.suppress(RemoteError):
                 await self.link.kill_group(self.pgid, grace)
-        self._proc.close()
+        self._chan.close()
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._proc.wait_closed(), grace)
-        self._stderr_task.cancel()
+            await asyncio.wait_for(self._chan.wait_closed(), grace)

@@ -27,7 +27,6 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import ProgressBar
 
 from abtui.core.controller import Controller, Mode
 from abtui.core.events import Event
@@ -50,7 +49,17 @@ from abtui.ui.flow.keymap import (
 from abtui.ui.flow.knobkeys import KnobKeys
 from abtui.ui.flow.leaving import Leaving
 from abtui.ui.flow.main_screen import MainScreen
-from abtui.ui.flow.messages import Failed, KnobSet, Said, Started
+from abtui.ui.flow.messages import (
+    Done,
+    Failed,
+    KnobSet,
+    Leave,
+    Notice,
+    Said,
+    ShowScreen,
+    Started,
+    VerdictsShown,
+)
 from abtui.ui.flow.on_disk import EventsOnDisk
 from abtui.ui.flow.record import SessionRecord
 from abtui.ui.model.bench import BenchProbe
@@ -58,11 +67,11 @@ from abtui.ui.model.pacing import Clock, Scheduler, Throttle
 from abtui.ui.model.phase_rows import PhaseRow
 from abtui.ui.model.state import ConsoleState
 from abtui.ui.render import tables
-from abtui.ui.render.eventlog import EventLog, LogView
-from abtui.ui.render.knobbar import KnobBar, knobbar_content, show_progress
-from abtui.ui.render.layout import MainLayout, main_widgets
+from abtui.ui.render.eventlog import EventLog
+from abtui.ui.render.knobbar import knobbar_content, show_progress
+from abtui.ui.render.layout import MainLayout, MainWidgets, keys_panel
 from abtui.ui.render.panes import PaneBoard, pane_label
-from abtui.ui.render.widgets import PairPane
+from abtui.ui.render.screen_text import screen_text
 
 if TYPE_CHECKING:
     from abtui.measure.bisect.run import BisectPlan
@@ -112,15 +121,19 @@ class AbtuiApp(App[int]):
         # own on `controller`): connect, start, shutdown go through it
         self.calls = ControllerCalls(session or ControllerSession(controller), self.state,
                                      self.post_message)
-        self.alternation = ConsoleAlternation(self, controller, self.profile, self.state,
+        # the flow helpers post what the screen should show (abtui.ui.flow.messages, handled
+        # here with @on) and run their calls as this app's workers; none holds the app
+        post, work = self.post_message, self.run_worker
+        self.alternation = ConsoleAlternation(post, work, controller, self.profile, self.state,
                                               self.calls)  # ctrl+a, ctrl+e
         # `abtui bisect` in the console: it starts in place of measuring only
-        self.bisection = ConsoleBisection(self, controller, self.profile, self.state,
+        self.bisection = ConsoleBisection(post, work, controller, self.profile, self.state,
                                           self.calls, bisection)
-        self.knobs = KnobKeys(self, self.profile, self.state, self.alternation,
+        self.knobs = KnobKeys(post, self.profile, self.state, self.alternation,
                               self.calls.flip)  # a knob's key, ctrl+t
-        self.exit_flow = Leaving(self, self.state, self.calls, self.alternation, self.bench,
-                                 self.fail, self.fold_queued, self.bisection)  # ctrl+q
+        self.exit_flow = Leaving(post, work, self.state, self.calls, self.alternation,
+                                 self.bench, self.fail, self.fold_queued,
+                                 self.bisection)  # ctrl+q
         self.screen_layout: MainLayout | None = None  # set on mount
         self._main_screen: MainScreen | None = None  # built when Textual asks for it
         self.event_log = EventLog(self.scheduler.clock)
@@ -130,9 +143,9 @@ class AbtuiApp(App[int]):
         # the console's own spool; subscribed first, so it has whatever the screen has
         self.on_disk = EventsOnDisk(controller.session_path, self.profile.name,
                                       list(self.state.pairs))
-        self.files = SessionFiles(self, controller, self.state, self.on_disk, self.event_log,
-                                  done=self.done, fail=self.fail, save_dir=save_dir,
-                                  sessions_dir=sessions_dir)
+        self.files = SessionFiles(post, work, controller, self.state, self.on_disk,
+                                  self.event_log, width=lambda: self.size.width,
+                                  save_dir=save_dir, sessions_dir=sessions_dir)
         # the panes' repaints (TEXT_HZ at most); the numbers and the phase table are repainted
         # in a flush's frame while flushes keep coming, not in frames of their own
         self.board = PaneBoard(self.scheduler, self.state, slack=1 / flush_hz)
@@ -178,19 +191,21 @@ class AbtuiApp(App[int]):
         return palette_actions(self.knob_keys, self.scopes)
 
     def compose(self) -> ComposeResult:
-        yield from main_widgets(self.state)
+        self.widgets = MainWidgets(self.state)  # the render wing's, kept there
+        yield from self.widgets.compose()
 
     def on_mount(self) -> None:
-        self.event_log.attach(self.query_one("#log", LogView))
-        self.table = self.query_one("#phases", tables.PhaseTable)
-        self._knobbar = self.query_one("#knobbar", KnobBar)
-        self.board.panes = list(self.query(PairPane))
+        widgets = self.widgets
+        self.event_log.attach(widgets.log)
+        self.table = widgets.table
+        self._knobbar = widgets.knobbar
+        self.board.panes = list(widgets.panes)
         if self.bench.on:  # each pane says when it draws its pair's intervals
             for pane in self.board.panes:
                 pane.probe = self.bench
         self.table.rebuild(self.state, self.main_width)
-        self.screen_layout = MainLayout(self, self.state, self.board.panes, self.table,
-                                        self.update_knobbar, lambda: self.main_width)
+        self.screen_layout = MainLayout(self, self.state, widgets, self.update_knobbar,
+                                        lambda: self.main_width)
         self.screen_layout.fit()
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
@@ -219,13 +234,10 @@ class AbtuiApp(App[int]):
 
     def keys_panel_width(self) -> int:
         """The columns the keys panel (`?`) takes beside the main screen's widgets (0 when
-        it is closed). Textual mounts the panel as a child of the screen: its children are
-        looked at, not the whole DOM (a query cost 0.25 ms, on every flush that repainted
-        the phase table; importing the panel's class would load a markdown parser)."""
+        it is closed; abtui.ui.render.layout.keys_panel finds it)."""
         if self._main_screen is None:
             return 0
-        panel = next((w for w in self._main_screen.children
-                      if type(w).__name__ == "HelpPanel"), None)
+        panel = keys_panel(self._main_screen)
         return panel.outer_size.width if panel is not None else 0
 
     @property
@@ -344,7 +356,7 @@ class AbtuiApp(App[int]):
         self.update_knobbar()
 
     def watch_progress(self, progress: dict[str, Any] | None) -> None:
-        show_progress(self.query_one("#plan-progress", ProgressBar), progress)
+        show_progress(self.widgets.progress, progress)
         self.update_knobbar()
 
     def row_label(self, row: PhaseRow) -> str:
@@ -430,6 +442,29 @@ class AbtuiApp(App[int]):
         for label in message.pairs:
             self.state.pairs[label].error = ""
 
+    @on(Done)
+    def _done(self, message: Done) -> None:
+        self.done(message.line)
+
+    @on(Notice)
+    def _notice(self, message: Notice) -> None:
+        self.notify(message.text, severity="warning" if message.warning else "information",
+                    timeout=message.timeout)
+
+    @on(VerdictsShown)
+    def _verdicts_shown(self, message: VerdictsShown) -> None:
+        """An alternation's or a bisection's panel (abtui.ui.flow.alternation, .bisection):
+        one panel, drawn by the render wing's widget."""
+        self.widgets.verdicts.show(message.lines, message.ended)
+
+    @on(ShowScreen)
+    def _show_screen(self, message: ShowScreen) -> None:
+        self.push_screen(message.screen, message.chosen)
+
+    @on(Leave)
+    def _leave(self, message: Leave) -> None:
+        self.exit(message.code, return_code=message.code)
+
     def toggle_log(self) -> None:
         """ctrl+l: the event log shown or hidden (on a short narrow screen, whole or only its
         latest line), the layout fitted to it."""
@@ -439,8 +474,13 @@ class AbtuiApp(App[int]):
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:
         """The palette's Screenshot (abtui.ui.flow.files: in the sessions folder)."""
-        self.files.screenshot(filename, path, time_format)
+        self.files.screenshot(self.save_screenshot, filename, path, time_format)
         return None
+
+    def screen_text(self) -> str:
+        """The screen as plain text, laid out as a screenshot shows it (for scripts and the
+        lab walk that check what is in sight)."""
+        return screen_text(self)  # (abtui.ui.render.screen_text: Textual's public SVG)
 
     # ---- files (abtui.ui.flow.files) ---------------------------------------------------------
     def fold_queued(self) -> None:

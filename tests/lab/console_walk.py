@@ -192,8 +192,8 @@ def plain(widget: Any) -> str:
 
 
 def screen_text(app: AbtuiApp) -> str:
-    """The current screen as text (abtui.ui.flow.files.screen_text)."""
-    return app.files.screen_text()
+    """The current screen as text (AbtuiApp.screen_text)."""
+    return app.screen_text()
 
 
 class LogTap(deque):  # type: ignore[type-arg]

@@ -6,10 +6,14 @@ the key; ctrl+e changes min_effect."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import pytest
 
 from abtui.measure.replay.controller import ReplayController
 from abtui.measure.replay.synthetic import synthetic_profile
 from abtui.ui.app import AbtuiApp
+from abtui.ui.render.verdict_panel import VerdictPanel
 from tests.ui.console_kit import alternating, until
 
 
@@ -49,7 +53,8 @@ async def test_ctrl_a_alternates_the_last_knob_and_shows_the_verdict() -> None:
         assert app.alternation.live is not None and not app.alternation.live.running
 
 
-async def test_the_verdict_line_counts_the_blocks_still_needed() -> None:
+async def test_the_verdict_line_counts_the_blocks_still_needed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Before the rule can decide (its first looks ask for overwhelming evidence), each line
     says about how many more blocks would resolve min_effect (seen as the panel changes: on a
     fast stream the verdict may follow within the same flush); the header names the seed of
@@ -61,13 +66,14 @@ async def test_the_verdict_line_counts_the_blocks_still_needed() -> None:
         app.alternation.every = 0.05
         app.alternation.last_knob = "cc"  # bbr: 7 % below reno on the synthetic stream
         seen: list[str] = []
-        show = app.alternation.show
+        show = VerdictPanel.show
 
-        def shown() -> None:  # every panel update, as the alternation makes it
-            show()
+        def shown(panel: VerdictPanel, lines: Sequence[str] | None,
+                  ended: bool = False) -> None:  # every panel update, as the panel draws it
+            show(panel, lines, ended)
             seen.append(_panel(app))
 
-        app.alternation.show = shown  # type: ignore[method-assign]
+        monkeypatch.setattr(VerdictPanel, "show", shown)
         await pilot.press("ctrl+a")
         await until(pilot, lambda: any("more block" in t for t in seen), timeout=20)
         # bbr's Δ lies past 1 %: how many more blocks it needs if it holds, at its spread

@@ -8,6 +8,7 @@ back, recording the step it stopped."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import pytest
 
@@ -15,6 +16,7 @@ from abtui.core.events import AnyEvent, BisectLook, EventKind, Mark
 from abtui.measure.bisect.run import BisectPlan
 from abtui.measure.replay.controller import ReplayController
 from abtui.ui.app import AbtuiApp
+from abtui.ui.render.verdict_panel import VerdictPanel
 from tests.ui.console_kit import until
 from tests.ui.test_living_small import footer, words
 from tests.ui.test_small_screen import fully_shown
@@ -45,22 +47,23 @@ def _whole(app: AbtuiApp) -> None:
     """The panel fully on screen, every line of it."""
     panel = app.query_one("#verdicts")
     assert panel.display and fully_shown(app, panel)
-    shown = words(" ".join(app.files.screen_text().splitlines()[
+    shown = words(" ".join(app.screen_text().splitlines()[
         panel.region.y:panel.region.bottom]))
     for line in _panel(app).splitlines():
         assert words(line) in shown, (line, shown)
 
 
-async def test_the_bisect_panel_follows_the_steps_to_the_first_bad_at_80x24() -> None:
+async def test_the_bisect_panel_follows_the_steps_to_the_first_bad_at_80x24(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     app, seen = _app(0.05, speed=100)
     texts: list[str] = []  # the panel at every update (a fast stream: steps take a second)
-    show = app.bisection.show
+    show = VerdictPanel.show
 
-    def shown() -> None:
-        show()
+    def shown(panel: VerdictPanel, lines: Sequence[str] | None, ended: bool = False) -> None:
+        show(panel, lines, ended)
         texts.append(_panel(app))
 
-    app.bisection.show = shown  # type: ignore[method-assign]
+    monkeypatch.setattr(VerdictPanel, "show", shown)
     async with app.run_test(size=(80, 24)) as pilot:
         panel = app.query_one("#verdicts")
         await until(pilot, lambda: "first bad:" in _panel(app), timeout=30)

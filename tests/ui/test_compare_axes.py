@@ -20,7 +20,7 @@ async def test_axes_in_3_digits_and_bars_named_by_row() -> None:
         await pilot.press("ctrl+o")
         await until(pilot, lambda: isinstance(app.screen, CompareScreen))
         await pilot.pause(0.3)
-        text = app.files.screen_text()
+        text = app.screen_text()
         comparison = app.screen.comparison
     assert comparison.bar_names and all(not n.isdigit() for n in comparison.bar_names)
     under = next(ln for ln in text.splitlines() if comparison.bar_names[-1] in ln)

@@ -42,7 +42,7 @@ async def compare_with(pilot, path: Path) -> CompareScreen:  # type: ignore[no-u
 
 
 def screen_rows(app) -> list[str]:  # type: ignore[no-untyped-def]
-    return app.files.screen_text().splitlines()
+    return app.screen_text().splitlines()
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
@@ -87,7 +87,7 @@ async def test_compare_with_a_saved_session_from_the_palette_over_the_compare_sc
         await pilot.press("ctrl+p")
         await until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
         await pilot.press(*"Compare with a saved")
-        await until(pilot, lambda: "Compare with a saved" in app.files.screen_text())
+        await until(pilot, lambda: "Compare with a saved" in app.screen_text())
         await pilot.press("enter")
         screen = await compare_with(pilot, second)
         assert screen.comparison.columns[2] == "second"

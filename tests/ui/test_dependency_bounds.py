@@ -1,8 +1,9 @@
-"""Textual and asyncssh are bounded above to the versions tested (their privates are fenced in
-abtui.ui.render.textual_privates and abtui.remote.asyncssh_privates), and the one installed is the
-newest the bound allows: a fresh `make setup` (CI's clean clone) installs that one, so the UI
-and unit tests run on it, and this test fails, naming the newer release, where the installed
-one is not the newest within the bound (a stale environment, or a bound wider than tested).
+"""Textual and asyncssh are bounded above to the versions tested (Textual's privates are
+fenced in abtui.ui.render.textual_privates; asyncssh is used through its public API), and the
+one installed is the newest the bound allows: a fresh `make setup` (CI's clean clone) installs
+that one, so the UI and unit tests run on it, and this test fails, naming the newer release,
+where the installed one is not the newest within the bound (a stale environment, or a bound
+wider than tested).
 The package index is asked through the installer's own client; unreachable, the test skips
 and says so."""
 

@@ -27,7 +27,7 @@ def _app() -> AbtuiApp:
 
 
 def _line(app: AbtuiApp) -> str:
-    return app.files.screen_text().splitlines()[-1]
+    return app.screen_text().splitlines()[-1]
 
 
 async def test_the_footer_is_one_widget_showing_the_screens_keys_from_its_first_frame() -> None:

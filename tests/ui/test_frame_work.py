@@ -58,7 +58,7 @@ async def test_the_plan_s_progress_bar_runs_no_timer_that_shows_nothing() -> Non
         show_progress(bar, {"total": 4, "done": 1})
         await pilot.pause()
         assert bar.display and bar.percentage == 0.25
-        assert "25%" in app.files.screen_text()
+        assert "25%" in app.screen_text()
         show_progress(bar, None)
         await pilot.pause()
         assert not bar.display

@@ -27,7 +27,7 @@ def words(text: str) -> str:
 
 
 def footer(app) -> str:  # type: ignore[no-untyped-def]
-    return app.files.screen_text().splitlines()[-1]
+    return app.screen_text().splitlines()[-1]
 
 
 @pytest.mark.parametrize("pairs", [2, 4])
@@ -49,7 +49,7 @@ async def test_kernel_lines_table_rows_log_line_and_the_keys_panel_in_sight(
         assert fully_shown(app, table)
         assert table.region.height >= 1 + min(table.row_count, 4)  # header and 4 rows
         log = app.query_one("#log")
-        screen = app.files.screen_text().splitlines()
+        screen = app.screen_text().splitlines()
         assert words(app.log_lines[-1]) in words(" ".join(screen[log.region.y:
                                                                  log.region.bottom]))
         assert "? Keys" in footer(app)
@@ -72,7 +72,7 @@ async def test_an_ended_alternation_s_panel_is_whole_and_escape_closes_it(
         panel = app.query_one("#verdicts")
         await until(pilot, lambda: "esc Close verdicts" in footer(app))
         assert panel.display and fully_shown(app, panel)
-        shown = words(" ".join(app.files.screen_text().splitlines()[
+        shown = words(" ".join(app.screen_text().splitlines()[
             panel.region.y:panel.region.bottom]))
         for line in app.alternation.live.lines():  # type: ignore[union-attr]
             assert words(line) in shown, (line, shown)
@@ -112,7 +112,7 @@ async def test_the_log_collapsed_at_80x24_shows_a_long_latest_line_whole() -> No
         await settle(pilot)
         log = app.query_one("#log")
         assert log.region.height >= 4  # its border and the line's three rows
-        screen = app.files.screen_text().splitlines()
+        screen = app.screen_text().splitlines()
         assert words(line) in words(" ".join(screen[log.region.y:log.region.bottom]))
 
 

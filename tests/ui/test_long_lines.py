@@ -25,7 +25,7 @@ def region_text(app, widget, inside: bool = False) -> str:  # type: ignore[no-un
     scrollbar), or in a region of the screen, as one line."""
     region = widget if isinstance(widget, Region) else \
         widget.content_region if inside else app.screen.find_widget(widget).region
-    rows = app.files.screen_text().splitlines()[region.y:region.bottom]
+    rows = app.screen_text().splitlines()[region.y:region.bottom]
     return " ".join(" ".join(row[region.x:region.right] for row in rows).split())
 
 

@@ -205,7 +205,7 @@ async def test_a_pane_s_repaint_of_its_rows_shows_every_interval() -> None:
             app.receive(e)
             if e.kind is EventKind.INTERVAL:
                 await settle(pilot)
-                shown = app.files.screen_text()
+                shown = app.screen_text()
                 assert f"n {app.state.pairs['A'].intervals} " in shown, shown
         assert app.state.pairs["A"].intervals == 12
         rows = [r for regions in refreshed for r in regions]

@@ -174,7 +174,7 @@ async def test_the_log_collapses_to_its_latest_line_at_80x24_and_ctrl_l_shows_it
         assert log.display and log.region.height == 2  # its border, its latest line
         assert table.region.height == bottom.region.height - 2
         assert " ".join(latest.split()) in " ".join(
-            app.files.screen_text().splitlines()[log.region.y + 1].split())
+            app.screen_text().splitlines()[log.region.y + 1].split())
         collapsed = table.region.height
         await pilot.press("ctrl+l")
         await settle(pilot)

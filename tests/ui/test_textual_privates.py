@@ -71,7 +71,7 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
                     assert tp.missing(feature, instances), (private, feature)
         assert isinstance(tp.styles_cache(pane), tp.FramedLines)
         assert tp.fallen_back() == {}  # the console ran the private way throughout
-        assert len(app.files.screen_text().splitlines()) == 48
+        assert len(app.screen_text().splitlines()) == 48
     assert {p.owner for p in tp.PRIVATES} == {"module", "Screen", "App", "Widget",
                                               "StylesCache", "LinuxDriver"}
     assert {f for p in tp.PRIVATES for f in p.features} == set(tp.FEATURES)
@@ -103,7 +103,7 @@ async def _shown(pilot) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     app = pilot.app
     await replayed(pilot, 4)
     await settle(pilot)
-    return app.query_one("#pane-A", PairPane).text("tcp"), app.files.screen_text()
+    return app.query_one("#pane-A", PairPane).text("tcp"), app.screen_text()
 
 
 async def test_with_every_private_gone_the_console_draws_the_same_the_public_way(

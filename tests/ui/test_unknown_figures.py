@@ -42,7 +42,7 @@ async def test_an_unmeasured_cell_is_a_dash_in_the_table_and_no_bar_on_the_compa
         assert cells[2] == "—"
         bars = screen.comparison.bars
         assert bars["A"][1] is not None and bars["A"][1] > 1 and bars["B"][1] is None
-        assert "mean Gbit/s per row (—: not measured)" in app.files.screen_text()
+        assert "mean Gbit/s per row (—: not measured)" in app.screen_text()
 
 
 async def test_the_pane_s_mean_is_the_phase_s_run_level_figure() -> None:

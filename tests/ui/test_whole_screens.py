@@ -34,7 +34,7 @@ async def test_titles_whole_and_panes_of_a_row_end_together(size: tuple[int, int
     async with app.run_test(size=size) as pilot:
         await replayed(pilot, 6)
         await settle(pilot)
-        screen = app.files.screen_text()
+        screen = app.screen_text()
         panes = list(app.query(PairPane))
         for pane in panes:
             title = str(pane.border_title)
@@ -58,7 +58,7 @@ async def test_the_keys_panel_leads_with_abtui_s_keys() -> None:
         await settle(pilot)
         await pilot.press("question_mark")
         await pilot.pause(0.3)
-        text = app.files.screen_text()
+        text = app.screen_text()
         panel = [ln.split("▏")[-1].strip() for ln in text.splitlines() if "▏" in ln]
         keys = [ln for ln in panel if ln]
         assert keys[0] == "abtui", keys[:5]

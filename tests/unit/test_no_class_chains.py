@@ -16,6 +16,7 @@ ALLOWED_BASES = {
     "LabError": "exceptions: a kind of lab error",
     "RemoteError": "exceptions: a kind of host failure (a lease held by another controller)",
     "Payload": "the event catalogue's dataclasses, one per kind",
+    "UndoRecord": "the undo journal's lines, one dataclass per kind (as Payload's)",
     "Dialect": "an OS dialect (Linux, FreeBSD) filling in the same commands",
     "BuildCommands": "an OS's build commands (Linux, FreeBSD) filling in the same commands",
     "TunnelCommands": "an OS's tunnel commands (Linux, FreeBSD) filling in the same commands",

@@ -26,8 +26,9 @@ from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
 from abtui.measure.run.context import OwnerOf, ProfileSpec, RunParsers, RunSpec
 from abtui.measure.run.traffic import counters_for
 from abtui.measure.tasks import Tasks
+from abtui.remote.cork import corked
 from abtui.remote.iperf_cmd import JSON_STREAM_SINCE, install_hint
-from abtui.remote.link import HostLink, corked
+from abtui.remote.link import HostLink
 from abtui.remote.profiling import profile_loop_command
 from abtui.remote.uring import Uncorker
 

@@ -118,7 +118,7 @@ class PairRun:
         self.rr.release()
 
     def release_sock(self) -> object | None:
-        """The socket its release goes out on (abtui.remote.link.corked holds it)."""
+        """The socket its release goes out on (abtui.remote.cork.corked holds it)."""
         return self.processes.client_sock()
 
     def release_ping(self) -> None:

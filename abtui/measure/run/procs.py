@@ -168,7 +168,7 @@ class RunProcesses:
 
     # ---- releasing ----------------------------------------------------------------------
     def client_sock(self) -> object | None:
-        """The socket the release goes out on (abtui.remote.link.corked holds it)."""
+        """The socket the release goes out on (abtui.remote.cork.corked holds it)."""
         return self.client.link.sock if self.client is not None else None
 
     def release(self) -> None:

@@ -57,7 +57,7 @@ MAX_KEPT = 256  # swap commands a dialect keeps built
 
 def as_function(body: str) -> str:
     """A command as a shell function defined and called at once (see Dialect.read_command;
-    a control shell may keep it defined, abtui.remote.link.ControlShell)."""
+    a control shell may keep it defined, abtui.remote.control_shell.ControlShell)."""
     return f"{FUNCTION}() {{\n{body}\n}}; {FUNCTION}"
 
 

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from textual.app import App
+from typing import TYPE_CHECKING
 
 from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.model import Profile
 from abtui.ui.flow.control import ControllerCalls
-from abtui.ui.flow.messages import Failed, Said
+from abtui.ui.flow.messages import Failed, Notice, Post, RunWorker, Said, VerdictsShown
 from abtui.ui.model.state import ConsoleState
-from abtui.ui.render.verdict_panel import VerdictPanel
 
 if TYPE_CHECKING:  # numpy and scipy behind it: loaded when an alternation starts
     from abtui.measure.alternate.live import LiveAlternation
@@ -35,12 +32,14 @@ def has_ended(live: LiveAlternation) -> bool:
 
 class ConsoleAlternation:
     """ctrl+a and ctrl+e: start or stop alternating the knob last flipped (measuring
-    continuously first), and step min_effect; the verdicts go to the app's VerdictPanel, its
-    lines to the log as messages (abtui.ui.flow.messages)."""
+    continuously first), and step min_effect; its verdicts (for the verdict panel) and its
+    lines (for the log) are posted as messages (abtui.ui.flow.messages); `run_worker` runs
+    its starts and stops as the app's workers."""
 
-    def __init__(self, app: App[Any], controller: Controller, profile: Profile,
-                 state: ConsoleState, calls: ControllerCalls) -> None:
-        self.app = app  # runs the workers, holds the panel, notifies
+    def __init__(self, post: Post, run_worker: RunWorker, controller: Controller,
+                 profile: Profile, state: ConsoleState, calls: ControllerCalls) -> None:
+        self.post = post
+        self.run_worker = run_worker
         self.controller = controller
         self.profile = profile
         self.state = state
@@ -63,16 +62,15 @@ class ConsoleAlternation:
         self.state.last_knob = knob
 
     def toggle(self) -> None:
-        self.app.run_worker(self._toggle(), group="alternate", exit_on_error=False)
+        self.run_worker(self._toggle(), group="alternate", exit_on_error=False)
 
     async def _toggle(self) -> None:
         from abtui.measure.alternate.live import LiveAlternation, console_alternation
 
-        app = self.app
         live = self.live
         if live is not None and live.running:
             await live.stop()  # bounded: a flip still under way is said, not waited on
-            app.post_message(Said(live.stopped_line()))
+            self.post(Said(live.stopped_line()))
             self.show()
             return
         first = next(iter(self.state.pairs))
@@ -81,7 +79,7 @@ class ConsoleAlternation:
                                       self.state.pairs[first].config,
                                       *([self.every] if self.every else []))
         except AbtuiError as exc:
-            app.post_message(Failed(str(exc)))
+            self.post(Failed(str(exc)))
             return
         if not self.state.running or self.calls.mode != "continuous":
             await self.calls.start("continuous")
@@ -91,15 +89,15 @@ class ConsoleAlternation:
         live = self.live = LiveAlternation(self.controller, alt, self.min_effect,
                                            notify=self.show, before=before)
         self.why, self._why_noted = self._why_book(live), False
-        app.post_message(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
-                              f"every {alt.every:g} s"))
+        self.post(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
+                       f"every {alt.every:g} s"))
         starting = asyncio.ensure_future(live.start())
         await asyncio.sleep(0)  # start() under way: the panel says "starting", not "ended"
         self.show()
         try:
             await starting
         except Exception as exc:  # a host error must never take the console down
-            app.post_message(Failed(f"alternation of {alt.knob} failed: {exc}"))
+            self.post(Failed(f"alternation of {alt.knob} failed: {exc}"))
         self.show()
 
     async def end(self) -> None:
@@ -120,11 +118,11 @@ class ConsoleAlternation:
 
         async def stop_then() -> None:
             await live.stop(restore=False)  # the key's value follows (bounded, as ctrl+a)
-            self.app.post_message(Said(live.stopped_line(": flipped by hand")))
+            self.post(Said(live.stopped_line(": flipped by hand")))
             self.show()
             then()
 
-        self.app.run_worker(stop_then(), group="alternate", exit_on_error=False)
+        self.run_worker(stop_then(), group="alternate", exit_on_error=False)
 
     def next_min_effect(self) -> None:
         """The smallest effect worth resolving, next choice (0.5, 1, 2, 5, 10 %)."""
@@ -133,7 +131,7 @@ class ConsoleAlternation:
         self.min_effect = next_min_effect(self.min_effect)
         if self.live is not None:
             self.live.set_min_effect(self.min_effect)
-        self.app.notify(f"min effect {self.min_effect:g}%", timeout=2)
+        self.post(Notice(f"min effect {self.min_effect:g}%", timeout=2))
 
     def ended(self) -> bool:
         """An alternation has ended and its panel still shows it."""
@@ -178,7 +176,7 @@ class ConsoleAlternation:
         """A recording's verdicts (a journalled alternation's mark, as `abtui view` reads
         it): shown when no alternation of this console's own holds the panel."""
         if self.live is None and lines:
-            self.app.query_one("#verdicts", VerdictPanel).show(lines, ended=True)
+            self.post(VerdictsShown(lines, ended=True))
 
     def show(self) -> None:
         live = self.live
@@ -189,5 +187,4 @@ class ConsoleAlternation:
             if found.rows:  # the reports' Why section reads it
                 self.controller.note(found)
         lines = [*(live.lines() if live is not None else []), *self._why_lines()]
-        self.app.query_one("#verdicts", VerdictPanel).show(
-            lines if live is not None or self.why_shown else None, ended)
+        self.post(VerdictsShown(lines if live is not None or self.why_shown else None, ended))

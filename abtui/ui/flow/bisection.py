@@ -7,16 +7,13 @@ ended; leaving stops it first (bounded), and the hosts are set back as always.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from textual.app import App
+from typing import TYPE_CHECKING
 
 from abtui.core.controller import Controller
 from abtui.core.model import Profile
 from abtui.ui.flow.control import ControllerCalls
-from abtui.ui.flow.messages import Failed, Said
+from abtui.ui.flow.messages import Failed, Post, RunWorker, Said, VerdictsShown
 from abtui.ui.model.state import ConsoleState
-from abtui.ui.render.verdict_panel import VerdictPanel
 
 if TYPE_CHECKING:  # numpy and scipy behind them: loaded when the bisection starts
     from abtui.measure.bisect.live import LiveBisection
@@ -25,12 +22,14 @@ if TYPE_CHECKING:  # numpy and scipy behind them: loaded when the bisection star
 
 class ConsoleBisection:
     """The bisection `plan` (None: the console was opened without one) on `controller`; its
-    lines go to the log as messages (abtui.ui.flow.messages), its panel to #verdicts."""
+    lines (for the log) and its panel's (for the verdict panel) are posted as messages
+    (abtui.ui.flow.messages); `run_worker` runs its start as the app's worker."""
 
-    def __init__(self, app: App[Any], controller: Controller, profile: Profile,
-                 state: ConsoleState, calls: ControllerCalls,
+    def __init__(self, post: Post, run_worker: RunWorker, controller: Controller,
+                 profile: Profile, state: ConsoleState, calls: ControllerCalls,
                  plan: BisectPlan | None = None) -> None:
-        self.app = app  # runs the worker, holds the panel
+        self.post = post
+        self.run_worker = run_worker
         self.controller = controller
         self.profile = profile
         self.state = state  # its `bisect`: the panel's lines, from the events
@@ -42,7 +41,7 @@ class ConsoleBisection:
     def begin(self) -> None:
         """Measure continuously, then bisect (the console's start, in place of measuring
         only)."""
-        self.app.run_worker(self._begin(), group="bisect", exit_on_error=False)
+        self.run_worker(self._begin(), group="bisect", exit_on_error=False)
 
     async def _begin(self) -> None:
         from abtui.measure.bisect.live import LiveBisection
@@ -50,8 +49,8 @@ class ConsoleBisection:
         assert self.plan is not None
         await self.calls.start("continuous")
         if not self.calls.connected:
-            self.app.post_message(Failed(f"bisect of {self.plan.knob} not started: the "
-                                         "hosts could not be measured (the log says why)"))
+            self.post(Failed(f"bisect of {self.plan.knob} not started: the "
+                             "hosts could not be measured (the log says why)"))
             return
         self.live = LiveBisection(self.controller, self.profile, self.plan, say=self.say,
                                   notify=self._ended)
@@ -62,13 +61,13 @@ class ConsoleBisection:
         failure."""
         live = self.live
         if live is not None and live.failed is not None and self.plan is not None:
-            self.app.post_message(Failed(f"bisect of {self.plan.knob} failed: {live.failed}; "
-                                         "stopped (quit to set the hosts back)"))
+            self.post(Failed(f"bisect of {self.plan.knob} failed: {live.failed}; "
+                             "stopped (quit to set the hosts back)"))
         self.show()
 
     def say(self, line: str) -> None:
         """A line of the bisection's in the log."""
-        self.app.post_message(Said(line))
+        self.post(Said(line))
 
     @property
     def running(self) -> bool:
@@ -91,7 +90,7 @@ class ConsoleBisection:
         """escape: an ended bisection's panel closed."""
         if self.ended():
             self.closed = True
-            self.app.query_one("#verdicts", VerdictPanel).show(None)
+            self.post(VerdictsShown(None))
 
     async def end(self) -> None:
         """Leaving: no step goes on after this returns (a value being set finishes first,
@@ -105,4 +104,4 @@ class ConsoleBisection:
         bisection ended)."""
         board = self.state.bisect
         if board is not None and not self.closed:
-            self.app.query_one("#verdicts", VerdictPanel).show(board.lines(), self.ended())
+            self.post(VerdictsShown(board.lines(), self.ended()))

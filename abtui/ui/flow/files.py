@@ -1,7 +1,9 @@
 """The console's file dialogs: save a copy of the session, export its report, compare it with a
 saved session or phase by phase, a screenshot. Each asks for a path, then reads the session's
 journal (abtui.ui.flow.on_disk) and writes off the event loop (abtui.sessions and
-abtui.reports do the reading and writing) and says in the log what it did, or why it failed."""
+abtui.reports do the reading and writing) and says in the log what it did, or why it failed.
+The dialogs and what they did are posted as messages (abtui.ui.flow.messages): the app shows
+them."""
 
 from __future__ import annotations
 
@@ -10,19 +12,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App
 from textual.screen import Screen
 
 from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.sessions import paths
+from abtui.ui.flow.messages import Done, Failed, Post, RunWorker, ShowScreen
 from abtui.ui.flow.on_disk import EventsOnDisk
 from abtui.ui.flow.record import throughput_series
 from abtui.ui.model.state import ConsoleState
 from abtui.ui.render import tables
 from abtui.ui.render.eventlog import EventLog
-from abtui.ui.render.screen_text import screen_text
 
 if TYPE_CHECKING:
     from abtui.sessions.session import Session
@@ -33,22 +34,22 @@ EXPORT_FORMATS = ("md", "text", "csv", "json")
 class SessionFiles:
     """What `s`, `S`, `e`, the palette's compare-with-saved and its Screenshot do for the app.
 
-    Given its collaborators (the app only as Textual's App: screens, workers, screenshots),
-    so it never imports the console that owns it."""
+    Given its collaborators, never the app: its dialogs, what they did and what failed are
+    posted (`post`), its reading and writing run as the app's thread workers (`run_worker`),
+    `width` is the screen's (the compare tables are laid out for it)."""
 
-    def __init__(self, app: App[Any], controller: Controller, state: ConsoleState,
-                 on_disk: EventsOnDisk, event_log: EventLog, *,
-                 done: Callable[[str], None], fail: Callable[[str], None],
-                 save_dir: str | Path | None = None,
+    def __init__(self, post: Post, run_worker: RunWorker, controller: Controller,
+                 state: ConsoleState, on_disk: EventsOnDisk, event_log: EventLog, *,
+                 width: Callable[[], int], save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None) -> None:
-        self.app = app
+        self.post = post
+        self.run_worker = run_worker
+        self.width = width
         self.controller = controller
         self.profile = controller.profile
         self.state = state
         self.on_disk = on_disk
         self.event_log = event_log
-        self.done = done  # what a dialog did: said in the log and a notification
-        self.fail = fail
         self.save_dir = save_dir  # where saves and exports are offered (None: the sessions')
         self.sessions_dir = sessions_dir  # where sessions are (None: abtui's folder)
 
@@ -58,8 +59,6 @@ class SessionFiles:
                 else paths.sessions_dir(self.sessions_dir))
 
     def export(self) -> None:
-        app = self.app
-
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
                 self._in_thread("export", lambda: _export(
@@ -70,12 +69,11 @@ class SessionFiles:
 
         path = self.controller.session_path
         name = paths.name_of(path) if path else paths.session_name(self.profile.name)
-        app.push_screen(PathPrompt("Export the session (the report abtui export writes)",
-                                   str(self.folder() / f"{name}.md"), EXPORT_FORMATS), chosen)
+        self.post(ShowScreen(PathPrompt("Export the session (the report abtui export writes)",
+                                        str(self.folder() / f"{name}.md"), EXPORT_FORMATS),
+                             chosen))
 
     def save(self) -> None:
-        app = self.app
-
         def chosen(result: object) -> None:
             if isinstance(result, tuple):
                 self._in_thread("save", lambda: _save_copy(
@@ -91,9 +89,9 @@ class SessionFiles:
                 "you quit); this saves a copy of it so far.") if live else ""
         default = paths.new_session_path(self.profile.name, self.folder() if self.save_dir
                                          else self.sessions_dir)
-        app.push_screen(PathPrompt("Save the session", str(paths.finished_path(default)),
-                                   note=note, resolve=paths.saved_path, replace=False),
-                        chosen)
+        self.post(ShowScreen(PathPrompt("Save the session", str(paths.finished_path(default)),
+                                        note=note, resolve=paths.saved_path, replace=False),
+                             chosen))
 
     def save_setup(self) -> None:
         """S: the live setup written into the profile's own file (each knob's value on every
@@ -104,8 +102,8 @@ class SessionFiles:
 
         path = self.profile.source_path
         if not path:
-            self.fail("save setup: this session's profile has no file to save into (a "
-                      "replay, or a profile read from a session)")
+            self.post(Failed("save setup: this session's profile has no file to save into (a "
+                             "replay, or a profile read from a session)"))
             return
         live = self.live_setup()
         changes = setup_changes(self.profile, live)
@@ -116,7 +114,7 @@ class SessionFiles:
             if result is True:
                 self._in_thread("save setup", lambda: _save_setup(Path(path), live))
 
-        self.app.push_screen(Confirm(f"Save the setup to {path}?", lines), chosen)
+        self.post(ShowScreen(Confirm(f"Save the setup to {path}?", lines), chosen))
 
     def live_setup(self) -> dict[str, dict[str, str]]:
         """Each pair's knob values as the hosts reported them and the flips since set."""
@@ -127,20 +125,18 @@ class SessionFiles:
         sessions folder, or typed as a file or a name."""
         from abtui.ui.render.screens import CompareScreen, SessionPicker
 
-        app = self.app
-
         def chosen(result: object) -> None:
             if isinstance(result, Path):
                 self._in_thread("compare", lambda: CompareScreen(
                     tables.saved_comparison(_load(result), self.on_disk.events(),
-                                            app.size.width)))
+                                            self.width())))
 
         live = self.controller.session_path
         mine = {live, paths.finished_path(live)} if live else set()
         saved = [p for p in reversed(paths.list_sessions(self.sessions_dir)) if p not in mine]
-        app.push_screen(SessionPicker(
+        self.post(ShowScreen(SessionPicker(
             "Compare with a saved session", saved,
-            lambda ref: paths.find_session(ref, self.sessions_dir)), chosen)
+            lambda ref: paths.find_session(ref, self.sessions_dir)), chosen))
 
     def compare_session(self) -> None:
         """This session: the phase table, pairs over time, per-configuration bars. The table
@@ -148,50 +144,40 @@ class SessionFiles:
         read from the journal in a worker, as the console keeps no series of its own."""
         from abtui.ui.render.screens import CompareScreen
 
-        app = self.app
-        shown = tables.session_comparison(self.profile.name, self.state, {}, app.size.width)
+        shown = tables.session_comparison(self.profile.name, self.state, {}, self.width())
         pairs, t0 = list(self.state.pairs), self.event_log.t0
         self._in_thread("compare", lambda: CompareScreen(dataclasses.replace(
             shown, lines=tables.unit_lines(throughput_series(self.on_disk.events(), pairs,
                                                              t0), shown.unit))))
 
-    def screenshot(self, filename: str | None, path: str | None,
-                   time_format: str | None) -> None:
-        """An SVG of the screen, in the sessions folder (Textual's default, ~/Downloads, may
-        not exist), and where it went said in the log."""
-        app = self.app
+    def screenshot(self, save: Callable[[str, str, str | None], str], filename: str | None,
+                   path: str | None, time_format: str | None) -> None:
+        """An SVG of the screen (`save` writes it: the app's save_screenshot), in the sessions
+        folder (Textual's default, ~/Downloads, may not exist), and where it went said in the
+        log."""
         folder = Path(path) if path else self.folder()
         name = filename or f"{paths.session_name(self.profile.name)}.svg"
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            written = app.save_screenshot(name, str(folder), time_format)
+            written = save(name, str(folder), time_format)
         except OSError as exc:
-            self.fail(f"screenshot failed: {exc}")
+            self.post(Failed(f"screenshot failed: {exc}"))
             return
-        self.done(f"screenshot saved to {written}")
-
-    def screen_text(self) -> str:
-        """The screen as plain text, laid out as a screenshot shows it (for scripts and the
-        lab walk that check what is in sight)."""
-        return screen_text(self.app)
+        self.post(Done(f"screenshot saved to {written}"))
 
     def _in_thread(self, what: str, job: Callable[[], Any]) -> None:
-        self.app.run_worker(lambda: self._job(what, job), thread=True, exit_on_error=False,
+        self.run_worker(lambda: self._job(what, job), thread=True, exit_on_error=False,
                             group="files")
 
     def _job(self, what: str, job: Callable[[], Any]) -> None:
         """A file written or read off the loop: `job()` returns the line the log says, or
-        the screen to show."""
-        app = self.app
+        the screen to show (posted: Textual's post_message is safe from a thread)."""
         try:
             result = job()
         except (OSError, ValueError, AbtuiError) as exc:
-            app.call_from_thread(self.fail, f"{what} failed: {exc}")
+            self.post(Failed(f"{what} failed: {exc}"))
             return
-        if isinstance(result, Screen):
-            app.call_from_thread(app.push_screen, result)
-        else:
-            app.call_from_thread(self.done, result)
+        self.post(ShowScreen(result) if isinstance(result, Screen) else Done(result))
 
 
 def _save_copy(path: Path, events: list[Event], profile: str, pairs: list[str],

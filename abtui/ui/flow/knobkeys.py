@@ -6,24 +6,22 @@ abtui.ui.flow.control (it runs there as a task); the knob is remembered for the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-from textual.app import App
 
 from abtui.core.configuration import cycle
 from abtui.core.model import KnobKind, Profile
 from abtui.ui.flow.alternation import ConsoleAlternation
+from abtui.ui.flow.messages import Notice, Post, ShowScreen
 from abtui.ui.model.state import ConsoleState
 
 SetKnob = Callable[[str, str, list[str]], None]  # a knob's change on pairs, run as a task
 
 
 class KnobKeys:
-    """The knob keys of one console: `app` shows the switcher and notices."""
+    """The knob keys of one console: the switcher and notices are posted (`post`)."""
 
-    def __init__(self, app: App[Any], profile: Profile, state: ConsoleState,
+    def __init__(self, post: Post, profile: Profile, state: ConsoleState,
                  alternation: ConsoleAlternation, set_knob: SetKnob) -> None:
-        self.app = app
+        self.post = post
         self.profile = profile
         self.state = state
         self.alternation = alternation
@@ -45,7 +43,7 @@ class KnobKeys:
         """ctrl+t: the tunnel switcher for `pairs`, when the profile has a tunnel knob."""
         knob = next((k for k in self.profile.knobs if k.kind is KnobKind.TUNNEL), None)
         if knob is None:
-            self.app.notify("this profile has no tunnel knob", severity="warning")
+            self.post(Notice("this profile has no tunnel knob", warning=True))
             return
         choices = self.state.tunnel_choices(list(knob.values), pairs)
         current = self.state.pairs[pairs[0]].tunnel
@@ -58,4 +56,4 @@ class KnobKeys:
             TunnelSwitcher,  # (its first use: not in the first frame)
         )
 
-        self.app.push_screen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen)
+        self.post(ShowScreen(TunnelSwitcher(choices, current, ", ".join(pairs)), chosen))

@@ -1,18 +1,18 @@
 """Leaving the console: ctrl+q shows the quit screen while the controller stops and restores
-every knob (abtui.ui.flow.control), then the app exits; a second ctrl+q forces out at once."""
+every knob (abtui.ui.flow.control), then the console leaves; a second ctrl+q forces out at once.
+The screen and the leaving are posted as messages (abtui.ui.flow.messages) the app acts on."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from textual.app import App
+from typing import TYPE_CHECKING
 
 from abtui.ui.flow.alternation import ConsoleAlternation
 from abtui.ui.flow.bisection import ConsoleBisection
 from abtui.ui.flow.control import CONTROL_WAIT_S, ControllerCalls
+from abtui.ui.flow.messages import Leave, Post, RunWorker, ShowScreen
 from abtui.ui.model.bench import BenchProbe
 from abtui.ui.model.state import ConsoleState
 
@@ -22,14 +22,16 @@ if TYPE_CHECKING:
 
 class Leaving:
     """The quit flow of one console; `begun` once ctrl+q (or a signal) started restoring.
-    `app` shows the quit screen and exits; `fail` says a failure; `fold` folds in the
-    events still queued for the screen."""
+    The quit screen and the leaving are posted (`post`), the restore run as the app's
+    worker (`run_worker`); `fail` says a failure; `fold` folds in the events still queued
+    for the screen."""
 
-    def __init__(self, app: App[Any], state: ConsoleState, calls: ControllerCalls,
-                 alternation: ConsoleAlternation, bench: BenchProbe,
+    def __init__(self, post: Post, run_worker: RunWorker, state: ConsoleState,
+                 calls: ControllerCalls, alternation: ConsoleAlternation, bench: BenchProbe,
                  fail: Callable[[str], None], fold: Callable[[], object],
                  bisection: ConsoleBisection | None = None) -> None:
-        self.app, self.state, self.calls = app, state, calls
+        self.post, self.run_worker = post, run_worker
+        self.state, self.calls = state, calls
         self.alternation, self.bench = alternation, bench
         self.bisection = bisection
         self.fail, self.fold = fail, fold
@@ -46,14 +48,14 @@ class Leaving:
         if self.begun:
             self.forced_out = True
             self.bench.leaving(self.state.intervals_seen)
-            self.app.exit(1, return_code=1)
+            self.post(Leave(1))
             return
         self.begun = True
         from abtui.ui.render.screens import QuitScreen  # (its first use: not in the first frame)
 
         self.screen = QuitScreen()
-        self.app.push_screen(self.screen)
-        self.app.run_worker(self._restore_and_exit(), group="shutdown", exit_on_error=False)
+        self.post(ShowScreen(self.screen))
+        self.run_worker(self._restore_and_exit(), group="shutdown", exit_on_error=False)
 
     async def _restore_and_exit(self) -> None:
         code = 0
@@ -80,4 +82,4 @@ class Leaving:
         """The hosts are restored (or could not be): exit with `code`."""
         self.fold()  # the last events folded in (the bench counts them)
         self.bench.leaving(self.state.intervals_seen)
-        self.app.exit(code, return_code=code)
+        self.post(Leave(code))

@@ -1,6 +1,7 @@
 """The console's main screen: it owns the main keys (scope, runs, knobs, dialogs) and their
 actions, so they act on it alone and never behind a dialog; the app keeps what is the app's
-(the controller, the event feed, the screens, ctrl+q). Given the console it drives as a
+(the controller, the event feed, the screens, ctrl+q): a dialog or a notice is posted to it as a
+message (abtui.ui.flow.messages). Given the console it drives as a
 `Console` (what its actions use), it never imports the app."""
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from abtui.ui.flow.control import ControllerCalls
 from abtui.ui.flow.files import SessionFiles
 from abtui.ui.flow.keymap import SCOPE_BINDINGS, SCREEN_BINDINGS, knob_binding_id
 from abtui.ui.flow.knobkeys import KnobKeys
+from abtui.ui.flow.messages import Notice, ShowScreen
+from abtui.ui.render.layout import keys_panel
 from abtui.ui.render.textual_privates import draw_now
 
 
@@ -104,9 +107,9 @@ class MainScreen(Screen[None]):
         answer, so the keys that would too are refused, and said so."""
         if not self.console.bisection.running:
             return False
-        self.app.notify("a bisection is running: it sets the hosts and measures until its "
-                        "answer (ctrl+q stops it and sets the hosts back)",
-                        severity="warning", timeout=4)
+        self.app.post_message(Notice("a bisection is running: it sets the hosts and measures "
+                                     "until its answer (ctrl+q stops it and sets the hosts "
+                                     "back)", warning=True, timeout=4))
         return True
 
     # ---- runs (abtui.ui.flow.control), each in a worker ----------------------------------------
@@ -146,7 +149,8 @@ class MainScreen(Screen[None]):
 
         from abtui.ui.render.screens import TextPrompt  # (its first use: not in the first frame)
 
-        self.app.push_screen(TextPrompt("Mark the timeline", "what just happened?"), done)
+        self.app.post_message(ShowScreen(TextPrompt("Mark the timeline",
+                                                    "what just happened?"), done))
 
     def action_alternate(self) -> None:
         """Alternate the knob last flipped with a live verdict (abtui.ui.flow.alternation), or
@@ -175,7 +179,7 @@ class MainScreen(Screen[None]):
         """Textual's keys panel, abtui's keys first (the focus is taken off the table while
         it is open: the focused widget's cursor keys would lead the list, before every key
         of abtui's), knobs included; again hides it and gives the focus back."""
-        if self.query("HelpPanel"):
+        if keys_panel(self) is not None:
             self.app.action_hide_help_panel()
             if self._focus_before is not None and self._focus_before.is_attached:
                 self.set_focus(self._focus_before)

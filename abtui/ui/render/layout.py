@@ -11,7 +11,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.containers import Grid, Horizontal
 from textual.widget import Widget
-from textual.widgets import Header, ProgressBar
+from textual.widgets import Header
 
 from abtui.ui.model.state import ConsoleState
 from abtui.ui.render.eventlog import LogView
@@ -30,20 +30,43 @@ TABLE_ROWS = 4  # its rows a short screen keeps in sight when it can (the panes 
 PANES_MIN = 6  # rows the panes keep beside an alternation's verdicts: border, kernel, knobs
 
 
-def main_widgets(state: ConsoleState) -> ComposeResult:
-    """The main screen: a pane per pair in a grid, the knob bar, the plan's progress, the
-    alternation's verdicts, the phase table and the event log, Textual's header and footer."""
-    yield Header(show_clock=False, icon="⇄")
-    with Grid(id="panes"):
-        for ps in state.pairs.values():
-            yield PairPane(ps)
-    yield KnobBar(id="knobbar")
-    yield PlanProgress(total=1, id="plan-progress", show_eta=False)  # no idle animation
-    yield VerdictPanel(id="verdicts")
-    with Horizontal(id="bottom"):
-        yield PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
-        yield LogView(id="log")
-    yield KeysFooter()
+class MainWidgets:
+    """The main screen's widgets, built and kept by the render wing that owns them: a pane
+    per pair in a grid, the knob bar, the plan's progress, the alternation's or bisection's
+    verdicts, the phase table and the event log, Textual's header and the keys footer. The
+    console reaches them here (never by a query); what the flow helpers want shown comes
+    as messages the app hands on (abtui.ui.flow.messages)."""
+
+    def __init__(self, state: ConsoleState) -> None:
+        self.panes = [PairPane(ps) for ps in state.pairs.values()]
+        self.grid = Grid(id="panes")
+        self.knobbar = KnobBar(id="knobbar")
+        self.progress = PlanProgress(total=1, id="plan-progress", show_eta=False)  # no idle
+        self.verdicts = VerdictPanel(id="verdicts")  # animation (the progress bar)
+        self.bottom = Horizontal(id="bottom")
+        self.table = PhaseTable(id="phases", cursor_type="row", zebra_stripes=True)
+        self.log = LogView(id="log")
+
+    def compose(self) -> ComposeResult:
+        """The widgets in their places (the app's compose yields from it)."""
+        yield Header(show_clock=False, icon="⇄")
+        with self.grid:
+            yield from self.panes
+        yield self.knobbar
+        yield self.progress
+        yield self.verdicts
+        with self.bottom:
+            yield self.table
+            yield self.log
+        yield KeysFooter()
+
+
+def keys_panel(screen: Widget) -> Widget | None:
+    """Textual's keys panel (`?`) when it is open on `screen`. Textual mounts it as a child
+    of the screen: its children are looked at, not the whole DOM (a query cost 0.25 ms, on
+    every flush that repainted the phase table; importing the panel's class would load a
+    markdown parser)."""
+    return next((w for w in screen.children if type(w).__name__ == "HelpPanel"), None)
 
 
 class MainLayout:
@@ -55,21 +78,21 @@ class MainLayout:
     and hides it elsewhere. While the alternation's verdicts show there, the log makes way for
     them and the table keeps TABLE_MIN rows."""
 
-    def __init__(self, app: App[Any], state: ConsoleState, panes: list[PairPane],
-                 table: PhaseTable, knobbar: Callable[[int], int],
+    def __init__(self, app: App[Any], state: ConsoleState, widgets: MainWidgets,
+                 knobbar: Callable[[int], int],
                  main_width: Callable[[], int] | None = None) -> None:
-        self.app = app  # its size, and where the grid and bottom are found
+        self.app = app  # its size
         # the columns the main screen's widgets have (the keys panel may take some)
         self.main_width = main_width or (lambda: app.size.width)
         self.state = state
-        self.panes = panes
-        self.table = table
+        self.panes = widgets.panes
+        self.table = widgets.table
         self.knobbar = knobbar  # lays the knob bar out for a width: the lines it took
-        self.grid = app.query_one("#panes", Grid)
-        self.bottom = app.query_one("#bottom")
-        self.log = app.query_one("#log", LogView)
-        self.verdicts = app.query_one("#verdicts", VerdictPanel)
-        self.progress = app.query_one("#plan-progress", ProgressBar)
+        self.grid = widgets.grid
+        self.bottom = widgets.bottom
+        self.log = widgets.log
+        self.verdicts = widgets.verdicts
+        self.progress = widgets.progress
         self.log_toggled = False  # ctrl+l: the log whole (short screens) or hidden (others)
 
     def toggle_log(self) -> None:

@@ -3,7 +3,7 @@ commands are words, and a link whose settings live in a dict."""
 
 from __future__ import annotations
 
-from abtui.remote.link import CommandResult
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.os.dialect import SWAP_MARK, Dialect
 
 
@@ -24,15 +24,31 @@ class FakeDialect(Dialect):
 
 
 class FakeLink:
-    """A host's settings in a dict (`net.x` = "1" to start); a setting not there cannot be
-    read (exit 1). `refuse`: every write of another value fails; `refuse_back`: the new value
-    is taken but going back to "1" fails."""
+    """A host's settings in a dict (`net.x` = "1" to start, or `values`: shared by every
+    link given it, as a host reached again); a setting not there cannot be read (exit 1).
+    `log` gets (alias, command) of every command run. `refuse`: every write of another value
+    fails; `refuse_back`: the new value is taken but going back to "1" fails. It takes
+    HostLink's keywords, so it can stand in for HostLink where a module makes its links
+    (`abtui recover`)."""
 
-    def __init__(self, alias: str, log: list[tuple[str, str]], refuse: bool = False) -> None:
-        self.alias, self.log, self.refuse = alias, log, refuse
+    def __init__(self, alias: str, log: list[tuple[str, str]] | None = None,
+                 refuse: bool = False, values: dict[str, str] | None = None,
+                 **_link_options: object) -> None:
+        self.alias, self.refuse = alias, refuse
+        self.log = [] if log is None else log
         self.refuse_back = False
-        self.values = {"net.x": "1"}
+        self.values = {"net.x": "1"} if values is None else values
         self.uid, self.ssh_config, self.known_hosts, self.sudo = 0, None, None, False
+
+    async def connect(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    def writes(self) -> list[str]:
+        """The values written, in order."""
+        return [c.split()[2] for _alias, c in self.log if c.startswith("write ")]
 
     async def run(self, command: str, timeout: float = 10.0, isolate: bool = True,
                   again: bool = False) -> CommandResult:

@@ -20,7 +20,7 @@ from abtui.hosts import builds as host_builds
 from abtui.hosts.builds import BuildSwitcher, origin_of
 from abtui.hosts.targets import Target
 from abtui.hosts.undo import UndoJournal, read_journal
-from abtui.remote.link import CommandResult
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.os.dialect import Setting
 from abtui.remote.os.linux.knobs import Linux
 from tests.reliability import Reliability
@@ -112,7 +112,7 @@ async def test_a_module_switch_reloads_both_hosts_and_goes_back(tmp_path: Path) 
                                      ("rcv", "up")])
     pending = read_journal(journal.path)
     assert set(pending.builds) == {("snd", "itr"), ("rcv", "itr")}
-    origin = origin_of("itr", pending.builds[("snd", "itr")])
+    origin = origin_of("itr", pending.builds[("snd", "itr")].origin())
     assert origin.value == "3" and origin.iface is not None and origin.iface.addresses == (
         "198.19.1.2/24",)
     done = await sw.restore_all()

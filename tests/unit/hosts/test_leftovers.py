@@ -21,7 +21,7 @@ from abtui.core.errors import AbtuiError
 from abtui.core.model import LinkState
 from abtui.hosts.leftovers import end_leftovers, program_of
 from abtui.hosts.undo import pending_recovery
-from abtui.remote.link import CommandResult
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.streams import same_group_command
 
 DEAD = 999999990  # no such process: the journal's writer is gone

@@ -11,59 +11,31 @@ import pytest
 
 from abtui.hosts import restore
 from abtui.hosts.undo import pending_recovery, read_journal
-from abtui.remote.link import CommandResult
-from abtui.remote.os.dialect import Dialect
+from tests.unit.hosts.fake_hosts import FakeDialect, FakeLink
 
 DEAD = 999999990  # no such process: the journal's writer is gone
 
 
-class FakeDialect(Dialect):
-    name = "linux"
-
-    def read_command(self, s):
-        return f"read {s.key}"
-
-    def write_command(self, s, value):
-        return f"write {s.key} {value}"
-
-    def parse_value(self, s, out):
-        return out.strip() or None
-
-
 HOST_VALUES: dict[str, str] = {}
-WRITES: list[str] = []
-
-
-class FakeLink:
-    def __init__(self, alias, **_kw):
-        self.alias = alias
-        self.uid = 0
-
-    async def connect(self):
-        return None
-
-    async def close(self):
-        return None
-
-    async def run(self, command, timeout=10.0, isolate=True, **_kw):
-        verb, key, *rest = command.split()
-        if verb == "write":
-            WRITES.append(rest[0])
-            HOST_VALUES[key] = rest[0]
-        return CommandResult(0, HOST_VALUES[key] + "\n", "")
+LOG: list[tuple[str, str]] = []
 
 
 @pytest.fixture
 def hosts(monkeypatch):
     HOST_VALUES.clear()
-    WRITES.clear()
-    monkeypatch.setattr(restore, "HostLink", FakeLink)
+    LOG.clear()
+    monkeypatch.setattr(restore, "HostLink",
+                        lambda alias, **kw: FakeLink(alias, LOG, values=HOST_VALUES, **kw))
 
     async def dialect(_link):
         return FakeDialect()
 
     monkeypatch.setattr(restore, "detect_dialect", dialect)
     return HOST_VALUES
+
+
+def _writes() -> list[str]:
+    return FakeLink("h", LOG).writes()
 
 
 SETTING = {"host": "h", "kind": "sysctl", "key": "net.x", "device": None}
@@ -103,7 +75,7 @@ async def test_recover_leaves_someone_elses_value(tmp_path, hosts, records, now,
     (line,) = [text for _done, text in said]
     if left:
         assert line == f"h: left net.x = {now!r} as it is: {why} (its original was '1')"
-        assert hosts["net.x"] == now and WRITES == []
+        assert hosts["net.x"] == now and _writes() == []
     else:
         assert line == "h: restored net.x = '1'" and hosts["net.x"] == "1"
     assert not (tmp_path / "j.jsonl").exists()  # nothing left for a next recover
@@ -113,7 +85,7 @@ async def test_a_value_back_at_its_original_is_not_written(tmp_path, hosts):
     pending = _journal(tmp_path, {"op": "wrote", **SETTING, "value": "2"})
     hosts["net.x"] = "1"
     ok, said = await _recover(pending)
-    assert ok and said == [(True, "h: net.x already is '1'")] and WRITES == []
+    assert ok and said == [(True, "h: net.x already is '1'")] and _writes() == []
 
 
 def test_the_journal_reads_back_what_abtui_wrote_and_found(tmp_path):

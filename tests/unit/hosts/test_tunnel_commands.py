@@ -261,7 +261,7 @@ class _ScriptedLink:
         self.alias, self.os, self.log = alias, os, log
 
     async def run(self, command: str, timeout: float = 10.0):  # type: ignore[no-untyped-def]
-        from abtui.remote.link import CommandResult
+        from abtui.remote.control_shell import CommandResult
 
         self.log.append((self.alias, command))
         if "route" in command:

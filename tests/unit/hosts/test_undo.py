@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from abtui.hosts.undo import HostRecord, UndoJournal, append_record, pending_recovery, read_journal
+from abtui.hosts.undo_records import Restored
 
 
 def test_journal_tracks_what_is_left_to_undo(tmp_path):
@@ -44,8 +45,7 @@ def test_pending_skips_live_writers_and_drops_empty_journals(tmp_path):
     found = pending_recovery(tmp_path)
     assert [p.path for p in found] == [dead]  # pid 1 is alive; the empty one is removed
     assert not empty.exists()
-    append_record(dead, {"op": "restored", "host": "h", "kind": "sysctl", "key": "a.b",
-                         "device": None})
+    append_record(dead, Restored("h", "sysctl", "a.b", None))
     assert read_journal(dead).empty
 
 

@@ -1,4 +1,4 @@
-"""Each undo-journal entry checked on its own (abtui.hosts.undo.ENTRIES): one this abtui
+"""Each undo-journal entry checked on its own (abtui.hosts.undo_records): one this abtui
 cannot use is said in one line and skipped, the others kept; process groups 1 or below (and
 the controller's own) are refused wherever a group is read: the journal, the host's reply,
 the kill itself."""
@@ -15,7 +15,8 @@ import pytest
 from abtui.core.errors import RemoteError
 from abtui.core.pids import pgid_problem
 from abtui.hosts.restore import describe, recover_all
-from abtui.hosts.undo import ENTRIES, entry_problem, forget_host, read_journal
+from abtui.hosts.undo import forget_host, read_journal
+from abtui.hosts.undo_records import RECORDS, problem_of
 from abtui.remote.link import HostLink
 from abtui.remote.streams import PGID_MARK, RemoteProcess
 
@@ -82,7 +83,7 @@ def test_an_entry_of_the_wrong_shape_is_one_line_and_skipped(tmp_path, record, w
     assert skipped.line.startswith("j.jsonl line 2: ") and skipped.line.endswith("skipped")
     assert why in skipped.line, skipped.line
     assert "\x1b" not in skipped.line and "\n" not in skipped.line
-    assert not skipped.keep or not isinstance(record, dict) or record.get("op") not in ENTRIES
+    assert not skipped.keep or not isinstance(record, dict) or record.get("op") not in RECORDS
 
 
 def test_a_cut_last_line_is_dropped_quietly_a_damaged_one_inside_is_said(tmp_path):
@@ -95,7 +96,7 @@ def test_a_cut_last_line_is_dropped_quietly_a_damaged_one_inside_is_said(tmp_pat
 
 
 def test_every_entry_the_journal_writes_reads_back_usable():
-    """What UndoJournal writes passes its own check (a new kind is one ENTRIES item)."""
+    """What UndoJournal writes passes its own check (a new kind is one record class)."""
     written: list[dict[str, Any]] = [
         {"op": "start", "pid": 42, "t": 1.5},
         {"op": "host", "alias": "h", "ssh_config": None, "known_hosts": "/k", "sudo": False},
@@ -107,8 +108,8 @@ def test_every_entry_the_journal_writes_reads_back_usable():
         {"op": "pgid", "host": "h", "pgid": 4242, "what": "iperf3", "t": 1.5},
         {"op": "pgid_gone", "host": "h", "pgid": 4242}, {"op": "forget", "host": "h"},
         BUILD, {"op": "build_restored", "host": "h1", "knob": "kernel"}]
-    assert {r["op"] for r in written} == set(ENTRIES)
-    assert [entry_problem(r) for r in written] == [""] * len(written)
+    assert {r["op"] for r in written} == set(RECORDS)
+    assert [problem_of(r) for r in written] == [""] * len(written)
 
 
 def test_recover_says_the_skipped_entries_and_exits_1(tmp_path):
@@ -141,21 +142,12 @@ def test_the_kill_refuses_the_control_shells_own_group():
     assert pgid_problem(4243, 4242) == "" and pgid_problem(2) == ""
 
 
-class _Stdout:
+class _Session:
     def __init__(self, line: str) -> None:
         self.line = line
 
     async def readline(self) -> str:
         return self.line
-
-
-class _Proc:
-    def __init__(self, line: str) -> None:
-        self.stdout = _Stdout(line)
-        self.stderr = _Stdout("")
-
-    def __aiter__(self) -> _Proc:
-        return self
 
 
 @pytest.mark.parametrize(("reply", "pgid"), [(f"{PGID_MARK} 4242\n", 4242),
@@ -165,7 +157,7 @@ class _Proc:
 def test_a_hosts_reply_of_group_1_or_below_is_no_group(reply, pgid):
     async def read() -> int | None:
         rp = RemoteProcess.__new__(RemoteProcess)
-        rp._proc = _Proc(reply)  # type: ignore[assignment]
+        rp._session = _Session(reply)  # type: ignore[assignment]
         rp.pgid = None
         await rp._read_pgid()
         return rp.pgid

@@ -105,7 +105,7 @@ def test_a_patch_needing_fuzz_is_refused(tmp_path: Path) -> None:
 
 def test_a_missing_patch_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match=r"patch .*nope.patch: no such file"):
-        kbuild._apply(_tree(tmp_path), tmp_path / "nope.patch")
+        kbuild.apply_patch(_tree(tmp_path), tmp_path / "nope.patch")
 
 
 def test_a_source_name_that_is_not_a_source_package_is_refused() -> None:

@@ -280,7 +280,8 @@ def test_quick_runs_on_vm_hosts_have_whole_second_intervals():
 
 
 def test_a_vm_host_s_ssh_config_gives_its_links_more_time_to_connect(tmp_path):
-    from abtui.remote.link import DEFAULT_CONNECT_TIMEOUT, HostLink
+    from abtui.remote.connection import DEFAULT_CONNECT_TIMEOUT
+    from abtui.remote.link import HostLink
 
     lab = Lab(name="unit", octet=19, ifprefix="abu", state_dir=tmp_path)
     hosts = lab.hosts(2, {"B": "k"})

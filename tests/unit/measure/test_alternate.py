@@ -27,26 +27,17 @@ from abtui.measure.alternate.verdicts import Verdicts
 from abtui.measure.plan import plan_steps
 from abtui.profile import parse_profile
 from abtui.reports.sequential import Family
+from tests import profiles
 
-PROFILE = """
-[profile]
-name = "t"
-[[pairs]]
-label = "A"
-sender = "a"
-receiver = "b"
-target = "198.18.1.2"
-[[pairs]]
-label = "B"
-sender = "c"
-receiver = "d"
-target = "198.18.2.2"
+PROFILE = profiles.profile_toml(
+    profiles.pair(1, sender="a", receiver="b"), profiles.pair(2, sender="c", receiver="d"),
+    head='\n[profile]\nname = "t"\n', knobs="""\
 [[knobs]]
 name = "rmem"
 key = "net.ipv4.tcp_rmem"
 values = ["4096 131072 6291456", "4096 8192 16384"]
 pairs = ["A"]
-"""
+""")
 BIG, SMALL = "4096 131072 6291456", "4096 8192 16384"
 
 

@@ -23,23 +23,20 @@ from abtui.measure.latency_stretch import (
 from abtui.parse.sockperf import bins
 from abtui.profile import parse_profile
 from abtui.reports.latency import percentile
+from tests.profiles import pair, profile_toml
 
-PROFILE = """
+PROFILE = profile_toml(pair(1, sender="a", receiver="b"), head="""
 [profile]
 name = "t"
 [test]
 ping_interval = 0.1
 {extra}
-[[pairs]]
-label = "A"
-sender = "a"
-receiver = "b"
-target = "198.18.1.2"
+""", knobs="""\
 [[knobs]]
 name = "rmem"
 key = "net.ipv4.tcp_rmem"
 values = ["1", "2"]
-"""
+""")
 
 
 def _args(*argv: str) -> argparse.Namespace:

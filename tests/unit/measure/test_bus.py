@@ -42,11 +42,10 @@ def test_unsubscribing_while_an_event_is_delivered_skips_no_other_subscriber():
 
 
 def test_the_engine_s_subscribe_returns_the_handle():
-    from abtui.core.model import Pair, Profile
     from abtui.measure.engine.front import Engine
+    from tests.profiles import profile
 
-    prof = Profile(name="p", pairs=[Pair(label="A", sender="s", receiver="r",
-                                         target="198.18.1.2")])
+    prof = profile()
     engine = Engine(prof, parser_factory=lambda _f: None,  # type: ignore[arg-type,return-value]
                     use_journal=False)
     seen: list[Event] = []

@@ -13,22 +13,12 @@ from abtui.core.errors import BadInput
 from abtui.core.model import Knob
 from abtui.profile import load_profile, parse_profile
 from abtui.profile.save import save_profile
+from tests.profiles import pair, profile_toml
 
 ROOT = Path(__file__).resolve().parents[3]
 
-HEAD = """\
-[profile]
-name = "t"
-
-[[pairs]]
-label = "A"
-sender = "a-snd"
-receiver = "a-rcv"
-target = "198.18.1.2"
-sender_device = "eth1"
-receiver_device = "eth1"
-
-"""
+HEAD = profile_toml(pair(1, sender="a-snd", receiver="a-rcv", sender_device="eth1",
+                         receiver_device="eth1"), head='[profile]\nname = "t"\n\n') + "\n"
 
 KNOBS = {  # kind -> a knob of it, as a profile writes it
     "sysctl": 'kind = "sysctl"\nkey = "net.ipv4.tcp_rmem"\nvalues = ["4096 131072 6291456", '

@@ -1,5 +1,5 @@
 """A real local shell on pipes, as sshd gives abtui's control shell (its stdin a pipe), for
-tests of abtui.remote.link.ControlShell and of what a link does in its shell (the lease);
+tests of abtui.remote.control_shell.ControlShell and of what a link does in its shell (the lease);
 `LocalConn` stands for an SSH connection whose processes are local shells."""
 
 from __future__ import annotations

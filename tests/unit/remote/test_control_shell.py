@@ -1,4 +1,4 @@
-"""The control shell's framing (abtui.remote.link.ControlShell) with a fake SSH process: a
+"""The control shell's framing (abtui.remote.control_shell.ControlShell) with a fake SSH process: a
 command is written while its TCP socket is corked (asyncssh's two packets leave in one
 segment) and uncorked right after, even when the write fails; the end marks are one shell's,
 so the patterns asyncssh searches with are compiled once, not per command."""
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from abtui.remote.link import ControlShell
+from abtui.remote.control_shell import ControlShell
 from abtui.remote.os.dialect import as_function
 from tests.unit.remote.local_shell import PipeProcess
 from tests.unit.remote.local_shell import stop as _stop

@@ -1,4 +1,4 @@
-"""abtui.remote.link.corked on real loopback TCP sockets: what is written inside is held by
+"""abtui.remote.cork.corked on real loopback TCP sockets: what is written inside is held by
 the kernel and leaves at the end (the release's newlines to several hosts leave a system call
 apart, or in one with abtui.remote.uring: no `setsockopt` of Python's called, what the ring
 could not lift handed back and lifted one by one, the ring let go on close), and a socket
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from abtui.remote.link import corkable, corked
+from abtui.remote.cork import corkable, corked
 from abtui.remote.uring import ENTRIES, Uncorker
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="no TCP_CORK here")

@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from abtui.core.errors import RemoteError
-from abtui.remote.link import CommandResult, HostLink
+from abtui.remote.control_shell import CommandResult
+from abtui.remote.link import HostLink
 
 
 class Shell:
@@ -80,7 +81,7 @@ async def test_a_command_that_gets_the_shell_in_time_runs() -> None:
 def test_a_timed_out_command_is_quoted_in_one_short_line() -> None:
     """A timed-out command's error quotes its first line, cut, with nothing a terminal acts
     on: a watch's awk script (a dialect function of many lines) read whole before."""
-    from abtui.remote.link import BRIEF, command_brief
+    from abtui.remote.control_shell import BRIEF, command_brief
     script = ("abtui_fn() {\n  awk 'BEGIN { n = 0 }\n  /^cpu/ { print $1, $2 }' /proc/stat"
               "\n}; abtui_fn")
     assert command_brief(script) == "awk 'BEGIN { n = 0 }…"

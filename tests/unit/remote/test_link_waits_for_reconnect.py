@@ -12,7 +12,8 @@ import pytest
 from abtui.core.errors import RemoteError
 from abtui.core.model import LinkState
 from abtui.remote import link as link_module
-from abtui.remote.link import CommandResult, HostLink
+from abtui.remote.control_shell import CommandResult
+from abtui.remote.link import HostLink
 
 
 class Shell:

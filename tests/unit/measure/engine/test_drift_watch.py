@@ -10,14 +10,15 @@ import asyncio
 from types import SimpleNamespace
 
 from abtui.core.events import Event, EventKind
-from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, Scope, now
+from abtui.core.model import KnobKind, LinkState, Scope, now
 from abtui.hosts.readback import Changed
 from abtui.measure.engine import drift
 from abtui.measure.engine.front import Engine
 from abtui.remote.os.dialect import Setting
+from tests.profiles import profile, sysctl
 
-RMEM = Knob(name="rmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_rmem",
-            values=("4096 8192 16384", "4096 131072 6291456"), scope=Scope.RECEIVER)
+RMEM = sysctl("rmem", "net.ipv4.tcp_rmem", ("4096 8192 16384", "4096 131072 6291456"),
+              scope=Scope.RECEIVER)
 SMALL, BIG = RMEM.values
 FOREIGN = "4096 65536 1048576"
 
@@ -56,9 +57,7 @@ class Hosts:
 
 
 def engine_on(values: dict[str, str]) -> tuple[Engine, Hosts, list[Event]]:
-    prof = Profile(name="p", knobs=[RMEM], pairs=[
-        Pair(label="A", sender="s", receiver="r", target="198.18.1.2"),
-        Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2")])
+    prof = profile(RMEM, pairs=2)
     engine = Engine(prof, parser_factory=lambda _f: None,  # type: ignore[arg-type,return-value]
                     use_journal=False)
     fake = Hosts(values)

@@ -29,15 +29,16 @@ from abtui.remote.iperf_cmd import (
     run_seconds,
     sample_command,
 )
+from tests import profiles
 
-PAIR = Pair(label="A", sender="s", receiver="r", target="198.18.1.2")
+PAIR = profiles.pair(1)
 
 
 def profile(**plan: object) -> Profile:
-    return Profile(name="p", pairs=[PAIR], knobs=[
-        Knob(name="aim", kind=KnobKind.SYSCTL, key="dev.ix.2.enable_aim", values=("0", "1", "2")),
-        Knob(name="gro", kind=KnobKind.ETHTOOL_FEATURE, key="gro", values=("on", "off"))],
-        plan=Plan(**plan))  # type: ignore[arg-type]
+    return profiles.profile(
+        profiles.sysctl("aim", "dev.ix.2.enable_aim", ("0", "1", "2")),
+        Knob(name="gro", kind=KnobKind.ETHTOOL_FEATURE, key="gro", values=("on", "off")),
+        pairs=[PAIR], plan=Plan(**plan))  # type: ignore[arg-type]
 
 
 def test_client_command_carries_every_option_and_quotes_hostile_values():
@@ -281,7 +282,7 @@ async def test_engine_knob_changes_phases_and_refusals_without_hosts():
     from abtui.measure.engine.front import Engine
 
     prof = profile()
-    prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
+    prof.pairs.append(profiles.pair(2))
     prof.knobs.append(Knob(name="streams", kind=KnobKind.IPERF3, key="parallel",
                            values=("1", "4")))
     engine = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,
@@ -426,7 +427,7 @@ async def test_runs_are_released_together_and_the_ring_let_go_at_shutdown():
     from abtui.measure.engine.front import Engine
 
     prof = profile()
-    prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
+    prof.pairs.append(profiles.pair(2))
     engine = Engine(prof, use_journal=False)
     with socket.create_server(("127.0.0.1", 0)) as server:
         links = []
@@ -465,7 +466,7 @@ async def test_a_build_switch_holds_its_pairs_hosts_and_reads_them_again_after()
     from abtui.measure.engine.front import Engine
 
     prof = profile()
-    prof.pairs.append(Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2"))
+    prof.pairs.append(profiles.pair(2))
     prof.knobs.append(Knob(name="kernel", kind=KnobKind.KERNEL, values=("a", "b", "bad"),
                            pairs=("A",), builds={v: Build(Method.KEXEC, release=v, timeout=9)
                                                  for v in ("a", "b", "bad")}))

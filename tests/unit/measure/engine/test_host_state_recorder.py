@@ -11,14 +11,17 @@ from abtui.core.errors import RemoteError
 from abtui.core.events import AnyEvent, EventKind
 from abtui.core.model import LinkState, Pair, Profile
 from abtui.measure.engine.host_state import HostStateRecorder
-from abtui.remote.link import CommandResult
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.os.linux.knobs import Linux
 
 PAIR = Pair(label="A", sender="snd", receiver="rcv", target="198.18.1.2",
             sender_device="data0", receiver_device="data0")
 
 
-class FakeLink:
+class HostStateLink:
+    """A link that answers the host-state read (one sysctl, the data device's MTU); `fail`:
+    it is lost, `hang`: it never answers."""
+
     def __init__(self, alias: str, sack: str = "1", fail: bool = False,
                  hang: bool = False) -> None:
         self.alias, self.sack, self.fail, self.hang = alias, sack, fail, hang
@@ -42,7 +45,7 @@ def _recorder() -> tuple[HostStateRecorder, list[AnyEvent]]:
 
 async def test_start_and_end_readings_and_the_change_between_them() -> None:
     rec, out = _recorder()
-    links = {"snd": FakeLink("snd"), "rcv": FakeLink("rcv", fail=True)}
+    links = {"snd": HostStateLink("snd"), "rcv": HostStateLink("rcv", fail=True)}
     dialects = {"snd": Linux(), "rcv": Linux()}
     await rec.record("start", links, dialects)  # type: ignore[arg-type]
     assert "data0" in links["snd"].commands[0]  # the profile's device, read in one command
@@ -62,7 +65,7 @@ async def test_start_and_end_readings_and_the_change_between_them() -> None:
 
 async def test_an_end_reading_cut_short_says_so_and_lets_the_caller_go_on() -> None:
     rec, out = _recorder()
-    task = asyncio.ensure_future(rec.record_end({"snd": FakeLink("snd", hang=True)},  # type: ignore[dict-item]
+    task = asyncio.ensure_future(rec.record_end({"snd": HostStateLink("snd", hang=True)},  # type: ignore[dict-item]
                                                 {"snd": Linux()}))
     await asyncio.sleep(0.05)
     task.cancel()

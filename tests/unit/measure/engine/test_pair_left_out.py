@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from abtui.core.events import EventKind
-from abtui.core.model import Pair, Profile
 from abtui.measure.engine import front
 from abtui.measure.engine.front import Engine
+from tests.profiles import profile
 from tests.reliability import Reliability
 
 
@@ -65,7 +65,7 @@ class _Runs:
 
 
 def _engine(runs: _Runs) -> tuple[Engine, list[Any]]:
-    engine = Engine(Profile(name="p", pairs=[Pair("A", "s", "r", "198.18.1.2")]),
+    engine = Engine(profile(),
                     use_journal=False)
     engine.runs = runs  # type: ignore[assignment]
     seen: list[Any] = []

@@ -13,9 +13,10 @@ from abtui.core.errors import KnobRefused
 from abtui.core.events import Event, EventKind
 from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, Scope
 from abtui.measure.engine.front import Engine
+from tests.profiles import profile, sysctl
 
-RMEM = Knob(name="rmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_rmem",
-            values=("4096 131072 16384", "4096 131072 6291456"), scope=Scope.BOTH)
+RMEM = sysctl("rmem", "net.ipv4.tcp_rmem", ("4096 131072 16384", "4096 131072 6291456"),
+              scope=Scope.BOTH)
 
 
 class HostValues:
@@ -51,9 +52,7 @@ class HostValues:
 
 
 def engine_on(values: dict[str, str]) -> tuple[Engine, HostValues, list[Event]]:
-    prof = Profile(name="p", knobs=[RMEM], pairs=[
-        Pair(label="A", sender="s", receiver="r", target="198.18.1.2"),
-        Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2")])
+    prof = profile(RMEM, pairs=2)
     engine = Engine(prof, parser_factory=lambda _f: None,  # type: ignore[arg-type,return-value]
                     use_journal=False)
     fake = HostValues(values, engine)

@@ -10,15 +10,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from abtui.core.events import Event, EventKind
-from abtui.core.model import Knob, KnobKind, LinkState, Pair, Profile, TestOptions
+from abtui.core.model import Knob, KnobKind, LinkState, Pair, TestOptions
 from abtui.measure.engine.front import Engine
 from abtui.measure.run.context import RunSpec
-from abtui.remote.link import CommandResult
+from abtui.remote.control_shell import CommandResult
 from abtui.remote.os.freebsd.knobs import FreeBSD
 from abtui.remote.os.linux.knobs import Linux
+from tests.profiles import pair, profile, sysctl
 
-A = Pair(label="A", sender="s", receiver="r", target="198.18.1.2")
-B = Pair(label="B", sender="s2", receiver="r2", target="198.18.2.2")
+A, B = pair(1), pair(2)
 
 
 class Knobs:
@@ -100,7 +100,7 @@ class Link:
 
 
 def engine(*knobs: Knob, pairs: tuple[Pair, ...] = (A,)) -> Engine:
-    prof = Profile(name="p", pairs=list(pairs), knobs=list(knobs))
+    prof = profile(*knobs, pairs=pairs)
     e = Engine(prof, parser_factory=lambda _f: None, ping_parser_factory=lambda: None,
                use_journal=False)  # type: ignore[arg-type,return-value]
     e.knobs.use(Knobs())
@@ -116,8 +116,7 @@ def hosts(e: Engine, log: list[tuple[str, str]], **links: Link) -> None:
             e.hosts.dialects[alias] = Linux()
 
 
-RMEM = Knob(name="rmem", kind=KnobKind.SYSCTL, key="net.ipv4.tcp_rmem",
-            values=("4096 131072 6291456", "4096 8192 16384"))
+RMEM = sysctl("rmem", "net.ipv4.tcp_rmem", ("4096 131072 6291456", "4096 8192 16384"))
 GRO = Knob(name="gro", kind=KnobKind.ETHTOOL_FEATURE, key="gro", values=("on", "off"))
 
 
@@ -210,7 +209,7 @@ def test_a_run_prepared_before_a_restarting_change_counts_nowhere_after_it() -> 
     change leaves it counting in the new phase."""
     from abtui.measure.phase_book import PhaseBook
 
-    book = PhaseBook(Profile(name="p", pairs=[A, B], knobs=[RMEM, GRO]))
+    book = PhaseBook(profile(RMEM, GRO, pairs=(A, B)))
     run_a, run_b = book.classifier(book.settings["A"]), book.classifier(book.settings["B"])
     assert run_a("A", 100.0, 0.5) == (0, False)
     book.phases["A"].running(True)

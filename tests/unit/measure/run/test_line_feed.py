@@ -1,5 +1,6 @@
 """A streamed command's stdout handed on from the SSH channel's own callback
-(abtui.remote.streams.LineFeed, set on a real asyncssh process): every line one packet
+(abtui.remote.streams.LineFeed, set on the channel's session: asyncssh's public
+SSHClientSession, as abtui.remote.streams.StreamSession is): every line one packet
 carried in one call, no task woken for it, and the end of the stream kept as `lines` had it."""
 
 from __future__ import annotations
@@ -18,23 +19,24 @@ from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
 from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse import PingParser
-from abtui.remote.asyncssh_privates import hand_output
 from abtui.remote.iperf_cmd import ARMED_MARK
 from abtui.remote.lines import OutputLines
-from abtui.remote.streams import LineFeed
+from abtui.remote.streams import LineFeed, StreamSession, session_class
 from tests.unit.measure.run.fake_feed import Follows
 
 PING = Path(__file__).parents[3] / "fixtures" / "ping" / "iputils.txt"
 
 
-def _process() -> asyncssh.SSHClientProcess[str]:
-    """asyncssh's own client process, its channel's data dispatched as a channel would."""
-    return asyncssh.SSHClientProcess()
+def _process() -> StreamSession:
+    """A stream's session, its channel's data dispatched to it as a channel would."""
+    session = session_class()(10)
+    assert isinstance(session, asyncssh.SSHClientSession)
+    return session
 
 
-def _fed(proc: asyncssh.SSHClientProcess[str], calls: list[list[str]]) -> LineFeed:
+def _fed(proc: StreamSession, calls: list[list[str]]) -> LineFeed:
     feed = LineFeed(calls.append)
-    hand_output(proc, feed)
+    proc.hand_to(feed)
     return feed
 
 
@@ -65,7 +67,7 @@ async def test_what_the_handler_raises_goes_to_the_awaiter_not_to_asyncssh() -> 
 
     proc = _process()
     feed = LineFeed(handle)
-    proc.set_writer(feed, True, None)
+    proc.hand_to(feed)
     proc.data_received("bad\n", None)  # raises nothing here
     proc.data_received("later\n", None)
     try:
@@ -93,8 +95,7 @@ class _Feeding(Follows):
 
     def feed(self, handle: Any) -> LineFeed:
         feed = LineFeed(handle)
-        self.proc.set_writer(feed, True, None)
-        self.proc.feed_recv_buf(None, feed)
+        self.proc.hand_to(feed)
         return feed
 
 

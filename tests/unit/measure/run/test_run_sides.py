@@ -54,7 +54,7 @@ def printed(path: Path) -> list[dict[str, float]]:
 class FakeProcess(FeedsLines):
     """A streamed command that plays back recorded lines."""
 
-    def __init__(self, link: FakeLink, lines: list[str], rc: int, armed: bool,
+    def __init__(self, link: ScriptedLink, lines: list[str], rc: int, armed: bool,
                  hold_at: str | None = None) -> None:
         self.link = link
         self.pgid = None
@@ -92,7 +92,9 @@ class FakeProcess(FeedsLines):
         self._terminated.set()
 
 
-class FakeLink:
+class ScriptedLink:
+    """A link whose streams are the recorded server's and client's processes."""
+
     def __init__(self, alias: str, script: dict[str, FakeProcess]) -> None:
         self.alias = alias
         self.state = LinkState.CONNECTED
@@ -110,8 +112,8 @@ async def replay(case: str, stop: bool = False, **options: object) -> list[Event
     spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"), options=opts,
                    target="10.0.0.2", seconds=2, port=5201)
     owner = OwnerOf(events.append, lambda label, t, span: (0, False))
-    sender = FakeLink("snd", {})
-    receiver = FakeLink("rcv", {})
+    sender = ScriptedLink("snd", {})
+    receiver = ScriptedLink("rcv", {})
     rc = int((V312 / f"{case}.rc").read_text())
     sender.script["client"] = FakeProcess(sender, (V312 / f"{case}.client.txt").read_text()
                                           .splitlines(), rc, armed=True,

@@ -11,15 +11,15 @@ import contextlib
 import gc
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import asyncio
 
-    from abtui.core.controller import Controller, Mode
-    from abtui.core.events import AnyEvent, Event, Payload
+    from abtui.core.controller import Controller
+    from abtui.core.events import Event
     from abtui.core.model import Profile
     from abtui.measure.bisect.run import BisectPlan
     from abtui.measure.engine.front import Engine
@@ -84,13 +84,13 @@ def recorded_profile(events: list[Event], path: Path) -> Profile:
     return profile_from_events(events, name=path.name.split(".")[0])
 
 
-def open_console(controller: Controller, title: str, subtitle: str = "", *,
-                 on_hosts: bool = False, bisection: BisectPlan | None = None,
-                 session: ControllerSession[Controller] | None = None) -> int:
+def open_console(controller: Controller | ControllerSession[Any], title: str,
+                 subtitle: str = "", *, on_hosts: bool = False,
+                 bisection: BisectPlan | None = None) -> int:
     """The console until it ends; however it ends, the hosts are restored (abtui.ui.guard),
-    and on hosts a line says when `abtui recover` has something left to do. `session`: the
-    session's lifecycle (abtui.measure.session), journalled; None: one of the console's own,
-    on `controller`, with no journal (a replay)."""
+    and on hosts a line says when `abtui recover` has something left to do. `controller`: a
+    session's lifecycle (abtui.measure.session), journalled; or a controller, given a session
+    of the console's own with no journal (a replay)."""
     # Textual repaints at most TEXTUAL_FPS times a second, so its period is a floor on how
     # late an interval shows (the budget: 50 ms p99, docs/performance.md). The console bounds
     # its own refreshes (abtui.ui.app: FLUSH_HZ), so a shorter period costs no CPU when
@@ -101,8 +101,7 @@ def open_console(controller: Controller, title: str, subtitle: str = "", *,
     from abtui.ui.app import AbtuiApp
     from abtui.ui.guard import run_console
 
-    app = AbtuiApp(controller, title=title, subtitle=subtitle, bisection=bisection,
-                   session=session)
+    app = AbtuiApp(controller, title=title, subtitle=subtitle, bisection=bisection)
     return asyncio.run(run_console(app, recover_hint=on_hosts, linger=True))
 
 
@@ -159,7 +158,7 @@ def _open_on_hosts(profile: Profile, title: str, bisection: BisectPlan | None = 
     from abtui.hosts.undo import recovery_notice
     from abtui.lab import lease
     from abtui.measure.ports import open_session_writer
-    from abtui.measure.session import ControllerSession
+    from abtui.measure.session import ControllerSession, Deferred
     from abtui.sessions.paths import new_session_path
     from abtui.ui.flow.keymap import load_keymap
 
@@ -171,21 +170,25 @@ def _open_on_hosts(profile: Profile, title: str, bisection: BisectPlan | None = 
     writer = open_session_writer(path, profile, compact=True)
 
     def build() -> Engine:
+        """The engine, imported and built when the console first calls it (connecting, after
+        its first frame): its modules are 0.02 s of CPU the first frame does not need."""
         from abtui.measure.engine.front import Engine
 
         return Engine(profile, session_path=path)
 
-    engine = DeferredEngine(profile, path, build)
     # the same lifecycle as `abtui run`'s: the journal subscribed first (on disk before it
-    # is shown), connect and shutdown through it, and closed here whatever ends the console
-    session: ControllerSession[Controller] = ControllerSession(
-        engine, writer, on_write_error=lambda line: stop_measuring(engine.engine, line))
+    # is shown), connect and shutdown through it, and closed here whatever ends the console;
+    # the session builds the engine on first use (a console left before it connected still
+    # shuts it down, so the session is closed as always)
+    session: ControllerSession[Engine] = ControllerSession(
+        Deferred(build, profile, path), writer,
+        on_write_error=lambda line: stop_measuring(session.controller, line))
     session.open()
     try:
         subtitle = session_subtitle(path, bool(notice))
         with lease.hold(lease.labs_of(profile)):  # no other command takes its lab down
-            return open_console(engine, title, subtitle=subtitle, on_hosts=True,
-                                bisection=bisection, session=session)
+            return open_console(session, title, subtitle=subtitle, on_hosts=True,
+                                bisection=bisection)
     finally:
         closed = session.close()
         print(f"abtui: {session.write_error}" if session.write_error is not None else
@@ -213,70 +216,3 @@ def stop_measuring(engine: Engine, line: str) -> None:
     task = loop.create_task(engine.stop())
     _STOPPING.add(task)
     task.add_done_callback(_STOPPING.discard)
-
-
-class DeferredEngine:
-    """The engine, imported and built when the console first calls it (connecting, after its
-    first frame), not before the console opens: the engine's modules are 0.02 s of CPU the
-    first frame does not need. Subscribers are kept until then, in the order given (the
-    session's journal first). A console left before it connected still shuts the engine
-    down, so the session is closed as always. The Controller protocol
-    (abtui.core.controller)."""
-
-    def __init__(self, profile: Profile, session_path: Path,
-                 build: Callable[[], Engine]) -> None:
-        self.profile = profile
-        self.session_path: Path | None = session_path
-        self._build: Callable[[], Engine] | None = build
-        self._engine: Engine | None = None
-        self._subscribers: list[Callable[[AnyEvent], None]] = []
-
-    @property
-    def engine(self) -> Engine:
-        """The engine, built on first use."""
-        if self._engine is None:
-            assert self._build is not None
-            self._engine, self._build = self._build(), None
-            for callback in self._subscribers:
-                self._engine.subscribe(callback)
-        return self._engine
-
-    @property
-    def built(self) -> bool:
-        return self._engine is not None
-
-    def subscribe(self, callback: Callable[[AnyEvent], None]) -> None:
-        if self._engine is not None:
-            self._engine.subscribe(callback)
-        else:
-            self._subscribers.append(callback)
-
-    async def connect(self) -> None:
-        await self.engine.connect()
-
-    async def start(self, mode: Mode = "continuous") -> None:
-        await self.engine.start(mode)
-
-    async def stop(self) -> None:
-        await self.engine.stop()
-
-    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None) -> None:
-        await self.engine.set_knob(knob, value, pairs)
-
-    async def set_values(self, knob: str, values: Mapping[str, str],
-                         again: bool = False) -> None:
-        await self.engine.set_values(knob, values, again)
-
-    async def read_back(self) -> None:
-        """Every setting the session set read back (an alternation's stretch boundary)."""
-        await self.engine.read_back()
-
-    async def mark(self, text: str, verdicts: list[dict[str, Any]] | None = None,
-                   bisect: dict[str, Any] | None = None) -> None:
-        await self.engine.mark(text, verdicts, bisect)
-
-    def note(self, payload: Payload) -> None:
-        self.engine.note(payload)
-
-    async def shutdown(self, reason: str = "shutdown") -> None:
-        await self.engine.shutdown(reason)

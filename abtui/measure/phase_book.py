@@ -7,7 +7,7 @@ changer and the host verifier write it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from abtui.core.model import Pair, Profile, TestOptions
@@ -43,14 +43,12 @@ class PhaseBook:
         """An interval's phase and whether it straddles a change (PairPhases.classify)."""
         return self.phases[label].classify(received, duration)
 
-    def classifier(self, settings: int) -> Callable[[str, float, float], tuple[int, bool]]:
+    def phase_for(self, label: str, received: float, duration: float,
+                  settings: int) -> tuple[int, bool]:
         """`classify` for a run prepared at the pair's settings count `settings`: once a
         setting only new connections see began changing on its pair since, whatever it
         measures straddles (counted in no phase), however the run was told or not told: a
-        phase never carries intervals of a connection opened under another value."""
-
-        def classify(label: str, received: float, duration: float) -> tuple[int, bool]:
-            phase, straddles = self.classify(label, received, duration)
-            return phase, straddles or self.settings[label] != settings
-
-        return classify
+        phase never carries intervals of a connection opened under another value. What a
+        run asks its owner (abtui.measure.run.context.RunOwner.phase_for)."""
+        phase, straddles = self.phases[label].classify(received, duration)
+        return phase, straddles or self.settings[label] != settings

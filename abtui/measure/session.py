@@ -7,7 +7,10 @@ down (every host set back), the session journal closed, whatever ends it.
     session.closed  # the journal's file
 
 The console holds the same object across its life instead of one `async with`: the command
-that opens it builds the session and `open`s it (the journal subscribed before the screen),
+that opens it makes the session on the engine's `Deferred` build (the
+engine is imported and built by the session on first use, when the console connects after its
+first frame, subscribers kept in order until then) and `open`s it (the journal subscribed
+before the screen),
 the console's calls (abtui.ui.flow.control) `start`, `stop` and `shutdown` through it, and the
 command `close`s the journal once the console has gone, whatever ended it.
 
@@ -28,14 +31,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from abtui.core import signals
 from abtui.core.controller import Mode
 from abtui.core.errors import WriteFailed
 from abtui.core.events import AnyEvent
+
+if TYPE_CHECKING:
+    from abtui.core.model import Profile
 
 
 class Journal(Protocol):
@@ -54,6 +61,9 @@ class Measuring(Protocol):
     """What a session drives (abtui.measure.engine.front.Engine): a Controller whose shutdown
     says why the session ended."""
 
+    profile: Profile
+    session_path: Path | None
+
     def subscribe(self, callback: Callable[[AnyEvent], None]) -> object: ...
 
     async def connect(self) -> None: ...
@@ -68,14 +78,30 @@ class Measuring(Protocol):
 C = TypeVar("C", bound=Measuring)
 
 
+@dataclass(frozen=True, slots=True)
+class Deferred(Generic[C]):
+    """A controller a session builds on first use (`build`), with what is known before: the
+    console's engine, whose modules its first frame does not wait for."""
+
+    build: Callable[[], C]
+    profile: Profile
+    session_path: Path | None
+
+
 class ControllerSession(Generic[C]):
     """A controller's session from connect to journal close; see the module docstring.
     `on_write_error`: what a journal that cannot be written does (the console says so and
     stops measuring) in place of cancelling the task in the session (`abtui run`)."""
 
-    def __init__(self, controller: C, journal: Journal | None = None, *,
+    def __init__(self, controller: C | Deferred[C], journal: Journal | None = None, *,
                  on_write_error: Callable[[str], None] | None = None) -> None:
-        self.controller = controller
+        self._controller: C | None = None
+        self._deferred: Deferred[C] | None = None
+        if isinstance(controller, Deferred):
+            self._deferred = controller
+        else:
+            self._controller = controller
+        self._subscribers: list[Callable[[AnyEvent], None]] = []  # until built
         self._journal = journal
         self._on_write_error = on_write_error
         self._opened = False
@@ -85,6 +111,41 @@ class ControllerSession(Generic[C]):
         self._body = False  # that task is in the session (not yet ending it)
         self._failed = False  # the journal said it cannot write
         self._cancelled = False  # the session cancelled its task for that
+
+    @property
+    def controller(self) -> C:
+        """The controller, built on first use (a deferred session), the subscribers given
+        until then subscribed to it in their order."""
+        if self._controller is None:
+            assert self._deferred is not None
+            self._controller = self._deferred.build()
+            for callback in self._subscribers:
+                self._controller.subscribe(callback)
+            self._subscribers.clear()
+        return self._controller
+
+    @property
+    def profile(self) -> Profile:
+        """The controller's profile (known before a deferred one is built)."""
+        return self._deferred.profile if self._deferred is not None else self.controller.profile
+
+    @property
+    def session_path(self) -> Path | None:
+        """The controller's session file, if it journals one (known before it is built)."""
+        return self._deferred.session_path if self._deferred is not None \
+            else self.controller.session_path
+
+    @property
+    def built(self) -> bool:
+        """Whether the controller exists yet (a deferred one is built on first use)."""
+        return self._controller is not None
+
+    def subscribe(self, callback: Callable[[AnyEvent], None]) -> None:
+        """Every event of the controller's, from now on (kept in order until it is built)."""
+        if self._controller is None:
+            self._subscribers.append(callback)
+        else:
+            self._controller.subscribe(callback)
 
     @property
     def write_error(self) -> str | None:
@@ -103,7 +164,7 @@ class ControllerSession(Generic[C]):
         self._opened = True
         if self._journal is not None:
             self._journal.on_error = self._journal_failed
-            self.controller.subscribe(self._journal.write)
+            self.subscribe(self._journal.write)
 
     async def __aenter__(self) -> ControllerSession[C]:
         self._owner, self._body = asyncio.current_task(), True
@@ -127,10 +188,14 @@ class ControllerSession(Generic[C]):
             await self.controller.connect()
             self._connected = True
 
-    async def start(self, mode: Mode = "continuous") -> None:
-        """Measure in `mode`: connected once, whatever runs ended first."""
+    async def start(self, mode: Mode = "continuous",
+                    starting: Callable[[], object] | None = None) -> None:
+        """Measure in `mode`: connected once, whatever runs ended first; `starting` is
+        called in between (the console says what it starts)."""
         await self.connect()
         await self.controller.stop()
+        if starting is not None:
+            starting()
         await self.controller.start(mode)
 
     async def stop(self) -> None:

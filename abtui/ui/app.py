@@ -95,17 +95,22 @@ class AbtuiApp(App[int]):
     running: reactive[bool] = reactive(False, init=False)  # runs going on
     progress: reactive[dict[str, Any] | None] = reactive(None, init=False)  # plan.plan_progress
 
-    def __init__(self, controller: Controller, *, title: str | None = None,
+    def __init__(self, controller: Controller | ControllerSession[Any], *,
+                 title: str | None = None,
                  subtitle: str = "", autostart: bool = True, flush_hz: int = FLUSH_HZ,
                  history: int = 120, bench_file: str | None = None,
                  save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None,
                  keymap: dict[str, str] | None = None,
-                 clock: Clock | None = None, bisection: BisectPlan | None = None,
-                 session: ControllerSession[Controller] | None = None) -> None:
+                 clock: Clock | None = None, bisection: BisectPlan | None = None) -> None:
         super().__init__()
-        self.controller = controller
-        self.profile = controller.profile
+        # the session's lifecycle (on hosts: the command's, journalled, its engine built on
+        # the console's first call; else the console's own on `controller`): connect, start,
+        # shutdown go through it
+        session = controller if isinstance(controller, ControllerSession) else \
+            ControllerSession(controller)
+        self.session: ControllerSession[Any] = session
+        self.profile = session.profile
         self.state = ConsoleState(self.profile, history=history)
         self.title = title or f"abtui — {self.profile.name}"
         self.sub_title = subtitle
@@ -114,20 +119,17 @@ class AbtuiApp(App[int]):
         self.knob_keys = assign_keys(self.profile, self.RESERVED)
         # every deferred flush and repaint (abtui.ui.model.pacing); `clock` for tests
         self.scheduler = Scheduler(self.call_later, *([clock] if clock else []))
-        self.feed = EventFeed(self.scheduler, flush_hz)
-        self.feed.flush = self._flush_events
+        self.feed = EventFeed(self.scheduler, self._flush_events, flush_hz,
+                              live=lambda: self.is_running)
         self.bench = BenchProbe(bench_file)
-        # the session's lifecycle (on hosts: the command's, journalled; else the console's
-        # own on `controller`): connect, start, shutdown go through it
-        self.calls = ControllerCalls(session or ControllerSession(controller), self.state,
-                                     self.post_message)
+        self.calls = ControllerCalls(session, self.state, self.post_message)
         # the flow helpers post what the screen should show (abtui.ui.flow.messages, handled
         # here with @on) and run their calls as this app's workers; none holds the app
         post, work = self.post_message, self.run_worker
-        self.alternation = ConsoleAlternation(post, work, controller, self.profile, self.state,
+        self.alternation = ConsoleAlternation(post, work, self.profile, self.state,
                                               self.calls)  # ctrl+a, ctrl+e
         # `abtui bisect` in the console: it starts in place of measuring only
-        self.bisection = ConsoleBisection(post, work, controller, self.profile, self.state,
+        self.bisection = ConsoleBisection(post, work, self.profile, self.state,
                                           self.calls, bisection)
         self.knobs = KnobKeys(post, self.profile, self.state, self.alternation,
                               self.calls.flip)  # a knob's key, ctrl+t
@@ -141,9 +143,9 @@ class AbtuiApp(App[int]):
         self.live_freeze = LiveFreeze()  # what going live built, out of the collector's way
         # every event on disk (what save, export and compare read): the engine's journal, or
         # the console's own spool; subscribed first, so it has whatever the screen has
-        self.on_disk = EventsOnDisk(controller.session_path, self.profile.name,
+        self.on_disk = EventsOnDisk(session.session_path, self.profile.name,
                                       list(self.state.pairs))
-        self.files = SessionFiles(post, work, controller, self.state, self.on_disk,
+        self.files = SessionFiles(post, work, session, self.state, self.on_disk,
                                   self.event_log, width=lambda: self.size.width,
                                   save_dir=save_dir, sessions_dir=sessions_dir)
         # the panes' repaints (TEXT_HZ at most); the numbers and the phase table are repainted
@@ -158,8 +160,13 @@ class AbtuiApp(App[int]):
         self._table_soon = self.scheduler.wakeup(self.table_throttle)
         self._table_asked = -1e9  # when the flush that scheduled it came
         self.set_keymap(load_keymap() if keymap is None else keymap)
-        controller.subscribe(self.on_disk.write)
-        controller.subscribe(self.receive)
+        session.subscribe(self.on_disk.write)
+        session.subscribe(self.feed.receive)  # the screen's side: straight into the feed
+
+    @property
+    def controller(self) -> Controller:
+        """The session's controller (on hosts the engine: built by the session on first use)."""
+        return self.session.controller
 
     @property
     def main_screen(self) -> MainScreen:
@@ -266,11 +273,9 @@ class AbtuiApp(App[int]):
 
     # ---- events ---------------------------------------------------------------------------
     def receive(self, event: Event) -> None:
-        """The controller's subscriber: queue the event, and have it shown as soon as the
-        refresh budget allows (at most `flush_hz` flushes a second, none when idle)."""
-        now = self.feed.queue(event)
-        if self.is_running:  # else on_mount flushes (or the console has closed)
-            self.feed.schedule(event, now)
+        """An event shown as the controller's are (tests and scripts that drive the console;
+        the controller's own go straight to the feed, abtui.ui.flow.feed)."""
+        self.feed.receive(event)
 
     async def settled(self) -> None:
         """Return once every event received is on screen and no repaint is waiting (for

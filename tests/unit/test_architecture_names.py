@@ -11,7 +11,7 @@ What counts as cited, in backticks (`…`) unless said:
   last `.Name`: the module exists, and so does the name in it (a definition or an import);
   one that is a file's name (`abtui.tcss`) is that file;
 - a capitalised name (`PairRun`, `HostKnobs`), alone or with one member
-  (`IntervalReader._emit`, `Event.of()`): a class, function or assignment of that name
+  (`IntervalReader._take`, `Event.of()`): a class, function or assignment of that name
   somewhere in abtui, and its member defined in that class's body. Textual's own names the
   page cites (`Widget.refresh`, `Binding`, `App`) are listed in EXTERNAL.
 Lower-case `a.b` forms (`engine.book`: an attribute of an object) and the rest are prose.
@@ -101,7 +101,7 @@ def problems(text: str) -> list[str]:
 def test_the_reader_finds_what_is_missing() -> None:
     text = ("`measure/engine/front.py` `measure/engine.py` `sections.py` `nowhere.py` "
             "abtui.measure.engine.front.Engine abtui.measure.engine_runs "
-            "`PairRun` `PairRun._emit_interval` `IntervalReader._emit` `Event.of()` "
+            "`PairRun` `PairRun._emit_interval` `IntervalReader._take` `Event.of()` "
             "`Event[IntervalMeasured]` `engine.book` `NoSuchThing`")
     assert set(problems(text)) == {
         "no module or name abtui.measure.engine_runs", "no file measure/engine.py",

@@ -92,6 +92,10 @@ class Engine:
         # what shutdown could not set back (one line each), for `abtui recover` to finish
         self.not_restored: list[str] = []
         self.bus = EventBus()
+        # every part emits straight onto the bus (an interval's path: no relay on the way);
+        # the failed runs are counted by the bus's first subscriber
+        self.emit: Callable[[AnyEvent], None] = self.bus.emit
+        self.bus.subscribe(self._count_failed)
         self.tasks = Tasks()
         self.book = PhaseBook(profile)
         if ping_parser_factory is None and any(self.book.options(p).ping
@@ -110,8 +114,13 @@ class Engine:
                                      self.runs, self.emit, self.tasks)
         self.knobs.pause_with(self.verifier)  # a build switch holds its pairs' runs
         # every setting the session set, read back while measuring (someone else's change)
+        # and before every change (someone else's value is seen before anything is written)
         self.drift = DriftWatch(profile, self.book, self.hosts, self.gate, self.knobs,
                                 self.runs, self.emit)
+        self.knobs.read_back_first(self.drift.check)
+        # the one knob entry point: each pair its own value of a knob, in one change (a
+        # crossover's boundary; `again`: a new stretch), the changer's own method
+        self.set_values = self.knobs.set_values
         self.host_state = HostStateRecorder(profile, self.emit)
         self.traffic = TrafficJudge(profile.pairs, self.emit)  # no flow but ours
         self.bus.subscribe(self.traffic.feed)
@@ -124,11 +133,10 @@ class Engine:
         """Every event from now on, until the returned handle is closed."""
         return self.bus.subscribe(callback)
 
-    def emit(self, event: AnyEvent) -> None:
+    def _count_failed(self, event: AnyEvent) -> None:
         if (event.kind is EventKind.RUN_END and isinstance(end := event.payload, events.RunEnd)
                 and end.status in ("error", "incomplete")):
             self.failed_runs += 1
-        self.bus.emit(event)
 
     # ---- connecting ---------------------------------------------------------------------
     async def connect(self) -> None:
@@ -157,15 +165,9 @@ class Engine:
 
     async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None,
                        again: bool = False) -> None:
-        await self.drift.check()  # someone else's value is seen before anything is written
-        await self.knobs.set_knob(knob, value, pairs, again)
-
-    async def set_values(self, knob: str, values: Mapping[str, str],
-                         again: bool = False) -> None:
-        """Each pair its own value of `knob`, in one change (KnobChanger.set_values: a
-        crossover's boundary); `again`: a build knob's hosts boot even an unchanged build."""
-        await self.drift.check()
-        await self.knobs.set_values(knob, values, again)
+        """`value` on the pairs (the knob's own, or all): the knob's one entry point,
+        `set_values`, on the pairs it reaches."""
+        await self.set_values(knob, dict.fromkeys(self.knobs.labels(knob, pairs), value), again)
 
     async def read_back(self) -> None:
         """Every setting the session set read back now (an alternation's stretch boundary):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from abtui.core import events
@@ -80,6 +80,7 @@ class KnobChanger:
         self.changing = asyncio.Lock()
         # a build switch's pause of its pairs' runs (the engine gives its host verifier)
         self.pauses: Pauses | None = None
+        self._read_back: Callable[[], Awaitable[object]] | None = None  # read_back_first
 
     @property
     def applier(self) -> KnobApplier:
@@ -166,13 +167,15 @@ class KnobChanger:
                 self._book.phases[label].config[knob.name] = knob.initial
 
     # ---- changing -----------------------------------------------------------------------
-    async def set_knob(self, knob: str, value: str, pairs: Sequence[str] | None = None,
-                       again: bool = False) -> None:
-        """Set `knob` to `value` on the pairs (the knob's own, or all); KnobRefused leaves
-        every pair as it was. Never at once with a reconnected host's re-apply."""
-        k = self.knob(knob)
-        labels = list(pairs) if pairs else (list(k.pairs) or list(self._book.phases))
-        await self.set_values(knob, dict.fromkeys(labels, value), again)
+    def labels(self, knob: str, pairs: Sequence[str] | None = None) -> list[str]:
+        """The pairs a change of `knob` on `pairs` reaches: those, else the knob's own, else
+        every pair."""
+        return list(pairs) if pairs else (list(self.knob(knob).pairs) or list(self._book.phases))
+
+    def read_back_first(self, read_back: Callable[[], Awaitable[object]]) -> None:
+        """What every change does before it writes anything (the engine's drift watch: a
+        value someone else set is seen first)."""
+        self._read_back = read_back
 
     async def set_values(self, knob: str, values: Mapping[str, str],
                          again: bool = False) -> None:
@@ -184,82 +187,85 @@ class KnobChanger:
         value changed or not, and the hosts forget what the old connections left (the TCP
         metrics cache) before the new ones open; a build knob's hosts boot (reload) their
         build even when it is unchanged (a new phase: a build alternation's stretch is one
-        boot)."""
-        async with self.changing:
-            await self._set_values(self.knob(knob), values, again)
-
-    async def _set_values(self, k: Knob, values: Mapping[str, str], again: bool = False) -> None:
-        knob = k.name
-        unknown = [label for label in values if label not in self._book.phases]
-        if unknown:
-            raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
-        boot = again and k.kind in BUILD_KINDS
-        # a pair whose hosts have the value already is not changed: no new phase for it (a
-        # build's boot again is one: each boot its own phase)
-        wanted = {x: v for x, v in values.items()
-                  if boot or self._book.phases[x].config.get(k.name) != v}
-        labels = list(wanted)
-        # a new stretch: the kept pairs' runs restart too (and the changed pairs' whatever
-        # the knob's kind), so no boundary is told from another by how it treats the runs
-        kept = [x for x in values if again and x not in wanted]
-        if not labels and not kept:
-            return
-        begin = now()
-        for label in labels:
-            self._book.phases[label].begin_change(begin)
-        # a setting only new connections see: the pairs' runs end (continuous: `_follow`
-        # starts the next; a plan's step: `_stream` measures it again)
-        restarts = again or k.restarts
-        ending = [*labels, *kept] if restarts else []
-        retired = {x: r for x in ending if (r := self._runs.running(x)) is not None}
-        for run in retired.values():  # its connection keeps the old setting: counted nowhere
-            run.retire(begin)
-        if restarts:
-            self._book.settings_changed(ending)
-        paused = await self._pause(k, labels, begin)
-        groups: dict[str, list[str]] = {}
-        for label, value in wanted.items():
-            groups.setdefault(value, []).append(label)
-        try:  # each value on its pairs, at once
-            got = await asyncio.gather(*(self._apply(k, v, xs, boot)
-                                         for v, xs in groups.items()), return_exceptions=True)
-        finally:
+        boot). The engine's one knob entry point (Engine.set_values is this method; its
+        set_knob names the pairs first); never at once with a reconnected host's re-apply."""
+        if self._read_back is not None:
+            await self._read_back()
+        async with self.changing:  # (the change in line: a flip's path has no relay)
+            k = self.knob(knob)
+            unknown = [label for label in values if label not in self._book.phases]
+            if unknown:
+                raise KnobRefused(f"knob {knob}: no pair named {', '.join(unknown)}")
+            boot = again and k.kind in BUILD_KINDS
+            # a pair whose hosts have the value already is not changed: no new phase for it (a
+            # build's boot again is one: each boot its own phase)
+            wanted = {x: v for x, v in values.items()
+                      if boot or self._book.phases[x].config.get(k.name) != v}
+            labels = list(wanted)
+            # a new stretch: the kept pairs' runs restart too (and the changed pairs' whatever
+            # the knob's kind), so no boundary is told from another by how it treats the runs
+            kept = [x for x in values if again and x not in wanted]
+            if not labels and not kept:
+                return
+            begin = now()
+            for label in labels:
+                self._book.phases[label].begin_change(begin)
+            # a setting only new connections see: the pairs' runs end (continuous: `_follow`
+            # starts the next; a plan's step: `_stream` measures it again)
+            restarts = again or k.restarts
+            ending = [*labels, *kept] if restarts else []
+            retired = {x: r for x in ending if (r := self._runs.running(x)) is not None}
+            for run in retired.values():  # its connection keeps the old setting: counted nowhere
+                run.retire(begin)
             if restarts:
                 self._book.settings_changed(ending)
-            if paused and self.pauses is not None:  # what the switch reset: re-applied
-                self.pauses.recheck(paused)
-        refused = [e for e in got if isinstance(e, BaseException)]
-        if any(not isinstance(e, KnobRefused) for e in refused):
-            raise next(e for e in refused if not isinstance(e, KnobRefused))
-        done: list[str] = []
-        targets: dict[str, str] = {}
-        # a pair whose value was refused keeps its phase, but its run, retired since the
-        # change began (its intervals since straddle), is restarted under the same value
-        unchanged: list[str] = []
-        for (value, xs), result in zip(groups.items(), got, strict=True):
-            if isinstance(result, BaseException):
+            paused = await self._pause(k, labels, begin)
+            groups: dict[str, list[str]] = {}
+            for label, value in wanted.items():
+                groups.setdefault(value, []).append(label)
+            try:  # each value on its pairs, at once (the knob layer's calls themselves)
+                outcomes = await asyncio.gather(*(self._call(k, v, xs, boot)
+                                                  for v, xs in groups.items()),
+                                                return_exceptions=True)
+                got = [self._outcome(k, v, xs, o)
+                       for (v, xs), o in zip(groups.items(), outcomes, strict=True)]
+            finally:
+                if restarts:
+                    self._book.settings_changed(ending)
+                if paused and self.pauses is not None:  # what the switch reset: re-applied
+                    self.pauses.recheck(paused)
+            refused = [e for e in got if isinstance(e, BaseException)]
+            if any(not isinstance(e, KnobRefused) for e in refused):
+                raise next(e for e in refused if not isinstance(e, KnobRefused))
+            done: list[str] = []
+            targets: dict[str, str] = {}
+            # a pair whose value was refused keeps its phase, but its run, retired since the
+            # change began (its intervals since straddle), is restarted under the same value
+            unchanged: list[str] = []
+            for (value, xs), result in zip(groups.items(), got, strict=True):
+                if isinstance(result, BaseException):
+                    for label in xs:
+                        self._book.phases[label].abort_change()
+                        if label in retired:
+                            unchanged.append(label)
+                    continue
+                targets |= result
+                done += xs
+                end = now()
                 for label in xs:
-                    self._book.phases[label].abort_change()
-                    if label in retired:
-                        unchanged.append(label)
-                continue
-            targets |= result
-            done += xs
-            end = now()
-            for label in xs:
-                closed = self._book.phases[label].commit_change(begin, end, {knob: value})
-                if closed is not None:
-                    self._emit(closed)
-                # a run goes on into it
-                self._book.phases[label].running(self._runs.running(label) is not None)
-        if again:  # a new stretch: forgotten, then measured afresh
-            ended = [*done, *kept, *unchanged]
-        else:
-            ended = [*done, *unchanged] if restarts or targets else []
-        if ended:
-            await self._runs.restart(ended, begin, clear=again)
-        if refused:
-            raise refused[0]
+                    closed = self._book.phases[label].commit_change(begin, end, {knob: value})
+                    if closed is not None:
+                        self._emit(closed)
+                    # a run goes on into it
+                    self._book.phases[label].running(self._runs.running(label) is not None)
+            if again:  # a new stretch: forgotten, then measured afresh
+                ended = [*done, *kept, *unchanged]
+            else:
+                ended = [*done, *unchanged] if restarts or targets else []
+            if ended:
+                await self._runs.restart(ended, begin, clear=again)
+            if refused:
+                raise refused[0]
 
     async def _pause(self, k: Knob, labels: Sequence[str], begin: float) -> list[str]:
         """A build switch: the pairs' hosts held (no run starts there until they are read
@@ -277,27 +283,54 @@ class KnobChanger:
                      again: bool = False) -> Mapping[str, str]:
         """Apply on the hosts (or the test options); KNOB or KNOB_ERROR, TUNNEL per pair."""
         try:
-            if k.kind is KnobKind.IPERF3:
-                self._set_iperf3_option(k, value, labels)
-                targets: Mapping[str, str] = {}
-            else:
-                pairs = [self.profile.pair(x) for x in labels]
-                targets = await (self.applier.apply(k, value, pairs, again=True) if again
-                                 else self.applier.apply(k, value, pairs))
-        except AbtuiError as exc:  # the one place a host's or an option's error becomes a refusal
-            self._emit(Event.of(events.KnobError(knob=k.name, value=value, message=str(exc))))
-            raise exc if isinstance(exc, KnobRefused) else \
-                KnobRefused(str(exc), invalid=isinstance(exc, BadInput)) from exc
+            outcome: Mapping[str, str] | BaseException = await self._call(k, value, labels,
+                                                                          again)
+        except Exception as exc:
+            outcome = exc
+        got = self._outcome(k, value, labels, outcome)
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def _call(self, k: Knob, value: str, labels: Sequence[str],
+              again: bool = False) -> Awaitable[Mapping[str, str]]:
+        """The change of `k` on the pairs, to await: the knob layer's own call (the test
+        options, for an iperf3 knob)."""
+        if k.kind is KnobKind.IPERF3:
+            return self._iperf3(k, value, labels)
+        pairs = [self.profile.pair(x) for x in labels]
+        return self.applier.apply(k, value, pairs, again=True) if again \
+            else self.applier.apply(k, value, pairs)
+
+    async def _iperf3(self, k: Knob, value: str, labels: Sequence[str]) -> Mapping[str, str]:
+        self._set_iperf3_option(k, value, labels)
+        return {}
+
+    def _outcome(self, k: Knob, value: str, labels: Sequence[str],
+                 outcome: Mapping[str, str] | BaseException) -> Mapping[str, str] | BaseException:
+        """What a change's call came to, said: KNOB and TUNNEL per pair, or KNOB_ERROR and
+        the refusal (returned, not raised: the one place a host's or an option's error
+        becomes a refusal); any other exception returned as it is."""
+        if isinstance(outcome, AbtuiError):
+            self._emit(Event.of(events.KnobError(knob=k.name, value=value,
+                                                 message=str(outcome))))
+            if isinstance(outcome, KnobRefused):
+                return outcome
+            refused = KnobRefused(str(outcome), invalid=isinstance(outcome, BadInput))
+            refused.__cause__ = outcome
+            return refused
+        if isinstance(outcome, BaseException):
+            return outcome
         if k.kind is not KnobKind.IPERF3:
             for label in labels:
                 self._applied.setdefault(label, set()).add(k.name)
         self._emit(Event.of(events.KnobChanged(knob=k.name, value=value, pairs=list(labels),
                                               hosts=self._hosts(k, labels))))
-        for label, target in targets.items():  # a tunnel switched, or made again after a reload
+        for label, target in outcome.items():  # a tunnel switched, or made again after a reload
             self._book.targets[label] = target
             kind = value if k.kind is KnobKind.TUNNEL else self._tunnel_type(label)
             self._emit(Event.of(events.Tunnel(type=kind, target=target), pair=label))
-        return targets
+        return outcome
 
     def _tunnel_type(self, label: str) -> str:
         """The pair's tunnel type now (its tunnel knob's value in its configuration)."""

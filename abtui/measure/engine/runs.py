@@ -23,7 +23,7 @@ from abtui.core.events import Event
 from abtui.core.model import LinkState, Pair, Profile
 from abtui.measure.engine.carryover import Carryover
 from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
-from abtui.measure.run.context import OwnerOf, ProfileSpec, RunParsers, RunSpec
+from abtui.measure.run.context import ProfileSpec, RunParsers, RunSpec
 from abtui.measure.run.traffic import counters_for
 from abtui.measure.tasks import Tasks
 from abtui.remote.cork import corked
@@ -62,7 +62,9 @@ class RunIds:
         return f"{label}-{self._counts[label]}"
 
 class RunScheduler:
-    """Run groups prepared, released and streamed; see the module docstring."""
+    """Run groups prepared, released and streamed, and the owner every run reports to
+    (abtui.measure.run.context.RunOwner): its events go straight to the engine's `emit`,
+    its phase to the phase book's `phase_for`; see the module docstring."""
 
     def __init__(self, profile: Profile, book: PhaseBook, pool: HostPool, gate: HostGate,
                  emit: Emit, tasks: Tasks, *, parser_factory: ParserFactory,
@@ -72,9 +74,13 @@ class RunScheduler:
         self._make_run = new_run  # a run is made by its own class, handed in by the engine
         self._book, self._pool, self._gate = book, pool, gate  # what a run is armed from
         self._emit, self._tasks = emit, tasks
+        # what a run asks its owner, answered by the parts that know (no relay in between)
+        self.emit = emit
+        self.phase_for = book.phase_for
+        self.raw_line: Callable[[str, str], None] = raw_sink or _ignore
         self.parser_factory = parser_factory
         self.ping_parser_factory = ping_parser_factory
-        self.raw_sink = raw_sink
+
         self._runs: dict[str, PairRun] = {}
         self._run_ids = RunIds()
         self.skews: list[float] = []
@@ -201,11 +207,23 @@ class RunScheduler:
                                            for a in (pair.sender, pair.receiver)),
             counters_for=counters_for(self._pool.dialects.get(pair.sender),
                                       self._book.targets[label]))
-        owner = OwnerOf(self._emit, self._book.classifier(spec.settings), raw_sink=self.raw_sink,
-                        book=self._pool.journal, orphan=self._pool.orphans.add)
         return self._make_run(spec, self._pool.links[pair.sender],
-                              self._pool.links[pair.receiver], owner,
+                              self._pool.links[pair.receiver], self,
                               RunParsers(self.parser_factory, self.ping_parser_factory))
+
+    # ---- what a run tells its owner (RunOwner; emit, phase_for and raw_line are above) ----
+    def started(self, host: str, pgid: int, what: str) -> None:
+        """A process group a run started on `host`, written in the undo journal."""
+        if self._pool.journal is not None:
+            self._pool.journal.record_pgid(host, pgid, what)
+
+    def ended(self, host: str, pgid: int) -> None:
+        if self._pool.journal is not None:
+            self._pool.journal.forget_pgid(host, pgid)
+
+    def orphaned(self, link: HostLink, pgid: int) -> None:
+        """A process left on a host whose link dropped: ended once the link is back."""
+        self._pool.orphans.add(link, pgid)
 
     def _profiled(self, pair: Pair, hz: int) -> dict[str, ProfileSpec]:
         """The pair's hosts to profile at `hz` (none at 0): each with perf, but of hosts that
@@ -340,6 +358,10 @@ class RunScheduler:
         self._runs.pop(run.label, None)
         return run
 
+
+
+def _ignore(_run_id: str, _line: str) -> None:
+    """No raw lines wanted."""
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:

@@ -20,10 +20,7 @@ from abtui.remote.link import HostLink
 from abtui.remote.streams import RemoteProcess
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
-    from abtui.measure.ports import Emit, ParserFactory, PingParserFactory
-
-PhaseFor = Callable[[str, float, float], tuple[int, bool]]
-RawSink = Callable[[str, str], None]
+    from abtui.measure.ports import ParserFactory, PingParserFactory
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +66,17 @@ class RunSpec:
 
 
 class RunOwner(Protocol):
-    """What a run tells whoever runs it (the engine): every member is called, none optional."""
+    """What a run tells whoever runs it (the engine's run scheduler,
+    abtui.measure.engine.runs.RunScheduler, the runs' owner): every member is called, none
+    optional."""
 
     def emit(self, event: AnyEvent) -> None: ...
 
-    def phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
+    def phase_for(self, label: str, received: float, duration: float,
+                  settings: int) -> tuple[int, bool]:
         """The phase of what arrived at `received` (time.time()) spanning `duration` s, and
-        whether it straddles a change."""
+        whether it straddles a change, for a run prepared at the pair's settings count
+        `settings` (abtui.measure.phase_book.PhaseBook.phase_for)."""
         ...
 
     def raw_line(self, run_id: str, line: str) -> None:
@@ -92,49 +93,6 @@ class RunOwner(Protocol):
     def orphaned(self, link: HostLink, pgid: int) -> None:
         """A process left on a host whose link dropped: to be ended once the link is back."""
         ...
-
-
-class ProcessBook(Protocol):
-    """Where started process groups are written down (abtui.hosts.undo.UndoJournal)."""
-
-    def record_pgid(self, host: str, pgid: int, what: str = "") -> None: ...
-
-    def forget_pgid(self, host: str, pgid: int) -> None: ...
-
-
-class OwnerOf:
-    """A RunOwner made of the engine's own members: what is not given is not wanted."""
-
-    def __init__(self, emit: Emit, phase_for: PhaseFor, *, raw_sink: RawSink | None = None,
-                 book: ProcessBook | None = None,
-                 orphan: Callable[[HostLink, int], None] | None = None) -> None:
-        self._emit = emit
-        self._phase_for = phase_for
-        self._raw_sink = raw_sink
-        self._book = book
-        self._orphan = orphan
-
-    def emit(self, event: AnyEvent) -> None:
-        self._emit(event)
-
-    def phase_for(self, label: str, received: float, duration: float) -> tuple[int, bool]:
-        return self._phase_for(label, received, duration)
-
-    def raw_line(self, run_id: str, line: str) -> None:
-        if self._raw_sink is not None:
-            self._raw_sink(run_id, line)
-
-    def started(self, host: str, pgid: int, what: str) -> None:
-        if self._book is not None:
-            self._book.record_pgid(host, pgid, what)
-
-    def ended(self, host: str, pgid: int) -> None:
-        if self._book is not None:
-            self._book.forget_pgid(host, pgid)
-
-    def orphaned(self, link: HostLink, pgid: int) -> None:
-        if self._orphan is not None:
-            self._orphan(link, pgid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +129,7 @@ class RunContext:
         self.owner.emit(Event.of(payload, t=t, pair=self.label, host=host))
 
     def phase(self, received: float, duration: float) -> tuple[int, bool]:
-        return self.owner.phase_for(self.label, received, duration)
+        return self.owner.phase_for(self.label, received, duration, self.spec.settings)
 
     async def start_process(self, link: HostLink, command: str,
                             what: str) -> RemoteProcess[HostLink]:

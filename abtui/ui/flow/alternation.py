@@ -9,7 +9,6 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.model import Profile
 from abtui.ui.flow.control import ControllerCalls
@@ -36,11 +35,10 @@ class ConsoleAlternation:
     lines (for the log) are posted as messages (abtui.ui.flow.messages); `run_worker` runs
     its starts and stops as the app's workers."""
 
-    def __init__(self, post: Post, run_worker: RunWorker, controller: Controller,
-                 profile: Profile, state: ConsoleState, calls: ControllerCalls) -> None:
+    def __init__(self, post: Post, run_worker: RunWorker, profile: Profile,
+                 state: ConsoleState, calls: ControllerCalls) -> None:
         self.post = post
         self.run_worker = run_worker
-        self.controller = controller
         self.profile = profile
         self.state = state
         self.calls = calls
@@ -86,7 +84,7 @@ class ConsoleAlternation:
         knob = self.profile.knob(alt.knob)
         before = {lb: ps.config[alt.knob] for lb, ps in self.state.pairs.items()
                   if (not knob.pairs or lb in knob.pairs) and alt.knob in ps.config}
-        live = self.live = LiveAlternation(self.controller, alt, self.min_effect,
+        live = self.live = LiveAlternation(self.calls.controller, alt, self.min_effect,
                                            notify=self.show, before=before)
         self.why, self._why_noted = self._why_book(live), False
         self.post(Said(f"alternating {alt.knob}: {' / '.join(alt.values)} "
@@ -107,12 +105,18 @@ class ConsoleAlternation:
             await self.live.stop(restore=False)  # restoring the hosts sets it back
             self.show()
 
+    def alternating(self, knob: str) -> bool:
+        """Whether `knob` is being alternated now (a flip of it by hand must end that first:
+        the two would fight over the hosts' value)."""
+        live = self.live
+        return live is not None and live.running and live.alt.knob == knob
+
     def flipped_by_hand(self, knob: str, then: Callable[[], None]) -> None:
         """A knob key pressed: a flip of the knob being alternated ends the alternation
         first (the two would fight over the hosts' value), then `then` sets it."""
         self.last_knob = knob
         live = self.live
-        if live is None or not live.running or live.alt.knob != knob:
+        if live is None or not self.alternating(knob):
             then()
             return
 
@@ -149,7 +153,7 @@ class ConsoleAlternation:
         if not profiled(self.profile):
             return None
         book = why_book(live.verdicts)
-        self.controller.subscribe(book)  # after the alternation's own subscriber
+        self.calls.session.subscribe(book)  # after the alternation's own subscriber
         return book
 
     def toggle_why(self) -> None:
@@ -185,6 +189,6 @@ class ConsoleAlternation:
             self._why_noted = True
             found = self.why.found()
             if found.rows:  # the reports' Why section reads it
-                self.controller.note(found)
+                self.calls.controller.note(found)
         lines = [*(live.lines() if live is not None else []), *self._why_lines()]
         self.post(VerdictsShown(lines if live is not None or self.why_shown else None, ended))

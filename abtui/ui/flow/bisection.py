@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from abtui.core.controller import Controller
 from abtui.core.model import Profile
 from abtui.ui.flow.control import ControllerCalls
 from abtui.ui.flow.messages import Failed, Post, RunWorker, Said, VerdictsShown
@@ -21,16 +20,16 @@ if TYPE_CHECKING:  # numpy and scipy behind them: loaded when the bisection star
 
 
 class ConsoleBisection:
-    """The bisection `plan` (None: the console was opened without one) on `controller`; its
+    """The bisection `plan` (None: the console was opened without one) on the controller of
+    `calls`; its
     lines (for the log) and its panel's (for the verdict panel) are posted as messages
     (abtui.ui.flow.messages); `run_worker` runs its start as the app's worker."""
 
-    def __init__(self, post: Post, run_worker: RunWorker, controller: Controller,
-                 profile: Profile, state: ConsoleState, calls: ControllerCalls,
+    def __init__(self, post: Post, run_worker: RunWorker, profile: Profile,
+                 state: ConsoleState, calls: ControllerCalls,
                  plan: BisectPlan | None = None) -> None:
         self.post = post
         self.run_worker = run_worker
-        self.controller = controller
         self.profile = profile
         self.state = state  # its `bisect`: the panel's lines, from the events
         self.calls = calls
@@ -52,7 +51,7 @@ class ConsoleBisection:
             self.post(Failed(f"bisect of {self.plan.knob} not started: the "
                              "hosts could not be measured (the log says why)"))
             return
-        self.live = LiveBisection(self.controller, self.profile, self.plan, say=self.say,
+        self.live = LiveBisection(self.calls.controller, self.profile, self.plan, say=self.say,
                                   notify=self._ended)
         self.live.start()
 

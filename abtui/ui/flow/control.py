@@ -30,12 +30,17 @@ class ControllerCalls:
     def __init__(self, session: ControllerSession[Controller], state: ConsoleState,
                  post: Callable[[Message], object]) -> None:
         self.session = session
-        self.controller = session.controller
         self.state = state
         self.post = post
         self.lock = asyncio.Lock()
         self.mode: Mode | None = None  # what the console last started
         self.flips: set[asyncio.Task[None]] = set()  # knob changes under way
+
+    @property
+    def controller(self) -> Controller:
+        """The session's controller (on hosts the engine, built by the session on first
+        use)."""
+        return self.session.controller
 
     @property
     def connected(self) -> bool:
@@ -55,15 +60,12 @@ class ControllerCalls:
     async def start(self, mode: Mode = "continuous") -> None:
         """Connect once, end whatever runs, then start in `mode` (after any call asked
         before this one)."""
-        async def call() -> None:
-            await self.session.connect()
-            await self.session.stop()
+        def starting() -> None:
             self.mode = mode
             self.state.progress = None  # the last plan's
             self.post(Started(mode))
-            await self.controller.start(mode)
 
-        await self._in_turn("start", call)
+        await self._in_turn("start", lambda: self.session.start(mode, starting))
 
     async def stop(self) -> None:
         async def call() -> None:
@@ -83,31 +85,37 @@ class ControllerCalls:
                 self.post(Failed(f"{what} failed: {type(exc).__name__}: {exc}"))
 
     def flip(self, name: str, value: str, pairs: list[str]) -> None:
-        """A knob's key: its change on `pairs` as a task of its own (what it did is posted);
+        """A knob's key: its change on `pairs` as a task of its own, straight to the
+        controller's one knob entry point (`set_values`), what it did posted when it is done;
         keys pressed in a row change in parallel, as the controller allows."""
-        task = asyncio.get_running_loop().create_task(self.set_knob(name, value, pairs))
+        if all(self.state.pairs[lb].config.get(name) == value for lb in pairs):
+            self.post(Said(f"{name} is {value} already on {', '.join(pairs)}"))
+            return
+        self.post(Said(f"setting {name}={value} on {', '.join(pairs)}…"))
+        task = asyncio.get_running_loop().create_task(
+            self.controller.set_values(name, dict.fromkeys(pairs, value)))
         self.flips.add(task)
         task.add_done_callback(self.flips.discard)
+        task.add_done_callback(lambda done: self._flipped(done, name, value, pairs))
+
+    def _flipped(self, task: asyncio.Task[None], name: str, value: str,
+                 pairs: list[str]) -> None:
+        """What a flip did, posted: set, refused, or failed (never a traceback)."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            self.post(KnobSet(pairs))
+        elif isinstance(exc, KnobRefused):
+            self.post(Failed(f"{name}={value} refused: {exc}", pairs))
+        else:  # a host error must never take the console down
+            self.post(Failed(f"{name}={value} failed: {type(exc).__name__}: {exc}", pairs))
 
     def cancel_flips(self) -> None:
         """The console is gone: a change still under way is cut short (the shutdown that
         follows sets every host back)."""
         for task in list(self.flips):
             task.cancel()
-
-    async def set_knob(self, name: str, value: str, pairs: list[str]) -> None:
-        if all(self.state.pairs[lb].config.get(name) == value for lb in pairs):
-            self.post(Said(f"{name} is {value} already on {', '.join(pairs)}"))
-            return
-        self.post(Said(f"setting {name}={value} on {', '.join(pairs)}…"))
-        try:
-            await self.controller.set_knob(name, value, pairs)
-        except KnobRefused as exc:
-            self.post(Failed(f"{name}={value} refused: {exc}", pairs))
-        except Exception as exc:  # a host error must never take the console down
-            self.post(Failed(f"{name}={value} failed: {type(exc).__name__}: {exc}", pairs))
-        else:
-            self.post(KnobSet(pairs))
 
     async def shutdown(self) -> None:
         """Leaving: a call under way ends first (CONTROL_WAIT_S at most), then the

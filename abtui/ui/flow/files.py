@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
-from abtui.core.controller import Controller
 from abtui.core.errors import AbtuiError
 from abtui.core.events import Event
 from abtui.sessions import paths
@@ -26,6 +25,7 @@ from abtui.ui.render import tables
 from abtui.ui.render.eventlog import EventLog
 
 if TYPE_CHECKING:
+    from abtui.measure.session import ControllerSession
     from abtui.sessions.session import Session
 
 EXPORT_FORMATS = ("md", "text", "csv", "json")
@@ -38,15 +38,15 @@ class SessionFiles:
     posted (`post`), its reading and writing run as the app's thread workers (`run_worker`),
     `width` is the screen's (the compare tables are laid out for it)."""
 
-    def __init__(self, post: Post, run_worker: RunWorker, controller: Controller,
+    def __init__(self, post: Post, run_worker: RunWorker, session: ControllerSession[Any],
                  state: ConsoleState, on_disk: EventsOnDisk, event_log: EventLog, *,
                  width: Callable[[], int], save_dir: str | Path | None = None,
                  sessions_dir: str | Path | None = None) -> None:
         self.post = post
         self.run_worker = run_worker
         self.width = width
-        self.controller = controller
-        self.profile = controller.profile
+        self.session = session  # its controller's journal (none: a replay's)
+        self.profile = session.profile
         self.state = state
         self.on_disk = on_disk
         self.event_log = event_log
@@ -67,7 +67,7 @@ class SessionFiles:
 
         from abtui.ui.render.screens import PathPrompt
 
-        path = self.controller.session_path
+        path = self.session.session_path
         name = paths.name_of(path) if path else paths.session_name(self.profile.name)
         self.post(ShowScreen(PathPrompt("Export the session (the report abtui export writes)",
                                         str(self.folder() / f"{name}.md"), EXPORT_FORMATS),
@@ -84,7 +84,7 @@ class SessionFiles:
 
         # With the engine the session is journalled as it runs (controller.session_path):
         # `s` saves a copy of what the console has received, under another name.
-        live = self.controller.session_path
+        live = self.session.session_path
         note = (f"This session is being written to {live} as it runs (finished there when "
                 "you quit); this saves a copy of it so far.") if live else ""
         default = paths.new_session_path(self.profile.name, self.folder() if self.save_dir
@@ -131,7 +131,7 @@ class SessionFiles:
                     tables.saved_comparison(_load(result), self.on_disk.events(),
                                             self.width())))
 
-        live = self.controller.session_path
+        live = self.session.session_path
         mine = {live, paths.finished_path(live)} if live else set()
         saved = [p for p in reversed(paths.list_sessions(self.sessions_dir)) if p not in mine]
         self.post(ShowScreen(SessionPicker(

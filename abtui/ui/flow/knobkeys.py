@@ -6,6 +6,7 @@ abtui.ui.flow.control (it runs there as a task); the knob is remembered for the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from abtui.core.configuration import cycle
 from abtui.core.model import KnobKind, Profile
@@ -27,17 +28,21 @@ class KnobKeys:
         self.alternation = alternation
         self.set_knob = set_knob
 
-    def flip(self, name: str, pairs: list[str]) -> None:
-        """A knob's key: its next value on `pairs` (the first pair's value decides)."""
-        try:
-            knob = self.profile.knob(name)
-        except KeyError:
-            return
-        ps = self.state.pairs[pairs[0]]
-        self.apply(name, cycle(knob.values, ps.config.get(name), ps.original.get(name)), pairs)
-
-    def apply(self, name: str, value: str, pairs: list[str]) -> None:
-        self.alternation.flipped_by_hand(name, lambda: self.set_knob(name, value, pairs))
+    def flip(self, name: str, pairs: list[str], value: str | None = None) -> None:
+        """A knob's key: `value`, else its next value, on `pairs` (the first pair's value
+        decides), handed straight to the change (an alternation of the knob ended first)."""
+        if value is None:
+            try:
+                knob = self.profile.knob(name)
+            except KeyError:
+                return
+            ps = self.state.pairs[pairs[0]]
+            value = cycle(knob.values, ps.config.get(name), ps.original.get(name))
+        self.alternation.last_knob = name  # what ctrl+a alternates
+        if self.alternation.alternating(name):
+            self.alternation.flipped_by_hand(name, partial(self.set_knob, name, value, pairs))
+        else:
+            self.set_knob(name, value, pairs)
 
     def tunnel(self, pairs: list[str]) -> None:
         """ctrl+t: the tunnel switcher for `pairs`, when the profile has a tunnel knob."""
@@ -50,7 +55,7 @@ class KnobKeys:
 
         def chosen(value: object) -> None:
             if isinstance(value, str):
-                self.apply(knob.name, value, pairs)
+                self.flip(knob.name, pairs, value)
 
         from abtui.ui.render.screens import (
             TunnelSwitcher,  # (its first use: not in the first frame)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 
 STALE_S = 1.0  # a scheduled call this overdue is taken as lost and scheduled again
 
@@ -80,8 +81,8 @@ class Wakeup:
         token = self._token
         if due > now:
             self._handle = asyncio.get_running_loop().call_later(due - now, self._post, token)
-        else:  # after the messages queued now (the rest of a burst)
-            self._post(token)
+        elif not self.scheduler.post(partial(self._fire, token)):  # after the messages
+            self.cancel()  # queued now (the rest of a burst); the app closing: nothing to show
 
     def cancel(self, *, notify: bool = True) -> None:
         """No call scheduled any more (one already posted does nothing)."""
@@ -96,7 +97,7 @@ class Wakeup:
 
     def _post(self, token: int) -> None:
         self._handle = None
-        if not self.scheduler.post(lambda: self._fire(token)):
+        if not self.scheduler.post(partial(self._fire, token)):
             self.cancel()  # the app is closing: nothing to show any more
 
     def _fire(self, token: int) -> None:

@@ -198,16 +198,17 @@ def test_a_signal_stops_the_run_and_says_what_was_set_back(
 
 def test_the_console_on_hosts_goes_through_the_same_session(
         tmp_path, journals, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """The command builds the session, the app's calls shut down through that very session
-    (leaving, or the guard after a crash), and the command closes the journal once."""
+    """The command builds the session (the engine deferred to its first use), the app's
+    calls shut down through that very session (leaving, or the guard after a crash), and the
+    command closes the journal once."""
     from abtui.ui.app import AbtuiApp
 
     seen: list[ControllerSession[Any]] = []
 
-    def console(controller: Any, title: str, subtitle: str = "", *,
-                session: ControllerSession[Any] | None = None, **_kw: object) -> int:
-        assert session is not None and session.controller is controller
-        app = AbtuiApp(controller, title=title, session=session, keymap={})
+    def console(session: Any, title: str, subtitle: str = "", **_kw: object) -> int:
+        assert isinstance(session, ControllerSession)
+        app = AbtuiApp(session, title=title, keymap={})
+        assert not session.built  # the engine is built by the session on first use
         assert app.calls.session is session  # ctrl+q's and the guard's shutdown
         seen.append(session)
         asyncio.run(app.calls.shutdown())

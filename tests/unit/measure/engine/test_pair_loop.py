@@ -13,8 +13,9 @@ from abtui.core import model
 from abtui.core.events import Event
 from abtui.measure.engine.front import never_measured
 from abtui.measure.run import pair as runs
-from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.context import RunParsers, RunSpec
 from abtui.remote.iperf_cmd import ARMED_MARK
+from tests.unit.measure.run.owner import Owner
 from tests.unit.measure.run.test_runs_arrival import _Link, _Parser, _Silent
 
 
@@ -43,7 +44,7 @@ async def _ran(sender: _Link) -> runs.PairRun:
                    options=model.TestOptions(interval=0.1, ping=False), target="t", seconds=60,
                    port=5201)
     run = runs.PairRun(spec, sender, _Link("r"),  # type: ignore[arg-type]
-                       OwnerOf(events.append, lambda *_: (0, False)),
+                       Owner(events.append, lambda *_: (0, False)),
                        RunParsers(lambda _f: _Parser()))
     await run.prepare()
     run.release()

@@ -210,7 +210,14 @@ def test_a_run_prepared_before_a_restarting_change_counts_nowhere_after_it() -> 
     from abtui.measure.phase_book import PhaseBook
 
     book = PhaseBook(profile(RMEM, GRO, pairs=(A, B)))
-    run_a, run_b = book.classifier(book.settings["A"]), book.classifier(book.settings["B"])
+    a, b = book.settings["A"], book.settings["B"]  # the runs' settings counts when prepared
+
+    def run_a(label: str, t: float, d: float) -> tuple[int, bool]:
+        return book.phase_for(label, t, d, a)
+
+    def run_b(label: str, t: float, d: float) -> tuple[int, bool]:
+        return book.phase_for(label, t, d, b)
+
     assert run_a("A", 100.0, 0.5) == (0, False)
     book.phases["A"].running(True)
     book.phases["A"].begin_change(100.2)
@@ -219,8 +226,8 @@ def test_a_run_prepared_before_a_restarting_change_counts_nowhere_after_it() -> 
     book.settings_changed(["A"])  # a restarting change began on A
     assert run_a("A", 103.0, 0.5) == (1, True)
     assert run_b("B", 103.0, 0.5) == (0, False)  # the other pair's run is not concerned
-    fresh = book.classifier(book.settings["A"])  # a run prepared after it counts
-    assert fresh("A", 103.0, 0.5) == (1, False)
+    # a run prepared after it counts
+    assert book.phase_for("A", 103.0, 0.5, book.settings["A"]) == (1, False)
 
 
 async def test_in_continuous_mode_a_new_stretch_begins_once_its_runs_do() -> None:
@@ -264,5 +271,5 @@ async def test_a_refused_change_keeps_the_phase_and_restarts_the_run_under_the_s
         await e.set_knob("rmem", "bad")
     assert e.book.phases["A"].phase == 0 and e.book.phases["A"].config["rmem"] == bad.values[0]
     assert run.retired_at is not None and ("stop", "A") in log
-    fresh = e.book.classifier(e.book.settings["A"])  # the run that follows counts
-    assert fresh("A", 1e12, 0.5) == (0, False)
+    # the run that follows counts
+    assert e.book.phase_for("A", 1e12, 0.5, e.book.settings["A"]) == (0, False)

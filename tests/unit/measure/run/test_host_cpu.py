@@ -17,7 +17,7 @@ from abtui.core.errors import RemoteError
 from abtui.core.events import Cpu, Event, EventKind, Facts
 from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
-from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
+from abtui.measure.run.context import RunContext, RunParsers, RunSpec
 from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
@@ -28,6 +28,7 @@ from abtui.remote.streams import LineFeed
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 from tests import synth
+from tests.unit.measure.run.owner import Owner
 
 PROC_STAT = """cpu  100 5 50 1000 10 3 7 2 0 0
 cpu0 60 5 30 500 5 2 4 1 0 0
@@ -255,7 +256,7 @@ def _context(snd: _CpuLink, events: list[Event]) -> RunContext:
     spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"),
                    options=Options(), target="10.0.0.2", seconds=2, port=5201,
                    cpu_commands={"snd": Linux.cpu_times_command})
-    owner = OwnerOf(events.append, lambda label, t, span: (3, False))
+    owner = Owner(events.append, lambda label, t, span: (3, False))
     return RunContext(spec, snd, _CpuLink("rcv", []), owner,  # type: ignore[arg-type]
                       RunParsers(lambda fmt: None))  # type: ignore[arg-type,return-value]
 

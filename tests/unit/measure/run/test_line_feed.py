@@ -15,7 +15,7 @@ import asyncssh
 
 from abtui.core.events import Event, EventKind
 from abtui.core.model import LinkState
-from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
+from abtui.measure.run.context import RunContext, RunParsers, RunSpec
 from abtui.measure.run.cpu import CpuSampler
 from abtui.measure.run.sampling import RunSamplers
 from abtui.parse import PingParser
@@ -23,6 +23,7 @@ from abtui.remote.iperf_cmd import ARMED_MARK
 from abtui.remote.lines import OutputLines
 from abtui.remote.streams import LineFeed, StreamSession, session_class
 from tests.unit.measure.run.fake_feed import Follows
+from tests.unit.measure.run.owner import Owner
 
 PING = Path(__file__).parents[3] / "fixtures" / "ping" / "iputils.txt"
 
@@ -134,7 +135,7 @@ async def test_ping_replies_become_events_as_their_packet_arrives() -> None:
     spec = RunSpec(run_id="A-1", pair=Pair("A", "s", "r", "t"), options=TestOptions(),
                    target="t", seconds=10, port=5201)
     link = SimpleNamespace(alias="s", state=LinkState.CONNECTED)
-    ctx = RunContext(spec, link, link, OwnerOf(got.append, phase_for),  # type: ignore[arg-type]
+    ctx = RunContext(spec, link, link, Owner(got.append, phase_for),  # type: ignore[arg-type]
                      RunParsers(lambda _f: None, PingParser))  # type: ignore[arg-type,return-value]
     samplers = RunSamplers(ctx, CpuSampler)
     fake = _Feeding()

@@ -1,12 +1,18 @@
-"""A run's parts through their public methods: the owner it reports to (every process group
-started and ended written down; one left on a lost link handed over as an orphan) and the
-typed parser seam."""
+"""A run's parts through their public methods: the owner it reports to, the engine's run
+scheduler (every process group started and ended written down; one left on a lost link
+handed over as an orphan; no relay between a run and the parts that answer it) and the typed
+parser seam."""
 
 from __future__ import annotations
 
-from abtui.core.model import IperfSummary, LinkState
+from types import SimpleNamespace
+
+from abtui.core.model import IperfSummary, LinkState, Pair, Profile
+from abtui.measure.engine.runs import RunScheduler
+from abtui.measure.phase_book import PhaseBook
 from abtui.measure.ports import iperf_error_of, iperf_summary_of
-from abtui.measure.run.context import OwnerOf, RunContext
+from abtui.measure.run.context import RunContext
+from abtui.measure.tasks import Tasks
 from abtui.parse import Iperf3Result
 
 
@@ -36,12 +42,21 @@ class _Proc:
         self.terminated = True
 
 
-def _owner(book: _Book, orphans: list[tuple[str, int]]) -> OwnerOf:
-    return OwnerOf(lambda e: None, lambda *_: (0, False), book=book,
-                   orphan=lambda link, pgid: orphans.append((link.alias, pgid)))
+PROFILE = Profile(name="p", pairs=[Pair("A", "s", "r", "198.18.1.2")])
 
 
-def _context(owner: OwnerOf) -> RunContext:
+def _owner(book: _Book | None, orphans: list[tuple[str, int]],
+           emit: object = lambda e: None) -> RunScheduler:
+    """The engine's run scheduler over a host pool of `book` (its undo journal) and its
+    orphans."""
+    pool = SimpleNamespace(journal=book, orphans=SimpleNamespace(
+        add=lambda link, pgid: orphans.append((link.alias, pgid))))
+    return RunScheduler(PROFILE, PhaseBook(PROFILE), pool, None, emit, Tasks(),  # type: ignore[arg-type]
+                        parser_factory=None, ping_parser_factory=None,  # type: ignore[arg-type]
+                        new_run=None)  # type: ignore[arg-type]
+
+
+def _context(owner: RunScheduler) -> RunContext:
     """A run's context with only its owner: ending a process asks nothing else of it."""
     return RunContext(None, None, None, owner, None)  # type: ignore[arg-type]
 
@@ -61,14 +76,21 @@ async def test_a_process_on_a_lost_link_is_handed_over_as_an_orphan_not_forgotte
     assert orphans == [("s", 42)] and book.lines == []  # still to be ended: not forgotten
 
 
-def test_an_owner_given_nothing_optional_takes_every_call() -> None:
+def test_the_scheduler_answers_a_run_with_the_parts_that_know() -> None:
+    """No journal yet (before connecting): nothing written, nothing raised; a run's events go
+    straight to the engine's emit, its phase straight to the phase book's."""
     seen: list[object] = []
-    owner = OwnerOf(seen.append, lambda label, t, d: (7, label == "A"))
+    owner = _owner(None, [], seen.append)
     owner.raw_line("A-1", "x")
     owner.started("s", 1, "iperf3 client")
     owner.ended("s", 1)
-    owner.orphaned(_Link("s"), 1)  # type: ignore[arg-type]
-    assert owner.phase_for("A", 0.0, 1.0) == (7, True) and seen == []
+    assert owner.emit == seen.append  # (the engine's emit itself: no relay)
+    book = owner.phase_for.__self__  # type: ignore[attr-defined]
+    assert isinstance(book, PhaseBook)
+    assert owner.phase_for("A", 0.0, 1.0, 0) == (0, False)
+    book.settings_changed(["A"])  # a run prepared before a restarting change: straddles
+    assert owner.phase_for("A", 0.0, 1.0, 0) == (0, True)
+    assert owner.phase_for("A", 0.0, 1.0, 1) == (0, False)
 
 
 def test_the_parser_seam_reads_a_parsed_result_without_guessing() -> None:

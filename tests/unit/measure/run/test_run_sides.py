@@ -21,11 +21,12 @@ from abtui.core.model import LinkState, Pair
 from abtui.core.model import TestOptions as Options
 from abtui.core.numbers import sig
 from abtui.measure.ports import default_parser_factory
-from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.context import RunParsers, RunSpec
 from abtui.measure.run.pair import PairRun
 from abtui.remote.iperf_cmd import ARMED_MARK
 from tests.fixtures import FIXTURES
 from tests.unit.measure.run.fake_feed import FeedsLines
+from tests.unit.measure.run.owner import Owner
 
 V312 = FIXTURES / "iperf3-3.12"
 # a single-stream interval line as iperf3 prints it: start, end, rate, and UDP's receiver
@@ -111,7 +112,7 @@ async def replay(case: str, stop: bool = False, **options: object) -> list[Event
     opts = Options(duration=0 if stop else 2, interval=1.0, ping=False, **options)  # type: ignore[arg-type]
     spec = RunSpec(run_id="A-1", pair=Pair("A", "snd", "rcv", "10.0.0.2"), options=opts,
                    target="10.0.0.2", seconds=2, port=5201)
-    owner = OwnerOf(events.append, lambda label, t, span: (0, False))
+    owner = Owner(events.append, lambda label, t, span: (0, False))
     sender = ScriptedLink("snd", {})
     receiver = ScriptedLink("rcv", {})
     rc = int((V312 / f"{case}.rc").read_text())

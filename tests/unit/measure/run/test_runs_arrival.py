@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 
 from abtui.core.events import Event, EventKind, IntervalMeasured
 from abtui.core.model import LinkState
-from abtui.measure.run.context import OwnerOf, RunParsers, RunSpec
+from abtui.measure.run.context import RunParsers, RunSpec
 from abtui.parse import Iperf3Result
 from abtui.remote.iperf_cmd import ARMED_MARK
 from abtui.remote.lines import OutputLines as _Lines
 from tests.unit.measure.run.fake_feed import FeedsLines
+from tests.unit.measure.run.owner import Owner
 
 
 class _Proc(FeedsLines):
@@ -124,7 +125,7 @@ async def test_a_stopped_run_whose_client_never_ends_ends_within_a_bound(monkeyp
                    options=TestOptions(interval=0.1, ping=False), target="t", seconds=60,
                    port=5201)
     run = runs.PairRun(spec, _Link("s"), _Link("r"),  # type: ignore[arg-type]
-                       OwnerOf(events.append, lambda *_: (0, False)), RunParsers(
+                       Owner(events.append, lambda *_: (0, False)), RunParsers(
                            lambda _f: _Parser()))
     await run.prepare()
     run.release()

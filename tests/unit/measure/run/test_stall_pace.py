@@ -12,8 +12,9 @@ from abtui.core.events import Event
 from abtui.core.model import Pair
 from abtui.core.model import TestOptions as Options
 from abtui.measure.ports import default_parser_factory
-from abtui.measure.run.context import OwnerOf, RunContext, RunParsers, RunSpec
+from abtui.measure.run.context import RunContext, RunParsers, RunSpec
 from abtui.measure.run.reader import STALL_INTERVALS, IntervalReader
+from tests.unit.measure.run.owner import Owner
 
 STEP = 0.1  # the run's interval, seconds of its own clock
 
@@ -54,7 +55,7 @@ def _reader() -> tuple[IntervalReader, list[Event]]:
                    options=Options(interval=STEP), target="t", seconds=10, port=5201)
     link = SimpleNamespace(alias="s")
     ctx = RunContext(spec, link, link,  # type: ignore[arg-type]
-                     OwnerOf(got.append, lambda _l, _r, _d: (0, False)),
+                     Owner(got.append, lambda _l, _r, _d: (0, False)),
                      RunParsers(default_parser_factory()))
     return IntervalReader(ctx), got
 

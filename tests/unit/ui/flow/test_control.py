@@ -64,15 +64,22 @@ async def test_a_failed_call_is_posted_not_raised() -> None:
     assert isinstance(failed, Failed) and failed.text == "mark failed: OSError: the journal is gone"
 
 
+async def _flip(calls: ControllerCalls, name: str, value: str, pairs: list[str]) -> None:
+    """A knob's key as the console hands it over, and what it did posted."""
+    calls.flip(name, value, pairs)
+    await asyncio.gather(*calls.flips, return_exceptions=True)
+    await asyncio.sleep(0)  # (what it did is posted by the task's done callback)
+
+
 async def test_a_knob_already_set_is_said_and_a_refusal_names_its_pairs() -> None:
     calls, ctl, posted = _calls()
     calls.state.pairs["A"].config["tso"] = "on"  # as a KNOB event leaves it
-    await calls.set_knob("tso", "on", ["A"])
+    await _flip(calls, "tso", "on", ["A"])
     assert isinstance(posted[-1], Said) and "already" in posted[-1].line and not ctl.asked
-    await calls.set_knob("tso", "off", ["A", "B"])
+    await _flip(calls, "tso", "off", ["A", "B"])
     assert ctl.asked == ["set tso=off"]
     assert isinstance(posted[-1], KnobSet) and posted[-1].pairs == ["A", "B"]
     ctl.refuse = True
-    await calls.set_knob("tso", "bogus", ["B"])
+    await _flip(calls, "tso", "bogus", ["B"])
     assert isinstance(posted[-1], Failed) and posted[-1].pairs == ["B"]
     assert "refused" in posted[-1].text

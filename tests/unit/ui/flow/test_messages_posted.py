@@ -37,9 +37,10 @@ class Kit:
         self.workers: list[Any] = []
         self.flips: list[tuple[str, str, list[str]]] = []
         self.folded = 0
-        self.calls = ControllerCalls(ControllerSession(self.ctl), self.state, self.post)
-        self.alternation = ConsoleAlternation(self.post, self.run_worker, self.ctl,
-                                              self.ctl.profile, self.state, self.calls)
+        self.session = ControllerSession(self.ctl)
+        self.calls = ControllerCalls(self.session, self.state, self.post)
+        self.alternation = ConsoleAlternation(self.post, self.run_worker, self.ctl.profile,
+                                              self.state, self.calls)
         self.knobs = KnobKeys(self.post, self.ctl.profile, self.state, self.alternation,
                               lambda *flip: self.flips.append(flip))
         self.leaving = Leaving(self.post, self.run_worker, self.state, self.calls,
@@ -115,7 +116,7 @@ async def test_the_alternation_posts_its_panel_and_its_notices() -> None:
 async def test_a_file_job_posts_what_it_did_or_why_it_failed(tmp_path: Path) -> None:
     kit = Kit()
     on_disk = EventsOnDisk(None, "synthetic", ["A", "B"])
-    files = SessionFiles(kit.post, kit.run_worker, kit.ctl, kit.state, on_disk, EventLog(),
+    files = SessionFiles(kit.post, kit.run_worker, kit.session, kit.state, on_disk, EventLog(),
                          width=lambda: 120, save_dir=tmp_path)
 
     def gone() -> str:

@@ -78,6 +78,15 @@ class Series:
     ceiling: float = 1.0
 
 
+def repaint_rows(widget: Widget, spans: list[tuple[int, int]]) -> None:
+    """Repaint content rows (each span: its first row and how many) over the widget's whole
+    width, its frame's columns included (lines neither cropped nor cut at the content's
+    edge): Textual's public `refresh` with those regions, relative to the content."""
+    left = widget.content_offset.x
+    width = widget.outer_size.width
+    widget.refresh(*(Region(-left, y, width, rows) for y, rows in spans))
+
+
 class PairPane(Widget):
     """One pair: who, kernel, knobs, tunnel; throughput and RTT charts; numbers; link.
 
@@ -247,10 +256,8 @@ class PairPane(Widget):
         if not dirty or not self.is_mounted or self._rows is None:
             return  # (a layout pass is due, or was never made: it paints the whole pane)
         spans = [span for span in (self._spans[band] for band in dirty) if span[1]]
-        if spans:  # (regions relative to the content, the frame's columns included)
-            left = self.content_offset.x
-            width = self.outer_size.width
-            self.refresh(*(Region(-left, y, width, rows) for y, rows in spans))
+        if spans:
+            repaint_rows(self, spans)
 
     def _relayout(self, grew: bool) -> None:
         """Its bands' rows changed: a layout pass (and the screen told, once, if it grew)."""

@@ -322,12 +322,16 @@ class AbtuiApp(App[int]):
         if not dirty:
             return
         self.board.changed(dirty.pairs, now=dirty.knobs)  # a knob's new value shows at once
+        rows_changed = False
         if dirty.phases:
-            if self.table.rows_changed(self.state):
+            rows_changed = self.table.rows_changed(self.state)
+            if rows_changed:
                 self.table_throttle(force=True)  # a row came, went or swapped: at once
             else:
                 self._table_later()
-        if dirty.knobs and self.screen_layout:  # a value's length may rewrap bar and panes
+        # a value's length may rewrap bar and panes; on a small screen the table's rows take
+        # room from the panes (a new phase's first interval can come a flush after its knob)
+        if (dirty.knobs or rows_changed) and self.screen_layout:
             self.screen_layout.fit()
         if dirty.bisect:
             self.bisection.show()

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.content import Content
-from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 
@@ -72,7 +71,7 @@ from abtui.ui.render.eventlog import EventLog
 from abtui.ui.render.knobbar import knobbar_content, show_progress
 from abtui.ui.render.layout import MainLayout, MainWidgets, keys_panel
 from abtui.ui.render.panes import PaneBoard, pane_label
-from abtui.ui.render.textual_privates import keep_unchanged_lines, screen_text
+from abtui.ui.render.screen_text import screen_text
 
 if TYPE_CHECKING:
     from abtui.measure.bisect.run import BisectPlan
@@ -180,13 +179,6 @@ class AbtuiApp(App[int]):
     def get_default_screen(self) -> Screen[Any]:
         return self.main_screen
 
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's, but on Linux a driver whose input thread sleeps until input comes
-        (abtui.ui.render.textual_privates: Textual's wakes ten times a second)."""
-        from abtui.ui.render.textual_privates import quiet_driver
-
-        return quiet_driver(super().get_driver_class())
-
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette: Textual's own commands, then every console action (run on the main
         screen), knobs included."""
@@ -222,7 +214,6 @@ class AbtuiApp(App[int]):
         self.screen_layout = MainLayout(self, self.state, widgets, self.update_knobbar,
                                         lambda: self.main_width)
         self.screen_layout.fit()
-        keep_unchanged_lines(self.main_screen)  # not rendered again in every frame
         self.call_after_refresh(self._first_frame_shown)
         self._flush_events()  # anything the controller said before the screen existed
 
@@ -331,12 +322,16 @@ class AbtuiApp(App[int]):
         if not dirty:
             return
         self.board.changed(dirty.pairs, now=dirty.knobs)  # a knob's new value shows at once
+        rows_changed = False
         if dirty.phases:
-            if self.table.rows_changed(self.state):
+            rows_changed = self.table.rows_changed(self.state)
+            if rows_changed:
                 self.table_throttle(force=True)  # a row came, went or swapped: at once
             else:
                 self._table_later()
-        if dirty.knobs and self.screen_layout:  # a value's length may rewrap bar and panes
+        # a value's length may rewrap bar and panes; on a small screen the table's rows take
+        # room from the panes (a new phase's first interval can come a flush after its knob)
+        if (dirty.knobs or rows_changed) and self.screen_layout:
             self.screen_layout.fit()
         if dirty.bisect:
             self.bisection.show()
@@ -494,7 +489,7 @@ class AbtuiApp(App[int]):
     def screen_text(self) -> str:
         """The screen as plain text, laid out as a screenshot shows it (for scripts and the
         lab walk that check what is in sight)."""
-        return screen_text(self)  # (Textual has no public "screen as text")
+        return screen_text(self)  # (abtui.ui.render.screen_text: Textual's public SVG)
 
     # ---- files (abtui.ui.flow.files) ---------------------------------------------------------
     def fold_queued(self) -> None:

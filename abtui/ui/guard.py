@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from abtui.core.events import Event, EventKind
 from abtui.core.text import visible
 from abtui.ui.app import AbtuiApp
-from abtui.ui.render.textual_privates import ended_with, saved_terminal_modes, silence_dead_writer
+from abtui.ui.render.textual_privates import ended_with, silence_dead_writer
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 RECOVER = "not everything was restored: `abtui recover` will finish it (it reads the undo " \
@@ -134,6 +134,7 @@ class _Watchdog:
     def __init__(self, app: AbtuiApp, out: TextIO, said: list[str],
                  code: Any, after: float) -> None:
         self.app, self.out, self.said, self.code, self.after = app, out, said, code, after
+        self.modes = terminal_modes()  # (made before the console takes the terminal)
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -149,7 +150,7 @@ class _Watchdog:
     def _run(self) -> None:
         if self._done.wait(self.after):
             return
-        saved = saved_terminal_modes(self.app)
+        saved = self.modes
         if saved is not None:
             with contextlib.suppress(termios.error, OSError, ValueError):
                 termios.tcsetattr(saved[0], termios.TCSANOW, saved[1])
@@ -161,6 +162,17 @@ class _Watchdog:
         with contextlib.suppress(OSError):
             self.app.on_disk.close()  # os._exit runs no clean-up: a spool would be left
         os._exit(self.code())
+
+
+def terminal_modes() -> tuple[int, list[Any]] | None:
+    """The terminal's file descriptor and its modes as the console found them, to put back
+    if the console cannot (what Textual's Linux driver saves from the same descriptor as it
+    starts and puts back on a normal exit); None when stdin is no terminal."""
+    try:
+        fd = sys.__stdin__.fileno() if sys.__stdin__ is not None else -1
+        return (fd, termios.tcgetattr(fd)) if fd >= 0 and os.isatty(fd) else None
+    except (OSError, ValueError, termios.error):
+        return None
 
 
 def _terminal_gone(app: AbtuiApp) -> None:

@@ -14,6 +14,12 @@ from the measurement. `judge` adds "budget" and "status": ok, FAIL (outside its 
 reference budget found no reference, or a speed record was given an absolute budget), skipped,
 or "—" (recorded, no budget); and, with a reference, "ratio" (value / reference) and "judged"
 (the figure the budget applies to). A run fails when any record is FAIL or error.
+
+A record measured in rounds, each alternated with its reference, may carry "rounds": each
+round's [value, reference]. Then "ratio" and "judged" are the medians of the rounds' own
+figures, not the figure of the two medians: a round's value and its reference ran minutes
+apart at most, so a load that moves during the run moves both, and a slow round of one arm
+beside a fast round of the other is one round of many, not the median of either.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import statistics
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -32,11 +39,11 @@ from typing import Any
 # reference), "speedup OP X" (reference / value), "diff OP X" (value - reference, in its unit).
 BUDGETS: dict[str, str | None] = {
     "knob_flip_4hosts_median_ms": "ratio <= 1.5",
-    "knob_flip_vs_openssh_mux_ms": "speedup >= 12",
+    "knob_flip_vs_openssh_mux_ms": "speedup >= 20",  # 12 until 2026-12-07 (issue 50)
     "knob_flip_vs_openssh_ms": "speedup >= 100",
     "start_skew_p95_ms": "diff <= 5",
     "ui_latency_p99_ms": "diff <= 10",
-    "console_cpu_2pairs_pct": "ratio <= 3",
+    "console_cpu_2pairs_pct": "ratio <= 2",  # 3 until 2026-12-07; moonshot 1.5
     "ui_cpu_8pairs_pct": "ratio <= 5",
     "ui_latency_p99_8pairs_ms": "diff <= 100",
     "fidelity_exact": "== 1",
@@ -49,7 +56,7 @@ BUDGETS: dict[str, str | None] = {
     "session_24h_file_mb": "<= 30",
     "console_24h_rss_mb": "<= 150",
     "parse_lines_per_s": "ratio >= 0.5",
-    "first_frame_s": "ratio <= 1.5",
+    "first_frame_s": "ratio <= 1.3",  # 1.5 until 2026-12-07
     "demo_first_number_warm_s": "ratio <= 3",
     "vm_pair_boot_s": None,
     "gate_false_alarm_rate": "<= 0.05",
@@ -185,11 +192,15 @@ def judge(record: dict[str, Any], budgets: dict[str, str | None] | None = None
     value, ref = rec.get("value"), rec.get("reference")
     form = against(budget) if budget is not None else None
     if _number(value) and _number(ref):
-        rec["ratio"] = round(value / ref, 4) if ref else None
         kind = form[0] if form else "ratio"
+        pairs = _rounds(rec) or [(float(value), float(ref))]
+        rec["ratio"] = None
+        with contextlib.suppress(ZeroDivisionError):
+            rec["ratio"] = round(statistics.median(v / r for v, r in pairs), 4)
         if value or kind != "speedup":
             with contextlib.suppress(ZeroDivisionError):
-                rec["judged"] = round(_AGAINST[kind](float(value), float(ref)), 4)
+                rec["judged"] = round(statistics.median(_AGAINST[kind](v, r)
+                                                        for v, r in pairs), 4)
     if rec.get("status") == "error":
         pass
     elif rec.get("skipped"):
@@ -215,6 +226,12 @@ def judge(record: dict[str, Any], budgets: dict[str, str | None] | None = None
     else:
         rec["status"] = "ok" if within(rec["judged"], form[1]) else "FAIL"
     return rec
+
+
+def _rounds(rec: dict[str, Any]) -> list[tuple[float, float]]:
+    """The record's rounds ([value, reference] each, alternated), those with both figures."""
+    return [(float(v), float(r)) for v, r in rec.get("rounds") or []
+            if _number(v) and _number(r)]
 
 
 def error_record(name: str, message: str) -> dict[str, Any]:

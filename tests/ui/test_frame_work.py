@@ -42,54 +42,6 @@ async def test_a_pane_that_grows_costs_no_layout_of_the_console_s_own() -> None:
         assert len(layouts) == 2, f"{len(layouts)} layouts"
 
 
-def _cells(strips: list) -> list[list[tuple[str, object]]]:  # type: ignore[type-arg]
-    return [[(ch, seg.style) for seg in strip if not seg.control for ch in seg.text]
-            for strip in strips]
-
-
-async def test_widgets_that_did_not_change_are_not_rendered_again_in_a_pane_s_frame() -> None:
-    """The screen and the widgets on it (header, knob bar, grid, bottom, footer) hand back
-    their last lines while unchanged, however many frames the panes' charts make, and what
-    they hand back is always what Textual's own rendering gives (after a change too)."""
-    from textual._styles_cache import StylesCache
-    from textual.geometry import Region
-
-    from abtui.ui.render.textual_privates import KeptLines, styles_cache
-
-    app = make_app(pairs=4, intervals=2)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await replayed(pilot, 2)
-        await settle(pilot)
-        screen = app.screen
-        kept = {type(w).__name__: w for w in (screen, *screen.children)
-                if isinstance(styles_cache(w), KeptLines)}
-        assert {"Header", "Grid", "KnobBar", "Horizontal", "KeysFooter"} <= set(kept)
-        assert not any(isinstance(styles_cache(p), KeptLines) for p in app.board.panes)
-        before = {name: styles_cache(w).kept for name, w in kept.items()}
-        last = [e for e in app.recent if e.kind is EventKind.INTERVAL][-4:]
-        for k in range(1, 4):  # more intervals: frames of the panes' charts
-            for ev in last:
-                app.receive(Event.of(dataclasses.replace(
-                    ev.payload, bits_per_second=ev.payload.bits_per_second * (1 + k / 10)),
-                    ev.t + k, ev.pair, ev.host))
-            await settle(pilot)
-        for name in ("Header", "Grid", "KnobBar", "KeysFooter"):
-            assert styles_cache(kept[name]).kept > before[name], name
-
-        def same() -> None:
-            for name, w in kept.items():
-                whole = Region(0, 0, w.outer_size.width, w.outer_size.height)
-                assert _cells(styles_cache(w).render_widget(w, whole)) == _cells(
-                    StylesCache().render_widget(w, whole)), name
-
-        same()
-        await pilot.press("tab")  # the scope moves: the knob bar says so
-        await settle(pilot)
-        await pilot.pause()
-        same()
-        assert app.scopes[app.scope_index] == "A"
-
-
 async def test_the_plan_s_progress_bar_runs_no_timer_that_shows_nothing() -> None:
     """Textual's progress bar refreshes its ETA from a timer every second; the console's
     shows no ETA, so its bar has no timer (a wake-up a second of the console's for nothing),

@@ -177,10 +177,10 @@ def test_a_chart_is_each_value_s_column_in_its_style_cell_by_cell() -> None:
                 assert cells[y][pad + x] == (char, style), (trial, x, y)
 
 
-async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> None:
-    """An interval's rows are handed to the screen at once: the pane's own message pump is
-    not prompted for them (Textual's refresh posts it a Prompt, and its idle the screen an
-    Update: two pumps woken per repaint), and the screen shows every interval."""
+async def test_a_pane_s_repaint_of_its_rows_shows_every_interval() -> None:
+    """An interval's rows are repainted through Textual's public `refresh` with their
+    regions (the pane's whole width, its frame's columns included), and the screen shows
+    every interval, row by row as it comes."""
     import math
 
     from abtui.core.events import EventKind
@@ -198,9 +198,9 @@ async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> 
             app.receive(e)
         await settle(pilot)
         pane = app.query_one("#pane-A", PairPane)
-        prompted: list[object] = []
-        own = pane.check_idle
-        pane.check_idle = lambda: (prompted.append(None), own())[1]  # type: ignore[method-assign]
+        refreshed: list[tuple[Region, ...]] = []
+        own = pane.refresh
+        pane.refresh = lambda *r, **k: (refreshed.append(r), own(*r, **k))[1]  # type: ignore[method-assign]
         for e in events[intervals[3]:]:
             app.receive(e)
             if e.kind is EventKind.INTERVAL:
@@ -208,7 +208,8 @@ async def test_a_pane_s_repaint_goes_to_the_screen_without_waking_the_pane() -> 
                 shown = app.screen_text()
                 assert f"n {app.state.pairs['A'].intervals} " in shown, shown
         assert app.state.pairs["A"].intervals == 12
-        assert not prompted, f"the pane was prompted {len(prompted)} times"
+        rows = [r for regions in refreshed for r in regions]
+        assert rows and all(r.width == pane.outer_size.width for r in rows)
 
 
 async def test_a_pane_s_new_rows_come_in_filtered_colours_without_filtering_them() -> None:

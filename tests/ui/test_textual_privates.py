@@ -1,7 +1,8 @@
 """abtui.ui.render.textual_privates is the one place that uses Textual's private API: every private
 it names is there in the installed Textual (with the parameters it expects), nothing else in
-abtui reaches for one, and with any of them gone the console still runs, Textual's public way
-(a newer Textual costs speed, never a crash)."""
+abtui reaches for one, there are at most ten of them, and with any of them gone (or all of
+them turned off) the console still runs and draws the same screen, Textual's public way (a
+newer Textual costs speed, never a crash)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
-from textual.geometry import Region, Size
-from textual.screen import Screen
 from textual.widget import Widget
 
 from abtui.ui.render import textual_privates as tp
@@ -47,18 +46,17 @@ def _linux_driver() -> LinuxDriver:
 
 async def test_every_textual_private_the_console_uses_is_there() -> None:
     """What the fence reaches into is in the installed Textual (on a running console's
-    screen, app, pane and compositor, a StylesCache, an input parser and a
-    Linux driver), and the StylesCache methods it overrides or calls take the parameters it
-    passes: an upgrade of Textual that moves one fails here, by name; and each, renamed, is
-    named missing (the check can fail)."""
+    screen, app and pane, a StylesCache and a Linux driver), at most ten privates, and the
+    StylesCache methods it overrides take the parameters it passes, by name: an upgrade of
+    Textual that moves one fails here, by name; and each, renamed, is named missing (the
+    check can fail)."""
+    assert len(tp.PRIVATES) <= 10, [f"{p.owner}.{p.name}" for p in tp.PRIVATES]
     app = make_app(pairs=2, intervals=2)
     async with app.run_test(size=(160, 48)) as pilot:
         await replayed(pilot, 2)
         pane = app.query_one("#pane-A", PairPane)
         instances = {"Screen": app.screen, "App": app, "Widget": pane,
-                     "Compositor": app.screen._compositor,
                      "StylesCache": tp._found["StylesCache"](),
-                     "XTermParser": tp._found["XTermParser"](False),
                      "LinuxDriver": _linux_driver()}
         for feature in tp.FEATURES:
             assert tp.missing(feature, instances) == [], feature
@@ -75,21 +73,24 @@ async def test_every_textual_private_the_console_uses_is_there() -> None:
         assert tp.fallen_back() == {}  # the console ran the private way throughout
         assert len(app.screen_text().splitlines()) == 48
     assert {p.owner for p in tp.PRIVATES} == {"module", "Screen", "App", "Widget",
-                                              "Compositor", "StylesCache", "XTermParser",
-                                              "LinuxDriver"}
+                                              "StylesCache", "LinuxDriver"}
     assert {f for p in tp.PRIVATES for f in p.features} == set(tp.FEATURES)
     for name, parameters in tp.SIGNATURES.items():
         method = getattr(tp._found["StylesCache"], name)
         assert tuple(inspect.signature(method).parameters) == parameters, name
+    for name in ("render_line", "clear"):  # FramedLines' own, by the same names (no
+        # argument read by position)
+        assert tuple(inspect.signature(getattr(tp.FramedLines, name)).parameters) == \
+            tp.SIGNATURES[name], name
     # (a Textual without them is named: the check can fail)
-    assert "StylesCache._dirty_lines" in tp.missing("kept_lines", {"StylesCache": object()})
+    assert "StylesCache.render_line" in tp.missing("framed_lines", {"StylesCache": object()})
 
 
 def test_nothing_else_in_abtui_reaches_for_a_textual_private() -> None:
     """A private module of Textual is imported, and a private of PRIVATES read, only in the
     fence (the guard's and the files' included)."""
     names = {p.name for p in tp.PRIVATES if p.name.startswith("_")}
-    own = {"_closing", "_debug", "_driver"}  # (names abtui's own objects use too)
+    own = {"_driver"}  # (names abtui's own objects use too)
     any_name, read_name = "|".join(names), "|".join(names - own)
     pattern = re.compile(rf"(?:from|import) textual(?:\.\w+)*\._\w+"
                          rf"|getattr\([^)]*[\"'](?:{any_name})[\"']|\.(?:{read_name})\b")
@@ -126,55 +127,65 @@ async def test_with_every_private_gone_the_console_draws_the_same_the_public_way
         public_way = await _shown(pilot)
         pane = app.query_one("#pane-A", PairPane)
         assert not isinstance(tp.styles_cache(pane), tp.FramedLines)
-        assert not isinstance(tp.styles_cache(app.screen), tp.KeptLines)
     assert public_way == private_way
     assert private_way[0] and "A " in private_way[1]
-    assert set(tp.fallen_back()) == {"repaint_rows", "draw_now", "kept_lines",
-                                     "framed_lines", "screen_text"}
+    assert set(tp.fallen_back()) == {"draw_now", "framed_lines"}
+
+
+async def test_with_every_private_turned_off_the_console_draws_the_same_screen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SWITCH=all (the bench's arm with every private off): each feature goes the public
+    way from the start, said in none of the warnings a changed Textual gets, and the screen
+    is the same, row for row, as with every private on; a switch naming one feature turns
+    off that one only."""
+    app = make_app(pairs=2, intervals=4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        private_way = await _shown(pilot)
+        assert isinstance(tp.styles_cache(app.query_one("#pane-A", PairPane)),
+                          tp.FramedLines)
+    monkeypatch.setenv(tp.SWITCH, "all")
+    tp.reset()
+    assert set(tp.fallen_back()) == set(tp.FEATURES)
+    app = make_app(pairs=2, intervals=4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        public_way = await _shown(pilot)
+        assert not isinstance(tp.styles_cache(app.query_one("#pane-A", PairPane)),
+                              tp.FramedLines)
+    assert public_way[1].splitlines() == private_way[1].splitlines()
+    assert public_way == private_way
+    monkeypatch.setenv(tp.SWITCH, "draw_now, nothing")
+    tp.reset()
+    assert list(tp.fallen_back()) == ["draw_now"]
 
 
 def test_a_stylescache_method_with_other_parameters_is_not_overridden(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A StylesCache method whose parameters are not the ones FramedLines and KeptLines
-    read by position: neither is installed (Textual's own cache renders: the screen drawn
-    so is the test above's), each said once; with the parameters expected, both are."""
-    pane, screen = Widget(), Screen()
+    """A StylesCache method whose parameters are not the ones FramedLines takes: it is not
+    installed (Textual's own cache renders: the screen drawn so is the test above's), said
+    once; with the parameters expected, it is."""
+    pane = Widget()
     tp.frame_with(pane, tp.FramedLines(lambda _y, _width: None))
-    tp.keep_unchanged_lines(screen)
     assert isinstance(tp.styles_cache(pane), tp.FramedLines)
-    assert isinstance(tp.styles_cache(screen), tp.KeptLines)
     tp.reset()
     monkeypatch.setitem(tp.SIGNATURES, "render_line", ("self", "styles", "y", "size"))
-    monkeypatch.setitem(tp.SIGNATURES, "render_widget", ("self", "widget"))
-    pane, screen = Widget(), Screen()
+    pane = Widget()
     tp.frame_with(pane, tp.FramedLines(lambda _y, _width: None))
-    tp.keep_unchanged_lines(screen)
     assert type(tp.styles_cache(pane)) is tp._found["StylesCache"]
-    assert type(tp.styles_cache(screen)) is tp._found["StylesCache"]
     assert "render_line" in tp.fallen_back()["framed_lines"]
-    assert "render_widget" in tp.fallen_back()["kept_lines"]
 
 
 class _Stub:
-    """A widget and its screen as a newer Textual might make them: none of the privates
-    the fence reads (an AttributeError at the first use), a timer update taking an
-    argument (a TypeError)."""
+    """A screen as a newer Textual might make it: a timer update taking an argument (a
+    TypeError at the first use)."""
 
-    content_offset = (1, 1)
-    outer_size = Size(10, 5)
-    display = True
     is_current = True
 
     def __init__(self) -> None:
-        self.refreshed: list[tuple[Region, ...]] = []
         self.screen = self
         self.app = self
-        self._batch_count = 0
         self._dirty_widgets = {self}
         self.repaint_due = True
-
-    def refresh(self, *regions: Region) -> None:
-        self.refreshed.append(regions)
+        self.ticks = 0
 
     def drawn(self) -> None:
         self.repaint_due = False
@@ -183,39 +194,16 @@ class _Stub:
         raise AssertionError("not called with an argument")
 
 
-def test_a_private_missing_or_of_another_shape_at_its_first_use_goes_the_public_way(
+def test_a_private_of_another_shape_at_its_first_use_goes_the_public_way(
         caplog: pytest.LogCaptureFixture) -> None:
-    """The rows handed on by Widget.refresh when the widget lacks what the quick way reads
-    (an AttributeError), a paced repaint left to the update timer when the screen's update
-    takes other arguments (a TypeError): each said once, and the next use goes straight to
-    the public way."""
+    """A paced repaint left to the update timer when the screen's update takes other
+    arguments (a TypeError): said once, and the next use goes straight to the public way;
+    the guard's reads of an app without them give the public way's answers."""
     stub = _Stub()
     for _ in range(2):
-        tp.repaint_rows(stub, [(0, 2)])  # type: ignore[arg-type]
         tp.draw_now(stub)  # type: ignore[arg-type]
-    assert stub.refreshed == [(Region(-1, 0, 10, 2),)] * 2
-    assert "AttributeError" in tp.fallen_back()["repaint_rows"]
+        stub.repaint_due = True
     assert "TypeError" in tp.fallen_back()["draw_now"]
-    assert len([r for r in caplog.records if "goes the public way" in r.getMessage()]) == 2
-
-
-async def test_a_pane_s_repaint_works_its_content_s_offset_out_once(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A chart's new interval repaints its rows: the pane's content offset (its gutter: the
-    border, the padding and the scrollbars worked out) is read once for it, not once to
-    place the rows and again to mark them dirty."""
-    app = make_app(pairs=2, intervals=4)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await replayed(pilot, 4)
-        await settle(pilot)
-        pane = app.query_one("#pane-A", PairPane)
-        reads: list[None] = []
-        offset = Widget.content_offset
-        monkeypatch.setattr(PairPane, "content_offset", property(
-            lambda w: (reads.append(None), offset.__get__(w))[1]))
-        pane.state.bps.append(1.5 * pane.series("bps").ceiling)
-        pane.refresh_charts((2 * pane.series("bps").ceiling, pane.series("rtt").ceiling))
-        assert pane in app.screen._dirty_widgets  # its chart's rows are to be drawn
-        assert len(reads) == 1, f"{len(reads)} reads"
-        await settle(pilot)
-        assert pane.series("bps").data[-1] == pane.state.bps[-1]
+    assert len([r for r in caplog.records if "goes the public way" in r.getMessage()]) == 1
+    assert tp.ended_with(stub) is None  # type: ignore[arg-type]
+    tp.silence_dead_writer(stub)  # type: ignore[arg-type]  (no driver: nothing to do)

@@ -268,3 +268,24 @@ def test_compare_holds_a_difference_budget_to_its_difference_on_the_budget_scale
     assert any(line.startswith("flip_ms") and "300" in line for line in lines)
     lines, ok = compare.compare(quiet, run(tmp_path / "c.json", 10.0, 7.0))  # +8.0 / +3.0
     assert not ok and any(line.startswith("p99_ms") and "> 20%" in line for line in lines)
+
+
+def test_a_record_in_rounds_is_judged_on_the_median_of_its_rounds() -> None:
+    """Each round's value beside its own reference: a load that came and went moves both
+    arms of its round, so the median of the rounds' figures holds where the figure of the two
+    medians would swing (here 2.0 against the rounds' 1.25)."""
+    budgets = {"cpu": "ratio <= 1.5", "flip_ms": "speedup >= 20", "p99_ms": "diff <= 10"}
+    rounds = [[1.0, 0.8], [2.0, 1.6], [3.0, 2.4], [2.5, 1.0], [2.0, 1.6]]
+    rec = j.judge(_rec("cpu", 2.0, unit="%cpu", reference=1.0, rounds=rounds), budgets)
+    assert (rec["status"], rec["ratio"], rec["judged"]) == ("ok", 1.25, 1.25)
+    assert j.judge(_rec("cpu", 2.0, unit="%cpu", reference=1.0), budgets)["status"] == "FAIL"
+    flip = j.judge(_rec("flip_ms", 1.0, reference=19.0,
+                        rounds=[[1.0, 21.0], [1.1, 23.1], [0.9, 9.0]]), budgets)
+    assert (flip["status"], flip["judged"]) == ("ok", 21.0)
+    lat = j.judge(_rec("p99_ms", 30.0, reference=10.0,
+                       rounds=[[12.0, 4.0], [30.0, 10.0], [29.0, 1.0]]), budgets)
+    assert (lat["status"], lat["judged"]) == ("FAIL", 20.0)
+    # a round missing a figure is left out, not taken for zero
+    part = j.judge(_rec("cpu", 2.0, unit="%cpu", reference=1.0,
+                        rounds=[[1.0, 1.0], [None, 1.0], [1.2, 1.0]]), budgets)
+    assert part["judged"] == 1.1

@@ -43,7 +43,7 @@ from abtui.ui.render.chips import (
     styled,
 )
 from abtui.ui.render.drawing import ChartDrawer, TextDrawer
-from abtui.ui.render.textual_privates import FramedLines, frame_with, repaint_rows
+from abtui.ui.render.textual_privates import FramedLines, frame_with
 
 __all__ = ["LINK_TEXT", "PANE_INNER", "Chart", "Line", "PairPane", "Series"]
 
@@ -76,6 +76,15 @@ class Series:
     data: list[float] = field(default_factory=list)
     markers: list[bool] = field(default_factory=list)
     ceiling: float = 1.0
+
+
+def repaint_rows(widget: Widget, spans: list[tuple[int, int]]) -> None:
+    """Repaint content rows (each span: its first row and how many) over the widget's whole
+    width, its frame's columns included (lines neither cropped nor cut at the content's
+    edge): Textual's public `refresh` with those regions, relative to the content."""
+    left = widget.content_offset.x
+    width = widget.outer_size.width
+    widget.refresh(*(Region(-left, y, width, rows) for y, rows in spans))
 
 
 class PairPane(Widget):
@@ -248,7 +257,6 @@ class PairPane(Widget):
             return  # (a layout pass is due, or was never made: it paints the whole pane)
         spans = [span for span in (self._spans[band] for band in dirty) if span[1]]
         if spans:
-            # (abtui.ui.render.textual_privates: handed to the screen at once)
             repaint_rows(self, spans)
 
     def _relayout(self, grew: bool) -> None:

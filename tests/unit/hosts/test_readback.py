@@ -4,13 +4,18 @@ by a flip, and left as found by the exit's restore."""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+
 import pytest
 
 from abtui.core.errors import KnobRefused
 from abtui.core.model import Knob, KnobKind, Pair
 from abtui.hosts.knobs import KnobManager, resolve_targets
-from abtui.hosts.readback import read_back
+from abtui.hosts.readback import READ_END, read_back, split_reads
 from abtui.hosts.undo import UndoJournal, read_journal
+from abtui.remote.control_shell import CommandResult
+from abtui.remote.os.dialect import Setting
 from tests.unit.hosts.fake_hosts import FakeDialect, FakeLink
 
 HOSTS = ["a-snd", "a-rcv", "b-snd", "b-rcv"]
@@ -109,3 +114,63 @@ async def test_a_change_between_the_connect_read_and_the_first_flip_refuses_the_
         await m.apply(KNOB, "2", resolve_targets(PAIRS, KNOB))
     assert all(c.startswith("read ") for _h, c in log)
     assert [(host, found) for (host, _s), found in m.foreign.items()] == [("b-rcv", "7")]
+
+
+class _BashLink(FakeLink):
+    """A host whose commands a real bash runs (its settings printed by the dialect's reads):
+    the one round trip of a host's reads, as its control shell would run it."""
+
+    async def run(self, command: str, timeout: float = 10.0, isolate: bool = True,
+                  again: bool = False) -> CommandResult:
+        self.log.append((self.alias, command))
+        if not command.startswith("{"):
+            return await super().run(command, timeout, isolate, again)
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        return CommandResult(done.returncode, done.stdout, done.stderr)
+
+
+class _PrintingDialect(FakeDialect):
+    """Reads that print a value from the link's dict, in two lines as `sysctl` may (the
+    value last), fail with a message on stderr, or print nothing."""
+
+    def __init__(self, link: FakeLink) -> None:
+        self.link = link
+
+    def read_command(self, s):  # type: ignore[no-untyped-def]
+        value = self.link.values.get(s.key)
+        if value is None:
+            return f"echo {shlex.quote('no ' + s.key)} >&2; return 3"
+        return f"echo header; printf '%s\\n' {shlex.quote(value)}" if value else ":"
+
+    def parse_value(self, s, out):  # type: ignore[no-untyped-def]
+        lines = out.splitlines()
+        return lines[-1].strip() if lines else None
+
+
+async def test_a_hosts_settings_are_read_back_in_one_round_trip(tmp_path):
+    """Three settings on a host: one command for the three (not three round trips); each
+    value taken from its own read, a read that fails or prints nothing skipped, the others
+    still compared."""
+    log: list[tuple[str, str]] = []
+    link = _BashLink("h", log)
+    m = KnobManager({"h": link}, {"h": _PrintingDialect(link)}, journal=UndoJournal(tmp_path))
+    keys = ["net.a", "net.b", "net.c", "net.d"]
+    link.values = dict.fromkeys(keys, "4096 16384 4194304")
+    for key in keys:
+        m.seen[("h", Setting(KnobKind.SYSCTL, key))] = ("4096 16384 4194304", key)
+    log.clear()
+    assert await read_back(m, ["h"]) == []
+    assert len(log) == 1  # one round trip for the four
+    link.values.update({"net.a": "1 2 3", "net.c": ""})  # changed; prints nothing
+    del link.values["net.b"]  # cannot be read now
+    (changed,) = await read_back(m, ["h"])
+    assert (changed.setting.key, changed.expected, changed.found) == \
+        ("net.a", "4096 16384 4194304", "1 2 3")
+    assert len(log) == 2 and set(m.foreign) == {("h", Setting(KnobKind.SYSCTL, "net.a"))}
+
+
+def test_a_reads_answer_cut_short_is_none_of_them():
+    out = f"1\n\n{READ_END} 0\n2\n\n{READ_END} 1\n"
+    assert split_reads(out, 2) == ["1\n", None]
+    assert split_reads(out, 3) == [None, None, None]  # an end line missing: trust none

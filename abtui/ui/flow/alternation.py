@@ -111,12 +111,11 @@ class ConsoleAlternation:
         live = self.live
         return live is not None and live.running and live.alt.knob == knob
 
-    def flipped_by_hand(self, knob: str, then: Callable[[], None]) -> None:
-        """A knob key pressed: a flip of the knob being alternated ends the alternation
-        first (the two would fight over the hosts' value), then `then` sets it."""
-        self.last_knob = knob
+    def flipped_by_hand(self, then: Callable[[], None]) -> None:
+        """The knob being alternated (`alternating`) flipped by its key: the alternation
+        ends first (the two would fight over the hosts' value), then `then` sets it."""
         live = self.live
-        if live is None or not self.alternating(knob):
+        if live is None:
             then()
             return
 

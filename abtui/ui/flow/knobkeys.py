@@ -40,7 +40,7 @@ class KnobKeys:
             value = cycle(knob.values, ps.config.get(name), ps.original.get(name))
         self.alternation.last_knob = name  # what ctrl+a alternates
         if self.alternation.alternating(name):
-            self.alternation.flipped_by_hand(name, partial(self.set_knob, name, value, pairs))
+            self.alternation.flipped_by_hand(partial(self.set_knob, name, value, pairs))
         else:
             self.set_knob(name, value, pairs)
 

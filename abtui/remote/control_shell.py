@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 
 from abtui.core.text import visible
-from abtui.remote.cork import corkable, corked
+from abtui.remote.cork import corkable, corked, release
 from abtui.remote.lease import FD as LEASE_FD
 from abtui.remote.os.dialect import FUNCTION
 from abtui.remote.sshlib import asyncssh
@@ -99,6 +99,13 @@ class ControlShell:
             framed = f"{len(block.encode()):0{BULK_HEADER}d}{block}"
         else:
             framed = f"{opening} {command}\n{closing} </dev/null {LEASE_FD}>&-; {self._ends}"
+        joined = release()
+        if joined is not None and self.sock is not None and joined.hold(self.sock):
+            try:  # let go with the other hosts' commands (abtui.remote.cork.together)
+                self.process.stdin.write(framed)
+            finally:
+                joined.wrote()
+            return
         with corked([self.sock] if self.sock is not None else []) as held:
             if not held:  # no cork here (or it failed): never tried again
                 self.sock = None

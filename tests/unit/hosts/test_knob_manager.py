@@ -14,6 +14,7 @@ from abtui.hosts import undo
 from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.profile.knobs import iperf3_setting
+from abtui.remote.cork import release
 from tests.unit.filelimit import file_size_limit
 from tests.unit.hosts.fake_hosts import FakeDialect, FakeLink
 
@@ -229,3 +230,45 @@ async def test_an_undo_journal_that_cannot_be_written_stops_the_change_before_it
         await m.apply(KNOB, "2", targets)
     assert not [c for _h, c in log if not c.startswith("read")]
     assert all(link.values["net.x"] == "1" for link in links.values())
+
+
+async def test_a_flips_commands_are_sent_to_leave_together(tmp_path, monkeypatch):
+    """The originals' reads go as they are; the swaps of one flip are written inside one
+    release expecting every host's (abtui.remote.cork.together), none outside it."""
+    m, _links, _log, _events, _journal = _manager(tmp_path)
+    seen = []
+    run = FakeLink.run
+
+    async def watched(self, command, *args, **kw):
+        held = release()
+        seen.append((command.split()[0], None if held is None else held.expected))
+        return await run(self, command, *args, **kw)
+
+    monkeypatch.setattr(FakeLink, "run", watched)
+    targets = resolve_targets(PAIRS[:2], KNOB)
+    await m.apply(KNOB, "2", targets)
+    await m.apply(KNOB, "1", targets)
+    assert seen == [("read", None)] * 4 + [("swap", 4)] * 8
+    assert release() is None
+
+
+async def test_a_flip_works_its_hosts_out_again_for_another_knob_or_dialect(tmp_path):
+    """What a flip worked out once (settings, values as each OS writes them) is kept, but
+    not past a knob read again from the profile or a host whose dialect was made again."""
+    m, links, _log, _events, _journal = _manager(tmp_path)
+    targets = resolve_targets(PAIRS[:2], KNOB)
+    for value in ("2", "1", "2"):
+        await m.apply(KNOB, value, targets)
+
+    class Padded(FakeDialect):
+        def normalize(self, s, value):  # type: ignore[no-untyped-def]
+            return value + "0"
+
+    m.dialects["a-snd"] = Padded()
+    await m.apply(KNOB, "1", targets)
+    assert {h: link.values["net.x"] for h, link in links.items()} == \
+        {"a-snd": "10", "a-rcv": "1", "b-snd": "1", "b-rcv": "1"}
+    again = Knob("x", KnobKind.SYSCTL, ("1", "2"), key="net.x", os_values={"linux": {"2": "5"}})
+    await m.apply(again, "2", targets)
+    assert {h: link.values["net.x"] for h, link in links.items()} == \
+        {"a-snd": "50", "a-rcv": "5", "b-snd": "5", "b-rcv": "5"}

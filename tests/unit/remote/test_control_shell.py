@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from abtui.remote.control_shell import ControlShell
+from abtui.remote.cork import release, together
 from abtui.remote.os.dialect import as_function
 from tests.unit.remote.local_shell import PipeProcess
 from tests.unit.remote.local_shell import stop as _stop
@@ -295,3 +296,60 @@ async def test_a_bulk_shell_keeps_outputs_apart_and_its_folder_is_gone_while_it_
         assert folder and not os.path.exists(folder)
     finally:
         await _end(rp)
+
+
+def _shells(n: int) -> tuple[list[Sock], list[Process], list[ControlShell]]:
+    socks = [Sock() for _ in range(n)]
+    procs = [Process(s) for s in socks]
+    shells = [ControlShell(p, Conn(s))  # type: ignore[arg-type]
+              for s, p in zip(socks, procs, strict=True)]
+    return socks, procs, shells
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="no TCP_CORK on this OS")
+async def test_commands_in_a_release_are_held_until_the_last_one_is_written() -> None:
+    """A flip's hosts' commands leave together: each written corked and held, the corks
+    lifted once the last expected one is written (by the uncorker given, else one by one);
+    a command sent after that leaves at once."""
+    socks, procs, shells = _shells(3)
+    lifted: list[list[Sock]] = []
+
+    def uncorker(held: list[Sock]) -> list[Sock]:
+        lifted.append(list(held))
+        return held[1:]  # the first lifted "in one call", the others handed back
+
+    with together(3, uncorker):
+        for shell in shells[:2]:
+            shell.send("true", "{", "}")
+        assert [s.corked for s in socks] == [True, True, False]  # held
+        shells[2].send("true", "{", "}")
+        assert lifted == [socks]
+        assert [s.calls for s in socks] == [[1], [1, 0], [1, 0]]
+        shells[0].send("again", "{", "}")  # lifted already: leaves at once
+    assert [p.stdin.corked_writes for p in procs] == [[True, True], [True], [True]]
+    assert socks[0].calls == [1, 1, 0] and not socks[0].corked
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="no TCP_CORK on this OS")
+async def test_a_release_lets_go_at_the_loops_next_pass_when_a_host_never_writes() -> None:
+    """A host whose shell was busy or gone (no write) holds the others back for one pass of
+    the event loop at most; a write that fails counts as written."""
+    socks, procs, shells = _shells(3)
+    procs[1].stdin.fail = True
+    with together(3):
+        shells[0].send("true", "{", "}")
+        with pytest.raises(BrokenPipeError):
+            shells[1].send("true", "{", "}")
+        assert socks[0].corked and socks[1].corked
+        await asyncio.sleep(0)
+        assert not socks[0].corked and not socks[1].corked
+    assert socks[2].calls == []
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="no TCP_CORK on this OS")
+async def test_what_a_release_holds_is_let_go_on_the_way_out() -> None:
+    socks, _procs, shells = _shells(2)
+    with pytest.raises(RuntimeError), together(4):
+        shells[0].send("true", "{", "}")
+        raise RuntimeError("the flip failed before the other hosts' commands")
+    assert socks[0].calls == [1, 0] and release() is None

@@ -277,9 +277,10 @@ class KnobManager:
         self._plans[(knob.name, value)] = plan
         return plan
 
-    def _uncork(self) -> Callable[[list[Any]], list[Any]] | None:
-        """The lift of a flip's held writes in one system call (abtui.remote.uring), made on
-        the first flip; its ring is let go with this manager."""
+    def uncorker(self) -> Callable[[list[Any]], list[Any]] | None:
+        """The lift of several hosts' held writes in one system call (abtui.remote.uring,
+        for abtui.remote.cork.together), made on first use; its ring is let go with this
+        manager. None where the system gives no ring (lifted one by one)."""
         if self._uncorker is None:
             self._uncorker = Uncorker()
             weakref.finalize(self, self._uncorker.close)
@@ -320,7 +321,7 @@ class KnobManager:
             raise
         # the hosts' commands leave together, not one host's sshd woken before the next
         # host's command is written (abtui.remote.cork.together)
-        with together(len(settings), self._uncork()):
+        with together(len(settings), self.uncorker()):
             swaps = await asyncio.gather(*(self.swap(h, s, wanted[h]) for h, s in settings))
         failed = []
         values = {}

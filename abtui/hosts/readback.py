@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from abtui.core.errors import RemoteError
 from abtui.hosts.knobs import KnobManager
+from abtui.remote.cork import together
 from abtui.remote.os.dialect import Setting, same_value
 
 # closes each setting's output in a host's reads sent as one command, with its exit status
@@ -54,7 +55,9 @@ async def read_back(manager: KnobManager, hosts: Collection[str]) -> list[Change
         by_host: dict[str, list[Setting]] = {}
         for (host, s), _wrote in items:
             by_host.setdefault(host, []).append(s)
-        read = await asyncio.gather(*(_read_all(manager, h, ss) for h, ss in by_host.items()))
+        with together(len(by_host), manager.uncorker()):  # the hosts' reads leave at once
+            read = await asyncio.gather(*(_read_all(manager, h, ss)
+                                          for h, ss in by_host.items()))
         got = dict(zip(by_host, read, strict=True))
         out = []
         for ((host, s), wrote) in items:

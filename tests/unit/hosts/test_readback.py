@@ -15,6 +15,7 @@ from abtui.hosts.knobs import KnobManager, resolve_targets
 from abtui.hosts.readback import READ_END, read_back, split_reads
 from abtui.hosts.undo import UndoJournal, read_journal
 from abtui.remote.control_shell import CommandResult
+from abtui.remote.cork import release
 from abtui.remote.os.dialect import Setting
 from tests.unit.hosts.fake_hosts import FakeDialect, FakeLink
 
@@ -174,3 +175,21 @@ def test_a_reads_answer_cut_short_is_none_of_them():
     out = f"1\n\n{READ_END} 0\n2\n\n{READ_END} 1\n"
     assert split_reads(out, 2) == ["1\n", None]
     assert split_reads(out, 3) == [None, None, None]  # an end line missing: trust none
+
+
+async def test_the_hosts_reads_are_sent_to_leave_together(tmp_path, monkeypatch):
+    """A read-back (before every flip of the console's) sends each host's reads inside one
+    release expecting every host's (abtui.remote.cork.together)."""
+    m, _links, _log, _events, _journal = _manager(tmp_path)
+    await m.apply(KNOB, "2", resolve_targets(PAIRS[:2], KNOB))
+    seen = []
+    run = FakeLink.run
+
+    async def watched(self, command, *args, **kw):
+        held = release()
+        seen.append(None if held is None else held.expected)
+        return await run(self, command, *args, **kw)
+
+    monkeypatch.setattr(FakeLink, "run", watched)
+    assert await read_back(m, HOSTS) == []
+    assert seen == [4] * 4 and release() is None

@@ -141,13 +141,17 @@ class Dialect:
         kept = self._swaps
         command = kept.get((s, value))
         if command is None:
-            self.check_setting(s)
-            command = as_function(f"{{ {self.read_body(s)}\n}} || return $?; "
-                                  f"echo {SWAP_MARK}; " + self.write_body(s, value))
+            command = as_function(self.swap_body(self.check_setting(s), value))
             if len(kept) >= MAX_KEPT:
                 kept.clear()
             kept[(s, value)] = command
         return command
+
+    def swap_body(self, s: Setting, value: str) -> str:
+        """swap_command's body: the read, SWAP_MARK, the write (a dialect may do it in fewer
+        steps of the host's shell)."""
+        return f"{{ {self.read_body(s)}\n}} || return $?; echo {SWAP_MARK}; " + \
+            self.write_body(s, value)
 
     def parse_swap(self, s: Setting, out: str) -> tuple[str | None, str | None]:
         """(value before, value read back) from a swap's output; None where absent."""

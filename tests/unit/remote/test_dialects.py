@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shlex
+import shutil
+import subprocess
 
 import pytest
 
@@ -258,10 +260,38 @@ def test_a_swap_is_built_once_per_setting_and_value(dialect, monkeypatch):
     s = Setting(SYSCTL, "net.ipv4.tcp_syn_retries")
     fresh = {v: type(dialect)().swap_command(s, v) for v in ("5", "6")}
     built = []
-    write_body = type(dialect).write_body
-    monkeypatch.setattr(type(dialect), "write_body",
-                        lambda self, s, value: (built.append(value), write_body(self, s, value))[1])
+    swap_body = type(dialect).swap_body
+    monkeypatch.setattr(type(dialect), "swap_body",
+                        lambda self, s, value: (built.append(value), swap_body(self, s, value))[1])
     for n in range(10):
         v = ("5", "6")[n % 2]
         assert dialect.swap_command(s, v) == fresh[v]
     assert sorted(built) == ["5", "6"]
+
+
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_a_sysctl_swap_prints_before_mark_and_after_as_the_read_and_write_did(
+        shell, tmp_path, monkeypatch):
+    """Linux's sysctl swap (one existence test, the value before and the mark in one write)
+    run by a real shell on a file standing for /proc/sys: what it prints parses as the read
+    and the write's did; a key that is not there is said once, status EXIT_UNKNOWN, nothing
+    printed on stdout."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"no {shell} here")
+    d = Linux()
+    monkeypatch.setattr(Linux, "proc_path", staticmethod(lambda key: str(tmp_path / key)))
+    (tmp_path / "net.x").write_text("4096\t16384\n")
+    s = Setting(SYSCTL, "net.x")
+
+    def run(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([shell, "-c", command], capture_output=True, text=True,
+                              timeout=10, check=False)
+
+    done = run(d.swap_command(s, "4096 32768"))
+    assert (done.returncode, done.stdout, done.stderr) == \
+        (0, "4096\t16384\n__ABTUI_SWAP__\n4096 32768\n", "")
+    assert d.parse_swap(s, done.stdout) == ("4096\t16384", "4096 32768")
+    gone = run(d.swap_command(Setting(SYSCTL, "net.gone"), "1"))
+    assert (gone.returncode, gone.stdout, gone.stderr) == \
+        (EXIT_UNKNOWN, "", "unknown key net.gone\n")
+    assert d.parse_swap(s, gone.stdout) == (None, None)

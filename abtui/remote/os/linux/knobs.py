@@ -105,8 +105,8 @@ class Linux(Dialect):
 
     def swap_body(self, s: Setting, value: str) -> str:
         """A sysctl through /proc/sys: one existence test for the read and the write, and
-        the value before printed with SWAP_MARK in one write (the host's bash did a tenth
-        less a flip than with the read's and the write's own steps)."""
+        the value before printed with SWAP_MARK in one write (the hosts' bash did about a
+        sixth less a 4-host flip than with the read's and the write's own steps)."""
         if s.kind is not KnobKind.SYSCTL or not self.fast_sysctl:
             return super().swap_body(s, value)
         return (self._sysctl_file(s.key) + self._read_file(fmt=f"%s\\n{SWAP_MARK}\\n")

@@ -148,6 +148,9 @@ class CounterSampler:
         self.role = "sender" if link is ctx.sender else "receiver"
         self._stream = CounterStream()
         self._offset = math.inf
+        # the run's release (controller clock): the loop starts ahead of it (with the profile
+        # loops), its samples before it are only used to date the rest
+        self.since: float | None = None
 
     async def run(self) -> None:
         assert self.spec.counters is not None
@@ -162,6 +165,8 @@ class CounterSampler:
             clock, values = got
             self._offset = min(self._offset, came - clock)
             at = clock + self._offset
+            if self.since is None or at < self.since:
+                continue  # taken before the traffic was released
             self.ctx.event(events.CountersSampled(run=self.ctx.spec.run_id, role=self.role,
                                                   at=at, values=pack(values),
                                                   shared=self.spec.shared),

@@ -69,6 +69,7 @@ class RunSamplers:
         self._ping_task: asyncio.Task[PingOutcome] | None = None
         self._tasks: list[asyncio.Task[None]] = []  # watches and host CPU
         self._profiles: list[ProfileSampler] = []  # started ahead of the release
+        self._counters: list[CounterSampler] = []  # likewise: their samples kept from it on
         self._profile_tasks: list[asyncio.Task[None]] = []
         self._profiles_started = False
 
@@ -98,18 +99,17 @@ class RunSamplers:
             if command:
                 sampler = self._cpu_sampler(self.ctx, link, command, period)
                 self._tasks.append(loop.create_task(sampler.run()))
-            profile = self.spec.profile_commands.get(alias)
-            if profile is not None and self._profilers is not None and profile.counters:
-                self._tasks.append(loop.create_task(
-                    self._profilers[1](self.ctx, link, profile).run()))
         self.start_profiles()
         released = time.time()
         for profiler in self._profiles:
             profiler.since = released
+        for counter in self._counters:
+            counter.since = released
 
     def start_profiles(self) -> None:
-        """The hosts' profile loops started (once), ahead of the release: see
-        `profiles_ready`."""
+        """The hosts' profile loops and their counters loops started (once), ahead of the
+        release: see `profiles_ready` (a loop's start, its SSH channel and shell, is not the
+        run's to pay)."""
         if self._profiles_started or self._profilers is None:
             return
         self._profiles_started = True
@@ -122,6 +122,10 @@ class RunSamplers:
                 self._profiles.append(sampler)
                 self._profile_tasks.append(loop.create_task(sampler.run()))
                 self._tasks.append(self._profile_tasks[-1])
+            if profile is not None and profile.counters:  # its start-up outside the run too
+                counter = self._profilers[1](self.ctx, link, profile)
+                self._counters.append(counter)
+                self._tasks.append(loop.create_task(counter.run()))
 
     async def profiles_ready(self, timeout: float = PROFILE_READY_S) -> None:
         """Until every profile loop is through perf's start-up (or gave up, or `timeout`

@@ -102,6 +102,73 @@ def test_the_counters_stream_reads_hex_softnet_softirqs_nstat_and_kthreads() -> 
     assert stream.feed("@E") is None  # an end without a start is nothing
 
 
+_SNMP = """\
+Ip: Forwarding DefaultTTL InReceives InHdrErrors
+Ip: 1 64 2571820 0
+Icmp: InMsgs InErrors
+Icmp: 25 0
+Tcp: RtoAlgorithm MaxConn ActiveOpens CurrEstab RetransSegs
+Tcp: 1 -1 1418 3 12
+Udp: InDatagrams NoPorts
+Udp: 7 0
+UdpLite: InDatagrams NoPorts
+UdpLite: 0 0
+"""
+_NETSTAT = """\
+TcpExt: SyncookiesSent TCPHPHits
+TcpExt: 0 18446744073709551615
+IpExt: InNoRoutes InOctets
+IpExt: 0 99
+MPTcpExt: MPCapableSYNRX
+MPTcpExt: 4
+"""
+
+
+@pytest.mark.skipif(shutil.which("awk") is None, reason="no awk on this machine")
+@pytest.mark.parametrize("listed", [True, False])
+def test_one_awk_reads_a_sample_as_the_programs_did(tmp_path, listed: bool) -> None:
+    """The sample's awk over a made-up /proc: softnet's hex fields as they are, NET_RX and
+    NET_TX lines, the IP, TCP and UDP counters as `nstat -as` printed them (nonzero, paired
+    names, without nstat's constants, a counter past 2^53 to the digit), and the kernel's
+    workers' ticks by pool, from kthreadd's children (one of which ended) or from every
+    process's stat on stdin."""
+    from abtui.remote.counters import _SAMPLE
+
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net/softnet_stat").write_text("0000000a 00000001 00000002 0 0\n"
+                                           "00000010 00000000 00000003 0 0\n")
+    (proc / "softirqs").write_text("          CPU0 CPU1\n   TIMER: 1 2\n  NET_TX: 3 4\n"
+                                   "  NET_RX: 5 7\n")
+    (proc / "net/snmp").write_text(_SNMP)
+    (proc / "net/netstat").write_text(_NETSTAT)
+    stats = {10: "10 (kworker/0:1H-kblockd) I 2 0 0 0 -1 0 0 0 0 0 4 5 0 0",
+             11: "11 (ksoftirqd/0) S 2 0 0 0 -1 0 0 0 0 0 6 1 0 0",
+             12: "12 (kworker/u4:2) I 2 0 0 0 -1 0 0 0 0 0 1 1 0 0",
+             13: "13 (rcu_sched) I 2 0 0 0 -1 0 0 0 0 0 9 9 0 0",
+             99: "99 (napi/eth0-1) S 1 0 0 0 -1 0 0 0 0 0 2 2 0 0"}  # not kthreadd's
+    for pid, line in stats.items():
+        (proc / str(pid)).mkdir()
+        (proc / str(pid) / "stat").write_text(line + "\n")
+    (proc / "2/task/2").mkdir(parents=True)
+    (proc / "2/task/2/children").write_text("10 11 12 13 14 \n")  # 14 ended since
+    program = _SAMPLE.replace("/proc/", f"{proc}/")
+    stdin = "".join(stats[p] + "\n" for p in (10, 11, 12, 13)) if not listed else ""
+    out = subprocess.run(["awk", "-v", "t=1700000000.25", "-v", f"k={int(listed)}", program],
+                         input=stdin, capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == "@C 1700000000.25" and lines[-1] == "@E"
+    assert lines[1:3] == ["softnet 0 0000000a 00000001 00000002",
+                          "softnet 1 00000010 00000000 00000003"]
+    assert lines[3:5] == ["  NET_TX: 3 4", "  NET_RX: 5 7"]
+    assert [x for x in lines if x.startswith("nstat")] == [
+        "nstat IpInReceives 2571820", "nstat TcpActiveOpens 1418", "nstat TcpRetransSegs 12",
+        "nstat UdpInDatagrams 7", "nstat TcpExtTCPHPHits 18446744073709551615",
+        "nstat IpExtInOctets 99"]
+    assert sorted(x for x in lines if x.startswith("kthread")) == [
+        "kthread ksoftirqd 7", "kthread kworker 11"]
+
+
 @pytest.mark.skipif(shutil.which("awk") is None or not Path("/proc/uptime").exists(),
                     reason="no awk or no /proc/uptime on this machine")
 @pytest.mark.parametrize("date", ["busybox", "gnu"])

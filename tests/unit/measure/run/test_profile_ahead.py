@@ -114,3 +114,47 @@ def test_finish_closes_the_loops_stdin_and_waits_for_its_windows() -> None:
         assert time.monotonic() - t0 < 1
 
     asyncio.run(go())
+
+
+def test_counters_start_with_the_profiles_and_keep_their_samples_from_the_release() -> None:
+    """The counters loop starts ahead of the release too (its start is not the run's to pay);
+    a sample it took before the release only helps date the rest."""
+    from abtui.measure.run.profiler import CounterSampler
+
+    started: list[str] = []
+
+    class _Loop:
+        def __init__(self, ctx: Any, link: Any, spec: Any) -> None:
+            self.since: float | None = None
+            self.ready = asyncio.Event()
+
+        async def run(self) -> None:
+            started.append(type(self).__name__)
+
+    class _Profile(_Loop):
+        pass
+
+    class _Counters(_Loop):
+        pass
+
+    async def go() -> None:
+        ctx = _Ctx()
+        ctx.receiver = ctx.sender  # type: ignore[attr-defined]
+        ctx.spec.profile_commands = {"s": SimpleNamespace(counters="loop")}  # type: ignore[attr-defined]
+        samplers = RunSamplers(ctx, lambda *a: None,  # type: ignore[arg-type]
+                               profilers=(_Profile, _Counters))  # type: ignore[arg-type]
+        samplers.start_profiles()
+        await asyncio.sleep(0)
+        assert sorted(started) == ["_Counters", "_Profile"]  # before any release
+        samplers.cancel()
+
+        counters = CounterSampler(ctx, ctx.sender,  # type: ignore[arg-type]
+                                  SimpleNamespace(counters="loop", shared=False))  # type: ignore[arg-type]
+        now = time.time()
+        counters._take([f"@C {now - 1001:.3f}", "nstat TcpInSegs 1", "@E"])
+        counters.since = now - 0.5  # the release
+        counters._take([f"@C {now - 1000:.3f}", "nstat TcpInSegs 9", "@E"])
+        kept = [e for e in ctx.events if type(e).__name__ == "CountersSampled"]
+        assert len(kept) == 1 and unpack(kept[0].values) == {"nstat.TcpInSegs": 9}
+
+    asyncio.run(go())

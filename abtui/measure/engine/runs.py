@@ -172,7 +172,8 @@ class RunScheduler:
                 else:
                     self._next.pop(label, None)
 
-    def _new_run(self, label: str, seconds: int, port: int | None) -> PairRun:
+    def _new_run(self, label: str, seconds: int, port: int | None,
+                 group: Sequence[str] = ()) -> PairRun:
         pair = self.profile.pair(label)
         opts = self._book.options(pair)
         run_id = self._run_ids.next(label)
@@ -202,7 +203,7 @@ class RunScheduler:
             cpu_commands={a: self._pool.dialects[a].cpu_times_command
                           for a in (pair.sender, pair.receiver)
                           if opts.host_cpu and a in self._pool.dialects},
-            profile_commands=self._profiled(pair, opts.profile_hz),
+            profile_commands=self._profiled(pair, opts.profile_hz, group or (label,)),
             rr=bool(opts.sockperf) and all(self._pool.has_sockperf.get(a, False)
                                            for a in (pair.sender, pair.receiver)),
             counters_for=counters_for(self._pool.dialects.get(pair.sender),
@@ -225,14 +226,18 @@ class RunScheduler:
         """A process left on a host whose link dropped: ended once the link is back."""
         self._pool.orphans.add(link, pgid)
 
-    def _profiled(self, pair: Pair, hz: int) -> dict[str, ProfileSpec]:
+    def _profiled(self, pair: Pair, hz: int, group: Sequence[str]) -> dict[str, ProfileSpec]:
         """The pair's hosts to profile at `hz` (none at 0): each with perf, but of hosts that
-        share one machine's kernel (namespace hosts) only the first in the profile's order,
-        whose profile is the machine's (said so in each window)."""
+        share one machine's kernel (namespace hosts) only the first, in the profile's order,
+        of the pairs that will run beside this one (`group`, started with it, and the pairs
+        already running): its profile is the machine's (said so in each window). A pair run
+        alone is profiled whatever its place in the profile."""
         if not hz:
             return {}
         shared = self._pool.cpu_shared
-        first_shared = next((a for p in self.profile.pairs for a in (p.sender, p.receiver)
+        beside = {*group, *self._runs, pair.label}
+        first_shared = next((a for p in self.profile.pairs if p.label in beside
+                             for a in (p.sender, p.receiver)
                              if a in shared and self._pool.has_perf.get(a)), None)
         out: dict[str, ProfileSpec] = {}
         for alias in (pair.sender, pair.receiver):
@@ -262,7 +267,7 @@ class RunScheduler:
         runs: list[PairRun] = []
         for label in labels:
             try:
-                runs.append(self._new_run(label, seconds, (ports or {}).get(label)))
+                runs.append(self._new_run(label, seconds, (ports or {}).get(label), labels))
             except RunFailed as exc:
                 self._fail_run(label, exc.run_id, exc.message)
         outcomes = await asyncio.gather(*(r.prepare() for r in runs), return_exceptions=True)

@@ -74,8 +74,22 @@ def test_shared_hosts_are_profiled_once_and_own_hosts_each() -> None:
         pool.has_perf[alias] = alias != "r2"
     pool.cpu_shared.update({"s1", "r1", "s2"})  # namespace hosts of one machine; r2 its own
     runs = engine.runs
-    a = runs._profiled(engine.profile.pairs[0], 99)
-    b = runs._profiled(engine.profile.pairs[1], 99)
+    both = ("A", "B")
+    a = runs._profiled(engine.profile.pairs[0], 99, both)
+    b = runs._profiled(engine.profile.pairs[1], 99, both)
     assert set(a) == {"s1"} and a["s1"].shared and a["s1"].hz == 99
     assert set(b) == set()  # s2 shares s1's machine; r2 has no perf
-    assert runs._profiled(engine.profile.pairs[0], 0) == {}
+    assert runs._profiled(engine.profile.pairs[0], 0, both) == {}
+
+
+def test_a_pair_run_alone_profiles_the_shared_machine_itself() -> None:
+    """Pair B run without A (a crossover's leg, a stop of A): the machine's profile is B's,
+    not left to an A that is not running."""
+    engine = Engine(_profile(99), use_journal=False)
+    pool = engine.hosts
+    for alias in ("s1", "r1", "s2", "r2"):
+        pool.has_perf[alias] = True
+    pool.cpu_shared.update({"s1", "r1", "s2", "r2"})
+    runs = engine.runs
+    alone = runs._profiled(engine.profile.pairs[1], 99, ("B",))
+    assert set(alone) == {"s2"} and alone["s2"].shared

@@ -1,18 +1,14 @@
-"""Where the undo journals live, and the line a command says before it starts when an earlier
-abtui left changes on hosts. Kept apart from the journal's records (abtui.hosts.undo,
-abtui.hosts.undo_records: a score of dataclasses, 15 ms of CPU to import) so that a console
-with no journal left, the usual case, does not import them before its first frame
-(docs/performance.md: `first_frame_s`); they are imported when a journal is there to read."""
+"""The line a command says before it starts when an earlier abtui left changes on hosts.
+Kept apart from the journal's records (abtui.hosts.undo, abtui.hosts.undo_records: a score
+of dataclasses, 15 ms of CPU to import) so that a console with no journal left, the usual
+case, does not import them before its first frame (docs/performance.md: `first_frame_s`);
+they are imported when a journal is there to read."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-
-def undo_dir() -> Path:
-    from platformdirs import user_state_dir
-
-    return Path(user_state_dir("abtui")) / "undo"
+from abtui.hosts.journal_dir import undo_dir
 
 
 def recovery_notice(directory: Path | None = None) -> str | None:

@@ -29,7 +29,7 @@ from typing import Any
 from abtui.core.errors import WriteFailed
 from abtui.core.files import why
 from abtui.core.pids import pid_alive
-from abtui.hosts.journals import recovery_notice, undo_dir
+from abtui.hosts.journal_dir import undo_dir
 from abtui.hosts.undo_records import (
     RECORDS,
     BuildRestored,
@@ -52,7 +52,7 @@ from abtui.hosts.undo_records import (
 )
 
 __all__ = ["HostRecord", "Pending", "Skipped", "UndoJournal", "append_record", "forget_host",
-           "left_on", "pending_recovery", "read_journal", "recovery_notice", "undo_dir"]
+           "left_on", "pending_recovery", "read_journal", "undo_dir"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--out: the console writes its session in the sessions folder; give "
                        "--out with --headless")
     from abtui.commands.run import profile_and_out, with_profile_rate
-    from abtui.hosts.undo import recovery_notice
+    from abtui.hosts.journals import recovery_notice
 
     path, out = profile_and_out(args)
     from abtui.profile import load_profile

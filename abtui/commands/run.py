@@ -126,7 +126,7 @@ def profile_and_out(args: argparse.Namespace) -> tuple[Path, Path | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from abtui.hosts.undo import recovery_notice
+    from abtui.hosts.journals import recovery_notice
 
     notice = recovery_notice()
     if notice:

@@ -155,7 +155,7 @@ def open_on_hosts(profile: Profile, title: str, bisection: BisectPlan | None = N
 def _open_on_hosts(profile: Profile, title: str, bisection: BisectPlan | None = None) -> int:
     import sys
 
-    from abtui.hosts.undo import recovery_notice
+    from abtui.hosts.journals import recovery_notice
     from abtui.lab import lease
     from abtui.measure.ports import open_session_writer
     from abtui.measure.session import ControllerSession, Deferred

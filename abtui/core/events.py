@@ -19,7 +19,7 @@ Payload classes are named for what happened (`IntervalMeasured`, `KnobChanged`,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Self, TypeVar, dataclass_transform
@@ -70,15 +70,17 @@ RunId = str | int
 # A field's metadata when the journal record leaves it out while it is None.
 OPTIONAL = {"optional": True}
 NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
-# Every payload is a frozen dataclass with slots; its equality, hash and repr are Payload's
-# own (the same as dataclass's, written once): the console imports this module before its
-# first frame, and dataclass's code generation for them was two fifths of the import.
+# Every payload is a frozen dataclass with slots, keyword-only; its __init__, equality, hash,
+# repr and frozenness are Payload's own (the same as dataclass's, written once): the console
+# imports this module before its first frame, and dataclass's code generation for them (an
+# `exec` for each method of each class: 96 for `__init__`, `__setattr__` and `__delattr__`)
+# was most of the import.
 _T = TypeVar("_T")
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
 def _payload_class(cls: type[_T]) -> type[_T]:
-    return dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)(cls)
+    return dataclass(init=False, slots=True, kw_only=True, repr=False, eq=False)(cls)
 
 
 @_payload_class
@@ -92,8 +94,43 @@ class Payload:
     _KNOWN: ClassVar[frozenset[str]] = frozenset()
     # set by _payload: (field name, its slot's setter) per field, to fill a payload read back
     _SETTERS: ClassVar[tuple[tuple[str, Callable[[object, object], None]], ...]] = ()
+    # set by _payload: (field name, its slot's setter, default, default factory) per field,
+    # for __init__ (MISSING where there is none)
+    _INIT: ClassVar[tuple[tuple[str, Callable[[object, object], None], Any, Any], ...]] = ()
 
     extra: Mapping[str, Any] = field(default_factory=lambda: NO_EXTRA)
+
+    def __init__(self, **values: Any) -> None:
+        """The fields by keyword, as dataclass's `__init__` takes them (defaults and
+        factories alike), set through their slots' descriptors."""
+        for name, setter, default, factory in self._INIT:
+            if name in values:
+                setter(self, values.pop(name))
+            elif default is not MISSING:
+                setter(self, default)
+            elif factory is not MISSING:
+                setter(self, factory())
+            else:
+                raise TypeError(f"{self.__class__.__qualname__}.__init__() missing 1 required "
+                                f"keyword-only argument: {name!r}")
+        _set_extra(self, values.pop("extra") if "extra" in values else NO_EXTRA)
+        if values:
+            raise TypeError(f"{self.__class__.__qualname__}.__init__() got an unexpected "
+                            f"keyword argument {next(iter(values))!r}")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self._values()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        _set_extra(self, state[0])
+        for (_, setter), value in zip(self._SETTERS, state[1:], strict=True):
+            setter(self, value)
 
     def _values(self) -> tuple[Any, ...]:
         return (self.extra, *(getattr(self, name) for name, _ in self._SPEC))
@@ -151,6 +188,8 @@ def _payload(kind: EventKind) -> Callable[[P], P]:
         cls._SPEC = tuple((f.name, bool(f.metadata.get("optional"))) for f in own)
         cls._KNOWN = frozenset(f.name for f in own)
         cls._SETTERS = tuple((f.name, getattr(cls, f.name).__set__) for f in own)
+        cls._INIT = tuple((name, setter, f.default, f.default_factory)
+                          for (name, setter), f in zip(cls._SETTERS, own, strict=True))
         PAYLOADS[kind] = cls
         return cls
     return register

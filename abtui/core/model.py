@@ -401,6 +401,8 @@ class IperfSummary:
 
 @dataclass(slots=True)
 class PingReply:
+    """One ping reply: its sequence number, round trip (None: lost) and time stamp."""
+
     seq: int
     rtt_ms: float | None
     timestamp: float | None = None
@@ -408,6 +410,8 @@ class PingReply:
 
 @dataclass(slots=True)
 class PingSummary:
+    """Ping's closing summary: sent, received, loss and round-trip statistics."""
+
     sent: int | None = None
     received: int | None = None
     loss_percent: float | None = None

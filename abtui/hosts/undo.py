@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_state_dir
-
 from abtui.core.errors import WriteFailed
 from abtui.core.files import why
 from abtui.core.pids import pid_alive
+from abtui.hosts.journal_dir import undo_dir
 from abtui.hosts.undo_records import (
     RECORDS,
     BuildRestored,
@@ -53,11 +52,7 @@ from abtui.hosts.undo_records import (
 )
 
 __all__ = ["HostRecord", "Pending", "Skipped", "UndoJournal", "append_record", "forget_host",
-           "left_on", "pending_recovery", "read_journal", "recovery_notice", "undo_dir"]
-
-
-def undo_dir() -> Path:
-    return Path(user_state_dir("abtui")) / "undo"
+           "left_on", "pending_recovery", "read_journal", "undo_dir"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,16 +434,3 @@ def pending_recovery(directory: Path | None = None) -> list[Pending]:
             continue
         out.append(p)
     return out
-
-
-def recovery_notice(directory: Path | None = None) -> str | None:
-    """One line offering `abtui recover` when an earlier abtui left changes on hosts."""
-    try:
-        pending = pending_recovery(directory)
-    except OSError:
-        return None
-    if not pending:
-        return None
-    hosts = sorted({h for p in pending for h in p.involved})
-    return (f"an earlier abtui (killed, or its hosts unreachable) left changes on "
-            f"{', '.join(hosts) or 'hosts'}: run `abtui recover` to set them back")

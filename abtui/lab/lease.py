@@ -29,6 +29,8 @@ class LabInUse(LabError):
 
 @dataclass(frozen=True, slots=True)
 class LabUser:
+    """A process that holds the lab (its pid) and what it runs."""
+
     pid: int
     command: str
 

@@ -26,6 +26,9 @@ OS_NAMES = ("linux", "freebsd")
 
 @dataclass(frozen=True, slots=True)
 class Field:
+    """A section's key: its check and conversion, its default (REQUIRED: none), and the
+    model's attribute it sets when that differs from the key."""
+
     key: str
     conv: f.Conv
     default: Any = None

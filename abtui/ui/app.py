@@ -71,7 +71,6 @@ from abtui.ui.render.eventlog import EventLog
 from abtui.ui.render.knobbar import knobbar_content, show_progress
 from abtui.ui.render.layout import MainLayout, MainWidgets, keys_panel
 from abtui.ui.render.panes import PaneBoard, pane_label
-from abtui.ui.render.screen_text import screen_text
 
 if TYPE_CHECKING:
     from abtui.measure.bisect.run import BisectPlan
@@ -489,6 +488,8 @@ class AbtuiApp(App[int]):
     def screen_text(self) -> str:
         """The screen as plain text, laid out as a screenshot shows it (for scripts and the
         lab walk that check what is in sight)."""
+        from abtui.ui.render.screen_text import screen_text  # (html: not before the frame)
+
         return screen_text(self)  # (abtui.ui.render.screen_text: Textual's public SVG)
 
     # ---- files (abtui.ui.flow.files) ---------------------------------------------------------

@@ -107,3 +107,39 @@ def test_the_console_s_modules_bring_no_ssh_layer_nor_dialogs_before_the_first_f
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.strip().splitlines()
     assert out[-1] == "loaded:"
+
+
+def test_no_undo_records_attrs_or_html_before_the_first_frame(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """With no undo journal left (the usual start), `abtui tui PROFILE`'s modules and its
+    recovery check import neither the journal's records (abtui.hosts.undo_records) nor attrs
+    (through RichLog's rich.pretty) nor html: none of them is on the first frame (a journal
+    left behind is still read: tests/unit/commands/test_run_set_and_notice.py), and attrs
+    can still be imported afterwards."""
+    journals = tmp_path / "undo"
+    code = ("import sys\nfrom pathlib import Path\n"
+            "import abtui.commands.tui, abtui.lab.lease, abtui.ui.flow.keymap\n"
+            "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
+            "from abtui.hosts.journals import recovery_notice\n"
+            f"assert recovery_notice(Path({str(journals)!r})) is None\n"
+            "print('loaded:' + ','.join(sorted(m for m in ('abtui.hosts.undo_records', "
+            "'abtui.hosts.undo', 'attr', 'html') if m in sys.modules)))\n"
+            "import attr\nassert attr.has")
+    journals.mkdir()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip().splitlines()
+    assert out[-1] == "loaded:"
+
+
+def test_the_dataclasses_imported_before_the_first_frame_have_docstrings() -> None:
+    """dataclass makes a docstring for a class without one from `inspect.signature` (0.3-1 ms
+    each, before the console's first frame)."""
+    code = ("import dataclasses, inspect, sys\n"
+            "import abtui.commands.tui, abtui.lab.lease, abtui.ui.flow.keymap, abtui.profile\n"
+            "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
+            "print('bare:' + ','.join(sorted(f'{m}.{n}' for m, mod in list(sys.modules.items())"
+            " if m.startswith('abtui') for n, c in vars(mod).items() if inspect.isclass(c) "
+            "and c.__module__ == m and dataclasses.is_dataclass(c) and "
+            "(c.__doc__ or '').startswith(n + '('))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip().splitlines()
+    assert out[-1] == "bare:"

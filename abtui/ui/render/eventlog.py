@@ -9,15 +9,38 @@ off, however narrow the log."""
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 from textual.events import Resize
-from textual.widgets import RichLog
 
 from abtui.core.text import visible
+
+
+def _rich_log_class() -> type[RichLog]:
+    """Textual's RichLog, imported without attrs: its module imports rich.pretty, which
+    imports attrs (when installed: textual-serve brings it) to pretty-print attrs instances,
+    10 ms of CPU before the console's first frame (docs/performance.md: `first_frame_s`) for
+    nothing the log shows (it is given text only). attrs stays importable afterwards."""
+    hidden = "attr" not in sys.modules
+    if hidden:
+        sys.modules["attr"] = None  # type: ignore[assignment]  # `import attr` fails
+    try:
+        from textual.widgets import RichLog
+    finally:
+        if hidden and sys.modules.get("attr", 0) is None:
+            del sys.modules["attr"]
+    return RichLog
+
+
+if TYPE_CHECKING:
+    from textual.widgets import RichLog
+else:
+    RichLog = _rich_log_class()
 
 LOG_LINES = 2000  # lines the log keeps
 COLLAPSED_ROWS = 6  # rows a collapsed log gives its latest line at most

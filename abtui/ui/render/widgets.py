@@ -377,8 +377,13 @@ class PairPane(Widget):
         """Charts and link state: every interval, at once."""
         s = self.state
         link = s.link
-        self.set_class(link in (LinkState.LOST, LinkState.FAILED), "-lost")
-        self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting")
+        # before it is in the DOM (its first draw, in __init__) a class is only noted: styling
+        # it then (its component classes too) was done again as it was mounted, before the
+        # first frame (Textual styles a widget as it attaches it)
+        attached = self.parent is not None
+        self.set_class(link in (LinkState.LOST, LinkState.FAILED), "-lost", update=attached)
+        self.set_class(link in (LinkState.RECONNECTING, LinkState.CONNECTING), "-reconnecting",
+                       update=attached)
         subtitle = LINK_TEXT.get(link, link)  # (PairState.link is always one of them)
         if self._texts.get("subtitle") != subtitle:  # setting it repaints the whole pane
             self._texts["subtitle"] = subtitle

@@ -10,7 +10,7 @@ import pytest
 
 from abtui.commands.run import parse_setting
 from abtui.core.errors import BadInput
-from abtui.hosts.undo import recovery_notice
+from abtui.hosts.journals import recovery_notice
 
 
 def test_set_takes_knob_equals_value_with_spaces_and_equals_in_the_value() -> None:

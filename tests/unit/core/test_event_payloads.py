@@ -126,3 +126,31 @@ def test_the_model_s_rules_read_a_payload() -> None:
     assert model.interval_loss(udp) == (2.5, 0.5)
     assert model.interval_rate(events.IntervalMeasured.from_data(
         {"bits_per_second": 1e9, "omitted": True})) is None
+
+
+def test_a_payload_is_built_as_a_frozen_keyword_dataclass() -> None:
+    """Payload's own __init__ and frozenness (none generated per class) behave as
+    dataclass's did: keywords only, defaults and factories, errors for a missing or unknown
+    field, no assignment, and a copy equal to its original."""
+    import copy
+    import dataclasses
+
+    link = events.Link(state="up", message="m")
+    assert link == events.Link(state="up", message="m") and link.extra == {}
+    assert dataclasses.replace(link, state="down").state == "down"
+    assert copy.copy(link) == link
+    why = events.WhyFound(rows=[])
+    assert why.flames == [] and why.flames is not events.WhyFound(rows=[]).flames
+    assert why.counters is None
+    assert events.Link(state="a", message="b", extra={"z": 1}).to_data() == {
+        "state": "a", "message": "b", "z": 1}
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'message'"):
+        events.Link(state="up")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        events.Link(state="up", message="", foo=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        events.Link("up", "m")  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        link.state = "down"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del link.state  # type: ignore[misc]

@@ -40,7 +40,13 @@ from abtui.remote.lease import HEARTBEAT_S, LOCK_DIRS, LeaseOrder, LeaseState, h
 from abtui.remote.link_lease import take_lease
 from abtui.remote.ssh_files import HostKeyChecks, configured_connect_timeout, configured_option
 from abtui.remote.sshlib import asyncssh, load
-from abtui.remote.streams import PGID_MARK, RemoteProcess, group_alive_command, session_class
+from abtui.remote.streams import (
+    PGID_MARK,
+    RemoteProcess,
+    group_alive_command,
+    own_group,
+    session_class,
+)
 
 RECONNECT_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 # How long a command that may run again (`run(..., again=True)`: a knob's read, write or flip,
@@ -466,12 +472,15 @@ class HostLink:
 
     # ---- long commands ------------------------------------------------------------------
     async def stream(self, command: str, *, stderr_lines: int = 50) -> RemoteProcess[HostLink]:
-        """Start a long command on a channel of its own; lines stream as they are produced."""
+        """Start a long command on a channel of its own; lines stream as they are produced.
+        The command runs in the process group the stream reports, whatever the SSH server
+        (streams.own_group: dropbear leaves it in its connection's group), so ending that
+        group ends the command, whoever started it."""
         conn = self._conn
         if conn is None:
             raise RemoteError(self.alias, f"not connected ({self.state})")
-        inner = f"sudo -n sh -c {shlex.quote(command)}" if self.sudo else \
-            f"sh -c {shlex.quote(command)}"
+        grouped = shlex.quote(own_group(command))
+        inner = f"sudo -n sh -c {grouped}" if self.sudo else f"sh -c {grouped}"
         # The session's shell is a process-group leader (sshd calls setsid): report it first.
         wrapped = f"echo {PGID_MARK} $$; exec {inner}"
         session = session_class()(stderr_lines)

@@ -72,11 +72,11 @@ def group_alive_command(pgid: int) -> str:
 
 
 def own_group(command: str) -> str:
-    """`command` made to run in the process group its stream reports. The link reports the
-    shell's `$$` as the group (abtui.remote.link.HostLink.stream): right where sshd makes each
-    command a session leader (OpenSSH calls setsid), wrong on dropbear (the ARM guest's sshd),
-    whose command stays in the group of the connection's own process (its parent), so that
-    ending the reported group ended nothing and a run's loops outlived it. There the shell
+    """`command` made to run in the process group its stream reports (HostLink.stream runs
+    every command so). The link reports the shell's `$$` as the group: right where sshd makes
+    each command a session leader (OpenSSH calls setsid), wrong on dropbear (the ARM guest's
+    sshd), whose command stays in the group of the connection's own process (its parent), so
+    that ending the reported group ended nothing and a run's loops outlived it. There the shell
     becomes a group leader itself (`setsid` without a fork: it is not one), in place, with the
     same pid. Where the group already is `$$`, or the parent's and the parent is `sudo` (the
     reported pid is sudo's), nothing changes; without /proc or setsid the command runs as

@@ -218,3 +218,30 @@ async def test_compare_screen_keeps_every_pair_column_in_sight_at_80x24() -> Non
         assert sum(widths) <= table.content_region.width, (widths, table.content_region)
         labels = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert len(labels) == len(app.state.phases) and len(set(labels)) == len(labels)
+
+
+async def test_a_layout_made_while_a_number_was_short_leaves_no_row_cut() -> None:
+    """A line that wrapped keeps its second row when its numbers get shorter (padding: the pane
+    does not jump). A layout made then sizes the pane by its texts; once the numbers are long
+    again the pane grows back, its last line whole (it stayed a row short: the snapshot at
+    80×24 failed so on a loaded machine, where the layout came at such a moment)."""
+    app = make_app(pairs=2, intervals=24)
+    async with app.run_test(size=(80, 34)) as pilot:  # room: the panes stay full
+        await replayed(pilot, 24)
+        pane = app.query_one("#pane-A", PairPane)
+        s = pane.state
+        short = s.retransmits, s.retransmits_total
+        for retransmits in ((123456, 1234567), short):  # the tcp line on two rows, then one
+            s.retransmits, s.retransmits_total = retransmits
+            pane.refresh_text()
+            await settle(pilot)
+        assert len(pane.rows("tcp")) == 2 and not pane.has_class("-compact")
+        app.relayout()  # a layout while the numbers are short
+        await settle(pilot)
+        s.retransmits, s.retransmits_total = 123456, 1234567
+        pane.refresh_text()
+        await settle(pilot)
+        assert len(pane.rows("tcp")) == 2
+        for band in ("config", "bps-label", "rtt-label", "tcp"):
+            assert fully_shown(app, pane, band), band
+        assert pane.band_region("tcp").bottom <= pane.content_region.bottom

@@ -22,11 +22,12 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
-import abtui
+from tests.unit import source
 
-ABTUI = Path(abtui.__file__).parent
+ABTUI = source.ABTUI
 ROOT = ABTUI.parent
 DOC = ROOT / "docs" / "architecture.md"
 EXTERNAL = {"App", "Binding", "Widget.refresh", "StylesCache"}  # Textual's, not abtui's
@@ -37,14 +38,15 @@ def _module_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@cache
 def _index() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Each module's top-level names; each class's member names (classes by name, merged)."""
+    """Each module's top-level names; each class's member names (classes by name, merged).
+    Read once a run: a caller must not change them."""
     modules: dict[str, set[str]] = {}
     members: dict[str, set[str]] = defaultdict(set)
-    for path in ABTUI.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for path in source.paths():
         names: set[str] = set()
-        for node in ast.walk(tree):
+        for node in source.nodes(path):
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 names.add(node.name)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):

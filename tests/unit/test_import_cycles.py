@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Set
+from functools import cache
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-import abtui
+from tests.unit import source
 
-ROOT = Path(abtui.__file__).parent
+ROOT = source.ABTUI
 
 
 def _module(path: Path) -> str:
@@ -19,7 +20,7 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {_module(p): p for p in ROOT.rglob("*.py")}
+MODULES = {_module(p): p for p in source.paths()}
 
 
 def _imports(name: str, tree: ast.AST, skip: Set[int] = frozenset()) -> set[str]:
@@ -42,9 +43,10 @@ def _imports(name: str, tree: ast.AST, skip: Set[int] = frozenset()) -> set[str]
     return {m for m in out if m in MODULES and m != name}
 
 
-def graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    return {name: _imports(name, ast.parse(path.read_text(encoding="utf-8")))
-            for name, path in modules.items()}
+@cache
+def graph() -> dict[str, set[str]]:
+    """abtui's import graph (read once a run: the caller must not change it)."""
+    return {name: _imports(name, source.tree(path)) for name, path in MODULES.items()}
 
 
 def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -57,17 +59,17 @@ def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_reader_sees_type_checking_and_function_imports() -> None:
     # the two cycles this check was written against, each half of it a guarded import
-    edges = graph(MODULES)
+    edges = graph()
     assert "abtui.core.events" in edges["abtui.sessions.session"]
     assert "abtui.reports.naming" in edges["abtui.reports.cpu"]
     assert _cycle({"a": {"b"}, "b": {"a"}}) is not None
-    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-              "    from abtui.core import events\n"
-              "def f():\n    from abtui.reports.report import markdown\n")
-    assert _imports("abtui.x", ast.parse(source)) == {"abtui.core.events",
+    text = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from abtui.core import events\n"
+            "def f():\n    from abtui.reports.report import markdown\n")
+    assert _imports("abtui.x", ast.parse(text)) == {"abtui.core.events",
                                                       "abtui.reports.report"}
 
 
 def test_no_import_cycle() -> None:
-    cycle = _cycle(graph(MODULES))
+    cycle = _cycle(graph())
     assert cycle is None, " -> ".join(cycle or [])

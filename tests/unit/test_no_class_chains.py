@@ -6,9 +6,10 @@ set of attributes) fails, as `HostLink(HostKeyChecks)` did."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "abtui"
+from tests.unit import source
+
+PACKAGE = source.ABTUI
 
 # base -> why subclassing it is a kind-of relation, not a file split
 ALLOWED_BASES = {
@@ -27,8 +28,8 @@ ALLOWED_BASES = {
 
 def _classes() -> dict[str, tuple[str, list[str]]]:
     found: dict[str, tuple[str, list[str]]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path in source.paths():
+        for node in source.nodes(path):
             if isinstance(node, ast.ClassDef):
                 bases = [ast.unparse(b).split(".")[-1].split("[")[0] for b in node.bases]
                 found[node.name] = (str(path.relative_to(PACKAGE.parent)), bases)

@@ -62,11 +62,13 @@ EARLIER = """# Reliability
 def _run(tmp: Path, *args: str, ask: str = "1") -> dict[str, str]:
     (tmp / "conftest.py").write_text(CONFTEST)
     (tmp / "test_scenarios.py").write_text(SCENARIOS)
-    # without hypothesis's plugin: its import is half of each inner run's CPU time
+    # without the installed plugins (hypothesis's, Textual's snapshots with jinja2, syrupy,
+    # asyncio's): their imports were two thirds of each inner run's CPU time
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                     "-p", "no:hypothesispytest", *args],
                    cwd=tmp, capture_output=True, text=True, timeout=120,
-                   env={**os.environ, "PYTHONPATH": str(ROOT), ASK: ask})
+                   env={**os.environ, "PYTHONPATH": str(ROOT), ASK: ask,
+                        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     rows = {}
     for line in (tmp / "reliability.md").read_text().splitlines():
         if line.startswith("| ") and not line.startswith("| #"):

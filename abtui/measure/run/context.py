@@ -17,7 +17,7 @@ from abtui.core import events
 from abtui.core.events import AnyEvent, Event
 from abtui.core.model import LinkState, Pair, TestOptions, Watch
 from abtui.remote.link import HostLink
-from abtui.remote.streams import RemoteProcess, own_group
+from abtui.remote.streams import RemoteProcess
 
 if TYPE_CHECKING:  # types only: the objects are handed in by their owner
     from abtui.measure.ports import ParserFactory, PingParserFactory
@@ -135,7 +135,7 @@ class RunContext:
                             what: str) -> RemoteProcess[HostLink]:
         """A long command of the run's started on `link`, its process group written down: the
         one place a run's parts start a process on a host."""
-        proc = await link.stream(own_group(command))
+        proc = await link.stream(command)  # (in the group it reports: HostLink.stream)
         if proc.pgid is not None:
             self.owner.started(link.alias, proc.pgid, what)
         return proc

@@ -166,7 +166,9 @@ def lay_out(state: ConsoleState, grid: Grid, panes: list[PairPane], table: Phase
     compact = rows * full > room
     for pane in panes:
         if pane.has_class("-compact") != compact:
-            pane.set_compact(compact)
+            pane.set_compact(compact)  # (every line packed again)
+        else:
+            pane.unpad()  # its height is its texts' now (height_for), without padding rows
     _rows_even(panes, cols, pane_w, compact)
     if not table.fits(state, width):
         table.rebuild(state, width)

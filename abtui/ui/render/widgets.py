@@ -356,6 +356,18 @@ class PairPane(Widget):
             self._show(name, width_changed=True)
         self._grew = False  # the layout made it so: no news for the screen
 
+    def unpad(self) -> None:
+        """The rows a line kept from a longer text (_show pads it, so the pane does not jump)
+        dropped, as the screen's layout is about to size the pane by its texts now
+        (height_for counts no padding). Kept, a layout made while a number was short left the
+        pane a row shorter than its lines; the number long again filled the padding row, so
+        nothing grew and nothing laid the screen out again: the pane's last row stayed cut."""
+        width = self.content_region.width or PANE_INNER
+        for name, chips in self._chips.items():
+            if self._lines.get(name, 0) > len(pack_rows(chips, width)):
+                self._show(name, width_changed=True)
+        self._grew = False  # (only shrank)
+
     def on_resize(self) -> None:
         if self._title != self._title_at(self.size.width):
             self._fit_title(self.size.width)

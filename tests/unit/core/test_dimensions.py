@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 from abtui.core import dimensions
+from tests.unit import source
 
 ROOT = Path(dimensions.__file__).resolve().parents[1]
 NAMES = {"DIRECTION", "DIRECTIONS", "TUNNEL", "DEFAULT_DIRECTIONS", "DIRECTION_DIMENSION"}
@@ -16,10 +17,10 @@ NAMES = {"DIRECTION", "DIRECTIONS", "TUNNEL", "DEFAULT_DIRECTIONS", "DIRECTION_D
 
 def test_the_dimensions_are_defined_once() -> None:
     again = []
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in source.paths():
         if path == Path(dimensions.__file__).resolve():
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in source.nodes(path):
             if isinstance(node, ast.Assign) and node.col_offset == 0:
                 again += [f"{path.relative_to(ROOT)}: {t.id}" for t in node.targets
                           if isinstance(t, ast.Name) and t.id in NAMES]

@@ -99,6 +99,7 @@ def test_the_schedule_is_blocks_in_a_seeded_random_order() -> None:
         tuple(i for i in range(4) if two[i] == v) for v in "ab"]
 
 
+@pytest.mark.sim  # a simulation of the rule, drawn many times (`make test` runs it)
 def test_no_period_lands_on_one_value_more_than_chance_allows() -> None:
     """Interference on for half of every P stretches (P from 1.5 to 12), over 2000 drawn
     schedules of 20 blocks: the loaded time each value gets differs only by chance (the

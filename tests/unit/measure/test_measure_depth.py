@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from functools import cache
 
+from tests.unit import source as abtui_source
 from tests.unit.test_import_cycles import MODULES, _imports
 
 LIMIT = 4
@@ -33,14 +34,15 @@ def _guarded(tree: ast.AST) -> set[int]:
     return out
 
 
-def imports(name: str, source: str) -> set[str]:
-    """The abtui.measure modules a module's source imports at run time (see the docstring)."""
-    tree = ast.parse(source)
+def imports(name: str, source: str | ast.Module) -> set[str]:
+    """The abtui.measure modules a module's source (or its tree) imports at run time (see the
+    docstring)."""
+    tree = ast.parse(source) if isinstance(source, str) else source
     return {m for m in _imports(name, tree, _guarded(tree)) if m.startswith(PACKAGE + ".")}
 
 
 def graph() -> dict[str, set[str]]:
-    return {name: imports(name, path.read_text(encoding="utf-8"))
+    return {name: imports(name, abtui_source.tree(path))
             for name, path in MODULES.items() if name == PACKAGE
             or name.startswith(PACKAGE + ".")}
 

@@ -99,6 +99,7 @@ async def test_every_boundary_is_timed_alike_whether_the_value_changes_or_not() 
     assert max(lengths) < 0.25, lengths  # `every` (50 ms) long: never holds a 300 ms flip
 
 
+@pytest.mark.sim  # a simulation of the rule, drawn many times (`make test` runs it)
 def test_a_periodic_load_and_slow_flips_no_longer_make_false_claims() -> None:
     """The audit's failure on the clock (seqsim.timed_rates: flips that take 0.5–3
     stretches, iperf3's intervals on their own clock, a load on for half of every 7

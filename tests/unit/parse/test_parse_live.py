@@ -47,7 +47,10 @@ def test_live_iperf3_parallel_intervals_equal_the_printed_lines() -> None:
     try:
         time.sleep(0.3)
         client = subprocess.Popen(["stdbuf", "-oL", "iperf3", "-c", "127.0.0.1", "-p",
-                                   str(port), "-t", "2", "-P", "2", "--forceflush"],
+                                   str(port), "-t", "2", "-P", "2", "--forceflush",
+                                   # paced: at the loopback's full speed the two seconds
+                                   # cost a second of CPU, and the lines are the same
+                                   "-b", "200M"],
                                   stdout=subprocess.PIPE,
                                   text=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
         parser = Iperf3TextParser()

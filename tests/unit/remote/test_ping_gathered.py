@@ -82,10 +82,17 @@ def test_replies_come_a_second_at_a_time_each_dated_when_it_was_printed() -> Non
     assert len({came for came, _ in batches}) == len(batches)  # no batch cut in two reads
     replies = [(came, record) for came, batch in batches for record in ungathered(batch)]
     assert len(replies) >= 20
+    errors = []
     for came, (age, text) in replies:
         assert 0 < age <= GATHER_S + GATHER_POLL_S + 0.2, text
         printed = float(text.rpartition("at=")[2])
-        assert abs((came - age) - printed) < 0.05, text  # the reply's own moment
+        errors.append(abs((came - age) - printed))
+        # the reply's own moment, not its batch's: one dated by its batch would be off by its
+        # age (0 to GATHER_S); a few are late by the scheduling of the gatherer's bash and of
+        # this reader on a busy machine (82 ms at load 5), not by what the product did
+        assert errors[-1] < GATHER_POLL_S, text
+    errors.sort()
+    assert errors[len(errors) // 2] < 0.05, errors  # most within 50 ms
     # after SIGINT: the replies it held, then ping's summary, then the end
     tail = [record for _, batch in _lines(rest) for record in ungathered(batch)]
     assert all(age > 0 for age, _ in tail)

@@ -26,6 +26,7 @@ def test_boundaries_are_the_published_lan_demets_ones() -> None:
     assert sq.boundaries([1.0]) == pytest.approx([1.96], abs=1e-3)
 
 
+@pytest.mark.sim  # a simulation of the rule, drawn many times (`make test` runs it)
 def test_on_no_difference_the_rule_keeps_alpha_and_peeking_does_not() -> None:
     rng = np.random.default_rng(16)
     d = rng.normal(0.0, 0.03, (20000, 1, 20))  # block log ratios, no difference
@@ -49,6 +50,7 @@ def test_the_family_of_four_comparisons_keeps_alpha_together() -> None:
     assert (alone > 0).mean() > 2.5 * together
 
 
+@pytest.mark.sim  # a simulation of the rule, drawn many times (`make test` runs it)
 def test_periodic_interference_lands_on_either_value_by_the_draw() -> None:
     """An A/A alternation, 2 pairs × 2 values, a load taking 30 % of the throughput for half
     of every two stretches (a timer at twice the stretch): in the project's randomised order

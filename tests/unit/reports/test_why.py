@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 import xml.dom.minidom
 
+import pytest
+
 from abtui.reports import flame, why
 from abtui.reports.why import Block
 
@@ -51,6 +53,7 @@ def test_a_real_shift_is_moved_with_its_sign_and_an_interval() -> None:
     assert not idle.moved
 
 
+@pytest.mark.sim  # a simulation of the rule, drawn many times (`make test` runs it)
 def test_an_a_a_comparison_moves_nothing_in_most_seeds() -> None:
     claimed = sum(any(m.moved for m in why.compare(_blocks(BASE, random.Random(seed))))
                   for seed in range(40))

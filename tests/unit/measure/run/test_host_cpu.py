@@ -24,7 +24,7 @@ from abtui.parse.cputimes import CpuTimes, parse_cpu_times, since
 from abtui.remote.iperf_cmd import CPU_END_MARK, cpu_loop_command
 from abtui.remote.os.freebsd.knobs import FreeBSD
 from abtui.remote.os.linux.knobs import Linux
-from abtui.remote.streams import LineFeed, own_group
+from abtui.remote.streams import LineFeed
 from abtui.reports.report import markdown
 from abtui.sessions.session import Session
 from tests import synth
@@ -287,9 +287,8 @@ def test_sampler_one_loop_per_host_and_ticks_since_the_previous() -> None:
     assert [e.payload.total for e in cpu] == [[60, 20, 5, 5, 10, 0], [10, 5, 0, 0, 90, 0]]
     assert cpu[0].host == "snd" and cpu[0].payload.role == "sender"
     assert cpu[0].payload.phase == 3 and cpu[0].payload.cpus == [[60, 20, 5, 5, 10, 0]]
-    # in the group its stream reports, wherever the SSH server leaves it (streams.own_group)
-    assert snd.commands == [own_group(cpu_loop_command(Linux.cpu_times_command))] * \
-        len(snd.commands)
+    # (HostLink.stream runs it in the group it reports: streams.own_group)
+    assert snd.commands == [cpu_loop_command(Linux.cpu_times_command)] * len(snd.commands)
     assert len(snd.loops) == 1 and len(snd.asked) == 4  # one loop; 3 answers, then it ended
     assert snd.loops[0].stdin_closed and snd.ended == 1  # and was ended
     errors = [e for e in events if e.kind is EventKind.ERROR]

@@ -13,6 +13,19 @@ import sys
 HEAVY = ("numpy", "scipy", "asyncssh", "cryptography", "matplotlib", "plotext")
 
 
+# the modules `abtui tui PROFILE` imports before its first frame, besides abtui.commands.tui
+CONSOLE_START = ("import abtui.lab.lease, abtui.ui.flow.keymap\n"
+                 "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, "
+                 "abtui.ui.guard\n")
+
+
+def _last_line(code: str) -> str:
+    """The last line `code` prints, run in a fresh Python."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip().splitlines()
+    return out[-1] if out else ""
+
+
 def _loaded_after(code: str) -> list[str]:
     probe = f"{code}\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", f"import sys\n{probe}"], capture_output=True,
@@ -100,13 +113,10 @@ def test_the_console_s_modules_bring_no_ssh_layer_nor_dialogs_before_the_first_f
     session's writer, the app) leaves the SSH layer (abtui.remote, imported when the engine
     is built) and the dialog screens (abtui.ui.render.screens, when one is opened) for later."""
     code = ("import sys\n"
-            "import abtui.commands.tui, abtui.hosts.undo, abtui.lab.lease, abtui.ui.flow.keymap\n"
-            "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
+            "import abtui.commands.tui, abtui.hosts.undo\n" + CONSOLE_START +
             "print('loaded:' + ','.join(sorted(m for m in sys.modules if m.startswith("
             "('abtui.remote', 'abtui.ui.render.screens')))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.strip().splitlines()
-    assert out[-1] == "loaded:"
+    assert _last_line(code) == "loaded:"
 
 
 def test_no_undo_records_attrs_or_html_before_the_first_frame(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -117,29 +127,23 @@ def test_no_undo_records_attrs_or_html_before_the_first_frame(tmp_path) -> None:
     can still be imported afterwards."""
     journals = tmp_path / "undo"
     code = ("import sys\nfrom pathlib import Path\n"
-            "import abtui.commands.tui, abtui.lab.lease, abtui.ui.flow.keymap\n"
-            "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
+            "import abtui.commands.tui\n" + CONSOLE_START +
             "from abtui.hosts.journals import recovery_notice\n"
             f"assert recovery_notice(Path({str(journals)!r})) is None\n"
             "print('loaded:' + ','.join(sorted(m for m in ('abtui.hosts.undo_records', "
             "'abtui.hosts.undo', 'attr', 'html') if m in sys.modules)))\n"
             "import attr\nassert attr.has")
     journals.mkdir()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.strip().splitlines()
-    assert out[-1] == "loaded:"
+    assert _last_line(code) == "loaded:"
 
 
 def test_the_dataclasses_imported_before_the_first_frame_have_docstrings() -> None:
     """dataclass makes a docstring for a class without one from `inspect.signature` (0.3-1 ms
     each, before the console's first frame)."""
     code = ("import dataclasses, inspect, sys\n"
-            "import abtui.commands.tui, abtui.lab.lease, abtui.ui.flow.keymap, abtui.profile\n"
-            "import abtui.measure.ports, abtui.sessions.paths, abtui.ui.app, abtui.ui.guard\n"
+            "import abtui.commands.tui, abtui.profile\n" + CONSOLE_START +
             "print('bare:' + ','.join(sorted(f'{m}.{n}' for m, mod in list(sys.modules.items())"
             " if m.startswith('abtui') for n, c in vars(mod).items() if inspect.isclass(c) "
             "and c.__module__ == m and dataclasses.is_dataclass(c) and "
             "(c.__doc__ or '').startswith(n + '('))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.strip().splitlines()
-    assert out[-1] == "bare:"
+    assert _last_line(code) == "bare:"

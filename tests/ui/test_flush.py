@@ -101,6 +101,29 @@ async def test_a_data_links_counters_wait_for_the_next_flush() -> None:
         assert app.feed.pending
 
 
+async def test_the_links_counters_leave_the_refresh_budget_to_the_intervals() -> None:
+    """Each sender's counters are read on its run's beat, next to the intervals: flushed at
+    once, the two readings and pair A's interval took the 3 flushes of the budget, and pair
+    B's interval waited for the next (up to 100 ms, the live console's slow intervals)."""
+    clock = FakeClock()
+    app, events = _two_pairs(clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        clock.now += 1.0
+        for pair in "AB":
+            app.receive(Event.of(LinkBytes(run=f"{pair}-1", device="data0", clock=1.0,
+                                           tx_bytes=1, rx_bytes=2, tx_packets=1,
+                                           rx_packets=1),
+                                 pair=pair, host=app.state.pairs[pair].sender))
+            await pilot.pause()
+        a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
+        app.receive(a)
+        await until(pilot, lambda: app.state.pairs["A"].intervals == 1)
+        clock.now += 0.03
+        app.receive(b)
+        assert app.feed.due is not None and app.feed.due <= clock.now  # at once
+
+
 async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
     """40 intervals a second: FLUSH_HZ flushes a second (after a burst of FLUSH_BURST), each
     showing several intervals, none lost."""

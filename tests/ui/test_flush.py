@@ -13,7 +13,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.screen import Screen
 
-from abtui.core.events import Event, EventKind
+from abtui.core.events import Event, EventKind, LinkBytes
 from abtui.measure.replay.synthetic import synthetic_events, synthetic_profile
 from abtui.ui.app import AbtuiApp
 from abtui.ui.flow.feed import FLUSH_BURST, FLUSH_HZ, LAZY_S
@@ -85,6 +85,45 @@ async def test_ping_replies_wait_for_the_next_flush_and_an_interval_never_does()
         assert app.feed.due <= clock.now
 
 
+async def test_a_data_links_counters_wait_for_the_next_flush() -> None:
+    """A LINK_BYTES reading shows nothing itself (what it finds comes as COMPETING): it rides
+    on the next flush, never one of its own, and repaints no pane."""
+    clock = FakeClock()
+    app, _ = _quiet_app(clock=clock)
+    async with app.run_test() as pilot:
+        await started(pilot)
+        await app.settled()
+        clock.now += 1.0
+        app.receive(Event.of(LinkBytes(run="A-1", device="data0", clock=1.0, tx_bytes=1,
+                                       rx_bytes=2, tx_packets=1, rx_packets=1),
+                             pair="A", host=app.state.pairs["A"].sender))
+        assert app.feed.due is not None and app.feed.due - clock.now >= LAZY_S
+        assert app.feed.pending
+
+
+async def test_the_links_counters_leave_the_refresh_budget_to_the_intervals() -> None:
+    """Each sender's counters are read on its run's beat, next to the intervals: flushed at
+    once, the two readings and pair A's interval took the 3 flushes of the budget, and pair
+    B's interval waited for the next (up to 100 ms, the live console's slow intervals)."""
+    clock = FakeClock()
+    app, events = _two_pairs(clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        clock.now += 1.0
+        for pair in "AB":
+            app.receive(Event.of(LinkBytes(run=f"{pair}-1", device="data0", clock=1.0,
+                                           tx_bytes=1, rx_bytes=2, tx_packets=1,
+                                           rx_packets=1),
+                                 pair=pair, host=app.state.pairs[pair].sender))
+            await pilot.pause()
+        a, b = (next(e for e in _of(events, EventKind.INTERVAL) if e.pair == p) for p in "AB")
+        app.receive(a)
+        await until(pilot, lambda: app.state.pairs["A"].intervals == 1)
+        clock.now += 0.03
+        app.receive(b)
+        assert app.feed.due is not None and app.feed.due <= clock.now  # at once
+
+
 async def test_a_stream_that_never_pauses_is_shown_in_fewer_flushes() -> None:
     """40 intervals a second: FLUSH_HZ flushes a second (after a burst of FLUSH_BURST), each
     showing several intervals, none lost."""
@@ -132,11 +171,12 @@ async def test_two_pairs_intervals_ms_apart_show_their_numbers_in_that_burst() -
         assert app.query_one("#pane-B", PairPane).text("bps-label") != before  # its numbers
 
 
-async def test_the_table_is_repainted_after_both_pairs_intervals_not_in_their_frames() -> None:
-    """Pair B's interval 40 ms after A's: neither flush repaints the phase table (it widened
-    the interval's frame, on its path to the screen); one repaint after the burst shows both.
-    (A flush a second: the repaint's wake-up, TABLE_AFTER periods on, is due in 1.5 s of
-    real time, well after B's interval however slow the machine.)"""
+async def test_the_table_is_repainted_with_the_last_pairs_interval_not_the_first() -> None:
+    """Pair B's interval 40 ms after A's: A's flush does not repaint the phase table (B's
+    number is not in yet); B's, the last pair's, carries it, so the table shows both in B's
+    frame and has no frame of its own. (A flush a second: the repaint's wake-up, TABLE_AFTER
+    periods on, is due in 1.5 s of real time, well after B's interval however slow the
+    machine.)"""
     clock = FakeClock()
     app, events = _two_pairs(clock, flush_hz=1)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -157,10 +197,37 @@ async def test_the_table_is_repainted_after_both_pairs_intervals_not_in_their_fr
         clock.now += 0.04
         app.receive(b)
         await until(pilot, lambda: app.state.pairs["B"].intervals == 1)
+        assert repaints == [(1, 1)]
+        assert not app._table_soon.pending  # no repaint of its own left to come
+        clock.now += 1.5
+        await pilot.pause()
+        assert repaints == [(1, 1)]
+
+
+async def test_the_table_waits_for_its_timer_while_a_pair_sends_nothing() -> None:
+    """Only pair A's intervals come (B idle): the table is repainted TABLE_AFTER flush
+    periods after A's flush, as before the last pair's flush carried it."""
+    clock = FakeClock()
+    app, events = _two_pairs(clock, flush_hz=1)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _up_to_the_first_interval(pilot, app, events)
+        repaints: list[int] = []
+        cells = app.table.refresh_cells
+
+        def counted(*args: object) -> None:
+            repaints.append(app.state.pairs["A"].intervals)
+            cells(*args)  # type: ignore[arg-type]
+
+        app.table.refresh_cells = counted  # type: ignore[method-assign,assignment]
+        clock.now += 1.0
+        a = next(e for e in _of(events, EventKind.INTERVAL) if e.pair == "A")
+        app.receive(a)
+        await until(pilot, lambda: app.state.pairs["A"].intervals == 1)
         assert repaints == []
+        assert app._table_soon.pending
         clock.now += 1.5
         await until(pilot, lambda: bool(repaints))
-        assert repaints == [(1, 1)]
+        assert repaints == [1]
 
 
 async def test_an_interval_is_stamped_shown_after_a_frame_that_drew_it(tmp_path: Path) -> None:

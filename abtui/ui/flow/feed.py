@@ -16,8 +16,10 @@ from abtui.ui.model.pacing import Scheduler, TokenBucket
 FLUSH_HZ = 10  # flushes a second at most when events never pause (see wait)
 FLUSH_BURST = 3  # flushes at once after a pause: a lone interval is shown at once
 LAZY_S = 1.0  # ping replies and watch samples wait this long at most to be shown
+# (a data link's counters show nothing themselves, what they find comes as COMPETING: each
+# run's reading a second flushed at once was 2 flushes and up to 2 frames a second more)
 LAZY_KINDS = frozenset({EventKind.PING, EventKind.WATCH, EventKind.CPU, EventKind.PROFILE,
-                        EventKind.COUNTERS})
+                        EventKind.COUNTERS, EventKind.LINK_BYTES})
 
 
 class EventFeed:

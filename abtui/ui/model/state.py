@@ -16,7 +16,7 @@ from abtui.core.configuration import config_changes, config_id, config_label
 from abtui.core.cpu import SHARED as CPU_SHARED
 from abtui.core.cpu import sample_figures
 from abtui.core.dimensions import TUNNEL
-from abtui.core.events import Event, EventReader
+from abtui.core.events import Event, EventKind, EventReader
 from abtui.core.model import (
     KnobKind,
     LinkState,
@@ -48,6 +48,10 @@ class Dirty:
         return bool(self.pairs) or self.phases or self.knobs or self.status or self.bisect \
             or self.verdicts
 
+
+# kinds no pane shows (a data link's counters: what they find comes as COMPETING): folding
+# one repaints nothing
+UNSHOWN = frozenset({EventKind.LINK_BYTES})
 
 # the console's log says competing traffic again only after this long without any (s)
 COMPETING_QUIET_S = 10.0
@@ -140,7 +144,8 @@ class ConsoleState(EventReader):
 
     def apply(self, event: Event) -> str | None:
         """Fold one event in; returns a line for the event log, or None for routine ones."""
-        self.dirty.pairs.update(self._pairs_of(event))
+        if event.kind not in UNSHOWN:
+            self.dirty.pairs.update(self._pairs_of(event))
         line: str | None = self.dispatch(event)
         return line
 

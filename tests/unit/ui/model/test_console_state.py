@@ -165,6 +165,7 @@ def test_competing_traffic_is_said_when_it_begins_and_counters_are_routine() -> 
     assert state.apply(Event.of(LinkBytes(run="A-1", device="data0", clock=t, tx_bytes=1,
                                            rx_bytes=2, tx_packets=1, rx_packets=1), t,
                                 pair="A", host="a-snd")) is None
+    assert not state.take_dirty()  # nothing for a pane to repaint: they show no counters
 
     def span(at: float) -> str | None:
         return state.apply(Event.of(CompetingTraffic(

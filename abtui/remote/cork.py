@@ -21,6 +21,28 @@ def corkable(sock: Any) -> Any | None:
         hasattr(socket, "TCP_CORK") else None
 
 
+def cork(sock: Any) -> bool:
+    """Hold `sock`'s writes in the kernel (TCP_CORK); False where it cannot be corked."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+    except OSError:
+        return False
+    return True
+
+
+def uncork(held: list[Any], together: Callable[[list[Any]], list[Any]] | None) -> None:
+    """Let every held socket go: at once through `together` where it can (it returns the
+    sockets it could not), the rest one by one. A host left corked would never start, so
+    whatever fails in `together`, every socket is lifted here."""
+    left = held
+    if together is not None and held:
+        with contextlib.suppress(Exception):
+            left = together(held)
+    for sock in left:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+
+
 @contextlib.contextmanager
 def corked(socks: Iterable[Any],
            together: Callable[[list[Any]], list[Any]] | None = None) -> Iterator[list[Any]]:
@@ -31,24 +53,12 @@ def corked(socks: Iterable[Any],
     it could cork; one it could not is written to as usual. `together`, when given, lifts the
     corks at once where it can (abtui.remote.uring.Uncorker.lift) and returns the sockets it
     could not, lifted here one by one."""
-    held = []
+    held: list[Any] = []
     try:
-        for sock in socks:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
-            except OSError:
-                continue
-            held.append(sock)
+        held.extend(sock for sock in socks if cork(sock))
         yield held
     finally:
-        left = held
-        if together is not None and held:
-            # a host left corked would never start: whatever fails there, all lifted below
-            with contextlib.suppress(Exception):
-                left = together(held)
-        for sock in left:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+        uncork(held, together)
 
 
 class Release:
@@ -73,11 +83,7 @@ class Release:
     def hold(self, sock: Any) -> bool:
         """Cork `sock` for a write to be let go with the others; False (nothing done) once
         lifted or when the socket cannot be corked (the write then leaves at once)."""
-        if not self.open:
-            return False
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
-        except OSError:
+        if not self.open or not cork(sock):
             return False
         if not self.held:  # at the loop's next pass at the latest
             asyncio.get_running_loop().call_soon(self.lift)
@@ -94,15 +100,7 @@ class Release:
         """Every held socket uncorked (a socket lifted twice is harmless)."""
         self.open = False
         held, self.held = self.held, []
-        if not held:
-            return
-        left = held
-        if self.uncorker is not None:
-            with contextlib.suppress(Exception):  # whatever fails there, lifted below
-                left = self.uncorker(held)
-        for sock in left:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+        uncork(held, self.uncorker)
 
 
 _RELEASE: contextvars.ContextVar[Release | None] = contextvars.ContextVar("abtui_release",
